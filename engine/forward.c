@@ -1,0 +1,185 @@
+/* forward.c - the ViT forward pass, keeping every attention matrix.
+ *
+ * Row-major throughout. Linear weights keep PyTorch's [out, in] layout, so a
+ * linear layer is out[T, O] = inp[T, I] . w[O, I]^T + b[O], i.e.
+ * cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, ...). The bias is
+ * written into the output first and the product added with beta = 1, which is
+ * torch.addmm's order (bias + inp @ w.T). */
+#include "internal.h"
+
+#include <cblas.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* --- buffers --------------------------------------------------------------- */
+
+/* a * b + c with overflow check into *acc; returns 0 on overflow. */
+static int add_floats(size_t *acc, size_t a, size_t b) {
+    if (b && a > SIZE_MAX / b) return 0;
+    if (*acc > SIZE_MAX - a * b) return 0;
+    *acc += a * b;
+    return 1;
+}
+
+VitStatus vit_run_init(VitRun *run, const Vit *vit, VitError *err) {
+    memset(run, 0, sizeof *run);
+    const VitConfig *c = &vit->cfg;
+    size_t S = (size_t)c->image_size, T = (size_t)c->n_tokens, D = (size_t)c->dim,
+           F = (size_t)c->mlp_dim, N = (size_t)c->n_patches, P = (size_t)c->patch_size,
+           L = (size_t)c->n_layers, H = (size_t)c->n_heads, C = (size_t)c->n_classes;
+    size_t n = 0;
+    int ok = add_floats(&n, 3 * S, S) && add_floats(&n, N, 3 * P * P) && add_floats(&n, 3 * T, D) &&
+             add_floats(&n, T, 3 * D) && add_floats(&n, T, F) && add_floats(&n, L * H, T * T) &&
+             add_floats(&n, 2, C);
+    if (!ok || n > SIZE_MAX / sizeof(float))
+        return vit_set_error(err, VIT_ERR_NOMEM, "%s: activation size overflows", c->name);
+    run->mem = malloc(n * sizeof(float));
+    if (!run->mem)
+        return vit_set_error(err, VIT_ERR_NOMEM, "%s: cannot allocate %zu MB of activations",
+                             c->name, n * sizeof(float) >> 20);
+    run->mem_floats = n;
+    run->cfg = *c;
+    float *p = run->mem;
+    run->input = p;   p += 3 * S * S;
+    run->patches = p; p += N * 3 * P * P;
+    run->x = p;       p += T * D;
+    run->xn = p;      p += T * D;
+    run->ctx = p;     p += T * D;
+    run->qkv = p;     p += T * 3 * D;
+    run->hid = p;     p += T * F;
+    run->att = p;     p += L * H * T * T;
+    if (C) {
+        run->logits = p; p += C;
+        run->probs = p;  p += C;
+    }
+    memset(run->mem, 0, n * sizeof(float));
+    run->crop_w = run->crop_h = c->image_size;
+    return VIT_OK;
+}
+
+void vit_run_free(VitRun *run) {
+    if (!run) return;
+    free(run->mem);
+    memset(run, 0, sizeof *run);
+}
+
+/* --- layers ---------------------------------------------------------------- */
+
+/* out[T, O] = inp[T, I] . w[O, I]^T + b[O]   (torch.nn.functional.linear).
+ * (n_in, n_out rather than I, O: OpenBLAS's cblas.h pulls in <complex.h>'s I.) */
+static void linear_forward(float *out, const float *inp, const float *w, const float *b, int T,
+                           int n_in, int n_out) {
+    for (int t = 0; t < T; t++) memcpy(out + (size_t)t * n_out, b, (size_t)n_out * sizeof(float));
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, n_out, n_in, 1.0f, inp, n_in, w, n_in,
+                1.0f, out, n_out);
+}
+
+/* torch.nn.LayerNorm over the last dim: out = (x - mean) / sqrt(var + eps) * w + b,
+ * biased variance. Moments in double so the result does not depend on summation order. */
+static void layernorm_forward(float *out, const float *inp, const float *w, const float *b, int T,
+                              int D, float eps) {
+    for (int t = 0; t < T; t++) {
+        const float *x = inp + (size_t)t * D;
+        float *y = out + (size_t)t * D;
+        double m = 0.0, v = 0.0;
+        for (int i = 0; i < D; i++) m += x[i];
+        m /= D;
+        for (int i = 0; i < D; i++) v += (x[i] - m) * (x[i] - m);
+        v /= D;
+        float mean = (float)m, rstd = (float)(1.0 / sqrt(v + eps));
+        for (int i = 0; i < D; i++) y[i] = (x[i] - mean) * rstd * w[i] + b[i];
+    }
+}
+
+/* Exact GELU (torch.nn.GELU(approximate='none')): 0.5 x (1 + erf(x / sqrt 2)). */
+static void gelu_forward(float *x, size_t n) {
+    for (size_t i = 0; i < n; i++) x[i] = 0.5f * x[i] * (1.0f + erff(x[i] * 0.70710678118654752f));
+}
+
+/* Row-wise softmax in place: x[R, C]. */
+static void softmax_rows(float *x, int R, int C) {
+    for (int r = 0; r < R; r++) {
+        float *row = x + (size_t)r * C;
+        float mx = row[0];
+        for (int i = 1; i < C; i++) mx = row[i] > mx ? row[i] : mx;
+        double sum = 0.0;
+        for (int i = 0; i < C; i++) {
+            row[i] = expf(row[i] - mx);
+            sum += row[i];
+        }
+        float inv = (float)(1.0 / sum);
+        for (int i = 0; i < C; i++) row[i] *= inv;
+    }
+}
+
+/* timm Attention.forward (explicit path, fused_attn=False):
+ *   qkv = self.qkv(x).reshape(B, T, 3, H, Dh).permute(2, 0, 3, 1, 4)
+ *   attn = (q * scale) @ k.transpose(-2, -1); attn = attn.softmax(dim=-1)
+ *   x = (attn @ v).transpose(1, 2).reshape(B, T, D); x = self.proj(x)
+ * Writes the probabilities to att [H, T, T] and the context to ctx [T, D]. */
+static void attention_forward(float *ctx, float *att, const float *qkv, int T, int D, int H) {
+    int Dh = D / H;
+    float scale = 1.0f / sqrtf((float)Dh);
+    for (int h = 0; h < H; h++) {
+        const float *q = qkv + h * Dh, *k = qkv + D + h * Dh, *v = qkv + 2 * D + h * Dh;
+        float *a = att + (size_t)h * T * T;
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, Dh, scale, q, 3 * D, k, 3 * D,
+                    0.0f, a, T);
+        softmax_rows(a, T, T);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, Dh, T, 1.0f, a, T, v, 3 * D, 0.0f,
+                    ctx + h * Dh, D);
+    }
+}
+
+/* --- entry point ----------------------------------------------------------- */
+
+void vit_forward(VitRun *run, const Vit *vit) {
+    const VitConfig *c = &vit->cfg;
+    const VitWeights *w = &vit->w;
+    int S = c->image_size, P = c->patch_size, gw = c->grid_w, N = c->n_patches, T = c->n_tokens,
+        D = c->dim, H = c->n_heads, F = c->mlp_dim, Np = c->n_prefix, K = 3 * P * P;
+    float *x = run->x, *xn = run->xn;
+
+    /* Patch embedding: a P x P stride-P convolution is a GEMM over im2col rows
+     * patches[n, ch*P*P + ky*P + kx], matching the weight's [D, 3, P, P] layout.
+     * timm: x = self.patch_embed(x)  (Conv2d then flatten(2).transpose(1, 2)) */
+    for (int n = 0; n < N; n++) {
+        int gy = n / gw, gx = n % gw;
+        float *row = run->patches + (size_t)n * K;
+        for (int ch = 0; ch < 3; ch++)
+            for (int ky = 0; ky < P; ky++)
+                memcpy(row + (ch * P + ky) * P,
+                       run->input + ((size_t)ch * S + (size_t)gy * P + ky) * S + (size_t)gx * P,
+                       (size_t)P * sizeof(float));
+    }
+    linear_forward(x + (size_t)Np * D, run->patches, w->patch_w, w->patch_b, N, K, D);
+    /* timm: x = torch.cat((cls_token, x), dim=1); x = x + pos_embed */
+    memcpy(x, w->cls_token, (size_t)D * sizeof(float));
+    for (size_t i = 0; i < (size_t)T * D; i++) x[i] += w->pos_embed[i];
+
+    for (int l = 0; l < c->n_layers; l++) {
+        const VitBlock *b = &w->blocks[l];
+        /* timm: x = x + self.attn(self.norm1(x)) */
+        layernorm_forward(xn, x, b->norm1_w, b->norm1_b, T, D, c->ln_eps);
+        linear_forward(run->qkv, xn, b->qkv_w, b->qkv_b, T, D, 3 * D);
+        attention_forward(run->ctx, run->att + (size_t)l * H * T * T, run->qkv, T, D, H);
+        linear_forward(xn, run->ctx, b->proj_w, b->proj_b, T, D, D);
+        for (size_t i = 0; i < (size_t)T * D; i++) x[i] += xn[i];
+        /* timm: x = x + self.mlp(self.norm2(x))   (fc1 -> GELU -> fc2) */
+        layernorm_forward(xn, x, b->norm2_w, b->norm2_b, T, D, c->ln_eps);
+        linear_forward(run->hid, xn, b->fc1_w, b->fc1_b, T, D, F);
+        gelu_forward(run->hid, (size_t)T * F);
+        linear_forward(xn, run->hid, b->fc2_w, b->fc2_b, T, F, D);
+        for (size_t i = 0; i < (size_t)T * D; i++) x[i] += xn[i];
+    }
+
+    /* timm: x = self.norm(x); x = x[:, 0]; x = self.head(x). The norm is per
+     * token, so normalising the CLS token alone gives the same numbers. */
+    layernorm_forward(xn, x, w->norm_w, w->norm_b, 1, D, c->ln_eps);
+    if (c->n_classes) {
+        linear_forward(run->logits, xn, w->head_w, w->head_b, 1, D, c->n_classes);
+        memcpy(run->probs, run->logits, (size_t)c->n_classes * sizeof(float));
+        softmax_rows(run->probs, 1, c->n_classes);
+    }
+}

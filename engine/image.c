@@ -1,0 +1,302 @@
+/* image.c - decode images (stb_image) and timm's eval preprocessing.
+ *
+ * timm builds its eval transform (timm/data/transforms_factory.py,
+ * transforms_imagenet_eval, crop_mode 'center') from torchvision:
+ *   Resize(floor(S / crop_pct), interpolation=BICUBIC)  on a PIL image
+ *   CenterCrop(S), ToTensor(), Normalize(mean, std)
+ * Resize of a PIL image is Pillow's Image.resize(..., BICUBIC), a separable
+ * convolution with 8-bit rounding after each pass (libImaging/Resample.c). It
+ * is reproduced here bit for bit so that the model sees the same pixels as
+ * under PyTorch, not merely similar ones. */
+#include "internal.h"
+
+#define STB_IMAGE_IMPLEMENTATION
+#define STBI_FAILURE_USERMSG
+#include <stb_image.h>
+
+#include <errno.h>
+#include <fenv.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+/* --- decoding -------------------------------------------------------------- */
+
+VitStatus vit_image_load(VitImage *img, const char *path, VitError *err) {
+    memset(img, 0, sizeof *img);
+    struct stat sb;
+    if (stat(path, &sb) != 0)
+        return vit_set_error(err, VIT_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    if (S_ISDIR(sb.st_mode))
+        return vit_set_error(err, VIT_ERR_IO, "%s: is a directory, not an image", path);
+    FILE *f = fopen(path, "rb");
+    if (!f) return vit_set_error(err, VIT_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    int w, h, comp;
+    if (!stbi_info_from_file(f, &w, &h, &comp)) {
+        fclose(f);
+        return vit_set_error(err, VIT_ERR_IMAGE, "%s: not an image vitlens can read (%s)", path,
+                             stbi_failure_reason());
+    }
+    if (w < 1 || h < 1 || (uint64_t)w * (uint64_t)h > VIT_MAX_IMAGE_PIXELS) {
+        fclose(f);
+        return vit_set_error(err, VIT_ERR_IMAGE, "%s: image is %dx%d px, more than the limit of %u "
+                             "pixels", path, w, h, VIT_MAX_IMAGE_PIXELS);
+    }
+    /* req_comp 3: grey is replicated and alpha dropped, as PIL's convert('RGB'). */
+    uint8_t *rgb = stbi_load_from_file(f, &w, &h, &comp, 3);
+    fclose(f);
+    if (!rgb)
+        return vit_set_error(err, VIT_ERR_IMAGE, "%s: cannot decode image (%s)", path,
+                             stbi_failure_reason());
+    img->w = w;
+    img->h = h;
+    img->rgb = rgb;
+    return VIT_OK;
+}
+
+VitStatus vit_image_from_rgb(VitImage *img, const uint8_t *rgb, int w, int h, VitError *err) {
+    memset(img, 0, sizeof *img);
+    if (w < 1 || h < 1 || (uint64_t)w * (uint64_t)h > VIT_MAX_IMAGE_PIXELS)
+        return vit_set_error(err, VIT_ERR_IMAGE, "image is %dx%d px: empty or over the limit of %u "
+                             "pixels", w, h, VIT_MAX_IMAGE_PIXELS);
+    size_t n = (size_t)w * (size_t)h * 3;
+    /* stb's allocator, so that vit_image_free's stbi_image_free matches */
+    img->rgb = STBI_MALLOC(n);
+    if (!img->rgb) return vit_set_error(err, VIT_ERR_NOMEM, "out of memory for a %dx%d image", w, h);
+    memcpy(img->rgb, rgb, n);
+    img->w = w;
+    img->h = h;
+    return VIT_OK;
+}
+
+void vit_image_free(VitImage *img) {
+    if (!img) return;
+    stbi_image_free(img->rgb);
+    memset(img, 0, sizeof *img);
+}
+
+/* --- Pillow's bicubic resample --------------------------------------------- */
+
+/* Pillow keeps 8-bit filter weights as fixed point with 22 fractional bits:
+ * 32 bits - 8 for the pixel - 2 for overshoot of the negative-lobed filter. */
+#define PRECISION_BITS 22
+
+/* Keys' cubic convolution kernel with a = -0.5, support 2. */
+static double bicubic(double x) {
+    const double a = -0.5;
+    if (x < 0.0) x = -x;
+    if (x < 1.0) return ((a + 2.0) * x - (a + 3.0)) * x * x + 1.0;
+    if (x < 2.0) return (((x - 5.0) * x + 8.0) * x - 4.0) * a;
+    return 0.0;
+}
+
+typedef struct {
+    int ksize;     /* taps per output pixel (max) */
+    int *first;    /* [out] first input index */
+    int *count;    /* [out] taps used */
+    int32_t *k;    /* [out, ksize] fixed-point weights */
+} Taps;
+
+/* Weights mapping in_size samples to out_size: the filter is stretched by the
+ * downscale factor (antialiasing), each output's weights are normalised to sum
+ * 1 in double, then rounded half away from zero to fixed point. */
+static int taps_init(Taps *tp, int in_size, int out_size) {
+    double scale = (double)in_size / out_size, filterscale = scale < 1.0 ? 1.0 : scale;
+    double support = 2.0 * filterscale;
+    int ksize = (int)ceil(support) * 2 + 1;
+    tp->ksize = ksize;
+    tp->first = malloc((size_t)out_size * sizeof(int));
+    tp->count = malloc((size_t)out_size * sizeof(int));
+    tp->k = calloc((size_t)out_size * (size_t)ksize, sizeof(int32_t));
+    double *w = malloc((size_t)ksize * sizeof(double));
+    if (!tp->first || !tp->count || !tp->k || !w) {
+        free(w);
+        return 0;
+    }
+    for (int o = 0; o < out_size; o++) {
+        double center = (o + 0.5) * scale, ss = 1.0 / filterscale, sum = 0.0;
+        int lo = (int)(center - support + 0.5), hi = (int)(center + support + 0.5);
+        if (lo < 0) lo = 0;
+        if (hi > in_size) hi = in_size;
+        int n = hi - lo;
+        for (int i = 0; i < n; i++) {
+            w[i] = bicubic((i + lo - center + 0.5) * ss);
+            sum += w[i];
+        }
+        for (int i = 0; i < n; i++) {
+            double v = sum != 0.0 ? w[i] / sum : w[i];
+            tp->k[(size_t)o * ksize + i] =
+                (int32_t)(v < 0 ? -0.5 + v * (1 << PRECISION_BITS) : 0.5 + v * (1 << PRECISION_BITS));
+        }
+        tp->first[o] = lo;
+        tp->count[o] = n;
+    }
+    free(w);
+    return 1;
+}
+
+static void taps_free(Taps *tp) {
+    free(tp->first);
+    free(tp->count);
+    free(tp->k);
+}
+
+static uint8_t clip8(int32_t v) {
+    if (v < 0) return 0;
+    v >>= PRECISION_BITS;
+    return v > 255 ? 255 : (uint8_t)v;
+}
+
+/* One separable pass over RGB8. Horizontal: out[h, out_n, 3] from in[h, w, 3]
+ * along x. Vertical: out[out_n, w, 3] from in[h, w, 3] along y. */
+static void resample_pass(uint8_t *out, const uint8_t *in, int w, int h, const Taps *tp,
+                          int out_n, int horizontal) {
+    if (horizontal) {
+        for (int y = 0; y < h; y++)
+            for (int o = 0; o < out_n; o++) {
+                const int32_t *k = tp->k + (size_t)o * tp->ksize;
+                const uint8_t *src = in + ((size_t)y * w + tp->first[o]) * 3;
+                int32_t s0 = 1 << (PRECISION_BITS - 1), s1 = s0, s2 = s0;
+                for (int i = 0; i < tp->count[o]; i++) {
+                    s0 += src[3 * i + 0] * k[i];
+                    s1 += src[3 * i + 1] * k[i];
+                    s2 += src[3 * i + 2] * k[i];
+                }
+                uint8_t *d = out + ((size_t)y * out_n + o) * 3;
+                d[0] = clip8(s0), d[1] = clip8(s1), d[2] = clip8(s2);
+            }
+    } else {
+        for (int o = 0; o < out_n; o++) {
+            const int32_t *k = tp->k + (size_t)o * tp->ksize;
+            for (int x = 0; x < w; x++) {
+                int32_t s0 = 1 << (PRECISION_BITS - 1), s1 = s0, s2 = s0;
+                for (int i = 0; i < tp->count[o]; i++) {
+                    const uint8_t *src = in + ((size_t)(tp->first[o] + i) * w + x) * 3;
+                    s0 += src[0] * k[i];
+                    s1 += src[1] * k[i];
+                    s2 += src[2] * k[i];
+                }
+                uint8_t *d = out + ((size_t)o * w + x) * 3;
+                d[0] = clip8(s0), d[1] = clip8(s1), d[2] = clip8(s2);
+            }
+        }
+    }
+}
+
+/* Pillow Image.resize((rw, rh), BICUBIC) of RGB8: horizontal pass first, each
+ * pass skipped when that side keeps its size. out: [rh, rw, 3]. */
+static int pil_resize_bicubic(uint8_t *out, const VitImage *img, int rw, int rh) {
+    uint8_t *tmp = NULL;
+    const uint8_t *src = img->rgb;
+    int w = img->w, ok = 0;
+    Taps th = {0}, tv = {0};
+    if (rw != img->w) {
+        tmp = malloc((size_t)img->h * rw * 3);
+        if (!tmp || !taps_init(&th, img->w, rw)) goto done;
+        resample_pass(rh == img->h ? out : tmp, src, img->w, img->h, &th, rw, 1);
+        src = tmp;
+        w = rw;
+    }
+    if (rh != img->h) {
+        if (!taps_init(&tv, img->h, rh)) goto done;
+        resample_pass(out, src, w, img->h, &tv, rh, 0);
+    } else if (rw == img->w) {
+        memcpy(out, img->rgb, (size_t)rw * rh * 3);
+    }
+    ok = 1;
+done:
+    taps_free(&th);
+    taps_free(&tv);
+    free(tmp);
+    return ok;
+}
+
+/* --- timm eval transform --------------------------------------------------- */
+
+typedef struct {
+    int rw, rh;     /* size after Resize */
+    int left, top;  /* CenterCrop offset in the resized image */
+} Geometry;
+
+/* torchvision 0.14 F.resize with size=[short] and F.center_crop, Python's
+ * round() (half to even) included. */
+static Geometry eval_geometry(const VitConfig *cfg, int w, int h) {
+    Geometry g;
+    int S = cfg->image_size;
+    int short_side = (int)floor(S / (double)cfg->crop_pct);
+    /* timm: scale_size = math.floor(img_size / crop_pct); crop_pct is a Python
+     * float there, a float32 here: guard the exact-multiple case (224 / 0.875). */
+    double exact = S / (double)cfg->crop_pct;
+    if (fabs(exact - nearbyint(exact)) < 1e-4) short_side = (int)nearbyint(exact);
+    int s = w <= h ? w : h, l = w <= h ? h : w;
+    int new_long = (int)((double)short_side * l / s);
+    g.rw = w <= h ? short_side : new_long;
+    g.rh = w <= h ? new_long : short_side;
+    int saved = fegetround();
+    fesetround(FE_TONEAREST);
+    g.top = (int)nearbyint((g.rh - S) / 2.0);
+    g.left = (int)nearbyint((g.rw - S) / 2.0);
+    fesetround(saved);
+    return g;
+}
+
+/* Resize + centre crop to out [S, S, 3]. */
+static VitStatus resize_crop(uint8_t *out, Geometry *geo, const VitConfig *cfg, const VitImage *img,
+                             VitError *err) {
+    if (!img || !img->rgb || img->w < 1 || img->h < 1)
+        return vit_set_error(err, VIT_ERR_ARG, "preprocess: empty image");
+    int S = cfg->image_size;
+    Geometry g = eval_geometry(cfg, img->w, img->h);
+    if (g.rw < S || g.rh < S || (uint64_t)g.rw * g.rh > 4ull * VIT_MAX_IMAGE_PIXELS)
+        return vit_set_error(err, VIT_ERR_ARG, "preprocess: resize to %dx%d cannot be cropped to %d",
+                             g.rw, g.rh, S);
+    uint8_t *resized = malloc((size_t)g.rw * g.rh * 3);
+    if (!resized || !pil_resize_bicubic(resized, img, g.rw, g.rh)) {
+        free(resized);
+        return vit_set_error(err, VIT_ERR_NOMEM, "preprocess: out of memory resizing %dx%d to %dx%d",
+                             img->w, img->h, g.rw, g.rh);
+    }
+    for (int y = 0; y < S; y++)
+        memcpy(out + (size_t)y * S * 3, resized + ((size_t)(y + g.top) * g.rw + g.left) * 3,
+               (size_t)S * 3);
+    free(resized);
+    if (geo) *geo = g;
+    return VIT_OK;
+}
+
+VitStatus vit_preprocess_rgb(uint8_t *out, const VitConfig *cfg, const VitImage *img,
+                             VitError *err) {
+    return resize_crop(out, NULL, cfg, img, err);
+}
+
+VitStatus vit_preprocess(float *out, int *crop_x, int *crop_y, int *crop_w, int *crop_h,
+                         const VitConfig *cfg, const VitImage *img, VitError *err) {
+    int S = cfg->image_size;
+    uint8_t *rgb = malloc((size_t)S * S * 3);
+    if (!rgb) return vit_set_error(err, VIT_ERR_NOMEM, "preprocess: out of memory");
+    Geometry g;
+    VitStatus rc = resize_crop(rgb, &g, cfg, img, err);
+    if (rc) {
+        free(rgb);
+        return rc;
+    }
+    /* ToTensor: v / 255 in float32; Normalize: (x - mean) / std in float32. */
+    for (int ch = 0; ch < 3; ch++)
+        for (int i = 0; i < S * S; i++)
+            out[(size_t)ch * S * S + i] = ((float)rgb[(size_t)i * 3 + ch] / 255.0f - cfg->mean[ch]) /
+                                          cfg->std[ch];
+    free(rgb);
+    /* The crop in source pixels: resized px r covers source [r, r+1) * (w / rw). */
+    double sx = (double)img->w / g.rw, sy = (double)img->h / g.rh;
+    int x0 = (int)floor(g.left * sx), y0 = (int)floor(g.top * sy);
+    int x1 = (int)ceil((g.left + S) * sx), y1 = (int)ceil((g.top + S) * sy);
+    if (x1 > img->w) x1 = img->w;
+    if (y1 > img->h) y1 = img->h;
+    if (crop_x) *crop_x = x0;
+    if (crop_y) *crop_y = y0;
+    if (crop_w) *crop_w = x1 - x0;
+    if (crop_h) *crop_h = y1 - y0;
+    return VIT_OK;
+}

@@ -1,0 +1,180 @@
+/* maps.c - maps over the patch grid from the captured attention [L, H, T, T]:
+ * per-head attention, head fusion, attention rollout (Abnar & Zuidema 2020,
+ * "Quantifying Attention Flow in Transformers", §3 and Appendix A.1). */
+#include "internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* --- helpers --------------------------------------------------------------- */
+
+const char *vit_fusion_name(VitFusion f) {
+    switch (f) {
+    case VIT_FUSE_MEAN: return "mean";
+    case VIT_FUSE_MAX: return "max";
+    case VIT_FUSE_MIN: return "min";
+    }
+    return "?";
+}
+
+static VitStatus check_args(const VitRun *run, int layer, int head, int query, VitError *err) {
+    const VitConfig *c = &run->cfg;
+    if (!run->att) return vit_set_error(err, VIT_ERR_ARG, "map: no forward pass has been run");
+    if (layer < 0 || layer >= c->n_layers)
+        return vit_set_error(err, VIT_ERR_ARG, "map: layer %d out of range [0, %d)", layer,
+                             c->n_layers);
+    if (head >= c->n_heads)
+        return vit_set_error(err, VIT_ERR_ARG, "map: head %d out of range [0, %d)", head,
+                             c->n_heads);
+    if (query < 0 || query >= c->n_tokens)
+        return vit_set_error(err, VIT_ERR_ARG, "map: query token %d out of range [0, %d)", query,
+                             c->n_tokens);
+    return VIT_OK;
+}
+
+static const float *att_at(const VitRun *run, int layer, int head) {
+    size_t T = (size_t)run->cfg.n_tokens;
+    return run->att + ((size_t)layer * run->cfg.n_heads + head) * T * T;
+}
+
+/* out[T, T] = fuse_h att[layer, h] (rows: queries, columns: keys). */
+static void fuse_heads(float *out, const VitRun *run, int layer, VitFusion fusion) {
+    int H = run->cfg.n_heads;
+    size_t TT = (size_t)run->cfg.n_tokens * run->cfg.n_tokens;
+    memcpy(out, att_at(run, layer, 0), TT * sizeof(float));
+    for (int h = 1; h < H; h++) {
+        const float *a = att_at(run, layer, h);
+        for (size_t i = 0; i < TT; i++) {
+            if (fusion == VIT_FUSE_MEAN) out[i] += a[i];
+            else if (fusion == VIT_FUSE_MAX) out[i] = a[i] > out[i] ? a[i] : out[i];
+            else out[i] = a[i] < out[i] ? a[i] : out[i];
+        }
+    }
+    if (fusion == VIT_FUSE_MEAN)
+        for (size_t i = 0; i < TT; i++) out[i] /= (float)H;
+}
+
+typedef struct {
+    float v;
+    uint32_t i;
+} Entry;
+
+static int cmp_entry(const void *a, const void *b) {
+    const Entry *x = a, *y = b;
+    if (x->v != y->v) return x->v < y->v ? -1 : 1;
+    return (x->i > y->i) - (x->i < y->i);
+}
+
+/* Zero the floor(ratio * T*(T-Np)) smallest entries of a[T, T] among the keys
+ * that are patches (columns >= Np); ties: lower row-major index first. */
+static int discard_smallest(float *a, int T, int Np, float ratio, Entry *scratch) {
+    size_t n = 0;
+    for (int r = 0; r < T; r++)
+        for (int col = Np; col < T; col++) {
+            scratch[n].v = a[(size_t)r * T + col];
+            scratch[n].i = (uint32_t)((size_t)r * T + col);
+            n++;
+        }
+    size_t k = (size_t)floor((double)ratio * (double)n);
+    if (k == 0) return 1;
+    qsort(scratch, n, sizeof *scratch, cmp_entry);
+    for (size_t j = 0; j < k; j++) a[scratch[j].i] = 0.0f;
+    return 1;
+}
+
+/* a[T, T] <- rownorm(0.5 a + 0.5 I). */
+static void add_identity_rownorm(float *a, int T) {
+    for (int r = 0; r < T; r++) {
+        float *row = a + (size_t)r * T;
+        double s = 0.0;
+        for (int col = 0; col < T; col++) {
+            row[col] = 0.5f * row[col] + (col == r ? 0.5f : 0.0f);
+            s += row[col];
+        }
+        float inv = (float)(1.0 / s);
+        for (int col = 0; col < T; col++) row[col] *= inv;
+    }
+}
+
+/* v[T] <- v[T] . a[T, T] */
+static void row_times(double *v, double *tmp, const float *a, int T) {
+    for (int col = 0; col < T; col++) tmp[col] = 0.0;
+    for (int r = 0; r < T; r++) {
+        if (v[r] == 0.0) continue;
+        const float *row = a + (size_t)r * T;
+        for (int col = 0; col < T; col++) tmp[col] += v[r] * row[col];
+    }
+    memcpy(v, tmp, (size_t)T * sizeof(double));
+}
+
+/* --- entry points ---------------------------------------------------------- */
+
+VitStatus vit_map_attention(float *out, const VitRun *run, int layer, int head, int query,
+                            VitError *err) {
+    VitStatus rc = check_args(run, layer, head, query, err);
+    if (rc) return rc;
+    if (head < 0) return vit_set_error(err, VIT_ERR_ARG, "map: head %d is negative", head);
+    const VitConfig *c = &run->cfg;
+    const float *row = att_at(run, layer, head) + (size_t)query * c->n_tokens + c->n_prefix;
+    memcpy(out, row, (size_t)c->n_patches * sizeof(float));
+    return VIT_OK;
+}
+
+VitStatus vit_map_fused(float *out, const VitRun *run, int layer, VitFusion fusion, int query,
+                        VitError *err) {
+    VitStatus rc = check_args(run, layer, 0, query, err);
+    if (rc) return rc;
+    if (fusion < VIT_FUSE_MEAN || fusion > VIT_FUSE_MIN)
+        return vit_set_error(err, VIT_ERR_ARG, "map: unknown head fusion %d", (int)fusion);
+    const VitConfig *c = &run->cfg;
+    size_t off = (size_t)query * c->n_tokens + c->n_prefix;
+    for (int p = 0; p < c->n_patches; p++) {
+        float acc = att_at(run, layer, 0)[off + p];
+        for (int h = 1; h < c->n_heads; h++) {
+            float a = att_at(run, layer, h)[off + p];
+            if (fusion == VIT_FUSE_MEAN) acc += a;
+            else if (fusion == VIT_FUSE_MAX) acc = a > acc ? a : acc;
+            else acc = a < acc ? a : acc;
+        }
+        out[p] = fusion == VIT_FUSE_MEAN ? acc / (float)c->n_heads : acc;
+    }
+    return VIT_OK;
+}
+
+VitStatus vit_rollout(float *out, const VitRun *run, int layer, int head, VitFusion fusion,
+                      float discard_ratio, int query, VitError *err) {
+    VitStatus rc = check_args(run, layer, head, query, err);
+    if (rc) return rc;
+    if (fusion < VIT_FUSE_MEAN || fusion > VIT_FUSE_MIN)
+        return vit_set_error(err, VIT_ERR_ARG, "rollout: unknown head fusion %d", (int)fusion);
+    if (!(discard_ratio >= 0.0f && discard_ratio < 1.0f))
+        return vit_set_error(err, VIT_ERR_ARG, "rollout: discard ratio %g outside [0, 1)",
+                             (double)discard_ratio);
+    const VitConfig *c = &run->cfg;
+    int T = c->n_tokens, Np = c->n_prefix;
+    size_t TT = (size_t)T * T;
+    float *a = malloc(TT * sizeof(float));
+    double *v = malloc(2 * (size_t)T * sizeof(double));
+    Entry *scratch = discard_ratio > 0.0f ? malloc(TT * sizeof(Entry)) : NULL;
+    if (!a || !v || (discard_ratio > 0.0f && !scratch)) {
+        free(a), free(v), free(scratch);
+        return vit_set_error(err, VIT_ERR_NOMEM, "rollout: out of memory for [%d, %d]", T, T);
+    }
+    /* The CLS (query) row of R_layer = Â_layer ... Â_0 is e_q^T Â_layer ... Â_0:
+     * a row vector times each Â from the top layer down, O(L T^2), no T^3. */
+    for (int i = 0; i < T; i++) v[i] = i == query ? 1.0 : 0.0;
+    for (int l = layer; l >= 0; l--) {
+        if (l == layer && head >= 0) {
+            memcpy(a, att_at(run, l, head), TT * sizeof(float)); /* App. A.1: that head alone */
+        } else {
+            fuse_heads(a, run, l, fusion);
+            if (discard_ratio > 0.0f) discard_smallest(a, T, Np, discard_ratio, scratch);
+        }
+        add_identity_rownorm(a, T);
+        row_times(v, v + T, a, T);
+    }
+    for (int p = 0; p < c->n_patches; p++) out[p] = (float)v[Np + p];
+    free(a), free(v), free(scratch);
+    return VIT_OK;
+}
