@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Download a pretrained ViT in timm's naming from the Hugging Face hub, with its
+# config.json and ImageNet-1k labels, into models/NAME/.
+#
+# Usage: scripts/download-model.sh [NAME ...]      (no NAME: list the models)
+# Then:  build/vitlens --model models/NAME/model.safetensors --labels models/NAME/labels.txt IMAGE
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+# name -> hub repository (timm/<architecture>.<pretrained tag>)
+declare -A REPO=(
+  [deit-tiny]=timm/deit_tiny_patch16_224.fb_in1k
+  [deit-small]=timm/deit_small_patch16_224.fb_in1k
+  [deit-base]=timm/deit_base_patch16_224.fb_in1k
+  [vit-base-augreg]=timm/vit_base_patch16_224.augreg2_in21k_ft_in1k
+  [dino-vits16]=timm/vit_small_patch16_224.dino
+)
+# ImageNet-1k class names in index order, as id2label of a hub config.
+LABELS_CONFIG=google/vit-base-patch16-224
+HUB=${HF_ENDPOINT:-https://huggingface.co}
+
+if [ $# -eq 0 ]; then
+  echo "usage: $0 NAME [NAME ...]"; echo "models:"
+  for k in "${!REPO[@]}"; do printf '  %-16s %s\n' "$k" "${REPO[$k]}"; done | sort
+  exit 0
+fi
+
+fetch() { # url dest
+  if command -v curl >/dev/null; then curl -fL --retry 3 -o "$2.part" "$1"
+  else wget -O "$2.part" "$1"; fi
+  mv "$2.part" "$2"
+}
+
+for name in "$@"; do
+  repo=${REPO[$name]:-}
+  [ -n "$repo" ] || { echo "$0: unknown model '$name' (run without arguments for the list)" >&2; exit 2; }
+  dir=models/$name; mkdir -p "$dir"
+  echo "== $name ($repo)"
+  [ -s "$dir/model.safetensors" ] || fetch "$HUB/$repo/resolve/main/model.safetensors" "$dir/model.safetensors"
+  [ -s "$dir/config.json" ] || fetch "$HUB/$repo/resolve/main/config.json" "$dir/config.json"
+  case $name in
+    dino-*) ;; # self-supervised backbone: no classifier, no labels
+    *)
+      if [ ! -s "$dir/labels.txt" ]; then
+        fetch "$HUB/$LABELS_CONFIG/resolve/main/config.json" "$dir/.labels-config.json"
+        /usr/bin/python3 - "$dir/.labels-config.json" "$dir/labels.txt" <<'PY'
+import json, sys
+id2label = json.load(open(sys.argv[1]))["id2label"]
+with open(sys.argv[2], "w") as f:
+    for i in range(len(id2label)):
+        f.write(id2label[str(i)] + "\n")
+PY
+        rm -f "$dir/.labels-config.json"
+      fi ;;
+  esac
+  echo "   build/vitlens --model $dir/model.safetensors$([ -s "$dir/labels.txt" ] && echo " --labels $dir/labels.txt") IMAGE"
+done

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Install what vitlens needs to build, run and test, from Debian's packages.
+# Usage: scripts/install-deps.sh [--runtime]   (--runtime: build + app only, no test tools)
+set -euo pipefail
+SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+
+build=(build-essential cmake pkg-config
+       libopenblas-dev libcjson-dev libstb-dev
+       libsdl2-dev libsdl2-ttf-dev libepoxy-dev libfontconfig-dev fonts-dejavu-core libgl1-mesa-dri)
+# Tests: the PyTorch reference (Debian's python3-torch, run with /usr/bin/python3),
+# the GUI tests under Xvfb, and clang's sanitizer runtime.
+tests=(python3-torch python3-numpy python3-pil python3-torchvision
+       xvfb xauth xdotool imagemagick)
+
+pkgs=("${build[@]}")
+[ "${1:-}" = "--runtime" ] || pkgs+=("${tests[@]}")
+
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "installing: ${missing[*]}"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
