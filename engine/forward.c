@@ -41,17 +41,27 @@ VitStatus vit_run_init(VitRun *run, const Vit *vit, VitError *err) {
     run->mem_floats = n;
     run->cfg = *c;
     float *p = run->mem;
-    run->input = p;   p += 3 * S * S;
-    run->patches = p; p += N * 3 * P * P;
-    run->x = p;       p += T * D;
-    run->xn = p;      p += T * D;
-    run->ctx = p;     p += T * D;
-    run->qkv = p;     p += T * 3 * D;
-    run->hid = p;     p += T * F;
-    run->att = p;     p += L * H * T * T;
+    run->input = p;
+    p += 3 * S * S;
+    run->patches = p;
+    p += N * 3 * P * P;
+    run->x = p;
+    p += T * D;
+    run->xn = p;
+    p += T * D;
+    run->ctx = p;
+    p += T * D;
+    run->qkv = p;
+    p += T * 3 * D;
+    run->hid = p;
+    p += T * F;
+    run->att = p;
+    p += L * H * T * T;
     if (C) {
-        run->logits = p; p += C;
-        run->probs = p;  p += C;
+        run->logits = p;
+        p += C;
+        run->probs = p;
+        p += C;
     }
     memset(run->mem, 0, n * sizeof(float));
     run->crop_w = run->crop_h = c->image_size;

@@ -41,8 +41,10 @@ VitStatus vit_image_load(VitImage *img, const char *path, VitError *err) {
     }
     if (w < 1 || h < 1 || (uint64_t)w * (uint64_t)h > VIT_MAX_IMAGE_PIXELS) {
         fclose(f);
-        return vit_set_error(err, VIT_ERR_IMAGE, "%s: image is %dx%d px, more than the limit of %u "
-                             "pixels", path, w, h, VIT_MAX_IMAGE_PIXELS);
+        return vit_set_error(err, VIT_ERR_IMAGE,
+                             "%s: image is %dx%d px, more than the limit of %u "
+                             "pixels",
+                             path, w, h, VIT_MAX_IMAGE_PIXELS);
     }
     /* req_comp 3: grey is replicated and alpha dropped, as PIL's convert('RGB'). */
     uint8_t *rgb = stbi_load_from_file(f, &w, &h, &comp, 3);
@@ -59,12 +61,15 @@ VitStatus vit_image_load(VitImage *img, const char *path, VitError *err) {
 VitStatus vit_image_from_rgb(VitImage *img, const uint8_t *rgb, int w, int h, VitError *err) {
     memset(img, 0, sizeof *img);
     if (w < 1 || h < 1 || (uint64_t)w * (uint64_t)h > VIT_MAX_IMAGE_PIXELS)
-        return vit_set_error(err, VIT_ERR_IMAGE, "image is %dx%d px: empty or over the limit of %u "
-                             "pixels", w, h, VIT_MAX_IMAGE_PIXELS);
+        return vit_set_error(err, VIT_ERR_IMAGE,
+                             "image is %dx%d px: empty or over the limit of %u "
+                             "pixels",
+                             w, h, VIT_MAX_IMAGE_PIXELS);
     size_t n = (size_t)w * (size_t)h * 3;
     /* stb's allocator, so that vit_image_free's stbi_image_free matches */
     img->rgb = STBI_MALLOC(n);
-    if (!img->rgb) return vit_set_error(err, VIT_ERR_NOMEM, "out of memory for a %dx%d image", w, h);
+    if (!img->rgb)
+        return vit_set_error(err, VIT_ERR_NOMEM, "out of memory for a %dx%d image", w, h);
     memcpy(img->rgb, rgb, n);
     img->w = w;
     img->h = h;
@@ -93,10 +98,10 @@ static double bicubic(double x) {
 }
 
 typedef struct {
-    int ksize;     /* taps per output pixel (max) */
-    int *first;    /* [out] first input index */
-    int *count;    /* [out] taps used */
-    int32_t *k;    /* [out, ksize] fixed-point weights */
+    int ksize;  /* taps per output pixel (max) */
+    int *first; /* [out] first input index */
+    int *count; /* [out] taps used */
+    int32_t *k; /* [out, ksize] fixed-point weights */
 } Taps;
 
 /* Weights mapping in_size samples to out_size: the filter is stretched by the
@@ -127,8 +132,8 @@ static int taps_init(Taps *tp, int in_size, int out_size) {
         }
         for (int i = 0; i < n; i++) {
             double v = sum != 0.0 ? w[i] / sum : w[i];
-            tp->k[(size_t)o * ksize + i] =
-                (int32_t)(v < 0 ? -0.5 + v * (1 << PRECISION_BITS) : 0.5 + v * (1 << PRECISION_BITS));
+            tp->k[(size_t)o * ksize + i] = (int32_t)(v < 0 ? -0.5 + v * (1 << PRECISION_BITS)
+                                                           : 0.5 + v * (1 << PRECISION_BITS));
         }
         tp->first[o] = lo;
         tp->count[o] = n;
@@ -151,8 +156,8 @@ static uint8_t clip8(int32_t v) {
 
 /* One separable pass over RGB8. Horizontal: out[h, out_n, 3] from in[h, w, 3]
  * along x. Vertical: out[out_n, w, 3] from in[h, w, 3] along y. */
-static void resample_pass(uint8_t *out, const uint8_t *in, int w, int h, const Taps *tp,
-                          int out_n, int horizontal) {
+static void resample_pass(uint8_t *out, const uint8_t *in, int w, int h, const Taps *tp, int out_n,
+                          int horizontal) {
     if (horizontal) {
         for (int y = 0; y < h; y++)
             for (int o = 0; o < out_n; o++) {
@@ -216,8 +221,8 @@ done:
 /* --- timm eval transform --------------------------------------------------- */
 
 typedef struct {
-    int rw, rh;     /* size after Resize */
-    int left, top;  /* CenterCrop offset in the resized image */
+    int rw, rh;    /* size after Resize */
+    int left, top; /* CenterCrop offset in the resized image */
 } Geometry;
 
 /* torchvision 0.14 F.resize with size=[short] and F.center_crop, Python's
@@ -250,13 +255,14 @@ static VitStatus resize_crop(uint8_t *out, Geometry *geo, const VitConfig *cfg, 
     int S = cfg->image_size;
     Geometry g = eval_geometry(cfg, img->w, img->h);
     if (g.rw < S || g.rh < S || (uint64_t)g.rw * g.rh > 4ull * VIT_MAX_IMAGE_PIXELS)
-        return vit_set_error(err, VIT_ERR_ARG, "preprocess: resize to %dx%d cannot be cropped to %d",
-                             g.rw, g.rh, S);
+        return vit_set_error(err, VIT_ERR_ARG,
+                             "preprocess: resize to %dx%d cannot be cropped to %d", g.rw, g.rh, S);
     uint8_t *resized = malloc((size_t)g.rw * g.rh * 3);
     if (!resized || !pil_resize_bicubic(resized, img, g.rw, g.rh)) {
         free(resized);
-        return vit_set_error(err, VIT_ERR_NOMEM, "preprocess: out of memory resizing %dx%d to %dx%d",
-                             img->w, img->h, g.rw, g.rh);
+        return vit_set_error(err, VIT_ERR_NOMEM,
+                             "preprocess: out of memory resizing %dx%d to %dx%d", img->w, img->h,
+                             g.rw, g.rh);
     }
     for (int y = 0; y < S; y++)
         memcpy(out + (size_t)y * S * 3, resized + ((size_t)(y + g.top) * g.rw + g.left) * 3,
@@ -285,8 +291,8 @@ VitStatus vit_preprocess(float *out, int *crop_x, int *crop_y, int *crop_w, int 
     /* ToTensor: v / 255 in float32; Normalize: (x - mean) / std in float32. */
     for (int ch = 0; ch < 3; ch++)
         for (int i = 0; i < S * S; i++)
-            out[(size_t)ch * S * S + i] = ((float)rgb[(size_t)i * 3 + ch] / 255.0f - cfg->mean[ch]) /
-                                          cfg->std[ch];
+            out[(size_t)ch * S * S + i] =
+                ((float)rgb[(size_t)i * 3 + ch] / 255.0f - cfg->mean[ch]) / cfg->std[ch];
     free(rgb);
     /* The crop in source pixels: resized px r covers source [r, r+1) * (w / rw). */
     double sx = (double)img->w / g.rw, sy = (double)img->h / g.rh;

@@ -25,20 +25,20 @@ typedef enum { ST_F32, ST_F16, ST_BF16, ST_OTHER } StDtype;
 #define ST_MAX_DIMS 8
 
 typedef struct {
-    char *name;            /* owned */
-    char dtype_name[16];   /* as written in the header, e.g. "F32" */
+    char *name;          /* owned */
+    char dtype_name[16]; /* as written in the header, e.g. "F32" */
     StDtype dtype;
     int elem_bytes;
     int ndim;
     int64_t shape[ST_MAX_DIMS];
-    size_t n_elems;        /* prod(shape), overflow-checked */
-    size_t begin, end;     /* byte offsets into the data area */
+    size_t n_elems;    /* prod(shape), overflow-checked */
+    size_t begin, end; /* byte offsets into the data area */
 } StTensor;
 
 typedef struct {
-    const uint8_t *data;   /* data area (after the header), not owned */
+    const uint8_t *data; /* data area (after the header), not owned */
     size_t data_bytes;
-    StTensor *tensors;     /* [n], owned */
+    StTensor *tensors; /* [n], owned */
     int n;
 } StFile;
 

@@ -31,7 +31,7 @@ VitStatus vit_labels_load(char (**labels)[VIT_LABEL_BYTES], const char *path, in
         return vit_set_error(err, VIT_ERR_IO, "%s: is a directory, not a labels file", path);
     FILE *f = fopen(path, "r");
     if (!f) return vit_set_error(err, VIT_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-    char (*out)[VIT_LABEL_BYTES] = calloc((size_t)n_classes, sizeof *out);
+    char(*out)[VIT_LABEL_BYTES] = calloc((size_t)n_classes, sizeof *out);
     if (!out) {
         fclose(f);
         return vit_set_error(err, VIT_ERR_NOMEM, "%s: out of memory", path);

@@ -46,9 +46,12 @@ static void fuse_heads(float *out, const VitRun *run, int layer, VitFusion fusio
     for (int h = 1; h < H; h++) {
         const float *a = att_at(run, layer, h);
         for (size_t i = 0; i < TT; i++) {
-            if (fusion == VIT_FUSE_MEAN) out[i] += a[i];
-            else if (fusion == VIT_FUSE_MAX) out[i] = a[i] > out[i] ? a[i] : out[i];
-            else out[i] = a[i] < out[i] ? a[i] : out[i];
+            if (fusion == VIT_FUSE_MEAN)
+                out[i] += a[i];
+            else if (fusion == VIT_FUSE_MAX)
+                out[i] = a[i] > out[i] ? a[i] : out[i];
+            else
+                out[i] = a[i] < out[i] ? a[i] : out[i];
         }
     }
     if (fusion == VIT_FUSE_MEAN)
@@ -133,9 +136,12 @@ VitStatus vit_map_fused(float *out, const VitRun *run, int layer, VitFusion fusi
         float acc = att_at(run, layer, 0)[off + p];
         for (int h = 1; h < c->n_heads; h++) {
             float a = att_at(run, layer, h)[off + p];
-            if (fusion == VIT_FUSE_MEAN) acc += a;
-            else if (fusion == VIT_FUSE_MAX) acc = a > acc ? a : acc;
-            else acc = a < acc ? a : acc;
+            if (fusion == VIT_FUSE_MEAN)
+                acc += a;
+            else if (fusion == VIT_FUSE_MAX)
+                acc = a > acc ? a : acc;
+            else
+                acc = a < acc ? a : acc;
         }
         out[p] = fusion == VIT_FUSE_MEAN ? acc / (float)c->n_heads : acc;
     }

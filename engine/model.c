@@ -5,7 +5,8 @@
  *   cls_token [1,1,D]  pos_embed [1,T,D]  patch_embed.proj.{weight [D,3,P,P], bias [D]}
  *   blocks.N.{norm1,norm2}.{weight,bias} [D]  blocks.N.attn.qkv.{weight [3D,D], bias [3D]}
  *   blocks.N.attn.proj.{weight [D,D], bias [D]}  blocks.N.mlp.fc1.{weight [F,D], bias [F]}
- *   blocks.N.mlp.fc2.{weight [D,F], bias [D]}  norm.{weight,bias} [D]  head.{weight [C,D], bias [C]} */
+ *   blocks.N.mlp.fc2.{weight [D,F], bias [D]}  norm.{weight,bias} [D]
+ *   head.{weight [C,D], bias [C]} */
 #include "internal.h"
 
 #include <cJSON.h>
@@ -32,10 +33,14 @@ typedef struct {
 static float half_to_float(uint16_t h) {
     uint32_t sign = (uint32_t)(h >> 15) << 31, exp = (h >> 10) & 0x1f, man = h & 0x3ff, bits;
     if (exp == 0) {
-        if (man == 0) bits = sign;
+        if (man == 0)
+            bits = sign;
         else { /* subnormal: normalise */
             exp = 127 - 15 + 1;
-            while (!(man & 0x400)) { man <<= 1; exp--; }
+            while (!(man & 0x400)) {
+                man <<= 1;
+                exp--;
+            }
             bits = sign | (exp << 23) | ((man & 0x3ff) << 13);
         }
     } else if (exp == 31) {
@@ -66,15 +71,17 @@ static const float *tensor(Loader *ld, const char *name, int ndim, int64_t *shap
         return NULL;
     }
     if (t->dtype == ST_OTHER) {
-        vit_set_error(ld->err, VIT_ERR_FORMAT, "%s: tensor '%s': dtype %s, expected F32, F16 or BF16",
-                      ld->fname, name, t->dtype_name);
+        vit_set_error(ld->err, VIT_ERR_FORMAT,
+                      "%s: tensor '%s': dtype %s, expected F32, F16 or BF16", ld->fname, name,
+                      t->dtype_name);
         return NULL;
     }
     int ok = t->ndim == ndim;
     for (int i = 0; ok && i < ndim; i++)
         if (shape[i] >= 0 && shape[i] != t->shape[i]) ok = 0;
     if (!ok) {
-        for (int i = 0; i < ndim; i++) if (shape[i] < 0) shape[i] = -1;
+        for (int i = 0; i < ndim; i++)
+            if (shape[i] < 0) shape[i] = -1;
         vit_set_error(ld->err, VIT_ERR_SHAPE, "%s: tensor '%s': shape %s, expected %s", ld->fname,
                       name, st_shape_str(got, sizeof got, t->shape, t->ndim),
                       st_shape_str(want, sizeof want, shape, ndim));
@@ -121,10 +128,20 @@ static int read_file(const char *path, char **out, size_t *n_out, size_t max_byt
     size_t n = 0, cap = 0;
     for (;;) {
         if (n == cap) {
-            if (cap >= max_bytes) { free(buf); fclose(f); errno = EFBIG; return -1; }
+            if (cap >= max_bytes) {
+                free(buf);
+                fclose(f);
+                errno = EFBIG;
+                return -1;
+            }
             cap = cap ? cap * 2 : 4096;
             char *nb = realloc(buf, cap + 1);
-            if (!nb) { free(buf); fclose(f); errno = ENOMEM; return -1; }
+            if (!nb) {
+                free(buf);
+                fclose(f);
+                errno = ENOMEM;
+                return -1;
+            }
             buf = nb;
         }
         size_t k = fread(buf + n, 1, cap - n, f);
@@ -133,7 +150,11 @@ static int read_file(const char *path, char **out, size_t *n_out, size_t max_byt
     }
     int bad = ferror(f);
     fclose(f);
-    if (bad) { free(buf); errno = EIO; return -1; }
+    if (bad) {
+        free(buf);
+        errno = EIO;
+        return -1;
+    }
     buf[n] = 0;
     *out = buf;
     *n_out = n;
@@ -228,20 +249,28 @@ static VitStatus parse_config(CfgValues *cv, const char *path, VitError *err) {
         int r = 0;
         static const char *eps_keys[] = {"layer_norm_eps", "ln_eps"};
         for (int i = 0; i < 2 && !bad; i++) {
-            if ((r = cfg_float(j, eps_keys[i], &cv->ln_eps, 0.0, 1.0)) < 0) bad = eps_keys[i];
-            else if (r) cv->has_eps = 1;
+            if ((r = cfg_float(j, eps_keys[i], &cv->ln_eps, 0.0, 1.0)) < 0)
+                bad = eps_keys[i];
+            else if (r)
+                cv->has_eps = 1;
         }
         if (!bad) {
-            if ((r = cfg_float(j, "crop_pct", &cv->crop_pct, 0.0, 1.0)) < 0) bad = "crop_pct";
-            else if (r) cv->has_crop = 1;
+            if ((r = cfg_float(j, "crop_pct", &cv->crop_pct, 0.0, 1.0)) < 0)
+                bad = "crop_pct";
+            else if (r)
+                cv->has_crop = 1;
         }
         static const char *mean_keys[] = {"mean", "image_mean"}, *std_keys[] = {"std", "image_std"};
         for (int i = 0; i < 2 && !bad; i++) {
-            if ((r = cfg_vec3(j, mean_keys[i], cv->mean, -10.0, 10.0)) < 0) bad = mean_keys[i];
-            else if (r) cv->has_mean = 1;
+            if ((r = cfg_vec3(j, mean_keys[i], cv->mean, -10.0, 10.0)) < 0)
+                bad = mean_keys[i];
+            else if (r)
+                cv->has_mean = 1;
             if (bad) break;
-            if ((r = cfg_vec3(j, std_keys[i], cv->std, 0.0, 10.0)) < 0) bad = std_keys[i];
-            else if (r) cv->has_std = 1;
+            if ((r = cfg_vec3(j, std_keys[i], cv->std, 0.0, 10.0)) < 0)
+                bad = std_keys[i];
+            else if (r)
+                cv->has_std = 1;
         }
     }
     if (!bad) {
@@ -255,8 +284,9 @@ static VitStatus parse_config(CfgValues *cv, const char *path, VitError *err) {
         }
     }
     cJSON_Delete(root);
-    if (bad) return vit_set_error(err, VIT_ERR_FORMAT, "%s: key '%s' has the wrong type or range",
-                                  fname, bad);
+    if (bad)
+        return vit_set_error(err, VIT_ERR_FORMAT, "%s: key '%s' has the wrong type or range", fname,
+                             bad);
     return VIT_OK;
 }
 
@@ -265,8 +295,8 @@ static VitStatus labels_from_json(Vit *vit, const cJSON *lab, const char *fname,
     int C = vit->cfg.n_classes;
     int n = cJSON_GetArraySize(lab);
     if (n != C)
-        return vit_set_error(err, VIT_ERR_FORMAT, "%s: %d label names, but the model has %d classes",
-                             fname, n, C);
+        return vit_set_error(err, VIT_ERR_FORMAT,
+                             "%s: %d label names, but the model has %d classes", fname, n, C);
     vit->labels = calloc((size_t)C, sizeof *vit->labels);
     if (!vit->labels) return vit_set_error(err, VIT_ERR_NOMEM, "%s: out of memory", fname);
     int i = 0;
@@ -276,8 +306,10 @@ static VitStatus labels_from_json(Vit *vit, const cJSON *lab, const char *fname,
             char *end = NULL;
             long v = strtol(e->string, &end, 10);
             if (!*e->string || *end || v < 0 || v >= C)
-                return vit_set_error(err, VIT_ERR_FORMAT, "%s: id2label key '%.32s' is not a class "
-                                     "index in [0, %d)", fname, e->string, C);
+                return vit_set_error(err, VIT_ERR_FORMAT,
+                                     "%s: id2label key '%.32s' is not a class "
+                                     "index in [0, %d)",
+                                     fname, e->string, C);
             idx = (int)v;
         }
         if (!cJSON_IsString(e))
@@ -332,8 +364,9 @@ VitStatus vit_load(Vit *vit, const char *path, const VitLoadOptions *opt, VitErr
     if (n_owned) {
         vit->owned = malloc(n_owned * sizeof(float));
         if (!vit->owned) {
-            rc = vit_set_error(err, VIT_ERR_NOMEM, "%s: out of memory converting %zu weights to F32",
-                               ld.fname, n_owned);
+            rc =
+                vit_set_error(err, VIT_ERR_NOMEM, "%s: out of memory converting %zu weights to F32",
+                              ld.fname, n_owned);
             goto fail;
         }
         vit->owned_floats = n_owned;
@@ -356,12 +389,15 @@ VitStatus vit_load(Vit *vit, const char *path, const VitLoadOptions *opt, VitErr
 
     /* Variants this loader does not implement yet: refuse rather than compute
      * something else than the model does. */
-    static const char *unsupported[] = {"dist_token", "reg_token", "fc_norm.weight", "norm_pre.weight",
+    static const char *unsupported[] = {"dist_token",         "reg_token",
+                                        "fc_norm.weight",     "norm_pre.weight",
                                         "blocks.0.ls1.gamma", "blocks.0.attn.q_norm.weight"};
     for (size_t i = 0; i < sizeof unsupported / sizeof unsupported[0]; i++)
         if (st_find(&ld.st, unsupported[i])) {
-            rc = vit_set_error(err, VIT_ERR_SHAPE, "%s: tensor '%s' belongs to a ViT variant that "
-                               "vitlens does not support yet", ld.fname, unsupported[i]);
+            rc = vit_set_error(err, VIT_ERR_SHAPE,
+                               "%s: tensor '%s' belongs to a ViT variant that "
+                               "vitlens does not support yet",
+                               ld.fname, unsupported[i]);
             goto fail;
         }
 
@@ -390,20 +426,25 @@ VitStatus vit_load(Vit *vit, const char *path, const VitLoadOptions *opt, VitErr
     if (!(w->pos_embed = tensor(&ld, "pos_embed", 3, spos))) goto shape_fail;
     int64_t T = spos[1], N = T - 1;
     if (N < 1 || T > 1000000) {
-        rc = vit_set_error(err, VIT_ERR_SHAPE, "%s: tensor 'pos_embed': %lld tokens, expected the "
-                           "CLS token plus at least one patch", ld.fname, (long long)T);
+        rc = vit_set_error(err, VIT_ERR_SHAPE,
+                           "%s: tensor 'pos_embed': %lld tokens, expected the "
+                           "CLS token plus at least one patch",
+                           ld.fname, (long long)T);
         goto fail;
     }
     int grid;
     if (cv.image_size) {
         if (cv.image_size % P) {
-            rc = vit_set_error(err, VIT_ERR_SHAPE, "%s: image size %d is not a multiple of the patch "
-                               "size %d", cfg_file, cv.image_size, P);
+            rc = vit_set_error(err, VIT_ERR_SHAPE,
+                               "%s: image size %d is not a multiple of the patch "
+                               "size %d",
+                               cfg_file, cv.image_size, P);
             goto fail;
         }
         grid = cv.image_size / P;
         if ((int64_t)grid * grid != N) {
-            rc = vit_set_error(err, VIT_ERR_SHAPE, "%s: tensor 'pos_embed': %lld patch positions, but "
+            rc = vit_set_error(err, VIT_ERR_SHAPE,
+                               "%s: tensor 'pos_embed': %lld patch positions, but "
                                "image size %d / patch %d gives a %dx%d grid",
                                ld.fname, (long long)N, cv.image_size, P, grid, grid);
             goto fail;
@@ -411,7 +452,8 @@ VitStatus vit_load(Vit *vit, const char *path, const VitLoadOptions *opt, VitErr
     } else {
         grid = (int)llround(sqrt((double)N));
         if ((int64_t)grid * grid != N) {
-            rc = vit_set_error(err, VIT_ERR_SHAPE, "%s: tensor 'pos_embed': %lld patch positions is "
+            rc = vit_set_error(err, VIT_ERR_SHAPE,
+                               "%s: tensor 'pos_embed': %lld patch positions is "
                                "not a square grid; give image_size in config.json",
                                ld.fname, (long long)N);
             goto fail;
@@ -424,9 +466,12 @@ VitStatus vit_load(Vit *vit, const char *path, const VitLoadOptions *opt, VitErr
         if (!st_find(&ld.st, name)) break;
     }
     if (L == 0 || L > VIT_MAX_LAYERS) {
-        rc = vit_set_error(err, VIT_ERR_SHAPE, L ? "%s: more than %d blocks"
-                           : "%s: tensor 'blocks.0.norm1.weight' is missing (no transformer blocks; "
-                             "not a timm ViT?)", ld.fname, VIT_MAX_LAYERS);
+        rc = vit_set_error(
+            err, VIT_ERR_SHAPE,
+            L ? "%s: more than %d blocks"
+              : "%s: tensor 'blocks.0.norm1.weight' is missing (no transformer blocks; "
+                "not a timm ViT?)",
+            ld.fname, VIT_MAX_LAYERS);
         goto fail;
     }
     int64_t sf[2] = {-1, D};
@@ -437,7 +482,8 @@ VitStatus vit_load(Vit *vit, const char *path, const VitLoadOptions *opt, VitErr
     if (cv.n_heads) H = cv.n_heads;
     if (opt && opt->n_heads > 0) H = opt->n_heads;
     if (H < 1 || D % H) {
-        rc = vit_set_error(err, VIT_ERR_SHAPE, "%s: width %lld cannot be split into %d heads; give "
+        rc = vit_set_error(err, VIT_ERR_SHAPE,
+                           "%s: width %lld cannot be split into %d heads; give "
                            "the head count (--heads, or num_heads in config.json)",
                            ld.fname, (long long)D, H);
         goto fail;

@@ -57,10 +57,15 @@ const char *st_shape_str(char *buf, size_t n, const int64_t *shape, int ndim) {
 }
 
 static int dtype_info(const char *s, StDtype *dt) {
-    static const struct { const char *name; int bytes; StDtype dt; } tab[] = {
-        {"F32", 4, ST_F32},   {"F16", 2, ST_F16},    {"BF16", 2, ST_BF16},   {"F64", 8, ST_OTHER},
-        {"I64", 8, ST_OTHER}, {"I32", 4, ST_OTHER},  {"I16", 2, ST_OTHER},   {"I8", 1, ST_OTHER},
-        {"U64", 8, ST_OTHER}, {"U32", 4, ST_OTHER},  {"U16", 2, ST_OTHER},   {"U8", 1, ST_OTHER},
+    static const struct {
+        const char *name;
+        int bytes;
+        StDtype dt;
+    } tab[] = {
+        {"F32", 4, ST_F32},    {"F16", 2, ST_F16},       {"BF16", 2, ST_BF16},
+        {"F64", 8, ST_OTHER},  {"I64", 8, ST_OTHER},     {"I32", 4, ST_OTHER},
+        {"I16", 2, ST_OTHER},  {"I8", 1, ST_OTHER},      {"U64", 8, ST_OTHER},
+        {"U32", 4, ST_OTHER},  {"U16", 2, ST_OTHER},     {"U8", 1, ST_OTHER},
         {"BOOL", 1, ST_OTHER}, {"F8_E4M3", 1, ST_OTHER}, {"F8_E5M2", 1, ST_OTHER},
     };
     for (size_t i = 0; i < sizeof tab / sizeof tab[0]; i++)
@@ -102,7 +107,8 @@ VitStatus st_parse(StFile *st, const uint8_t *file, size_t file_bytes, const cha
     if (file_bytes < 8) {
         rc = vit_set_error(err, VIT_ERR_FORMAT,
                            "%s: file is %zu bytes, too short for a safetensors header "
-                           "(8-byte length + JSON)", name, file_bytes);
+                           "(8-byte length + JSON)",
+                           name, file_bytes);
         goto fail;
     }
     uint64_t n_header = 0;
@@ -115,8 +121,8 @@ VitStatus st_parse(StFile *st, const uint8_t *file, size_t file_bytes, const cha
         goto fail;
     }
     if (n_header > VIT_MAX_HEADER_BYTES) {
-        rc = vit_set_error(err, VIT_ERR_FORMAT, "%s: header length %llu exceeds the limit %u",
-                           name, (unsigned long long)n_header, VIT_MAX_HEADER_BYTES);
+        rc = vit_set_error(err, VIT_ERR_FORMAT, "%s: header length %llu exceeds the limit %u", name,
+                           (unsigned long long)n_header, VIT_MAX_HEADER_BYTES);
         goto fail;
     }
     const char *json = (const char *)file + 8;
@@ -124,8 +130,8 @@ VitStatus st_parse(StFile *st, const uint8_t *file, size_t file_bytes, const cha
     if (!root) {
         const char *at = cJSON_GetErrorPtr();
         long pos = (at && at >= json && at <= json + n_header) ? (long)(at - json) : -1;
-        rc = vit_set_error(err, VIT_ERR_FORMAT, "%s: header is not valid JSON (error near byte %ld)",
-                           name, pos);
+        rc = vit_set_error(err, VIT_ERR_FORMAT,
+                           "%s: header is not valid JSON (error near byte %ld)", name, pos);
         goto fail;
     }
     if (!cJSON_IsObject(root)) {
@@ -154,8 +160,8 @@ VitStatus st_parse(StFile *st, const uint8_t *file, size_t file_bytes, const cha
         if (strcmp(e->string, "__metadata__") == 0) continue;
         const char *tn = e->string;
         if (!cJSON_IsObject(e)) {
-            rc = vit_set_error(err, VIT_ERR_FORMAT, "%s: tensor '%s': entry is not an object",
-                               name, tn);
+            rc = vit_set_error(err, VIT_ERR_FORMAT, "%s: tensor '%s': entry is not an object", name,
+                               tn);
             goto fail;
         }
         StTensor *t = &st->tensors[st->n];
@@ -170,8 +176,8 @@ VitStatus st_parse(StFile *st, const uint8_t *file, size_t file_bytes, const cha
         const cJSON *js = cJSON_GetObjectItemCaseSensitive(e, "shape");
         const cJSON *jo = cJSON_GetObjectItemCaseSensitive(e, "data_offsets");
         if (!cJSON_IsString(jd)) {
-            rc = vit_set_error(err, VIT_ERR_FORMAT, "%s: tensor '%s': missing string 'dtype'",
-                               name, tn);
+            rc = vit_set_error(err, VIT_ERR_FORMAT, "%s: tensor '%s': missing string 'dtype'", name,
+                               tn);
             goto fail;
         }
         t->elem_bytes = dtype_info(jd->valuestring, &t->dtype);
@@ -199,8 +205,10 @@ VitStatus st_parse(StFile *st, const uint8_t *file, size_t file_bytes, const cha
                 goto fail;
             }
             t->shape[t->ndim++] = (int64_t)v;
-            if (v && n_elems > SIZE_MAX / v) overflow = 1;
-            else n_elems *= (size_t)v;
+            if (v && n_elems > SIZE_MAX / v)
+                overflow = 1;
+            else
+                n_elems *= (size_t)v;
         }
         if (overflow || n_elems > SIZE_MAX / (size_t)t->elem_bytes) {
             rc = vit_set_error(err, VIT_ERR_FORMAT, "%s: tensor '%s': shape %s overflows", name, tn,

@@ -63,11 +63,11 @@ const char *vit_status_name(VitStatus s);
  * Limits (checked before anything large is allocated) */
 
 #define VIT_MAX_HEADER_BYTES (100u * 1024u * 1024u) /* safetensors JSON header */
-#define VIT_MAX_TENSORS 100000
+#define VIT_MAX_TENSORS      100000
 #define VIT_MAX_IMAGE_PIXELS (100u * 1000u * 1000u) /* decoded width * height */
-#define VIT_MAX_LAYERS 256
-#define VIT_MAX_PREFIX 16
-#define VIT_LABEL_BYTES 96 /* per label, including the NUL */
+#define VIT_MAX_LAYERS       256
+#define VIT_MAX_PREFIX       16
+#define VIT_LABEL_BYTES      96 /* per label, including the NUL */
 
 /* ---------------------------------------------------------------------------
  * Model */
@@ -107,15 +107,15 @@ typedef struct {
 } VitBlock;
 
 typedef struct {
-    const float *cls_token;   /* [D] */
-    const float *pos_embed;   /* [T, D] */
-    const float *patch_w;     /* [D, 3, P, P] (= [D, 3*P*P]) */
-    const float *patch_b;     /* [D] */
-    VitBlock *blocks;         /* [L], owned */
-    const float *norm_w;      /* [D] */
-    const float *norm_b;      /* [D] */
-    const float *head_w;      /* [C, D], NULL when C == 0 */
-    const float *head_b;      /* [C],    NULL when C == 0 */
+    const float *cls_token; /* [D] */
+    const float *pos_embed; /* [T, D] */
+    const float *patch_w;   /* [D, 3, P, P] (= [D, 3*P*P]) */
+    const float *patch_b;   /* [D] */
+    VitBlock *blocks;       /* [L], owned */
+    const float *norm_w;    /* [D] */
+    const float *norm_b;    /* [D] */
+    const float *head_w;    /* [C, D], NULL when C == 0 */
+    const float *head_b;    /* [C],    NULL when C == 0 */
 } VitWeights;
 
 /* A loaded model. Zero-initialise before vit_load; vit_free accepts a zeroed or
@@ -124,12 +124,12 @@ typedef struct {
 typedef struct {
     VitConfig cfg;
     VitWeights w;
-    char path[1024];      /* the weights file */
+    char path[1024];                 /* the weights file */
     char (*labels)[VIT_LABEL_BYTES]; /* [C] class names from config.json (id2label), or NULL */
     /* private */
-    void *map_addr;       /* read-only mmap of the file */
+    void *map_addr; /* read-only mmap of the file */
     size_t map_bytes;
-    float *owned;         /* F16/BF16/unaligned tensors converted to F32 */
+    float *owned; /* F16/BF16/unaligned tensors converted to F32 */
     size_t owned_floats;
 } Vit;
 
@@ -160,17 +160,17 @@ void vit_free(Vit *vit);
 /* Activations and outputs of one forward pass. One allocation made by
  * vit_run_init, carved into named buffers; vit_forward allocates nothing. */
 typedef struct {
-    VitConfig cfg; /* copy of the model's config the buffers were sized for */
-    float *input;  /* [3, S, S] normalised pixels (vit_preprocess writes it) */
-    float *x;      /* [T, D] residual stream */
-    float *xn;     /* [T, D] LayerNorm output */
-    float *qkv;    /* [T, 3D] */
-    float *ctx;    /* [T, D] attention output before proj */
-    float *hid;    /* [T, F] MLP hidden */
-    float *patches;/* [N, 3*P*P] im2col of the input */
-    float *att;    /* [L, H, T, T] softmax attention probabilities, rows sum to 1 */
-    float *logits; /* [C] (NULL when C == 0) */
-    float *probs;  /* [C] softmax of logits (NULL when C == 0) */
+    VitConfig cfg;  /* copy of the model's config the buffers were sized for */
+    float *input;   /* [3, S, S] normalised pixels (vit_preprocess writes it) */
+    float *x;       /* [T, D] residual stream */
+    float *xn;      /* [T, D] LayerNorm output */
+    float *qkv;     /* [T, 3D] */
+    float *ctx;     /* [T, D] attention output before proj */
+    float *hid;     /* [T, F] MLP hidden */
+    float *patches; /* [N, 3*P*P] im2col of the input */
+    float *att;     /* [L, H, T, T] softmax attention probabilities, rows sum to 1 */
+    float *logits;  /* [C] (NULL when C == 0) */
+    float *probs;   /* [C] softmax of logits (NULL when C == 0) */
     int crop_x, crop_y, crop_w, crop_h; /* source-image px rectangle the model saw */
     /* private */
     float *mem;
@@ -194,8 +194,8 @@ void vit_forward(VitRun *run, const Vit *vit);
  * Images and preprocessing */
 
 typedef struct {
-    int w, h;       /* px */
-    uint8_t *rgb;   /* [h, w, 3], owned (free with vit_image_free) */
+    int w, h;     /* px */
+    uint8_t *rgb; /* [h, w, 3], owned (free with vit_image_free) */
 } VitImage;
 
 /* Decode an image file (PNG, JPEG, BMP, GIF, TGA, PNM, ... via stb_image) to
@@ -242,11 +242,7 @@ void vit_top_k(int *idx, const float *probs, int n_classes, int k);
  * Errors: VIT_ERR_ARG for an out-of-range layer/head/query/ratio;
  * VIT_ERR_NOMEM (rollout scratch). */
 
-typedef enum {
-    VIT_FUSE_MEAN = 0,
-    VIT_FUSE_MAX,
-    VIT_FUSE_MIN
-} VitFusion;
+typedef enum { VIT_FUSE_MEAN = 0, VIT_FUSE_MAX, VIT_FUSE_MIN } VitFusion;
 
 const char *vit_fusion_name(VitFusion f); /* "mean", "max", "min" */
 
