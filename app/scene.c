@@ -1,0 +1,156 @@
+/* scene.c - Model, Scene and View: the engine calls the app makes, with no SDL
+ * or GL, so that the window, its worker thread and the headless modes share them. */
+#include "scene.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* --- Model ----------------------------------------------------------------- */
+
+VitStatus model_load(Model *m, const char *path, int n_heads, const char *labels_path,
+                     int labels_required, VitError *err) {
+    memset(m, 0, sizeof *m);
+    VitLoadOptions opt = {.n_heads = n_heads, .config_path = NULL};
+    VitStatus rc = vit_load(&m->vit, path, &opt, err);
+    if (rc) return rc;
+    m->labels = (const char(*)[VIT_LABEL_BYTES])m->vit.labels;
+    if (labels_path && m->vit.cfg.n_classes > 0) {
+        VitError lerr;
+        rc = vit_labels_load(&m->owned_labels, labels_path, m->vit.cfg.n_classes, &lerr);
+        if (rc == VIT_OK) {
+            m->labels = (const char(*)[VIT_LABEL_BYTES])m->owned_labels;
+        } else if (labels_required) {
+            if (err) *err = lerr;
+            model_free(m);
+            return rc;
+        }
+    } else if (labels_path && labels_required) {
+        rc = VIT_ERR_ARG;
+        if (err) {
+            err->code = rc;
+            snprintf(err->msg, sizeof err->msg,
+                     "%s: model has no classification head, so --labels %s does not apply",
+                     path, labels_path);
+        }
+        model_free(m);
+        return rc;
+    }
+    return VIT_OK;
+}
+
+void model_free(Model *m) {
+    if (!m) return;
+    free(m->owned_labels);
+    vit_free(&m->vit);
+    memset(m, 0, sizeof *m);
+}
+
+const char *model_label(const Model *m, int c) {
+    if (!m->labels || c < 0 || c >= m->vit.cfg.n_classes) return NULL;
+    return m->labels[c];
+}
+
+/* --- Scene ----------------------------------------------------------------- */
+
+/* Do run's buffers have the shapes vit needs? */
+static int run_fits(const VitRun *run, const VitConfig *c) {
+    const VitConfig *r = &run->cfg;
+    return run->mem && r->image_size == c->image_size && r->patch_size == c->patch_size &&
+           r->grid_h == c->grid_h && r->grid_w == c->grid_w && r->n_prefix == c->n_prefix &&
+           r->n_tokens == c->n_tokens && r->dim == c->dim && r->n_heads == c->n_heads &&
+           r->mlp_dim == c->mlp_dim && r->n_layers == c->n_layers &&
+           r->n_classes == c->n_classes;
+}
+
+VitStatus scene_run(Scene *sc, const Vit *vit, const char *path, VitError *err) {
+    VitStatus rc;
+    const VitConfig *c = &vit->cfg;
+    if (!run_fits(&sc->run, c)) {
+        vit_run_free(&sc->run);
+        free(sc->crop_rgb);
+        sc->crop_rgb = NULL;
+        if ((rc = vit_run_init(&sc->run, vit, err))) return rc;
+        sc->crop_rgb = malloc((size_t)c->image_size * (size_t)c->image_size * 3);
+        if (!sc->crop_rgb) {
+            if (err) {
+                err->code = VIT_ERR_NOMEM;
+                snprintf(err->msg, sizeof err->msg, "out of memory for a %dx%d crop",
+                         c->image_size, c->image_size);
+            }
+            return VIT_ERR_NOMEM;
+        }
+    }
+    sc->run.cfg = *c; /* same shapes; the model's name and normalisation may differ */
+    sc->side_px = c->image_size;
+
+    VitImage img = {0};
+    if ((rc = vit_image_load(&img, path, err))) return rc;
+    rc = vit_preprocess(sc->run.input, &sc->run.crop_x, &sc->run.crop_y, &sc->run.crop_w,
+                        &sc->run.crop_h, c, &img, err);
+    if (rc == VIT_OK) rc = vit_preprocess_rgb(sc->crop_rgb, c, &img, err);
+    sc->src_w = img.w;
+    sc->src_h = img.h;
+    vit_image_free(&img);
+    if (rc) return rc;
+    vit_forward(&sc->run, vit);
+
+    snprintf(sc->path, sizeof sc->path, "%s", path);
+    const char *slash = strrchr(sc->path, '/');
+    sc->name = slash ? slash + 1 : sc->path;
+    return VIT_OK;
+}
+
+void scene_free(Scene *sc) {
+    if (!sc) return;
+    vit_run_free(&sc->run);
+    free(sc->crop_rgb);
+    memset(sc, 0, sizeof *sc);
+}
+
+/* --- View ------------------------------------------------------------------ */
+
+int view_fusion(const View *v, int n_heads) {
+    return v->head >= n_heads ? v->head - n_heads : -1;
+}
+
+void view_clamp(View *v, const VitConfig *cfg) {
+    if (v->layer >= cfg->n_layers) v->layer = cfg->n_layers - 1;
+    if (v->layer < 0) v->layer = 0;
+    if (v->head >= cfg->n_heads + VIEW_N_FUSIONS) v->head = cfg->n_heads + VIEW_N_FUSIONS - 1;
+    if (v->head < 0) v->head = 0;
+}
+
+VitStatus view_map(float *out, const VitRun *run, const View *v, VitError *err) {
+    int fusion = view_fusion(v, run->cfg.n_heads);
+    if (v->rollout)
+        return vit_rollout(out, run, v->layer, fusion < 0 ? v->head : -1,
+                           fusion < 0 ? VIT_FUSE_MEAN : (VitFusion)fusion, v->discard_ratio,
+                           0, err);
+    if (fusion < 0) return vit_map_attention(out, run, v->layer, v->head, 0, err);
+    return vit_map_fused(out, run, v->layer, (VitFusion)fusion, 0, err);
+}
+
+void map_normalize(float *dst, const float *src, int n, float *min_out, float *max_out) {
+    float lo = n > 0 ? src[0] : 0.0f, hi = lo;
+    for (int i = 1; i < n; i++) {
+        if (src[i] < lo) lo = src[i];
+        if (src[i] > hi) hi = src[i];
+    }
+    float range = hi - lo;
+    for (int i = 0; i < n; i++) dst[i] = range > 0.0f ? (src[i] - lo) / range : 0.0f;
+    if (min_out) *min_out = lo;
+    if (max_out) *max_out = hi;
+}
+
+const char *view_kind_name(const View *v) {
+    return v->rollout ? "rollout" : "attention";
+}
+
+void view_head_text(char *buf, size_t n, const View *v, int n_heads) {
+    int f = view_fusion(v, n_heads);
+    if (f < 0)
+        snprintf(buf, n, "head %d/%d", v->head + 1, n_heads);
+    else
+        snprintf(buf, n, "%s of %d heads", vit_fusion_name((VitFusion)f), n_heads);
+}

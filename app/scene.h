@@ -1,0 +1,82 @@
+/* scene.h - what the app shows, without SDL or GL: a loaded model (Model), one
+ * forward pass on one photo (Scene) and which map of it is on screen (View).
+ * Shared by the window, the worker thread and the headless --top / --export. */
+#ifndef VITLENS_SCENE_H
+#define VITLENS_SCENE_H
+
+#include "vit.h"
+
+#include <stdint.h>
+
+/* ---------------------------------------------------------------------------
+ * Model: weights + class names */
+
+typedef struct {
+    Vit vit;
+    const char (*labels)[VIT_LABEL_BYTES]; /* [C] or NULL: owned_labels or vit.labels */
+    char (*owned_labels)[VIT_LABEL_BYTES]; /* from a --labels file, free()d by model_free */
+} Model;
+
+/* Load weights (n_heads > 0 overrides the head count) and class names: from
+ * labels_path when given, else from the config.json the engine read. A labels
+ * file that does not fit is an error when labels_required, else it is ignored
+ * (a model dropped on the window keeps going with the config's names).
+ * On error *m is left freed. Free with model_free. */
+VitStatus model_load(Model *m, const char *path, int n_heads, const char *labels_path,
+                     int labels_required, VitError *err);
+void model_free(Model *m);
+
+/* Class name of class c, or NULL when the model has no names. */
+const char *model_label(const Model *m, int c);
+
+/* ---------------------------------------------------------------------------
+ * Scene: one forward pass on one photo */
+
+typedef struct {
+    VitRun run;        /* att [L, H, T, T], probs [C] of the photo */
+    uint8_t *crop_rgb; /* [S, S, 3] the picture the model saw (vit_preprocess_rgb) */
+    int side_px;       /* S */
+    int src_w, src_h;  /* the photo's size, px */
+    char path[1024];   /* the photo */
+    const char *name;  /* last path component of path */
+} Scene;
+
+/* Load the photo at `path`, preprocess it for `vit`, run the forward pass.
+ * Reuses sc's buffers when they fit `vit`, reallocates them otherwise. On
+ * error sc keeps its buffers but its contents are undefined (callers run into
+ * a scratch Scene and swap it in on success). Free with scene_free. */
+VitStatus scene_run(Scene *sc, const Vit *vit, const char *path, VitError *err);
+void scene_free(Scene *sc);
+
+/* ---------------------------------------------------------------------------
+ * View: which map over the patch grid */
+
+typedef struct {
+    int layer;           /* 0 .. L-1 */
+    int head;            /* 0 .. H-1 one head; H + VitFusion (H, H+1, H+2): mean/max/min fusion */
+    int rollout;         /* 0: attention of the layer; 1: attention rollout up to the layer */
+    float discard_ratio; /* rollout's discard ratio, [0, 1) */
+} View;
+
+#define VIEW_N_FUSIONS 3 /* mean, max, min after the heads */
+
+/* Fusion of the view, or -1 when a single head is selected. */
+int view_fusion(const View *v, int n_heads);
+
+/* Clamp layer and head into the model's range (after a model change). */
+void view_clamp(View *v, const VitConfig *cfg);
+
+/* The CLS token's map of the view: out [gh, gw] raw values (probabilities).
+ * Attention: vit_map_attention / vit_map_fused. Rollout: vit_rollout with the
+ * head (per-head rollout) or head -1 and the fusion. */
+VitStatus view_map(float *out, const VitRun *run, const View *v, VitError *err);
+
+/* Min-max normalisation for display: dst[i] = (src[i] - min) / (max - min) in
+ * [0, 1]; a constant map becomes all 0. dst may equal src. Returns min and max. */
+void map_normalize(float *dst, const float *src, int n, float *min_out, float *max_out);
+
+/* "attention" / "rollout", and "head 2/3" or "mean of 3 heads" (1-based) into buf. */
+const char *view_kind_name(const View *v);
+void view_head_text(char *buf, size_t n, const View *v, int n_heads);
+
+#endif

@@ -1,0 +1,112 @@
+/* worker.c - the worker thread: model load and forward pass off the GUI thread. */
+#include "worker.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void run_job(Worker *w) {
+    w->new_model = NULL;
+    w->ran = 0;
+    w->status = VIT_OK;
+    w->err.code = VIT_OK;
+    w->err.msg[0] = '\0';
+    const Model *model = w->model;
+    if (w->model_path[0]) {
+        Model *m = calloc(1, sizeof *m);
+        if (!m) {
+            w->status = w->err.code = VIT_ERR_NOMEM;
+            snprintf(w->err.msg, sizeof w->err.msg, "%.400s: out of memory", w->model_path);
+            return;
+        }
+        w->status = model_load(m, w->model_path, w->n_heads,
+                               w->labels_path[0] ? w->labels_path : NULL, 0, &w->err);
+        if (w->status) {
+            free(m);
+            return;
+        }
+        w->new_model = m;
+        model = m;
+    }
+    if (w->image_path[0]) {
+        w->status = scene_run(w->scene, &model->vit, w->image_path, &w->err);
+        if (w->status) { /* all or nothing: a model that cannot show the photo is dropped */
+            if (w->new_model) {
+                model_free(w->new_model);
+                free(w->new_model);
+                w->new_model = NULL;
+            }
+            return;
+        }
+        w->ran = 1;
+    }
+}
+
+static int worker_main(void *arg) {
+    Worker *w = arg;
+    SDL_LockMutex(w->lock);
+    for (;;) {
+        while (!w->has_job && !w->quit) SDL_CondWait(w->wake, w->lock);
+        if (w->quit) break;
+        SDL_UnlockMutex(w->lock);
+        run_job(w);
+        SDL_Event e;
+        SDL_zero(e);
+        e.type = w->event;
+        e.user.code = (Sint32)w->status;
+        e.user.data1 = w;
+        /* after the event is queued the GUI thread owns the result: touch nothing more */
+        SDL_LockMutex(w->lock);
+        w->has_job = 0;
+        while (SDL_PushEvent(&e) < 0) { /* queue full: wait for the GUI to drain it */
+            SDL_UnlockMutex(w->lock);
+            SDL_Delay(5);
+            SDL_LockMutex(w->lock);
+        }
+    }
+    SDL_UnlockMutex(w->lock);
+    return 0;
+}
+
+int worker_init(Worker *w, Uint32 event) {
+    memset(w, 0, sizeof *w);
+    w->event = event;
+    if (!(w->lock = SDL_CreateMutex()) || !(w->wake = SDL_CreateCond())) goto fail;
+    if (!(w->thread = SDL_CreateThread(worker_main, "vitlens-worker", w))) goto fail;
+    return 0;
+fail:
+    if (w->wake) SDL_DestroyCond(w->wake);
+    if (w->lock) SDL_DestroyMutex(w->lock);
+    memset(w, 0, sizeof *w);
+    return -1;
+}
+
+void worker_start(Worker *w, const char *model_path, int n_heads, const char *labels_path,
+                  const Model *model, const char *image_path, Scene *scene) {
+    SDL_LockMutex(w->lock);
+    snprintf(w->model_path, sizeof w->model_path, "%s", model_path ? model_path : "");
+    snprintf(w->labels_path, sizeof w->labels_path, "%s", labels_path ? labels_path : "");
+    snprintf(w->image_path, sizeof w->image_path, "%s", image_path ? image_path : "");
+    w->n_heads = n_heads;
+    w->model = model;
+    w->scene = scene;
+    w->has_job = 1;
+    SDL_CondSignal(w->wake);
+    SDL_UnlockMutex(w->lock);
+}
+
+void worker_free(Worker *w) {
+    if (!w || !w->thread) return;
+    SDL_LockMutex(w->lock);
+    w->quit = 1; /* a running job finishes first: the thread checks quit between jobs */
+    SDL_CondSignal(w->wake);
+    SDL_UnlockMutex(w->lock);
+    SDL_WaitThread(w->thread, NULL);
+    if (w->new_model) { /* a result the GUI never received */
+        model_free(w->new_model);
+        free(w->new_model);
+    }
+    SDL_DestroyCond(w->wake);
+    SDL_DestroyMutex(w->lock);
+    memset(w, 0, sizeof *w);
+}

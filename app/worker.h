@@ -1,0 +1,48 @@
+/* worker.h - the forward pass off the GUI thread.
+ *
+ * One SDL thread waits for a job: load a model (optional) and run a photo
+ * through it into the back Scene. When done it pushes one SDL user event
+ * (type `event`, user.code = VitStatus) and goes back to waiting; the GUI
+ * thread then reads the result and swaps the back Scene in.
+ *
+ * Ownership: between worker_start and that event, the back Scene and the
+ * result fields belong to the worker and the current Model must stay alive;
+ * the GUI thread touches neither. */
+#ifndef VITLENS_WORKER_H
+#define VITLENS_WORKER_H
+
+#include "scene.h"
+
+#include <SDL.h>
+
+typedef struct {
+    SDL_Thread *thread;
+    SDL_mutex *lock;
+    SDL_cond *wake;
+    int quit, has_job; /* under lock */
+    Uint32 event;
+    /* the job, set by worker_start */
+    char model_path[1024]; /* "": keep the current model */
+    char image_path[1024]; /* "": no photo to run */
+    int n_heads;
+    char labels_path[1024]; /* "": none */
+    const Model *model;     /* the current model (read-only) when model_path is "" */
+    Scene *scene;           /* the back Scene to fill */
+    /* the result, valid once the event has arrived */
+    Model *new_model; /* loaded from model_path (heap; the receiver owns it), or NULL */
+    int ran;          /* 1: scene holds a new forward pass */
+    VitStatus status;
+    VitError err;
+} Worker;
+
+/* Start the thread. event: a type from SDL_RegisterEvents. 0, or -1 (SDL_GetError). */
+int worker_init(Worker *w, Uint32 event);
+
+/* Hand a job to the idle worker. model_path/labels_path may be NULL. */
+void worker_start(Worker *w, const char *model_path, int n_heads, const char *labels_path,
+                  const Model *model, const char *image_path, Scene *scene);
+
+/* Finish the running job, if any, stop the thread, free new_model if unclaimed. */
+void worker_free(Worker *w);
+
+#endif
