@@ -190,6 +190,7 @@ typedef struct {
     char error[600];       /* shown on the error line until the next success */
     char status_left[512], status_right[256];
     int announce;          /* print "ready" after the next frame */
+    unsigned long loads;   /* worker jobs finished, for the trace */
     int trace;             /* VITLENS_TRACE */
     unsigned long frames;
     int running, dirty;
@@ -276,6 +277,7 @@ static void app_open(App *app, const char *path) {
 static void app_job_done(App *app) {
     Worker *w = &app->worker;
     app->busy = 0;
+    app->loads++;
     if (w->status != VIT_OK) {
         app_set_error(app, w->err.msg);
     } else {
@@ -405,9 +407,9 @@ static void app_draw(App *app) {
     if (app->trace) {
         const Ren *r = &app->ren;
         printf("frame %lu layer=%d head=%d rollout=%d overlay=%d opacity=%.2f grid=%d help=%d "
-               "busy=%d scene=%d error=%d image=%d,%d,%d window=%d,%d\n",
+               "busy=%d loads=%lu scene=%d error=%d image=%d,%d,%d window=%d,%d\n",
                app->frames, app->view.layer, app->view.head, app->view.rollout, app->overlay,
-               (double)app->opacity, app->grid, app->help, app->busy, app->has_scene,
+               (double)app->opacity, app->grid, app->help, app->busy, app->loads, app->has_scene,
                app->error[0] != 0, r->image_x, r->image_y, r->image_side_px, r->fb_w, r->fb_h);
     }
     fflush(stdout);

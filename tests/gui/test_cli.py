@@ -1,0 +1,123 @@
+#!/usr/bin/python3
+"""Headless vitlens: --top, --export, --help and bad input. No display needed.
+
+  /usr/bin/python3 test_cli.py --app build/vitlens --shared ../shared --out DIR
+Exits 0 on success, 1 on a failed check, 77 (skip) when the model is missing.
+"""
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+from PIL import Image
+
+CATS = ("tabby", "tiger cat", "Egyptian cat")
+failures = 0
+
+
+def check(cond, what):
+    global failures
+    print(f"{'ok  ' if cond else 'FAIL'} {what}", flush=True)
+    failures += not cond
+
+
+def vitlens(app, *args):
+    env = dict(os.environ)
+    env.pop("DISPLAY", None)  # the headless modes must not need one
+    return subprocess.run([app, *args], capture_output=True, text=True, env=env, timeout=600)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--app", required=True)
+    ap.add_argument("--shared", required=True)
+    ap.add_argument("--out", required=True)
+    a = ap.parse_args()
+    mdir = os.path.join(a.shared, "models", "deit-tiny")
+    model = os.path.join(mdir, "deit_tiny_patch16_224.safetensors")
+    labels = os.path.join(mdir, "imagenet_synset_words.txt")
+    chelsea = os.path.join(a.shared, "images", "chelsea.png")
+    if not (os.path.exists(model) and os.path.exists(chelsea)):
+        print(f"SKIP: {model} or {chelsea} missing")
+        return 77
+    os.makedirs(a.out, exist_ok=True)
+
+    # --help: options and every key
+    r = vitlens(a.app, "--help")
+    check(r.returncode == 0, "--help exits 0")
+    for word in ("--model", "--labels", "--heads", "--top", "--export", "Left / Right",
+                 "Up / Down", "R ", "G ", "+ / -", "O ", "H ", "Esc / Q", "RANK PROB CLASS_ID LABEL"):
+        check(word in r.stdout, f"--help mentions {word.strip()!r}")
+
+    # --top 5: documented format, probabilities descending, a cat first
+    r = vitlens(a.app, "--model", model, "--labels", labels, "--top", "5", chelsea)
+    check(r.returncode == 0, f"--top 5 exits 0 ({r.stderr.strip()})")
+    lines = r.stdout.splitlines()
+    print("     " + "\n     ".join(lines))
+    check(len(lines) == 5, "--top 5 prints 5 lines")
+    rows = [re.fullmatch(r"(\d+) (\d\.\d{4}) (\d+) (.+)", ln) for ln in lines]
+    check(all(rows), "each line is RANK PROB CLASS_ID LABEL")
+    if all(rows) and rows:
+        check([int(m.group(1)) for m in rows] == [1, 2, 3, 4, 5], "ranks 1..5")
+        probs = [float(m.group(2)) for m in rows]
+        check(probs == sorted(probs, reverse=True) and sum(probs) <= 1.0001, "probabilities descend")
+        top = rows[0].group(4)
+        check(any(c in top for c in CATS), f"top-1 is a cat ({top})")
+        check(int(rows[0].group(3)) in (281, 282, 285), "top-1 class id is 281/282/285")
+
+    # --top without labels: id only
+    r = vitlens(a.app, "--model", model, "--top", "1", chelsea)
+    check(r.returncode == 0 and re.fullmatch(r"1 \d\.\d{4} \d+\n", r.stdout) is not None,
+          f"--top without class names prints RANK PROB CLASS_ID ({r.stdout.strip()!r})")
+
+    # --export: L*H + 3L + L PNGs with the documented names, 448 px
+    out = os.path.join(a.out, "export")
+    shutil.rmtree(out, ignore_errors=True)
+    r = vitlens(a.app, "--model", model, "--export", out, chelsea)
+    check(r.returncode == 0, f"--export exits 0 ({r.stderr.strip()})")
+    L, H = 12, 3
+    want = {f"L{l:02d}_H{h:02d}.png" for l in range(1, L + 1) for h in range(1, H + 1)}
+    want |= {f"L{l:02d}_{k}.png" for l in range(1, L + 1) for k in ("mean", "max", "min", "rollout")}
+    got = set(os.listdir(out)) if os.path.isdir(out) else set()
+    check(len(want) == L * H + 3 * L + L and got == want,
+          f"--export writes the {len(want)} expected PNGs (got {len(got)})")
+    if got == want:
+        imgs = {n: np.asarray(Image.open(os.path.join(out, n)).convert("RGB")) for n in
+                ("L01_H01.png", "L06_H01.png", "L06_H02.png", "L06_mean.png", "L06_rollout.png")}
+        check(all(i.shape == (448, 448, 3) for i in imgs.values()), "PNGs are 448x448 RGB")
+        names = list(imgs)
+        check(all(np.abs(imgs[p].astype(int) - imgs[q]).mean() > 1
+                  for i, p in enumerate(names) for q in names[i + 1:]), "the maps differ")
+        # nearest per patch: at opacity 1 each 32x32 cell is one colormap colour
+        r = vitlens(a.app, "--model", model, "--opacity", "1", "--export", out + "1", chelsea)
+        one = np.asarray(Image.open(os.path.join(out + "1", "L06_H01.png")).convert("RGB"))
+        cells = one.reshape(14, 32, 14, 32, 3)
+        check(r.returncode == 0 and (cells == cells[:, :1, :, :1]).all(),
+              "--opacity 1: every patch is one flat colour (nearest per patch)")
+
+    # bad input: non-zero exit, message naming the file
+    bad = os.path.join(a.out, "not_an_image.txt")
+    with open(bad, "w") as f:
+        f.write("hello\n")
+    r = vitlens(a.app, "--model", model, "--top", "3", bad)
+    check(r.returncode != 0 and "not_an_image.txt" in r.stderr, f"bad image: {r.stderr.strip()}")
+    r = vitlens(a.app, "--model", model, "--export", os.path.join(a.out, "x"), "/no/such.png")
+    check(r.returncode != 0 and "/no/such.png" in r.stderr, f"missing image: {r.stderr.strip()}")
+    r = vitlens(a.app, "--model", bad, "--top", "3", chelsea)
+    check(r.returncode != 0 and "not_an_image.txt" in r.stderr, f"bad model: {r.stderr.strip()}")
+    r = vitlens(a.app, "--model", model, "--labels", chelsea, "--top", "3", chelsea)
+    check(r.returncode != 0 and "chelsea.png" in r.stderr, f"bad labels: {r.stderr.strip()}")
+    r = vitlens(a.app, "--model", model, "--top", "0", chelsea)
+    check(r.returncode == 2, f"--top 0 is a usage error: {r.stderr.strip()}")
+    r = vitlens(a.app, "--top", "3", chelsea)
+    check(r.returncode == 2 and "--model" in r.stderr, f"no --model: {r.stderr.strip()}")
+
+    print(f"cli: {'all checks passed' if not failures else f'{failures} checks failed'}")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

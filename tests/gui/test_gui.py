@@ -1,0 +1,380 @@
+#!/usr/bin/python3
+"""End-to-end test of the vitlens window under Xvfb.
+
+Starts vitlens on DeiT-Tiny and chelsea.png, presses keys with xdotool, takes
+screenshots with ImageMagick's `import` and checks that the picture changes as
+it should. Synchronisation never relies on sleeps: the app runs with
+VITLENS_TRACE=1 and prints one line per drawn frame with its full view state
+("frame N layer=.. head=.. ..."), and the test waits for the line of the state it
+expects, then takes screenshots until two in a row are identical.
+
+Run by ctest as:
+  xvfb-run -a -s "-screen 0 1280x1024x24" /usr/bin/python3 test_gui.py \
+      --app build/vitlens --shared ../shared --out build/tests/gui
+Exits 0 on success, 1 on a failed check, 77 (skip) when the model is missing.
+"""
+import argparse
+import os
+import queue
+import re
+import shutil
+import subprocess
+import sys
+import threading
+import time
+
+import numpy as np
+from PIL import Image
+
+TIMEOUT_S = float(os.environ.get("VITLENS_TEST_TIMEOUT", "120"))  # ASan builds are slow
+CATS = ("tabby", "tiger cat", "Egyptian cat")
+
+
+class Fail(Exception):
+    pass
+
+
+def check(cond, what):
+    if not cond:
+        raise Fail(what)
+    print(f"ok   {what}", flush=True)
+
+
+# --- the app under test ------------------------------------------------------
+
+class App:
+    def __init__(self, argv, env):
+        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, env=env, text=True, bufsize=1)
+        self.lines = queue.Queue()
+        self.stderr = []
+        self.state = {}
+        self.frame = 0
+        threading.Thread(target=self._read, args=(self.proc.stdout, self.lines.put),
+                         daemon=True).start()
+        threading.Thread(target=self._read, args=(self.proc.stderr, self._err),
+                         daemon=True).start()
+        self.wid = None
+
+    @staticmethod
+    def _read(stream, put):
+        for line in stream:
+            put(line.rstrip("\n"))
+
+    def _err(self, line):
+        self.stderr.append(line)
+        print(f"     app stderr: {line}", flush=True)
+
+    def wait_line(self, pred, what):
+        """Read stdout until a line satisfies pred; frame lines update self.state."""
+        deadline = time.monotonic() + TIMEOUT_S
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise Fail(f"timed out waiting for {what} (last state {self.state})")
+            try:
+                line = self.lines.get(timeout=min(left, 0.5))
+            except queue.Empty:
+                if self.proc.poll() is not None:
+                    raise Fail(f"app exited ({self.proc.returncode}) waiting for {what}")
+                continue
+            m = re.match(r"frame (\d+) (.*)", line)
+            if m:
+                self.frame = int(m.group(1))
+                self.state = dict(kv.split("=", 1) for kv in m.group(2).split())
+            if pred(line):
+                return line
+
+    def wait_state(self, what, **want):
+        """Wait for a frame drawn in the wanted state (values compared as strings)."""
+        def ok(line):
+            return line.startswith("frame ") and all(
+                self.state.get(k) == str(v) for k, v in want.items())
+        if self.state and all(self.state.get(k) == str(v) for k, v in want.items()):
+            return
+        self.wait_line(ok, what)
+
+    def key(self, *keys, **want):
+        run(["xdotool", "key", "--clearmodifiers", *keys])
+        self.wait_state(" ".join(keys), **want)
+
+    def drop(self, path):
+        """The --stdin-drops hook: the path becomes a real SDL_DROPFILE event."""
+        self.proc.stdin.write(path + "\n")
+        self.proc.stdin.flush()
+
+    def image_rect(self):
+        x, y, s = (int(v) for v in self.state["image"].split(","))
+        return x, y, s
+
+    def shot(self):
+        """A screenshot of the window, once the screen has settled (two equal in a row)."""
+        prev = None
+        for _ in range(50):
+            png = subprocess.run(["import", "-window", self.wid, "png:-"], check=True,
+                                 capture_output=True).stdout
+            img = np.asarray(Image.open(__import__("io").BytesIO(png)).convert("RGB"))
+            if prev is not None and prev.shape == img.shape and np.array_equal(prev, img):
+                return img.astype(np.int16)
+            prev = img
+            time.sleep(0.05)
+        raise Fail("screen does not settle")
+
+    def crop(self, img):
+        x, y, s = self.image_rect()
+        return img[y:y + s, x:x + s]
+
+
+def run(argv):
+    subprocess.run(argv, check=True, capture_output=True, text=True)
+
+
+def diff(a, b):
+    return float(np.abs(a.astype(np.float32) - b.astype(np.float32)).mean())
+
+
+def save(img, path):
+    Image.fromarray(img.astype(np.uint8)).save(path)
+
+
+def patch_means(img, n=14):
+    """Mean colour of each of the n x n patches: compares crops drawn at different sizes."""
+    return np.asarray(Image.fromarray(img.astype(np.uint8)).resize((n, n), Image.BOX)).astype(np.int16)
+
+
+def plain_crop(path, side):
+    """timm's eval view of the photo (resize shorter side to 256 bicubic, centre crop
+    224) scaled to the on-screen size: what the window shows with the overlay off."""
+    im = Image.open(path).convert("RGB")
+    w, h = im.size
+    short = int(224 / 0.875)
+    if w < h:
+        im = im.resize((short, int(h * short / w)), Image.BICUBIC)
+    else:
+        im = im.resize((int(w * short / h), short), Image.BICUBIC)
+    w, h = im.size
+    left, top = round((w - 224) / 2), round((h - 224) / 2)
+    im = im.crop((left, top, left + 224, top + 224)).resize((side, side), Image.BILINEAR)
+    return np.asarray(im).astype(np.int16)
+
+
+# --- the test ----------------------------------------------------------------
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--app", required=True)
+    ap.add_argument("--shared", required=True)
+    ap.add_argument("--out", required=True, help="directory for screenshots")
+    args = ap.parse_args()
+
+    model_dir = os.path.join(args.shared, "models", "deit-tiny")
+    model = os.path.join(model_dir, "deit_tiny_patch16_224.safetensors")
+    labels = os.path.join(model_dir, "imagenet_synset_words.txt")
+    chelsea = os.path.join(args.shared, "images", "chelsea.png")
+    coffee = os.path.join(args.shared, "images", "coffee.png")
+    if not (os.path.exists(model) and os.path.exists(chelsea)):
+        print(f"SKIP: {model} or {chelsea} missing")
+        return 77
+    for tool in ("xdotool", "import"):
+        if not shutil.which(tool):
+            print(f"FAIL: {tool} not installed (apt-get install xdotool imagemagick)")
+            return 1
+    if not os.environ.get("DISPLAY"):
+        print("FAIL: no DISPLAY: run under xvfb-run")
+        return 1
+    os.makedirs(args.out, exist_ok=True)
+
+    env = dict(os.environ, VITLENS_TRACE="1")
+    app = App([args.app, "--model", model, "--labels", labels, "--stdin-drops", chelsea], env)
+    try:
+        return test(app, args, chelsea, coffee, model)
+    except Fail as e:
+        print(f"FAIL {e}", flush=True)
+        return 1
+    finally:
+        if app.proc.poll() is None:
+            app.proc.kill()
+            app.proc.wait()
+
+
+def test(app, args, chelsea, coffee, model):
+    out = args.out
+    # -- start-up: the window, "ready" once the first map is on screen
+    app.wait_line(lambda s: s == f"ready {chelsea}", "ready")
+    app.wait_state("first frame with the map", busy=0, scene=1)
+    wid = subprocess.run(["xdotool", "search", "--sync", "--onlyvisible", "--pid",
+                          str(app.proc.pid)], check=True, capture_output=True,
+                         text=True).stdout.split()
+    check(len(wid) >= 1, f"window found ({wid})")
+    app.wid = wid[0]
+    run(["xdotool", "windowfocus", "--sync", app.wid])
+    L, H = 12, 3
+    check(app.state["layer"] == str(L - 1) and app.state["head"] == str(H),
+          "starts at the last layer, mean of the heads")
+    s0 = app.shot()
+    x, y, side = app.image_rect()
+    check(side > 300 and s0.shape[0] > y + side, f"crop drawn at {x},{y} size {side}")
+    bar = s0[y + side + 5:, :]
+    check(bar.std() > 10, "status bar has text")
+
+    # -- layers: Left/Right change the map; coming back gives the same picture
+    app.key("Left", layer=L - 2)
+    s1 = app.shot()
+    d = diff(app.crop(s0), app.crop(s1))
+    check(d > 0.5, f"layer {L - 1} differs from layer {L} ({d:.2f})")
+    check(diff(s0[y + side + 5:], s1[y + side + 5:]) > 0.1, "status line follows the layer")
+    app.key("Right", layer=L - 1)
+    check(diff(s0, app.shot()) == 0, "Right returns to the same picture")
+    for i in range(6):
+        app.key("Left", layer=L - 2 - i)
+    app.key("Left", layer=4)
+    app.key("Right", layer=5)  # layer 6 of 12, shown 1-based
+
+    # -- heads: Up/Down step through the heads, then mean / max / min
+    by_head = {}
+    for h in range(H - 1, -1, -1):
+        app.key("Up", head=h)
+        by_head[h] = app.crop(app.shot())
+    for h in range(1, H + 3):
+        app.key("Down", head=h)
+        by_head[h] = app.crop(app.shot())
+    names = [f"head {h + 1}" for h in range(H)] + ["mean", "max", "min"]
+    for a in range(H + 3):
+        for b in range(a + 1, H + 3):
+            d = diff(by_head[a], by_head[b])
+            check(d > 0.5, f"{names[a]} differs from {names[b]} ({d:.2f})")
+    app.key("Up", head=H + 1)
+    app.key("Up", head=H)  # mean
+
+    # -- the docs screenshot: chelsea, layer 6, mean of the heads, overlay on
+    base = app.shot()
+    base_crop = app.crop(base)  # before the layout changes (error line, resize)
+    save(base, os.path.join(out, "screenshot.png"))
+    print(f"     wrote {os.path.join(out, 'screenshot.png')}")
+
+    # -- rollout differs from attention, and toggles back
+    app.key("r", rollout=1)
+    roll = app.shot()
+    d = diff(app.crop(base), app.crop(roll))
+    check(d > 0.5, f"rollout differs from attention ({d:.2f})")
+    app.key("Up", head=H - 1)
+    d = diff(app.crop(roll), app.crop(app.shot()))
+    check(d > 0.5, f"per-head rollout differs from fused ({d:.2f})")
+    app.key("Down", head=H)
+    check(diff(roll, app.shot()) == 0, "back to the fused rollout")
+    app.key("r", rollout=0)
+    check(diff(base, app.shot()) == 0, "R again: attention as before")
+
+    # -- overlay off is the plain crop; on again is the same picture
+    app.key("o", overlay=0)
+    plain = app.crop(app.shot())
+    ref = plain_crop(chelsea, side)
+    d_off, d_on = diff(plain, ref), diff(app.crop(base), ref)
+    check(d_off < 6 and d_on > 3 * d_off, f"overlay off ~ the plain crop ({d_off:.1f} vs on {d_on:.1f})")
+    app.key("o", overlay=1)
+    check(diff(base, app.shot()) == 0, "O again: overlay back")
+
+    # -- opacity: + blends more colormap, - less; keypad too
+    app.key("plus", opacity="0.70")
+    more = app.crop(app.shot())
+    app.key("KP_Add", opacity="0.80")
+    most = app.crop(app.shot())
+    d6, d7, d8 = (diff(c, plain) for c in (app.crop(base), more, most))
+    check(d6 < d7 < d8, f"+ raises opacity ({d6:.1f} < {d7:.1f} < {d8:.1f} from the plain crop)")
+    app.key("KP_Subtract", opacity="0.70")
+    app.key("minus", opacity="0.60")
+    check(diff(base, app.shot()) == 0, "- lowers it back to the same picture")
+
+    # -- GPU and CPU agree: at opacity 1 every patch is a pure colormap colour,
+    #    the same as the exported PNG's (same LUT, same normalisation)
+    for i, op in enumerate(("0.70", "0.80", "0.90", "1.00")):
+        app.key("plus", opacity=op)
+    gpu = app.crop(app.shot())
+    exp = os.path.join(out, "export_opacity1")
+    subprocess.run([args.app, "--model", model, "--opacity", "1", "--export", exp, chelsea],
+                   check=True, capture_output=True)
+    cpu = np.asarray(Image.open(os.path.join(exp, "L06_mean.png")).convert("RGB")).astype(np.int16)
+    n = 14
+    centres = [(int((r + 0.5) * side / n), int((c + 0.5) * side / n)) for r in range(n) for c in range(n)]
+    cs = cpu.shape[0]
+    worst = max(int(np.abs(gpu[py, px] - cpu[int(py * cs / side), int(px * cs / side)]).max())
+                for py, px in centres)
+    check(worst <= 2, f"window and --export colour every patch alike (max diff {worst})")
+    for op in ("0.90", "0.80", "0.70", "0.60"):
+        app.key("minus", opacity=op)
+
+    # -- grid lines
+    app.key("g", grid=1)
+    grid = app.crop(app.shot())
+    b = app.crop(base)
+    cols = [int(round(c * side / 14)) for c in range(1, 14)]
+    on_line = np.mean([max(grid[:, c + o].mean() - b[:, c + o].mean() for o in (-1, 0, 1))
+                       for c in cols])
+    check(on_line > 10, f"G draws bright lines on the patch borders (+{on_line:.1f})")
+    app.key("g", grid=0)
+
+    # -- help overlay appears and goes away
+    app.key("h", help=1)
+    helped = app.shot()
+    check(diff(app.crop(helped), app.crop(base)) > 10, "H shows the help")
+    check(helped[y + side // 2 - 20:y + side // 2 + 20].mean() < base[y + side // 2 - 20:y + side // 2 + 20].mean(),
+          "the help panel is a dark panel over the crop")
+    app.key("h", help=0)
+    check(diff(base, app.shot()) == 0, "H again hides it")
+
+    # -- dropping a file that is not an image: error shown, the photo stays
+    bad = os.path.join(out, "not_an_image.txt")
+    with open(bad, "w") as f:
+        f.write("hello\n")
+    app.drop(bad)
+    app.wait_state("error after a bad drop", busy=0, error=1)
+    errshot = app.shot()
+    save(errshot, os.path.join(out, "error.png"))
+    x2, y2, side2 = app.image_rect()
+    check(side2 <= side, "error line takes room below the crop")
+    errline = errshot[y2 + side2:]
+    reddish = (errline[..., 0] > errline[..., 1] + 25).mean()
+    check(reddish > 0.2, f"error line is shown ({reddish:.2f} of it red)")
+    check(any("not_an_image.txt" in s for s in app.stderr), "the error names the file")
+    d = diff(patch_means(app.crop(errshot)), patch_means(base_crop))
+    check(d < 2, f"the previous photo and map stay (patch means differ by {d:.2f})")
+
+    # -- bad weights dropped: error, state stays
+    fake = os.path.join(out, "broken.safetensors")
+    with open(fake, "wb") as f:
+        f.write(b"\x10\x00\x00\x00\x00\x00\x00\x00{not json at all")
+    loads = int(app.state["loads"])
+    app.drop(fake)
+    app.wait_state("error after a bad model", loads=loads + 1, busy=0, error=1)
+    check(any("broken.safetensors" in s for s in app.stderr), "bad weights: the error names the file")
+    check(diff(app.crop(errshot), app.crop(app.shot())) == 0, "bad weights: the photo and map stay")
+
+    # -- a good drop: new photo, error cleared
+    app.drop(coffee)
+    app.wait_line(lambda s: s == f"ready {coffee}", "ready after dropping coffee.png")
+    app.wait_state("coffee drawn", busy=0, error=0)
+    cof = app.shot()
+    d = diff(patch_means(app.crop(cof)), patch_means(base_crop))
+    check(d > 10, f"a dropped photo replaces the old one ({d:.1f})")
+
+    # -- resize: letterboxed, square crop centred, background around it
+    run(["xdotool", "windowsize", "--sync", app.wid, "1000", "640"])
+    app.wait_state("resized", window="1000,640")
+    wide = app.shot()
+    x3, y3, side3 = app.image_rect()
+    check(side3 < 640 - 30 and x3 > 100, f"letterbox: square {side3} px at x={x3} in 1000x640")
+    check(wide[y3 + 5:y3 + side3 - 5, 5:x3 - 5].std() < 3, "letterbox: plain background left of it")
+
+    # -- Esc quits cleanly
+    run(["xdotool", "key", "Escape"])
+    try:
+        rc = app.proc.wait(timeout=TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        raise Fail("Esc did not quit")
+    check(rc == 0, f"Esc quits with status 0 (got {rc})")
+    print("gui: all checks passed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
