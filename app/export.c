@@ -60,8 +60,8 @@ void export_blend(uint8_t *out, const uint8_t *crop, const float *map, const Vit
 }
 
 /* Compute, normalise, blend and write the map of view v to dir/name. */
-static int write_map(const char *dir, const char *name, const Scene *sc, const View *v,
-                     float *map, uint8_t *pixels, int scale, float opacity) {
+static int write_map(const char *dir, const char *name, const Scene *sc, const View *v, float *map,
+                     uint8_t *pixels, int scale, float opacity) {
     const VitConfig *c = &sc->run.cfg;
     VitError err;
     if (view_map(map, &sc->run, v, &err)) {

@@ -40,33 +40,34 @@ static const char *const KEYS[][2] = {
 #define N_KEYS ((int)(sizeof KEYS / sizeof KEYS[0]))
 
 static void usage(FILE *f) {
-    fprintf(f,
-            "usage: vitlens --model PATH [--labels FILE] [--heads N] [--opacity A] [IMAGE]\n"
-            "       vitlens --model PATH [--labels FILE] --top K IMAGE\n"
-            "       vitlens --model PATH [--opacity A] --export DIR IMAGE\n"
-            "\n"
-            "Runs a Vision Transformer (timm .safetensors) on a photo and shows the attention\n"
-            "of the CLS token over the patch grid: every layer and head, the head fusions\n"
-            "(mean, max, min) and attention rollout, as a heatmap over the crop the model saw.\n"
-            "\n"
-            "options:\n"
-            "  --model PATH    weights (.safetensors, timm names); config.json beside it is read\n"
-            "  --labels FILE   class names, one per line (ImageNet synset lines are fine);\n"
-            "                  default: the names in config.json, if any\n"
-            "  --heads N       number of attention heads (default: config.json, else width/64)\n"
-            "  --opacity A     heatmap opacity in [0, 1] (default 0.6)\n"
-            "  --top K         print the K most probable classes and exit, one per line:\n"
-            "                    RANK PROB CLASS_ID LABEL     e.g. \"1 0.6123 281 tabby, tabby cat\"\n"
-            "                  RANK from 1, PROB the softmax probability, CLASS_ID from 0,\n"
-            "                  LABEL the rest of the line (absent without class names)\n"
-            "  --export DIR    write every map as a PNG into DIR and exit: L01_H01.png ...\n"
-            "                  (layer, head from 1), L01_mean/max/min.png (head fusions),\n"
-            "                  L01_rollout.png (rollout, mean fusion, discard 0): L*H + 4L files\n"
-            "  --stdin-drops   read file paths from stdin, one per line, as if dropped on the\n"
-            "                  window (for scripts and tests)\n"
-            "  -h, --help      this help\n"
-            "\n"
-            "keys:\n");
+    fprintf(
+        f,
+        "usage: vitlens --model PATH [--labels FILE] [--heads N] [--opacity A] [IMAGE]\n"
+        "       vitlens --model PATH [--labels FILE] --top K IMAGE\n"
+        "       vitlens --model PATH [--opacity A] --export DIR IMAGE\n"
+        "\n"
+        "Runs a Vision Transformer (timm .safetensors) on a photo and shows the attention\n"
+        "of the CLS token over the patch grid: every layer and head, the head fusions\n"
+        "(mean, max, min) and attention rollout, as a heatmap over the crop the model saw.\n"
+        "\n"
+        "options:\n"
+        "  --model PATH    weights (.safetensors, timm names); config.json beside it is read\n"
+        "  --labels FILE   class names, one per line (ImageNet synset lines are fine);\n"
+        "                  default: the names in config.json, if any\n"
+        "  --heads N       number of attention heads (default: config.json, else width/64)\n"
+        "  --opacity A     heatmap opacity in [0, 1] (default 0.6)\n"
+        "  --top K         print the K most probable classes and exit, one per line:\n"
+        "                    RANK PROB CLASS_ID LABEL     e.g. \"1 0.6123 281 tabby, tabby cat\"\n"
+        "                  RANK from 1, PROB the softmax probability, CLASS_ID from 0,\n"
+        "                  LABEL the rest of the line (absent without class names)\n"
+        "  --export DIR    write every map as a PNG into DIR and exit: L01_H01.png ...\n"
+        "                  (layer, head from 1), L01_mean/max/min.png (head fusions),\n"
+        "                  L01_rollout.png (rollout, mean fusion, discard 0): L*H + 4L files\n"
+        "  --stdin-drops   read file paths from stdin, one per line, as if dropped on the\n"
+        "                  window (for scripts and tests)\n"
+        "  -h, --help      this help\n"
+        "\n"
+        "keys:\n");
     for (int i = 0; i < N_KEYS; i++) fprintf(f, "  %-14s  %s\n", KEYS[i][0], KEYS[i][1]);
     fprintf(f, "\n"
                "environment:\n"
@@ -185,13 +186,13 @@ typedef struct {
     int overlay, grid, help;
     float opacity;
 
-    int busy;              /* a job is running */
-    char pending[1024];    /* dropped while busy: started next (the latest wins) */
-    char error[600];       /* shown on the error line until the next success */
+    int busy;           /* a job is running */
+    char pending[1024]; /* dropped while busy: started next (the latest wins) */
+    char error[600];    /* shown on the error line until the next success */
     char status_left[512], status_right[256];
-    int announce;          /* print "ready" after the next frame */
-    unsigned long loads;   /* worker jobs finished, for the trace */
-    int trace;             /* VITLENS_TRACE */
+    int announce;        /* print "ready" after the next frame */
+    unsigned long loads; /* worker jobs finished, for the trace */
+    int trace;           /* VITLENS_TRACE */
     unsigned long frames;
     int running, dirty;
 } App;
@@ -233,8 +234,8 @@ static void app_update_status(App *app) {
     char head[64];
     view_head_text(head, sizeof head, &app->view, c->n_heads);
     const char *dot = "  \xc2\xb7  "; /* U+00B7 middle dot */
-    snprintf(app->status_left, sizeof app->status_left, "%s%slayer %d/%d%s%s%s%s%s%s", c->name,
-             dot, app->view.layer + 1, c->n_layers, dot, head, dot, view_kind_name(&app->view),
+    snprintf(app->status_left, sizeof app->status_left, "%s%slayer %d/%d%s%s%s%s%s%s", c->name, dot,
+             app->view.layer + 1, c->n_layers, dot, head, dot, view_kind_name(&app->view),
              app->overlay ? "" : dot, app->overlay ? "" : "overlay off");
     const Scene *sc = app_scene(app);
     app->status_right[0] = '\0';
@@ -250,8 +251,8 @@ static void app_update_status(App *app) {
                  100.0 * sc->run.probs[top]);
     }
     char title[512];
-    snprintf(title, sizeof title, "vitlens \xe2\x80\x94 %s \xe2\x80\x94 %s", sc ? sc->name : "no image",
-             c->name);
+    snprintf(title, sizeof title, "vitlens \xe2\x80\x94 %s \xe2\x80\x94 %s",
+             sc ? sc->name : "no image", c->name);
     SDL_SetWindowTitle(app->win, title);
 }
 
@@ -470,17 +471,16 @@ static int app_init(App *app, const Options *o) {
     if (SDL_GetDisplayUsableBounds(0, &usable) == 0 && usable.h > 0 && usable.h * 0.88 < h)
         h = (int)(usable.h * 0.88);
     int w = (int)(h * 1.1f);
-    app->win = SDL_CreateWindow("vitlens", SDL_WINDOWPOS_CENTERED, SDL_WINDOWPOS_CENTERED, w, h,
-                                SDL_WINDOW_OPENGL | SDL_WINDOW_RESIZABLE |
-                                    SDL_WINDOW_ALLOW_HIGHDPI);
+    app->win =
+        SDL_CreateWindow("vitlens", SDL_WINDOWPOS_CENTERED, SDL_WINDOWPOS_CENTERED, w, h,
+                         SDL_WINDOW_OPENGL | SDL_WINDOW_RESIZABLE | SDL_WINDOW_ALLOW_HIGHDPI);
     if (!app->win) {
         fprintf(stderr, "vitlens: cannot open a window: %s\n", SDL_GetError());
         return -1;
     }
     SDL_SetWindowMinimumSize(app->win, 320, 320);
     if (!(app->gl = SDL_GL_CreateContext(app->win))) {
-        fprintf(stderr, "vitlens: cannot create an OpenGL 3.3 core context: %s\n",
-                SDL_GetError());
+        fprintf(stderr, "vitlens: cannot create an OpenGL 3.3 core context: %s\n", SDL_GetError());
         return -1;
     }
     if (SDL_GL_SetSwapInterval(1) != 0) SDL_ClearError(); /* no vsync is fine */
@@ -488,7 +488,8 @@ static int app_init(App *app, const Options *o) {
     char msg[4096], warn[1024];
     if (ren_init(&app->ren, app->win, msg, sizeof msg, warn, sizeof warn)) {
         fprintf(stderr, "vitlens: %s\n", msg);
-        SDL_ShowSimpleMessageBox(SDL_MESSAGEBOX_ERROR, "vitlens: cannot start", msg, app->win);
+        if (SDL_ShowSimpleMessageBox(SDL_MESSAGEBOX_ERROR, "vitlens: cannot start", msg, app->win))
+            fprintf(stderr, "vitlens: (no dialog: %s)\n", SDL_GetError());
         return -1;
     }
     if (warn[0]) fprintf(stderr, "vitlens: %s (running without text)\n", warn);

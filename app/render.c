@@ -15,15 +15,15 @@
 
 /* --- palette (dark, high contrast for a projector) ------------------------- */
 
-static const float COL_BG[4] = {0.059f, 0.067f, 0.082f, 1.0f};     /* window */
-static const float COL_BAR[4] = {0.102f, 0.114f, 0.137f, 1.0f};    /* status bar */
-static const float COL_ERRBAR[4] = {0.23f, 0.07f, 0.08f, 1.0f};    /* error line */
+static const float COL_BG[4] = {0.059f, 0.067f, 0.082f, 1.0f};  /* window */
+static const float COL_BAR[4] = {0.102f, 0.114f, 0.137f, 1.0f}; /* status bar */
+static const float COL_ERRBAR[4] = {0.23f, 0.07f, 0.08f, 1.0f}; /* error line */
 static const float COL_TEXT[4] = {0.93f, 0.94f, 0.95f, 1.0f};
 static const float COL_DIM[4] = {0.62f, 0.65f, 0.69f, 1.0f};
-static const float COL_ACCENT[4] = {0.99f, 0.91f, 0.15f, 1.0f};    /* viridis' yellow */
+static const float COL_ACCENT[4] = {0.99f, 0.91f, 0.15f, 1.0f}; /* viridis' yellow */
 static const float COL_ERR[4] = {1.0f, 0.62f, 0.58f, 1.0f};
-static const float COL_PANEL[4] = {0.04f, 0.045f, 0.055f, 0.86f};  /* help panel */
-static const float COL_EMPTY[4] = {0.085f, 0.095f, 0.115f, 1.0f};  /* no image yet */
+static const float COL_PANEL[4] = {0.04f, 0.045f, 0.055f, 0.86f}; /* help panel */
+static const float COL_EMPTY[4] = {0.085f, 0.095f, 0.115f, 1.0f}; /* no image yet */
 
 /* --- shaders --------------------------------------------------------------- */
 
@@ -445,5 +445,6 @@ void ren_draw(Ren *r, const RenFrame *f) {
     if (tr)
         draw_text(r, tr, W - pad - rw * s - spin_w, by + (bar_h - tr->h * s) / 2, s,
                   f->busy ? COL_ACCENT : COL_TEXT);
-    if (f->busy) spinner(r, W - pad - bar_h * 0.35f, by + bar_h / 2, bar_h * 0.26f, f->spinner_turns);
+    if (f->busy)
+        spinner(r, W - pad - bar_h * 0.35f, by + bar_h / 2, bar_h * 0.26f, f->spinner_turns);
 }

@@ -24,10 +24,10 @@ typedef struct {
 
 typedef struct {
     GLuint prog;
-    GLint screen, rect, uv;           /* quad.vert.glsl */
-    GLint tex0, tex1, tex2;           /* samplers */
-    GLint opacity, grid, grid_size;   /* heatmap.frag.glsl */
-    GLint color, textured;            /* ui.frag.glsl */
+    GLint screen, rect, uv;         /* quad.vert.glsl */
+    GLint tex0, tex1, tex2;         /* samplers */
+    GLint opacity, grid, grid_size; /* heatmap.frag.glsl */
+    GLint color, textured;          /* ui.frag.glsl */
 } RenProgram;
 
 typedef struct {
@@ -41,7 +41,7 @@ typedef struct {
     int has_text;
     RenText cache[REN_TEXT_CACHE];
     unsigned clock;
-    int fb_w, fb_h;                   /* framebuffer px of the last frame */
+    int fb_w, fb_h;                      /* framebuffer px of the last frame */
     int image_x, image_y, image_side_px; /* where the crop was drawn, framebuffer px */
     char shader_dir[1024];
 } Ren;

@@ -30,8 +30,8 @@ VitStatus model_load(Model *m, const char *path, int n_heads, const char *labels
         if (err) {
             err->code = rc;
             snprintf(err->msg, sizeof err->msg,
-                     "%s: model has no classification head, so --labels %s does not apply",
-                     path, labels_path);
+                     "%s: model has no classification head, so --labels %s does not apply", path,
+                     labels_path);
         }
         model_free(m);
         return rc;
@@ -59,8 +59,7 @@ static int run_fits(const VitRun *run, const VitConfig *c) {
     return run->mem && r->image_size == c->image_size && r->patch_size == c->patch_size &&
            r->grid_h == c->grid_h && r->grid_w == c->grid_w && r->n_prefix == c->n_prefix &&
            r->n_tokens == c->n_tokens && r->dim == c->dim && r->n_heads == c->n_heads &&
-           r->mlp_dim == c->mlp_dim && r->n_layers == c->n_layers &&
-           r->n_classes == c->n_classes;
+           r->mlp_dim == c->mlp_dim && r->n_layers == c->n_layers && r->n_classes == c->n_classes;
 }
 
 VitStatus scene_run(Scene *sc, const Vit *vit, const char *path, VitError *err) {
@@ -75,8 +74,8 @@ VitStatus scene_run(Scene *sc, const Vit *vit, const char *path, VitError *err) 
         if (!sc->crop_rgb) {
             if (err) {
                 err->code = VIT_ERR_NOMEM;
-                snprintf(err->msg, sizeof err->msg, "out of memory for a %dx%d crop",
-                         c->image_size, c->image_size);
+                snprintf(err->msg, sizeof err->msg, "out of memory for a %dx%d crop", c->image_size,
+                         c->image_size);
             }
             return VIT_ERR_NOMEM;
         }
@@ -125,8 +124,8 @@ VitStatus view_map(float *out, const VitRun *run, const View *v, VitError *err) 
     int fusion = view_fusion(v, run->cfg.n_heads);
     if (v->rollout)
         return vit_rollout(out, run, v->layer, fusion < 0 ? v->head : -1,
-                           fusion < 0 ? VIT_FUSE_MEAN : (VitFusion)fusion, v->discard_ratio,
-                           0, err);
+                           fusion < 0 ? VIT_FUSE_MEAN : (VitFusion)fusion, v->discard_ratio, 0,
+                           err);
     if (fusion < 0) return vit_map_attention(out, run, v->layer, v->head, 0, err);
     return vit_map_fused(out, run, v->layer, (VitFusion)fusion, 0, err);
 }

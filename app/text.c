@@ -40,8 +40,7 @@ int text_init(Text *t, char *msg, size_t msg_bytes) {
     if (env && *env) {
         snprintf(t->path, sizeof t->path, "%s", env);
         if (!(t->font = TTF_OpenFont(t->path, t->size_px))) {
-            snprintf(msg, msg_bytes, "VITLENS_FONT=%s: cannot open font: %s", env,
-                     TTF_GetError());
+            snprintf(msg, msg_bytes, "VITLENS_FONT=%s: cannot open font: %s", env, TTF_GetError());
             goto fail;
         }
         return 0;

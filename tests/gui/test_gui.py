@@ -44,6 +44,7 @@ def check(cond, what):
 
 class App:
     def __init__(self, argv, env):
+        self.argv0 = argv[0]
         self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE, env=env, text=True, bufsize=1)
         self.lines = queue.Queue()
@@ -125,6 +126,24 @@ class App:
         return img[y:y + s, x:x + s]
 
 
+def own_leaks(stderr, app_path):
+    """LeakSanitizer blocks ("Direct/Indirect leak of ...") whose stack reaches our code:
+    a frame symbolised to a source file of this repository or to the vitlens binary.
+    Leaks entirely inside system libraries (X11, Mesa, ...) are not ours."""
+    src = os.path.realpath(os.path.join(os.path.dirname(__file__), "..", ".."))
+    blocks, cur = [], None
+    for line in stderr:
+        if re.match(r"\s*(Direct|Indirect) leak of", line):
+            cur = [line]
+            blocks.append(cur)
+        elif cur is not None and re.match(r"\s*#\d+ ", line):
+            cur.append(line)
+        else:
+            cur = None
+    return ["\n".join(b) for b in blocks
+            if any(src + "/" in f or app_path + "+" in f for f in b[1:])]
+
+
 def run(argv):
     subprocess.run(argv, check=True, capture_output=True, text=True)
 
@@ -185,16 +204,122 @@ def main():
     os.makedirs(args.out, exist_ok=True)
 
     env = dict(os.environ, VITLENS_TRACE="1")
-    app = App([args.app, "--model", model, "--labels", labels, "--stdin-drops", chelsea], env)
+    runs = [
+        ("main", [args.app, "--model", model, "--labels", labels, "--stdin-drops", chelsea], env,
+         lambda app: test(app, args, chelsea, coffee, model)),
+        ("bad image at start", [args.app, "--model", model, "/no/such/photo.png"], env,
+         test_bad_start),
+        ("no font", [args.app, "--model", model, chelsea],
+         dict(env, FONTCONFIG_FILE=empty_fontconfig(args.out)), test_no_font),
+        ("shader error", [args.app, "--model", model, chelsea],
+         dict(env, VITLENS_SHADER_DIR=broken_shaders(args.out)), test_shader_error),
+    ]
+    for name, argv, run_env, fn in runs:
+        print(f"---- {name}", flush=True)
+        app = App(argv, run_env)
+        try:
+            fn(app)
+        except Fail as e:
+            print(f"FAIL {e}", flush=True)
+            return 1
+        finally:
+            if app.proc.poll() is None:
+                app.proc.kill()
+                app.proc.wait()
+    print("gui: all checks passed")
+    return 0
+
+
+def find_window(app, name=None):
+    """The app's main window, or a top-level window titled `name` (SDL's X11 message box
+    sets only a UTF-8 WM_NAME, which `xdotool search --name` does not match: read
+    `xwininfo -root -tree` instead)."""
+    if name is None:
+        wid = subprocess.run(["xdotool", "search", "--sync", "--onlyvisible", "--pid",
+                              str(app.proc.pid)], check=True, capture_output=True, text=True,
+                             timeout=TIMEOUT_S).stdout.split()
+    else:
+        deadline, wid = time.time() + TIMEOUT_S, []
+        while not wid and time.time() < deadline:
+            tree = subprocess.run(["xwininfo", "-root", "-tree"], check=True,
+                                  capture_output=True, text=True).stdout
+            wid = [ln.split()[0] for ln in tree.splitlines() if f'"{name}"' in ln]
+            if not wid:
+                time.sleep(0.1)
+    check(len(wid) >= 1, f"window {name or 'of the app'} found ({wid})")
+    return wid[0]
+
+
+def quit_app(app, key="Escape", want_rc=0):
+    run(["xdotool", "windowfocus", "--sync", app.wid])
+    run(["xdotool", "key", key])
     try:
-        return test(app, args, chelsea, coffee, model)
-    except Fail as e:
-        print(f"FAIL {e}", flush=True)
-        return 1
-    finally:
-        if app.proc.poll() is None:
-            app.proc.kill()
-            app.proc.wait()
+        rc = app.proc.wait(timeout=TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        raise Fail(f"{key} did not end the app")
+    time.sleep(0.2)  # let the stderr reader catch up with the exit report
+    bad = [s for s in app.stderr if "ERROR: AddressSanitizer" in s or "runtime error:" in s]
+    check(not bad, "no AddressSanitizer / UBSan error" + "".join("\n" + b for b in bad))
+    leaks = own_leaks(app.stderr, os.path.realpath(app.argv0))
+    check(not leaks, "no leak in vitlens' own code" + "".join("\n" + b for b in leaks))
+    check(rc == want_rc or (rc == 23 and any("LeakSanitizer" in s for s in app.stderr)),
+          f"{key}: exit status {rc} (want {want_rc}, or 23 for leaks only outside vitlens)")
+
+
+def test_bad_start(app):
+    """A photo that cannot be read at start: the window opens, shows the error, runs on."""
+    app.wait_state("error frame", busy=0, error=1, scene=0)
+    app.wid = find_window(app)
+    img = app.shot()
+    x, y, side = app.image_rect()
+    errline = img[y + side:]
+    check((errline[..., 0] > errline[..., 1] + 25).mean() > 0.2, "error line shown")
+    check(any("/no/such/photo.png" in s for s in app.stderr), "the error names the file")
+    check(img[y:y + side, x:x + side].std() < 20, "no photo: the empty placeholder")
+    quit_app(app)
+
+
+def empty_fontconfig(out):
+    path = os.path.join(out, "fonts-empty.conf")
+    with open(path, "w") as f:
+        f.write('<?xml version="1.0"?>\n<fontconfig></fontconfig>\n')
+    return path
+
+
+def test_no_font(app):
+    """fontconfig finds no font: a clear message, and the maps still work without text."""
+    app.wait_line(lambda s: s.startswith("ready "), "ready without a font")
+    app.wait_state("first frame", busy=0, scene=1)
+    app.wid = find_window(app)
+    check(any("no usable font" in s and "fonts-dejavu-core" in s for s in app.stderr),
+          "missing font: a clear message on stderr")
+    before = app.shot()
+    x, y, side = app.image_rect()
+    run(["xdotool", "windowfocus", "--sync", app.wid])
+    app.key("Left", layer=10)
+    check(diff(app.crop(before), app.crop(app.shot())) > 0.5, "keys still switch the map")
+    below = before[y + side + 5:]  # the margin, then the status bar: each row one colour
+    check(max(row.std(axis=0).max() for row in below) < 3, "status bar without text")
+    quit_app(app)
+
+
+def broken_shaders(out):
+    d = os.path.join(out, "broken-shaders")
+    src = os.path.join(os.path.dirname(__file__), "..", "..", "shaders")
+    shutil.rmtree(d, ignore_errors=True)
+    shutil.copytree(src, d)
+    with open(os.path.join(d, "heatmap.frag.glsl"), "a") as f:
+        f.write("\nthis is not GLSL;\n")
+    return d
+
+
+def test_shader_error(app):
+    """A shader that does not compile: its log on stderr and in a dialog, exit 1."""
+    app.wid = find_window(app, "vitlens: cannot start")
+    check(any("heatmap.frag.glsl: shader does not compile" in s for s in app.stderr),
+          "stderr names the shader")
+    check(any(re.search(r"\berror\b", s, re.I) for s in app.stderr[1:]), "and shows its log")
+    quit_app(app, key="Return", want_rc=1)
 
 
 def test(app, args, chelsea, coffee, model):
@@ -202,11 +327,7 @@ def test(app, args, chelsea, coffee, model):
     # -- start-up: the window, "ready" once the first map is on screen
     app.wait_line(lambda s: s == f"ready {chelsea}", "ready")
     app.wait_state("first frame with the map", busy=0, scene=1)
-    wid = subprocess.run(["xdotool", "search", "--sync", "--onlyvisible", "--pid",
-                          str(app.proc.pid)], check=True, capture_output=True,
-                         text=True).stdout.split()
-    check(len(wid) >= 1, f"window found ({wid})")
-    app.wid = wid[0]
+    app.wid = find_window(app)
     run(["xdotool", "windowfocus", "--sync", app.wid])
     L, H = 12, 3
     check(app.state["layer"] == str(L - 1) and app.state["head"] == str(H),
@@ -366,14 +487,7 @@ def test(app, args, chelsea, coffee, model):
     check(wide[y3 + 5:y3 + side3 - 5, 5:x3 - 5].std() < 3, "letterbox: plain background left of it")
 
     # -- Esc quits cleanly
-    run(["xdotool", "key", "Escape"])
-    try:
-        rc = app.proc.wait(timeout=TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        raise Fail("Esc did not quit")
-    check(rc == 0, f"Esc quits with status 0 (got {rc})")
-    print("gui: all checks passed")
-    return 0
+    quit_app(app)
 
 
 if __name__ == "__main__":
