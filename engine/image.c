@@ -6,8 +6,11 @@
  *   CenterCrop(S), ToTensor(), Normalize(mean, std)
  * Resize of a PIL image is Pillow's Image.resize(..., BICUBIC), a separable
  * convolution with 8-bit rounding after each pass (libImaging/Resample.c). It
- * is reproduced here bit for bit so that the model sees the same pixels as
- * under PyTorch, not merely similar ones. */
+ * is reproduced here bit for bit so that, from the same decoded pixels, the
+ * model sees the same input as under PyTorch, not merely a similar one.
+ * Decoding is stb_image's: PNG (lossless) matches Pillow exactly; a JPEG can
+ * differ from Pillow's libjpeg-turbo by a level or two on ~1% of pixels
+ * (tests/parity measures it), before any resizing. */
 #include "internal.h"
 
 #define STB_IMAGE_IMPLEMENTATION

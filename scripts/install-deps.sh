@@ -10,7 +10,7 @@ build=(build-essential cmake pkg-config
 # Tests: the PyTorch reference (Debian's python3-torch, run with /usr/bin/python3),
 # the GUI tests under Xvfb, and clang's sanitizer runtime.
 tests=(python3-torch python3-numpy python3-pil python3-torchvision
-       xvfb xauth xdotool x11-utils imagemagick
+       xvfb xauth xdotool x11-utils imagemagick clang-format
        xfonts-base)  # X core fonts: SDL's X11 message box (start-up errors) needs them
 
 pkgs=("${build[@]}")

@@ -1,0 +1,214 @@
+/* vit_dump.c - run the engine once and write what it computed as .npy files,
+ * for test_parity.py to compare with a PyTorch reference.
+ *
+ *   vit_dump --model M.safetensors [--heads N] [--config config.json]
+ *            (--image PHOTO | --input RAW) --out DIR
+ *
+ * RAW is a [3, S, S] float32 file in host byte order: it tests the forward pass
+ * apart from preprocessing. DIR (created if missing) receives
+ *   input.npy   [3, S, S] f4    normalised pixels the model saw
+ *   rgb.npy     [S, S, 3] u1    the resized, centre-cropped picture (--image only)
+ *   att.npy     [L, H, T, T] f4 attention probabilities of every layer and head
+ *   logits.npy  [C] f4, probs.npy [C] f4   (only when the model has a head, C > 0)
+ *   config.json what the engine inferred: S, P, gh, gw, D, H, L, F, C, the crop
+ *               rectangle and the top-5 class indices.
+ * Errors: a message on stderr, exit 1 (2 for a usage error). */
+#include "vit.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+/* --- messages -------------------------------------------------------------- */
+
+static int fail(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("vit_dump: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    return 1;
+}
+
+static int usage(void) {
+    fputs("usage: vit_dump --model M.safetensors [--heads N] [--config config.json]\n"
+          "                (--image PHOTO | --input RAW_F32) --out DIR\n",
+          stderr);
+    return 2;
+}
+
+/* --- .npy writing ---------------------------------------------------------- */
+
+/* NPY format 1.0 (numpy/lib/format.py): "\x93NUMPY", version 1.0, header length
+ * as little-endian u16, a Python dict literal padded with spaces so that the
+ * data starts on a 64-byte boundary and ending in '\n', then the data in C
+ * order. descr names the byte order, so the host's is written as is. */
+static int npy_write(const char *dir, const char *name, const char *descr, const void *data,
+                     size_t elem_bytes, const size_t *shape, int ndim) {
+    char path[1200], dims[128] = "", dict[256];
+    size_t n = 1, k = 0;
+    for (int i = 0; i < ndim; i++) {
+        k += (size_t)snprintf(dims + k, sizeof dims - k, "%zu%s", shape[i],
+                              ndim == 1      ? ","
+                              : i + 1 < ndim ? ", "
+                                             : "");
+        n *= shape[i];
+    }
+    int len = snprintf(dict, sizeof dict,
+                       "{'descr': '%s', 'fortran_order': False, 'shape': (%s), }", descr, dims);
+    size_t pad = (64 - (10 + (size_t)len + 1) % 64) % 64, hlen = (size_t)len + pad + 1;
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "wb");
+    if (!f) return fail("%s: cannot create: %s", path, strerror(errno));
+    fwrite("\x93NUMPY\x01\x00", 1, 8, f);
+    fputc((int)(hlen & 0xff), f);
+    fputc((int)(hlen >> 8), f);
+    fputs(dict, f);
+    for (size_t i = 0; i < pad; i++) fputc(' ', f);
+    fputc('\n', f);
+    fwrite(data, elem_bytes, n, f);
+    if (ferror(f) | fclose(f)) return fail("%s: write failed", path);
+    return 0;
+}
+
+/* '<f4' or '>f4': float32 in this machine's byte order. */
+static const char *f4_descr(void) {
+    const uint16_t one = 1;
+    uint8_t first;
+    memcpy(&first, &one, 1);
+    return first ? "<f4" : ">f4";
+}
+
+static int npy_f32(const char *dir, const char *name, const float *data, const size_t *shape,
+                   int ndim) {
+    return npy_write(dir, name, f4_descr(), data, sizeof(float), shape, ndim);
+}
+
+/* --- inputs and the config ------------------------------------------------- */
+
+/* Read exactly n floats from a raw file. */
+static int read_raw(float *out, size_t n, const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return fail("%s: cannot open: %s", path, strerror(errno));
+    size_t got = fread(out, sizeof(float), n, f);
+    int extra = fgetc(f) != EOF;
+    fclose(f);
+    if (got != n || extra)
+        return fail("%s: raw input has %s bytes, expected %zu (float32 [3, S, S])", path,
+                    extra ? "more" : "fewer", n * sizeof(float));
+    return 0;
+}
+
+static int write_config(const char *dir, const VitRun *run, const Vit *vit) {
+    const VitConfig *c = &vit->cfg;
+    char path[1200];
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    FILE *f = fopen(path, "w");
+    if (!f) return fail("%s: cannot create: %s", path, strerror(errno));
+    fprintf(f,
+            "{\"name\": \"%s\", \"image_size\": %d, \"patch_size\": %d, \"grid_h\": %d, "
+            "\"grid_w\": %d,\n \"n_patches\": %d, \"n_prefix\": %d, \"n_tokens\": %d, "
+            "\"dim\": %d, \"n_heads\": %d, \"head_dim\": %d,\n \"mlp_dim\": %d, \"n_layers\": %d, "
+            "\"n_classes\": %d, \"ln_eps\": %.9g, \"crop_pct\": %.9g,\n"
+            " \"mean\": [%.9g, %.9g, %.9g], \"std\": [%.9g, %.9g, %.9g],\n"
+            " \"crop\": [%d, %d, %d, %d], \"top5\": [",
+            c->name, c->image_size, c->patch_size, c->grid_h, c->grid_w, c->n_patches, c->n_prefix,
+            c->n_tokens, c->dim, c->n_heads, c->head_dim, c->mlp_dim, c->n_layers, c->n_classes,
+            c->ln_eps, c->crop_pct, c->mean[0], c->mean[1], c->mean[2], c->std[0], c->std[1],
+            c->std[2], run->crop_x, run->crop_y, run->crop_w, run->crop_h);
+    int top[5], k = c->n_classes < 5 ? c->n_classes : 5;
+    if (k) vit_top_k(top, run->probs, c->n_classes, k);
+    for (int i = 0; i < k; i++) fprintf(f, "%s%d", i ? ", " : "", top[i]);
+    fputs("]}\n", f);
+    if (ferror(f) | fclose(f)) return fail("%s: write failed", path);
+    return 0;
+}
+
+/* --- main ------------------------------------------------------------------ */
+
+int main(int argc, char **argv) {
+    const char *model = NULL, *config = NULL, *image = NULL, *raw = NULL, *out = NULL;
+    int heads = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!v) return usage();
+        i++;
+        if (!strcmp(a, "--model"))
+            model = v;
+        else if (!strcmp(a, "--config"))
+            config = v;
+        else if (!strcmp(a, "--image"))
+            image = v;
+        else if (!strcmp(a, "--input"))
+            raw = v;
+        else if (!strcmp(a, "--out"))
+            out = v;
+        else if (!strcmp(a, "--heads")) {
+            char *end;
+            long h = strtol(v, &end, 10);
+            if (*end || h < 1 || h > 65536) return usage();
+            heads = (int)h;
+        } else
+            return usage();
+    }
+    if (!model || !out || !image == !raw) return usage();
+
+    Vit vit = {0};
+    VitRun run = {0};
+    VitImage img = {0};
+    VitError err = {0};
+    uint8_t *rgb = NULL;
+    int rc = 1;
+    VitLoadOptions opt = {.n_heads = heads, .config_path = config};
+    if (vit_load(&vit, model, &opt, &err) || vit_run_init(&run, &vit, &err)) goto engine_fail;
+    const VitConfig *c = &vit.cfg;
+    size_t S = (size_t)c->image_size, L = (size_t)c->n_layers, H = (size_t)c->n_heads,
+           T = (size_t)c->n_tokens, C = (size_t)c->n_classes;
+
+    if (image) {
+        rgb = malloc(S * S * 3);
+        if (!rgb) {
+            fail("out of memory");
+            goto done;
+        }
+        if (vit_image_load(&img, image, &err) ||
+            vit_preprocess(run.input, &run.crop_x, &run.crop_y, &run.crop_w, &run.crop_h, c, &img,
+                           &err) ||
+            vit_preprocess_rgb(rgb, c, &img, &err))
+            goto engine_fail;
+    } else if (read_raw(run.input, 3 * S * S, raw)) {
+        goto done;
+    }
+    vit_forward(&run, &vit);
+
+    if (mkdir(out, 0777) != 0 && errno != EEXIST) {
+        fail("%s: cannot create directory: %s", out, strerror(errno));
+        goto done;
+    }
+    const size_t s_input[3] = {3, S, S}, s_rgb[3] = {S, S, 3}, s_att[4] = {L, H, T, T},
+                 s_cls[1] = {C};
+    if (npy_f32(out, "input.npy", run.input, s_input, 3) ||
+        (rgb && npy_write(out, "rgb.npy", "|u1", rgb, 1, s_rgb, 3)) ||
+        npy_f32(out, "att.npy", run.att, s_att, 4) ||
+        (C && (npy_f32(out, "logits.npy", run.logits, s_cls, 1) ||
+               npy_f32(out, "probs.npy", run.probs, s_cls, 1))) ||
+        write_config(out, &run, &vit))
+        goto done;
+    printf("%s: S=%zu P=%d grid=%dx%d D=%d H=%zu L=%zu F=%d C=%zu -> %s\n", c->name, S,
+           c->patch_size, c->grid_h, c->grid_w, c->dim, H, L, c->mlp_dim, C, out);
+    rc = 0;
+    goto done;
+
+engine_fail:
+    fail("%s (%s error)", err.msg, vit_status_name(err.code));
+done:
+    free(rgb);
+    vit_image_free(&img);
+    vit_run_free(&run);
+    vit_free(&vit);
+    return rc;
+}
