@@ -20,12 +20,14 @@ echo "model $model  image $image  iters $iters  threads $threads  ($(nproc) core
 build-bench/bench/bench_forward --model "$model" --image "$image" --iters "$iters" | tee -a "$out"
 /usr/bin/python3 bench/torch_forward.py --model "$model" --image "$image" --iters "$iters" \
   --threads "$threads" | tee -a "$out"
-awk '$1 == "stage" { t[$2] = $4 }
+# Ratios of medians, and of minima (the minimum is the least disturbed by other load).
+awk '$1 == "stage" { med[$2] = $4; lo[$2] = $6 }
+     function ratio(what, a, b, name) {
+       printf "ratio %-10s vitlens / %-28s median %6.2f / %6.2f ms = %.2f   min %6.2f / %6.2f ms = %.2f\n",
+              what, name, med[a], med[b], med[a] / med[b], lo[a], lo[b], lo[a] / lo[b]
+     }
      END {
-       printf "ratio forward:    vitlens %.2f ms / torch (attention kept) %.2f ms = %.2f\n",
-              t["forward"], t["torch_attn"], t["forward"] / t["torch_attn"]
-       printf "ratio forward:    vitlens %.2f ms / torch (fused, torchvision) %.2f ms = %.2f\n",
-              t["forward"], t["torch_fused"], t["forward"] / t["torch_fused"]
-       printf "ratio preprocess: vitlens %.2f ms / torch (PIL + torchvision) %.2f ms = %.2f\n",
-              t["preprocess"], t["torch_preprocess"], t["preprocess"] / t["torch_preprocess"]
+       ratio("forward", "forward", "torch_attn", "torch (attention kept)")
+       ratio("forward", "forward", "torch_fused", "torch (fused, torchvision)")
+       ratio("preprocess", "preprocess", "torch_preprocess", "torch (PIL + torchvision)")
      }' "$out"

@@ -12,6 +12,19 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* glibc's vector math library (libmvec) has SIMD erff and expf on x86-64 from
+ * 2.35. Declaring them "simd" lets the compiler vectorise the GELU and softmax
+ * loops below (CMake builds this file with -fno-math-errno and a vectoriser cost
+ * model that allows it); libmvec's results are within 4 ulp of the scalar ones,
+ * which tests/parity holds to the float64 reference. Elsewhere the loops stay
+ * scalar and give the same answers up to those ulps. */
+#if defined(__x86_64__) && defined(__GLIBC__) && defined(__GNUC__) && !defined(__clang__)
+#if __GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 35)
+__attribute__((simd("notinbranch"))) float erff(float);
+__attribute__((simd("notinbranch"))) float expf(float);
+#endif
+#endif
+
 /* --- buffers --------------------------------------------------------------- */
 
 /* a * b + c with overflow check into *acc; returns 0 on overflow. */
@@ -113,11 +126,9 @@ static void softmax_rows(float *x, int R, int C) {
         float *row = x + (size_t)r * C;
         float mx = row[0];
         for (int i = 1; i < C; i++) mx = row[i] > mx ? row[i] : mx;
+        for (int i = 0; i < C; i++) row[i] = expf(row[i] - mx); /* vectorised */
         double sum = 0.0;
-        for (int i = 0; i < C; i++) {
-            row[i] = expf(row[i] - mx);
-            sum += row[i];
-        }
+        for (int i = 0; i < C; i++) sum += row[i];
         float inv = (float)(1.0 / sum);
         for (int i = 0; i < C; i++) row[i] *= inv;
     }
