@@ -69,6 +69,20 @@ static int cmp_entry(const void *a, const void *b) {
     return (x->i > y->i) - (x->i < y->i);
 }
 
+/* floor(ratio * n) with the ratio read as the shortest decimal (up to 9 places)
+ * that gives back the same float: 0.9f is 0.89999998, and floor(0.89999998 * 90)
+ * would discard 80 entries, not the 81 the caller meant. Integer arithmetic from
+ * there, so the product cannot fall just below an integer either. n < 2^32. */
+static size_t discard_count(float ratio, size_t n) {
+    uint64_t den = 1;
+    for (int places = 1; places <= 9; places++) {
+        den *= 10;
+        double num = nearbyint((double)ratio * (double)den);
+        if ((float)(num / (double)den) == ratio) return (size_t)((uint64_t)num * n / den);
+    }
+    return (size_t)floor((double)ratio * (double)n);
+}
+
 /* Zero the floor(ratio * T*(T-Np)) smallest entries of a[T, T] among the keys
  * that are patches (columns >= Np); ties: lower row-major index first. */
 static int discard_smallest(float *a, int T, int Np, float ratio, Entry *scratch) {
@@ -79,7 +93,7 @@ static int discard_smallest(float *a, int T, int Np, float ratio, Entry *scratch
             scratch[n].i = (uint32_t)((size_t)r * T + col);
             n++;
         }
-    size_t k = (size_t)floor((double)ratio * (double)n);
+    size_t k = discard_count(ratio, n);
     if (k == 0) return 1;
     qsort(scratch, n, sizeof *scratch, cmp_entry);
     for (size_t j = 0; j < k; j++) a[scratch[j].i] = 0.0f;

@@ -269,7 +269,8 @@ VitStatus vit_map_fused(float *out, const VitRun *run, int layer, VitFusion fusi
  * head >= 0 gives per-head rollout (Appendix A.1): Â_{layer,h} (that head's
  * attention, identity added, rows renormalised, no discard) times the
  * head-fused rollout R_{layer-1} of the layers below (I when layer == 0).
- * head < 0 gives the head-fused rollout. discard_ratio in [0, 1).
+ * head < 0 gives the head-fused rollout. discard_ratio in [0, 1), read as the
+ * decimal the caller wrote (0.9f counts 90%, not 89.999998%).
  * Allocates O(T*T) scratch internally. */
 VitStatus vit_rollout(float *out, const VitRun *run, int layer, int head, VitFusion fusion,
                       float discard_ratio, int query, VitError *err);
