@@ -19,6 +19,7 @@
 
 #include <errno.h>
 #include <fenv.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -228,18 +229,26 @@ typedef struct {
     int left, top; /* CenterCrop offset in the resized image */
 } Geometry;
 
+/* A size in px computed in double, as an int. Converting a value past INT_MAX
+ * is undefined; such sizes (a 10000000x1 image) are clamped to INT_MAX for the
+ * caller's size check to refuse. */
+static int px_size(double v) {
+    if (!(v >= 0.0)) return 0;
+    return v < (double)INT_MAX ? (int)v : INT_MAX;
+}
+
 /* torchvision 0.14 F.resize with size=[short] and F.center_crop, Python's
  * round() (half to even) included. */
 static Geometry eval_geometry(const VitConfig *cfg, int w, int h) {
     Geometry g;
     int S = cfg->image_size;
-    int short_side = (int)floor(S / (double)cfg->crop_pct);
+    int short_side = px_size(floor(S / (double)cfg->crop_pct));
     /* timm: scale_size = math.floor(img_size / crop_pct); crop_pct is a Python
      * float there, a float32 here: guard the exact-multiple case (224 / 0.875). */
     double exact = S / (double)cfg->crop_pct;
-    if (fabs(exact - nearbyint(exact)) < 1e-4) short_side = (int)nearbyint(exact);
+    if (fabs(exact - nearbyint(exact)) < 1e-4) short_side = px_size(nearbyint(exact));
     int s = w <= h ? w : h, l = w <= h ? h : w;
-    int new_long = (int)((double)short_side * l / s);
+    int new_long = px_size((double)short_side * l / s);
     g.rw = w <= h ? short_side : new_long;
     g.rh = w <= h ? new_long : short_side;
     int saved = fegetround();
@@ -257,7 +266,12 @@ static VitStatus resize_crop(uint8_t *out, Geometry *geo, const VitConfig *cfg, 
         return vit_set_error(err, VIT_ERR_ARG, "preprocess: empty image");
     int S = cfg->image_size;
     Geometry g = eval_geometry(cfg, img->w, img->h);
-    if (g.rw < S || g.rh < S || (uint64_t)g.rw * g.rh > 4ull * VIT_MAX_IMAGE_PIXELS)
+    if ((uint64_t)g.rw * g.rh > 4ull * VIT_MAX_IMAGE_PIXELS)
+        return vit_set_error(err, VIT_ERR_ARG,
+                             "preprocess: a %dx%d image is too elongated: resizing its shorter "
+                             "side for a %d px input needs more than %llu pixels",
+                             img->w, img->h, S, 4ull * VIT_MAX_IMAGE_PIXELS);
+    if (g.rw < S || g.rh < S)
         return vit_set_error(err, VIT_ERR_ARG,
                              "preprocess: resize to %dx%d cannot be cropped to %d", g.rw, g.rh, S);
     uint8_t *resized = malloc((size_t)g.rw * g.rh * 3);

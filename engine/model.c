@@ -148,11 +148,11 @@ static int read_file(const char *path, char **out, size_t *n_out, size_t max_byt
         n += k;
         if (k == 0) break;
     }
-    int bad = ferror(f);
+    int bad = ferror(f) ? (errno ? errno : EIO) : 0; /* keep read's reason, e.g. EISDIR */
     fclose(f);
     if (bad) {
         free(buf);
-        errno = EIO;
+        errno = bad;
         return -1;
     }
     buf[n] = 0;
@@ -274,13 +274,14 @@ static VitStatus parse_config(CfgValues *cv, const char *path, VitError *err) {
         }
     }
     if (!bad) {
-        cJSON *lab = cJSON_GetObjectItemCaseSensitive(root, "label_names");
-        if (!lab) lab = cJSON_GetObjectItemCaseSensitive(root, "id2label");
+        const char *lab_key = "label_names"; /* not lab->string: freed with root below */
+        cJSON *lab = cJSON_GetObjectItemCaseSensitive(root, lab_key);
+        if (!lab) lab = cJSON_GetObjectItemCaseSensitive(root, lab_key = "id2label");
         if (lab) {
             if (cJSON_IsArray(lab) || cJSON_IsObject(lab))
                 cv->labels = cJSON_DetachItemViaPointer(root, lab);
             else
-                bad = lab->string;
+                bad = lab_key;
         }
     }
     cJSON_Delete(root);
@@ -473,6 +474,22 @@ VitStatus vit_load(Vit *vit, const char *path, const VitLoadOptions *opt, VitErr
                 "not a timm ViT?)",
             ld.fname, VIT_MAX_LAYERS);
         goto fail;
+    }
+    /* Blocks are numbered 0..L-1: a block after a gap would otherwise be
+     * silently dropped and the model run with fewer layers than it has. */
+    for (int i = 0; i < ld.st.n; i++) {
+        const char *tn = ld.st.tensors[i].name;
+        if (strncmp(tn, "blocks.", 7) != 0 || tn[7] < '0' || tn[7] > '9') continue;
+        char *end;
+        long k = strtol(tn + 7, &end, 10);
+        if (*end == '.' && k >= L) {
+            rc = vit_set_error(err, VIT_ERR_SHAPE,
+                               "%s: tensor '%s' belongs to block %ld, but "
+                               "'blocks.%d.norm1.weight' is missing (blocks must be "
+                               "numbered 0..L-1 without gaps)",
+                               ld.fname, tn, k, L);
+            goto fail;
+        }
     }
     int64_t sf[2] = {-1, D};
     if (!tensor(&ld, "blocks.0.mlp.fc1.weight", 2, sf)) goto shape_fail;
