@@ -81,7 +81,7 @@ static int write_map(const char *dir, const char *name, const Scene *sc, const V
     return 0;
 }
 
-int export_maps(FILE *out, const char *dir, const Scene *sc, float opacity) {
+int export_maps(FILE *out, const char *dir, const Scene *sc, float opacity, float discard) {
     const VitConfig *c = &sc->run.cfg;
     struct stat st;
     if (stat(dir, &st) != 0) {
@@ -119,7 +119,7 @@ int export_maps(FILE *out, const char *dir, const Scene *sc, float opacity) {
             n_files += !rc;
         }
         if (rc) break;
-        View r = {.layer = l, .head = H + VIT_FUSE_MEAN, .rollout = 1, .discard_ratio = 0.0f};
+        View r = {.layer = l, .head = H + VIT_FUSE_MEAN, .rollout = 1, .discard_ratio = discard};
         snprintf(name, sizeof name, "L%02d_rollout.png", l + 1);
         rc = write_map(dir, name, sc, &r, map, pixels, scale, opacity);
         n_files += !rc;

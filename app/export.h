@@ -21,10 +21,10 @@ int export_top(FILE *out, const Model *m, const Scene *sc, int k);
  * upscaled with nearest sampling:
  *   L01_H01.png ... L{L}_H{H}.png   attention of the CLS token, every layer and head
  *   L01_mean.png, L01_max.png, L01_min.png     head fusions, every layer
- *   L01_rollout.png                  rollout up to the layer (mean fusion, discard 0)
+ *   L01_rollout.png                  rollout up to the layer (mean fusion, discard ratio `discard`)
  * L*H + 3L + L files; layers and heads are 1-based as on screen. Prints one
  * summary line to out. Returns 0, or 1 with a message naming the file on stderr. */
-int export_maps(FILE *out, const char *dir, const Scene *sc, float opacity);
+int export_maps(FILE *out, const char *dir, const Scene *sc, float opacity, float discard);
 
 /* Blend a normalised map over the crop as the fragment shader does:
  *   px = round(mix(crop, colormap(map), opacity)), nearest sampling per patch.

@@ -23,6 +23,7 @@ typedef struct {
     const char *model_path, *labels_path, *image_path, *export_dir;
     int n_heads, top_k, stdin_drops;
     float opacity;
+    float discard; /* rollout's discard ratio, [0, 1) */
 } Options;
 
 /* The keys, for --help and the help overlay. */
@@ -30,6 +31,7 @@ static const char *const KEYS[][2] = {
     {"Left / Right", "previous / next layer"},
     {"Up / Down", "previous / next head, then mean, max, min of the heads"},
     {"R", "attention rollout on / off"},
+    {"[ / ]", "rollout discard ratio - / + 0.1"},
     {"G", "patch grid on / off"},
     {"+ / -", "overlay opacity"},
     {"O", "overlay on / off"},
@@ -42,9 +44,10 @@ static const char *const KEYS[][2] = {
 static void usage(FILE *f) {
     fprintf(
         f,
-        "usage: vitlens --model PATH [--labels FILE] [--heads N] [--opacity A] [IMAGE]\n"
+        "usage: vitlens --model PATH [--labels FILE] [--heads N] [--opacity A] [--discard R]\n"
+        "               [IMAGE]\n"
         "       vitlens --model PATH [--labels FILE] --top K IMAGE\n"
-        "       vitlens --model PATH [--opacity A] --export DIR IMAGE\n"
+        "       vitlens --model PATH [--opacity A] [--discard R] --export DIR IMAGE\n"
         "\n"
         "Runs a Vision Transformer (timm .safetensors) on a photo and shows the attention\n"
         "of the CLS token over the patch grid: every layer and head, the head fusions\n"
@@ -56,13 +59,15 @@ static void usage(FILE *f) {
         "                  default: the names in config.json, if any\n"
         "  --heads N       number of attention heads (default: config.json, else width/64)\n"
         "  --opacity A     heatmap opacity in [0, 1] (default 0.6)\n"
+        "  --discard R     rollout's discard ratio in [0, 1): that fraction of the smallest\n"
+        "                  fused attention weights to patches is zeroed per layer (default 0)\n"
         "  --top K         print the K most probable classes and exit, one per line:\n"
         "                    RANK PROB CLASS_ID LABEL     e.g. \"1 0.6123 281 tabby, tabby cat\"\n"
         "                  RANK from 1, PROB the softmax probability, CLASS_ID from 0,\n"
         "                  LABEL the rest of the line (absent without class names)\n"
         "  --export DIR    write every map as a PNG into DIR and exit: L01_H01.png ...\n"
         "                  (layer, head from 1), L01_mean/max/min.png (head fusions),\n"
-        "                  L01_rollout.png (rollout, mean fusion, discard 0): L*H + 4L files\n"
+        "                  L01_rollout.png (rollout, mean fusion, --discard): L*H + 4L files\n"
         "  --stdin-drops   read file paths from stdin, one per line, as if dropped on the\n"
         "                  window (for scripts and tests)\n"
         "  -h, --help      this help\n"
@@ -118,6 +123,13 @@ static int parse_options(Options *o, int argc, char **argv) {
                     return 2;
                 }
                 o->opacity = f;
+            } else if (!strcmp(a, "--discard")) {
+                float f = strtof(val, &end);
+                if (errno || !*val || *end || !(f >= 0.0f && f < 1.0f)) {
+                    fprintf(stderr, "vitlens: --discard %s: expected a number in [0, 1)\n", val);
+                    return 2;
+                }
+                o->discard = f;
             } else {
                 fprintf(stderr, "vitlens: unknown option %s (see --help)\n", a);
                 return 2;
@@ -159,7 +171,7 @@ static int run_headless(const Options *o) {
     }
     rc = 0;
     if (o->top_k) rc |= export_top(stdout, &m, &sc, o->top_k);
-    if (!rc && o->export_dir) rc |= export_maps(stdout, o->export_dir, &sc, o->opacity);
+    if (!rc && o->export_dir) rc |= export_maps(stdout, o->export_dir, &sc, o->opacity, o->discard);
 done:
     scene_free(&sc);
     model_free(&m);
@@ -234,9 +246,14 @@ static void app_update_status(App *app) {
     char head[64];
     view_head_text(head, sizeof head, &app->view, c->n_heads);
     const char *dot = "  \xc2\xb7  "; /* U+00B7 middle dot */
+    char kind[64];
+    if (app->view.rollout && app->view.discard_ratio > 0.0f)
+        snprintf(kind, sizeof kind, "rollout, discard %.1f", (double)app->view.discard_ratio);
+    else
+        snprintf(kind, sizeof kind, "%s", view_kind_name(&app->view));
     snprintf(app->status_left, sizeof app->status_left, "%s%slayer %d/%d%s%s%s%s%s%s", c->name, dot,
-             app->view.layer + 1, c->n_layers, dot, head, dot, view_kind_name(&app->view),
-             app->overlay ? "" : dot, app->overlay ? "" : "overlay off");
+             app->view.layer + 1, c->n_layers, dot, head, dot, kind, app->overlay ? "" : dot,
+             app->overlay ? "" : "overlay off");
     const Scene *sc = app_scene(app);
     app->status_right[0] = '\0';
     if (app->busy) {
@@ -341,6 +358,15 @@ static void app_key(App *app, SDL_Keycode key) {
         if (v->head < c->n_heads + VIEW_N_FUSIONS - 1) v->head++, map_changed = 1;
         break;
     case SDLK_r: v->rollout = !v->rollout, map_changed = 1; break;
+    case SDLK_LEFTBRACKET:
+    case SDLK_RIGHTBRACKET: {
+        /* in tenths, so that stepping never accumulates float error: 0.0 .. 0.9 */
+        int t = (int)lroundf(v->discard_ratio * 10.0f) + (key == SDLK_RIGHTBRACKET ? 1 : -1);
+        if (t < 0 || t > 9) break;
+        v->discard_ratio = (float)t / 10.0f;
+        map_changed = v->rollout;
+        break;
+    }
     case SDLK_g: app->grid = !app->grid; break;
     case SDLK_o: app->overlay = !app->overlay; break;
     case SDLK_h: app->help = !app->help; break;
@@ -407,11 +433,13 @@ static void app_draw(App *app) {
     }
     if (app->trace) {
         const Ren *r = &app->ren;
-        printf("frame %lu layer=%d head=%d rollout=%d overlay=%d opacity=%.2f grid=%d help=%d "
+        printf("frame %lu layer=%d head=%d rollout=%d discard=%.2f overlay=%d opacity=%.2f grid=%d "
+               "help=%d "
                "busy=%d loads=%lu scene=%d error=%d image=%d,%d,%d window=%d,%d\n",
-               app->frames, app->view.layer, app->view.head, app->view.rollout, app->overlay,
-               (double)app->opacity, app->grid, app->help, app->busy, app->loads, app->has_scene,
-               app->error[0] != 0, r->image_x, r->image_y, r->image_side_px, r->fb_w, r->fb_h);
+               app->frames, app->view.layer, app->view.head, app->view.rollout,
+               (double)app->view.discard_ratio, app->overlay, (double)app->opacity, app->grid,
+               app->help, app->busy, app->loads, app->has_scene, app->error[0] != 0, r->image_x,
+               r->image_y, r->image_side_px, r->fb_w, r->fb_h);
     }
     fflush(stdout);
 }
@@ -454,7 +482,8 @@ static int app_init(App *app, const Options *o) {
         return -1;
     }
     const VitConfig *c = &app->model->vit.cfg;
-    app->view = (View){.layer = c->n_layers - 1, .head = c->n_heads + VIT_FUSE_MEAN};
+    app->view = (View){
+        .layer = c->n_layers - 1, .head = c->n_heads + VIT_FUSE_MEAN, .discard_ratio = o->discard};
 
     if (SDL_Init(SDL_INIT_VIDEO | SDL_INIT_EVENTS) != 0) {
         fprintf(stderr, "vitlens: SDL_Init: %s\n", SDL_GetError());

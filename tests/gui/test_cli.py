@@ -49,7 +49,7 @@ def main():
     r = vitlens(a.app, "--help")
     check(r.returncode == 0, "--help exits 0")
     for word in ("--model", "--labels", "--heads", "--top", "--export", "Left / Right",
-                 "Up / Down", "R ", "G ", "+ / -", "O ", "H ", "Esc / Q", "RANK PROB CLASS_ID LABEL"):
+                 "Up / Down", "R ", "[ / ]", "--discard", "G ", "+ / -", "O ", "H ", "Esc / Q", "RANK PROB CLASS_ID LABEL"):
         check(word in r.stdout, f"--help mentions {word.strip()!r}")
 
     # --top 5: documented format, probabilities descending, a cat first
@@ -97,6 +97,18 @@ def main():
         cells = one.reshape(14, 32, 14, 32, 3)
         check(r.returncode == 0 and (cells == cells[:, :1, :, :1]).all(),
               "--opacity 1: every patch is one flat colour (nearest per patch)")
+
+    # --discard: the rollout PNGs change, the attention ones do not
+    if got == want:
+        r = vitlens(a.app, "--model", model, "--discard", "0.9", "--export", out + "d", chelsea)
+        dis = {n: np.asarray(Image.open(os.path.join(out + "d", n)).convert("RGB")).astype(int)
+               for n in ("L06_H01.png", "L06_rollout.png")}
+        check(r.returncode == 0 and (dis["L06_H01.png"] == imgs["L06_H01.png"]).all(),
+              "--discard 0.9 leaves the attention maps alone")
+        check(np.abs(dis["L06_rollout.png"] - imgs["L06_rollout.png"]).mean() > 1,
+              "--discard 0.9 changes the rollout")
+    r = vitlens(a.app, "--model", model, "--discard", "1", "--top", "1", chelsea)
+    check(r.returncode == 2 and "--discard" in r.stderr, f"--discard 1 is refused: {r.stderr.strip()}")
 
     # bad input: non-zero exit, message naming the file
     bad = os.path.join(a.out, "not_an_image.txt")

@@ -383,6 +383,16 @@ def test(app, args, chelsea, coffee, model):
     check(d > 0.5, f"per-head rollout differs from fused ({d:.2f})")
     app.key("Down", head=H)
     check(diff(roll, app.shot()) == 0, "back to the fused rollout")
+    # -- the discard ratio: ] raises it in tenths (the status line says so), [ lowers it
+    app.key("bracketright", "bracketright", "bracketright", "bracketright", "bracketright",
+            discard="0.50")
+    disc = app.shot()
+    d = diff(app.crop(roll), app.crop(disc))
+    check(d > 0.5, f"discard 0.5 changes the rollout ({d:.2f})")
+    check(diff(roll[-20:], disc[-20:]) > 0.1, "the status line changes with the discard ratio")
+    app.key("bracketleft", "bracketleft", "bracketleft", "bracketleft", "bracketleft",
+            "bracketleft", discard="0.00")
+    check(diff(roll, app.shot()) == 0, "[ back to 0 (and not below): the rollout as before")
     app.key("r", rollout=0)
     check(diff(base, app.shot()) == 0, "R again: attention as before")
 
