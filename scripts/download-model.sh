@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Download a pretrained ViT in timm's naming from the Hugging Face hub, with its
-# config.json and ImageNet-1k labels, into models/NAME/.
+# config.json and ImageNet-1k labels, into models/NAME/ ($VITLENS_MODELS_DIR/NAME/
+# if set; $HF_ENDPOINT replaces https://huggingface.co, e.g. for a mirror).
 #
 # Usage: scripts/download-model.sh [NAME ...]      (no NAME: list the models)
 # Then:  build/vitlens --model models/NAME/model.safetensors --labels models/NAME/labels.txt IMAGE
@@ -34,7 +35,7 @@ fetch() { # url dest
 for name in "$@"; do
   repo=${REPO[$name]:-}
   [ -n "$repo" ] || { echo "$0: unknown model '$name' (run without arguments for the list)" >&2; exit 2; }
-  dir=models/$name; mkdir -p "$dir"
+  dir=${VITLENS_MODELS_DIR:-models}/$name; mkdir -p "$dir"
   echo "== $name ($repo)"
   [ -s "$dir/model.safetensors" ] || fetch "$HUB/$repo/resolve/main/model.safetensors" "$dir/model.safetensors"
   [ -s "$dir/config.json" ] || fetch "$HUB/$repo/resolve/main/config.json" "$dir/config.json"

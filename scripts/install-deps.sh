@@ -6,7 +6,8 @@ SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
 
 build=(build-essential cmake pkg-config
        libopenblas-dev libcjson-dev libstb-dev
-       libsdl2-dev libsdl2-ttf-dev libepoxy-dev libfontconfig-dev fonts-dejavu-core libgl1-mesa-dri)
+       libsdl2-dev libsdl2-ttf-dev libepoxy-dev libfontconfig-dev fonts-dejavu-core libgl1-mesa-dri
+       curl)  # scripts/download-model.sh
 # Tests: the PyTorch reference (Debian's python3-torch, run with /usr/bin/python3),
 # the GUI tests under Xvfb, and clang's sanitizer runtime.
 tests=(python3-torch python3-numpy python3-pil python3-torchvision
