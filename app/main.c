@@ -5,6 +5,7 @@
  * one event switch. The model runs once per photo on the worker thread
  * (worker.c); a key only recomputes a [gh, gw] map and uploads it (render.c). */
 #include "export.h"
+#include "files.h"
 #include "render.h"
 #include "scene.h"
 #include "worker.h"
@@ -23,7 +24,10 @@ typedef struct {
     const char *model_path, *labels_path, *image_path, *export_dir;
     int n_heads, top_k, stdin_drops;
     float opacity;
-    float discard; /* rollout's discard ratio, [0, 1) */
+    float discard;            /* rollout's discard ratio, [0, 1) */
+    char default_model[1024]; /* the built-in model ("" if not found) */
+    char demo_dir[1024];      /* its demo scenes */
+    char first_demo[1024];    /* the first of them: the photo when none is given */
 } Options;
 
 /* The keys, for --help and the help overlay. */
@@ -35,6 +39,7 @@ static const char *const KEYS[][2] = {
     {"G", "patch grid on / off"},
     {"+ / -", "overlay opacity"},
     {"O", "overlay on / off"},
+    {"N / Shift+N", "next / previous image in the photo's folder (demo scenes)"},
     {"H", "this help on / off"},
     {"Esc / Q", "quit"},
     {"drop a file", "open a photo, or a .safetensors model"},
@@ -44,17 +49,21 @@ static const char *const KEYS[][2] = {
 static void usage(FILE *f) {
     fprintf(
         f,
-        "usage: vitlens --model PATH [--labels FILE] [--heads N] [--opacity A] [--discard R]\n"
+        "usage: vitlens [--model PATH] [--labels FILE] [--heads N] [--opacity A] [--discard R]\n"
         "               [IMAGE]\n"
-        "       vitlens --model PATH [--labels FILE] --top K IMAGE\n"
-        "       vitlens --model PATH [--opacity A] [--discard R] --export DIR IMAGE\n"
+        "       vitlens [--model PATH] [--labels FILE] --top K IMAGE\n"
+        "       vitlens [--model PATH] [--opacity A] [--discard R] --export DIR IMAGE\n"
         "\n"
         "Runs a Vision Transformer (timm .safetensors) on a photo and shows the attention\n"
         "of the CLS token over the patch grid: every layer and head, the head fusions\n"
         "(mean, max, min) and attention rollout, as a heatmap over the crop the model saw.\n"
+        "Without --model it uses the built-in model, a small ViT trained by this project to\n"
+        "tell which of six shapes a cluttered scene holds; without an IMAGE it opens on the\n"
+        "first of that model's demo scenes (N steps through them).\n"
         "\n"
         "options:\n"
         "  --model PATH    weights (.safetensors, timm names); config.json beside it is read\n"
+        "                  (default: the built-in model, ASSETS/default/model.safetensors)\n"
         "  --labels FILE   class names, one per line (ImageNet synset lines are fine);\n"
         "                  default: the names in config.json, if any\n"
         "  --heads N       number of attention heads (default: config.json, else width/64)\n"
@@ -74,14 +83,18 @@ static void usage(FILE *f) {
         "\n"
         "keys:\n");
     for (int i = 0; i < N_KEYS; i++) fprintf(f, "  %-14s  %s\n", KEYS[i][0], KEYS[i][1]);
-    fprintf(f, "\n"
-               "environment:\n"
-               "  VITLENS_SHADER_DIR  directory of the *.glsl shaders\n"
-               "  VITLENS_FONT        font file to use instead of fontconfig's DejaVu Sans\n"
-               "  VITLENS_TRACE=1     print one line per drawn frame on stdout (tests)\n"
-               "\n"
-               "The window prints \"ready PATH\" on stdout once a photo's maps are on screen.\n"
-               "Errors name the file; the headless modes exit 1 on bad input, 2 on bad usage.\n");
+    fprintf(f,
+            "\n"
+            "environment:\n"
+            "  VITLENS_ASSETS      the folder ASSETS holding default/: the built-in model\n"
+            "                      and its demo/ scenes (default: %s)\n"
+            "  VITLENS_SHADER_DIR  directory of the *.glsl shaders\n"
+            "  VITLENS_FONT        font file to use instead of fontconfig's DejaVu Sans\n"
+            "  VITLENS_TRACE=1     print each drawn frame's state and status line on stdout\n"
+            "\n"
+            "The window prints \"ready PATH\" on stdout once a photo's maps are on screen.\n"
+            "Errors name the file; the headless modes exit 1 on bad input, 2 on bad usage.\n",
+            VITLENS_ASSETS_DIR_DEFAULT);
 }
 
 /* Parse argv into o. 0: go on; 1: --help shown; 2: usage error (message printed). */
@@ -142,14 +155,29 @@ static int parse_options(Options *o, int argc, char **argv) {
             return 2;
         }
     }
-    if (!o->model_path) {
-        fprintf(stderr, "vitlens: --model PATH is required (see --help)\n");
-        return 2;
-    }
     if ((o->top_k || o->export_dir) && !o->image_path) {
         fprintf(stderr, "vitlens: --%s needs an IMAGE\n", o->top_k ? "top" : "export");
         return 2;
     }
+    return 0;
+}
+
+/* The built-in model, when --model is not given, and the first of its demo
+ * scenes, when the window gets no photo either. 0, or -1 (message printed). */
+static int use_default_model(Options *o) {
+    char msg[2400];
+    if (files_default_model(o->default_model, sizeof o->default_model, o->demo_dir,
+                            sizeof o->demo_dir, msg, sizeof msg)) {
+        o->default_model[0] = o->demo_dir[0] = '\0';
+        if (o->model_path) return 0; /* not needed: N then steps through the photo's folder */
+        fprintf(stderr, "vitlens: %s\n", msg);
+        return -1;
+    }
+    if (o->model_path) return 0;
+    o->model_path = o->default_model;
+    if (!o->image_path && !o->top_k && !o->export_dir &&
+        files_step(o->first_demo, sizeof o->first_demo, o->demo_dir, 1) == 0)
+        o->image_path = o->first_demo;
     return 0;
 }
 
@@ -200,6 +228,7 @@ typedef struct {
 
     int busy;           /* a job is running */
     char pending[1024]; /* dropped while busy: started next (the latest wins) */
+    char photo[1024];   /* the photo last asked for (N steps on from it), "" if none */
     char error[600];    /* shown on the error line until the next success */
     char status_left[512], status_right[256];
     int announce;        /* print "ready" after the next frame */
@@ -251,9 +280,9 @@ static void app_update_status(App *app) {
         snprintf(kind, sizeof kind, "rollout, discard %.1f", (double)app->view.discard_ratio);
     else
         snprintf(kind, sizeof kind, "%s", view_kind_name(&app->view));
-    snprintf(app->status_left, sizeof app->status_left, "%s%slayer %d/%d%s%s%s%s%s%s", c->name, dot,
-             app->view.layer + 1, c->n_layers, dot, head, dot, kind, app->overlay ? "" : dot,
-             app->overlay ? "" : "overlay off");
+    snprintf(app->status_left, sizeof app->status_left, "%s%slayer %d/%d%s%s%s%s%s%s",
+             app->model->name, dot, app->view.layer + 1, c->n_layers, dot, head, dot, kind,
+             app->overlay ? "" : dot, app->overlay ? "" : "overlay off");
     const Scene *sc = app_scene(app);
     app->status_right[0] = '\0';
     if (app->busy) {
@@ -269,13 +298,14 @@ static void app_update_status(App *app) {
     }
     char title[512];
     snprintf(title, sizeof title, "vitlens \xe2\x80\x94 %s \xe2\x80\x94 %s",
-             sc ? sc->name : "no image", c->name);
+             sc ? sc->name : "no image", app->model->name);
     SDL_SetWindowTitle(app->win, title);
 }
 
 /* Start loading a photo, or a model when path ends in .safetensors (the current
  * photo is then run through it). While busy, the path waits for the running job. */
 static void app_open(App *app, const char *path) {
+    if (!ends_with(path, ".safetensors")) snprintf(app->photo, sizeof app->photo, "%s", path);
     if (app->busy) {
         snprintf(app->pending, sizeof app->pending, "%s", path);
         return;
@@ -338,9 +368,26 @@ static void app_job_done(App *app) {
 /* ---------------------------------------------------------------------------
  * Events: the one switch */
 
-static void app_key(App *app, SDL_Keycode key) {
+/* N / Shift+N: the next / previous image in the folder of the photo last asked
+ * for; without one, the first / last demo scene of the built-in model. */
+static void app_step_photo(App *app, int step) {
+    const char *from = app->photo[0] ? app->photo : app->opt->demo_dir;
+    char path[1024];
+    if (!from[0]) {
+        app_set_error(app, "no photo yet: drop one on the window");
+    } else if (files_step(path, sizeof path, from, step)) {
+        char msg[600];
+        snprintf(msg, sizeof msg, "%.500s: no image in that folder", from);
+        app_set_error(app, msg);
+    } else {
+        app_open(app, path);
+    }
+}
+
+static void app_key(App *app, const SDL_Keysym *ks) {
     const VitConfig *c = &app->model->vit.cfg;
     View *v = &app->view;
+    SDL_Keycode key = ks->sym;
     int map_changed = 0;
     switch (key) {
     case SDLK_ESCAPE:
@@ -367,6 +414,7 @@ static void app_key(App *app, SDL_Keycode key) {
         map_changed = v->rollout;
         break;
     }
+    case SDLK_n: app_step_photo(app, ks->mod & KMOD_SHIFT ? -1 : 1); break;
     case SDLK_g: app->grid = !app->grid; break;
     case SDLK_o: app->overlay = !app->overlay; break;
     case SDLK_h: app->help = !app->help; break;
@@ -388,7 +436,7 @@ static void app_key(App *app, SDL_Keycode key) {
 static void app_handle_event(App *app, const SDL_Event *e) {
     switch (e->type) {
     case SDL_QUIT: app->running = 0; break;
-    case SDL_KEYDOWN: app_key(app, e->key.keysym.sym); break;
+    case SDL_KEYDOWN: app_key(app, &e->key.keysym); break;
     case SDL_DROPFILE:
         if (e->drop.file) app_open(app, e->drop.file);
         SDL_free(e->drop.file);
@@ -440,6 +488,7 @@ static void app_draw(App *app) {
                (double)app->view.discard_ratio, app->overlay, (double)app->opacity, app->grid,
                app->help, app->busy, app->loads, app->has_scene, app->error[0] != 0, r->image_x,
                r->image_y, r->image_side_px, r->fb_w, r->fb_h);
+        printf("status %s | %s\n", app->status_left, app->status_right);
     }
     fflush(stdout);
 }
@@ -560,6 +609,7 @@ int main(int argc, char **argv) {
     Options o;
     int rc = parse_options(&o, argc, argv);
     if (rc) return rc == 1 ? 0 : 2;
+    if (use_default_model(&o)) return 1;
     if (o.top_k || o.export_dir) return run_headless(&o);
 
     static App app; /* large (two scenes' paths); static keeps it off the stack */

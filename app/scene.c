@@ -14,6 +14,16 @@ VitStatus model_load(Model *m, const char *path, int n_heads, const char *labels
     VitLoadOptions opt = {.n_heads = n_heads, .config_path = NULL};
     VitStatus rc = vit_load(&m->vit, path, &opt, err);
     if (rc) return rc;
+    /* models/deit-small/model.safetensors reads better as "deit-small" */
+    snprintf(m->name, sizeof m->name, "%s", m->vit.cfg.name);
+    const char *slash = strrchr(path, '/');
+    if (!strcmp(m->name, "model") && slash && slash > path) {
+        const char *dir = slash;
+        while (dir > path && dir[-1] != '/') dir--;
+        int n = (int)(slash - dir);
+        if (n > 0 && strncmp(dir, ".", (size_t)n) && strncmp(dir, "..", (size_t)n))
+            snprintf(m->name, sizeof m->name, "%.*s", n, dir);
+    }
     m->labels = (const char(*)[VIT_LABEL_BYTES])m->vit.labels;
     if (labels_path && m->vit.cfg.n_classes > 0) {
         VitError lerr;

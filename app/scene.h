@@ -13,6 +13,8 @@
 
 typedef struct {
     Vit vit;
+    char name[128]; /* for the status line: the file name without extension, or the
+                       folder's name for a generic "model.safetensors" */
     const char (*labels)[VIT_LABEL_BYTES]; /* [C] or NULL: owned_labels or vit.labels */
     char (*owned_labels)[VIT_LABEL_BYTES]; /* from a --labels file, free()d by model_free */
 } Model;

@@ -6,15 +6,19 @@ exactly one object whose shape is the label: the model has to find the object
 to classify the scene, so its attention has something to point at. The object's
 mask is returned with the image (for the pointing game).
 
-Deterministic: scene i of split s depends only on (seed, split, i), so a scene
-can be regenerated alone and the data set does not change with its size.
+Deterministic: scene i of split s depends only on (seed, split, i, level), so
+a scene can be regenerated alone and the data set does not change with its size.
+`level` in [0, 1] scales the clutter (1: the full scenes, used for every
+held-out split; 0: one flat colour and a larger object; training starts low,
+see train_default.py).
 
-Usage (writes PNGs + masks + labels.txt):
+Usage (writes DIR/NAME.png, DIR/NAME_mask.png and DIR/scenes.txt):
     /usr/bin/python3 tools/gen_scenes.py --split test --count 16 --out DIR
 """
 import argparse
 import math
 import os
+from multiprocessing import Pool
 
 import numpy as np
 from PIL import Image, ImageDraw, ImageFilter
@@ -23,6 +27,20 @@ CLASSES = ["circle", "square", "triangle", "star", "cross", "ring"]
 SPLITS = {"train": 0, "val": 1, "test": 2}
 SIZE = 96  # px, the model's input side
 SS = 4     # supersampling factor for anti-aliased shapes
+R_MIN, R_MAX = 12, 24  # object radius range, px (at level 1)
+
+# What a scene is, for the model card (tools/eval_default.py).
+DATA_DEFINITION = f"""\
+a background of a smooth random colour field (bilinear from a 3×3 to 6×6 grid),
+4–9 soft blotches of random colour (blurred ellipses), Gaussian blur σ 1.5–3.5 px
+and grain (σ 4–14 of 255); then 3–7 distractor strokes (polylines of 2–3 points
+and circular arcs of 40–200°, 1–2 px wide, random colours) that are never one
+of the classes; then exactly one object, the label: one of {", ".join(CLASSES)},
+radius {R_MIN}–{R_MAX} px, uniformly random centre (fully inside), rotation and colour
+(the first of up to 20 random colours at least 200 away, in L1 over 0–765, from
+the mean colour under the object; 4 % shading noise), anti-aliased (4×
+supersampling). The object's mask is its anti-aliased coverage > 0.5. Labels
+are uniform over the classes."""
 
 
 def _polygon(kind, cx, cy, r, rot):
@@ -61,33 +79,34 @@ def _draw_shape(draw, kind, cx, cy, r, rot, fill):
         draw.polygon(_polygon(kind, cx, cy, r, rot), fill=fill)
 
 
-def _background(rng):
-    """Smooth colour field + blotches + fine texture, uint8 [S, S, 3]."""
+def _background(rng, level):
+    """Smooth colour field + blotches + blur + grain, float32 [S, S, 3]."""
     n = SIZE
     # low-frequency colour field: bilinear upsampling of a coarse random grid
     g = rng.integers(3, 7)
-    coarse = rng.uniform(0, 255, size=(g, g, 3)).astype(np.float32)
-    field = np.asarray(Image.fromarray(coarse.astype(np.uint8)).resize((n, n), Image.BILINEAR),
-                       dtype=np.float32)
-    img = Image.fromarray(field.astype(np.uint8))
+    coarse = rng.integers(0, 256, size=(g, g, 3), dtype=np.uint8)
+    img = Image.fromarray(coarse).resize((n, n), Image.BILINEAR)
     draw = ImageDraw.Draw(img)
-    for _ in range(rng.integers(4, 10)):  # soft blotches
+    for _ in range(int(round(level * rng.integers(4, 10)))):  # soft blotches
         x, y = rng.uniform(0, n, 2)
         rr = rng.uniform(4, 18)
         col = tuple(int(v) for v in rng.integers(0, 256, 3))
         draw.ellipse([x - rr, y - rr * rng.uniform(0.4, 1.0), x + rr, y + rr], fill=col)
     img = img.filter(ImageFilter.GaussianBlur(rng.uniform(1.5, 3.5)))
     arr = np.asarray(img, dtype=np.float32)
-    arr += rng.normal(0, rng.uniform(4, 14), size=arr.shape)  # grain
-    return np.clip(arr, 0, 255)
+    if level < 1:  # contrast: a flat colour at level 0
+        m = arr.mean(axis=(0, 1))
+        arr = m + np.float32(level) * (arr - m)
+    grain = level * rng.uniform(4, 14)
+    return arr + rng.standard_normal(arr.shape, dtype=np.float32) * np.float32(grain)
 
 
-def _distractors(rng, arr):
+def _distractors(rng, arr, level):
     """Strokes and arcs: clutter that is never one of the classes."""
-    img = Image.fromarray(arr.astype(np.uint8))
+    img = Image.fromarray(np.clip(np.rint(arr), 0, 255).astype(np.uint8))
     big = img.resize((SIZE * SS, SIZE * SS), Image.NEAREST)
     draw = ImageDraw.Draw(big)
-    for _ in range(rng.integers(3, 8)):
+    for _ in range(int(round(level * rng.integers(3, 8)))):
         col = tuple(int(v) for v in rng.integers(0, 256, 3))
         w = int(rng.integers(1, 3) * SS)
         if rng.random() < 0.5:
@@ -102,43 +121,63 @@ def _distractors(rng, arr):
     return np.asarray(big.resize((SIZE, SIZE), Image.BOX), dtype=np.float32)
 
 
-def scene(seed, split, index):
-    """One scene: (rgb uint8 [S, S, 3], label int, mask bool [S, S], box (x0, y0, x1, y1))."""
+def scene(seed, split, index, level=1.0):
+    """One scene: (rgb uint8 [S, S, 3], label int, mask bool [S, S], box (x0, y0, x1, y1)).
+    level in [0, 1] scales the clutter (background contrast, blotches, grain,
+    strokes) and, below 1, makes the object larger; 1 is the full data definition."""
     rng = np.random.default_rng([seed, SPLITS[split], index])
     label = int(rng.integers(len(CLASSES)))
-    arr = _distractors(rng, _background(rng))
+    arr = _distractors(rng, _background(rng, level), level)
 
-    r = rng.uniform(9, 20)          # object radius, px
+    r = rng.uniform(R_MIN + (R_MAX - R_MIN) / 2 * (1 - level), R_MAX)  # object radius, px
     cx, cy = rng.uniform(r + 2, SIZE - r - 2, 2)
     rot = rng.uniform(0, 2 * math.pi)
     mask_img = Image.new("L", (SIZE * SS, SIZE * SS), 0)
     _draw_shape(ImageDraw.Draw(mask_img), CLASSES[label], cx * SS, cy * SS, r * SS, rot, 255)
     alpha = np.asarray(mask_img.resize((SIZE, SIZE), Image.BOX), dtype=np.float32) / 255.0
+    mask = alpha > 0.5
 
     # object colour: far from the mean colour under it, so it is visible
-    under = arr[alpha > 0.5].mean(axis=0) if (alpha > 0.5).any() else arr.mean(axis=(0, 1))
+    under = arr[mask].mean(axis=0) if mask.any() else arr.mean(axis=(0, 1))
     for _ in range(20):
         col = rng.integers(0, 256, 3).astype(np.float32)
         if np.abs(col - under).sum() > 200:
             break
-    shade = 1.0 + rng.normal(0, 0.04, size=(SIZE, SIZE, 1))  # slight texture on the object
-    obj = np.clip(col[None, None, :] * shade, 0, 255)
-    out = arr * (1 - alpha[..., None]) + obj * alpha[..., None]
+    shade = 1.0 + 0.04 * rng.standard_normal((SIZE, SIZE, 1), dtype=np.float32)  # object texture
+    a = alpha[..., None]
+    out = arr * (1 - a) + (col * shade) * a
     rgb = np.clip(np.rint(out), 0, 255).astype(np.uint8)
-    mask = alpha > 0.5
     ys, xs = np.nonzero(mask)
     box = (int(xs.min()), int(ys.min()), int(xs.max()) + 1, int(ys.max()) + 1)
     return rgb, label, mask, box
 
 
-def batch(seed, split, start, count):
-    """Scenes [start, start + count): images uint8 [n, S, S, 3], labels int64 [n], masks bool [n, S, S]."""
+def batch(seed, split, start, count, levels=None):
+    """Scenes [start, start + count): images uint8 [n, S, S, 3], labels int64 [n],
+    masks bool [n, S, S]. levels: None (all 1) or a function index -> level."""
     imgs = np.empty((count, SIZE, SIZE, 3), np.uint8)
     labels = np.empty(count, np.int64)
     masks = np.empty((count, SIZE, SIZE), bool)
     for i in range(count):
-        imgs[i], labels[i], masks[i], _ = scene(seed, split, start + i)
+        lv = 1.0 if levels is None else levels(start + i)
+        imgs[i], labels[i], masks[i], _ = scene(seed, split, start + i, lv)
     return imgs, labels, masks
+
+
+def _batch_job(args):
+    return batch(*args)
+
+
+def batch_parallel(seed, split, start, count, levels=None, jobs=2, chunk=1000):
+    """batch() in `jobs` processes; the same result (each scene is independent).
+    levels must be picklable (a module-level function or None)."""
+    if jobs <= 1 or count <= chunk:
+        return batch(seed, split, start, count, levels)
+    parts = [(seed, split, s, min(chunk, start + count - s), levels)
+             for s in range(start, start + count, chunk)]
+    with Pool(jobs) as pool:
+        res = pool.map(_batch_job, parts)
+    return tuple(np.concatenate([r[k] for r in res]) for k in range(3))
 
 
 def main():
@@ -147,13 +186,22 @@ def main():
     ap.add_argument("--split", choices=SPLITS, default="test")
     ap.add_argument("--start", type=int, default=0)
     ap.add_argument("--count", type=int, default=16)
+    ap.add_argument("--level", type=float, default=1.0, help="clutter level in [0, 1]")
+    ap.add_argument("--like", metavar="EVAL_JSON",
+                    help="the held-out scenes an eval.json (tools/eval_default.py) was measured "
+                         "on: its seed, split, start and count")
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
+    if a.like:
+        import json
+        with open(a.like) as f:
+            t = json.load(f)["test"]
+        a.seed, a.split, a.start, a.count = t["seed"], t["split"], t["start"], t["count"]
     os.makedirs(a.out, exist_ok=True)
     with open(os.path.join(a.out, "scenes.txt"), "w") as f:
         f.write("# file label class box_x0 box_y0 box_x1 box_y1\n")
         for i in range(a.start, a.start + a.count):
-            rgb, label, mask, box = scene(a.seed, a.split, i)
+            rgb, label, mask, box = scene(a.seed, a.split, i, a.level)
             name = f"{a.split}_{i:05d}_{CLASSES[label]}"
             Image.fromarray(rgb).save(os.path.join(a.out, name + ".png"))
             Image.fromarray(mask.astype(np.uint8) * 255).save(os.path.join(a.out, name + "_mask.png"))

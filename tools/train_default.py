@@ -4,22 +4,40 @@
 A small ViT in timm's VisionTransformer layout and naming (cls_token, pos_embed,
 patch_embed.proj, blocks.N.{norm1, attn.qkv, attn.proj, norm2, mlp.fc1, mlp.fc2},
 norm, head), so the engine loads it like any timm checkpoint. CPU only, Debian's
-python3-torch.
+python3-torch. Then runs tools/eval_default.py on the result.
 
     OMP_WAIT_POLICY=PASSIVE /usr/bin/python3 tools/train_default.py --out assets/default
 
-writes model.safetensors, config.json and train_log.txt into --out.
+writes model.safetensors, config.json and train_log.txt into --out (and, through
+eval_default.py, eval.json, demo/ and README.md, the model card).
+
+Speed: on CPU, PyTorch 1.13 runs the attention's many small batched matmuls
+(torch.bmm) one at a time, so a second thread in one process buys almost
+nothing. Instead --procs processes of one thread each train on their share of
+every batch and average gradients (DistributedDataParallel, gloo): twice the
+throughput on 2 cores.
+
+Curriculum: the first --flat training scenes are plain (gen_scenes.scene's
+level 0: one flat background colour, a larger object), over the next --ramp
+the clutter level rises linearly to 1, the rest are full scenes. The first
+epoch reads the scenes roughly in index order (shuffled within windows of
+--window scenes), so the model learns the shapes on plain backgrounds first;
+later epochs are fully shuffled. Without this a ViT trained from scratch sits
+at chance for a long time: with a small shape in heavy clutter there is little
+gradient until it can tell the shapes apart at all.
 """
 import argparse
 import json
-import math
 import os
+import platform
 import struct
 import sys
 import time
 
 import numpy as np
 import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
 import torch.nn as nn
 import torch.nn.functional as F
 
@@ -28,7 +46,10 @@ import gen_scenes  # noqa: E402
 
 MEAN = (0.5, 0.5, 0.5)
 STD = (0.25, 0.25, 0.25)
+PATCH = 8
 
+
+# --- the model: timm's VisionTransformer, its names -------------------------
 
 class Block(nn.Module):
     """timm Block: x = x + attn(norm1(x)); x = x + mlp(norm2(x))."""
@@ -46,12 +67,13 @@ class Block(nn.Module):
         self.mlp.fc2 = nn.Linear(mlp, dim)
 
     def forward(self, x):
+        """x [B, T, D] -> (x, attention [B, H, T, T])."""
         B, T, D = x.shape
         qkv = self.attn.qkv(self.norm1(x)).reshape(B, T, 3, self.heads, D // self.heads)
         q, k, v = qkv.permute(2, 0, 3, 1, 4)
         a = ((q * (D // self.heads) ** -0.5) @ k.transpose(-2, -1)).softmax(-1)
         x = x + self.attn.proj((a @ v).transpose(1, 2).reshape(B, T, D))
-        return x + self.mlp.fc2(F.gelu(self.mlp.fc1(self.norm2(x))))
+        return x + self.mlp.fc2(F.gelu(self.mlp.fc1(self.norm2(x)))), a
 
 
 class ViT(nn.Module):
@@ -71,16 +93,96 @@ class ViT(nn.Module):
                 nn.init.zeros_(m.bias)
         nn.init.normal_(self.cls_token, std=1e-6)
 
-    def forward(self, x):
+    def forward(self, x, return_attention=False, tokens_after=None):
+        """x [B, 3, S, S] normalised -> logits [B, C], and the attention of every block
+        (return_attention) or the patch tokens [B, N, D] after block tokens_after."""
         x = self.patch_embed.proj(x).flatten(2).transpose(1, 2)
         x = torch.cat([self.cls_token.expand(x.shape[0], -1, -1), x], 1) + self.pos_embed
-        for b in self.blocks:
-            x = b(x)
-        return self.head(self.norm(x)[:, 0])
+        att, tokens = [], None
+        for i, b in enumerate(self.blocks):
+            x, a = b(x)
+            att.append(a)
+            if i == tokens_after:
+                tokens = x[:, 1:]
+        logits = self.head(self.norm(x)[:, 0])
+        if tokens_after is not None:
+            return logits, tokens
+        return (logits, att) if return_attention else logits
+
+
+class Teacher(nn.Module):
+    """A small CNN, used only during training (never shipped). Convolutions know
+    locality and translation, so it learns the shapes from a few thousand scenes;
+    its feature map has stride 8, one 64-vector per ViT patch: the hint the ViT's
+    patch tokens learn to reproduce (FitNets, Romero et al. 2015)."""
+
+    def __init__(self, classes, ch=64):
+        super().__init__()
+
+        def conv(i, o, stride=1):
+            return [nn.Conv2d(i, o, 3, stride, 1), nn.GroupNorm(8, o), nn.ReLU()]
+        self.features = nn.Sequential(*conv(3, 32, 2), *conv(32, 32), nn.MaxPool2d(2),
+                                      *conv(32, 64), nn.MaxPool2d(2), *conv(64, ch))
+        self.head = nn.Linear(ch, classes)
+
+    def forward(self, x):
+        """x [B, 3, S, S] -> logits [B, C], features [B, ch, S/8, S/8]."""
+        f = self.features(x)
+        return self.head(f.amax((2, 3))), f
+
+
+class Student(nn.Module):
+    """The ViT plus the linear map from its patch tokens to the teacher's features
+    (dropped after training)."""
+
+    def __init__(self, vit, ch=64):
+        super().__init__()
+        self.vit = vit
+        self.hint = nn.Linear(vit.pos_embed.shape[-1], ch)
+
+    def forward(self, x):
+        """-> logits [B, C], the hint's prediction [B, N, ch] from the patch tokens the
+        last block attends over (after block L-2)."""
+        logits, tokens = self.vit(x, tokens_after=len(self.vit.blocks) - 2)
+        return logits, self.hint(tokens)
+
+
+def init_mimetic_(model, seed):
+    """Mimetic initialisation (Trockman & Kolter 2023, "Mimetic Initialization of
+    Self-Attention Layers"): per head W_q W_k^T ~ 0.7 Z + 0.7 I and per block
+    W_v W_proj ~ 0.4 Z - 0.4 I (Z ~ N(0, 1/D)), with a 2-D sin-cos position
+    embedding (still learned). Attention then starts out local, like a
+    convolution, and the value path subtracts the neighbourhood mean, an edge
+    detector that ignores the flat colours: the model learns from the first steps
+    instead of sitting at chance. Only the initial values change, not the layout."""
+    g = torch.Generator().manual_seed(seed)
+    D = model.pos_embed.shape[-1]
+    side = int(round((model.pos_embed.shape[1] - 1) ** 0.5))
+    yy, xx = torch.meshgrid(torch.arange(side), torch.arange(side), indexing="ij")
+    omega = 1.0 / 10000 ** (torch.arange(D // 4) / (D // 4))
+    xo, yo = xx.flatten()[:, None] * omega, yy.flatten()[:, None] * omega
+    with torch.no_grad():
+        model.pos_embed[0, 0] = 0
+        model.pos_embed[0, 1:] = torch.cat([xo.sin(), xo.cos(), yo.sin(), yo.cos()], 1)
+        for blk in model.blocks:
+            W, H = blk.attn.qkv.weight, blk.heads  # W [3D, D]: rows q, k, v
+            Dh = D // H
+            for h in range(H):
+                M = 0.7 * torch.randn(D, D, generator=g) / D ** 0.5 + 0.7 * torch.eye(D)
+                U, S, Vt = torch.linalg.svd(M)
+                r = S[:Dh].sqrt()
+                W[h * Dh:(h + 1) * Dh] = (U[:, :Dh] * r).T            # q_h = x (U r)
+                W[D + h * Dh:D + (h + 1) * Dh] = (Vt[:Dh].T * r).T    # k_h = x (V r)
+            M = 0.4 * torch.randn(D, D, generator=g) / D ** 0.5 - 0.4 * torch.eye(D)
+            U, S, Vt = torch.linalg.svd(M)
+            r = S.sqrt()
+            W[2 * D:] = (U * r).T                                     # v = x (U r)
+            blk.attn.proj.weight.copy_((r[:, None] * Vt).T)           # out = v (r V^T)
 
 
 def to_tensor(imgs):
-    x = torch.from_numpy(imgs).permute(0, 3, 1, 2).float().div(255)
+    """uint8 [B, S, S, 3] -> normalised float [B, 3, S, S] (timm: ToTensor, Normalize)."""
+    x = torch.from_numpy(np.array(imgs, np.uint8, order="C")).permute(0, 3, 1, 2).float().div(255)
     return (x - torch.tensor(MEAN)[:, None, None]) / torch.tensor(STD)[:, None, None]
 
 
@@ -99,90 +201,243 @@ def save_safetensors(path, tensors, metadata):
             f.write(b)
 
 
-def evaluate(model, imgs, labels, bs=256):
+# --- training ----------------------------------------------------------------
+
+class Level:
+    """Clutter level of training scene i: 0 for the first `flat`, then rising to 1
+    over the next `ramp`."""
+
+    def __init__(self, flat, ramp):
+        self.flat, self.ramp = flat, ramp
+
+    def __call__(self, i):
+        if i < self.flat:
+            return 0.0
+        return min(1.0, (i - self.flat) / self.ramp) if self.ramp > 0 else 1.0
+
+
+def order(g, n, epoch, window):
+    """Scene order of one epoch: windows of `window` in index order first, then shuffled."""
+    if epoch > 0:
+        return g.permutation(n)
+    return np.concatenate([s + g.permutation(min(window, n - s)) for s in range(0, n, window)])
+
+
+def count_correct(model, imgs, labels, bs=250):
     model.eval()
     correct = 0
     with torch.no_grad():
         for i in range(0, len(imgs), bs):
-            correct += (model(to_tensor(imgs[i:i + bs])).argmax(1) == torch.from_numpy(labels[i:i + bs])).sum().item()
+            pred = model(to_tensor(imgs[i:i + bs])).argmax(1).numpy()
+            correct += int((pred == labels[i:i + bs]).sum())
     model.train()
-    return correct / len(imgs)
+    return correct
+
+
+def batch_at(g, perm, i, a, rank, tr_x):
+    """Batch i of an epoch's order: this process's share, turned and flipped (90-degree
+    turns and mirror flips keep every class's label; drawn once for the whole batch)."""
+    share = a.batch // a.procs
+    idx = perm[i * a.batch:(i + 1) * a.batch]
+    k, flip = int(g.integers(4)), g.random() < 0.5
+    idx = idx[rank * share:(rank + 1) * share]
+    xb = np.rot90(tr_x[idx], k, axes=(1, 2))
+    return (xb[:, :, ::-1] if flip else xb), idx
+
+
+def train_teacher(a, rank, tr_x, tr_y, va_x, va_y, say):
+    """The CNN teacher: --teacher-steps batches drawn from all training scenes."""
+    torch.manual_seed(a.seed + 1)
+    teacher = Teacher(len(gen_scenes.CLASSES))
+    ddp = nn.parallel.DistributedDataParallel(teacher)
+    opt = torch.optim.AdamW(teacher.parameters(), lr=2e-3, weight_decay=0.01)
+    sched = torch.optim.lr_scheduler.OneCycleLR(opt, 2e-3, total_steps=a.teacher_steps,
+                                                pct_start=0.05)
+    g = np.random.default_rng(a.seed + 1)
+    perm = g.permutation(a.train)
+    tl = 0.0
+    for i in range(a.teacher_steps):
+        xb, idx = batch_at(g, perm, i % (a.train // a.batch), a, rank, tr_x)
+        loss = F.cross_entropy(ddp(to_tensor(xb))[0], torch.from_numpy(tr_y[idx]))
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        sched.step()
+        tl += loss.item()
+    teacher.eval()
+    part = slice(rank * len(va_y) // a.procs, (rank + 1) * len(va_y) // a.procs)
+    with torch.no_grad():
+        pred = teacher(to_tensor(va_x[part]))[0].argmax(1).numpy()
+        # scale of the hint: the features' RMS, the same in every process
+        rms = teacher(to_tensor(va_x[part][:250]))[1].pow(2).mean()
+    c = torch.tensor([float((pred == va_y[part]).sum()), float(rms)])
+    dist.all_reduce(c)
+    say(f"teacher: {a.teacher_steps} steps, loss {tl / a.teacher_steps:.4f}, val acc "
+        f"{100 * c[0].item() / len(va_y):.2f}%")
+    return teacher, (c[1].item() / a.procs) ** 0.5
+
+
+def worker(rank, a, data, port, t0):
+    """One of a.procs training processes, one thread each; rank 0 logs and saves."""
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank,
+                            world_size=a.procs)
+    tr_x, tr_y, va_x, va_y = data
+    log = open(os.path.join(a.out, "train_log.txt"), "a") if rank == 0 else None
+
+    def say(msg):
+        if rank == 0:
+            print(msg, flush=True)
+            log.write(msg + "\n")
+            log.flush()
+
+    teacher, hint_scale = (train_teacher(a, rank, tr_x, tr_y, va_x, va_y, say)
+                           if a.hint > 0 else (None, 1.0))
+    torch.manual_seed(a.seed)  # the same initial weights in every process
+    S = gen_scenes.SIZE
+    model = ViT(S, PATCH, a.dim, a.depth, a.heads, a.mlp, len(gen_scenes.CLASSES))
+    if a.init == "mimetic":
+        init_mimetic_(model, a.seed)
+    student = Student(model)
+    ddp = nn.parallel.DistributedDataParallel(student if teacher else model)
+    opt = torch.optim.AdamW(student.parameters(), lr=a.lr, weight_decay=a.wd)
+    per_epoch = a.train // a.batch
+    steps = a.epochs * per_epoch
+    sched = torch.optim.lr_scheduler.OneCycleLR(opt, a.lr, total_steps=steps, pct_start=a.warmup,
+                                                anneal_strategy="cos")
+    g = np.random.default_rng(a.seed)  # the same stream in every process: same batches
+    va_part = slice(rank * len(va_y) // a.procs, (rank + 1) * len(va_y) // a.procs)
+    say(f"model: {sum(p.numel() for p in model.parameters())} parameters; {steps} steps of "
+        f"{a.batch} ({a.procs} processes x {a.batch // a.procs})")
+    for ep in range(a.epochs):
+        perm = order(g, a.train, ep, a.window)
+        tl = th = 0.0
+        for i in range(per_epoch):
+            xb, idx = batch_at(g, perm, i, a, rank, tr_x)
+            x = to_tensor(xb)
+            if teacher is None:
+                logits = ddp(x)
+                hint = torch.zeros(())
+            else:  # the hint: the teacher's features at each patch
+                logits, pred = ddp(x)
+                with torch.no_grad():
+                    target = teacher(x)[1].flatten(2).transpose(1, 2) / hint_scale
+                hint = F.mse_loss(pred, target)
+            ce = F.cross_entropy(logits, torch.from_numpy(tr_y[idx]), label_smoothing=a.smoothing)
+            loss = ce + a.hint * hint
+            opt.zero_grad()
+            loss.backward()
+            nn.utils.clip_grad_norm_(student.parameters(), 1.0)
+            opt.step()
+            sched.step()
+            tl += ce.item()
+            th += hint.item()
+            if rank == 0 and a.log_every and (i + 1) % a.log_every == 0:
+                say(f"  epoch {ep + 1} step {i + 1}/{per_epoch} loss {tl / (i + 1):.4f} "
+                    f"hint {th / (i + 1):.4f} ({time.time() - t0:.0f} s)")
+        c = torch.tensor([count_correct(model, va_x[va_part], va_y[va_part])])
+        dist.all_reduce(c)
+        say(f"epoch {ep + 1}/{a.epochs} loss {tl / per_epoch:.4f} val acc "
+            f"{100 * c.item() / len(va_y):.2f}% ({time.time() - t0:.0f} s)")
+    if rank == 0:
+        meta = {"format": "pt", "source": "vitlens tools/train_default.py", "seed": str(a.seed)}
+        save_safetensors(os.path.join(a.out, "model.safetensors"), model.state_dict(), meta)
+    dist.barrier()
+    dist.destroy_process_group()
 
 
 def main():
-    ap = argparse.ArgumentParser()
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--out", default="assets/default")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--train", type=int, default=60000, help="training scenes")
-    ap.add_argument("--val", type=int, default=2000, help="held-out scenes (split 'val')")
-    ap.add_argument("--epochs", type=int, default=12)
-    ap.add_argument("--batch", type=int, default=128)
+    ap.add_argument("--train", type=int, default=72000, help="training scenes (split 'train')")
+    ap.add_argument("--flat", type=int, default=10000, help="plain scenes first (level 0)")
+    ap.add_argument("--ramp", type=int, default=20000, help="then the clutter ramp to level 1")
+    ap.add_argument("--window", type=int, default=4096, help="first-epoch shuffle window")
+    ap.add_argument("--val", type=int, default=2000, help="validation scenes (split 'val')")
+    ap.add_argument("--epochs", type=int, default=3)
+    ap.add_argument("--batch", type=int, default=64)
     ap.add_argument("--lr", type=float, default=1e-3)
-    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--wd", type=float, default=0.05)
+    ap.add_argument("--warmup", type=float, default=0.03, help="fraction of the steps")
+    ap.add_argument("--smoothing", type=float, default=0.05, help="label smoothing")
     ap.add_argument("--dim", type=int, default=128)
     ap.add_argument("--depth", type=int, default=4)
     ap.add_argument("--heads", type=int, default=4)
+    ap.add_argument("--mlp", type=int, default=256, help="MLP width")
+    ap.add_argument("--hint", type=float, default=1.0,
+                    help="weight of the CNN teacher's hint loss (0: no teacher)")
+    ap.add_argument("--teacher-steps", type=int, default=300, help="teacher training batches")
+    ap.add_argument("--init", choices=("mimetic", "timm"), default="mimetic",
+                    help="initial attention weights (timm: truncated normal, std 0.02)")
+    ap.add_argument("--procs", type=int, default=2, help="training processes, one thread each")
+    ap.add_argument("--log-every", type=int, default=50)
+    ap.add_argument("--port", type=int, default=29517, help="local port for the processes")
+    ap.add_argument("--no-eval", action="store_true", help="skip tools/eval_default.py")
     a = ap.parse_args()
-    torch.manual_seed(a.seed)
-    torch.set_num_threads(a.threads)
+    assert a.batch % a.procs == 0
     os.makedirs(a.out, exist_ok=True)
-    log = open(os.path.join(a.out, "train_log.txt"), "w")
-
-    def say(msg):
-        print(msg, flush=True)
-        log.write(msg + "\n")
-        log.flush()
+    open(os.path.join(a.out, "train_log.txt"), "w").close()
 
     t0 = time.time()
-    tr_x, tr_y, _ = gen_scenes.batch(a.seed, "train", 0, a.train)
-    va_x, va_y, _ = gen_scenes.batch(a.seed, "val", 0, a.val)
-    say(f"generated {a.train} train + {a.val} val scenes in {time.time() - t0:.0f} s")
+    tr = gen_scenes.batch_parallel(a.seed, "train", 0, a.train, Level(a.flat, a.ramp),
+                                   jobs=a.procs)
+    va = gen_scenes.batch_parallel(a.seed, "val", 0, a.val, jobs=a.procs)
+    t_data = time.time() - t0
+    with open(os.path.join(a.out, "train_log.txt"), "a") as log:
+        msg = (f"{' '.join(sys.argv)}\ngenerated {a.train} train + {a.val} val scenes in "
+               f"{t_data:.0f} s")
+        print(msg, flush=True)
+        log.write(msg + "\n")
+    # fork: the processes share the scenes copy-on-write (torch has run nothing yet)
+    mp.start_processes(worker, args=(a, (tr[0], tr[1], va[0], va[1]), a.port, t0),
+                       nprocs=a.procs, start_method="fork")
+    t_total = time.time() - t0
 
-    S, P = gen_scenes.SIZE, 8
-    model = ViT(S, P, a.dim, a.depth, a.heads, 4 * a.dim, len(gen_scenes.CLASSES))
-    opt = torch.optim.AdamW(model.parameters(), lr=a.lr, weight_decay=0.05)
-    steps = a.epochs * (a.train // a.batch)
-    sched = torch.optim.lr_scheduler.OneCycleLR(opt, a.lr, total_steps=steps, pct_start=0.1)
-    g = np.random.default_rng(a.seed)
-    step = 0
-    for ep in range(a.epochs):
-        perm = g.permutation(a.train)
-        tl = 0.0
-        for i in range(a.train // a.batch):
-            idx = perm[i * a.batch:(i + 1) * a.batch]
-            xb = tr_x[idx]
-            if True:  # flips and 90-degree turns keep every class's label
-                k = int(g.integers(4))
-                xb = np.rot90(xb, k, axes=(1, 2))
-                if g.random() < 0.5:
-                    xb = xb[:, :, ::-1]
-            loss = F.cross_entropy(model(to_tensor(np.ascontiguousarray(xb))),
-                                   torch.from_numpy(tr_y[idx]), label_smoothing=0.05)
-            opt.zero_grad()
-            loss.backward()
-            nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-            opt.step()
-            sched.step()
-            step += 1
-            tl += loss.item()
-        acc = evaluate(model, va_x, va_y)
-        say(f"epoch {ep + 1}/{a.epochs} loss {tl / (a.train // a.batch):.4f} "
-            f"val acc {acc * 100:.2f}% ({time.time() - t0:.0f} s)")
-
-    tensors = {k: v for k, v in model.state_dict().items()}
-    meta = {"format": "pt", "source": "vitlens tools/train_default.py", "seed": str(a.seed)}
-    save_safetensors(os.path.join(a.out, "model.safetensors"), tensors, meta)
+    S = gen_scenes.SIZE
+    n_params = sum(p.numel() for p in ViT(S, PATCH, a.dim, a.depth, a.heads, a.mlp,
+                                          len(gen_scenes.CLASSES)).parameters())
     cfg = {
-        "architecture": "vit_vitlens_shapes_patch8_96",
+        "architecture": f"vit_vitlens_shapes_patch{PATCH}_{S}",
         "num_heads": a.heads,
         "num_classes": len(gen_scenes.CLASSES),
         "label_names": gen_scenes.CLASSES,
         "pretrained_cfg": {"input_size": [3, S, S], "crop_pct": 1.0, "interpolation": "bicubic",
                            "mean": list(MEAN), "std": list(STD)},
+        "vitlens": {
+            "seed": a.seed, "patch": PATCH, "dim": a.dim, "depth": a.depth, "mlp": a.mlp,
+            "params": n_params, "train_scenes": a.train, "val_scenes": a.val,
+            "train_seconds": round(t_total), "data_seconds": round(t_data),
+            "threads": a.procs,
+            "machine": f"{os.cpu_count()} cores ({platform.machine()}, PyTorch {torch.__version__})",
+            "command_note": "Defaults: " + ", ".join(
+                f"--{k.replace('_', '-')} {v}" for k, v in vars(a).items()
+                if k not in ("out", "no_eval", "log_every", "port")) + ".",
+            "recipe": (
+                f"AdamW (lr {a.lr}, weight decay {a.wd}), batch {a.batch}, {a.epochs} epochs of "
+                f"{a.train} scenes, one-cycle schedule ({a.warmup:.0%} warm-up, cosine), "
+                f"label smoothing {a.smoothing}, gradient clipping at norm 1. Augmentation: "
+                f"90° turns and mirror flips (every class is symmetric under them). Curriculum: "
+                f"training scenes 0–{a.flat - 1} are plain (clutter level 0: one flat "
+                f"background colour, no blotches, strokes or grain, objects of radius "
+                f"{(gen_scenes.R_MIN + gen_scenes.R_MAX) / 2:g}–{gen_scenes.R_MAX} px), the "
+                f"level then rises linearly to 1 over the next {a.ramp}, the rest are full "
+                f"scenes; the first epoch reads the scenes in index order, shuffled within "
+                f"windows of {a.window}, the other epochs are shuffled. {a.procs} processes of one thread average their "
+                f"gradients (DistributedDataParallel)."),
+        },
     }
     with open(os.path.join(a.out, "config.json"), "w") as f:
         json.dump(cfg, f, indent=2)
-    say(f"final val acc {evaluate(model, va_x, va_y) * 100:.2f}% on {a.val} held-out scenes")
+        f.write("\n")
+    with open(os.path.join(a.out, "train_log.txt"), "a") as log:
+        msg = f"done in {t_total:.0f} s ({t_data:.0f} s generating scenes)"
+        print(msg, flush=True)
+        log.write(msg + "\n")
+    if not a.no_eval:
+        import eval_default
+        sys.argv = [sys.argv[0], "--dir", a.out]
+        eval_default.main()
 
 
 if __name__ == "__main__":

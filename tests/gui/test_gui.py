@@ -1,7 +1,9 @@
 #!/usr/bin/python3
 """End-to-end test of the vitlens window under Xvfb.
 
-Starts vitlens on DeiT-Tiny and chelsea.png, presses keys with xdotool, takes
+Starts vitlens with no arguments (the built-in model on its first demo scene)
+and steps through the demo scenes; then on DeiT-Tiny and chelsea.png presses
+keys with xdotool, takes
 screenshots with ImageMagick's `import` and checks that the picture changes as
 it should. Synchronisation never relies on sleeps: the app runs with
 VITLENS_TRACE=1 and prints one line per drawn frame with its full view state
@@ -11,8 +13,10 @@ expects, then takes screenshots until two in a row are identical.
 Run by ctest as:
   xvfb-run -a -s "-screen 0 1280x1024x24" /usr/bin/python3 test_gui.py \
       --app build/vitlens --shared ../shared --out build/tests/gui
-Exits 0 on success, 1 on a failed check, 77 (skip) when the model is missing.
+Exits 0 on success, 1 on a failed check, 77 (skip) when neither the built-in
+model nor DeiT-Tiny is there; the DeiT-Tiny runs are skipped without it.
 """
+import json
 import argparse
 import os
 import queue
@@ -184,15 +188,22 @@ def main():
     ap.add_argument("--app", required=True)
     ap.add_argument("--shared", required=True)
     ap.add_argument("--out", required=True, help="directory for screenshots")
+    ap.add_argument("--assets", help="the folder holding default/, given to vitlens as "
+                    "VITLENS_ASSETS (default: none, so the app finds the source tree's assets/)")
     args = ap.parse_args()
+    assets = args.assets or os.path.join(os.path.dirname(__file__), "..", "..", "assets")
+    default = os.path.join(assets, "default")
+    has_default = os.path.exists(os.path.join(default, "model.safetensors"))
 
     model_dir = os.path.join(args.shared, "models", "deit-tiny")
     model = os.path.join(model_dir, "deit_tiny_patch16_224.safetensors")
     labels = os.path.join(model_dir, "imagenet_synset_words.txt")
     chelsea = os.path.join(args.shared, "images", "chelsea.png")
     coffee = os.path.join(args.shared, "images", "coffee.png")
-    if not (os.path.exists(model) and os.path.exists(chelsea)):
-        print(f"SKIP: {model} or {chelsea} missing")
+    has_deit = os.path.exists(model) and os.path.exists(chelsea)
+    if not has_deit:
+        print(f"SKIP: {model} or {chelsea} missing: no DeiT-Tiny runs")
+    if not has_deit and not has_default:
         return 77
     for tool in ("xdotool", "import"):
         if not shutil.which(tool):
@@ -204,7 +215,14 @@ def main():
     os.makedirs(args.out, exist_ok=True)
 
     env = dict(os.environ, VITLENS_TRACE="1")
+    env.pop("VITLENS_ASSETS", None)  # the built-in model from where the build says it is
+    if args.assets:
+        env["VITLENS_ASSETS"] = args.assets
     runs = [
+        ("no arguments: the built-in model on its demo scenes", [args.app], env,
+         lambda app: test_default(app, args, default)),
+    ] if has_default else []
+    runs += [
         ("main", [args.app, "--model", model, "--labels", labels, "--stdin-drops", chelsea], env,
          lambda app: test(app, args, chelsea, coffee, model)),
         ("bad image at start", [args.app, "--model", model, "/no/such/photo.png"], env,
@@ -213,7 +231,7 @@ def main():
          dict(env, FONTCONFIG_FILE=empty_fontconfig(args.out)), test_no_font),
         ("shader error", [args.app, "--model", model, chelsea],
          dict(env, VITLENS_SHADER_DIR=broken_shaders(args.out)), test_shader_error),
-    ]
+    ] if has_deit else []
     for name, argv, run_env, fn in runs:
         print(f"---- {name}", flush=True)
         app = App(argv, run_env)
@@ -320,6 +338,72 @@ def test_shader_error(app):
           "stderr names the shader")
     check(any(re.search(r"\berror\b", s, re.I) for s in app.stderr[1:]), "and shows its log")
     quit_app(app, key="Return", want_rc=1)
+
+
+def test_default(app, args, default):
+    """`vitlens` alone: the built-in model on the first demo scene, its class on the
+    status line; N / Shift+N step through the demo scenes, wrapping around."""
+    demo_dir = os.path.join(default, "demo")
+    demos = sorted(f for f in os.listdir(demo_dir) if f.endswith(".png"))
+    with open(os.path.join(default, "config.json")) as f:
+        cfg = json.load(f)
+    with open(os.path.join(default, "eval.json")) as f:
+        card = {d["file"]: cfg["label_names"][d["pred"]] for d in json.load(f)["demo"]}
+    L, H = cfg["vitlens"]["depth"], cfg["num_heads"]
+    first = os.path.realpath(os.path.join(demo_dir, demos[0]))
+    ready = app.wait_line(lambda s: s.startswith("ready "), "ready")
+    check(os.path.realpath(ready[6:]) == first, f"opens the first demo scene ({ready[6:]})")
+    app.wait_state("first frame with the map", busy=0, scene=1)
+    app.wid = find_window(app)
+    run(["xdotool", "windowfocus", "--sync", app.wid])
+    check(app.state["layer"] == str(L - 1) and app.state["head"] == str(H),
+          f"starts at the last layer ({L}), mean of the {H} heads")
+
+    def status():
+        line = app.wait_line(lambda s: s.startswith("status "), "a status line")
+        return line[7:].split(" | ")
+
+    left, right = status()
+    check(left.startswith("default") and f"layer {L}/{L}" in left,
+          f"status line names the built-in model: {left!r}")
+    check(right.split()[0] == card[demos[0]],
+          f"status line shows the predicted class {card[demos[0]]!r}: {right!r}")
+    s0 = app.shot()
+    x, y, side = app.image_rect()
+    save(s0, os.path.join(args.out, "default.png"))
+    print(f"     wrote {os.path.join(args.out, 'default.png')}")
+    check(s0[y + side + 5:].std() > 10, "status bar has text")
+
+    # overlay off: the window shows the demo scene itself
+    app.key("o", overlay=0)
+    plain = app.crop(app.shot())
+    scene = np.asarray(Image.open(first).convert("RGB").resize((side, side), Image.BILINEAR))
+    d = diff(patch_means(plain, 12), patch_means(scene.astype(np.int16), 12))
+    check(d < 4, f"overlay off: the crop is the demo scene (patch means differ by {d:.1f})")
+    app.key("o", overlay=1)
+
+    # N: the next demo scene, and its class; Shift+N back; Shift+N again wraps to the last
+    steps = [("n", 1), ("shift+n", 0), ("shift+n", len(demos) - 1), ("n", 0)]
+    shots = {0: app.crop(s0)}
+    for key, want in steps:
+        run(["xdotool", "key", "--clearmodifiers", key])
+        path = os.path.realpath(os.path.join(demo_dir, demos[want]))
+        app.wait_line(lambda s: s.startswith("ready ") and os.path.realpath(s[6:]) == path,
+                      f"{key}: ready {demos[want]}")
+        app.wait_state(f"{key}: drawn", busy=0, error=0)
+        left, right = status()
+        while right.startswith("working"):
+            left, right = status()
+        check(right.split()[0] == card[demos[want]],
+              f"{key}: {demos[want]}, status line shows {card[demos[want]]!r} ({right!r})")
+        img = app.crop(app.shot())
+        if want in shots:
+            check(diff(img, shots[want]) == 0, f"{key}: the same picture as before")
+        else:
+            d = diff(img, shots[0])
+            check(d > 5, f"{key}: a different scene on screen ({d:.1f})")
+            shots[want] = img
+    quit_app(app)
 
 
 def test(app, args, chelsea, coffee, model):

@@ -1,0 +1,32 @@
+/* files.h - where the built-in model lives, and the images beside an image.
+ *
+ * The built-in model and its demo scenes are in ASSETS/default/ (model.safetensors,
+ * config.json, demo/ with PNG scenes). ASSETS is $VITLENS_ASSETS when set (and only it),
+ * else the source tree's assets/ (a compile-time path), else the installed
+ * share/vitlens/assets. No SDL, no GL. */
+#ifndef VITLENS_FILES_H
+#define VITLENS_FILES_H
+
+#include <stddef.h>
+
+/* Set by CMake: the source tree's assets/ and the installed share/vitlens/assets. */
+#ifndef VITLENS_ASSETS_DIR_DEFAULT
+#define VITLENS_ASSETS_DIR_DEFAULT "assets"
+#endif
+#ifndef VITLENS_ASSETS_DIR_INSTALLED
+#define VITLENS_ASSETS_DIR_INSTALLED "/usr/local/share/vitlens/assets"
+#endif
+
+/* The built-in model's weights and its demo folder. Returns 0, or -1 with msg
+ * naming every place looked in. */
+int files_default_model(char *model, size_t model_bytes, char *demo_dir, size_t demo_bytes,
+                        char *msg, size_t msg_bytes);
+
+/* The image `step` places (+1 next, -1 previous, wrapping around) after `path`
+ * among the image files (by extension: png, jpg, jpeg, bmp, gif, tga, ppm, pgm,
+ * pnm) of path's folder, sorted by name. When path is a folder, or its file is
+ * not there, +1 gives the first image and -1 the last. Returns 0, or -1 when
+ * the folder cannot be read or holds no image. */
+int files_step(char *out, size_t out_bytes, const char *path, int step);
+
+#endif
