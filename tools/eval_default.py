@@ -112,7 +112,7 @@ def sha256(path):
         return hashlib.sha256(f.read()).hexdigest()
 
 
-def write_demo(model, d, seed, n_test):
+def write_demo(model, d, seed, n_test, P):
     """The first DEMO_PER_CLASS test scenes of each class, as PNGs; their predictions."""
     out = os.path.join(d, "demo")
     os.makedirs(out, exist_ok=True)
@@ -138,10 +138,16 @@ def write_demo(model, d, seed, n_test):
             f.write(f"{name} {label} {gen_scenes.CLASSES[label]} {box[0]} {box[1]} {box[2]} {box[3]}\n")
             # predict from the PNG as written, exactly what the app and the C test read
             back = np.asarray(Image.open(os.path.join(out, name)).convert("RGB"))[None]
-            with torch.no_grad():
-                p = model(to_tensor(back)).softmax(1)[0]
+            logits, roll, attn = maps(model, to_tensor(back))
+            p = logits.softmax(1)[0]
+            _, _, mask, _ = gen_scenes.scene(seed, "test", i)
+            touch = touching(mask[None], P)[0]
+            r, a = int(roll[0].numpy().argmax()), int(attn[0].numpy().argmax())
+            # the largest patch of each map (row-major index) and whether it is on the object
             rows.append({"file": name, "label": label, "pred": int(p.argmax()),
-                         "prob": round(float(p.max()), 6)})
+                         "prob": round(float(p.max()), 6),
+                         "rollout_max": r, "rollout_hit": bool(touch[r]),
+                         "attention_max": a, "attention_hit": bool(touch[a])})
     return rows
 
 
@@ -158,7 +164,7 @@ def main():
 
     imgs, labels, masks = gen_scenes.batch(seed, "test", 0, a.count)
     correct, hits, uniform = evaluate(model, imgs, labels, masks, P)
-    demo = write_demo(model, a.dir, seed, a.count)
+    demo = write_demo(model, a.dir, seed, a.count, P)
     ev = {
         "model": "model.safetensors",
         "sha256": sha256(os.path.join(a.dir, "model.safetensors")),
@@ -171,6 +177,7 @@ def main():
                      "rollout_hits": hits["rollout"], "attention_hits": hits["attention"]},
         "demo": demo,
         "demo_correct": sum(r["pred"] == r["label"] for r in demo),
+        "demo_hits": {k: sum(r[k + "_hit"] for r in demo) for k in ("rollout", "attention")},
     }
     with open(os.path.join(a.dir, "eval.json"), "w") as f:
         json.dump(ev, f, indent=1)
@@ -189,8 +196,10 @@ def write_card(d, cfg, ev):
     S = pc["input_size"][-1]
     t, p = ev["test"], ev["pointing"]
     classes = cfg["label_names"]
+    yn = {True: "yes", False: "no"}
     demo_rows = "\n".join(f"| `{r['file']}` | {classes[r['label']]} | {classes[r['pred']]} | "
-                          f"{100 * r['prob']:.1f}% |" for r in ev["demo"])
+                          f"{100 * r['prob']:.1f}% | {yn[r['rollout_hit']]} / "
+                          f"{yn[r['attention_hit']]} |" for r in ev["demo"])
     text = f"""# vitlens default model: shapes-vit
 
 vitlens's built-in model: a small Vision Transformer, trained by this project on
@@ -262,13 +271,19 @@ the {cfg["num_heads"]} heads. Both are what vitlens draws (R on / off, last laye
 `tests/default` recomputes every number with the C engine: the same accuracy
 count, the pointing game within ±1 point.
 
+What the pointing game does and does not show: no attention map was trained to
+point anywhere. The object masks entered training only through the token labels
+(see Training), which teach the final patch tokens which patches show the
+object; the CLS token's attention, and so both maps, found the object on its own.
+
 ## Demo scenes
 
 The first {DEMO_PER_CLASS} scenes of each class in the test split (`demo/`, cycled with N / Shift+N
-in vitlens); {ev["demo_correct"]}/{len(ev["demo"])} classified correctly.
+in vitlens); {ev["demo_correct"]}/{len(ev["demo"])} classified correctly; the largest patch is on the object in
+{ev["demo_hits"]["rollout"]}/{len(ev["demo"])} scenes for rollout, {ev["demo_hits"]["attention"]}/{len(ev["demo"])} for the last layer's mean attention.
 
-| scene | shape | predicted | probability |
-|---|---|---|---|
+| scene | shape | predicted | probability | on the object: rollout / attention |
+|---|---|---|---|---|
 {demo_rows}
 
 ## Limits

@@ -160,6 +160,12 @@ def save(img, path):
     Image.fromarray(img.astype(np.uint8)).save(path)
 
 
+def colormap_top():
+    """The colormap's top colour (LUT entry 255), from app/colormap.c."""
+    src = open(os.path.join(os.path.dirname(__file__), "..", "..", "app", "colormap.c")).read()
+    return tuple(int(v) for v in re.findall(r"\{\s*(\d+),\s*(\d+),\s*(\d+)\}", src)[-1])
+
+
 def patch_means(img, n=14):
     """Mean colour of each of the n x n patches: compares crops drawn at different sizes."""
     return np.asarray(Image.fromarray(img.astype(np.uint8)).resize((n, n), Image.BOX)).astype(np.int16)
@@ -381,6 +387,31 @@ def test_default(app, args, default):
     d = diff(patch_means(plain, 12), patch_means(scene.astype(np.int16), 12))
     check(d < 4, f"overlay off: the crop is the demo scene (patch means differ by {d:.1f})")
     app.key("o", overlay=1)
+
+    # the heatmap on the object: at opacity 1 each patch is a pure colormap colour and the
+    # map's largest patch is the LUT's top colour (min-max normalised); it is the patch the
+    # card (eval.json, from PyTorch) names, and it touches the object when the card says so
+    entry = next(d for d in json.load(open(os.path.join(default, "eval.json")))["demo"]
+                 if d["file"] == demos[0])
+    G = cfg["pretrained_cfg"]["input_size"][-1] // cfg["vitlens"]["patch"]
+    for op in ("0.70", "0.80", "0.90", "1.00"):
+        app.key("plus", opacity=op)
+    for kind, key, want in (("attention", None, None), ("rollout", "r", 1)):
+        if key:
+            app.key(key, rollout=want)
+        img = app.crop(app.shot()).astype(np.float32)
+        centres = [img[int((r + 0.5) * side / G), int((c + 0.5) * side / G)]
+                   for r in range(G) for c in range(G)]
+        top = np.array(colormap_top(), np.float32)
+        best = int(np.argmin([np.abs(c - top).sum() for c in centres]))
+        check(best == entry[kind + "_max"],
+              f"{kind}: the hottest patch on screen is ({best // G}, {best % G}), the card's "
+              f"({entry[kind + '_max'] // G}, {entry[kind + '_max'] % G}); on the object: "
+              f"{entry[kind + '_hit']}")
+        save(img, os.path.join(args.out, f"default_{kind}_opacity1.png"))
+    app.key("r", rollout=0)
+    for op in ("0.90", "0.80", "0.70", "0.60"):
+        app.key("minus", opacity=op)
 
     # N: the next demo scene, and its class; Shift+N back; Shift+N again wraps to the last
     steps = [("n", 1), ("shift+n", 0), ("shift+n", len(demos) - 1), ("n", 0)]
