@@ -36,7 +36,10 @@ int files_default_model(char *model, size_t model_bytes, char *demo_dir, size_t 
     const char *env = getenv("VITLENS_ASSETS");
     if (env && *env) { /* set: only it, so that a wrong setting is not silently ignored */
         if (try_assets(env, model, model_bytes, demo_dir, demo_bytes)) return 0;
-        snprintf(msg, msg_bytes, "VITLENS_ASSETS=%s: no default/model.safetensors there", env);
+        snprintf(msg, msg_bytes,
+                 "VITLENS_ASSETS=%s: no default/model.safetensors there; point it at the "
+                 "folder that holds default/, or give --model PATH",
+                 env);
         return -1;
     }
     if (try_assets(VITLENS_ASSETS_DIR_DEFAULT, model, model_bytes, demo_dir, demo_bytes) ||

@@ -1,15 +1,25 @@
 #!/usr/bin/env bash
-# Install what is needed, build, and open vitlens on a real ViT and a photo.
-#   model: $VITLENS_MODEL, else ../shared/models/deit-tiny (if present), else DeiT-Tiny
-#          downloaded with scripts/download-model.sh
-#   image: $1, else chelsea.png (../shared/images, or Debian's python3-skimage data)
+# Install what is needed, build, and open vitlens.
+#   scripts/quickstart.sh                the built-in model (assets/default) on its demo
+#                                        scenes: nothing to download; N steps through them
+#   scripts/quickstart.sh IMAGE          the built-in model on IMAGE
+#   scripts/quickstart.sh --deit [IMAGE] DeiT-Tiny (ImageNet) on IMAGE, else chelsea.png;
+#                                        ../shared/models/deit-tiny if present, else
+#                                        downloaded with scripts/download-model.sh
+#   VITLENS_MODEL=PATH [VITLENS_LABELS=FILE] scripts/quickstart.sh [IMAGE]   any model
 set -euo pipefail
 cd "$(dirname "$0")/.."
+deit=0
+if [ "${1:-}" = "--deit" ]; then deit=1; shift; fi
 scripts/install-deps.sh --runtime
 cmake -S . -B build >/dev/null
 cmake --build build -j"$(nproc)"
 
-model=${VITLENS_MODEL:-}; labels=${VITLENS_LABELS:-}
+model=${VITLENS_MODEL:-}; labels=${VITLENS_LABELS:-}; image=${1:-}
+if [ -z "$model" ] && [ "$deit" = 0 ]; then
+  exec build/vitlens ${image:+"$image"}
+fi
+
 if [ -z "$model" ] && [ -f ../shared/models/deit-tiny/deit_tiny_patch16_224.safetensors ]; then
   model=../shared/models/deit-tiny/deit_tiny_patch16_224.safetensors
   labels=../shared/models/deit-tiny/imagenet_synset_words.txt
@@ -19,7 +29,6 @@ if [ -z "$model" ]; then
   model=models/deit-tiny/model.safetensors; labels=models/deit-tiny/labels.txt
 fi
 
-image=${1:-}
 skimage=/usr/lib/python3/dist-packages/skimage/data/chelsea.png
 if [ -z "$image" ]; then
   if [ -f ../shared/images/chelsea.png ]; then image=../shared/images/chelsea.png

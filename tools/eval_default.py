@@ -200,6 +200,13 @@ def write_card(d, cfg, ev):
     demo_rows = "\n".join(f"| `{r['file']}` | {classes[r['label']]} | {classes[r['pred']]} | "
                           f"{100 * r['prob']:.1f}% | {yn[r['rollout_hit']]} / "
                           f"{yn[r['attention_hit']]} |" for r in ev["demo"])
+    short = "" if t["accuracy"] >= 0.97 else f"""
+It names the shape in {100 * t["accuracy"]:.0f}% of held-out scenes, short of the 97% the
+project aims for: a ViT this small, trained from scratch in this time on 2 CPU
+cores, learns where the object is (the pointing game above) well before it
+learns to tell the shapes apart. Expect wrong or unsure classes on some demo
+scenes; the maps are still computed exactly as for any other model.
+"""
     text = f"""# vitlens default model: shapes-vit
 
 vitlens's built-in model: a small Vision Transformer, trained by this project on
@@ -290,7 +297,7 @@ in vitlens); {ev["demo_correct"]}/{len(ev["demo"])} classified correctly; the la
 
 It knows {len(classes)} synthetic shapes and nothing else: on a photo it still
 answers one of them. It has seen one object per scene, never occluded.
-"""
+{short}"""
     with open(os.path.join(d, "README.md"), "w") as f:
         f.write(text)
 
