@@ -1,13 +1,31 @@
 #!/usr/bin/env bash
-# Build and run the whole test suite (ctest). --sanitize: ASan+UBSan build in build-asan/.
-# Usage: scripts/test.sh [--sanitize] [ctest args...]
+# The whole test suite: installs what the tests need (scripts/install-deps.sh, nothing
+# when all is there), then builds with warnings as errors and runs ctest in build/, then
+# the same in an ASan + UBSan build in build-asan/. .ci/run runs exactly this.
+# Usage: scripts/test.sh                          everything
+#        scripts/test.sh --plain [ctest args...]  only build/      (e.g. -R parity)
+#        scripts/test.sh --sanitize [ctest args...] only build-asan/
 set -euo pipefail
 cd "$(dirname "$0")/.."
-dir=build; flags=(-DVITLENS_WERROR=ON)
-if [ "${1:-}" = "--sanitize" ]; then
-  shift; dir=build-asan; flags+=(-DVITLENS_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug)
-fi
-cmake -S . -B "$dir" "${flags[@]}" >/dev/null
-cmake --build "$dir" -j"$(nproc)"
 export OMP_WAIT_POLICY=PASSIVE  # torch's OpenMP threads must not spin against OpenBLAS's
-cd "$dir" && ctest --output-on-failure "$@"
+
+run() {  # run DIR [cmake flags...] -- [ctest args...]
+  local dir=$1; shift
+  local flags=()
+  while [ "$1" != "--" ]; do flags+=("$1"); shift; done
+  shift
+  cmake -S . -B "$dir" -DVITLENS_WERROR=ON "${flags[@]}" >/dev/null
+  cmake --build "$dir" -j"$(nproc)"
+  (cd "$dir" && ctest --output-on-failure "$@")
+}
+plain=(build --)
+asan=(build-asan -DVITLENS_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug --)
+
+case "${1:-}" in
+  --plain) shift; run "${plain[@]}" "$@" ;;
+  --sanitize) shift; run "${asan[@]}" "$@" ;;
+  "") scripts/install-deps.sh
+      run "${plain[@]}"
+      run "${asan[@]}" ;;
+  *) echo "usage: scripts/test.sh [--plain | --sanitize [ctest args...]]" >&2; exit 2 ;;
+esac

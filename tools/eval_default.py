@@ -121,10 +121,10 @@ def write_demo(model, d, seed, n_test, P):
             os.remove(os.path.join(out, f))
     want, picked, i = {c: DEMO_PER_CLASS for c in range(len(gen_scenes.CLASSES))}, [], 0
     while any(want.values()):
-        rgb, label, _, box = gen_scenes.scene(seed, "test", i)
+        rgb, label, mask, box = gen_scenes.scene(seed, "test", i)
         if want[label]:
             want[label] -= 1
-            picked.append((i, rgb, label, box))
+            picked.append((i, rgb, label, mask, box))
         i += 1
     assert i <= n_test, "demo scenes must come from the evaluated test scenes"
     picked.sort(key=lambda p: (p[2], p[0]))  # by class, then index
@@ -132,7 +132,7 @@ def write_demo(model, d, seed, n_test, P):
     with open(os.path.join(out, "scenes.txt"), "w") as f:
         f.write("# file label class box_x0 box_y0 box_x1 box_y1 "
                 f"(tools/gen_scenes.py --seed {seed} --split test)\n")
-        for i, rgb, label, box in picked:
+        for i, rgb, label, mask, box in picked:
             name = f"{label + 1:02d}_{gen_scenes.CLASSES[label]}_test{i:05d}.png"
             Image.fromarray(rgb).save(os.path.join(out, name))
             f.write(f"{name} {label} {gen_scenes.CLASSES[label]} {box[0]} {box[1]} {box[2]} {box[3]}\n")
@@ -140,7 +140,6 @@ def write_demo(model, d, seed, n_test, P):
             back = np.asarray(Image.open(os.path.join(out, name)).convert("RGB"))[None]
             logits, roll, attn = maps(model, to_tensor(back))
             p = logits.softmax(1)[0]
-            _, _, mask, _ = gen_scenes.scene(seed, "test", i)
             touch = touching(mask[None], P)[0]
             r, a = int(roll[0].numpy().argmax()), int(attn[0].numpy().argmax())
             # the largest patch of each map (row-major index) and whether it is on the object

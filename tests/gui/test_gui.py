@@ -354,7 +354,8 @@ def test_default(app, args, default):
     with open(os.path.join(default, "config.json")) as f:
         cfg = json.load(f)
     with open(os.path.join(default, "eval.json")) as f:
-        card = {d["file"]: cfg["label_names"][d["pred"]] for d in json.load(f)["demo"]}
+        card_demo = {d["file"]: d for d in json.load(f)["demo"]}
+    card = {name: cfg["label_names"][d["pred"]] for name, d in card_demo.items()}
     L, H = cfg["vitlens"]["depth"], cfg["num_heads"]
     first = os.path.realpath(os.path.join(demo_dir, demos[0]))
     ready = app.wait_line(lambda s: s.startswith("ready "), "ready")
@@ -391,8 +392,7 @@ def test_default(app, args, default):
     # the heatmap on the object: at opacity 1 each patch is a pure colormap colour and the
     # map's largest patch is the LUT's top colour (min-max normalised); it is the patch the
     # card (eval.json, from PyTorch) names, and it touches the object when the card says so
-    entry = next(d for d in json.load(open(os.path.join(default, "eval.json")))["demo"]
-                 if d["file"] == demos[0])
+    entry = card_demo[demos[0]]
     G = cfg["pretrained_cfg"]["input_size"][-1] // cfg["vitlens"]["patch"]
     for op in ("0.70", "0.80", "0.90", "1.00"):
         app.key("plus", opacity=op)
