@@ -27,7 +27,7 @@ CLASSES = ["circle", "square", "triangle", "star", "cross", "ring"]
 SPLITS = {"train": 0, "val": 1, "test": 2}
 SIZE = 96  # px, the model's input side
 SS = 4     # supersampling factor for anti-aliased shapes
-R_MIN, R_MAX = 12, 24  # object radius range, px (at level 1)
+R_MIN, R_MAX = 20, 32  # object radius range, px (at level 1)
 
 # What a scene is, for the model card (tools/eval_default.py).
 DATA_DEFINITION = f"""\
