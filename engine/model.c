@@ -128,13 +128,16 @@ static int read_file(const char *path, char **out, size_t *n_out, size_t max_byt
     size_t n = 0, cap = 0;
     for (;;) {
         if (n == cap) {
-            if (cap >= max_bytes) {
+            /* at the limit: one byte more means the file is over it (buf has cap + 1) */
+            if (cap >= max_bytes && fread(buf + n, 1, 1, f) == 1) {
                 free(buf);
                 fclose(f);
                 errno = EFBIG;
                 return -1;
             }
+            if (cap >= max_bytes) break;
             cap = cap ? cap * 2 : 4096;
+            if (cap > max_bytes) cap = max_bytes;
             char *nb = realloc(buf, cap + 1);
             if (!nb) {
                 free(buf);
@@ -225,7 +228,11 @@ static VitStatus parse_config(CfgValues *cv, const char *path, VitError *err) {
     char *text = NULL;
     size_t n = 0;
     const char *fname = vit_basename(path);
-    if (read_file(path, &text, &n, 16u << 20)) {
+    if (read_file(path, &text, &n, VIT_MAX_CONFIG_BYTES)) {
+        if (errno == EFBIG)
+            return vit_set_error(err, VIT_ERR_FORMAT,
+                                 "%s: config is larger than the limit of %u bytes", path,
+                                 VIT_MAX_CONFIG_BYTES);
         return vit_set_error(err, VIT_ERR_IO, "%s: cannot read config: %s", path, strerror(errno));
     }
     cJSON *root = cJSON_ParseWithLength(text, n);
@@ -407,18 +414,19 @@ VitStatus vit_load(Vit *vit, const char *path, const VitLoadOptions *opt, VitErr
     VitWeights *w = &vit->w;
     if (!(w->cls_token = tensor(&ld, "cls_token", 3, s3))) goto shape_fail;
     int64_t D = s3[2];
-    if (D < 1 || D > 65536) {
-        rc = vit_set_error(err, VIT_ERR_SHAPE, "%s: tensor 'cls_token': width %lld out of range",
-                           ld.fname, (long long)D);
+    if (D < 1 || D > VIT_MAX_WIDTH) {
+        rc = vit_set_error(err, VIT_ERR_SHAPE,
+                           "%s: tensor 'cls_token': width %lld out of range [1, %d]", ld.fname,
+                           (long long)D, VIT_MAX_WIDTH);
         goto fail;
     }
     int64_t sp[4] = {D, 3, -1, -1};
     if (!(w->patch_w = tensor(&ld, "patch_embed.proj.weight", 4, sp))) goto shape_fail;
-    if (sp[2] != sp[3] || sp[2] < 1 || sp[2] > 1024) {
+    if (sp[2] != sp[3] || sp[2] < 1 || sp[2] > VIT_MAX_PATCH) {
         rc = vit_set_error(err, VIT_ERR_SHAPE,
                            "%s: tensor 'patch_embed.proj.weight': kernel %lldx%lld, expected a "
-                           "square patch of at most 1024 px",
-                           ld.fname, (long long)sp[2], (long long)sp[3]);
+                           "square patch of at most %d px",
+                           ld.fname, (long long)sp[2], (long long)sp[3], VIT_MAX_PATCH);
         goto fail;
     }
     int P = (int)sp[2];
@@ -426,11 +434,11 @@ VitStatus vit_load(Vit *vit, const char *path, const VitLoadOptions *opt, VitErr
     int64_t spos[3] = {1, -1, D};
     if (!(w->pos_embed = tensor(&ld, "pos_embed", 3, spos))) goto shape_fail;
     int64_t T = spos[1], N = T - 1;
-    if (N < 1 || T > 1000000) {
+    if (N < 1 || T > VIT_MAX_TOKENS) {
         rc = vit_set_error(err, VIT_ERR_SHAPE,
                            "%s: tensor 'pos_embed': %lld tokens, expected the "
-                           "CLS token plus at least one patch",
-                           ld.fname, (long long)T);
+                           "CLS token plus 1 to %d patches",
+                           ld.fname, (long long)T, VIT_MAX_TOKENS - 1);
         goto fail;
     }
     int grid;
@@ -494,6 +502,13 @@ VitStatus vit_load(Vit *vit, const char *path, const VitLoadOptions *opt, VitErr
     int64_t sf[2] = {-1, D};
     if (!tensor(&ld, "blocks.0.mlp.fc1.weight", 2, sf)) goto shape_fail;
     int64_t F = sf[0];
+    if (F < 1 || F > VIT_MAX_WIDTH) {
+        rc = vit_set_error(err, VIT_ERR_SHAPE,
+                           "%s: tensor 'blocks.0.mlp.fc1.weight': MLP width %lld out of range "
+                           "[1, %d]",
+                           ld.fname, (long long)F, VIT_MAX_WIDTH);
+        goto fail;
+    }
 
     int H = (int)(D / 64);
     if (cv.n_heads) H = cv.n_heads;
@@ -565,13 +580,29 @@ VitStatus vit_load(Vit *vit, const char *path, const VitLoadOptions *opt, VitErr
     if (st_find(&ld.st, "head.weight") || st_find(&ld.st, "head.bias")) {
         int64_t sh[2] = {-1, D};
         if (!(w->head_w = tensor(&ld, "head.weight", 2, sh))) goto shape_fail;
-        if (sh[0] < 1) {
-            rc = vit_set_error(err, VIT_ERR_SHAPE, "%s: tensor 'head.weight' has no classes",
-                               ld.fname);
+        if (sh[0] < 1 || sh[0] > VIT_MAX_CLASSES) {
+            rc = vit_set_error(err, VIT_ERR_SHAPE,
+                               sh[0] < 1 ? "%s: tensor 'head.weight' has no classes"
+                                         : "%s: tensor 'head.weight': %lld classes, more than "
+                                           "the limit of %d",
+                               ld.fname, (long long)sh[0], VIT_MAX_CLASSES);
             goto fail;
         }
         c->n_classes = (int)sh[0];
         if (!(w->head_b = tensor1(&ld, "head.bias", sh[0]))) goto shape_fail;
+    }
+
+    /* A few MB of pos_embed can declare a model whose forward pass would need
+     * terabytes: refuse it here rather than in vit_run_init or the allocator. */
+    size_t act = 0;
+    if (!vit_run_floats(c, &act) || act > VIT_MAX_ACTIVATION_BYTES / sizeof(float)) {
+        rc = vit_set_error(err, VIT_ERR_SHAPE,
+                           "%s: one forward pass would need %.1f GiB of activations (the "
+                           "attention kept for the maps is L*H*T*T = %d*%d*%d*%d floats), more "
+                           "than the limit of %.0f GiB",
+                           ld.fname, (double)act * sizeof(float) / (1u << 30), L, H, (int)T, (int)T,
+                           (double)VIT_MAX_ACTIVATION_BYTES / (1u << 30));
+        goto fail;
     }
 
     if (cv.labels && c->n_classes) {

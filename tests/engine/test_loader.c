@@ -318,6 +318,27 @@ static void test_config(void) {
     check_err(vit_load(&vit, path, &opt, &err), &err, VIT_ERR_IO, "config",
               KEYS("cannot read config", "Is a directory"), "config_path that is a directory");
     vit_free(&vit);
+
+    /* "{   ...   }" of exactly VIT_MAX_CONFIG_BYTES is read; one byte more is
+     * refused without parsing it. */
+    size_t big_n = (size_t)VIT_MAX_CONFIG_BYTES + 1;
+    char *big = malloc(big_n);
+    memset(big, ' ', big_n);
+    big[0] = '{';
+    for (int over = 0; over < 2; over++) {
+        size_t n = big_n - 1 + (size_t)over;
+        big[n - 1] = '}';
+        path_join(cfg, sizeof cfg, dir, over ? "big_over.json" : "big_at_limit.json");
+        write_bytes(cfg, big, n);
+        opt = (VitLoadOptions){.config_path = cfg};
+        char what[96];
+        snprintf(what, sizeof what, "a config.json of %zu bytes (the limit %s)", n,
+                 over ? "+ 1" : "exactly");
+        check_err(vit_load(&vit, path, &opt, &err), &err, over ? VIT_ERR_FORMAT : VIT_OK,
+                  over ? "big_over.json" : NULL, over ? KEYS("larger than the limit") : NULL, what);
+        vit_free(&vit);
+    }
+    free(big);
 }
 
 /* --- malformed headers ----------------------------------------------------- */
@@ -463,7 +484,7 @@ static void test_headers(void) {
         {"len_past_end", 1000, 16, {"header length 1000", "(16 bytes"}},
         {"len_one_past_end", 17, 16, {"header length 17"}},
         {"len_2p32", 1ull << 32, 16, {"header length 4294967296"}},
-        {"len_above_limit", (uint64_t)VIT_MAX_HEADER_BYTES + 1, 16, {"header length 104857601"}},
+        {"len_above_limit", (uint64_t)VIT_MAX_HEADER_BYTES + 1, 16, {"header length 8388609"}},
         {"len_2p63", 1ull << 63, 16, {"header length 9223372036854775808"}},
         {"len_max", UINT64_MAX, 16, {"header length 18446744073709551615"}},
     };
@@ -481,7 +502,7 @@ static void test_headers(void) {
         expect_load(path, NULL, VIT_ERR_FORMAT, lens[i].keys, what);
     }
 
-    /* A header length that fits in a (sparse) 101 MiB file but is over the limit. */
+    /* A header length that fits in a (sparse) file but is over the limit. */
     {
         path_join(path, sizeof path, dir, "len_over_limit_sparse.safetensors");
         uint64_t len = (uint64_t)VIT_MAX_HEADER_BYTES + 8;
@@ -492,7 +513,7 @@ static void test_headers(void) {
         if (f) ok = fclose(f) == 0 && ok;
         ok = ok && truncate(path, (off_t)(8 + len + 64)) == 0;
         if (check(ok, "write a sparse %llu-byte file", (unsigned long long)(8 + len + 64)))
-            expect_load(path, NULL, VIT_ERR_FORMAT, KEYS("header length 104857608", "limit"),
+            expect_load(path, NULL, VIT_ERR_FORMAT, KEYS("header length 8388616", "limit"),
                         "header longer than VIT_MAX_HEADER_BYTES in a file that holds it");
         unlink(path); /* not worth keeping */
     }
@@ -509,7 +530,7 @@ static void test_headers(void) {
         path_join(path, sizeof path, dir, "too_many_tensors.safetensors");
         write_st(path, json, 0);
         free(json);
-        expect_load(path, NULL, VIT_ERR_FORMAT, KEYS("100001 tensors", "limit"),
+        expect_load(path, NULL, VIT_ERR_FORMAT, KEYS("65537 tensors", "limit"),
                     "header with VIT_MAX_TENSORS + 1 entries");
     }
 }
@@ -570,6 +591,8 @@ static void test_models(void) {
          {"'blocks.1.attn.qkv.bias'", "[191]", "expected [192]"}},
         {"fc1_width_differs", 0, 0, 0, {SHAPE("blocks.1.mlp.fc1.weight", 2, 96, 64)},
          VIT_ERR_SHAPE, {"'blocks.1.mlp.fc1.weight'", "[96, 64]", "expected [128, 64]"}},
+        {"mlp_empty", 0, 0, 0, {SHAPE("blocks.0.mlp.fc1.weight", 2, 0, 64)}, VIT_ERR_SHAPE,
+         {"'blocks.0.mlp.fc1.weight'", "MLP width 0"}},
         {"fc2_shape", 0, 0, 0, {SHAPE("blocks.0.mlp.fc2.weight", 2, 128, 64)}, VIT_ERR_SHAPE,
          {"'blocks.0.mlp.fc2.weight'", "[128, 64]", "expected [64, 128]"}},
         {"norm1_width", 0, 0, 0, {SHAPE("blocks.0.norm1.weight", 1, 32)}, VIT_ERR_SHAPE,
@@ -668,6 +691,29 @@ static void test_models(void) {
         VitLoadOptions opt = {.n_heads = tab[i].n_heads};
         snprintf(what, sizeof what, "model %s", file);
         expect_load(path, tab[i].n_heads ? &opt : NULL, tab[i].want, tab[i].keys, what);
+    }
+
+    /* Small files that declare huge models: width 1, patch 1, one block, one head.
+     * A 257x257 grid is over VIT_MAX_TOKENS; a 256x256 grid is not, but its one
+     * [T, T] attention matrix alone would be 16 GiB. */
+    static const struct {
+        const char *file;
+        int grid;
+        const char *keys[4]; /* NULL-terminated */
+    } huge[] = {
+        {"tokens_66050", 257, {"'pos_embed'", "66050 tokens", "65536 patches"}},
+        {"activations_16gib", 256, {"16.0 GiB of activations", "limit of 4 GiB"}},
+    };
+    for (size_t i = 0; i < sizeof huge / sizeof huge[0]; i++) {
+        Model m;
+        model_tiny(&m, 1, 1, 1, huge[i].grid, 1, 0);
+        snprintf(file, sizeof file, "%s.safetensors", huge[i].file);
+        path_join(path, sizeof path, dir, file);
+        if (!check(model_write(&m, path) == 0, "write %s", file)) continue;
+        VitLoadOptions opt = {.n_heads = 1};
+        snprintf(what, sizeof what, "model %s (%dx%d patches of 1 px, width 1)", file, huge[i].grid,
+                 huge[i].grid);
+        expect_load(path, &opt, VIT_ERR_SHAPE, huge[i].keys, what);
     }
 }
 
