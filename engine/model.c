@@ -60,8 +60,41 @@ static size_t needs_copy(const Loader *ld, const StTensor *t) {
     return ((uintptr_t)(ld->st.data + t->begin) % sizeof(float)) ? t->n_elems : 0;
 }
 
+/* Index of the first NaN or infinity in w[0..n), or n. Tested on the bits, in
+ * blocks whose inner loop vectorises: a load reads every weight once. */
+static size_t first_nonfinite(const float *w, size_t n) {
+    enum { BLOCK = 4096 };
+    for (size_t at = 0; at < n; at += BLOCK) {
+        size_t end = n - at < BLOCK ? n : at + BLOCK;
+        uint32_t bad = 0;
+        for (size_t i = at; i < end; i++) {
+            uint32_t b;
+            memcpy(&b, &w[i], sizeof b);
+            bad |= (b & 0x7f800000u) == 0x7f800000u;
+        }
+        if (!bad) continue;
+        for (size_t i = at; i < end; i++)
+            if (!isfinite(w[i])) return i;
+    }
+    return n;
+}
+
+/* Weights that are NaN or infinite make every activation after them, and so
+ * every map, NaN: refuse the file, naming the tensor and the first bad element. */
+static const float *finite_or_null(Loader *ld, const StTensor *t, const float *w) {
+    size_t i = first_nonfinite(w, t->n_elems);
+    if (i == t->n_elems) return w;
+    vit_set_error(ld->err, VIT_ERR_FORMAT,
+                  "%s: tensor '%s': element %zu of %zu is %s (a NaN or infinite weight makes "
+                  "every map meaningless)",
+                  ld->fname, t->name, i, t->n_elems,
+                  isnan(w[i]) ? "NaN" : (w[i] > 0 ? "+inf" : "-inf"));
+    return NULL;
+}
+
 /* Find `name`, check its dtype and shape against `shape` (ndim dims; -1 matches
- * any size and is filled in), return F32 data. NULL (with err set) on error. */
+ * any size and is filled in), check that every value is finite, return F32
+ * data. NULL (with err set) on error. */
 static const float *tensor(Loader *ld, const char *name, int ndim, int64_t *shape) {
     char got[160], want[160];
     const StTensor *t = st_find(&ld->st, name);
@@ -89,7 +122,7 @@ static const float *tensor(Loader *ld, const char *name, int ndim, int64_t *shap
     }
     for (int i = 0; i < ndim; i++) shape[i] = t->shape[i];
     const uint8_t *src = ld->st.data + t->begin;
-    if (!needs_copy(ld, t)) return (const float *)(const void *)src;
+    if (!needs_copy(ld, t)) return finite_or_null(ld, t, (const float *)(const void *)src);
 
     Vit *vit = ld->vit;
     float *dst = vit->owned + ld->owned_used;
@@ -107,7 +140,7 @@ static const float *tensor(Loader *ld, const char *name, int ndim, int64_t *shap
             }
         }
     }
-    return dst;
+    return finite_or_null(ld, t, dst);
 }
 
 static const float *tensor1(Loader *ld, const char *name, int64_t n0) {

@@ -209,6 +209,50 @@ static void test_dtypes(void) {
     vit_free(&ref);
 }
 
+/* NaN and infinite weights are refused, naming the tensor and the element:
+ * F32 used in place, F32 copied (unaligned), F16 and BF16 converted. */
+static void test_nonfinite(void) {
+    char dir[1024], path[1100];
+    path_join(dir, sizeof dir, g_dir, "nonfinite");
+    make_dir(dir);
+    static const struct {
+        const char *file, *dtype, *tensor;
+        int pad;         /* Model.extra_pad: 1 misaligns F32 */
+        size_t at;       /* element */
+        uint32_t bits;   /* F32, or F16/BF16 in the low 16 bits */
+        const char *key; /* how the message names the value */
+    } tab[] = {
+        {"nan_f32.safetensors", "F32", "blocks.1.attn.qkv.weight", 0, 4100, 0x7fc00000u, "NaN"},
+        {"inf_f32_unaligned.safetensors", "F32", "blocks.0.mlp.fc2.bias", 1, 63, 0x7f800000u,
+         "+inf"},
+        {"ninf_f32_cls.safetensors", "F32", "cls_token", 0, 0, 0xff800000u, "-inf"},
+        {"nan_f16.safetensors", "F16", "head.weight", 0, 639, 0x7e00u, "NaN"},
+        {"inf_f16.safetensors", "F16", "pos_embed", 0, 5, 0x7c00u, "+inf"},
+        {"ninf_bf16.safetensors", "BF16", "norm.bias", 0, 1, 0xff80u, "-inf"},
+    };
+    for (size_t i = 0; i < sizeof tab / sizeof tab[0]; i++) {
+        Model m;
+        model_tiny(&m, 64, 2, 8, 2, 128, 10);
+        model_set_dtype(&m, tab[i].dtype);
+        m.extra_pad = tab[i].pad;
+        size_t n;
+        uint8_t *b = model_bytes(&m, &n);
+        uint8_t *d = model_data(&m, b, tab[i].tensor);
+        int eb = strcmp(tab[i].dtype, "F32") == 0 ? 4 : 2;
+        for (int k = 0; k < eb; k++)
+            d[tab[i].at * (size_t)eb + (size_t)k] = (uint8_t)(tab[i].bits >> (8 * k));
+        path_join(path, sizeof path, dir, tab[i].file);
+        write_bytes(path, b, n);
+        free(b);
+        char t[80], e[48], what[160];
+        snprintf(t, sizeof t, "'%s'", tab[i].tensor);
+        snprintf(e, sizeof e, "element %zu of", tab[i].at);
+        snprintf(what, sizeof what, "%s: %s at %s[%zu]", tab[i].file, tab[i].key, tab[i].tensor,
+                 tab[i].at);
+        expect_load(path, NULL, VIT_ERR_FORMAT, KEYS(t, e, tab[i].key, "meaningless"), what);
+    }
+}
+
 /* --- config.json ----------------------------------------------------------- */
 
 static void write_text(const char *path, const char *text) {
@@ -949,6 +993,7 @@ int main(int argc, char **argv) {
 
     test_valid();
     test_dtypes();
+    test_nonfinite();
     test_config();
     test_headers();
     test_models();
