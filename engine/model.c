@@ -245,6 +245,16 @@ static int cfg_size(const cJSON *obj, const char *k, int *out) {
     return cfg_int(obj, k, out);
 }
 
+/* What a config key must hold, for messages (the checks are cfg_* above). */
+static const char *cfg_expected(const char *key) {
+    if (strstr(key, "heads")) return "a positive integer";
+    if (strstr(key, "size")) return "a positive integer, or [H, W] or [3, H, W] with H == W";
+    if (strstr(key, "eps") || strcmp(key, "crop_pct") == 0) return "a number in (0, 1]";
+    if (strstr(key, "mean")) return "3 numbers in (-10, 10]";
+    if (strstr(key, "std")) return "3 numbers in (0, 10]";
+    return "an array of class names or an object {\"0\": name, ...}"; /* label_names, id2label */
+}
+
 typedef struct {
     int n_heads, image_size;
     float ln_eps, crop_pct, mean[3], std[3];
@@ -268,15 +278,26 @@ static VitStatus parse_config(CfgValues *cv, const char *path, VitError *err) {
                                  VIT_MAX_CONFIG_BYTES);
         return vit_set_error(err, VIT_ERR_IO, "%s: cannot read config: %s", path, strerror(errno));
     }
-    cJSON *root = cJSON_ParseWithLength(text, n);
+    const char *end = NULL; /* cJSON's error position, without its global */
+    cJSON *root = cJSON_ParseWithLengthOpts(text, n, &end, 0);
+    if (!root) {
+        /* config.json is edited by hand: say where, as an editor would */
+        int line = 1, col = 1;
+        for (const char *c = text; end && c < end && c < text + n; c++, col++)
+            if (*c == '\n') line++, col = 0;
+        free(text);
+        return vit_set_error(err, VIT_ERR_FORMAT,
+                             "%s: not valid JSON (error at line %d, column %d)", fname, line, col);
+    }
     free(text);
-    if (!root || !cJSON_IsObject(root)) {
+    if (!cJSON_IsObject(root)) {
         cJSON_Delete(root);
-        return vit_set_error(err, VIT_ERR_FORMAT, "%s: not a JSON object", fname);
+        return vit_set_error(err, VIT_ERR_FORMAT, "%s: is JSON but not an object", fname);
     }
     const cJSON *objs[2] = {root, cJSON_GetObjectItemCaseSensitive(root, "pretrained_cfg")};
     if (objs[1] && !cJSON_IsObject(objs[1])) objs[1] = NULL;
-    const char *bad = NULL;
+    const char *bad = NULL;     /* the first key with a wrong value */
+    const cJSON *bad_in = NULL; /* the object holding it */
     for (int o = 0; o < 2 && !bad; o++) {
         const cJSON *j = objs[o];
         if (!j) continue;
@@ -312,6 +333,7 @@ static VitStatus parse_config(CfgValues *cv, const char *path, VitError *err) {
             else if (r)
                 cv->has_std = 1;
         }
+        if (bad) bad_in = j;
     }
     if (!bad) {
         const char *lab_key = "label_names"; /* not lab->string: freed with root below */
@@ -321,14 +343,19 @@ static VitStatus parse_config(CfgValues *cv, const char *path, VitError *err) {
             if (cJSON_IsArray(lab) || cJSON_IsObject(lab))
                 cv->labels = cJSON_DetachItemViaPointer(root, lab);
             else
-                bad = lab_key;
+                bad = lab_key, bad_in = root;
         }
     }
+    VitStatus rc = VIT_OK;
+    if (bad) {
+        char *got = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(bad_in, bad));
+        rc = vit_set_error(err, VIT_ERR_FORMAT, "%s: key '%s%s' is %.60s%s, expected %s", fname,
+                           bad_in == root ? "" : "pretrained_cfg.", bad, got ? got : "?",
+                           got && strlen(got) > 60 ? "..." : "", cfg_expected(bad));
+        free(got);
+    }
     cJSON_Delete(root);
-    if (bad)
-        return vit_set_error(err, VIT_ERR_FORMAT, "%s: key '%s' has the wrong type or range", fname,
-                             bad);
-    return VIT_OK;
+    return rc;
 }
 
 /* Fill vit->labels [C] from a label_names array or an id2label object. */
