@@ -408,7 +408,9 @@ VitStatus vit_load(Vit *vit, const char *path, const VitLoadOptions *opt, VitErr
     }
     struct stat sb;
     if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-        rc = vit_set_error(err, VIT_ERR_IO, "%s: not a regular file", path);
+        rc = vit_set_error(err, VIT_ERR_IO, "%s: %s", path,
+                           S_ISDIR(sb.st_mode) ? "is a directory, not a weights file"
+                                               : "not a regular file");
         goto fail;
     }
     if (sb.st_size == 0) {

@@ -780,7 +780,7 @@ static void test_files(void) {
 
     path_join(path, sizeof path, dir, "a_directory.safetensors");
     make_dir(path);
-    expect_load(path, NULL, VIT_ERR_IO, KEYS("not a regular file"), "a directory");
+    expect_load(path, NULL, VIT_ERR_IO, KEYS("is a directory, not a weights file"), "a directory");
 
     path_join(path, sizeof path, dir, "empty.safetensors");
     write_bytes(path, "", 0);
