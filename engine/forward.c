@@ -35,6 +35,19 @@ static int add_floats(size_t *acc, size_t a, size_t b) {
     return 1;
 }
 
+int vit_run_floats(const VitConfig *c, size_t *n_floats) {
+    size_t S = (size_t)c->image_size, T = (size_t)c->n_tokens, D = (size_t)c->dim,
+           F = (size_t)c->mlp_dim, N = (size_t)c->n_patches, P = (size_t)c->patch_size,
+           L = (size_t)c->n_layers, H = (size_t)c->n_heads, C = (size_t)c->n_classes;
+    size_t n = 0, LH = 0, TT = 0, PP = 0;
+    int ok = add_floats(&LH, L, H) && add_floats(&TT, T, T) && add_floats(&PP, 3 * P, P) &&
+             add_floats(&n, 3 * S, S) && add_floats(&n, N, PP) && add_floats(&n, 3 * T, D) &&
+             add_floats(&n, T, 3 * D) && add_floats(&n, T, F) && add_floats(&n, LH, TT) &&
+             add_floats(&n, 2, C);
+    *n_floats = ok ? n : SIZE_MAX;
+    return ok;
+}
+
 VitStatus vit_run_init(VitRun *run, const Vit *vit, VitError *err) {
     memset(run, 0, sizeof *run);
     const VitConfig *c = &vit->cfg;
@@ -42,11 +55,11 @@ VitStatus vit_run_init(VitRun *run, const Vit *vit, VitError *err) {
            F = (size_t)c->mlp_dim, N = (size_t)c->n_patches, P = (size_t)c->patch_size,
            L = (size_t)c->n_layers, H = (size_t)c->n_heads, C = (size_t)c->n_classes;
     size_t n = 0;
-    int ok = add_floats(&n, 3 * S, S) && add_floats(&n, N, 3 * P * P) && add_floats(&n, 3 * T, D) &&
-             add_floats(&n, T, 3 * D) && add_floats(&n, T, F) && add_floats(&n, L * H, T * T) &&
-             add_floats(&n, 2, C);
-    if (!ok || n > SIZE_MAX / sizeof(float))
-        return vit_set_error(err, VIT_ERR_NOMEM, "%s: activation size overflows", c->name);
+    if (!vit_run_floats(c, &n) || n > VIT_MAX_ACTIVATION_BYTES / sizeof(float))
+        return vit_set_error(err, VIT_ERR_NOMEM,
+                             "%s: activations over the limit of %llu bytes (vit_load refuses "
+                             "such a model)",
+                             c->name, (unsigned long long)VIT_MAX_ACTIVATION_BYTES);
     run->mem = malloc(n * sizeof(float));
     if (!run->mem)
         return vit_set_error(err, VIT_ERR_NOMEM, "%s: cannot allocate %zu MB of activations",

@@ -28,6 +28,21 @@
 
 /* --- decoding -------------------------------------------------------------- */
 
+/* stbi_info tries every format in turn and keeps the last one's reason, so a
+ * PNG it refuses as too large (over 2^30 samples) reads as "not of any known
+ * type". The size a PNG declares is at bytes 16..23, in its IHDR chunk: read
+ * it for the message. 1 when f holds a PNG signature and IHDR. */
+static int png_declared_size(FILE *f, uint32_t *w, uint32_t *h) {
+    static const uint8_t sig[12] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n', 0, 0, 0, 13};
+    uint8_t b[24];
+    if (fseek(f, 0, SEEK_SET) != 0 || fread(b, 1, sizeof b, f) != sizeof b ||
+        memcmp(b, sig, sizeof sig) != 0 || memcmp(b + 12, "IHDR", 4) != 0)
+        return 0;
+    *w = (uint32_t)b[16] << 24 | (uint32_t)b[17] << 16 | (uint32_t)b[18] << 8 | b[19];
+    *h = (uint32_t)b[20] << 24 | (uint32_t)b[21] << 16 | (uint32_t)b[22] << 8 | b[23];
+    return 1;
+}
+
 VitStatus vit_image_load(VitImage *img, const char *path, VitError *err) {
     memset(img, 0, sizeof *img);
     struct stat sb;
@@ -37,24 +52,37 @@ VitStatus vit_image_load(VitImage *img, const char *path, VitError *err) {
         return vit_set_error(err, VIT_ERR_IO, "%s: is a directory, not an image", path);
     FILE *f = fopen(path, "rb");
     if (!f) return vit_set_error(err, VIT_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    if (S_ISREG(sb.st_mode) && sb.st_size == 0) {
+        fclose(f);
+        return vit_set_error(err, VIT_ERR_IMAGE, "%s: file is empty (0 bytes), not an image", path);
+    }
+    /* The declared size first: nothing is decoded or allocated for an image over the limit. */
     int w, h, comp;
     if (!stbi_info_from_file(f, &w, &h, &comp)) {
+        uint32_t pw, ph;
+        int png = png_declared_size(f, &pw, &ph);
         fclose(f);
+        if (png && (uint64_t)pw * ph > VIT_MAX_IMAGE_PIXELS)
+            return vit_set_error(err, VIT_ERR_IMAGE,
+                                 "%s: image is %ux%u px, more than the limit of %u pixels", path,
+                                 pw, ph, VIT_MAX_IMAGE_PIXELS);
         return vit_set_error(err, VIT_ERR_IMAGE, "%s: not an image vitlens can read (%s)", path,
                              stbi_failure_reason());
     }
     if (w < 1 || h < 1 || (uint64_t)w * (uint64_t)h > VIT_MAX_IMAGE_PIXELS) {
         fclose(f);
+        if (w < 1 || h < 1)
+            return vit_set_error(err, VIT_ERR_IMAGE, "%s: image is %dx%d px: empty", path, w, h);
         return vit_set_error(err, VIT_ERR_IMAGE,
-                             "%s: image is %dx%d px, more than the limit of %u "
-                             "pixels",
-                             path, w, h, VIT_MAX_IMAGE_PIXELS);
+                             "%s: image is %dx%d px, more than the limit of %u pixels", path, w, h,
+                             VIT_MAX_IMAGE_PIXELS);
     }
     /* req_comp 3: grey is replicated and alpha dropped, as PIL's convert('RGB'). */
     uint8_t *rgb = stbi_load_from_file(f, &w, &h, &comp, 3);
     fclose(f);
     if (!rgb)
-        return vit_set_error(err, VIT_ERR_IMAGE, "%s: cannot decode image (%s)", path,
+        return vit_set_error(err, VIT_ERR_IMAGE,
+                             "%s: cannot decode image, truncated or corrupt (%s)", path,
                              stbi_failure_reason());
     img->w = w;
     img->h = h;

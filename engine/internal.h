@@ -18,6 +18,10 @@ VitStatus vit_set_error(VitError *err, VitStatus code, const char *fmt, ...)
 /* Last path component, for messages. */
 const char *vit_basename(const char *path);
 
+/* Floats vit_run_init allocates for a model of config c, into *n_floats.
+ * 0 when the count overflows size_t (then *n_floats = SIZE_MAX). */
+int vit_run_floats(const VitConfig *c, size_t *n_floats);
+
 /* --- safetensors (engine/safetensors.c) ---------------------------------- */
 
 typedef enum { ST_F32, ST_F16, ST_BF16, ST_OTHER } StDtype;

@@ -36,7 +36,7 @@ VitStatus vit_labels_load(char (**labels)[VIT_LABEL_BYTES], const char *path, in
         fclose(f);
         return vit_set_error(err, VIT_ERR_NOMEM, "%s: out of memory", path);
     }
-    char line[4096];
+    char line[VIT_MAX_LABEL_LINE];
     int n = 0, lineno = 0;
     VitStatus rc = VIT_OK;
     while (fgets(line, sizeof line, f)) {

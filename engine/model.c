@@ -60,8 +60,41 @@ static size_t needs_copy(const Loader *ld, const StTensor *t) {
     return ((uintptr_t)(ld->st.data + t->begin) % sizeof(float)) ? t->n_elems : 0;
 }
 
+/* Index of the first NaN or infinity in w[0..n), or n. Tested on the bits, in
+ * blocks whose inner loop vectorises: a load reads every weight once. */
+static size_t first_nonfinite(const float *w, size_t n) {
+    enum { BLOCK = 4096 };
+    for (size_t at = 0; at < n; at += BLOCK) {
+        size_t end = n - at < BLOCK ? n : at + BLOCK;
+        uint32_t bad = 0;
+        for (size_t i = at; i < end; i++) {
+            uint32_t b;
+            memcpy(&b, &w[i], sizeof b);
+            bad |= (b & 0x7f800000u) == 0x7f800000u;
+        }
+        if (!bad) continue;
+        for (size_t i = at; i < end; i++)
+            if (!isfinite(w[i])) return i;
+    }
+    return n;
+}
+
+/* Weights that are NaN or infinite make every activation after them, and so
+ * every map, NaN: refuse the file, naming the tensor and the first bad element. */
+static const float *finite_or_null(Loader *ld, const StTensor *t, const float *w) {
+    size_t i = first_nonfinite(w, t->n_elems);
+    if (i == t->n_elems) return w;
+    vit_set_error(ld->err, VIT_ERR_FORMAT,
+                  "%s: tensor '%s': element %zu of %zu is %s (a NaN or infinite weight makes "
+                  "every map meaningless)",
+                  ld->fname, t->name, i, t->n_elems,
+                  isnan(w[i]) ? "NaN" : (w[i] > 0 ? "+inf" : "-inf"));
+    return NULL;
+}
+
 /* Find `name`, check its dtype and shape against `shape` (ndim dims; -1 matches
- * any size and is filled in), return F32 data. NULL (with err set) on error. */
+ * any size and is filled in), check that every value is finite, return F32
+ * data. NULL (with err set) on error. */
 static const float *tensor(Loader *ld, const char *name, int ndim, int64_t *shape) {
     char got[160], want[160];
     const StTensor *t = st_find(&ld->st, name);
@@ -89,7 +122,7 @@ static const float *tensor(Loader *ld, const char *name, int ndim, int64_t *shap
     }
     for (int i = 0; i < ndim; i++) shape[i] = t->shape[i];
     const uint8_t *src = ld->st.data + t->begin;
-    if (!needs_copy(ld, t)) return (const float *)(const void *)src;
+    if (!needs_copy(ld, t)) return finite_or_null(ld, t, (const float *)(const void *)src);
 
     Vit *vit = ld->vit;
     float *dst = vit->owned + ld->owned_used;
@@ -107,7 +140,7 @@ static const float *tensor(Loader *ld, const char *name, int ndim, int64_t *shap
             }
         }
     }
-    return dst;
+    return finite_or_null(ld, t, dst);
 }
 
 static const float *tensor1(Loader *ld, const char *name, int64_t n0) {
@@ -128,13 +161,16 @@ static int read_file(const char *path, char **out, size_t *n_out, size_t max_byt
     size_t n = 0, cap = 0;
     for (;;) {
         if (n == cap) {
-            if (cap >= max_bytes) {
+            /* at the limit: one byte more means the file is over it (buf has cap + 1) */
+            if (cap >= max_bytes && fread(buf + n, 1, 1, f) == 1) {
                 free(buf);
                 fclose(f);
                 errno = EFBIG;
                 return -1;
             }
+            if (cap >= max_bytes) break;
             cap = cap ? cap * 2 : 4096;
+            if (cap > max_bytes) cap = max_bytes;
             char *nb = realloc(buf, cap + 1);
             if (!nb) {
                 free(buf);
@@ -209,6 +245,16 @@ static int cfg_size(const cJSON *obj, const char *k, int *out) {
     return cfg_int(obj, k, out);
 }
 
+/* What a config key must hold, for messages (the checks are cfg_* above). */
+static const char *cfg_expected(const char *key) {
+    if (strstr(key, "heads")) return "a positive integer";
+    if (strstr(key, "size")) return "a positive integer, or [H, W] or [3, H, W] with H == W";
+    if (strstr(key, "eps") || strcmp(key, "crop_pct") == 0) return "a number in (0, 1]";
+    if (strstr(key, "mean")) return "3 numbers in (-10, 10]";
+    if (strstr(key, "std")) return "3 numbers in (0, 10]";
+    return "an array of class names or an object {\"0\": name, ...}"; /* label_names, id2label */
+}
+
 typedef struct {
     int n_heads, image_size;
     float ln_eps, crop_pct, mean[3], std[3];
@@ -225,18 +271,33 @@ static VitStatus parse_config(CfgValues *cv, const char *path, VitError *err) {
     char *text = NULL;
     size_t n = 0;
     const char *fname = vit_basename(path);
-    if (read_file(path, &text, &n, 16u << 20)) {
+    if (read_file(path, &text, &n, VIT_MAX_CONFIG_BYTES)) {
+        if (errno == EFBIG)
+            return vit_set_error(err, VIT_ERR_FORMAT,
+                                 "%s: config is larger than the limit of %u bytes", path,
+                                 VIT_MAX_CONFIG_BYTES);
         return vit_set_error(err, VIT_ERR_IO, "%s: cannot read config: %s", path, strerror(errno));
     }
-    cJSON *root = cJSON_ParseWithLength(text, n);
+    const char *end = NULL; /* cJSON's error position, without its global */
+    cJSON *root = cJSON_ParseWithLengthOpts(text, n, &end, 0);
+    if (!root) {
+        /* config.json is edited by hand: say where, as an editor would */
+        int line = 1, col = 1;
+        for (const char *c = text; end && c < end && c < text + n; c++, col++)
+            if (*c == '\n') line++, col = 0;
+        free(text);
+        return vit_set_error(err, VIT_ERR_FORMAT,
+                             "%s: not valid JSON (error at line %d, column %d)", fname, line, col);
+    }
     free(text);
-    if (!root || !cJSON_IsObject(root)) {
+    if (!cJSON_IsObject(root)) {
         cJSON_Delete(root);
-        return vit_set_error(err, VIT_ERR_FORMAT, "%s: not a JSON object", fname);
+        return vit_set_error(err, VIT_ERR_FORMAT, "%s: is JSON but not an object", fname);
     }
     const cJSON *objs[2] = {root, cJSON_GetObjectItemCaseSensitive(root, "pretrained_cfg")};
     if (objs[1] && !cJSON_IsObject(objs[1])) objs[1] = NULL;
-    const char *bad = NULL;
+    const char *bad = NULL;     /* the first key with a wrong value */
+    const cJSON *bad_in = NULL; /* the object holding it */
     for (int o = 0; o < 2 && !bad; o++) {
         const cJSON *j = objs[o];
         if (!j) continue;
@@ -272,6 +333,7 @@ static VitStatus parse_config(CfgValues *cv, const char *path, VitError *err) {
             else if (r)
                 cv->has_std = 1;
         }
+        if (bad) bad_in = j;
     }
     if (!bad) {
         const char *lab_key = "label_names"; /* not lab->string: freed with root below */
@@ -281,14 +343,19 @@ static VitStatus parse_config(CfgValues *cv, const char *path, VitError *err) {
             if (cJSON_IsArray(lab) || cJSON_IsObject(lab))
                 cv->labels = cJSON_DetachItemViaPointer(root, lab);
             else
-                bad = lab_key;
+                bad = lab_key, bad_in = root;
         }
     }
+    VitStatus rc = VIT_OK;
+    if (bad) {
+        char *got = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(bad_in, bad));
+        rc = vit_set_error(err, VIT_ERR_FORMAT, "%s: key '%s%s' is %.60s%s, expected %s", fname,
+                           bad_in == root ? "" : "pretrained_cfg.", bad, got ? got : "?",
+                           got && strlen(got) > 60 ? "..." : "", cfg_expected(bad));
+        free(got);
+    }
     cJSON_Delete(root);
-    if (bad)
-        return vit_set_error(err, VIT_ERR_FORMAT, "%s: key '%s' has the wrong type or range", fname,
-                             bad);
-    return VIT_OK;
+    return rc;
 }
 
 /* Fill vit->labels [C] from a label_names array or an id2label object. */
@@ -341,7 +408,9 @@ VitStatus vit_load(Vit *vit, const char *path, const VitLoadOptions *opt, VitErr
     }
     struct stat sb;
     if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-        rc = vit_set_error(err, VIT_ERR_IO, "%s: not a regular file", path);
+        rc = vit_set_error(err, VIT_ERR_IO, "%s: %s", path,
+                           S_ISDIR(sb.st_mode) ? "is a directory, not a weights file"
+                                               : "not a regular file");
         goto fail;
     }
     if (sb.st_size == 0) {
@@ -407,18 +476,19 @@ VitStatus vit_load(Vit *vit, const char *path, const VitLoadOptions *opt, VitErr
     VitWeights *w = &vit->w;
     if (!(w->cls_token = tensor(&ld, "cls_token", 3, s3))) goto shape_fail;
     int64_t D = s3[2];
-    if (D < 1 || D > 65536) {
-        rc = vit_set_error(err, VIT_ERR_SHAPE, "%s: tensor 'cls_token': width %lld out of range",
-                           ld.fname, (long long)D);
+    if (D < 1 || D > VIT_MAX_WIDTH) {
+        rc = vit_set_error(err, VIT_ERR_SHAPE,
+                           "%s: tensor 'cls_token': width %lld out of range [1, %d]", ld.fname,
+                           (long long)D, VIT_MAX_WIDTH);
         goto fail;
     }
     int64_t sp[4] = {D, 3, -1, -1};
     if (!(w->patch_w = tensor(&ld, "patch_embed.proj.weight", 4, sp))) goto shape_fail;
-    if (sp[2] != sp[3] || sp[2] < 1 || sp[2] > 1024) {
+    if (sp[2] != sp[3] || sp[2] < 1 || sp[2] > VIT_MAX_PATCH) {
         rc = vit_set_error(err, VIT_ERR_SHAPE,
                            "%s: tensor 'patch_embed.proj.weight': kernel %lldx%lld, expected a "
-                           "square patch of at most 1024 px",
-                           ld.fname, (long long)sp[2], (long long)sp[3]);
+                           "square patch of at most %d px",
+                           ld.fname, (long long)sp[2], (long long)sp[3], VIT_MAX_PATCH);
         goto fail;
     }
     int P = (int)sp[2];
@@ -426,11 +496,11 @@ VitStatus vit_load(Vit *vit, const char *path, const VitLoadOptions *opt, VitErr
     int64_t spos[3] = {1, -1, D};
     if (!(w->pos_embed = tensor(&ld, "pos_embed", 3, spos))) goto shape_fail;
     int64_t T = spos[1], N = T - 1;
-    if (N < 1 || T > 1000000) {
+    if (N < 1 || T > VIT_MAX_TOKENS) {
         rc = vit_set_error(err, VIT_ERR_SHAPE,
                            "%s: tensor 'pos_embed': %lld tokens, expected the "
-                           "CLS token plus at least one patch",
-                           ld.fname, (long long)T);
+                           "CLS token plus 1 to %d patches",
+                           ld.fname, (long long)T, VIT_MAX_TOKENS - 1);
         goto fail;
     }
     int grid;
@@ -494,6 +564,13 @@ VitStatus vit_load(Vit *vit, const char *path, const VitLoadOptions *opt, VitErr
     int64_t sf[2] = {-1, D};
     if (!tensor(&ld, "blocks.0.mlp.fc1.weight", 2, sf)) goto shape_fail;
     int64_t F = sf[0];
+    if (F < 1 || F > VIT_MAX_WIDTH) {
+        rc = vit_set_error(err, VIT_ERR_SHAPE,
+                           "%s: tensor 'blocks.0.mlp.fc1.weight': MLP width %lld out of range "
+                           "[1, %d]",
+                           ld.fname, (long long)F, VIT_MAX_WIDTH);
+        goto fail;
+    }
 
     int H = (int)(D / 64);
     if (cv.n_heads) H = cv.n_heads;
@@ -565,13 +642,29 @@ VitStatus vit_load(Vit *vit, const char *path, const VitLoadOptions *opt, VitErr
     if (st_find(&ld.st, "head.weight") || st_find(&ld.st, "head.bias")) {
         int64_t sh[2] = {-1, D};
         if (!(w->head_w = tensor(&ld, "head.weight", 2, sh))) goto shape_fail;
-        if (sh[0] < 1) {
-            rc = vit_set_error(err, VIT_ERR_SHAPE, "%s: tensor 'head.weight' has no classes",
-                               ld.fname);
+        if (sh[0] < 1 || sh[0] > VIT_MAX_CLASSES) {
+            rc = vit_set_error(err, VIT_ERR_SHAPE,
+                               sh[0] < 1 ? "%s: tensor 'head.weight' has no classes"
+                                         : "%s: tensor 'head.weight': %lld classes, more than "
+                                           "the limit of %d",
+                               ld.fname, (long long)sh[0], VIT_MAX_CLASSES);
             goto fail;
         }
         c->n_classes = (int)sh[0];
         if (!(w->head_b = tensor1(&ld, "head.bias", sh[0]))) goto shape_fail;
+    }
+
+    /* A few MB of pos_embed can declare a model whose forward pass would need
+     * terabytes: refuse it here rather than in vit_run_init or the allocator. */
+    size_t act = 0;
+    if (!vit_run_floats(c, &act) || act > VIT_MAX_ACTIVATION_BYTES / sizeof(float)) {
+        rc = vit_set_error(err, VIT_ERR_SHAPE,
+                           "%s: one forward pass would need %.1f GiB of activations (the "
+                           "attention kept for the maps is L*H*T*T = %d*%d*%d*%d floats), more "
+                           "than the limit of %.0f GiB",
+                           ld.fname, (double)act * sizeof(float) / (1u << 30), L, H, (int)T, (int)T,
+                           (double)VIT_MAX_ACTIVATION_BYTES / (1u << 30));
+        goto fail;
     }
 
     if (cv.labels && c->n_classes) {

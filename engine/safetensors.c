@@ -126,9 +126,9 @@ VitStatus st_parse(StFile *st, const uint8_t *file, size_t file_bytes, const cha
         goto fail;
     }
     const char *json = (const char *)file + 8;
-    root = cJSON_ParseWithLength(json, (size_t)n_header);
+    const char *at = NULL; /* cJSON's error position, without its global */
+    root = cJSON_ParseWithLengthOpts(json, (size_t)n_header, &at, 0);
     if (!root) {
-        const char *at = cJSON_GetErrorPtr();
         long pos = (at && at >= json && at <= json + n_header) ? (long)(at - json) : -1;
         rc = vit_set_error(err, VIT_ERR_FORMAT,
                            "%s: header is not valid JSON (error near byte %ld)", name, pos);

@@ -60,14 +60,35 @@ typedef struct {
 const char *vit_status_name(VitStatus s);
 
 /* ---------------------------------------------------------------------------
- * Limits (checked before anything large is allocated) */
+ * Limits. A file is checked against these before anything sized by it is
+ * allocated, and refused with a message naming the limit. Each is far above
+ * any real ViT, so that only a broken or hostile file meets one; the numbers
+ * and the cases behind them are in docs/malformed-inputs.md. */
 
-#define VIT_MAX_HEADER_BYTES (100u * 1024u * 1024u) /* safetensors JSON header */
-#define VIT_MAX_TENSORS      100000
-#define VIT_MAX_IMAGE_PIXELS (100u * 1000u * 1000u) /* decoded width * height */
-#define VIT_MAX_LAYERS       256
-#define VIT_MAX_PREFIX       16
-#define VIT_LABEL_BYTES      96 /* per label, including the NUL */
+/* safetensors JSON header. DeiT-Tiny's is 14 KB (153 tensors, ~92 bytes each);
+ * 8 MiB holds VIT_MAX_TENSORS entries of 128 bytes. The limit bounds cJSON too,
+ * which needs up to 40 bytes of nodes per header byte (a header of "[0,0,...]"):
+ * at most 320 MiB. */
+#define VIT_MAX_HEADER_BYTES (8u << 20)
+#define VIT_MAX_TENSORS      65536 /* header entries; a 256-block ViT uses 3080 */
+/* config.json. ImageNet-21k's 21843 label names take ~1 MB; cJSON at most 160 MiB. */
+#define VIT_MAX_CONFIG_BYTES (4u << 20)
+#define VIT_MAX_LABEL_LINE   4096 /* bytes per line of a labels file, newline and NUL included */
+/* Decoded width * height: 300 MB of RGB. A 100-megapixel photo passes; Pillow
+ * warns from 89 M pixels ("decompression bomb"). */
+#define VIT_MAX_IMAGE_PIXELS (100u * 1000u * 1000u)
+/* Architecture, from the tensor shapes. */
+#define VIT_MAX_LAYERS  256         /* L */
+#define VIT_MAX_WIDTH   65536       /* D and F (ViT-22B: D 6144, F 24576) */
+#define VIT_MAX_PATCH   1024        /* P, px */
+#define VIT_MAX_TOKENS  (1 + 65536) /* T: the CLS token and up to a 256 x 256 patch grid */
+#define VIT_MAX_CLASSES (1 << 20)   /* C (ImageNet-21k: 21843) */
+#define VIT_MAX_PREFIX  16          /* Np: the CLS token, register tokens */
+/* One forward pass's buffers (vit_run_init), mostly the attention kept for the
+ * maps, L*H*T*T floats: DeiT-Base 21 MiB, ViT-L/16 at 384 px 0.5 GiB. A small
+ * file can declare a model whose pass would need terabytes; vit_load refuses it. */
+#define VIT_MAX_ACTIVATION_BYTES (4ull << 30)
+#define VIT_LABEL_BYTES          96 /* per label, including the NUL (longer names are cut) */
 
 /* ---------------------------------------------------------------------------
  * Model */
@@ -146,6 +167,8 @@ typedef struct {
  * overlapping, size = prod(shape) * dtype size) and every tensor's shape
  * against the architecture inferred from cls_token, pos_embed,
  * patch_embed.proj.weight, blocks.N.* and head.*. F16/BF16 are converted to F32.
+ * Files over the limits above (header, tensors, config, L, D, F, P, T, C, and
+ * the activations vit_run_init would allocate) are refused.
  * Errors: VIT_ERR_IO, VIT_ERR_FORMAT, VIT_ERR_SHAPE, VIT_ERR_NOMEM, with a
  * message naming the file and tensor. On error *vit is left freed (zeroed).
  * Free with vit_free. */
@@ -177,7 +200,8 @@ typedef struct {
     size_t mem_floats;
 } VitRun;
 
-/* Allocate the buffers for one forward pass of `vit`. Errors: VIT_ERR_NOMEM.
+/* Allocate the buffers for one forward pass of `vit`. Errors: VIT_ERR_NOMEM
+ * (also over VIT_MAX_ACTIVATION_BYTES, which vit_load already refuses).
  * Free with vit_run_free (NULL-safe, accepts a zeroed VitRun). */
 VitStatus vit_run_init(VitRun *run, const Vit *vit, VitError *err);
 void vit_run_free(VitRun *run);

@@ -209,6 +209,50 @@ static void test_dtypes(void) {
     vit_free(&ref);
 }
 
+/* NaN and infinite weights are refused, naming the tensor and the element:
+ * F32 used in place, F32 copied (unaligned), F16 and BF16 converted. */
+static void test_nonfinite(void) {
+    char dir[1024], path[1100];
+    path_join(dir, sizeof dir, g_dir, "nonfinite");
+    make_dir(dir);
+    static const struct {
+        const char *file, *dtype, *tensor;
+        int pad;         /* Model.extra_pad: 1 misaligns F32 */
+        size_t at;       /* element */
+        uint32_t bits;   /* F32, or F16/BF16 in the low 16 bits */
+        const char *key; /* how the message names the value */
+    } tab[] = {
+        {"nan_f32.safetensors", "F32", "blocks.1.attn.qkv.weight", 0, 4100, 0x7fc00000u, "NaN"},
+        {"inf_f32_unaligned.safetensors", "F32", "blocks.0.mlp.fc2.bias", 1, 63, 0x7f800000u,
+         "+inf"},
+        {"ninf_f32_cls.safetensors", "F32", "cls_token", 0, 0, 0xff800000u, "-inf"},
+        {"nan_f16.safetensors", "F16", "head.weight", 0, 639, 0x7e00u, "NaN"},
+        {"inf_f16.safetensors", "F16", "pos_embed", 0, 5, 0x7c00u, "+inf"},
+        {"ninf_bf16.safetensors", "BF16", "norm.bias", 0, 1, 0xff80u, "-inf"},
+    };
+    for (size_t i = 0; i < sizeof tab / sizeof tab[0]; i++) {
+        Model m;
+        model_tiny(&m, 64, 2, 8, 2, 128, 10);
+        model_set_dtype(&m, tab[i].dtype);
+        m.extra_pad = tab[i].pad;
+        size_t n;
+        uint8_t *b = model_bytes(&m, &n);
+        uint8_t *d = model_data(&m, b, tab[i].tensor);
+        int eb = strcmp(tab[i].dtype, "F32") == 0 ? 4 : 2;
+        for (int k = 0; k < eb; k++)
+            d[tab[i].at * (size_t)eb + (size_t)k] = (uint8_t)(tab[i].bits >> (8 * k));
+        path_join(path, sizeof path, dir, tab[i].file);
+        write_bytes(path, b, n);
+        free(b);
+        char t[80], e[48], what[160];
+        snprintf(t, sizeof t, "'%s'", tab[i].tensor);
+        snprintf(e, sizeof e, "element %zu of", tab[i].at);
+        snprintf(what, sizeof what, "%s: %s at %s[%zu]", tab[i].file, tab[i].key, tab[i].tensor,
+                 tab[i].at);
+        expect_load(path, NULL, VIT_ERR_FORMAT, KEYS(t, e, tab[i].key, "meaningless"), what);
+    }
+}
+
 /* --- config.json ----------------------------------------------------------- */
 
 static void write_text(const char *path, const char *text) {
@@ -271,12 +315,17 @@ static void test_config(void) {
         const char *names; /* the file the message names; NULL: the config */
         const char *keys[5]; /* NULL-terminated */
     } bad[] = {
-        {"heads_string.json", "{\"num_heads\": \"four\"}", VIT_ERR_FORMAT, NULL, {"num_heads"}},
+        {"heads_string.json", "{\"num_heads\": \"four\"}", VIT_ERR_FORMAT, NULL,
+         {"'num_heads' is \"four\"", "expected a positive integer"}},
         {"heads_zero.json", "{\"num_heads\": 0}", VIT_ERR_FORMAT, NULL, {"num_heads"}},
         {"heads_three.json", "{\"num_heads\": 3}", VIT_ERR_SHAPE, W, {"width 64", "3 heads"}},
-        {"not_json.json", "num_heads = 4", VIT_ERR_FORMAT, NULL, {"not a JSON object"}},
-        {"array.json", "[4]", VIT_ERR_FORMAT, NULL, {"not a JSON object"}},
-        {"empty.json", "", VIT_ERR_FORMAT, NULL, {"not a JSON object"}},
+        {"not_json.json", "num_heads = 4", VIT_ERR_FORMAT, NULL, {"not valid JSON", "line 1"}},
+        {"bad_line3.json", "{\"num_heads\": 4,\n \"mean\": [0.5, 0.5,\n  0.5 0.5]}",
+         VIT_ERR_FORMAT, NULL, {"not valid JSON", "line 3, column 7"}},
+        {"array.json", "[4]", VIT_ERR_FORMAT, NULL, {"JSON but not an object"}},
+        {"empty.json", "", VIT_ERR_FORMAT, NULL, {"not valid JSON"}},
+        {"pretrained_mean.json", "{\"pretrained_cfg\": {\"mean\": \"imagenet\"}}",
+         VIT_ERR_FORMAT, NULL, {"'pretrained_cfg.mean' is \"imagenet\"", "expected 3 numbers"}},
         {"size_mismatch.json", "{\"image_size\": 32}", VIT_ERR_SHAPE, W,
          {"4 patch positions", "32"}},
         {"size_not_multiple.json", "{\"image_size\": 20}", VIT_ERR_SHAPE, NULL,
@@ -284,7 +333,8 @@ static void test_config(void) {
         {"size_not_square.json", "{\"pretrained_cfg\": {\"input_size\": [3, 16, 32]}}",
          VIT_ERR_FORMAT, NULL, {"input_size"}},
         {"crop_pct.json", "{\"crop_pct\": 1.5}", VIT_ERR_FORMAT, NULL, {"crop_pct"}},
-        {"mean_short.json", "{\"mean\": [0.5, 0.5]}", VIT_ERR_FORMAT, NULL, {"mean"}},
+        {"mean_short.json", "{\"mean\": [0.5, 0.5]}", VIT_ERR_FORMAT, NULL,
+         {"'mean' is [0.5,0.5]", "expected 3 numbers"}},
         {"std_zero.json", "{\"std\": [0.5, 0, 0.5]}", VIT_ERR_FORMAT, NULL, {"std"}},
         {"labels_count.json", "{\"label_names\": [\"a\", \"b\"]}", VIT_ERR_FORMAT, NULL,
          {"2 label names", "3 classes"}},
@@ -318,6 +368,27 @@ static void test_config(void) {
     check_err(vit_load(&vit, path, &opt, &err), &err, VIT_ERR_IO, "config",
               KEYS("cannot read config", "Is a directory"), "config_path that is a directory");
     vit_free(&vit);
+
+    /* "{   ...   }" of exactly VIT_MAX_CONFIG_BYTES is read; one byte more is
+     * refused without parsing it. */
+    size_t big_n = (size_t)VIT_MAX_CONFIG_BYTES + 1;
+    char *big = malloc(big_n);
+    memset(big, ' ', big_n);
+    big[0] = '{';
+    for (int over = 0; over < 2; over++) {
+        size_t n = big_n - 1 + (size_t)over;
+        big[n - 1] = '}';
+        path_join(cfg, sizeof cfg, dir, over ? "big_over.json" : "big_at_limit.json");
+        write_bytes(cfg, big, n);
+        opt = (VitLoadOptions){.config_path = cfg};
+        char what[96];
+        snprintf(what, sizeof what, "a config.json of %zu bytes (the limit %s)", n,
+                 over ? "+ 1" : "exactly");
+        check_err(vit_load(&vit, path, &opt, &err), &err, over ? VIT_ERR_FORMAT : VIT_OK,
+                  over ? "big_over.json" : NULL, over ? KEYS("larger than the limit") : NULL, what);
+        vit_free(&vit);
+    }
+    free(big);
 }
 
 /* --- malformed headers ----------------------------------------------------- */
@@ -463,7 +534,7 @@ static void test_headers(void) {
         {"len_past_end", 1000, 16, {"header length 1000", "(16 bytes"}},
         {"len_one_past_end", 17, 16, {"header length 17"}},
         {"len_2p32", 1ull << 32, 16, {"header length 4294967296"}},
-        {"len_above_limit", (uint64_t)VIT_MAX_HEADER_BYTES + 1, 16, {"header length 104857601"}},
+        {"len_above_limit", (uint64_t)VIT_MAX_HEADER_BYTES + 1, 16, {"header length 8388609"}},
         {"len_2p63", 1ull << 63, 16, {"header length 9223372036854775808"}},
         {"len_max", UINT64_MAX, 16, {"header length 18446744073709551615"}},
     };
@@ -481,7 +552,7 @@ static void test_headers(void) {
         expect_load(path, NULL, VIT_ERR_FORMAT, lens[i].keys, what);
     }
 
-    /* A header length that fits in a (sparse) 101 MiB file but is over the limit. */
+    /* A header length that fits in a (sparse) file but is over the limit. */
     {
         path_join(path, sizeof path, dir, "len_over_limit_sparse.safetensors");
         uint64_t len = (uint64_t)VIT_MAX_HEADER_BYTES + 8;
@@ -492,7 +563,7 @@ static void test_headers(void) {
         if (f) ok = fclose(f) == 0 && ok;
         ok = ok && truncate(path, (off_t)(8 + len + 64)) == 0;
         if (check(ok, "write a sparse %llu-byte file", (unsigned long long)(8 + len + 64)))
-            expect_load(path, NULL, VIT_ERR_FORMAT, KEYS("header length 104857608", "limit"),
+            expect_load(path, NULL, VIT_ERR_FORMAT, KEYS("header length 8388616", "limit"),
                         "header longer than VIT_MAX_HEADER_BYTES in a file that holds it");
         unlink(path); /* not worth keeping */
     }
@@ -509,7 +580,7 @@ static void test_headers(void) {
         path_join(path, sizeof path, dir, "too_many_tensors.safetensors");
         write_st(path, json, 0);
         free(json);
-        expect_load(path, NULL, VIT_ERR_FORMAT, KEYS("100001 tensors", "limit"),
+        expect_load(path, NULL, VIT_ERR_FORMAT, KEYS("65537 tensors", "limit"),
                     "header with VIT_MAX_TENSORS + 1 entries");
     }
 }
@@ -570,6 +641,8 @@ static void test_models(void) {
          {"'blocks.1.attn.qkv.bias'", "[191]", "expected [192]"}},
         {"fc1_width_differs", 0, 0, 0, {SHAPE("blocks.1.mlp.fc1.weight", 2, 96, 64)},
          VIT_ERR_SHAPE, {"'blocks.1.mlp.fc1.weight'", "[96, 64]", "expected [128, 64]"}},
+        {"mlp_empty", 0, 0, 0, {SHAPE("blocks.0.mlp.fc1.weight", 2, 0, 64)}, VIT_ERR_SHAPE,
+         {"'blocks.0.mlp.fc1.weight'", "MLP width 0"}},
         {"fc2_shape", 0, 0, 0, {SHAPE("blocks.0.mlp.fc2.weight", 2, 128, 64)}, VIT_ERR_SHAPE,
          {"'blocks.0.mlp.fc2.weight'", "[128, 64]", "expected [64, 128]"}},
         {"norm1_width", 0, 0, 0, {SHAPE("blocks.0.norm1.weight", 1, 32)}, VIT_ERR_SHAPE,
@@ -669,6 +742,29 @@ static void test_models(void) {
         snprintf(what, sizeof what, "model %s", file);
         expect_load(path, tab[i].n_heads ? &opt : NULL, tab[i].want, tab[i].keys, what);
     }
+
+    /* Small files that declare huge models: width 1, patch 1, one block, one head.
+     * A 257x257 grid is over VIT_MAX_TOKENS; a 256x256 grid is not, but its one
+     * [T, T] attention matrix alone would be 16 GiB. */
+    static const struct {
+        const char *file;
+        int grid;
+        const char *keys[4]; /* NULL-terminated */
+    } huge[] = {
+        {"tokens_66050", 257, {"'pos_embed'", "66050 tokens", "65536 patches"}},
+        {"activations_16gib", 256, {"16.0 GiB of activations", "limit of 4 GiB"}},
+    };
+    for (size_t i = 0; i < sizeof huge / sizeof huge[0]; i++) {
+        Model m;
+        model_tiny(&m, 1, 1, 1, huge[i].grid, 1, 0);
+        snprintf(file, sizeof file, "%s.safetensors", huge[i].file);
+        path_join(path, sizeof path, dir, file);
+        if (!check(model_write(&m, path) == 0, "write %s", file)) continue;
+        VitLoadOptions opt = {.n_heads = 1};
+        snprintf(what, sizeof what, "model %s (%dx%d patches of 1 px, width 1)", file, huge[i].grid,
+                 huge[i].grid);
+        expect_load(path, &opt, VIT_ERR_SHAPE, huge[i].keys, what);
+    }
 }
 
 /* --- files that are not safetensors at all --------------------------------- */
@@ -684,7 +780,7 @@ static void test_files(void) {
 
     path_join(path, sizeof path, dir, "a_directory.safetensors");
     make_dir(path);
-    expect_load(path, NULL, VIT_ERR_IO, KEYS("not a regular file"), "a directory");
+    expect_load(path, NULL, VIT_ERR_IO, KEYS("is a directory, not a weights file"), "a directory");
 
     path_join(path, sizeof path, dir, "empty.safetensors");
     write_bytes(path, "", 0);
@@ -903,6 +999,7 @@ int main(int argc, char **argv) {
 
     test_valid();
     test_dtypes();
+    test_nonfinite();
     test_config();
     test_headers();
     test_models();

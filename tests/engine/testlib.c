@@ -330,6 +330,17 @@ int model_write(const Model *m, const char *path) {
     return rc;
 }
 
+uint8_t *model_data(const Model *m, uint8_t *b, const char *name) {
+    uint64_t h = 0;
+    for (int i = 7; i >= 0; i--) h = (h << 8) | b[i];
+    size_t off = 8 + (size_t)h; /* tensors follow the header in m's order */
+    for (int k = 0; k < m->n; k++) {
+        if (strcmp(m->t[k].name, name) == 0) return b + off;
+        off += n_elems(&m->t[k]) * (size_t)dtype_bytes(m->t[k].dtype);
+    }
+    return NULL;
+}
+
 int write_st(const char *path, const char *json, size_t data_bytes) {
     size_t nj = strlen(json), total = 8 + nj + data_bytes;
     uint8_t *buf = calloc(total, 1);

@@ -72,6 +72,9 @@ float model_value(const char *name, const char *dtype, size_t i);
 /* The whole file in memory (malloc'd) / written to path (0 on success). */
 uint8_t *model_bytes(const Model *m, size_t *n);
 int model_write(const Model *m, const char *path);
+/* Where tensor `name`'s data starts in b, the bytes model_bytes(m) returned
+ * (NULL when m has no such tensor): to plant a NaN, say. */
+uint8_t *model_data(const Model *m, uint8_t *b, const char *name);
 
 /* A raw safetensors file: 8-byte little-endian header length, the JSON text
  * as given, then data_bytes zero bytes. */

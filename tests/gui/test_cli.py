@@ -1,5 +1,6 @@
 #!/usr/bin/python3
-"""Headless vitlens: --top, --export, --help and bad input. No display needed.
+"""Headless vitlens: --top, --export, --help and bad input (two cases of
+docs/malformed-inputs.md among them). No display needed.
 
   /usr/bin/python3 test_cli.py --app build/vitlens --shared ../shared --out DIR
 Exits 0 on success, 1 on a failed check, 77 (skip) when neither the built-in
@@ -11,8 +12,10 @@ import json
 import os
 import re
 import shutil
+import struct
 import subprocess
 import sys
+import zlib
 
 import numpy as np
 from PIL import Image
@@ -63,6 +66,41 @@ def default_checks(app, default, assets):
     check(r.returncode == 1 and nowhere in r.stderr, "no built-in model: the window does not open")
 
 
+def malformed_checks(app, default, out):
+    """Two cases of docs/malformed-inputs.md through the binary, so that the message
+    the user reads is covered: the built-in model with one NaN weight, and a PNG
+    whose header declares 100000x100000 px. Both exit 1 with the engine's message."""
+    d = os.path.join(out, "malformed")
+    os.makedirs(d, exist_ok=True)
+    demo = os.path.join(default, "demo", sorted(os.listdir(os.path.join(default, "demo")))[0])
+
+    with open(os.path.join(default, "model.safetensors"), "rb") as f:
+        data = bytearray(f.read())
+    n = struct.unpack("<Q", data[:8])[0]
+    entry = json.loads(data[8:8 + n])["blocks.1.attn.qkv.weight"]
+    check(entry["dtype"] == "F32", "the built-in model's qkv weight is F32")
+    at = 8 + n + entry["data_offsets"][0] + 4 * 5  # element 5
+    data[at:at + 4] = struct.pack("<f", float("nan"))
+    nan_model = os.path.join(d, "nan.safetensors")
+    with open(nan_model, "wb") as f:
+        f.write(data)
+    shutil.copy(os.path.join(default, "config.json"), d)  # the heads, as beside the original
+    r = vitlens(app, "--model", nan_model, "--top", "1", demo)
+    check(r.returncode == 1 and "nan.safetensors" in r.stderr and
+          "'blocks.1.attn.qkv.weight': element 5 of" in r.stderr and "is NaN" in r.stderr,
+          f"a NaN weight: exit {r.returncode}, {r.stderr.strip()}")
+
+    def chunk(kind, body):
+        return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
+    huge = os.path.join(d, "huge.png")
+    with open(huge, "wb") as f:
+        f.write(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", 100000, 100000, 8, 2, 0, 0, 0))
+                + chunk(b"IEND", b""))
+    r = vitlens(app, "--top", "1", huge, env={"VITLENS_ASSETS": os.path.dirname(default)})
+    check(r.returncode == 1 and "huge.png: image is 100000x100000 px, more than the limit" in r.stderr,
+          f"a PNG declaring 100000x100000 px: exit {r.returncode}, {r.stderr.strip()}")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--app", required=True)
@@ -76,6 +114,7 @@ def main():
     has_default = os.path.exists(os.path.join(default, "model.safetensors"))
     if has_default:
         default_checks(a.app, default, a.assets or "")
+        malformed_checks(a.app, default, a.out)
     mdir = os.path.join(a.shared, "models", "deit-tiny")
     model = os.path.join(mdir, "deit_tiny_patch16_224.safetensors")
     labels = os.path.join(mdir, "imagenet_synset_words.txt")

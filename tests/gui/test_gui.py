@@ -22,10 +22,12 @@ import os
 import queue
 import re
 import shutil
+import struct
 import subprocess
 import sys
 import threading
 import time
+import zlib
 
 import numpy as np
 from PIL import Image
@@ -437,6 +439,40 @@ def test_default(app, args, default):
     quit_app(app)
 
 
+def malformed_inputs(out, model, photo):
+    """(path, phrase of the message) for a few inputs of docs/malformed-inputs.md:
+    a folder, an empty file, a photo cut in half, a PNG declaring 100000x100000 px,
+    the weights with one NaN, a folder named .safetensors."""
+    d = os.path.join(out, "malformed")
+    os.makedirs(os.path.join(d, "folder.png"), exist_ok=True)
+    os.makedirs(os.path.join(d, "folder.safetensors"), exist_ok=True)
+    with open(os.path.join(d, "empty.jpg"), "wb"):
+        pass
+    with open(photo, "rb") as f:
+        png = f.read()
+    with open(os.path.join(d, "cut.png"), "wb") as f:
+        f.write(png[:len(png) // 2])
+
+    def chunk(kind, body):
+        return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
+    with open(os.path.join(d, "huge.png"), "wb") as f:
+        f.write(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", 100000, 100000, 8, 2, 0, 0, 0))
+                + chunk(b"IEND", b""))
+    with open(model, "rb") as f:
+        data = bytearray(f.read())
+    n = struct.unpack("<Q", data[:8])[0]
+    at = 8 + n + json.loads(data[8:8 + n])["blocks.1.attn.qkv.weight"]["data_offsets"][0]
+    data[at:at + 4] = struct.pack("<f", float("nan"))
+    with open(os.path.join(d, "nan.safetensors"), "wb") as f:
+        f.write(data)
+    return [(os.path.join(d, "folder.png"), "is a directory"),
+            (os.path.join(d, "empty.jpg"), "file is empty"),
+            (os.path.join(d, "cut.png"), "truncated or corrupt"),
+            (os.path.join(d, "huge.png"), "more than the limit"),
+            (os.path.join(d, "nan.safetensors"), "is NaN"),
+            (os.path.join(d, "folder.safetensors"), "is a directory")]
+
+
 def test(app, args, chelsea, coffee, model):
     out = args.out
     # -- start-up: the window, "ready" once the first map is on screen
@@ -594,6 +630,17 @@ def test(app, args, chelsea, coffee, model):
     app.wait_state("error after a bad model", loads=loads + 1, busy=0, error=1)
     check(any("broken.safetensors" in s for s in app.stderr), "bad weights: the error names the file")
     check(diff(app.crop(errshot), app.crop(app.shot())) == 0, "bad weights: the photo and map stay")
+
+    # -- more of docs/malformed-inputs.md, dropped one after another: each an error
+    #    naming the file, the photo and map unchanged, the app still running
+    for path, phrase in malformed_inputs(out, model, chelsea):
+        name = os.path.basename(path)
+        loads = int(app.state["loads"])
+        app.drop(path)
+        app.wait_state(f"error after dropping {name}", loads=loads + 1, busy=0, error=1)
+        check(any(name in s and phrase in s for s in app.stderr),
+              f"{name}: the error names the file and says {phrase!r}")
+        check(diff(app.crop(errshot), app.crop(app.shot())) == 0, f"{name}: the photo and map stay")
 
     # -- a good drop: new photo, error cleared
     app.drop(coffee)

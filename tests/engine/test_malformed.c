@@ -1,0 +1,794 @@
+/* test_malformed.c - the catalogue of malformed inputs (docs/malformed-inputs.md).
+ *
+ * One case per file a user may hand vitlens by mistake or on purpose: weights,
+ * config.json, labels, images. Each case writes its input under
+ * SCRATCH_DIR/<case>/, calls the engine's public API as the app does, and
+ * checks the status and that the message names the file and says what is
+ * wrong; or, for an input that should work, that it works and gives the right
+ * pixels. CMake registers every case as its own test, malformed_<case>, from the
+ * CASE lines of the table at the bottom.
+ *
+ * usage: test_malformed SCRATCH_DIR [CASE]   every case, or one (exit 77: skipped)
+ *        test_malformed --markdown SCRATCH_DIR    the docs table's rows, from real runs
+ *        test_malformed --doc DOC SCRATCH_DIR     every row is in DOC, as printed
+ *        test_malformed --registered CASE...      CMake registered exactly the table */
+#include "testlib.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define KEYS(...) ((const char *const[]){__VA_ARGS__, NULL})
+
+/* --- a case and what it found ---------------------------------------------- */
+
+typedef struct Ctx Ctx;
+
+typedef struct {
+    const char *name;  /* test malformed_<name>, scratch folder <name> */
+    const char *input; /* what the user gave, for the table */
+    const char *works; /* NULL: refused; else what "works" means, for the table */
+    void (*run)(Ctx *c);
+} Case;
+
+struct Ctx {
+    const Case *def;
+    char dir[1024]; /* SCRATCH_DIR/<name> */
+    int done, skipped;
+    VitStatus rc;
+    char msg[sizeof(((VitError *)0)->msg)]; /* the engine's message, "" when it worked */
+};
+
+static void in_dir(const Ctx *c, char *out, size_t n, const char *file) {
+    path_join(out, n, c->dir, file);
+}
+
+static const char *base_name(const char *path) {
+    const char *s = strrchr(path, '/');
+    return s ? s + 1 : path;
+}
+
+/* The engine refused `path` with status `want` and a message naming the file
+ * and holding every key. */
+static void expect_refused(Ctx *c, VitStatus rc, const VitError *err, VitStatus want,
+                           const char *path, const char *const *keys) {
+    check_err(rc, err, want, base_name(path), keys, c->def->input);
+    c->done = 1;
+    c->rc = rc;
+    snprintf(c->msg, sizeof c->msg, "%s", rc == VIT_OK ? "" : err->msg);
+}
+
+/* The engine accepted it (rc == VIT_OK) and the result is right (ok). */
+static void expect_works(Ctx *c, VitStatus rc, const VitError *err, int ok, const char *what) {
+    if (check_err(rc, err, VIT_OK, NULL, NULL, c->def->input))
+        check(ok, "%s: %s", c->def->input, what);
+    c->done = 1;
+    c->rc = rc;
+    snprintf(c->msg, sizeof c->msg, "%s", rc == VIT_OK ? "" : err->msg);
+}
+
+/* Root reads files whatever their mode: a permission case cannot be made. */
+static int skip_if_root(Ctx *c) {
+    if (geteuid() != 0) return 0;
+    printf("skipped - %s: running as root, who can read any file\n", c->def->input);
+    c->skipped = 1;
+    return 1;
+}
+
+/* --- inputs ---------------------------------------------------------------- */
+
+/* The model every weights case starts from: width 64 (1 head), 2 blocks, patch
+ * 8, a 2x2 grid (16 px), MLP 128, 10 classes. */
+static void base_model(Model *m) {
+    model_tiny(m, 64, 2, 8, 2, 128, 10);
+}
+
+static void load_expect(Ctx *c, const char *path, VitStatus want, const char *const *keys) {
+    Vit vit;
+    VitError err = {0};
+    VitStatus rc = vit_load(&vit, path, NULL, &err);
+    expect_refused(c, rc, &err, want, path, keys);
+    vit_free(&vit);
+}
+
+/* A raw .safetensors: the JSON header as given, then `data` zero bytes. */
+static void header_expect(Ctx *c, const char *json, size_t data, VitStatus want,
+                          const char *const *keys) {
+    char path[1100];
+    in_dir(c, path, sizeof path, "model.safetensors");
+    write_st(path, json, data);
+    load_expect(c, path, want, keys);
+}
+
+/* The base model with one value of `tensor` replaced by raw bits. */
+static void poke_expect(Ctx *c, const char *dtype, const char *tensor, size_t at, uint32_t bits,
+                        const char *const *keys) {
+    Model m;
+    base_model(&m);
+    model_set_dtype(&m, dtype);
+    size_t n;
+    uint8_t *b = model_bytes(&m, &n);
+    int eb = strcmp(dtype, "F32") == 0 ? 4 : 2;
+    uint8_t *d = model_data(&m, b, tensor) + at * (size_t)eb;
+    for (int k = 0; k < eb; k++) d[k] = (uint8_t)(bits >> (8 * k));
+    char path[1100];
+    in_dir(c, path, sizeof path, "model.safetensors");
+    write_bytes(path, b, n);
+    free(b);
+    load_expect(c, path, VIT_ERR_FORMAT, keys);
+}
+
+/* model.safetensors (the base model) and config.json beside it, loaded as the
+ * app does: no options, the config found next to the weights. */
+static void config_expect(Ctx *c, const char *json, const char *const *keys) {
+    char path[1100], cfg[1100];
+    Model m;
+    base_model(&m);
+    in_dir(c, path, sizeof path, "model.safetensors");
+    model_write(&m, path);
+    in_dir(c, cfg, sizeof cfg, "config.json");
+    write_bytes(cfg, json, strlen(json));
+    Vit vit;
+    VitError err = {0};
+    VitStatus rc = vit_load(&vit, path, NULL, &err);
+    expect_refused(c, rc, &err, VIT_ERR_FORMAT, cfg, keys);
+    vit_free(&vit);
+}
+
+static void put_be32(uint8_t *p, uint32_t v) {
+    p[0] = (uint8_t)(v >> 24), p[1] = (uint8_t)(v >> 16), p[2] = (uint8_t)(v >> 8);
+    p[3] = (uint8_t)v;
+}
+
+static uint32_t crc32_of(const uint8_t *p, size_t n) {
+    uint32_t c = 0xffffffffu;
+    for (size_t i = 0; i < n; i++) {
+        c ^= p[i];
+        for (int k = 0; k < 8; k++) c = (c >> 1) ^ (0xedb88320u & (0u - (c & 1u)));
+    }
+    return ~c;
+}
+
+/* Append a PNG chunk: length, type, data, CRC of type + data. */
+static size_t png_chunk(uint8_t *out, const char *type, const uint8_t *data, uint32_t n) {
+    put_be32(out, n);
+    memcpy(out + 4, type, 4);
+    if (n) memcpy(out + 8, data, n);
+    put_be32(out + 8 + n, crc32_of(out + 4, 4 + (size_t)n));
+    return 12 + (size_t)n;
+}
+
+/* A w x h PNG, `depth` bits per sample, colour type `color` (0 grey, 2 RGB,
+ * 4 grey + alpha, 6 RGBA), from samples in row order (16 bits: big-endian, as
+ * PNG stores them). The zlib stream is stored blocks, no compression: what
+ * stb_image_write cannot write (16 bits). With samples NULL only the IHDR is
+ * written: a size declared, no pixels. Returns malloc'd bytes, length in *n. */
+static uint8_t *png_make(size_t *n, uint32_t w, uint32_t h, int depth, int color,
+                         const uint8_t *samples) {
+    static const int channels[7] = {1, 0, 3, 0, 2, 0, 4};
+    size_t row = (size_t)w * (size_t)channels[color] * (size_t)depth / 8;
+    size_t raw_n = samples ? (row + 1) * h : 0; /* each row: filter byte 0, samples */
+    size_t z_n = 2 + (raw_n / 65535 + 1) * 5 + raw_n + 4;
+    uint8_t *raw = malloc(raw_n + 1), *z = malloc(z_n), *out = malloc(64 + z_n);
+    for (uint32_t y = 0; samples && y < h; y++) {
+        raw[y * (row + 1)] = 0;
+        memcpy(raw + y * (row + 1) + 1, samples + y * row, row);
+    }
+    size_t k = 0;
+    z[k++] = 0x78, z[k++] = 0x01; /* zlib: deflate, 32K window, no dictionary */
+    for (size_t at = 0; at < raw_n || at == 0; at += 65535) {
+        size_t len = raw_n - at < 65535 ? raw_n - at : 65535;
+        z[k++] = at + len >= raw_n; /* BFINAL, BTYPE 00: stored */
+        z[k++] = (uint8_t)len, z[k++] = (uint8_t)(len >> 8);
+        z[k++] = (uint8_t)~len, z[k++] = (uint8_t)(~len >> 8);
+        memcpy(z + k, raw + at, len);
+        k += len;
+        if (!raw_n) break;
+    }
+    uint32_t a = 1, b = 0; /* Adler-32 of the raw rows */
+    for (size_t i = 0; i < raw_n; i++) a = (a + raw[i]) % 65521u, b = (b + a) % 65521u;
+    put_be32(z + k, b << 16 | a);
+    k += 4;
+
+    static const uint8_t sig[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
+    uint8_t ihdr[13];
+    put_be32(ihdr, w);
+    put_be32(ihdr + 4, h);
+    ihdr[8] = (uint8_t)depth, ihdr[9] = (uint8_t)color, ihdr[10] = ihdr[11] = ihdr[12] = 0;
+    size_t m = 0;
+    memcpy(out, sig, 8);
+    m = 8;
+    m += png_chunk(out + m, "IHDR", ihdr, 13);
+    if (samples) m += png_chunk(out + m, "IDAT", z, (uint32_t)k);
+    m += png_chunk(out + m, "IEND", NULL, 0);
+    free(raw);
+    free(z);
+    *n = m;
+    return out;
+}
+
+static void image_expect(Ctx *c, const char *path, VitStatus want, const char *const *keys) {
+    VitImage img;
+    VitError err = {0};
+    VitStatus rc = vit_image_load(&img, path, &err);
+    expect_refused(c, rc, &err, want, path, keys);
+    if (rc != VIT_OK && img.rgb) check(0, "%s: VitImage not zeroed after the error", c->def->input);
+    vit_image_free(&img);
+}
+
+/* Write a PNG, load it, compare with the RGB bytes expected (w*h*3). */
+static void png_works(Ctx *c, const char *file, uint32_t w, uint32_t h, int depth, int color,
+                      const uint8_t *samples, const uint8_t *want_rgb) {
+    char path[1100];
+    in_dir(c, path, sizeof path, file);
+    size_t n;
+    uint8_t *png = png_make(&n, w, h, depth, color, samples);
+    write_bytes(path, png, n);
+    free(png);
+    VitImage img = {0};
+    VitError err = {0};
+    VitStatus rc = vit_image_load(&img, path, &err);
+    int ok = rc == VIT_OK && img.w == (int)w && img.h == (int)h &&
+             memcmp(img.rgb, want_rgb, (size_t)w * h * 3) == 0;
+    char what[160];
+    snprintf(what, sizeof what, "%ux%u, RGB as expected (first pixel %d %d %d)", w, h,
+             rc ? -1 : img.rgb[0], rc ? -1 : img.rgb[1], rc ? -1 : img.rgb[2]);
+    expect_works(c, rc, &err, ok, what);
+    vit_image_free(&img);
+}
+
+/* --- the cases: weights ---------------------------------------------------- */
+
+static void case_weights_empty(Ctx *c) {
+    char path[1100];
+    in_dir(c, path, sizeof path, "empty.safetensors");
+    write_bytes(path, "", 0);
+    load_expect(c, path, VIT_ERR_FORMAT, KEYS("file is empty (0 bytes)"));
+}
+
+static void case_weights_text(Ctx *c) {
+    char path[1100];
+    in_dir(c, path, sizeof path, "notes.safetensors");
+    const char *text = "these are not the weights you are looking for\n";
+    write_bytes(path, text, strlen(text));
+    load_expect(c, path, VIT_ERR_FORMAT,
+                KEYS("does not fit in the file", "not a safetensors file"));
+}
+
+static void case_weights_directory(Ctx *c) {
+    char path[1100];
+    in_dir(c, path, sizeof path, "folder.safetensors");
+    make_dir(path);
+    load_expect(c, path, VIT_ERR_IO, KEYS("is a directory, not a weights file"));
+}
+
+static void case_weights_unreadable(Ctx *c) {
+    if (skip_if_root(c)) return;
+    char path[1100];
+    Model m;
+    base_model(&m);
+    in_dir(c, path, sizeof path, "locked.safetensors");
+    model_write(&m, path);
+    chmod(path, 0);
+    load_expect(c, path, VIT_ERR_IO, KEYS("cannot open", "Permission denied"));
+    chmod(path, 0644); /* so that the scratch folder can be removed */
+}
+
+/* The 8-byte header length; 16 bytes of "{   ...   }" follow it. */
+static void length_expect(Ctx *c, uint64_t len, const char *const *keys) {
+    uint8_t buf[8 + 16];
+    memset(buf, ' ', sizeof buf);
+    buf[8] = '{';
+    buf[sizeof buf - 1] = '}';
+    for (int b = 0; b < 8; b++) buf[b] = (uint8_t)(len >> (8 * b));
+    char path[1100];
+    in_dir(c, path, sizeof path, "model.safetensors");
+    write_bytes(path, buf, sizeof buf);
+    load_expect(c, path, VIT_ERR_FORMAT, keys);
+}
+
+static void case_header_length_zero(Ctx *c) {
+    length_expect(c, 0, KEYS("header length 0 does not fit"));
+}
+
+static void case_header_length_past_end(Ctx *c) {
+    length_expect(c, 1000, KEYS("header length 1000 does not fit", "(16 bytes"));
+}
+
+static void case_header_length_absurd(Ctx *c) {
+    length_expect(c, 1ull << 63, KEYS("header length 9223372036854775808 does not fit"));
+}
+
+/* A header length the file holds (sparse, mostly zeros) but over the limit. */
+static void case_header_over_limit(Ctx *c) {
+    char path[1100], key[80];
+    in_dir(c, path, sizeof path, "model.safetensors");
+    uint64_t len = (uint64_t)VIT_MAX_HEADER_BYTES + 8;
+    uint8_t buf[8];
+    for (int b = 0; b < 8; b++) buf[b] = (uint8_t)(len >> (8 * b));
+    unlink(path);
+    FILE *f = fopen(path, "wb");
+    int ok = f && fwrite(buf, 1, 8, f) == 8;
+    if (f) ok = fclose(f) == 0 && ok;
+    ok = ok && truncate(path, (off_t)(8 + len + 64)) == 0;
+    if (!check(ok, "write a sparse %llu-byte file", (unsigned long long)(8 + len + 64))) return;
+    snprintf(key, sizeof key, "header length %llu exceeds the limit %u", (unsigned long long)len,
+             VIT_MAX_HEADER_BYTES);
+    load_expect(c, path, VIT_ERR_FORMAT, KEYS(key));
+    unlink(path); /* not worth keeping */
+}
+
+static void case_header_invalid_json(Ctx *c) {
+    header_expect(c, "{\"cls_token\": {\"dtype\": \"F32\", \"shape\": [1, 1, 64],", 0,
+                  VIT_ERR_FORMAT, KEYS("header is not valid JSON", "near byte"));
+}
+
+static void case_header_not_object(Ctx *c) {
+    header_expect(c, "[1, 2, 3]", 0, VIT_ERR_FORMAT, KEYS("header is JSON but not an object"));
+}
+
+static void case_tensor_not_object(Ctx *c) {
+    header_expect(c, "{\"cls_token\": [1, 1, 64]}", 0, VIT_ERR_FORMAT,
+                  KEYS("tensor 'cls_token': entry is not an object"));
+}
+
+#define ENTRY(name, dt, sh, off)                                                                   \
+    "\"" name "\": {\"dtype\": \"" dt "\", \"shape\": " sh ", \"data_offsets\": " off "}"
+
+static void case_tensor_duplicate(Ctx *c) {
+    /* clang-format off */
+    static const char json[] = "{" ENTRY("cls_token", "F32", "[1]", "[0, 4]") ", "
+                                   ENTRY("cls_token", "F32", "[1]", "[4, 8]") "}";
+    /* clang-format on */
+    header_expect(c, json, 8, VIT_ERR_FORMAT, KEYS("tensor 'cls_token' appears twice"));
+}
+
+static void case_too_many_tensors(Ctx *c) {
+    size_t n = (size_t)VIT_MAX_TENSORS + 1, cap = n * 16 + 16, k = 0;
+    char *json = malloc(cap), key[64];
+    json[k++] = '{';
+    for (size_t i = 0; i < n; i++)
+        k += (size_t)snprintf(json + k, cap - k, "%s\"t%zu\":0", i ? "," : "", i);
+    json[k++] = '}';
+    json[k] = 0;
+    snprintf(key, sizeof key, "%zu tensors exceeds the limit %d", n, VIT_MAX_TENSORS);
+    header_expect(c, json, 0, VIT_ERR_FORMAT, KEYS(key));
+    free(json);
+}
+
+static void case_dtype_unknown(Ctx *c) {
+    Model m;
+    base_model(&m);
+    snprintf(model_find(&m, "blocks.1.mlp.fc1.weight")->dtype, sizeof m.t[0].dtype, "F99");
+    char path[1100];
+    in_dir(c, path, sizeof path, "model.safetensors");
+    model_write(&m, path);
+    load_expect(c, path, VIT_ERR_FORMAT,
+                KEYS("tensor 'blocks.1.mlp.fc1.weight'", "unknown dtype 'F99'"));
+}
+
+static void case_offsets_reversed(Ctx *c) {
+    header_expect(c, "{" ENTRY("cls_token", "F32", "[2]", "[8, 0]") "}", 8, VIT_ERR_FORMAT,
+                  KEYS("tensor 'cls_token'", "data_offsets [8, 0] are reversed"));
+}
+
+static void case_offsets_overlap(Ctx *c) {
+    /* clang-format off */
+    static const char json[] = "{" ENTRY("cls_token", "F32", "[4]", "[0, 16]") ", "
+                                   ENTRY("pos_embed", "F32", "[4]", "[8, 24]") "}";
+    /* clang-format on */
+    header_expect(c, json, 24, VIT_ERR_FORMAT,
+                  KEYS("'cls_token' [0, 16] and 'pos_embed' [8, 24] overlap"));
+}
+
+static void case_offsets_past_end(Ctx *c) {
+    header_expect(c, "{" ENTRY("cls_token", "F32", "[4]", "[0, 16]") "}", 8, VIT_ERR_FORMAT,
+                  KEYS("tensor 'cls_token'", "end past the data area (8 bytes)"));
+}
+
+static void case_size_mismatch(Ctx *c) {
+    header_expect(c, "{" ENTRY("cls_token", "F32", "[2]", "[0, 12]") "}", 16, VIT_ERR_FORMAT,
+                  KEYS("tensor 'cls_token'", "12 bytes in data_offsets, expected 8"));
+}
+
+static void case_shape_overflow(Ctx *c) {
+    static const char json[] =
+        "{" ENTRY("cls_token", "F32", "[4294967296, 4294967296, 16]", "[0, 8]") "}";
+    header_expect(c, json, 8, VIT_ERR_FORMAT,
+                  KEYS("tensor 'cls_token'", "shape [4294967296, 4294967296, 16] overflows"));
+}
+
+static void case_weights_nan(Ctx *c) {
+    poke_expect(c, "F32", "blocks.1.attn.qkv.weight", 100, 0x7fc00000u,
+                KEYS("tensor 'blocks.1.attn.qkv.weight'", "element 100 of 12288 is NaN"));
+}
+
+static void case_weights_inf_f16(Ctx *c) {
+    poke_expect(c, "F16", "head.weight", 7, 0x7c00u,
+                KEYS("tensor 'head.weight'", "element 7 of 640 is +inf"));
+}
+
+static void case_qkv_rank_1d(Ctx *c) {
+    Model m;
+    base_model(&m);
+    TSpec *t = model_find(&m, "blocks.0.attn.qkv.weight");
+    t->ndim = 1;
+    t->shape[0] = 3 * 64 * 64;
+    char path[1100];
+    in_dir(c, path, sizeof path, "model.safetensors");
+    model_write(&m, path);
+    load_expect(c, path, VIT_ERR_SHAPE,
+                KEYS("tensor 'blocks.0.attn.qkv.weight'", "shape [12288], expected [192, 64]"));
+}
+
+static void case_tensor_missing(Ctx *c) {
+    Model m;
+    base_model(&m);
+    model_remove(&m, "blocks.1.mlp.fc2.bias");
+    char path[1100];
+    in_dir(c, path, sizeof path, "model.safetensors");
+    model_write(&m, path);
+    load_expect(c, path, VIT_ERR_SHAPE, KEYS("tensor 'blocks.1.mlp.fc2.bias' is missing"));
+}
+
+/* 256 KB of weights: width 1, patch 1, a 256x256 grid (65537 tokens, the most
+ * allowed), one block, one head. Its [T, T] attention alone is 16 GiB. */
+static void case_activations_huge(Ctx *c) {
+    Model m;
+    model_tiny(&m, 1, 1, 1, 256, 1, 0);
+    char path[1100], cfg[1100];
+    in_dir(c, path, sizeof path, "model.safetensors");
+    model_write(&m, path);
+    in_dir(c, cfg, sizeof cfg, "config.json");
+    const char *json = "{\"num_heads\": 1}";
+    write_bytes(cfg, json, strlen(json));
+    load_expect(c, path, VIT_ERR_SHAPE,
+                KEYS("would need 16.0 GiB of activations", "limit of 4 GiB"));
+}
+
+/* --- the cases: config.json and labels ------------------------------------- */
+
+static void case_config_heads_string(Ctx *c) {
+    config_expect(c, "{\"num_heads\": \"four\"}",
+                  KEYS("key 'num_heads' is \"four\", expected a positive integer"));
+}
+
+static void case_config_mean_two(Ctx *c) {
+    config_expect(c, "{\"pretrained_cfg\": {\"mean\": [0.485, 0.456], \"std\": [0.5, 0.5, 0.5]}}",
+                  KEYS("key 'pretrained_cfg.mean' is [0.485,0.456], expected 3 numbers"));
+}
+
+static void case_config_invalid_json(Ctx *c) {
+    config_expect(c,
+                  "{\n  \"num_heads\": 4,\n  \"crop_pct\": 0.9\n  \"mean\": [0.5, 0.5, 0.5]\n}\n",
+                  KEYS("not valid JSON (error at line 4, column 3)"));
+}
+
+static void case_labels_too_few(Ctx *c) {
+    char path[1100];
+    in_dir(c, path, sizeof path, "labels.txt");
+    const char *text = "n01440764 tench, Tinca tinca\n"
+                       "n01443537 goldfish, Carassius auratus\n"
+                       "n01484850 great white shark\n";
+    write_bytes(path, text, strlen(text));
+    char(*labels)[VIT_LABEL_BYTES] = NULL;
+    VitError err = {0};
+    VitStatus rc = vit_labels_load(&labels, path, 10, &err);
+    expect_refused(c, rc, &err, VIT_ERR_FORMAT, path,
+                   KEYS("3 labels, but the model has 10 classes"));
+    if (labels) check(0, "labels_too_few: *labels is not NULL after the error");
+    free(labels);
+}
+
+/* --- the cases: images ----------------------------------------------------- */
+
+static void case_image_empty(Ctx *c) {
+    char path[1100];
+    in_dir(c, path, sizeof path, "empty.png");
+    write_bytes(path, "", 0);
+    image_expect(c, path, VIT_ERR_IMAGE, KEYS("file is empty (0 bytes)"));
+}
+
+static void case_image_text(Ctx *c) {
+    char path[1100];
+    in_dir(c, path, sizeof path, "notes.jpg");
+    const char *text = "a cat sat on the mat\n";
+    write_bytes(path, text, strlen(text));
+    image_expect(c, path, VIT_ERR_IMAGE, KEYS("not an image vitlens can read"));
+}
+
+static void case_image_directory(Ctx *c) {
+    char path[1100];
+    in_dir(c, path, sizeof path, "photos.png");
+    make_dir(path);
+    image_expect(c, path, VIT_ERR_IO, KEYS("is a directory, not an image"));
+}
+
+static void case_image_unreadable(Ctx *c) {
+    if (skip_if_root(c)) return;
+    char path[1100];
+    in_dir(c, path, sizeof path, "locked.png");
+    uint8_t px[3] = {1, 2, 3};
+    size_t n;
+    uint8_t *png = png_make(&n, 1, 1, 8, 2, px);
+    write_bytes(path, png, n);
+    free(png);
+    chmod(path, 0);
+    image_expect(c, path, VIT_ERR_IO, KEYS("cannot open", "Permission denied"));
+    chmod(path, 0644);
+}
+
+/* A 32x32 RGB PNG cut halfway through its pixel data: the header is whole. */
+static void case_png_truncated(Ctx *c) {
+    uint8_t px[32 * 32 * 3];
+    for (size_t i = 0; i < sizeof px; i++) px[i] = (uint8_t)(i * 7);
+    size_t n;
+    uint8_t *png = png_make(&n, 32, 32, 8, 2, px);
+    char path[1100];
+    in_dir(c, path, sizeof path, "cut.png");
+    write_bytes(path, png, n / 2);
+    free(png);
+    image_expect(c, path, VIT_ERR_IMAGE, KEYS("cannot decode image, truncated or corrupt"));
+}
+
+/* A JPEG start: SOI and a baseline SOF0 declaring 65535 x 65535 px, 3 components. */
+static void case_jpeg_huge_sof(Ctx *c) {
+    static const uint8_t jpg[] = {0xff, 0xd8,                   /* SOI */
+                                  0xff, 0xc0, 0x00, 17,         /* SOF0, 17 bytes */
+                                  8,    0xff, 0xff, 0xff, 0xff, /* 8 bits, height, width */
+                                  3,    1,    0x11, 0,    2,    0x11,
+                                  0,    3,    0x11, 0,    0xff, 0xd9}; /* EOI */
+    char path[1100];
+    in_dir(c, path, sizeof path, "huge.jpg");
+    write_bytes(path, jpg, sizeof jpg);
+    image_expect(c, path, VIT_ERR_IMAGE,
+                 KEYS("image is 65535x65535 px, more than the limit of 100000000 pixels"));
+}
+
+static void case_png_huge_ihdr(Ctx *c) {
+    size_t n;
+    uint8_t *png = png_make(&n, 100000, 100000, 8, 2, NULL);
+    char path[1100];
+    in_dir(c, path, sizeof path, "huge.png");
+    write_bytes(path, png, n);
+    free(png);
+    image_expect(c, path, VIT_ERR_IMAGE,
+                 KEYS("image is 100000x100000 px, more than the limit of 100000000 pixels"));
+}
+
+/* 1x1: loads, and the model sees that one colour over its whole input. */
+static void case_image_1x1(Ctx *c) {
+    uint8_t px[3] = {200, 100, 50};
+    char path[1100];
+    in_dir(c, path, sizeof path, "dot.png");
+    size_t n;
+    uint8_t *png = png_make(&n, 1, 1, 8, 2, px);
+    write_bytes(path, png, n);
+    free(png);
+    VitImage img = {0};
+    VitError err = {0};
+    VitStatus rc = vit_image_load(&img, path, &err);
+    VitConfig cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.image_size = 16;
+    cfg.patch_size = 8;
+    cfg.crop_pct = 0.875f;
+    for (int ch = 0; ch < 3; ch++) cfg.mean[ch] = 0.5f, cfg.std[ch] = 0.25f;
+    float in[3 * 16 * 16];
+    int ok = 0;
+    if (rc == VIT_OK && (rc = vit_preprocess(in, NULL, NULL, NULL, NULL, &cfg, &img, &err)) == 0) {
+        ok = img.w == 1 && img.h == 1;
+        for (int ch = 0; ch < 3; ch++)
+            for (int i = 0; i < 16 * 16; i++)
+                ok &= in[ch * 256 + i] == ((float)px[ch] / 255.0f - 0.5f) / 0.25f;
+    }
+    expect_works(c, rc, &err, ok, "1x1, the 16x16 input is (px/255 - mean)/std everywhere");
+    vit_image_free(&img);
+}
+
+/* 16 bits per sample: the high byte, as Pillow keeps for 16-bit RGB. */
+static void case_png_16bit(Ctx *c) {
+    static const uint8_t s[2 * 3 * 2] = {0x12, 0x34, 0xff, 0xff, 0x00, 0xff,
+                                         0x80, 0x00, 0x7f, 0xff, 0x01, 0x00};
+    static const uint8_t want[6] = {0x12, 0xff, 0x00, 0x80, 0x7f, 0x01};
+    png_works(c, "deep.png", 2, 1, 16, 2, s, want);
+}
+
+/* 16-bit grey: the high byte in all three channels. (Pillow's convert('RGB')
+ * clips its 32-bit "I" mode at 255 instead, turning this image white.) */
+static void case_png_16bit_grey(Ctx *c) {
+    static const uint8_t s[3 * 2] = {0x12, 0x34, 0x00, 0xff, 0xff, 0x00};
+    static const uint8_t want[9] = {0x12, 0x12, 0x12, 0x00, 0x00, 0x00, 0xff, 0xff, 0xff};
+    png_works(c, "deep_grey.png", 3, 1, 16, 0, s, want);
+}
+
+static void case_png_grey(Ctx *c) {
+    static const uint8_t s[3] = {0, 128, 255};
+    static const uint8_t want[9] = {0, 0, 0, 128, 128, 128, 255, 255, 255};
+    png_works(c, "grey.png", 3, 1, 8, 0, s, want);
+}
+
+/* RGBA: alpha dropped, colour kept even where fully transparent (PIL's convert('RGB')). */
+static void case_png_rgba(Ctx *c) {
+    static const uint8_t s[8] = {10, 20, 30, 0, 40, 50, 60, 255};
+    static const uint8_t want[6] = {10, 20, 30, 40, 50, 60};
+    png_works(c, "rgba.png", 2, 1, 8, 6, s, want);
+}
+
+/* --- the table ------------------------------------------------------------- */
+
+/* One line per case; CMake reads the names from the lines that start with CASE. */
+#define CASE(name, input, works)                                                                   \
+    { #name, input, works, case_##name }
+static const Case cases[] = {
+    /* clang-format off */
+    CASE(weights_empty, "weights: a zero-byte file", NULL),
+    CASE(weights_text, "weights: a text file named `.safetensors`", NULL),
+    CASE(weights_directory, "weights: a directory", NULL),
+    CASE(weights_unreadable, "weights: a file without read permission", NULL),
+    CASE(header_length_zero, "header length 0", NULL),
+    CASE(header_length_past_end, "header length 1000 in a 24-byte file", NULL),
+    CASE(header_length_absurd, "header length 2^63", NULL),
+    CASE(header_over_limit, "header length over `VIT_MAX_HEADER_BYTES`, in a file that holds it",
+         NULL),
+    CASE(header_invalid_json, "header that is not valid JSON (cut short)", NULL),
+    CASE(header_not_object, "header that is JSON but not an object: `[1, 2, 3]`", NULL),
+    CASE(tensor_not_object, "a tensor entry that is not an object: `\"cls_token\": [1, 1, 64]`",
+         NULL),
+    CASE(tensor_duplicate, "the same tensor name twice", NULL),
+    CASE(too_many_tensors, "`VIT_MAX_TENSORS` + 1 header entries", NULL),
+    CASE(dtype_unknown, "unknown dtype `F99`", NULL),
+    CASE(offsets_reversed, "data_offsets reversed: `[8, 0]`", NULL),
+    CASE(offsets_overlap, "two tensors' data_offsets overlap", NULL),
+    CASE(offsets_past_end, "data_offsets past the end of the file", NULL),
+    CASE(size_mismatch, "data_offsets size differs from shape x dtype size", NULL),
+    CASE(shape_overflow, "shape whose element count overflows 64 bits", NULL),
+    CASE(weights_nan, "a NaN among the weights (F32)", NULL),
+    CASE(weights_inf_f16, "an infinity among the weights (F16)", NULL),
+    CASE(qkv_rank_1d, "a tensor of the wrong rank: qkv weight 1-D", NULL),
+    CASE(tensor_missing, "a required tensor missing", NULL),
+    CASE(activations_huge, "256 KB of weights declaring 65537 tokens (16 GiB of attention)",
+         NULL),
+    CASE(config_heads_string, "config.json: `\"num_heads\": \"four\"`", NULL),
+    CASE(config_mean_two, "config.json: `mean` with 2 entries", NULL),
+    CASE(config_invalid_json, "config.json: invalid JSON (a missing comma)", NULL),
+    CASE(labels_too_few, "labels file with 3 lines for 10 classes", NULL),
+    CASE(image_empty, "image: a zero-byte `.png`", NULL),
+    CASE(image_text, "image: a text file named `.jpg`", NULL),
+    CASE(image_directory, "image: a directory", NULL),
+    CASE(image_unreadable, "image: a file without read permission", NULL),
+    CASE(png_truncated, "PNG cut halfway through its pixel data", NULL),
+    CASE(jpeg_huge_sof, "JPEG whose SOF header declares 65535x65535", NULL),
+    CASE(png_huge_ihdr, "PNG whose IHDR declares 100000x100000", NULL),
+    CASE(image_1x1, "a 1x1 PNG",
+         "loads; the model sees its one colour over the whole input"),
+    CASE(png_16bit, "a 16-bit RGB PNG", "loads as 8-bit RGB, the high byte of each sample"),
+    CASE(png_16bit_grey, "a 16-bit grey PNG",
+         "loads as RGB, the high byte in each channel (Pillow clips at 255 instead)"),
+    CASE(png_grey, "an 8-bit grey PNG", "loads as RGB, grey copied to each channel"),
+    CASE(png_rgba, "an RGBA PNG", "loads as RGB, alpha dropped"),
+    /* clang-format on */
+};
+#undef CASE
+#define N_CASES (int)(sizeof cases / sizeof cases[0])
+
+/* --- main ------------------------------------------------------------------ */
+
+static int run_case(Ctx *c, const Case *def, const char *scratch) {
+    memset(c, 0, sizeof *c);
+    c->def = def;
+    path_join(c->dir, sizeof c->dir, scratch, def->name);
+    if (make_dir(c->dir) != 0) return check(0, "%s: cannot create %s", def->name, c->dir);
+    def->run(c);
+    if (!c->done && !c->skipped) return check(0, "%s: the case checked nothing", def->name);
+    return 1;
+}
+
+/* The docs table row: | `case` | input | outcome | message |, the scratch
+ * folder cut from the message so that only the file name is left. */
+static void table_row(char *out, size_t n, const Ctx *c) {
+    const Case *d = c->def;
+    char msg[1024] = "", prefix[1100];
+    snprintf(prefix, sizeof prefix, "%s/", c->dir);
+    size_t k = 0;
+    for (const char *s = c->msg; *s && k + 3 < sizeof msg;) {
+        if (strncmp(s, prefix, strlen(prefix)) == 0) {
+            s += strlen(prefix);
+            continue;
+        }
+        if (*s == '|') msg[k++] = '\\';
+        msg[k++] = *s++;
+    }
+    msg[k] = 0;
+    if (d->works)
+        snprintf(out, n, "| `%s` | %s | works | %s |", d->name, d->input, d->works);
+    else
+        snprintf(out, n, "| `%s` | %s | refused (%s) | `%s` |", d->name, d->input,
+                 vit_status_name(c->rc), msg);
+}
+
+/* Does DOC hold the line `row`, or (prefix_only) a line starting with it? */
+static int doc_has(const char *doc, const char *row, int prefix_only) {
+    size_t n = strlen(row);
+    for (const char *s = doc; s && *s; s = strchr(s, '\n'), s = s ? s + 1 : NULL)
+        if (strncmp(s, row, n) == 0 && (prefix_only || s[n] == '\n' || s[n] == 0)) return 1;
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    static Ctx ctx[64];
+    _Static_assert(sizeof ctx / sizeof ctx[0] >= N_CASES, "ctx too small");
+    if (argc >= 2 && strcmp(argv[1], "--registered") == 0) {
+        int n_found = 0;
+        for (int i = 0; i < N_CASES; i++) {
+            int found = 0;
+            for (int a = 2; a < argc; a++) found |= strcmp(argv[a], cases[i].name) == 0;
+            check(found, "case %s is registered with CMake", cases[i].name);
+            n_found += found;
+        }
+        check(n_found == argc - 2, "CMake registered %d names, %d of them cases", argc - 2,
+              n_found);
+        return t_finish("test_malformed --registered");
+    }
+    int markdown = argc == 3 && strcmp(argv[1], "--markdown") == 0;
+    const char *doc_path = argc == 4 && strcmp(argv[1], "--doc") == 0 ? argv[2] : NULL;
+    const char *scratch = markdown ? argv[2] : doc_path ? argv[3] : argv[1];
+    const char *only = !markdown && !doc_path && argc == 3 ? argv[2] : NULL;
+    if (argc < 2 || argc > 4 || (argc == 4 && !doc_path) || scratch[0] == '-') {
+        fprintf(stderr,
+                "usage: %s SCRATCH_DIR [CASE] | --markdown SCRATCH_DIR | --doc DOC SCRATCH_DIR "
+                "| --registered CASE...\n",
+                argv[0]);
+        return 2;
+    }
+    if (make_dir(scratch) != 0) {
+        fprintf(stderr, "cannot create %s\n", scratch);
+        return 2;
+    }
+    int ran = 0, skipped = 0;
+    for (int i = 0; i < N_CASES; i++) {
+        if (only && strcmp(only, cases[i].name) != 0) continue;
+        run_case(&ctx[i], &cases[i], scratch);
+        ran++;
+        skipped += ctx[i].skipped;
+    }
+    if (only && !ran) {
+        fprintf(stderr, "no case named %s\n", only);
+        return 2;
+    }
+    if (only && skipped) return 77; /* ctest: SKIP_RETURN_CODE */
+
+    char row[2048];
+    if (markdown)
+        for (int i = 0; i < N_CASES; i++) {
+            if (ctx[i].skipped) continue;
+            table_row(row, sizeof row, &ctx[i]);
+            fprintf(stderr, "%s\n", row);
+        }
+    if (doc_path) {
+        size_t n;
+        char *doc = (char *)read_bytes(doc_path, &n);
+        if (!check(doc != NULL, "read %s", doc_path)) return t_finish("test_malformed --doc");
+        char *z = realloc(doc, n + 1);
+        if (!z) exit(2);
+        doc = z;
+        doc[n] = 0;
+        for (int i = 0; i < N_CASES; i++) {
+            if (ctx[i].skipped) { /* its row was written from a run as a user */
+                snprintf(row, sizeof row, "| `%s` | ", cases[i].name);
+                check(doc_has(doc, row, 1), "%s has a row for %s (skipped here)", doc_path,
+                      cases[i].name);
+                continue;
+            }
+            table_row(row, sizeof row, &ctx[i]);
+            check(doc_has(doc, row, 0), "%s has the row, as the engine says it:\n%s", doc_path,
+                  row);
+        }
+        free(doc);
+    }
+    printf("%d cases run, %d skipped\n", ran, skipped);
+    return t_finish("test_malformed");
+}
