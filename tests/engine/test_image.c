@@ -46,43 +46,6 @@ static void expect_image(const char *path, VitStatus want, const char *const *ke
     vit_image_free(&img);
 }
 
-/* --- PNG bytes by hand ----------------------------------------------------- */
-
-static uint32_t crc32_of(const uint8_t *p, size_t n) {
-    uint32_t c = 0xffffffffu;
-    for (size_t i = 0; i < n; i++) {
-        c ^= p[i];
-        for (int k = 0; k < 8; k++) c = (c >> 1) ^ (0xedb88320u & (0u - (c & 1u)));
-    }
-    return ~c;
-}
-
-static void put_be32(uint8_t *p, uint32_t v) {
-    p[0] = (uint8_t)(v >> 24), p[1] = (uint8_t)(v >> 16), p[2] = (uint8_t)(v >> 8),
-    p[3] = (uint8_t)v;
-}
-
-/* A PNG that is only a signature, an IHDR declaring w x h (8-bit, colour type
- * `color`), and IEND: the size is declared, no pixel data exists. */
-static size_t png_header_only(uint8_t *out, uint32_t w, uint32_t h, uint8_t color) {
-    static const uint8_t sig[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
-    size_t k = 0;
-    memcpy(out, sig, 8);
-    k = 8;
-    put_be32(out + k, 13);
-    memcpy(out + k + 4, "IHDR", 4);
-    put_be32(out + k + 8, w);
-    put_be32(out + k + 12, h);
-    uint8_t *d = out + k + 16;
-    d[0] = 8, d[1] = color, d[2] = 0, d[3] = 0, d[4] = 0;
-    put_be32(out + k + 21, crc32_of(out + k + 4, 17));
-    k += 25;
-    put_be32(out + k, 0);
-    memcpy(out + k + 4, "IEND", 4);
-    put_be32(out + k + 8, crc32_of(out + k + 4, 4));
-    return k + 12;
-}
-
 /* --- decoding -------------------------------------------------------------- */
 
 static void test_decode(const char *dir) {
@@ -218,7 +181,6 @@ static void test_truncated(const char *dir) {
 /* Declared sizes over the limit are refused from the header, before decoding. */
 static void test_huge(const char *dir) {
     char path[1100];
-    uint8_t buf[64];
     static const struct {
         const char *file;
         uint32_t w, h;
@@ -232,9 +194,11 @@ static void test_huge(const char *dir) {
         {"huge_zero_width.png", 0, 16, 2, NULL},
     };
     for (size_t i = 0; i < sizeof pngs / sizeof pngs[0]; i++) {
-        size_t n = png_header_only(buf, pngs[i].w, pngs[i].h, pngs[i].color);
+        size_t n;
+        uint8_t *png = test_png(&n, pngs[i].w, pngs[i].h, 8, pngs[i].color, NULL);
         path_join(path, sizeof path, dir, pngs[i].file);
-        write_bytes(path, buf, n);
+        write_bytes(path, png, n);
+        free(png);
         char what[160];
         snprintf(what, sizeof what, "%s (IHDR only)", pngs[i].file);
         double t0 = now_s();

@@ -138,78 +138,6 @@ static void config_expect(Ctx *c, const char *json, const char *const *keys) {
     vit_free(&vit);
 }
 
-static void put_be32(uint8_t *p, uint32_t v) {
-    p[0] = (uint8_t)(v >> 24), p[1] = (uint8_t)(v >> 16), p[2] = (uint8_t)(v >> 8);
-    p[3] = (uint8_t)v;
-}
-
-static uint32_t crc32_of(const uint8_t *p, size_t n) {
-    uint32_t c = 0xffffffffu;
-    for (size_t i = 0; i < n; i++) {
-        c ^= p[i];
-        for (int k = 0; k < 8; k++) c = (c >> 1) ^ (0xedb88320u & (0u - (c & 1u)));
-    }
-    return ~c;
-}
-
-/* Append a PNG chunk: length, type, data, CRC of type + data. */
-static size_t png_chunk(uint8_t *out, const char *type, const uint8_t *data, uint32_t n) {
-    put_be32(out, n);
-    memcpy(out + 4, type, 4);
-    if (n) memcpy(out + 8, data, n);
-    put_be32(out + 8 + n, crc32_of(out + 4, 4 + (size_t)n));
-    return 12 + (size_t)n;
-}
-
-/* A w x h PNG, `depth` bits per sample, colour type `color` (0 grey, 2 RGB,
- * 4 grey + alpha, 6 RGBA), from samples in row order (16 bits: big-endian, as
- * PNG stores them). The zlib stream is stored blocks, no compression: what
- * stb_image_write cannot write (16 bits). With samples NULL only the IHDR is
- * written: a size declared, no pixels. Returns malloc'd bytes, length in *n. */
-static uint8_t *png_make(size_t *n, uint32_t w, uint32_t h, int depth, int color,
-                         const uint8_t *samples) {
-    static const int channels[7] = {1, 0, 3, 0, 2, 0, 4};
-    size_t row = (size_t)w * (size_t)channels[color] * (size_t)depth / 8;
-    size_t raw_n = samples ? (row + 1) * h : 0; /* each row: filter byte 0, samples */
-    size_t z_n = 2 + (raw_n / 65535 + 1) * 5 + raw_n + 4;
-    uint8_t *raw = malloc(raw_n + 1), *z = malloc(z_n), *out = malloc(64 + z_n);
-    for (uint32_t y = 0; samples && y < h; y++) {
-        raw[y * (row + 1)] = 0;
-        memcpy(raw + y * (row + 1) + 1, samples + y * row, row);
-    }
-    size_t k = 0;
-    z[k++] = 0x78, z[k++] = 0x01; /* zlib: deflate, 32K window, no dictionary */
-    for (size_t at = 0; at < raw_n || at == 0; at += 65535) {
-        size_t len = raw_n - at < 65535 ? raw_n - at : 65535;
-        z[k++] = at + len >= raw_n; /* BFINAL, BTYPE 00: stored */
-        z[k++] = (uint8_t)len, z[k++] = (uint8_t)(len >> 8);
-        z[k++] = (uint8_t)~len, z[k++] = (uint8_t)(~len >> 8);
-        memcpy(z + k, raw + at, len);
-        k += len;
-        if (!raw_n) break;
-    }
-    uint32_t a = 1, b = 0; /* Adler-32 of the raw rows */
-    for (size_t i = 0; i < raw_n; i++) a = (a + raw[i]) % 65521u, b = (b + a) % 65521u;
-    put_be32(z + k, b << 16 | a);
-    k += 4;
-
-    static const uint8_t sig[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
-    uint8_t ihdr[13];
-    put_be32(ihdr, w);
-    put_be32(ihdr + 4, h);
-    ihdr[8] = (uint8_t)depth, ihdr[9] = (uint8_t)color, ihdr[10] = ihdr[11] = ihdr[12] = 0;
-    size_t m = 0;
-    memcpy(out, sig, 8);
-    m = 8;
-    m += png_chunk(out + m, "IHDR", ihdr, 13);
-    if (samples) m += png_chunk(out + m, "IDAT", z, (uint32_t)k);
-    m += png_chunk(out + m, "IEND", NULL, 0);
-    free(raw);
-    free(z);
-    *n = m;
-    return out;
-}
-
 static void image_expect(Ctx *c, const char *path, VitStatus want, const char *const *keys) {
     VitImage img;
     VitError err = {0};
@@ -225,7 +153,7 @@ static void png_works(Ctx *c, const char *file, uint32_t w, uint32_t h, int dept
     char path[1100];
     in_dir(c, path, sizeof path, file);
     size_t n;
-    uint8_t *png = png_make(&n, w, h, depth, color, samples);
+    uint8_t *png = test_png(&n, w, h, depth, color, samples);
     write_bytes(path, png, n);
     free(png);
     VitImage img = {0};
@@ -513,7 +441,7 @@ static void case_image_unreadable(Ctx *c) {
     in_dir(c, path, sizeof path, "locked.png");
     uint8_t px[3] = {1, 2, 3};
     size_t n;
-    uint8_t *png = png_make(&n, 1, 1, 8, 2, px);
+    uint8_t *png = test_png(&n, 1, 1, 8, 2, px);
     write_bytes(path, png, n);
     free(png);
     chmod(path, 0);
@@ -526,7 +454,7 @@ static void case_png_truncated(Ctx *c) {
     uint8_t px[32 * 32 * 3];
     for (size_t i = 0; i < sizeof px; i++) px[i] = (uint8_t)(i * 7);
     size_t n;
-    uint8_t *png = png_make(&n, 32, 32, 8, 2, px);
+    uint8_t *png = test_png(&n, 32, 32, 8, 2, px);
     char path[1100];
     in_dir(c, path, sizeof path, "cut.png");
     write_bytes(path, png, n / 2);
@@ -550,7 +478,7 @@ static void case_jpeg_huge_sof(Ctx *c) {
 
 static void case_png_huge_ihdr(Ctx *c) {
     size_t n;
-    uint8_t *png = png_make(&n, 100000, 100000, 8, 2, NULL);
+    uint8_t *png = test_png(&n, 100000, 100000, 8, 2, NULL);
     char path[1100];
     in_dir(c, path, sizeof path, "huge.png");
     write_bytes(path, png, n);
@@ -565,7 +493,7 @@ static void case_image_1x1(Ctx *c) {
     char path[1100];
     in_dir(c, path, sizeof path, "dot.png");
     size_t n;
-    uint8_t *png = png_make(&n, 1, 1, 8, 2, px);
+    uint8_t *png = test_png(&n, 1, 1, 8, 2, px);
     write_bytes(path, png, n);
     free(png);
     VitImage img = {0};

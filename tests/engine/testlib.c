@@ -351,3 +351,72 @@ int write_st(const char *path, const char *json, size_t data_bytes) {
     free(buf);
     return rc;
 }
+
+/* --- PNG bytes by hand --------------------------------------------------- */
+
+static void put_be32(uint8_t *p, uint32_t v) {
+    p[0] = (uint8_t)(v >> 24), p[1] = (uint8_t)(v >> 16), p[2] = (uint8_t)(v >> 8);
+    p[3] = (uint8_t)v;
+}
+
+static uint32_t crc32_of(const uint8_t *p, size_t n) {
+    uint32_t c = 0xffffffffu;
+    for (size_t i = 0; i < n; i++) {
+        c ^= p[i];
+        for (int k = 0; k < 8; k++) c = (c >> 1) ^ (0xedb88320u & (0u - (c & 1u)));
+    }
+    return ~c;
+}
+
+/* Append a PNG chunk: length, type, data, CRC of type + data. */
+static size_t png_chunk(uint8_t *out, const char *type, const uint8_t *data, uint32_t n) {
+    put_be32(out, n);
+    memcpy(out + 4, type, 4);
+    if (n) memcpy(out + 8, data, n);
+    put_be32(out + 8 + n, crc32_of(out + 4, 4 + (size_t)n));
+    return 12 + (size_t)n;
+}
+
+uint8_t *test_png(size_t *n, uint32_t w, uint32_t h, int depth, int color,
+                         const uint8_t *samples) {
+    static const int channels[7] = {1, 0, 3, 0, 2, 0, 4};
+    size_t row = (size_t)w * (size_t)channels[color] * (size_t)depth / 8;
+    size_t raw_n = samples ? (row + 1) * h : 0; /* each row: filter byte 0, samples */
+    size_t z_n = 2 + (raw_n / 65535 + 1) * 5 + raw_n + 4;
+    uint8_t *raw = malloc(raw_n + 1), *z = malloc(z_n), *out = malloc(64 + z_n);
+    for (uint32_t y = 0; samples && y < h; y++) {
+        raw[y * (row + 1)] = 0;
+        memcpy(raw + y * (row + 1) + 1, samples + y * row, row);
+    }
+    size_t k = 0;
+    z[k++] = 0x78, z[k++] = 0x01; /* zlib: deflate, 32K window, no dictionary */
+    for (size_t at = 0; at < raw_n || at == 0; at += 65535) {
+        size_t len = raw_n - at < 65535 ? raw_n - at : 65535;
+        z[k++] = at + len >= raw_n; /* BFINAL, BTYPE 00: stored */
+        z[k++] = (uint8_t)len, z[k++] = (uint8_t)(len >> 8);
+        z[k++] = (uint8_t)~len, z[k++] = (uint8_t)(~len >> 8);
+        memcpy(z + k, raw + at, len);
+        k += len;
+        if (!raw_n) break;
+    }
+    uint32_t a = 1, b = 0; /* Adler-32 of the raw rows */
+    for (size_t i = 0; i < raw_n; i++) a = (a + raw[i]) % 65521u, b = (b + a) % 65521u;
+    put_be32(z + k, b << 16 | a);
+    k += 4;
+
+    static const uint8_t sig[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
+    uint8_t ihdr[13];
+    put_be32(ihdr, w);
+    put_be32(ihdr + 4, h);
+    ihdr[8] = (uint8_t)depth, ihdr[9] = (uint8_t)color, ihdr[10] = ihdr[11] = ihdr[12] = 0;
+    size_t m = 0;
+    memcpy(out, sig, 8);
+    m = 8;
+    m += png_chunk(out + m, "IHDR", ihdr, 13);
+    if (samples) m += png_chunk(out + m, "IDAT", z, (uint32_t)k);
+    m += png_chunk(out + m, "IEND", NULL, 0);
+    free(raw);
+    free(z);
+    *n = m;
+    return out;
+}

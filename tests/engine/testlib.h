@@ -80,4 +80,15 @@ uint8_t *model_data(const Model *m, uint8_t *b, const char *name);
  * as given, then data_bytes zero bytes. */
 int write_st(const char *path, const char *json, size_t data_bytes);
 
+/* --- PNG bytes by hand ----------------------------------------------------- */
+
+/* A w x h PNG, `depth` bits per sample, colour type `color` (0 grey, 2 RGB,
+ * 4 grey + alpha, 6 RGBA), from samples in row order (16 bits: big-endian, as
+ * PNG stores them). The zlib stream is stored blocks, no compression: what
+ * stb_image_write cannot write (16 bits). With samples NULL only the IHDR is
+ * written: a size declared, no pixels. Returns malloc'd bytes (caller frees),
+ * length in *n. */
+uint8_t *test_png(size_t *n, uint32_t w, uint32_t h, int depth, int color,
+                  const uint8_t *samples);
+
 #endif
