@@ -377,8 +377,7 @@ static size_t png_chunk(uint8_t *out, const char *type, const uint8_t *data, uin
     return 12 + (size_t)n;
 }
 
-uint8_t *test_png(size_t *n, uint32_t w, uint32_t h, int depth, int color,
-                         const uint8_t *samples) {
+uint8_t *test_png(size_t *n, uint32_t w, uint32_t h, int depth, int color, const uint8_t *samples) {
     static const int channels[7] = {1, 0, 3, 0, 2, 0, 4};
     size_t row = (size_t)w * (size_t)channels[color] * (size_t)depth / 8;
     size_t raw_n = samples ? (row + 1) * h : 0; /* each row: filter byte 0, samples */

@@ -88,7 +88,6 @@ int write_st(const char *path, const char *json, size_t data_bytes);
  * stb_image_write cannot write (16 bits). With samples NULL only the IHDR is
  * written: a size declared, no pixels. Returns malloc'd bytes (caller frees),
  * length in *n. */
-uint8_t *test_png(size_t *n, uint32_t w, uint32_t h, int depth, int color,
-                  const uint8_t *samples);
+uint8_t *test_png(size_t *n, uint32_t w, uint32_t h, int depth, int color, const uint8_t *samples);
 
 #endif
