@@ -111,8 +111,8 @@ void vit_run_free(VitRun *run) {
  * of out ld_out floats apart; b may be NULL (no bias).
  * (n_in, n_out rather than I, O: OpenBLAS's cblas.h pulls in <complex.h>'s I.) */
 static void linear_forward_ld(float *out, int ld_out, const float *inp, const float *w,
-                              const float *b, int T, int n_in, int n_out) {
-    for (int t = 0; t < T; t++) {
+                              const float *b, int T, int n_in, int n_out, int gemm_only) {
+    for (int t = 0; t < T && !gemm_only; t++) {
         float *row = out + (size_t)t * ld_out;
         if (b)
             memcpy(row, b, (size_t)n_out * sizeof(float));
@@ -124,8 +124,8 @@ static void linear_forward_ld(float *out, int ld_out, const float *inp, const fl
 }
 
 static void linear_forward(float *out, const float *inp, const float *w, const float *b, int T,
-                           int n_in, int n_out) {
-    linear_forward_ld(out, n_out, inp, w, b, T, n_in, n_out);
+                           int n_in, int n_out, int gemm_only) {
+    linear_forward_ld(out, n_out, inp, w, b, T, n_in, n_out, gemm_only);
 }
 
 /* x[T, D] += gamma[D] * y[T, D], or x += y without LayerScale (gamma NULL).
@@ -181,7 +181,8 @@ static void softmax_rows(float *x, int R, int C) {
  *   attn = (q * scale) @ k.transpose(-2, -1); attn = attn.softmax(dim=-1)
  *   x = (attn @ v).transpose(1, 2).reshape(B, T, D); x = self.proj(x)
  * Writes the probabilities to att [H, T, T] and the context to ctx [T, D]. */
-static void attention_forward(float *ctx, float *att, const float *qkv, int T, int D, int H) {
+static void attention_forward(float *ctx, float *att, const float *qkv, int T, int D, int H,
+                              int gemm_only) {
     int Dh = D / H;
     float scale = 1.0f / sqrtf((float)Dh);
     for (int h = 0; h < H; h++) {
@@ -189,15 +190,17 @@ static void attention_forward(float *ctx, float *att, const float *qkv, int T, i
         float *a = att + (size_t)h * T * T;
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, Dh, scale, q, 3 * D, k, 3 * D,
                     0.0f, a, T);
-        softmax_rows(a, T, T);
+        if (!gemm_only) softmax_rows(a, T, T);
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, Dh, T, 1.0f, a, T, v, 3 * D, 0.0f,
                     ctx + h * Dh, D);
     }
 }
 
-/* --- entry point ----------------------------------------------------------- */
+/* --- entry points ---------------------------------------------------------- */
 
-void vit_forward(VitRun *run, const Vit *vit) {
+/* The forward pass; gemm_only: the same cblas_sgemm calls on the same buffers
+ * and nothing else (no im2col, bias, LayerNorm, softmax, GELU, residual). */
+static void forward_pass(VitRun *run, const Vit *vit, int gemm_only) {
     const VitConfig *c = &vit->cfg;
     const VitWeights *w = &vit->w;
     int Sw = c->image_w, P = c->patch_size, gw = c->grid_w, N = c->n_patches, T = c->n_tokens,
@@ -208,7 +211,7 @@ void vit_forward(VitRun *run, const Vit *vit) {
     /* Patch embedding: a P x P stride-P convolution is a GEMM over im2col rows
      * patches[n, ch*P*P + ky*P + kx], matching the weight's [D, 3, P, P] layout.
      * timm: x = self.patch_embed(x)  (Conv2d then flatten(2).transpose(1, 2)) */
-    for (int n = 0; n < N; n++) {
+    for (int n = 0; n < N && !gemm_only; n++) {
         int gy = n / gw, gx = n % gw;
         float *row = run->patches + (size_t)n * K;
         for (int ch = 0; ch < 3; ch++)
@@ -217,38 +220,40 @@ void vit_forward(VitRun *run, const Vit *vit) {
                        run->input + ch * plane + ((size_t)gy * P + ky) * Sw + (size_t)gx * P,
                        (size_t)P * sizeof(float));
     }
-    linear_forward(x + (size_t)Np * D, run->patches, w->patch_w, w->patch_b, N, K, D);
+    linear_forward(x + (size_t)Np * D, run->patches, w->patch_w, w->patch_b, N, K, D, gemm_only);
     /* timm _pos_embed: to_cat = [cls_token, dist_token?, reg_token?]
      *   pos_embed covers the prefix (default): x = cat(to_cat + [x]) + pos_embed
      *   no_embed_class (registers):             x = cat(to_cat + [x + pos_embed]) */
-    memcpy(x, w->cls_token, (size_t)D * sizeof(float));
-    if (w->dist_token) memcpy(x + D, w->dist_token, (size_t)D * sizeof(float));
-    if (w->reg_token)
-        memcpy(x + (size_t)(1 + c->has_dist_token) * D, w->reg_token,
-               (size_t)c->n_registers * D * sizeof(float));
-    float *xp = x + (size_t)(Np - w->pos_prefix) * D;
-    for (size_t i = 0; i < (size_t)(w->pos_prefix + N) * D; i++) xp[i] += w->pos_embed[i];
+    if (!gemm_only) {
+        memcpy(x, w->cls_token, (size_t)D * sizeof(float));
+        if (w->dist_token) memcpy(x + D, w->dist_token, (size_t)D * sizeof(float));
+        if (w->reg_token)
+            memcpy(x + (size_t)(1 + c->has_dist_token) * D, w->reg_token,
+                   (size_t)c->n_registers * D * sizeof(float));
+        float *xp = x + (size_t)(Np - w->pos_prefix) * D;
+        for (size_t i = 0; i < (size_t)(w->pos_prefix + N) * D; i++) xp[i] += w->pos_embed[i];
+    }
 
     for (int l = 0; l < c->n_layers; l++) {
         const VitBlock *b = &w->blocks[l];
         /* timm: x = x + self.ls1(self.attn(self.norm1(x))) */
-        layernorm_forward(xn, x, b->norm1_w, b->norm1_b, T, D, c->ln_eps);
+        if (!gemm_only) layernorm_forward(xn, x, b->norm1_w, b->norm1_b, T, D, c->ln_eps);
         if (b->qkv_w) { /* fused: one GEMM */
-            linear_forward(run->qkv, xn, b->qkv_w, b->qkv_b, T, D, 3 * D);
+            linear_forward(run->qkv, xn, b->qkv_w, b->qkv_b, T, D, 3 * D, gemm_only);
         } else { /* transformers: query, key, value into the same [T, 3D] layout */
-            linear_forward_ld(run->qkv, 3 * D, xn, b->q_w, b->q_b, T, D, D);
-            linear_forward_ld(run->qkv + D, 3 * D, xn, b->k_w, b->k_b, T, D, D);
-            linear_forward_ld(run->qkv + 2 * D, 3 * D, xn, b->v_w, b->v_b, T, D, D);
+            linear_forward_ld(run->qkv, 3 * D, xn, b->q_w, b->q_b, T, D, D, gemm_only);
+            linear_forward_ld(run->qkv + D, 3 * D, xn, b->k_w, b->k_b, T, D, D, gemm_only);
+            linear_forward_ld(run->qkv + 2 * D, 3 * D, xn, b->v_w, b->v_b, T, D, D, gemm_only);
         }
-        attention_forward(run->ctx, run->att + (size_t)l * H * T * T, run->qkv, T, D, H);
-        linear_forward(xn, run->ctx, b->proj_w, b->proj_b, T, D, D);
-        residual_add(x, xn, b->ls1, T, D);
+        attention_forward(run->ctx, run->att + (size_t)l * H * T * T, run->qkv, T, D, H, gemm_only);
+        linear_forward(xn, run->ctx, b->proj_w, b->proj_b, T, D, D, gemm_only);
+        if (!gemm_only) residual_add(x, xn, b->ls1, T, D);
         /* timm: x = x + self.ls2(self.mlp(self.norm2(x)))   (fc1 -> GELU -> fc2) */
-        layernorm_forward(xn, x, b->norm2_w, b->norm2_b, T, D, c->ln_eps);
-        linear_forward(run->hid, xn, b->fc1_w, b->fc1_b, T, D, F);
-        gelu_forward(run->hid, (size_t)T * F);
-        linear_forward(xn, run->hid, b->fc2_w, b->fc2_b, T, F, D);
-        residual_add(x, xn, b->ls2, T, D);
+        if (!gemm_only) layernorm_forward(xn, x, b->norm2_w, b->norm2_b, T, D, c->ln_eps);
+        linear_forward(run->hid, xn, b->fc1_w, b->fc1_b, T, D, F, gemm_only);
+        if (!gemm_only) gelu_forward(run->hid, (size_t)T * F);
+        linear_forward(xn, run->hid, b->fc2_w, b->fc2_b, T, F, D, gemm_only);
+        if (!gemm_only) residual_add(x, xn, b->ls2, T, D);
     }
 
     /* timm: x = self.norm(x); x = x[:, 0]; x = self.head(x). The norm is per
@@ -256,15 +261,28 @@ void vit_forward(VitRun *run, const Vit *vit) {
      * same numbers. Distilled (deit.py forward_head, transformers'
      * DeiTForImageClassificationWithTeacher): (head(x[:, 0]) + head_dist(x[:, 1])) / 2 */
     int n_out = w->head_dist_w ? 2 : 1;
-    layernorm_forward(xn, x, w->norm_w, w->norm_b, n_out, D, c->ln_eps);
+    if (!gemm_only) layernorm_forward(xn, x, w->norm_w, w->norm_b, n_out, D, c->ln_eps);
     if (c->n_classes) {
         int C = c->n_classes;
-        linear_forward(run->logits, xn, w->head_w, w->head_b, 1, D, C);
+        linear_forward(run->logits, xn, w->head_w, w->head_b, 1, D, C, gemm_only);
         if (w->head_dist_w) {
-            linear_forward(run->logits_dist, xn + D, w->head_dist_w, w->head_dist_b, 1, D, C);
-            for (int i = 0; i < C; i++) run->logits[i] = (run->logits[i] + run->logits_dist[i]) / 2;
+            linear_forward(run->logits_dist, xn + D, w->head_dist_w, w->head_dist_b, 1, D, C,
+                           gemm_only);
+            if (!gemm_only)
+                for (int i = 0; i < C; i++)
+                    run->logits[i] = (run->logits[i] + run->logits_dist[i]) / 2;
         }
-        memcpy(run->probs, run->logits, (size_t)C * sizeof(float));
-        softmax_rows(run->probs, 1, C);
+        if (!gemm_only) {
+            memcpy(run->probs, run->logits, (size_t)C * sizeof(float));
+            softmax_rows(run->probs, 1, C);
+        }
     }
+}
+
+void vit_forward(VitRun *run, const Vit *vit) {
+    forward_pass(run, vit, 0);
+}
+
+void vit_forward_gemms(VitRun *run, const Vit *vit) {
+    forward_pass(run, vit, 1);
 }

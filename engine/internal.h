@@ -22,6 +22,11 @@ const char *vit_basename(const char *path);
  * 0 when the count overflows size_t (then *n_floats = SIZE_MAX). */
 int vit_run_floats(const VitConfig *c, size_t *n_floats);
 
+/* The GEMM floor of vit_forward: exactly its cblas_sgemm calls, same shapes,
+ * transposes, strides and buffers, and nothing else, for bench/ to time. The
+ * buffers end up holding garbage; run vit_forward before reading any map. */
+void vit_forward_gemms(VitRun *run, const Vit *vit);
+
 /* --- safetensors (engine/safetensors.c) ---------------------------------- */
 
 typedef enum { ST_F32, ST_F16, ST_BF16, ST_OTHER } StDtype;
