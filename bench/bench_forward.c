@@ -1,6 +1,7 @@
 /* bench_forward.c - time the engine's stages on one model.
  *
- *   bench_forward --model M.safetensors [--image PHOTO] [--iters N] [--warmup W] [--serve]
+ *   bench_forward --model M.safetensors [--image PHOTO] [--iters N] [--warmup W]
+ *                 [--threads K] [--att auto|keep|recompute] [--serve]
  *
  * Prints one line per stage, "stage <name> median_ms <x> min_ms <y> max_ms <z> iters <n>":
  *   load        vit_load (mmap + validation + NaN/Inf scan + F16/BF16 conversion)
@@ -20,7 +21,8 @@
  *   gemm N      ->  "gemm <ms> ... <ms> cpu <c>"      the same for vit_forward_gemms
  *   memory      ->  "memory peak_rss_mb <r> weights_mb <w>"
  *   quit (or end of input)
- * The thread count is OpenBLAS's (OPENBLAS_NUM_THREADS; default: the cores).
+ * --threads: the run's thread count (VitRunOptions; default one per core); --att: how
+ * the attention is kept for the maps (default auto: kept up to VIT_ATT_KEEP_MAX_BYTES).
  * A benchmark, not a test: it checks nothing but that each call succeeds. */
 #include "internal.h"
 #include "vit.h"
@@ -111,6 +113,7 @@ static int serve(VitRun *run, const Vit *vit, const char *model) {
 int main(int argc, char **argv) {
     const char *model = NULL, *image = NULL;
     int iters = 20, warmup = 3, serve_mode = 0;
+    VitRunOptions ropt = {0};
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--model") && i + 1 < argc)
             model = argv[++i];
@@ -120,11 +123,20 @@ int main(int argc, char **argv) {
             iters = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--warmup") && i + 1 < argc)
             warmup = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--serve"))
+        else if (!strcmp(argv[i], "--threads") && i + 1 < argc)
+            ropt.n_threads = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--att") && i + 1 < argc) {
+            const char *a = argv[++i];
+            ropt.att = !strcmp(a, "keep")        ? VIT_ATT_KEEP
+                       : !strcmp(a, "recompute") ? VIT_ATT_RECOMPUTE
+                       : !strcmp(a, "auto")      ? VIT_ATT_AUTO
+                                                 : (VitAttStorage)-1;
+        } else if (!strcmp(argv[i], "--serve"))
             serve_mode = 1;
         else {
             fprintf(stderr,
-                    "usage: %s --model M [--image PHOTO] [--iters N] [--warmup W] [--serve]\n",
+                    "usage: %s --model M [--image PHOTO] [--iters N] [--warmup W] [--threads K] "
+                    "[--att auto|keep|recompute] [--serve]\n",
                     argv[0]);
             return 2;
         }
@@ -156,7 +168,9 @@ int main(int argc, char **argv) {
            c->n_layers, c->n_classes);
     fflush(stdout);
 
-    if (vit_run_init(&run, &vit, &err)) goto fail_err;
+    if (vit_run_init_with(&run, &vit, &ropt, &err)) goto fail_err;
+    printf("run threads=%d attention=%s\n", run.n_threads,
+           run.att_kept ? "kept" : "recomputed from queries and keys");
     uint32_t seed = 12345; /* pixels roughly as normalised ones: uniform in [-2, 2) */
     for (size_t i = 0; i < (size_t)3 * c->image_h * c->image_w; i++) {
         seed = seed * 1664525u + 1013904223u;

@@ -111,7 +111,7 @@ def run_config(args, model, threads):
     env = dict(os.environ, OPENBLAS_NUM_THREADS=str(threads), OMP_NUM_THREADS=str(threads),
                OMP_WAIT_POLICY="PASSIVE")
     path = Path(args.weights) / f"{model}.safetensors"
-    eng = Server([args.bench, "--model", str(path), "--serve"], env)
+    eng = Server([args.bench, "--model", str(path), "--threads", str(threads), "--serve"], env)
     tor = Server([sys.executable, str(HERE / "torch_forward.py"), "--model", str(path),
                   "--threads", str(threads)], env)
     try:
