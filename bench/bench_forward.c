@@ -1,7 +1,7 @@
 /* bench_forward.c - time the engine's stages on one model.
  *
  *   bench_forward --model M.safetensors [--image PHOTO] [--iters N] [--warmup W]
- *                 [--threads K] [--att auto|keep|recompute] [--serve]
+ *                 [--threads K] [--att auto|keep|recompute] [--maps OUT] [--serve]
  *
  * Prints one line per stage, "stage <name> median_ms <x> min_ms <y> max_ms <z> iters <n>":
  *   load        vit_load (mmap + validation + NaN/Inf scan + F16/BF16 conversion)
@@ -21,6 +21,13 @@
  *   gemm N      ->  "gemm <ms> ... <ms> cpu <c>"      the same for vit_forward_gemms
  *   memory      ->  "memory peak_rss_mb <r> weights_mb <w>"
  *   quit (or end of input)
+ * --maps OUT: instead of the GEMM floor and the rollout stage, time and write a set of
+ * maps to OUT (raw float32, in this order): for layers 0, L/2 and L-1, vit_map_attention
+ * of head 0 for the CLS token and of head H-1 for the middle patch, vit_map_fused (mean,
+ * CLS; max, middle patch); then vit_rollout at the last layer (mean fusion, CLS; head 0
+ * with discard 0.9, CLS). Prints "stage maps ..." (all of them) and "stage rollout ..."
+ * (the first rollout). bench/compare.py --large compares OUT of a run that keeps the
+ * attention with one that recomputes it, byte for byte.
  * --threads: the run's thread count (VitRunOptions; default one per core); --att: how
  * the attention is kept for the maps (default auto: kept up to VIT_ATT_KEEP_MAX_BYTES).
  * A benchmark, not a test: it checks nothing but that each call succeeds. */
@@ -82,6 +89,56 @@ static double time_forward(double *ms, int n, VitRun *run, const Vit *vit, int g
     return (cpu_ms() - c0) / n;
 }
 
+/* --maps: time the maps of the set described at the top (iters times), write them
+ * to path. 0: done, 1: a map failed (err), 2: out of memory or cannot write. */
+static int write_maps(const char *path, double *ms, int iters, const VitRun *run, VitError *err) {
+    const VitConfig *c = &run->cfg;
+    int N = c->n_patches, Np = c->n_prefix, L = c->n_layers, H = c->n_heads, mid = Np + N / 2;
+    enum { N_MAPS = 3 * 4 + 2 };
+    float *maps = malloc((size_t)N_MAPS * N * sizeof *maps);
+    double *ms_roll = malloc((size_t)iters * sizeof *ms_roll);
+    int rc = 2;
+    if (!maps || !ms_roll) goto out;
+    for (int it = 0; it < iters; it++) {
+        double t0 = now_ms();
+        float *m = maps;
+        const int layers[3] = {0, L / 2, L - 1};
+        for (int i = 0; i < 3; i++, m += 4 * (size_t)N)
+            if (vit_map_attention(m, run, layers[i], 0, 0, err) ||
+                vit_map_attention(m + N, run, layers[i], H - 1, mid, err) ||
+                vit_map_fused(m + 2 * N, run, layers[i], VIT_FUSE_MEAN, 0, err) ||
+                vit_map_fused(m + 3 * N, run, layers[i], VIT_FUSE_MAX, mid, err)) {
+                rc = 1;
+                goto out;
+            }
+        double t1 = now_ms();
+        if (vit_rollout(m, run, L - 1, -1, VIT_FUSE_MEAN, 0.0f, 0, err)) {
+            rc = 1;
+            goto out;
+        }
+        ms_roll[it] = now_ms() - t1;
+        if (vit_rollout(m + N, run, L - 1, 0, VIT_FUSE_MEAN, 0.9f, 0, err)) {
+            rc = 1;
+            goto out;
+        }
+        ms[it] = now_ms() - t0;
+    }
+    report("maps", ms, iters);
+    report("rollout", ms_roll, iters);
+    FILE *f = fopen(path, "wb");
+    if (!f) {
+        fprintf(stderr, "bench_forward: cannot write %s\n", path);
+        goto out;
+    }
+    size_t n = fwrite(maps, sizeof *maps, (size_t)N_MAPS * N, f);
+    if (fclose(f) == 0 && n == (size_t)N_MAPS * N) rc = 0;
+out:
+    if (rc == 2) fprintf(stderr, "bench_forward: --maps: out of memory or cannot write %s\n", path);
+    free(maps);
+    free(ms_roll);
+    return rc;
+}
+
 /* The --serve loop; 0 on quit or end of input. */
 static int serve(VitRun *run, const Vit *vit, const char *model) {
     char line[256];
@@ -112,6 +169,7 @@ static int serve(VitRun *run, const Vit *vit, const char *model) {
 
 int main(int argc, char **argv) {
     const char *model = NULL, *image = NULL;
+    const char *maps_out = NULL;
     int iters = 20, warmup = 3, serve_mode = 0;
     VitRunOptions ropt = {0};
     for (int i = 1; i < argc; i++) {
@@ -131,12 +189,14 @@ int main(int argc, char **argv) {
                        : !strcmp(a, "recompute") ? VIT_ATT_RECOMPUTE
                        : !strcmp(a, "auto")      ? VIT_ATT_AUTO
                                                  : (VitAttStorage)-1;
-        } else if (!strcmp(argv[i], "--serve"))
+        } else if (!strcmp(argv[i], "--maps") && i + 1 < argc)
+            maps_out = argv[++i];
+        else if (!strcmp(argv[i], "--serve"))
             serve_mode = 1;
         else {
             fprintf(stderr,
                     "usage: %s --model M [--image PHOTO] [--iters N] [--warmup W] [--threads K] "
-                    "[--att auto|keep|recompute] [--serve]\n",
+                    "[--att auto|keep|recompute] [--maps OUT] [--serve]\n",
                     argv[0]);
             return 2;
         }
@@ -195,6 +255,12 @@ int main(int argc, char **argv) {
     double cpu = time_forward(ms, iters, &run, &vit, 0);
     report("forward", ms, iters);
     printf("cpu   forward    mean_ms %9.3f (all threads)\n", cpu);
+    if (maps_out) {
+        rc = write_maps(maps_out, ms, iters, &run, &err);
+        if (rc == 0) report_memory(model);
+        if (rc == 1) goto fail_err;
+        goto done;
+    }
     cpu = time_forward(ms, iters, &run, &vit, 1);
     report("gemm", ms, iters);
     printf("cpu   gemm       mean_ms %9.3f (all threads)\n", cpu);

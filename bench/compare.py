@@ -137,6 +137,48 @@ def run_config(args, model, threads):
     return eng.header, times, cpus, rss, weights, tor_rss
 
 
+LARGE = "vit_large_patch14_dinov2_518"
+LARGE_LIMIT_MB = 2048  # the issue's target: explorable within 2 GB resident
+
+
+def run_large(args, threads):
+    """DINOv2-L/14 at 518 px (T = 1370), random weights: the attention kept (2.9 GB of
+    it) against recomputed from the kept queries and keys (the default above 512 MiB).
+    Each run: one forward pass, then a set of maps (bench_forward --maps) written to a
+    file; the two files must be equal byte for byte. Returns the summary rows."""
+    sys.path.insert(0, str(HERE))
+    import make_weights  # noqa: E402  (torch: only when --large is asked for)
+    path = make_weights.make(args.weights, LARGE)
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1")
+    rows, files = [], []
+    for att in ("keep", "auto"):
+        out = Path(args.weights) / f"{LARGE}.{att}.maps"
+        p = subprocess.run([args.bench, "--model", str(path), "--threads", str(threads),
+                            "--iters", "1", "--warmup", "0", "--att", att, "--maps", str(out)],
+                           capture_output=True, text=True, env=env)
+        if p.returncode != 0:
+            raise RuntimeError(f"bench_forward --att {att}: {p.stderr.strip()}")
+        got = {}
+        for line in p.stdout.splitlines():
+            w = line.split()
+            if w[:1] == ["stage"]:
+                got[w[1]] = float(w[3])
+            elif w[:1] == ["memory"]:
+                got["rss"], got["weights"] = float(w[2]), float(w[4])
+            elif w[:1] == ["run"]:
+                got["how"] = line.split("attention=")[1]
+        print(f"  --att {att:<5} {got['how']:<34} forward {got['forward']:9.0f} ms  "
+              f"maps {got['maps']:8.0f} ms (rollout {got['rollout']:7.0f})  peak RSS "
+              f"{got['rss']:6.0f} MB (weights {got['weights']:.0f} MB)", flush=True)
+        rows.append((att, got))
+        files.append(out.read_bytes())
+        out.unlink()
+    same = files[0] == files[1]
+    print(f"  maps of the two runs {'identical, byte for byte' if same else 'DIFFERENT'} "
+          f"({len(files[0]) // 4} floats)")
+    return rows, same
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--bench", required=True, help="bench_forward")
@@ -147,6 +189,8 @@ def main():
     ap.add_argument("--rounds", type=int, default=6)
     ap.add_argument("--per-round", type=int, default=5)
     ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--large", action="store_true",
+                    help=f"also {LARGE} (T = 1370): memory with the attention kept vs recomputed")
     a = ap.parse_args()
     for line in machine():
         print(line)
@@ -155,7 +199,7 @@ def main():
     print(f"start    {load_line()}", flush=True)
 
     summary = []
-    for model in a.models.split(","):
+    for model in [m for m in a.models.split(",") if m]:
         for threads in map(int, a.threads.split(",")):
             header, times, cpus, rss, weights, tor_rss = run_config(a, model, threads)
             print(f"\n{model}, {threads} thread{'s' if threads > 1 else ''}  "
@@ -178,6 +222,12 @@ def main():
             summary.append((model, threads, e[0], t[0], e[0] / t[0], e[1] / t[1], g[0],
                             e[0] / g[0], rss - weights))
 
+    large = None
+    if a.large:
+        threads = max(map(int, a.threads.split(",")))
+        print(f"\n{LARGE}, {threads} threads (width 1024, 24 layers, 16 heads, 518 px: T = 1370)")
+        large = run_large(a, threads)
+
     print(f"\nend      {load_line()}")
     print("\nsummary (medians; ratio min: of the minima)    targets: vitlens/torch <= 0.80, "
           "vitlens/GEMM <= 1.10 (ViT-B), RSS - weights <= 100 MB (ViT-B)")
@@ -186,6 +236,14 @@ def main():
     for m, th, e, t, r, rmin, g, rg, extra in summary:
         print(f"{m:<26} {th:>3}  {e:10.2f}  {t:8.2f}  {r:9.2f} ({rmin:4.2f})    {g:7.2f}  "
               f"{rg:12.2f}  {extra:14.0f}")
+    if large:
+        rows, same = large
+        print(f"\n{LARGE}: peak RSS (MB) with the attention kept / recomputed, target <= "
+              f"{LARGE_LIMIT_MB} without changing a map")
+        for att, got in rows:
+            print(f"  --att {att:<5} {got['rss']:7.0f}  (weights {got['weights']:.0f})  "
+                  f"forward {got['forward']:.0f} ms  maps {got['maps']:.0f} ms")
+        print(f"  maps identical: {'yes' if same else 'NO'}")
     return 0
 
 

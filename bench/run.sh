@@ -8,7 +8,7 @@
 # compare the ratios of one run, not absolute times across runs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cmake -S . -B build-bench -DCMAKE_BUILD_TYPE=Release -DVITLENS_BUILD_APP=OFF \
+cmake -S . -B build-bench -DCMAKE_BUILD_TYPE=Release -DVITLENS_BUILD_APP=ON \
   -DVITLENS_BUILD_TESTS=OFF >/dev/null
 cmake --build build-bench -j"$(nproc)" --target bench_forward >/dev/null
 /usr/bin/python3 bench/make_weights.py build-bench/weights deit_tiny_patch16_224 \
