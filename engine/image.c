@@ -43,7 +43,54 @@ static int png_declared_size(FILE *f, uint32_t *w, uint32_t *h) {
     return 1;
 }
 
+/* Debian 12's stb_image (2.27) writes past its Huffman tables when a JPEG's DHT
+ * segment declares more than 256 codes in one table: stbi__build_huffman fills
+ * size[257] and the table's values[256] with as many entries as the 16 counts add
+ * up to, up to 4080 (tests/fuzz found it; it corrupts the heap). stbi_info already
+ * reads the tables, so the file is checked before stb sees it: walk the marker
+ * segments as stb does (fill bytes, stuffed bytes and restart markers in the
+ * entropy-coded data, DHT segments between scans) and return the first table's
+ * count over 256, or 0 when there is none or the file is not a JPEG. */
+static int jpeg_huffman_overflow(FILE *f) {
+    int c;
+    if (fseek(f, 0, SEEK_SET) != 0 || getc(f) != 0xFF) return 0;
+    while ((c = getc(f)) == 0xFF) {
+    }
+    if (c != 0xD8) return 0; /* SOI: stb skips fill bytes before it too */
+    for (;;) {
+        if ((c = getc(f)) == EOF) return 0;
+        if (c != 0xFF) continue; /* entropy-coded data */
+        while ((c = getc(f)) == 0xFF) {
+        }
+        if (c == EOF || c == 0xD9) return 0;                              /* EOI */
+        if (c == 0x00 || c == 0x01 || (c >= 0xD0 && c <= 0xD8)) continue; /* no length */
+        int hi = getc(f), lo = getc(f);
+        if (hi == EOF || lo == EOF) return 0;
+        long len = (long)(hi << 8 | lo) - 2;
+        if (c != 0xC4) { /* not a DHT: skip the segment */
+            if (len > 0 && fseek(f, len, SEEK_CUR) != 0) return 0;
+            continue;
+        }
+        while (len > 0) { /* stb's loop over the tables of one DHT segment */
+            int n = 0;
+            if (getc(f) == EOF) return 0; /* table class and id */
+            for (int i = 0; i < 16; i++) {
+                int k = getc(f);
+                if (k == EOF) return 0;
+                n += k;
+            }
+            if (n > 256) return n;
+            if (fseek(f, n, SEEK_CUR) != 0) return 0;
+            len -= 17 + n;
+        }
+    }
+}
+
 VitStatus vit_image_load(VitImage *img, const char *path, VitError *err) {
+    return vit_image_load_max(img, path, VIT_MAX_IMAGE_PIXELS, err);
+}
+
+VitStatus vit_image_load_max(VitImage *img, const char *path, uint64_t max_pixels, VitError *err) {
     memset(img, 0, sizeof *img);
     struct stat sb;
     if (stat(path, &sb) != 0)
@@ -56,26 +103,34 @@ VitStatus vit_image_load(VitImage *img, const char *path, VitError *err) {
         fclose(f);
         return vit_set_error(err, VIT_ERR_IMAGE, "%s: file is empty (0 bytes), not an image", path);
     }
+    int n_codes = jpeg_huffman_overflow(f);
+    if (n_codes) {
+        fclose(f);
+        return vit_set_error(err, VIT_ERR_IMAGE,
+                             "%s: corrupt JPEG: a Huffman table declares %d codes, at most 256",
+                             path, n_codes);
+    }
+    rewind(f);
     /* The declared size first: nothing is decoded or allocated for an image over the limit. */
     int w, h, comp;
     if (!stbi_info_from_file(f, &w, &h, &comp)) {
         uint32_t pw, ph;
         int png = png_declared_size(f, &pw, &ph);
         fclose(f);
-        if (png && (uint64_t)pw * ph > VIT_MAX_IMAGE_PIXELS)
+        if (png && (uint64_t)pw * ph > max_pixels)
             return vit_set_error(err, VIT_ERR_IMAGE,
-                                 "%s: image is %ux%u px, more than the limit of %u pixels", path,
-                                 pw, ph, VIT_MAX_IMAGE_PIXELS);
+                                 "%s: image is %ux%u px, more than the limit of %llu pixels", path,
+                                 pw, ph, (unsigned long long)max_pixels);
         return vit_set_error(err, VIT_ERR_IMAGE, "%s: not an image vitlens can read (%s)", path,
                              stbi_failure_reason());
     }
-    if (w < 1 || h < 1 || (uint64_t)w * (uint64_t)h > VIT_MAX_IMAGE_PIXELS) {
+    if (w < 1 || h < 1 || (uint64_t)w * (uint64_t)h > max_pixels) {
         fclose(f);
         if (w < 1 || h < 1)
             return vit_set_error(err, VIT_ERR_IMAGE, "%s: image is %dx%d px: empty", path, w, h);
         return vit_set_error(err, VIT_ERR_IMAGE,
-                             "%s: image is %dx%d px, more than the limit of %u pixels", path, w, h,
-                             VIT_MAX_IMAGE_PIXELS);
+                             "%s: image is %dx%d px, more than the limit of %llu pixels", path, w,
+                             h, (unsigned long long)max_pixels);
     }
     /* req_comp 3: grey is replicated and alpha dropped, as PIL's convert('RGB'). */
     uint8_t *rgb = stbi_load_from_file(f, &w, &h, &comp, 3);
@@ -131,44 +186,47 @@ static double bicubic(double x) {
 
 typedef struct {
     int ksize;  /* taps per output pixel (max) */
-    int *first; /* [out] first input index */
-    int *count; /* [out] taps used */
-    int32_t *k; /* [out, ksize] fixed-point weights */
+    int *first; /* [n] first input index */
+    int *count; /* [n] taps used */
+    int32_t *k; /* [n, ksize] fixed-point weights */
 } Taps;
 
-/* Weights mapping in_size samples to out_size: the filter is stretched by the
- * downscale factor (antialiasing), each output's weights are normalised to sum
- * 1 in double, then rounded half away from zero to fixed point. */
-static int taps_init(Taps *tp, int in_size, int out_size) {
+/* Weights mapping in_size samples to out_size, for the n outputs o0 .. o0+n-1:
+ * the filter is stretched by the downscale factor (antialiasing), each output's
+ * weights are normalised to sum 1 in double, then rounded half away from zero to
+ * fixed point. An output's weights depend only on its index, so the outputs of a
+ * crop come out exactly as they would in the whole resize. */
+static int taps_init(Taps *tp, int in_size, int out_size, int o0, int n) {
     double scale = (double)in_size / out_size, filterscale = scale < 1.0 ? 1.0 : scale;
     double support = 2.0 * filterscale;
     int ksize = (int)ceil(support) * 2 + 1;
     tp->ksize = ksize;
-    tp->first = malloc((size_t)out_size * sizeof(int));
-    tp->count = malloc((size_t)out_size * sizeof(int));
-    tp->k = calloc((size_t)out_size * (size_t)ksize, sizeof(int32_t));
+    tp->first = malloc((size_t)n * sizeof(int));
+    tp->count = malloc((size_t)n * sizeof(int));
+    tp->k = calloc((size_t)n * (size_t)ksize, sizeof(int32_t));
     double *w = malloc((size_t)ksize * sizeof(double));
     if (!tp->first || !tp->count || !tp->k || !w) {
         free(w);
         return 0;
     }
-    for (int o = 0; o < out_size; o++) {
+    for (int i = 0; i < n; i++) {
+        int o = o0 + i;
         double center = (o + 0.5) * scale, ss = 1.0 / filterscale, sum = 0.0;
         int lo = (int)(center - support + 0.5), hi = (int)(center + support + 0.5);
         if (lo < 0) lo = 0;
         if (hi > in_size) hi = in_size;
-        int n = hi - lo;
-        for (int i = 0; i < n; i++) {
-            w[i] = bicubic((i + lo - center + 0.5) * ss);
-            sum += w[i];
+        int m = hi - lo;
+        for (int j = 0; j < m; j++) {
+            w[j] = bicubic((j + lo - center + 0.5) * ss);
+            sum += w[j];
         }
-        for (int i = 0; i < n; i++) {
-            double v = sum != 0.0 ? w[i] / sum : w[i];
-            tp->k[(size_t)o * ksize + i] = (int32_t)(v < 0 ? -0.5 + v * (1 << PRECISION_BITS)
+        for (int j = 0; j < m; j++) {
+            double v = sum != 0.0 ? w[j] / sum : w[j];
+            tp->k[(size_t)i * ksize + j] = (int32_t)(v < 0 ? -0.5 + v * (1 << PRECISION_BITS)
                                                            : 0.5 + v * (1 << PRECISION_BITS));
         }
-        tp->first[o] = lo;
-        tp->count[o] = n;
+        tp->first[i] = lo;
+        tp->count[i] = m;
     }
     free(w);
     return 1;
@@ -186,62 +244,80 @@ static uint8_t clip8(int32_t v) {
     return v > 255 ? 255 : (uint8_t)v;
 }
 
-/* One separable pass over RGB8. Horizontal: out[h, out_n, 3] from in[h, w, 3]
- * along x. Vertical: out[out_n, w, 3] from in[h, w, 3] along y. */
-static void resample_pass(uint8_t *out, const uint8_t *in, int w, int h, const Taps *tp, int out_n,
-                          int horizontal) {
-    if (horizontal) {
-        for (int y = 0; y < h; y++)
-            for (int o = 0; o < out_n; o++) {
-                const int32_t *k = tp->k + (size_t)o * tp->ksize;
-                const uint8_t *src = in + ((size_t)y * w + tp->first[o]) * 3;
-                int32_t s0 = 1 << (PRECISION_BITS - 1), s1 = s0, s2 = s0;
-                for (int i = 0; i < tp->count[o]; i++) {
-                    s0 += src[3 * i + 0] * k[i];
-                    s1 += src[3 * i + 1] * k[i];
-                    s2 += src[3 * i + 2] * k[i];
-                }
-                uint8_t *d = out + ((size_t)y * out_n + o) * 3;
-                d[0] = clip8(s0), d[1] = clip8(s1), d[2] = clip8(s2);
-            }
-    } else {
-        for (int o = 0; o < out_n; o++) {
+/* Horizontal pass over RGB8: out[rows, n, 3] from rows y0 .. y0+rows-1 of
+ * in[h, w, 3], one output column per tap set. */
+static void resample_h(uint8_t *out, const uint8_t *in, int w, int y0, int rows, const Taps *tp,
+                       int n) {
+    for (int y = 0; y < rows; y++)
+        for (int o = 0; o < n; o++) {
             const int32_t *k = tp->k + (size_t)o * tp->ksize;
-            for (int x = 0; x < w; x++) {
-                int32_t s0 = 1 << (PRECISION_BITS - 1), s1 = s0, s2 = s0;
-                for (int i = 0; i < tp->count[o]; i++) {
-                    const uint8_t *src = in + ((size_t)(tp->first[o] + i) * w + x) * 3;
-                    s0 += src[0] * k[i];
-                    s1 += src[1] * k[i];
-                    s2 += src[2] * k[i];
-                }
-                uint8_t *d = out + ((size_t)o * w + x) * 3;
-                d[0] = clip8(s0), d[1] = clip8(s1), d[2] = clip8(s2);
+            const uint8_t *src = in + ((size_t)(y0 + y) * w + tp->first[o]) * 3;
+            int32_t s0 = 1 << (PRECISION_BITS - 1), s1 = s0, s2 = s0;
+            for (int i = 0; i < tp->count[o]; i++) {
+                s0 += src[3 * i + 0] * k[i];
+                s1 += src[3 * i + 1] * k[i];
+                s2 += src[3 * i + 2] * k[i];
             }
+            uint8_t *d = out + ((size_t)y * n + o) * 3;
+            d[0] = clip8(s0), d[1] = clip8(s1), d[2] = clip8(s2);
+        }
+}
+
+/* Vertical pass over RGB8: out[n, w, 3] from in[rows, w, 3], whose first row is
+ * input row y0 (the taps' indices are input rows). */
+static void resample_v(uint8_t *out, const uint8_t *in, int w, int y0, const Taps *tp, int n) {
+    for (int o = 0; o < n; o++) {
+        const int32_t *k = tp->k + (size_t)o * tp->ksize;
+        for (int x = 0; x < w; x++) {
+            int32_t s0 = 1 << (PRECISION_BITS - 1), s1 = s0, s2 = s0;
+            for (int i = 0; i < tp->count[o]; i++) {
+                const uint8_t *src = in + ((size_t)(tp->first[o] - y0 + i) * w + x) * 3;
+                s0 += src[0] * k[i];
+                s1 += src[1] * k[i];
+                s2 += src[2] * k[i];
+            }
+            uint8_t *d = out + ((size_t)o * w + x) * 3;
+            d[0] = clip8(s0), d[1] = clip8(s1), d[2] = clip8(s2);
         }
     }
 }
 
-/* Pillow Image.resize((rw, rh), BICUBIC) of RGB8: horizontal pass first, each
- * pass skipped when that side keeps its size. out: [rh, rw, 3]. */
-static int pil_resize_bicubic(uint8_t *out, const VitImage *img, int rw, int rh) {
-    uint8_t *tmp = NULL;
-    const uint8_t *src = img->rgb;
-    int w = img->w, ok = 0;
+/* The S x S crop at (left, top) of Pillow's Image.resize((rw, rh), BICUBIC) of
+ * RGB8, out: [S, S, 3]. Pillow resizes horizontally first, then vertically, and
+ * skips the pass of a side that keeps its size. Only the crop is computed: the S
+ * output columns of the horizontal pass, on the input rows that the S output rows
+ * of the vertical pass read. Every output pixel is the same sum as in the whole
+ * resize, so the crop is bit-exact, while memory and time no longer grow with the
+ * resized size (a 2 x 500000 px image resized to a 36 px short side is 340 M
+ * pixels; its crop is 36 x 36). */
+static int pil_resize_crop(uint8_t *out, const VitImage *img, int rw, int rh, int left, int top,
+                           int S) {
     Taps th = {0}, tv = {0};
-    if (rw != img->w) {
-        tmp = malloc((size_t)img->h * rw * 3);
-        if (!tmp || !taps_init(&th, img->w, rw)) goto done;
-        resample_pass(rh == img->h ? out : tmp, src, img->w, img->h, &th, rw, 1);
-        src = tmp;
-        w = rw;
-    }
+    uint8_t *tmp = NULL;
+    int ok = 0, y0 = top, y1 = top + S; /* input rows the crop reads */
     if (rh != img->h) {
-        if (!taps_init(&tv, img->h, rh)) goto done;
-        resample_pass(out, src, w, img->h, &tv, rh, 0);
-    } else if (rw == img->w) {
-        memcpy(out, img->rgb, (size_t)rw * rh * 3);
+        if (!taps_init(&tv, img->h, rh, top, S)) goto done;
+        y0 = img->h, y1 = 0;
+        for (int o = 0; o < S; o++) {
+            if (tv.first[o] < y0) y0 = tv.first[o];
+            if (tv.first[o] + tv.count[o] > y1) y1 = tv.first[o] + tv.count[o];
+        }
     }
+    int rows = y1 - y0;
+    tmp = malloc((size_t)rows * S * 3); /* [rows, S, 3]: columns left .. left+S-1 */
+    if (!tmp) goto done;
+    if (rw != img->w) {
+        if (!taps_init(&th, img->w, rw, left, S)) goto done;
+        resample_h(tmp, img->rgb, img->w, y0, rows, &th, S);
+    } else {
+        for (int y = 0; y < rows; y++)
+            memcpy(tmp + (size_t)y * S * 3, img->rgb + ((size_t)(y0 + y) * img->w + left) * 3,
+                   (size_t)S * 3);
+    }
+    if (rh != img->h)
+        resample_v(out, tmp, S, y0, &tv, S);
+    else
+        memcpy(out, tmp, (size_t)S * S * 3);
     ok = 1;
 done:
     taps_free(&th);
@@ -302,17 +378,10 @@ static VitStatus resize_crop(uint8_t *out, Geometry *geo, const VitConfig *cfg, 
     if (g.rw < S || g.rh < S)
         return vit_set_error(err, VIT_ERR_ARG,
                              "preprocess: resize to %dx%d cannot be cropped to %d", g.rw, g.rh, S);
-    uint8_t *resized = malloc((size_t)g.rw * g.rh * 3);
-    if (!resized || !pil_resize_bicubic(resized, img, g.rw, g.rh)) {
-        free(resized);
+    if (!pil_resize_crop(out, img, g.rw, g.rh, g.left, g.top, S))
         return vit_set_error(err, VIT_ERR_NOMEM,
                              "preprocess: out of memory resizing %dx%d to %dx%d", img->w, img->h,
                              g.rw, g.rh);
-    }
-    for (int y = 0; y < S; y++)
-        memcpy(out + (size_t)y * S * 3, resized + ((size_t)(y + g.top) * g.rw + g.left) * 3,
-               (size_t)S * 3);
-    free(resized);
     if (geo) *geo = g;
     return VIT_OK;
 }
