@@ -86,6 +86,36 @@ static int jpeg_huffman_overflow(FILE *f) {
     }
 }
 
+/* A PNM as stb_image tells one: "P5" (grey) or "P6" (RGB). Leaves f rewound. */
+static int is_pnm(FILE *f) {
+    uint8_t b[2];
+    int yes = fseek(f, 0, SEEK_SET) == 0 && fread(b, 1, 2, f) == 2 && b[0] == 'P' &&
+              (b[1] == '5' || b[1] == '6');
+    rewind(f);
+    return yes;
+}
+
+/* A 16-bit PNM (maxval over 255) as 8-bit RGB [h, w, 3], stb_image-allocated. Debian's
+ * stb_image 2.27 gets these wrong twice: asked for RGB it converts the channels as if
+ * they were 8-bit (stbi__convert_format, not ..._format16) and then reads twice the
+ * buffer that made, a heap overflow on any 16-bit grey PGM (tests/fuzz found it); and
+ * it keeps the big-endian samples in file order, so its "high byte" is the low one.
+ * Here the samples are read as they are, the first (most significant) byte of each
+ * is kept, as for 16-bit PNGs, and grey is replicated. maxval scales nothing, as in
+ * stb_image's 8-bit PNMs. NULL on error (stbi_failure_reason says why). */
+static uint8_t *load_pnm16(FILE *f, int *w, int *h) {
+    int comp;
+    uint16_t *px = stbi_load_from_file_16(f, w, h, &comp, 0);
+    if (!px) return NULL;
+    const uint8_t *be = (const uint8_t *)px; /* sample i is bytes 2i (high), 2i + 1 */
+    size_t n = (size_t)*w * (size_t)*h;
+    uint8_t *rgb = (comp == 1 || comp == 3) ? STBI_MALLOC(n * 3) : NULL;
+    for (size_t i = 0; rgb && i < n; i++)
+        for (int ch = 0; ch < 3; ch++) rgb[3 * i + ch] = be[2 * (i * comp + (comp == 3 ? ch : 0))];
+    stbi_image_free(px);
+    return rgb;
+}
+
 VitStatus vit_image_load(VitImage *img, const char *path, VitError *err) {
     return vit_image_load_max(img, path, VIT_MAX_IMAGE_PIXELS, err);
 }
@@ -133,7 +163,9 @@ VitStatus vit_image_load_max(VitImage *img, const char *path, uint64_t max_pixel
                              h, (unsigned long long)max_pixels);
     }
     /* req_comp 3: grey is replicated and alpha dropped, as PIL's convert('RGB'). */
-    uint8_t *rgb = stbi_load_from_file(f, &w, &h, &comp, 3);
+    uint8_t *rgb = is_pnm(f) && stbi_is_16_bit_from_file(f)
+                       ? load_pnm16(f, &w, &h)
+                       : stbi_load_from_file(f, &w, &h, &comp, 3);
     fclose(f);
     if (!rgb)
         return vit_set_error(err, VIT_ERR_IMAGE,

@@ -391,6 +391,13 @@ static void case_config_mean_two(Ctx *c) {
                   KEYS("key 'pretrained_cfg.mean' is [0.485,0.456], expected 3 numbers"));
 }
 
+/* 1e-90 is above 0 as a double and 0 as the float the engine keeps: LayerNorm would
+ * divide by zero on a constant row (tests/fuzz found it). */
+static void case_config_eps_underflow(Ctx *c) {
+    config_expect(c, "{\"layer_norm_eps\": 1e-90}",
+                  KEYS("key 'layer_norm_eps' is 1e-90, expected a number in (0, 1]"));
+}
+
 static void case_config_invalid_json(Ctx *c) {
     config_expect(c,
                   "{\n  \"num_heads\": 4,\n  \"crop_pct\": 0.9\n  \"mean\": [0.5, 0.5, 0.5]\n}\n",
@@ -612,6 +619,22 @@ static void case_png_grey(Ctx *c) {
     png_works(c, "grey.png", 3, 1, 8, 0, s, want);
 }
 
+/* A 16-bit grey PGM (maxval 65535, big-endian samples): Debian's stb_image 2.27
+ * overran its buffer making such a file RGB (tests/fuzz found it). */
+static void case_pgm_16bit_grey(Ctx *c) {
+    static const uint8_t pgm[] = "P5\n3 1\n65535\n\x12\x34\x00\xff\xff\x00";
+    static const uint8_t want[9] = {0x12, 0x12, 0x12, 0x00, 0x00, 0x00, 0xff, 0xff, 0xff};
+    char path[1100];
+    in_dir(c, path, sizeof path, "deep.pgm");
+    write_bytes(path, pgm, sizeof pgm - 1);
+    VitImage img = {0};
+    VitError err = {0};
+    VitStatus rc = vit_image_load(&img, path, &err);
+    int ok = rc == VIT_OK && img.w == 3 && img.h == 1 && memcmp(img.rgb, want, 9) == 0;
+    expect_works(c, rc, &err, ok, "3x1, the high byte in each channel");
+    vit_image_free(&img);
+}
+
 /* RGBA: alpha dropped, colour kept even where fully transparent (PIL's convert('RGB')). */
 static void case_png_rgba(Ctx *c) {
     static const uint8_t s[8] = {10, 20, 30, 0, 40, 50, 60, 255};
@@ -655,6 +678,7 @@ static const Case cases[] = {
          NULL),
     CASE(config_heads_string, "config.json: `\"num_heads\": \"four\"`", NULL),
     CASE(config_mean_two, "config.json: `mean` with 2 entries", NULL),
+    CASE(config_eps_underflow, "config.json: `layer_norm_eps` 1e-90, 0 as a float", NULL),
     CASE(config_invalid_json, "config.json: invalid JSON (a missing comma)", NULL),
     CASE(labels_too_few, "labels file with 3 lines for 10 classes", NULL),
     CASE(image_empty, "image: a zero-byte `.png`", NULL),
@@ -675,6 +699,8 @@ static const Case cases[] = {
          "loads as RGB, the high byte in each channel (Pillow clips at 255 instead)"),
     CASE(png_grey, "an 8-bit grey PNG", "loads as RGB, grey copied to each channel"),
     CASE(png_rgba, "an RGBA PNG", "loads as RGB, alpha dropped"),
+    CASE(pgm_16bit_grey, "a 16-bit grey PGM (found by fuzzing)",
+         "loads as RGB, the high byte in each channel"),
     /* clang-format on */
 };
 #undef CASE

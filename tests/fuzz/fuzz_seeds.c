@@ -5,7 +5,7 @@
  *                     backbone without head, patch 2 on a 3 x 3 grid
  *   OUT/config/       config.json in timm's and Hugging Face's layouts, labels files
  *   OUT/image/        PNG (RGB, grey, grey + alpha, RGBA, 16-bit), JPEG, BMP, TGA
- *                     (RLE and not), HDR, PNM (P5, P6), GIF, PSD
+ *                     (RLE and not), HDR, PNM (P5, P6, 8 and 16-bit), GIF, PSD
  *
  * Every seed is checked to load (a seed the engine refuses would only teach the
  * fuzzer the error path). usage: fuzz_seeds OUT; exit 0 on success. */
@@ -217,6 +217,10 @@ static void seeds_image(void) {
     seed_image("rgb.ppm", (const uint8_t *)p6, sizeof p6 - 1);
     static const char p5[] = "P5 2 2 255\n\x00\x40\x80\xff";
     seed_image("grey.pgm", (const uint8_t *)p5, sizeof p5 - 1);
+    static const char p5_16[] = "P5 2 1 65535\n\x12\x34\xff\x00";
+    seed_image("grey16.pgm", (const uint8_t *)p5_16, sizeof p5_16 - 1);
+    static const char p6_16[] = "P6 1 1 1023\n\x03\xff\x01\x00\x00\x10";
+    seed_image("rgb16.ppm", (const uint8_t *)p6_16, sizeof p6_16 - 1);
     /* the classic 1 x 1 GIF: a 2-colour global table, LZW minimum code size 2 */
     static const uint8_t gif[] = {'G', 'I', 'F', '8', '9', 'a', 1, 0,    1, 0, 0x80, 0,
                                   0,   255, 255, 255, 0,   0,   0, ',',  0, 0, 0,    0,
