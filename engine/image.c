@@ -97,6 +97,28 @@ static int is_pnm(FILE *f) {
     return yes;
 }
 
+/* Debian's stb_image 2.27 reads a PNM header's numbers into an int with no bound
+ * (stbi__pnm_getinteger: signed overflow, undefined behaviour; tests/fuzz found it
+ * with a 60-digit width). Read the width, height and maxval as stb does (whitespace
+ * and # comments between them) and return 1 when one is over INT_MAX. Leaves f rewound. */
+static int pnm_number_overflows(FILE *f) {
+    if (!is_pnm(f) || fseek(f, 2, SEEK_SET) != 0) return 0;
+    int c = getc(f), over = 0;
+    for (int k = 0; k < 3 && !over; k++) {
+        for (;;) {
+            while (c == ' ' || (c >= '\t' && c <= '\r')) c = getc(f); /* stb's pnm_isspace */
+            if (c != '#') break;
+            while (c != EOF && c != '\n' && c != '\r') c = getc(f);
+        }
+        int64_t v = 0;
+        for (; c >= '0' && c <= '9' && !over; c = getc(f))
+            over = (v = v * 10 + (c - '0')) > INT_MAX;
+        if (v == 0) break; /* stb stops there too */
+    }
+    rewind(f);
+    return over;
+}
+
 /* A 16-bit PNM (maxval over 255) as 8-bit RGB [h, w, 3], stb_image-allocated. Debian's
  * stb_image 2.27 gets these wrong twice: asked for RGB it converts the channels as if
  * they were 8-bit (stbi__convert_format, not ..._format16) and then reads twice the
@@ -141,6 +163,11 @@ VitStatus vit_image_load_max(VitImage *img, const char *path, uint64_t max_pixel
         return vit_set_error(err, VIT_ERR_IMAGE,
                              "%s: corrupt JPEG: a Huffman table declares %d codes, at most 256",
                              path, n_codes);
+    }
+    if (pnm_number_overflows(f)) {
+        fclose(f);
+        return vit_set_error(err, VIT_ERR_IMAGE,
+                             "%s: corrupt PNM: a number in its header is over %d", path, INT_MAX);
     }
     rewind(f);
     /* The declared size first: nothing is decoded or allocated for an image over the limit. */

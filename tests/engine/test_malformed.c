@@ -506,6 +506,17 @@ static void case_jpeg_huffman_overflow(Ctx *c) {
                  KEYS("corrupt JPEG: a Huffman table declares 304 codes, at most 256"));
 }
 
+/* A PGM whose width has 40 digits: Debian's stb_image 2.27 overflows an int reading
+ * it (undefined behaviour; UBSan reports it; tests/fuzz found it). */
+static void case_pnm_huge_number(Ctx *c) {
+    static const char pgm[] = "P5 9999999999999999999999999999999999999999 1 255\n\x01";
+    char path[1100];
+    in_dir(c, path, sizeof path, "wide.pgm");
+    write_bytes(path, pgm, sizeof pgm - 1);
+    image_expect(c, path, VIT_ERR_IMAGE,
+                 KEYS("corrupt PNM: a number in its header is over 2147483647"));
+}
+
 /* A 2 x 12000 px strip at DeiT's 224 px input: resized to 256 x 1536000 px (1.2 GB)
  * before the centre crop, which the engine alone computes. Outside the sanitizer
  * builds (whose allocator needs room of its own) the preprocessing runs in a child
@@ -690,6 +701,7 @@ static const Case cases[] = {
     CASE(png_huge_ihdr, "PNG whose IHDR declares 100000x100000", NULL),
     CASE(jpeg_huffman_overflow, "JPEG whose Huffman table declares 304 codes (found by fuzzing)",
          NULL),
+    CASE(pnm_huge_number, "PGM whose width has 40 digits (found by fuzzing)", NULL),
     CASE(image_long_strip, "a 2x12000 PNG at a 224 px input: 1.2 GB if resized whole",
          "preprocessed in 256 MB: only the 224 x 224 crop is resized"),
     CASE(image_1x1, "a 1x1 PNG",
