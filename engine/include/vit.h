@@ -224,9 +224,12 @@ typedef struct {
 
 /* Decode an image file (PNG, JPEG, BMP, GIF, TGA, PNM, ... via stb_image) to
  * 8-bit RGB. Grey and alpha channels are dropped/expanded as PIL's
- * convert('RGB') does. Checks the declared size with stbi_info before decoding:
- * more than VIT_MAX_IMAGE_PIXELS is VIT_ERR_IMAGE. Errors: VIT_ERR_IO,
- * VIT_ERR_IMAGE. Free with vit_image_free. */
+ * convert('RGB') does; 16-bit samples keep their most significant byte. Checks
+ * the declared size with stbi_info before decoding: more than
+ * VIT_MAX_IMAGE_PIXELS is VIT_ERR_IMAGE. Before stb_image reads a file, a JPEG's
+ * Huffman tables and a PNM's header numbers are checked, which stb_image 2.27
+ * would overrun (docs/robustness.md). Errors: VIT_ERR_IO, VIT_ERR_IMAGE. Free
+ * with vit_image_free. */
 VitStatus vit_image_load(VitImage *img, const char *path, VitError *err);
 VitStatus vit_image_from_rgb(VitImage *img, const uint8_t *rgb, int w, int h, VitError *err);
 void vit_image_free(VitImage *img);
@@ -234,7 +237,9 @@ void vit_image_free(VitImage *img);
 /* timm's eval transform (timm/data/transforms_factory.py, crop_mode 'center'):
  * Resize(floor(S / crop_pct)) of the shorter side with PIL's bicubic filter
  * (reproduced bit-exactly, including its 8-bit passes), CenterCrop(S) as
- * torchvision rounds it, ToTensor (/255), Normalize(mean, std).
+ * torchvision rounds it, ToTensor (/255), Normalize(mean, std). Only the crop
+ * of the resize is computed: memory and time grow with S and the image, not
+ * with the resized size (a long strip's would be gigabytes).
  * out: [3, S, S]. crop: the source-image rectangle (px, may be fractional in
  * effect, rounded outwards) that the model sees; any of crop_* may be NULL.
  * Errors: VIT_ERR_NOMEM, VIT_ERR_ARG (empty image). */
