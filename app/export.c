@@ -43,14 +43,14 @@ int export_top(FILE *out, const Model *m, const Scene *sc, int k) {
 
 void export_blend(uint8_t *out, const uint8_t *crop, const float *map, const VitConfig *cfg,
                   int scale, float opacity) {
-    int S = cfg->image_size, side = S * scale;
-    for (int y = 0; y < side; y++) {
-        int sy = y / scale, gy = sy * cfg->grid_h / S;
-        for (int x = 0; x < side; x++) {
-            int sx = x / scale, gx = sx * cfg->grid_w / S;
-            const uint8_t *src = crop + ((size_t)sy * S + sx) * 3;
+    int Sh = cfg->image_h, Sw = cfg->image_w, out_w = Sw * scale;
+    for (int y = 0; y < Sh * scale; y++) {
+        int sy = y / scale, gy = sy * cfg->grid_h / Sh;
+        for (int x = 0; x < out_w; x++) {
+            int sx = x / scale, gx = sx * cfg->grid_w / Sw;
+            const uint8_t *src = crop + ((size_t)sy * Sw + sx) * 3;
             const uint8_t *lut = colormap_lut[colormap_index(map[gy * cfg->grid_w + gx])];
-            uint8_t *dst = out + ((size_t)y * side + x) * 3;
+            uint8_t *dst = out + ((size_t)y * out_w + x) * 3;
             for (int ch = 0; ch < 3; ch++) {
                 float v = (float)src[ch] + opacity * ((float)lut[ch] - (float)src[ch]);
                 dst[ch] = (uint8_t)lrintf(v < 0.0f ? 0.0f : v > 255.0f ? 255.0f : v);
@@ -72,8 +72,8 @@ static int write_map(const char *dir, const char *name, const Scene *sc, const V
     export_blend(pixels, sc->crop_rgb, map, c, scale, opacity);
     char path[2048];
     snprintf(path, sizeof path, "%s/%s", dir, name);
-    int side = c->image_size * scale;
-    if (!stbi_write_png(path, side, side, 3, pixels, side * 3)) {
+    int out_w = c->image_w * scale, out_h = c->image_h * scale;
+    if (!stbi_write_png(path, out_w, out_h, 3, pixels, out_w * 3)) {
         fprintf(stderr, "vitlens: %s: cannot write PNG: %s\n", path,
                 errno ? strerror(errno) : "write failed");
         return 1;
@@ -93,15 +93,15 @@ int export_maps(FILE *out, const char *dir, const Scene *sc, float opacity, floa
         fprintf(stderr, "vitlens: %s: exists and is not a directory\n", dir);
         return 1;
     }
-    int S = c->image_size;
+    int S = c->image_h > c->image_w ? c->image_h : c->image_w; /* the longer side */
     int scale = (EXPORT_TARGET_PX + S / 2) / S;
     if (scale < 1) scale = 1;
-    int side = S * scale;
+    int out_w = c->image_w * scale, out_h = c->image_h * scale;
     float *map = malloc((size_t)c->n_patches * sizeof *map);
-    uint8_t *pixels = malloc((size_t)side * side * 3);
+    uint8_t *pixels = malloc((size_t)out_w * out_h * 3);
     int rc = 0, n_files = 0;
     if (!map || !pixels) {
-        fprintf(stderr, "vitlens: out of memory for a %dx%d PNG\n", side, side);
+        fprintf(stderr, "vitlens: out of memory for a %dx%d PNG\n", out_w, out_h);
         rc = 1;
         goto done;
     }
@@ -125,8 +125,8 @@ int export_maps(FILE *out, const char *dir, const Scene *sc, float opacity, floa
         n_files += !rc;
     }
     if (!rc)
-        fprintf(out, "wrote %d PNGs (%dx%d px, %s, opacity %.2f) of %s to %s\n", n_files, side,
-                side, colormap_name, opacity, sc->name, dir);
+        fprintf(out, "wrote %d PNGs (%dx%d px, %s, opacity %.2f) of %s to %s\n", n_files, out_w,
+                out_h, colormap_name, opacity, sc->name, dir);
 done:
     free(map);
     free(pixels);

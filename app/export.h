@@ -28,7 +28,7 @@ int export_maps(FILE *out, const char *dir, const Scene *sc, float opacity, floa
 
 /* Blend a normalised map over the crop as the fragment shader does:
  *   px = round(mix(crop, colormap(map), opacity)), nearest sampling per patch.
- * out: [side, side, 3] with side = S * scale; crop: [S, S, 3]; map: [gh, gw] in [0, 1]. */
+ * out: [Sh * scale, Sw * scale, 3]; crop: [Sh, Sw, 3]; map: [gh, gw] in [0, 1]. */
 void export_blend(uint8_t *out, const uint8_t *crop, const float *map, const VitConfig *cfg,
                   int scale, float opacity);
 

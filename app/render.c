@@ -207,11 +207,12 @@ void ren_free(Ren *r) {
     memset(r, 0, sizeof *r);
 }
 
-void ren_upload_image(Ren *r, const uint8_t *rgb, int side_px) {
+void ren_upload_image(Ren *r, const uint8_t *rgb, int w, int h) {
     glPixelStorei(GL_UNPACK_ALIGNMENT, 1);
     glBindTexture(GL_TEXTURE_2D, r->tex_image);
-    glTexImage2D(GL_TEXTURE_2D, 0, GL_RGB8, side_px, side_px, 0, GL_RGB, GL_UNSIGNED_BYTE, rgb);
-    r->image_side = side_px;
+    glTexImage2D(GL_TEXTURE_2D, 0, GL_RGB8, w, h, 0, GL_RGB, GL_UNSIGNED_BYTE, rgb);
+    r->image_w = w;
+    r->image_h = h;
 }
 
 void ren_upload_map(Ren *r, const float *map, int grid_w, int grid_h, float min, float max) {
@@ -316,7 +317,7 @@ static void help_size(Ren *r, const RenFrame *f, int px, float *w, float *h, flo
 }
 
 /* The key list in a panel centred on the crop; smaller text if the window is small. */
-static void draw_help(Ren *r, const RenFrame *f, float ix, float iy, float side, int px) {
+static void draw_help(Ren *r, const RenFrame *f, float ix, float iy, float iw, float ih, int px) {
     float pw, ph, key_w;
     help_size(r, f, px, &pw, &ph, &key_w);
     float room_w = (float)r->fb_w * 0.96f, room_h = (float)r->fb_h * 0.9f;
@@ -327,7 +328,7 @@ static void draw_help(Ren *r, const RenFrame *f, float ix, float iy, float side,
         help_size(r, f, px, &pw, &ph, &key_w);
     }
     float pad = (float)px * 1.2f, gap = (float)px * 1.5f, row_h = (float)px * 1.65f;
-    float x = floorf(ix + (side - pw) / 2), y = floorf(iy + (side - ph) / 2);
+    float x = floorf(ix + (iw - pw) / 2), y = floorf(iy + (ih - ph) / 2);
     if (x + pw > (float)r->fb_w) x = floorf(((float)r->fb_w - pw) / 2); /* wider than the crop */
     if (x < 0) x = 0;
     if (y < 0) y = 0;
@@ -339,6 +340,34 @@ static void draw_help(Ren *r, const RenFrame *f, float ix, float iy, float side,
         float ry = y + pad + (float)px * 2.2f + row_h * (float)i;
         text_line(r, f->help_rows[i][0], px, x + pad, ry, row_h, COL_ACCENT);
         text_line(r, f->help_rows[i][1], px, x + pad + key_w + gap, ry, row_h, COL_TEXT);
+    }
+}
+
+/* The prefix tokens' share of the row, one row each: name and percentage above
+ * a bar whose full width is 100%; then what is left for the patches (the map). */
+static void draw_prefix(Ren *r, const RenFrame *f, float x, float y, float w, float h,
+                        int font_px) {
+    int n = f->n_prefix + 1, px = (int)(font_px * 0.8f);
+    float row_h = floorf(h / (float)n), max_row = (float)font_px * 2.6f;
+    if (row_h > max_row) row_h = max_row;
+    float bar_h = roundf(row_h * 0.32f), text_h = row_h - bar_h - roundf(row_h * 0.18f);
+    if (bar_h < 3 || text_h < 6) return;
+    double rest = 1.0;
+    for (int i = 0; i < n; i++) {
+        double share = i < f->n_prefix ? (double)f->prefix_share[i] : rest;
+        if (i < f->n_prefix) rest -= share;
+        share = share < 0 ? 0 : share > 1 ? 1 : share;
+        char pct[16];
+        snprintf(pct, sizeof pct, "%.0f%%", 100.0 * share);
+        float ry = y + row_h * (float)i;
+        const char *name = i < f->n_prefix ? f->prefix_names[i] : "patches";
+        text_line(r, name, px, x, ry, text_h, i < f->n_prefix ? COL_TEXT : COL_DIM);
+        const RenText *t = text_get(r, pct, px);
+        if (t)
+            draw_text(r, t, x + w - (float)t->w, ry + (text_h - (float)t->h) * 0.5f, 1.0f, COL_DIM);
+        fill(r, x, ry + text_h, w, bar_h, COL_EMPTY);
+        fill(r, x, ry + text_h, roundf(w * (float)share), bar_h,
+             i < f->n_prefix ? COL_ACCENT : COL_DIM);
     }
 }
 
@@ -381,24 +410,37 @@ void ren_draw(Ren *r, const RenFrame *f) {
     glUniform2f(r->ui.screen, W, H);
     glUniform4f(r->ui.uv, 0.0f, 0.0f, 1.0f, 1.0f);
 
-    /* Layout: the square crop letterboxed above the status bar (and the error
-     * line), with the legend to its right when the window is wide enough. */
+    /* Layout: the crop letterboxed above the status bar (and the error line),
+     * with the legend to its right and the prefix tokens' bars to its left
+     * when the window is wide enough. */
     float bar_h = roundf(H * 0.055f);
     if (bar_h < 22) bar_h = 22;
     int font_px = (int)(bar_h * 0.5f);
     float err_h = f->error && *f->error ? bar_h : 0.0f;
     float margin = roundf(H * 0.02f);
     float legend_w = roundf((float)font_px * 4.0f), legend_gap = roundf(margin * 1.2f);
+    float prefix_w = roundf((float)font_px * 5.0f);
     float area_w = W - 2 * margin, area_h = H - bar_h - err_h - 2 * margin;
-    int legend = f->overlay && r->image_side && area_w - legend_w - legend_gap >= area_h * 0.8f;
+    /* the crop keeps its aspect ratio; the legend and the bars each take room
+     * only while the crop keeps at least 80% / 70% of the width it would have */
+    float aspect = r->image_h ? (float)r->image_w / (float)r->image_h : 1.0f; /* w / h */
+    float max_w = area_h * aspect, full = fminf(area_w, max_w);
+    int legend =
+        f->overlay && r->image_w && fminf(area_w - legend_w - legend_gap, max_w) >= 0.8f * full;
     if (legend) area_w -= legend_w + legend_gap;
-    float side = floorf(area_w < area_h ? area_w : area_h);
-    if (side < 1) side = 1;
-    float group_w = side + (legend ? legend_gap + legend_w : 0.0f);
-    float ix = floorf((W - group_w) / 2), iy = floorf(margin + (area_h - side) / 2);
-    r->image_x = (int)ix, r->image_y = (int)iy, r->image_side_px = (int)side;
+    int prefix = r->image_w && f->n_prefix > 1 && f->prefix_share &&
+                 fminf(area_w - prefix_w - legend_gap, max_w) >= 0.7f * full;
+    if (prefix) area_w -= prefix_w + legend_gap;
+    float iw = fminf(area_w, max_w), ih = iw / aspect;
+    iw = floorf(iw), ih = floorf(ih);
+    if (iw < 1) iw = 1;
+    if (ih < 1) ih = 1;
+    float left_w = prefix ? prefix_w + legend_gap : 0.0f;
+    float group_w = left_w + iw + (legend ? legend_gap + legend_w : 0.0f);
+    float ix = floorf((W - group_w) / 2) + left_w, iy = floorf(margin + (area_h - ih) / 2);
+    r->image_x = (int)ix, r->image_y = (int)iy, r->image_w_px = (int)iw, r->image_h_px = (int)ih;
 
-    if (r->image_side && r->grid_w) {
+    if (r->image_w && r->grid_w) {
         glUseProgram(r->heat.prog);
         glActiveTexture(GL_TEXTURE0);
         glBindTexture(GL_TEXTURE_2D, r->tex_image);
@@ -409,18 +451,19 @@ void ren_draw(Ren *r, const RenFrame *f) {
         glUniform1f(r->heat.opacity, f->overlay ? f->opacity : 0.0f);
         glUniform1f(r->heat.grid, f->grid ? 1.0f : 0.0f);
         glUniform2f(r->heat.grid_size, (float)r->grid_w, (float)r->grid_h);
-        set_rect(&r->heat, ix, iy, side, side);
+        set_rect(&r->heat, ix, iy, iw, ih);
         glDrawArrays(GL_TRIANGLE_STRIP, 0, 4);
-        if (legend) draw_legend(r, ix + side + legend_gap, iy, side, font_px);
+        if (legend) draw_legend(r, ix + iw + legend_gap, iy, ih, font_px);
+        if (prefix) draw_prefix(r, f, ix - left_w, iy, prefix_w, ih, font_px);
     } else {
-        fill(r, ix, iy, side, side, COL_EMPTY);
+        fill(r, ix, iy, iw, ih, COL_EMPTY);
         if (f->placeholder) {
             const RenText *t = text_get(r, f->placeholder, font_px);
-            if (t) draw_text(r, t, ix + (side - t->w) / 2, iy + (side - t->h) / 2, 1.0f, COL_DIM);
+            if (t) draw_text(r, t, ix + (iw - t->w) / 2, iy + (ih - t->h) / 2, 1.0f, COL_DIM);
         }
     }
     int help_px = (int)(H * 0.025f) < 11 ? 11 : (int)(H * 0.025f);
-    if (f->help && f->n_help) draw_help(r, f, ix, iy, side, help_px);
+    if (f->help && f->n_help) draw_help(r, f, ix, iy, iw, ih, help_px);
 
     /* error line and status bar */
     float pad = roundf(bar_h * 0.45f);

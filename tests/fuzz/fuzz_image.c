@@ -3,7 +3,9 @@
  * vit_image_load reads the declared size with stbi_info first and refuses more
  * than VIT_MAX_IMAGE_PIXELS, then decodes with stb_image (PNG, JPEG, BMP, GIF,
  * TGA, PSD, HDR, PIC, PNM). A decoded image goes through timm's eval transform
- * at two input sizes and crops (vit_preprocess, vit_preprocess_rgb).
+ * (vit_preprocess, vit_preprocess_rgb) in each of its modes: centre crop of a
+ * square input (bicubic) at two sizes and crops, of a non-square input
+ * (ResizeKeepRatio, bilinear), and squash with crop_pct 1 (--whole).
  *
  * The target calls vit_image_load_max (internal.h), the same code with a limit of
  * FUZZ_MAX_PIXELS instead of VIT_MAX_IMAGE_PIXELS: decoding 100 million pixels
@@ -30,14 +32,18 @@ static void fail(const char *what) {
     abort();
 }
 
-/* The transform at input size S px and crop_pct; checks the crop rectangle. */
-static void preprocess(const VitImage *img, int S, float crop_pct) {
-    VitConfig c = {.image_size = S,
+/* The transform at input size Sh x Sw px, crop_pct and crop mode; checks the crop
+ * rectangle. */
+static void preprocess(const VitImage *img, int Sh, int Sw, float crop_pct, VitCropMode mode) {
+    VitConfig c = {.image_h = Sh,
+                   .image_w = Sw,
+                   .crop_mode = mode,
                    .crop_pct = crop_pct,
                    .mean = {0.5f, 0.5f, 0.5f},
                    .std = {0.25f, 0.25f, 0.25f}};
-    float *out = malloc((size_t)3 * S * S * sizeof *out);
-    uint8_t *rgb = malloc((size_t)3 * S * S);
+    size_t n = (size_t)3 * Sh * Sw;
+    float *out = malloc(n * sizeof *out);
+    uint8_t *rgb = malloc(n);
     if (!out || !rgb) fail("out of memory");
     VitError err;
     memset(&err, 'x', sizeof err);
@@ -47,7 +53,7 @@ static void preprocess(const VitImage *img, int S, float crop_pct) {
     if (rc == VIT_OK) {
         if (x < 0 || y < 0 || w < 1 || h < 1 || x + w > img->w || y + h > img->h)
             fail("vit_preprocess: crop rectangle outside the image");
-        for (size_t i = 0; i < (size_t)3 * S * S; i++)
+        for (size_t i = 0; i < n; i++)
             if (!isfinite(out[i]) || fabsf(out[i]) > 2.0f + 1e-6f) fail("pixel out of range");
     }
     memset(&err, 'x', sizeof err);
@@ -76,8 +82,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     unsigned sum = 0;
     for (size_t i = 0; i < (size_t)img.w * img.h * 3; i++) sum += img.rgb[i];
     pixel_sum = sum;
-    preprocess(&img, 32, 0.875f);
-    preprocess(&img, 24, 1.0f);
+    preprocess(&img, 32, 32, 0.875f, VIT_CROP_CENTER);
+    preprocess(&img, 24, 24, 1.0f, VIT_CROP_CENTER);
+    preprocess(&img, 16, 40, 0.9f, VIT_CROP_CENTER); /* ResizeKeepRatio, bilinear */
+    preprocess(&img, 24, 16, 1.0f, VIT_CROP_SQUASH); /* --whole */
     vit_image_free(&img);
     return 0;
 }

@@ -31,9 +31,10 @@ static void fail(const char *what) {
 
 static void check_config(const VitConfig *c) {
     if (c->n_tokens != c->n_prefix + c->n_patches || c->n_patches != c->grid_h * c->grid_w ||
-        c->dim != c->n_heads * c->head_dim || c->image_size != c->grid_w * c->patch_size ||
-        c->n_layers < 1 || c->n_layers > VIT_MAX_LAYERS || c->dim < 1 || c->mlp_dim < 1 ||
-        c->n_classes < 0 || c->n_classes > VIT_MAX_CLASSES || c->n_tokens > VIT_MAX_TOKENS)
+        c->dim != c->n_heads * c->head_dim || c->image_h != c->grid_h * c->patch_size ||
+        c->image_w != c->grid_w * c->patch_size || c->n_layers < 1 ||
+        c->n_layers > VIT_MAX_LAYERS || c->dim < 1 || c->mlp_dim < 1 || c->n_classes < 0 ||
+        c->n_classes > VIT_MAX_CLASSES || c->n_tokens > VIT_MAX_TOKENS)
         fail("vit_load accepted a model whose config does not add up");
 }
 

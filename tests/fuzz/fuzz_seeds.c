@@ -107,6 +107,9 @@ static void seeds_config(void) {
         {"sizes_config.json", "{\"img_size\": [8, 8], \"n_heads\": 1, \"ln_eps\": 1e-6, "
                               "\"crop_pct\": 1.0, \"label_names\": [\"a\", \"b\", \"c\"]}"},
         {"minimal_config.json", "{\"num_heads\": 2}"},
+        {"squash_config.json",
+         "{\"pretrained_cfg\": {\"crop_mode\": \"squash\", \"crop_pct\": 1.0}, "
+         "\"hidden_act\": \"gelu\", \"num_heads\": 2}"},
     };
     char dir[1024], path[1100];
     path_join(dir, sizeof dir, out_dir, "config");
