@@ -57,6 +57,10 @@ void vit_att_block(float *out, const float *q, const float *k, int ld, int r0, i
  * buffers end up holding garbage; run vit_forward before reading any map. */
 void vit_forward_gemms(VitRun *run, const Vit *vit);
 
+/* vit_image_load with a pixel limit other than VIT_MAX_IMAGE_PIXELS: tests/fuzz
+ * uses a smaller one, so that no run spends seconds decoding 100 M pixels. */
+VitStatus vit_image_load_max(VitImage *img, const char *path, uint64_t max_pixels, VitError *err);
+
 /* --- safetensors (engine/safetensors.c) ---------------------------------- */
 
 typedef enum { ST_F32, ST_F16, ST_BF16, ST_OTHER } StDtype;

@@ -9,6 +9,8 @@
 # (tests/parity/test_families.py) under the repositories the script should ask
 # for; each request must hit exactly those, each download must run in vitlens.
 #   test_download.sh VITLENS SHARED_DIR WORK_DIR        (exit 77: no shared model)
+# No `echo "$x" | grep -q`: under pipefail, grep -q leaving early fails the echo
+# (SIGPIPE) when the text is long; checks read a here-string instead.
 set -uo pipefail
 app=$(realpath "$1") shared=$(realpath -m "$2") work=$(realpath -m "$3")
 src="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -51,21 +53,21 @@ check 'cmp -s "$deit" "$d/model.safetensors"' "the weights arrive intact"
 check '[ -s "$d/config.json" ] && [ "$(wc -l < "$d/labels.txt")" -eq 1000 ]' "config.json and 1000 labels"
 check '[ "$(sed -n 282p "$d/labels.txt")" = "$(sed -n 282p "$words" | cut -d" " -f2-)" ]' \
   "labels in class-index order (line 282: $(sed -n 282p "$d/labels.txt"))"
-check 'echo "$out" | grep -qF -- "--model $d/model.safetensors --labels $d/labels.txt"' \
+check 'grep -qF -- "--model $d/model.safetensors --labels $d/labels.txt" <<<"$out"' \
   "it prints the vitlens command"
 n=$(wc -l < "$work/server.log")
 "$dl" deit-tiny >/dev/null 2>&1
 check '[ "$(wc -l < "$work/server.log")" -eq "$n" ]' "a second run downloads nothing"
 top=$("$app" --model "$d/model.safetensors" --labels "$d/labels.txt" --top 1 "$shared/images/chelsea.png")
-check 'echo "$top" | grep -q " 28[1-5] "' "vitlens runs on the download: $top"
+check 'grep -q " 28[1-5] " <<<"$top"' "vitlens runs on the download: $top"
 
 "$dl" no-such-model >/dev/null 2>&1
 check '[ $? -eq 2 ]' "an unknown model name exits 2"
 "$dl" deit-small >/dev/null 2>&1
 check '[ $? -ne 0 ] && [ ! -e "$work/models/deit-small/model.safetensors" ]' \
   "a missing file on the hub fails and leaves no weights behind"
-"$dl" | grep -q dino-vits16
-check '[ $? -eq 0 ]' "without arguments it lists the models"
+list=$("$dl" 2>&1)
+check 'grep -q dino-vits16 <<<"$list"' "without arguments it lists the models"
 
 # --- the other families: the requests the script makes, and vitlens on each download
 declare -A FAMILY=(  # name -> "hub repository|stand-in family in test_families.py|classifier"
@@ -112,13 +114,13 @@ for name in $names; do
   if [ "$cls" = 1 ]; then
     check '[ "$(wc -l < "$d/labels.txt")" -eq 1000 ]' "$name: 1000 labels"
     top=$("$app" --model "$d/model.safetensors" --labels "$d/labels.txt" --top 1 "$photo" 2>&1)
-    check 'echo "$top" | grep -q "^1 "' "$name: vitlens --top 1 runs: $top"
+    check 'grep -q "^1 " <<<"$top"' "$name: vitlens --top 1 runs: $top"
   else
     check '[ ! -e "$d/labels.txt" ]' "$name: a backbone, no labels"
     size=; case $name in dinov2-*) size="--size 224" ;; esac
-    check 'echo "$out" | grep -qF -- "--model $d/model.safetensors $size"' "$name: it prints the command${size:+ with $size}"
+    check 'grep -qF -- "--model $d/model.safetensors $size" <<<"$out"' "$name: it prints the command${size:+ with $size}"
     exp=$("$app" --model "$d/model.safetensors" $size --export "$work/export-$name" "$photo" 2>&1)
-    check 'echo "$exp" | grep -q "^wrote "' "$name: vitlens --export runs: $exp"
+    check 'grep -q "^wrote " <<<"$exp"' "$name: vitlens --export runs: $exp"
   fi
 done
 
