@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 enum { D = 128, L = 3, P = 4, GRID = 16, F = 256, C = 10, HEADS = 4 };
 
@@ -187,9 +188,14 @@ static void test_options(const char *dir) {
                   (const char *const[]){"run options", NULL}, "vit_run_init_with, bad options");
         vit_run_free(&run);
     }
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
     if (check_err(vit_run_init(&run, &vit, &err), &err, VIT_OK, NULL, NULL, "vit_run_init"))
-        check(run.n_threads >= 1 && run.att_kept, "defaults: %d thread(s), attention kept",
-              run.n_threads);
+        check(run.n_threads == (cores < 1                 ? 1
+                                : cores > VIT_MAX_THREADS ? VIT_MAX_THREADS
+                                                          : cores) &&
+                  run.att_kept,
+              "defaults: %d thread(s), one per online core (%ld), attention kept", run.n_threads,
+              cores);
     vit_run_free(&run);
     vit_free(&vit);
 
