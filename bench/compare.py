@@ -3,6 +3,7 @@
 
   /usr/bin/python3 bench/compare.py --bench build-bench/bench/bench_forward \\
       --weights build-bench/weights [--models a,b] [--threads 1,2] [--rounds 6] [--per-round 5]
+      [--large]
 
 For each model and thread count it starts two servers on the same checkpoint, the
 engine (bench_forward --serve) and PyTorch (torch_forward.py), and asks them in
@@ -24,6 +25,11 @@ PyTorch, whose OpenMP threads wait passively (OMP_WAIT_POLICY=PASSIVE) so that
 they and OpenBLAS's pthreads do not spin against each other. A pause separates
 the turns, so that one side's idle threads have gone to sleep before the other
 starts.
+
+--large adds a DINOv2-L/14-sized model at 518 px (T = 1370, 1.2 GB of weights, written
+on first use): bench_forward run once keeping the attention (2.9 GB) and once with the
+default, which recomputes it from the kept queries and keys; each run's peak resident
+memory, and the maps the two wrote (bench_forward --maps) compared byte for byte.
 """
 import argparse
 import ctypes
