@@ -198,3 +198,87 @@ VitStatus vit_rollout(float *out, const VitRun *run, int layer, int head, VitFus
     free(a), free(v), free(scratch);
     return VIT_OK;
 }
+
+/* --- explorer maps: attention mass mask, mean attention distance ------------ */
+
+typedef struct {
+    float v;
+    int i;
+} Ranked;
+
+/* Descending by value; ties: lower patch index first. */
+static int cmp_ranked_desc(const void *a, const void *b) {
+    const Ranked *x = a, *y = b;
+    if (x->v != y->v) return x->v > y->v ? -1 : 1;
+    return (x->i > y->i) - (x->i < y->i);
+}
+
+VitStatus vit_mass_mask(uint8_t *mask, int *n_kept, const float *map, int n, float fraction,
+                        VitError *err) {
+    if (n_kept) *n_kept = 0;
+    if (n < 1) return vit_set_error(err, VIT_ERR_ARG, "mask: %d patches, expected at least 1", n);
+    if (!(fraction > 0.0f && fraction <= 1.0f))
+        return vit_set_error(err, VIT_ERR_ARG, "mask: fraction %g outside (0, 1]",
+                             (double)fraction);
+    double total = 0.0;
+    for (int p = 0; p < n; p++) {
+        if (!(map[p] >= 0.0f) || isinf(map[p]))
+            return vit_set_error(err, VIT_ERR_ARG, "mask: value %g at patch %d, expected >= 0",
+                                 (double)map[p], p);
+        total += map[p];
+    }
+    Ranked *r = malloc((size_t)n * sizeof *r);
+    if (!r) return vit_set_error(err, VIT_ERR_NOMEM, "mask: out of memory for %d patches", n);
+    for (int p = 0; p < n; p++) r[p] = (Ranked){map[p], p};
+    qsort(r, (size_t)n, sizeof *r, cmp_ranked_desc);
+    memset(mask, 0, (size_t)n);
+    /* DINO keeps a patch while the mass of the larger patches before it is below
+     * the fraction: the smallest set whose mass reaches fraction * total. */
+    double goal = (double)fraction * total, sum = 0.0;
+    int k = 0;
+    if (fraction == 1.0f) /* all the mass: every patch that has some (no rounding at the end) */
+        while (k < n && r[k].v > 0.0f) mask[r[k++].i] = 1;
+    while (fraction < 1.0f && total > 0.0 && k < n && sum < goal) {
+        sum += r[k].v;
+        mask[r[k].i] = 1;
+        k++;
+    }
+    free(r);
+    if (n_kept) *n_kept = k;
+    return VIT_OK;
+}
+
+VitStatus vit_attention_distance(float *out, const VitRun *run, VitError *err) {
+    if (!run->att) return vit_set_error(err, VIT_ERR_ARG, "distance: no forward pass has been run");
+    const VitConfig *c = &run->cfg;
+    int L = c->n_layers, H = c->n_heads, T = c->n_tokens, Np = c->n_prefix;
+    int gh = c->grid_h, gw = c->grid_w, N = c->n_patches;
+    /* d(i, j) depends only on |row_i - row_j| and |col_i - col_j|: a [gh, gw]
+     * table instead of an [N, N] one (a 256 x 256 grid would need 32 GB). */
+    double *dist = malloc((size_t)N * sizeof *dist);
+    if (!dist) return vit_set_error(err, VIT_ERR_NOMEM, "distance: out of memory");
+    for (int dr = 0; dr < gh; dr++)
+        for (int dc = 0; dc < gw; dc++)
+            dist[dr * gw + dc] = (double)c->patch_size * sqrt((double)(dr * dr + dc * dc));
+    for (int l = 0; l < L; l++) {
+        for (int h = 0; h < H; h++) {
+            const float *a = att_at(run, l, h);
+            double acc = 0.0;
+            int n_queries = 0;
+            for (int i = 0; i < N; i++) {
+                const float *row = a + (size_t)(Np + i) * T + Np;
+                int ri = i / gw, ci = i % gw;
+                double w = 0.0, wd = 0.0;
+                for (int j = 0; j < N; j++) {
+                    int dr = abs(j / gw - ri), dc = abs(j % gw - ci);
+                    w += row[j];
+                    wd += row[j] * dist[dr * gw + dc];
+                }
+                if (w > 0.0) acc += wd / w, n_queries++;
+            }
+            out[l * H + h] = n_queries ? (float)(acc / n_queries) : 0.0f;
+        }
+    }
+    free(dist);
+    return VIT_OK;
+}
