@@ -309,7 +309,7 @@ typedef struct {
     char dist_caption[96], tooltip[128];
     char cell_labels[VIT_MAX_LAYERS * 4][16]; /* overview labels, >= H + 3 */
     const char *cell_label_ptrs[VIT_MAX_LAYERS * 4];
-    char col_text[VIT_MAX_LAYERS][8];
+    char col_text[VIT_MAX_LAYERS][12];
     const char *col_ptrs[VIT_MAX_LAYERS], *row_ptrs[VIT_MAX_LAYERS * 4];
     int announce;        /* print "ready" after the next frame */
     unsigned long loads; /* worker jobs finished, for the trace */
@@ -347,12 +347,20 @@ static void app_update_overview(App *app) {
     const VitConfig *c = &sc->run.cfg;
     int K = c->n_heads + VIEW_N_FUSIONS, table = app->overview == OV_TABLE;
     int n = table ? c->n_layers * K : K;
-    float lo, hi;
+    float *range = malloc(2 * (size_t)n * sizeof *range); /* lo [n], hi [n] */
     VitError err;
-    if (overview_maps(app->atlas, &lo, &hi, &sc->run, &app->view, table, app->shared_scale, &err)) {
-        app_set_error(app, err.msg);
+    if (!range) {
+        app_set_error(app, "out of memory for the overview");
         return;
     }
+    if (overview_maps(app->atlas, range, range + n, &sc->run, &app->view, table, app->shared_scale,
+                      &err)) {
+        app_set_error(app, err.msg);
+        free(range);
+        return;
+    }
+    float lo = range[0], hi = range[n]; /* of the first map: the layer's with a shared scale */
+    free(range);
     if (ren_upload_atlas(&app->ren, app->atlas, n, c->grid_w, c->grid_h)) {
         app_set_error(app, "the overview is larger than the GPU's largest texture");
         app->overview = OV_NONE;
@@ -653,10 +661,16 @@ static void app_key(App *app, const SDL_Keysym *ks) {
         break;
     }
     case SDLK_a:
-        app->overview = app->overview == OV_HEADS ? OV_NONE : OV_HEADS, map_changed = 1;
-        break;
     case SDLK_t:
-        app->overview = app->overview == OV_TABLE ? OV_NONE : OV_TABLE, map_changed = 1;
+        if (c->n_heads + VIEW_N_FUSIONS > VIT_MAX_LAYERS * 4) {
+            app_set_error(app, "too many heads for an overview");
+            break;
+        }
+        if (key == SDLK_t) {
+            app->overview = app->overview == OV_TABLE ? OV_NONE : OV_TABLE, map_changed = 1;
+            break;
+        }
+        app->overview = app->overview == OV_HEADS ? OV_NONE : OV_HEADS, map_changed = 1;
         break;
     case SDLK_RETURN:
     case SDLK_KP_ENTER:
