@@ -42,11 +42,12 @@ int export_top(FILE *out, const Model *m, const Scene *sc, int k) {
 
 /* --- PNG export ------------------------------------------------------------ */
 
-/* Map value at output pixel (x, y) of a side-px square, as heatmap.frag.glsl. */
-static float map_sample(const float *map, const VitConfig *c, int x, int y, int side,
+/* Map value at output pixel (x, y) of an out_w x out_h picture of the crop, as
+ * heatmap.frag.glsl: nearest patch, or bilinear between patch centres. */
+static float map_sample(const float *map, const VitConfig *c, int x, int y, int out_w, int out_h,
                         int bilinear) {
-    float gx = ((float)x + 0.5f) * (float)c->grid_w / (float)side;
-    float gy = ((float)y + 0.5f) * (float)c->grid_h / (float)side;
+    float gx = ((float)x + 0.5f) * (float)c->grid_w / (float)out_w;
+    float gy = ((float)y + 0.5f) * (float)c->grid_h / (float)out_h;
     if (!bilinear) {
         int ix = (int)gx, iy = (int)gy;
         ix = ix >= c->grid_w ? c->grid_w - 1 : ix;
@@ -67,22 +68,22 @@ static float map_sample(const float *map, const VitConfig *c, int x, int y, int 
     return top + (bot - top) * fy;
 }
 
-void export_blend(uint8_t *out, int stride_px, int side, const uint8_t *crop, const float *map,
-                  const VitConfig *cfg, const ExportStyle *st) {
-    int S = cfg->image_size;
+void export_blend(uint8_t *out, int stride_px, int out_w, int out_h, const uint8_t *crop,
+                  const float *map, const VitConfig *cfg, const ExportStyle *st) {
+    int Sh = cfg->image_h, Sw = cfg->image_w;
     const uint8_t(*lut)[3] = colormap_luts[st->colormap];
-    for (int y = 0; y < side; y++) {
-        int sy0 = (int)((long)y * S / side), sy1 = (int)((long)(y + 1) * S / side);
+    for (int y = 0; y < out_h; y++) {
+        int sy0 = (int)((long)y * Sh / out_h), sy1 = (int)((long)(y + 1) * Sh / out_h);
         if (sy1 <= sy0) sy1 = sy0 + 1;
-        for (int x = 0; x < side; x++) {
-            int sx0 = (int)((long)x * S / side), sx1 = (int)((long)(x + 1) * S / side);
+        for (int x = 0; x < out_w; x++) {
+            int sx0 = (int)((long)x * Sw / out_w), sx1 = (int)((long)(x + 1) * Sw / out_w);
             if (sx1 <= sx0) sx1 = sx0 + 1;
             float src[3] = {0, 0, 0};
             for (int sy = sy0; sy < sy1; sy++) /* area of the crop under the pixel */
                 for (int sx = sx0; sx < sx1; sx++)
-                    for (int ch = 0; ch < 3; ch++) src[ch] += crop[((size_t)sy * S + sx) * 3 + ch];
+                    for (int ch = 0; ch < 3; ch++) src[ch] += crop[((size_t)sy * Sw + sx) * 3 + ch];
             float n = (float)((sy1 - sy0) * (sx1 - sx0));
-            float v = map_sample(map, cfg, x, y, side, st->bilinear);
+            float v = map_sample(map, cfg, x, y, out_w, out_h, st->bilinear);
             const uint8_t *col = lut[colormap_index(v)];
             uint8_t *dst = out + ((size_t)y * stride_px + x) * 3;
             for (int ch = 0; ch < 3; ch++) {
@@ -104,7 +105,7 @@ int export_png(const char *path, const uint8_t *rgb, int w, int h, char *msg, si
 
 /* Compute, normalise, blend and write the map of view v to dir/name. */
 static int write_map(const char *dir, const char *name, const Scene *sc, const View *v, float *map,
-                     uint8_t *pixels, int side, const ExportStyle *st) {
+                     uint8_t *pixels, int out_w, int out_h, const ExportStyle *st) {
     const VitConfig *c = &sc->run.cfg;
     VitError err;
     if (view_map(map, &sc->run, v, &err)) {
@@ -112,10 +113,10 @@ static int write_map(const char *dir, const char *name, const Scene *sc, const V
         return 1;
     }
     map_normalize(map, map, c->n_patches, NULL, NULL);
-    export_blend(pixels, side, side, sc->crop_rgb, map, c, st);
+    export_blend(pixels, out_w, out_w, out_h, sc->crop_rgb, map, c, st);
     char path[2048], msg[2300];
     snprintf(path, sizeof path, "%s/%s", dir, name);
-    if (export_png(path, pixels, side, side, msg, sizeof msg)) {
+    if (export_png(path, pixels, out_w, out_h, msg, sizeof msg)) {
         fprintf(stderr, "vitlens: %s\n", msg);
         return 1;
     }
@@ -149,7 +150,8 @@ static void paste_text(uint8_t *img, int w, int h, Text *t, const char *str, int
 static const uint8_t SHEET_BG[3] = {15, 17, 21}, SHEET_TEXT[3] = {236, 238, 241},
                      SHEET_DIM[3] = {158, 166, 176};
 
-/* An overview as one PNG: cells (n_cols x n_rows) of cell px, map k of maps
+/* An overview as one PNG: cells (n_cols x n_rows) at the crop's aspect ratio,
+ * the longer side cell px, map k of maps
  * [n, gh, gw] at (k / rows_per_col, k % rows_per_col) for the table (a column per
  * layer), else row-major; column / row labels and per-cell labels optional. */
 static int write_sheet(const char *path, const Scene *sc, const float *maps, int n, int n_cols,
@@ -157,10 +159,14 @@ static int write_sheet(const char *path, const Scene *sc, const float *maps, int
                        const char *const *row_labels, const char *const *cell_labels,
                        const char *title, Text *font, const ExportStyle *st) {
     const VitConfig *c = &sc->run.cfg;
+    int S = c->image_h > c->image_w ? c->image_h : c->image_w;
+    int cell_w = cell * c->image_w / S,
+        cell_h = cell * c->image_h / S; /* cell's width, height px */
+    cell_w = cell_w < 1 ? 1 : cell_w, cell_h = cell_h < 1 ? 1 : cell_h;
     int gap = cell / 28 + 2, label_px = cell / 7 < 12 ? 12 : cell / 7;
     int left = row_labels ? label_px * 4 : gap,
         top = label_px * 2 + (col_labels ? label_px * 2 : 0);
-    int w = left + n_cols * (cell + gap) + gap, h = top + n_rows * (cell + gap) + gap;
+    int w = left + n_cols * (cell_w + gap) + gap, h = top + n_rows * (cell_h + gap) + gap;
     uint8_t *img = malloc((size_t)w * h * 3);
     if (!img) {
         fprintf(stderr, "vitlens: %s: out of memory for a %dx%d PNG\n", path, w, h);
@@ -170,24 +176,26 @@ static int write_sheet(const char *path, const Scene *sc, const float *maps, int
     paste_text(img, w, h, font, title, label_px, gap * 2, label_px / 3, w - 4 * gap, SHEET_TEXT);
     for (int k = 0; k < n; k++) {
         int col = by_column ? k / n_rows : k % n_cols, row = by_column ? k % n_rows : k / n_cols;
-        int x = left + col * (cell + gap), y = top + row * (cell + gap);
-        export_blend(img + ((size_t)y * w + x) * 3, w, cell, sc->crop_rgb,
+        int x = left + col * (cell_w + gap), y = top + row * (cell_h + gap);
+        export_blend(img + ((size_t)y * w + x) * 3, w, cell_w, cell_h, sc->crop_rgb,
                      maps + (size_t)k * c->n_patches, c, st);
         if (cell_labels && cell_labels[k]) {
             int lw = label_px * 5, lh = label_px * 3 / 2;
             for (int yy = y; yy < y + lh && yy < h; yy++) /* a dark tab behind the label */
-                for (int xx = x; xx < x + lw && xx < x + cell; xx++)
+                for (int xx = x; xx < x + lw && xx < x + cell_w; xx++)
                     for (int ch = 0; ch < 3; ch++) img[((size_t)yy * w + xx) * 3 + ch] /= 4;
             paste_text(img, w, h, font, cell_labels[k], label_px, x + label_px / 3,
                        y + label_px / 8, lw, SHEET_TEXT);
         }
     }
     for (int col = 0; col_labels && col < n_cols; col++)
-        paste_text(img, w, h, font, col_labels[col], label_px, left + col * (cell + gap) + cell / 3,
-                   top - label_px * 3 / 2, cell, SHEET_DIM);
+        paste_text(img, w, h, font, col_labels[col], label_px,
+                   left + col * (cell_w + gap) + cell_w / 3, top - label_px * 3 / 2, cell_w,
+                   SHEET_DIM);
     for (int row = 0; row_labels && row < n_rows; row++)
         paste_text(img, w, h, font, row_labels[row], label_px, gap,
-                   top + row * (cell + gap) + cell / 2 - label_px * 2 / 3, left - gap, SHEET_DIM);
+                   top + row * (cell_h + gap) + cell_h / 2 - label_px * 2 / 3, left - gap,
+                   SHEET_DIM);
     char msg[2300];
     int rc = export_png(path, img, w, h, msg, sizeof msg) ? 1 : 0;
     if (rc) fprintf(stderr, "vitlens: %s\n", msg);
@@ -219,7 +227,8 @@ static char *make_labels(const char **heads, const char **layers, int H, int L) 
 /* L01_heads.png ... and the two contact sheets. */
 static int write_overviews(const char *dir, const Scene *sc, const ExportStyle *st, int *n_files) {
     const VitConfig *c = &sc->run.cfg;
-    int L = c->n_layers, H = c->n_heads, K = H + VIEW_N_FUSIONS, S = c->image_size;
+    int L = c->n_layers, H = c->n_heads, K = H + VIEW_N_FUSIONS;
+    int S = c->image_h > c->image_w ? c->image_h : c->image_w; /* the longer side */
     float *maps = malloc((size_t)L * K * c->n_patches * sizeof *maps);
     const char **heads = malloc((size_t)K * sizeof *heads),
                **layers = malloc((size_t)L * sizeof *layers);
@@ -284,15 +293,15 @@ int export_maps(FILE *out, const char *dir, const Scene *sc, const ExportStyle *
         fprintf(stderr, "vitlens: %s: exists and is not a directory\n", dir);
         return 1;
     }
-    int S = c->image_size;
+    int S = c->image_h > c->image_w ? c->image_h : c->image_w; /* the longer side */
     int scale = (EXPORT_TARGET_PX + S / 2) / S;
     if (scale < 1) scale = 1;
-    int side = S * scale;
+    int out_w = c->image_w * scale, out_h = c->image_h * scale;
     float *map = malloc((size_t)c->n_patches * sizeof *map);
-    uint8_t *pixels = malloc((size_t)side * side * 3);
+    uint8_t *pixels = malloc((size_t)out_w * out_h * 3);
     int rc = 0, n_files = 0;
     if (!map || !pixels) {
-        fprintf(stderr, "vitlens: out of memory for a %dx%d PNG\n", side, side);
+        fprintf(stderr, "vitlens: out of memory for a %dx%d PNG\n", out_w, out_h);
         rc = 1;
         goto done;
     }
@@ -306,20 +315,20 @@ int export_maps(FILE *out, const char *dir, const Scene *sc, const ExportStyle *
                 snprintf(name, sizeof name, "L%02d_H%02d.png", l + 1, h + 1);
             else
                 snprintf(name, sizeof name, "L%02d_%s.png", l + 1, vit_fusion_name((VitFusion)f));
-            rc = write_map(dir, name, sc, &v, map, pixels, side, st);
+            rc = write_map(dir, name, sc, &v, map, pixels, out_w, out_h, st);
             n_files += !rc;
         }
         if (rc) break;
         View r = {
             .layer = l, .head = H + VIT_FUSE_MEAN, .rollout = 1, .discard_ratio = st->discard};
         snprintf(name, sizeof name, "L%02d_rollout.png", l + 1);
-        rc = write_map(dir, name, sc, &r, map, pixels, side, st);
+        rc = write_map(dir, name, sc, &r, map, pixels, out_w, out_h, st);
         n_files += !rc;
     }
     if (!rc) rc = write_overviews(dir, sc, st, &n_files);
     if (!rc)
-        fprintf(out, "wrote %d PNGs (%dx%d px, %s, %s, opacity %.2f) of %s to %s\n", n_files, side,
-                side, colormap_names[st->colormap], st->bilinear ? "bilinear" : "nearest",
+        fprintf(out, "wrote %d PNGs (%dx%d px, %s, %s, opacity %.2f) of %s to %s\n", n_files, out_w,
+                out_h, colormap_names[st->colormap], st->bilinear ? "bilinear" : "nearest",
                 (double)st->opacity, sc->name, dir);
 done:
     free(map);

@@ -40,14 +40,14 @@ typedef struct {
  * summary line to out. Returns 0, or 1 with a message naming the file on stderr. */
 int export_maps(FILE *out, const char *dir, const Scene *sc, const ExportStyle *st);
 
-/* Blend a normalised map over the crop as the fragment shader does, into a
- * side x side square of out (row stride stride_px pixels, RGB):
+/* Blend a normalised map over the crop as the fragment shader does, into an
+ * out_w x out_h rectangle of out (row stride stride_px pixels, RGB):
  *   px = round(mix(crop, colormap(map), opacity))
  * The crop is sampled by area (box filter) when shrunk, nearest when enlarged;
  * the map nearest per patch or bilinear between patch centres (heatmap.frag.glsl).
- * crop: [S, S, 3]; map: [gh, gw] in [0, 1]. */
-void export_blend(uint8_t *out, int stride_px, int side, const uint8_t *crop, const float *map,
-                  const VitConfig *cfg, const ExportStyle *st);
+ * crop: [Sh, Sw, 3]; map: [gh, gw] in [0, 1]. */
+void export_blend(uint8_t *out, int stride_px, int out_w, int out_h, const uint8_t *crop,
+                  const float *map, const VitConfig *cfg, const ExportStyle *st);
 
 /* Write RGB [h, w, 3] as a PNG. 0, or -1 with errno's message in msg. */
 int export_png(const char *path, const uint8_t *rgb, int w, int h, char *msg, size_t msg_bytes);

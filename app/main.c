@@ -29,7 +29,8 @@ typedef struct {
     const char
         *image_args[MAX_IMAGE_ARGS]; /* every IMAGE (file or folder) given, for the slideshow */
     int n_image_args;
-    int n_heads, top_k, stdin_drops, colormap, bilinear;
+    int top_k, stdin_drops, colormap, bilinear;
+    VitLoadOptions load; /* --heads, --size, --whole */
     float opacity;
     float discard;            /* rollout's discard ratio, [0, 1) */
     char default_model[1024]; /* the built-in model ("" if not found) */
@@ -69,26 +70,36 @@ static const char *const KEYS[][2] = {
 static void usage(FILE *f) {
     fprintf(
         f,
-        "usage: vitlens [--model PATH] [--labels FILE] [--heads N] [--opacity A] [--discard R]\n"
-        "               [--colormap NAME] [--bilinear] [--save-dir DIR] [IMAGE|FOLDER ...]\n"
-        "       vitlens [--model PATH] [--labels FILE] --top K IMAGE\n"
-        "       vitlens [--model PATH] [--opacity A] [--discard R] [--colormap NAME] [--bilinear]\n"
-        "               --export DIR IMAGE\n"
+        "usage: vitlens [--model PATH] [--labels FILE] [--heads N] [--size S|HxW] [--whole]\n"
+        "               [--opacity A] [--discard R] [--colormap NAME] [--bilinear]\n"
+        "               [--save-dir DIR] [IMAGE|FOLDER ...]\n"
+        "       vitlens [--model PATH] [--labels FILE] [--size S|HxW] [--whole] --top K IMAGE\n"
+        "       vitlens [--model PATH] [--size S|HxW] [--whole] [--opacity A] [--discard R]\n"
+        "               [--colormap NAME] [--bilinear] --export DIR IMAGE\n"
         "\n"
-        "Runs a Vision Transformer (timm .safetensors) on a photo and shows the attention\n"
+        "Runs a Vision Transformer (.safetensors) on a photo and shows the attention\n"
         "of the CLS token over the patch grid: every layer and head, the head fusions\n"
-        "(mean, max, min) and attention rollout, as a heatmap over the crop the model saw.\n"
+        "(mean, max, min) and attention rollout, as a heatmap over the crop the model saw;\n"
+        "with register or distillation tokens, bars beside it show their share of the row.\n"
         "Without --model it uses the built-in model, a small ViT trained by this project to\n"
         "tell which of six shapes a cluttered scene holds; without an IMAGE it opens on the\n"
         "first of that model's demo scenes (N steps through them). Several images, or a\n"
         "folder, make a slideshow: N / P step through them and keep the view.\n"
         "\n"
         "options:\n"
-        "  --model PATH    weights (.safetensors, timm names); config.json beside it is read\n"
+        "  --model PATH    weights (.safetensors, timm or Hugging Face names: ViT, DeiT with\n"
+        "                  or without distillation, DINO, DINOv2 with or without registers);\n"
+        "                  config.json beside it is read\n"
         "                  (default: the built-in model, ASSETS/default/model.safetensors)\n"
         "  --labels FILE   class names, one per line (ImageNet synset lines are fine);\n"
         "                  default: the names in config.json, if any\n"
         "  --heads N       number of attention heads (default: config.json, else width/64)\n"
+        "  --size S|HxW    run the model at this input size in px, each side a multiple of\n"
+        "                  the patch size (e.g. 320 or 224x336); the position embedding is\n"
+        "                  resampled bicubically as timm (or transformers) does\n"
+        "                  (default: config.json's size, else the training size)\n"
+        "  --whole         keep the whole photo: resize it to the input size without\n"
+        "                  cropping (timm's crop_mode squash, crop_pct 1)\n"
         "  --opacity A     heatmap opacity in [0, 1] (default 0.6)\n"
         "  --discard R     rollout's discard ratio in [0, 1): that fraction of the smallest\n"
         "                  fused attention weights to patches is zeroed per layer (default 0)\n"
@@ -139,6 +150,8 @@ static int parse_options(Options *o, int argc, char **argv) {
             o->stdin_drops = 1;
         } else if (!strcmp(a, "--bilinear")) {
             o->bilinear = 1;
+        } else if (!strcmp(a, "--whole")) {
+            o->load.whole_image = 1;
         } else if (a[0] == '-' && a[1] == '-') {
             if (!val) {
                 fprintf(stderr, "vitlens: %s needs a value (see --help)\n", a);
@@ -172,7 +185,24 @@ static int parse_options(Options *o, int argc, char **argv) {
                     fprintf(stderr, "vitlens: %s %s: expected a positive integer\n", a, val);
                     return 2;
                 }
-                *(!strcmp(a, "--heads") ? &o->n_heads : &o->top_k) = (int)n;
+                *(!strcmp(a, "--heads") ? &o->load.n_heads : &o->top_k) = (int)n;
+            } else if (!strcmp(a, "--size")) {
+                /* S or HxW, px */
+                long h = strtol(val, &end, 10), w = h;
+                if (!errno && end != val && (*end == 'x' || *end == 'X')) {
+                    const char *ws = end + 1;
+                    w = strtol(ws, &end, 10);
+                    if (end == ws) w = 0;
+                }
+                if (errno || end == val || *end || h < 1 || w < 1 || h > VIT_MAX_INPUT ||
+                    w > VIT_MAX_INPUT) {
+                    fprintf(stderr,
+                            "vitlens: --size %s: expected S or HxW in px (e.g. 320 or 224x336), "
+                            "at most %d\n",
+                            val, VIT_MAX_INPUT);
+                    return 2;
+                }
+                o->load.image_h = (int)h, o->load.image_w = (int)w;
             } else if (!strcmp(a, "--opacity")) {
                 float f = strtof(val, &end);
                 if (errno || !*val || *end || !(f >= 0.0f && f <= 1.0f)) {
@@ -239,7 +269,7 @@ static int run_headless(const Options *o) {
     Scene sc = {0};
     VitError err;
     int rc = 1;
-    if (model_load(&m, o->model_path, o->n_heads, o->labels_path, 1, &err)) {
+    if (model_load(&m, o->model_path, &o->load, o->labels_path, 1, &err)) {
         fprintf(stderr, "vitlens: %s\n", err.msg);
         return 1;
     }
@@ -279,6 +309,9 @@ typedef struct {
     float *atlas;    /* [L * (H + 3), N] the overview's maps, normalised */
     float *distance; /* [L, H] mean attention distance of the scene, px */
     float map_lo, map_hi;
+    float prefix_share[VIT_MAX_PREFIX];  /* [Np] the view's row at the prefix tokens */
+    char prefix_name[VIT_MAX_PREFIX][8]; /* "CLS", "reg1", ... */
+    const char *prefix_names[VIT_MAX_PREFIX];
 
     View view;
     int overlay, grid, help;
@@ -387,6 +420,14 @@ static void app_update_map(App *app) {
         app_set_error(app, err.msg);
         return;
     }
+    if (view_prefix(app->prefix_share, &sc->run, &app->view, &err)) {
+        app_set_error(app, err.msg);
+        return;
+    }
+    for (int i = 0; i < c->n_prefix; i++) {
+        vit_prefix_name(app->prefix_name[i], sizeof app->prefix_name[i], c, i);
+        app->prefix_names[i] = app->prefix_name[i];
+    }
     float lo, hi;
     map_normalize(app->map_norm, app->map, c->n_patches, &lo, &hi);
     if (app->shared_scale) {
@@ -473,10 +514,10 @@ static void app_open(App *app, const char *path) {
     const Scene *sc = app_scene(app);
     Scene *back = &app->scenes[app->has_scene ? !app->front : app->front];
     if (ends_with(path, ".safetensors"))
-        worker_start(&app->worker, path, app->opt->n_heads, app->opt->labels_path, app->model,
+        worker_start(&app->worker, path, &app->opt->load, app->opt->labels_path, app->model,
                      sc ? sc->path : NULL, back);
     else
-        worker_start(&app->worker, NULL, 0, NULL, app->model, path, back);
+        worker_start(&app->worker, NULL, NULL, NULL, app->model, path, back);
     app->busy = 1;
     app->dirty = 1;
 }
@@ -529,7 +570,7 @@ static void app_job_done(App *app) {
                 app_set_error(app, "out of memory for the maps");
                 app->has_scene = 0;
             } else {
-                ren_upload_image(&app->ren, sc->crop_rgb, sc->side_px);
+                ren_upload_image(&app->ren, sc->crop_rgb, sc->crop_w_px, sc->crop_h_px);
                 app_update_map(app);
                 app->announce = 1;
             }
@@ -917,6 +958,9 @@ static void app_draw(App *app) {
         .legend_lo = app->legend_lo,
         .legend_caption = app->legend_caption,
         .selected = -1,
+        .n_prefix = app->has_scene ? app_scene(app)->run.cfg.n_prefix : 0,
+        .prefix_share = app->prefix_share,
+        .prefix_names = app->prefix_names,
     };
     if (app->overview) app_overview_frame(app, &f);
     app_panels(app, &f);
@@ -954,20 +998,25 @@ static void app_draw(App *app) {
     }
     if (app->trace) {
         const Ren *r = &app->ren;
+        /* the prefix tokens' share of the view's row: "CLS:0.1234,reg1:0.0567" */
+        char prefix[VIT_MAX_PREFIX * 20] = "-";
+        for (int i = 0, k = 0; sc && i < sc->run.cfg.n_prefix; i++)
+            k += snprintf(prefix + k, sizeof prefix - (size_t)k, "%s%s:%.4f", i ? "," : "",
+                          app->prefix_name[i], (double)app->prefix_share[i]);
         printf("frame %lu layer=%d head=%d rollout=%d discard=%.2f overlay=%d opacity=%.2f grid=%d "
-               "help=%d busy=%d loads=%lu scene=%d error=%d image=%d,%d,%d window=%d,%d "
-               "query=%d overview=%d colormap=%s scale=%s bilinear=%d mask=%d fraction=%d "
-               "kept=%d preds=%d distance=%d hover=%d,%d cell=%d fullscreen=%d image_at=%d "
-               "saves=%lu cells=%d,%d,%d,%d panel=%d,%d\n",
+               "help=%d busy=%d loads=%lu scene=%d error=%d image=%d,%d,%d image_h=%d prefix=%s "
+               "window=%d,%d query=%d overview=%d colormap=%s scale=%s bilinear=%d mask=%d "
+               "fraction=%d kept=%d preds=%d distance=%d hover=%d,%d cell=%d fullscreen=%d "
+               "image_at=%d saves=%lu cells=%d,%d,%d,%d,%d,%d panel=%d,%d\n",
                app->frames, app->view.layer, app->view.head, app->view.rollout,
                (double)app->view.discard_ratio, app->overlay, (double)app->opacity, app->grid,
                app->help, app->busy, app->loads, app->has_scene, app->error[0] != 0, r->image_x,
-               r->image_y, r->image_side_px, r->fb_w, r->fb_h, app->view.query, app->overview,
-               colormap_names[app->colormap], app->shared_scale ? "layer" : "map", app->bilinear,
-               app->show_mask, app->mask_pct, app->mask_kept, f.n_preds, f.distance != NULL,
-               app->hover_row, app->hover_col, app->hover_cell, app->fullscreen, app->image_at,
-               app->saves, r->cells_x, r->cells_y, r->cell_px, r->cell_step, r->panel_x,
-               r->panel_w);
+               r->image_y, r->image_w_px, r->image_h_px, prefix, r->fb_w, r->fb_h, app->view.query,
+               app->overview, colormap_names[app->colormap], app->shared_scale ? "layer" : "map",
+               app->bilinear, app->show_mask, app->mask_pct, app->mask_kept, f.n_preds,
+               f.distance != NULL, app->hover_row, app->hover_col, app->hover_cell, app->fullscreen,
+               app->image_at, app->saves, r->cells_x, r->cells_y, r->cell_w_px, r->cell_h_px,
+               r->cell_step_x, r->cell_step_y, r->panel_x, r->panel_w);
         printf("status %s | %s\n", app->status_left, app->status_right);
     }
     fflush(stdout);
@@ -1020,7 +1069,7 @@ static int app_init(App *app, const Options *o) {
         fprintf(stderr, "vitlens: out of memory\n");
         return -1;
     }
-    if (model_load(app->model, o->model_path, o->n_heads, o->labels_path, 1, &err)) {
+    if (model_load(app->model, o->model_path, &o->load, o->labels_path, 1, &err)) {
         fprintf(stderr, "vitlens: %s\n", err.msg);
         return -1;
     }

@@ -218,12 +218,13 @@ void ren_free(Ren *r) {
     memset(r, 0, sizeof *r);
 }
 
-void ren_upload_image(Ren *r, const uint8_t *rgb, int side_px) {
+void ren_upload_image(Ren *r, const uint8_t *rgb, int w, int h) {
     glPixelStorei(GL_UNPACK_ALIGNMENT, 1);
     glBindTexture(GL_TEXTURE_2D, r->tex_image);
-    glTexImage2D(GL_TEXTURE_2D, 0, GL_RGB8, side_px, side_px, 0, GL_RGB, GL_UNSIGNED_BYTE, rgb);
+    glTexImage2D(GL_TEXTURE_2D, 0, GL_RGB8, w, h, 0, GL_RGB, GL_UNSIGNED_BYTE, rgb);
     glGenerateMipmap(GL_TEXTURE_2D);
-    r->image_side = side_px;
+    r->image_w = w;
+    r->image_h = h;
 }
 
 void ren_upload_map(Ren *r, const float *map, int grid_w, int grid_h) {
@@ -373,7 +374,7 @@ static void spinner(Ren *r, float cx, float cy, float radius, float turns) {
     }
 }
 
-/* One map over the crop at (x, y, side): the main view, a thumbnail or (ramp)
+/* One map over the crop at (x, y, w, h): the main view, a thumbnail or (ramp)
  * the colour bar. cell: atlas index, -1: the single map texture. */
 static void draw_heat(Ren *r, const RenFrame *f, float x, float y, float w, float h, int cell,
                       int main_view) {
@@ -448,6 +449,34 @@ static void draw_help(Ren *r, const RenFrame *f, int px) {
     }
 }
 
+/* The prefix tokens' share of the row, one row each: name and percentage above
+ * a bar whose full width is 100%; then what is left for the patches (the map). */
+static void draw_prefix(Ren *r, const RenFrame *f, float x, float y, float w, float h,
+                        int font_px) {
+    int n = f->n_prefix + 1, px = (int)(font_px * 0.8f);
+    float row_h = floorf(h / (float)n), max_row = (float)font_px * 2.6f;
+    if (row_h > max_row) row_h = max_row;
+    float bar_h = roundf(row_h * 0.32f), text_h = row_h - bar_h - roundf(row_h * 0.18f);
+    if (bar_h < 3 || text_h < 6) return;
+    double rest = 1.0;
+    for (int i = 0; i < n; i++) {
+        double share = i < f->n_prefix ? (double)f->prefix_share[i] : rest;
+        if (i < f->n_prefix) rest -= share;
+        share = share < 0 ? 0 : share > 1 ? 1 : share;
+        char pct[16];
+        snprintf(pct, sizeof pct, "%.0f%%", 100.0 * share);
+        float ry = y + row_h * (float)i;
+        const char *name = i < f->n_prefix ? f->prefix_names[i] : "patches";
+        text_line(r, name, px, x, ry, text_h, i < f->n_prefix ? COL_TEXT : COL_DIM);
+        const RenText *t = text_get(r, pct, px);
+        if (t)
+            draw_text(r, t, x + w - (float)t->w, ry + (text_h - (float)t->h) * 0.5f, 1.0f, COL_DIM);
+        fill(r, x, ry + text_h, w, bar_h, COL_EMPTY);
+        fill(r, x, ry + text_h, roundf(w * (float)share), bar_h,
+             i < f->n_prefix ? COL_ACCENT : COL_DIM);
+    }
+}
+
 /* The colour bar: the colormap from the maximum (top) to the minimum, labelled. */
 static void draw_legend(Ren *r, const RenFrame *f, float x, float y, float h, int font_px) {
     int px = (int)((float)font_px * 0.8f);
@@ -488,13 +517,19 @@ static void draw_cells(Ren *r, const RenFrame *f, float x, float y, float w, flo
         }
     if (f->col_labels) col_lab_h = (float)lpx * 1.5f;
     float gap = floorf((float)font_px * (table ? 0.15f : 0.35f)) + 1;
-    float cw = (w - row_lab_w) / (float)f->n_cols, ch = (h - col_lab_h) / (float)f->n_rows;
-    float cell = floorf((cw < ch ? cw : ch) - gap);
-    if (cell < 4) cell = 4;
-    float step = cell + gap;
-    float gw = row_lab_w + step * (float)f->n_cols, gh = col_lab_h + step * (float)f->n_rows;
+    /* cells at the crop's aspect ratio, as large as both directions allow */
+    float aspect = r->image_h ? (float)r->image_w / (float)r->image_h : 1.0f; /* w / h */
+    float room_w = (w - row_lab_w) / (float)f->n_cols - gap;
+    float room_h = (h - col_lab_h) / (float)f->n_rows - gap;
+    float cell_w = floorf(fminf(room_w, room_h * aspect)), cell_h = floorf(cell_w / aspect);
+    if (cell_w < 4) cell_w = 4;
+    if (cell_h < 4) cell_h = 4;
+    float step_x = cell_w + gap, step_y = cell_h + gap;
+    float gw = row_lab_w + step_x * (float)f->n_cols, gh = col_lab_h + step_y * (float)f->n_rows;
     float x0 = floorf(x + (w - gw) / 2 + row_lab_w), y0 = floorf(y + (h - gh) / 2 + col_lab_h);
-    r->cells_x = (int)x0, r->cells_y = (int)y0, r->cell_px = (int)cell, r->cell_step = (int)step;
+    r->cells_x = (int)x0, r->cells_y = (int)y0;
+    r->cell_w_px = (int)cell_w, r->cell_h_px = (int)cell_h;
+    r->cell_step_x = (int)step_x, r->cell_step_y = (int)step_y;
     r->n_cols = f->n_cols, r->n_rows = f->n_rows;
     r->col_stride = f->col_stride, r->row_stride = f->row_stride;
     r->n_cells = r->atlas_maps;
@@ -502,11 +537,11 @@ static void draw_cells(Ren *r, const RenFrame *f, float x, float y, float w, flo
         for (int col = 0; col < f->n_cols; col++) {
             int k = col * f->col_stride + row * f->row_stride;
             if (k >= r->atlas_maps) continue;
-            float cx = x0 + step * (float)col, cy = y0 + step * (float)row;
-            draw_heat(r, f, cx, cy, cell, cell, k, 0);
+            float cx = x0 + step_x * (float)col, cy = y0 + step_y * (float)row;
+            draw_heat(r, f, cx, cy, cell_w, cell_h, k, 0);
             if (k == f->selected) {
                 float t = floorf((float)font_px * 0.15f) + 2;
-                frame(r, cx, cy, cell, cell, t, COL_ACCENT);
+                frame(r, cx, cy, cell_w, cell_h, t, COL_ACCENT);
             }
             if (!table && f->cell_labels && f->cell_labels[k]) {
                 const RenText *t = text_get(r, f->cell_labels[k], font_px);
@@ -521,14 +556,14 @@ static void draw_cells(Ren *r, const RenFrame *f, float x, float y, float w, flo
     for (int col = 0; f->col_labels && col < f->n_cols; col++)
         if (f->col_labels[col]) {
             float tw = text_width(r, f->col_labels[col], lpx);
-            text_line(r, f->col_labels[col], lpx, x0 + step * (float)col + (cell - tw) / 2,
+            text_line(r, f->col_labels[col], lpx, x0 + step_x * (float)col + (cell_w - tw) / 2,
                       y0 - col_lab_h, col_lab_h, COL_DIM);
         }
     if (f->col_labels && f->row_labels)
         text_line(r, "layer", lpx, x0 - row_lab_w, y0 - col_lab_h, col_lab_h, COL_DIM);
     for (int row = 0; f->row_labels && row < f->n_rows; row++)
         if (f->row_labels[row])
-            text_line(r, f->row_labels[row], lpx, x0 - row_lab_w, y0 + step * (float)row, cell,
+            text_line(r, f->row_labels[row], lpx, x0 - row_lab_w, y0 + step_y * (float)row, cell_h,
                       COL_DIM);
 }
 
@@ -628,53 +663,65 @@ void ren_draw(Ren *r, const RenFrame *f) {
     glUniform4f(r->ui.uv, 0.0f, 0.0f, 1.0f, 1.0f);
 
     /* Layout: the status bar (and the error line) at the bottom, never over the
-     * image; above it the crop (or the overview), the legend to its right, and
-     * the side panels (predictions, attention distance) at the right when the
-     * window is wide enough. Sizes follow the height, for projectors. */
+     * image; above it the crop at its aspect ratio (or the overview), the legend
+     * to its right, the prefix tokens' bars to its left (single view, models
+     * with register or distillation tokens) and the side panels (predictions,
+     * attention distance) at the right when the window is wide enough. Sizes
+     * follow the height, for projectors. */
     float bar_h = roundf(H * 0.055f);
     if (bar_h < 22) bar_h = 22;
     int font_px = (int)(bar_h * 0.5f);
     float err_h = f->error && *f->error ? bar_h : 0.0f;
     float margin = roundf(H * 0.02f);
     float legend_w = roundf((float)font_px * 4.0f), legend_gap = roundf(margin * 1.2f);
+    float prefix_w = roundf((float)font_px * 5.0f);
     float area_w = W - 2 * margin, area_h = H - bar_h - err_h - 2 * margin;
     int has_panel = f->n_preds > 0 || f->distance;
     float panel_w = has_panel ? roundf((float)font_px * 13.0f) : 0.0f;
     if (has_panel && area_w - panel_w - legend_gap < area_h * 0.55f) panel_w = 0; /* no room */
     if (panel_w > 0) area_w -= panel_w + legend_gap;
-    /* the legend's room is kept when the overlay is off, so the crop stays put */
-    int legend = r->image_side && area_w - legend_w - legend_gap >= area_h * 0.6f;
-    if (legend) area_w -= legend_w + legend_gap;
     int single = f->mode == REN_SINGLE || !r->atlas_maps;
-    float side = floorf(area_w < area_h ? area_w : area_h);
-    if (side < 1) side = 1;
-    float main_w = single ? side : floorf(area_w), main_h = single ? side : floorf(area_h);
-    float group_w = main_w + (legend ? legend_gap + legend_w : 0.0f) +
+    /* the crop keeps its aspect ratio (an overview fills the area); the legend
+     * and the bars each take room only while the crop keeps at least 80% / 70%
+     * of the width it would have. The legend's room is kept when the overlay is
+     * off, so the crop stays put. */
+    float aspect = r->image_h ? (float)r->image_w / (float)r->image_h : 1.0f; /* w / h */
+    float max_w = single ? area_h * aspect : area_w, full = fminf(area_w, max_w);
+    int legend = r->image_w && fminf(area_w - legend_w - legend_gap, max_w) >= 0.8f * full;
+    if (legend) area_w -= legend_w + legend_gap;
+    int prefix = single && r->image_w && f->n_prefix > 1 && f->prefix_share &&
+                 fminf(area_w - prefix_w - legend_gap, max_w) >= 0.7f * full;
+    if (prefix) area_w -= prefix_w + legend_gap;
+    float iw = fminf(area_w, max_w), ih = single ? iw / aspect : area_h;
+    iw = floorf(iw), ih = floorf(ih);
+    if (iw < 1) iw = 1;
+    if (ih < 1) ih = 1;
+    float left_w = prefix ? prefix_w + legend_gap : 0.0f;
+    float group_w = left_w + iw + (legend ? legend_gap + legend_w : 0.0f) +
                     (panel_w > 0 ? legend_gap + panel_w : 0.0f);
-    float ix = floorf((W - group_w) / 2), iy = floorf(margin + (area_h - main_h) / 2);
-    r->image_x = (int)ix, r->image_y = (int)iy, r->image_side_px = (int)side;
-    if (!single) r->image_side_px = 0;
+    float ix = floorf((W - group_w) / 2) + left_w, iy = floorf(margin + (area_h - ih) / 2);
+    r->image_x = (int)ix, r->image_y = (int)iy;
+    r->image_w_px = single ? (int)iw : 0, r->image_h_px = single ? (int)ih : 0;
     r->n_cells = 0;
 
-    if (r->image_side && r->grid_w) {
+    if (r->image_w && r->grid_w) {
         if (single)
-            draw_heat(r, f, ix, iy, side, side, -1, 1);
+            draw_heat(r, f, ix, iy, iw, ih, -1, 1);
         else
-            draw_cells(r, f, ix, iy, main_w, main_h, font_px);
-        if (legend && f->overlay)
-            draw_legend(r, f, ix + main_w + legend_gap, single ? iy : margin,
-                        single ? side : area_h, font_px);
+            draw_cells(r, f, ix, iy, iw, ih, font_px);
+        if (legend && f->overlay) draw_legend(r, f, ix + iw + legend_gap, iy, ih, font_px);
+        if (prefix) draw_prefix(r, f, ix - left_w, iy, prefix_w, ih, font_px);
     } else {
-        fill(r, ix, iy, side, side, COL_EMPTY);
+        fill(r, ix, iy, iw, ih, COL_EMPTY);
         if (f->placeholder) {
             const RenText *t = text_get(r, f->placeholder, font_px);
-            if (t) draw_text(r, t, ix + (side - t->w) / 2, iy + (side - t->h) / 2, 1.0f, COL_DIM);
+            if (t) draw_text(r, t, ix + (iw - t->w) / 2, iy + (ih - t->h) / 2, 1.0f, COL_DIM);
         }
     }
     /* side panels, top aligned with the main area */
     r->panel_x = 0, r->panel_w = 0;
-    if (panel_w > 0 && r->image_side) {
-        float px = ix + main_w + (legend ? legend_gap + legend_w : 0.0f) + legend_gap;
+    if (panel_w > 0 && r->image_w) {
+        float px = ix + iw + (legend ? legend_gap + legend_w : 0.0f) + legend_gap;
         float py = margin, room = area_h;
         r->panel_x = (int)px, r->panel_w = (int)panel_w;
         if (f->n_preds > 0) {
@@ -731,21 +778,23 @@ void ren_draw(Ren *r, const RenFrame *f) {
 /* --- hit tests and read-back ----------------------------------------------- */
 
 int ren_patch_at(const Ren *r, int x, int y, int *row, int *col) {
-    int s = r->image_side_px;
-    if (s <= 0 || !r->grid_w || x < r->image_x || y < r->image_y || x >= r->image_x + s ||
-        y >= r->image_y + s)
+    int w = r->image_w_px, h = r->image_h_px;
+    if (w <= 0 || h <= 0 || !r->grid_w || x < r->image_x || y < r->image_y || x >= r->image_x + w ||
+        y >= r->image_y + h)
         return -1;
-    *col = (int)((long)(x - r->image_x) * r->grid_w / s);
-    *row = (int)((long)(y - r->image_y) * r->grid_h / s);
+    *col = (int)((long)(x - r->image_x) * r->grid_w / w);
+    *row = (int)((long)(y - r->image_y) * r->grid_h / h);
     return 0;
 }
 
 int ren_cell_at(const Ren *r, int x, int y) {
-    if (r->n_cells <= 0 || r->cell_step <= 0 || x < r->cells_x || y < r->cells_y) return -1;
-    int col = (x - r->cells_x) / r->cell_step, row = (y - r->cells_y) / r->cell_step;
+    if (r->n_cells <= 0 || r->cell_step_x <= 0 || r->cell_step_y <= 0 || x < r->cells_x ||
+        y < r->cells_y)
+        return -1;
+    int col = (x - r->cells_x) / r->cell_step_x, row = (y - r->cells_y) / r->cell_step_y;
     if (col >= r->n_cols || row >= r->n_rows) return -1;
-    if ((x - r->cells_x) % r->cell_step >= r->cell_px ||
-        (y - r->cells_y) % r->cell_step >= r->cell_px)
+    if ((x - r->cells_x) % r->cell_step_x >= r->cell_w_px ||
+        (y - r->cells_y) % r->cell_step_y >= r->cell_h_px)
         return -1; /* in the gap */
     int k = col * r->col_stride + row * r->row_stride;
     return k < r->n_cells ? k : -1;

@@ -1,11 +1,12 @@
 /* render.h - the narrow renderer: OpenGL 3.3 core through libepoxy.
  *
- * Textures carry the picture: the crop the model saw [S, S] RGB (mipmapped for
- * the thumbnails), the map [gh, gw] R32F (normalised to [0, 1]), an atlas of
- * the overview's maps, the mask [gh, gw] R8 and the colormap LUT [256] RGB. A
- * key press re-uploads only maps, so switching views costs a few kilobytes.
- * Everything else (status bar, panels, help, legend) is flat rectangles, discs
- * and text. Sizes follow the window's height, so text reads on a projector. */
+ * Textures carry the picture: the crop the model saw [Sh, Sw] RGB (mipmapped
+ * for the thumbnails), the map [gh, gw] R32F (normalised to [0, 1]), an atlas
+ * of the overview's maps, the mask [gh, gw] R8 and the colormap LUT [256] RGB.
+ * A key press re-uploads only maps, so switching views costs a few kilobytes.
+ * Everything else (status bar, panels, prefix-token bars, help, legend) is
+ * flat rectangles, discs and text. Sizes follow the window's height, so text
+ * reads on a projector. */
 #ifndef VITLENS_RENDER_H
 #define VITLENS_RENDER_H
 
@@ -40,19 +41,20 @@ typedef struct {
     GLuint vao;
     RenProgram heat, ui;
     GLuint tex_image, tex_map, tex_lut, tex_atlas, tex_mask;
-    int image_side, grid_w, grid_h; /* of the uploaded textures; 0: no image */
-    int atlas_maps, atlas_cols;     /* maps in the atlas, atlas columns (in maps) */
-    int max_tex_px;                 /* GL_MAX_TEXTURE_SIZE */
+    int image_w, image_h, grid_w, grid_h; /* of the uploaded textures; 0: no image */
+    int atlas_maps, atlas_cols;           /* maps in the atlas, atlas columns (in maps) */
+    int max_tex_px;                       /* GL_MAX_TEXTURE_SIZE */
     Text text;
     int has_text;
     RenText cache[REN_TEXT_CACHE];
     unsigned clock;
-    int fb_w, fb_h;                      /* framebuffer px of the last frame */
-    int image_x, image_y, image_side_px; /* where the crop was drawn, framebuffer px */
+    int fb_w, fb_h;                               /* framebuffer px of the last frame */
+    int image_x, image_y, image_w_px, image_h_px; /* where the crop was drawn, framebuffer px */
     /* the last overview's layout, for ren_cell_at: cell (col, row) at
-     * (cells_x + col * cell_step, cells_y + row * cell_step), cell_px wide */
-    int cells_x, cells_y, cell_px, cell_step, n_cols, n_rows, col_stride, row_stride;
-    int n_cells;
+     * (cells_x + col * cell_step_x, cells_y + row * cell_step_y), cell_w_px x
+     * cell_h_px (the crop's aspect ratio) */
+    int cells_x, cells_y, cell_w_px, cell_h_px, cell_step_x, cell_step_y;
+    int n_cols, n_rows, col_stride, row_stride, n_cells;
     int panel_x, panel_w; /* side panel, 0 wide when not drawn */
     char shader_dir[1024];
 } Ren;
@@ -88,6 +90,12 @@ typedef struct {
     /* a tooltip at (tip_x, tip_y) framebuffer px */
     const char *tooltip;
     float tip_x, tip_y;
+    /* The prefix tokens' share of the map's row (registers, distillation token),
+     * drawn as one bar each left of the crop (single view) when n_prefix > 1; the map shows the
+     * patches only. share[n_prefix], names[n_prefix] ("CLS", "reg1", ...). */
+    int n_prefix;
+    const float *prefix_share;
+    const char *const *prefix_names;
 } RenFrame;
 
 /* Compile the shaders (found in $VITLENS_SHADER_DIR, else the source tree's
@@ -97,7 +105,7 @@ typedef struct {
 int ren_init(Ren *r, SDL_Window *win, char *msg, size_t msg_bytes, char *warn, size_t warn_bytes);
 void ren_free(Ren *r);
 
-void ren_upload_image(Ren *r, const uint8_t *rgb, int side_px);
+void ren_upload_image(Ren *r, const uint8_t *rgb, int w, int h); /* rgb [h, w, 3] */
 /* map [gh, gw] normalised to [0, 1]. */
 void ren_upload_map(Ren *r, const float *map, int grid_w, int grid_h);
 /* maps [n, gh, gw] normalised, for an overview. 0, or -1 when the atlas would

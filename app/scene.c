@@ -8,11 +8,13 @@
 
 /* --- Model ----------------------------------------------------------------- */
 
-VitStatus model_load(Model *m, const char *path, int n_heads, const char *labels_path,
+VitStatus model_load(Model *m, const char *path, const VitLoadOptions *opt, const char *labels_path,
                      int labels_required, VitError *err) {
     memset(m, 0, sizeof *m);
-    VitLoadOptions opt = {.n_heads = n_heads, .config_path = NULL};
-    VitStatus rc = vit_load(&m->vit, path, &opt, err);
+    VitLoadOptions o = {0};
+    if (opt) o = *opt;
+    o.config_path = NULL; /* config.json beside the weights */
+    VitStatus rc = vit_load(&m->vit, path, &o, err);
     if (rc) return rc;
     /* models/deit-small/model.safetensors reads better as "deit-small" */
     snprintf(m->name, sizeof m->name, "%s", m->vit.cfg.name);
@@ -66,10 +68,11 @@ const char *model_label(const Model *m, int c) {
 /* Do run's buffers have the shapes vit needs? */
 static int run_fits(const VitRun *run, const VitConfig *c) {
     const VitConfig *r = &run->cfg;
-    return run->mem && r->image_size == c->image_size && r->patch_size == c->patch_size &&
-           r->grid_h == c->grid_h && r->grid_w == c->grid_w && r->n_prefix == c->n_prefix &&
-           r->n_tokens == c->n_tokens && r->dim == c->dim && r->n_heads == c->n_heads &&
-           r->mlp_dim == c->mlp_dim && r->n_layers == c->n_layers && r->n_classes == c->n_classes;
+    return run->mem && r->image_h == c->image_h && r->image_w == c->image_w &&
+           r->patch_size == c->patch_size && r->grid_h == c->grid_h && r->grid_w == c->grid_w &&
+           r->n_prefix == c->n_prefix && r->n_tokens == c->n_tokens && r->dim == c->dim &&
+           r->n_heads == c->n_heads && r->mlp_dim == c->mlp_dim && r->n_layers == c->n_layers &&
+           r->n_classes == c->n_classes;
 }
 
 VitStatus scene_run(Scene *sc, const Vit *vit, const char *path, VitError *err) {
@@ -80,18 +83,19 @@ VitStatus scene_run(Scene *sc, const Vit *vit, const char *path, VitError *err) 
         free(sc->crop_rgb);
         sc->crop_rgb = NULL;
         if ((rc = vit_run_init(&sc->run, vit, err))) return rc;
-        sc->crop_rgb = malloc((size_t)c->image_size * (size_t)c->image_size * 3);
+        sc->crop_rgb = malloc((size_t)c->image_h * (size_t)c->image_w * 3);
         if (!sc->crop_rgb) {
             if (err) {
                 err->code = VIT_ERR_NOMEM;
-                snprintf(err->msg, sizeof err->msg, "out of memory for a %dx%d crop", c->image_size,
-                         c->image_size);
+                snprintf(err->msg, sizeof err->msg, "out of memory for a %dx%d crop", c->image_w,
+                         c->image_h);
             }
             return VIT_ERR_NOMEM;
         }
     }
     sc->run.cfg = *c; /* same shapes; the model's name and normalisation may differ */
-    sc->side_px = c->image_size;
+    sc->crop_w_px = c->image_w;
+    sc->crop_h_px = c->image_h;
 
     VitImage img = {0};
     if ((rc = vit_image_load(&img, path, err))) return rc;
@@ -243,6 +247,13 @@ void view_file_name(char *buf, size_t n, const char *image, const char *model, c
         snprintf(buf, n, "%s_%s_L%02d_%s%s_%s.png", img, mod, v->layer + 1, kind, query, mode);
     else
         snprintf(buf, n, "%s_%s_L%02d_%s_%s%s.png", img, mod, v->layer + 1, head, kind, query);
+}
+
+VitStatus view_prefix(float *out, const VitRun *run, const View *v, VitError *err) {
+    int fusion = view_fusion(v, run->cfg.n_heads);
+    return vit_prefix_share(out, run, v->layer, fusion < 0 ? v->head : -1,
+                            fusion < 0 ? VIT_FUSE_MEAN : (VitFusion)fusion, v->rollout,
+                            v->discard_ratio, v->query, err);
 }
 
 void map_normalize(float *dst, const float *src, int n, float *min_out, float *max_out) {

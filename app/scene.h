@@ -19,12 +19,13 @@ typedef struct {
     char (*owned_labels)[VIT_LABEL_BYTES]; /* from a --labels file, free()d by model_free */
 } Model;
 
-/* Load weights (n_heads > 0 overrides the head count) and class names: from
+/* Load weights (opt: head count, input size, whole image; NULL for the
+ * defaults; its config_path is ignored) and class names: from
  * labels_path when given, else from the config.json the engine read. A labels
  * file that does not fit is an error when labels_required, else it is ignored
  * (a model dropped on the window keeps going with the config's names).
  * On error *m is left freed. Free with model_free. */
-VitStatus model_load(Model *m, const char *path, int n_heads, const char *labels_path,
+VitStatus model_load(Model *m, const char *path, const VitLoadOptions *opt, const char *labels_path,
                      int labels_required, VitError *err);
 void model_free(Model *m);
 
@@ -35,12 +36,12 @@ const char *model_label(const Model *m, int c);
  * Scene: one forward pass on one photo */
 
 typedef struct {
-    VitRun run;        /* att [L, H, T, T], probs [C] of the photo */
-    uint8_t *crop_rgb; /* [S, S, 3] the picture the model saw (vit_preprocess_rgb) */
-    int side_px;       /* S */
-    int src_w, src_h;  /* the photo's size, px */
-    char path[1024];   /* the photo */
-    const char *name;  /* last path component of path */
+    VitRun run;               /* att [L, H, T, T], probs [C] of the photo */
+    uint8_t *crop_rgb;        /* [Sh, Sw, 3] the picture the model saw (vit_preprocess_rgb) */
+    int crop_w_px, crop_h_px; /* Sw, Sh */
+    int src_w, src_h;         /* the photo's size, px */
+    char path[1024];          /* the photo */
+    const char *name;         /* last path component of path */
 } Scene;
 
 /* Load the photo at `path`, preprocess it for `vit`, run the forward pass.
@@ -99,6 +100,10 @@ void view_query_text(char *buf, size_t n, const View *v, const VitConfig *cfg);
  * their extension, characters other than [A-Za-z0-9._-] as '-'. */
 void view_file_name(char *buf, size_t n, const char *image, const char *model, const View *v,
                     const VitConfig *cfg, const char *mode);
+
+/* The query token's row of the view at the prefix tokens: out[Np]
+ * (vit_prefix_share), what the map, which covers the patches only, leaves out. */
+VitStatus view_prefix(float *out, const VitRun *run, const View *v, VitError *err);
 
 /* Min-max normalisation for display: dst[i] = (src[i] - min) / (max - min) in
  * [0, 1]; a constant map becomes all 0. dst may equal src. Returns min and max. */

@@ -19,7 +19,7 @@ static void run_job(Worker *w) {
             snprintf(w->err.msg, sizeof w->err.msg, "%.400s: out of memory", w->model_path);
             return;
         }
-        w->status = model_load(m, w->model_path, w->n_heads,
+        w->status = model_load(m, w->model_path, &w->load_opt,
                                w->labels_path[0] ? w->labels_path : NULL, 0, &w->err);
         if (w->status) {
             free(m);
@@ -81,13 +81,14 @@ fail:
     return -1;
 }
 
-void worker_start(Worker *w, const char *model_path, int n_heads, const char *labels_path,
-                  const Model *model, const char *image_path, Scene *scene) {
+void worker_start(Worker *w, const char *model_path, const VitLoadOptions *load_opt,
+                  const char *labels_path, const Model *model, const char *image_path,
+                  Scene *scene) {
     SDL_LockMutex(w->lock);
     snprintf(w->model_path, sizeof w->model_path, "%s", model_path ? model_path : "");
     snprintf(w->labels_path, sizeof w->labels_path, "%s", labels_path ? labels_path : "");
     snprintf(w->image_path, sizeof w->image_path, "%s", image_path ? image_path : "");
-    w->n_heads = n_heads;
+    w->load_opt = load_opt ? *load_opt : (VitLoadOptions){0};
     w->model = model;
     w->scene = scene;
     w->has_job = 1;

@@ -22,12 +22,12 @@ typedef struct {
     int quit, has_job; /* under lock */
     Uint32 event;
     /* the job, set by worker_start */
-    char model_path[1024]; /* "": keep the current model */
-    char image_path[1024]; /* "": no photo to run */
-    int n_heads;
-    char labels_path[1024]; /* "": none */
-    const Model *model;     /* the current model (read-only) when model_path is "" */
-    Scene *scene;           /* the back Scene to fill */
+    char model_path[1024];   /* "": keep the current model */
+    char image_path[1024];   /* "": no photo to run */
+    VitLoadOptions load_opt; /* heads, input size, whole image */
+    char labels_path[1024];  /* "": none */
+    const Model *model;      /* the current model (read-only) when model_path is "" */
+    Scene *scene;            /* the back Scene to fill */
     /* the result, valid once the event has arrived */
     Model *new_model; /* loaded from model_path (heap; the receiver owns it), or NULL */
     int ran;          /* 1: scene holds a new forward pass */
@@ -39,8 +39,9 @@ typedef struct {
 int worker_init(Worker *w, Uint32 event);
 
 /* Hand a job to the idle worker. model_path/labels_path may be NULL. */
-void worker_start(Worker *w, const char *model_path, int n_heads, const char *labels_path,
-                  const Model *model, const char *image_path, Scene *scene);
+void worker_start(Worker *w, const char *model_path, const VitLoadOptions *load_opt,
+                  const char *labels_path, const Model *model, const char *image_path,
+                  Scene *scene);
 
 /* Finish the running job, if any, stop the thread, free new_model if unclaimed. */
 void worker_free(Worker *w);

@@ -72,9 +72,9 @@ int main(int argc, char **argv) {
     }
     report("load", ms, iters);
     const VitConfig *c = &vit.cfg;
-    printf("model %s S=%d P=%d grid=%dx%d T=%d D=%d H=%d L=%d C=%d\n", c->name, c->image_size,
-           c->patch_size, c->grid_h, c->grid_w, c->n_tokens, c->dim, c->n_heads, c->n_layers,
-           c->n_classes);
+    printf("model %s S=%dx%d P=%d grid=%dx%d T=%d D=%d H=%d L=%d C=%d\n", c->name, c->image_h,
+           c->image_w, c->patch_size, c->grid_h, c->grid_w, c->n_tokens, c->dim, c->n_heads,
+           c->n_layers, c->n_classes);
 
     if (vit_run_init(&run, &vit, &err) || vit_image_load(&img, image, &err)) goto fail_err;
     if (!(map = malloc((size_t)c->n_patches * sizeof *map))) goto fail;

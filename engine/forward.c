@@ -36,14 +36,15 @@ static int add_floats(size_t *acc, size_t a, size_t b) {
 }
 
 int vit_run_floats(const VitConfig *c, size_t *n_floats) {
-    size_t S = (size_t)c->image_size, T = (size_t)c->n_tokens, D = (size_t)c->dim,
-           F = (size_t)c->mlp_dim, N = (size_t)c->n_patches, P = (size_t)c->patch_size,
-           L = (size_t)c->n_layers, H = (size_t)c->n_heads, C = (size_t)c->n_classes;
+    size_t Sh = (size_t)c->image_h, Sw = (size_t)c->image_w, T = (size_t)c->n_tokens,
+           D = (size_t)c->dim, F = (size_t)c->mlp_dim, N = (size_t)c->n_patches,
+           P = (size_t)c->patch_size, L = (size_t)c->n_layers, H = (size_t)c->n_heads,
+           C = (size_t)c->n_classes;
     size_t n = 0, LH = 0, TT = 0, PP = 0;
     int ok = add_floats(&LH, L, H) && add_floats(&TT, T, T) && add_floats(&PP, 3 * P, P) &&
-             add_floats(&n, 3 * S, S) && add_floats(&n, N, PP) && add_floats(&n, 3 * T, D) &&
+             add_floats(&n, 3 * Sh, Sw) && add_floats(&n, N, PP) && add_floats(&n, 3 * T, D) &&
              add_floats(&n, T, 3 * D) && add_floats(&n, T, F) && add_floats(&n, LH, TT) &&
-             add_floats(&n, 2, C);
+             add_floats(&n, 3, C);
     *n_floats = ok ? n : SIZE_MAX;
     return ok;
 }
@@ -51,9 +52,10 @@ int vit_run_floats(const VitConfig *c, size_t *n_floats) {
 VitStatus vit_run_init(VitRun *run, const Vit *vit, VitError *err) {
     memset(run, 0, sizeof *run);
     const VitConfig *c = &vit->cfg;
-    size_t S = (size_t)c->image_size, T = (size_t)c->n_tokens, D = (size_t)c->dim,
-           F = (size_t)c->mlp_dim, N = (size_t)c->n_patches, P = (size_t)c->patch_size,
-           L = (size_t)c->n_layers, H = (size_t)c->n_heads, C = (size_t)c->n_classes;
+    size_t Sh = (size_t)c->image_h, Sw = (size_t)c->image_w, T = (size_t)c->n_tokens,
+           D = (size_t)c->dim, F = (size_t)c->mlp_dim, N = (size_t)c->n_patches,
+           P = (size_t)c->patch_size, L = (size_t)c->n_layers, H = (size_t)c->n_heads,
+           C = (size_t)c->n_classes;
     size_t n = 0;
     if (!vit_run_floats(c, &n) || n > VIT_MAX_ACTIVATION_BYTES / sizeof(float))
         return vit_set_error(err, VIT_ERR_NOMEM,
@@ -68,7 +70,7 @@ VitStatus vit_run_init(VitRun *run, const Vit *vit, VitError *err) {
     run->cfg = *c;
     float *p = run->mem;
     run->input = p;
-    p += 3 * S * S;
+    p += 3 * Sh * Sw;
     run->patches = p;
     p += N * 3 * P * P;
     run->x = p;
@@ -88,9 +90,12 @@ VitStatus vit_run_init(VitRun *run, const Vit *vit, VitError *err) {
         p += C;
         run->probs = p;
         p += C;
+        run->logits_dist = p; /* a run may serve another model of the same shapes */
+        p += C;
     }
     memset(run->mem, 0, n * sizeof(float));
-    run->crop_w = run->crop_h = c->image_size;
+    run->crop_w = c->image_w;
+    run->crop_h = c->image_h;
     return VIT_OK;
 }
 
@@ -102,13 +107,37 @@ void vit_run_free(VitRun *run) {
 
 /* --- layers ---------------------------------------------------------------- */
 
-/* out[T, O] = inp[T, I] . w[O, I]^T + b[O]   (torch.nn.functional.linear).
+/* out[T, O] = inp[T, I] . w[O, I]^T + b[O]   (torch.nn.functional.linear), rows
+ * of out ld_out floats apart; b may be NULL (no bias).
  * (n_in, n_out rather than I, O: OpenBLAS's cblas.h pulls in <complex.h>'s I.) */
+static void linear_forward_ld(float *out, int ld_out, const float *inp, const float *w,
+                              const float *b, int T, int n_in, int n_out) {
+    for (int t = 0; t < T; t++) {
+        float *row = out + (size_t)t * ld_out;
+        if (b)
+            memcpy(row, b, (size_t)n_out * sizeof(float));
+        else
+            memset(row, 0, (size_t)n_out * sizeof(float));
+    }
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, n_out, n_in, 1.0f, inp, n_in, w, n_in,
+                1.0f, out, ld_out);
+}
+
 static void linear_forward(float *out, const float *inp, const float *w, const float *b, int T,
                            int n_in, int n_out) {
-    for (int t = 0; t < T; t++) memcpy(out + (size_t)t * n_out, b, (size_t)n_out * sizeof(float));
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, n_out, n_in, 1.0f, inp, n_in, w, n_in,
-                1.0f, out, n_out);
+    linear_forward_ld(out, n_out, inp, w, b, T, n_in, n_out);
+}
+
+/* x[T, D] += gamma[D] * y[T, D], or x += y without LayerScale (gamma NULL).
+ * timm: x = x + self.ls1(self.attn(...))   (LayerScale: x * gamma) */
+static void residual_add(float *x, const float *y, const float *gamma, int T, int D) {
+    size_t n = (size_t)T * D;
+    if (!gamma) {
+        for (size_t i = 0; i < n; i++) x[i] += y[i];
+        return;
+    }
+    for (int t = 0; t < T; t++)
+        for (int i = 0; i < D; i++) x[(size_t)t * D + i] += gamma[i] * y[(size_t)t * D + i];
 }
 
 /* torch.nn.LayerNorm over the last dim: out = (x - mean) / sqrt(var + eps) * w + b,
@@ -171,8 +200,9 @@ static void attention_forward(float *ctx, float *att, const float *qkv, int T, i
 void vit_forward(VitRun *run, const Vit *vit) {
     const VitConfig *c = &vit->cfg;
     const VitWeights *w = &vit->w;
-    int S = c->image_size, P = c->patch_size, gw = c->grid_w, N = c->n_patches, T = c->n_tokens,
+    int Sw = c->image_w, P = c->patch_size, gw = c->grid_w, N = c->n_patches, T = c->n_tokens,
         D = c->dim, H = c->n_heads, F = c->mlp_dim, Np = c->n_prefix, K = 3 * P * P;
+    size_t plane = (size_t)c->image_h * Sw;
     float *x = run->x, *xn = run->xn;
 
     /* Patch embedding: a P x P stride-P convolution is a GEMM over im2col rows
@@ -184,36 +214,57 @@ void vit_forward(VitRun *run, const Vit *vit) {
         for (int ch = 0; ch < 3; ch++)
             for (int ky = 0; ky < P; ky++)
                 memcpy(row + (ch * P + ky) * P,
-                       run->input + ((size_t)ch * S + (size_t)gy * P + ky) * S + (size_t)gx * P,
+                       run->input + ch * plane + ((size_t)gy * P + ky) * Sw + (size_t)gx * P,
                        (size_t)P * sizeof(float));
     }
     linear_forward(x + (size_t)Np * D, run->patches, w->patch_w, w->patch_b, N, K, D);
-    /* timm: x = torch.cat((cls_token, x), dim=1); x = x + pos_embed */
+    /* timm _pos_embed: to_cat = [cls_token, dist_token?, reg_token?]
+     *   pos_embed covers the prefix (default): x = cat(to_cat + [x]) + pos_embed
+     *   no_embed_class (registers):             x = cat(to_cat + [x + pos_embed]) */
     memcpy(x, w->cls_token, (size_t)D * sizeof(float));
-    for (size_t i = 0; i < (size_t)T * D; i++) x[i] += w->pos_embed[i];
+    if (w->dist_token) memcpy(x + D, w->dist_token, (size_t)D * sizeof(float));
+    if (w->reg_token)
+        memcpy(x + (size_t)(1 + c->has_dist_token) * D, w->reg_token,
+               (size_t)c->n_registers * D * sizeof(float));
+    float *xp = x + (size_t)(Np - w->pos_prefix) * D;
+    for (size_t i = 0; i < (size_t)(w->pos_prefix + N) * D; i++) xp[i] += w->pos_embed[i];
 
     for (int l = 0; l < c->n_layers; l++) {
         const VitBlock *b = &w->blocks[l];
-        /* timm: x = x + self.attn(self.norm1(x)) */
+        /* timm: x = x + self.ls1(self.attn(self.norm1(x))) */
         layernorm_forward(xn, x, b->norm1_w, b->norm1_b, T, D, c->ln_eps);
-        linear_forward(run->qkv, xn, b->qkv_w, b->qkv_b, T, D, 3 * D);
+        if (b->qkv_w) { /* fused: one GEMM */
+            linear_forward(run->qkv, xn, b->qkv_w, b->qkv_b, T, D, 3 * D);
+        } else { /* transformers: query, key, value into the same [T, 3D] layout */
+            linear_forward_ld(run->qkv, 3 * D, xn, b->q_w, b->q_b, T, D, D);
+            linear_forward_ld(run->qkv + D, 3 * D, xn, b->k_w, b->k_b, T, D, D);
+            linear_forward_ld(run->qkv + 2 * D, 3 * D, xn, b->v_w, b->v_b, T, D, D);
+        }
         attention_forward(run->ctx, run->att + (size_t)l * H * T * T, run->qkv, T, D, H);
         linear_forward(xn, run->ctx, b->proj_w, b->proj_b, T, D, D);
-        for (size_t i = 0; i < (size_t)T * D; i++) x[i] += xn[i];
-        /* timm: x = x + self.mlp(self.norm2(x))   (fc1 -> GELU -> fc2) */
+        residual_add(x, xn, b->ls1, T, D);
+        /* timm: x = x + self.ls2(self.mlp(self.norm2(x)))   (fc1 -> GELU -> fc2) */
         layernorm_forward(xn, x, b->norm2_w, b->norm2_b, T, D, c->ln_eps);
         linear_forward(run->hid, xn, b->fc1_w, b->fc1_b, T, D, F);
         gelu_forward(run->hid, (size_t)T * F);
         linear_forward(xn, run->hid, b->fc2_w, b->fc2_b, T, F, D);
-        for (size_t i = 0; i < (size_t)T * D; i++) x[i] += xn[i];
+        residual_add(x, xn, b->ls2, T, D);
     }
 
     /* timm: x = self.norm(x); x = x[:, 0]; x = self.head(x). The norm is per
-     * token, so normalising the CLS token alone gives the same numbers. */
-    layernorm_forward(xn, x, w->norm_w, w->norm_b, 1, D, c->ln_eps);
+     * token, so normalising the CLS (and distillation) token alone gives the
+     * same numbers. Distilled (deit.py forward_head, transformers'
+     * DeiTForImageClassificationWithTeacher): (head(x[:, 0]) + head_dist(x[:, 1])) / 2 */
+    int n_out = w->head_dist_w ? 2 : 1;
+    layernorm_forward(xn, x, w->norm_w, w->norm_b, n_out, D, c->ln_eps);
     if (c->n_classes) {
-        linear_forward(run->logits, xn, w->head_w, w->head_b, 1, D, c->n_classes);
-        memcpy(run->probs, run->logits, (size_t)c->n_classes * sizeof(float));
-        softmax_rows(run->probs, 1, c->n_classes);
+        int C = c->n_classes;
+        linear_forward(run->logits, xn, w->head_w, w->head_b, 1, D, C);
+        if (w->head_dist_w) {
+            linear_forward(run->logits_dist, xn + D, w->head_dist_w, w->head_dist_b, 1, D, C);
+            for (int i = 0; i < C; i++) run->logits[i] = (run->logits[i] + run->logits_dist[i]) / 2;
+        }
+        memcpy(run->probs, run->logits, (size_t)C * sizeof(float));
+        softmax_rows(run->probs, 1, C);
     }
 }

@@ -1,13 +1,15 @@
 /* image.c - decode images (stb_image) and timm's eval preprocessing.
  *
  * timm builds its eval transform (timm/data/transforms_factory.py,
- * transforms_imagenet_eval, crop_mode 'center') from torchvision:
- *   Resize(floor(S / crop_pct), interpolation=BICUBIC)  on a PIL image
- *   CenterCrop(S), ToTensor(), Normalize(mean, std)
- * Resize of a PIL image is Pillow's Image.resize(..., BICUBIC), a separable
- * convolution with 8-bit rounding after each pass (libImaging/Resample.c). It
- * is reproduced here bit for bit so that, from the same decoded pixels, the
- * model sees the same input as under PyTorch, not merely a similar one.
+ * transforms_imagenet_eval) from torchvision, scale = floor(S / crop_pct):
+ *   crop_mode 'center': Resize(scale, BICUBIC) of the shorter side (square S),
+ *                       ResizeKeepRatio(scale) (non-square S; bilinear)
+ *   crop_mode 'squash': Resize((scale_h, scale_w), BICUBIC)
+ *   then CenterCrop(S), ToTensor(), Normalize(mean, std), on a PIL image.
+ * Resize of a PIL image is Pillow's Image.resize, a separable convolution with
+ * 8-bit rounding after each pass (libImaging/Resample.c). It is reproduced
+ * here bit for bit so that, from the same decoded pixels, the model sees the
+ * same input as under PyTorch, not merely a similar one.
  * Decoding is stb_image's: PNG (lossless) matches Pillow exactly; a JPEG can
  * differ from Pillow's libjpeg-turbo by a level or two on ~1% of pixels
  * (tests/parity measures it), before any resizing. */
@@ -114,7 +116,7 @@ void vit_image_free(VitImage *img) {
     memset(img, 0, sizeof *img);
 }
 
-/* --- Pillow's bicubic resample --------------------------------------------- */
+/* --- Pillow's bicubic and bilinear resample --------------------------------- */
 
 /* Pillow keeps 8-bit filter weights as fixed point with 22 fractional bits:
  * 32 bits - 8 for the pixel - 2 for overshoot of the negative-lobed filter. */
@@ -129,6 +131,19 @@ static double bicubic(double x) {
     return 0.0;
 }
 
+/* The triangle kernel, support 1. */
+static double bilinear(double x) {
+    if (x < 0.0) x = -x;
+    return x < 1.0 ? 1.0 - x : 0.0;
+}
+
+typedef struct {
+    double (*fn)(double);
+    double support;
+} Filter;
+
+static const Filter FILTER_BICUBIC = {bicubic, 2.0}, FILTER_BILINEAR = {bilinear, 1.0};
+
 typedef struct {
     int ksize;  /* taps per output pixel (max) */
     int *first; /* [out] first input index */
@@ -139,9 +154,9 @@ typedef struct {
 /* Weights mapping in_size samples to out_size: the filter is stretched by the
  * downscale factor (antialiasing), each output's weights are normalised to sum
  * 1 in double, then rounded half away from zero to fixed point. */
-static int taps_init(Taps *tp, int in_size, int out_size) {
+static int taps_init(Taps *tp, int in_size, int out_size, const Filter *f) {
     double scale = (double)in_size / out_size, filterscale = scale < 1.0 ? 1.0 : scale;
-    double support = 2.0 * filterscale;
+    double support = f->support * filterscale;
     int ksize = (int)ceil(support) * 2 + 1;
     tp->ksize = ksize;
     tp->first = malloc((size_t)out_size * sizeof(int));
@@ -159,7 +174,7 @@ static int taps_init(Taps *tp, int in_size, int out_size) {
         if (hi > in_size) hi = in_size;
         int n = hi - lo;
         for (int i = 0; i < n; i++) {
-            w[i] = bicubic((i + lo - center + 0.5) * ss);
+            w[i] = f->fn((i + lo - center + 0.5) * ss);
             sum += w[i];
         }
         for (int i = 0; i < n; i++) {
@@ -222,22 +237,22 @@ static void resample_pass(uint8_t *out, const uint8_t *in, int w, int h, const T
     }
 }
 
-/* Pillow Image.resize((rw, rh), BICUBIC) of RGB8: horizontal pass first, each
- * pass skipped when that side keeps its size. out: [rh, rw, 3]. */
-static int pil_resize_bicubic(uint8_t *out, const VitImage *img, int rw, int rh) {
+/* Pillow Image.resize((rw, rh), BICUBIC or BILINEAR) of RGB8: horizontal pass
+ * first, each pass skipped when that side keeps its size. out: [rh, rw, 3]. */
+static int pil_resize(uint8_t *out, const VitImage *img, int rw, int rh, const Filter *f) {
     uint8_t *tmp = NULL;
     const uint8_t *src = img->rgb;
     int w = img->w, ok = 0;
     Taps th = {0}, tv = {0};
     if (rw != img->w) {
         tmp = malloc((size_t)img->h * rw * 3);
-        if (!tmp || !taps_init(&th, img->w, rw)) goto done;
+        if (!tmp || !taps_init(&th, img->w, rw, f)) goto done;
         resample_pass(rh == img->h ? out : tmp, src, img->w, img->h, &th, rw, 1);
         src = tmp;
         w = rw;
     }
     if (rh != img->h) {
-        if (!taps_init(&tv, img->h, rh)) goto done;
+        if (!taps_init(&tv, img->h, rh, f)) goto done;
         resample_pass(out, src, w, img->h, &tv, rh, 0);
     } else if (rw == img->w) {
         memcpy(out, img->rgb, (size_t)rw * rh * 3);
@@ -253,8 +268,9 @@ done:
 /* --- timm eval transform --------------------------------------------------- */
 
 typedef struct {
-    int rw, rh;    /* size after Resize */
-    int left, top; /* CenterCrop offset in the resized image */
+    int rw, rh;           /* size after the resize */
+    int left, top;        /* CenterCrop offset in the resized image */
+    const Filter *filter; /* Pillow filter of the resize */
 } Geometry;
 
 /* A size in px computed in double, as an int. Converting a value past INT_MAX
@@ -265,53 +281,68 @@ static int px_size(double v) {
     return v < (double)INT_MAX ? (int)v : INT_MAX;
 }
 
-/* torchvision 0.14 F.resize with size=[short] and F.center_crop, Python's
- * round() (half to even) included. */
+/* timm: scale_size = math.floor(img_size / crop_pct); crop_pct is a Python
+ * float there, a float32 here: guard the exact-multiple case (224 / 0.875). */
+static int scale_size(int S, float crop_pct) {
+    double exact = S / (double)crop_pct;
+    if (fabs(exact - nearbyint(exact)) < 1e-4) return px_size(nearbyint(exact));
+    return px_size(floor(exact));
+}
+
+/* The resize of timm's eval transform, as torchvision 0.14 rounds it (Python's
+ * round(), half to even, under FE_TONEAREST), and F.center_crop's offsets. */
 static Geometry eval_geometry(const VitConfig *cfg, int w, int h) {
     Geometry g;
-    int S = cfg->image_size;
-    int short_side = px_size(floor(S / (double)cfg->crop_pct));
-    /* timm: scale_size = math.floor(img_size / crop_pct); crop_pct is a Python
-     * float there, a float32 here: guard the exact-multiple case (224 / 0.875). */
-    double exact = S / (double)cfg->crop_pct;
-    if (fabs(exact - nearbyint(exact)) < 1e-4) short_side = px_size(nearbyint(exact));
-    int s = w <= h ? w : h, l = w <= h ? h : w;
-    int new_long = px_size((double)short_side * l / s);
-    g.rw = w <= h ? short_side : new_long;
-    g.rh = w <= h ? new_long : short_side;
+    int Sh = cfg->image_h, Sw = cfg->image_w;
+    int sh = scale_size(Sh, cfg->crop_pct), sw = scale_size(Sw, cfg->crop_pct);
     int saved = fegetround();
     fesetround(FE_TONEAREST);
-    g.top = (int)nearbyint((g.rh - S) / 2.0);
-    g.left = (int)nearbyint((g.rw - S) / 2.0);
+    g.filter = &FILTER_BICUBIC;
+    if (cfg->crop_mode == VIT_CROP_SQUASH) { /* Resize((sh, sw)) */
+        g.rw = sw, g.rh = sh;
+    } else if (sh == sw) { /* Resize(sh): the shorter side to sh, the longer truncated */
+        int s = w <= h ? w : h, l = w <= h ? h : w;
+        int new_long = px_size((double)sh * l / s);
+        g.rw = w <= h ? sh : new_long;
+        g.rh = w <= h ? new_long : sh;
+    } else { /* ResizeKeepRatio((sh, sw)), longest=0: cover the target; its default filter */
+        double rh = (double)h / sh, rw = (double)w / sw, ratio = rh < rw ? rh : rw;
+        g.rh = px_size(nearbyint(h / ratio));
+        g.rw = px_size(nearbyint(w / ratio));
+        g.filter = &FILTER_BILINEAR;
+    }
+    g.top = (int)nearbyint((g.rh - Sh) / 2.0);
+    g.left = (int)nearbyint((g.rw - Sw) / 2.0);
     fesetround(saved);
     return g;
 }
 
-/* Resize + centre crop to out [S, S, 3]. */
+/* Resize + centre crop to out [Sh, Sw, 3]. */
 static VitStatus resize_crop(uint8_t *out, Geometry *geo, const VitConfig *cfg, const VitImage *img,
                              VitError *err) {
     if (!img || !img->rgb || img->w < 1 || img->h < 1)
         return vit_set_error(err, VIT_ERR_ARG, "preprocess: empty image");
-    int S = cfg->image_size;
+    int Sh = cfg->image_h, Sw = cfg->image_w;
     Geometry g = eval_geometry(cfg, img->w, img->h);
     if ((uint64_t)g.rw * g.rh > 4ull * VIT_MAX_IMAGE_PIXELS)
         return vit_set_error(err, VIT_ERR_ARG,
-                             "preprocess: a %dx%d image is too elongated: resizing its shorter "
-                             "side for a %d px input needs more than %llu pixels",
-                             img->w, img->h, S, 4ull * VIT_MAX_IMAGE_PIXELS);
-    if (g.rw < S || g.rh < S)
+                             "preprocess: a %dx%d image is too elongated: resizing it for a "
+                             "%dx%d px input needs more than %llu pixels",
+                             img->w, img->h, Sw, Sh, 4ull * VIT_MAX_IMAGE_PIXELS);
+    if (g.rw < Sw || g.rh < Sh)
         return vit_set_error(err, VIT_ERR_ARG,
-                             "preprocess: resize to %dx%d cannot be cropped to %d", g.rw, g.rh, S);
+                             "preprocess: resize to %dx%d cannot be cropped to %dx%d", g.rw, g.rh,
+                             Sw, Sh);
     uint8_t *resized = malloc((size_t)g.rw * g.rh * 3);
-    if (!resized || !pil_resize_bicubic(resized, img, g.rw, g.rh)) {
+    if (!resized || !pil_resize(resized, img, g.rw, g.rh, g.filter)) {
         free(resized);
         return vit_set_error(err, VIT_ERR_NOMEM,
                              "preprocess: out of memory resizing %dx%d to %dx%d", img->w, img->h,
                              g.rw, g.rh);
     }
-    for (int y = 0; y < S; y++)
-        memcpy(out + (size_t)y * S * 3, resized + ((size_t)(y + g.top) * g.rw + g.left) * 3,
-               (size_t)S * 3);
+    for (int y = 0; y < Sh; y++)
+        memcpy(out + (size_t)y * Sw * 3, resized + ((size_t)(y + g.top) * g.rw + g.left) * 3,
+               (size_t)Sw * 3);
     free(resized);
     if (geo) *geo = g;
     return VIT_OK;
@@ -324,8 +355,9 @@ VitStatus vit_preprocess_rgb(uint8_t *out, const VitConfig *cfg, const VitImage 
 
 VitStatus vit_preprocess(float *out, int *crop_x, int *crop_y, int *crop_w, int *crop_h,
                          const VitConfig *cfg, const VitImage *img, VitError *err) {
-    int S = cfg->image_size;
-    uint8_t *rgb = malloc((size_t)S * S * 3);
+    int Sh = cfg->image_h, Sw = cfg->image_w;
+    size_t plane = (size_t)Sh * Sw;
+    uint8_t *rgb = malloc(plane * 3);
     if (!rgb) return vit_set_error(err, VIT_ERR_NOMEM, "preprocess: out of memory");
     Geometry g;
     VitStatus rc = resize_crop(rgb, &g, cfg, img, err);
@@ -335,14 +367,13 @@ VitStatus vit_preprocess(float *out, int *crop_x, int *crop_y, int *crop_w, int 
     }
     /* ToTensor: v / 255 in float32; Normalize: (x - mean) / std in float32. */
     for (int ch = 0; ch < 3; ch++)
-        for (int i = 0; i < S * S; i++)
-            out[(size_t)ch * S * S + i] =
-                ((float)rgb[(size_t)i * 3 + ch] / 255.0f - cfg->mean[ch]) / cfg->std[ch];
+        for (size_t i = 0; i < plane; i++)
+            out[ch * plane + i] = ((float)rgb[i * 3 + ch] / 255.0f - cfg->mean[ch]) / cfg->std[ch];
     free(rgb);
     /* The crop in source pixels: resized px r covers source [r, r+1) * (w / rw). */
     double sx = (double)img->w / g.rw, sy = (double)img->h / g.rh;
     int x0 = (int)floor(g.left * sx), y0 = (int)floor(g.top * sy);
-    int x1 = (int)ceil((g.left + S) * sx), y1 = (int)ceil((g.top + S) * sy);
+    int x1 = (int)ceil((g.left + Sw) * sx), y1 = (int)ceil((g.top + Sh) * sy);
     if (x1 > img->w) x1 = img->w;
     if (y1 > img->h) y1 = img->h;
     if (crop_x) *crop_x = x0;

@@ -4,6 +4,7 @@
 #include "internal.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -162,23 +163,18 @@ VitStatus vit_map_fused(float *out, const VitRun *run, int layer, VitFusion fusi
     return VIT_OK;
 }
 
-VitStatus vit_rollout(float *out, const VitRun *run, int layer, int head, VitFusion fusion,
-                      float discard_ratio, int query, VitError *err) {
-    VitStatus rc = check_args(run, layer, head, query, err);
-    if (rc) return rc;
-    if (fusion < VIT_FUSE_MEAN || fusion > VIT_FUSE_MIN)
-        return vit_set_error(err, VIT_ERR_ARG, "rollout: unknown head fusion %d", (int)fusion);
-    if (!(discard_ratio >= 0.0f && discard_ratio < 1.0f))
-        return vit_set_error(err, VIT_ERR_ARG, "rollout: discard ratio %g outside [0, 1)",
-                             (double)discard_ratio);
+/* The rolled-out row of `query` over every token: v[T] (double), up to and
+ * including `layer` (see vit.h). v has room for 2T doubles (the second half is
+ * scratch). Arguments already checked. */
+static VitStatus rollout_row(double *v, const VitRun *run, int layer, int head, VitFusion fusion,
+                             float discard_ratio, int query, VitError *err) {
     const VitConfig *c = &run->cfg;
     int T = c->n_tokens, Np = c->n_prefix;
     size_t TT = (size_t)T * T;
     float *a = malloc(TT * sizeof(float));
-    double *v = malloc(2 * (size_t)T * sizeof(double));
     Entry *scratch = discard_ratio > 0.0f ? malloc(TT * sizeof(Entry)) : NULL;
-    if (!a || !v || (discard_ratio > 0.0f && !scratch)) {
-        free(a), free(v), free(scratch);
+    if (!a || (discard_ratio > 0.0f && !scratch)) {
+        free(a), free(scratch);
         return vit_set_error(err, VIT_ERR_NOMEM, "rollout: out of memory for [%d, %d]", T, T);
     }
     /* The CLS (query) row of R_layer = Â_layer ... Â_0 is e_q^T Â_layer ... Â_0:
@@ -194,9 +190,91 @@ VitStatus vit_rollout(float *out, const VitRun *run, int layer, int head, VitFus
         add_identity_rownorm(a, T);
         row_times(v, v + T, a, T);
     }
-    for (int p = 0; p < c->n_patches; p++) out[p] = (float)v[Np + p];
-    free(a), free(v), free(scratch);
+    free(a), free(scratch);
     return VIT_OK;
+}
+
+static VitStatus check_rollout(const VitRun *run, int layer, int head, VitFusion fusion,
+                               float discard_ratio, int query, VitError *err) {
+    VitStatus rc = check_args(run, layer, head, query, err);
+    if (rc) return rc;
+    if (fusion < VIT_FUSE_MEAN || fusion > VIT_FUSE_MIN)
+        return vit_set_error(err, VIT_ERR_ARG, "rollout: unknown head fusion %d", (int)fusion);
+    if (!(discard_ratio >= 0.0f && discard_ratio < 1.0f))
+        return vit_set_error(err, VIT_ERR_ARG, "rollout: discard ratio %g outside [0, 1)",
+                             (double)discard_ratio);
+    return VIT_OK;
+}
+
+VitStatus vit_rollout(float *out, const VitRun *run, int layer, int head, VitFusion fusion,
+                      float discard_ratio, int query, VitError *err) {
+    VitStatus rc = check_rollout(run, layer, head, fusion, discard_ratio, query, err);
+    if (rc) return rc;
+    const VitConfig *c = &run->cfg;
+    double *v = malloc(2 * (size_t)c->n_tokens * sizeof(double));
+    if (!v)
+        return vit_set_error(err, VIT_ERR_NOMEM, "rollout: out of memory for [%d, %d]", c->n_tokens,
+                             c->n_tokens);
+    rc = rollout_row(v, run, layer, head, fusion, discard_ratio, query, err);
+    if (rc == VIT_OK)
+        for (int p = 0; p < c->n_patches; p++) out[p] = (float)v[c->n_prefix + p];
+    free(v);
+    return rc;
+}
+
+VitStatus vit_prefix_share(float *out, const VitRun *run, int layer, int head, VitFusion fusion,
+                           int rollout, float discard_ratio, int query, VitError *err) {
+    if (rollout) {
+        VitStatus rc = check_rollout(run, layer, head, fusion, discard_ratio, query, err);
+        if (rc) return rc;
+        const VitConfig *c = &run->cfg;
+        double *v = malloc(2 * (size_t)c->n_tokens * sizeof(double));
+        if (!v)
+            return vit_set_error(err, VIT_ERR_NOMEM, "rollout: out of memory for [%d, %d]",
+                                 c->n_tokens, c->n_tokens);
+        rc = rollout_row(v, run, layer, head, fusion, discard_ratio, query, err);
+        if (rc == VIT_OK)
+            for (int i = 0; i < c->n_prefix; i++) out[i] = (float)v[i];
+        free(v);
+        return rc;
+    }
+    VitStatus rc = check_args(run, layer, head < 0 ? 0 : head, query, err);
+    if (rc) return rc;
+    if (head < 0 && (fusion < VIT_FUSE_MEAN || fusion > VIT_FUSE_MIN))
+        return vit_set_error(err, VIT_ERR_ARG, "map: unknown head fusion %d", (int)fusion);
+    const VitConfig *c = &run->cfg;
+    size_t off = (size_t)query * c->n_tokens;
+    for (int i = 0; i < c->n_prefix; i++) {
+        if (head >= 0) {
+            out[i] = att_at(run, layer, head)[off + i];
+            continue;
+        }
+        float acc = att_at(run, layer, 0)[off + i]; /* as vit_map_fused */
+        for (int h = 1; h < c->n_heads; h++) {
+            float a = att_at(run, layer, h)[off + i];
+            if (fusion == VIT_FUSE_MEAN)
+                acc += a;
+            else if (fusion == VIT_FUSE_MAX)
+                acc = a > acc ? a : acc;
+            else
+                acc = a < acc ? a : acc;
+        }
+        out[i] = fusion == VIT_FUSE_MEAN ? acc / (float)c->n_heads : acc;
+    }
+    return VIT_OK;
+}
+
+const char *vit_prefix_name(char *buf, size_t n, const VitConfig *cfg, int i) {
+    int reg0 = 1 + cfg->has_dist_token;
+    if (i == 0)
+        snprintf(buf, n, "CLS");
+    else if (i < reg0)
+        snprintf(buf, n, "dist");
+    else if (i < cfg->n_prefix)
+        snprintf(buf, n, "reg%d", i - reg0 + 1);
+    else
+        snprintf(buf, n, "?");
+    return buf;
 }
 
 /* --- explorer maps: attention mass mask, mean attention distance ------------ */

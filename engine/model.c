@@ -1,12 +1,18 @@
-/* model.c - vit_load: map a .safetensors file, infer timm's VisionTransformer
- * architecture from the tensor shapes, read config.json, point the weights.
+/* model.c - vit_load: map a .safetensors file, infer the ViT's architecture
+ * from the tensor shapes, read config.json, point the weights.
  *
- * timm names (timm/models/vision_transformer.py):
- *   cls_token [1,1,D]  pos_embed [1,T,D]  patch_embed.proj.{weight [D,3,P,P], bias [D]}
+ * timm names (timm/models/vision_transformer.py, deit.py):
+ *   cls_token [1,1,D]  dist_token [1,1,D]?  reg_token [1,R,D]?
+ *   pos_embed [1,Npos+N,D]  patch_embed.proj.{weight [D,3,P,P], bias [D]}
  *   blocks.N.{norm1,norm2}.{weight,bias} [D]  blocks.N.attn.qkv.{weight [3D,D], bias [3D]}
- *   blocks.N.attn.proj.{weight [D,D], bias [D]}  blocks.N.mlp.fc1.{weight [F,D], bias [F]}
- *   blocks.N.mlp.fc2.{weight [D,F], bias [D]}  norm.{weight,bias} [D]
- *   head.{weight [C,D], bias [C]} */
+ *   blocks.N.attn.proj.{weight [D,D], bias [D]}  blocks.N.ls{1,2}.gamma [D]?
+ *   blocks.N.mlp.fc1.{weight [F,D], bias [F]}  blocks.N.mlp.fc2.{weight [D,F], bias [D]}
+ *   norm.{weight,bias} [D]  head.{weight [C,D], bias [C]}  head_dist.{weight, bias}?
+ * transformers names (models/vit/modeling_vit.py, models/deit/modeling_deit.py):
+ *   see names_hf below: embeddings.*, encoder.layer.N.{layernorm_before,
+ *   attention.attention.{query,key,value}, attention.output.dense, layernorm_after,
+ *   intermediate.dense, output.dense}, layernorm, classifier (or cls_classifier and
+ *   distillation_classifier), under "vit." / "deit." or no prefix. */
 #include "internal.h"
 
 #include <cJSON.h>
@@ -28,6 +34,13 @@ typedef struct {
     const char *fname; /* basename for messages */
     VitError *err;
     size_t owned_used;
+    /* tensor names (detect_naming) */
+    VitNaming naming;
+    const char *const *names; /* [N_SLOTS] printf formats */
+    const char *prefix;       /* transformers: "vit.", "deit." or "" */
+    const char *what;         /* "timm ViT", for messages */
+    int teacher;              /* transformers' DeiT with a distillation head */
+    char name[160];           /* the last slot_name */
 } Loader;
 
 static float half_to_float(uint16_t h) {
@@ -99,8 +112,8 @@ static const float *tensor(Loader *ld, const char *name, int ndim, int64_t *shap
     char got[160], want[160];
     const StTensor *t = st_find(&ld->st, name);
     if (!t) {
-        vit_set_error(ld->err, VIT_ERR_SHAPE, "%s: tensor '%s' is missing (not a timm ViT?)",
-                      ld->fname, name);
+        vit_set_error(ld->err, VIT_ERR_SHAPE, "%s: tensor '%s' is missing (not a %s?)", ld->fname,
+                      name, ld->what);
         return NULL;
     }
     if (t->dtype == ST_OTHER) {
@@ -141,15 +154,6 @@ static const float *tensor(Loader *ld, const char *name, int ndim, int64_t *shap
         }
     }
     return finite_or_null(ld, t, dst);
-}
-
-static const float *tensor1(Loader *ld, const char *name, int64_t n0) {
-    int64_t s[1] = {n0};
-    return tensor(ld, name, 1, s);
-}
-static const float *tensor2(Loader *ld, const char *name, int64_t n0, int64_t n1) {
-    int64_t s[2] = {n0, n1};
-    return tensor(ld, name, 2, s);
 }
 
 /* --- config.json ----------------------------------------------------------- */
@@ -228,27 +232,45 @@ static int cfg_vec3(const cJSON *obj, const char *k, float out[3], double lo, do
     return 1;
 }
 
-/* image size: an int, or [H, W] / [3, H, W] with H == W (square inputs only). */
-static int cfg_size(const cJSON *obj, const char *k, int *out) {
+/* image size: an int, or [H, W] / [3, H, W]. */
+static int cfg_size(const cJSON *obj, const char *k, int *out_h, int *out_w) {
     const cJSON *j = cJSON_GetObjectItemCaseSensitive(obj, k);
     if (!j) return 0;
     if (cJSON_IsArray(j)) {
         int n = cJSON_GetArraySize(j);
         if (n != 2 && n != 3) return -1;
         const cJSON *h = cJSON_GetArrayItem(j, n - 2), *w = cJSON_GetArrayItem(j, n - 1);
-        if (!cJSON_IsNumber(h) || !cJSON_IsNumber(w) || h->valuedouble != w->valuedouble ||
-            h->valuedouble <= 0 || h->valuedouble > 1e5 || floor(h->valuedouble) != h->valuedouble)
-            return -1;
-        *out = (int)h->valuedouble;
+        if (!cJSON_IsNumber(h) || !cJSON_IsNumber(w)) return -1;
+        double v[2] = {h->valuedouble, w->valuedouble};
+        for (int i = 0; i < 2; i++)
+            if (!(v[i] > 0 && v[i] <= VIT_MAX_INPUT) || floor(v[i]) != v[i]) return -1;
+        *out_h = (int)v[0];
+        *out_w = (int)v[1];
         return 1;
     }
-    return cfg_int(obj, k, out);
+    int s = 0, r = cfg_int(obj, k, &s);
+    if (r > 0 && s > VIT_MAX_INPUT) return -1;
+    if (r > 0) *out_h = *out_w = s;
+    return r;
+}
+
+/* A string value among `allowed` (NULL-terminated): its index + 1, 0 if absent, -1 otherwise. */
+static int cfg_enum(const cJSON *obj, const char *k, const char *const *allowed) {
+    const cJSON *j = cJSON_GetObjectItemCaseSensitive(obj, k);
+    if (!j) return 0;
+    if (!cJSON_IsString(j)) return -1;
+    for (int i = 0; allowed[i]; i++)
+        if (strcmp(j->valuestring, allowed[i]) == 0) return i + 1;
+    return -1;
 }
 
 /* What a config key must hold, for messages (the checks are cfg_* above). */
 static const char *cfg_expected(const char *key) {
     if (strstr(key, "heads")) return "a positive integer";
-    if (strstr(key, "size")) return "a positive integer, or [H, W] or [3, H, W] with H == W";
+    if (strstr(key, "size")) return "a positive integer, or [H, W] or [3, H, W], at most 16384";
+    if (strcmp(key, "crop_mode") == 0)
+        return "\"center\" or \"squash\" (\"border\" is not supported)";
+    if (strcmp(key, "hidden_act") == 0) return "\"gelu\" (the exact GELU vitlens computes)";
     if (strstr(key, "eps") || strcmp(key, "crop_pct") == 0) return "a number in (0, 1]";
     if (strstr(key, "mean")) return "3 numbers in (-10, 10]";
     if (strstr(key, "std")) return "3 numbers in (0, 10]";
@@ -256,17 +278,19 @@ static const char *cfg_expected(const char *key) {
 }
 
 typedef struct {
-    int n_heads, image_size;
+    int n_heads, image_h, image_w;
+    int crop_mode; /* 0: absent, else VitCropMode + 1 */
     float ln_eps, crop_pct, mean[3], std[3];
     int has_eps, has_crop, has_mean, has_std;
     cJSON *labels; /* array of strings, or object "0": "name" (detached copy) */
 } CfgValues;
 
 /* Parse config.json: timm's hub layout ({"num_heads"?, "label_names": [...],
- * "pretrained_cfg": {"input_size", "crop_pct", "mean", "std"}}) and Hugging Face
- * transformers' ({"num_attention_heads", "image_size", "layer_norm_eps",
- * "image_mean", "image_std", "id2label"}). Keys are read from the top level and
- * from "pretrained_cfg"; wrong types are errors naming the key. */
+ * "pretrained_cfg": {"input_size", "crop_pct", "crop_mode", "mean", "std"}}) and
+ * Hugging Face transformers' ({"num_attention_heads", "image_size",
+ * "layer_norm_eps", "hidden_act", "image_mean", "image_std", "id2label"}). Keys
+ * are read from the top level and from "pretrained_cfg"; wrong types are errors
+ * naming the key, and so is an activation other than the exact GELU. */
 static VitStatus parse_config(CfgValues *cv, const char *path, VitError *err) {
     char *text = NULL;
     size_t n = 0;
@@ -306,7 +330,14 @@ static VitStatus parse_config(CfgValues *cv, const char *path, VitError *err) {
             if (cfg_int(j, heads_keys[i], &cv->n_heads) < 0) bad = heads_keys[i];
         static const char *size_keys[] = {"image_size", "img_size", "input_size"};
         for (int i = 0; i < 3 && !bad; i++)
-            if (cfg_size(j, size_keys[i], &cv->image_size) < 0) bad = size_keys[i];
+            if (cfg_size(j, size_keys[i], &cv->image_h, &cv->image_w) < 0) bad = size_keys[i];
+        static const char *const crop_modes[] = {"center", "squash", NULL};
+        int r_mode = bad ? 0 : cfg_enum(j, "crop_mode", crop_modes);
+        if (r_mode < 0) bad = "crop_mode";
+        if (r_mode > 0) cv->crop_mode = r_mode;
+        /* transformers: "gelu" is the exact erf GELU; "gelu_new", "quick_gelu", ... are not */
+        static const char *const acts[] = {"gelu", NULL};
+        if (!bad && cfg_enum(j, "hidden_act", acts) < 0) bad = "hidden_act";
         int r = 0;
         static const char *eps_keys[] = {"layer_norm_eps", "ln_eps"};
         for (int i = 0; i < 2 && !bad; i++) {
@@ -387,6 +418,228 @@ static VitStatus labels_from_json(Vit *vit, const cJSON *lab, const char *fname,
     return VIT_OK;
 }
 
+/* --- tensor names: timm and Hugging Face transformers ----------------------- */
+
+/* The tensors vit_load reads, one slot each. */
+/* clang-format off */
+typedef enum {
+    S_CLS, S_DIST, S_REG, S_POS, S_PATCH_W, S_PATCH_B,                        /* embeddings */
+    S_NORM1_W, S_NORM1_B, S_QKV_W, S_QKV_B, S_Q_W, S_Q_B, S_K_W, S_K_B, S_V_W, S_V_B,
+    S_PROJ_W, S_PROJ_B, S_LS1, S_NORM2_W, S_NORM2_B, S_FC1_W, S_FC1_B, S_FC2_W, S_FC2_B,
+    S_LS2,                                                                    /* block l */
+    S_NORM_W, S_NORM_B, S_HEAD_W, S_HEAD_B, S_HDIST_W, S_HDIST_B,             /* norm, heads */
+    N_SLOTS
+} Slot;
+
+/* printf formats taking (prefix, block index); NULL: the naming has no such tensor.
+ * timm: vision_transformer.py / deit.py state dicts. transformers: modeling_vit.py,
+ * modeling_deit.py, where the prefix is "vit." (ViTForImageClassification),
+ * "deit." (DeiTForImageClassification[WithTeacher]) or "" (ViTModel, as
+ * facebook/dino-vits16); heads have no prefix. With a teacher the heads are
+ * cls_classifier and distillation_classifier (names_hf_teacher). */
+#define TB "%sblocks.%d."
+static const char *const names_timm[N_SLOTS] = {
+    [S_CLS] = "%scls_token",                [S_DIST] = "%sdist_token",
+    [S_REG] = "%sreg_token",                [S_POS] = "%spos_embed",
+    [S_PATCH_W] = "%spatch_embed.proj.weight", [S_PATCH_B] = "%spatch_embed.proj.bias",
+    [S_NORM1_W] = TB "norm1.weight",        [S_NORM1_B] = TB "norm1.bias",
+    [S_QKV_W] = TB "attn.qkv.weight",       [S_QKV_B] = TB "attn.qkv.bias",
+    [S_PROJ_W] = TB "attn.proj.weight",     [S_PROJ_B] = TB "attn.proj.bias",
+    [S_LS1] = TB "ls1.gamma",               [S_LS2] = TB "ls2.gamma",
+    [S_NORM2_W] = TB "norm2.weight",        [S_NORM2_B] = TB "norm2.bias",
+    [S_FC1_W] = TB "mlp.fc1.weight",        [S_FC1_B] = TB "mlp.fc1.bias",
+    [S_FC2_W] = TB "mlp.fc2.weight",        [S_FC2_B] = TB "mlp.fc2.bias",
+    [S_NORM_W] = "%snorm.weight",           [S_NORM_B] = "%snorm.bias",
+    [S_HEAD_W] = "%shead.weight",           [S_HEAD_B] = "%shead.bias",
+    [S_HDIST_W] = "%shead_dist.weight",     [S_HDIST_B] = "%shead_dist.bias",
+};
+#define HB "%sencoder.layer.%d."
+#define HA HB "attention.attention."
+static const char *const names_hf[N_SLOTS] = {
+    [S_CLS] = "%sembeddings.cls_token",     [S_DIST] = "%sembeddings.distillation_token",
+    [S_POS] = "%sembeddings.position_embeddings",
+    [S_PATCH_W] = "%sembeddings.patch_embeddings.projection.weight",
+    [S_PATCH_B] = "%sembeddings.patch_embeddings.projection.bias",
+    [S_NORM1_W] = HB "layernorm_before.weight", [S_NORM1_B] = HB "layernorm_before.bias",
+    [S_Q_W] = HA "query.weight",            [S_Q_B] = HA "query.bias",
+    [S_K_W] = HA "key.weight",              [S_K_B] = HA "key.bias",
+    [S_V_W] = HA "value.weight",            [S_V_B] = HA "value.bias",
+    [S_PROJ_W] = HB "attention.output.dense.weight",
+    [S_PROJ_B] = HB "attention.output.dense.bias",
+    [S_NORM2_W] = HB "layernorm_after.weight", [S_NORM2_B] = HB "layernorm_after.bias",
+    [S_FC1_W] = HB "intermediate.dense.weight", [S_FC1_B] = HB "intermediate.dense.bias",
+    [S_FC2_W] = HB "output.dense.weight",   [S_FC2_B] = HB "output.dense.bias",
+    [S_NORM_W] = "%slayernorm.weight",      [S_NORM_B] = "%slayernorm.bias",
+    [S_HEAD_W] = "%.0sclassifier.weight",   [S_HEAD_B] = "%.0sclassifier.bias",
+};
+static const char *const names_hf_teacher[N_SLOTS] = {
+    [S_HEAD_W] = "%.0scls_classifier.weight",
+    [S_HEAD_B] = "%.0scls_classifier.bias",
+    [S_HDIST_W] = "%.0sdistillation_classifier.weight",
+    [S_HDIST_B] = "%.0sdistillation_classifier.bias",
+};
+#undef TB
+#undef HB
+#undef HA
+/* clang-format on */
+
+/* Name of slot s (block l) in the loader's naming, into ld->name; NULL when
+ * the naming has no such tensor. */
+static const char *slot_name(Loader *ld, Slot s, int l) {
+    const char *fmt = ld->teacher && names_hf_teacher[s] ? names_hf_teacher[s] : ld->names[s];
+    if (!fmt) return NULL;
+    snprintf(ld->name, sizeof ld->name, fmt, ld->prefix, l);
+    return ld->name;
+}
+
+static int has_slot(Loader *ld, Slot s, int l) {
+    const char *n = slot_name(ld, s, l);
+    return n && st_find(&ld->st, n);
+}
+
+/* tensor() of slot s: F32 data of the given shape, NULL (err set) on error. */
+static const float *slot_tensor(Loader *ld, Slot s, int l, int ndim, int64_t *shape) {
+    return tensor(ld, slot_name(ld, s, l), ndim, shape);
+}
+static const float *slot1(Loader *ld, Slot s, int l, int64_t n0) {
+    int64_t sh[1] = {n0};
+    return slot_tensor(ld, s, l, 1, sh);
+}
+static const float *slot2(Loader *ld, Slot s, int l, int64_t n0, int64_t n1) {
+    int64_t sh[2] = {n0, n1};
+    return slot_tensor(ld, s, l, 2, sh);
+}
+/* An optional tensor: NULL without error when absent; *bad set on a real error. */
+static const float *slot1_opt(Loader *ld, Slot s, int l, int64_t n0, int *bad) {
+    if (!has_slot(ld, s, l)) return NULL;
+    const float *p = slot1(ld, s, l, n0);
+    if (!p) *bad = 1;
+    return p;
+}
+
+/* Pick the naming from the CLS token's name. 0, or VitStatus with err set. */
+static VitStatus detect_naming(Loader *ld) {
+    static const char *const hf_prefixes[] = {"vit.", "deit.", ""};
+    char n[96];
+    if (st_find(&ld->st, "cls_token")) {
+        ld->naming = VIT_NAMES_TIMM, ld->names = names_timm, ld->prefix = "";
+        ld->what = "timm ViT";
+        return VIT_OK;
+    }
+    for (size_t i = 0; i < sizeof hf_prefixes / sizeof hf_prefixes[0]; i++) {
+        snprintf(n, sizeof n, "%sembeddings.cls_token", hf_prefixes[i]);
+        if (!st_find(&ld->st, n)) continue;
+        snprintf(n, sizeof n, "%sencoder.layer.0.norm1.weight", hf_prefixes[i]);
+        if (st_find(&ld->st, n))
+            return vit_set_error(ld->err, VIT_ERR_SHAPE,
+                                 "%s: tensor '%s' is Hugging Face's Dinov2Model naming, which "
+                                 "vitlens does not support: use timm's vit_*_dinov2 checkpoint",
+                                 ld->fname, n);
+        ld->naming = VIT_NAMES_HF, ld->names = names_hf, ld->prefix = hf_prefixes[i];
+        ld->what = "Hugging Face ViT";
+        ld->teacher = st_find(&ld->st, "cls_classifier.weight") != NULL;
+        return VIT_OK;
+    }
+    return vit_set_error(ld->err, VIT_ERR_SHAPE,
+                         "%s: tensor 'cls_token' is missing (not a timm ViT, nor a Hugging Face "
+                         "one with 'embeddings.cls_token')",
+                         ld->fname);
+}
+
+/* --- position embedding resampling ------------------------------------------ */
+
+/* Keys' cubic convolution kernel with parameter a. */
+static double cubic(double x, double a) {
+    x = fabs(x);
+    if (x < 1.0) return ((a + 2.0) * x - (a + 3.0)) * x * x + 1.0;
+    if (x < 2.0) return (((x - 5.0) * x + 8.0) * x - 4.0) * a;
+    return 0.0;
+}
+
+/* w[n_out, n_in]: 1-D weights of torch's F.interpolate(mode='bicubic',
+ * align_corners=False), scale = n_in / n_out (aten/src/ATen/native/UpSample.h
+ * and cpu/UpSampleKernel.cpp):
+ *   antialias=False: a = -0.75 at the 4 taps around scale * (o + 0.5) - 0.5,
+ *     indices clamped to the border;
+ *   antialias=True: a = -0.5 (Pillow's), the kernel widened by scale when
+ *     downsampling, centre scale * (o + 0.5), taps outside dropped and the
+ *     weights renormalised to sum 1. */
+static void bicubic_weights(double *w, int n_in, int n_out, int antialias) {
+    double scale = (double)n_in / n_out;
+    memset(w, 0, (size_t)n_out * n_in * sizeof *w);
+    for (int o = 0; o < n_out; o++) {
+        double *row = w + (size_t)o * n_in;
+        if (!antialias) {
+            double x = scale * (o + 0.5) - 0.5, x0 = floor(x), t = x - x0;
+            for (int k = 0; k < 4; k++) {
+                int i = (int)x0 - 1 + k;
+                i = i < 0 ? 0 : i > n_in - 1 ? n_in - 1 : i;
+                row[i] += cubic(t - (k - 1), -0.75);
+            }
+            continue;
+        }
+        double support = scale >= 1.0 ? 2.0 * scale : 2.0, inv = scale >= 1.0 ? 1.0 / scale : 1.0;
+        double center = scale * (o + 0.5), sum = 0.0;
+        int lo = (int)(center - support + 0.5), hi = (int)(center + support + 0.5);
+        lo = lo < 0 ? 0 : lo;
+        hi = hi > n_in ? n_in : hi;
+        for (int i = lo; i < hi; i++) sum += row[i] = cubic((i - center + 0.5) * inv, -0.5);
+        for (int i = lo; i < hi && sum != 0.0; i++) row[i] /= sum;
+    }
+}
+
+/* out[Npos + gh*gw, D] from pos[Npos + gh0*gw0, D]: the prefix rows copied, the
+ * grid resampled separably (rows, then columns) in double.
+ * timm (layers/pos_embed.py, resample_abs_pos_embed):
+ *   posemb = F.interpolate(posemb, size=new_size, mode='bicubic', antialias=True)
+ * transformers (ViTEmbeddings.interpolate_pos_encoding): the same, antialias=False.
+ * 0 on out of memory. */
+static int resample_pos_embed(float *out, const float *pos, int n_prefix, int gh0, int gw0, int gh,
+                              int gw, int D, int antialias) {
+    double *wy = malloc((size_t)gh * gh0 * sizeof *wy), *wx = malloc((size_t)gw * gw0 * sizeof *wx);
+    double *tmp = malloc((size_t)gh * gw0 * D * sizeof *tmp),
+           *acc = malloc((size_t)D * sizeof *acc);
+    int ok = wy && wx && tmp && acc;
+    if (ok) {
+        memcpy(out, pos, (size_t)n_prefix * D * sizeof *out);
+        const float *grid = pos + (size_t)n_prefix * D;
+        bicubic_weights(wy, gh0, gh, antialias);
+        bicubic_weights(wx, gw0, gw, antialias);
+        for (int y = 0; y < gh; y++) /* tmp[y, x0, :] = sum_y0 wy[y, y0] grid[y0, x0, :] */
+            for (int x0 = 0; x0 < gw0; x0++) {
+                double *t = tmp + ((size_t)y * gw0 + x0) * D;
+                for (int d = 0; d < D; d++) t[d] = 0.0;
+                for (int y0 = 0; y0 < gh0; y0++) {
+                    double k = wy[(size_t)y * gh0 + y0];
+                    if (k == 0.0) continue;
+                    const float *g = grid + ((size_t)y0 * gw0 + x0) * D;
+                    for (int d = 0; d < D; d++) t[d] += k * g[d];
+                }
+            }
+        for (int y = 0; y < gh; y++) /* out[y, x, :] = sum_x0 wx[x, x0] tmp[y, x0, :] */
+            for (int x = 0; x < gw; x++) {
+                for (int d = 0; d < D; d++) acc[d] = 0.0;
+                for (int x0 = 0; x0 < gw0; x0++) {
+                    double k = wx[(size_t)x * gw0 + x0];
+                    if (k == 0.0) continue;
+                    const double *t = tmp + ((size_t)y * gw0 + x0) * D;
+                    for (int d = 0; d < D; d++) acc[d] += k * t[d];
+                }
+                float *o = out + ((size_t)n_prefix + (size_t)y * gw + x) * D;
+                for (int d = 0; d < D; d++) o[d] = (float)acc[d];
+            }
+    }
+    free(wy), free(wx), free(tmp), free(acc);
+    return ok;
+}
+
+static int is_square(int64_t n, int64_t *side) {
+    if (n < 1) return 0;
+    int64_t s = (int64_t)llround(sqrt((double)n));
+    *side = s;
+    return s * s == n;
+}
+
 /* --- entry points ---------------------------------------------------------- */
 
 VitStatus vit_load(Vit *vit, const char *path, const VitLoadOptions *opt, VitError *err) {
@@ -398,7 +651,6 @@ VitStatus vit_load(Vit *vit, const char *path, const VitLoadOptions *opt, VitErr
     VitStatus rc = VIT_OK;
     VitConfig *c = &vit->cfg;
     int fd = -1;
-    char name[96];
 
     snprintf(vit->path, sizeof vit->path, "%s", path);
     fd = open(path, O_RDONLY);
@@ -457,118 +709,191 @@ VitStatus vit_load(Vit *vit, const char *path, const VitLoadOptions *opt, VitErr
     }
     if (cfg_file && (rc = parse_config(&cv, cfg_file, err))) goto fail;
 
-    /* Variants this loader does not implement yet: refuse rather than compute
+    if ((rc = detect_naming(&ld))) goto fail;
+    c->naming = ld.naming;
+
+    /* Variants this loader does not implement: refuse rather than compute
      * something else than the model does. */
-    static const char *unsupported[] = {"dist_token",         "reg_token",
-                                        "fc_norm.weight",     "norm_pre.weight",
-                                        "blocks.0.ls1.gamma", "blocks.0.attn.q_norm.weight"};
-    for (size_t i = 0; i < sizeof unsupported / sizeof unsupported[0]; i++)
-        if (st_find(&ld.st, unsupported[i])) {
+    static const char *unsupported[][2] = {
+        {"fc_norm.weight", "average pooling with fc_norm"},
+        {"norm_pre.weight", "a norm before the blocks (norm_pre)"},
+        {"attn_pool.latent", "attention pooling"},
+        {"blocks.0.attn.q_norm.weight", "q/k norm"},
+        {"blocks.0.mlp.fc1_g.weight", "a SwiGLU MLP"},
+        {"blocks.0.mlp.w12.weight", "a SwiGLU MLP"},
+        {"blocks.0.mlp.norm.weight", "a norm inside the MLP"},
+    };
+    for (size_t i = 0; ld.naming == VIT_NAMES_TIMM && i < sizeof unsupported / sizeof *unsupported;
+         i++)
+        if (st_find(&ld.st, unsupported[i][0])) {
             rc = vit_set_error(err, VIT_ERR_SHAPE,
-                               "%s: tensor '%s' belongs to a ViT variant that "
-                               "vitlens does not support yet",
-                               ld.fname, unsupported[i]);
+                               "%s: tensor '%s' belongs to a ViT variant (%s) that vitlens does "
+                               "not support",
+                               ld.fname, unsupported[i][0], unsupported[i][1]);
             goto fail;
         }
 
     /* --- architecture from shapes */
-    int64_t s3[4] = {1, 1, -1};
     VitWeights *w = &vit->w;
-    if (!(w->cls_token = tensor(&ld, "cls_token", 3, s3))) goto shape_fail;
+    int64_t s3[3] = {1, 1, -1};
+    if (!slot_tensor(&ld, S_CLS, 0, 3, s3)) goto shape_fail;
     int64_t D = s3[2];
     if (D < 1 || D > VIT_MAX_WIDTH) {
-        rc = vit_set_error(err, VIT_ERR_SHAPE,
-                           "%s: tensor 'cls_token': width %lld out of range [1, %d]", ld.fname,
-                           (long long)D, VIT_MAX_WIDTH);
+        rc = vit_set_error(err, VIT_ERR_SHAPE, "%s: tensor '%s': width %lld out of range [1, %d]",
+                           ld.fname, slot_name(&ld, S_CLS, 0), (long long)D, VIT_MAX_WIDTH);
         goto fail;
     }
+    /* prefix tokens: [CLS, dist?, reg_0 .. reg_{R-1}] (timm VisionTransformer._pos_embed) */
+    int has_dist = has_slot(&ld, S_DIST, 0);
+    if (has_dist && !slot_tensor(&ld, S_DIST, 0, 3, (int64_t[3]){1, 1, D})) goto shape_fail;
+    int64_t R = 0;
+    if (has_slot(&ld, S_REG, 0)) {
+        int64_t sr[3] = {1, -1, D};
+        if (!slot_tensor(&ld, S_REG, 0, 3, sr)) goto shape_fail;
+        R = sr[1];
+        if (R < 1 || 1 + has_dist + R > VIT_MAX_PREFIX) {
+            rc = vit_set_error(err, VIT_ERR_SHAPE,
+                               "%s: tensor 'reg_token': %lld register tokens, expected 1 to %d",
+                               ld.fname, (long long)R, VIT_MAX_PREFIX - 1 - has_dist);
+            goto fail;
+        }
+    }
+    int Np = 1 + has_dist + (int)R;
     int64_t sp[4] = {D, 3, -1, -1};
-    if (!(w->patch_w = tensor(&ld, "patch_embed.proj.weight", 4, sp))) goto shape_fail;
+    if (!slot_tensor(&ld, S_PATCH_W, 0, 4, sp)) goto shape_fail;
     if (sp[2] != sp[3] || sp[2] < 1 || sp[2] > VIT_MAX_PATCH) {
         rc = vit_set_error(err, VIT_ERR_SHAPE,
-                           "%s: tensor 'patch_embed.proj.weight': kernel %lldx%lld, expected a "
-                           "square patch of at most %d px",
-                           ld.fname, (long long)sp[2], (long long)sp[3], VIT_MAX_PATCH);
+                           "%s: tensor '%s': kernel %lldx%lld, expected a square patch of at most "
+                           "%d px",
+                           ld.fname, slot_name(&ld, S_PATCH_W, 0), (long long)sp[2],
+                           (long long)sp[3], VIT_MAX_PATCH);
         goto fail;
     }
     int P = (int)sp[2];
-    if (!(w->patch_b = tensor1(&ld, "patch_embed.proj.bias", D))) goto shape_fail;
+    if (!slot1(&ld, S_PATCH_B, 0, D)) goto shape_fail;
+
+    /* The position embedding: [1, Npos + gh0*gw0, D] for the training grid, Npos
+     * = Np (timm's default, transformers) or 0 (timm no_embed_class: register
+     * models, DeiT III). The grid is square unless config.json gives [H, W]. */
     int64_t spos[3] = {1, -1, D};
-    if (!(w->pos_embed = tensor(&ld, "pos_embed", 3, spos))) goto shape_fail;
-    int64_t T = spos[1], N = T - 1;
-    if (N < 1 || T > VIT_MAX_TOKENS) {
-        rc = vit_set_error(err, VIT_ERR_SHAPE,
-                           "%s: tensor 'pos_embed': %lld tokens, expected the "
-                           "CLS token plus 1 to %d patches",
-                           ld.fname, (long long)T, VIT_MAX_TOKENS - 1);
-        goto fail;
+    if (!slot_tensor(&ld, S_POS, 0, 3, spos)) goto shape_fail;
+    char pos_nm[sizeof ld.name];
+    memcpy(pos_nm, ld.name, sizeof pos_nm); /* slot_name reuses ld.name */
+    int64_t Tp = spos[1], gh0 = 0, gw0 = 0, side = 0;
+    int Npos = Np;
+    if (Tp - Np < 1 || Tp - Np > VIT_MAX_PATCHES) {
+        if (!(Tp > 1 && Tp <= VIT_MAX_PATCHES && is_square(Tp, &side))) {
+            rc = vit_set_error(err, VIT_ERR_SHAPE,
+                               "%s: tensor '%s': %lld tokens, expected the %d prefix token%s plus "
+                               "1 to %d patches",
+                               ld.fname, pos_nm, (long long)Tp, Np, Np > 1 ? "s" : "",
+                               VIT_MAX_PATCHES);
+            goto fail;
+        }
+        Npos = 0;
     }
-    int grid;
-    if (cv.image_size) {
-        if (cv.image_size % P) {
+    if (cv.image_h) {
+        if (cv.image_h % P || cv.image_w % P) {
             rc = vit_set_error(err, VIT_ERR_SHAPE,
-                               "%s: image size %d is not a multiple of the patch "
-                               "size %d",
-                               cfg_file, cv.image_size, P);
+                               "%s: image size %dx%d is not a multiple of the patch size %d",
+                               cfg_file, cv.image_h, cv.image_w, P);
             goto fail;
         }
-        grid = cv.image_size / P;
-        if ((int64_t)grid * grid != N) {
+        gh0 = cv.image_h / P, gw0 = cv.image_w / P;
+        if (Tp - gh0 * gw0 == Np)
+            Npos = Np;
+        else if (Tp == gh0 * gw0)
+            Npos = 0;
+        else {
             rc = vit_set_error(err, VIT_ERR_SHAPE,
-                               "%s: tensor 'pos_embed': %lld patch positions, but "
-                               "image size %d / patch %d gives a %dx%d grid",
-                               ld.fname, (long long)N, cv.image_size, P, grid, grid);
+                               "%s: tensor '%s': %lld positions, but image size %dx%d / patch %d "
+                               "gives a %lldx%lld grid (plus %d prefix token%s)",
+                               ld.fname, pos_nm, (long long)Tp, cv.image_h, cv.image_w, P,
+                               (long long)gh0, (long long)gw0, Np, Np > 1 ? "s" : "");
             goto fail;
         }
+    } else if (Npos == Np && is_square(Tp - Np, &side)) {
+        gh0 = gw0 = side;
+    } else if (Tp > 1 && is_square(Tp, &side)) {
+        Npos = 0, gh0 = gw0 = side; /* no position embedding for the prefix tokens */
     } else {
-        grid = (int)llround(sqrt((double)N));
-        if ((int64_t)grid * grid != N) {
-            rc = vit_set_error(err, VIT_ERR_SHAPE,
-                               "%s: tensor 'pos_embed': %lld patch positions is "
-                               "not a square grid; give image_size in config.json",
-                               ld.fname, (long long)N);
-            goto fail;
-        }
+        rc = vit_set_error(err, VIT_ERR_SHAPE,
+                           "%s: tensor '%s': %lld patch positions is not a square grid; give "
+                           "image_size in config.json",
+                           ld.fname, pos_nm, (long long)(Tp - Np));
+        goto fail;
     }
 
-    int L = 0;
-    for (; L <= VIT_MAX_LAYERS; L++) {
-        snprintf(name, sizeof name, "blocks.%d.norm1.weight", L);
-        if (!st_find(&ld.st, name)) break;
+    /* The input grid: VitLoadOptions, else config.json, else the training grid. */
+    int64_t gh = gh0, gw = gw0;
+    if (opt && (opt->image_h > 0 || opt->image_w > 0)) {
+        int ih = opt->image_h > 0 ? opt->image_h : opt->image_w;
+        int iw = opt->image_w > 0 ? opt->image_w : opt->image_h;
+        if (ih % P || iw % P || ih > VIT_MAX_INPUT || iw > VIT_MAX_INPUT) {
+            rc = vit_set_error(err, VIT_ERR_ARG,
+                               "%s: input size %dx%d px: each side must be a multiple of the "
+                               "patch size %d, at most %d",
+                               ld.fname, ih, iw, P, VIT_MAX_INPUT);
+            goto fail;
+        }
+        gh = ih / P, gw = iw / P;
     }
-    if (L == 0 || L > VIT_MAX_LAYERS) {
-        rc = vit_set_error(
-            err, VIT_ERR_SHAPE,
-            L ? "%s: more than %d blocks"
-              : "%s: tensor 'blocks.0.norm1.weight' is missing (no transformer blocks; "
-                "not a timm ViT?)",
-            ld.fname, VIT_MAX_LAYERS);
+    if (gh * gw > VIT_MAX_PATCHES) {
+        rc = vit_set_error(err, VIT_ERR_SHAPE,
+                           "%s: a %lldx%lld patch grid is over the limit of %d patches", ld.fname,
+                           (long long)gh, (long long)gw, VIT_MAX_PATCHES);
         goto fail;
     }
-    /* Blocks are numbered 0..L-1: a block after a gap would otherwise be
-     * silently dropped and the model run with fewer layers than it has. */
+    int64_t N = gh * gw, T = Np + N;
+
+    /* blocks: numbered 0..L-1 */
+    int L = 0;
+    for (; L <= VIT_MAX_LAYERS && has_slot(&ld, S_NORM1_W, L);) L++;
+    if (L == 0 || L > VIT_MAX_LAYERS) {
+        if (L)
+            rc = vit_set_error(err, VIT_ERR_SHAPE, "%s: more than %d blocks", ld.fname,
+                               VIT_MAX_LAYERS);
+        else
+            rc = vit_set_error(err, VIT_ERR_SHAPE,
+                               "%s: tensor '%s' is missing (no transformer blocks; not a %s?)",
+                               ld.fname, slot_name(&ld, S_NORM1_W, 0), ld.what);
+        goto fail;
+    }
+    /* A block after a gap would otherwise be silently dropped and the model run
+     * with fewer layers than it has. */
+    char blk[64];
+    snprintf(blk, sizeof blk, ld.naming == VIT_NAMES_TIMM ? "%sblocks." : "%sencoder.layer.",
+             ld.prefix);
+    size_t blk_n = strlen(blk);
     for (int i = 0; i < ld.st.n; i++) {
         const char *tn = ld.st.tensors[i].name;
-        if (strncmp(tn, "blocks.", 7) != 0 || tn[7] < '0' || tn[7] > '9') continue;
+        if (strncmp(tn, blk, blk_n) != 0 || tn[blk_n] < '0' || tn[blk_n] > '9') continue;
         char *end;
-        long k = strtol(tn + 7, &end, 10);
+        long k = strtol(tn + blk_n, &end, 10);
         if (*end == '.' && k >= L) {
             rc = vit_set_error(err, VIT_ERR_SHAPE,
-                               "%s: tensor '%s' belongs to block %ld, but "
-                               "'blocks.%d.norm1.weight' is missing (blocks must be "
-                               "numbered 0..L-1 without gaps)",
-                               ld.fname, tn, k, L);
+                               "%s: tensor '%s' belongs to block %ld, but '%s' is missing (blocks "
+                               "must be numbered 0..L-1 without gaps)",
+                               ld.fname, tn, k, slot_name(&ld, S_NORM1_W, L));
             goto fail;
         }
     }
     int64_t sf[2] = {-1, D};
-    if (!tensor(&ld, "blocks.0.mlp.fc1.weight", 2, sf)) goto shape_fail;
+    if (!slot_tensor(&ld, S_FC1_W, 0, 2, sf)) goto shape_fail;
     int64_t F = sf[0];
     if (F < 1 || F > VIT_MAX_WIDTH) {
         rc = vit_set_error(err, VIT_ERR_SHAPE,
-                           "%s: tensor 'blocks.0.mlp.fc1.weight': MLP width %lld out of range "
-                           "[1, %d]",
-                           ld.fname, (long long)F, VIT_MAX_WIDTH);
+                           "%s: tensor '%s': MLP width %lld out of range [1, %d]", ld.fname,
+                           slot_name(&ld, S_FC1_W, 0), (long long)F, VIT_MAX_WIDTH);
+        goto fail;
+    }
+    /* timm's SwiGLUPacked (DINOv2 ViT-g): fc1 holds both halves, fc2 takes F/2 */
+    const StTensor *fc2 = st_find(&ld.st, slot_name(&ld, S_FC2_W, 0));
+    if (fc2 && fc2->ndim == 2 && fc2->shape[0] == D && 2 * fc2->shape[1] == F) {
+        rc = vit_set_error(err, VIT_ERR_SHAPE,
+                           "%s: tensor '%s' is [%lld, %lld], half of fc1's width: a SwiGLU MLP "
+                           "(DINOv2 ViT-g), which vitlens does not support",
+                           ld.fname, fc2->name, (long long)fc2->shape[0], (long long)fc2->shape[1]);
         goto fail;
     }
 
@@ -584,18 +909,23 @@ VitStatus vit_load(Vit *vit, const char *path, const VitLoadOptions *opt, VitErr
     }
 
     c->patch_size = P;
-    c->grid_h = c->grid_w = grid;
-    c->image_size = grid * P;
+    c->grid_h = (int)gh, c->grid_w = (int)gw;
+    c->image_h = (int)gh * P, c->image_w = (int)gw * P;
+    c->pos_grid_h = (int)gh0, c->pos_grid_w = (int)gw0;
     c->n_patches = (int)N;
-    c->n_prefix = 1;
+    c->n_prefix = Np;
+    c->has_dist_token = has_dist;
+    c->n_registers = (int)R;
     c->n_tokens = (int)T;
     c->dim = (int)D;
     c->n_heads = H;
     c->head_dim = (int)D / H;
     c->mlp_dim = (int)F;
     c->n_layers = L;
-    c->ln_eps = cv.has_eps ? cv.ln_eps : 1e-6f;
+    c->ln_eps = cv.has_eps ? cv.ln_eps : ld.naming == VIT_NAMES_HF ? 1e-12f : 1e-6f;
+    c->crop_mode = cv.crop_mode ? (VitCropMode)(cv.crop_mode - 1) : VIT_CROP_CENTER;
     c->crop_pct = cv.has_crop ? cv.crop_pct : 0.875f;
+    if (opt && opt->whole_image) c->crop_mode = VIT_CROP_SQUASH, c->crop_pct = 1.0f;
     const float mean[3] = {0.485f, 0.456f, 0.406f}, std[3] = {0.229f, 0.224f, 0.225f};
     memcpy(c->mean, cv.has_mean ? cv.mean : mean, sizeof mean);
     memcpy(c->std, cv.has_std ? cv.std : std, sizeof std);
@@ -609,49 +939,84 @@ VitStatus vit_load(Vit *vit, const char *path, const VitLoadOptions *opt, VitErr
     /* The shape probes above may have converted a few tensors already: convert
      * again from the start so each tensor has exactly one slot. */
     ld.owned_used = 0;
-    if (!(w->cls_token = tensor(&ld, "cls_token", 3, (int64_t[3]){1, 1, D}))) goto shape_fail;
-    if (!(w->pos_embed = tensor(&ld, "pos_embed", 3, (int64_t[3]){1, T, D}))) goto shape_fail;
-    if (!(w->patch_w = tensor(&ld, "patch_embed.proj.weight", 4, (int64_t[4]){D, 3, P, P})))
+    int bad = 0;
+    if (!(w->cls_token = slot_tensor(&ld, S_CLS, 0, 3, (int64_t[3]){1, 1, D}))) goto shape_fail;
+    if (has_dist && !(w->dist_token = slot_tensor(&ld, S_DIST, 0, 3, (int64_t[3]){1, 1, D})))
         goto shape_fail;
-    if (!(w->patch_b = tensor1(&ld, "patch_embed.proj.bias", D))) goto shape_fail;
+    if (R && !(w->reg_token = slot_tensor(&ld, S_REG, 0, 3, (int64_t[3]){1, R, D})))
+        goto shape_fail;
+    if (!(w->pos_embed = slot_tensor(&ld, S_POS, 0, 3, (int64_t[3]){1, Tp, D}))) goto shape_fail;
+    w->pos_prefix = Npos;
+    if (!(w->patch_w = slot_tensor(&ld, S_PATCH_W, 0, 4, (int64_t[4]){D, 3, P, P})))
+        goto shape_fail;
+    if (!(w->patch_b = slot1(&ld, S_PATCH_B, 0, D))) goto shape_fail;
     for (int l = 0; l < L; l++) {
         VitBlock *b = &w->blocks[l];
-#define T1(field, suffix, n0)                                                                      \
-    snprintf(name, sizeof name, "blocks.%d.%s", l, suffix);                                        \
-    if (!(b->field = tensor1(&ld, name, n0))) goto shape_fail;
-#define T2(field, suffix, n0, n1)                                                                  \
-    snprintf(name, sizeof name, "blocks.%d.%s", l, suffix);                                        \
-    if (!(b->field = tensor2(&ld, name, n0, n1))) goto shape_fail;
-        T1(norm1_w, "norm1.weight", D)
-        T1(norm1_b, "norm1.bias", D)
-        T2(qkv_w, "attn.qkv.weight", 3 * D, D)
-        T1(qkv_b, "attn.qkv.bias", 3 * D)
-        T2(proj_w, "attn.proj.weight", D, D)
-        T1(proj_b, "attn.proj.bias", D)
-        T1(norm2_w, "norm2.weight", D)
-        T1(norm2_b, "norm2.bias", D)
-        T2(fc1_w, "mlp.fc1.weight", F, D)
-        T1(fc1_b, "mlp.fc1.bias", F)
-        T2(fc2_w, "mlp.fc2.weight", D, F)
-        T1(fc2_b, "mlp.fc2.bias", D)
-#undef T1
-#undef T2
+        if (!(b->norm1_w = slot1(&ld, S_NORM1_W, l, D)) ||
+            !(b->norm1_b = slot1(&ld, S_NORM1_B, l, D)))
+            goto shape_fail;
+        if (ld.naming == VIT_NAMES_TIMM) { /* fused qkv: rows q (D), k (D), v (D) */
+            if (!(b->qkv_w = slot2(&ld, S_QKV_W, l, 3 * D, D))) goto shape_fail;
+            b->qkv_b = slot1_opt(&ld, S_QKV_B, l, 3 * D, &bad);
+            if (bad) goto shape_fail;
+            b->q_w = b->qkv_w, b->k_w = b->qkv_w + D * D, b->v_w = b->qkv_w + 2 * D * D;
+            if (b->qkv_b) b->q_b = b->qkv_b, b->k_b = b->qkv_b + D, b->v_b = b->qkv_b + 2 * D;
+        } else { /* transformers: separate query, key, value (biases if qkv_bias) */
+            if (!(b->q_w = slot2(&ld, S_Q_W, l, D, D)) || !(b->k_w = slot2(&ld, S_K_W, l, D, D)) ||
+                !(b->v_w = slot2(&ld, S_V_W, l, D, D)))
+                goto shape_fail;
+            b->q_b = slot1_opt(&ld, S_Q_B, l, D, &bad);
+            b->k_b = slot1_opt(&ld, S_K_B, l, D, &bad);
+            b->v_b = slot1_opt(&ld, S_V_B, l, D, &bad);
+            if (bad) goto shape_fail;
+            if (!b->q_b != !b->k_b || !b->q_b != !b->v_b) {
+                rc = vit_set_error(err, VIT_ERR_SHAPE,
+                                   "%s: block %d has biases for some of query, key, value but not "
+                                   "all",
+                                   ld.fname, l);
+                goto fail;
+            }
+        }
+        if (!(b->proj_w = slot2(&ld, S_PROJ_W, l, D, D)) ||
+            !(b->proj_b = slot1(&ld, S_PROJ_B, l, D)) ||
+            !(b->norm2_w = slot1(&ld, S_NORM2_W, l, D)) ||
+            !(b->norm2_b = slot1(&ld, S_NORM2_B, l, D)) ||
+            !(b->fc1_w = slot2(&ld, S_FC1_W, l, F, D)) || !(b->fc1_b = slot1(&ld, S_FC1_B, l, F)) ||
+            !(b->fc2_w = slot2(&ld, S_FC2_W, l, D, F)) || !(b->fc2_b = slot1(&ld, S_FC2_B, l, D)))
+            goto shape_fail;
+        b->ls1 = slot1_opt(&ld, S_LS1, l, D, &bad); /* LayerScale (DINOv2, DeiT III) */
+        b->ls2 = slot1_opt(&ld, S_LS2, l, D, &bad);
+        if (bad) goto shape_fail;
     }
-    if (!(w->norm_w = tensor1(&ld, "norm.weight", D))) goto shape_fail;
-    if (!(w->norm_b = tensor1(&ld, "norm.bias", D))) goto shape_fail;
-    if (st_find(&ld.st, "head.weight") || st_find(&ld.st, "head.bias")) {
+    if (!(w->norm_w = slot1(&ld, S_NORM_W, 0, D)) || !(w->norm_b = slot1(&ld, S_NORM_B, 0, D)))
+        goto shape_fail;
+    if (has_slot(&ld, S_HEAD_W, 0) || has_slot(&ld, S_HEAD_B, 0)) {
         int64_t sh[2] = {-1, D};
-        if (!(w->head_w = tensor(&ld, "head.weight", 2, sh))) goto shape_fail;
+        if (!(w->head_w = slot_tensor(&ld, S_HEAD_W, 0, 2, sh))) goto shape_fail;
         if (sh[0] < 1 || sh[0] > VIT_MAX_CLASSES) {
             rc = vit_set_error(err, VIT_ERR_SHAPE,
-                               sh[0] < 1 ? "%s: tensor 'head.weight' has no classes"
-                                         : "%s: tensor 'head.weight': %lld classes, more than "
+                               sh[0] < 1 ? "%s: tensor '%s' has no classes"
+                                         : "%s: tensor '%s': %lld classes, more than "
                                            "the limit of %d",
-                               ld.fname, (long long)sh[0], VIT_MAX_CLASSES);
+                               ld.fname, slot_name(&ld, S_HEAD_W, 0), (long long)sh[0],
+                               VIT_MAX_CLASSES);
             goto fail;
         }
         c->n_classes = (int)sh[0];
-        if (!(w->head_b = tensor1(&ld, "head.bias", sh[0]))) goto shape_fail;
+        if (!(w->head_b = slot1(&ld, S_HEAD_B, 0, sh[0]))) goto shape_fail;
+        /* DeiT distilled: a second head on the distillation token */
+        if (has_slot(&ld, S_HDIST_W, 0) || has_slot(&ld, S_HDIST_B, 0)) {
+            if (!has_dist) {
+                rc = vit_set_error(err, VIT_ERR_SHAPE,
+                                   "%s: tensor '%s' is a distillation head, but there is no "
+                                   "distillation token",
+                                   ld.fname, slot_name(&ld, S_HDIST_W, 0));
+                goto fail;
+            }
+            if (!(w->head_dist_w = slot2(&ld, S_HDIST_W, 0, sh[0], D)) ||
+                !(w->head_dist_b = slot1(&ld, S_HDIST_B, 0, sh[0])))
+                goto shape_fail;
+        }
     }
 
     /* A few MB of pos_embed can declare a model whose forward pass would need
@@ -665,6 +1030,19 @@ VitStatus vit_load(Vit *vit, const char *path, const VitLoadOptions *opt, VitErr
                            ld.fname, (double)act * sizeof(float) / (1u << 30), L, H, (int)T, (int)T,
                            (double)VIT_MAX_ACTIVATION_BYTES / (1u << 30));
         goto fail;
+    }
+
+    /* Another input grid than the training one: resample the position embedding. */
+    if (gh != gh0 || gw != gw0) {
+        vit->pos_owned = malloc(((size_t)Npos + (size_t)N) * (size_t)D * sizeof(float));
+        if (!vit->pos_owned ||
+            !resample_pos_embed(vit->pos_owned, w->pos_embed, Npos, (int)gh0, (int)gw0, (int)gh,
+                                (int)gw, (int)D, ld.naming == VIT_NAMES_TIMM)) {
+            rc = vit_set_error(err, VIT_ERR_NOMEM,
+                               "%s: out of memory resampling the position embedding", ld.fname);
+            goto fail;
+        }
+        w->pos_embed = vit->pos_owned;
     }
 
     if (cv.labels && c->n_classes) {
@@ -690,6 +1068,7 @@ void vit_free(Vit *vit) {
     if (!vit) return;
     if (vit->map_addr) munmap(vit->map_addr, vit->map_bytes);
     free(vit->owned);
+    free(vit->pos_owned);
     free(vit->w.blocks);
     free(vit->labels);
     memset(vit, 0, sizeof *vit);

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Download a pretrained ViT in timm's naming from the Hugging Face hub, with its
-# config.json and ImageNet-1k labels, into models/NAME/ ($VITLENS_MODELS_DIR/NAME/
-# if set; $HF_ENDPOINT replaces https://huggingface.co, e.g. for a mirror).
+# config.json and, for classifiers, the ImageNet-1k labels, into models/NAME/
+# ($VITLENS_MODELS_DIR/NAME/ if set; $HF_ENDPOINT replaces https://huggingface.co,
+# e.g. for a mirror). The families: DeiT (with and without distillation token),
+# ViT augreg, DINO (patch 16 and 8), DINOv2 (patch 14, with and without registers).
 #
 # Usage: scripts/download-model.sh [NAME ...]      (no NAME: list the models)
 # Then:  build/vitlens --model models/NAME/model.safetensors --labels models/NAME/labels.txt IMAGE
@@ -13,8 +15,15 @@ declare -A REPO=(
   [deit-tiny]=timm/deit_tiny_patch16_224.fb_in1k
   [deit-small]=timm/deit_small_patch16_224.fb_in1k
   [deit-base]=timm/deit_base_patch16_224.fb_in1k
+  [deit-tiny-distilled]=timm/deit_tiny_distilled_patch16_224.fb_in1k
+  [deit-small-distilled]=timm/deit_small_distilled_patch16_224.fb_in1k
+  [deit-base-distilled]=timm/deit_base_distilled_patch16_224.fb_in1k
   [vit-base-augreg]=timm/vit_base_patch16_224.augreg2_in21k_ft_in1k
   [dino-vits16]=timm/vit_small_patch16_224.dino
+  [dino-vits8]=timm/vit_small_patch8_224.dino
+  [dino-vitb16]=timm/vit_base_patch16_224.dino
+  [dinov2-vits14]=timm/vit_small_patch14_dinov2.lvd142m
+  [dinov2-vits14-reg4]=timm/vit_small_patch14_reg4_dinov2.lvd142m
 )
 # ImageNet-1k class names in index order, as id2label of a hub config.
 LABELS_CONFIG=google/vit-base-patch16-224
@@ -22,7 +31,7 @@ HUB=${HF_ENDPOINT:-https://huggingface.co}
 
 if [ $# -eq 0 ]; then
   echo "usage: $0 NAME [NAME ...]"; echo "models:"
-  for k in "${!REPO[@]}"; do printf '  %-16s %s\n' "$k" "${REPO[$k]}"; done | sort
+  for k in "${!REPO[@]}"; do printf '  %-20s %s\n' "$k" "${REPO[$k]}"; done | sort
   exit 0
 fi
 
@@ -40,7 +49,7 @@ for name in "$@"; do
   [ -s "$dir/model.safetensors" ] || fetch "$HUB/$repo/resolve/main/model.safetensors" "$dir/model.safetensors"
   [ -s "$dir/config.json" ] || fetch "$HUB/$repo/resolve/main/config.json" "$dir/config.json"
   case $name in
-    dino-*) ;; # self-supervised backbone: no classifier, no labels
+    dino-*|dinov2-*) ;; # self-supervised backbones: no classifier, no labels
     *)
       if [ ! -s "$dir/labels.txt" ]; then
         fetch "$HUB/$LABELS_CONFIG/resolve/main/config.json" "$dir/.labels-config.json"
@@ -54,5 +63,7 @@ PY
         rm -f "$dir/.labels-config.json"
       fi ;;
   esac
-  echo "   build/vitlens --model $dir/model.safetensors$([ -s "$dir/labels.txt" ] && echo " --labels $dir/labels.txt") IMAGE"
+  # DINOv2 is trained at 518 px (37x37 patches, 1370 tokens); at 224 px it has 16x16
+  size=; case $name in dinov2-*) size=" --size 224" ;; esac
+  echo "   build/vitlens --model $dir/model.safetensors$([ -s "$dir/labels.txt" ] && echo " --labels $dir/labels.txt")$size IMAGE"
 done

@@ -10,23 +10,40 @@
  *     if (vit_load(&vit, "deit.safetensors", NULL, &err)) { puts(err.msg); ... }
  *     vit_run_init(&run, &vit, &err);
  *     vit_image_load(&img, "cat.png", &err);
- *     vit_preprocess(run.input, &run.crop, &vit.cfg, &img, &err);
+ *     vit_preprocess(run.input, NULL, NULL, NULL, NULL, &vit.cfg, &img, &err);
  *     vit_forward(&run, &vit);
  *     float map[vit.cfg.n_patches];
- *     vit_map_attention(map, &run, &vit.cfg, 11, 0, 0, NULL);      // layer 12, head 1, CLS
+ *     vit_map_attention(map, &run, 11, 0, 0, NULL);      // layer 12, head 1, CLS
  *     vit_image_free(&img); vit_run_free(&run); vit_free(&vit);
  *
  * Shapes (row-major, PyTorch's layout; linear weights are [out, in]):
- *   S  input side in px (square input; S = P * grid)   P  patch side in px
+ *   Sh, Sw  input height, width in px (Sh = P * gh)      P  patch side in px
  *   gh, gw  patch grid rows, columns                    N  = gh * gw patches
- *   Np number of prefix tokens (1: the CLS token)       T  = Np + N tokens
- *   D  width   H heads   Dh = D / H   F MLP width   L layers   C classes
- * Token order is timm's: [CLS, patch(0,0), patch(0,1), ..., patch(gh-1,gw-1)].
- * A "map" is a float array [gh, gw] over the patches, row-major.
+ *   Np number of prefix tokens: the CLS token, DeiT's distillation token,
+ *      register tokens                                  T  = Np + N tokens
+ *   R  register tokens   D width   H heads   Dh = D / H   F MLP width
+ *   L  layers   C classes
+ * Token order is timm's: [CLS, dist?, reg_0 .. reg_{R-1}, patch(0,0), patch(0,1),
+ * ..., patch(gh-1,gw-1)]. A "map" is a float array [gh, gw] over the patches,
+ * row-major; what goes to the prefix tokens is read apart (vit_prefix_share).
  *
  * The architecture is timm's VisionTransformer (vision_transformer.py): pre-norm
- * blocks, fused qkv with bias, exact (erf) GELU, learned position embedding,
- * final LayerNorm, classification from the CLS token.
+ * blocks, exact (erf) GELU, learned position embedding, final LayerNorm,
+ * classification from the CLS token. Also loaded, each tested against a
+ * PyTorch reference of its family (tests/parity):
+ *   - timm's names, and Hugging Face transformers' ViTModel,
+ *     ViTForImageClassification, DeiTForImageClassification(WithTeacher)
+ *     (separate query/key/value; config.json gives eps, heads, size, labels);
+ *   - DeiT's distillation token (the prediction averages the CLS and
+ *     distillation heads, as timm and transformers do);
+ *   - register tokens (timm vit_*_reg4_dinov2: inserted after the position
+ *     embedding, which they do not have);
+ *   - LayerScale (ls1/ls2 gamma: DINOv2, DeiT III);
+ *   - any input size, square or not, with the position embedding resampled
+ *     bicubically as the checkpoint's library does (timm: resample_abs_pos_embed,
+ *     antialiased; transformers: interpolate_pos_encoding, not antialiased).
+ * Not supported, refused with a message: SwiGLU MLPs (DINOv2 ViT-g), fc_norm /
+ * average pooling, norm_pre, q/k norm, Hugging Face's Dinov2Model names.
  */
 #ifndef VIT_H
 #define VIT_H
@@ -78,12 +95,14 @@ const char *vit_status_name(VitStatus s);
  * warns from 89 M pixels ("decompression bomb"). */
 #define VIT_MAX_IMAGE_PIXELS (100u * 1000u * 1000u)
 /* Architecture, from the tensor shapes. */
-#define VIT_MAX_LAYERS  256         /* L */
-#define VIT_MAX_WIDTH   65536       /* D and F (ViT-22B: D 6144, F 24576) */
-#define VIT_MAX_PATCH   1024        /* P, px */
-#define VIT_MAX_TOKENS  (1 + 65536) /* T: the CLS token and up to a 256 x 256 patch grid */
-#define VIT_MAX_CLASSES (1 << 20)   /* C (ImageNet-21k: 21843) */
-#define VIT_MAX_PREFIX  16          /* Np: the CLS token, register tokens */
+#define VIT_MAX_LAYERS  256   /* L */
+#define VIT_MAX_WIDTH   65536 /* D and F (ViT-22B: D 6144, F 24576) */
+#define VIT_MAX_PATCH   1024  /* P, px */
+#define VIT_MAX_PATCHES 65536 /* N: a 256 x 256 patch grid */
+#define VIT_MAX_PREFIX  16    /* Np: the CLS token, distillation and register tokens */
+#define VIT_MAX_TOKENS  (VIT_MAX_PREFIX + VIT_MAX_PATCHES) /* T */
+#define VIT_MAX_CLASSES (1 << 20)                          /* C (ImageNet-21k: 21843) */
+#define VIT_MAX_INPUT   16384                              /* Sh, Sw in px (VitLoadOptions) */
 /* One forward pass's buffers (vit_run_init), mostly the attention kept for the
  * maps, L*H*T*T floats: DeiT-Base 21 MiB, ViT-L/16 at 384 px 0.5 GiB. A small
  * file can declare a model whose pass would need terabytes; vit_load refuses it. */
@@ -93,26 +112,43 @@ const char *vit_status_name(VitStatus s);
 /* ---------------------------------------------------------------------------
  * Model */
 
+/* How vit_preprocess fits a photo to the input size (timm's crop_mode). */
+typedef enum {
+    VIT_CROP_CENTER =
+        0,          /* keep the aspect ratio, resize to cover floor(S / crop_pct), centre crop */
+    VIT_CROP_SQUASH /* resize each side to floor(S / crop_pct), centre crop: with crop_pct 1
+                       the whole photo is kept, its aspect ratio is not */
+} VitCropMode;
+
+/* Which library's tensor names a checkpoint uses. */
+typedef enum { VIT_NAMES_TIMM = 0, VIT_NAMES_HF } VitNaming;
+
 /* Everything the forward pass needs to know about a model's shapes and its
  * preprocessing. Inferred from tensor shapes, then config.json beside the
  * weights, then VitLoadOptions (later wins). */
 typedef struct {
-    char name[128];     /* file name without directory and extension */
-    int image_size;     /* S, px */
-    int patch_size;     /* P, px */
-    int grid_h, grid_w; /* gh, gw */
-    int n_patches;      /* N = gh * gw */
-    int n_prefix;       /* Np: prefix tokens before the patches (1: CLS) */
-    int n_tokens;       /* T = Np + N */
-    int dim;            /* D */
-    int n_heads;        /* H (default D / 64) */
-    int head_dim;       /* Dh = D / H */
-    int mlp_dim;        /* F */
-    int n_layers;       /* L */
-    int n_classes;      /* C, 0 for a backbone without head.* */
-    float ln_eps;       /* LayerNorm epsilon (timm: 1e-6) */
-    float crop_pct;     /* eval resize: shorter side -> floor(S / crop_pct) (timm: 0.875) */
-    float mean[3];      /* per-channel normalisation on [0, 1] pixels (ImageNet defaults) */
+    char name[128];             /* file name without directory and extension */
+    VitNaming naming;           /* timm or Hugging Face tensor names */
+    int image_h, image_w;       /* Sh, Sw: input px = P * (gh, gw) */
+    int patch_size;             /* P, px */
+    int grid_h, grid_w;         /* gh, gw */
+    int n_patches;              /* N = gh * gw */
+    int n_prefix;               /* Np = 1 + has_dist_token + n_registers */
+    int has_dist_token;         /* 1: DeiT's distillation token, token 1 */
+    int n_registers;            /* R: register tokens, tokens 1 + has_dist_token .. Np - 1 */
+    int n_tokens;               /* T = Np + N */
+    int pos_grid_h, pos_grid_w; /* grid of the stored position embedding (the training size);
+                                   resampled to (gh, gw) at load when they differ */
+    int dim;                    /* D */
+    int n_heads;                /* H (default D / 64) */
+    int head_dim;               /* Dh = D / H */
+    int mlp_dim;                /* F */
+    int n_layers;               /* L */
+    int n_classes;              /* C, 0 for a backbone without head */
+    float ln_eps;               /* LayerNorm epsilon (timm: 1e-6, transformers: 1e-12) */
+    VitCropMode crop_mode;      /* eval resize, see VitCropMode (timm: center) */
+    float crop_pct;             /* eval resize to floor(S / crop_pct) per side (timm: 0.875) */
+    float mean[3];              /* per-channel normalisation on [0, 1] pixels (ImageNet defaults) */
     float std[3];
 } VitConfig;
 
@@ -120,23 +156,35 @@ typedef struct {
  * owned converted copies). Linear weights are [out, in]. */
 typedef struct {
     const float *norm1_w, *norm1_b; /* [D] */
-    const float *qkv_w, *qkv_b;     /* [3D, D], [3D]: rows are q (D), k (D), v (D) */
+    const float *qkv_w, *qkv_b;     /* [3D, D], [3D] when q, k, v lie back to back (timm's fused
+                                       qkv: one GEMM), else NULL */
+    const float *q_w, *k_w, *v_w;   /* [D, D] each: rows of qkv_w, or transformers' separate
+                                       query, key, value */
+    const float *q_b, *k_b, *v_b;   /* [D] each, NULL without qkv bias */
     const float *proj_w, *proj_b;   /* [D, D], [D] */
+    const float *ls1, *ls2;         /* [D] LayerScale gamma after attention / MLP, or NULL */
     const float *norm2_w, *norm2_b; /* [D] */
     const float *fc1_w, *fc1_b;     /* [F, D], [F] */
     const float *fc2_w, *fc2_b;     /* [D, F], [D] */
 } VitBlock;
 
 typedef struct {
-    const float *cls_token; /* [D] */
-    const float *pos_embed; /* [T, D] */
-    const float *patch_w;   /* [D, 3, P, P] (= [D, 3*P*P]) */
-    const float *patch_b;   /* [D] */
-    VitBlock *blocks;       /* [L], owned */
-    const float *norm_w;    /* [D] */
-    const float *norm_b;    /* [D] */
-    const float *head_w;    /* [C, D], NULL when C == 0 */
-    const float *head_b;    /* [C],    NULL when C == 0 */
+    const float *cls_token;   /* [D] */
+    const float *dist_token;  /* [D] DeiT's distillation token, or NULL */
+    const float *reg_token;   /* [R, D] register tokens, or NULL */
+    const float *pos_embed;   /* [Npos + N, D] for the input grid (resampled when it is not the
+                                 training grid); Npos = pos_prefix */
+    int pos_prefix;           /* Npos: prefix tokens with a position embedding, Np or 0 (timm
+                                 no_embed_class: registers, DeiT III) */
+    const float *patch_w;     /* [D, 3, P, P] (= [D, 3*P*P]) */
+    const float *patch_b;     /* [D] */
+    VitBlock *blocks;         /* [L], owned */
+    const float *norm_w;      /* [D] */
+    const float *norm_b;      /* [D] */
+    const float *head_w;      /* [C, D], NULL when C == 0 */
+    const float *head_b;      /* [C],    NULL when C == 0 */
+    const float *head_dist_w; /* [C, D] the distillation token's head, or NULL */
+    const float *head_dist_b; /* [C] */
 } VitWeights;
 
 /* A loaded model. Zero-initialise before vit_load; vit_free accepts a zeroed or
@@ -152,6 +200,7 @@ typedef struct {
     size_t map_bytes;
     float *owned; /* F16/BF16/unaligned tensors converted to F32 */
     size_t owned_floats;
+    float *pos_owned; /* the position embedding resampled to the input grid */
 } Vit;
 
 /* Options for vit_load; pass NULL for the defaults. */
@@ -159,19 +208,27 @@ typedef struct {
     int n_heads;             /* > 0: override the number of heads */
     const char *config_path; /* config.json to read; NULL: "config.json" beside the weights
                                 (a missing default config is not an error) */
+    int image_h, image_w;    /* > 0: run at this input size, px, each a multiple of P (the
+                                position embedding is resampled); 0: the config's or training size */
+    int whole_image;         /* 1: keep the whole photo: crop_mode squash, crop_pct 1 */
 } VitLoadOptions;
 
-/* Load a .safetensors file with timm's VisionTransformer tensor names.
+/* Load a .safetensors ViT in timm's or Hugging Face transformers' tensor names
+ * (see the top of this file for the families).
  * Memory-maps the file read-only; validates the header (length inside the
  * file, JSON, dtypes F32/F16/BF16, offsets inside the data area and not
  * overlapping, size = prod(shape) * dtype size) and every tensor's shape
- * against the architecture inferred from cls_token, pos_embed,
- * patch_embed.proj.weight, blocks.N.* and head.*. F16/BF16 are converted to F32.
+ * against the architecture inferred from the CLS token, position embedding,
+ * patch embedding, blocks and heads. F16/BF16 are converted to F32. When the
+ * input size is not the training size, the position embedding is resampled
+ * into memory owned by vit (timm: F.interpolate bicubic, antialias=True as
+ * resample_abs_pos_embed; transformers: antialias=False as
+ * interpolate_pos_encoding; align_corners=False, computed in double).
  * Files over the limits above (header, tensors, config, L, D, F, P, T, C, and
  * the activations vit_run_init would allocate) are refused.
- * Errors: VIT_ERR_IO, VIT_ERR_FORMAT, VIT_ERR_SHAPE, VIT_ERR_NOMEM, with a
- * message naming the file and tensor. On error *vit is left freed (zeroed).
- * Free with vit_free. */
+ * Errors: VIT_ERR_IO, VIT_ERR_FORMAT, VIT_ERR_SHAPE, VIT_ERR_NOMEM, VIT_ERR_ARG
+ * (an input size that is not a multiple of P), with a message naming the file
+ * and tensor. On error *vit is left freed (zeroed). Free with vit_free. */
 VitStatus vit_load(Vit *vit, const char *path, const VitLoadOptions *opt, VitError *err);
 
 /* Release everything vit_load made; leaves *vit zeroed. NULL-safe. */
@@ -183,17 +240,19 @@ void vit_free(Vit *vit);
 /* Activations and outputs of one forward pass. One allocation made by
  * vit_run_init, carved into named buffers; vit_forward allocates nothing. */
 typedef struct {
-    VitConfig cfg;  /* copy of the model's config the buffers were sized for */
-    float *input;   /* [3, S, S] normalised pixels (vit_preprocess writes it) */
-    float *x;       /* [T, D] residual stream */
-    float *xn;      /* [T, D] LayerNorm output */
-    float *qkv;     /* [T, 3D] */
-    float *ctx;     /* [T, D] attention output before proj */
-    float *hid;     /* [T, F] MLP hidden */
-    float *patches; /* [N, 3*P*P] im2col of the input */
-    float *att;     /* [L, H, T, T] softmax attention probabilities, rows sum to 1 */
-    float *logits;  /* [C] (NULL when C == 0) */
-    float *probs;   /* [C] softmax of logits (NULL when C == 0) */
+    VitConfig cfg;      /* copy of the model's config the buffers were sized for */
+    float *input;       /* [3, Sh, Sw] normalised pixels (vit_preprocess writes it) */
+    float *x;           /* [T, D] residual stream */
+    float *xn;          /* [T, D] LayerNorm output */
+    float *qkv;         /* [T, 3D] */
+    float *ctx;         /* [T, D] attention output before proj */
+    float *hid;         /* [T, F] MLP hidden */
+    float *patches;     /* [N, 3*P*P] im2col of the input */
+    float *att;         /* [L, H, T, T] softmax attention probabilities, rows sum to 1 */
+    float *logits;      /* [C] (NULL when C == 0); with a distillation head the mean of both */
+    float *probs;       /* [C] softmax of logits (NULL when C == 0) */
+    float *logits_dist; /* [C] the distillation head's own logits, written when the model has
+                           one (w.head_dist_w); NULL when C == 0 */
     int crop_x, crop_y, crop_w, crop_h; /* source-image px rectangle the model saw */
     /* private */
     float *mem;
@@ -206,12 +265,13 @@ typedef struct {
 VitStatus vit_run_init(VitRun *run, const Vit *vit, VitError *err);
 void vit_run_free(VitRun *run);
 
-/* Run the model on run->input [3, S, S]. Fills run->att [L, H, T, T],
+/* Run the model on run->input [3, Sh, Sw]. Fills run->att [L, H, T, T],
  * run->logits [C] and run->probs [C]. All linear layers and attention
  * products go through cblas_sgemm; allocates nothing.
- * timm: x = cat(cls, patch_embed(x)) + pos_embed
- *       for blk: x = x + attn(norm1(x)); x = x + mlp(norm2(x))
- *       logits = head(norm(x)[:, 0])                                       */
+ * timm: x = cat(cls, dist?, reg?, patch_embed(x)) with pos_embed added to the
+ *           tokens it covers (_pos_embed)
+ *       for blk: x = x + ls1 * attn(norm1(x)); x = x + ls2 * mlp(norm2(x))
+ *       logits = head(norm(x)[:, 0])   (distilled: (head(x0) + head_dist(x1)) / 2) */
 void vit_forward(VitRun *run, const Vit *vit);
 
 /* ---------------------------------------------------------------------------
@@ -231,18 +291,23 @@ VitStatus vit_image_load(VitImage *img, const char *path, VitError *err);
 VitStatus vit_image_from_rgb(VitImage *img, const uint8_t *rgb, int w, int h, VitError *err);
 void vit_image_free(VitImage *img);
 
-/* timm's eval transform (timm/data/transforms_factory.py, crop_mode 'center'):
- * Resize(floor(S / crop_pct)) of the shorter side with PIL's bicubic filter
- * (reproduced bit-exactly, including its 8-bit passes), CenterCrop(S) as
- * torchvision rounds it, ToTensor (/255), Normalize(mean, std).
- * out: [3, S, S]. crop: the source-image rectangle (px, may be fractional in
- * effect, rounded outwards) that the model sees; any of crop_* may be NULL.
+/* timm's eval transform (timm/data/transforms_factory.py,
+ * transforms_imagenet_eval), scale = (floor(Sh / crop_pct), floor(Sw / crop_pct)):
+ *   center, square input:  Resize(scale) of the shorter side, PIL bicubic
+ *   center, Sh != Sw:      ResizeKeepRatio(scale): both sides times
+ *                          min(scale_h / h, scale_w / w), rounded, PIL bilinear
+ *                          (timm passes no interpolation there)
+ *   squash:                Resize((scale_h, scale_w)), PIL bicubic
+ * then CenterCrop((Sh, Sw)) as torchvision rounds it, ToTensor (/255),
+ * Normalize(mean, std). Pillow's filters are reproduced bit-exactly, 8-bit
+ * passes included. out: [3, Sh, Sw]. crop: the source-image rectangle (px,
+ * rounded outwards) that the model sees; any of crop_* may be NULL.
  * Errors: VIT_ERR_NOMEM, VIT_ERR_ARG (empty image). */
 VitStatus vit_preprocess(float *out, int *crop_x, int *crop_y, int *crop_w, int *crop_h,
                          const VitConfig *cfg, const VitImage *img, VitError *err);
 
-/* The same resize + centre crop, as 8-bit RGB [S, S, 3]: the picture the model
- * saw, for drawing. Caller owns out (S*S*3 bytes). */
+/* The same resize + centre crop, as 8-bit RGB [Sh, Sw, 3]: the picture the
+ * model saw, for drawing. Caller owns out (Sh*Sw*3 bytes). */
 VitStatus vit_preprocess_rgb(uint8_t *out, const VitConfig *cfg, const VitImage *img,
                              VitError *err);
 
@@ -263,6 +328,8 @@ void vit_top_k(int *idx, const float *probs, int n_classes, int k);
 /* ---------------------------------------------------------------------------
  * Maps over the patch grid: out [gh, gw], read from run->att.
  * `query` is a token index: 0 the CLS token, Np + r*gw + c the patch (r, c).
+ * A map holds the patch columns of a row only; the rest of the row, what goes
+ * to the prefix tokens, is vit_prefix_share's.
  * Errors: VIT_ERR_ARG for an out-of-range layer/head/query/ratio;
  * VIT_ERR_NOMEM (rollout scratch). */
 
@@ -299,6 +366,20 @@ VitStatus vit_map_fused(float *out, const VitRun *run, int layer, VitFusion fusi
 VitStatus vit_rollout(float *out, const VitRun *run, int layer, int head, VitFusion fusion,
                       float discard_ratio, int query, VitError *err);
 
+/* The prefix-token part of the row a map is read from: out[Np], out[i] the
+ * share of `query`'s attention (rollout: of its rolled-out row) that goes to
+ * prefix token i (0 the CLS token, then the distillation and register tokens).
+ * Together with the map's N values it sums to 1 (the row does). Arguments as
+ * the map functions: rollout 0 reads att[layer] (head >= 0 one head, else the
+ * head fusion), rollout 1 the rollout with head, fusion and discard_ratio.
+ * Errors: those of the map functions. */
+VitStatus vit_prefix_share(float *out, const VitRun *run, int layer, int head, VitFusion fusion,
+                           int rollout, float discard_ratio, int query, VitError *err);
+
+/* Short name of prefix token i of cfg: "CLS", "dist", "reg1" .. "regR"
+ * (1-based, as a user counts). Writes into buf (n bytes); returns buf. */
+const char *vit_prefix_name(char *buf, size_t n, const VitConfig *cfg, int i);
+
 /* ---------------------------------------------------------------------------
  * Explorer maps: masks and distances for the classroom views. */
 
@@ -323,7 +404,7 @@ VitStatus vit_mass_mask(uint8_t *mask, int *n_kept, const float *map, int n, flo
  *   out[l*H + h] = mean over patch queries i of
  *                  sum_j att[l, h, Np+i, Np+j] * d(i, j) / sum_j att[l, h, Np+i, Np+j]
  * over the patch keys j, d(i, j) = P * Euclidean distance between the grid
- * positions of patches i and j: px of the model's input (S px wide), centre to
+ * positions of patches i and j: px of the model's input (Sh x Sw px), centre to
  * centre. out: [L, H], px. Prefix tokens (the CLS token, registers) are neither
  * queries nor keys: each query's attention to the patches is renormalised to
  * sum 1, so attention to the CLS token is left out rather than counted at

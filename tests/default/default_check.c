@@ -167,19 +167,19 @@ static int dump(const char *out_path, const char *model, char **images, int n_im
         goto done;
     }
     const VitConfig *c = &vit.cfg;
-    size_t S = (size_t)c->image_size, T = (size_t)c->n_tokens;
+    size_t n_in = 3 * (size_t)c->image_h * (size_t)c->image_w, T = (size_t)c->n_tokens;
     size_t n_att = (size_t)c->n_layers * c->n_heads * T * T;
     for (int i = 0; i < n_images; i++) {
         if (run_image(&run, &vit, images[i])) goto done;
-        if (fwrite(run.input, sizeof(float), 3 * S * S, f) != 3 * S * S ||
+        if (fwrite(run.input, sizeof(float), n_in, f) != n_in ||
             fwrite(run.logits, sizeof(float), (size_t)c->n_classes, f) != (size_t)c->n_classes ||
             fwrite(run.att, sizeof(float), n_att, f) != n_att) {
             fprintf(stderr, "default_check: %s: write failed\n", out_path);
             goto done;
         }
     }
-    printf("dumped %d images: S=%zu C=%d L=%d H=%d T=%zu\n", n_images, S, c->n_classes, c->n_layers,
-           c->n_heads, T);
+    printf("dumped %d images: S=%d C=%d L=%d H=%d T=%zu\n", n_images, c->image_w, c->n_classes,
+           c->n_layers, c->n_heads, T);
     rc = 0;
 done:
     if (f && fclose(f) != 0) rc = 1;
@@ -225,8 +225,8 @@ static int check(const char *model, const char *eval_json, const char *test_dir,
     map = malloc((size_t)N * sizeof *map);
     touch = malloc((size_t)N);
     if (!map || !touch) goto done;
-    printf("model %s: S=%d P=%d grid %dx%d D=%d L=%d H=%d C=%d\n", model, c->image_size,
-           c->patch_size, c->grid_h, c->grid_w, c->dim, L, c->n_heads, C);
+    printf("model %s: S=%d P=%d grid %dx%d D=%d L=%d H=%d C=%d\n", model, c->image_w, c->patch_size,
+           c->grid_h, c->grid_w, c->dim, L, c->n_heads, C);
 
     /* Held-out scenes: accuracy and the pointing game. */
     int n = read_scenes(&test, test_dir);

@@ -232,7 +232,7 @@ static void test_huge(const char *dir) {
 static VitConfig config_for(int S) {
     VitConfig c;
     memset(&c, 0, sizeof c);
-    c.image_size = S;
+    c.image_h = c.image_w = S;
     c.patch_size = 8;
     c.crop_pct = 0.875f;
     const float mean[3] = {0.485f, 0.456f, 0.406f}, std[3] = {0.229f, 0.224f, 0.225f};

@@ -62,14 +62,15 @@ static int holds(const float *w, const char *name, const char *dtype, size_t n) 
 
 static void check_config(const VitConfig *c, int S, int P, int grid, int D, int H, int F, int L,
                          int C, const char *name, const char *what) {
-    int ok = c->image_size == S && c->patch_size == P && c->grid_h == grid && c->grid_w == grid &&
-             c->n_patches == grid * grid && c->n_prefix == 1 && c->n_tokens == 1 + grid * grid &&
-             c->dim == D && c->n_heads == H && c->head_dim == D / H && c->mlp_dim == F &&
-             c->n_layers == L && c->n_classes == C && strcmp(c->name, name) == 0;
+    int ok = c->image_h == S && c->image_w == S && c->patch_size == P && c->grid_h == grid &&
+             c->grid_w == grid && c->n_patches == grid * grid && c->n_prefix == 1 &&
+             c->n_tokens == 1 + grid * grid && c->dim == D && c->n_heads == H &&
+             c->head_dim == D / H && c->mlp_dim == F && c->n_layers == L && c->n_classes == C &&
+             strcmp(c->name, name) == 0;
     check(ok,
           "%s: config S=%d P=%d grid=%dx%d N=%d Np=%d T=%d D=%d H=%d Dh=%d F=%d L=%d C=%d "
           "name '%s' (expected S=%d P=%d grid=%d D=%d H=%d F=%d L=%d C=%d '%s')",
-          what, c->image_size, c->patch_size, c->grid_h, c->grid_w, c->n_patches, c->n_prefix,
+          what, c->image_h, c->patch_size, c->grid_h, c->grid_w, c->n_patches, c->n_prefix,
           c->n_tokens, c->dim, c->n_heads, c->head_dim, c->mlp_dim, c->n_layers, c->n_classes,
           c->name, S, P, grid, D, H, F, L, C, name);
 }
@@ -327,11 +328,17 @@ static void test_config(void) {
         {"pretrained_mean.json", "{\"pretrained_cfg\": {\"mean\": \"imagenet\"}}",
          VIT_ERR_FORMAT, NULL, {"'pretrained_cfg.mean' is \"imagenet\"", "expected 3 numbers"}},
         {"size_mismatch.json", "{\"image_size\": 32}", VIT_ERR_SHAPE, W,
-         {"4 patch positions", "32"}},
+         {"5 positions", "32x32", "4x4 grid"}},
         {"size_not_multiple.json", "{\"image_size\": 20}", VIT_ERR_SHAPE, NULL,
          {"not a multiple", "20"}},
-        {"size_not_square.json", "{\"pretrained_cfg\": {\"input_size\": [3, 16, 32]}}",
-         VIT_ERR_FORMAT, NULL, {"input_size"}},
+        {"size_not_grid.json", "{\"pretrained_cfg\": {\"input_size\": [3, 16, 32]}}",
+         VIT_ERR_SHAPE, W, {"5 positions", "16x32", "2x4 grid"}},
+        {"size_zero.json", "{\"pretrained_cfg\": {\"input_size\": [3, 0, 32]}}",
+         VIT_ERR_FORMAT, NULL, {"input_size", "[H, W]"}},
+        {"crop_mode.json", "{\"pretrained_cfg\": {\"crop_mode\": \"border\"}}", VIT_ERR_FORMAT,
+         NULL, {"'pretrained_cfg.crop_mode' is \"border\"", "not supported"}},
+        {"hidden_act.json", "{\"hidden_act\": \"gelu_new\"}", VIT_ERR_FORMAT, NULL,
+         {"'hidden_act' is \"gelu_new\"", "exact GELU"}},
         {"crop_pct.json", "{\"crop_pct\": 1.5}", VIT_ERR_FORMAT, NULL, {"crop_pct"}},
         {"mean_short.json", "{\"mean\": [0.5, 0.5]}", VIT_ERR_FORMAT, NULL,
          {"'mean' is [0.5,0.5]", "expected 3 numbers"}},
@@ -689,11 +696,25 @@ static void test_models(void) {
          {"'blocks.1.", "'blocks.1.norm1.weight' is missing"}},
         {"depth_no_block0", 0, 0, 0, {RM("blocks.0.")}, VIT_ERR_SHAPE,
          {"'blocks.0.norm1.weight'", "missing"}},
+        /* prefix tokens: the position embedding must fit them */
+        {"reg_token_no_room", 0, 0, 0, {ADD("reg_token", 3, 1, 4, 64)}, VIT_ERR_SHAPE,
+         {"'pos_embed'", "5 tokens", "5 prefix tokens"}},
+        {"reg_token_width", 0, 0, 0, {ADD("reg_token", 3, 1, 4, 32)}, VIT_ERR_SHAPE,
+         {"'reg_token'", "[1, 4, 32]", "expected [1, -1, 64]"}},
+        {"reg_token_many", 0, 0, 0, {ADD("reg_token", 3, 1, 16, 64)}, VIT_ERR_SHAPE,
+         {"'reg_token'", "16 register tokens", "1 to 15"}},
+        {"dist_token_no_pos", 0, 0, 0, {ADD("dist_token", 3, 1, 1, 64)}, VIT_ERR_SHAPE,
+         {"'pos_embed'", "3 patch positions", "not a square grid"}},
+        {"head_dist_no_token", 0, 0, 0,
+         {ADD("head_dist.weight", 2, 10, 64), ADD("head_dist.bias", 1, 10)}, VIT_ERR_SHAPE,
+         {"'head_dist.weight'", "no distillation token"}},
+        {"ls_width", 0, 0, 0, {ADD("blocks.1.ls2.gamma", 1, 32)}, VIT_ERR_SHAPE,
+         {"'blocks.1.ls2.gamma'", "[32]", "expected [64]"}},
         /* variants not implemented */
-        {"reg_token", 0, 0, 0, {ADD("reg_token", 3, 1, 4, 64)}, VIT_ERR_SHAPE,
-         {"'reg_token'", "does not support"}},
-        {"dist_token", 0, 0, 0, {ADD("dist_token", 3, 1, 1, 64)}, VIT_ERR_SHAPE,
-         {"'dist_token'", "does not support"}},
+        {"fc_norm", 0, 0, 0, {ADD("fc_norm.weight", 1, 64)}, VIT_ERR_SHAPE,
+         {"'fc_norm.weight'", "does not support"}},
+        {"swiglu_packed", 0, 0, 0, {SHAPE("blocks.0.mlp.fc2.weight", 2, 64, 64)}, VIT_ERR_SHAPE,
+         {"'blocks.0.mlp.fc2.weight'", "SwiGLU", "does not support"}},
         /* heads */
         {"heads_3", 0, 0, 3, {NOOP}, VIT_ERR_SHAPE, {"width 64", "3 heads"}},
         {"heads_more_than_width", 0, 0, 128, {NOOP}, VIT_ERR_SHAPE, {"width 64", "128 heads"}},

@@ -501,7 +501,7 @@ static void case_image_1x1(Ctx *c) {
     VitStatus rc = vit_image_load(&img, path, &err);
     VitConfig cfg;
     memset(&cfg, 0, sizeof cfg);
-    cfg.image_size = 16;
+    cfg.image_h = cfg.image_w = 16;
     cfg.patch_size = 8;
     cfg.crop_pct = 0.875f;
     for (int ch = 0; ch < 3; ch++) cfg.mean[ch] = 0.5f, cfg.std[ch] = 0.25f;

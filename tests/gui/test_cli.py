@@ -130,7 +130,7 @@ def main():
     # --help: options and every key
     r = vitlens(a.app, "--help")
     check(r.returncode == 0, "--help exits 0")
-    for word in ("--model", "--labels", "--heads", "--top", "--export", "Left / Right",
+    for word in ("--model", "--labels", "--heads", "--size", "--whole", "--top", "--export", "Left / Right",
                  "Up / Down", "R ", "[ / ]", "--discard", "G ", "+ / -", "O ", "H ", "Esc / Q", "RANK PROB CLASS_ID LABEL"):
         check(word in r.stdout, f"--help mentions {word.strip()!r}")
 
@@ -193,6 +193,25 @@ def main():
               "--discard 0.9 changes the rollout")
     r = vitlens(a.app, "--model", model, "--discard", "1", "--top", "1", chelsea)
     check(r.returncode == 2 and "--discard" in r.stderr, f"--discard 1 is refused: {r.stderr.strip()}")
+
+    # --size: DeiT-Tiny (trained at 224) at other sizes, the position embedding resampled;
+    # a non-square input exports non-square PNGs; --whole; sizes that cannot work
+    for size in ("160", "320", "224x320"):
+        r = vitlens(a.app, "--model", model, "--labels", labels, "--size", size, "--top", "1", chelsea)
+        check(r.returncode == 0 and any(c in r.stdout for c in CATS),
+              f"--size {size}: still a cat ({r.stdout.strip() or r.stderr.strip()})")
+    r = vitlens(a.app, "--model", model, "--labels", labels, "--whole", "--top", "1", chelsea)
+    check(r.returncode == 0 and any(c in r.stdout for c in CATS),
+          f"--whole: still a cat ({r.stdout.strip() or r.stderr.strip()})")
+    r = vitlens(a.app, "--model", model, "--size", "224x320", "--export", out + "ns", chelsea)
+    ns = os.path.join(out + "ns", "L06_mean.png")
+    check(r.returncode == 0 and os.path.exists(ns) and Image.open(ns).size == (320, 224),
+          f"--size 224x320 --export: 320x224 PNGs ({r.stdout.strip() or r.stderr.strip()})")
+    r = vitlens(a.app, "--model", model, "--size", "100", "--top", "1", chelsea)
+    check(r.returncode == 1 and "multiple of the patch size 16" in r.stderr,
+          f"--size 100 is refused: {r.stderr.strip()}")
+    r = vitlens(a.app, "--model", model, "--size", "2x", "--top", "1", chelsea)
+    check(r.returncode == 2 and "--size" in r.stderr, f"--size 2x is a usage error: {r.stderr.strip()}")
 
     # bad input: non-zero exit, message naming the file
     bad = os.path.join(a.out, "not_an_image.txt")

@@ -32,13 +32,14 @@ def near(img, colour, tol=12):
 
 
 def cells_of(app):
-    x, y, px, step = (int(v) for v in app.state["cells"].split(","))
-    return x, y, px, step
+    """The overview's layout: first cell's corner, cell width, height, steps (px)."""
+    x, y, w, h, sx, sy = (int(v) for v in app.state["cells"].split(","))
+    return x, y, w, h, sx, sy
 
 
 def cell_img(img, app, col, row):
-    x, y, px, step = cells_of(app)
-    return img[y + row * step:y + row * step + px, x + col * step:x + col * step + px]
+    x, y, w, h, sx, sy = cells_of(app)
+    return img[y + row * sy:y + row * sy + h, x + col * sx:x + col * sx + w]
 
 
 def click(app, x, y):
@@ -258,21 +259,21 @@ def explore(app, a, model, chelsea, coffee, saves):
     check(all(t.shape[0] > 100 for t in thumbs), "A: six thumbnails")
     check(min(diff(thumbs[i], thumbs[j]) for i in range(H) for j in range(i + 1, H)) > 2,
           "the heads' thumbnails differ")
-    cxs, cys, cpx, cstep = cells_of(app)
+    cxs, cys, cpx, cph, cstep, rstep = cells_of(app)
     sel = heads[cys - 3:cys, cxs + 2 * cstep:cxs + 2 * cstep + cpx]  # head 3 is selected
     check(near(sel, (252, 232, 38), 30).mean() > 0.5, "the current head is framed in yellow")
-    click(app, cxs + cstep + cpx // 2, cys + cpx // 2)
+    click(app, cxs + cstep + cpx // 2, cys + cph // 2)
     app.wait_state("click on head 2", overview=0, head=1)
     app.key("t", overview=2)
     table = app.shot()
     save(table, os.path.join(out, "table.png"))
-    cxs, cys, cpx, cstep = cells_of(app)
+    cxs, cys, cpx, cph, cstep, rstep = cells_of(app)
     check(cxs + (L - 1) * cstep + cpx <= pnl_x and cpx > 30,
           f"T: {L} columns of {cpx} px thumbnails left of the panel")
     col0 = [cell_img(table, app, 0, k) for k in range(H)]
     col11 = [cell_img(table, app, 11, k) for k in range(H)]
     check(diff(col0[0], col11[0]) > 2, "layer 1 and layer 12 thumbnails differ")
-    click(app, cxs + 2 * cstep + cpx // 2, cys + 4 * cstep + cpx // 2)  # layer 3, max
+    click(app, cxs + 2 * cstep + cpx // 2, cys + 4 * rstep + cph // 2)  # layer 3, max
     app.wait_state("click on layer 3, max", overview=0, layer=2, head=H + 1)
     app.key("Return")  # nothing to open in the single view
     app.key("t", overview=2)

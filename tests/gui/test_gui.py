@@ -128,8 +128,10 @@ class App:
         raise Fail("screen does not settle")
 
     def crop(self, img):
+        """The drawn crop: image=x,y,width and image_h=height of the frame line."""
         x, y, s = self.image_rect()
-        return img[y:y + s, x:x + s]
+        h = int(self.state.get("image_h", s))
+        return img[y:y + h, x:x + s]
 
 
 def own_leaks(stderr, app_path):

@@ -103,7 +103,8 @@ int main(int argc, char **argv) {
                           .n_patches = N,
                           .n_tokens = T,
                           .patch_size = P,
-                          .image_size = P * (gh > gw ? gh : gw)};
+                          .image_h = P * gh,
+                          .image_w = P * gw};
     float *att = read_floats(argv[1], (size_t)L * H * T * T);
     float *maps = read_floats(argv[2], (size_t)M * N);
     float *dist = malloc((size_t)L * H * sizeof(float));

@@ -14,6 +14,8 @@
  *   fused.npy         [L, 3, Q, gh, gw]        vit_map_fused
  *   rollout.npy       [L, 3, R, Q, gh, gw]     vit_rollout, head = -1 (head fusion)
  *   rollout_head.npy  [L, H, 3, R, Q, gh, gw]  vit_rollout, head >= 0 (per-head rollout)
+ *   prefix_*.npy      the same four with [Np] in place of [gh, gw]: vit_prefix_share, the
+ *                     prefix-token part of each map's row
  *
  * Before that it checks that out-of-range arguments give VIT_ERR_ARG.
  * Exit status: 0 ok, 1 on any failure (message on stderr). */
@@ -102,6 +104,16 @@ static int check_arg_errors(const VitRun *run) {
                            "rollout fusion -1");
     ok &= expect_arg_error(vit_rollout(m, run, 0, -1, VIT_FUSE_MEAN, 0.0f, c->n_tokens, &e), &e,
                            "rollout query T");
+    ok &= expect_arg_error(vit_prefix_share(m, run, c->n_layers, 0, VIT_FUSE_MEAN, 0, 0.0f, 0, &e),
+                           &e, "prefix layer L");
+    ok &= expect_arg_error(vit_prefix_share(m, run, 0, c->n_heads, VIT_FUSE_MEAN, 0, 0.0f, 0, &e),
+                           &e, "prefix head H");
+    ok &= expect_arg_error(vit_prefix_share(m, run, 0, -1, (VitFusion)3, 0, 0.0f, 0, &e), &e,
+                           "prefix fusion 3");
+    ok &= expect_arg_error(vit_prefix_share(m, run, 0, -1, VIT_FUSE_MEAN, 1, 1.0f, 0, &e), &e,
+                           "prefix rollout ratio 1");
+    ok &= expect_arg_error(vit_prefix_share(m, run, 0, 0, VIT_FUSE_MEAN, 0, 0.0f, c->n_tokens, &e),
+                           &e, "prefix query T");
     free(m);
     return ok;
 }
@@ -153,8 +165,15 @@ int main(int argc, char **argv) {
     float *o_fused = malloc((size_t)L * 3 * Q * map * sizeof(float));
     float *o_roll = malloc((size_t)L * 3 * R * Q * map * sizeof(float));
     float *o_head = malloc((size_t)L * H * 3 * R * Q * map * sizeof(float));
+    /* the prefix parts: [Np] per map */
+    const size_t np = (size_t)Np;
+    float *p_att = malloc((size_t)L * H * Q * np * sizeof(float));
+    float *p_fused = malloc((size_t)L * 3 * Q * np * sizeof(float));
+    float *p_roll = malloc((size_t)L * 3 * R * Q * np * sizeof(float));
+    float *p_head = malloc((size_t)L * H * 3 * R * Q * np * sizeof(float));
     int ok = 0;
-    if (!att || !o_att || !o_fused || !o_roll || !o_head) {
+    if (!att || !o_att || !o_fused || !o_roll || !o_head || !p_att || !p_fused || !p_roll ||
+        !p_head) {
         fprintf(stderr, "maps_dump: out of memory\n");
         goto done;
     }
@@ -211,13 +230,56 @@ int main(int argc, char **argv) {
                                     &err, "vit_rollout (per head)"))
                             goto done;
 
+    o = p_att;
+    for (int l = 0; l < L; l++)
+        for (int h = 0; h < H; h++)
+            for (int q = 0; q < Q; q++, o += np)
+                if (!report(
+                        vit_prefix_share(o, &run, l, h, VIT_FUSE_MEAN, 0, 0.0f, queries[q], &err),
+                        &err, "vit_prefix_share (attention)"))
+                    goto done;
+    o = p_fused;
+    for (int l = 0; l < L; l++)
+        for (int fu = 0; fu < 3; fu++)
+            for (int q = 0; q < Q; q++, o += np)
+                if (!report(
+                        vit_prefix_share(o, &run, l, -1, (VitFusion)fu, 0, 0.0f, queries[q], &err),
+                        &err, "vit_prefix_share (fused)"))
+                    goto done;
+    o = p_roll;
+    for (int l = 0; l < L; l++)
+        for (int fu = 0; fu < 3; fu++)
+            for (int r = 0; r < R; r++)
+                for (int q = 0; q < Q; q++, o += np)
+                    if (!report(vit_prefix_share(o, &run, l, -1, (VitFusion)fu, 1, ratios[r],
+                                                 queries[q], &err),
+                                &err, "vit_prefix_share (rollout)"))
+                        goto done;
+    o = p_head;
+    for (int l = 0; l < L; l++)
+        for (int h = 0; h < H; h++)
+            for (int fu = 0; fu < 3; fu++)
+                for (int r = 0; r < R; r++)
+                    for (int q = 0; q < Q; q++, o += np)
+                        if (!report(vit_prefix_share(o, &run, l, h, (VitFusion)fu, 1, ratios[r],
+                                                     queries[q], &err),
+                                    &err, "vit_prefix_share (per-head rollout)"))
+                            goto done;
+
     const int s_att[] = {L, H, Q, gh, gw}, s_fused[] = {L, 3, Q, gh, gw};
+    const int p_s_att[] = {L, H, Q, Np}, p_s_fused[] = {L, 3, Q, Np};
+    const int p_s_roll[] = {L, 3, R, Q, Np}, p_s_head[] = {L, H, 3, R, Q, Np};
     const int s_roll[] = {L, 3, R, Q, gh, gw}, s_head[] = {L, H, 3, R, Q, gh, gw};
     ok = npy_write(out_dir, "attention.npy", o_att, s_att, 5) &&
          npy_write(out_dir, "fused.npy", o_fused, s_fused, 5) &&
          npy_write(out_dir, "rollout.npy", o_roll, s_roll, 6) &&
-         npy_write(out_dir, "rollout_head.npy", o_head, s_head, 7);
+         npy_write(out_dir, "rollout_head.npy", o_head, s_head, 7) &&
+         npy_write(out_dir, "prefix_attention.npy", p_att, p_s_att, 4) &&
+         npy_write(out_dir, "prefix_fused.npy", p_fused, p_s_fused, 4) &&
+         npy_write(out_dir, "prefix_rollout.npy", p_roll, p_s_roll, 5) &&
+         npy_write(out_dir, "prefix_rollout_head.npy", p_head, p_s_head, 6);
 done:
     free(att), free(o_att), free(o_fused), free(o_roll), free(o_head);
+    free(p_att), free(p_fused), free(p_roll), free(p_head);
     return ok ? 0 : 1;
 }

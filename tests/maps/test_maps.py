@@ -6,11 +6,12 @@ Run with Debian's /usr/bin/python3 (numpy):
     /usr/bin/python3 test_maps.py --dump build/tests/maps/maps_dump --work /tmp/maps
 
 For every case it writes a synthetic attention tensor att [L, H, T, T]
-(float32), runs maps_dump (which calls vit_map_attention, vit_map_fused and
-vit_rollout for every layer, head, fusion, discard ratio and query), and
-compares each map with numpy computed here, in float64, straight from the
-formulas below. Prints the max abs/rel difference per map family; exits 1 on
-any mismatch.
+(float32), runs maps_dump (which calls vit_map_attention, vit_map_fused,
+vit_rollout and vit_prefix_share for every layer, head, fusion, discard ratio
+and query), and compares each map with numpy computed here, in float64,
+straight from the formulas below; the prefix share is the same rows at the
+prefix columns, and with the map it must sum to 1. Prints the max abs/rel
+difference per map family; exits 1 on any mismatch.
 
 Where the formulas come from
 ----------------------------
@@ -182,23 +183,32 @@ def reference(case):
         "fused": np.zeros((L, 3, Q, gh, gw)),
         "rollout": np.zeros((L, 3, R, Q, gh, gw)),
         "rollout_head": np.zeros((L, H, 3, R, Q, gh, gw)),
+        # vit_prefix_share: the same rows at the prefix columns [:Np]
+        "prefix_attention": np.zeros((L, H, Q, Np)),
+        "prefix_fused": np.zeros((L, 3, Q, Np)),
+        "prefix_rollout": np.zeros((L, 3, R, Q, Np)),
+        "prefix_rollout_head": np.zeros((L, H, 3, R, Q, Np)),
     }
     boundaries = []
     for l in range(L):
         for h in range(H):
             ref["attention"][l, h] = att[l, h][qs, Np:].reshape(Q, gh, gw)
+            ref["prefix_attention"][l, h] = att[l, h][qs, :Np]
         for f, fusion in enumerate(FUSIONS):
             ref["fused"][l, f] = fuse(att[l], fusion)[qs, Np:].reshape(Q, gh, gw)
+            ref["prefix_fused"][l, f] = fuse(att[l], fusion)[qs, :Np]
     for f, fusion in enumerate(FUSIONS):
         for r, ratio in enumerate(ratios):
             Rs, b = rollout_stack(att, Np, fusion, ratio)
             boundaries += b
             for l in range(L):
                 ref["rollout"][l, f, r] = Rs[l][qs, Np:].reshape(Q, gh, gw)
+                ref["prefix_rollout"][l, f, r] = Rs[l][qs, :Np]
                 below = Rs[l - 1] if l else np.eye(T)
                 for h in range(H):
                     rows = add_identity(att[l, h])[qs] @ below  # App. A.1: no discard here
                     ref["rollout_head"][l, h, f, r] = rows[:, Np:].reshape(Q, gh, gw)
+                    ref["prefix_rollout_head"][l, h, f, r] = rows[:, :Np]
     return ref, boundaries
 
 
@@ -348,7 +358,8 @@ def run_engine(dump, work, case):
         fail("%s: maps_dump exited %d: %s" % (case["name"], p.returncode, p.stderr.strip()))
         return None
     out = {k: np.load(os.path.join(d, k + ".npy"))
-           for k in ("attention", "fused", "rollout", "rollout_head")}
+           for k in ("attention", "fused", "rollout", "rollout_head", "prefix_attention",
+                     "prefix_fused", "prefix_rollout", "prefix_rollout_head")}
     for k, v in out.items():
         if v.dtype != np.float32:
             fail("%s: %s.npy has dtype %s" % (case["name"], k, v.dtype))
@@ -360,8 +371,8 @@ def run_engine(dump, work, case):
 
 
 class Family:
-    def __init__(self, name, rtol):
-        self.name, self.rtol = name, rtol
+    def __init__(self, name, rtol, map_dims=2):
+        self.name, self.rtol, self.map_dims = name, rtol, map_dims
         self.max_abs = self.max_rel = 0.0
         self.n = 0
 
@@ -373,7 +384,7 @@ class Family:
         rel[diff == 0] = 0.0
         self.max_abs = max(self.max_abs, float(diff.max(initial=0.0)))
         self.max_rel = max(self.max_rel, float(rel.max(initial=0.0)))
-        self.n += got.size // (got.shape[-1] * got.shape[-2])
+        self.n += got.size // int(np.prod(got.shape[-self.map_dims:]))
         bad = diff > self.rtol * np.abs(ref) + (ATOL if self.rtol else 0.0)
         if bad.any():
             i = np.unravel_index(np.argmax(np.where(bad, rel, -1)), bad.shape)
@@ -531,7 +542,10 @@ def main():
             "fused mean": Family("head fusion mean", RTOL_MEAN),
             "rollout r=0": Family("rollout, discard 0", RTOL_ROLLOUT),
             "rollout r>0": Family("rollout, discard > 0", RTOL_ROLLOUT),
-            "rollout_head": Family("per-head rollout", RTOL_ROLLOUT)}
+            "rollout_head": Family("per-head rollout", RTOL_ROLLOUT),
+            "prefix exact": Family("prefix share, attention, fused max/min", 0.0, 1),
+            "prefix mean": Family("prefix share, fused mean", RTOL_MEAN, 1),
+            "prefix rollout": Family("prefix share, rollouts", RTOL_ROLLOUT, 1)}
     disc_stats = {}
     tie_boundaries = 0
     t_engine = 0.0
@@ -587,6 +601,23 @@ def main():
                                         ref["rollout"][:, :, rp], sub(rp))
         fams["rollout_head"].compare(name, "per-head rollout", eng["rollout_head"],
                                      ref["rollout_head"], w("rollout_head"))
+        # vit_prefix_share: the prefix columns of the same rows
+        fams["prefix exact"].compare(name, "prefix share (attention)", eng["prefix_attention"],
+                                     ref["prefix_attention"], lambda i: "index %s" % (i,))
+        fams["prefix exact"].compare(name, "prefix share (fused max/min)",
+                                     eng["prefix_fused"][:, 1:], ref["prefix_fused"][:, 1:],
+                                     lambda i: "index %s" % (i,))
+        fams["prefix mean"].compare(name, "prefix share (fused mean)", eng["prefix_fused"][:, :1],
+                                    ref["prefix_fused"][:, :1], lambda i: "index %s" % (i,))
+        for k in ("prefix_rollout", "prefix_rollout_head"):
+            fams["prefix rollout"].compare(name, k, eng[k], ref[k], lambda i: "index %s" % (i,))
+        # with the map, the prefix share makes the whole row: it sums to 1
+        for k in ("attention", "rollout", "rollout_head"):
+            m, p = eng[k].astype(np.float64), eng["prefix_" + k].astype(np.float64)
+            tot = m.reshape(m.shape[:-2] + (-1,)).sum(-1) + p.sum(-1)
+            if np.abs(tot - 1).max() > 1e-5:
+                fail("%s: %s: map + prefix share sums to %.7g, not 1"
+                     % (name, k, tot.flat[np.abs(tot - 1).argmax()]))
         check_properties(case, eng)
         if case["kind"] == "hand":
             check_hand(case, eng, ref)

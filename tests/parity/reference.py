@@ -1,7 +1,9 @@
 """reference.py - a plain-PyTorch forward pass of timm's VisionTransformer.
 
 Written from the semantics of timm/models/vision_transformer.py (VisionTransformer,
-Block, Attention with fused_attn=False, Mlp), with no code shared with the engine:
+Block, Attention with fused_attn=False, Mlp, LayerScale, _pos_embed with
+dist/register tokens and no_embed_class), deit.py (VisionTransformerDistilled)
+and layers/pos_embed.py (resample_abs_pos_embed), with no code shared with the engine:
 it reads .safetensors itself and uses only torch primitives. It returns the
 logits and every attention matrix, computed in the dtype asked for (float64 is
 the ground truth the engine's float32 is compared with).
@@ -51,17 +53,61 @@ def load_safetensors(path):
     return out
 
 
+# --- position embedding -------------------------------------------------------
+
+
+def pos_layout(w, n_prefix, pos_grid=None):
+    """(Npos, gh0, gw0) of timm's pos_embed [1, Npos + gh0*gw0, D]: Npos = n_prefix
+    (pos_embed covers the CLS/dist tokens, timm's default) or 0 (no_embed_class:
+    register models, DeiT III). pos_grid (gh0, gw0) is the training grid when
+    config.json gives one; otherwise the grid is square."""
+    n = w["pos_embed"].shape[1]
+    if pos_grid is not None:
+        gh0, gw0 = pos_grid
+        return (n_prefix if n == n_prefix + gh0 * gw0 else 0), gh0, gw0
+    for npos in (n_prefix, 0):
+        side = math.isqrt(max(n - npos, 0))
+        if n - npos >= 1 and side * side == n - npos:
+            return npos, side, side
+    raise ValueError(f"pos_embed with {n} positions fits no square grid")
+
+
+def resample_abs_pos_embed(posemb, new_size, old_size, num_prefix_tokens, antialias=True):
+    """timm/layers/pos_embed.py resample_abs_pos_embed, in torch: the prefix rows
+    kept, the grid resized by F.interpolate(mode='bicubic', antialias=antialias,
+    align_corners=False). timm interpolates in float32; here in posemb's dtype.
+    Nothing is done when the size and token count match (timm's shortcut)."""
+    num_new_tokens = new_size[0] * new_size[1] + num_prefix_tokens
+    if num_new_tokens == posemb.shape[1] and new_size[0] == new_size[1]:
+        return posemb
+    prefix, grid = posemb[:, :num_prefix_tokens], posemb[:, num_prefix_tokens:]
+    D = posemb.shape[-1]
+    grid = grid.reshape(1, old_size[0], old_size[1], D).permute(0, 3, 1, 2)
+    grid = F.interpolate(grid, size=tuple(new_size), mode="bicubic", antialias=antialias,
+                         align_corners=False)
+    grid = grid.permute(0, 2, 3, 1).reshape(1, -1, D)
+    return torch.cat([prefix, grid], dim=1)
+
+
 # --- forward pass ------------------------------------------------------------
 
 
-def vit_forward(w, x, n_heads, dtype=torch.float64, ln_eps=1e-6, gelu="none"):
-    """timm VisionTransformer.forward on one image x [3, S, S].
+def vit_forward(w, x, n_heads, dtype=torch.float64, ln_eps=1e-6, gelu="none", pos_grid=None,
+                out=None):
+    """timm VisionTransformer.forward on one image x [3, Sh, Sw] (any size that
+    is a multiple of the patch: the position embedding is resampled as
+    timm's dynamic_img_size / set_input_size do).
 
-    Returns (logits [C] or None without head.*, att [L, H, T, T]), as `dtype`.
-    ln_eps and gelu ("none": exact erf, "tanh": the approximation) exist so that
-    the test can show a wrong reference is caught."""
+    Covers the ViT family in timm's names: plain ViT and DeiT, DeiT distilled
+    (dist_token, head_dist; deit.py VisionTransformerDistilled), register tokens
+    (reg_token, no_embed_class), LayerScale (blocks.N.ls1/ls2.gamma: DINOv2,
+    DeiT III), backbones without a head.
+    Returns (logits [C] or None without head.*, att [L, H, T, T]), as `dtype`;
+    out, a dict, also receives "pos" [Npos + N, D] (the position embedding
+    added) and "logits_dist". ln_eps and gelu ("none": exact erf, "tanh": the
+    approximation) exist so that the test can show a wrong reference is caught."""
     w = {k: v.to(dtype) for k, v in w.items()}
-    x = torch.as_tensor(x).to(dtype)[None]  # [1, 3, S, S]
+    x = torch.as_tensor(x).to(dtype)[None]  # [1, 3, Sh, Sw]
     D = w["cls_token"].shape[-1]
     P = w["patch_embed.proj.weight"].shape[-1]
     H, Dh = n_heads, D // n_heads
@@ -71,32 +117,49 @@ def vit_forward(w, x, n_heads, dtype=torch.float64, ln_eps=1e-6, gelu="none"):
         return F.layer_norm(t, (D,), w[name + ".weight"], w[name + ".bias"], ln_eps)
 
     def linear(t, name):
-        return F.linear(t, w[name + ".weight"], w[name + ".bias"])
+        return F.linear(t, w[name + ".weight"], w.get(name + ".bias"))
 
     # PatchEmbed: Conv2d(3, D, kernel P, stride P), then flatten(2).transpose(1, 2)
     x = F.conv2d(x, w["patch_embed.proj.weight"], w["patch_embed.proj.bias"], stride=P)
+    gh, gw = x.shape[-2:]
     x = x.flatten(2).transpose(1, 2)  # [1, N, D], patches row-major
-    # _pos_embed: prepend the CLS token, add the learned position embedding
-    x = torch.cat([w["cls_token"].expand(1, -1, -1), x], dim=1) + w["pos_embed"]
+    # _pos_embed: to_cat = [cls_token, dist_token?, reg_token?]
+    to_cat = [w["cls_token"]] + [w[k] for k in ("dist_token", "reg_token") if k in w]
+    Np = sum(t.shape[1] for t in to_cat)
+    npos, gh0, gw0 = pos_layout(w, Np, pos_grid)
+    pos = resample_abs_pos_embed(w["pos_embed"], (gh, gw), (gh0, gw0), npos)
+    if npos:  # original timm / DeiT: pos_embed has entries for the prefix tokens
+        x = torch.cat(to_cat + [x], dim=1) + pos
+    else:  # no_embed_class: add, then concat
+        x = torch.cat(to_cat + [x + pos], dim=1)
     T = x.shape[1]
 
     att = []
     for l in range(L):
         b = f"blocks.{l}."
-        # Attention: x = x + attn(norm1(x))
+        ls1, ls2 = (w.get(b + k, 1.0) for k in ("ls1.gamma", "ls2.gamma"))  # LayerScale
+        # Attention: x = x + ls1(attn(norm1(x)))
         qkv = linear(ln(x, b + "norm1"), b + "attn.qkv")  # [1, T, 3D]
         q, k, v = qkv.reshape(1, T, 3, H, Dh).permute(2, 0, 3, 1, 4)  # 3 x [1, H, T, Dh]
         a = ((q * Dh**-0.5) @ k.transpose(-2, -1)).softmax(dim=-1)  # [1, H, T, T]
         att.append(a[0])
         ctx = (a @ v).transpose(1, 2).reshape(1, T, D)
-        x = x + linear(ctx, b + "attn.proj")
-        # Mlp: x = x + fc2(gelu(fc1(norm2(x))))
+        x = x + ls1 * linear(ctx, b + "attn.proj")
+        # Mlp: x = x + ls2(fc2(gelu(fc1(norm2(x)))))
         hid = F.gelu(linear(ln(x, b + "norm2"), b + "mlp.fc1"), approximate=gelu)
-        x = x + linear(hid, b + "mlp.fc2")
+        x = x + ls2 * linear(hid, b + "mlp.fc2")
 
-    # final norm, classify the CLS token (global_pool='token')
+    # final norm, classify the CLS token (global_pool='token'); distilled: the mean
+    # of the CLS and distillation heads (deit.py forward_head, inference)
     x = ln(x, "norm")
     logits = linear(x[:, 0], "head")[0] if "head.weight" in w else None
+    if out is not None:
+        out["pos"] = pos[0]
+    if logits is not None and "head_dist.weight" in w:
+        logits_dist = linear(x[:, 1], "head_dist")[0]
+        if out is not None:
+            out["logits_dist"] = logits_dist
+        logits = (logits + logits_dist) / 2
     return logits, torch.stack(att)
 
 

@@ -214,7 +214,7 @@ def test_random(args, rep):
         engine, cfg = run_dump(args.dump, cmd)
 
         g_ = m["S"] // m["P"]
-        check_config(rep, label, cfg, dict(image_size=m["S"], patch_size=m["P"], grid_h=g_, grid_w=g_,
+        check_config(rep, label, cfg, dict(image_h=m["S"], image_w=m["S"], patch_size=m["P"], grid_h=g_, grid_w=g_,
                                            dim=m["D"], n_heads=m["H"], n_layers=m["L"], mlp_dim=m["F"],
                                            n_classes=m["C"], n_tokens=g_ * g_ + 1))
         rep.check(np.array_equal(engine["input"], x.numpy()), f"{label}: input.npy is not the raw input")
@@ -248,7 +248,7 @@ def test_deit(args, rep):
         label = photo.name
         print(f"\n[{label}]")
         engine, cfg = run_dump(args.dump, ["--model", model, "--image", photo, "--out", work / photo.stem])
-        check_config(rep, label, cfg, dict(image_size=224, patch_size=16, grid_h=14, grid_w=14, dim=192,
+        check_config(rep, label, cfg, dict(image_h=224, image_w=224, patch_size=16, grid_h=14, grid_w=14, dim=192,
                                            n_heads=3, n_layers=12, mlp_dim=768, n_classes=1000))
 
         # Preprocessing: torchvision on the PIL-decoded photo. The engine claims

@@ -2,16 +2,19 @@
  * for test_parity.py to compare with a PyTorch reference.
  *
  *   vit_dump --model M.safetensors [--heads N] [--config config.json]
- *            (--image PHOTO | --input RAW) --out DIR
+ *            [--size HxW] [--whole] (--image PHOTO | --input RAW) --out DIR
  *
- * RAW is a [3, S, S] float32 file in host byte order: it tests the forward pass
- * apart from preprocessing. DIR (created if missing) receives
- *   input.npy   [3, S, S] f4    normalised pixels the model saw
- *   rgb.npy     [S, S, 3] u1    the resized, centre-cropped picture (--image only)
+ * RAW is a [3, Sh, Sw] float32 file in host byte order: it tests the forward
+ * pass apart from preprocessing. --size and --whole are VitLoadOptions'
+ * image_h/image_w and whole_image. DIR (created if missing) receives
+ *   input.npy   [3, Sh, Sw] f4  normalised pixels the model saw
+ *   rgb.npy     [Sh, Sw, 3] u1  the resized, centre-cropped picture (--image only)
  *   att.npy     [L, H, T, T] f4 attention probabilities of every layer and head
+ *   pos.npy     [Npos + N, D] f4 the position embedding the forward pass adds
  *   logits.npy  [C] f4, probs.npy [C] f4   (only when the model has a head, C > 0)
- *   config.json what the engine inferred: S, P, gh, gw, D, H, L, F, C, the crop
- *               rectangle and the top-5 class indices.
+ *   logits_dist.npy [C] f4      the distillation head's own logits (if any)
+ *   config.json what the engine inferred: Sh, Sw, P, gh, gw, prefix tokens, D,
+ *               H, L, F, C, eps, the crop rectangle and the top-5 class indices.
  * Errors: a message on stderr, exit 1 (2 for a usage error). */
 #include "vit.h"
 
@@ -36,7 +39,7 @@ static int fail(const char *fmt, ...) {
 
 static int usage(void) {
     fputs("usage: vit_dump --model M.safetensors [--heads N] [--config config.json]\n"
-          "                (--image PHOTO | --input RAW_F32) --out DIR\n",
+          "                [--size HxW] [--whole] (--image PHOTO | --input RAW_F32) --out DIR\n",
           stderr);
     return 2;
 }
@@ -110,16 +113,20 @@ static int write_config(const char *dir, const VitRun *run, const Vit *vit) {
     FILE *f = fopen(path, "w");
     if (!f) return fail("%s: cannot create: %s", path, strerror(errno));
     fprintf(f,
-            "{\"name\": \"%s\", \"image_size\": %d, \"patch_size\": %d, \"grid_h\": %d, "
-            "\"grid_w\": %d,\n \"n_patches\": %d, \"n_prefix\": %d, \"n_tokens\": %d, "
-            "\"dim\": %d, \"n_heads\": %d, \"head_dim\": %d,\n \"mlp_dim\": %d, \"n_layers\": %d, "
-            "\"n_classes\": %d, \"ln_eps\": %.9g, \"crop_pct\": %.9g,\n"
+            "{\"name\": \"%s\", \"naming\": \"%s\", \"image_h\": %d, \"image_w\": %d, "
+            "\"patch_size\": %d, \"grid_h\": %d, \"grid_w\": %d,\n \"n_patches\": %d, "
+            "\"n_prefix\": %d, \"has_dist_token\": %d, \"n_registers\": %d, \"n_tokens\": %d, "
+            "\"pos_grid_h\": %d, \"pos_grid_w\": %d, \"pos_prefix\": %d,\n \"dim\": %d, "
+            "\"n_heads\": %d, \"head_dim\": %d, \"mlp_dim\": %d, \"n_layers\": %d, "
+            "\"n_classes\": %d, \"ln_eps\": %.9g, \"crop_mode\": %d, \"crop_pct\": %.9g,\n"
             " \"mean\": [%.9g, %.9g, %.9g], \"std\": [%.9g, %.9g, %.9g],\n"
             " \"crop\": [%d, %d, %d, %d], \"top5\": [",
-            c->name, c->image_size, c->patch_size, c->grid_h, c->grid_w, c->n_patches, c->n_prefix,
-            c->n_tokens, c->dim, c->n_heads, c->head_dim, c->mlp_dim, c->n_layers, c->n_classes,
-            c->ln_eps, c->crop_pct, c->mean[0], c->mean[1], c->mean[2], c->std[0], c->std[1],
-            c->std[2], run->crop_x, run->crop_y, run->crop_w, run->crop_h);
+            c->name, c->naming == VIT_NAMES_HF ? "hf" : "timm", c->image_h, c->image_w,
+            c->patch_size, c->grid_h, c->grid_w, c->n_patches, c->n_prefix, c->has_dist_token,
+            c->n_registers, c->n_tokens, c->pos_grid_h, c->pos_grid_w, vit->w.pos_prefix, c->dim,
+            c->n_heads, c->head_dim, c->mlp_dim, c->n_layers, c->n_classes, c->ln_eps,
+            (int)c->crop_mode, c->crop_pct, c->mean[0], c->mean[1], c->mean[2], c->std[0],
+            c->std[1], c->std[2], run->crop_x, run->crop_y, run->crop_w, run->crop_h);
     int top[5], k = c->n_classes < 5 ? c->n_classes : 5;
     if (k) vit_top_k(top, run->probs, c->n_classes, k);
     for (int i = 0; i < k; i++) fprintf(f, "%s%d", i ? ", " : "", top[i]);
@@ -132,9 +139,13 @@ static int write_config(const char *dir, const VitRun *run, const Vit *vit) {
 
 int main(int argc, char **argv) {
     const char *model = NULL, *config = NULL, *image = NULL, *raw = NULL, *out = NULL;
-    int heads = 0;
+    int heads = 0, size_h = 0, size_w = 0, whole = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--whole")) {
+            whole = 1;
+            continue;
+        }
         if (!v) return usage();
         i++;
         if (!strcmp(a, "--model"))
@@ -147,7 +158,10 @@ int main(int argc, char **argv) {
             raw = v;
         else if (!strcmp(a, "--out"))
             out = v;
-        else if (!strcmp(a, "--heads")) {
+        else if (!strcmp(a, "--size")) {
+            if (sscanf(v, "%dx%d", &size_h, &size_w) != 2 || size_h < 1 || size_w < 1)
+                return usage();
+        } else if (!strcmp(a, "--heads")) {
             char *end;
             long h = strtol(v, &end, 10);
             if (*end || h < 1 || h > 65536) return usage();
@@ -163,14 +177,19 @@ int main(int argc, char **argv) {
     VitError err = {0};
     uint8_t *rgb = NULL;
     int rc = 1;
-    VitLoadOptions opt = {.n_heads = heads, .config_path = config};
+    VitLoadOptions opt = {.n_heads = heads,
+                          .config_path = config,
+                          .image_h = size_h,
+                          .image_w = size_w,
+                          .whole_image = whole};
     if (vit_load(&vit, model, &opt, &err) || vit_run_init(&run, &vit, &err)) goto engine_fail;
     const VitConfig *c = &vit.cfg;
-    size_t S = (size_t)c->image_size, L = (size_t)c->n_layers, H = (size_t)c->n_heads,
-           T = (size_t)c->n_tokens, C = (size_t)c->n_classes;
+    size_t Sh = (size_t)c->image_h, Sw = (size_t)c->image_w, L = (size_t)c->n_layers,
+           H = (size_t)c->n_heads, T = (size_t)c->n_tokens, C = (size_t)c->n_classes,
+           D = (size_t)c->dim, Npos = (size_t)vit.w.pos_prefix + (size_t)c->n_patches;
 
     if (image) {
-        rgb = malloc(S * S * 3);
+        rgb = malloc(Sh * Sw * 3);
         if (!rgb) {
             fail("out of memory");
             goto done;
@@ -180,7 +199,7 @@ int main(int argc, char **argv) {
                            &err) ||
             vit_preprocess_rgb(rgb, c, &img, &err))
             goto engine_fail;
-    } else if (read_raw(run.input, 3 * S * S, raw)) {
+    } else if (read_raw(run.input, 3 * Sh * Sw, raw)) {
         goto done;
     }
     vit_forward(&run, &vit);
@@ -189,17 +208,19 @@ int main(int argc, char **argv) {
         fail("%s: cannot create directory: %s", out, strerror(errno));
         goto done;
     }
-    const size_t s_input[3] = {3, S, S}, s_rgb[3] = {S, S, 3}, s_att[4] = {L, H, T, T},
-                 s_cls[1] = {C};
+    const size_t s_input[3] = {3, Sh, Sw}, s_rgb[3] = {Sh, Sw, 3}, s_att[4] = {L, H, T, T},
+                 s_cls[1] = {C}, s_pos[2] = {Npos, D};
     if (npy_f32(out, "input.npy", run.input, s_input, 3) ||
         (rgb && npy_write(out, "rgb.npy", "|u1", rgb, 1, s_rgb, 3)) ||
         npy_f32(out, "att.npy", run.att, s_att, 4) ||
+        npy_f32(out, "pos.npy", vit.w.pos_embed, s_pos, 2) ||
+        (vit.w.head_dist_w && npy_f32(out, "logits_dist.npy", run.logits_dist, s_cls, 1)) ||
         (C && (npy_f32(out, "logits.npy", run.logits, s_cls, 1) ||
                npy_f32(out, "probs.npy", run.probs, s_cls, 1))) ||
         write_config(out, &run, &vit))
         goto done;
-    printf("%s: S=%zu P=%d grid=%dx%d D=%d H=%zu L=%zu F=%d C=%zu -> %s\n", c->name, S,
-           c->patch_size, c->grid_h, c->grid_w, c->dim, H, L, c->mlp_dim, C, out);
+    printf("%s: S=%zux%zu P=%d grid=%dx%d Np=%d D=%d H=%zu L=%zu F=%d C=%zu -> %s\n", c->name, Sh,
+           Sw, c->patch_size, c->grid_h, c->grid_w, c->n_prefix, c->dim, H, L, c->mlp_dim, C, out);
     rc = 0;
     goto done;
 

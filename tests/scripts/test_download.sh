@@ -3,7 +3,11 @@
 # python http.server serving <repo>/resolve/main/<file> made from the shared
 # DeiT-Tiny. Checks the files land where the script says, the labels file has
 # 1000 lines in index order, a second run downloads nothing, an unknown name and a
-# missing file fail, and vitlens runs on what was downloaded.
+# missing file fail, and vitlens runs on what was downloaded. Then the other
+# families (DeiT distilled, DINO, DINOv2 with and without registers): the hub
+# serves small random-weight checkpoints of each family in timm's names
+# (tests/parity/test_families.py) under the repositories the script should ask
+# for; each request must hit exactly those, each download must run in vitlens.
 #   test_download.sh VITLENS SHARED_DIR WORK_DIR        (exit 77: no shared model)
 set -uo pipefail
 app=$(realpath "$1") shared=$(realpath -m "$2") work=$(realpath -m "$3")
@@ -62,6 +66,61 @@ check '[ $? -ne 0 ] && [ ! -e "$work/models/deit-small/model.safetensors" ]' \
   "a missing file on the hub fails and leaves no weights behind"
 "$dl" | grep -q dino-vits16
 check '[ $? -eq 0 ]' "without arguments it lists the models"
+
+# --- the other families: the requests the script makes, and vitlens on each download
+declare -A FAMILY=(  # name -> "hub repository|stand-in family in test_families.py|classifier"
+  [deit-tiny-distilled]="timm/deit_tiny_distilled_patch16_224.fb_in1k|deit_distilled_timm|1"
+  [deit-small-distilled]="timm/deit_small_distilled_patch16_224.fb_in1k|deit_distilled_timm|1"
+  [deit-base-distilled]="timm/deit_base_distilled_patch16_224.fb_in1k|deit_distilled_timm|1"
+  [vit-base-augreg]="timm/vit_base_patch16_224.augreg2_in21k_ft_in1k|vit_timm|1"
+  [dino-vits16]="timm/vit_small_patch16_224.dino|vit_timm|0"
+  [dino-vits8]="timm/vit_small_patch8_224.dino|dino_timm_p8|0"
+  [dino-vitb16]="timm/vit_base_patch16_224.dino|vit_timm|0"
+  [dinov2-vits14]="timm/vit_small_patch14_dinov2.lvd142m|dinov2_timm|0"
+  [dinov2-vits14-reg4]="timm/vit_small_patch14_reg4_dinov2.lvd142m|dinov2_reg4_timm|0"
+)
+# a stand-in of each family: 1000 classes for classifiers (the labels), none for backbones
+OMP_WAIT_POLICY=PASSIVE /usr/bin/python3 - "$src/tests/parity" "$hub" "${FAMILY[@]}" <<'PY'
+import sys
+from pathlib import Path
+sys.path.insert(0, sys.argv[1])
+import test_families as tf
+for entry in sys.argv[3:]:
+    repo, fam, cls = entry.split("|")
+    f = tf.spec(fam)
+    f["C"] = 1000 if cls == "1" else 0
+    tf.write_family(f, Path(sys.argv[2]) / repo / "resolve/main", seed=1)
+PY
+n0=$(wc -l < "$work/server.log")
+names=$(printf '%s\n' "${!FAMILY[@]}" | sort)
+out=$("$dl" $names 2>&1); rc=$?
+check '[ $rc -eq 0 ]' "download-model.sh $(echo $names) exits 0"
+got=$(tail -n +"$((n0 + 1))" "$work/server.log" | grep -o '"GET [^ ]*' | cut -c6- | sort)
+want=$(for name in $names; do
+  IFS='|' read -r repo fam cls <<<"${FAMILY[$name]}"
+  echo "/$repo/resolve/main/model.safetensors"; echo "/$repo/resolve/main/config.json"
+  [ "$cls" = 1 ] && echo "/google/vit-base-patch16-224/resolve/main/config.json"
+done | sort)
+check '[ "$got" = "$want" ]' "it asks the hub for exactly the families' repositories ($(echo "$got" | grep -c model.safetensors) models)"
+[ "$got" = "$want" ] || diff <(echo "$want") <(echo "$got") | sed 's/^/     /'
+photo=$work/photo.png
+/usr/bin/python3 -c "from PIL import Image; Image.new('RGB', (320, 240), (200, 80, 40)).save('$photo')"
+for name in $names; do
+  IFS='|' read -r repo fam cls <<<"${FAMILY[$name]}"
+  d=$work/models/$name
+  check 'cmp -s "$hub/$repo/resolve/main/model.safetensors" "$d/model.safetensors" && [ -s "$d/config.json" ]'     "$name: the weights and config.json arrive"
+  if [ "$cls" = 1 ]; then
+    check '[ "$(wc -l < "$d/labels.txt")" -eq 1000 ]' "$name: 1000 labels"
+    top=$("$app" --model "$d/model.safetensors" --labels "$d/labels.txt" --top 1 "$photo" 2>&1)
+    check 'echo "$top" | grep -q "^1 "' "$name: vitlens --top 1 runs: $top"
+  else
+    check '[ ! -e "$d/labels.txt" ]' "$name: a backbone, no labels"
+    size=; case $name in dinov2-*) size="--size 224" ;; esac
+    check 'echo "$out" | grep -qF -- "--model $d/model.safetensors $size"' "$name: it prints the command${size:+ with $size}"
+    exp=$("$app" --model "$d/model.safetensors" $size --export "$work/export-$name" "$photo" 2>&1)
+    check 'echo "$exp" | grep -q "^wrote "' "$name: vitlens --export runs: $exp"
+  fi
+done
 
 [ $fails -eq 0 ] && echo "download: all checks passed" || echo "download: $fails checks failed"
 [ $fails -eq 0 ]
