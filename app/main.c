@@ -307,6 +307,15 @@ typedef struct {
     float *map_norm; /* [N] normalised for display */
     uint8_t *mask;   /* [N] the attention mask */
     float *atlas;    /* [L * (H + 3), N] the overview's maps, normalised */
+    /* what the atlas on the GPU was computed for: a key that changes only the
+     * selection (the table's layer or head, the heads' head) redraws it, no more */
+    struct {
+        unsigned long loads; /* the scene (0: none) */
+        Overview mode;
+        int layer, rollout, query, shared; /* layer: OV_HEADS only */
+        float discard;
+        char legend_hi[32], legend_lo[32], legend_caption[32];
+    } atlas_of;
     float *distance; /* [L, H] mean attention distance of the scene, px */
     float map_lo, map_hi;
     float prefix_share[VIT_MAX_PREFIX];  /* [Np] the view's row at the prefix tokens */
@@ -380,6 +389,17 @@ static void app_update_overview(App *app) {
     const VitConfig *c = &sc->run.cfg;
     int K = c->n_heads + VIEW_N_FUSIONS, table = app->overview == OV_TABLE;
     int n = table ? c->n_layers * K : K;
+    const View *v = &app->view;
+    if (app->atlas_of.loads == app->loads && app->atlas_of.mode == app->overview &&
+        (table || app->atlas_of.layer == v->layer) && app->atlas_of.rollout == v->rollout &&
+        app->atlas_of.query == v->query && app->atlas_of.shared == app->shared_scale &&
+        (!v->rollout || app->atlas_of.discard == v->discard_ratio)) {
+        memcpy(app->legend_hi, app->atlas_of.legend_hi, sizeof app->legend_hi);
+        memcpy(app->legend_lo, app->atlas_of.legend_lo, sizeof app->legend_lo);
+        memcpy(app->legend_caption, app->atlas_of.legend_caption, sizeof app->legend_caption);
+        return; /* the same maps: only the selection moved */
+    }
+    app->atlas_of.loads = 0;
     float *range = malloc(2 * (size_t)n * sizeof *range); /* lo [n], hi [n] */
     VitError err;
     if (!range) {
@@ -408,6 +428,13 @@ static void app_update_overview(App *app) {
     }
     snprintf(app->legend_caption, sizeof app->legend_caption, "%s",
              app->shared_scale ? (table ? "each layer" : "the layer") : "each map");
+    app->atlas_of.loads = app->loads, app->atlas_of.mode = app->overview;
+    app->atlas_of.layer = v->layer, app->atlas_of.rollout = v->rollout;
+    app->atlas_of.query = v->query, app->atlas_of.shared = app->shared_scale;
+    app->atlas_of.discard = v->discard_ratio;
+    memcpy(app->atlas_of.legend_hi, app->legend_hi, sizeof app->legend_hi);
+    memcpy(app->atlas_of.legend_lo, app->legend_lo, sizeof app->legend_lo);
+    memcpy(app->atlas_of.legend_caption, app->legend_caption, sizeof app->legend_caption);
 }
 
 /* Recompute the map of the current view (and the overview, the mask) and upload it. */
@@ -431,7 +458,7 @@ static void app_update_map(App *app) {
     float lo, hi;
     map_normalize(app->map_norm, app->map, c->n_patches, &lo, &hi);
     if (app->shared_scale) {
-        if (view_layer_range(&lo, &hi, app->map_norm, &sc->run, &app->view, &err)) {
+        if (view_layer_range(&lo, &hi, &sc->run, &app->view, &err)) {
             app_set_error(app, err.msg);
             return;
         }

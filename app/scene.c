@@ -145,21 +145,42 @@ VitStatus view_map(float *out, const VitRun *run, const View *v, VitError *err) 
     return vit_map_fused(out, run, v->layer, (VitFusion)fusion, v->query, err);
 }
 
-VitStatus view_layer_range(float *lo, float *hi, float *scratch, const VitRun *run, const View *v,
-                           VitError *err) {
-    int N = run->cfg.n_patches;
-    *lo = 0.0f, *hi = 0.0f;
-    for (int h = 0; h < run->cfg.n_heads + VIEW_N_FUSIONS; h++) {
-        View w = *v;
-        w.head = h;
-        VitStatus rc = view_map(scratch, run, &w, err);
-        if (rc) return rc;
-        for (int p = 0; p < N; p++) {
-            if ((h == 0 && p == 0) || scratch[p] < *lo) *lo = scratch[p];
-            if ((h == 0 && p == 0) || scratch[p] > *hi) *hi = scratch[p];
+/* The raw maps of every head and fusion of layers [l0, l1) with v's kind, discard
+ * ratio and query: out [(l1 - l0) * (H + 3), N]. Rollout computes the layers'
+ * fused matrices once for all of them (vit_rollout_layers), not once per map. */
+static VitStatus layer_maps(float *out, const VitRun *run, const View *v, int l0, int l1,
+                            VitError *err) {
+    if (v->rollout)
+        return vit_rollout_layers(out, run, l0, l1 - l0, v->discard_ratio, v->query, err);
+    int K = run->cfg.n_heads + VIEW_N_FUSIONS, N = run->cfg.n_patches;
+    for (int l = l0; l < l1; l++)
+        for (int k = 0; k < K; k++) {
+            View w = *v;
+            w.layer = l, w.head = k;
+            VitStatus rc = view_map(out + ((size_t)(l - l0) * K + k) * N, run, &w, err);
+            if (rc) return rc;
         }
-    }
     return VIT_OK;
+}
+
+VitStatus view_layer_range(float *lo, float *hi, const VitRun *run, const View *v, VitError *err) {
+    size_t n = (size_t)(run->cfg.n_heads + VIEW_N_FUSIONS) * run->cfg.n_patches;
+    *lo = 0.0f, *hi = 0.0f;
+    float *maps = malloc(n * sizeof *maps);
+    if (!maps) {
+        if (err) {
+            err->code = VIT_ERR_NOMEM;
+            snprintf(err->msg, sizeof err->msg, "out of memory for the layer's maps");
+        }
+        return VIT_ERR_NOMEM;
+    }
+    VitStatus rc = layer_maps(maps, run, v, v->layer, v->layer + 1, err);
+    for (size_t i = 0; rc == VIT_OK && i < n; i++) {
+        if (i == 0 || maps[i] < *lo) *lo = maps[i];
+        if (i == 0 || maps[i] > *hi) *hi = maps[i];
+    }
+    free(maps);
+    return rc;
 }
 
 VitStatus overview_maps(float *out, float *lo, float *hi, const VitRun *run, const View *v,
@@ -167,15 +188,10 @@ VitStatus overview_maps(float *out, float *lo, float *hi, const VitRun *run, con
     const VitConfig *c = &run->cfg;
     int K = c->n_heads + VIEW_N_FUSIONS, N = c->n_patches;
     int l0 = table ? 0 : v->layer, l1 = table ? c->n_layers : v->layer + 1;
-    float *m = out;
+    VitStatus rc = layer_maps(out, run, v, l0, l1, err);
+    if (rc) return rc;
     for (int l = l0; l < l1; l++) {
-        float *first = m;
-        for (int k = 0; k < K; k++, m += N) {
-            View w = *v;
-            w.layer = l, w.head = k;
-            VitStatus rc = view_map(m, run, &w, err);
-            if (rc) return rc;
-        }
+        float *first = out + (size_t)(l - l0) * K * N;
         float llo = 0, lhi = 0;
         for (size_t i = 0; i < (size_t)K * N; i++) { /* the layer's range from its own maps */
             if (i == 0 || first[i] < llo) llo = first[i];

@@ -78,9 +78,8 @@ VitStatus view_map(float *out, const VitRun *run, const View *v, VitError *err);
 
 /* The smallest and largest raw value over the maps of every head and fusion
  * (H + 3 maps) of v's layer, with v's kind and query: a scale shared across the
- * layer, so that heads can be compared. scratch: [N]. */
-VitStatus view_layer_range(float *lo, float *hi, float *scratch, const VitRun *run, const View *v,
-                           VitError *err);
+ * layer, so that heads can be compared. Allocates [H + 3, N] scratch. */
+VitStatus view_layer_range(float *lo, float *hi, const VitRun *run, const View *v, VitError *err);
 
 /* The maps of an overview, normalised for display into out [n, gh, gw]:
  *   table 0: the heads and fusions of v's layer, n = H + 3 (map k: head k)

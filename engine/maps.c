@@ -222,6 +222,59 @@ VitStatus vit_rollout(float *out, const VitRun *run, int layer, int head, VitFus
     return rc;
 }
 
+VitStatus vit_rollout_layers(float *out, const VitRun *run, int layer0, int n_layers,
+                             float discard_ratio, int query, VitError *err) {
+    if (n_layers < 1 || layer0 < 0)
+        return vit_set_error(err, VIT_ERR_ARG, "rollout: layers %d + %d, expected >= 0 and >= 1",
+                             layer0, n_layers);
+    int top = layer0 + n_layers - 1;
+    VitStatus rc = check_rollout(run, top, 0, VIT_FUSE_MEAN, discard_ratio, query, err);
+    if (rc) return rc;
+    const VitConfig *c = &run->cfg;
+    int T = c->n_tokens, Np = c->n_prefix, N = c->n_patches, H = c->n_heads;
+    size_t TT = (size_t)T * T, K = (size_t)H + 3;
+    float *hat = malloc((size_t)(top + 1) * TT * sizeof(float)); /* Â_0 .. Â_top, one fusion */
+    Entry *scratch = discard_ratio > 0.0f ? malloc(TT * sizeof(Entry)) : NULL;
+    double *v = malloc(2 * (size_t)T * sizeof(double));
+    if (!hat || !v || (discard_ratio > 0.0f && !scratch)) {
+        free(hat), free(scratch), free(v);
+        return vit_set_error(err, VIT_ERR_NOMEM, "rollout: out of memory for %d x [%d, %d]",
+                             top + 1, T, T);
+    }
+    /* The same steps as rollout_row, in the same order, so every map is bit for bit
+     * the vit_rollout one; only the fused matrices are shared between the maps. */
+    for (int f = VIT_FUSE_MEAN; f <= VIT_FUSE_MIN; f++) {
+        for (int l = 0; l <= top; l++) {
+            float *a = hat + (size_t)l * TT;
+            fuse_heads(a, run, l, (VitFusion)f);
+            if (discard_ratio > 0.0f) discard_smallest(a, T, Np, discard_ratio, scratch);
+            add_identity_rownorm(a, T);
+        }
+        for (int l = layer0; l <= top; l++) {
+            float *o = out + (size_t)(l - layer0) * K * N;
+            for (int h = (f == VIT_FUSE_MEAN ? 0 : H); h < H; h++) { /* App. A.1, below: mean */
+                /* row `query` of rownorm(0.5 A + 0.5 I) of the head, as add_identity_rownorm */
+                const float *row = att_at(run, l, h) + (size_t)query * T;
+                float *tmp = (float *)(v + T); /* T floats fit in T doubles */
+                double sum = 0.0;
+                for (int col = 0; col < T; col++) {
+                    tmp[col] = 0.5f * row[col] + (col == query ? 0.5f : 0.0f);
+                    sum += tmp[col];
+                }
+                float inv = (float)(1.0 / sum);
+                for (int col = 0; col < T; col++) v[col] = (double)(tmp[col] * inv);
+                for (int j = l - 1; j >= 0; j--) row_times(v, v + T, hat + (size_t)j * TT, T);
+                for (int p = 0; p < N; p++) o[(size_t)h * N + p] = (float)v[Np + p];
+            }
+            for (int i = 0; i < T; i++) v[i] = i == query ? 1.0 : 0.0;
+            for (int j = l; j >= 0; j--) row_times(v, v + T, hat + (size_t)j * TT, T);
+            for (int p = 0; p < N; p++) o[(size_t)(H + f) * N + p] = (float)v[Np + p];
+        }
+    }
+    free(hat), free(scratch), free(v);
+    return VIT_OK;
+}
+
 VitStatus vit_prefix_share(float *out, const VitRun *run, int layer, int head, VitFusion fusion,
                            int rollout, float discard_ratio, int query, VitError *err) {
     if (rollout) {

@@ -366,6 +366,17 @@ VitStatus vit_map_fused(float *out, const VitRun *run, int layer, VitFusion fusi
 VitStatus vit_rollout(float *out, const VitRun *run, int layer, int head, VitFusion fusion,
                       float discard_ratio, int query, VitError *err);
 
+/* Every rollout map of layers layer0 .. layer0 + n_layers - 1 at once, as the
+ * app's overviews show them: out [n_layers, H + 3, N], per layer the per-head
+ * rollout of heads 0 .. H-1 (the layers below fused by the mean) and then the
+ * rollout with mean, max and min fusion, each bit for bit the vit_rollout call it
+ * stands for (same discard_ratio and query). Faster than those (H + 3) * n_layers
+ * calls: each fused, discarded matrix of the layers below is made once per
+ * fusion, not once per map. Allocates (layer0 + n_layers) * T^2 floats of scratch.
+ * Errors: those of vit_rollout, VIT_ERR_ARG for layer0 < 0 or n_layers < 1. */
+VitStatus vit_rollout_layers(float *out, const VitRun *run, int layer0, int n_layers,
+                             float discard_ratio, int query, VitError *err);
+
 /* The prefix-token part of the row a map is read from: out[Np], out[i] the
  * share of `query`'s attention (rollout: of its rolled-out row) that goes to
  * prefix token i (0 the CLS token, then the distillation and register tokens).

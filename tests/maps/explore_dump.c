@@ -11,7 +11,8 @@
  *   distance.npy  [L, H]     vit_attention_distance, px
  *   mask.npy      [F, M, N]  vit_mass_mask, 0 or 1
  *   kept.npy      [F, M]     its n_kept
- * Before that it checks that bad arguments give VIT_ERR_ARG.
+ * Before that it checks that bad arguments give VIT_ERR_ARG and that
+ * vit_rollout_layers equals vit_rollout map by map, bit for bit.
  * Exit status: 0 ok, 1 on any failure (message on stderr). */
 #include "npy.h"
 #include "vit.h"
@@ -71,6 +72,48 @@ static int check_arg_errors(const float *map, int n) {
     return ok;
 }
 
+/* vit_rollout_layers against one vit_rollout call per map: bit for bit equal,
+ * for every layer range ending anywhere, with and without discarding, from the
+ * CLS token and from a patch. */
+static int check_rollout_layers(const VitRun *run) {
+    const VitConfig *c = &run->cfg;
+    int L = c->n_layers, H = c->n_heads, K = H + 3, N = c->n_patches;
+    float *all = malloc((size_t)L * K * N * sizeof(float)),
+          *one = malloc((size_t)N * sizeof(float));
+    const float ratios[] = {0.0f, 0.5f};
+    const int queries[] = {0, c->n_prefix + N / 2};
+    VitError e;
+    int ok = all && one;
+    ok = ok && expect_arg(vit_rollout_layers(all, run, 0, 0, 0.0f, 0, &e), &e, "rollout 0 layers");
+    ok = ok && expect_arg(vit_rollout_layers(all, run, 0, L + 1, 0.0f, 0, &e), &e,
+                          "rollout past the last layer");
+    for (int r = 0; ok && r < 2; r++)
+        for (int q = 0; ok && q < 2; q++)
+            for (int l0 = 0; ok && l0<L; l0 += L> 2 ? L - 1 : 1) {
+                if (vit_rollout_layers(all, run, l0, L - l0, ratios[r], queries[q], &e)) {
+                    fprintf(stderr, "explore_dump: vit_rollout_layers: %s\n", e.msg);
+                    ok = 0;
+                }
+                for (int l = l0; ok && l < L; l++)
+                    for (int k = 0; ok && k < K; k++) {
+                        VitStatus rc = k < H ? vit_rollout(one, run, l, k, VIT_FUSE_MEAN, ratios[r],
+                                                           queries[q], &e)
+                                             : vit_rollout(one, run, l, -1, (VitFusion)(k - H),
+                                                           ratios[r], queries[q], &e);
+                        const float *got = all + ((size_t)(l - l0) * K + k) * N;
+                        if (rc || memcmp(got, one, (size_t)N * sizeof(float))) {
+                            fprintf(stderr,
+                                    "explore_dump: vit_rollout_layers(%d..) layer %d map %d "
+                                    "(discard %.1f, query %d) differs from vit_rollout\n",
+                                    l0, l, k, (double)ratios[r], queries[q]);
+                            ok = 0;
+                        }
+                    }
+            }
+    free(all), free(one);
+    return ok;
+}
+
 int main(int argc, char **argv) {
     if (argc != 12) {
         fprintf(stderr, "usage: explore_dump ATT MAPS OUT_DIR L H Np gh gw P M FRACTIONS\n");
@@ -120,6 +163,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "explore_dump: vit_attention_distance: %s\n", err.msg);
         goto done;
     }
+    if (!check_rollout_layers(&run)) goto done;
     for (int f = 0; f < F; f++)
         for (int m = 0; m < M; m++) {
             int k = -1;
