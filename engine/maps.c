@@ -64,12 +64,6 @@ typedef struct {
     uint32_t i;
 } Entry;
 
-static int cmp_entry(const void *a, const void *b) {
-    const Entry *x = a, *y = b;
-    if (x->v != y->v) return x->v < y->v ? -1 : 1;
-    return (x->i > y->i) - (x->i < y->i);
-}
-
 /* floor(ratio * n) with the ratio read as the shortest decimal (up to 9 places)
  * that gives back the same float: 0.9f is 0.89999998, and floor(0.89999998 * 90)
  * would discard 80 entries, not the 81 the caller meant. Integer arithmetic from
@@ -84,6 +78,32 @@ static size_t discard_count(float ratio, size_t n) {
     return (size_t)floor((double)ratio * (double)n);
 }
 
+/* The order of the discard: by value, ties by lower row-major index. */
+static int entry_less(const Entry *x, const Entry *y) {
+    return x->v < y->v || (x->v == y->v && x->i < y->i);
+}
+
+/* Reorder e[0, n) so that e[0, k) holds its k smallest entries in the order of
+ * entry_less (value, then index: a total order, so the set is unique), in any
+ * order among themselves: quickselect, O(n) on average where a full qsort is
+ * O(n log n). Every entry left of [lo, hi) is smaller than every entry in it. */
+static void select_smallest(Entry *e, size_t n, size_t k) {
+    size_t lo = 0, hi = n;
+    while (hi - lo > 1) {
+        Entry t, pivot = e[lo + (hi - lo) / 2];
+        e[lo + (hi - lo) / 2] = e[hi - 1], e[hi - 1] = pivot;
+        size_t store = lo;
+        for (size_t j = lo; j < hi - 1; j++)
+            if (entry_less(&e[j], &pivot)) t = e[j], e[j] = e[store], e[store++] = t;
+        e[hi - 1] = e[store], e[store] = pivot; /* the pivot in its sorted place */
+        if (store == k) return;
+        if (k < store)
+            hi = store;
+        else
+            lo = store + 1;
+    }
+}
+
 /* Zero the floor(ratio * T*(T-Np)) smallest entries of a[T, T] among the keys
  * that are patches (columns >= Np); ties: lower row-major index first. */
 static int discard_smallest(float *a, int T, int Np, float ratio, Entry *scratch) {
@@ -96,7 +116,7 @@ static int discard_smallest(float *a, int T, int Np, float ratio, Entry *scratch
         }
     size_t k = discard_count(ratio, n);
     if (k == 0) return 1;
-    qsort(scratch, n, sizeof *scratch, cmp_entry);
+    select_smallest(scratch, n, k);
     for (size_t j = 0; j < k; j++) a[scratch[j].i] = 0.0f;
     return 1;
 }
