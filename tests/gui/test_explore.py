@@ -311,22 +311,61 @@ def explore(app, a, model, chelsea, coffee, saves):
     bar0 = bar_height(app.shot())
     app.key("f", fullscreen=1)
     app.wait_state("fullscreen", window="1280,1024")
-    app.key("h", help=1)
-    # Without a window manager Xvfb keeps the X window where it was, so a screenshot
-    # would cut the frame: S reads the frame as drawn (1280x1024) instead.
-    run(["xdotool", "key", "s"])
-    line = app.wait_line(lambda s: s.startswith("saved "), "saved in fullscreen")
-    full = np.asarray(Image.open(line[6:]).convert("RGB")).astype(np.int16)
-    check(full.shape[:2] == (1024, 1280), f"fullscreen: the frame fills the screen {full.shape}")
-    save(full, os.path.join(out, "fullscreen_help.png"))
-    x2, y2, s2 = app.image_rect()
-    bar1 = bar_height(full)
+    # Xvfb has no window manager to give a fullscreen window the screen: SDL sizes its
+    # frame to 1280x1024 but the X window (and the GL drawable) stay as they were, so
+    # both screenshots and S's read-back would cut the frame. Do the manager's part.
+    n = app.frame
+    run(["xdotool", "windowmove", "--sync", app.wid, "0", "0"])
+    run(["xdotool", "windowsize", "--sync", app.wid, "1280", "1024"])
+    app.geom = None  # grab the window where it is now
+    app.wait_line(lambda s: s.startswith("frame ") and app.frame > n, "redrawn on the screen")
+
+    def saved_frame(what):  # S: the frame as drawn
+        run(["xdotool", "key", "s"])
+        line = app.wait_line(lambda s: s.startswith("saved "), what)
+        return np.asarray(Image.open(line[6:]).convert("RGB")).astype(np.int16)
+    no_help = saved_frame("saved in fullscreen")
+    screen = app.shot()
+    save(no_help, os.path.join(out, "fullscreen.png"))
+    bar1 = bar_height(no_help)
+    check(no_help.shape[:2] == (1024, 1280) and diff(no_help[:-bar1], screen[:-bar1]) < 0.5,
+          f"fullscreen: the frame fills the screen {no_help.shape}, S saves it as shown "
+          "(above the status line, which says it saved)")
     check(bar1 > bar0, f"fullscreen: the status bar and its text grow with the window "
           f"({bar0} -> {bar1} px)")
+    x2, y2, s2 = app.image_rect()
     check(y2 + s2 <= 1024 - bar1, "the status bar is below the image, not on it")
-    dark = (full.max(axis=-1) < 40).mean(axis=1)
-    rows = np.flatnonzero(dark > 0.5)
-    check(rows.size > 500, f"the help panel lists every key ({rows.size} px tall)")
+    app.key("h", help=1)
+    full = saved_frame("saved in fullscreen with help")
+    save(full, os.path.join(out, "fullscreen_help.png"))
+    # H against the same frame without it: a panel over the view (above the status
+    # line, whose notice changes with each S), and in it one line of text per key,
+    # the key in the accent colour and what it does in the text colour
+    changed = np.abs(full - no_help).max(axis=-1) > 8
+    changed[1024 - bar1 - 2:] = False
+    ys, xs = np.nonzero(changed)
+    check(ys.size and ys.ptp() > 512 and xs.ptp() > 400,
+          f"H draws a panel over the frame ({xs.ptp() if xs.size else 0}x"
+          f"{ys.ptp() if ys.size else 0} px changed)")
+    panel = full[ys.min():ys.max() + 1, xs.min():xs.max() + 1]
+    inside = changed[ys.min():ys.max() + 1, xs.min():xs.max() + 1]
+
+    def lines(mask, gap=6):  # bands of rows with text pixels, [first, last] row
+        rows, out = np.flatnonzero(mask.any(axis=1)), []
+        for r in rows:
+            if out and r - out[-1][1] <= gap:  # a glyph's thin rows, not a new line
+                out[-1][1] = r
+            else:
+                out.append([r, r])
+        return out
+    keys = lines(near(panel, (252, 232, 38), 60) & inside)  # accent bar, title, keys
+    what = lines(near(panel, (237, 240, 242), 60) & inside)
+    n_keys = open(os.path.join(os.path.dirname(__file__), "..", "..", "app", "main.c")).read() \
+        .split("KEYS[][2] = {", 1)[1].split("};", 1)[0].count("\n    {")
+    check(len(keys) == n_keys + 2 and len(what) == n_keys and
+          all(k[0] <= w[1] and w[0] <= k[1] for k, w in zip(keys[2:], what)),
+          f"the help panel lists every key: {len(keys)} lines in the accent colour (bar, title "
+          f"and keys), {len(what)} descriptions, each beside its key, for {n_keys} keys")
     app.key("h", help=0)
     app.key("f", fullscreen=0)
     quit_app(app)
