@@ -1,12 +1,14 @@
 #!/usr/bin/python3
 """The explorer's features in the window under Xvfb (issue 4), on DeiT-Tiny with
 chelsea.png and coffee.png given together (a slideshow). Reuses test_gui.py's App
-driver (VITLENS_TRACE frame lines for synchronisation, `import` screenshots) and
-checks each feature on the pixels: the query patch and its box, hover tooltips,
+driver (VITLENS_TRACE frame lines for synchronisation, screenshots) and checks
+each feature on the pixels: the photo seen through the map at the default
+opacity, the query patch and its box, hover tooltips,
 the heads grid and the layers x heads table (clicks open thumbnails), the top-5
 panel's bars, the colormaps and the colour bar, per-map vs shared scale,
 bilinear upsampling, the mask outline, the attention distance plot, S, N / P,
-F (fullscreen) and the help overlay.
+F (fullscreen) and the help overlay. It also writes screenshot.png, the
+README's docs/screenshot.png.
 
   xvfb-run -a -s "-screen 0 1280x1024x24" /usr/bin/python3 test_explore.py \
       --app build/vitlens --shared ../shared --out build/tests/gui/explore
@@ -62,6 +64,19 @@ def hottest(app, img, lut, G=14):
     return int(r), int(q), int(d.min())
 
 
+def detail(app, img, G=14):
+    """The crop's luminance (0..255) minus its mean in each patch, 4 px in from the
+    patch borders (grid lines, the query box): with nearest upsampling the map is
+    flat in a patch, so this is the photo's detail alone, scaled by how much of the
+    photo the overlay lets through."""
+    crop = app.crop(img).astype(np.float64) @ np.array([0.299, 0.587, 0.114])
+    ey = [round(i * crop.shape[0] / G) for i in range(G + 1)]
+    ex = [round(i * crop.shape[1] / G) for i in range(G + 1)]
+    parts = [crop[ey[r] + 4:ey[r + 1] - 4, ex[c] + 4:ex[c + 1] - 4] for r in range(G)
+             for c in range(G)]
+    return np.concatenate([(p - p.mean()).ravel() for p in parts])
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--app", required=True)
@@ -105,9 +120,51 @@ def explore(app, a, model, chelsea, coffee, saves):
     app.wait_state("first frame", busy=0, scene=1)
     app.wid = find_window(app)
     run(["xdotool", "windowfocus", "--sync", app.wid])
+    # -- the photo under the map: at the default opacity the overlay is
+    # mix(photo, colour, 0.6) and the map is flat inside a patch, so the photo's
+    # detail there is the photo's own (with O: no overlay) at 1 - 0.6 of its contrast
+    check(app.state["opacity"] == "0.60" and app.state["bilinear"] == "0",
+          "the default view: opacity 0.6, nearest upsampling")
+    over = app.shot()
+    app.key("o", overlay=0)
+    dp = detail(app, app.shot())
+    app.key("o", overlay=1)
+    do = detail(app, over)
+    k, rho = float(do @ dp / (dp @ dp)), float(np.corrcoef(do, dp)[0, 1])
+    check(dp.std() > 5 and rho > 0.95 and abs(k - 0.4) < 0.05,
+          f"the photo shows through the map: its detail at {k:.3f} of full contrast "
+          f"(1 - opacity = 0.4), correlation {rho:.3f}")
+
+    # -- the README's screenshot (docs/screenshot.png): layer 6's mean attention from
+    # a patch on the cat's eye, bilinear, with the top-5 and attention distance panels
+    app.key("d", distance=1)
+    for l in range(L - 2, 4, -1):
+        app.key("Left", layer=l)
+    app.key("l", query=Np + 7 * G + 7)
+    for r in (6, 5, 4):
+        app.key("i", query=Np + r * G + 7)
+    for c in (6, 5, 4):
+        app.key("j", query=Np + 4 * G + c)
+    app.key("b", bilinear=1)
+    save(app.shot(), os.path.join(out, "screenshot.png"))
+    print(f"     wrote {os.path.join(out, 'screenshot.png')}")
+    app.key("b", bilinear=0)
+    for r in (5, 6, 7):  # the keyboard cursor back to the centre, then the CLS token
+        app.key("k", query=Np + r * G + 4)
+    for c in (5, 6, 7):
+        app.key("l", query=Np + 7 * G + c)
+    app.key("c", query=0)
+    for l in range(6, L):
+        app.key("Right", layer=l)
+    app.key("d", distance=0)
+    check(diff(over, app.shot()) == 0, "back to the first view")
+
     for op in ("0.70", "0.80", "0.90", "1.00"):  # pure colormap colours: readable values
         app.key("plus", opacity=op)
     cls = app.shot()
+    k1 = float(detail(app, cls) @ dp / (dp @ dp))
+    check(abs(k1) < 0.02, f"at opacity 1 the map hides the photo ({k1:.3f}): the check "
+          "above can fail")
     x, y, side = app.image_rect()
 
     # -- query patch: L makes the cursor's (centre) patch the query, boxed in pink

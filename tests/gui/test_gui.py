@@ -548,7 +548,7 @@ def test(app, args, chelsea, coffee, model):
     app.key("Up", head=H + 1)
     app.key("Up", head=H)  # mean
 
-    # -- the docs screenshot: chelsea, layer 6, mean of the heads, overlay on
+    # -- a reference screenshot: chelsea, layer 6, mean of the heads, overlay on
     base = app.shot()
     base_crop = app.crop(base)  # before the layout changes (error line, resize)
     save(base, os.path.join(out, "screenshot.png"))
