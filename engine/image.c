@@ -9,7 +9,8 @@
  * Resize of a PIL image is Pillow's Image.resize, a separable convolution with
  * 8-bit rounding after each pass (libImaging/Resample.c). It is reproduced
  * here bit for bit so that, from the same decoded pixels, the model sees the
- * same input as under PyTorch, not merely a similar one.
+ * same input as under PyTorch, not merely a similar one. Only the pixels the
+ * crop keeps are resampled (pil_resize_crop), for every mode.
  * Decoding is stb_image's: PNG (lossless) matches Pillow exactly; a JPEG can
  * differ from Pillow's libjpeg-turbo by a level or two on ~1% of pixels
  * (tests/parity measures it), before any resizing. */
@@ -45,7 +46,108 @@ static int png_declared_size(FILE *f, uint32_t *w, uint32_t *h) {
     return 1;
 }
 
+/* Debian 12's stb_image (2.27) writes past its Huffman tables when a JPEG's DHT
+ * segment declares more than 256 codes in one table: stbi__build_huffman fills
+ * size[257] and the table's values[256] with as many entries as the 16 counts add
+ * up to, up to 4080 (tests/fuzz found it; it corrupts the heap). stbi_info already
+ * reads the tables, so the file is checked before stb sees it: walk the marker
+ * segments as stb does (fill bytes, stuffed bytes and restart markers in the
+ * entropy-coded data, DHT segments between scans) and return the first table's
+ * count over 256, or 0 when there is none or the file is not a JPEG. */
+static int jpeg_huffman_overflow(FILE *f) {
+    int c;
+    if (fseek(f, 0, SEEK_SET) != 0 || getc(f) != 0xFF) return 0;
+    while ((c = getc(f)) == 0xFF) {
+    }
+    if (c != 0xD8) return 0; /* SOI: stb skips fill bytes before it too */
+    for (;;) {
+        if ((c = getc(f)) == EOF) return 0;
+        if (c != 0xFF) continue; /* entropy-coded data */
+        while ((c = getc(f)) == 0xFF) {
+        }
+        if (c == EOF || c == 0xD9) return 0;                              /* EOI */
+        if (c == 0x00 || c == 0x01 || (c >= 0xD0 && c <= 0xD8)) continue; /* no length */
+        int hi = getc(f), lo = getc(f);
+        if (hi == EOF || lo == EOF) return 0;
+        long len = (long)(hi << 8 | lo) - 2;
+        if (c != 0xC4) { /* not a DHT: skip the segment */
+            if (len > 0 && fseek(f, len, SEEK_CUR) != 0) return 0;
+            continue;
+        }
+        /* stb's loop over the tables of one DHT segment. Past the end of the file stb
+         * reads zeros and goes on: so does this (a file cut inside its counts still
+         * adds up to them; the fuzzer found that one too). */
+        while (len > 0) {
+            int n = 0;
+            getc(f); /* table class and id */
+            for (int i = 0; i < 16; i++) {
+                int k = getc(f);
+                n += k == EOF ? 0 : k;
+            }
+            if (n > 256) return n;
+            if (fseek(f, n, SEEK_CUR) != 0) return 0;
+            len -= 17 + n;
+        }
+    }
+}
+
+/* A PNM as stb_image tells one: "P5" (grey) or "P6" (RGB). Leaves f rewound. */
+static int is_pnm(FILE *f) {
+    uint8_t b[2];
+    int yes = fseek(f, 0, SEEK_SET) == 0 && fread(b, 1, 2, f) == 2 && b[0] == 'P' &&
+              (b[1] == '5' || b[1] == '6');
+    rewind(f);
+    return yes;
+}
+
+/* Debian's stb_image 2.27 reads a PNM header's numbers into an int with no bound
+ * (stbi__pnm_getinteger: signed overflow, undefined behaviour; tests/fuzz found it
+ * with a 60-digit width). Read the width, height and maxval as stb does (whitespace
+ * and # comments between them) and return 1 when one is over INT_MAX. Leaves f rewound. */
+static int pnm_number_overflows(FILE *f) {
+    if (!is_pnm(f) || fseek(f, 2, SEEK_SET) != 0) return 0;
+    int c = getc(f), over = 0;
+    for (int k = 0; k < 3 && !over; k++) {
+        for (;;) {
+            while (c == ' ' || (c >= '\t' && c <= '\r')) c = getc(f); /* stb's pnm_isspace */
+            if (c != '#') break;
+            while (c != EOF && c != '\n' && c != '\r') c = getc(f);
+        }
+        int64_t v = 0;
+        for (; c >= '0' && c <= '9' && !over; c = getc(f))
+            over = (v = v * 10 + (c - '0')) > INT_MAX;
+        if (v == 0) break; /* stb stops there too */
+    }
+    rewind(f);
+    return over;
+}
+
+/* A 16-bit PNM (maxval over 255) as 8-bit RGB [h, w, 3], stb_image-allocated. Debian's
+ * stb_image 2.27 gets these wrong twice: asked for RGB it converts the channels as if
+ * they were 8-bit (stbi__convert_format, not ..._format16) and then reads twice the
+ * buffer that made, a heap overflow on any 16-bit grey PGM (tests/fuzz found it); and
+ * it keeps the big-endian samples in file order, so its "high byte" is the low one.
+ * Here the samples are read as they are, the first (most significant) byte of each
+ * is kept, as for 16-bit PNGs, and grey is replicated. maxval scales nothing, as in
+ * stb_image's 8-bit PNMs. NULL on error (stbi_failure_reason says why). */
+static uint8_t *load_pnm16(FILE *f, int *w, int *h) {
+    int comp;
+    uint16_t *px = stbi_load_from_file_16(f, w, h, &comp, 0);
+    if (!px) return NULL;
+    const uint8_t *be = (const uint8_t *)px; /* sample i is bytes 2i (high), 2i + 1 */
+    size_t n = (size_t)*w * (size_t)*h;
+    uint8_t *rgb = (comp == 1 || comp == 3) ? STBI_MALLOC(n * 3) : NULL;
+    for (size_t i = 0; rgb && i < n; i++)
+        for (int ch = 0; ch < 3; ch++) rgb[3 * i + ch] = be[2 * (i * comp + (comp == 3 ? ch : 0))];
+    stbi_image_free(px);
+    return rgb;
+}
+
 VitStatus vit_image_load(VitImage *img, const char *path, VitError *err) {
+    return vit_image_load_max(img, path, VIT_MAX_IMAGE_PIXELS, err);
+}
+
+VitStatus vit_image_load_max(VitImage *img, const char *path, uint64_t max_pixels, VitError *err) {
     memset(img, 0, sizeof *img);
     struct stat sb;
     if (stat(path, &sb) != 0)
@@ -58,29 +160,44 @@ VitStatus vit_image_load(VitImage *img, const char *path, VitError *err) {
         fclose(f);
         return vit_set_error(err, VIT_ERR_IMAGE, "%s: file is empty (0 bytes), not an image", path);
     }
+    int n_codes = jpeg_huffman_overflow(f);
+    if (n_codes) {
+        fclose(f);
+        return vit_set_error(err, VIT_ERR_IMAGE,
+                             "%s: corrupt JPEG: a Huffman table declares %d codes, at most 256",
+                             path, n_codes);
+    }
+    if (pnm_number_overflows(f)) {
+        fclose(f);
+        return vit_set_error(err, VIT_ERR_IMAGE,
+                             "%s: corrupt PNM: a number in its header is over %d", path, INT_MAX);
+    }
+    rewind(f);
     /* The declared size first: nothing is decoded or allocated for an image over the limit. */
     int w, h, comp;
     if (!stbi_info_from_file(f, &w, &h, &comp)) {
         uint32_t pw, ph;
         int png = png_declared_size(f, &pw, &ph);
         fclose(f);
-        if (png && (uint64_t)pw * ph > VIT_MAX_IMAGE_PIXELS)
+        if (png && (uint64_t)pw * ph > max_pixels)
             return vit_set_error(err, VIT_ERR_IMAGE,
-                                 "%s: image is %ux%u px, more than the limit of %u pixels", path,
-                                 pw, ph, VIT_MAX_IMAGE_PIXELS);
+                                 "%s: image is %ux%u px, more than the limit of %llu pixels", path,
+                                 pw, ph, (unsigned long long)max_pixels);
         return vit_set_error(err, VIT_ERR_IMAGE, "%s: not an image vitlens can read (%s)", path,
                              stbi_failure_reason());
     }
-    if (w < 1 || h < 1 || (uint64_t)w * (uint64_t)h > VIT_MAX_IMAGE_PIXELS) {
+    if (w < 1 || h < 1 || (uint64_t)w * (uint64_t)h > max_pixels) {
         fclose(f);
         if (w < 1 || h < 1)
             return vit_set_error(err, VIT_ERR_IMAGE, "%s: image is %dx%d px: empty", path, w, h);
         return vit_set_error(err, VIT_ERR_IMAGE,
-                             "%s: image is %dx%d px, more than the limit of %u pixels", path, w, h,
-                             VIT_MAX_IMAGE_PIXELS);
+                             "%s: image is %dx%d px, more than the limit of %llu pixels", path, w,
+                             h, (unsigned long long)max_pixels);
     }
     /* req_comp 3: grey is replicated and alpha dropped, as PIL's convert('RGB'). */
-    uint8_t *rgb = stbi_load_from_file(f, &w, &h, &comp, 3);
+    uint8_t *rgb = is_pnm(f) && stbi_is_16_bit_from_file(f)
+                       ? load_pnm16(f, &w, &h)
+                       : stbi_load_from_file(f, &w, &h, &comp, 3);
     fclose(f);
     if (!rgb)
         return vit_set_error(err, VIT_ERR_IMAGE,
@@ -146,44 +263,47 @@ static const Filter FILTER_BICUBIC = {bicubic, 2.0}, FILTER_BILINEAR = {bilinear
 
 typedef struct {
     int ksize;  /* taps per output pixel (max) */
-    int *first; /* [out] first input index */
-    int *count; /* [out] taps used */
-    int32_t *k; /* [out, ksize] fixed-point weights */
+    int *first; /* [n] first input index */
+    int *count; /* [n] taps used */
+    int32_t *k; /* [n, ksize] fixed-point weights */
 } Taps;
 
-/* Weights mapping in_size samples to out_size: the filter is stretched by the
- * downscale factor (antialiasing), each output's weights are normalised to sum
- * 1 in double, then rounded half away from zero to fixed point. */
-static int taps_init(Taps *tp, int in_size, int out_size, const Filter *f) {
+/* Weights mapping in_size samples to out_size with filter f, for the n outputs
+ * o0 .. o0+n-1: the filter is stretched by the downscale factor (antialiasing),
+ * each output's weights are normalised to sum 1 in double, then rounded half away
+ * from zero to fixed point. An output's weights depend only on its index, so the
+ * outputs of a crop come out exactly as they would in the whole resize. */
+static int taps_init(Taps *tp, int in_size, int out_size, const Filter *f, int o0, int n) {
     double scale = (double)in_size / out_size, filterscale = scale < 1.0 ? 1.0 : scale;
     double support = f->support * filterscale;
     int ksize = (int)ceil(support) * 2 + 1;
     tp->ksize = ksize;
-    tp->first = malloc((size_t)out_size * sizeof(int));
-    tp->count = malloc((size_t)out_size * sizeof(int));
-    tp->k = calloc((size_t)out_size * (size_t)ksize, sizeof(int32_t));
+    tp->first = malloc((size_t)n * sizeof(int));
+    tp->count = malloc((size_t)n * sizeof(int));
+    tp->k = calloc((size_t)n * (size_t)ksize, sizeof(int32_t));
     double *w = malloc((size_t)ksize * sizeof(double));
     if (!tp->first || !tp->count || !tp->k || !w) {
         free(w);
         return 0;
     }
-    for (int o = 0; o < out_size; o++) {
+    for (int i = 0; i < n; i++) {
+        int o = o0 + i;
         double center = (o + 0.5) * scale, ss = 1.0 / filterscale, sum = 0.0;
         int lo = (int)(center - support + 0.5), hi = (int)(center + support + 0.5);
         if (lo < 0) lo = 0;
         if (hi > in_size) hi = in_size;
-        int n = hi - lo;
-        for (int i = 0; i < n; i++) {
-            w[i] = f->fn((i + lo - center + 0.5) * ss);
-            sum += w[i];
+        int m = hi - lo;
+        for (int j = 0; j < m; j++) {
+            w[j] = f->fn((j + lo - center + 0.5) * ss);
+            sum += w[j];
         }
-        for (int i = 0; i < n; i++) {
-            double v = sum != 0.0 ? w[i] / sum : w[i];
-            tp->k[(size_t)o * ksize + i] = (int32_t)(v < 0 ? -0.5 + v * (1 << PRECISION_BITS)
+        for (int j = 0; j < m; j++) {
+            double v = sum != 0.0 ? w[j] / sum : w[j];
+            tp->k[(size_t)i * ksize + j] = (int32_t)(v < 0 ? -0.5 + v * (1 << PRECISION_BITS)
                                                            : 0.5 + v * (1 << PRECISION_BITS));
         }
-        tp->first[o] = lo;
-        tp->count[o] = n;
+        tp->first[i] = lo;
+        tp->count[i] = m;
     }
     free(w);
     return 1;
@@ -201,67 +321,83 @@ static uint8_t clip8(int32_t v) {
     return v > 255 ? 255 : (uint8_t)v;
 }
 
-/* One separable pass over RGB8. Horizontal: out[h, out_n, 3] from in[h, w, 3]
- * along x. Vertical: out[out_n, w, 3] from in[h, w, 3] along y. */
-static void resample_pass(uint8_t *out, const uint8_t *in, int w, int h, const Taps *tp, int out_n,
-                          int horizontal) {
-    if (horizontal) {
-        for (int y = 0; y < h; y++)
-            for (int o = 0; o < out_n; o++) {
-                const int32_t *k = tp->k + (size_t)o * tp->ksize;
-                const uint8_t *src = in + ((size_t)y * w + tp->first[o]) * 3;
-                int32_t s0 = 1 << (PRECISION_BITS - 1), s1 = s0, s2 = s0;
-                for (int i = 0; i < tp->count[o]; i++) {
-                    s0 += src[3 * i + 0] * k[i];
-                    s1 += src[3 * i + 1] * k[i];
-                    s2 += src[3 * i + 2] * k[i];
-                }
-                uint8_t *d = out + ((size_t)y * out_n + o) * 3;
-                d[0] = clip8(s0), d[1] = clip8(s1), d[2] = clip8(s2);
-            }
-    } else {
-        for (int o = 0; o < out_n; o++) {
-            const int32_t *k = tp->k + (size_t)o * tp->ksize;
-            for (int x = 0; x < w; x++) {
-                int32_t s0 = 1 << (PRECISION_BITS - 1), s1 = s0, s2 = s0;
-                for (int i = 0; i < tp->count[o]; i++) {
-                    const uint8_t *src = in + ((size_t)(tp->first[o] + i) * w + x) * 3;
-                    s0 += src[0] * k[i];
-                    s1 += src[1] * k[i];
-                    s2 += src[2] * k[i];
-                }
-                uint8_t *d = out + ((size_t)o * w + x) * 3;
-                d[0] = clip8(s0), d[1] = clip8(s1), d[2] = clip8(s2);
-            }
+/* Pillow's horizontal pass on one row of RGB8: out[n, 3] from input row y of img,
+ * one output pixel per tap set; without taps (the width keeps its size) the n
+ * pixels from column left are copied. */
+static void resample_row(uint8_t *out, const VitImage *img, int y, const Taps *tp, int left,
+                         int n) {
+    const uint8_t *row = img->rgb + (size_t)y * img->w * 3;
+    if (!tp) {
+        memcpy(out, row + (size_t)left * 3, (size_t)n * 3);
+        return;
+    }
+    for (int o = 0; o < n; o++) {
+        const int32_t *k = tp->k + (size_t)o * tp->ksize;
+        const uint8_t *src = row + (size_t)tp->first[o] * 3;
+        int32_t s0 = 1 << (PRECISION_BITS - 1), s1 = s0, s2 = s0;
+        for (int i = 0; i < tp->count[o]; i++) {
+            s0 += src[3 * i + 0] * k[i];
+            s1 += src[3 * i + 1] * k[i];
+            s2 += src[3 * i + 2] * k[i];
         }
+        out[3 * o + 0] = clip8(s0), out[3 * o + 1] = clip8(s1), out[3 * o + 2] = clip8(s2);
     }
 }
 
-/* Pillow Image.resize((rw, rh), BICUBIC or BILINEAR) of RGB8: horizontal pass
- * first, each pass skipped when that side keeps its size. out: [rh, rw, 3]. */
-static int pil_resize(uint8_t *out, const VitImage *img, int rw, int rh, const Filter *f) {
-    uint8_t *tmp = NULL;
-    const uint8_t *src = img->rgb;
-    int w = img->w, ok = 0;
+/* The cw x ch crop at (left, top) of Pillow's Image.resize((rw, rh), BICUBIC or
+ * BILINEAR) of RGB8, out: [ch, cw, 3]. Pillow resizes horizontally first, each
+ * row rounded to 8 bits, then vertically, and skips the pass of a side that keeps
+ * its size. Only the crop is computed: the cw output columns of the horizontal
+ * pass, on the input rows that the ch output rows of the vertical pass read. The
+ * vertical pass streams: each input row, once resampled horizontally, is added
+ * into the int32 sums of the output rows whose taps cover it, in input-row order,
+ * which is the order of Pillow's sum over taps. Every output pixel is the same sum
+ * as in the whole resize, so the crop is bit-exact, while memory is the crop's
+ * (ch x cw sums and one row) and does not grow with the resized size (a 2 x 500000
+ * px image resized to a 36 px short side is 340 M pixels; its crop is 36 x 36) or
+ * with the image's height (squashing that strip to 224 x 224 px no longer keeps
+ * 500000 resampled rows). */
+static int pil_resize_crop(uint8_t *out, const VitImage *img, int rw, int rh, const Filter *f,
+                           int left, int top, int cw, int ch) {
     Taps th = {0}, tv = {0};
-    if (rw != img->w) {
-        tmp = malloc((size_t)img->h * rw * 3);
-        if (!tmp || !taps_init(&th, img->w, rw, f)) goto done;
-        resample_pass(rh == img->h ? out : tmp, src, img->w, img->h, &th, rw, 1);
-        src = tmp;
-        w = rw;
+    uint8_t *row = NULL;
+    int32_t *acc = NULL;
+    int ok = 0;
+    size_t n_row = (size_t)cw * 3;
+    if (rw != img->w && !taps_init(&th, img->w, rw, f, left, cw)) goto done;
+    const Taps *h = rw != img->w ? &th : NULL;
+    if (rh == img->h) { /* no vertical pass: output row y is input row top + y */
+        for (int y = 0; y < ch; y++) resample_row(out + y * n_row, img, top + y, h, left, cw);
+        ok = 1;
+        goto done;
     }
-    if (rh != img->h) {
-        if (!taps_init(&tv, img->h, rh, f)) goto done;
-        resample_pass(out, src, w, img->h, &tv, rh, 0);
-    } else if (rw == img->w) {
-        memcpy(out, img->rgb, (size_t)rw * rh * 3);
+    row = malloc(n_row);
+    acc = malloc((size_t)ch * n_row * sizeof *acc);
+    if (!row || !acc || !taps_init(&tv, img->h, rh, f, top, ch)) goto done;
+    for (size_t i = 0; i < (size_t)ch * n_row; i++) acc[i] = 1 << (PRECISION_BITS - 1);
+    /* An output row's taps start (first) and end (first + count) at input rows that
+     * never decrease with the output row. */
+    int y1 = 0, o_lo = 0;
+    for (int o = 0; o < ch; o++)
+        if (tv.first[o] + tv.count[o] > y1) y1 = tv.first[o] + tv.count[o];
+    for (int y = tv.first[0]; y < y1; y++) {
+        while (o_lo < ch && tv.first[o_lo] + tv.count[o_lo] <= y) o_lo++;
+        if (o_lo < ch && tv.first[o_lo] > y) continue; /* a row no output reads */
+        resample_row(row, img, y, h, left, cw);
+        for (int o = o_lo; o < ch && tv.first[o] <= y; o++) {
+            int i = y - tv.first[o];
+            if (i >= tv.count[o]) continue;
+            int32_t k = tv.k[(size_t)o * tv.ksize + i], *a = acc + o * n_row;
+            for (size_t j = 0; j < n_row; j++) a[j] += row[j] * k;
+        }
     }
+    for (size_t i = 0; i < (size_t)ch * n_row; i++) out[i] = clip8(acc[i]);
     ok = 1;
 done:
     taps_free(&th);
     taps_free(&tv);
-    free(tmp);
+    free(row);
+    free(acc);
     return ok;
 }
 
@@ -333,17 +469,10 @@ static VitStatus resize_crop(uint8_t *out, Geometry *geo, const VitConfig *cfg, 
         return vit_set_error(err, VIT_ERR_ARG,
                              "preprocess: resize to %dx%d cannot be cropped to %dx%d", g.rw, g.rh,
                              Sw, Sh);
-    uint8_t *resized = malloc((size_t)g.rw * g.rh * 3);
-    if (!resized || !pil_resize(resized, img, g.rw, g.rh, g.filter)) {
-        free(resized);
+    if (!pil_resize_crop(out, img, g.rw, g.rh, g.filter, g.left, g.top, Sw, Sh))
         return vit_set_error(err, VIT_ERR_NOMEM,
                              "preprocess: out of memory resizing %dx%d to %dx%d", img->w, img->h,
                              g.rw, g.rh);
-    }
-    for (int y = 0; y < Sh; y++)
-        memcpy(out + (size_t)y * Sw * 3, resized + ((size_t)(y + g.top) * g.rw + g.left) * 3,
-               (size_t)Sw * 3);
-    free(resized);
     if (geo) *geo = g;
     return VIT_OK;
 }

@@ -22,6 +22,10 @@ const char *vit_basename(const char *path);
  * 0 when the count overflows size_t (then *n_floats = SIZE_MAX). */
 int vit_run_floats(const VitConfig *c, size_t *n_floats);
 
+/* vit_image_load with a pixel limit other than VIT_MAX_IMAGE_PIXELS: tests/fuzz
+ * uses a smaller one, so that no run spends seconds decoding 100 M pixels. */
+VitStatus vit_image_load_max(VitImage *img, const char *path, uint64_t max_pixels, VitError *err);
+
 /* --- safetensors (engine/safetensors.c) ---------------------------------- */
 
 typedef enum { ST_F32, ST_F16, ST_BF16, ST_OTHER } StDtype;

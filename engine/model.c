@@ -212,10 +212,18 @@ static int cfg_int(const cJSON *obj, const char *k, int *out) {
     return 1;
 }
 
+/* The range is checked on the float the engine keeps: 1e-90 is above 0 as a double
+ * but rounds to 0 as a float, and a LayerNorm eps, crop or std of 0 divides by zero
+ * (tests/fuzz found it). */
+static int in_range(const cJSON *j, double lo, double hi) {
+    return cJSON_IsNumber(j) && j->valuedouble > lo && j->valuedouble <= hi &&
+           (float)j->valuedouble > lo; /* the cast is defined: |value| <= hi */
+}
+
 static int cfg_float(const cJSON *obj, const char *k, float *out, double lo, double hi) {
     const cJSON *j = cJSON_GetObjectItemCaseSensitive(obj, k);
     if (!j) return 0;
-    if (!cJSON_IsNumber(j) || !(j->valuedouble > lo && j->valuedouble <= hi)) return -1;
+    if (!in_range(j, lo, hi)) return -1;
     *out = (float)j->valuedouble;
     return 1;
 }
@@ -226,7 +234,7 @@ static int cfg_vec3(const cJSON *obj, const char *k, float out[3], double lo, do
     if (!cJSON_IsArray(j) || cJSON_GetArraySize(j) != 3) return -1;
     int i = 0;
     for (const cJSON *e = j->child; e; e = e->next, i++) {
-        if (!cJSON_IsNumber(e) || !(e->valuedouble > lo && e->valuedouble <= hi)) return -1;
+        if (!in_range(e, lo, hi)) return -1;
         out[i] = (float)e->valuedouble;
     }
     return 1;

@@ -9,9 +9,11 @@ build=(build-essential cmake pkg-config
        libsdl2-dev libsdl2-ttf-dev libepoxy-dev libfontconfig-dev fonts-dejavu-core libgl1-mesa-dri
        curl)  # scripts/download-model.sh
 # Tests: the PyTorch reference (Debian's python3-torch, run with /usr/bin/python3),
-# the GUI tests under Xvfb, and clang's sanitizer runtime.
+# the GUI tests under Xvfb, clang with libFuzzer (libclang-rt-14-dev ships
+# libclang_rt.fuzzer) for tests/fuzz, and valgrind for the memcheck tests.
 tests=(python3-torch python3-numpy python3-pil python3-torchvision
        xvfb xauth xdotool x11-utils imagemagick clang-format
+       clang libclang-rt-14-dev valgrind
        xfonts-base)  # X core fonts: SDL's X11 message box (start-up errors) needs them
 
 pkgs=("${build[@]}")

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # The whole test suite: installs what the tests need (scripts/install-deps.sh, nothing
 # when all is there), then builds with warnings as errors and runs ctest in build/, then
-# the same in an ASan + UBSan build in build-asan/. .ci/run runs exactly this.
+# the same in an ASan + UBSan build in build-asan/, then the libFuzzer targets' smoke
+# runs in a clang build in build-fuzz/ (docs/robustness.md). .ci/run runs exactly this.
 # Usage: scripts/test.sh                          everything
 #        scripts/test.sh --plain [ctest args...]  only build/      (e.g. -R parity)
 #        scripts/test.sh --sanitize [ctest args...] only build-asan/
+#        scripts/test.sh --fuzz [ctest args...]   only build-fuzz/ (20 s per fuzz target)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export OMP_WAIT_POLICY=PASSIVE  # torch's OpenMP threads must not spin against OpenBLAS's
@@ -20,12 +22,15 @@ run() {  # run DIR [cmake flags...] -- [ctest args...]
 }
 plain=(build --)
 asan=(build-asan -DVITLENS_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug --)
+fuzz=(build-fuzz -DCMAKE_C_COMPILER=clang -DVITLENS_FUZZ=ON --)
 
 case "${1:-}" in
   --plain) shift; run "${plain[@]}" "$@" ;;
   --sanitize) shift; run "${asan[@]}" "$@" ;;
+  --fuzz) shift; run "${fuzz[@]}" "$@" ;;
   "") scripts/install-deps.sh
       run "${plain[@]}"
-      run "${asan[@]}" ;;
-  *) echo "usage: scripts/test.sh [--plain | --sanitize [ctest args...]]" >&2; exit 2 ;;
+      run "${asan[@]}"
+      run "${fuzz[@]}" ;;
+  *) echo "usage: scripts/test.sh [--plain | --sanitize | --fuzz [ctest args...]]" >&2; exit 2 ;;
 esac

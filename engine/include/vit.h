@@ -284,9 +284,12 @@ typedef struct {
 
 /* Decode an image file (PNG, JPEG, BMP, GIF, TGA, PNM, ... via stb_image) to
  * 8-bit RGB. Grey and alpha channels are dropped/expanded as PIL's
- * convert('RGB') does. Checks the declared size with stbi_info before decoding:
- * more than VIT_MAX_IMAGE_PIXELS is VIT_ERR_IMAGE. Errors: VIT_ERR_IO,
- * VIT_ERR_IMAGE. Free with vit_image_free. */
+ * convert('RGB') does; 16-bit samples keep their most significant byte. Checks
+ * the declared size with stbi_info before decoding: more than
+ * VIT_MAX_IMAGE_PIXELS is VIT_ERR_IMAGE. Before stb_image reads a file, a JPEG's
+ * Huffman tables and a PNM's header numbers are checked, which stb_image 2.27
+ * would overrun (docs/robustness.md). Errors: VIT_ERR_IO, VIT_ERR_IMAGE. Free
+ * with vit_image_free. */
 VitStatus vit_image_load(VitImage *img, const char *path, VitError *err);
 VitStatus vit_image_from_rgb(VitImage *img, const uint8_t *rgb, int w, int h, VitError *err);
 void vit_image_free(VitImage *img);
@@ -300,8 +303,10 @@ void vit_image_free(VitImage *img);
  *   squash:                Resize((scale_h, scale_w)), PIL bicubic
  * then CenterCrop((Sh, Sw)) as torchvision rounds it, ToTensor (/255),
  * Normalize(mean, std). Pillow's filters are reproduced bit-exactly, 8-bit
- * passes included. out: [3, Sh, Sw]. crop: the source-image rectangle (px,
- * rounded outwards) that the model sees; any of crop_* may be NULL.
+ * passes included. Only the crop of the resize is computed: memory and time
+ * grow with Sh, Sw and the image, not with the resized size (a long strip's
+ * would be gigabytes). out: [3, Sh, Sw]. crop: the source-image rectangle
+ * (px, rounded outwards) that the model sees; any of crop_* may be NULL.
  * Errors: VIT_ERR_NOMEM, VIT_ERR_ARG (empty image). */
 VitStatus vit_preprocess(float *out, int *crop_x, int *crop_y, int *crop_w, int *crop_h,
                          const VitConfig *cfg, const VitImage *img, VitError *err);

@@ -18,7 +18,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define KEYS(...) ((const char *const[]){__VA_ARGS__, NULL})
@@ -389,6 +391,13 @@ static void case_config_mean_two(Ctx *c) {
                   KEYS("key 'pretrained_cfg.mean' is [0.485,0.456], expected 3 numbers"));
 }
 
+/* 1e-90 is above 0 as a double and 0 as the float the engine keeps: LayerNorm would
+ * divide by zero on a constant row (tests/fuzz found it). */
+static void case_config_eps_underflow(Ctx *c) {
+    config_expect(c, "{\"layer_norm_eps\": 1e-90}",
+                  KEYS("key 'layer_norm_eps' is 1e-90, expected a number in (0, 1]"));
+}
+
 static void case_config_invalid_json(Ctx *c) {
     config_expect(c,
                   "{\n  \"num_heads\": 4,\n  \"crop_pct\": 0.9\n  \"mean\": [0.5, 0.5, 0.5]\n}\n",
@@ -476,6 +485,89 @@ static void case_jpeg_huge_sof(Ctx *c) {
                  KEYS("image is 65535x65535 px, more than the limit of 100000000 pixels"));
 }
 
+/* A JPEG whose DHT segment declares 304 codes in one Huffman table (16 code
+ * lengths with 19 codes each): Debian's stb_image writes them past its 256-entry
+ * tables (tests/fuzz found it; UBSan reports the write). */
+static void case_jpeg_huffman_overflow(Ctx *c) {
+    enum { N_CODES = 16 * 19, SEG = 2 + 17 + N_CODES };
+    uint8_t jpg[2 + 2 + SEG + 2];
+    size_t k = 0;
+    jpg[k++] = 0xff, jpg[k++] = 0xd8; /* SOI */
+    jpg[k++] = 0xff, jpg[k++] = 0xc4; /* DHT */
+    jpg[k++] = SEG >> 8, jpg[k++] = SEG & 0xff;
+    jpg[k++] = 0x00; /* DC table 0 */
+    for (int i = 0; i < 16; i++) jpg[k++] = 19;
+    for (int i = 0; i < N_CODES; i++) jpg[k++] = (uint8_t)i;
+    jpg[k++] = 0xff, jpg[k++] = 0xd9; /* EOI */
+    char path[1100];
+    in_dir(c, path, sizeof path, "huffman.jpg");
+    write_bytes(path, jpg, k);
+    image_expect(c, path, VIT_ERR_IMAGE,
+                 KEYS("corrupt JPEG: a Huffman table declares 304 codes, at most 256"));
+}
+
+/* A PGM whose width has 40 digits: Debian's stb_image 2.27 overflows an int reading
+ * it (undefined behaviour; UBSan reports it; tests/fuzz found it). */
+static void case_pnm_huge_number(Ctx *c) {
+    static const char pgm[] = "P5 9999999999999999999999999999999999999999 1 255\n\x01";
+    char path[1100];
+    in_dir(c, path, sizeof path, "wide.pgm");
+    write_bytes(path, pgm, sizeof pgm - 1);
+    image_expect(c, path, VIT_ERR_IMAGE,
+                 KEYS("corrupt PNM: a number in its header is over 2147483647"));
+}
+
+/* A 2 x 12000 px strip at DeiT's 224 px input: resized to 256 x 1536000 px (1.2 GB)
+ * before the centre crop, which the engine alone computes. Outside the sanitizer
+ * builds (whose allocator needs room of its own) the preprocessing runs in a child
+ * process with 256 MB of data space: resizing the whole strip would not fit. */
+static void case_image_long_strip(Ctx *c) {
+    enum { W = 2, H = 12000, S = 224 };
+    static uint8_t px[H][W][3];
+    for (int y = 0; y < H; y++)
+        for (int x = 0; x < W; x++)
+            for (int ch = 0; ch < 3; ch++) px[y][x][ch] = (uint8_t)(y * 3 + x * 100 + ch * 50);
+    size_t n;
+    uint8_t *png = test_png(&n, W, H, 8, 2, &px[0][0][0]);
+    char path[1100];
+    in_dir(c, path, sizeof path, "strip.png");
+    write_bytes(path, png, n);
+    free(png);
+    VitImage img = {0};
+    VitError err = {0};
+    VitStatus rc = vit_image_load(&img, path, &err);
+    int ok = 0;
+    if (rc == VIT_OK) {
+        VitConfig cfg = {.image_h = S,
+                         .image_w = S,
+                         .crop_pct = 0.875f,
+                         .mean = {0.5f, 0.5f, 0.5f},
+                         .std = {0.5f, 0.5f, 0.5f}};
+        static float in[3 * S * S];
+#if defined(__SANITIZE_ADDRESS__)
+        rc = vit_preprocess(in, NULL, NULL, NULL, NULL, &cfg, &img, &err);
+        ok = rc == VIT_OK;
+#else
+        fflush(stdout);
+        pid_t pid = fork();
+        if (pid == 0) {
+            struct rlimit lim = {256u << 20, 256u << 20};
+            setrlimit(RLIMIT_DATA, &lim);
+            _exit(vit_preprocess(in, NULL, NULL, NULL, NULL, &cfg, &img, &err) == VIT_OK ? 0 : 1);
+        }
+        int status = 0;
+        ok = pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
+             WEXITSTATUS(status) == 0;
+        if (ok) rc = vit_preprocess(in, NULL, NULL, NULL, NULL, &cfg, &img, &err);
+#endif
+        /* the middle of the strip, stretched: every value a normalised 8-bit level */
+        for (int i = 0; ok && rc == VIT_OK && i < 3 * S * S; i++)
+            ok = in[i] >= -1.0f && in[i] <= 1.0f;
+    }
+    expect_works(c, rc, &err, ok, "preprocessed in 256 MB: only the 224 x 224 crop is resized");
+    vit_image_free(&img);
+}
+
 static void case_png_huge_ihdr(Ctx *c) {
     size_t n;
     uint8_t *png = test_png(&n, 100000, 100000, 8, 2, NULL);
@@ -539,6 +631,22 @@ static void case_png_grey(Ctx *c) {
     png_works(c, "grey.png", 3, 1, 8, 0, s, want);
 }
 
+/* A 16-bit grey PGM (maxval 65535, big-endian samples): Debian's stb_image 2.27
+ * overran its buffer making such a file RGB (tests/fuzz found it). */
+static void case_pgm_16bit_grey(Ctx *c) {
+    static const uint8_t pgm[] = "P5\n3 1\n65535\n\x12\x34\x00\xff\xff\x00";
+    static const uint8_t want[9] = {0x12, 0x12, 0x12, 0x00, 0x00, 0x00, 0xff, 0xff, 0xff};
+    char path[1100];
+    in_dir(c, path, sizeof path, "deep.pgm");
+    write_bytes(path, pgm, sizeof pgm - 1);
+    VitImage img = {0};
+    VitError err = {0};
+    VitStatus rc = vit_image_load(&img, path, &err);
+    int ok = rc == VIT_OK && img.w == 3 && img.h == 1 && memcmp(img.rgb, want, 9) == 0;
+    expect_works(c, rc, &err, ok, "3x1, the high byte in each channel");
+    vit_image_free(&img);
+}
+
 /* RGBA: alpha dropped, colour kept even where fully transparent (PIL's convert('RGB')). */
 static void case_png_rgba(Ctx *c) {
     static const uint8_t s[8] = {10, 20, 30, 0, 40, 50, 60, 255};
@@ -582,6 +690,7 @@ static const Case cases[] = {
          NULL),
     CASE(config_heads_string, "config.json: `\"num_heads\": \"four\"`", NULL),
     CASE(config_mean_two, "config.json: `mean` with 2 entries", NULL),
+    CASE(config_eps_underflow, "config.json: `layer_norm_eps` 1e-90, 0 as a float", NULL),
     CASE(config_invalid_json, "config.json: invalid JSON (a missing comma)", NULL),
     CASE(labels_too_few, "labels file with 3 lines for 10 classes", NULL),
     CASE(image_empty, "image: a zero-byte `.png`", NULL),
@@ -591,6 +700,11 @@ static const Case cases[] = {
     CASE(png_truncated, "PNG cut halfway through its pixel data", NULL),
     CASE(jpeg_huge_sof, "JPEG whose SOF header declares 65535x65535", NULL),
     CASE(png_huge_ihdr, "PNG whose IHDR declares 100000x100000", NULL),
+    CASE(jpeg_huffman_overflow, "JPEG whose Huffman table declares 304 codes (found by fuzzing)",
+         NULL),
+    CASE(pnm_huge_number, "PGM whose width has 40 digits (found by fuzzing)", NULL),
+    CASE(image_long_strip, "a 2x12000 PNG at a 224 px input: 1.2 GB if resized whole",
+         "preprocessed in 256 MB: only the 224 x 224 crop is resized"),
     CASE(image_1x1, "a 1x1 PNG",
          "loads; the model sees its one colour over the whole input"),
     CASE(png_16bit, "a 16-bit RGB PNG", "loads as 8-bit RGB, the high byte of each sample"),
@@ -598,6 +712,8 @@ static const Case cases[] = {
          "loads as RGB, the high byte in each channel (Pillow clips at 255 instead)"),
     CASE(png_grey, "an 8-bit grey PNG", "loads as RGB, grey copied to each channel"),
     CASE(png_rgba, "an RGBA PNG", "loads as RGB, alpha dropped"),
+    CASE(pgm_16bit_grey, "a 16-bit grey PGM (found by fuzzing)",
+         "loads as RGB, the high byte in each channel"),
     /* clang-format on */
 };
 #undef CASE

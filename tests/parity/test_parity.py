@@ -225,6 +225,27 @@ def test_random(args, rep):
         check_peaked(rep, label, ref64[1])
         compare(rep, label, engine, ref64, ref32, ATT_TOL["random"])
 
+    # Preprocessing of unusual shapes against torchvision, bit for bit: strips whose
+    # resize is hundreds of times the crop (the engine computes only the crop), and
+    # sizes where Pillow skips the horizontal or the vertical pass (a side already at
+    # floor(S / crop_pct): 73 px for S 64, 45 px for S 40).
+    rng = np.random.default_rng(7)
+    for name, S, shapes in (("p16_s64_d128", 64, [(2, 3000), (3000, 3), (73, 500), (500, 73),
+                                                   (73, 73), (1, 1), (64, 64)]),
+                            ("p8_s40_flag", 40, [(45, 46), (46, 45), (7, 9000)])):
+        d = work / name
+        _, crop = reference.eval_transform(S, 0.875)
+        for w_, h_ in shapes:
+            png = d / f"shape_{w_}x{h_}.png"
+            Image.fromarray(rng.integers(0, 256, (h_, w_, 3), dtype=np.uint8)).save(png)
+            cmd = ["--model", d / "model.safetensors", "--image", png, "--out", d / "shape_out"]
+            if name == "p8_s40_flag":
+                cmd += ["--heads", 3]
+            engine, _ = run_dump(args.dump, cmd)
+            diff = np.abs(engine["rgb"].astype(int) - np.asarray(crop(Image.open(png))).astype(int))
+            print(f"  preprocessing {w_}x{h_} px at S {S}: 8-bit crop max|engine - PIL| = {diff.max()}")
+            rep.check(diff.max() == 0, f"{name}: preprocessing of a {w_}x{h_} image differs from torchvision")
+
 
 # --- (b) DeiT-Tiny on photos ---------------------------------------------------
 

@@ -1,0 +1,262 @@
+/* fuzz_seeds.c - writes the seed corpora of the fuzz targets: small valid files
+ * of every kind each target reads, made here rather than committed.
+ *
+ *   OUT/safetensors/  tiny timm ViTs: F32, F16, BF16, misaligned F32, a 2-block
+ *                     backbone without head, patch 2 on a 3 x 3 grid
+ *   OUT/config/       config.json in timm's and Hugging Face's layouts, labels files
+ *   OUT/image/        PNG (RGB, grey, grey + alpha, RGBA, 16-bit), JPEG, BMP, TGA
+ *                     (RLE and not), HDR, PNM (P5, P6, 8 and 16-bit), GIF, PSD
+ *
+ * Every seed is checked to load (a seed the engine refuses would only teach the
+ * fuzzer the error path). usage: fuzz_seeds OUT; exit 0 on success. */
+#include "testlib.h"
+
+#include <stb_image_write.h>
+
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static const char *out_dir;
+static int n_seeds, n_bad;
+
+/* Remove the files a previous run left in OUT/kind (a seed since renamed, say). */
+static void clear_kind(const char *kind) {
+    char dir[1024], path[1100];
+    path_join(dir, sizeof dir, out_dir, kind);
+    DIR *d = opendir(dir);
+    if (!d) return;
+    for (struct dirent *e; (e = readdir(d));) {
+        if (e->d_name[0] == '.') continue;
+        path_join(path, sizeof path, dir, e->d_name);
+        unlink(path);
+    }
+    closedir(d);
+}
+
+static void seed(const char *kind, const char *name, const void *p, size_t n) {
+    char dir[1024], path[1100];
+    path_join(dir, sizeof dir, out_dir, kind);
+    path_join(path, sizeof path, dir, name);
+    if (make_dir(dir) || write_bytes(path, p, n)) {
+        fprintf(stderr, "fuzz_seeds: cannot write %s\n", path);
+        exit(1);
+    }
+    n_seeds++;
+}
+
+static void seed_text(const char *kind, const char *name, const char *text) {
+    seed(kind, name, text, strlen(text));
+}
+
+static void expect_ok(VitStatus rc, const VitError *err, const char *name) {
+    if (rc == VIT_OK) return;
+    fprintf(stderr, "fuzz_seeds: seed %s does not load: %s\n", name, err->msg);
+    n_bad++;
+}
+
+/* --- safetensors ----------------------------------------------------------- */
+
+static void seed_model(const char *name, const Model *m) {
+    size_t n;
+    uint8_t *b = model_bytes(m, &n);
+    if (!b) exit(1);
+    seed("safetensors", name, b, n);
+    free(b);
+    char path[1100], dir[1024];
+    path_join(dir, sizeof dir, out_dir, "safetensors");
+    path_join(path, sizeof path, dir, name);
+    Vit vit;
+    VitError err;
+    VitLoadOptions opt = {.n_heads = 2}; /* as fuzz_safetensors loads them */
+    expect_ok(vit_load(&vit, path, &opt, &err), &err, name);
+    vit_free(&vit);
+}
+
+static void seeds_safetensors(void) {
+    Model m;
+    model_tiny(&m, 8, 1, 4, 2, 16, 3);
+    seed_model("tiny_f32.safetensors", &m);
+    model_set_dtype(&m, "F16");
+    seed_model("tiny_f16.safetensors", &m);
+    model_set_dtype(&m, "BF16");
+    seed_model("tiny_bf16.safetensors", &m);
+    model_tiny(&m, 8, 1, 4, 2, 16, 3);
+    m.extra_pad = 1; /* F32 data not 4-aligned: copied */
+    seed_model("tiny_misaligned.safetensors", &m);
+    model_tiny(&m, 4, 2, 2, 3, 8, 0);
+    seed_model("backbone_2blocks.safetensors", &m);
+}
+
+/* --- config.json and labels ------------------------------------------------ */
+
+static void seeds_config(void) {
+    static const char *const configs[][2] = {
+        {"timm_config.json",
+         "{\n  \"architecture\": \"vit_tiny_patch4\",\n  \"num_classes\": 3,\n"
+         "  \"num_heads\": 2,\n  \"label_names\": [\"tench, Tinca tinca\", \"goldfish\", "
+         "\"great white shark\"],\n  \"pretrained_cfg\": {\n    \"input_size\": [3, 8, 8],\n"
+         "    \"crop_pct\": 0.9,\n    \"mean\": [0.5, 0.5, 0.5],\n"
+         "    \"std\": [0.5, 0.5, 0.5]\n  }\n}\n"},
+        {"hf_config.json",
+         "{\"num_attention_heads\": 4, \"image_size\": 8, \"layer_norm_eps\": 1e-12,\n"
+         " \"image_mean\": [0.485, 0.456, 0.406], \"image_std\": [0.229, 0.224, 0.225],\n"
+         " \"id2label\": {\"0\": \"cat\", \"1\": \"dog\", \"2\": \"bird\"}}\n"},
+        {"sizes_config.json", "{\"img_size\": [8, 8], \"n_heads\": 1, \"ln_eps\": 1e-6, "
+                              "\"crop_pct\": 1.0, \"label_names\": [\"a\", \"b\", \"c\"]}"},
+        {"minimal_config.json", "{\"num_heads\": 2}"},
+        {"squash_config.json",
+         "{\"pretrained_cfg\": {\"crop_mode\": \"squash\", \"crop_pct\": 1.0}, "
+         "\"hidden_act\": \"gelu\", \"num_heads\": 2}"},
+    };
+    char dir[1024], path[1100];
+    path_join(dir, sizeof dir, out_dir, "config");
+    Model m;
+    model_tiny(&m, 8, 1, 4, 2, 16, 3);
+    char model_path[1100];
+    path_join(model_path, sizeof model_path, out_dir, "config_model.safetensors");
+    if (model_write(&m, model_path)) exit(1);
+    for (size_t i = 0; i < sizeof configs / sizeof configs[0]; i++) {
+        seed_text("config", configs[i][0], configs[i][1]);
+        path_join(path, sizeof path, dir, configs[i][0]);
+        Vit vit;
+        VitError err;
+        VitLoadOptions opt = {.config_path = path};
+        expect_ok(vit_load(&vit, model_path, &opt, &err), &err, configs[i][0]);
+        vit_free(&vit);
+    }
+    remove(model_path);
+    static const char *const labels[][2] = {
+        {"synset_labels.txt", "n01440764 tench, Tinca tinca\nn01443537 goldfish, Carassius "
+                              "auratus\nn01484850 great white shark, white shark\n"},
+        {"plain_labels.txt", "cat\r\ndog\n\n  bird  \n"},
+    };
+    for (size_t i = 0; i < sizeof labels / sizeof labels[0]; i++) {
+        seed_text("config", labels[i][0], labels[i][1]);
+        path_join(path, sizeof path, dir, labels[i][0]);
+        char(*names)[VIT_LABEL_BYTES];
+        VitError err;
+        expect_ok(vit_labels_load(&names, path, 3, &err), &err, labels[i][0]);
+        free(names);
+    }
+}
+
+/* --- images ---------------------------------------------------------------- */
+
+typedef struct {
+    uint8_t *p;
+    size_t n;
+} Buf;
+
+static void buf_put(void *ctx, void *data, int size) {
+    Buf *b = ctx;
+    uint8_t *np = realloc(b->p, b->n + (size_t)size);
+    if (!np) exit(1);
+    memcpy(np + b->n, data, (size_t)size);
+    b->p = np;
+    b->n += (size_t)size;
+}
+
+static void seed_image(const char *name, const uint8_t *p, size_t n) {
+    seed("image", name, p, n);
+    char path[1100], dir[1024];
+    path_join(dir, sizeof dir, out_dir, "image");
+    path_join(path, sizeof path, dir, name);
+    VitImage img;
+    VitError err;
+    expect_ok(vit_image_load(&img, path, &err), &err, name);
+    vit_image_free(&img);
+}
+
+/* stb_image_write's writers, by kind: 0 PNG, 1 JPEG, 2 BMP, 3 TGA. */
+static void seed_stbiw(const char *name, int kind, int w, int h, int comp) {
+    uint8_t px[16 * 16 * 4];
+    for (int i = 0; i < w * h * comp; i++) px[i] = (uint8_t)(i * 37 + (i / comp) * 11);
+    Buf b = {0};
+    int ok = kind == 0   ? stbi_write_png_to_func(buf_put, &b, w, h, comp, px, w * comp)
+             : kind == 1 ? stbi_write_jpg_to_func(buf_put, &b, w, h, comp, px, 90)
+             : kind == 2 ? stbi_write_bmp_to_func(buf_put, &b, w, h, comp, px)
+                         : stbi_write_tga_to_func(buf_put, &b, w, h, comp, px);
+    if (!ok) exit(1);
+    seed_image(name, b.p, b.n);
+    free(b.p);
+}
+
+static void seeds_image(void) {
+    seed_stbiw("rgb.png", 0, 7, 5, 3);
+    seed_stbiw("grey.png", 0, 5, 6, 1);
+    seed_stbiw("grey_alpha.png", 0, 4, 3, 2);
+    seed_stbiw("rgba.png", 0, 6, 4, 4);
+    seed_stbiw("rgb.jpg", 1, 16, 9, 3);
+    seed_stbiw("grey.jpg", 1, 9, 8, 1);
+    seed_stbiw("rgb.bmp", 2, 5, 3, 3);
+    seed_stbiw("rgba.bmp", 2, 3, 3, 4);
+    seed_stbiw("rgb_rle.tga", 3, 6, 2, 3);
+    stbi_write_tga_with_rle = 0;
+    seed_stbiw("grey.tga", 3, 3, 4, 1);
+
+    uint8_t s16[3 * 2 * 3 * 2];
+    for (size_t i = 0; i < sizeof s16; i++) s16[i] = (uint8_t)(i * 29);
+    size_t n;
+    uint8_t *png = test_png(&n, 3, 2, 16, 2, s16);
+    seed_image("rgb16.png", png, n);
+    free(png);
+    png = test_png(&n, 3, 2, 16, 0, s16);
+    seed_image("grey16.png", png, n);
+    free(png);
+
+    float hdr[4 * 3 * 3];
+    for (int i = 0; i < 4 * 3 * 3; i++) hdr[i] = (float)i / 7.0f;
+    Buf b = {0};
+    if (!stbi_write_hdr_to_func(buf_put, &b, 4, 3, 3, hdr)) exit(1);
+    seed_image("rgb.hdr", b.p, b.n);
+    free(b.p);
+
+    static const char p6[] = "P6\n# vitlens seed\n3 2\n255\n"
+                             "\xff\x00\x00\x00\xff\x00\x00\x00\xff\x10\x20\x30\x40\x50\x60\x70\x80"
+                             "\x90";
+    seed_image("rgb.ppm", (const uint8_t *)p6, sizeof p6 - 1);
+    static const char p5[] = "P5 2 2 255\n\x00\x40\x80\xff";
+    seed_image("grey.pgm", (const uint8_t *)p5, sizeof p5 - 1);
+    static const char p5_16[] = "P5 2 1 65535\n\x12\x34\xff\x00";
+    seed_image("grey16.pgm", (const uint8_t *)p5_16, sizeof p5_16 - 1);
+    static const char p6_16[] = "P6 1 1 1023\n\x03\xff\x01\x00\x00\x10";
+    seed_image("rgb16.ppm", (const uint8_t *)p6_16, sizeof p6_16 - 1);
+    /* the classic 1 x 1 GIF: a 2-colour global table, LZW minimum code size 2 */
+    static const uint8_t gif[] = {'G', 'I', 'F', '8', '9', 'a', 1, 0,    1, 0, 0x80, 0,
+                                  0,   255, 255, 255, 0,   0,   0, ',',  0, 0, 0,    0,
+                                  1,   0,   1,   0,   0,   2,   2, 0x44, 1, 0, ';'};
+    seed_image("one.gif", gif, sizeof gif);
+    /* PSD: 2 x 2 RGB, 8 bits, raw planes */
+    static const uint8_t psd[] = {
+        '8', 'B', 'P', 'S', 0, 1,       /* signature, version 1 */
+        0,   0,   0,   0,   0, 0,       /* reserved */
+        0,   3,                         /* channels */
+        0,   0,   0,   2,   0, 0, 0, 2, /* height, width */
+        0,   8,   0,   3,               /* depth, mode RGB */
+        0,   0,   0,   0,   0, 0, 0, 0, /* colour mode data, image resources: empty */
+        0,   0,   0,   0,   0, 0,       /* layers and masks: empty; compression: raw */
+        255, 0,   0,   255,             /* R plane */
+        0,   255, 0,   255,             /* G plane */
+        0,   0,   255, 255};            /* B plane */
+    seed_image("rgb.psd", psd, sizeof psd);
+}
+
+int main(int argc, char **argv) {
+    if (argc != 2) {
+        fprintf(stderr, "usage: fuzz_seeds OUT_DIR\n");
+        return 2;
+    }
+    out_dir = argv[1];
+    if (make_dir(out_dir)) return 1;
+    clear_kind("safetensors");
+    clear_kind("config");
+    clear_kind("image");
+    seeds_safetensors();
+    seeds_config();
+    seeds_image();
+    printf("fuzz_seeds: %d seeds in %s, %d that do not load\n", n_seeds, out_dir, n_bad);
+    return n_bad ? 1 : 0;
+}
