@@ -1,6 +1,7 @@
 /* export.c - headless --top and --export. */
 #include "export.h"
 #include "colormap.h"
+#include "text.h"
 
 #define STB_IMAGE_WRITE_IMPLEMENTATION
 #include <stb_image_write.h>
@@ -41,27 +42,70 @@ int export_top(FILE *out, const Model *m, const Scene *sc, int k) {
 
 /* --- PNG export ------------------------------------------------------------ */
 
-void export_blend(uint8_t *out, const uint8_t *crop, const float *map, const VitConfig *cfg,
-                  int scale, float opacity) {
-    int Sh = cfg->image_h, Sw = cfg->image_w, out_w = Sw * scale;
-    for (int y = 0; y < Sh * scale; y++) {
-        int sy = y / scale, gy = sy * cfg->grid_h / Sh;
+/* Map value at output pixel (x, y) of an out_w x out_h picture of the crop, as
+ * heatmap.frag.glsl: nearest patch, or bilinear between patch centres. */
+static float map_sample(const float *map, const VitConfig *c, int x, int y, int out_w, int out_h,
+                        int bilinear) {
+    float gx = ((float)x + 0.5f) * (float)c->grid_w / (float)out_w;
+    float gy = ((float)y + 0.5f) * (float)c->grid_h / (float)out_h;
+    if (!bilinear) {
+        int ix = (int)gx, iy = (int)gy;
+        ix = ix >= c->grid_w ? c->grid_w - 1 : ix;
+        iy = iy >= c->grid_h ? c->grid_h - 1 : iy;
+        return map[iy * c->grid_w + ix];
+    }
+    float tx = gx - 0.5f, ty = gy - 0.5f;
+    int x0 = (int)floorf(tx), y0 = (int)floorf(ty);
+    float fx = tx - (float)x0, fy = ty - (float)y0;
+    int xs[2] = {x0, x0 + 1}, ys[2] = {y0, y0 + 1};
+    for (int i = 0; i < 2; i++) {
+        xs[i] = xs[i] < 0 ? 0 : xs[i] >= c->grid_w ? c->grid_w - 1 : xs[i];
+        ys[i] = ys[i] < 0 ? 0 : ys[i] >= c->grid_h ? c->grid_h - 1 : ys[i];
+    }
+    float a = map[ys[0] * c->grid_w + xs[0]], b = map[ys[0] * c->grid_w + xs[1]];
+    float d = map[ys[1] * c->grid_w + xs[0]], e = map[ys[1] * c->grid_w + xs[1]];
+    float top = a + (b - a) * fx, bot = d + (e - d) * fx;
+    return top + (bot - top) * fy;
+}
+
+void export_blend(uint8_t *out, int stride_px, int out_w, int out_h, const uint8_t *crop,
+                  const float *map, const VitConfig *cfg, const ExportStyle *st) {
+    int Sh = cfg->image_h, Sw = cfg->image_w;
+    const uint8_t(*lut)[3] = colormap_luts[st->colormap];
+    for (int y = 0; y < out_h; y++) {
+        int sy0 = (int)((long)y * Sh / out_h), sy1 = (int)((long)(y + 1) * Sh / out_h);
+        if (sy1 <= sy0) sy1 = sy0 + 1;
         for (int x = 0; x < out_w; x++) {
-            int sx = x / scale, gx = sx * cfg->grid_w / Sw;
-            const uint8_t *src = crop + ((size_t)sy * Sw + sx) * 3;
-            const uint8_t *lut = colormap_lut[colormap_index(map[gy * cfg->grid_w + gx])];
-            uint8_t *dst = out + ((size_t)y * out_w + x) * 3;
+            int sx0 = (int)((long)x * Sw / out_w), sx1 = (int)((long)(x + 1) * Sw / out_w);
+            if (sx1 <= sx0) sx1 = sx0 + 1;
+            float src[3] = {0, 0, 0};
+            for (int sy = sy0; sy < sy1; sy++) /* area of the crop under the pixel */
+                for (int sx = sx0; sx < sx1; sx++)
+                    for (int ch = 0; ch < 3; ch++) src[ch] += crop[((size_t)sy * Sw + sx) * 3 + ch];
+            float n = (float)((sy1 - sy0) * (sx1 - sx0));
+            float v = map_sample(map, cfg, x, y, out_w, out_h, st->bilinear);
+            const uint8_t *col = lut[colormap_index(v)];
+            uint8_t *dst = out + ((size_t)y * stride_px + x) * 3;
             for (int ch = 0; ch < 3; ch++) {
-                float v = (float)src[ch] + opacity * ((float)lut[ch] - (float)src[ch]);
-                dst[ch] = (uint8_t)lrintf(v < 0.0f ? 0.0f : v > 255.0f ? 255.0f : v);
+                float s = src[ch] / n;
+                float o = s + st->opacity * ((float)col[ch] - s);
+                dst[ch] = (uint8_t)lrintf(o < 0.0f ? 0.0f : o > 255.0f ? 255.0f : o);
             }
         }
     }
 }
 
+int export_png(const char *path, const uint8_t *rgb, int w, int h, char *msg, size_t msg_bytes) {
+    errno = 0;
+    if (stbi_write_png(path, w, h, 3, rgb, w * 3)) return 0;
+    snprintf(msg, msg_bytes, "%s: cannot write PNG: %s", path,
+             errno ? strerror(errno) : "write failed");
+    return -1;
+}
+
 /* Compute, normalise, blend and write the map of view v to dir/name. */
 static int write_map(const char *dir, const char *name, const Scene *sc, const View *v, float *map,
-                     uint8_t *pixels, int scale, float opacity) {
+                     uint8_t *pixels, int out_w, int out_h, const ExportStyle *st) {
     const VitConfig *c = &sc->run.cfg;
     VitError err;
     if (view_map(map, &sc->run, v, &err)) {
@@ -69,27 +113,183 @@ static int write_map(const char *dir, const char *name, const Scene *sc, const V
         return 1;
     }
     map_normalize(map, map, c->n_patches, NULL, NULL);
-    export_blend(pixels, sc->crop_rgb, map, c, scale, opacity);
-    char path[2048];
+    export_blend(pixels, out_w, out_w, out_h, sc->crop_rgb, map, c, st);
+    char path[2048], msg[2300];
     snprintf(path, sizeof path, "%s/%s", dir, name);
-    int out_w = c->image_w * scale, out_h = c->image_h * scale;
-    if (!stbi_write_png(path, out_w, out_h, 3, pixels, out_w * 3)) {
-        fprintf(stderr, "vitlens: %s: cannot write PNG: %s\n", path,
-                errno ? strerror(errno) : "write failed");
+    if (export_png(path, pixels, out_w, out_h, msg, sizeof msg)) {
+        fprintf(stderr, "vitlens: %s\n", msg);
         return 1;
     }
     return 0;
 }
 
-int export_maps(FILE *out, const char *dir, const Scene *sc, float opacity, float discard) {
+/* Draw str into img [h, w, 3] with its top-left at (x, y), in colour rgb,
+ * shrunk to max_w px wide. Nothing without a font. */
+static void paste_text(uint8_t *img, int w, int h, Text *t, const char *str, int px, int x, int y,
+                       int max_w, const uint8_t rgb[3]) {
+    if (!t || !t->font) return;
+    SDL_Surface *s = text_render(t, str, px);
+    if (!s) return;
+    if (s->w > max_w && max_w > 0) { /* too wide: a smaller size */
+        int px2 = px * max_w / s->w;
+        SDL_FreeSurface(s);
+        if (px2 < 6 || !(s = text_render(t, str, px2))) return;
+    }
+    const uint8_t *src = s->pixels;
+    for (int yy = 0; yy < s->h; yy++)
+        for (int xx = 0; xx < s->w; xx++) {
+            int X = x + xx, Y = y + yy;
+            if (X < 0 || Y < 0 || X >= w || Y >= h) continue;
+            float a = src[(size_t)yy * s->pitch + (size_t)xx * 4 + 3] / 255.0f;
+            uint8_t *d = img + ((size_t)Y * w + X) * 3;
+            for (int ch = 0; ch < 3; ch++) d[ch] = (uint8_t)lrintf(d[ch] + a * (rgb[ch] - d[ch]));
+        }
+    SDL_FreeSurface(s);
+}
+
+static const uint8_t SHEET_BG[3] = {15, 17, 21}, SHEET_TEXT[3] = {236, 238, 241},
+                     SHEET_DIM[3] = {158, 166, 176};
+
+/* An overview as one PNG: cells (n_cols x n_rows) at the crop's aspect ratio,
+ * the longer side cell px, map k of maps
+ * [n, gh, gw] at (k / rows_per_col, k % rows_per_col) for the table (a column per
+ * layer), else row-major; column / row labels and per-cell labels optional. */
+static int write_sheet(const char *path, const Scene *sc, const float *maps, int n, int n_cols,
+                       int n_rows, int by_column, int cell, const char *const *col_labels,
+                       const char *const *row_labels, const char *const *cell_labels,
+                       const char *title, Text *font, const ExportStyle *st) {
     const VitConfig *c = &sc->run.cfg;
-    struct stat st;
-    if (stat(dir, &st) != 0) {
+    int S = c->image_h > c->image_w ? c->image_h : c->image_w;
+    int cell_w = cell * c->image_w / S,
+        cell_h = cell * c->image_h / S; /* cell's width, height px */
+    cell_w = cell_w < 1 ? 1 : cell_w, cell_h = cell_h < 1 ? 1 : cell_h;
+    int gap = cell / 28 + 2, label_px = cell / 7 < 12 ? 12 : cell / 7;
+    int left = row_labels ? label_px * 4 : gap,
+        top = label_px * 2 + (col_labels ? label_px * 2 : 0);
+    int w = left + n_cols * (cell_w + gap) + gap, h = top + n_rows * (cell_h + gap) + gap;
+    uint8_t *img = malloc((size_t)w * h * 3);
+    if (!img) {
+        fprintf(stderr, "vitlens: %s: out of memory for a %dx%d PNG\n", path, w, h);
+        return 1;
+    }
+    for (size_t i = 0; i < (size_t)w * h; i++) memcpy(img + i * 3, SHEET_BG, 3);
+    paste_text(img, w, h, font, title, label_px, gap * 2, label_px / 3, w - 4 * gap, SHEET_TEXT);
+    for (int k = 0; k < n; k++) {
+        int col = by_column ? k / n_rows : k % n_cols, row = by_column ? k % n_rows : k / n_cols;
+        int x = left + col * (cell_w + gap), y = top + row * (cell_h + gap);
+        export_blend(img + ((size_t)y * w + x) * 3, w, cell_w, cell_h, sc->crop_rgb,
+                     maps + (size_t)k * c->n_patches, c, st);
+        if (cell_labels && cell_labels[k]) {
+            int lw = label_px * 5, lh = label_px * 3 / 2;
+            for (int yy = y; yy < y + lh && yy < h; yy++) /* a dark tab behind the label */
+                for (int xx = x; xx < x + lw && xx < x + cell_w; xx++)
+                    for (int ch = 0; ch < 3; ch++) img[((size_t)yy * w + xx) * 3 + ch] /= 4;
+            paste_text(img, w, h, font, cell_labels[k], label_px, x + label_px / 3,
+                       y + label_px / 8, lw, SHEET_TEXT);
+        }
+    }
+    for (int col = 0; col_labels && col < n_cols; col++)
+        paste_text(img, w, h, font, col_labels[col], label_px,
+                   left + col * (cell_w + gap) + cell_w / 3, top - label_px * 3 / 2, cell_w,
+                   SHEET_DIM);
+    for (int row = 0; row_labels && row < n_rows; row++)
+        paste_text(img, w, h, font, row_labels[row], label_px, gap,
+                   top + row * (cell_h + gap) + cell_h / 2 - label_px * 2 / 3, left - gap,
+                   SHEET_DIM);
+    char msg[2300];
+    int rc = export_png(path, img, w, h, msg, sizeof msg) ? 1 : 0;
+    if (rc) fprintf(stderr, "vitlens: %s\n", msg);
+    free(img);
+    return rc;
+}
+
+/* Labels "head 1" ... "head H", "mean", "max", "min" and "1" ... "L", in one
+ * allocation (free the returned block). NULL when out of memory. */
+static char *make_labels(const char **heads, const char **layers, int H, int L) {
+    char *buf = malloc((size_t)(H + VIEW_N_FUSIONS + L) * 16);
+    if (!buf) return NULL;
+    for (int k = 0; k < H + VIEW_N_FUSIONS; k++) {
+        char *b = buf + (size_t)k * 16;
+        if (k < H)
+            snprintf(b, 16, "head %d", k + 1);
+        else
+            snprintf(b, 16, "%s", vit_fusion_name((VitFusion)(k - H)));
+        heads[k] = b;
+    }
+    for (int l = 0; l < L; l++) {
+        char *b = buf + (size_t)(H + VIEW_N_FUSIONS + l) * 16;
+        snprintf(b, 16, "%d", l + 1);
+        layers[l] = b;
+    }
+    return buf;
+}
+
+/* L01_heads.png ... and the two contact sheets. */
+static int write_overviews(const char *dir, const Scene *sc, const ExportStyle *st, int *n_files) {
+    const VitConfig *c = &sc->run.cfg;
+    int L = c->n_layers, H = c->n_heads, K = H + VIEW_N_FUSIONS;
+    int S = c->image_h > c->image_w ? c->image_h : c->image_w; /* the longer side */
+    float *maps = malloc((size_t)L * K * c->n_patches * sizeof *maps);
+    const char **heads = malloc((size_t)K * sizeof *heads),
+               **layers = malloc((size_t)L * sizeof *layers);
+    char *labels = heads && layers ? make_labels(heads, layers, H, L) : NULL;
+    Text font;
+    char warn[512];
+    int has_font = text_init(&font, warn, sizeof warn) == 0;
+    int rc = 0;
+    if (!maps || !labels) {
+        fprintf(stderr, "vitlens: out of memory for the overviews\n");
+        rc = 1;
+        goto done;
+    }
+    char path[2048], title[512];
+    VitError err;
+    int grid_cols = (int)ceil(sqrt((double)K)), grid_rows = (K + grid_cols - 1) / grid_cols;
+    for (int l = 0; l < L && !rc; l++) {
+        View v = {.layer = l, .discard_ratio = st->discard};
+        if (overview_maps(maps, NULL, NULL, &sc->run, &v, 0, 0, &err)) {
+            fprintf(stderr, "vitlens: %s\n", err.msg);
+            rc = 1;
+            break;
+        }
+        snprintf(path, sizeof path, "%s/L%02d_heads.png", dir, l + 1);
+        snprintf(title, sizeof title,
+                 "%s  \xc2\xb7  layer %d/%d  \xc2\xb7  attention of the CLS token", sc->name, l + 1,
+                 L);
+        rc = write_sheet(path, sc, maps, K, grid_cols, grid_rows, 0, S, NULL, NULL, heads, title,
+                         has_font ? &font : NULL, st);
+        *n_files += !rc;
+    }
+    int cell = S > 160 ? S / 2 : S;
+    for (int roll = 0; roll < 2 && !rc; roll++) {
+        View v = {.rollout = roll, .discard_ratio = st->discard};
+        if (overview_maps(maps, NULL, NULL, &sc->run, &v, 1, 0, &err)) {
+            fprintf(stderr, "vitlens: %s\n", err.msg);
+            rc = 1;
+            break;
+        }
+        snprintf(path, sizeof path, "%s/contact_sheet%s.png", dir, roll ? "_rollout" : "");
+        snprintf(title, sizeof title, "%s  \xc2\xb7  %s of the CLS token: a column per layer",
+                 sc->name, roll ? "attention rollout" : "attention");
+        rc = write_sheet(path, sc, maps, L * K, L, K, 1, cell, layers, heads, NULL, title,
+                         has_font ? &font : NULL, st);
+        *n_files += !rc;
+    }
+done:
+    if (has_font) text_free(&font);
+    free(maps), free(heads), free(layers), free(labels);
+    return rc;
+}
+
+int export_maps(FILE *out, const char *dir, const Scene *sc, const ExportStyle *st) {
+    const VitConfig *c = &sc->run.cfg;
+    struct stat sb;
+    if (stat(dir, &sb) != 0) {
         if (mkdir(dir, 0777) != 0) {
             fprintf(stderr, "vitlens: %s: cannot create directory: %s\n", dir, strerror(errno));
             return 1;
         }
-    } else if (!S_ISDIR(st.st_mode)) {
+    } else if (!S_ISDIR(sb.st_mode)) {
         fprintf(stderr, "vitlens: %s: exists and is not a directory\n", dir);
         return 1;
     }
@@ -115,18 +315,21 @@ int export_maps(FILE *out, const char *dir, const Scene *sc, float opacity, floa
                 snprintf(name, sizeof name, "L%02d_H%02d.png", l + 1, h + 1);
             else
                 snprintf(name, sizeof name, "L%02d_%s.png", l + 1, vit_fusion_name((VitFusion)f));
-            rc = write_map(dir, name, sc, &v, map, pixels, scale, opacity);
+            rc = write_map(dir, name, sc, &v, map, pixels, out_w, out_h, st);
             n_files += !rc;
         }
         if (rc) break;
-        View r = {.layer = l, .head = H + VIT_FUSE_MEAN, .rollout = 1, .discard_ratio = discard};
+        View r = {
+            .layer = l, .head = H + VIT_FUSE_MEAN, .rollout = 1, .discard_ratio = st->discard};
         snprintf(name, sizeof name, "L%02d_rollout.png", l + 1);
-        rc = write_map(dir, name, sc, &r, map, pixels, scale, opacity);
+        rc = write_map(dir, name, sc, &r, map, pixels, out_w, out_h, st);
         n_files += !rc;
     }
+    if (!rc) rc = write_overviews(dir, sc, st, &n_files);
     if (!rc)
-        fprintf(out, "wrote %d PNGs (%dx%d px, %s, opacity %.2f) of %s to %s\n", n_files, out_w,
-                out_h, colormap_name, opacity, sc->name, dir);
+        fprintf(out, "wrote %d PNGs (%dx%d px, %s, %s, opacity %.2f) of %s to %s\n", n_files, out_w,
+                out_h, colormap_names[st->colormap], st->bilinear ? "bilinear" : "nearest",
+                (double)st->opacity, sc->name, dir);
 done:
     free(map);
     free(pixels);

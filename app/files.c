@@ -68,6 +68,38 @@ static int cmp_names(const void *a, const void *b) {
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+/* The image file names of dir, sorted; *names owned by the caller (free_names). */
+static int list_images(char ***names_out, const char *dir) {
+    DIR *d = opendir(dir);
+    if (!d) return -1;
+    char **names = NULL;
+    int n = 0, cap = 0;
+    for (struct dirent *e; (e = readdir(d)) && n < MAX_FILES;) {
+        if (e->d_name[0] == '.' || !is_image_name(e->d_name)) continue;
+        if (n == cap) {
+            cap = cap ? 2 * cap : 64;
+            char **nn = realloc(names, (size_t)cap * sizeof *nn);
+            if (!nn) goto fail;
+            names = nn;
+        }
+        if (!(names[n] = malloc(strlen(e->d_name) + 1))) goto fail;
+        strcpy(names[n++], e->d_name);
+    }
+    closedir(d);
+    if (n > 0) qsort(names, (size_t)n, sizeof *names, cmp_names);
+    *names_out = names;
+    return n;
+fail:
+    closedir(d);
+    files_free_list(names, n);
+    return -1;
+}
+
+void files_free_list(char **paths, int n) {
+    for (int i = 0; i < n; i++) free(paths[i]);
+    free(paths);
+}
+
 int files_step(char *out, size_t out_bytes, const char *path, int step) {
     char dir[1024];
     const char *name = NULL; /* the current file's name in dir, or NULL */
@@ -81,32 +113,63 @@ int files_step(char *out, size_t out_bytes, const char *path, int step) {
             snprintf(dir, sizeof dir, ".");
         name = slash ? slash + 1 : path;
     }
-    DIR *d = opendir(dir);
-    if (!d) return -1;
     char **names = NULL;
-    int n = 0, cap = 0, rc = -1;
-    for (struct dirent *e; (e = readdir(d)) && n < MAX_FILES;) {
-        if (e->d_name[0] == '.' || !is_image_name(e->d_name)) continue;
-        if (n == cap) {
-            cap = cap ? 2 * cap : 64;
-            char **nn = realloc(names, (size_t)cap * sizeof *nn);
-            if (!nn) goto done;
-            names = nn;
-        }
-        if (!(names[n] = malloc(strlen(e->d_name) + 1))) goto done;
-        strcpy(names[n++], e->d_name);
+    int n = list_images(&names, dir);
+    if (n <= 0) {
+        files_free_list(names, n < 0 ? 0 : n);
+        return -1;
     }
-    if (n == 0) goto done;
-    qsort(names, (size_t)n, sizeof *names, cmp_names);
     int at = -1;
     for (int i = 0; name && i < n; i++)
         if (strcmp(names[i], name) == 0) at = i;
     int next = at < 0 ? (step > 0 ? 0 : n - 1) : ((at + step) % n + n) % n;
     snprintf(out, out_bytes, "%s%s%s", dir, strcmp(dir, "/") ? "/" : "", names[next]);
-    rc = 0;
-done:
-    closedir(d);
-    for (int i = 0; i < n; i++) free(names[i]);
-    free(names);
-    return rc;
+    files_free_list(names, n);
+    return 0;
+}
+
+int files_expand(char ***paths_out, int *n_out, const char *const *args, int n_args, char *msg,
+                 size_t msg_bytes) {
+    char **paths = NULL;
+    int n = 0, cap = 0;
+    for (int a = 0; a < n_args; a++) {
+        char **names = NULL;
+        int k = 1, folder = is_dir(args[a]);
+        if (folder && (k = list_images(&names, args[a])) <= 0) {
+            snprintf(msg, msg_bytes, "%s: %s", args[a],
+                     k < 0 ? "cannot read the folder" : "no image in that folder");
+            files_free_list(names, 0);
+            goto fail;
+        }
+        for (int i = 0; i < k; i++) {
+            if (n == cap) {
+                cap = cap ? 2 * cap : 16;
+                char **pp = realloc(paths, (size_t)cap * sizeof *pp);
+                if (!pp) goto nomem;
+                paths = pp;
+            }
+            size_t len = strlen(args[a]) + (folder ? strlen(names[i]) + 2 : 1);
+            if (!(paths[n] = malloc(len))) goto nomem;
+            if (folder)
+                snprintf(paths[n], len, "%s%s%s", args[a],
+                         args[a][strlen(args[a]) - 1] == '/' ? "" : "/", names[i]);
+            else
+                snprintf(paths[n], len, "%s", args[a]);
+            n++;
+        }
+        files_free_list(names, folder ? k : 0);
+        continue;
+    nomem:
+        files_free_list(names, folder ? k : 0);
+        snprintf(msg, msg_bytes, "out of memory listing %s", args[a]);
+        goto fail;
+    }
+    *paths_out = paths;
+    *n_out = n;
+    return 0;
+fail:
+    files_free_list(paths, n);
+    *paths_out = NULL;
+    *n_out = 0;
+    return -1;
 }

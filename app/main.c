@@ -4,6 +4,7 @@
  * init -> loop -> shutdown. The App holds all state; app_handle_event is the
  * one event switch. The model runs once per photo on the worker thread
  * (worker.c); a key only recomputes a [gh, gw] map and uploads it (render.c). */
+#include "colormap.h"
 #include "export.h"
 #include "files.h"
 #include "render.h"
@@ -13,6 +14,7 @@
 #include <SDL.h>
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,9 +22,14 @@
 /* ---------------------------------------------------------------------------
  * Options and --help */
 
+#define MAX_IMAGE_ARGS 4096
+
 typedef struct {
-    const char *model_path, *labels_path, *image_path, *export_dir;
-    int top_k, stdin_drops;
+    const char *model_path, *labels_path, *image_path, *export_dir, *save_dir;
+    const char
+        *image_args[MAX_IMAGE_ARGS]; /* every IMAGE (file or folder) given, for the slideshow */
+    int n_image_args;
+    int top_k, stdin_drops, colormap, bilinear;
     VitLoadOptions load; /* --heads, --size, --whole */
     float opacity;
     float discard;            /* rollout's discard ratio, [0, 1) */
@@ -37,10 +44,23 @@ static const char *const KEYS[][2] = {
     {"Up / Down", "previous / next head, then mean, max, min of the heads"},
     {"R", "attention rollout on / off"},
     {"[ / ]", "rollout discard ratio - / + 0.1"},
+    {"click, I J K L", "query patch: its attention and rollout (Shift+arrows move it too)"},
+    {"C", "back to the CLS token as the query"},
+    {"A", "all heads of the layer as thumbnails (click or Enter opens one)"},
+    {"T", "the whole table: a column per layer, a row per head"},
+    {"5", "top-5 predictions panel on / off"},
+    {"D", "mean attention distance panel (ViT paper, Fig. 7)"},
+    {"M", "mask: the fewest patches holding 60% of the attention (DINO)"},
+    {", / .", "mask fraction - / + 5%"},
+    {"V / Shift+V", "next / previous colormap"},
+    {"U", "colour scale: per map / shared across the layer"},
+    {"B", "upsampling: nearest (patches) / bilinear"},
     {"G", "patch grid on / off"},
     {"+ / -", "overlay opacity"},
     {"O", "overlay on / off"},
-    {"N / Shift+N", "next / previous image in the photo's folder (demo scenes)"},
+    {"N / Shift+N, P", "next / previous image: the command line's, else the folder's"},
+    {"S", "save the view as PNG"},
+    {"F", "fullscreen (presenter mode)"},
     {"H", "this help on / off"},
     {"Esc / Q", "quit"},
     {"drop a file", "open a photo, or a .safetensors model"},
@@ -51,9 +71,11 @@ static void usage(FILE *f) {
     fprintf(
         f,
         "usage: vitlens [--model PATH] [--labels FILE] [--heads N] [--size S|HxW] [--whole]\n"
-        "               [--opacity A] [--discard R] [IMAGE]\n"
-        "       vitlens [--model PATH] [--labels FILE] --top K IMAGE\n"
-        "       vitlens [--model PATH] [--opacity A] [--discard R] --export DIR IMAGE\n"
+        "               [--opacity A] [--discard R] [--colormap NAME] [--bilinear]\n"
+        "               [--save-dir DIR] [IMAGE|FOLDER ...]\n"
+        "       vitlens [--model PATH] [--labels FILE] [--size S|HxW] [--whole] --top K IMAGE\n"
+        "       vitlens [--model PATH] [--size S|HxW] [--whole] [--opacity A] [--discard R]\n"
+        "               [--colormap NAME] [--bilinear] --export DIR IMAGE\n"
         "\n"
         "Runs a Vision Transformer (.safetensors) on a photo and shows the attention\n"
         "of the CLS token over the patch grid: every layer and head, the head fusions\n"
@@ -61,7 +83,8 @@ static void usage(FILE *f) {
         "with register or distillation tokens, bars beside it show their share of the row.\n"
         "Without --model it uses the built-in model, a small ViT trained by this project to\n"
         "tell which of six shapes a cluttered scene holds; without an IMAGE it opens on the\n"
-        "first of that model's demo scenes (N steps through them).\n"
+        "first of that model's demo scenes (N steps through them). Several images, or a\n"
+        "folder, make a slideshow: N / P step through them and keep the view.\n"
         "\n"
         "options:\n"
         "  --model PATH    weights (.safetensors, timm or Hugging Face names: ViT, DeiT with\n"
@@ -80,13 +103,19 @@ static void usage(FILE *f) {
         "  --opacity A     heatmap opacity in [0, 1] (default 0.6)\n"
         "  --discard R     rollout's discard ratio in [0, 1): that fraction of the smallest\n"
         "                  fused attention weights to patches is zeroed per layer (default 0)\n"
+        "  --colormap NAME viridis (default), inferno, magma, turbo or greys\n"
+        "  --bilinear      upsample maps bilinearly between patch centres (default: nearest,\n"
+        "                  every patch one flat cell)\n"
+        "  --save-dir DIR  where S saves the view (default: the current directory)\n"
         "  --top K         print the K most probable classes and exit, one per line:\n"
         "                    RANK PROB CLASS_ID LABEL     e.g. \"1 0.6123 281 tabby, tabby cat\"\n"
         "                  RANK from 1, PROB the softmax probability, CLASS_ID from 0,\n"
         "                  LABEL the rest of the line (absent without class names)\n"
         "  --export DIR    write every map as a PNG into DIR and exit: L01_H01.png ...\n"
         "                  (layer, head from 1), L01_mean/max/min.png (head fusions),\n"
-        "                  L01_rollout.png (rollout, mean fusion, --discard): L*H + 4L files\n"
+        "                  L01_rollout.png (rollout, mean fusion, --discard), and for slides\n"
+        "                  L01_heads.png (every head of a layer in a grid), contact_sheet.png\n"
+        "                  and contact_sheet_rollout.png (layers x heads): L*H + 5L + 2 files\n"
         "  --stdin-drops   read file paths from stdin, one per line, as if dropped on the\n"
         "                  window (for scripts and tests)\n"
         "  -h, --help      this help\n"
@@ -119,6 +148,8 @@ static int parse_options(Options *o, int argc, char **argv) {
             return 1;
         } else if (!strcmp(a, "--stdin-drops")) {
             o->stdin_drops = 1;
+        } else if (!strcmp(a, "--bilinear")) {
+            o->bilinear = 1;
         } else if (!strcmp(a, "--whole")) {
             o->load.whole_image = 1;
         } else if (a[0] == '-' && a[1] == '-') {
@@ -134,6 +165,20 @@ static int parse_options(Options *o, int argc, char **argv) {
                 o->labels_path = val;
             } else if (!strcmp(a, "--export")) {
                 o->export_dir = val;
+            } else if (!strcmp(a, "--save-dir")) {
+                o->save_dir = val;
+            } else if (!strcmp(a, "--colormap")) {
+                int found = -1;
+                for (int k = 0; k < COLORMAP_COUNT; k++)
+                    if (!strcmp(val, colormap_names[k])) found = k;
+                if (found < 0) {
+                    fprintf(stderr,
+                            "vitlens: --colormap %s: expected viridis, inferno, magma, turbo or "
+                            "greys\n",
+                            val);
+                    return 2;
+                }
+                o->colormap = found;
             } else if (!strcmp(a, "--heads") || !strcmp(a, "--top")) {
                 long n = strtol(val, &end, 10);
                 if (errno || !*val || *end || n < 1 || n > 100000) {
@@ -177,15 +222,21 @@ static int parse_options(Options *o, int argc, char **argv) {
                 return 2;
             }
             i++;
-        } else if (!o->image_path) {
-            o->image_path = a;
+        } else if (o->n_image_args < MAX_IMAGE_ARGS) {
+            if (!o->image_path) o->image_path = a;
+            o->image_args[o->n_image_args++] = a;
         } else {
-            fprintf(stderr, "vitlens: one image only (got %s and %s)\n", o->image_path, a);
+            fprintf(stderr, "vitlens: more than %d images\n", MAX_IMAGE_ARGS);
             return 2;
         }
     }
     if ((o->top_k || o->export_dir) && !o->image_path) {
         fprintf(stderr, "vitlens: --%s needs an IMAGE\n", o->top_k ? "top" : "export");
+        return 2;
+    }
+    if ((o->top_k || o->export_dir) && o->n_image_args > 1) {
+        fprintf(stderr, "vitlens: --%s takes one image (got %s and %s)\n",
+                o->top_k ? "top" : "export", o->image_args[0], o->image_args[1]);
         return 2;
     }
     return 0;
@@ -228,7 +279,8 @@ static int run_headless(const Options *o) {
     }
     rc = 0;
     if (o->top_k) rc |= export_top(stdout, &m, &sc, o->top_k);
-    if (!rc && o->export_dir) rc |= export_maps(stdout, o->export_dir, &sc, o->opacity, o->discard);
+    ExportStyle st = {o->opacity, o->discard, o->colormap, o->bilinear};
+    if (!rc && o->export_dir) rc |= export_maps(stdout, o->export_dir, &sc, &st);
 done:
     scene_free(&sc);
     model_free(&m);
@@ -237,6 +289,8 @@ done:
 
 /* ---------------------------------------------------------------------------
  * App state */
+
+typedef enum { OV_NONE = 0, OV_HEADS, OV_TABLE } Overview;
 
 typedef struct {
     const Options *opt;
@@ -249,7 +303,21 @@ typedef struct {
     Model *model;    /* current model (heap) */
     Scene scenes[2]; /* scenes[front] is on screen, the other is the worker's back buffer */
     int front, has_scene;
-    float *map;                          /* [N] of the current model */
+    float *map;      /* [N] raw values of the current map */
+    float *map_norm; /* [N] normalised for display */
+    uint8_t *mask;   /* [N] the attention mask */
+    float *atlas;    /* [L * (H + 3), N] the overview's maps, normalised */
+    /* what the atlas on the GPU was computed for: a key that changes only the
+     * selection (the table's layer or head, the heads' head) redraws it, no more */
+    struct {
+        unsigned long loads; /* the scene (0: none) */
+        Overview mode;
+        int layer, rollout, query, shared; /* layer: OV_HEADS only */
+        float discard;
+        char legend_hi[32], legend_lo[32], legend_caption[32];
+    } atlas_of;
+    float *distance; /* [L, H] mean attention distance of the scene, px */
+    float map_lo, map_hi;
     float prefix_share[VIT_MAX_PREFIX];  /* [Np] the view's row at the prefix tokens */
     char prefix_name[VIT_MAX_PREFIX][8]; /* "CLS", "reg1", ... */
     const char *prefix_names[VIT_MAX_PREFIX];
@@ -257,12 +325,34 @@ typedef struct {
     View view;
     int overlay, grid, help;
     float opacity;
+    Overview overview;
+    int colormap, shared_scale, bilinear;
+    int show_mask, mask_pct, mask_kept; /* mask fraction in percent */
+    int show_preds, show_distance;
+    int cursor_row, cursor_col; /* the keyboard's patch cursor */
+    int hover_row, hover_col;   /* the patch under the mouse, -1: none */
+    int hover_cell;             /* the overview cell under the mouse, -1: none */
+    float mouse_x, mouse_y;     /* framebuffer px */
+    int fullscreen;
+    int save_pending;
+    unsigned long saves;
+
+    char **images; /* the command line's images (slideshow), [n_images] */
+    int n_images, image_at;
 
     int busy;           /* a job is running */
     char pending[1024]; /* dropped while busy: started next (the latest wins) */
     char photo[1024];   /* the photo last asked for (N steps on from it), "" if none */
     char error[600];    /* shown on the error line until the next success */
+    char notice[600];   /* shown on the right of the status line until the next key */
     char status_left[512], status_right[256];
+    char legend_hi[32], legend_lo[32], legend_caption[32];
+    char pred_text[REN_MAX_PREDS][128];
+    char dist_caption[96], tooltip[128];
+    char cell_labels[VIT_MAX_LAYERS * 4][16]; /* overview labels, >= H + 3 */
+    const char *cell_label_ptrs[VIT_MAX_LAYERS * 4];
+    char col_text[VIT_MAX_LAYERS][12];
+    const char *col_ptrs[VIT_MAX_LAYERS], *row_ptrs[VIT_MAX_LAYERS * 4];
     int announce;        /* print "ready" after the next frame */
     unsigned long loads; /* worker jobs finished, for the trace */
     int trace;           /* VITLENS_TRACE */
@@ -280,12 +370,74 @@ static const Scene *app_scene(const App *app) {
 }
 
 static void app_set_error(App *app, const char *msg) {
-    snprintf(app->error, sizeof app->error, "%s", msg);
+    snprintf(app->error, sizeof app->error, "%.590s", msg);
     fprintf(stderr, "vitlens: %s\n", msg);
     app->dirty = 1;
 }
 
-/* Recompute the map of the current view and upload it. */
+static int app_query_patch(const App *app, int *row, int *col) {
+    const VitConfig *c = &app->model->vit.cfg;
+    if (app->view.query < c->n_prefix) return 0;
+    int p = app->view.query - c->n_prefix;
+    *row = p / c->grid_w, *col = p % c->grid_w;
+    return 1;
+}
+
+/* The overview's maps into the atlas, normalised, and the legend for them. */
+static void app_update_overview(App *app) {
+    const Scene *sc = app_scene(app);
+    const VitConfig *c = &sc->run.cfg;
+    int K = c->n_heads + VIEW_N_FUSIONS, table = app->overview == OV_TABLE;
+    int n = table ? c->n_layers * K : K;
+    const View *v = &app->view;
+    if (app->atlas_of.loads == app->loads && app->atlas_of.mode == app->overview &&
+        (table || app->atlas_of.layer == v->layer) && app->atlas_of.rollout == v->rollout &&
+        app->atlas_of.query == v->query && app->atlas_of.shared == app->shared_scale &&
+        (!v->rollout || app->atlas_of.discard == v->discard_ratio)) {
+        memcpy(app->legend_hi, app->atlas_of.legend_hi, sizeof app->legend_hi);
+        memcpy(app->legend_lo, app->atlas_of.legend_lo, sizeof app->legend_lo);
+        memcpy(app->legend_caption, app->atlas_of.legend_caption, sizeof app->legend_caption);
+        return; /* the same maps: only the selection moved */
+    }
+    app->atlas_of.loads = 0;
+    float *range = malloc(2 * (size_t)n * sizeof *range); /* lo [n], hi [n] */
+    VitError err;
+    if (!range) {
+        app_set_error(app, "out of memory for the overview");
+        return;
+    }
+    if (overview_maps(app->atlas, range, range + n, &sc->run, &app->view, table, app->shared_scale,
+                      &err)) {
+        app_set_error(app, err.msg);
+        free(range);
+        return;
+    }
+    float lo = range[0], hi = range[n]; /* of the first map: the layer's with a shared scale */
+    free(range);
+    if (ren_upload_atlas(&app->ren, app->atlas, n, c->grid_w, c->grid_h)) {
+        app_set_error(app, "the overview is larger than the GPU's largest texture");
+        app->overview = OV_NONE;
+        return;
+    }
+    if (app->shared_scale && !table) { /* one range for the whole grid: show it */
+        snprintf(app->legend_hi, sizeof app->legend_hi, "%.2g", (double)hi);
+        snprintf(app->legend_lo, sizeof app->legend_lo, "%.2g", (double)lo);
+    } else {
+        snprintf(app->legend_hi, sizeof app->legend_hi, "max");
+        snprintf(app->legend_lo, sizeof app->legend_lo, "min");
+    }
+    snprintf(app->legend_caption, sizeof app->legend_caption, "%s",
+             app->shared_scale ? (table ? "each layer" : "the layer") : "each map");
+    app->atlas_of.loads = app->loads, app->atlas_of.mode = app->overview;
+    app->atlas_of.layer = v->layer, app->atlas_of.rollout = v->rollout;
+    app->atlas_of.query = v->query, app->atlas_of.shared = app->shared_scale;
+    app->atlas_of.discard = v->discard_ratio;
+    memcpy(app->atlas_of.legend_hi, app->legend_hi, sizeof app->legend_hi);
+    memcpy(app->atlas_of.legend_lo, app->legend_lo, sizeof app->legend_lo);
+    memcpy(app->atlas_of.legend_caption, app->legend_caption, sizeof app->legend_caption);
+}
+
+/* Recompute the map of the current view (and the overview, the mask) and upload it. */
 static void app_update_map(App *app) {
     const Scene *sc = app_scene(app);
     if (!sc) return;
@@ -304,29 +456,65 @@ static void app_update_map(App *app) {
         app->prefix_names[i] = app->prefix_name[i];
     }
     float lo, hi;
-    map_normalize(app->map, app->map, c->n_patches, &lo, &hi);
-    ren_upload_map(&app->ren, app->map, c->grid_w, c->grid_h, lo, hi);
+    map_normalize(app->map_norm, app->map, c->n_patches, &lo, &hi);
+    if (app->shared_scale) {
+        if (view_layer_range(&lo, &hi, &sc->run, &app->view, &err)) {
+            app_set_error(app, err.msg);
+            return;
+        }
+        for (int p = 0; p < c->n_patches; p++)
+            app->map_norm[p] = hi > lo ? (app->map[p] - lo) / (hi - lo) : 0.0f;
+    }
+    app->map_lo = lo, app->map_hi = hi;
+    ren_upload_map(&app->ren, app->map_norm, c->grid_w, c->grid_h);
+    snprintf(app->legend_hi, sizeof app->legend_hi, "%.2g", (double)hi);
+    snprintf(app->legend_lo, sizeof app->legend_lo, "%.2g", (double)lo);
+    snprintf(app->legend_caption, sizeof app->legend_caption, "%s",
+             app->shared_scale ? "the layer" : "this map");
+    if (app->show_mask) {
+        if (vit_mass_mask(app->mask, &app->mask_kept, app->map, c->n_patches,
+                          (float)app->mask_pct / 100.0f, &err)) {
+            app_set_error(app, err.msg);
+            app->show_mask = 0;
+        } else {
+            ren_upload_mask(&app->ren, app->mask, c->grid_w, c->grid_h);
+        }
+    }
+    if (app->overview) app_update_overview(app);
     app->dirty = 1;
 }
 
-/* The status line: model, layer, head or fusion, map kind | top-1 class. */
+/* The status line: model, layer, head or fusion, map kind, query, mask | top-1 class. */
 static void app_update_status(App *app) {
     const VitConfig *c = &app->model->vit.cfg;
-    char head[64];
-    view_head_text(head, sizeof head, &app->view, c->n_heads);
+    const View *v = &app->view;
+    char head[64], kind[64], query[64] = "", mask[64] = "";
+    view_head_text(head, sizeof head, v, c->n_heads);
     const char *dot = "  \xc2\xb7  "; /* U+00B7 middle dot */
-    char kind[64];
-    if (app->view.rollout && app->view.discard_ratio > 0.0f)
-        snprintf(kind, sizeof kind, "rollout, discard %.1f", (double)app->view.discard_ratio);
+    if (v->rollout && v->discard_ratio > 0.0f)
+        snprintf(kind, sizeof kind, "rollout, discard %.1f", (double)v->discard_ratio);
     else
-        snprintf(kind, sizeof kind, "%s", view_kind_name(&app->view));
-    snprintf(app->status_left, sizeof app->status_left, "%s%slayer %d/%d%s%s%s%s%s%s",
-             app->model->name, dot, app->view.layer + 1, c->n_layers, dot, head, dot, kind,
+        snprintf(kind, sizeof kind, "%s", view_kind_name(v));
+    if (v->query != 0) {
+        char q[48];
+        view_query_text(q, sizeof q, v, c);
+        snprintf(query, sizeof query, "%sfrom %s", dot, q);
+    }
+    if (app->show_mask && !app->overview)
+        snprintf(mask, sizeof mask, "%smask %d%%: %d patches", dot, app->mask_pct, app->mask_kept);
+    if (app->overview == OV_TABLE)
+        snprintf(head, sizeof head, "layers \xc3\x97 heads");
+    else if (app->overview == OV_HEADS)
+        snprintf(head, sizeof head, "all %d heads", c->n_heads);
+    snprintf(app->status_left, sizeof app->status_left, "%s%slayer %d/%d%s%s%s%s%s%s%s%s",
+             app->model->name, dot, v->layer + 1, c->n_layers, dot, head, dot, kind, query, mask,
              app->overlay ? "" : dot, app->overlay ? "" : "overlay off");
     const Scene *sc = app_scene(app);
     app->status_right[0] = '\0';
     if (app->busy) {
         snprintf(app->status_right, sizeof app->status_right, "working\xe2\x80\xa6");
+    } else if (app->notice[0]) {
+        snprintf(app->status_right, sizeof app->status_right, "%.250s", app->notice);
     } else if (sc && c->n_classes > 0 && sc->run.probs) {
         int top;
         vit_top_k(&top, sc->run.probs, c->n_classes, 1);
@@ -361,6 +549,28 @@ static void app_open(App *app, const char *path) {
     app->dirty = 1;
 }
 
+/* Buffers sized by the scene's shapes; the distance plot of its attention. */
+static int app_scene_buffers(App *app, const Scene *sc) {
+    const VitConfig *c = &sc->run.cfg;
+    size_t N = (size_t)c->n_patches, K = (size_t)(c->n_heads + VIEW_N_FUSIONS);
+    float *map = realloc(app->map, N * sizeof *map);
+    if (map) app->map = map;
+    float *norm = realloc(app->map_norm, N * sizeof *norm);
+    if (norm) app->map_norm = norm;
+    uint8_t *mask = realloc(app->mask, N);
+    if (mask) app->mask = mask;
+    float *atlas = realloc(app->atlas, (size_t)c->n_layers * K * N * sizeof *atlas);
+    if (atlas) app->atlas = atlas;
+    float *dist = realloc(app->distance, (size_t)c->n_layers * c->n_heads * sizeof *dist);
+    if (dist) app->distance = dist;
+    if (!map || !norm || !mask || !atlas || !dist) return -1;
+    VitError err;
+    if (vit_attention_distance(app->distance, &sc->run, &err)) app_set_error(app, err.msg);
+    if (app->cursor_row >= c->grid_h || app->cursor_col >= c->grid_w || app->cursor_row < 0)
+        app->cursor_row = c->grid_h / 2, app->cursor_col = c->grid_w / 2;
+    return 0;
+}
+
 /* The worker is done: swap in its result or show its error. */
 static void app_job_done(App *app) {
     Worker *w = &app->worker;
@@ -383,12 +593,10 @@ static void app_job_done(App *app) {
         }
         const Scene *sc = app_scene(app);
         if (sc) {
-            float *map = realloc(app->map, (size_t)sc->run.cfg.n_patches * sizeof *map);
-            if (!map) {
-                app_set_error(app, "out of memory for the map");
+            if (app_scene_buffers(app, sc)) {
+                app_set_error(app, "out of memory for the maps");
                 app->has_scene = 0;
             } else {
-                app->map = map;
                 ren_upload_image(&app->ren, sc->crop_rgb, sc->crop_w_px, sc->crop_h_px);
                 app_update_map(app);
                 app->announce = 1;
@@ -408,9 +616,15 @@ static void app_job_done(App *app) {
 /* ---------------------------------------------------------------------------
  * Events: the one switch */
 
-/* N / Shift+N: the next / previous image in the folder of the photo last asked
- * for; without one, the first / last demo scene of the built-in model. */
+/* N / P: the next / previous image of the command line's list when it has more
+ * than one; else of the folder of the photo last asked for; without one, the
+ * first / last demo scene of the built-in model. */
 static void app_step_photo(App *app, int step) {
+    if (app->n_images > 1) {
+        app->image_at = ((app->image_at + step) % app->n_images + app->n_images) % app->n_images;
+        app_open(app, app->images[app->image_at]);
+        return;
+    }
     const char *from = app->photo[0] ? app->photo : app->opt->demo_dir;
     char path[1024];
     if (!from[0]) {
@@ -424,26 +638,86 @@ static void app_step_photo(App *app, int step) {
     }
 }
 
+/* Make patch (row, col) the query token. */
+static void app_set_query(App *app, int row, int col) {
+    const VitConfig *c = &app->model->vit.cfg;
+    app->cursor_row = row < 0 ? 0 : row >= c->grid_h ? c->grid_h - 1 : row;
+    app->cursor_col = col < 0 ? 0 : col >= c->grid_w ? c->grid_w - 1 : col;
+    app->view.query = c->n_prefix + app->cursor_row * c->grid_w + app->cursor_col;
+}
+
+/* I J K L / Shift+arrows: the first press makes the cursor's patch the query,
+ * the next ones move it. */
+static void app_move_cursor(App *app, int drow, int dcol) {
+    int r, c;
+    if (!app_query_patch(app, &r, &c))
+        app_set_query(app, app->cursor_row, app->cursor_col);
+    else
+        app_set_query(app, r + drow, c + dcol);
+}
+
+/* Open overview cell k (an atlas index) as the single view. */
+static void app_open_cell(App *app, int k) {
+    const VitConfig *c = &app->model->vit.cfg;
+    int K = c->n_heads + VIEW_N_FUSIONS;
+    if (k < 0) return;
+    if (app->overview == OV_TABLE)
+        app->view.layer = k / K, app->view.head = k % K;
+    else
+        app->view.head = k;
+    app->overview = OV_NONE;
+}
+
+static void app_toggle_fullscreen(App *app) {
+    int fs = !app->fullscreen;
+    if (SDL_SetWindowFullscreen(app->win, fs ? SDL_WINDOW_FULLSCREEN_DESKTOP : 0) != 0) {
+        char msg[300];
+        snprintf(msg, sizeof msg, "fullscreen: %s", SDL_GetError());
+        app_set_error(app, msg);
+        return;
+    }
+    app->fullscreen = fs;
+}
+
 static void app_key(App *app, const SDL_Keysym *ks) {
     const VitConfig *c = &app->model->vit.cfg;
     View *v = &app->view;
     SDL_Keycode key = ks->sym;
+    int shift = (ks->mod & KMOD_SHIFT) != 0;
     int map_changed = 0;
+    app->notice[0] = '\0';
     switch (key) {
     case SDLK_ESCAPE:
     case SDLK_q: app->running = 0; break;
     case SDLK_LEFT:
-        if (v->layer > 0) v->layer--, map_changed = 1;
+        if (shift)
+            app_move_cursor(app, 0, -1), map_changed = 1;
+        else if (v->layer > 0)
+            v->layer--, map_changed = 1;
         break;
     case SDLK_RIGHT:
-        if (v->layer < c->n_layers - 1) v->layer++, map_changed = 1;
+        if (shift)
+            app_move_cursor(app, 0, 1), map_changed = 1;
+        else if (v->layer < c->n_layers - 1)
+            v->layer++, map_changed = 1;
         break;
     case SDLK_UP:
-        if (v->head > 0) v->head--, map_changed = 1;
+        if (shift)
+            app_move_cursor(app, -1, 0), map_changed = 1;
+        else if (v->head > 0)
+            v->head--, map_changed = 1;
         break;
     case SDLK_DOWN:
-        if (v->head < c->n_heads + VIEW_N_FUSIONS - 1) v->head++, map_changed = 1;
+        if (shift)
+            app_move_cursor(app, 1, 0), map_changed = 1;
+        else if (v->head < c->n_heads + VIEW_N_FUSIONS - 1)
+            v->head++, map_changed = 1;
         break;
+    case SDLK_i: app_move_cursor(app, -1, 0), map_changed = 1; break;
+    case SDLK_k: app_move_cursor(app, 1, 0), map_changed = 1; break;
+    case SDLK_j: app_move_cursor(app, 0, -1), map_changed = 1; break;
+    case SDLK_l: app_move_cursor(app, 0, 1), map_changed = 1; break;
+    case SDLK_c: map_changed = v->query != 0, v->query = 0; break;
     case SDLK_r: v->rollout = !v->rollout, map_changed = 1; break;
     case SDLK_LEFTBRACKET:
     case SDLK_RIGHTBRACKET: {
@@ -454,7 +728,48 @@ static void app_key(App *app, const SDL_Keysym *ks) {
         map_changed = v->rollout;
         break;
     }
-    case SDLK_n: app_step_photo(app, ks->mod & KMOD_SHIFT ? -1 : 1); break;
+    case SDLK_a:
+    case SDLK_t:
+        if (c->n_heads + VIEW_N_FUSIONS > VIT_MAX_LAYERS * 4) {
+            app_set_error(app, "too many heads for an overview");
+            break;
+        }
+        if (key == SDLK_t) {
+            app->overview = app->overview == OV_TABLE ? OV_NONE : OV_TABLE, map_changed = 1;
+            break;
+        }
+        app->overview = app->overview == OV_HEADS ? OV_NONE : OV_HEADS, map_changed = 1;
+        break;
+    case SDLK_RETURN:
+    case SDLK_KP_ENTER:
+        if (app->overview) {
+            int K = c->n_heads + VIEW_N_FUSIONS;
+            app_open_cell(app, app->overview == OV_TABLE ? v->layer * K + v->head : v->head);
+            map_changed = 1;
+        }
+        break;
+    case SDLK_5:
+    case SDLK_KP_5: app->show_preds = !app->show_preds; break;
+    case SDLK_d: app->show_distance = !app->show_distance; break;
+    case SDLK_m: app->show_mask = !app->show_mask, map_changed = 1; break;
+    case SDLK_COMMA:
+    case SDLK_PERIOD: {
+        int pct = app->mask_pct + (key == SDLK_PERIOD ? 5 : -5);
+        if (pct < 5 || pct > 100) break;
+        app->mask_pct = pct;
+        map_changed = app->show_mask;
+        break;
+    }
+    case SDLK_v:
+        app->colormap = (app->colormap + (shift ? COLORMAP_COUNT - 1 : 1)) % COLORMAP_COUNT;
+        ren_set_colormap(&app->ren, app->colormap);
+        break;
+    case SDLK_u: app->shared_scale = !app->shared_scale, map_changed = 1; break;
+    case SDLK_b: app->bilinear = !app->bilinear; break;
+    case SDLK_n: app_step_photo(app, shift ? -1 : 1); break;
+    case SDLK_p: app_step_photo(app, -1); break;
+    case SDLK_s: app->save_pending = 1; break;
+    case SDLK_f: app_toggle_fullscreen(app); break;
     case SDLK_g: app->grid = !app->grid; break;
     case SDLK_o: app->overlay = !app->overlay; break;
     case SDLK_h: app->help = !app->help; break;
@@ -473,10 +788,52 @@ static void app_key(App *app, const SDL_Keysym *ks) {
     app->dirty = 1;
 }
 
+/* Window coordinates (SDL's mouse events) to framebuffer px (high-DPI). */
+static void app_mouse_px(const App *app, int x, int y, float *fx, float *fy) {
+    int ww = 1, wh = 1, fw = 1, fh = 1;
+    SDL_GetWindowSize(app->win, &ww, &wh);
+    SDL_GL_GetDrawableSize(app->win, &fw, &fh);
+    *fx = (float)x * (float)fw / (float)(ww > 0 ? ww : 1);
+    *fy = (float)y * (float)fh / (float)(wh > 0 ? wh : 1);
+}
+
+/* What is under the mouse: a patch of the single view, or an overview cell. */
+static void app_hover(App *app, int x, int y) {
+    app_mouse_px(app, x, y, &app->mouse_x, &app->mouse_y);
+    int r = -1, c = -1, cell = -1;
+    if (app->has_scene && !app->overview) {
+        if (ren_patch_at(&app->ren, (int)app->mouse_x, (int)app->mouse_y, &r, &c)) r = c = -1;
+    } else if (app->has_scene) {
+        cell = ren_cell_at(&app->ren, (int)app->mouse_x, (int)app->mouse_y);
+    }
+    if (r != app->hover_row || c != app->hover_col || cell != app->hover_cell) app->dirty = 1;
+    app->hover_row = r, app->hover_col = c, app->hover_cell = cell;
+    if (app->hover_row >= 0 || app->hover_cell >= 0) app->dirty = 1; /* the tooltip follows */
+}
+
+static void app_click(App *app, int x, int y) {
+    app_hover(app, x, y);
+    if (!app->has_scene) return;
+    app->notice[0] = '\0';
+    if (app->overview) {
+        if (app->hover_cell < 0) return;
+        app_open_cell(app, app->hover_cell);
+        app->hover_cell = -1;
+    } else {
+        if (app->hover_row < 0) return;
+        app_set_query(app, app->hover_row, app->hover_col);
+    }
+    app_update_map(app);
+}
+
 static void app_handle_event(App *app, const SDL_Event *e) {
     switch (e->type) {
     case SDL_QUIT: app->running = 0; break;
     case SDL_KEYDOWN: app_key(app, &e->key.keysym); break;
+    case SDL_MOUSEMOTION: app_hover(app, e->motion.x, e->motion.y); break;
+    case SDL_MOUSEBUTTONDOWN:
+        if (e->button.button == SDL_BUTTON_LEFT) app_click(app, e->button.x, e->button.y);
+        break;
     case SDL_DROPFILE:
         if (e->drop.file) app_open(app, e->drop.file);
         SDL_free(e->drop.file);
@@ -485,6 +842,8 @@ static void app_handle_event(App *app, const SDL_Event *e) {
         if (e->window.event == SDL_WINDOWEVENT_SIZE_CHANGED ||
             e->window.event == SDL_WINDOWEVENT_EXPOSED)
             app->dirty = 1;
+        if (e->window.event == SDL_WINDOWEVENT_LEAVE)
+            app->hover_row = app->hover_col = app->hover_cell = -1, app->dirty = 1;
         break;
     default:
         if (e->type == app->ev_done) app_job_done(app);
@@ -495,8 +854,113 @@ static void app_handle_event(App *app, const SDL_Event *e) {
 /* ---------------------------------------------------------------------------
  * Drawing */
 
+/* The side panels' contents: top-5 and the attention distance plot. */
+static void app_panels(App *app, RenFrame *f) {
+    const Scene *sc = app_scene(app);
+    const VitConfig *c = &app->model->vit.cfg;
+    if (!sc) return;
+    if (app->show_preds && c->n_classes > 0 && sc->run.probs) {
+        int top[REN_MAX_PREDS], k = c->n_classes < REN_MAX_PREDS ? c->n_classes : REN_MAX_PREDS;
+        vit_top_k(top, sc->run.probs, c->n_classes, k);
+        for (int i = 0; i < k; i++) {
+            const char *label = model_label(app->model, top[i]);
+            if (label)
+                snprintf(app->pred_text[i], sizeof app->pred_text[i], "%s", label);
+            else
+                snprintf(app->pred_text[i], sizeof app->pred_text[i], "class %d", top[i]);
+            f->pred_labels[i] = app->pred_text[i];
+            f->pred_probs[i] = sc->run.probs[top[i]];
+        }
+        f->n_preds = k;
+    }
+    if (app->show_distance && app->distance) {
+        int L = c->n_layers, H = c->n_heads;
+        float mx = 0.0f, layer_mean = 0.0f;
+        for (int i = 0; i < L * H; i++) mx = app->distance[i] > mx ? app->distance[i] : mx;
+        for (int h = 0; h < H; h++) layer_mean += app->distance[app->view.layer * H + h] / H;
+        f->distance = app->distance;
+        f->dist_layers = L, f->dist_heads = H;
+        f->dist_layer = app->view.layer, f->dist_head = app->view.head;
+        f->dist_max_px = 20.0f * ceilf(mx / 20.0f + 1e-6f);
+        if (app->view.head < H)
+            snprintf(app->dist_caption, sizeof app->dist_caption,
+                     "layer %d, head %d: %.0f px (layer mean %.0f)", app->view.layer + 1,
+                     app->view.head + 1,
+                     (double)app->distance[app->view.layer * H + app->view.head],
+                     (double)layer_mean);
+        else
+            snprintf(app->dist_caption, sizeof app->dist_caption, "layer %d: mean of heads %.0f px",
+                     app->view.layer + 1, (double)layer_mean);
+        f->dist_caption = app->dist_caption;
+    }
+}
+
+/* Overview layout and labels. */
+static void app_overview_frame(App *app, RenFrame *f) {
+    const VitConfig *c = &app->model->vit.cfg;
+    int H = c->n_heads, K = H + VIEW_N_FUSIONS, L = c->n_layers;
+    for (int k = 0; k < K; k++) {
+        if (k < H)
+            snprintf(app->cell_labels[k], sizeof app->cell_labels[k], "head %d", k + 1);
+        else
+            snprintf(app->cell_labels[k], sizeof app->cell_labels[k], "%s",
+                     vit_fusion_name((VitFusion)(k - H)));
+        app->cell_label_ptrs[k] = app->cell_labels[k];
+        app->row_ptrs[k] = app->cell_labels[k];
+    }
+    if (app->overview == OV_HEADS) {
+        /* the most columns that keep the thumbnails largest in a 4:3-ish area */
+        f->n_cols = (int)ceil(sqrt((double)K * 1.2));
+        f->n_rows = (K + f->n_cols - 1) / f->n_cols;
+        f->col_stride = 1, f->row_stride = f->n_cols;
+        f->selected = app->view.head;
+        f->cell_labels = app->cell_label_ptrs;
+    } else {
+        for (int l = 0; l < L; l++) {
+            snprintf(app->col_text[l], sizeof app->col_text[l], "%d", l + 1);
+            app->col_ptrs[l] = app->col_text[l];
+        }
+        f->n_cols = L, f->n_rows = K;
+        f->col_stride = K, f->row_stride = 1;
+        f->selected = app->view.layer * K + app->view.head;
+        f->col_labels = app->col_ptrs;
+        f->row_labels = app->row_ptrs;
+    }
+}
+
+/* S: the frame as drawn, as a PNG named after the view. */
+static void app_save(App *app) {
+    const Scene *sc = app_scene(app);
+    if (!sc) {
+        snprintf(app->notice, sizeof app->notice, "nothing to save yet");
+        return;
+    }
+    char name[512], path[1600], msg[2000];
+    view_file_name(name, sizeof name, sc->name, app->model->name, &app->view, &app->model->vit.cfg,
+                   app->overview == OV_TABLE   ? "table"
+                   : app->overview == OV_HEADS ? "heads"
+                                               : NULL);
+    snprintf(path, sizeof path, "%s/%s", app->opt->save_dir ? app->opt->save_dir : ".", name);
+    int w, h;
+    uint8_t *rgb = ren_read_rgb(&app->ren, &w, &h);
+    if (!rgb) {
+        app_set_error(app, "out of memory for the screenshot");
+        return;
+    }
+    if (export_png(path, rgb, w, h, msg, sizeof msg)) {
+        app_set_error(app, msg);
+    } else {
+        app->saves++;
+        snprintf(app->notice, sizeof app->notice, "saved %s", name);
+        printf("saved %s\n", path);
+    }
+    free(rgb);
+}
+
 static void app_draw(App *app) {
     app_update_status(app);
+    int qr = -1, qc = -1;
+    app_query_patch(app, &qr, &qc);
     RenFrame f = {
         .overlay = app->overlay,
         .grid = app->grid,
@@ -510,11 +974,48 @@ static void app_draw(App *app) {
         .help_rows = KEYS,
         .n_help = N_KEYS,
         .spinner_turns = (float)(SDL_GetTicks() % 1000u) / 1000.0f,
-        .n_prefix = app_scene(app) ? app_scene(app)->run.cfg.n_prefix : 0,
+        .mode = app->overview == OV_TABLE   ? REN_TABLE
+                : app->overview == OV_HEADS ? REN_HEADS
+                                            : REN_SINGLE,
+        .bilinear = app->bilinear,
+        .query_row = qr,
+        .query_col = qc,
+        .mask = app->show_mask,
+        .legend_hi = app->legend_hi,
+        .legend_lo = app->legend_lo,
+        .legend_caption = app->legend_caption,
+        .selected = -1,
+        .n_prefix = app->has_scene ? app_scene(app)->run.cfg.n_prefix : 0,
         .prefix_share = app->prefix_share,
         .prefix_names = app->prefix_names,
     };
+    if (app->overview) app_overview_frame(app, &f);
+    app_panels(app, &f);
+    const Scene *sc = app_scene(app);
+    if (sc && app->hover_row >= 0 && !app->overview) {
+        const VitConfig *c = &sc->run.cfg;
+        snprintf(app->tooltip, sizeof app->tooltip, "row %d, col %d  \xc2\xb7  %.3g",
+                 app->hover_row + 1, app->hover_col + 1,
+                 (double)app->map[app->hover_row * c->grid_w + app->hover_col]);
+        f.tooltip = app->tooltip;
+    } else if (sc && app->hover_cell >= 0 && app->overview) {
+        int K = sc->run.cfg.n_heads + VIEW_N_FUSIONS;
+        int l = app->overview == OV_TABLE ? app->hover_cell / K : app->view.layer;
+        int k = app->overview == OV_TABLE ? app->hover_cell % K : app->hover_cell;
+        snprintf(app->tooltip, sizeof app->tooltip, "layer %d  \xc2\xb7  %s", l + 1,
+                 app->cell_labels[k]);
+        f.tooltip = app->tooltip;
+    }
+    f.tip_x = app->mouse_x, f.tip_y = app->mouse_y;
     ren_draw(&app->ren, &f);
+    if (app->save_pending) {
+        app->save_pending = 0;
+        app_save(app);
+        if (app->notice[0]) { /* show "saved" at once, without the notice in the file */
+            app_update_status(app);
+            ren_draw(&app->ren, &f);
+        }
+    }
     SDL_GL_SwapWindow(app->win);
     app->frames++;
     if (app->trace || app->announce) glFinish(); /* the frame is on screen before we say so */
@@ -526,18 +1027,23 @@ static void app_draw(App *app) {
         const Ren *r = &app->ren;
         /* the prefix tokens' share of the view's row: "CLS:0.1234,reg1:0.0567" */
         char prefix[VIT_MAX_PREFIX * 20] = "-";
-        const Scene *sc = app_scene(app);
         for (int i = 0, k = 0; sc && i < sc->run.cfg.n_prefix; i++)
             k += snprintf(prefix + k, sizeof prefix - (size_t)k, "%s%s:%.4f", i ? "," : "",
                           app->prefix_name[i], (double)app->prefix_share[i]);
         printf("frame %lu layer=%d head=%d rollout=%d discard=%.2f overlay=%d opacity=%.2f grid=%d "
-               "help=%d "
-               "busy=%d loads=%lu scene=%d error=%d image=%d,%d,%d image_h=%d prefix=%s "
-               "window=%d,%d\n",
+               "help=%d busy=%d loads=%lu scene=%d error=%d image=%d,%d,%d image_h=%d prefix=%s "
+               "window=%d,%d query=%d overview=%d colormap=%s scale=%s bilinear=%d mask=%d "
+               "fraction=%d kept=%d preds=%d distance=%d hover=%d,%d cell=%d fullscreen=%d "
+               "image_at=%d saves=%lu cells=%d,%d,%d,%d,%d,%d panel=%d,%d\n",
                app->frames, app->view.layer, app->view.head, app->view.rollout,
                (double)app->view.discard_ratio, app->overlay, (double)app->opacity, app->grid,
                app->help, app->busy, app->loads, app->has_scene, app->error[0] != 0, r->image_x,
-               r->image_y, r->image_w_px, r->image_h_px, prefix, r->fb_w, r->fb_h);
+               r->image_y, r->image_w_px, r->image_h_px, prefix, r->fb_w, r->fb_h, app->view.query,
+               app->overview, colormap_names[app->colormap], app->shared_scale ? "layer" : "map",
+               app->bilinear, app->show_mask, app->mask_pct, app->mask_kept, f.n_preds,
+               f.distance != NULL, app->hover_row, app->hover_col, app->hover_cell, app->fullscreen,
+               app->image_at, app->saves, r->cells_x, r->cells_y, r->cell_w_px, r->cell_h_px,
+               r->cell_step_x, r->cell_step_y, r->panel_x, r->panel_w);
         printf("status %s | %s\n", app->status_left, app->status_right);
     }
     fflush(stdout);
@@ -567,6 +1073,20 @@ static int app_init(App *app, const Options *o) {
     app->opt = o;
     app->overlay = 1;
     app->opacity = o->opacity;
+    app->colormap = o->colormap;
+    app->bilinear = o->bilinear;
+    app->mask_pct = 60; /* DINO's figures */
+    app->show_preds = 1;
+    app->hover_row = app->hover_col = app->hover_cell = -1;
+    app->cursor_row = -1;
+    if (o->n_image_args > 0) {
+        char msg[1200];
+        if (files_expand(&app->images, &app->n_images, o->image_args, o->n_image_args, msg,
+                         sizeof msg)) {
+            fprintf(stderr, "vitlens: %s\n", msg);
+            return -1;
+        }
+    }
     const char *trace = getenv("VITLENS_TRACE");
     app->trace = trace && *trace && strcmp(trace, "0") != 0;
 
@@ -596,7 +1116,10 @@ static int app_init(App *app, const Options *o) {
         fprintf(stderr, "vitlens: cannot start the worker thread: %s\n", SDL_GetError());
         return -1;
     }
-    if (o->image_path) app_open(app, o->image_path);
+    if (app->n_images > 0)
+        app_open(app, app->images[0]);
+    else if (o->image_path)
+        app_open(app, o->image_path);
     if (SDL_InitSubSystem(SDL_INIT_VIDEO) != 0) {
         fprintf(stderr, "vitlens: SDL_Init: %s\n", SDL_GetError());
         return -1;
@@ -606,12 +1129,14 @@ static int app_init(App *app, const Options *o) {
     SDL_GL_SetAttribute(SDL_GL_CONTEXT_PROFILE_MASK, SDL_GL_CONTEXT_PROFILE_CORE);
     SDL_GL_SetAttribute(SDL_GL_DOUBLEBUFFER, 1);
 
-    /* Square crop + status bar + room for the legend; fits the usable display. */
+    /* Square crop + status bar + room for the legend and the side panel (predictions,
+     * attention distance); fits the usable display. */
     int h = 860;
     SDL_Rect usable;
-    if (SDL_GetDisplayUsableBounds(0, &usable) == 0 && usable.h > 0 && usable.h * 0.88 < h)
-        h = (int)(usable.h * 0.88);
-    int w = (int)(h * 1.1f);
+    int has_usable = SDL_GetDisplayUsableBounds(0, &usable) == 0 && usable.h > 0;
+    if (has_usable && usable.h * 0.88 < h) h = (int)(usable.h * 0.88);
+    int w = (int)(h * 1.45f);
+    if (has_usable && w > usable.w * 0.95) w = (int)(usable.w * 0.95);
     app->win =
         SDL_CreateWindow("vitlens", SDL_WINDOWPOS_CENTERED, SDL_WINDOWPOS_CENTERED, w, h,
                          SDL_WINDOW_OPENGL | SDL_WINDOW_RESIZABLE | SDL_WINDOW_ALLOW_HIGHDPI);
@@ -644,6 +1169,7 @@ static int app_init(App *app, const Options *o) {
         SDL_DetachThread(t); /* blocks in fgets; ends with the process */
     }
     SDL_EventState(SDL_DROPFILE, SDL_ENABLE);
+    ren_set_colormap(&app->ren, app->colormap);
     app->running = 1;
     app->dirty = 1;
     return 0;
@@ -655,6 +1181,11 @@ static void app_free(App *app) {
     scene_free(&app->scenes[0]);
     scene_free(&app->scenes[1]);
     free(app->map);
+    free(app->map_norm);
+    free(app->mask);
+    free(app->atlas);
+    free(app->distance);
+    files_free_list(app->images, app->n_images);
     if (app->model) model_free(app->model);
     free(app->model);
     if (app->gl) SDL_GL_DeleteContext(app->gl);

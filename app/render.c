@@ -24,6 +24,10 @@ static const float COL_ACCENT[4] = {0.99f, 0.91f, 0.15f, 1.0f}; /* viridis' yell
 static const float COL_ERR[4] = {1.0f, 0.62f, 0.58f, 1.0f};
 static const float COL_PANEL[4] = {0.04f, 0.045f, 0.055f, 0.86f}; /* help panel */
 static const float COL_EMPTY[4] = {0.085f, 0.095f, 0.115f, 1.0f}; /* no image yet */
+static const float COL_SIDE[4] = {0.085f, 0.095f, 0.115f, 1.0f};  /* side panels */
+static const float COL_TRACK[4] = {0.19f, 0.21f, 0.25f, 1.0f};    /* empty bar, plot axes */
+static const float COL_DOT[4] = {0.55f, 0.60f, 0.68f, 0.85f};     /* other layers' heads */
+static const float COL_TIP[4] = {0.0f, 0.0f, 0.0f, 0.85f};        /* tooltip, cell labels */
 
 /* --- shaders --------------------------------------------------------------- */
 
@@ -106,12 +110,20 @@ static int link_program(RenProgram *p, const char *dir, const char *frag, char *
     p->opacity = glGetUniformLocation(p->prog, "u_opacity");
     p->grid = glGetUniformLocation(p->prog, "u_grid");
     p->grid_size = glGetUniformLocation(p->prog, "u_grid_size");
+    p->cell = glGetUniformLocation(p->prog, "u_cell");
+    p->bilinear = glGetUniformLocation(p->prog, "u_bilinear");
+    p->mask_on = glGetUniformLocation(p->prog, "u_mask_on");
+    p->query = glGetUniformLocation(p->prog, "u_query");
+    p->line_px = glGetUniformLocation(p->prog, "u_line_px");
+    p->ramp = glGetUniformLocation(p->prog, "u_ramp");
     p->color = glGetUniformLocation(p->prog, "u_color");
     p->textured = glGetUniformLocation(p->prog, "u_textured");
+    p->round = glGetUniformLocation(p->prog, "u_round");
     glUseProgram(p->prog);
     glUniform1i(glGetUniformLocation(p->prog, "u_image"), 0);
     glUniform1i(glGetUniformLocation(p->prog, "u_map"), 1);
     glUniform1i(glGetUniformLocation(p->prog, "u_lut"), 2);
+    glUniform1i(glGetUniformLocation(p->prog, "u_mask"), 3);
     glUniform1i(glGetUniformLocation(p->prog, "u_tex"), 0);
     return 0;
 }
@@ -149,12 +161,12 @@ static int find_shader_dir(char *dir, size_t n, char *msg, size_t msg_bytes) {
 
 /* --- textures -------------------------------------------------------------- */
 
-static GLuint make_texture(GLint filter) {
+static GLuint make_texture(GLint min_filter, GLint mag_filter) {
     GLuint t = 0;
     glGenTextures(1, &t);
     glBindTexture(GL_TEXTURE_2D, t);
-    glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MIN_FILTER, filter);
-    glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MAG_FILTER, filter);
+    glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MIN_FILTER, min_filter);
+    glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MAG_FILTER, mag_filter);
     glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_WRAP_S, GL_CLAMP_TO_EDGE);
     glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_WRAP_T, GL_CLAMP_TO_EDGE);
     return t;
@@ -169,18 +181,17 @@ int ren_init(Ren *r, SDL_Window *win, char *msg, size_t msg_bytes, char *warn, s
     if (link_program(&r->ui, r->shader_dir, "ui.frag.glsl", msg, msg_bytes)) goto fail;
 
     glGenVertexArrays(1, &r->vao); /* core profile draws need a bound VAO, even an empty one */
-    r->tex_image = make_texture(GL_LINEAR);
-    r->tex_map = make_texture(GL_NEAREST); /* flat patches */
-    r->tex_lut = make_texture(GL_NEAREST);
-    r->tex_ramp = make_texture(GL_NEAREST);
-    glPixelStorei(GL_UNPACK_ALIGNMENT, 1);
-    glBindTexture(GL_TEXTURE_2D, r->tex_lut);
-    glTexImage2D(GL_TEXTURE_2D, 0, GL_RGB8, COLORMAP_SIZE, 1, 0, GL_RGB, GL_UNSIGNED_BYTE,
-                 colormap_lut);
-    float ramp[COLORMAP_SIZE]; /* legend: top row is the maximum */
-    for (int i = 0; i < COLORMAP_SIZE; i++) ramp[i] = 1.0f - (float)i / (COLORMAP_SIZE - 1);
-    glBindTexture(GL_TEXTURE_2D, r->tex_ramp);
-    glTexImage2D(GL_TEXTURE_2D, 0, GL_R32F, 1, COLORMAP_SIZE, 0, GL_RED, GL_FLOAT, ramp);
+    /* the crop: mipmapped, so that the overview's thumbnails do not alias */
+    r->tex_image = make_texture(GL_LINEAR_MIPMAP_LINEAR, GL_LINEAR);
+    r->tex_map = make_texture(GL_NEAREST, GL_NEAREST); /* read with texelFetch */
+    r->tex_atlas = make_texture(GL_NEAREST, GL_NEAREST);
+    r->tex_mask = make_texture(GL_NEAREST, GL_NEAREST);
+    r->tex_lut = make_texture(GL_NEAREST, GL_NEAREST);
+    glGetIntegerv(GL_MAX_TEXTURE_SIZE, &r->max_tex_px);
+    ren_set_colormap(r, 0);
+    uint8_t none = 0;
+    glBindTexture(GL_TEXTURE_2D, r->tex_mask);
+    glTexImage2D(GL_TEXTURE_2D, 0, GL_R8, 1, 1, 0, GL_RED, GL_UNSIGNED_BYTE, &none);
     GLenum e = glGetError();
     if (e != GL_NO_ERROR) {
         snprintf(msg, msg_bytes, "OpenGL: cannot create textures (error 0x%x)", e);
@@ -197,8 +208,8 @@ void ren_free(Ren *r) {
     if (!r) return;
     for (int i = 0; i < REN_TEXT_CACHE; i++)
         if (r->cache[i].tex) glDeleteTextures(1, &r->cache[i].tex);
-    GLuint tex[4] = {r->tex_image, r->tex_map, r->tex_lut, r->tex_ramp};
-    for (int i = 0; i < 4; i++)
+    GLuint tex[5] = {r->tex_image, r->tex_map, r->tex_lut, r->tex_atlas, r->tex_mask};
+    for (int i = 0; i < 5; i++)
         if (tex[i]) glDeleteTextures(1, &tex[i]);
     if (r->vao) glDeleteVertexArrays(1, &r->vao);
     if (r->heat.prog) glDeleteProgram(r->heat.prog);
@@ -211,17 +222,48 @@ void ren_upload_image(Ren *r, const uint8_t *rgb, int w, int h) {
     glPixelStorei(GL_UNPACK_ALIGNMENT, 1);
     glBindTexture(GL_TEXTURE_2D, r->tex_image);
     glTexImage2D(GL_TEXTURE_2D, 0, GL_RGB8, w, h, 0, GL_RGB, GL_UNSIGNED_BYTE, rgb);
+    glGenerateMipmap(GL_TEXTURE_2D);
     r->image_w = w;
     r->image_h = h;
 }
 
-void ren_upload_map(Ren *r, const float *map, int grid_w, int grid_h, float min, float max) {
+void ren_upload_map(Ren *r, const float *map, int grid_w, int grid_h) {
+    glPixelStorei(GL_UNPACK_ALIGNMENT, 4);
     glBindTexture(GL_TEXTURE_2D, r->tex_map);
     glTexImage2D(GL_TEXTURE_2D, 0, GL_R32F, grid_w, grid_h, 0, GL_RED, GL_FLOAT, map);
     r->grid_w = grid_w;
     r->grid_h = grid_h;
-    r->map_min = min;
-    r->map_max = max;
+}
+
+int ren_upload_atlas(Ren *r, const float *maps, int n, int grid_w, int grid_h) {
+    int cols = (int)ceil(sqrt((double)n));
+    int rows = (n + cols - 1) / cols;
+    if (n < 1 || (long)cols * grid_w > r->max_tex_px || (long)rows * grid_h > r->max_tex_px)
+        return -1;
+    glPixelStorei(GL_UNPACK_ALIGNMENT, 4);
+    glBindTexture(GL_TEXTURE_2D, r->tex_atlas);
+    glTexImage2D(GL_TEXTURE_2D, 0, GL_R32F, cols * grid_w, rows * grid_h, 0, GL_RED, GL_FLOAT,
+                 NULL);
+    for (int k = 0; k < n; k++)
+        glTexSubImage2D(GL_TEXTURE_2D, 0, (k % cols) * grid_w, (k / cols) * grid_h, grid_w, grid_h,
+                        GL_RED, GL_FLOAT, maps + (size_t)k * grid_w * grid_h);
+    r->atlas_maps = n;
+    r->atlas_cols = cols;
+    return 0;
+}
+
+void ren_upload_mask(Ren *r, const uint8_t *mask, int grid_w, int grid_h) {
+    glPixelStorei(GL_UNPACK_ALIGNMENT, 1);
+    glBindTexture(GL_TEXTURE_2D, r->tex_mask);
+    glTexImage2D(GL_TEXTURE_2D, 0, GL_R8, grid_w, grid_h, 0, GL_RED, GL_UNSIGNED_BYTE, mask);
+}
+
+void ren_set_colormap(Ren *r, int colormap) {
+    if (colormap < 0 || colormap >= COLORMAP_COUNT) colormap = 0;
+    glPixelStorei(GL_UNPACK_ALIGNMENT, 1);
+    glBindTexture(GL_TEXTURE_2D, r->tex_lut);
+    glTexImage2D(GL_TEXTURE_2D, 0, GL_RGB8, COLORMAP_SIZE, 1, 0, GL_RGB, GL_UNSIGNED_BYTE,
+                 colormap_luts[colormap]);
 }
 
 /* --- drawing helpers ------------------------------------------------------- */
@@ -233,9 +275,28 @@ static void set_rect(const RenProgram *p, float x, float y, float w, float h) {
 static void fill(Ren *r, float x, float y, float w, float h, const float c[4]) {
     glUseProgram(r->ui.prog);
     glUniform1f(r->ui.textured, 0.0f);
+    glUniform1f(r->ui.round, 0.0f);
     glUniform4f(r->ui.color, c[0], c[1], c[2], c[3]);
     set_rect(&r->ui, x, y, w, h);
     glDrawArrays(GL_TRIANGLE_STRIP, 0, 4);
+}
+
+static void disc(Ren *r, float cx, float cy, float d, const float c[4]) {
+    glUseProgram(r->ui.prog);
+    glUniform1f(r->ui.textured, 0.0f);
+    glUniform1f(r->ui.round, 1.0f);
+    glUniform4f(r->ui.color, c[0], c[1], c[2], c[3]);
+    set_rect(&r->ui, cx - d / 2, cy - d / 2, d, d);
+    glDrawArrays(GL_TRIANGLE_STRIP, 0, 4);
+    glUniform1f(r->ui.round, 0.0f);
+}
+
+/* A frame of width t around (x, y, w, h), outside it. */
+static void frame(Ren *r, float x, float y, float w, float h, float t, const float c[4]) {
+    fill(r, x - t, y - t, w + 2 * t, t, c);
+    fill(r, x - t, y + h, w + 2 * t, t, c);
+    fill(r, x - t, y, t, h, c);
+    fill(r, x + w, y, t, h, c);
 }
 
 /* The texture of str at size_px, rendered once and kept in a small LRU cache. */
@@ -253,7 +314,7 @@ static const RenText *text_get(Ren *r, const char *str, int size_px) {
     }
     SDL_Surface *s = text_render(&r->text, str, size_px);
     if (!s) return NULL;
-    if (!slot->tex) slot->tex = make_texture(GL_LINEAR);
+    if (!slot->tex) slot->tex = make_texture(GL_LINEAR, GL_LINEAR);
     glBindTexture(GL_TEXTURE_2D, slot->tex);
     glPixelStorei(GL_UNPACK_ALIGNMENT, 4);
     glPixelStorei(GL_UNPACK_ROW_LENGTH, s->pitch / 4);
@@ -275,18 +336,31 @@ static void draw_text(Ren *r, const RenText *t, float x, float y, float scale, c
     glActiveTexture(GL_TEXTURE0);
     glBindTexture(GL_TEXTURE_2D, t->tex);
     glUniform1f(r->ui.textured, 1.0f);
+    glUniform1f(r->ui.round, 0.0f);
     glUniform4f(r->ui.color, c[0], c[1], c[2], c[3]);
     set_rect(&r->ui, floorf(x), floorf(y), (float)t->w * scale, (float)t->h * scale);
     glDrawArrays(GL_TRIANGLE_STRIP, 0, 4);
 }
 
-/* Draw `str` vertically centred in [y, y+h) from x; returns its width. */
-static float text_line(Ren *r, const char *str, int size_px, float x, float y, float h,
-                       const float c[4]) {
+/* Draw `str` vertically centred in [y, y+h) from x, shrunk to at most max_w
+ * wide (max_w <= 0: no limit); returns its drawn width. */
+static float text_fit(Ren *r, const char *str, int size_px, float x, float y, float h, float max_w,
+                      const float c[4]) {
     const RenText *t = text_get(r, str, size_px);
     if (!t) return 0.0f;
-    draw_text(r, t, x, y + (h - (float)t->h) * 0.5f, 1.0f, c);
-    return (float)t->w;
+    float s = max_w > 0 && (float)t->w > max_w ? max_w / (float)t->w : 1.0f;
+    draw_text(r, t, x, y + (h - (float)t->h * s) * 0.5f, s, c);
+    return (float)t->w * s;
+}
+
+static float text_line(Ren *r, const char *str, int size_px, float x, float y, float h,
+                       const float c[4]) {
+    return text_fit(r, str, size_px, x, y, h, 0.0f, c);
+}
+
+static float text_width(Ren *r, const char *str, int size_px) {
+    const RenText *t = text_get(r, str, size_px);
+    return t ? (float)t->w : 0.0f;
 }
 
 /* Eight dots on a circle, the brightest one going round. */
@@ -298,6 +372,39 @@ static void spinner(Ren *r, float cx, float cy, float radius, float turns) {
         float d = radius * 0.42f;
         fill(r, cx + sinf(a) * radius - d / 2, cy - cosf(a) * radius - d / 2, d, d, c);
     }
+}
+
+/* One map over the crop at (x, y, w, h): the main view, a thumbnail or (ramp)
+ * the colour bar. cell: atlas index, -1: the single map texture. */
+static void draw_heat(Ren *r, const RenFrame *f, float x, float y, float w, float h, int cell,
+                      int main_view) {
+    glUseProgram(r->heat.prog);
+    glActiveTexture(GL_TEXTURE0);
+    glBindTexture(GL_TEXTURE_2D, r->tex_image);
+    glActiveTexture(GL_TEXTURE1);
+    glBindTexture(GL_TEXTURE_2D, cell < 0 ? r->tex_map : r->tex_atlas);
+    glActiveTexture(GL_TEXTURE2);
+    glBindTexture(GL_TEXTURE_2D, r->tex_lut);
+    glActiveTexture(GL_TEXTURE3);
+    glBindTexture(GL_TEXTURE_2D, r->tex_mask);
+    glActiveTexture(GL_TEXTURE0);
+    int cx = 0, cy = 0;
+    if (cell >= 0 && r->atlas_cols > 0)
+        cx = (cell % r->atlas_cols) * r->grid_w, cy = (cell / r->atlas_cols) * r->grid_h;
+    float cell_px = w / (float)(r->grid_w > 0 ? r->grid_w : 1);
+    float line = cell_px / 22.0f;
+    line = line < 1.0f ? 1.0f : line > 4.0f ? 4.0f : line;
+    glUniform1f(r->heat.opacity, f->overlay ? f->opacity : 0.0f);
+    glUniform1f(r->heat.grid, f->grid && main_view ? 1.0f : 0.0f);
+    glUniform2f(r->heat.grid_size, (float)r->grid_w, (float)r->grid_h);
+    glUniform2i(r->heat.cell, cx, cy);
+    glUniform1f(r->heat.bilinear, f->bilinear ? 1.0f : 0.0f);
+    glUniform1f(r->heat.mask_on, f->mask && main_view ? 1.0f : 0.0f);
+    glUniform2i(r->heat.query, f->query_col, f->query_row);
+    glUniform1f(r->heat.line_px, line);
+    glUniform1f(r->heat.ramp, 0.0f);
+    set_rect(&r->heat, x, y, w, h);
+    glDrawArrays(GL_TRIANGLE_STRIP, 0, 4);
 }
 
 /* --- the frame ------------------------------------------------------------- */
@@ -313,23 +420,22 @@ static void help_size(Ren *r, const RenFrame *f, int px, float *w, float *h, flo
     }
     *key_w = kw;
     *w = (float)px * (1.2f * 2 + 1.5f) + kw + ww;
-    *h = (float)px * (1.2f * 2 + 2.2f + 1.65f * (float)f->n_help);
+    *h = (float)px * (1.2f * 2 + 2.2f + 1.5f * (float)f->n_help);
 }
 
-/* The key list in a panel centred on the crop; smaller text if the window is small. */
-static void draw_help(Ren *r, const RenFrame *f, float ix, float iy, float iw, float ih, int px) {
+/* The key list in a panel centred on the window; smaller text if it does not fit. */
+static void draw_help(Ren *r, const RenFrame *f, int px) {
     float pw, ph, key_w;
     help_size(r, f, px, &pw, &ph, &key_w);
-    float room_w = (float)r->fb_w * 0.96f, room_h = (float)r->fb_h * 0.9f;
+    float room_w = (float)r->fb_w * 0.96f, room_h = (float)r->fb_h * 0.94f;
     if (pw > room_w || ph > room_h) {
         float s = room_w / pw < room_h / ph ? room_w / pw : room_h / ph;
         px = (int)((float)px * s);
         if (px < 6) px = 6;
         help_size(r, f, px, &pw, &ph, &key_w);
     }
-    float pad = (float)px * 1.2f, gap = (float)px * 1.5f, row_h = (float)px * 1.65f;
-    float x = floorf(ix + (iw - pw) / 2), y = floorf(iy + (ih - ph) / 2);
-    if (x + pw > (float)r->fb_w) x = floorf(((float)r->fb_w - pw) / 2); /* wider than the crop */
+    float pad = (float)px * 1.2f, gap = (float)px * 1.5f, row_h = (float)px * 1.5f;
+    float x = floorf(((float)r->fb_w - pw) / 2), y = floorf(((float)r->fb_h - ph) / 2);
     if (x < 0) x = 0;
     if (y < 0) y = 0;
     fill(r, x, y, pw, ph, COL_PANEL);
@@ -371,27 +477,173 @@ static void draw_prefix(Ren *r, const RenFrame *f, float x, float y, float w, fl
     }
 }
 
-static void draw_legend(Ren *r, float x, float y, float h, int font_px) {
-    char hi[32], lo[32];
-    snprintf(hi, sizeof hi, "%.2g", (double)r->map_max);
-    snprintf(lo, sizeof lo, "%.2g", (double)r->map_min);
-    int px = (int)(font_px * 0.8f);
-    const RenText *th = text_get(r, hi, px), *tl = text_get(r, lo, px);
-    float label_h = th ? (float)th->h : 0.0f;
-    float bar_w = (float)font_px * 0.8f, bar_y = y + label_h * 1.2f, bar_h = h - label_h * 2.4f;
+/* The colour bar: the colormap from the maximum (top) to the minimum, labelled. */
+static void draw_legend(Ren *r, const RenFrame *f, float x, float y, float h, int font_px) {
+    int px = (int)((float)font_px * 0.8f);
+    const RenText *th = text_get(r, f->legend_hi, px), *tl = text_get(r, f->legend_lo, px);
+    const RenText *tc = text_get(r, f->legend_caption, (int)((float)px * 0.85f));
+    float label_h = th ? (float)th->h : (float)px;
+    float cap_h = tc ? (float)tc->h * 1.1f : 0.0f;
+    float bar_w = (float)font_px * 0.8f, bar_y = y + cap_h + label_h * 1.2f;
+    float bar_h = h - cap_h - label_h * 2.4f;
     if (bar_h < 20) return;
+    draw_text(r, tc, x, y, 1.0f, COL_DIM);
     fill(r, x - 1, bar_y - 1, bar_w + 2, bar_h + 2, COL_DIM);
     glUseProgram(r->heat.prog);
-    glActiveTexture(GL_TEXTURE1);
-    glBindTexture(GL_TEXTURE_2D, r->tex_ramp);
     glActiveTexture(GL_TEXTURE2);
     glBindTexture(GL_TEXTURE_2D, r->tex_lut);
+    glActiveTexture(GL_TEXTURE0);
     glUniform1f(r->heat.opacity, 1.0f); /* pure colormap: the image underneath is hidden */
     glUniform1f(r->heat.grid, 0.0f);
+    glUniform1f(r->heat.mask_on, 0.0f);
+    glUniform2i(r->heat.query, -1, -1);
+    glUniform1f(r->heat.ramp, 1.0f);
     set_rect(&r->heat, x, bar_y, bar_w, bar_h);
     glDrawArrays(GL_TRIANGLE_STRIP, 0, 4);
-    draw_text(r, th, x, y, 1.0f, COL_DIM);
+    glUniform1f(r->heat.ramp, 0.0f);
+    draw_text(r, th, x, y + cap_h, 1.0f, COL_DIM);
     draw_text(r, tl, x, y + h - label_h, 1.0f, COL_DIM);
+}
+
+/* The overview: n_cols x n_rows thumbnails in (x, y, w, h), labelled. */
+static void draw_cells(Ren *r, const RenFrame *f, float x, float y, float w, float h, int font_px) {
+    int table = f->col_labels || f->row_labels;
+    int lpx = (int)((float)font_px * 0.75f);
+    float row_lab_w = 0, col_lab_h = 0;
+    if (f->row_labels)
+        for (int i = 0; i < f->n_rows; i++) {
+            float tw = text_width(r, f->row_labels[i], lpx) + (float)lpx * 0.6f;
+            if (tw > row_lab_w) row_lab_w = tw;
+        }
+    if (f->col_labels) col_lab_h = (float)lpx * 1.5f;
+    float gap = floorf((float)font_px * (table ? 0.15f : 0.35f)) + 1;
+    /* cells at the crop's aspect ratio, as large as both directions allow */
+    float aspect = r->image_h ? (float)r->image_w / (float)r->image_h : 1.0f; /* w / h */
+    float room_w = (w - row_lab_w) / (float)f->n_cols - gap;
+    float room_h = (h - col_lab_h) / (float)f->n_rows - gap;
+    float cell_w = floorf(fminf(room_w, room_h * aspect)), cell_h = floorf(cell_w / aspect);
+    if (cell_w < 4) cell_w = 4;
+    if (cell_h < 4) cell_h = 4;
+    float step_x = cell_w + gap, step_y = cell_h + gap;
+    float gw = row_lab_w + step_x * (float)f->n_cols, gh = col_lab_h + step_y * (float)f->n_rows;
+    float x0 = floorf(x + (w - gw) / 2 + row_lab_w), y0 = floorf(y + (h - gh) / 2 + col_lab_h);
+    r->cells_x = (int)x0, r->cells_y = (int)y0;
+    r->cell_w_px = (int)cell_w, r->cell_h_px = (int)cell_h;
+    r->cell_step_x = (int)step_x, r->cell_step_y = (int)step_y;
+    r->n_cols = f->n_cols, r->n_rows = f->n_rows;
+    r->col_stride = f->col_stride, r->row_stride = f->row_stride;
+    r->n_cells = r->atlas_maps;
+    for (int row = 0; row < f->n_rows; row++) {
+        for (int col = 0; col < f->n_cols; col++) {
+            int k = col * f->col_stride + row * f->row_stride;
+            if (k >= r->atlas_maps) continue;
+            float cx = x0 + step_x * (float)col, cy = y0 + step_y * (float)row;
+            draw_heat(r, f, cx, cy, cell_w, cell_h, k, 0);
+            if (k == f->selected) {
+                float t = floorf((float)font_px * 0.15f) + 2;
+                frame(r, cx, cy, cell_w, cell_h, t, COL_ACCENT);
+            }
+            if (!table && f->cell_labels && f->cell_labels[k]) {
+                const RenText *t = text_get(r, f->cell_labels[k], font_px);
+                if (t) {
+                    float pad = (float)font_px * 0.25f;
+                    fill(r, cx, cy, (float)t->w + 2 * pad, (float)t->h + pad, COL_TIP);
+                    draw_text(r, t, cx + pad, cy + pad * 0.5f, 1.0f, COL_TEXT);
+                }
+            }
+        }
+    }
+    for (int col = 0; f->col_labels && col < f->n_cols; col++)
+        if (f->col_labels[col]) {
+            float tw = text_width(r, f->col_labels[col], lpx);
+            text_line(r, f->col_labels[col], lpx, x0 + step_x * (float)col + (cell_w - tw) / 2,
+                      y0 - col_lab_h, col_lab_h, COL_DIM);
+        }
+    if (f->col_labels && f->row_labels)
+        text_line(r, "layer", lpx, x0 - row_lab_w, y0 - col_lab_h, col_lab_h, COL_DIM);
+    for (int row = 0; f->row_labels && row < f->n_rows; row++)
+        if (f->row_labels[row])
+            text_line(r, f->row_labels[row], lpx, x0 - row_lab_w, y0 + step_y * (float)row, cell_h,
+                      COL_DIM);
+}
+
+/* Predictions: "top-5", then per class its name, probability and a bar. */
+static float draw_preds(Ren *r, const RenFrame *f, float x, float y, float w, int font_px) {
+    float pad = (float)font_px * 0.6f, row_h = (float)font_px * 2.15f;
+    float h = pad * 2 + (float)font_px * 1.6f + row_h * (float)f->n_preds;
+    fill(r, x, y, w, h, COL_SIDE);
+    text_line(r, "top-5 predictions", font_px, x + pad, y + pad, (float)font_px * 1.4f, COL_ACCENT);
+    float px = (float)font_px * 0.85f;
+    for (int i = 0; i < f->n_preds; i++) {
+        float ry = y + pad + (float)font_px * 1.6f + row_h * (float)i;
+        char pct[32];
+        snprintf(pct, sizeof pct, "%.1f%%", 100.0 * (double)f->pred_probs[i]);
+        float pw = text_width(r, pct, (int)px);
+        text_line(r, pct, (int)px, x + w - pad - pw, ry, px * 1.4f, COL_TEXT);
+        text_fit(r, f->pred_labels[i], (int)px, x + pad, ry, px * 1.4f, w - 3 * pad - pw,
+                 i == 0 ? COL_TEXT : COL_DIM);
+        float by = ry + px * 1.45f, bh = floorf((float)font_px * 0.38f) + 1, bw = w - 2 * pad;
+        fill(r, x + pad, by, bw, bh, COL_TRACK);
+        float p = f->pred_probs[i] < 0 ? 0 : f->pred_probs[i] > 1 ? 1 : f->pred_probs[i];
+        fill(r, x + pad, by, roundf(bw * p), bh, i == 0 ? COL_ACCENT : COL_DIM);
+    }
+    return h;
+}
+
+/* Mean attention distance, the ViT paper's Fig. 7: layer on x, px on y, a dot
+ * per head; the current layer's heads white, the current head yellow. */
+static void draw_distance(Ren *r, const RenFrame *f, float x, float y, float w, float h,
+                          int font_px) {
+    fill(r, x, y, w, h, COL_SIDE);
+    float pad = (float)font_px * 0.6f;
+    int spx = (int)((float)font_px * 0.75f);
+    text_fit(r, "mean attention distance (px)", font_px, x + pad, y + pad, (float)font_px * 1.4f,
+             w - 2 * pad, COL_ACCENT);
+    float ax_w = text_width(r, "000", spx) + (float)spx * 0.5f;
+    float px0 = x + pad + ax_w, py0 = y + pad + (float)font_px * 2.0f;
+    float pw = w - 2 * pad - ax_w, ph = h - (py0 - y) - pad - (float)spx * 1.6f -
+                                        (f->dist_caption ? (float)font_px * 1.5f : 0.0f);
+    if (pw < 20 || ph < 20) return;
+    int L = f->dist_layers, H = f->dist_heads;
+    float ymax = f->dist_max_px > 0 ? f->dist_max_px : 1.0f;
+    /* axes, the y ticks at 0, 1/2 and the top, the current layer's band */
+    float step = pw / (float)L;
+    fill(r, px0 + step * (float)f->dist_layer, py0, step, ph, COL_TRACK);
+    fill(r, px0, py0 + ph, pw, 1, COL_DIM);
+    fill(r, px0, py0, 1, ph, COL_DIM);
+    for (int t = 0; t <= 2; t++) {
+        char lab[16];
+        snprintf(lab, sizeof lab, "%.0f", (double)(ymax * (float)t / 2.0f));
+        float ty = py0 + ph * (1.0f - (float)t / 2.0f);
+        float tw = text_width(r, lab, spx);
+        text_line(r, lab, spx, px0 - tw - (float)spx * 0.4f, ty - (float)spx, (float)spx * 2,
+                  COL_DIM);
+        fill(r, px0 - 3, ty, 3, 1, COL_DIM);
+    }
+    char lab[32];
+    snprintf(lab, sizeof lab, "layer 1 \xe2\x80\xa6 %d", L);
+    float tw = text_width(r, lab, spx);
+    text_line(r, lab, spx, px0 + (pw - tw) / 2, py0 + ph + 2, (float)spx * 1.5f, COL_DIM);
+    float dot = floorf((float)font_px * 0.42f) + 2;
+    if (dot > step * 0.9f) dot = step * 0.9f < 3 ? 3 : step * 0.9f;
+    for (int pass = 0; pass < 3; pass++) /* others, then the current layer, then the head */
+        for (int l = 0; l < L; l++)
+            for (int hh = 0; hh < H; hh++) {
+                int cur_layer = l == f->dist_layer, cur_head = cur_layer && hh == f->dist_head;
+                if ((pass == 0) != !cur_layer || (pass == 2) != cur_head) continue;
+                float v = f->distance[l * H + hh] / ymax;
+                v = v < 0 ? 0 : v > 1 ? 1 : v;
+                float cx = px0 + step * ((float)l + 0.5f), cy = py0 + ph * (1.0f - v);
+                if (cur_head) {
+                    disc(r, cx, cy, dot * 1.9f, COL_BG);
+                    disc(r, cx, cy, dot * 1.6f, COL_ACCENT);
+                } else {
+                    disc(r, cx, cy, dot, cur_layer ? COL_TEXT : COL_DOT);
+                }
+            }
+    if (f->dist_caption)
+        text_fit(r, f->dist_caption, spx, x + pad, y + h - pad - (float)font_px * 1.3f,
+                 (float)font_px * 1.3f, w - 2 * pad, COL_TEXT);
 }
 
 void ren_draw(Ren *r, const RenFrame *f) {
@@ -410,9 +662,12 @@ void ren_draw(Ren *r, const RenFrame *f) {
     glUniform2f(r->ui.screen, W, H);
     glUniform4f(r->ui.uv, 0.0f, 0.0f, 1.0f, 1.0f);
 
-    /* Layout: the crop letterboxed above the status bar (and the error line),
-     * with the legend to its right and the prefix tokens' bars to its left
-     * when the window is wide enough. */
+    /* Layout: the status bar (and the error line) at the bottom, never over the
+     * image; above it the crop at its aspect ratio (or the overview), the legend
+     * to its right, the prefix tokens' bars to its left (single view, models
+     * with register or distillation tokens) and the side panels (predictions,
+     * attention distance) at the right when the window is wide enough. Sizes
+     * follow the height, for projectors. */
     float bar_h = roundf(H * 0.055f);
     if (bar_h < 22) bar_h = 22;
     int font_px = (int)(bar_h * 0.5f);
@@ -421,39 +676,40 @@ void ren_draw(Ren *r, const RenFrame *f) {
     float legend_w = roundf((float)font_px * 4.0f), legend_gap = roundf(margin * 1.2f);
     float prefix_w = roundf((float)font_px * 5.0f);
     float area_w = W - 2 * margin, area_h = H - bar_h - err_h - 2 * margin;
-    /* the crop keeps its aspect ratio; the legend and the bars each take room
-     * only while the crop keeps at least 80% / 70% of the width it would have */
+    int has_panel = f->n_preds > 0 || f->distance;
+    float panel_w = has_panel ? roundf((float)font_px * 13.0f) : 0.0f;
+    if (has_panel && area_w - panel_w - legend_gap < area_h * 0.55f) panel_w = 0; /* no room */
+    if (panel_w > 0) area_w -= panel_w + legend_gap;
+    int single = f->mode == REN_SINGLE || !r->atlas_maps;
+    /* the crop keeps its aspect ratio (an overview fills the area); the legend
+     * and the bars each take room only while the crop keeps at least 80% / 70%
+     * of the width it would have. The legend's room is kept when the overlay is
+     * off, so the crop stays put. */
     float aspect = r->image_h ? (float)r->image_w / (float)r->image_h : 1.0f; /* w / h */
-    float max_w = area_h * aspect, full = fminf(area_w, max_w);
-    int legend =
-        f->overlay && r->image_w && fminf(area_w - legend_w - legend_gap, max_w) >= 0.8f * full;
+    float max_w = single ? area_h * aspect : area_w, full = fminf(area_w, max_w);
+    int legend = r->image_w && fminf(area_w - legend_w - legend_gap, max_w) >= 0.8f * full;
     if (legend) area_w -= legend_w + legend_gap;
-    int prefix = r->image_w && f->n_prefix > 1 && f->prefix_share &&
+    int prefix = single && r->image_w && f->n_prefix > 1 && f->prefix_share &&
                  fminf(area_w - prefix_w - legend_gap, max_w) >= 0.7f * full;
     if (prefix) area_w -= prefix_w + legend_gap;
-    float iw = fminf(area_w, max_w), ih = iw / aspect;
+    float iw = fminf(area_w, max_w), ih = single ? iw / aspect : area_h;
     iw = floorf(iw), ih = floorf(ih);
     if (iw < 1) iw = 1;
     if (ih < 1) ih = 1;
     float left_w = prefix ? prefix_w + legend_gap : 0.0f;
-    float group_w = left_w + iw + (legend ? legend_gap + legend_w : 0.0f);
+    float group_w = left_w + iw + (legend ? legend_gap + legend_w : 0.0f) +
+                    (panel_w > 0 ? legend_gap + panel_w : 0.0f);
     float ix = floorf((W - group_w) / 2) + left_w, iy = floorf(margin + (area_h - ih) / 2);
-    r->image_x = (int)ix, r->image_y = (int)iy, r->image_w_px = (int)iw, r->image_h_px = (int)ih;
+    r->image_x = (int)ix, r->image_y = (int)iy;
+    r->image_w_px = single ? (int)iw : 0, r->image_h_px = single ? (int)ih : 0;
+    r->n_cells = 0;
 
     if (r->image_w && r->grid_w) {
-        glUseProgram(r->heat.prog);
-        glActiveTexture(GL_TEXTURE0);
-        glBindTexture(GL_TEXTURE_2D, r->tex_image);
-        glActiveTexture(GL_TEXTURE1);
-        glBindTexture(GL_TEXTURE_2D, r->tex_map);
-        glActiveTexture(GL_TEXTURE2);
-        glBindTexture(GL_TEXTURE_2D, r->tex_lut);
-        glUniform1f(r->heat.opacity, f->overlay ? f->opacity : 0.0f);
-        glUniform1f(r->heat.grid, f->grid ? 1.0f : 0.0f);
-        glUniform2f(r->heat.grid_size, (float)r->grid_w, (float)r->grid_h);
-        set_rect(&r->heat, ix, iy, iw, ih);
-        glDrawArrays(GL_TRIANGLE_STRIP, 0, 4);
-        if (legend) draw_legend(r, ix + iw + legend_gap, iy, ih, font_px);
+        if (single)
+            draw_heat(r, f, ix, iy, iw, ih, -1, 1);
+        else
+            draw_cells(r, f, ix, iy, iw, ih, font_px);
+        if (legend && f->overlay) draw_legend(r, f, ix + iw + legend_gap, iy, ih, font_px);
         if (prefix) draw_prefix(r, f, ix - left_w, iy, prefix_w, ih, font_px);
     } else {
         fill(r, ix, iy, iw, ih, COL_EMPTY);
@@ -462,8 +718,35 @@ void ren_draw(Ren *r, const RenFrame *f) {
             if (t) draw_text(r, t, ix + (iw - t->w) / 2, iy + (ih - t->h) / 2, 1.0f, COL_DIM);
         }
     }
-    int help_px = (int)(H * 0.025f) < 11 ? 11 : (int)(H * 0.025f);
-    if (f->help && f->n_help) draw_help(r, f, ix, iy, iw, ih, help_px);
+    /* side panels, top aligned with the main area */
+    r->panel_x = 0, r->panel_w = 0;
+    if (panel_w > 0 && r->image_w) {
+        float px = ix + iw + (legend ? legend_gap + legend_w : 0.0f) + legend_gap;
+        float py = margin, room = area_h;
+        r->panel_x = (int)px, r->panel_w = (int)panel_w;
+        if (f->n_preds > 0) {
+            float ph = draw_preds(r, f, px, py, panel_w, font_px);
+            py += ph + margin, room -= ph + margin;
+        }
+        if (f->distance && room > font_px * 6.0f)
+            draw_distance(r, f, px, py, panel_w, room < panel_w * 1.1f ? room : panel_w * 1.1f,
+                          font_px);
+    }
+    if (f->tooltip) {
+        int tpx = (int)((float)font_px * 0.85f);
+        const RenText *t = text_get(r, f->tooltip, tpx);
+        if (t) {
+            float pad = (float)tpx * 0.4f, tw = (float)t->w + 2 * pad, th = (float)t->h + pad;
+            float tx = f->tip_x + (float)font_px, ty = f->tip_y + (float)font_px;
+            if (tx + tw > W) tx = f->tip_x - tw - (float)font_px * 0.5f;
+            if (ty + th > H - bar_h - err_h) ty = f->tip_y - th - (float)font_px * 0.5f;
+            fill(r, tx, ty, tw, th, COL_TIP);
+            frame(r, tx, ty, tw, th, 1, COL_DIM);
+            draw_text(r, t, tx + pad, ty + pad * 0.5f, 1.0f, COL_TEXT);
+        }
+    }
+    int help_px = (int)(H * 0.022f) < 11 ? 11 : (int)(H * 0.022f);
+    if (f->help && f->n_help) draw_help(r, f, help_px);
 
     /* error line and status bar */
     float pad = roundf(bar_h * 0.45f);
@@ -490,4 +773,48 @@ void ren_draw(Ren *r, const RenFrame *f) {
                   f->busy ? COL_ACCENT : COL_TEXT);
     if (f->busy)
         spinner(r, W - pad - bar_h * 0.35f, by + bar_h / 2, bar_h * 0.26f, f->spinner_turns);
+}
+
+/* --- hit tests and read-back ----------------------------------------------- */
+
+int ren_patch_at(const Ren *r, int x, int y, int *row, int *col) {
+    int w = r->image_w_px, h = r->image_h_px;
+    if (w <= 0 || h <= 0 || !r->grid_w || x < r->image_x || y < r->image_y || x >= r->image_x + w ||
+        y >= r->image_y + h)
+        return -1;
+    *col = (int)((long)(x - r->image_x) * r->grid_w / w);
+    *row = (int)((long)(y - r->image_y) * r->grid_h / h);
+    return 0;
+}
+
+int ren_cell_at(const Ren *r, int x, int y) {
+    if (r->n_cells <= 0 || r->cell_step_x <= 0 || r->cell_step_y <= 0 || x < r->cells_x ||
+        y < r->cells_y)
+        return -1;
+    int col = (x - r->cells_x) / r->cell_step_x, row = (y - r->cells_y) / r->cell_step_y;
+    if (col >= r->n_cols || row >= r->n_rows) return -1;
+    if ((x - r->cells_x) % r->cell_step_x >= r->cell_w_px ||
+        (y - r->cells_y) % r->cell_step_y >= r->cell_h_px)
+        return -1; /* in the gap */
+    int k = col * r->col_stride + row * r->row_stride;
+    return k < r->n_cells ? k : -1;
+}
+
+uint8_t *ren_read_rgb(Ren *r, int *w, int *h) {
+    int W = r->fb_w, H = r->fb_h;
+    uint8_t *px = malloc((size_t)W * H * 3), *row = malloc((size_t)W * 3);
+    if (!px || !row) {
+        free(px), free(row);
+        return NULL;
+    }
+    glPixelStorei(GL_PACK_ALIGNMENT, 1);
+    glReadPixels(0, 0, W, H, GL_RGB, GL_UNSIGNED_BYTE, px);
+    for (int y = 0; y < H / 2; y++) { /* GL's first row is the bottom one */
+        memcpy(row, px + (size_t)y * W * 3, (size_t)W * 3);
+        memcpy(px + (size_t)y * W * 3, px + (size_t)(H - 1 - y) * W * 3, (size_t)W * 3);
+        memcpy(px + (size_t)(H - 1 - y) * W * 3, row, (size_t)W * 3);
+    }
+    free(row);
+    *w = W, *h = H;
+    return px;
 }

@@ -1,9 +1,12 @@
 /* render.h - the narrow renderer: OpenGL 3.3 core through libepoxy.
  *
- * Three textures carry the picture: the crop the model saw [Sh, Sw] RGB, the map
- * [gh, gw] R32F (normalised to [0, 1]) and the colormap LUT [256] RGB. A key
- * press re-uploads only the map, so switching views costs a few hundred bytes.
- * Everything else (status bar, help, legend) is flat rectangles and text. */
+ * Textures carry the picture: the crop the model saw [Sh, Sw] RGB (mipmapped
+ * for the thumbnails), the map [gh, gw] R32F (normalised to [0, 1]), an atlas
+ * of the overview's maps, the mask [gh, gw] R8 and the colormap LUT [256] RGB.
+ * A key press re-uploads only maps, so switching views costs a few kilobytes.
+ * Everything else (status bar, panels, prefix-token bars, help, legend) is
+ * flat rectangles, discs and text. Sizes follow the window's height, so text
+ * reads on a projector. */
 #ifndef VITLENS_RENDER_H
 #define VITLENS_RENDER_H
 
@@ -13,7 +16,8 @@
 #include <epoxy/gl.h>
 #include <stdint.h>
 
-#define REN_TEXT_CACHE 64
+#define REN_TEXT_CACHE 256
+#define REN_MAX_PREDS  5
 
 typedef struct {
     GLuint tex;
@@ -24,25 +28,34 @@ typedef struct {
 
 typedef struct {
     GLuint prog;
-    GLint screen, rect, uv;         /* quad.vert.glsl */
-    GLint tex0, tex1, tex2;         /* samplers */
-    GLint opacity, grid, grid_size; /* heatmap.frag.glsl */
-    GLint color, textured;          /* ui.frag.glsl */
+    GLint screen, rect, uv;               /* quad.vert.glsl */
+    GLint opacity, grid, grid_size, cell; /* heatmap.frag.glsl */
+    GLint bilinear, mask_on, query, line_px, ramp;
+    GLint color, textured, round; /* ui.frag.glsl */
 } RenProgram;
+
+typedef enum { REN_SINGLE = 0, REN_HEADS, REN_TABLE } RenMode;
 
 typedef struct {
     SDL_Window *win;
     GLuint vao;
     RenProgram heat, ui;
-    GLuint tex_image, tex_map, tex_lut, tex_ramp;
+    GLuint tex_image, tex_map, tex_lut, tex_atlas, tex_mask;
     int image_w, image_h, grid_w, grid_h; /* of the uploaded textures; 0: no image */
-    float map_min, map_max;               /* raw range of the uploaded map, for the legend */
+    int atlas_maps, atlas_cols;           /* maps in the atlas, atlas columns (in maps) */
+    int max_tex_px;                       /* GL_MAX_TEXTURE_SIZE */
     Text text;
     int has_text;
     RenText cache[REN_TEXT_CACHE];
     unsigned clock;
     int fb_w, fb_h;                               /* framebuffer px of the last frame */
     int image_x, image_y, image_w_px, image_h_px; /* where the crop was drawn, framebuffer px */
+    /* the last overview's layout, for ren_cell_at: cell (col, row) at
+     * (cells_x + col * cell_step_x, cells_y + row * cell_step_y), cell_w_px x
+     * cell_h_px (the crop's aspect ratio) */
+    int cells_x, cells_y, cell_w_px, cell_h_px, cell_step_x, cell_step_y;
+    int n_cols, n_rows, col_stride, row_stride, n_cells;
+    int panel_x, panel_w; /* side panel, 0 wide when not drawn */
     char shader_dir[1024];
 } Ren;
 
@@ -54,8 +67,31 @@ typedef struct {
     const char *const (*help_rows)[2]; /* [n_help] {key, what} */
     int n_help;
     float spinner_turns; /* spinner phase while busy */
+
+    RenMode mode;
+    int bilinear;             /* upsampling of every map */
+    int query_col, query_row; /* the query patch, -1: the CLS token */
+    int mask;                 /* outline the uploaded mask (single view) */
+    const char *legend_hi, *legend_lo, *legend_caption;
+    /* overviews: n_cols x n_rows cells; cell (col, row) shows atlas map
+     * col * col_stride + row * row_stride when < the atlas' maps */
+    int n_cols, n_rows, col_stride, row_stride, selected; /* selected: atlas index */
+    const char *const *cell_labels;                       /* [atlas maps] or NULL */
+    const char *const *col_labels, *const *row_labels;    /* [n_cols], [n_rows] or NULL */
+    /* predictions panel: n_preds rows, most probable first */
+    int n_preds;
+    const char *pred_labels[REN_MAX_PREDS];
+    float pred_probs[REN_MAX_PREDS];
+    /* attention distance panel: distance [L, H] px, NULL: hidden */
+    const float *distance;
+    int dist_layers, dist_heads, dist_layer, dist_head; /* dist_head >= H: a fusion */
+    float dist_max_px;                                  /* y axis top */
+    const char *dist_caption;
+    /* a tooltip at (tip_x, tip_y) framebuffer px */
+    const char *tooltip;
+    float tip_x, tip_y;
     /* The prefix tokens' share of the map's row (registers, distillation token),
-     * drawn as one bar each left of the crop when n_prefix > 1; the map shows the
+     * drawn as one bar each left of the crop (single view) when n_prefix > 1; the map shows the
      * patches only. share[n_prefix], names[n_prefix] ("CLS", "reg1", ...). */
     int n_prefix;
     const float *prefix_share;
@@ -70,9 +106,26 @@ int ren_init(Ren *r, SDL_Window *win, char *msg, size_t msg_bytes, char *warn, s
 void ren_free(Ren *r);
 
 void ren_upload_image(Ren *r, const uint8_t *rgb, int w, int h); /* rgb [h, w, 3] */
-/* map [gh, gw] normalised to [0, 1]; min/max: its raw range, shown on the legend. */
-void ren_upload_map(Ren *r, const float *map, int grid_w, int grid_h, float min, float max);
+/* map [gh, gw] normalised to [0, 1]. */
+void ren_upload_map(Ren *r, const float *map, int grid_w, int grid_h);
+/* maps [n, gh, gw] normalised, for an overview. 0, or -1 when the atlas would
+ * exceed the GPU's texture size. */
+int ren_upload_atlas(Ren *r, const float *maps, int n, int grid_w, int grid_h);
+/* mask [gh, gw]: 1 inside. */
+void ren_upload_mask(Ren *r, const uint8_t *mask, int grid_w, int grid_h);
+/* colormap: an index into colormap_luts. */
+void ren_set_colormap(Ren *r, int colormap);
 
 void ren_draw(Ren *r, const RenFrame *f);
+
+/* Hit tests against the last frame, framebuffer px. The patch (row, col) of the
+ * single view under (x, y): 0, or -1 outside the image. The atlas index of the
+ * overview cell under (x, y), or -1. */
+int ren_patch_at(const Ren *r, int x, int y, int *row, int *col);
+int ren_cell_at(const Ren *r, int x, int y);
+
+/* The framebuffer as drawn (call after ren_draw, before the swap): RGB
+ * [fb_h, fb_w, 3], top row first, malloc'd (free()), or NULL. */
+uint8_t *ren_read_rgb(Ren *r, int *w, int *h);
 
 #endif

@@ -1,6 +1,9 @@
 /* maps.c - maps over the patch grid from the captured attention [L, H, T, T]:
  * per-head attention, head fusion, attention rollout (Abnar & Zuidema 2020,
- * "Quantifying Attention Flow in Transformers", §3 and Appendix A.1). */
+ * "Quantifying Attention Flow in Transformers", §3 and Appendix A.1), and the
+ * explorer's mask and mean attention distance. Every map reads the attention
+ * through AttReader, a block of query rows at a time: a pointer into run->att,
+ * or the block recomputed from the kept queries and keys (the same values). */
 #include "internal.h"
 
 #include <math.h>
@@ -134,12 +137,6 @@ typedef struct {
     uint32_t i;
 } Entry;
 
-static int cmp_entry(const void *a, const void *b) {
-    const Entry *x = a, *y = b;
-    if (x->v != y->v) return x->v < y->v ? -1 : 1;
-    return (x->i > y->i) - (x->i < y->i);
-}
-
 /* floor(ratio * n) with the ratio read as the shortest decimal (up to 9 places)
  * that gives back the same float: 0.9f is 0.89999998, and floor(0.89999998 * 90)
  * would discard 80 entries, not the 81 the caller meant. Integer arithmetic from
@@ -154,6 +151,32 @@ static size_t discard_count(float ratio, size_t n) {
     return (size_t)floor((double)ratio * (double)n);
 }
 
+/* The order of the discard: by value, ties by lower row-major index. */
+static int entry_less(const Entry *x, const Entry *y) {
+    return x->v < y->v || (x->v == y->v && x->i < y->i);
+}
+
+/* Reorder e[0, n) so that e[0, k) holds its k smallest entries in the order of
+ * entry_less (value, then index: a total order, so the set is unique), in any
+ * order among themselves: quickselect, O(n) on average where a full qsort is
+ * O(n log n). Every entry left of [lo, hi) is smaller than every entry in it. */
+static void select_smallest(Entry *e, size_t n, size_t k) {
+    size_t lo = 0, hi = n;
+    while (hi - lo > 1) {
+        Entry t, pivot = e[lo + (hi - lo) / 2];
+        e[lo + (hi - lo) / 2] = e[hi - 1], e[hi - 1] = pivot;
+        size_t store = lo;
+        for (size_t j = lo; j < hi - 1; j++)
+            if (entry_less(&e[j], &pivot)) t = e[j], e[j] = e[store], e[store++] = t;
+        e[hi - 1] = e[store], e[store] = pivot; /* the pivot in its sorted place */
+        if (store == k) return;
+        if (k < store)
+            hi = store;
+        else
+            lo = store + 1;
+    }
+}
+
 /* Zero the floor(ratio * T*(T-Np)) smallest entries of a[T, T] among the keys
  * that are patches (columns >= Np); ties: lower row-major index first. */
 static int discard_smallest(float *a, int T, int Np, float ratio, Entry *scratch) {
@@ -166,7 +189,7 @@ static int discard_smallest(float *a, int T, int Np, float ratio, Entry *scratch
         }
     size_t k = discard_count(ratio, n);
     if (k == 0) return 1;
-    qsort(scratch, n, sizeof *scratch, cmp_entry);
+    select_smallest(scratch, n, k);
     for (size_t j = 0; j < k; j++) a[scratch[j].i] = 0.0f;
     return 1;
 }
@@ -289,6 +312,62 @@ VitStatus vit_rollout(float *out, const VitRun *run, int layer, int head, VitFus
     return rc;
 }
 
+VitStatus vit_rollout_layers(float *out, const VitRun *run, int layer0, int n_layers,
+                             float discard_ratio, int query, VitError *err) {
+    if (n_layers < 1 || layer0 < 0)
+        return vit_set_error(err, VIT_ERR_ARG, "rollout: layers %d + %d, expected >= 0 and >= 1",
+                             layer0, n_layers);
+    int top = layer0 + n_layers - 1;
+    VitStatus rc = check_rollout(run, top, 0, VIT_FUSE_MEAN, discard_ratio, query, err);
+    if (rc) return rc;
+    const VitConfig *c = &run->cfg;
+    int T = c->n_tokens, Np = c->n_prefix, N = c->n_patches, H = c->n_heads;
+    size_t TT = (size_t)T * T, K = (size_t)H + 3;
+    AttReader rd;
+    if ((rc = reader_init(&rd, run, err))) return rc;
+    float *hat = malloc((size_t)(top + 1) * TT * sizeof(float)); /* Â_0 .. Â_top, one fusion */
+    Entry *scratch = discard_ratio > 0.0f ? malloc(TT * sizeof(Entry)) : NULL;
+    double *v = malloc(2 * (size_t)T * sizeof(double));
+    if (!hat || !v || (discard_ratio > 0.0f && !scratch)) {
+        free(hat), free(scratch), free(v), reader_free(&rd);
+        return vit_set_error(err, VIT_ERR_NOMEM, "rollout: out of memory for %d x [%d, %d]",
+                             top + 1, T, T);
+    }
+    /* The same steps as rollout_row, in the same order, so every map is bit for bit
+     * the vit_rollout one; only the fused matrices are shared between the maps. When
+     * the attention is recomputed, each layer's is recomputed once per fusion. */
+    for (int f = VIT_FUSE_MEAN; f <= VIT_FUSE_MIN; f++) {
+        for (int l = 0; l <= top; l++) {
+            float *a = hat + (size_t)l * TT;
+            fuse_heads(a, &rd, l, (VitFusion)f);
+            if (discard_ratio > 0.0f) discard_smallest(a, T, Np, discard_ratio, scratch);
+            add_identity_rownorm(a, T);
+        }
+        for (int l = layer0; l <= top; l++) {
+            float *o = out + (size_t)(l - layer0) * K * N;
+            for (int h = (f == VIT_FUSE_MEAN ? 0 : H); h < H; h++) { /* App. A.1, below: mean */
+                /* row `query` of rownorm(0.5 A + 0.5 I) of the head, as add_identity_rownorm */
+                const float *row = att_row(&rd, l, h, query);
+                float *tmp = (float *)(v + T); /* T floats fit in T doubles */
+                double sum = 0.0;
+                for (int col = 0; col < T; col++) {
+                    tmp[col] = 0.5f * row[col] + (col == query ? 0.5f : 0.0f);
+                    sum += tmp[col];
+                }
+                float inv = (float)(1.0 / sum);
+                for (int col = 0; col < T; col++) v[col] = (double)(tmp[col] * inv);
+                for (int j = l - 1; j >= 0; j--) row_times(v, v + T, hat + (size_t)j * TT, T);
+                for (int p = 0; p < N; p++) o[(size_t)h * N + p] = (float)v[Np + p];
+            }
+            for (int i = 0; i < T; i++) v[i] = i == query ? 1.0 : 0.0;
+            for (int j = l; j >= 0; j--) row_times(v, v + T, hat + (size_t)j * TT, T);
+            for (int p = 0; p < N; p++) o[(size_t)(H + f) * N + p] = (float)v[Np + p];
+        }
+    }
+    free(hat), free(scratch), free(v), reader_free(&rd);
+    return VIT_OK;
+}
+
 VitStatus vit_prefix_share(float *out, const VitRun *run, int layer, int head, VitFusion fusion,
                            int rollout, float discard_ratio, int query, VitError *err) {
     if (rollout) {
@@ -327,4 +406,101 @@ const char *vit_prefix_name(char *buf, size_t n, const VitConfig *cfg, int i) {
     else
         snprintf(buf, n, "?");
     return buf;
+}
+
+/* --- explorer maps: attention mass mask, mean attention distance ------------ */
+
+typedef struct {
+    float v;
+    int i;
+} Ranked;
+
+/* Descending by value; ties: lower patch index first. */
+static int cmp_ranked_desc(const void *a, const void *b) {
+    const Ranked *x = a, *y = b;
+    if (x->v != y->v) return x->v > y->v ? -1 : 1;
+    return (x->i > y->i) - (x->i < y->i);
+}
+
+VitStatus vit_mass_mask(uint8_t *mask, int *n_kept, const float *map, int n, float fraction,
+                        VitError *err) {
+    if (n_kept) *n_kept = 0;
+    if (n < 1) return vit_set_error(err, VIT_ERR_ARG, "mask: %d patches, expected at least 1", n);
+    if (!(fraction > 0.0f && fraction <= 1.0f))
+        return vit_set_error(err, VIT_ERR_ARG, "mask: fraction %g outside (0, 1]",
+                             (double)fraction);
+    double total = 0.0;
+    for (int p = 0; p < n; p++) {
+        if (!(map[p] >= 0.0f) || isinf(map[p]))
+            return vit_set_error(err, VIT_ERR_ARG, "mask: value %g at patch %d, expected >= 0",
+                                 (double)map[p], p);
+        total += map[p];
+    }
+    Ranked *r = malloc((size_t)n * sizeof *r);
+    if (!r) return vit_set_error(err, VIT_ERR_NOMEM, "mask: out of memory for %d patches", n);
+    for (int p = 0; p < n; p++) r[p] = (Ranked){map[p], p};
+    qsort(r, (size_t)n, sizeof *r, cmp_ranked_desc);
+    memset(mask, 0, (size_t)n);
+    /* DINO keeps a patch while the mass of the larger patches before it is below
+     * the fraction: the smallest set whose mass reaches fraction * total. */
+    double goal = (double)fraction * total, sum = 0.0;
+    int k = 0;
+    if (fraction == 1.0f) /* all the mass: every patch that has some (no rounding at the end) */
+        while (k < n && r[k].v > 0.0f) mask[r[k++].i] = 1;
+    while (fraction < 1.0f && total > 0.0 && k < n && sum < goal) {
+        sum += r[k].v;
+        mask[r[k].i] = 1;
+        k++;
+    }
+    free(r);
+    if (n_kept) *n_kept = k;
+    return VIT_OK;
+}
+
+VitStatus vit_attention_distance(float *out, const VitRun *run, VitError *err) {
+    if (!run->att && !run->qk)
+        return vit_set_error(err, VIT_ERR_ARG, "distance: no forward pass has been run");
+    const VitConfig *c = &run->cfg;
+    int L = c->n_layers, H = c->n_heads, T = c->n_tokens, Np = c->n_prefix;
+    int gw = c->grid_w, N = c->n_patches, nb = vit_att_blocks(T);
+    AttReader rd;
+    VitStatus rc = reader_init(&rd, run, err);
+    if (rc) return rc;
+    /* d(i, j) depends only on |row_i - row_j| and |col_i - col_j|: a [gh, gw]
+     * table instead of an [N, N] one (a 256 x 256 grid would need 32 GB). */
+    double *dist = malloc((size_t)N * sizeof *dist);
+    if (!dist) {
+        reader_free(&rd);
+        return vit_set_error(err, VIT_ERR_NOMEM, "distance: out of memory");
+    }
+    for (int dr = 0; dr < c->grid_h; dr++)
+        for (int dc = 0; dc < gw; dc++)
+            dist[dr * gw + dc] = (double)c->patch_size * sqrt((double)(dr * dr + dc * dc));
+    for (int l = 0; l < L; l++) {
+        for (int h = 0; h < H; h++) {
+            double acc = 0.0;
+            int n_queries = 0;
+            /* the patch queries' rows, a block of query rows at a time (att_block) */
+            for (int b = 0; b < nb; b++) {
+                int r0 = vit_att_block_start(T, b), r1 = vit_att_block_start(T, b + 1);
+                if (r1 <= Np) continue;
+                const float *blk = att_block(&rd, l, h, b);
+                for (int r = r0 > Np ? r0 : Np; r < r1; r++) {
+                    const float *row = blk + (size_t)(r - r0) * T + Np;
+                    int i = r - Np, ri = i / gw, ci = i % gw;
+                    double w = 0.0, wd = 0.0;
+                    for (int j = 0; j < N; j++) {
+                        int dr = abs(j / gw - ri), dc = abs(j % gw - ci);
+                        w += row[j];
+                        wd += row[j] * dist[dr * gw + dc];
+                    }
+                    if (w > 0.0) acc += wd / w, n_queries++;
+                }
+            }
+            out[l * H + h] = n_queries ? (float)(acc / n_queries) : 0.0f;
+        }
+    }
+    free(dist);
+    reader_free(&rd);
+    return VIT_OK;
 }

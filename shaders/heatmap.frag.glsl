@@ -1,32 +1,102 @@
 #version 330 core
-// heatmap.frag.glsl - the crop the model saw with the map over it.
-// The map is a [gh, gw] float texture already normalised to [0, 1], sampled
-// nearest so every patch is one flat cell. Its colour comes from the 256-entry
-// colormap LUT by the same index as the CPU export (colormap.h):
-// round(v * 255), blended as mix(image, colour, opacity).
+// heatmap.frag.glsl - the crop the model saw with a map over it, for the main
+// view, the overview thumbnails and the legend's colour bar.
+// The map is a [gh, gw] block of a float texture (one map, or an atlas of the
+// overview's maps at texel u_cell), already normalised to [0, 1]. It is read
+// with texelFetch and upsampled here: nearest (every patch one flat cell) or
+// bilinear between patch centres (clamped at the border), as the CPU export
+// does (export.c). Its colour comes from the 256-entry colormap LUT by the same
+// index, round(v * 255), blended as mix(image, colour, opacity).
+// On top: the patch grid, the outline of the attention mask (DINO) and the box
+// of the query patch, all sized in framebuffer px via fwidth.
 
-uniform sampler2D u_image; // [S, S] RGB, linear filtering
-uniform sampler2D u_map;   // [gh, gw] R32F, nearest
+uniform sampler2D u_image; // [S, S] RGB, linear (mipmapped) filtering
+uniform sampler2D u_map;   // R32F, texelFetch only
 uniform sampler2D u_lut;   // [256, 1] RGB8, texelFetch
+uniform sampler2D u_mask;  // [gh, gw] R8: 1 inside the mask
 uniform float u_opacity;   // 0 .. 1; 0 also when the overlay is off
 uniform float u_grid;      // 1: draw the patch grid
 uniform vec2 u_grid_size;  // (gw, gh)
+uniform ivec2 u_cell;      // texel origin of this map in u_map
+uniform float u_bilinear;  // 1: bilinear upsampling, 0: nearest
+uniform float u_mask_on;   // 1: outline the mask
+uniform ivec2 u_query;     // (col, row) of the query patch; (-1, -1): the CLS token
+uniform float u_line_px;   // width of the mask outline and the query box, px
+uniform float u_ramp;      // 1: the colour bar: value = 1 - v (top is the maximum)
 
 in vec2 v_uv;
 out vec4 frag;
 
+float map_at(ivec2 p) {
+    p = clamp(p, ivec2(0), ivec2(u_grid_size) - 1);
+    return texelFetch(u_map, u_cell + p, 0).r;
+}
+
+float mask_at(ivec2 p) {
+    if (any(lessThan(p, ivec2(0))) || any(greaterThanEqual(p, ivec2(u_grid_size)))) return 0.0;
+    return texelFetch(u_mask, p, 0).r > 0.0 ? 1.0 : 0.0; // R8: 1 reads as 1/255
+}
+
 void main() {
     vec3 img = texture(u_image, v_uv).rgb;
-    float v = clamp(texture(u_map, v_uv).r, 0.0, 1.0);
+    vec2 g = v_uv * u_grid_size; // position in patches
+    ivec2 c = ivec2(floor(g));
+    float v;
+    if (u_ramp > 0.5) {
+        v = 1.0 - v_uv.y;
+    } else if (u_bilinear > 0.5) {
+        vec2 t = g - 0.5; // patch centres at integer t
+        ivec2 i0 = ivec2(floor(t));
+        vec2 f = t - floor(t);
+        float top = mix(map_at(i0), map_at(i0 + ivec2(1, 0)), f.x);
+        float bot = mix(map_at(i0 + ivec2(0, 1)), map_at(i0 + ivec2(1, 1)), f.x);
+        v = mix(top, bot, f.y);
+    } else {
+        v = map_at(c);
+    }
+    v = clamp(v, 0.0, 1.0);
     vec3 col = texelFetch(u_lut, ivec2(int(v * 255.0 + 0.5), 0), 0).rgb;
     vec3 rgb = mix(img, col, u_opacity);
 
     // Patch grid: lines one framebuffer pixel wide at the patch borders,
     // anti-aliased by the distance to the border measured in pixels (fwidth).
-    vec2 g = v_uv * u_grid_size;
-    vec2 d = abs(fract(g + 0.5) - 0.5) / max(fwidth(g), vec2(1e-6));
+    vec2 px = max(fwidth(g), vec2(1e-6)); // patches per px
+    vec2 d = abs(fract(g + 0.5) - 0.5) / px;
     float line = 1.0 - clamp(min(d.x, d.y), 0.0, 1.0);
     rgb = mix(rgb, vec3(1.0), 0.45 * line * u_grid);
 
+    // Distances (px) from this fragment to its patch's four borders.
+    vec2 f = g - vec2(c);
+    float dl = f.x / px.x, dr = (1.0 - f.x) / px.x, dt = f.y / px.y, db = (1.0 - f.y) / px.y;
+    float w = u_line_px;
+
+    // Mask outline: on both sides of every border between a patch inside the
+    // mask and one outside: a white band with a dark halo, visible on any colormap.
+    if (u_mask_on > 0.5) {
+        float in0 = mask_at(c), e = 1e9;
+        if (mask_at(c + ivec2(-1, 0)) != in0) e = min(e, dl);
+        if (mask_at(c + ivec2(1, 0)) != in0) e = min(e, dr);
+        if (mask_at(c + ivec2(0, -1)) != in0) e = min(e, dt);
+        if (mask_at(c + ivec2(0, 1)) != in0) e = min(e, db);
+        if (mask_at(c + ivec2(-1, -1)) != in0) e = min(e, max(dl, dt));
+        if (mask_at(c + ivec2(1, -1)) != in0) e = min(e, max(dr, dt));
+        if (mask_at(c + ivec2(-1, 1)) != in0) e = min(e, max(dl, db));
+        if (mask_at(c + ivec2(1, 1)) != in0) e = min(e, max(dr, db));
+        if (e < w)
+            rgb = vec3(1.0);
+        else if (e < w + 1.5)
+            rgb = vec3(0.0);
+    }
+
+    // The query patch: a pink box inside its cell, dark edged.
+    if (c == u_query) {
+        float e = min(min(dl, dr), min(dt, db));
+        if (e < 1.0)
+            rgb = vec3(0.0);
+        else if (e < 1.0 + 1.5 * w)
+            rgb = vec3(1.0, 0.18, 0.55);
+        else if (e < 2.0 + 1.5 * w)
+            rgb = vec3(0.0);
+    }
     frag = vec4(rgb, 1.0);
 }

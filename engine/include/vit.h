@@ -425,6 +425,19 @@ VitStatus vit_map_fused(float *out, const VitRun *run, int layer, VitFusion fusi
 VitStatus vit_rollout(float *out, const VitRun *run, int layer, int head, VitFusion fusion,
                       float discard_ratio, int query, VitError *err);
 
+/* Every rollout map of layers layer0 .. layer0 + n_layers - 1 at once, as the
+ * app's overviews show them: out [n_layers, H + 3, N], per layer the per-head
+ * rollout of heads 0 .. H-1 (the layers below fused by the mean) and then the
+ * rollout with mean, max and min fusion, each bit for bit the vit_rollout call it
+ * stands for (same discard_ratio and query). Faster than those (H + 3) * n_layers
+ * calls: each fused, discarded matrix of the layers below is made once per
+ * fusion, not once per map. Allocates (layer0 + n_layers) * T^2 floats of scratch.
+ * When the run recomputes its attention (VitRun.att_kept 0), every layer up to
+ * the top is recomputed once per fusion: three times a forward pass's attention.
+ * Errors: those of vit_rollout, VIT_ERR_ARG for layer0 < 0 or n_layers < 1. */
+VitStatus vit_rollout_layers(float *out, const VitRun *run, int layer0, int n_layers,
+                             float discard_ratio, int query, VitError *err);
+
 /* The prefix-token part of the row a map is read from: out[Np], out[i] the
  * share of `query`'s attention (rollout: of its rolled-out row) that goes to
  * prefix token i (0 the CLS token, then the distillation and register tokens).
@@ -438,6 +451,40 @@ VitStatus vit_prefix_share(float *out, const VitRun *run, int layer, int head, V
 /* Short name of prefix token i of cfg: "CLS", "dist", "reg1" .. "regR"
  * (1-based, as a user counts). Writes into buf (n bytes); returns buf. */
 const char *vit_prefix_name(char *buf, size_t n, const VitConfig *cfg, int i);
+
+/* ---------------------------------------------------------------------------
+ * Explorer maps: masks and distances for the classroom views. */
+
+/* DINO's attention mask (Caron et al. 2021, "Emerging Properties in
+ * Self-Supervised Vision Transformers", Fig. 3; its visualize_attention.py
+ * keeps the patches whose ascending cumulative share exceeds 1 - fraction):
+ * the smallest set of patches holding at least `fraction` of the map's mass.
+ * Patches are taken in decreasing order of value (ties: lower patch index
+ * first) while the sum of those already taken is below fraction * sum(map),
+ * summed in double. mask [n]: 1 in the set, 0 outside. map [n] >= 0, e.g. a
+ * vit_map_attention or vit_rollout map: its mass is over the patches only
+ * (attention to prefix tokens is not part of it), as DINO's is. fraction in
+ * (0, 1]; 1 keeps every patch whose value is > 0; an all-zero map gives an empty mask. n_kept (may
+ * be NULL): the size of the set. Errors: VIT_ERR_ARG (n < 1, fraction out of range, a negative,
+ * infinite or NaN value), VIT_ERR_NOMEM. Allocates O(n) scratch. */
+VitStatus vit_mass_mask(uint8_t *mask, int *n_kept, const float *map, int n, float fraction,
+                        VitError *err);
+
+/* Mean attention distance (Dosovitskiy et al. 2021, "An Image is Worth 16x16
+ * Words", §4.5 and Fig. 7 right: "the distance between the query pixel and all
+ * other pixels, weighted by the attention weight", here for one image):
+ *   out[l*H + h] = mean over patch queries i of
+ *                  sum_j att[l, h, Np+i, Np+j] * d(i, j) / sum_j att[l, h, Np+i, Np+j]
+ * over the patch keys j, d(i, j) = P * Euclidean distance between the grid
+ * positions of patches i and j: px of the model's input (Sh x Sw px), centre to
+ * centre. out: [L, H], px. Prefix tokens (the CLS token, registers) are neither
+ * queries nor keys: each query's attention to the patches is renormalised to
+ * sum 1, so attention to the CLS token is left out rather than counted at
+ * distance 0 (which would lower a head's distance by its share of attention
+ * to the CLS token). A query whose patch attention is all 0 is skipped.
+ * Errors: VIT_ERR_ARG (no forward pass), VIT_ERR_NOMEM. O(L*H*N^2); when the
+ * attention is recomputed, as much again as a forward pass's attention. */
+VitStatus vit_attention_distance(float *out, const VitRun *run, VitError *err);
 
 #ifdef __cplusplus
 }

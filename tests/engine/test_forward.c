@@ -7,8 +7,9 @@
  *   - attention recomputed from the kept queries and keys (VIT_ATT_RECOMPUTE)
  *     gives every map of vit.h bit for bit what the kept attention (VIT_ATT_KEEP)
  *     gives: per-head attention at block edges, the three head fusions, rollout
- *     (fused and per head, with and without discard) and the prefix shares; and
- *     the same logits;
+ *     (fused and per head, with and without discard) and the prefix shares,
+ *     vit_rollout_layers, vit_attention_distance and a vit_mass_mask of a
+ *     recomputed map; and the same logits;
  *   - 1, 2 and 3 threads agree to float rounding (GEMMs split by columns can
  *     round differently), and a run uses the threads it was given;
  *   - VIT_ATT_AUTO keeps small attention and recomputes a model whose
@@ -89,10 +90,41 @@ static int compare_maps(const VitRun *a, const VitRun *b) {
                          vit_prefix_share(pb, b, l, h, (VitFusion)f, 1, ratio, 128, &err), Np, pa,
                          pb);
                 }
+    /* issue4's explorer maps: every rollout of every layer at once, the mean attention
+     * distance, and a mask read from a recomputed map */
+    {
+        int nl = c->n_layers, nh = c->n_heads;
+        size_t n_all = (size_t)nl * (nh + 3) * N;
+        float *la = malloc(n_all * sizeof *la), *lb = malloc(n_all * sizeof *lb);
+        float da[64], db[64];
+        uint8_t ka[GRID * GRID], kb[GRID * GRID];
+        int na = 0, nb = 0;
+        if (la && lb) {
+            for (float ratio = 0.0f; ratio < 0.6f; ratio += 0.5f)
+                for (int q = 0; q < c->n_tokens; q += 128)
+                    SAME(vit_rollout_layers(la, a, 0, nl, ratio, q, &err),
+                         vit_rollout_layers(lb, b, 0, nl, ratio, q, &err), n_all, la, lb);
+            SAME(vit_rollout_layers(la, a, 1, nl - 1, 0.9f, 0, &err),
+                 vit_rollout_layers(lb, b, 1, nl - 1, 0.9f, 0, &err),
+                 (size_t)(nl - 1) * (nh + 3) * N, la, lb);
+        } else {
+            differ++;
+        }
+        SAME(vit_attention_distance(da, a, &err), vit_attention_distance(db, b, &err), nl * nh, da,
+             db);
+        SAME(vit_map_attention(ma, a, nl - 1, 1, Np + 37, &err),
+             vit_map_attention(mb, b, nl - 1, 1, Np + 37, &err), N, ma, mb);
+        n_maps++;
+        if (vit_mass_mask(ka, &na, ma, N, 0.6f, &err) ||
+            vit_mass_mask(kb, &nb, mb, N, 0.6f, &err) || na != nb || memcmp(ka, kb, (size_t)N))
+            differ++;
+        free(la);
+        free(lb);
+    }
 #undef SAME
     free(ma);
     free(mb);
-    check(n_maps == 410, "%d maps compared (expected 410)", n_maps);
+    check(n_maps == 420, "%d maps compared (expected 420)", n_maps);
     return differ;
 }
 

@@ -162,9 +162,11 @@ def main():
     check(r.returncode == 0, f"--export exits 0 ({r.stderr.strip()})")
     L, H = 12, 3
     want = {f"L{l:02d}_H{h:02d}.png" for l in range(1, L + 1) for h in range(1, H + 1)}
-    want |= {f"L{l:02d}_{k}.png" for l in range(1, L + 1) for k in ("mean", "max", "min", "rollout")}
+    want |= {f"L{l:02d}_{k}.png" for l in range(1, L + 1)
+             for k in ("mean", "max", "min", "rollout", "heads")}
+    want |= {"contact_sheet.png", "contact_sheet_rollout.png"}
     got = set(os.listdir(out)) if os.path.isdir(out) else set()
-    check(len(want) == L * H + 3 * L + L and got == want,
+    check(len(want) == L * H + 3 * L + L + L + 2 and got == want,
           f"--export writes the {len(want)} expected PNGs (got {len(got)})")
     if got == want:
         imgs = {n: np.asarray(Image.open(os.path.join(out, n)).convert("RGB")) for n in

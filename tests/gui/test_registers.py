@@ -34,7 +34,8 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent / "parity"))
 import test_families as tf  # noqa: E402
-from test_gui import App, Fail, check, diff, find_window, patch_means, quit_app, save  # noqa: E402
+from test_gui import (App, Fail, check, diff, find_window, patch_means, quit_app, run,  # noqa: E402
+                      save)
 from test_parity import run_dump  # noqa: E402
 
 ACCENT = (252, 232, 38)  # COL_ACCENT of app/render.c: the prefix tokens' bars
@@ -173,7 +174,49 @@ def test_nonsquare(app, out, photo, size, whole):
           f"overlay off: the crop is {kind} (patch means differ by {d:.1f}; "
           f"from the {'centre crop' if whole else 'whole photo'} by {d_other:.1f})")
     app.key("o", overlay=1)
+    if not whole:
+        explore_nonsquare(app, out, photo, size)
     quit_app(app)
+
+
+PINK = np.array([255, 46, 140])  # the query patch's box (heatmap.frag.glsl)
+
+
+def explore_nonsquare(app, out, photo, size):
+    """The explorer on 16x24 patches with 5 prefix tokens: a click makes the patch
+    under the mouse the query (token Np + r*gw + c), boxed there; the bars show that
+    query's row (vit_dump's); the mask, the distance panel and the thumbnails (at the
+    crop's 3:2) beside the bars, not over them."""
+    Np, gh, gw = 5, size[0] // 14, size[1] // 14
+    x, y, w = app.image_rect()
+    h = int(app.state["image_h"])
+    r, c = 3, 20
+    px, py = x + int((c + 0.5) * w / gw), y + int((r + 0.5) * h / gh)
+    run(["xdotool", "mousemove", "--window", app.wid, str(px), str(py), "click", "1"])
+    app.wait_state("click on patch (3, 20)", query=Np + r * gw + c, hover=f"{r},{c}")
+    img = app.shot()
+    half = min(w // gw, h // gh) // 2
+    box = img[py - half:py + half, px - half:px + half]
+    check(np.abs(box - PINK).max(-1).__le__(40).mean() > 0.08, "the clicked patch is boxed")
+    engine, _ = run_dump(app.dump, ["--model", app.model, "--image", photo, "--size",
+                                    f"{size[0]}x{size[1]}", "--out", out / "dump224x336"])
+    layer = int(app.state["layer"])
+    row = engine["att"][layer].astype(np.float64).mean(0)[Np + r * gw + c]
+    shares = trace_shares(app)
+    d = max(abs(s - row[i]) for i, (_, s) in enumerate(shares))
+    check(d < 1e-4, f"the bars show the query patch's row at the prefix tokens (max diff {d:.1e})")
+    measure_bars(img, app, Np + 1)
+    app.key("m", mask=1)
+    check(int(app.state["kept"]) > 0, f"M: a mask of {app.state['kept']} patches")
+    app.key("d", distance=1)
+    pnl_x, pnl_w = (int(v) for v in app.state["panel"].split(","))
+    x, y, w = app.image_rect()  # the crop makes room for the panel
+    check(pnl_w > 100 and pnl_x >= x + w and x > 0, f"the distance panel ({pnl_x}) is right of the crop")
+    app.key("a", overview=1)
+    cw, ch = (int(v) for v in app.state["cells"].split(",")[2:4])
+    check(abs(cw / ch - 1.5) < 0.05, f"A: thumbnails drawn 3:2 ({cw}x{ch} px)")
+    save(app.shot(), out / "explore_224x336_heads.png")
+    app.key("a", overview=0)
 
 
 def main():
@@ -206,6 +249,7 @@ def main():
     for name, opts, fn in runs:
         print(f"---- {name}", flush=True)
         app = App([args.app, "--model", str(model), *opts, str(photo)], env)
+        app.dump, app.model = args.dump, str(model)
         try:
             fn(app)
         except Fail as e:

@@ -19,6 +19,7 @@
  *
  * Before that it checks that out-of-range arguments give VIT_ERR_ARG.
  * Exit status: 0 ok, 1 on any failure (message on stderr). */
+#include "npy.h"
 #include "vit.h"
 
 #include <errno.h>
@@ -65,44 +66,6 @@ static int parse_list(int *ints, float *floats, const char *s, int is_float, con
     }
     fprintf(stderr, "maps_dump: %s: cannot parse '%s' (at most %d items)\n", what, s, MAX_LIST);
     return 0;
-}
-
-/* Write a float32 array as NPY v1.0: magic, version 1.0, u16 header length,
- * a Python dict literal padded with spaces and ending in '\n' so that the data
- * starts at a multiple of 64 bytes (numpy's format.py asks for 64). */
-static int write_npy(const char *dir, const char *name, const float *data, const int *shape,
-                     int ndim) {
-    char path[4096], dict[512];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    const uint16_t one = 1;
-    int little = *(const uint8_t *)&one == 1;
-    int len = snprintf(dict, sizeof dict, "{'descr': '%cf4', 'fortran_order': False, 'shape': (",
-                       little ? '<' : '>');
-    size_t count = 1;
-    for (int i = 0; i < ndim; i++) {
-        len += snprintf(dict + len, sizeof dict - (size_t)len, "%d, ", shape[i]);
-        count *= (size_t)shape[i];
-    }
-    len += snprintf(dict + len, sizeof dict - (size_t)len, "), }");
-    size_t total = 10 + (size_t)len + 1; /* magic(6) + version(2) + u16(2) + dict + '\n' */
-    size_t pad = (64 - total % 64) % 64;
-    size_t hlen = (size_t)len + pad + 1;
-    if (hlen > 65535 || (size_t)len + pad + 1 >= sizeof dict) return 0;
-    memset(dict + len, ' ', pad);
-    dict[hlen - 1] = '\n';
-
-    FILE *f = fopen(path, "wb");
-    if (!f) {
-        fprintf(stderr, "maps_dump: %s: %s\n", path, strerror(errno));
-        return 0;
-    }
-    uint8_t pre[10] = {
-        0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, (uint8_t)(hlen & 0xff), (uint8_t)(hlen >> 8)};
-    int ok = fwrite(pre, 1, sizeof pre, f) == sizeof pre && fwrite(dict, 1, hlen, f) == hlen &&
-             fwrite(data, sizeof(float), count, f) == count;
-    if (fclose(f) != 0) ok = 0;
-    if (!ok) fprintf(stderr, "maps_dump: %s: write failed\n", path);
-    return ok;
 }
 
 static int expect_arg_error(VitStatus got, const VitError *err, const char *call) {
@@ -307,14 +270,14 @@ int main(int argc, char **argv) {
     const int p_s_att[] = {L, H, Q, Np}, p_s_fused[] = {L, 3, Q, Np};
     const int p_s_roll[] = {L, 3, R, Q, Np}, p_s_head[] = {L, H, 3, R, Q, Np};
     const int s_roll[] = {L, 3, R, Q, gh, gw}, s_head[] = {L, H, 3, R, Q, gh, gw};
-    ok = write_npy(out_dir, "attention.npy", o_att, s_att, 5) &&
-         write_npy(out_dir, "fused.npy", o_fused, s_fused, 5) &&
-         write_npy(out_dir, "rollout.npy", o_roll, s_roll, 6) &&
-         write_npy(out_dir, "rollout_head.npy", o_head, s_head, 7) &&
-         write_npy(out_dir, "prefix_attention.npy", p_att, p_s_att, 4) &&
-         write_npy(out_dir, "prefix_fused.npy", p_fused, p_s_fused, 4) &&
-         write_npy(out_dir, "prefix_rollout.npy", p_roll, p_s_roll, 5) &&
-         write_npy(out_dir, "prefix_rollout_head.npy", p_head, p_s_head, 6);
+    ok = npy_write(out_dir, "attention.npy", o_att, s_att, 5) &&
+         npy_write(out_dir, "fused.npy", o_fused, s_fused, 5) &&
+         npy_write(out_dir, "rollout.npy", o_roll, s_roll, 6) &&
+         npy_write(out_dir, "rollout_head.npy", o_head, s_head, 7) &&
+         npy_write(out_dir, "prefix_attention.npy", p_att, p_s_att, 4) &&
+         npy_write(out_dir, "prefix_fused.npy", p_fused, p_s_fused, 4) &&
+         npy_write(out_dir, "prefix_rollout.npy", p_roll, p_s_roll, 5) &&
+         npy_write(out_dir, "prefix_rollout_head.npy", p_head, p_s_head, 6);
 done:
     free(att), free(o_att), free(o_fused), free(o_roll), free(o_head);
     free(p_att), free(p_fused), free(p_roll), free(p_head);
