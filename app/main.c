@@ -316,7 +316,6 @@ typedef struct {
         float discard;
         char legend_hi[32], legend_lo[32], legend_caption[32];
     } atlas_of;
-    float *distance; /* [L, H] mean attention distance of the scene, px */
     float map_lo, map_hi;
     float prefix_share[VIT_MAX_PREFIX];  /* [Np] the view's row at the prefix tokens */
     char prefix_name[VIT_MAX_PREFIX][8]; /* "CLS", "reg1", ... */
@@ -549,7 +548,7 @@ static void app_open(App *app, const char *path) {
     app->dirty = 1;
 }
 
-/* Buffers sized by the scene's shapes; the distance plot of its attention. */
+/* Buffers sized by the scene's shapes. */
 static int app_scene_buffers(App *app, const Scene *sc) {
     const VitConfig *c = &sc->run.cfg;
     size_t N = (size_t)c->n_patches, K = (size_t)(c->n_heads + VIEW_N_FUSIONS);
@@ -561,11 +560,7 @@ static int app_scene_buffers(App *app, const Scene *sc) {
     if (mask) app->mask = mask;
     float *atlas = realloc(app->atlas, (size_t)c->n_layers * K * N * sizeof *atlas);
     if (atlas) app->atlas = atlas;
-    float *dist = realloc(app->distance, (size_t)c->n_layers * c->n_heads * sizeof *dist);
-    if (dist) app->distance = dist;
-    if (!map || !norm || !mask || !atlas || !dist) return -1;
-    VitError err;
-    if (vit_attention_distance(app->distance, &sc->run, &err)) app_set_error(app, err.msg);
+    if (!map || !norm || !mask || !atlas) return -1;
     if (app->cursor_row >= c->grid_h || app->cursor_col >= c->grid_w || app->cursor_row < 0)
         app->cursor_row = c->grid_h / 2, app->cursor_col = c->grid_w / 2;
     return 0;
@@ -873,20 +868,20 @@ static void app_panels(App *app, RenFrame *f) {
         }
         f->n_preds = k;
     }
-    if (app->show_distance && app->distance) {
+    const float *dist = sc->distance; /* computed by the worker (scene_run) */
+    if (app->show_distance && dist) {
         int L = c->n_layers, H = c->n_heads;
         float mx = 0.0f, layer_mean = 0.0f;
-        for (int i = 0; i < L * H; i++) mx = app->distance[i] > mx ? app->distance[i] : mx;
-        for (int h = 0; h < H; h++) layer_mean += app->distance[app->view.layer * H + h] / H;
-        f->distance = app->distance;
+        for (int i = 0; i < L * H; i++) mx = dist[i] > mx ? dist[i] : mx;
+        for (int h = 0; h < H; h++) layer_mean += dist[app->view.layer * H + h] / H;
+        f->distance = dist;
         f->dist_layers = L, f->dist_heads = H;
         f->dist_layer = app->view.layer, f->dist_head = app->view.head;
         f->dist_max_px = 20.0f * ceilf(mx / 20.0f + 1e-6f);
         if (app->view.head < H)
             snprintf(app->dist_caption, sizeof app->dist_caption,
                      "layer %d, head %d: %.0f px (layer mean %.0f)", app->view.layer + 1,
-                     app->view.head + 1,
-                     (double)app->distance[app->view.layer * H + app->view.head],
+                     app->view.head + 1, (double)dist[app->view.layer * H + app->view.head],
                      (double)layer_mean);
         else
             snprintf(app->dist_caption, sizeof app->dist_caption, "layer %d: mean of heads %.0f px",
@@ -1104,7 +1099,23 @@ static int app_init(App *app, const Options *o) {
     app->view = (View){
         .layer = c->n_layers - 1, .head = c->n_heads + VIT_FUSE_MEAN, .discard_ratio = o->discard};
 
-    if (SDL_Init(SDL_INIT_VIDEO | SDL_INIT_EVENTS) != 0) {
+    /* The photo's forward pass starts first, on the worker thread, and runs while the
+     * window and its OpenGL context are made (a few hundred ms under Xvfb's software
+     * OpenGL): launch -> first heatmap is the longer of the two, not their sum. */
+    if (SDL_Init(SDL_INIT_EVENTS) != 0) {
+        fprintf(stderr, "vitlens: SDL_Init: %s\n", SDL_GetError());
+        return -1;
+    }
+    app->ev_done = SDL_RegisterEvents(1);
+    if (app->ev_done == (Uint32)-1 || worker_init(&app->worker, app->ev_done)) {
+        fprintf(stderr, "vitlens: cannot start the worker thread: %s\n", SDL_GetError());
+        return -1;
+    }
+    if (app->n_images > 0)
+        app_open(app, app->images[0]);
+    else if (o->image_path)
+        app_open(app, o->image_path);
+    if (SDL_InitSubSystem(SDL_INIT_VIDEO) != 0) {
         fprintf(stderr, "vitlens: SDL_Init: %s\n", SDL_GetError());
         return -1;
     }
@@ -1144,11 +1155,6 @@ static int app_init(App *app, const Options *o) {
     }
     if (warn[0]) fprintf(stderr, "vitlens: %s (running without text)\n", warn);
 
-    app->ev_done = SDL_RegisterEvents(1);
-    if (app->ev_done == (Uint32)-1 || worker_init(&app->worker, app->ev_done)) {
-        fprintf(stderr, "vitlens: cannot start the worker thread: %s\n", SDL_GetError());
-        return -1;
-    }
     if (o->stdin_drops) {
         SDL_Thread *t = SDL_CreateThread(stdin_drops, "vitlens-stdin", NULL);
         if (!t) {
@@ -1159,10 +1165,6 @@ static int app_init(App *app, const Options *o) {
     }
     SDL_EventState(SDL_DROPFILE, SDL_ENABLE);
     ren_set_colormap(&app->ren, app->colormap);
-    if (app->n_images > 0)
-        app_open(app, app->images[0]);
-    else if (o->image_path)
-        app_open(app, o->image_path);
     app->running = 1;
     app->dirty = 1;
     return 0;
@@ -1177,7 +1179,6 @@ static void app_free(App *app) {
     free(app->map_norm);
     free(app->mask);
     free(app->atlas);
-    free(app->distance);
     files_free_list(app->images, app->n_images);
     if (app->model) model_free(app->model);
     free(app->model);

@@ -81,10 +81,13 @@ VitStatus scene_run(Scene *sc, const Vit *vit, const char *path, VitError *err) 
     if (!run_fits(&sc->run, c)) {
         vit_run_free(&sc->run);
         free(sc->crop_rgb);
+        free(sc->distance);
         sc->crop_rgb = NULL;
+        sc->distance = NULL;
         if ((rc = vit_run_init(&sc->run, vit, err))) return rc;
         sc->crop_rgb = malloc((size_t)c->image_h * (size_t)c->image_w * 3);
-        if (!sc->crop_rgb) {
+        sc->distance = malloc((size_t)c->n_layers * c->n_heads * sizeof *sc->distance);
+        if (!sc->crop_rgb || !sc->distance) {
             if (err) {
                 err->code = VIT_ERR_NOMEM;
                 snprintf(err->msg, sizeof err->msg, "out of memory for a %dx%d crop", c->image_w,
@@ -107,6 +110,7 @@ VitStatus scene_run(Scene *sc, const Vit *vit, const char *path, VitError *err) 
     vit_image_free(&img);
     if (rc) return rc;
     vit_forward(&sc->run, vit);
+    if ((rc = vit_attention_distance(sc->distance, &sc->run, err))) return rc;
 
     snprintf(sc->path, sizeof sc->path, "%s", path);
     const char *slash = strrchr(sc->path, '/');
@@ -118,6 +122,7 @@ void scene_free(Scene *sc) {
     if (!sc) return;
     vit_run_free(&sc->run);
     free(sc->crop_rgb);
+    free(sc->distance);
     memset(sc, 0, sizeof *sc);
 }
 

@@ -40,11 +40,14 @@ typedef struct {
     uint8_t *crop_rgb;        /* [Sh, Sw, 3] the picture the model saw (vit_preprocess_rgb) */
     int crop_w_px, crop_h_px; /* Sw, Sh */
     int src_w, src_h;         /* the photo's size, px */
+    float *distance;          /* [L, H] mean attention distance, px (vit_attention_distance) */
     char path[1024];          /* the photo */
     const char *name;         /* last path component of path */
 } Scene;
 
-/* Load the photo at `path`, preprocess it for `vit`, run the forward pass.
+/* Load the photo at `path`, preprocess it for `vit`, run the forward pass and
+ * the mean attention distance (on the worker thread, like the pass: for a model
+ * whose attention is recomputed it costs as much as the pass's attention).
  * Reuses sc's buffers when they fit `vit`, reallocates them otherwise. On
  * error sc keeps its buffers but its contents are undefined (callers run into
  * a scratch Scene and swap it in on success). Free with scene_free. */

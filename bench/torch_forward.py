@@ -1,65 +1,83 @@
 #!/usr/bin/python3
-"""PyTorch's time for what bench_forward times, on the same weights and photo.
+"""PyTorch's side of bench/compare.py: the same model on the same weights, served in turns.
 
-  OMP_WAIT_POLICY=PASSIVE /usr/bin/python3 bench/torch_forward.py --model M --image PHOTO
-      [--iters N] [--threads K]
+  OMP_WAIT_POLICY=PASSIVE OPENBLAS_NUM_THREADS=K OMP_NUM_THREADS=K \\
+      /usr/bin/python3 bench/torch_forward.py --model M --threads K
 
-Prints "stage <name> median_ms <x> min_ms <y> iters <n>" lines like bench_forward:
-  torch_preprocess  timm's eval transform (PIL bicubic resize, crop, normalise), decode excluded
-  torch_attn        the plain-torch timm forward of tests/parity/reference.py in float32,
-                    keeping every layer's attention probabilities as vitlens does
-  torch_fused       torchvision's VisionTransformer on the same weights (fused
-                    nn.MultiheadAttention, attention not kept): PyTorch's fast path
-Run by bench/run.sh; see it for the ratios."""
+Loads M (timm names, as bench/make_weights.py writes them), then reads commands on
+stdin and answers each with one line, as bench_forward --serve does:
+  attn N    ->  "attn <ms> ... <ms> cpu <c>"   the plain-torch timm forward of
+                tests/parity/reference.py in float32: explicit attention, every
+                layer's probabilities kept (what vitlens computes); c: mean CPU
+                time per call of the process (all threads), ms
+  fused N   ->  "fused <ms> ... cpu <c>"  torchvision's VisionTransformer on the same
+                weights (fused nn.MultiheadAttention, nothing kept): PyTorch's fast
+                path, for information; "fused none" for models without a head
+  memory    ->  "memory peak_rss_mb <r>"
+  quit (or end of input)
+The input is a fixed random [3, S, S] tensor: the time does not depend on the pixels.
+"""
 import argparse
 import os
-import statistics
+import resource
 import sys
 import time
 
 import torch
-from PIL import Image
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "parity"))
 import reference  # noqa: E402
 
 
-def timed(name, fn, iters, warmup):
-    for _ in range(warmup):
-        fn()
-    ms = []
-    for _ in range(iters):
+def timed(fn, n):
+    """n wall times, ms, and the mean CPU time per call of the process (all threads)."""
+    ms, c0 = [], time.process_time()
+    for _ in range(n):
         t0 = time.perf_counter()
         fn()
         ms.append((time.perf_counter() - t0) * 1e3)
-    print(f"stage {name:<16} median_ms {statistics.median(ms):9.3f} min_ms {min(ms):9.3f} "
-          f"iters {iters}", flush=True)
+    return ms, (time.process_time() - c0) / n * 1e3
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--model", required=True)
-    ap.add_argument("--image", required=True)
-    ap.add_argument("--heads", type=int, default=0, help="default: width / 64")
-    ap.add_argument("--iters", type=int, default=20)
-    ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--threads", type=int, default=os.cpu_count())
+    ap.add_argument("--heads", type=int, default=0, help="default: width / 64")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
 
     w = {k: v.float() for k, v in reference.load_safetensors(a.model).items()}
-    heads = a.heads or w["cls_token"].shape[-1] // 64
-    size = w["patch_embed.proj.weight"].shape[-1] * round((w["pos_embed"].shape[1] - 1) ** 0.5)
-    prep, _ = reference.eval_transform(size)
-    pil = Image.open(a.image).convert("RGB")
-    x = prep(pil)
+    D = w["cls_token"].shape[-1]
+    heads = a.heads or D // 64
+    P = w["patch_embed.proj.weight"].shape[-1]
+    Np = 1 + sum(w[k].shape[1] for k in ("dist_token", "reg_token") if k in w)
+    npos, gh, gw = reference.pos_layout(w, Np)
+    x = torch.randn(3, gh * P, gw * P, generator=torch.Generator().manual_seed(0))
+    fns = {"attn": lambda: reference.vit_forward(w, x, heads, dtype=torch.float32)}
+    if "head.weight" in w and npos == 1 and gh == gw:  # torchvision: CLS token only, square
+        tv = reference.torchvision_vit(w, heads).float()
+        fns["fused"] = lambda: tv(x[None])
 
-    tv = reference.torchvision_vit(w, heads).float()
     with torch.inference_mode():
-        timed("torch_preprocess", lambda: prep(pil), a.iters, a.warmup)
-        timed("torch_attn", lambda: reference.vit_forward(w, x, heads, dtype=torch.float32),
-              a.iters, a.warmup)
-        timed("torch_fused", lambda: tv(x[None]), a.iters, a.warmup)
+        for line in sys.stdin:
+            words = line.split()
+            if not words:
+                continue
+            if words[0] == "quit":
+                break
+            if words[0] == "memory":
+                rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+                print(f"memory peak_rss_mb {rss:.1f}", flush=True)
+            elif words[0] in ("attn", "fused") and len(words) == 2:
+                fn = fns.get(words[0])
+                if not fn:
+                    print(words[0], "none", flush=True)
+                    continue
+                ms, cpu = timed(fn, int(words[1]))
+                print(words[0], " ".join(f"{t:.3f}" for t in ms), "cpu", f"{cpu:.3f}", flush=True)
+            else:
+                print(f"error unknown command: {line.strip()}", flush=True)
 
 
 if __name__ == "__main__":

@@ -1,33 +1,55 @@
-/* forward.c - the ViT forward pass, keeping every attention matrix.
+/* forward.c - the ViT forward pass, keeping every attention matrix (or what
+ * recomputes it exactly).
  *
  * Row-major throughout. Linear weights keep PyTorch's [out, in] layout, so a
  * linear layer is out[T, O] = inp[T, I] . w[O, I]^T + b[O], i.e.
  * cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, ...). The bias is
  * written into the output first and the product added with beta = 1, which is
- * torch.addmm's order (bias + inp @ w.T). */
+ * torch.addmm's order (bias + inp @ w.T).
+ *
+ * Threads (engine/pool.c): one pool per VitRun, OpenBLAS single-threaded inside
+ * it. A linear layer gives each thread a slice of output columns (its rows of w:
+ * the weights are read once in all) and the step after it on the same slice while
+ * it is in cache: GELU after fc1, the residual add after proj and fc2. Attention
+ * runs in blocks of query rows of one head (att_block): scores, softmax and
+ * probabilities . values while the block is in cache; threads take blocks as
+ * they finish. LayerNorm splits rows.
+ *
+ * What is skipped: the last block's output is read only at the tokens the head
+ * classifies (CLS, distillation), so after its attention only those rows go
+ * through proj and the MLP (none for a backbone without head); the attention
+ * itself, all of it, is what the maps need. */
 #include "internal.h"
 
 #include <cblas.h>
 #include <math.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* glibc's vector math library (libmvec) has SIMD erff and expf on x86-64 from
  * 2.35. Declaring them "simd" lets the compiler vectorise the GELU and softmax
  * loops below (CMake builds this file with -fno-math-errno and a vectoriser cost
  * model that allows it); libmvec's results are within 4 ulp of the scalar ones,
  * which tests/parity holds to the float64 reference. Elsewhere the loops stay
- * scalar and give the same answers up to those ulps. */
+ * scalar and give the same answers up to those ulps.
+ * VECTOR_CLONES compiles a loop twice, for x86-64-v3 (AVX2, FMA: libmvec's 8-wide
+ * variants) and for the baseline, and picks one at load time (an ifunc): the
+ * build stays portable to CPUs without AVX2. */
 #if defined(__x86_64__) && defined(__GLIBC__) && defined(__GNUC__) && !defined(__clang__)
 #if __GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 35)
 __attribute__((simd("notinbranch"))) float erff(float);
 __attribute__((simd("notinbranch"))) float expf(float);
 #endif
+#define VECTOR_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
+#else
+#define VECTOR_CLONES
 #endif
 
 /* --- buffers --------------------------------------------------------------- */
 
-/* a * b + c with overflow check into *acc; returns 0 on overflow. */
+/* *acc += a * b with overflow check; returns 0 on overflow. */
 static int add_floats(size_t *acc, size_t a, size_t b) {
     if (b && a > SIZE_MAX / b) return 0;
     if (*acc > SIZE_MAX - a * b) return 0;
@@ -35,29 +57,58 @@ static int add_floats(size_t *acc, size_t a, size_t b) {
     return 1;
 }
 
-int vit_run_floats(const VitConfig *c, size_t *n_floats) {
+/* The attention's share of the buffers: [L, H, T, T] kept, or queries and keys
+ * [L, T, 2D] and a [VIT_ATT_BLOCK, T] block per thread. */
+static int att_floats(size_t *n, const VitConfig *c, int keep, int n_threads) {
+    size_t T = (size_t)c->n_tokens, D = (size_t)c->dim, L = (size_t)c->n_layers,
+           H = (size_t)c->n_heads, LH = 0, TT = 0, LT = 0;
+    if (!add_floats(&TT, T, T)) return 0;
+    if (keep) return add_floats(&LH, L, H) && add_floats(n, LH, TT) && add_floats(n, T, 2 * D);
+    return add_floats(&LT, L, T) && add_floats(n, LT, 2 * D) &&
+           add_floats(n, (size_t)n_threads * VIT_ATT_BLOCK, T);
+}
+
+int vit_keep_att(const VitConfig *c, VitAttStorage how) {
+    if (how != VIT_ATT_AUTO) return how == VIT_ATT_KEEP;
+    size_t n = 0;
+    return att_floats(&n, c, 1, 1) && n <= VIT_ATT_KEEP_MAX_BYTES / sizeof(float);
+}
+
+int vit_run_floats(const VitConfig *c, int keep_att, int n_threads, size_t *n_floats) {
     size_t Sh = (size_t)c->image_h, Sw = (size_t)c->image_w, T = (size_t)c->n_tokens,
            D = (size_t)c->dim, F = (size_t)c->mlp_dim, N = (size_t)c->n_patches,
-           P = (size_t)c->patch_size, L = (size_t)c->n_layers, H = (size_t)c->n_heads,
-           C = (size_t)c->n_classes;
-    size_t n = 0, LH = 0, TT = 0, PP = 0;
-    int ok = add_floats(&LH, L, H) && add_floats(&TT, T, T) && add_floats(&PP, 3 * P, P) &&
-             add_floats(&n, 3 * Sh, Sw) && add_floats(&n, N, PP) && add_floats(&n, 3 * T, D) &&
-             add_floats(&n, T, 3 * D) && add_floats(&n, T, F) && add_floats(&n, LH, TT) &&
-             add_floats(&n, 3, C);
+           P = (size_t)c->patch_size, C = (size_t)c->n_classes;
+    size_t n = 0, PP = 0;
+    int ok = add_floats(&PP, 3 * P, P) && add_floats(&n, 3 * Sh, Sw) && add_floats(&n, N, PP) &&
+             add_floats(&n, 4 * T, D) && add_floats(&n, T, F) &&
+             att_floats(&n, c, keep_att, n_threads) && add_floats(&n, 3, C);
     *n_floats = ok ? n : SIZE_MAX;
     return ok;
 }
 
-VitStatus vit_run_init(VitRun *run, const Vit *vit, VitError *err) {
+static int default_threads(void) {
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n < 1 ? 1 : n > VIT_MAX_THREADS ? VIT_MAX_THREADS : (int)n;
+}
+
+VitStatus vit_run_init_with(VitRun *run, const Vit *vit, const VitRunOptions *opt, VitError *err) {
     memset(run, 0, sizeof *run);
     const VitConfig *c = &vit->cfg;
+    VitRunOptions o = opt ? *opt : (VitRunOptions){0};
+    if (o.n_threads < 0 || o.n_threads > VIT_MAX_THREADS || o.att < VIT_ATT_AUTO ||
+        o.att > VIT_ATT_RECOMPUTE)
+        return vit_set_error(err, VIT_ERR_ARG,
+                             "%s: run options: %d threads (expected 0 .. %d), attention storage "
+                             "%d (expected 0 .. 2)",
+                             c->name, o.n_threads, VIT_MAX_THREADS, (int)o.att);
+    int n_threads = o.n_threads ? o.n_threads : default_threads();
+    int keep = vit_keep_att(c, o.att);
     size_t Sh = (size_t)c->image_h, Sw = (size_t)c->image_w, T = (size_t)c->n_tokens,
            D = (size_t)c->dim, F = (size_t)c->mlp_dim, N = (size_t)c->n_patches,
            P = (size_t)c->patch_size, L = (size_t)c->n_layers, H = (size_t)c->n_heads,
            C = (size_t)c->n_classes;
     size_t n = 0;
-    if (!vit_run_floats(c, &n) || n > VIT_MAX_ACTIVATION_BYTES / sizeof(float))
+    if (!vit_run_floats(c, keep, n_threads, &n) || n > VIT_MAX_ACTIVATION_BYTES / sizeof(float))
         return vit_set_error(err, VIT_ERR_NOMEM,
                              "%s: activations over the limit of %llu bytes (vit_load refuses "
                              "such a model)",
@@ -66,8 +117,17 @@ VitStatus vit_run_init(VitRun *run, const Vit *vit, VitError *err) {
     if (!run->mem)
         return vit_set_error(err, VIT_ERR_NOMEM, "%s: cannot allocate %zu MB of activations",
                              c->name, n * sizeof(float) >> 20);
+    /* OpenBLAS's own threads would wait for work beside this pool's: one pool only. */
+    openblas_set_num_threads(1);
+    if (!(run->pool = vit_pool_new(n_threads))) {
+        free(run->mem);
+        run->mem = NULL;
+        return vit_set_error(err, VIT_ERR_NOMEM, "%s: cannot start %d threads", c->name, n_threads);
+    }
     run->mem_floats = n;
     run->cfg = *c;
+    run->n_threads = n_threads;
+    run->att_kept = keep;
     float *p = run->mem;
     run->input = p;
     p += 3 * Sh * Sw;
@@ -79,12 +139,19 @@ VitStatus vit_run_init(VitRun *run, const Vit *vit, VitError *err) {
     p += T * D;
     run->ctx = p;
     p += T * D;
-    run->qkv = p;
-    p += T * 3 * D;
+    run->v = p;
+    p += T * D;
     run->hid = p;
     p += T * F;
-    run->att = p;
-    p += L * H * T * T;
+    run->qk = p;
+    p += (keep ? 1 : L) * T * 2 * D;
+    if (keep) {
+        run->att = p;
+        p += L * H * T * T;
+    } else {
+        run->att_scratch = p;
+        p += (size_t)n_threads * VIT_ATT_BLOCK * T;
+    }
     if (C) {
         run->logits = p;
         p += C;
@@ -99,57 +166,33 @@ VitStatus vit_run_init(VitRun *run, const Vit *vit, VitError *err) {
     return VIT_OK;
 }
 
+VitStatus vit_run_init(VitRun *run, const Vit *vit, VitError *err) {
+    return vit_run_init_with(run, vit, NULL, err);
+}
+
 void vit_run_free(VitRun *run) {
     if (!run) return;
+    vit_pool_free(run->pool);
     free(run->mem);
     memset(run, 0, sizeof *run);
 }
 
-/* --- layers ---------------------------------------------------------------- */
-
-/* out[T, O] = inp[T, I] . w[O, I]^T + b[O]   (torch.nn.functional.linear), rows
- * of out ld_out floats apart; b may be NULL (no bias).
- * (n_in, n_out rather than I, O: OpenBLAS's cblas.h pulls in <complex.h>'s I.) */
-static void linear_forward_ld(float *out, int ld_out, const float *inp, const float *w,
-                              const float *b, int T, int n_in, int n_out) {
-    for (int t = 0; t < T; t++) {
-        float *row = out + (size_t)t * ld_out;
-        if (b)
-            memcpy(row, b, (size_t)n_out * sizeof(float));
-        else
-            memset(row, 0, (size_t)n_out * sizeof(float));
-    }
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, n_out, n_in, 1.0f, inp, n_in, w, n_in,
-                1.0f, out, ld_out);
-}
-
-static void linear_forward(float *out, const float *inp, const float *w, const float *b, int T,
-                           int n_in, int n_out) {
-    linear_forward_ld(out, n_out, inp, w, b, T, n_in, n_out);
-}
-
-/* x[T, D] += gamma[D] * y[T, D], or x += y without LayerScale (gamma NULL).
- * timm: x = x + self.ls1(self.attn(...))   (LayerScale: x * gamma) */
-static void residual_add(float *x, const float *y, const float *gamma, int T, int D) {
-    size_t n = (size_t)T * D;
-    if (!gamma) {
-        for (size_t i = 0; i < n; i++) x[i] += y[i];
-        return;
-    }
-    for (int t = 0; t < T; t++)
-        for (int i = 0; i < D; i++) x[(size_t)t * D + i] += gamma[i] * y[(size_t)t * D + i];
-}
+/* --- row kernels ----------------------------------------------------------- */
 
 /* torch.nn.LayerNorm over the last dim: out = (x - mean) / sqrt(var + eps) * w + b,
- * biased variance. Moments in double so the result does not depend on summation order. */
-static void layernorm_forward(float *out, const float *inp, const float *w, const float *b, int T,
-                              int D, float eps) {
-    for (int t = 0; t < T; t++) {
+ * biased variance, rows [r0, r1). Moments in double, so that the result does not
+ * depend on the summation order. */
+VECTOR_CLONES
+static void layernorm_rows(float *restrict out, const float *restrict inp, const float *w,
+                           const float *b, int r0, int r1, int D, float eps) {
+    for (int t = r0; t < r1; t++) {
         const float *x = inp + (size_t)t * D;
         float *y = out + (size_t)t * D;
         double m = 0.0, v = 0.0;
+#pragma omp simd reduction(+ : m)
         for (int i = 0; i < D; i++) m += x[i];
         m /= D;
+#pragma omp simd reduction(+ : v)
         for (int i = 0; i < D; i++) v += (x[i] - m) * (x[i] - m);
         v /= D;
         float mean = (float)m, rstd = (float)(1.0 / sqrt(v + eps));
@@ -157,12 +200,33 @@ static void layernorm_forward(float *out, const float *inp, const float *w, cons
     }
 }
 
-/* Exact GELU (torch.nn.GELU(approximate='none')): 0.5 x (1 + erf(x / sqrt 2)). */
-static void gelu_forward(float *x, size_t n) {
-    for (size_t i = 0; i < n; i++) x[i] = 0.5f * x[i] * (1.0f + erff(x[i] * 0.70710678118654752f));
+/* Exact GELU (torch.nn.GELU(approximate='none')) on columns [c0, c1) of x[R, ld]. */
+VECTOR_CLONES
+static void gelu_cols(float *x, int ld, int R, int c0, int c1) {
+    for (int r = 0; r < R; r++) {
+        float *row = x + (size_t)r * ld;
+        for (int i = c0; i < c1; i++)
+            row[i] = 0.5f * row[i] * (1.0f + erff(row[i] * 0.70710678118654752f));
+    }
+}
+
+/* x[R, ld] += gamma * y[R, ld] on columns [c0, c1), or x += y without LayerScale.
+ * timm: x = x + self.ls1(self.attn(...))   (LayerScale: x * gamma) */
+VECTOR_CLONES
+static void residual_cols(float *restrict x, const float *restrict y, const float *gamma, int ld,
+                          int R, int c0, int c1) {
+    for (int r = 0; r < R; r++) {
+        float *xr = x + (size_t)r * ld;
+        const float *yr = y + (size_t)r * ld;
+        if (gamma)
+            for (int i = c0; i < c1; i++) xr[i] += gamma[i] * yr[i];
+        else
+            for (int i = c0; i < c1; i++) xr[i] += yr[i];
+    }
 }
 
 /* Row-wise softmax in place: x[R, C]. */
+VECTOR_CLONES
 static void softmax_rows(float *x, int R, int C) {
     for (int r = 0; r < R; r++) {
         float *row = x + (size_t)r * C;
@@ -170,101 +234,305 @@ static void softmax_rows(float *x, int R, int C) {
         for (int i = 1; i < C; i++) mx = row[i] > mx ? row[i] : mx;
         for (int i = 0; i < C; i++) row[i] = expf(row[i] - mx); /* vectorised */
         double sum = 0.0;
+#pragma omp simd reduction(+ : sum)
         for (int i = 0; i < C; i++) sum += row[i];
         float inv = (float)(1.0 / sum);
         for (int i = 0; i < C; i++) row[i] *= inv;
     }
 }
 
-/* timm Attention.forward (explicit path, fused_attn=False):
- *   qkv = self.qkv(x).reshape(B, T, 3, H, Dh).permute(2, 0, 3, 1, 4)
+/* --- attention blocks ------------------------------------------------------ */
+
+int vit_att_blocks(int T) {
+    return (T + VIT_ATT_BLOCK - 1) / VIT_ATT_BLOCK;
+}
+
+int vit_att_block_start(int T, int b) {
+    int nb = vit_att_blocks(T);
+    if (b >= nb) return T;
+    return (int)((long long)b * T / nb); /* balanced: at most VIT_ATT_BLOCK rows each */
+}
+
+/* timm Attention.forward (explicit path, fused_attn=False), for query rows
+ * [r0, r1) of one head:
  *   attn = (q * scale) @ k.transpose(-2, -1); attn = attn.softmax(dim=-1)
- *   x = (attn @ v).transpose(1, 2).reshape(B, T, D); x = self.proj(x)
- * Writes the probabilities to att [H, T, T] and the context to ctx [T, D]. */
-static void attention_forward(float *ctx, float *att, const float *qkv, int T, int D, int H) {
-    int Dh = D / H;
+ * out[r1 - r0, T]; q, k: that head's columns of [T, ld] matrices. */
+void vit_att_block(float *out, const float *q, const float *k, int ld, int r0, int r1, int T,
+                   int Dh, int gemm_only) {
     float scale = 1.0f / sqrtf((float)Dh);
-    for (int h = 0; h < H; h++) {
-        const float *q = qkv + h * Dh, *k = qkv + D + h * Dh, *v = qkv + 2 * D + h * Dh;
-        float *a = att + (size_t)h * T * T;
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, Dh, scale, q, 3 * D, k, 3 * D,
-                    0.0f, a, T);
-        softmax_rows(a, T, T);
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, Dh, T, 1.0f, a, T, v, 3 * D, 0.0f,
-                    ctx + h * Dh, D);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, r1 - r0, T, Dh, scale, q + (size_t)r0 * ld,
+                ld, k, ld, 0.0f, out, T);
+    if (!gemm_only) softmax_rows(out, r1 - r0, T);
+}
+
+typedef struct {
+    const float *qk, *v; /* [T, 2D] (queries, then keys), [T, D] */
+    float *ctx;          /* [T, D] */
+    float *att;          /* [H, T, T] kept, or NULL: scratch blocks */
+    float *scratch;      /* [n_threads, VIT_ATT_BLOCK, T] when att is NULL */
+    int T, D, H, ctx_rows, gemm_only;
+    atomic_int next; /* the next block to take */
+} Attention;
+
+/* x = (attn @ v).transpose(1, 2).reshape(B, T, D): block by block, heads side by
+ * side in ctx; only the rows < ctx_rows that the rest of the pass reads. */
+static void attention_task(void *arg, int thread, int n_threads) {
+    (void)n_threads;
+    Attention *a = arg;
+    int T = a->T, D = a->D, Dh = D / a->H, nb = vit_att_blocks(T);
+    for (;;) {
+        int item = atomic_fetch_add(&a->next, 1);
+        if (item >= a->H * nb) break;
+        int h = item / nb, b = item % nb;
+        int r0 = vit_att_block_start(T, b), r1 = vit_att_block_start(T, b + 1);
+        float *p = a->att ? a->att + ((size_t)h * T + r0) * T
+                          : a->scratch + (size_t)thread * VIT_ATT_BLOCK * T;
+        vit_att_block(p, a->qk + h * Dh, a->qk + D + h * Dh, 2 * D, r0, r1, T, Dh, a->gemm_only);
+        int rows = (r1 < a->ctx_rows ? r1 : a->ctx_rows) - r0;
+        if (rows > 0)
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, Dh, T, 1.0f, p, T,
+                        a->v + h * Dh, D, 0.0f, a->ctx + (size_t)r0 * D + h * Dh, D);
     }
 }
 
-/* --- entry point ----------------------------------------------------------- */
+/* --- parallel steps -------------------------------------------------------- */
 
-void vit_forward(VitRun *run, const Vit *vit) {
-    const VitConfig *c = &vit->cfg;
-    const VitWeights *w = &vit->w;
-    int Sw = c->image_w, P = c->patch_size, gw = c->grid_w, N = c->n_patches, T = c->n_tokens,
-        D = c->dim, H = c->n_heads, F = c->mlp_dim, Np = c->n_prefix, K = 3 * P * P;
-    size_t plane = (size_t)c->image_h * Sw;
-    float *x = run->x, *xn = run->xn;
+enum { EPI_NONE, EPI_GELU, EPI_RESIDUAL };
 
-    /* Patch embedding: a P x P stride-P convolution is a GEMM over im2col rows
-     * patches[n, ch*P*P + ky*P + kx], matching the weight's [D, 3, P, P] layout.
-     * timm: x = self.patch_embed(x)  (Conv2d then flatten(2).transpose(1, 2)) */
-    for (int n = 0; n < N; n++) {
-        int gy = n / gw, gx = n % gw;
-        float *row = run->patches + (size_t)n * K;
+typedef struct {
+    float *out;       /* [T, ld_out] */
+    const float *inp; /* [T, n_in] */
+    const float *w;   /* [n_out, n_in] */
+    const float *b;   /* [n_out] or NULL */
+    int ld_out, T, n_in, n_out;
+    int epilogue;       /* EPI_*: on the thread's columns after its GEMM */
+    float *x;           /* EPI_RESIDUAL: x[T, n_out] += gamma * out */
+    const float *gamma; /* LayerScale or NULL */
+    int gemm_only;
+} Linear;
+
+/* out[T, O] = inp[T, I] . w[O, I]^T + b[O]   (torch.nn.functional.linear) on this
+ * thread's slice of the O columns (multiples of 16: whole vectors of the kernel).
+ * (n_in, n_out rather than I, O: OpenBLAS's cblas.h pulls in <complex.h>'s I.) */
+static void linear_task(void *arg, int thread, int n_threads) {
+    const Linear *a = arg;
+    int chunk = ((a->n_out + n_threads - 1) / n_threads + 15) & ~15;
+    int c0 = thread * chunk, c1 = c0 + chunk < a->n_out ? c0 + chunk : a->n_out;
+    if (c0 >= c1 || a->T == 0) return;
+    for (int t = 0; t < a->T && !a->gemm_only; t++) {
+        float *row = a->out + (size_t)t * a->ld_out + c0;
+        if (a->b)
+            memcpy(row, a->b + c0, (size_t)(c1 - c0) * sizeof(float));
+        else
+            memset(row, 0, (size_t)(c1 - c0) * sizeof(float));
+    }
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, a->T, c1 - c0, a->n_in, 1.0f, a->inp,
+                a->n_in, a->w + (size_t)c0 * a->n_in, a->n_in, 1.0f, a->out + c0, a->ld_out);
+    if (a->gemm_only) return;
+    if (a->epilogue == EPI_GELU) gelu_cols(a->out, a->ld_out, a->T, c0, c1);
+    if (a->epilogue == EPI_RESIDUAL) residual_cols(a->x, a->out, a->gamma, a->ld_out, a->T, c0, c1);
+}
+
+static void linear(VitPool *pool, Linear a) {
+    vit_pool_run(pool, linear_task, &a);
+}
+
+typedef struct {
+    float *out;
+    const float *inp, *w, *b;
+    int T, D, gemm_only;
+    float eps;
+} LayerNorm;
+
+static void layernorm_task(void *arg, int thread, int n_threads) {
+    const LayerNorm *a = arg;
+    if (a->gemm_only) return;
+    int r0 = (int)((long long)a->T * thread / n_threads);
+    int r1 = (int)((long long)a->T * (thread + 1) / n_threads);
+    layernorm_rows(a->out, a->inp, a->w, a->b, r0, r1, a->D, a->eps);
+}
+
+static void layernorm(VitPool *pool, LayerNorm a) {
+    if (a.T > 0) vit_pool_run(pool, layernorm_task, &a);
+}
+
+typedef struct {
+    float *patches;     /* [N, 3*P*P] */
+    const float *input; /* [3, Sh, Sw] */
+    int Sh, Sw, P, gw, N;
+} Im2col;
+
+/* A P x P stride-P convolution is a GEMM over im2col rows
+ * patches[n, ch*P*P + ky*P + kx], matching the weight's [D, 3, P, P] layout. */
+static void im2col_task(void *arg, int thread, int n_threads) {
+    const Im2col *a = arg;
+    int P = a->P, K = 3 * P * P;
+    size_t plane = (size_t)a->Sh * a->Sw;
+    for (int n = a->N * thread / n_threads; n < a->N * (thread + 1) / n_threads; n++) {
+        int gy = n / a->gw, gx = n % a->gw;
+        float *row = a->patches + (size_t)n * K;
         for (int ch = 0; ch < 3; ch++)
             for (int ky = 0; ky < P; ky++)
                 memcpy(row + (ch * P + ky) * P,
-                       run->input + ch * plane + ((size_t)gy * P + ky) * Sw + (size_t)gx * P,
+                       a->input + ch * plane + ((size_t)gy * P + ky) * a->Sw + (size_t)gx * P,
                        (size_t)P * sizeof(float));
     }
-    linear_forward(x + (size_t)Np * D, run->patches, w->patch_w, w->patch_b, N, K, D);
+}
+
+/* --- entry points ---------------------------------------------------------- */
+
+/* The forward pass; gemm_only: the same cblas_sgemm calls on the same buffers
+ * and nothing else (no im2col, bias, LayerNorm, softmax, GELU, residual). */
+static void forward_pass(VitRun *run, const Vit *vit, int gemm_only) {
+    const VitConfig *c = &vit->cfg;
+    const VitWeights *w = &vit->w;
+    VitPool *pool = run->pool;
+    int N = c->n_patches, T = c->n_tokens, D = c->dim, H = c->n_heads, F = c->mlp_dim,
+        Np = c->n_prefix, L = c->n_layers, K = 3 * c->patch_size * c->patch_size;
+    float *x = run->x, *xn = run->xn;
+    /* rows of the last block's output the head reads: CLS (and distillation) token */
+    int head_rows = c->n_classes ? (w->head_dist_w ? 2 : 1) : 0;
+
+    /* timm: x = self.patch_embed(x)  (Conv2d then flatten(2).transpose(1, 2)) */
+    if (!gemm_only) {
+        Im2col ic = {run->patches, run->input, c->image_h, c->image_w, c->patch_size, c->grid_w, N};
+        vit_pool_run(pool, im2col_task, &ic);
+    }
+    linear(pool, (Linear){.out = x + (size_t)Np * D,
+                          .ld_out = D,
+                          .inp = run->patches,
+                          .w = w->patch_w,
+                          .b = w->patch_b,
+                          .T = N,
+                          .n_in = K,
+                          .n_out = D,
+                          .gemm_only = gemm_only});
     /* timm _pos_embed: to_cat = [cls_token, dist_token?, reg_token?]
      *   pos_embed covers the prefix (default): x = cat(to_cat + [x]) + pos_embed
      *   no_embed_class (registers):             x = cat(to_cat + [x + pos_embed]) */
-    memcpy(x, w->cls_token, (size_t)D * sizeof(float));
-    if (w->dist_token) memcpy(x + D, w->dist_token, (size_t)D * sizeof(float));
-    if (w->reg_token)
-        memcpy(x + (size_t)(1 + c->has_dist_token) * D, w->reg_token,
-               (size_t)c->n_registers * D * sizeof(float));
-    float *xp = x + (size_t)(Np - w->pos_prefix) * D;
-    for (size_t i = 0; i < (size_t)(w->pos_prefix + N) * D; i++) xp[i] += w->pos_embed[i];
+    if (!gemm_only) {
+        memcpy(x, w->cls_token, (size_t)D * sizeof(float));
+        if (w->dist_token) memcpy(x + D, w->dist_token, (size_t)D * sizeof(float));
+        if (w->reg_token)
+            memcpy(x + (size_t)(1 + c->has_dist_token) * D, w->reg_token,
+                   (size_t)c->n_registers * D * sizeof(float));
+        float *xp = x + (size_t)(Np - w->pos_prefix) * D;
+        for (size_t i = 0; i < (size_t)(w->pos_prefix + N) * D; i++) xp[i] += w->pos_embed[i];
+    }
 
-    for (int l = 0; l < c->n_layers; l++) {
+    for (int l = 0; l < L; l++) {
         const VitBlock *b = &w->blocks[l];
+        int rows = l == L - 1 ? head_rows : T; /* rows needed after the attention */
+        float *qk = run->att_kept ? run->qk : run->qk + (size_t)l * T * 2 * D;
         /* timm: x = x + self.ls1(self.attn(self.norm1(x))) */
-        layernorm_forward(xn, x, b->norm1_w, b->norm1_b, T, D, c->ln_eps);
-        if (b->qkv_w) { /* fused: one GEMM */
-            linear_forward(run->qkv, xn, b->qkv_w, b->qkv_b, T, D, 3 * D);
-        } else { /* transformers: query, key, value into the same [T, 3D] layout */
-            linear_forward_ld(run->qkv, 3 * D, xn, b->q_w, b->q_b, T, D, D);
-            linear_forward_ld(run->qkv + D, 3 * D, xn, b->k_w, b->k_b, T, D, D);
-            linear_forward_ld(run->qkv + 2 * D, 3 * D, xn, b->v_w, b->v_b, T, D, D);
+        layernorm(pool, (LayerNorm){xn, x, b->norm1_w, b->norm1_b, T, D, gemm_only, c->ln_eps});
+        Linear in = {.inp = xn, .T = T, .n_in = D, .gemm_only = gemm_only};
+        if (b->qkv_w) { /* fused: queries and keys in one GEMM, values in another */
+            Linear a = in, v = in;
+            a.out = qk, a.ld_out = 2 * D, a.w = b->qkv_w, a.b = b->qkv_b, a.n_out = 2 * D;
+            v.out = run->v, v.ld_out = D, v.w = b->v_w, v.b = b->v_b, v.n_out = D;
+            linear(pool, a);
+            linear(pool, v);
+        } else { /* transformers: query, key, value */
+            const float *ws[3] = {b->q_w, b->k_w, b->v_w}, *bs[3] = {b->q_b, b->k_b, b->v_b};
+            float *outs[3] = {qk, qk + D, run->v};
+            for (int i = 0; i < 3; i++) {
+                Linear a = in;
+                a.out = outs[i], a.ld_out = i < 2 ? 2 * D : D, a.w = ws[i], a.b = bs[i];
+                a.n_out = D;
+                linear(pool, a);
+            }
         }
-        attention_forward(run->ctx, run->att + (size_t)l * H * T * T, run->qkv, T, D, H);
-        linear_forward(xn, run->ctx, b->proj_w, b->proj_b, T, D, D);
-        residual_add(x, xn, b->ls1, T, D);
+        Attention at = {.qk = qk,
+                        .v = run->v,
+                        .ctx = run->ctx,
+                        .T = T,
+                        .D = D,
+                        .H = H,
+                        .ctx_rows = rows,
+                        .gemm_only = gemm_only,
+                        .att = run->att ? run->att + (size_t)l * H * T * T : NULL,
+                        .scratch = run->att_scratch};
+        atomic_init(&at.next, 0);
+        vit_pool_run(pool, attention_task, &at);
+        if (rows == 0) break;
+        linear(pool, (Linear){.out = xn,
+                              .ld_out = D,
+                              .inp = run->ctx,
+                              .w = b->proj_w,
+                              .b = b->proj_b,
+                              .T = rows,
+                              .n_in = D,
+                              .n_out = D,
+                              .epilogue = EPI_RESIDUAL,
+                              .x = x,
+                              .gamma = b->ls1,
+                              .gemm_only = gemm_only});
         /* timm: x = x + self.ls2(self.mlp(self.norm2(x)))   (fc1 -> GELU -> fc2) */
-        layernorm_forward(xn, x, b->norm2_w, b->norm2_b, T, D, c->ln_eps);
-        linear_forward(run->hid, xn, b->fc1_w, b->fc1_b, T, D, F);
-        gelu_forward(run->hid, (size_t)T * F);
-        linear_forward(xn, run->hid, b->fc2_w, b->fc2_b, T, F, D);
-        residual_add(x, xn, b->ls2, T, D);
+        layernorm(pool, (LayerNorm){xn, x, b->norm2_w, b->norm2_b, rows, D, gemm_only, c->ln_eps});
+        linear(pool, (Linear){.out = run->hid,
+                              .ld_out = F,
+                              .inp = xn,
+                              .w = b->fc1_w,
+                              .b = b->fc1_b,
+                              .T = rows,
+                              .n_in = D,
+                              .n_out = F,
+                              .epilogue = EPI_GELU,
+                              .gemm_only = gemm_only});
+        linear(pool, (Linear){.out = xn,
+                              .ld_out = D,
+                              .inp = run->hid,
+                              .w = b->fc2_w,
+                              .b = b->fc2_b,
+                              .T = rows,
+                              .n_in = F,
+                              .n_out = D,
+                              .epilogue = EPI_RESIDUAL,
+                              .x = x,
+                              .gamma = b->ls2,
+                              .gemm_only = gemm_only});
     }
 
     /* timm: x = self.norm(x); x = x[:, 0]; x = self.head(x). The norm is per
      * token, so normalising the CLS (and distillation) token alone gives the
      * same numbers. Distilled (deit.py forward_head, transformers'
      * DeiTForImageClassificationWithTeacher): (head(x[:, 0]) + head_dist(x[:, 1])) / 2 */
-    int n_out = w->head_dist_w ? 2 : 1;
-    layernorm_forward(xn, x, w->norm_w, w->norm_b, n_out, D, c->ln_eps);
-    if (c->n_classes) {
-        int C = c->n_classes;
-        linear_forward(run->logits, xn, w->head_w, w->head_b, 1, D, C);
-        if (w->head_dist_w) {
-            linear_forward(run->logits_dist, xn + D, w->head_dist_w, w->head_dist_b, 1, D, C);
+    if (!c->n_classes) return;
+    int C = c->n_classes;
+    if (!gemm_only) layernorm_rows(xn, x, w->norm_w, w->norm_b, 0, head_rows, D, c->ln_eps);
+    linear(pool, (Linear){.out = run->logits,
+                          .ld_out = C,
+                          .inp = xn,
+                          .w = w->head_w,
+                          .b = w->head_b,
+                          .T = 1,
+                          .n_in = D,
+                          .n_out = C,
+                          .gemm_only = gemm_only});
+    if (w->head_dist_w) {
+        linear(pool, (Linear){.out = run->logits_dist,
+                              .ld_out = C,
+                              .inp = xn + D,
+                              .w = w->head_dist_w,
+                              .b = w->head_dist_b,
+                              .T = 1,
+                              .n_in = D,
+                              .n_out = C,
+                              .gemm_only = gemm_only});
+        if (!gemm_only)
             for (int i = 0; i < C; i++) run->logits[i] = (run->logits[i] + run->logits_dist[i]) / 2;
-        }
+    }
+    if (!gemm_only) {
         memcpy(run->probs, run->logits, (size_t)C * sizeof(float));
         softmax_rows(run->probs, 1, C);
     }
+}
+
+void vit_forward(VitRun *run, const Vit *vit) {
+    forward_pass(run, vit, 0);
+}
+
+void vit_forward_gemms(VitRun *run, const Vit *vit) {
+    forward_pass(run, vit, 1);
 }

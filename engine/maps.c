@@ -1,6 +1,9 @@
 /* maps.c - maps over the patch grid from the captured attention [L, H, T, T]:
  * per-head attention, head fusion, attention rollout (Abnar & Zuidema 2020,
- * "Quantifying Attention Flow in Transformers", §3 and Appendix A.1). */
+ * "Quantifying Attention Flow in Transformers", §3 and Appendix A.1), and the
+ * explorer's mask and mean attention distance. Every map reads the attention
+ * through AttReader, a block of query rows at a time: a pointer into run->att,
+ * or the block recomputed from the kept queries and keys (the same values). */
 #include "internal.h"
 
 #include <math.h>
@@ -21,7 +24,8 @@ const char *vit_fusion_name(VitFusion f) {
 
 static VitStatus check_args(const VitRun *run, int layer, int head, int query, VitError *err) {
     const VitConfig *c = &run->cfg;
-    if (!run->att) return vit_set_error(err, VIT_ERR_ARG, "map: no forward pass has been run");
+    if (!run->att && !run->qk)
+        return vit_set_error(err, VIT_ERR_ARG, "map: no forward pass has been run");
     if (layer < 0 || layer >= c->n_layers)
         return vit_set_error(err, VIT_ERR_ARG, "map: layer %d out of range [0, %d)", layer,
                              c->n_layers);
@@ -34,29 +38,98 @@ static VitStatus check_args(const VitRun *run, int layer, int head, int query, V
     return VIT_OK;
 }
 
-static const float *att_at(const VitRun *run, int layer, int head) {
-    size_t T = (size_t)run->cfg.n_tokens;
-    return run->att + ((size_t)layer * run->cfg.n_heads + head) * T * T;
+/* --- reading the attention ------------------------------------------------- */
+
+/* Reads att[layer, head] a block of query rows at a time (vit_att_blocks): a
+ * pointer into run->att when the run kept it; otherwise the block recomputed into
+ * buf from the kept queries and keys by vit_att_block, the very call the forward
+ * pass made on the same numbers, so the values are the same. buf holds one block. */
+typedef struct {
+    const VitRun *run;
+    float *buf;             /* [VIT_ATT_BLOCK, T] when recomputing, else NULL */
+    int layer, head, block; /* what buf holds; block -1: nothing yet */
+} AttReader;
+
+static VitStatus reader_init(AttReader *rd, const VitRun *run, VitError *err) {
+    *rd = (AttReader){run, NULL, 0, 0, -1};
+    if (run->att) return VIT_OK;
+    rd->buf = malloc((size_t)VIT_ATT_BLOCK * run->cfg.n_tokens * sizeof(float));
+    if (!rd->buf)
+        return vit_set_error(err, VIT_ERR_NOMEM, "map: out of memory for [%d, %d]", VIT_ATT_BLOCK,
+                             run->cfg.n_tokens);
+    return VIT_OK;
+}
+
+static void reader_free(AttReader *rd) {
+    free(rd->buf);
+}
+
+/* Block b of att[layer, head]: [rows of the block, T]. */
+static const float *att_block(AttReader *rd, int layer, int head, int b) {
+    const VitRun *run = rd->run;
+    size_t T = (size_t)run->cfg.n_tokens, D = (size_t)run->cfg.dim;
+    int r0 = vit_att_block_start((int)T, b), r1 = vit_att_block_start((int)T, b + 1);
+    if (run->att) return run->att + (((size_t)layer * run->cfg.n_heads + head) * T + r0) * T;
+    if (rd->block != b || rd->layer != layer || rd->head != head) {
+        int Dh = run->cfg.head_dim;
+        const float *qk = run->qk + (size_t)layer * T * 2 * D;
+        vit_att_block(rd->buf, qk + (size_t)head * Dh, qk + D + (size_t)head * Dh, (int)(2 * D), r0,
+                      r1, (int)T, Dh, 0);
+        rd->layer = layer, rd->head = head, rd->block = b;
+    }
+    return rd->buf;
+}
+
+/* Row `query` of att[layer, head]: [T]. */
+static const float *att_row(AttReader *rd, int layer, int head, int query) {
+    int T = rd->run->cfg.n_tokens, nb = vit_att_blocks(T);
+    int b = (int)((long long)query * nb / T);
+    while (b + 1 < nb && vit_att_block_start(T, b + 1) <= query) b++;
+    while (b > 0 && vit_att_block_start(T, b) > query) b--;
+    return att_block(rd, layer, head, b) + (size_t)(query - vit_att_block_start(T, b)) * T;
+}
+
+/* out[i] = a[i] for the first head, then fused with each further head's a. */
+static void fuse_into(float *out, const float *a, size_t n, int first, VitFusion fusion) {
+    if (first) {
+        memcpy(out, a, n * sizeof(float));
+        return;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (fusion == VIT_FUSE_MEAN)
+            out[i] += a[i];
+        else if (fusion == VIT_FUSE_MAX)
+            out[i] = a[i] > out[i] ? a[i] : out[i];
+        else
+            out[i] = a[i] < out[i] ? a[i] : out[i];
+    }
 }
 
 /* out[T, T] = fuse_h att[layer, h] (rows: queries, columns: keys). */
-static void fuse_heads(float *out, const VitRun *run, int layer, VitFusion fusion) {
-    int H = run->cfg.n_heads;
-    size_t TT = (size_t)run->cfg.n_tokens * run->cfg.n_tokens;
-    memcpy(out, att_at(run, layer, 0), TT * sizeof(float));
-    for (int h = 1; h < H; h++) {
-        const float *a = att_at(run, layer, h);
-        for (size_t i = 0; i < TT; i++) {
-            if (fusion == VIT_FUSE_MEAN)
-                out[i] += a[i];
-            else if (fusion == VIT_FUSE_MAX)
-                out[i] = a[i] > out[i] ? a[i] : out[i];
-            else
-                out[i] = a[i] < out[i] ? a[i] : out[i];
+static void fuse_heads(float *out, AttReader *rd, int layer, VitFusion fusion) {
+    int H = rd->run->cfg.n_heads, T = rd->run->cfg.n_tokens, nb = vit_att_blocks(T);
+    for (int h = 0; h < H; h++)
+        for (int b = 0; b < nb; b++) {
+            int r0 = vit_att_block_start(T, b), r1 = vit_att_block_start(T, b + 1);
+            fuse_into(out + (size_t)r0 * T, att_block(rd, layer, h, b), (size_t)(r1 - r0) * T,
+                      h == 0, fusion);
         }
-    }
     if (fusion == VIT_FUSE_MEAN)
-        for (size_t i = 0; i < TT; i++) out[i] /= (float)H;
+        for (size_t i = 0; i < (size_t)T * T; i++) out[i] /= (float)H;
+}
+
+/* out[n] = fuse_h att[layer, h, query, first + i], i < n (head < 0), or one head's. */
+static void fused_row(float *out, AttReader *rd, int layer, int head, VitFusion fusion, int query,
+                      int first, int n) {
+    int H = rd->run->cfg.n_heads;
+    if (head >= 0) {
+        memcpy(out, att_row(rd, layer, head, query) + first, (size_t)n * sizeof(float));
+        return;
+    }
+    for (int h = 0; h < H; h++)
+        fuse_into(out, att_row(rd, layer, h, query) + first, (size_t)n, h == 0, fusion);
+    if (fusion == VIT_FUSE_MEAN)
+        for (int i = 0; i < n; i++) out[i] /= (float)H;
 }
 
 typedef struct {
@@ -153,9 +226,10 @@ VitStatus vit_map_attention(float *out, const VitRun *run, int layer, int head, 
     VitStatus rc = check_args(run, layer, head, query, err);
     if (rc) return rc;
     if (head < 0) return vit_set_error(err, VIT_ERR_ARG, "map: head %d is negative", head);
-    const VitConfig *c = &run->cfg;
-    const float *row = att_at(run, layer, head) + (size_t)query * c->n_tokens + c->n_prefix;
-    memcpy(out, row, (size_t)c->n_patches * sizeof(float));
+    AttReader rd;
+    if ((rc = reader_init(&rd, run, err))) return rc;
+    fused_row(out, &rd, layer, head, VIT_FUSE_MEAN, query, run->cfg.n_prefix, run->cfg.n_patches);
+    reader_free(&rd);
     return VIT_OK;
 }
 
@@ -165,21 +239,10 @@ VitStatus vit_map_fused(float *out, const VitRun *run, int layer, VitFusion fusi
     if (rc) return rc;
     if (fusion < VIT_FUSE_MEAN || fusion > VIT_FUSE_MIN)
         return vit_set_error(err, VIT_ERR_ARG, "map: unknown head fusion %d", (int)fusion);
-    const VitConfig *c = &run->cfg;
-    size_t off = (size_t)query * c->n_tokens + c->n_prefix;
-    for (int p = 0; p < c->n_patches; p++) {
-        float acc = att_at(run, layer, 0)[off + p];
-        for (int h = 1; h < c->n_heads; h++) {
-            float a = att_at(run, layer, h)[off + p];
-            if (fusion == VIT_FUSE_MEAN)
-                acc += a;
-            else if (fusion == VIT_FUSE_MAX)
-                acc = a > acc ? a : acc;
-            else
-                acc = a < acc ? a : acc;
-        }
-        out[p] = fusion == VIT_FUSE_MEAN ? acc / (float)c->n_heads : acc;
-    }
+    AttReader rd;
+    if ((rc = reader_init(&rd, run, err))) return rc;
+    fused_row(out, &rd, layer, -1, fusion, query, run->cfg.n_prefix, run->cfg.n_patches);
+    reader_free(&rd);
     return VIT_OK;
 }
 
@@ -189,28 +252,35 @@ VitStatus vit_map_fused(float *out, const VitRun *run, int layer, VitFusion fusi
 static VitStatus rollout_row(double *v, const VitRun *run, int layer, int head, VitFusion fusion,
                              float discard_ratio, int query, VitError *err) {
     const VitConfig *c = &run->cfg;
-    int T = c->n_tokens, Np = c->n_prefix;
+    int T = c->n_tokens, Np = c->n_prefix, nb = vit_att_blocks(T);
     size_t TT = (size_t)T * T;
+    AttReader rd;
+    VitStatus rc = reader_init(&rd, run, err);
+    if (rc) return rc;
     float *a = malloc(TT * sizeof(float));
     Entry *scratch = discard_ratio > 0.0f ? malloc(TT * sizeof(Entry)) : NULL;
     if (!a || (discard_ratio > 0.0f && !scratch)) {
-        free(a), free(scratch);
+        free(a), free(scratch), reader_free(&rd);
         return vit_set_error(err, VIT_ERR_NOMEM, "rollout: out of memory for [%d, %d]", T, T);
     }
     /* The CLS (query) row of R_layer = Â_layer ... Â_0 is e_q^T Â_layer ... Â_0:
      * a row vector times each Â from the top layer down, O(L T^2), no T^3. */
     for (int i = 0; i < T; i++) v[i] = i == query ? 1.0 : 0.0;
     for (int l = layer; l >= 0; l--) {
-        if (l == layer && head >= 0) {
-            memcpy(a, att_at(run, l, head), TT * sizeof(float)); /* App. A.1: that head alone */
+        if (l == layer && head >= 0) { /* App. A.1: that head alone */
+            for (int b = 0; b < nb; b++) {
+                int r0 = vit_att_block_start(T, b), r1 = vit_att_block_start(T, b + 1);
+                memcpy(a + (size_t)r0 * T, att_block(&rd, l, head, b),
+                       (size_t)(r1 - r0) * T * sizeof(float));
+            }
         } else {
-            fuse_heads(a, run, l, fusion);
+            fuse_heads(a, &rd, l, fusion);
             if (discard_ratio > 0.0f) discard_smallest(a, T, Np, discard_ratio, scratch);
         }
         add_identity_rownorm(a, T);
         row_times(v, v + T, a, T);
     }
-    free(a), free(scratch);
+    free(a), free(scratch), reader_free(&rd);
     return VIT_OK;
 }
 
@@ -253,20 +323,23 @@ VitStatus vit_rollout_layers(float *out, const VitRun *run, int layer0, int n_la
     const VitConfig *c = &run->cfg;
     int T = c->n_tokens, Np = c->n_prefix, N = c->n_patches, H = c->n_heads;
     size_t TT = (size_t)T * T, K = (size_t)H + 3;
+    AttReader rd;
+    if ((rc = reader_init(&rd, run, err))) return rc;
     float *hat = malloc((size_t)(top + 1) * TT * sizeof(float)); /* Â_0 .. Â_top, one fusion */
     Entry *scratch = discard_ratio > 0.0f ? malloc(TT * sizeof(Entry)) : NULL;
     double *v = malloc(2 * (size_t)T * sizeof(double));
     if (!hat || !v || (discard_ratio > 0.0f && !scratch)) {
-        free(hat), free(scratch), free(v);
+        free(hat), free(scratch), free(v), reader_free(&rd);
         return vit_set_error(err, VIT_ERR_NOMEM, "rollout: out of memory for %d x [%d, %d]",
                              top + 1, T, T);
     }
     /* The same steps as rollout_row, in the same order, so every map is bit for bit
-     * the vit_rollout one; only the fused matrices are shared between the maps. */
+     * the vit_rollout one; only the fused matrices are shared between the maps. When
+     * the attention is recomputed, each layer's is recomputed once per fusion. */
     for (int f = VIT_FUSE_MEAN; f <= VIT_FUSE_MIN; f++) {
         for (int l = 0; l <= top; l++) {
             float *a = hat + (size_t)l * TT;
-            fuse_heads(a, run, l, (VitFusion)f);
+            fuse_heads(a, &rd, l, (VitFusion)f);
             if (discard_ratio > 0.0f) discard_smallest(a, T, Np, discard_ratio, scratch);
             add_identity_rownorm(a, T);
         }
@@ -274,7 +347,7 @@ VitStatus vit_rollout_layers(float *out, const VitRun *run, int layer0, int n_la
             float *o = out + (size_t)(l - layer0) * K * N;
             for (int h = (f == VIT_FUSE_MEAN ? 0 : H); h < H; h++) { /* App. A.1, below: mean */
                 /* row `query` of rownorm(0.5 A + 0.5 I) of the head, as add_identity_rownorm */
-                const float *row = att_at(run, l, h) + (size_t)query * T;
+                const float *row = att_row(&rd, l, h, query);
                 float *tmp = (float *)(v + T); /* T floats fit in T doubles */
                 double sum = 0.0;
                 for (int col = 0; col < T; col++) {
@@ -291,7 +364,7 @@ VitStatus vit_rollout_layers(float *out, const VitRun *run, int layer0, int n_la
             for (int p = 0; p < N; p++) o[(size_t)(H + f) * N + p] = (float)v[Np + p];
         }
     }
-    free(hat), free(scratch), free(v);
+    free(hat), free(scratch), free(v), reader_free(&rd);
     return VIT_OK;
 }
 
@@ -315,25 +388,10 @@ VitStatus vit_prefix_share(float *out, const VitRun *run, int layer, int head, V
     if (rc) return rc;
     if (head < 0 && (fusion < VIT_FUSE_MEAN || fusion > VIT_FUSE_MIN))
         return vit_set_error(err, VIT_ERR_ARG, "map: unknown head fusion %d", (int)fusion);
-    const VitConfig *c = &run->cfg;
-    size_t off = (size_t)query * c->n_tokens;
-    for (int i = 0; i < c->n_prefix; i++) {
-        if (head >= 0) {
-            out[i] = att_at(run, layer, head)[off + i];
-            continue;
-        }
-        float acc = att_at(run, layer, 0)[off + i]; /* as vit_map_fused */
-        for (int h = 1; h < c->n_heads; h++) {
-            float a = att_at(run, layer, h)[off + i];
-            if (fusion == VIT_FUSE_MEAN)
-                acc += a;
-            else if (fusion == VIT_FUSE_MAX)
-                acc = a > acc ? a : acc;
-            else
-                acc = a < acc ? a : acc;
-        }
-        out[i] = fusion == VIT_FUSE_MEAN ? acc / (float)c->n_heads : acc;
-    }
+    AttReader rd; /* as vit_map_attention / vit_map_fused, on the prefix columns */
+    if ((rc = reader_init(&rd, run, err))) return rc;
+    fused_row(out, &rd, layer, head, fusion, query, 0, run->cfg.n_prefix);
+    reader_free(&rd);
     return VIT_OK;
 }
 
@@ -400,36 +458,49 @@ VitStatus vit_mass_mask(uint8_t *mask, int *n_kept, const float *map, int n, flo
 }
 
 VitStatus vit_attention_distance(float *out, const VitRun *run, VitError *err) {
-    if (!run->att) return vit_set_error(err, VIT_ERR_ARG, "distance: no forward pass has been run");
+    if (!run->att && !run->qk)
+        return vit_set_error(err, VIT_ERR_ARG, "distance: no forward pass has been run");
     const VitConfig *c = &run->cfg;
     int L = c->n_layers, H = c->n_heads, T = c->n_tokens, Np = c->n_prefix;
-    int gh = c->grid_h, gw = c->grid_w, N = c->n_patches;
+    int gw = c->grid_w, N = c->n_patches, nb = vit_att_blocks(T);
+    AttReader rd;
+    VitStatus rc = reader_init(&rd, run, err);
+    if (rc) return rc;
     /* d(i, j) depends only on |row_i - row_j| and |col_i - col_j|: a [gh, gw]
      * table instead of an [N, N] one (a 256 x 256 grid would need 32 GB). */
     double *dist = malloc((size_t)N * sizeof *dist);
-    if (!dist) return vit_set_error(err, VIT_ERR_NOMEM, "distance: out of memory");
-    for (int dr = 0; dr < gh; dr++)
+    if (!dist) {
+        reader_free(&rd);
+        return vit_set_error(err, VIT_ERR_NOMEM, "distance: out of memory");
+    }
+    for (int dr = 0; dr < c->grid_h; dr++)
         for (int dc = 0; dc < gw; dc++)
             dist[dr * gw + dc] = (double)c->patch_size * sqrt((double)(dr * dr + dc * dc));
     for (int l = 0; l < L; l++) {
         for (int h = 0; h < H; h++) {
-            const float *a = att_at(run, l, h);
             double acc = 0.0;
             int n_queries = 0;
-            for (int i = 0; i < N; i++) {
-                const float *row = a + (size_t)(Np + i) * T + Np;
-                int ri = i / gw, ci = i % gw;
-                double w = 0.0, wd = 0.0;
-                for (int j = 0; j < N; j++) {
-                    int dr = abs(j / gw - ri), dc = abs(j % gw - ci);
-                    w += row[j];
-                    wd += row[j] * dist[dr * gw + dc];
+            /* the patch queries' rows, a block of query rows at a time (att_block) */
+            for (int b = 0; b < nb; b++) {
+                int r0 = vit_att_block_start(T, b), r1 = vit_att_block_start(T, b + 1);
+                if (r1 <= Np) continue;
+                const float *blk = att_block(&rd, l, h, b);
+                for (int r = r0 > Np ? r0 : Np; r < r1; r++) {
+                    const float *row = blk + (size_t)(r - r0) * T + Np;
+                    int i = r - Np, ri = i / gw, ci = i % gw;
+                    double w = 0.0, wd = 0.0;
+                    for (int j = 0; j < N; j++) {
+                        int dr = abs(j / gw - ri), dc = abs(j % gw - ci);
+                        w += row[j];
+                        wd += row[j] * dist[dr * gw + dc];
+                    }
+                    if (w > 0.0) acc += wd / w, n_queries++;
                 }
-                if (w > 0.0) acc += wd / w, n_queries++;
             }
             out[l * H + h] = n_queries ? (float)(acc / n_queries) : 0.0f;
         }
     }
     free(dist);
+    reader_free(&rd);
     return VIT_OK;
 }

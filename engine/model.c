@@ -1030,7 +1030,7 @@ VitStatus vit_load(Vit *vit, const char *path, const VitLoadOptions *opt, VitErr
     /* A few MB of pos_embed can declare a model whose forward pass would need
      * terabytes: refuse it here rather than in vit_run_init or the allocator. */
     size_t act = 0;
-    if (!vit_run_floats(c, &act) || act > VIT_MAX_ACTIVATION_BYTES / sizeof(float)) {
+    if (!vit_run_floats(c, 1, 1, &act) || act > VIT_MAX_ACTIVATION_BYTES / sizeof(float)) {
         rc = vit_set_error(err, VIT_ERR_SHAPE,
                            "%s: one forward pass would need %.1f GiB of activations (the "
                            "attention kept for the maps is L*H*T*T = %d*%d*%d*%d floats), more "

@@ -103,9 +103,12 @@ const char *vit_status_name(VitStatus s);
 #define VIT_MAX_TOKENS  (VIT_MAX_PREFIX + VIT_MAX_PATCHES) /* T */
 #define VIT_MAX_CLASSES (1 << 20)                          /* C (ImageNet-21k: 21843) */
 #define VIT_MAX_INPUT   16384                              /* Sh, Sw in px (VitLoadOptions) */
-/* One forward pass's buffers (vit_run_init), mostly the attention kept for the
+/* One forward pass's buffers (vit_run_init) with the attention kept for the
  * maps, L*H*T*T floats: DeiT-Base 21 MiB, ViT-L/16 at 384 px 0.5 GiB. A small
- * file can declare a model whose pass would need terabytes; vit_load refuses it. */
+ * file can declare a model whose pass would need terabytes; vit_load refuses it.
+ * The limit holds for the full size even when the run keeps only queries and
+ * keys (VIT_ATT_RECOMPUTE): it bounds what VIT_ATT_KEEP would allocate and the
+ * [T, T] a rollout recomputes per layer. */
 #define VIT_MAX_ACTIVATION_BYTES (4ull << 30)
 #define VIT_LABEL_BYTES          96 /* per label, including the NUL (longer names are cut) */
 
@@ -235,39 +238,89 @@ VitStatus vit_load(Vit *vit, const char *path, const VitLoadOptions *opt, VitErr
 void vit_free(Vit *vit);
 
 /* ---------------------------------------------------------------------------
- * Forward pass */
+ * Forward pass
+ *
+ * Memory. The maps read every layer's attention. Kept whole it is L*H*T*T
+ * floats: DeiT-Small 7 MiB, ViT-B/16 22 MiB, but DINOv2 ViT-L/14 at 518 px
+ * (T = 1370) 2.9 GB, more than its weights. Above VIT_ATT_KEEP_MAX_BYTES (or
+ * when asked, VitRunOptions.att) the run keeps each layer's queries and keys
+ * instead, L*T*2D floats (DINOv2-L at 518 px: 269 MB), and a map recomputes the
+ * attention rows it reads with the forward pass's own function on the same
+ * numbers, block of query rows by block (at most VIT_ATT_BLOCK rows): the values
+ * are the same bit for bit, not an approximation (tests/engine test_att_storage).
+ * What a map then costs: vit_map_attention one block of one head (<= 128*T*Dh
+ * multiply-adds and a softmax), vit_map_fused one block per head, vit_rollout
+ * every head of every layer up to `layer`, as much as the attention of a
+ * forward pass.
+ *
+ * Threads. vit_forward runs on the run's own pool of n_threads threads (the
+ * caller's thread included; default one per online core). OpenBLAS's own
+ * threading is turned off (openblas_set_num_threads(1), process-wide) so that
+ * its idle threads never spin beside the pool's; GEMMs are split over the pool
+ * instead. Idle pool threads spin for a few microseconds, then sleep. */
+
+#define VIT_ATT_KEEP_MAX_BYTES (512ull << 20) /* VIT_ATT_AUTO keeps [L, H, T, T] up to this */
+#define VIT_ATT_BLOCK          128            /* query rows per attention block */
+#define VIT_MAX_THREADS        256
+
+typedef enum {
+    VIT_ATT_AUTO = 0, /* keep the attention when it takes at most VIT_ATT_KEEP_MAX_BYTES */
+    VIT_ATT_KEEP,     /* keep att [L, H, T, T]: a map is a read */
+    VIT_ATT_RECOMPUTE /* keep queries and keys [L, T, 2D]; a map recomputes its rows */
+} VitAttStorage;
+
+/* Options for vit_run_init_with; zero-initialised means the defaults. */
+typedef struct {
+    int n_threads;     /* threads for vit_forward, 1 .. VIT_MAX_THREADS; 0: one per online core */
+    VitAttStorage att; /* how the attention is kept for the maps (see above) */
+} VitRunOptions;
+
+struct VitPool;
 
 /* Activations and outputs of one forward pass. One allocation made by
  * vit_run_init, carved into named buffers; vit_forward allocates nothing. */
 typedef struct {
     VitConfig cfg;      /* copy of the model's config the buffers were sized for */
     float *input;       /* [3, Sh, Sw] normalised pixels (vit_preprocess writes it) */
-    float *x;           /* [T, D] residual stream */
-    float *xn;          /* [T, D] LayerNorm output */
-    float *qkv;         /* [T, 3D] */
+    float *x;           /* [T, D] residual stream (after the last block only the rows the head
+                           reads are computed) */
+    float *xn;          /* [T, D] LayerNorm output, then proj/fc2 output */
+    float *qk;          /* [T, 2D] queries, keys of the current layer; when the attention is
+                           not kept, [L, T, 2D]: every layer's, for the maps */
+    float *v;           /* [T, D] values */
     float *ctx;         /* [T, D] attention output before proj */
     float *hid;         /* [T, F] MLP hidden */
     float *patches;     /* [N, 3*P*P] im2col of the input */
-    float *att;         /* [L, H, T, T] softmax attention probabilities, rows sum to 1 */
+    float *att;         /* [L, H, T, T] softmax attention probabilities, rows sum to 1; NULL
+                           when not kept (att_kept 0): read maps through the functions below */
     float *logits;      /* [C] (NULL when C == 0); with a distillation head the mean of both */
     float *probs;       /* [C] softmax of logits (NULL when C == 0) */
     float *logits_dist; /* [C] the distillation head's own logits, written when the model has
                            one (w.head_dist_w); NULL when C == 0 */
     int crop_x, crop_y, crop_w, crop_h; /* source-image px rectangle the model saw */
+    int n_threads;                      /* threads vit_forward uses */
+    int att_kept;                       /* 1: att holds [L, H, T, T]; 0: recomputed from qk */
     /* private */
+    float *att_scratch; /* [n_threads, VIT_ATT_BLOCK, T] when att is not kept */
+    struct VitPool *pool;
     float *mem;
     size_t mem_floats;
 } VitRun;
 
-/* Allocate the buffers for one forward pass of `vit`. Errors: VIT_ERR_NOMEM
- * (also over VIT_MAX_ACTIVATION_BYTES, which vit_load already refuses).
- * Free with vit_run_free (NULL-safe, accepts a zeroed VitRun). */
-VitStatus vit_run_init(VitRun *run, const Vit *vit, VitError *err);
+/* Allocate the buffers for one forward pass of `vit` and start its threads.
+ * opt may be NULL (the defaults: a thread per core, VIT_ATT_AUTO).
+ * Errors: VIT_ERR_NOMEM (also over VIT_MAX_ACTIVATION_BYTES, which vit_load
+ * already refuses; or threads that cannot start), VIT_ERR_ARG (options out of
+ * range). Free with vit_run_free (NULL-safe, accepts a zeroed VitRun). */
+VitStatus vit_run_init_with(VitRun *run, const Vit *vit, const VitRunOptions *opt, VitError *err);
+VitStatus vit_run_init(VitRun *run, const Vit *vit, VitError *err); /* opt NULL */
 void vit_run_free(VitRun *run);
 
-/* Run the model on run->input [3, Sh, Sw]. Fills run->att [L, H, T, T],
- * run->logits [C] and run->probs [C]. All linear layers and attention
- * products go through cblas_sgemm; allocates nothing.
+/* Run the model on run->input [3, Sh, Sw]. Fills the attention (run->att
+ * [L, H, T, T], or the queries and keys that recompute it), run->logits [C] and
+ * run->probs [C]. All linear layers and attention products go through
+ * cblas_sgemm; allocates nothing. Not reentrant on one run; several runs may
+ * run at once on one Vit.
  * timm: x = cat(cls, dist?, reg?, patch_embed(x)) with pos_embed added to the
  *           tokens it covers (_pos_embed)
  *       for blk: x = x + ls1 * attn(norm1(x)); x = x + ls2 * mlp(norm2(x))
@@ -331,7 +384,8 @@ VitStatus vit_labels_load(char (**labels)[VIT_LABEL_BYTES], const char *path, in
 void vit_top_k(int *idx, const float *probs, int n_classes, int k);
 
 /* ---------------------------------------------------------------------------
- * Maps over the patch grid: out [gh, gw], read from run->att.
+ * Maps over the patch grid: out [gh, gw], read from run->att, or recomputed
+ * from the kept queries and keys when the attention is not kept (same values).
  * `query` is a token index: 0 the CLS token, Np + r*gw + c the patch (r, c).
  * A map holds the patch columns of a row only; the rest of the row, what goes
  * to the prefix tokens, is vit_prefix_share's.
@@ -378,6 +432,8 @@ VitStatus vit_rollout(float *out, const VitRun *run, int layer, int head, VitFus
  * stands for (same discard_ratio and query). Faster than those (H + 3) * n_layers
  * calls: each fused, discarded matrix of the layers below is made once per
  * fusion, not once per map. Allocates (layer0 + n_layers) * T^2 floats of scratch.
+ * When the run recomputes its attention (VitRun.att_kept 0), every layer up to
+ * the top is recomputed once per fusion: three times a forward pass's attention.
  * Errors: those of vit_rollout, VIT_ERR_ARG for layer0 < 0 or n_layers < 1. */
 VitStatus vit_rollout_layers(float *out, const VitRun *run, int layer0, int n_layers,
                              float discard_ratio, int query, VitError *err);
@@ -426,7 +482,8 @@ VitStatus vit_mass_mask(uint8_t *mask, int *n_kept, const float *map, int n, flo
  * sum 1, so attention to the CLS token is left out rather than counted at
  * distance 0 (which would lower a head's distance by its share of attention
  * to the CLS token). A query whose patch attention is all 0 is skipped.
- * Errors: VIT_ERR_ARG (no forward pass), VIT_ERR_NOMEM. O(L*H*N^2). */
+ * Errors: VIT_ERR_ARG (no forward pass), VIT_ERR_NOMEM. O(L*H*N^2); when the
+ * attention is recomputed, as much again as a forward pass's attention. */
 VitStatus vit_attention_distance(float *out, const VitRun *run, VitError *err);
 
 #ifdef __cplusplus

@@ -54,11 +54,14 @@ static void test_image(VitImage *img) {
 static void run_maps(const Vit *vit) {
     const VitConfig *c = &vit->cfg;
     size_t n_floats;
-    if (!vit_run_floats(c, &n_floats) || n_floats > FUZZ_MAX_RUN_FLOATS) return;
+    if (!vit_run_floats(c, vit_keep_att(c, VIT_ATT_AUTO), 1, &n_floats) ||
+        n_floats > FUZZ_MAX_RUN_FLOATS)
+        return;
     VitRun run = {0};
     VitImage img = {0};
     VitError err;
-    VitStatus rc = vit_run_init(&run, vit, &err);
+    VitRunOptions one_thread = {.n_threads = 1}; /* no pool to start per input */
+    VitStatus rc = vit_run_init_with(&run, vit, &one_thread, &err);
     fuzz_check_error(rc, &err, "vit_run_init");
     if (rc) return;
     test_image(&img);
