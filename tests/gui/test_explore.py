@@ -23,7 +23,7 @@ import numpy as np
 from PIL import Image
 
 sys.path.insert(0, os.path.dirname(__file__))
-from test_gui import App, Fail, check, colormap_lut, diff, find_window, quit_app, run, save  # noqa: E402
+from test_gui import App, check, run_checks, colormap_lut, diff, find_window, quit_app, run, save  # noqa: E402
 
 PINK = np.array([255, 46, 140])
 NAMES = ("viridis", "inferno", "magma", "turbo", "greys")
@@ -99,15 +99,8 @@ def main():
     env = dict(os.environ, VITLENS_TRACE="1")
     app = App([a.app, "--model", model, "--labels", labels, "--save-dir", saves, chelsea, coffee],
               env)
-    try:
-        explore(app, a, model, chelsea, coffee, saves)
-    except Fail as e:
-        print(f"FAIL {e}", flush=True)
+    if not run_checks(app, lambda app: explore(app, a, model, chelsea, coffee, saves)):
         return 1
-    finally:
-        if app.proc.poll() is None:
-            app.proc.kill()
-            app.proc.wait()
     print("gui_explore: all checks passed")
     return 0
 

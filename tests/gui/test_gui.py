@@ -272,18 +272,25 @@ def main():
     ] if has_deit else []
     for name, argv, run_env, fn in runs:
         print(f"---- {name}", flush=True)
-        app = App(argv, run_env)
-        try:
-            fn(app)
-        except Fail as e:
-            print(f"FAIL {e}", flush=True)
+        if not run_checks(App(argv, run_env), fn):
             return 1
-        finally:
-            if app.proc.poll() is None:
-                app.proc.kill()
-                app.proc.wait()
     print("gui: all checks passed")
     return 0
+
+
+def run_checks(app, fn):
+    """fn(app), the checks of one run of the app: False (and FAIL printed) when one
+    fails. The app is killed if it is still running at the end, whatever happened."""
+    try:
+        fn(app)
+        return True
+    except Fail as e:
+        print(f"FAIL {e}", flush=True)
+        return False
+    finally:
+        if app.proc.poll() is None:
+            app.proc.kill()
+            app.proc.wait()
 
 
 def find_window(app, name=None):

@@ -34,7 +34,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent / "parity"))
 import test_families as tf  # noqa: E402
-from test_gui import (App, Fail, check, diff, find_window, patch_means, quit_app, run,  # noqa: E402
+from test_gui import (App, check, run_checks, diff, find_window, patch_means, quit_app, run,  # noqa: E402
                       save)
 from test_parity import run_dump  # noqa: E402
 
@@ -250,15 +250,8 @@ def main():
         print(f"---- {name}", flush=True)
         app = App([args.app, "--model", str(model), *opts, str(photo)], env)
         app.dump, app.model = args.dump, str(model)
-        try:
-            fn(app)
-        except Fail as e:
-            print(f"FAIL {e}", flush=True)
+        if not run_checks(app, fn):
             return 1
-        finally:
-            if app.proc.poll() is None:
-                app.proc.kill()
-                app.proc.wait()
     print("gui registers: all checks passed")
     return 0
 

@@ -63,7 +63,7 @@ import numpy as np
 from PIL import Image
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from test_gui import App, Fail, check, find_window, quit_app, run  # noqa: E402
+from test_gui import App, Fail, check, find_window, quit_app, run, run_checks  # noqa: E402
 
 ROOT = os.path.realpath(os.path.join(os.path.dirname(__file__), "..", ".."))
 
@@ -274,7 +274,8 @@ def main():
     app = App([args.app, "--stdin-drops", "--save-dir", saves], env)
     counts = {"key": 0, "table key": 0, "other key": 0, "click": 0, "resize": 0, "drop": 0,
               "valid drop": 0, "ping": 0}
-    try:
+
+    def run_soak(app):
         app.wait_line(lambda s: s.startswith("ready "), "the first demo scene")
         app.wid = find_window(app)
         run(["xdotool", "windowfocus", "--sync", app.wid])
@@ -377,13 +378,9 @@ def main():
                   f"per action over the second half (fails when over both {args.max_slope} "
                   f"MB/min and {args.max_per_action} KB)")
         quit_app(app)
-    except Fail as e:
-        print(f"FAIL {e}", flush=True)
+
+    if not run_checks(app, run_soak):
         return 1
-    finally:
-        if app.proc.poll() is None:
-            app.proc.kill()
-            app.proc.wait()
     print("soak: all checks passed")
     return 0
 
