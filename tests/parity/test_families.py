@@ -40,8 +40,8 @@ from PIL import Image
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import reference  # noqa: E402
 import reference_hf  # noqa: E402
-from test_parity import (ATT_TOL, LOGIT_TOL, Report, check_config, check_peaked,  # noqa: E402
-                         compare, run_dump, write_safetensors)
+from test_parity import (ATT_TOL, LOGIT_TOL, Report, block_weights, check_config,  # noqa: E402
+                         check_peaked, compare, run_dump, write_safetensors)
 
 TOL = ATT_TOL["random"]  # attention, 1e-5; logits LOGIT_TOL * max(1, max |logit|)
 POS_TOL = 1e-6           # position embedding (float64 resampling rounded to float32)
@@ -125,16 +125,7 @@ def random_timm(f, g):
     w["patch_embed.proj.bias"] = rn(D, std=0.1)
     for l in range(L):
         b = f"blocks.{l}."
-        qk = rn(2 * D, D, std=1.7 / math.sqrt(D))
-        w |= {
-            b + "norm1.weight": 1 + rn(D, std=0.2), b + "norm1.bias": rn(D, std=0.1),
-            b + "attn.qkv.weight": torch.cat([qk, rn(D, D, std=1 / math.sqrt(D))]),
-            b + "attn.qkv.bias": rn(3 * D, std=0.1),
-            b + "attn.proj.weight": rn(D, D, std=1 / math.sqrt(D)), b + "attn.proj.bias": rn(D, std=0.1),
-            b + "norm2.weight": 1 + rn(D, std=0.2), b + "norm2.bias": rn(D, std=0.1),
-            b + "mlp.fc1.weight": rn(F_, D, std=1 / math.sqrt(D)), b + "mlp.fc1.bias": rn(F_, std=0.1),
-            b + "mlp.fc2.weight": rn(D, F_, std=1 / math.sqrt(F_)), b + "mlp.fc2.bias": rn(D, std=0.1),
-        }
+        w |= block_weights(rn, b, D, F_)
         if f["ls"]:  # trained DINOv2 gammas are O(0.1 .. 1), positive and negative
             w[b + "ls1.gamma"] = 0.5 + rn(D, std=0.3)
             w[b + "ls2.gamma"] = 0.5 + rn(D, std=0.3)

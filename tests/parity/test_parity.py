@@ -137,6 +137,22 @@ MODELS = [
 ]
 
 
+def block_weights(rn, b, D, F):
+    """One transformer block's random weights in timm's names (prefix b, width D, MLP F),
+    drawn with rn(*shape, std): queries and keys scaled up (std 1.7/sqrt(D)) so the
+    attention is peaked, not uniform; LayerNorm gains around 1."""
+    qk = rn(2 * D, D, std=1.7 / math.sqrt(D))
+    return {
+        b + "norm1.weight": 1 + rn(D, std=0.2), b + "norm1.bias": rn(D, std=0.1),
+        b + "attn.qkv.weight": torch.cat([qk, rn(D, D, std=1 / math.sqrt(D))]),
+        b + "attn.qkv.bias": rn(3 * D, std=0.1),
+        b + "attn.proj.weight": rn(D, D, std=1 / math.sqrt(D)), b + "attn.proj.bias": rn(D, std=0.1),
+        b + "norm2.weight": 1 + rn(D, std=0.2), b + "norm2.bias": rn(D, std=0.1),
+        b + "mlp.fc1.weight": rn(F, D, std=1 / math.sqrt(D)), b + "mlp.fc1.bias": rn(F, std=0.1),
+        b + "mlp.fc2.weight": rn(D, F, std=1 / math.sqrt(F)), b + "mlp.fc2.bias": rn(D, std=0.1),
+    }
+
+
 def random_weights(m, g):
     """timm-named float32 tensors. Query and key rows get std 1.7/sqrt(D), so with
     LayerNorm'd (unit-variance) tokens the scores q.k/sqrt(Dh) have std ~3 and
@@ -154,17 +170,7 @@ def random_weights(m, g):
         "patch_embed.proj.bias": rn(D, std=0.1),
     }
     for l in range(m["L"]):
-        b = f"blocks.{l}."
-        qk = rn(2 * D, D, std=1.7 / math.sqrt(D))
-        w |= {
-            b + "norm1.weight": 1 + rn(D, std=0.2), b + "norm1.bias": rn(D, std=0.1),
-            b + "attn.qkv.weight": torch.cat([qk, rn(D, D, std=1 / math.sqrt(D))]),
-            b + "attn.qkv.bias": rn(3 * D, std=0.1),
-            b + "attn.proj.weight": rn(D, D, std=1 / math.sqrt(D)), b + "attn.proj.bias": rn(D, std=0.1),
-            b + "norm2.weight": 1 + rn(D, std=0.2), b + "norm2.bias": rn(D, std=0.1),
-            b + "mlp.fc1.weight": rn(F, D, std=1 / math.sqrt(D)), b + "mlp.fc1.bias": rn(F, std=0.1),
-            b + "mlp.fc2.weight": rn(D, F, std=1 / math.sqrt(F)), b + "mlp.fc2.bias": rn(D, std=0.1),
-        }
+        w |= block_weights(rn, f"blocks.{l}.", D, F)
     w |= {"norm.weight": 1 + rn(D, std=0.2), "norm.bias": rn(D, std=0.1)}
     if C:
         w |= {"head.weight": rn(C, D, std=2 / math.sqrt(D)), "head.bias": rn(C, std=0.1)}
