@@ -77,11 +77,12 @@ int vit_keep_att(const VitConfig *c, VitAttStorage how) {
 int vit_run_floats(const VitConfig *c, int keep_att, int n_threads, size_t *n_floats) {
     size_t Sh = (size_t)c->image_h, Sw = (size_t)c->image_w, T = (size_t)c->n_tokens,
            D = (size_t)c->dim, F = (size_t)c->mlp_dim, N = (size_t)c->n_patches,
-           P = (size_t)c->patch_size, C = (size_t)c->n_classes;
-    size_t n = 0, PP = 0;
+           P = (size_t)c->patch_size, C = (size_t)c->n_classes, L = (size_t)c->n_layers;
+    size_t n = 0, PP = 0, LT1 = 0;
     int ok = add_floats(&PP, 3 * P, P) && add_floats(&n, 3 * Sh, Sw) && add_floats(&n, N, PP) &&
-             add_floats(&n, 4 * T, D) && add_floats(&n, T, F) &&
-             att_floats(&n, c, keep_att, n_threads) && add_floats(&n, 3, C);
+             add_floats(&n, 4 * T, D) && add_floats(&n, T, F) && add_floats(&LT1, L + 1, T) &&
+             add_floats(&n, LT1, D) && att_floats(&n, c, keep_att, n_threads) &&
+             add_floats(&n, 3, C);
     *n_floats = ok ? n : SIZE_MAX;
     return ok;
 }
@@ -143,6 +144,8 @@ VitStatus vit_run_init_with(VitRun *run, const Vit *vit, const VitRunOptions *op
     p += T * D;
     run->hid = p;
     p += T * F;
+    run->tokens = p;
+    p += (L + 1) * T * D;
     run->qk = p;
     p += (keep ? 1 : L) * T * 2 * D;
     if (keep) {
@@ -183,8 +186,8 @@ void vit_run_free(VitRun *run) {
  * biased variance, rows [r0, r1). Moments in double, so that the result does not
  * depend on the summation order. */
 VECTOR_CLONES
-static void layernorm_rows(float *restrict out, const float *restrict inp, const float *w,
-                           const float *b, int r0, int r1, int D, float eps) {
+void vit_layernorm_rows(float *restrict out, const float *restrict inp, const float *w,
+                        const float *b, int r0, int r1, int D, float eps) {
     for (int t = r0; t < r1; t++) {
         const float *x = inp + (size_t)t * D;
         float *y = out + (size_t)t * D;
@@ -202,11 +205,35 @@ static void layernorm_rows(float *restrict out, const float *restrict inp, const
 
 /* Exact GELU (torch.nn.GELU(approximate='none')) on columns [c0, c1) of x[R, ld]. */
 VECTOR_CLONES
-static void gelu_cols(float *x, int ld, int R, int c0, int c1) {
+void vit_gelu_cols(float *x, int ld, int R, int c0, int c1) {
     for (int r = 0; r < R; r++) {
         float *row = x + (size_t)r * ld;
         for (int i = c0; i < c1; i++)
             row[i] = 0.5f * row[i] * (1.0f + erff(row[i] * 0.70710678118654752f));
+    }
+}
+
+/* The GELU step of the backward pass (backward.c), on rows [r0, r1) of dh[., F]
+ * given the pre-activation hpre[., F]:
+ *   exact: dh *= gelu'(x) = Phi(x) + x phi(x)  (d/dx of 0.5 x (1 + erf(x / sqrt 2)))
+ *   lrp:   dh *= gelu(x) / x = Phi(x)  (AttnLRP's identity rule: gelu(x) written as
+ *          x * (gelu(x) / x) with the ratio held constant; exact GELU is x Phi(x)) */
+VECTOR_CLONES
+void vit_gelu_backward_rows(float *restrict dh, const float *restrict hpre, int r0, int r1, int F,
+                            int lrp) {
+    const float inv_sqrt2 = 0.70710678118654752f, inv_sqrt2pi = 0.39894228040143268f;
+    for (int r = r0; r < r1; r++) {
+        float *d = dh + (size_t)r * F;
+        const float *x = hpre + (size_t)r * F;
+        if (lrp)
+            for (int i = 0; i < F; i++) {
+                d[i] *= 0.5f * (1.0f + erff(x[i] * inv_sqrt2));
+            }
+        else
+            for (int i = 0; i < F; i++) {
+                float cdf = 0.5f * (1.0f + erff(x[i] * inv_sqrt2));
+                d[i] *= cdf + x[i] * inv_sqrt2pi * expf(-0.5f * x[i] * x[i]);
+            }
     }
 }
 
@@ -297,19 +324,7 @@ static void attention_task(void *arg, int thread, int n_threads) {
 
 /* --- parallel steps -------------------------------------------------------- */
 
-enum { EPI_NONE, EPI_GELU, EPI_RESIDUAL };
-
-typedef struct {
-    float *out;       /* [T, ld_out] */
-    const float *inp; /* [T, n_in] */
-    const float *w;   /* [n_out, n_in] */
-    const float *b;   /* [n_out] or NULL */
-    int ld_out, T, n_in, n_out;
-    int epilogue;       /* EPI_*: on the thread's columns after its GEMM */
-    float *x;           /* EPI_RESIDUAL: x[T, n_out] += gamma * out */
-    const float *gamma; /* LayerScale or NULL */
-    int gemm_only;
-} Linear;
+typedef VitLinear Linear;
 
 /* out[T, O] = inp[T, I] . w[O, I]^T + b[O]   (torch.nn.functional.linear) on this
  * thread's slice of the O columns (multiples of 16: whole vectors of the kernel).
@@ -329,12 +344,38 @@ static void linear_task(void *arg, int thread, int n_threads) {
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, a->T, c1 - c0, a->n_in, 1.0f, a->inp,
                 a->n_in, a->w + (size_t)c0 * a->n_in, a->n_in, 1.0f, a->out + c0, a->ld_out);
     if (a->gemm_only) return;
-    if (a->epilogue == EPI_GELU) gelu_cols(a->out, a->ld_out, a->T, c0, c1);
-    if (a->epilogue == EPI_RESIDUAL) residual_cols(a->x, a->out, a->gamma, a->ld_out, a->T, c0, c1);
+    if (a->epilogue == VIT_EPI_GELU) vit_gelu_cols(a->out, a->ld_out, a->T, c0, c1);
+    if (a->epilogue == VIT_EPI_RESIDUAL)
+        residual_cols(a->x, a->out, a->gamma, a->ld_out, a->T, c0, c1);
+}
+
+void vit_linear(VitPool *pool, VitLinear a) {
+    vit_pool_run(pool, linear_task, &a);
 }
 
 static void linear(VitPool *pool, Linear a) {
-    vit_pool_run(pool, linear_task, &a);
+    vit_linear(pool, a);
+}
+
+void vit_qkv(VitPool *pool, float *qk, float *v, const float *xn, const VitBlock *b, int T, int D,
+             int gemm_only) {
+    Linear in = {.inp = xn, .T = T, .n_in = D, .gemm_only = gemm_only};
+    if (b->qkv_w) { /* fused: queries and keys in one GEMM, values in another */
+        Linear a = in, vv = in;
+        a.out = qk, a.ld_out = 2 * D, a.w = b->qkv_w, a.b = b->qkv_b, a.n_out = 2 * D;
+        vv.out = v, vv.ld_out = D, vv.w = b->v_w, vv.b = b->v_b, vv.n_out = D;
+        linear(pool, a);
+        linear(pool, vv);
+    } else { /* transformers: query, key, value */
+        const float *ws[3] = {b->q_w, b->k_w, b->v_w}, *bs[3] = {b->q_b, b->k_b, b->v_b};
+        float *outs[3] = {qk, qk + D, v};
+        for (int i = 0; i < 3; i++) {
+            Linear a = in;
+            a.out = outs[i], a.ld_out = i < 2 ? 2 * D : D, a.w = ws[i], a.b = bs[i];
+            a.n_out = D;
+            linear(pool, a);
+        }
+    }
 }
 
 typedef struct {
@@ -349,11 +390,16 @@ static void layernorm_task(void *arg, int thread, int n_threads) {
     if (a->gemm_only) return;
     int r0 = (int)((long long)a->T * thread / n_threads);
     int r1 = (int)((long long)a->T * (thread + 1) / n_threads);
-    layernorm_rows(a->out, a->inp, a->w, a->b, r0, r1, a->D, a->eps);
+    vit_layernorm_rows(a->out, a->inp, a->w, a->b, r0, r1, a->D, a->eps);
 }
 
 static void layernorm(VitPool *pool, LayerNorm a) {
     if (a.T > 0) vit_pool_run(pool, layernorm_task, &a);
+}
+
+void vit_layernorm(VitPool *pool, float *out, const float *inp, const float *w, const float *b,
+                   int T, int D, float eps) {
+    layernorm(pool, (LayerNorm){out, inp, w, b, T, D, 0, eps});
 }
 
 typedef struct {
@@ -424,25 +470,10 @@ static void forward_pass(VitRun *run, const Vit *vit, int gemm_only) {
         const VitBlock *b = &w->blocks[l];
         int rows = l == L - 1 ? head_rows : T; /* rows needed after the attention */
         float *qk = run->att_kept ? run->qk : run->qk + (size_t)l * T * 2 * D;
+        if (!gemm_only) memcpy(run->tokens + (size_t)l * T * D, x, (size_t)T * D * sizeof(float));
         /* timm: x = x + self.ls1(self.attn(self.norm1(x))) */
         layernorm(pool, (LayerNorm){xn, x, b->norm1_w, b->norm1_b, T, D, gemm_only, c->ln_eps});
-        Linear in = {.inp = xn, .T = T, .n_in = D, .gemm_only = gemm_only};
-        if (b->qkv_w) { /* fused: queries and keys in one GEMM, values in another */
-            Linear a = in, v = in;
-            a.out = qk, a.ld_out = 2 * D, a.w = b->qkv_w, a.b = b->qkv_b, a.n_out = 2 * D;
-            v.out = run->v, v.ld_out = D, v.w = b->v_w, v.b = b->v_b, v.n_out = D;
-            linear(pool, a);
-            linear(pool, v);
-        } else { /* transformers: query, key, value */
-            const float *ws[3] = {b->q_w, b->k_w, b->v_w}, *bs[3] = {b->q_b, b->k_b, b->v_b};
-            float *outs[3] = {qk, qk + D, run->v};
-            for (int i = 0; i < 3; i++) {
-                Linear a = in;
-                a.out = outs[i], a.ld_out = i < 2 ? 2 * D : D, a.w = ws[i], a.b = bs[i];
-                a.n_out = D;
-                linear(pool, a);
-            }
-        }
+        vit_qkv(pool, qk, run->v, xn, b, T, D, gemm_only);
         Attention at = {.qk = qk,
                         .v = run->v,
                         .ctx = run->ctx,
@@ -464,7 +495,7 @@ static void forward_pass(VitRun *run, const Vit *vit, int gemm_only) {
                               .T = rows,
                               .n_in = D,
                               .n_out = D,
-                              .epilogue = EPI_RESIDUAL,
+                              .epilogue = VIT_EPI_RESIDUAL,
                               .x = x,
                               .gamma = b->ls1,
                               .gemm_only = gemm_only});
@@ -478,7 +509,7 @@ static void forward_pass(VitRun *run, const Vit *vit, int gemm_only) {
                               .T = rows,
                               .n_in = D,
                               .n_out = F,
-                              .epilogue = EPI_GELU,
+                              .epilogue = VIT_EPI_GELU,
                               .gemm_only = gemm_only});
         linear(pool, (Linear){.out = xn,
                               .ld_out = D,
@@ -488,11 +519,14 @@ static void forward_pass(VitRun *run, const Vit *vit, int gemm_only) {
                               .T = rows,
                               .n_in = F,
                               .n_out = D,
-                              .epilogue = EPI_RESIDUAL,
+                              .epilogue = VIT_EPI_RESIDUAL,
                               .x = x,
                               .gamma = b->ls2,
                               .gemm_only = gemm_only});
     }
+
+    /* the last block's output: only its first head_rows rows were computed */
+    if (!gemm_only) memcpy(run->tokens + (size_t)L * T * D, x, (size_t)T * D * sizeof(float));
 
     /* timm: x = self.norm(x); x = x[:, 0]; x = self.head(x). The norm is per
      * token, so normalising the CLS (and distillation) token alone gives the
@@ -500,7 +534,7 @@ static void forward_pass(VitRun *run, const Vit *vit, int gemm_only) {
      * DeiTForImageClassificationWithTeacher): (head(x[:, 0]) + head_dist(x[:, 1])) / 2 */
     if (!c->n_classes) return;
     int C = c->n_classes;
-    if (!gemm_only) layernorm_rows(xn, x, w->norm_w, w->norm_b, 0, head_rows, D, c->ln_eps);
+    if (!gemm_only) vit_layernorm_rows(xn, x, w->norm_w, w->norm_b, 0, head_rows, D, c->ln_eps);
     linear(pool, (Linear){.out = run->logits,
                           .ld_out = C,
                           .inp = xn,

@@ -52,6 +52,84 @@ int vit_att_block_start(int T, int b);
 void vit_att_block(float *out, const float *q, const float *k, int ld, int r0, int r1, int T,
                    int Dh, int gemm_only);
 
+/* --- forward-pass steps (engine/forward.c), shared with the backward pass -- */
+
+enum { VIT_EPI_NONE, VIT_EPI_GELU, VIT_EPI_RESIDUAL };
+
+/* A linear layer out[T, O] = inp[T, I] . w[O, I]^T + b[O] (torch.nn.functional.linear),
+ * split over the pool by output columns, then the epilogue on each thread's slice. */
+typedef struct {
+    float *out;       /* [T, ld_out] */
+    const float *inp; /* [T, n_in] */
+    const float *w;   /* [n_out, n_in] */
+    const float *b;   /* [n_out] or NULL */
+    int ld_out, T, n_in, n_out;
+    int epilogue;       /* VIT_EPI_*: on the thread's columns after its GEMM */
+    float *x;           /* VIT_EPI_RESIDUAL: x[T, n_out] += gamma * out */
+    const float *gamma; /* LayerScale or NULL */
+    int gemm_only;
+} VitLinear;
+void vit_linear(VitPool *pool, VitLinear a);
+
+/* torch.nn.LayerNorm over rows [r0, r1) of inp[., D] (moments in double), and the
+ * same split over the pool for rows [0, T). */
+void vit_layernorm_rows(float *out, const float *inp, const float *w, const float *b, int r0,
+                        int r1, int D, float eps);
+void vit_layernorm(VitPool *pool, float *out, const float *inp, const float *w, const float *b,
+                   int T, int D, float eps);
+
+/* Exact GELU in place on columns [c0, c1) of x[R, ld]. */
+void vit_gelu_cols(float *x, int ld, int R, int c0, int c1);
+
+/* dh[r, :] *= GELU's derivative at hpre[r, :] (exact), or gelu(x)/x (lrp: AttnLRP's
+ * identity rule), rows [r0, r1) of [., F]. */
+void vit_gelu_backward_rows(float *dh, const float *hpre, int r0, int r1, int F, int lrp);
+
+/* The block's queries and keys qk[T, 2D] and values v[T, D] from its LayerNorm
+ * output xn[T, D]: timm's fused qkv or transformers' query/key/value. */
+void vit_qkv(VitPool *pool, float *qk, float *v, const float *xn, const VitBlock *b, int T, int D,
+             int gemm_only);
+
+/* dA[r1 - r0, T] = dctx_h[r0:r1] . v_h^T for one head (backward.c): dctx, v point at
+ * that head's first column in [T, ld] matrices. The backward pass and the maps
+ * (recomputing dA when it is not kept) call this alone, so both get the same values. */
+void vit_grad_att_block(float *out, const float *dctx, const float *v, int ld, int r0, int r1,
+                        int T, int Dh);
+
+/* --- reading the attention (engine/maps.c), shared with explain.c ---------- */
+
+/* Reads att[layer, head] a block of query rows at a time (vit_att_blocks): a
+ * pointer into run->att when the run kept it; otherwise the block recomputed into
+ * buf from the kept queries and keys by vit_att_block, the very call the forward
+ * pass made on the same numbers, so the values are the same. buf holds one block. */
+typedef struct {
+    const VitRun *run;
+    float *buf;             /* [VIT_ATT_BLOCK, T] when recomputing, else NULL */
+    int layer, head, block; /* what buf holds; block -1: nothing yet */
+} AttReader;
+
+VitStatus vit_att_reader_init(AttReader *rd, const VitRun *run, VitError *err);
+void vit_att_reader_free(AttReader *rd);
+/* Block b of att[layer, head]: [rows of the block, T]. */
+const float *vit_att_reader_block(AttReader *rd, int layer, int head, int b);
+
+/* out[T, T] = fuse_h att[layer, h] (rows: queries, columns: keys). */
+void vit_fuse_heads(float *out, AttReader *rd, int layer, VitFusion fusion);
+
+typedef struct {
+    float v;
+    uint32_t i;
+} Entry;
+
+/* Rollout's discard: zero the floor(ratio * T*(T-Np)) smallest entries of a[T, T]
+ * among the keys that are patches (columns >= Np); ties: lower row-major index
+ * first. scratch: [T*T]. */
+int vit_discard_smallest(float *a, int T, int Np, float ratio, Entry *scratch);
+/* a[T, T] <- rownorm(0.5 a + 0.5 I). */
+void vit_add_identity_rownorm(float *a, int T);
+/* v[T] <- v[T] . a[T, T]; tmp: [T] scratch. */
+void vit_row_times(double *v, double *tmp, const float *a, int T);
+
 /* The GEMM floor of vit_forward: exactly its cblas_sgemm calls, same shapes,
  * transposes, strides and buffers, and nothing else, for bench/ to time. The
  * buffers end up holding garbage; run vit_forward before reading any map. */

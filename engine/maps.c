@@ -40,17 +40,9 @@ static VitStatus check_args(const VitRun *run, int layer, int head, int query, V
 
 /* --- reading the attention ------------------------------------------------- */
 
-/* Reads att[layer, head] a block of query rows at a time (vit_att_blocks): a
- * pointer into run->att when the run kept it; otherwise the block recomputed into
- * buf from the kept queries and keys by vit_att_block, the very call the forward
- * pass made on the same numbers, so the values are the same. buf holds one block. */
-typedef struct {
-    const VitRun *run;
-    float *buf;             /* [VIT_ATT_BLOCK, T] when recomputing, else NULL */
-    int layer, head, block; /* what buf holds; block -1: nothing yet */
-} AttReader;
+/* AttReader (internal.h): att[layer, head] a block of query rows at a time. */
 
-static VitStatus reader_init(AttReader *rd, const VitRun *run, VitError *err) {
+VitStatus vit_att_reader_init(AttReader *rd, const VitRun *run, VitError *err) {
     *rd = (AttReader){run, NULL, 0, 0, -1};
     if (run->att) return VIT_OK;
     rd->buf = malloc((size_t)VIT_ATT_BLOCK * run->cfg.n_tokens * sizeof(float));
@@ -60,12 +52,12 @@ static VitStatus reader_init(AttReader *rd, const VitRun *run, VitError *err) {
     return VIT_OK;
 }
 
-static void reader_free(AttReader *rd) {
+void vit_att_reader_free(AttReader *rd) {
     free(rd->buf);
 }
 
 /* Block b of att[layer, head]: [rows of the block, T]. */
-static const float *att_block(AttReader *rd, int layer, int head, int b) {
+const float *vit_att_reader_block(AttReader *rd, int layer, int head, int b) {
     const VitRun *run = rd->run;
     size_t T = (size_t)run->cfg.n_tokens, D = (size_t)run->cfg.dim;
     int r0 = vit_att_block_start((int)T, b), r1 = vit_att_block_start((int)T, b + 1);
@@ -86,7 +78,8 @@ static const float *att_row(AttReader *rd, int layer, int head, int query) {
     int b = (int)((long long)query * nb / T);
     while (b + 1 < nb && vit_att_block_start(T, b + 1) <= query) b++;
     while (b > 0 && vit_att_block_start(T, b) > query) b--;
-    return att_block(rd, layer, head, b) + (size_t)(query - vit_att_block_start(T, b)) * T;
+    return vit_att_reader_block(rd, layer, head, b) +
+           (size_t)(query - vit_att_block_start(T, b)) * T;
 }
 
 /* out[i] = a[i] for the first head, then fused with each further head's a. */
@@ -106,13 +99,13 @@ static void fuse_into(float *out, const float *a, size_t n, int first, VitFusion
 }
 
 /* out[T, T] = fuse_h att[layer, h] (rows: queries, columns: keys). */
-static void fuse_heads(float *out, AttReader *rd, int layer, VitFusion fusion) {
+void vit_fuse_heads(float *out, AttReader *rd, int layer, VitFusion fusion) {
     int H = rd->run->cfg.n_heads, T = rd->run->cfg.n_tokens, nb = vit_att_blocks(T);
     for (int h = 0; h < H; h++)
         for (int b = 0; b < nb; b++) {
             int r0 = vit_att_block_start(T, b), r1 = vit_att_block_start(T, b + 1);
-            fuse_into(out + (size_t)r0 * T, att_block(rd, layer, h, b), (size_t)(r1 - r0) * T,
-                      h == 0, fusion);
+            fuse_into(out + (size_t)r0 * T, vit_att_reader_block(rd, layer, h, b),
+                      (size_t)(r1 - r0) * T, h == 0, fusion);
         }
     if (fusion == VIT_FUSE_MEAN)
         for (size_t i = 0; i < (size_t)T * T; i++) out[i] /= (float)H;
@@ -131,11 +124,6 @@ static void fused_row(float *out, AttReader *rd, int layer, int head, VitFusion 
     if (fusion == VIT_FUSE_MEAN)
         for (int i = 0; i < n; i++) out[i] /= (float)H;
 }
-
-typedef struct {
-    float v;
-    uint32_t i;
-} Entry;
 
 /* floor(ratio * n) with the ratio read as the shortest decimal (up to 9 places)
  * that gives back the same float: 0.9f is 0.89999998, and floor(0.89999998 * 90)
@@ -179,7 +167,7 @@ static void select_smallest(Entry *e, size_t n, size_t k) {
 
 /* Zero the floor(ratio * T*(T-Np)) smallest entries of a[T, T] among the keys
  * that are patches (columns >= Np); ties: lower row-major index first. */
-static int discard_smallest(float *a, int T, int Np, float ratio, Entry *scratch) {
+int vit_discard_smallest(float *a, int T, int Np, float ratio, Entry *scratch) {
     size_t n = 0;
     for (int r = 0; r < T; r++)
         for (int col = Np; col < T; col++) {
@@ -195,7 +183,7 @@ static int discard_smallest(float *a, int T, int Np, float ratio, Entry *scratch
 }
 
 /* a[T, T] <- rownorm(0.5 a + 0.5 I). */
-static void add_identity_rownorm(float *a, int T) {
+void vit_add_identity_rownorm(float *a, int T) {
     for (int r = 0; r < T; r++) {
         float *row = a + (size_t)r * T;
         double s = 0.0;
@@ -209,7 +197,7 @@ static void add_identity_rownorm(float *a, int T) {
 }
 
 /* v[T] <- v[T] . a[T, T] */
-static void row_times(double *v, double *tmp, const float *a, int T) {
+void vit_row_times(double *v, double *tmp, const float *a, int T) {
     for (int col = 0; col < T; col++) tmp[col] = 0.0;
     for (int r = 0; r < T; r++) {
         if (v[r] == 0.0) continue;
@@ -227,9 +215,9 @@ VitStatus vit_map_attention(float *out, const VitRun *run, int layer, int head, 
     if (rc) return rc;
     if (head < 0) return vit_set_error(err, VIT_ERR_ARG, "map: head %d is negative", head);
     AttReader rd;
-    if ((rc = reader_init(&rd, run, err))) return rc;
+    if ((rc = vit_att_reader_init(&rd, run, err))) return rc;
     fused_row(out, &rd, layer, head, VIT_FUSE_MEAN, query, run->cfg.n_prefix, run->cfg.n_patches);
-    reader_free(&rd);
+    vit_att_reader_free(&rd);
     return VIT_OK;
 }
 
@@ -240,9 +228,9 @@ VitStatus vit_map_fused(float *out, const VitRun *run, int layer, VitFusion fusi
     if (fusion < VIT_FUSE_MEAN || fusion > VIT_FUSE_MIN)
         return vit_set_error(err, VIT_ERR_ARG, "map: unknown head fusion %d", (int)fusion);
     AttReader rd;
-    if ((rc = reader_init(&rd, run, err))) return rc;
+    if ((rc = vit_att_reader_init(&rd, run, err))) return rc;
     fused_row(out, &rd, layer, -1, fusion, query, run->cfg.n_prefix, run->cfg.n_patches);
-    reader_free(&rd);
+    vit_att_reader_free(&rd);
     return VIT_OK;
 }
 
@@ -255,12 +243,12 @@ static VitStatus rollout_row(double *v, const VitRun *run, int layer, int head, 
     int T = c->n_tokens, Np = c->n_prefix, nb = vit_att_blocks(T);
     size_t TT = (size_t)T * T;
     AttReader rd;
-    VitStatus rc = reader_init(&rd, run, err);
+    VitStatus rc = vit_att_reader_init(&rd, run, err);
     if (rc) return rc;
     float *a = malloc(TT * sizeof(float));
     Entry *scratch = discard_ratio > 0.0f ? malloc(TT * sizeof(Entry)) : NULL;
     if (!a || (discard_ratio > 0.0f && !scratch)) {
-        free(a), free(scratch), reader_free(&rd);
+        free(a), free(scratch), vit_att_reader_free(&rd);
         return vit_set_error(err, VIT_ERR_NOMEM, "rollout: out of memory for [%d, %d]", T, T);
     }
     /* The CLS (query) row of R_layer = Â_layer ... Â_0 is e_q^T Â_layer ... Â_0:
@@ -270,17 +258,17 @@ static VitStatus rollout_row(double *v, const VitRun *run, int layer, int head, 
         if (l == layer && head >= 0) { /* App. A.1: that head alone */
             for (int b = 0; b < nb; b++) {
                 int r0 = vit_att_block_start(T, b), r1 = vit_att_block_start(T, b + 1);
-                memcpy(a + (size_t)r0 * T, att_block(&rd, l, head, b),
+                memcpy(a + (size_t)r0 * T, vit_att_reader_block(&rd, l, head, b),
                        (size_t)(r1 - r0) * T * sizeof(float));
             }
         } else {
-            fuse_heads(a, &rd, l, fusion);
-            if (discard_ratio > 0.0f) discard_smallest(a, T, Np, discard_ratio, scratch);
+            vit_fuse_heads(a, &rd, l, fusion);
+            if (discard_ratio > 0.0f) vit_discard_smallest(a, T, Np, discard_ratio, scratch);
         }
-        add_identity_rownorm(a, T);
-        row_times(v, v + T, a, T);
+        vit_add_identity_rownorm(a, T);
+        vit_row_times(v, v + T, a, T);
     }
-    free(a), free(scratch), reader_free(&rd);
+    free(a), free(scratch), vit_att_reader_free(&rd);
     return VIT_OK;
 }
 
@@ -324,12 +312,12 @@ VitStatus vit_rollout_layers(float *out, const VitRun *run, int layer0, int n_la
     int T = c->n_tokens, Np = c->n_prefix, N = c->n_patches, H = c->n_heads;
     size_t TT = (size_t)T * T, K = (size_t)H + 3;
     AttReader rd;
-    if ((rc = reader_init(&rd, run, err))) return rc;
+    if ((rc = vit_att_reader_init(&rd, run, err))) return rc;
     float *hat = malloc((size_t)(top + 1) * TT * sizeof(float)); /* Â_0 .. Â_top, one fusion */
     Entry *scratch = discard_ratio > 0.0f ? malloc(TT * sizeof(Entry)) : NULL;
     double *v = malloc(2 * (size_t)T * sizeof(double));
     if (!hat || !v || (discard_ratio > 0.0f && !scratch)) {
-        free(hat), free(scratch), free(v), reader_free(&rd);
+        free(hat), free(scratch), free(v), vit_att_reader_free(&rd);
         return vit_set_error(err, VIT_ERR_NOMEM, "rollout: out of memory for %d x [%d, %d]",
                              top + 1, T, T);
     }
@@ -339,9 +327,9 @@ VitStatus vit_rollout_layers(float *out, const VitRun *run, int layer0, int n_la
     for (int f = VIT_FUSE_MEAN; f <= VIT_FUSE_MIN; f++) {
         for (int l = 0; l <= top; l++) {
             float *a = hat + (size_t)l * TT;
-            fuse_heads(a, &rd, l, (VitFusion)f);
-            if (discard_ratio > 0.0f) discard_smallest(a, T, Np, discard_ratio, scratch);
-            add_identity_rownorm(a, T);
+            vit_fuse_heads(a, &rd, l, (VitFusion)f);
+            if (discard_ratio > 0.0f) vit_discard_smallest(a, T, Np, discard_ratio, scratch);
+            vit_add_identity_rownorm(a, T);
         }
         for (int l = layer0; l <= top; l++) {
             float *o = out + (size_t)(l - layer0) * K * N;
@@ -356,15 +344,15 @@ VitStatus vit_rollout_layers(float *out, const VitRun *run, int layer0, int n_la
                 }
                 float inv = (float)(1.0 / sum);
                 for (int col = 0; col < T; col++) v[col] = (double)(tmp[col] * inv);
-                for (int j = l - 1; j >= 0; j--) row_times(v, v + T, hat + (size_t)j * TT, T);
+                for (int j = l - 1; j >= 0; j--) vit_row_times(v, v + T, hat + (size_t)j * TT, T);
                 for (int p = 0; p < N; p++) o[(size_t)h * N + p] = (float)v[Np + p];
             }
             for (int i = 0; i < T; i++) v[i] = i == query ? 1.0 : 0.0;
-            for (int j = l; j >= 0; j--) row_times(v, v + T, hat + (size_t)j * TT, T);
+            for (int j = l; j >= 0; j--) vit_row_times(v, v + T, hat + (size_t)j * TT, T);
             for (int p = 0; p < N; p++) o[(size_t)(H + f) * N + p] = (float)v[Np + p];
         }
     }
-    free(hat), free(scratch), free(v), reader_free(&rd);
+    free(hat), free(scratch), free(v), vit_att_reader_free(&rd);
     return VIT_OK;
 }
 
@@ -389,9 +377,9 @@ VitStatus vit_prefix_share(float *out, const VitRun *run, int layer, int head, V
     if (head < 0 && (fusion < VIT_FUSE_MEAN || fusion > VIT_FUSE_MIN))
         return vit_set_error(err, VIT_ERR_ARG, "map: unknown head fusion %d", (int)fusion);
     AttReader rd; /* as vit_map_attention / vit_map_fused, on the prefix columns */
-    if ((rc = reader_init(&rd, run, err))) return rc;
+    if ((rc = vit_att_reader_init(&rd, run, err))) return rc;
     fused_row(out, &rd, layer, head, fusion, query, 0, run->cfg.n_prefix);
-    reader_free(&rd);
+    vit_att_reader_free(&rd);
     return VIT_OK;
 }
 
@@ -464,13 +452,13 @@ VitStatus vit_attention_distance(float *out, const VitRun *run, VitError *err) {
     int L = c->n_layers, H = c->n_heads, T = c->n_tokens, Np = c->n_prefix;
     int gw = c->grid_w, N = c->n_patches, nb = vit_att_blocks(T);
     AttReader rd;
-    VitStatus rc = reader_init(&rd, run, err);
+    VitStatus rc = vit_att_reader_init(&rd, run, err);
     if (rc) return rc;
     /* d(i, j) depends only on |row_i - row_j| and |col_i - col_j|: a [gh, gw]
      * table instead of an [N, N] one (a 256 x 256 grid would need 32 GB). */
     double *dist = malloc((size_t)N * sizeof *dist);
     if (!dist) {
-        reader_free(&rd);
+        vit_att_reader_free(&rd);
         return vit_set_error(err, VIT_ERR_NOMEM, "distance: out of memory");
     }
     for (int dr = 0; dr < c->grid_h; dr++)
@@ -484,7 +472,7 @@ VitStatus vit_attention_distance(float *out, const VitRun *run, VitError *err) {
             for (int b = 0; b < nb; b++) {
                 int r0 = vit_att_block_start(T, b), r1 = vit_att_block_start(T, b + 1);
                 if (r1 <= Np) continue;
-                const float *blk = att_block(&rd, l, h, b);
+                const float *blk = vit_att_reader_block(&rd, l, h, b);
                 for (int r = r0 > Np ? r0 : Np; r < r1; r++) {
                     const float *row = blk + (size_t)(r - r0) * T + Np;
                     int i = r - Np, ri = i / gw, ci = i % gw;
@@ -501,6 +489,6 @@ VitStatus vit_attention_distance(float *out, const VitRun *run, VitError *err) {
         }
     }
     free(dist);
-    reader_free(&rd);
+    vit_att_reader_free(&rd);
     return VIT_OK;
 }

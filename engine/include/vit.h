@@ -291,6 +291,10 @@ typedef struct {
     float *ctx;         /* [T, D] attention output before proj */
     float *hid;         /* [T, F] MLP hidden */
     float *patches;     /* [N, 3*P*P] im2col of the input */
+    float *tokens;      /* [L + 1, T, D] the residual stream: tokens[0] the embedded input
+                           (patch embedding, prefix tokens, position embedding), tokens[l + 1]
+                           block l's output; of the last block's output only the rows the
+                           head reads (CLS, distillation token) are computed */
     float *att;         /* [L, H, T, T] softmax attention probabilities, rows sum to 1; NULL
                            when not kept (att_kept 0): read maps through the functions below */
     float *logits;      /* [C] (NULL when C == 0); with a distillation head the mean of both */
@@ -485,6 +489,113 @@ VitStatus vit_mass_mask(uint8_t *mask, int *n_kept, const float *map, int n, flo
  * Errors: VIT_ERR_ARG (no forward pass), VIT_ERR_NOMEM. O(L*H*N^2); when the
  * attention is recomputed, as much again as a forward pass's attention. */
 VitStatus vit_attention_distance(float *out, const VitRun *run, VitError *err);
+
+/* ---------------------------------------------------------------------------
+ * Backward pass: why this class?
+ *
+ * vit_backward differentiates one class's logit y_c (for a DeiT distilled model
+ * the averaged logit (head(x_0) + head_dist(x_1)) / 2 that is the prediction)
+ * through the whole model by hand, next to the forward pass (backward.c), for
+ * the class-specific maps (vit_explain). No weight gradients: only what flows to
+ * the activations. It recomputes each block's internals from the block's input
+ * tokens (VitRun.tokens), one block at a time from the top, so its memory is one
+ * block's activations plus what it keeps:
+ *   - att kept by the run (att_kept 1): grad_att [L, H, T, T] dy_c/dA_l;
+ *     otherwise the attention output's gradient and the values, [L, T, D] each,
+ *     from which a map recomputes dA = dctx_h . v_h^T block by block (the same
+ *     call and numbers, so the maps are the same bit for bit);
+ *   - grad_tokens [L, T, D], grad_input [3, Sh, Sw], and small per-method parts.
+ * AttnLRP's modified gradient (lrp_input) is a second pass of the same code with
+ * its rules (Achtibat et al. 2024): LayerNorm's standard deviation held constant,
+ * GELU as the identity rule x * (gelu(x)/x), attention probabilities held
+ * constant (CP-LRP: nothing flows into queries and keys).
+ * Runs on the run's thread pool. */
+
+typedef enum {
+    VIT_GRAD_EXACT = 1, /* the true gradients (grad_att, grad_tokens, grad_input, ...) */
+    VIT_GRAD_LRP = 2,   /* AttnLRP's modified gradient at the input (lrp_input) */
+    VIT_GRAD_ALL = 3
+} VitGradWhat;
+
+typedef struct {
+    VitConfig cfg;      /* the config the buffers were sized for */
+    int target;         /* c: the class of the last vit_backward, -1 before */
+    int what;           /* VitGradWhat the last vit_backward computed */
+    int grad_att_kept;  /* 1: grad_att holds [L, H, T, T] */
+    float *grad_att;    /* [L, H, T, T] dy_c/dA_l, A_l the softmax probabilities; NULL when
+                           the run recomputes its attention (read maps through vit_explain) */
+    float *grad_tokens; /* [L, T, D] dy_c/dz_l, z_l block l's output tokens (for the last
+                           block only the rows the head reads are non-zero) */
+    float *grad_input;  /* [3, Sh, Sw] dy_c/d input, the normalised pixels run->input */
+    float *lrp_input;   /* [3, Sh, Sw] AttnLRP's modified gradient at the input */
+    float *cam_act;     /* [N, D] the last block's norm1 output at the patch tokens */
+    float *cam_grad;    /* [N, D] dy_c/d cam_act (Grad-CAM's target layer) */
+    float *legrad;      /* [L, N] LeGrad's E_l: mean over heads and query rows of
+                           ReLU(ds_l/dA_l) at the patch columns, s_l = head(norm(z_l))_c */
+    /* private */
+    float *dctx, *v; /* [L, T, D] each when grad_att is not kept */
+    int n_threads;   /* the most threads a run may have (per-thread scratch) */
+    float *mem;
+    size_t mem_floats;
+} VitGrad;
+
+/* Allocate the buffers of vit_backward for runs of `vit` shaped like `run`
+ * (attention kept or recomputed, thread count). Errors: VIT_ERR_ARG (a model
+ * without head: nothing to differentiate), VIT_ERR_NOMEM. Free with
+ * vit_grad_free (NULL-safe, accepts a zeroed VitGrad). */
+VitStatus vit_grad_init(VitGrad *g, const Vit *vit, const VitRun *run, VitError *err);
+void vit_grad_free(VitGrad *g);
+
+/* The gradients of logit `target` (0 .. C-1; -1: the top-1 class) after
+ * vit_forward(run, vit): `what` selects the exact pass, the AttnLRP pass or
+ * both (VitGradWhat). Allocates a few [T]-sized buffers per call.
+ * Errors: VIT_ERR_ARG (class out of range, no head, g not made for this run),
+ * VIT_ERR_NOMEM. */
+VitStatus vit_backward(VitGrad *g, const VitRun *run, const Vit *vit, int target, int what,
+                       VitError *err);
+
+/* Class-specific explanation maps, from a run and its VitGrad (exact pass; AttnLRP
+ * also needs the LRP pass). Raw values, not normalised. */
+typedef enum {
+    VIT_EXPLAIN_CHEFER = 0,   /* patch map [gh, gw] */
+    VIT_EXPLAIN_GRAD_ROLLOUT, /* patch map [gh, gw]; uses discard_ratio */
+    VIT_EXPLAIN_GRADCAM,      /* patch map [gh, gw] */
+    VIT_EXPLAIN_LEGRAD,       /* patch map [gh, gw] */
+    VIT_EXPLAIN_ATTNLRP,      /* pixel map [Sh, Sw] */
+    VIT_EXPLAIN_GRAD_INPUT,   /* pixel map [Sh, Sw] */
+    VIT_EXPLAIN_COUNT
+} VitExplain;
+
+/* Short name of a method: "chefer", "grad-rollout", "gradcam", "legrad",
+ * "attnlrp", "grad-input". Static string. */
+const char *vit_explain_name(VitExplain m);
+
+/* 1 when the method's map is [Sh, Sw] (pixels), 0 when [gh, gw] (patches). */
+int vit_explain_pixels(VitExplain m);
+
+/* One explanation map into out ([gh, gw] or [Sh, Sw], vit_explain_pixels):
+ *   CHEFER (Chefer, Gur, Wolf, "Generic Attention-model Explainability", ICCV
+ *     2021, eq. 5-6; hila-chefer/Transformer-MM-Explainability):
+ *       R = I; for l = 0 .. L-1: R <- R + mean_h((dA_l (.) A_l)^+) . R;
+ *       out = R[CLS, patches]
+ *   GRAD_ROLLOUT (jacobgil/vit-explain grad_rollout, with each layer's gradient
+ *     paired with its own attention, vit-explain issue #6):
+ *       F_l = max(mean_h(A_l (.) dA_l), 0) (clamped after the head mean, as the
+ *       code does); the discard of vit_rollout (patch columns only); Â_l =
+ *       rownorm((F_l + I) / 2); out = (Â_{L-1} ... Â_0)[CLS, patches]
+ *   GRADCAM (Selvaraju et al. 2017; jacobgil/pytorch-grad-cam's ViT recipe,
+ *     target layer blocks[-1].norm1, every prefix token dropped):
+ *       w = mean over patches of cam_grad [D]; out = ReLU(cam_act . w)
+ *   LEGRAD (Bousselham et al. 2024, WalBouss/LeGrad compute_legrad_clip, with
+ *     s_l = head(norm(z_l[CLS]))_c): out = sum_l legrad[l]
+ *   ATTNLRP (Achtibat et al., ICML 2024, rachtibat/LRP-eXplains-Transformers,
+ *     gradient x input form with the CP-LRP variant): out[y, x] =
+ *       sum_ch input[ch, y, x] * lrp_input[ch, y, x]
+ *   GRAD_INPUT: out[y, x] = sum_ch input[ch, y, x] * grad_input[ch, y, x]
+ * Errors: VIT_ERR_ARG (unknown method, no backward pass, or the pass that the
+ * method needs not run, discard_ratio outside [0, 1)), VIT_ERR_NOMEM. */
+VitStatus vit_explain(float *out, VitExplain m, const VitRun *run, const VitGrad *g, const Vit *vit,
+                      float discard_ratio, VitError *err);
 
 #ifdef __cplusplus
 }

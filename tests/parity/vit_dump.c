@@ -2,7 +2,8 @@
  * for test_parity.py to compare with a PyTorch reference.
  *
  *   vit_dump --model M.safetensors [--heads N] [--config config.json]
- *            [--size HxW] [--whole] (--image PHOTO | --input RAW) --out DIR
+ *            [--size HxW] [--whole] [--att keep|recompute] [--threads K]
+ *            [--class C [--discard R]] (--image PHOTO | --input RAW) --out DIR
  *
  * RAW is a [3, Sh, Sw] float32 file in host byte order: it tests the forward
  * pass apart from preprocessing. --size and --whole are VitLoadOptions'
@@ -15,6 +16,15 @@
  *   logits_dist.npy [C] f4      the distillation head's own logits (if any)
  *   config.json what the engine inferred: Sh, Sw, P, gh, gw, prefix tokens, D,
  *               H, L, F, C, eps, the crop rectangle and the top-5 class indices.
+ * --att recompute runs with the attention recomputed from queries and keys: att.npy
+ * and grad_att.npy are then not written (the maps are, and must be the same).
+ * --class C (C >= 0 a class, -1 the top-1) runs vit_backward for logit C and writes
+ *   grad_att.npy    [L, H, T, T] f4 dy_c/dA_l (attention kept)
+ *   grad_tokens.npy [L, T, D] f4    dy_c/dz_l, z_l block l's output
+ *   grad_input.npy  [3, Sh, Sw] f4  dy_c/d input;  lrp_input.npy the same, AttnLRP's
+ *   expl_NAME.npy   each vit_explain map: [gh, gw] or [Sh, Sw] (NAME: chefer,
+ *                   grad_rollout (with --discard R), gradcam, legrad, attnlrp, grad_input)
+ * and "target" in config.json.
  * Errors: a message on stderr, exit 1 (2 for a usage error). */
 #include "vit.h"
 
@@ -39,7 +49,8 @@ static int fail(const char *fmt, ...) {
 
 static int usage(void) {
     fputs("usage: vit_dump --model M.safetensors [--heads N] [--config config.json]\n"
-          "                [--size HxW] [--whole] (--image PHOTO | --input RAW_F32) --out DIR\n",
+          "                [--size HxW] [--whole] [--att keep|recompute] [--threads K]\n"
+          "                [--class C [--discard R]] (--image PHOTO | --input RAW_F32) --out DIR\n",
           stderr);
     return 2;
 }
@@ -106,7 +117,7 @@ static int read_raw(float *out, size_t n, const char *path) {
     return 0;
 }
 
-static int write_config(const char *dir, const VitRun *run, const Vit *vit) {
+static int write_config(const char *dir, const VitRun *run, const Vit *vit, int target) {
     const VitConfig *c = &vit->cfg;
     char path[1200];
     snprintf(path, sizeof path, "%s/config.json", dir);
@@ -130,7 +141,7 @@ static int write_config(const char *dir, const VitRun *run, const Vit *vit) {
     int top[5], k = c->n_classes < 5 ? c->n_classes : 5;
     if (k) vit_top_k(top, run->probs, c->n_classes, k);
     for (int i = 0; i < k; i++) fprintf(f, "%s%d", i ? ", " : "", top[i]);
-    fputs("]}\n", f);
+    fprintf(f, "], \"target\": %d}\n", target);
     if (ferror(f) | fclose(f)) return fail("%s: write failed", path);
     return 0;
 }
@@ -139,7 +150,9 @@ static int write_config(const char *dir, const VitRun *run, const Vit *vit) {
 
 int main(int argc, char **argv) {
     const char *model = NULL, *config = NULL, *image = NULL, *raw = NULL, *out = NULL;
-    int heads = 0, size_h = 0, size_w = 0, whole = 0;
+    int heads = 0, size_h = 0, size_w = 0, whole = 0, target = -2;
+    float discard = 0.0f;
+    VitRunOptions ropt = {0};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--whole")) {
@@ -161,6 +174,23 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--size")) {
             if (sscanf(v, "%dx%d", &size_h, &size_w) != 2 || size_h < 1 || size_w < 1)
                 return usage();
+        } else if (!strcmp(a, "--att")) {
+            if (!strcmp(v, "keep"))
+                ropt.att = VIT_ATT_KEEP;
+            else if (!strcmp(v, "recompute"))
+                ropt.att = VIT_ATT_RECOMPUTE;
+            else
+                return usage();
+        } else if (!strcmp(a, "--threads")) {
+            ropt.n_threads = atoi(v);
+            if (ropt.n_threads < 1) return usage();
+        } else if (!strcmp(a, "--class")) {
+            char *end;
+            long cl = strtol(v, &end, 10);
+            if (*end || cl < -1 || cl > (1 << 20)) return usage();
+            target = (int)cl;
+        } else if (!strcmp(a, "--discard")) {
+            discard = strtof(v, NULL);
         } else if (!strcmp(a, "--heads")) {
             char *end;
             long h = strtol(v, &end, 10);
@@ -173,7 +203,9 @@ int main(int argc, char **argv) {
 
     Vit vit = {0};
     VitRun run = {0};
+    VitGrad grad = {0};
     VitImage img = {0};
+    float *map = NULL;
     VitError err = {0};
     uint8_t *rgb = NULL;
     int rc = 1;
@@ -182,7 +214,8 @@ int main(int argc, char **argv) {
                           .image_h = size_h,
                           .image_w = size_w,
                           .whole_image = whole};
-    if (vit_load(&vit, model, &opt, &err) || vit_run_init(&run, &vit, &err)) goto engine_fail;
+    if (vit_load(&vit, model, &opt, &err) || vit_run_init_with(&run, &vit, &ropt, &err))
+        goto engine_fail;
     const VitConfig *c = &vit.cfg;
     size_t Sh = (size_t)c->image_h, Sw = (size_t)c->image_w, L = (size_t)c->n_layers,
            H = (size_t)c->n_heads, T = (size_t)c->n_tokens, C = (size_t)c->n_classes,
@@ -212,13 +245,38 @@ int main(int argc, char **argv) {
                  s_cls[1] = {C}, s_pos[2] = {Npos, D};
     if (npy_f32(out, "input.npy", run.input, s_input, 3) ||
         (rgb && npy_write(out, "rgb.npy", "|u1", rgb, 1, s_rgb, 3)) ||
-        npy_f32(out, "att.npy", run.att, s_att, 4) ||
+        (run.att && npy_f32(out, "att.npy", run.att, s_att, 4)) ||
         npy_f32(out, "pos.npy", vit.w.pos_embed, s_pos, 2) ||
         (vit.w.head_dist_w && npy_f32(out, "logits_dist.npy", run.logits_dist, s_cls, 1)) ||
         (C && (npy_f32(out, "logits.npy", run.logits, s_cls, 1) ||
                npy_f32(out, "probs.npy", run.probs, s_cls, 1))) ||
-        write_config(out, &run, &vit))
+        write_config(out, &run, &vit, target))
         goto done;
+    if (target != -2) {
+        const size_t s_grid[2] = {(size_t)c->grid_h, (size_t)c->grid_w}, s_px[2] = {Sh, Sw},
+                     s_tok[3] = {L, T, D};
+        if (vit_grad_init(&grad, &vit, &run, &err) ||
+            vit_backward(&grad, &run, &vit, target, VIT_GRAD_ALL, &err))
+            goto engine_fail;
+        if (!(map = malloc(Sh * Sw * sizeof(float)))) {
+            fail("out of memory");
+            goto done;
+        }
+        if ((grad.grad_att && npy_f32(out, "grad_att.npy", grad.grad_att, s_att, 4)) ||
+            npy_f32(out, "grad_tokens.npy", grad.grad_tokens, s_tok, 3) ||
+            npy_f32(out, "grad_input.npy", grad.grad_input, s_input, 3) ||
+            npy_f32(out, "lrp_input.npy", grad.lrp_input, s_input, 3) ||
+            write_config(out, &run, &vit, grad.target))
+            goto done;
+        for (int m = 0; m < VIT_EXPLAIN_COUNT; m++) {
+            char name[64];
+            snprintf(name, sizeof name, "expl_%s.npy", vit_explain_name((VitExplain)m));
+            for (char *q = name; *q; q++) *q = *q == '-' ? '_' : *q;
+            if (vit_explain(map, (VitExplain)m, &run, &grad, &vit, discard, &err)) goto engine_fail;
+            if (npy_f32(out, name, map, vit_explain_pixels((VitExplain)m) ? s_px : s_grid, 2))
+                goto done;
+        }
+    }
     printf("%s: S=%zux%zu P=%d grid=%dx%d Np=%d D=%d H=%zu L=%zu F=%d C=%zu -> %s\n", c->name, Sh,
            Sw, c->patch_size, c->grid_h, c->grid_w, c->n_prefix, c->dim, H, L, c->mlp_dim, C, out);
     rc = 0;
@@ -228,6 +286,8 @@ engine_fail:
     fail("%s (%s error)", err.msg, vit_status_name(err.code));
 done:
     free(rgb);
+    free(map);
+    vit_grad_free(&grad);
     vit_image_free(&img);
     vit_run_free(&run);
     vit_free(&vit);

@@ -1,0 +1,551 @@
+/* backward.c - the gradient of one class's logit through the ViT, by hand.
+ *
+ * What flows back is only what the explanation maps read: the gradients at the
+ * activations (attention probabilities, block outputs, input pixels), never at the
+ * weights. A linear layer out = inp . w^T + b sends back d_inp = d_out . w, i.e.
+ * cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, ...) on PyTorch's [out, in]
+ * weights, split over the run's pool by columns of d_inp (back_linear).
+ *
+ * Memory. The forward pass keeps the residual stream at every block boundary
+ * (VitRun.tokens [L + 1, T, D]). Going down from the top, each block's internals are
+ * recomputed from its input tokens with the forward pass's own steps (vit_layernorm,
+ * vit_qkv, vit_linear; the attention probabilities read from run->att or recomputed
+ * by vit_att_block, the very numbers the forward pass had), then differentiated:
+ * one block's activations at a time, as activation checkpointing does.
+ *
+ * A block, timm's Block.forward:
+ *   xn = norm1(x); q, k, v = qkv(xn); A_h = softmax(q_h k_h^T / sqrt(Dh))
+ *   ctx = A v; xm = x + ls1 * proj(ctx); z = xm + ls2 * fc2(gelu(fc1(norm2(xm))))
+ * and back, with dz given:
+ *   dxm = dz + norm2'(ls2 * dz . fc2_w (.) gelu'(hpre) . fc1_w)
+ *   dctx = ls1 * dxm . proj_w
+ *   dA_h = dctx_h . v_h^T;  dv_h = A_h^T . dctx_h
+ *   dS_h = A_h (.) (dA_h - rowsum(dA_h (.) A_h))          (softmax's Jacobian)
+ *   dq_h = dS_h . k_h / sqrt(Dh);  dk_h = dS_h^T . q_h / sqrt(Dh)
+ *   dx = dxm + norm1'([dq dk dv] . qkv_w)
+ * LayerNorm y = (x - mean) * rstd * w + b sends back
+ *   dx = rstd * (g - mean(g) - xhat * mean(g (.) xhat)),  g = dy (.) w, xhat = (x - mean) * rstd.
+ * AttnLRP's pass (lrp 1) changes three steps: rstd is a constant (dx = rstd * (g -
+ * mean(g))), gelu' becomes gelu(x)/x, and dS = 0 (A a constant: nothing reaches q, k). */
+#include "internal.h"
+
+#include <cblas.h>
+#include <math.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* --- buffers --------------------------------------------------------------- */
+
+/* *acc += a * b with overflow check; returns 0 on overflow. */
+static int add_floats(size_t *acc, size_t a, size_t b) {
+    if (b && a > SIZE_MAX / b) return 0;
+    if (*acc > SIZE_MAX - a * b) return 0;
+    *acc += a * b;
+    return 1;
+}
+
+/* One block's activations and gradients, carved from the end of VitGrad.mem. */
+typedef struct {
+    float *xn1;    /* [T, D] norm1 output */
+    float *qk;     /* [T, 2D] queries, keys */
+    float *v;      /* [T, D] values (when g->v does not keep them) */
+    float *ctx;    /* [T, D] attention output before proj */
+    float *xm;     /* [T, D] residual stream between attention and MLP */
+    float *xn2;    /* [T, D] norm2 output */
+    float *hpre;   /* [T, F] fc1 output before GELU */
+    float *dz;     /* [T, D] gradient at the block's output, then at its input */
+    float *dxm;    /* [T, D] at xm */
+    float *dtmp;   /* [T, D] */
+    float *dh;     /* [T, F] at the MLP hidden */
+    float *dqkv;   /* [T, 3D] at queries, keys, values */
+    float *dctx;   /* [T, D] at ctx (when g->dctx does not keep it) */
+    float *att;    /* [n_threads, 2, VIT_ATT_BLOCK, T] attention / gradient blocks */
+    float *dpatch; /* [N, 3*P*P] at the im2col rows */
+    float *small;  /* [8, max(D, T)] LeGrad's rows */
+} Scratch;
+
+/* Floats of the buffers: kept ones (into g->...) and scratch; p NULL counts only. */
+static int carve(VitGrad *g, Scratch *s, const VitConfig *c, int kept, int n_threads,
+                 size_t *n_floats) {
+    size_t T = (size_t)c->n_tokens, D = (size_t)c->dim, F = (size_t)c->mlp_dim,
+           L = (size_t)c->n_layers, H = (size_t)c->n_heads, N = (size_t)c->n_patches,
+           P = (size_t)c->patch_size, S = (size_t)c->image_h * (size_t)c->image_w;
+    size_t W = D > T ? D : T;
+    /* name, rows, cols: in this order in memory */
+    size_t LH = 0, TT = 0, LT = 0, TB = 0, PP = 0;
+    if (!add_floats(&LH, L, H) || !add_floats(&TT, T, T) || !add_floats(&LT, L, T) ||
+        !add_floats(&TB, (size_t)n_threads * 2 * VIT_ATT_BLOCK, T) || !add_floats(&PP, 3 * P, P))
+        return 0;
+    struct {
+        float **p;
+        size_t a, b;
+    } parts[] = {
+        {&g->grad_att, kept ? LH : 0, TT},
+        {&g->dctx, kept ? 0 : LT, D},
+        {&g->v, kept ? 0 : LT, D},
+        {&g->grad_tokens, LT, D},
+        {&g->grad_input, 3, S},
+        {&g->lrp_input, 3, S},
+        {&g->cam_act, N, D},
+        {&g->cam_grad, N, D},
+        {&g->legrad, L, N},
+        {&s->xn1, T, D},
+        {&s->qk, T, 2 * D},
+        {&s->v, T, D},
+        {&s->ctx, T, D},
+        {&s->xm, T, D},
+        {&s->xn2, T, D},
+        {&s->hpre, T, F},
+        {&s->dz, T, D},
+        {&s->dxm, T, D},
+        {&s->dtmp, T, D},
+        {&s->dh, T, F},
+        {&s->dqkv, T, 3 * D},
+        {&s->dctx, T, D},
+        {&s->att, TB, 1},
+        {&s->dpatch, N, PP},
+        {&s->small, 8, W},
+    };
+    size_t n = 0;
+    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
+        size_t before = n;
+        if (!add_floats(&n, parts[i].a, parts[i].b)) return 0;
+        *parts[i].p = g->mem && n > before ? g->mem + before : NULL;
+    }
+    *n_floats = n;
+    return 1;
+}
+
+VitStatus vit_grad_init(VitGrad *g, const Vit *vit, const VitRun *run, VitError *err) {
+    memset(g, 0, sizeof *g);
+    const VitConfig *c = &vit->cfg;
+    if (!c->n_classes || !vit->w.head_w)
+        return vit_set_error(err, VIT_ERR_ARG,
+                             "%s: a backbone without a classification head: no class to explain",
+                             c->name);
+    if (run->cfg.n_tokens != c->n_tokens || run->cfg.dim != c->dim ||
+        run->cfg.n_layers != c->n_layers || run->cfg.mlp_dim != c->mlp_dim ||
+        run->cfg.image_h != c->image_h || run->cfg.image_w != c->image_w || !run->pool)
+        return vit_set_error(err, VIT_ERR_ARG, "%s: the run was not made for this model", c->name);
+    Scratch s;
+    size_t n = 0;
+    if (!carve(g, &s, c, run->att_kept, run->n_threads, &n) ||
+        n > VIT_MAX_ACTIVATION_BYTES / sizeof(float))
+        return vit_set_error(err, VIT_ERR_NOMEM,
+                             "%s: backward pass buffers over the limit of %llu bytes", c->name,
+                             (unsigned long long)VIT_MAX_ACTIVATION_BYTES);
+    g->mem = calloc(n, sizeof(float));
+    if (!g->mem)
+        return vit_set_error(err, VIT_ERR_NOMEM, "%s: cannot allocate %zu MB for the backward pass",
+                             c->name, n * sizeof(float) >> 20);
+    carve(g, &s, c, run->att_kept, run->n_threads, &n);
+    g->mem_floats = n;
+    g->cfg = *c;
+    g->target = -1;
+    g->grad_att_kept = run->att_kept;
+    g->n_threads = run->n_threads;
+    return VIT_OK;
+}
+
+void vit_grad_free(VitGrad *g) {
+    if (!g) return;
+    free(g->mem);
+    memset(g, 0, sizeof *g);
+}
+
+/* --- parallel steps -------------------------------------------------------- */
+
+/* out[M, n_in] = beta * out + dy[M, n_out] . w[n_out, n_in]: a linear layer's
+ * input gradient, this thread's slice of the n_in columns (multiples of 16). */
+typedef struct {
+    float *out;
+    const float *dy, *w;
+    int ld_out, ld_dy, M, n_out, n_in;
+    float beta;
+} BackLinear;
+
+static void back_linear_task(void *arg, int thread, int n_threads) {
+    const BackLinear *a = arg;
+    int chunk = ((a->n_in + n_threads - 1) / n_threads + 15) & ~15;
+    int c0 = thread * chunk, c1 = c0 + chunk < a->n_in ? c0 + chunk : a->n_in;
+    if (c0 >= c1 || a->M == 0) return;
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, a->M, c1 - c0, a->n_out, 1.0f, a->dy,
+                a->ld_dy, a->w + c0, a->n_in, a->beta, a->out + c0, a->ld_out);
+}
+
+static void back_linear(VitPool *pool, BackLinear a) {
+    if (a.M > 0) vit_pool_run(pool, back_linear_task, &a);
+}
+
+/* LayerNorm's backward on rows [r0, r1): dx (+)= ... from x (the norm's input), its
+ * weight w and dy; moments in double as the forward pass takes them. */
+static void layernorm_backward_rows(float *dx, const float *x, const float *w, const float *dy,
+                                    int r0, int r1, int D, float eps, int lrp, int accumulate) {
+    for (int t = r0; t < r1; t++) {
+        const float *xr = x + (size_t)t * D, *dyr = dy + (size_t)t * D;
+        float *dxr = dx + (size_t)t * D;
+        double m = 0.0, var = 0.0;
+        for (int i = 0; i < D; i++) m += xr[i];
+        m /= D;
+        for (int i = 0; i < D; i++) var += (xr[i] - m) * (xr[i] - m);
+        var /= D;
+        double rstd = 1.0 / sqrt(var + eps), sg = 0.0, sgx = 0.0;
+        for (int i = 0; i < D; i++) {
+            double gi = (double)dyr[i] * w[i];
+            sg += gi;
+            sgx += gi * (xr[i] - m) * rstd;
+        }
+        sg /= D, sgx /= D;
+        if (lrp) sgx = 0.0; /* the standard deviation held constant */
+        for (int i = 0; i < D; i++) {
+            double xhat = (xr[i] - m) * rstd;
+            float d = (float)(rstd * ((double)dyr[i] * w[i] - sg - xhat * sgx));
+            dxr[i] = accumulate ? dxr[i] + d : d;
+        }
+    }
+}
+
+typedef struct {
+    float *dx;
+    const float *x, *w, *dy;
+    int T, D, lrp, accumulate;
+    float eps;
+} LnBack;
+
+static void ln_back_task(void *arg, int thread, int n_threads) {
+    const LnBack *a = arg;
+    int r0 = (int)((long long)a->T * thread / n_threads);
+    int r1 = (int)((long long)a->T * (thread + 1) / n_threads);
+    layernorm_backward_rows(a->dx, a->x, a->w, a->dy, r0, r1, a->D, a->eps, a->lrp, a->accumulate);
+}
+
+static void ln_back(VitPool *pool, LnBack a) {
+    if (a.T > 0) vit_pool_run(pool, ln_back_task, &a);
+}
+
+typedef struct {
+    float *dh;
+    const float *hpre;
+    int T, F, lrp;
+} GeluBack;
+
+static void gelu_back_task(void *arg, int thread, int n_threads) {
+    const GeluBack *a = arg;
+    int r0 = (int)((long long)a->T * thread / n_threads);
+    int r1 = (int)((long long)a->T * (thread + 1) / n_threads);
+    vit_gelu_backward_rows(a->dh, a->hpre, r0, r1, a->F, a->lrp);
+}
+
+/* dA[r1 - r0, T] = dctx_h[r0:r1] . v_h^T: the gradient at the attention
+ * probabilities of one head, rows [r0, r1). dctx, v: that head's first column of
+ * [T, D] matrices. The backward pass and the maps (recomputing it) call this
+ * alone, so both get the same values. */
+void vit_grad_att_block(float *out, const float *dctx, const float *v, int ld, int r0, int r1,
+                        int T, int Dh) {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, r1 - r0, T, Dh, 1.0f,
+                dctx + (size_t)r0 * ld, ld, v, ld, 0.0f, out, T);
+}
+
+/* --- one block ------------------------------------------------------------- */
+
+typedef struct {
+    const VitRun *run;
+    const Vit *vit;
+    VitGrad *g;
+    Scratch s;
+    VitPool *pool;
+    int lrp;
+    /* the current block */
+    int layer, rows; /* rows: the rows with a gradient at the output (T, or the head's) */
+    float *v, *dctx; /* [T, D]: g->v / g->dctx of the layer, or scratch */
+    atomic_int next;
+} Bw;
+
+/* The attention probabilities of block b of head h in the current layer: a pointer
+ * into run->att, or recomputed into buf as the forward pass computed them. */
+static const float *att_of(Bw *bw, int h, int b, float *buf) {
+    const VitRun *run = bw->run;
+    int T = run->cfg.n_tokens, D = run->cfg.dim, Dh = run->cfg.head_dim, H = run->cfg.n_heads;
+    int r0 = vit_att_block_start(T, b), r1 = vit_att_block_start(T, b + 1);
+    if (run->att) return run->att + (((size_t)bw->layer * H + h) * T + r0) * T;
+    vit_att_block(buf, bw->s.qk + (size_t)h * Dh, bw->s.qk + D + (size_t)h * Dh, 2 * D, r0, r1, T,
+                  Dh, 0);
+    return buf;
+}
+
+/* ctx[r] = sum_j A[r, j] v[j] for the rows < bw->rows, (head, block) items. */
+static void ctx_task(void *arg, int thread, int n_threads) {
+    (void)n_threads;
+    Bw *bw = arg;
+    const VitConfig *c = &bw->run->cfg;
+    int T = c->n_tokens, D = c->dim, Dh = c->head_dim, nb = vit_att_blocks(T);
+    float *buf = bw->s.att + (size_t)thread * 2 * VIT_ATT_BLOCK * T;
+    for (;;) {
+        int item = atomic_fetch_add(&bw->next, 1);
+        if (item >= c->n_heads * nb) break;
+        int h = item / nb, b = item % nb;
+        int r0 = vit_att_block_start(T, b), r1 = vit_att_block_start(T, b + 1);
+        int rows = (r1 < bw->rows ? r1 : bw->rows) - r0;
+        if (rows <= 0) continue;
+        const float *a = att_of(bw, h, b, buf);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, Dh, T, 1.0f, a, T,
+                    bw->v + (size_t)h * Dh, D, 0.0f, bw->s.ctx + (size_t)r0 * D + (size_t)h * Dh,
+                    D);
+    }
+}
+
+/* The attention's backward, one head per item: from dctx to dqkv's columns of the
+ * head (dq, dk, dv), and dA into g->grad_att when it is kept (exact pass). */
+static void att_back_task(void *arg, int thread, int n_threads) {
+    (void)n_threads;
+    Bw *bw = arg;
+    const VitConfig *c = &bw->run->cfg;
+    int T = c->n_tokens, D = c->dim, Dh = c->head_dim, H = c->n_heads, nb = vit_att_blocks(T);
+    float scale = 1.0f / sqrtf((float)Dh);
+    float *abuf = bw->s.att + (size_t)thread * 2 * VIT_ATT_BLOCK * T;
+    float *gbuf = abuf + (size_t)VIT_ATT_BLOCK * T;
+    float *dqkv = bw->s.dqkv;
+    size_t ld = 3 * (size_t)D;
+    for (;;) {
+        int h = atomic_fetch_add(&bw->next, 1);
+        if (h >= H) break;
+        float *dq = dqkv + (size_t)h * Dh, *dk = dq + D, *dv = dq + 2 * D;
+        for (int t = 0; t < T; t++) {
+            memset(dq + t * ld, 0, (size_t)Dh * sizeof(float));
+            memset(dk + t * ld, 0, (size_t)Dh * sizeof(float));
+            memset(dv + t * ld, 0, (size_t)Dh * sizeof(float));
+        }
+        const float *q = bw->s.qk + (size_t)h * Dh, *k = q + D, *v = bw->v + (size_t)h * Dh;
+        const float *dctx = bw->dctx + (size_t)h * Dh;
+        for (int b = 0; b < nb; b++) {
+            int r0 = vit_att_block_start(T, b), r1 = vit_att_block_start(T, b + 1), rb = r1 - r0;
+            if (r0 >= bw->rows) break;
+            const float *a = att_of(bw, h, b, abuf);
+            /* dv_h += A^T . dctx_h */
+            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, Dh, rb, 1.0f, a, T,
+                        dctx + (size_t)r0 * D, D, 1.0f, dv, (int)ld);
+            if (bw->lrp) continue;       /* CP-LRP: A is a constant */
+            float *ga = bw->g->grad_att; /* the exact pass keeps dA there when it can */
+            float *da = ga ? ga + (((size_t)bw->layer * H + h) * T + r0) * T : gbuf;
+            vit_grad_att_block(da, dctx, v, D, r0, r1, T, Dh);
+            /* dS = A (.) (dA - rowsum(dA (.) A)), into gbuf */
+            for (int r = 0; r < rb; r++) {
+                const float *ar = a + (size_t)r * T, *dar = da + (size_t)r * T;
+                float *ds = gbuf + (size_t)r * T;
+                double dot = 0.0;
+                for (int j = 0; j < T; j++) dot += (double)dar[j] * ar[j];
+                float fdot = (float)dot;
+                for (int j = 0; j < T; j++) ds[j] = ar[j] * (dar[j] - fdot);
+            }
+            /* scores = scale * q k^T: dq = scale dS . k, dk += scale dS^T . q */
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rb, Dh, T, scale, gbuf, T, k,
+                        2 * D, 0.0f, dq + (size_t)r0 * ld, (int)ld);
+            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, Dh, rb, scale, gbuf, T,
+                        q + (size_t)r0 * 2 * D, 2 * D, 1.0f, dk, (int)ld);
+        }
+    }
+}
+
+/* Recompute block `layer`'s internals from its input tokens (rows: how many rows
+ * of ctx, xm, xn2, hpre are needed). */
+static void block_recompute(Bw *bw, const VitBlock *b) {
+    const VitConfig *c = &bw->run->cfg;
+    int T = c->n_tokens, D = c->dim, R = bw->rows;
+    const float *x = bw->run->tokens + (size_t)bw->layer * T * D;
+    Scratch *s = &bw->s;
+    vit_layernorm(bw->pool, s->xn1, x, b->norm1_w, b->norm1_b, T, D, c->ln_eps);
+    vit_qkv(bw->pool, s->qk, bw->v, s->xn1, b, T, D, 0);
+    atomic_init(&bw->next, 0);
+    vit_pool_run(bw->pool, ctx_task, bw);
+    memcpy(s->xm, x, (size_t)R * D * sizeof(float));
+    vit_linear(bw->pool, (VitLinear){.out = s->dtmp,
+                                     .ld_out = D,
+                                     .inp = s->ctx,
+                                     .w = b->proj_w,
+                                     .b = b->proj_b,
+                                     .T = R,
+                                     .n_in = D,
+                                     .n_out = D,
+                                     .epilogue = VIT_EPI_RESIDUAL,
+                                     .x = s->xm,
+                                     .gamma = b->ls1});
+    vit_layernorm(bw->pool, s->xn2, s->xm, b->norm2_w, b->norm2_b, R, D, c->ln_eps);
+    vit_linear(bw->pool, (VitLinear){.out = s->hpre,
+                                     .ld_out = c->mlp_dim,
+                                     .inp = s->xn2,
+                                     .w = b->fc1_w,
+                                     .b = b->fc1_b,
+                                     .T = R,
+                                     .n_in = D,
+                                     .n_out = c->mlp_dim});
+}
+
+/* out[R, D] = gamma (.) x[R, D], or x itself without LayerScale. */
+static const float *scaled(float *out, const float *x, const float *gamma, int R, int D) {
+    if (!gamma) return x;
+    for (int r = 0; r < R; r++)
+        for (int i = 0; i < D; i++) out[(size_t)r * D + i] = gamma[i] * x[(size_t)r * D + i];
+    return out;
+}
+
+/* From dz[R, D], the gradient at the block's output, through the MLP and proj:
+ * dxm[R, D] at the residual between them and dctx[R, D] at the attention output. */
+static void top_backward(Bw *bw, const VitBlock *b, const float *dz, int R, float *dxm,
+                         float *dctx) {
+    const VitConfig *c = &bw->run->cfg;
+    int D = c->dim, F = c->mlp_dim;
+    Scratch *s = &bw->s;
+    memcpy(dxm, dz, (size_t)R * D * sizeof(float));
+    /* timm: x = x + ls2(fc2(gelu(fc1(norm2(x))))) */
+    const float *dy2 = scaled(s->dtmp, dz, b->ls2, R, D);
+    back_linear(bw->pool, (BackLinear){s->dh, dy2, b->fc2_w, F, D, R, D, F, 0.0f});
+    GeluBack gb = {s->dh, s->hpre, R, F, bw->lrp};
+    vit_pool_run(bw->pool, gelu_back_task, &gb);
+    back_linear(bw->pool, (BackLinear){s->dtmp, s->dh, b->fc1_w, D, F, R, F, D, 0.0f});
+    ln_back(bw->pool, (LnBack){dxm, s->xm, b->norm2_w, s->dtmp, R, D, bw->lrp, 1, c->ln_eps});
+    /* timm: x = x + ls1(proj(ctx)) */
+    const float *dy1 = scaled(s->dtmp, dxm, b->ls1, R, D);
+    back_linear(bw->pool, (BackLinear){dctx, dy1, b->proj_w, D, D, R, D, D, 0.0f});
+}
+
+/* The head's gradient at the final norm's input, rows 0 .. Nh-1 of z [., D]:
+ * y = head(norm(z_0))_c, distilled (head(norm(z_0)) + head_dist(norm(z_1)))_c / 2. */
+static void head_backward(Bw *bw, float *dz, const float *z, int target, int lrp) {
+    const Vit *vit = bw->vit;
+    const VitConfig *c = &vit->cfg;
+    int D = c->dim, Nh = vit->w.head_dist_w ? 2 : 1;
+    float *dn = bw->s.small; /* [2, D] */
+    float k = Nh == 2 ? 0.5f : 1.0f;
+    for (int i = 0; i < D; i++) dn[i] = k * vit->w.head_w[(size_t)target * D + i];
+    if (Nh == 2)
+        for (int i = 0; i < D; i++) dn[D + i] = k * vit->w.head_dist_w[(size_t)target * D + i];
+    layernorm_backward_rows(dz, z, vit->w.norm_w, dn, 0, Nh, D, c->ln_eps, lrp, 0);
+}
+
+/* LeGrad's E_l for the current layer: s_l = head(norm(z_l))_c, its gradient at
+ * A_l (rows of the head's tokens only: s_l reads them alone), ReLU, mean over
+ * heads and all T query rows, at the patch columns, into g->legrad[layer]. */
+static void legrad_layer(Bw *bw, const VitBlock *b, int target) {
+    const VitConfig *c = &bw->run->cfg;
+    int T = c->n_tokens, D = c->dim, H = c->n_heads, Dh = c->head_dim, Np = c->n_prefix,
+        N = c->n_patches, Nh = bw->vit->w.head_dist_w ? 2 : 1;
+    size_t W = (size_t)(D > T ? D : T);
+    float *dzs = bw->s.small + 2 * W, *dctx = bw->s.small + 4 * W, *row = bw->s.small + 6 * W;
+    head_backward(bw, dzs, bw->run->tokens + (size_t)(bw->layer + 1) * T * D, target, 0);
+    top_backward(bw, b, dzs, Nh, bw->s.dxm, dctx);
+    float *e = bw->g->legrad + (size_t)bw->layer * N;
+    memset(e, 0, (size_t)N * sizeof(float));
+    for (int h = 0; h < H; h++)
+        for (int r = 0; r < Nh; r++) { /* the other T - Nh rows of ds_l/dA_l are 0 */
+            vit_grad_att_block(row, dctx + (size_t)h * Dh, bw->v + (size_t)h * Dh, D, r, r + 1, T,
+                               Dh);
+            for (int p = 0; p < N; p++)
+                if (row[Np + p] > 0.0f) e[p] += row[Np + p];
+        }
+    float inv = (float)(1.0 / ((double)H * T));
+    for (int p = 0; p < N; p++) e[p] *= inv;
+}
+
+/* --- the pass -------------------------------------------------------------- */
+
+/* One backward pass, exact (lrp 0) or AttnLRP's (lrp 1), for class target. */
+static void backward_pass(Bw *bw, int target) {
+    const VitRun *run = bw->run;
+    const Vit *vit = bw->vit;
+    const VitConfig *c = &vit->cfg;
+    VitGrad *g = bw->g;
+    Scratch *s = &bw->s;
+    int T = c->n_tokens, D = c->dim, L = c->n_layers, N = c->n_patches, Np = c->n_prefix,
+        P = c->patch_size, K = 3 * P * P, Nh = vit->w.head_dist_w ? 2 : 1;
+    int exact = !bw->lrp;
+
+    /* the head: dz at the last block's output, its head rows */
+    memset(s->dz, 0, (size_t)T * D * sizeof(float));
+    head_backward(bw, s->dz, run->tokens + (size_t)L * T * D, target, bw->lrp);
+
+    for (int l = L - 1; l >= 0; l--) {
+        const VitBlock *b = &vit->w.blocks[l];
+        bw->layer = l;
+        bw->rows = l == L - 1 ? Nh : T;
+        int keep = exact && !g->grad_att_kept; /* dctx and v for the maps' dA */
+        bw->v = keep ? g->v + (size_t)l * T * D : s->v;
+        bw->dctx = keep ? g->dctx + (size_t)l * T * D : s->dctx;
+        block_recompute(bw, b);
+        if (exact) {
+            memcpy(g->grad_tokens + (size_t)l * T * D, s->dz, (size_t)T * D * sizeof(float));
+            legrad_layer(bw, b, target);
+        }
+        memset(bw->dctx, 0, (size_t)T * D * sizeof(float));
+        top_backward(bw, b, s->dz, bw->rows, s->dxm, bw->dctx);
+        if (exact && g->grad_att_kept && bw->rows < T)
+            memset(g->grad_att + (size_t)l * c->n_heads * T * T, 0,
+                   (size_t)c->n_heads * T * T * sizeof(float));
+        atomic_init(&bw->next, 0);
+        vit_pool_run(bw->pool, att_back_task, bw);
+        /* dxn1 = [dq dk dv] . qkv_w */
+        if (b->qkv_w) {
+            back_linear(bw->pool,
+                        (BackLinear){s->dtmp, s->dqkv, b->qkv_w, D, 3 * D, T, 3 * D, D, 0.0f});
+        } else {
+            const float *ws[3] = {b->q_w, b->k_w, b->v_w};
+            for (int i = 0; i < 3; i++)
+                back_linear(bw->pool, (BackLinear){s->dtmp, s->dqkv + (size_t)i * D, ws[i], D,
+                                                   3 * D, T, D, D, i ? 1.0f : 0.0f});
+        }
+        if (exact && l == L - 1) { /* Grad-CAM's target layer: blocks[-1].norm1 */
+            memcpy(g->cam_act, s->xn1 + (size_t)Np * D, (size_t)N * D * sizeof(float));
+            memcpy(g->cam_grad, s->dtmp + (size_t)Np * D, (size_t)N * D * sizeof(float));
+        }
+        /* dz <- dxm + norm1'(dxn1): the gradient at the block's input */
+        memcpy(s->dz, s->dxm, (size_t)bw->rows * D * sizeof(float));
+        if (bw->rows < T)
+            memset(s->dz + (size_t)bw->rows * D, 0, (size_t)(T - bw->rows) * D * sizeof(float));
+        ln_back(bw->pool, (LnBack){s->dz, run->tokens + (size_t)l * T * D, b->norm1_w, s->dtmp, T,
+                                   D, bw->lrp, 1, c->ln_eps});
+    }
+
+    /* the patch embedding: a linear layer over im2col rows, then back to pixels */
+    back_linear(bw->pool, (BackLinear){s->dpatch, s->dz + (size_t)Np * D, vit->w.patch_w, K, D, N,
+                                       D, K, 0.0f});
+    float *out = bw->lrp ? g->lrp_input : g->grad_input;
+    int Sw = c->image_w, gw = c->grid_w;
+    size_t plane = (size_t)c->image_h * Sw;
+    for (int n = 0; n < N; n++) {
+        int gy = n / gw, gx = n % gw;
+        const float *row = s->dpatch + (size_t)n * K;
+        for (int ch = 0; ch < 3; ch++)
+            for (int ky = 0; ky < P; ky++)
+                memcpy(out + ch * plane + ((size_t)gy * P + ky) * Sw + (size_t)gx * P,
+                       row + (ch * P + ky) * P, (size_t)P * sizeof(float));
+    }
+}
+
+VitStatus vit_backward(VitGrad *g, const VitRun *run, const Vit *vit, int target, int what,
+                       VitError *err) {
+    const VitConfig *c = &vit->cfg;
+    if (!c->n_classes || !vit->w.head_w)
+        return vit_set_error(err, VIT_ERR_ARG,
+                             "%s: a backbone without a classification head: no class to explain",
+                             c->name);
+    if (!g->mem || g->cfg.n_tokens != c->n_tokens || g->cfg.dim != c->dim ||
+        g->cfg.n_layers != c->n_layers || g->cfg.n_classes != c->n_classes ||
+        g->grad_att_kept != run->att_kept || run->n_threads > g->n_threads || !run->tokens)
+        return vit_set_error(err, VIT_ERR_ARG, "%s: backward buffers not made for this run",
+                             c->name);
+    if (target == -1) vit_top_k(&target, run->probs, c->n_classes, 1);
+    if (target < 0 || target >= c->n_classes)
+        return vit_set_error(err, VIT_ERR_ARG, "%s: class %d out of range [0, %d)", c->name, target,
+                             c->n_classes);
+    if (what < 1 || what > VIT_GRAD_ALL)
+        return vit_set_error(err, VIT_ERR_ARG, "backward: what %d, expected 1 .. 3", what);
+    Bw bw = {.run = run, .vit = vit, .g = g, .pool = run->pool};
+    size_t n;
+    carve(g, &bw.s, c, g->grad_att_kept, g->n_threads, &n);
+    g->target = -1;
+    if (what & VIT_GRAD_EXACT) bw.lrp = 0, backward_pass(&bw, target);
+    if (what & VIT_GRAD_LRP) bw.lrp = 1, backward_pass(&bw, target);
+    g->target = target;
+    g->what = what;
+    return VIT_OK;
+}
