@@ -125,8 +125,8 @@ VitStatus vit_explain(float *out, VitExplain m, const VitRun *run, const VitGrad
         return vit_set_error(err, VIT_ERR_ARG, "explain: unknown method %d", (int)m);
     int need = m == VIT_EXPLAIN_ATTNLRP ? VIT_GRAD_LRP : VIT_GRAD_EXACT;
     if (g->target < 0 || !(g->what & need) || (!run->att && !run->qk))
-        return vit_set_error(err, VIT_ERR_ARG, "%s: no %s backward pass has been run",
-                             vit_explain_name(m), need == VIT_GRAD_LRP ? "AttnLRP" : "");
+        return vit_set_error(err, VIT_ERR_ARG, "%s: no %sbackward pass has been run",
+                             vit_explain_name(m), need == VIT_GRAD_LRP ? "AttnLRP " : "");
     if (!(discard_ratio >= 0.0f && discard_ratio < 1.0f))
         return vit_set_error(err, VIT_ERR_ARG, "%s: discard ratio %g outside [0, 1)",
                              vit_explain_name(m), (double)discard_ratio);

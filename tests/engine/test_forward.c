@@ -13,7 +13,12 @@
  *   - 1, 2 and 3 threads agree to float rounding (GEMMs split by columns can
  *     round differently), and a run uses the threads it was given;
  *   - VIT_ATT_AUTO keeps small attention and recomputes a model whose
- *     [L, H, T, T] passes VIT_ATT_KEEP_MAX_BYTES; bad options are refused.
+ *     [L, H, T, T] passes VIT_ATT_KEEP_MAX_BYTES; bad options are refused;
+ *   - the backward pass (vit_backward) gives the same gradients and the same six
+ *     explanation maps (vit_explain) whether the attention and its gradient are
+ *     kept or recomputed, equal value for value; 1, 2 and 3 threads agree to float
+ *     rounding; a backbone without head, a class out of range, a map before any
+ *     backward pass are refused with a message.
  * The values themselves are tested against PyTorch in tests/parity. */
 #include "testlib.h"
 
@@ -135,6 +140,105 @@ static double max_diff(const float *a, const float *b, size_t n) {
     return m;
 }
 
+/* The number of i with a[i] != b[i] (by value: -0 equals 0; a gradient row that is
+ * zero may be a GEMM's -0 one way and a memset's 0 the other). */
+static size_t n_unequal(const float *a, const float *b, size_t n) {
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) k += a[i] != b[i];
+    return k;
+}
+
+/* max |a| over n floats */
+static double max_abs(const float *a, size_t n) {
+    double m = 0.0;
+    for (size_t i = 0; i < n; i++) m = fmax(m, fabs((double)a[i]));
+    return m;
+}
+
+/* The backward pass of class `target` on runs keep[t] and redo[t] (1 .. 3 threads):
+ * gradients and maps the same kept or recomputed, threads agreeing. */
+static void test_backward(VitRun *keep, VitRun *redo, const Vit *vit, const char *label,
+                          int target) {
+    const VitConfig *c = &vit->cfg;
+    size_t T = (size_t)c->n_tokens, Dm = (size_t)c->dim, Lm = (size_t)c->n_layers,
+           S = 3 * (size_t)c->image_h * c->image_w, G = Lm * T * Dm;
+    VitGrad gk[3], gr[3];
+    memset(gk, 0, sizeof gk);
+    memset(gr, 0, sizeof gr);
+    VitError err = {0};
+    float *mk = malloc(S * sizeof(float)), *mr = malloc(S * sizeof(float));
+    float *m1 = malloc(S * VIT_EXPLAIN_COUNT * sizeof(float));
+    for (int t = 0; t < 3; t++) {
+        if (!check_err(vit_grad_init(&gk[t], vit, &keep[t], &err), &err, VIT_OK, NULL, NULL,
+                       "vit_grad_init, attention kept") ||
+            !check_err(vit_grad_init(&gr[t], vit, &redo[t], &err), &err, VIT_OK, NULL, NULL,
+                       "vit_grad_init, attention recomputed"))
+            goto done;
+        if (t == 0) {
+            check_err(vit_explain(mk, VIT_EXPLAIN_CHEFER, &keep[t], &gk[t], vit, 0.0f, &err), &err,
+                      VIT_ERR_ARG, NULL, (const char *const[]){"no", "backward", NULL},
+                      "vit_explain before vit_backward");
+            check_err(vit_backward(&gk[t], &keep[t], vit, c->n_classes, VIT_GRAD_ALL, &err), &err,
+                      VIT_ERR_ARG, NULL, (const char *const[]){"class", "out of range", NULL},
+                      "vit_backward, class C");
+            check_err(vit_backward(&gk[t], &redo[t], vit, target, VIT_GRAD_ALL, &err), &err,
+                      VIT_ERR_ARG, NULL, (const char *const[]){"not made for this run", NULL},
+                      "vit_backward, buffers of a kept run on a recomputing one");
+        }
+        if (!check_err(vit_backward(&gk[t], &keep[t], vit, target, VIT_GRAD_ALL, &err), &err,
+                       VIT_OK, NULL, NULL, "vit_backward, kept") ||
+            !check_err(vit_backward(&gr[t], &redo[t], vit, target, VIT_GRAD_ALL, &err), &err,
+                       VIT_OK, NULL, NULL, "vit_backward, recomputed"))
+            goto done;
+        check(gk[t].grad_att && gk[t].grad_att_kept && !gr[t].grad_att && !gr[t].grad_att_kept,
+              "%s: dy/dA kept [L, H, T, T] with the attention, not without", label);
+        check(max_abs(gk[t].grad_input, S) > 0.0 && max_abs(gk[t].lrp_input, S) > 0.0 &&
+                  max_abs(gk[t].grad_tokens, G) > 0.0,
+              "%s: the gradients are not all zero", label);
+        size_t d = n_unequal(gk[t].grad_tokens, gr[t].grad_tokens, G) +
+                   n_unequal(gk[t].grad_input, gr[t].grad_input, S) +
+                   n_unequal(gk[t].lrp_input, gr[t].lrp_input, S) +
+                   n_unequal(gk[t].cam_grad, gr[t].cam_grad, (size_t)c->n_patches * Dm) +
+                   n_unequal(gk[t].legrad, gr[t].legrad, Lm * (size_t)c->n_patches);
+        check(d == 0, "%s, %d thread(s): gradients kept = recomputed (%zu values differ)", label,
+              t + 1, d);
+        for (int m = 0; m < VIT_EXPLAIN_COUNT; m++) {
+            size_t n = vit_explain_pixels((VitExplain)m) ? S / 3 : (size_t)c->n_patches;
+            float ratio = m == VIT_EXPLAIN_GRAD_ROLLOUT ? 0.5f : 0.0f;
+            if (!check_err(vit_explain(mk, (VitExplain)m, &keep[t], &gk[t], vit, ratio, &err), &err,
+                           VIT_OK, NULL, NULL, "vit_explain, kept") ||
+                !check_err(vit_explain(mr, (VitExplain)m, &redo[t], &gr[t], vit, ratio, &err), &err,
+                           VIT_OK, NULL, NULL, "vit_explain, recomputed"))
+                goto done;
+            /* Grad-CAM's ReLU may zero a whole map of random weights (its inputs,
+             * cam_act and cam_grad, are compared above) */
+            check(n_unequal(mk, mr, n) == 0 && (m == VIT_EXPLAIN_GRADCAM || max_abs(mk, n) > 0.0),
+                  "%s, %d thread(s): %s map kept = recomputed, not all zero", label, t + 1,
+                  vit_explain_name((VitExplain)m));
+            if (t == 0)
+                memcpy(m1 + (size_t)m * S, mk, n * sizeof(float));
+            else {
+                double dm = max_diff(m1 + (size_t)m * S, mk, n), am = max_abs(mk, n);
+                check(dm <= 1e-3 * am, "%s: %s map, %d threads vs 1: max diff %.2g of %.2g", label,
+                      vit_explain_name((VitExplain)m), t + 1, dm, am);
+            }
+        }
+    }
+    /* threads: GEMMs split by columns round differently (see test_model) */
+    for (int t = 1; t < 3; t++) {
+        double dg = max_diff(gk[0].grad_tokens, gk[t].grad_tokens, G),
+               ag = max_abs(gk[0].grad_tokens, G),
+               di = max_diff(gk[0].grad_input, gk[t].grad_input, S),
+               ai = max_abs(gk[0].grad_input, S);
+        check(dg <= 1e-3 * ag && di <= 1e-3 * ai,
+              "%s: gradients, %d threads vs 1: tokens %.2g of %.2g, input %.2g of %.2g", label,
+              t + 1, dg, ag, di, ai);
+    }
+done:
+    for (int t = 0; t < 3; t++) vit_grad_free(&gk[t]), vit_grad_free(&gr[t]);
+    free(mk), free(mr), free(m1);
+}
+
 static void test_model(const char *dir, const char *label, int dist, int classes) {
     char path[1100], name[64];
     Model m;
@@ -196,6 +300,17 @@ static void test_model(const char *dir, const char *label, int dist, int classes
         worst = fmax(worst, fabs(s - 1.0));
     }
     check(worst < 1e-5, "%s: every attention row sums to 1 (worst %.2g)", label, worst);
+    if (classes) {
+        test_backward(keep, redo, &vit, label, -1);
+        test_backward(keep, redo, &vit, label, classes - 1);
+    } else {
+        VitGrad g = {0};
+        VitError err = {0};
+        check_err(vit_grad_init(&g, &vit, &keep[0], &err), &err, VIT_ERR_ARG, NULL,
+                  (const char *const[]){"without a classification head", NULL},
+                  "vit_grad_init on a backbone");
+        vit_grad_free(&g);
+    }
 done:
     for (int t = 0; t < 3; t++) {
         vit_run_free(&keep[t]);
