@@ -12,27 +12,9 @@
 /* Set by CMake: the source tree's assets/ and the installed share/vitlens/assets. */
 #ifndef VITLENS_ASSETS_DIR_DEFAULT
 #define VITLENS_ASSETS_DIR_DEFAULT "assets"
-/* The images of the command line, for the slideshow: each argument that is a
- * folder becomes its images (as files_step orders them), any other is kept as
- * it is (a file that cannot be read fails later, with the engine's message).
- * *paths: [*n] malloc'd strings; free with files_free_list. Returns 0, or -1
- * with msg (a folder that cannot be read or holds no image). */
-int files_expand(char ***paths, int *n, const char *const *args, int n_args, char *msg,
-                 size_t msg_bytes);
-void files_free_list(char **paths, int n);
-
 #endif
 #ifndef VITLENS_ASSETS_DIR_INSTALLED
 #define VITLENS_ASSETS_DIR_INSTALLED "/usr/local/share/vitlens/assets"
-/* The images of the command line, for the slideshow: each argument that is a
- * folder becomes its images (as files_step orders them), any other is kept as
- * it is (a file that cannot be read fails later, with the engine's message).
- * *paths: [*n] malloc'd strings; free with files_free_list. Returns 0, or -1
- * with msg (a folder that cannot be read or holds no image). */
-int files_expand(char ***paths, int *n, const char *const *args, int n_args, char *msg,
-                 size_t msg_bytes);
-void files_free_list(char **paths, int n);
-
 #endif
 
 /* The built-in model's weights and its demo folder. Returns 0, or -1 with msg
