@@ -10,6 +10,17 @@ the ground truth the engine's float32 is compared with).
 
     weights = load_safetensors("m.safetensors")       # {name: float64 tensor}
     logits, att = vit_forward(weights, x, n_heads=3)  # x [3, S, S]; att [L, H, T, T]
+
+For the backward pass (test_backward.py) the forward pass takes two optional
+hooks, both absent by default (then it is the plain forward pass above):
+  tap(name, l, t) -> t   sees (and may replace) the intermediate tensors autograd
+                         needs: "norm1" (block l's norm1 output [1, T, D]), "att"
+                         (block l's softmax probabilities [1, H, T, T], what tap
+                         returns is what the block multiplies V with), "tokens"
+                         (block l's output [1, T, D]);
+  ops {name: function}   replaces "layer_norm" (F.layer_norm's signature), "gelu"
+                         (F.gelu's) or "softmax" (scores [.., T] -> probabilities
+                         over the last dim): AttnLRP's rules, planted mistakes.
 """
 import json
 import math
@@ -92,8 +103,29 @@ def resample_abs_pos_embed(posemb, new_size, old_size, num_prefix_tokens, antial
 # --- forward pass ------------------------------------------------------------
 
 
+def no_tap(name, l, t):
+    return t
+
+
+def head_logits(w, x, ln_eps=1e-6, layer_norm=F.layer_norm, out=None):
+    """The final norm and the head on tokens x [1, T, D] (w already in x's dtype):
+    logits [C] of the CLS token, or for a distilled model the mean of head(CLS)
+    and head_dist(dist) (deit.py forward_head at inference); None without head.
+    out, a dict, receives "logits_dist". LeGrad calls this on every block's output."""
+    if "head.weight" not in w:
+        return None
+    x = layer_norm(x, (x.shape[-1],), w["norm.weight"], w["norm.bias"], ln_eps)
+    logits = F.linear(x[:, 0], w["head.weight"], w.get("head.bias"))[0]
+    if "head_dist.weight" in w:
+        logits_dist = F.linear(x[:, 1], w["head_dist.weight"], w.get("head_dist.bias"))[0]
+        if out is not None:
+            out["logits_dist"] = logits_dist
+        logits = (logits + logits_dist) / 2
+    return logits
+
+
 def vit_forward(w, x, n_heads, dtype=torch.float64, ln_eps=1e-6, gelu="none", pos_grid=None,
-                out=None):
+                out=None, tap=no_tap, ops=None):
     """timm VisionTransformer.forward on one image x [3, Sh, Sw] (any size that
     is a multiple of the patch: the position embedding is resampled as
     timm's dynamic_img_size / set_input_size do).
@@ -105,7 +137,11 @@ def vit_forward(w, x, n_heads, dtype=torch.float64, ln_eps=1e-6, gelu="none", po
     Returns (logits [C] or None without head.*, att [L, H, T, T]), as `dtype`;
     out, a dict, also receives "pos" [Npos + N, D] (the position embedding
     added) and "logits_dist". ln_eps and gelu ("none": exact erf, "tanh": the
-    approximation) exist so that the test can show a wrong reference is caught."""
+    approximation) exist so that the test can show a wrong reference is caught.
+    tap and ops: the hooks of the module docstring."""
+    ops = ops or {}
+    layer_norm, act = ops.get("layer_norm", F.layer_norm), ops.get("gelu", F.gelu)
+    softmax = ops.get("softmax", lambda s: s.softmax(dim=-1))
     w = {k: v.to(dtype) for k, v in w.items()}
     x = torch.as_tensor(x).to(dtype)[None]  # [1, 3, Sh, Sw]
     D = w["cls_token"].shape[-1]
@@ -114,7 +150,7 @@ def vit_forward(w, x, n_heads, dtype=torch.float64, ln_eps=1e-6, gelu="none", po
     L = sum(1 for k in w if k.startswith("blocks.") and k.endswith(".norm1.weight"))
 
     def ln(t, name):
-        return F.layer_norm(t, (D,), w[name + ".weight"], w[name + ".bias"], ln_eps)
+        return layer_norm(t, (D,), w[name + ".weight"], w[name + ".bias"], ln_eps)
 
     def linear(t, name):
         return F.linear(t, w[name + ".weight"], w.get(name + ".bias"))
@@ -139,27 +175,21 @@ def vit_forward(w, x, n_heads, dtype=torch.float64, ln_eps=1e-6, gelu="none", po
         b = f"blocks.{l}."
         ls1, ls2 = (w.get(b + k, 1.0) for k in ("ls1.gamma", "ls2.gamma"))  # LayerScale
         # Attention: x = x + ls1(attn(norm1(x)))
-        qkv = linear(ln(x, b + "norm1"), b + "attn.qkv")  # [1, T, 3D]
+        qkv = linear(tap("norm1", l, ln(x, b + "norm1")), b + "attn.qkv")  # [1, T, 3D]
         q, k, v = qkv.reshape(1, T, 3, H, Dh).permute(2, 0, 3, 1, 4)  # 3 x [1, H, T, Dh]
-        a = ((q * Dh**-0.5) @ k.transpose(-2, -1)).softmax(dim=-1)  # [1, H, T, T]
+        a = tap("att", l, softmax((q * Dh**-0.5) @ k.transpose(-2, -1)))  # [1, H, T, T]
         att.append(a[0])
         ctx = (a @ v).transpose(1, 2).reshape(1, T, D)
         x = x + ls1 * linear(ctx, b + "attn.proj")
         # Mlp: x = x + ls2(fc2(gelu(fc1(norm2(x)))))
-        hid = F.gelu(linear(ln(x, b + "norm2"), b + "mlp.fc1"), approximate=gelu)
-        x = x + ls2 * linear(hid, b + "mlp.fc2")
+        hid = act(linear(ln(x, b + "norm2"), b + "mlp.fc1"), approximate=gelu)
+        x = tap("tokens", l, x + ls2 * linear(hid, b + "mlp.fc2"))
 
     # final norm, classify the CLS token (global_pool='token'); distilled: the mean
     # of the CLS and distillation heads (deit.py forward_head, inference)
-    x = ln(x, "norm")
-    logits = linear(x[:, 0], "head")[0] if "head.weight" in w else None
     if out is not None:
         out["pos"] = pos[0]
-    if logits is not None and "head_dist.weight" in w:
-        logits_dist = linear(x[:, 1], "head_dist")[0]
-        if out is not None:
-            out["logits_dist"] = logits_dist
-        logits = (logits + logits_dist) / 2
+    logits = head_logits(w, x, ln_eps, layer_norm, out)
     return logits, torch.stack(att)
 
 

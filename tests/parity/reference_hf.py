@@ -10,6 +10,10 @@ structure of its modules in torch primitives.
 
     w = reference.load_safetensors("model.safetensors")   # transformers names
     logits, att = hf_forward(w, x, n_heads=3, ln_eps=1e-12)
+
+tap and ops are the hooks of reference.py's vit_forward, with the same names
+("norm1" is layernorm_before's output, "tokens" a ViTLayer's output); absent by
+default.
 """
 import math
 
@@ -42,7 +46,35 @@ def interpolate_pos_encoding(pos, n_prefix, new_h, new_w):
     return torch.cat([pos[:, :n_prefix], grid], dim=1)
 
 
-def hf_forward(w, x, n_heads, ln_eps=1e-12, dtype=torch.float64, out=None):
+def no_tap(name, l, t):
+    return t
+
+
+def hf_head_logits(w, h, ln_eps=1e-12, layer_norm=F.layer_norm, out=None):
+    """The final layernorm and the classifier(s) on hidden states h [1, T, D] (w
+    already in h's dtype): classifier(CLS) (ViTForImageClassification,
+    DeiTForImageClassification), the mean of cls_classifier(CLS) and
+    distillation_classifier(dist) (DeiT ...WithTeacher), None for a bare ViTModel.
+    out, a dict, receives "logits_dist"."""
+    p = hf_prefix(w)
+    if "cls_classifier.weight" not in w and "classifier.weight" not in w:
+        return None
+    h = layer_norm(h, (h.shape[-1],), w[p + "layernorm.weight"], w[p + "layernorm.bias"],
+                   eps=ln_eps)
+
+    def dense(t, name):
+        return F.linear(t, w[name + ".weight"], w.get(name + ".bias"))
+
+    if "cls_classifier.weight" in w:  # DeiTForImageClassificationWithTeacher
+        cls_logits = dense(h[:, 0], "cls_classifier")[0]
+        dist_logits = dense(h[:, 1], "distillation_classifier")[0]
+        if out is not None:
+            out["logits_dist"] = dist_logits
+        return (cls_logits + dist_logits) / 2
+    return dense(h[:, 0], "classifier")[0]
+
+
+def hf_forward(w, x, n_heads, ln_eps=1e-12, dtype=torch.float64, out=None, tap=no_tap, ops=None):
     """One image x [3, Sh, Sw] through the transformers model whose state dict is w.
 
     Returns (logits [C] or None for a bare ViTModel, att [L, H, T, T]) as dtype.
@@ -50,7 +82,11 @@ def hf_forward(w, x, n_heads, ln_eps=1e-12, dtype=torch.float64, out=None):
     DeiTForImageClassification (which ignores its distillation token), the mean of
     cls_classifier and distillation_classifier for DeiT ...WithTeacher.
     An input size other than the config's is run with interpolate_pos_encoding=True.
-    out, a dict, receives "pos" [Np + N, D] (the position embedding added)."""
+    out, a dict, receives "pos" [Np + N, D] (the position embedding added).
+    tap and ops: the hooks of the module docstring."""
+    ops = ops or {}
+    layer_norm, act = ops.get("layer_norm", F.layer_norm), ops.get("gelu", F.gelu)
+    softmax = ops.get("softmax", lambda s: torch.softmax(s, dim=-1))
     w = {k: v.to(dtype) for k, v in w.items()}
     p = hf_prefix(w)
     emb = p + "embeddings."
@@ -63,7 +99,7 @@ def hf_forward(w, x, n_heads, ln_eps=1e-12, dtype=torch.float64, out=None):
             k.endswith(".layernorm_before.weight"))
 
     def ln(t, name):
-        return F.layer_norm(t, (D,), w[name + ".weight"], w[name + ".bias"], eps=ln_eps)
+        return layer_norm(t, (D,), w[name + ".weight"], w[name + ".bias"], eps=ln_eps)
 
     def dense(t, name):
         return F.linear(t, w[name + ".weight"], w.get(name + ".bias"))
@@ -85,7 +121,7 @@ def hf_forward(w, x, n_heads, ln_eps=1e-12, dtype=torch.float64, out=None):
     for l in range(L):
         b = f"{p}encoder.layer.{l}."
         # ViTLayer: attention on layernorm_before(hidden_states), first residual
-        s = ln(h, b + "layernorm_before")
+        s = tap("norm1", l, ln(h, b + "layernorm_before"))
 
         def heads(t):  # transpose_for_scores: [1, T, D] -> [1, H, T, Dh]
             return t.view(1, T, H, Dh).permute(0, 2, 1, 3)
@@ -94,25 +130,14 @@ def hf_forward(w, x, n_heads, ln_eps=1e-12, dtype=torch.float64, out=None):
         k = heads(dense(s, b + "attention.attention.key"))
         v = heads(dense(s, b + "attention.attention.value"))
         # eager_attention_forward: softmax(matmul(q, k^T) * scaling)
-        a = torch.softmax(torch.matmul(q, k.transpose(-1, -2)) * Dh**-0.5, dim=-1)
+        a = tap("att", l, softmax(torch.matmul(q, k.transpose(-1, -2)) * Dh**-0.5))
         att.append(a[0])
         ctx = torch.matmul(a, v).transpose(1, 2).reshape(1, T, D)
         h = dense(ctx, b + "attention.output.dense") + h
         # layernorm_after, ViTIntermediate (dense + gelu), ViTOutput (dense + residual)
-        m = F.gelu(dense(ln(h, b + "layernorm_after"), b + "intermediate.dense"))
-        h = dense(m, b + "output.dense") + h
-    h = ln(h, p + "layernorm")
+        m = act(dense(ln(h, b + "layernorm_after"), b + "intermediate.dense"))
+        h = tap("tokens", l, dense(m, b + "output.dense") + h)
 
     if out is not None:
         out["pos"] = pos[0]
-    if "cls_classifier.weight" in w:  # DeiTForImageClassificationWithTeacher
-        cls_logits = dense(h[:, 0], "cls_classifier")[0]
-        dist_logits = dense(h[:, 1], "distillation_classifier")[0]
-        if out is not None:
-            out["logits_dist"] = dist_logits
-        logits = (cls_logits + dist_logits) / 2
-    elif "classifier.weight" in w:
-        logits = dense(h[:, 0], "classifier")[0]
-    else:
-        logits = None
-    return logits, torch.stack(att)
+    return hf_head_logits(w, h, ln_eps, layer_norm, out), torch.stack(att)
