@@ -1,7 +1,8 @@
 /* bench_forward.c - time the engine's stages on one model.
  *
  *   bench_forward --model M.safetensors [--image PHOTO] [--iters N] [--warmup W]
- *                 [--threads K] [--att auto|keep|recompute] [--maps OUT] [--serve]
+ *                 [--threads K] [--att auto|keep|recompute] [--maps OUT] [--backward]
+ *                 [--serve]
  *
  * Prints one line per stage, "stage <name> median_ms <x> min_ms <y> max_ms <z> iters <n>":
  *   load        vit_load (mmap + validation + NaN/Inf scan + F16/BF16 conversion)
@@ -11,6 +12,13 @@
  *   rollout     vit_rollout at the last layer, mean fusion, discard 0
  * then "memory peak_rss_mb <r> weights_mb <w>": the process's peak resident set
  * (getrusage) and the weights file's size.
+ * --backward (a model with a head): vit_grad_init after vit_run_init (its buffers are
+ * not touched before the first backward pass), "grad_buffers_mb <b>" (their size),
+ * the forward stage, "memory_forward peak_rss_mb <r> weights_mb <w>", then instead of
+ * the GEMM floor and the rollout, on that one forward pass:
+ *   backward    vit_backward(VIT_GRAD_EXACT) for the top-1 class: the true gradients
+ *   (memory)    the peak resident set so far: forward + vit_grad_init + vit_backward
+ *   lrp         vit_backward(VIT_GRAD_LRP) for the top-1 class: AttnLRP's pass alone
  * Without --image the input is a fixed pseudo-random tensor (the time does not
  * depend on the pixels).
  *
@@ -19,6 +27,10 @@
  *   forward N   ->  "forward <ms> ... <ms> cpu <c>"   N timed vit_forward calls; c: the
  *                   mean CPU time per call of the whole process (all threads), ms
  *   gemm N      ->  "gemm <ms> ... <ms> cpu <c>"      the same for vit_forward_gemms
+ *   fwdbwd N    ->  the same for vit_forward + vit_backward(VIT_GRAD_EXACT, top-1 class)
+ *   backward N  ->  vit_backward(VIT_GRAD_EXACT, top-1) alone, after one untimed forward
+ *   lrp N       ->  vit_backward(VIT_GRAD_LRP, top-1) alone, after one untimed forward
+ *                   (the last three only with --backward: vit_grad_init at start)
  *   memory      ->  "memory peak_rss_mb <r> weights_mb <w>"
  *   quit (or end of input)
  * --maps OUT: instead of the GEMM floor and the rollout stage, time and write a set of
@@ -66,25 +78,40 @@ static void report(const char *stage, double *ms, int n) {
            ms[0], ms[n - 1], n);
 }
 
-static void report_memory(const char *model) {
+static void report_memory(const char *line, const char *model) {
     struct rusage ru;
     struct stat st;
     getrusage(RUSAGE_SELF, &ru);
     double weights_mb = stat(model, &st) ? 0.0 : st.st_size / 1048576.0;
-    printf("memory peak_rss_mb %.1f weights_mb %.1f\n", ru.ru_maxrss / 1024.0, weights_mb);
+    printf("%s peak_rss_mb %.1f weights_mb %.1f\n", line, ru.ru_maxrss / 1024.0, weights_mb);
 }
 
-/* n timed calls of vit_forward (gemm_only 0) or vit_forward_gemms into ms[n];
- * returns the mean CPU time per call, ms. */
-static double time_forward(double *ms, int n, VitRun *run, const Vit *vit, int gemm_only) {
+/* What time_calls times. */
+typedef enum { CALL_FORWARD, CALL_GEMM, CALL_FWDBWD, CALL_BACKWARD, CALL_LRP } Call;
+
+/* n timed calls of `what` into ms[n]; returns the mean CPU time per call, ms, or -1
+ * when vit_backward failed (err). g: NULL unless what is one of the backward calls.
+ * The backward alone runs on one untimed forward pass made first (the GEMM floor
+ * leaves garbage behind; vit_backward only reads the run). */
+static double time_calls(double *ms, int n, Call what, VitRun *run, const Vit *vit, VitGrad *g,
+                         VitError *err) {
+    if (what == CALL_BACKWARD || what == CALL_LRP) vit_forward(run, vit);
     double c0 = cpu_ms();
     for (int i = 0; i < n; i++) {
         double t0 = now_ms();
-        if (gemm_only)
-            vit_forward_gemms(run, vit);
-        else
+        VitStatus st = VIT_OK;
+        switch (what) {
+        case CALL_FORWARD: vit_forward(run, vit); break;
+        case CALL_GEMM: vit_forward_gemms(run, vit); break;
+        case CALL_FWDBWD:
             vit_forward(run, vit);
+            st = vit_backward(g, run, vit, -1, VIT_GRAD_EXACT, err);
+            break;
+        case CALL_BACKWARD: st = vit_backward(g, run, vit, -1, VIT_GRAD_EXACT, err); break;
+        case CALL_LRP: st = vit_backward(g, run, vit, -1, VIT_GRAD_LRP, err); break;
+        }
         ms[i] = now_ms() - t0;
+        if (st) return -1.0;
     }
     return (cpu_ms() - c0) / n;
 }
@@ -139,22 +166,31 @@ out:
     return rc;
 }
 
-/* The --serve loop; 0 on quit or end of input. */
-static int serve(VitRun *run, const Vit *vit, const char *model) {
+/* The --serve loop (g: NULL without --backward); 0 on quit or end of input. */
+static int serve(VitRun *run, const Vit *vit, VitGrad *g, const char *model) {
+    static const char *const names[] = {"forward", "gemm", "fwdbwd", "backward", "lrp"};
     char line[256];
     double *ms = NULL;
     while (fgets(line, sizeof line, stdin)) {
         char cmd[32];
-        int n = 0;
+        int n = 0, what = -1;
         if (sscanf(line, "%31s %d", cmd, &n) < 1) continue;
         if (!strcmp(cmd, "quit")) break;
+        for (int i = 0; i < (g ? 5 : 2); i++)
+            if (!strcmp(cmd, names[i])) what = i;
         if (!strcmp(cmd, "memory")) {
-            report_memory(model);
-        } else if ((!strcmp(cmd, "forward") || !strcmp(cmd, "gemm")) && n > 0 && n <= 100000) {
+            report_memory("memory", model);
+        } else if (what >= 0 && n > 0 && n <= 100000) {
             double *grown = realloc(ms, (size_t)n * sizeof *ms);
             if (!grown) break;
             ms = grown;
-            double cpu = time_forward(ms, n, run, vit, !strcmp(cmd, "gemm"));
+            VitError err;
+            double cpu = time_calls(ms, n, (Call)what, run, vit, g, &err);
+            if (cpu < 0) {
+                printf("error %s: %s\n", cmd, err.msg);
+                fflush(stdout);
+                continue;
+            }
             printf("%s", cmd);
             for (int i = 0; i < n; i++) printf(" %.3f", ms[i]);
             printf(" cpu %.3f\n", cpu);
@@ -170,7 +206,7 @@ static int serve(VitRun *run, const Vit *vit, const char *model) {
 int main(int argc, char **argv) {
     const char *model = NULL, *image = NULL;
     const char *maps_out = NULL;
-    int iters = 20, warmup = 3, serve_mode = 0;
+    int iters = 20, warmup = 3, serve_mode = 0, backward = 0;
     VitRunOptions ropt = {0};
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--model") && i + 1 < argc)
@@ -193,10 +229,12 @@ int main(int argc, char **argv) {
             maps_out = argv[++i];
         else if (!strcmp(argv[i], "--serve"))
             serve_mode = 1;
+        else if (!strcmp(argv[i], "--backward"))
+            backward = 1;
         else {
             fprintf(stderr,
                     "usage: %s --model M [--image PHOTO] [--iters N] [--warmup W] [--threads K] "
-                    "[--att auto|keep|recompute] [--maps OUT] [--serve]\n",
+                    "[--att auto|keep|recompute] [--maps OUT] [--backward] [--serve]\n",
                     argv[0]);
             return 2;
         }
@@ -208,6 +246,7 @@ int main(int argc, char **argv) {
 
     Vit vit = {0};
     VitRun run = {0};
+    VitGrad grad = {0};
     VitImage img = {0};
     VitError err;
     float *map = NULL;
@@ -236,8 +275,12 @@ int main(int argc, char **argv) {
         seed = seed * 1664525u + 1013904223u;
         run.input[i] = (float)(seed >> 8) / (float)(1u << 24) * 4.0f - 2.0f;
     }
+    if (backward) {
+        if (vit_grad_init(&grad, &vit, &run, &err)) goto fail_err;
+        printf("grad_buffers_mb %.1f\n", grad.mem_floats * sizeof(float) / 1048576.0);
+    }
     if (serve_mode) {
-        rc = serve(&run, &vit, model);
+        rc = serve(&run, &vit, backward ? &grad : NULL, model);
         goto done;
     }
 
@@ -252,16 +295,32 @@ int main(int argc, char **argv) {
     }
 
     for (int i = 0; i < warmup; i++) vit_forward(&run, &vit);
-    double cpu = time_forward(ms, iters, &run, &vit, 0);
+    double cpu = time_calls(ms, iters, CALL_FORWARD, &run, &vit, NULL, &err);
     report("forward", ms, iters);
     printf("cpu   forward    mean_ms %9.3f (all threads)\n", cpu);
+    if (backward) {
+        static const char *const names[] = {"backward", "lrp"};
+        report_memory("memory_forward", model);
+        for (int k = 0; k < 2; k++) {
+            Call what = k ? CALL_LRP : CALL_BACKWARD;
+            for (int i = 0; i < warmup; i++)
+                if (vit_backward(&grad, &run, &vit, -1, k ? VIT_GRAD_LRP : VIT_GRAD_EXACT, &err))
+                    goto fail_err;
+            if ((cpu = time_calls(ms, iters, what, &run, &vit, &grad, &err)) < 0) goto fail_err;
+            report(names[k], ms, iters);
+            printf("cpu   %-10s mean_ms %9.3f (all threads)\n", names[k], cpu);
+            if (!k) report_memory("memory", model); /* forward + vit_grad_init + vit_backward */
+        }
+        rc = 0;
+        goto done;
+    }
     if (maps_out) {
         rc = write_maps(maps_out, ms, iters, &run, &err);
-        if (rc == 0) report_memory(model);
+        if (rc == 0) report_memory("memory", model);
         if (rc == 1) goto fail_err;
         goto done;
     }
-    cpu = time_forward(ms, iters, &run, &vit, 1);
+    cpu = time_calls(ms, iters, CALL_GEMM, &run, &vit, NULL, &err);
     report("gemm", ms, iters);
     printf("cpu   gemm       mean_ms %9.3f (all threads)\n", cpu);
 
@@ -274,7 +333,7 @@ int main(int argc, char **argv) {
         ms[i] = now_ms() - t0;
     }
     report("rollout", ms, iters);
-    report_memory(model);
+    report_memory("memory", model);
     rc = 0;
     goto done;
 
@@ -287,6 +346,7 @@ done:
     free(map);
     free(ms);
     vit_image_free(&img);
+    vit_grad_free(&grad);
     vit_run_free(&run);
     vit_free(&vit);
     return rc;

@@ -3,7 +3,7 @@
 
   /usr/bin/python3 bench/compare.py --bench build-bench/bench/bench_forward \\
       --weights build-bench/weights [--models a,b] [--threads 1,2] [--rounds 6] [--per-round 5]
-      [--large]
+      [--large] [--backward | --backward-only]
 
 For each model and thread count it starts two servers on the same checkpoint, the
 engine (bench_forward --serve) and PyTorch (torch_forward.py), and asks them in
@@ -30,6 +30,18 @@ starts.
 on first use): bench_forward run once keeping the attention (2.9 GB) and once with the
 default, which recomputes it from the kept queries and keys; each run's peak resident
 memory, and the maps the two wrote (bench_forward --maps) compared byte for byte.
+
+--backward adds, after the forward tables, the backward pass (--backward-only: it
+alone). The same servers and turns, the engine with bench_forward --backward: its
+forward pass, forward + vit_backward(VIT_GRAD_EXACT) for the top-1 class, that
+backward alone and AttnLRP's pass alone (VIT_GRAD_LRP), against PyTorch's forward
+("attn" above) and its forward + logits[c].backward() of the same explicit-attention
+model, the input requiring grad and the weights not (no weight gradients on either
+side). It prints the ratios engine / PyTorch of forward + backward, the engine's
+backward / its own forward, and both processes' peak resident memory. With --large:
+a DINOv2-L/14-sized model at 518 px with a 1000-class head, the attention recomputed
+(VIT_ATT_RECOMPUTE), one forward + vit_grad_init + vit_backward: its peak resident
+memory against 2 GB, and the times of that one run.
 """
 import argparse
 import ctypes
@@ -113,16 +125,23 @@ def load_line():
             + (", ".join(busy[:6]) or "nothing else"))
 
 
-def run_config(args, model, threads):
+FORWARD_TURNS = [("vitlens forward", "eng", "forward"), ("vitlens GEMMs", "eng", "gemm"),
+                 ("torch attention", "tor", "attn"), ("torch fused", "tor", "fused")]
+BACKWARD_TURNS = [("vitlens forward", "eng", "forward"), ("vitlens fwd+bwd", "eng", "fwdbwd"),
+                  ("vitlens backward", "eng", "backward"), ("vitlens LRP pass", "eng", "lrp"),
+                  ("torch forward", "tor", "attn"), ("torch fwd+bwd", "tor", "fwdbwd")]
+
+
+def run_config(args, model, threads, turn_spec=FORWARD_TURNS, eng_args=()):
     env = dict(os.environ, OPENBLAS_NUM_THREADS=str(threads), OMP_NUM_THREADS=str(threads),
                OMP_WAIT_POLICY="PASSIVE")
     path = Path(args.weights) / f"{model}.safetensors"
-    eng = Server([args.bench, "--model", str(path), "--threads", str(threads), "--serve"], env)
+    eng = Server([args.bench, "--model", str(path), "--threads", str(threads), "--serve",
+                  *eng_args], env)
     tor = Server([sys.executable, str(HERE / "torch_forward.py"), "--model", str(path),
                   "--threads", str(threads)], env)
     try:
-        turns = [("vitlens forward", eng, "forward"), ("vitlens GEMMs", eng, "gemm"),
-                 ("torch attention", tor, "attn"), ("torch fused", tor, "fused")]
+        turns = [(name, eng if side == "eng" else tor, cmd) for name, side, cmd in turn_spec]
         times = {name: [] for name, _, _ in turns}
         cpus = {name: [] for name, _, _ in turns}  # CPU ms per run, one value per turn
         for name, srv, cmd in turns:  # warm-up: page faults, thread start, packing buffers
@@ -144,6 +163,7 @@ def run_config(args, model, threads):
 
 
 LARGE = "vit_large_patch14_dinov2_518"
+LARGE_HEAD = "vit_large_patch14_518_head"  # the same with a head, for the backward pass
 LARGE_LIMIT_MB = 2048  # the issue's target: explorable within 2 GB resident
 
 
@@ -185,6 +205,60 @@ def run_large(args, threads):
     return rows, same
 
 
+def run_large_backward(args, threads):
+    """The DINOv2-L/14-sized model at 518 px with a head, the attention recomputed: one
+    forward pass, vit_grad_init, one vit_backward (exact; peak RSS measured here), one
+    AttnLRP pass. Returns bench_forward's figures."""
+    sys.path.insert(0, str(HERE))
+    import make_weights  # noqa: E402
+    path = make_weights.make(args.weights, LARGE_HEAD)
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1")
+    p = subprocess.run([args.bench, "--model", str(path), "--threads", str(threads), "--iters",
+                        "1", "--warmup", "0", "--att", "recompute", "--backward"],
+                       capture_output=True, text=True, env=env)
+    if p.returncode != 0:
+        raise RuntimeError(f"bench_forward --backward: {p.stderr.strip()}")
+    got = {}
+    for line in p.stdout.splitlines():
+        w = line.split()
+        if w[:1] == ["stage"]:
+            got[w[1]] = float(w[3])
+        elif w[:1] == ["memory"]:
+            got["rss"], got["weights"] = float(w[2]), float(w[4])
+        elif w[:1] == ["memory_forward"]:
+            got["rss_forward"] = float(w[2])
+        elif w[:1] == ["grad_buffers_mb"]:
+            got["grad_mb"] = float(w[1])
+    print(f"  --att recompute  forward {got['forward']:7.0f} ms  backward {got['backward']:7.0f} ms"
+          f"  LRP pass {got['lrp']:7.0f} ms\n  peak RSS after the forward pass "
+          f"{got['rss_forward']:6.0f} MB, after the backward {got['rss']:6.0f} MB (weights "
+          f"{got['weights']:.0f} MB; vit_grad_init's buffers {got['grad_mb']:.0f} MB)", flush=True)
+    return got
+
+
+def print_backward(model, threads, header, times, cpus, rss, weights, tor_rss):
+    """One configuration's backward figures; returns its summary row."""
+    print(f"\n{model}, {threads} thread{'s' if threads > 1 else ''}, backward  "
+          f"({' '.join(header[0].split()[2:]) if header else ''})")
+    for name, ms in times.items():
+        med, lo, hi = stats(ms)
+        print(f"  {name:<17} median {med:8.2f}  min {lo:8.2f}  max {hi:8.2f}  "
+              f"({len(ms)} runs)   cpu/run median {statistics.median(cpus[name]):8.2f}")
+    f, fb, b, lrp, tf, tfb = (stats(times[k]) for k in (
+        "vitlens forward", "vitlens fwd+bwd", "vitlens backward", "vitlens LRP pass",
+        "torch forward", "torch fwd+bwd"))
+    print(f"  ratio vitlens / torch, forward + backward  median {fb[0] / tfb[0]:.2f}  "
+          f"min {fb[1] / tfb[1]:.2f}   (forward alone {f[0] / tf[0]:.2f})")
+    print(f"  ratio vitlens backward / its forward       median {b[0] / f[0]:.2f}  "
+          f"min {b[1] / f[1]:.2f}   (LRP pass {lrp[0] / f[0]:.2f})")
+    ce, ct = (statistics.median(cpus[k]) for k in ("vitlens fwd+bwd", "torch fwd+bwd"))
+    print(f"  ratio of CPU time per run, forward + backward, vitlens / torch  {ce / ct:.2f}")
+    print(f"  peak resident memory  vitlens {rss:.0f} MB (weights file {weights:.0f} MB, "
+          f"+{rss - weights:.0f} MB)   torch {tor_rss:.0f} MB", flush=True)
+    return (model, threads, f[0], fb[0], tfb[0], fb[0] / tfb[0], fb[1] / tfb[1], b[0], b[0] / f[0],
+            lrp[0], rss, tor_rss)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--bench", required=True, help="bench_forward")
@@ -197,7 +271,15 @@ def main():
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--large", action="store_true",
                     help=f"also {LARGE} (T = 1370): memory with the attention kept vs recomputed")
+    ap.add_argument("--backward", action="store_true",
+                    help="also the backward pass: engine forward + vit_backward against PyTorch's "
+                    "forward + backward()")
+    ap.add_argument("--backward-only", action="store_true",
+                    help="the backward pass alone (no forward table, no GEMM floor)")
     a = ap.parse_args()
+    forward, backward = not a.backward_only, a.backward or a.backward_only
+    models = [m for m in a.models.split(",") if m]
+    thread_counts = list(map(int, a.threads.split(",")))
     for line in machine():
         print(line)
     print(f"runs     {a.rounds} rounds x {a.per_round} per side, in turns, after {a.warmup} "
@@ -205,8 +287,8 @@ def main():
     print(f"start    {load_line()}", flush=True)
 
     summary = []
-    for model in [m for m in a.models.split(",") if m]:
-        for threads in map(int, a.threads.split(",")):
+    for model in models if forward else []:
+        for threads in thread_counts:
             header, times, cpus, rss, weights, tor_rss = run_config(a, model, threads)
             print(f"\n{model}, {threads} thread{'s' if threads > 1 else ''}  "
                   f"({' '.join(header[0].split()[2:]) if header else ''})")
@@ -228,20 +310,46 @@ def main():
             summary.append((model, threads, e[0], t[0], e[0] / t[0], e[1] / t[1], g[0],
                             e[0] / g[0], rss - weights))
 
-    large = None
-    if a.large:
-        threads = max(map(int, a.threads.split(",")))
+    bsummary = []
+    for model in models if backward else []:
+        for threads in thread_counts:
+            got = run_config(a, model, threads, BACKWARD_TURNS, ["--backward"])
+            bsummary.append(print_backward(model, threads, *got))
+
+    large = large_bwd = None
+    threads = max(thread_counts)
+    if a.large and forward:
         print(f"\n{LARGE}, {threads} threads (width 1024, 24 layers, 16 heads, 518 px: T = 1370)")
         large = run_large(a, threads)
+    if a.large and backward:
+        print(f"\n{LARGE_HEAD}, {threads} threads, backward (the same with a 1000-class head)")
+        large_bwd = run_large_backward(a, threads)
 
     print(f"\nend      {load_line()}")
-    print("\nsummary (medians; ratio min: of the minima)    targets: vitlens/torch <= 0.80, "
-          "vitlens/GEMM <= 1.10 (ViT-B), RSS - weights <= 100 MB (ViT-B)")
-    print(f"{'model':<26} thr  vitlens ms  torch ms  vitlens/torch (min)  GEMM ms  "
-          f"vitlens/GEMM  RSS-weights MB")
+    if summary:
+        print("\nsummary (medians; ratio min: of the minima)    targets: vitlens/torch <= 0.80, "
+              "vitlens/GEMM <= 1.10 (ViT-B), RSS - weights <= 100 MB (ViT-B)")
+        print(f"{'model':<26} thr  vitlens ms  torch ms  vitlens/torch (min)  GEMM ms  "
+              f"vitlens/GEMM  RSS-weights MB")
     for m, th, e, t, r, rmin, g, rg, extra in summary:
         print(f"{m:<26} {th:>3}  {e:10.2f}  {t:8.2f}  {r:9.2f} ({rmin:4.2f})    {g:7.2f}  "
               f"{rg:12.2f}  {extra:14.0f}")
+    if bsummary:
+        print("\nbackward summary (medians; ratio min: of the minima)    targets: fwd+bwd "
+              "vitlens/torch <= 0.80, vitlens bwd/fwd <= 2.0")
+        print(f"{'model':<26} thr  fwd ms  fwd+bwd ms  torch fwd+bwd ms  ratio (min)    "
+              f"bwd ms  bwd/fwd  LRP ms  RSS MB  torch RSS MB")
+    for m, th, f, fb, tfb, r, rmin, b, rb, lrp, rss, trss in bsummary:
+        print(f"{m:<26} {th:>3}  {f:6.1f}  {fb:10.1f}  {tfb:16.1f}  {r:5.2f} ({rmin:4.2f})  "
+              f"{b:8.1f}  {rb:7.2f}  {lrp:6.1f}  {rss:6.0f}  {trss:12.0f}")
+    if large_bwd:
+        ok = large_bwd["rss"] <= LARGE_LIMIT_MB
+        print(f"\n{LARGE_HEAD}, attention recomputed: peak RSS of forward + vit_grad_init + "
+              f"vit_backward {large_bwd['rss']:.0f} MB (weights {large_bwd['weights']:.0f}), "
+              f"target <= {LARGE_LIMIT_MB}: {'met' if ok else 'NOT met'} (forward alone "
+              f"{large_bwd['rss_forward']:.0f} MB); forward "
+              f"{large_bwd['forward']:.0f} ms, backward {large_bwd['backward']:.0f} ms, LRP pass "
+              f"{large_bwd['lrp']:.0f} ms (one run each)")
     if large:
         rows, same = large
         print(f"\n{LARGE}: peak RSS (MB) with the attention kept / recomputed, target <= "

@@ -24,6 +24,8 @@ MODELS = {
     "vit_base_patch16_224": dict(P=16, S=224, D=768, L=12, F=3072, C=1000),
     # DINOv2 ViT-L/14 at its 518 px (37 x 37 patches, T = 1370): LayerScale, no head
     "vit_large_patch14_dinov2_518": dict(P=14, S=518, D=1024, L=24, F=4096, C=0, ls=True),
+    # the same with a 1000-class head: the backward pass needs a logit to differentiate
+    "vit_large_patch14_518_head": dict(P=14, S=518, D=1024, L=24, F=4096, C=1000, ls=True),
 }
 
 

@@ -2,6 +2,9 @@
 # The engine against PyTorch on the same CPU, in one run (see bench/compare.py):
 #   bench/run.sh [compare.py options]      e.g. --models vit_base_patch16_224 --threads 2
 #   bench/run.sh --large                   also the DINOv2-L/14-sized model at 518 px (memory)
+#   bench/run.sh --backward                also the backward pass: engine forward + vit_backward
+#                                          against PyTorch's forward + backward() (--backward-only:
+#                                          that alone; with --large: the large model's memory)
 # Builds build-bench/ (Release, the default flags: no -march=native), writes random-weight
 # checkpoints of the exact shapes of DeiT-Tiny/16, DeiT-Small/16 and ViT-Base/16 at 224 px
 # once into build-bench/weights/ (440 MB), then times the engine's forward pass, its GEMMs

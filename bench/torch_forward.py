@@ -13,6 +13,11 @@ stdin and answers each with one line, as bench_forward --serve does:
   fused N   ->  "fused <ms> ... cpu <c>"  torchvision's VisionTransformer on the same
                 weights (fused nn.MultiheadAttention, nothing kept): PyTorch's fast
                 path, for information; "fused none" for models without a head
+  fwdbwd N  ->  "fwdbwd <ms> ... cpu <c>"  the forward of "attn" with autograd on, the
+                input requiring grad and the weights not (requires_grad False: no
+                weight gradients, as vitlens computes none), then logits[c].backward()
+                for c the top-1 class: what vit_forward + vit_backward(VIT_GRAD_EXACT)
+                compute; "fwdbwd none" for models without a head
   memory    ->  "memory peak_rss_mb <r>"
   quit (or end of input)
 The input is a fixed random [3, S, S] tensor: the time does not depend on the pixels.
@@ -54,30 +59,46 @@ def main():
     Np = 1 + sum(w[k].shape[1] for k in ("dist_token", "reg_token") if k in w)
     npos, gh, gw = reference.pos_layout(w, Np)
     x = torch.randn(3, gh * P, gw * P, generator=torch.Generator().manual_seed(0))
-    fns = {"attn": lambda: reference.vit_forward(w, x, heads, dtype=torch.float32)}
+    assert not any(t.requires_grad for t in w.values())  # no weight gradients
+
+    def inference(fn):
+        def run():
+            with torch.inference_mode():
+                fn()
+        return run
+
+    xg = x.clone().requires_grad_(True)
+
+    def fwdbwd():
+        xg.grad = None
+        logits, _ = reference.vit_forward(w, xg, heads, dtype=torch.float32)
+        logits[int(logits.argmax())].backward()
+
+    fns = {"attn": inference(lambda: reference.vit_forward(w, x, heads, dtype=torch.float32))}
     if "head.weight" in w and npos == 1 and gh == gw:  # torchvision: CLS token only, square
         tv = reference.torchvision_vit(w, heads).float()
-        fns["fused"] = lambda: tv(x[None])
+        fns["fused"] = inference(lambda: tv(x[None]))
+    if "head.weight" in w:
+        fns["fwdbwd"] = fwdbwd
 
-    with torch.inference_mode():
-        for line in sys.stdin:
-            words = line.split()
-            if not words:
+    for line in sys.stdin:
+        words = line.split()
+        if not words:
+            continue
+        if words[0] == "quit":
+            break
+        if words[0] == "memory":
+            rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+            print(f"memory peak_rss_mb {rss:.1f}", flush=True)
+        elif words[0] in ("attn", "fused", "fwdbwd") and len(words) == 2:
+            fn = fns.get(words[0])
+            if not fn:
+                print(words[0], "none", flush=True)
                 continue
-            if words[0] == "quit":
-                break
-            if words[0] == "memory":
-                rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-                print(f"memory peak_rss_mb {rss:.1f}", flush=True)
-            elif words[0] in ("attn", "fused") and len(words) == 2:
-                fn = fns.get(words[0])
-                if not fn:
-                    print(words[0], "none", flush=True)
-                    continue
-                ms, cpu = timed(fn, int(words[1]))
-                print(words[0], " ".join(f"{t:.3f}" for t in ms), "cpu", f"{cpu:.3f}", flush=True)
-            else:
-                print(f"error unknown command: {line.strip()}", flush=True)
+            ms, cpu = timed(fn, int(words[1]))
+            print(words[0], " ".join(f"{t:.3f}" for t in ms), "cpu", f"{cpu:.3f}", flush=True)
+        else:
+            print(f"error unknown command: {line.strip()}", flush=True)
 
 
 if __name__ == "__main__":
