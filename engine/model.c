@@ -28,12 +28,25 @@
 
 /* --- loading context ------------------------------------------------------- */
 
+/* What config.json says (parse_config). */
+typedef struct {
+    int n_heads, image_h, image_w;
+    int crop_mode; /* 0: absent, else VitCropMode + 1 */
+    float ln_eps, crop_pct, mean[3], std[3];
+    int has_eps, has_crop, has_mean, has_std;
+    cJSON *labels; /* array of strings, or object "0": "name" (detached copy) */
+} CfgValues;
+
 typedef struct {
     Vit *vit;
     StFile st;
     const char *fname; /* basename for messages */
     VitError *err;
     size_t owned_used;
+    /* config.json (read_config) */
+    CfgValues cv;
+    const char *cfg_file; /* the config read, or NULL */
+    char cfg_path[1100];  /* the default one: config.json beside the weights */
     /* tensor names (detect_naming) */
     VitNaming naming;
     const char *const *names; /* [N_SLOTS] printf formats */
@@ -42,6 +55,19 @@ typedef struct {
     int teacher;              /* transformers' DeiT with a distillation head */
     char name[160];           /* the last slot_name */
 } Loader;
+
+/* The architecture read from the tensor shapes (vit_load's infer_* steps), in
+ * vit.h's symbols; int64_t as the header's shapes are, until checked. */
+typedef struct {
+    int64_t D, R, F;  /* width, register tokens, MLP width */
+    int has_dist, Np; /* distillation token; prefix tokens Np = 1 + has_dist + R */
+    int P;            /* patch px */
+    int64_t Tp;       /* rows of the position embedding: Npos + gh0*gw0 */
+    int Npos;         /* prefix tokens with a position embedding: Np or 0 */
+    int64_t gh0, gw0; /* the training grid, the position embedding's */
+    int64_t gh, gw;   /* the input grid */
+    int L, H;         /* blocks, heads */
+} Arch;
 
 static float half_to_float(uint16_t h) {
     uint32_t sign = (uint32_t)(h >> 15) << 31, exp = (h >> 10) & 0x1f, man = h & 0x3ff, bits;
@@ -284,14 +310,6 @@ static const char *cfg_expected(const char *key) {
     if (strstr(key, "std")) return "3 numbers in (0, 10]";
     return "an array of class names or an object {\"0\": name, ...}"; /* label_names, id2label */
 }
-
-typedef struct {
-    int n_heads, image_h, image_w;
-    int crop_mode; /* 0: absent, else VitCropMode + 1 */
-    float ln_eps, crop_pct, mean[3], std[3];
-    int has_eps, has_crop, has_mean, has_std;
-    cJSON *labels; /* array of strings, or object "0": "name" (detached copy) */
-} CfgValues;
 
 /* Parse config.json: timm's hub layout ({"num_heads"?, "label_names": [...],
  * "pretrained_cfg": {"input_size", "crop_pct", "crop_mode", "mean", "std"}}) and
@@ -648,80 +666,67 @@ static int is_square(int64_t n, int64_t *side) {
     return s * s == n;
 }
 
-/* --- entry points ---------------------------------------------------------- */
+/* --- vit_load's steps ------------------------------------------------------- */
+/* Each returns VIT_OK, or a VitStatus with ld->err set; vit_load frees what they
+ * leave in ld and vit. A NULL from tensor() has set ld->err: they return its code. */
 
-VitStatus vit_load(Vit *vit, const char *path, const VitLoadOptions *opt, VitError *err) {
-    memset(vit, 0, sizeof *vit);
-    VitError local;
-    if (!err) err = &local;
-    Loader ld = {.vit = vit, .fname = vit_basename(path), .err = err};
-    CfgValues cv = {0};
+/* Map the weights file read-only and parse its safetensors header into ld->st. */
+static VitStatus map_file(Loader *ld, const char *path) {
+    Vit *vit = ld->vit;
     VitStatus rc = VIT_OK;
-    VitConfig *c = &vit->cfg;
-    int fd = -1;
-
-    snprintf(vit->path, sizeof vit->path, "%s", path);
-    fd = open(path, O_RDONLY);
-    if (fd < 0) {
-        rc = vit_set_error(err, VIT_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-        goto fail;
-    }
+    int fd = open(path, O_RDONLY);
+    if (fd < 0)
+        return vit_set_error(ld->err, VIT_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
     struct stat sb;
     if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-        rc = vit_set_error(err, VIT_ERR_IO, "%s: %s", path,
+        rc = vit_set_error(ld->err, VIT_ERR_IO, "%s: %s", path,
                            S_ISDIR(sb.st_mode) ? "is a directory, not a weights file"
                                                : "not a regular file");
-        goto fail;
-    }
-    if (sb.st_size == 0) {
-        rc = vit_set_error(err, VIT_ERR_FORMAT, "%s: file is empty (0 bytes)", ld.fname);
-        goto fail;
-    }
-    vit->map_bytes = (size_t)sb.st_size;
-    vit->map_addr = mmap(NULL, vit->map_bytes, PROT_READ, MAP_PRIVATE, fd, 0);
-    if (vit->map_addr == MAP_FAILED) {
-        vit->map_addr = NULL;
-        rc = vit_set_error(err, VIT_ERR_IO, "%s: cannot map: %s", path, strerror(errno));
-        goto fail;
-    }
-    close(fd);
-    fd = -1;
-    if ((rc = st_parse(&ld.st, vit->map_addr, vit->map_bytes, ld.fname, err))) goto fail;
-
-    /* Storage for tensors that cannot be used in place (F16/BF16, unaligned F32). */
-    size_t n_owned = 0;
-    for (int i = 0; i < ld.st.n; i++) n_owned += needs_copy(&ld, &ld.st.tensors[i]);
-    if (n_owned) {
-        vit->owned = malloc(n_owned * sizeof(float));
-        if (!vit->owned) {
-            rc =
-                vit_set_error(err, VIT_ERR_NOMEM, "%s: out of memory converting %zu weights to F32",
-                              ld.fname, n_owned);
-            goto fail;
+    } else if (sb.st_size == 0) {
+        rc = vit_set_error(ld->err, VIT_ERR_FORMAT, "%s: file is empty (0 bytes)", ld->fname);
+    } else {
+        vit->map_bytes = (size_t)sb.st_size;
+        vit->map_addr = mmap(NULL, vit->map_bytes, PROT_READ, MAP_PRIVATE, fd, 0);
+        if (vit->map_addr == MAP_FAILED) {
+            vit->map_addr = NULL;
+            rc = vit_set_error(ld->err, VIT_ERR_IO, "%s: cannot map: %s", path, strerror(errno));
         }
-        vit->owned_floats = n_owned;
     }
+    close(fd); /* the mapping outlives it */
+    if (rc) return rc;
+    return st_parse(&ld->st, vit->map_addr, vit->map_bytes, ld->fname, ld->err);
+}
 
-    /* Model name: the file name without extension. */
-    snprintf(c->name, sizeof c->name, "%s", ld.fname);
-    char *dot = strrchr(c->name, '.');
-    if (dot && dot != c->name) *dot = 0;
+/* Storage for the tensors that cannot be used in place (F16/BF16, unaligned
+ * F32): tensor() converts them to F32 into it. */
+static VitStatus alloc_converted(Loader *ld) {
+    Vit *vit = ld->vit;
+    size_t n_owned = 0;
+    for (int i = 0; i < ld->st.n; i++) n_owned += needs_copy(ld, &ld->st.tensors[i]);
+    if (!n_owned) return VIT_OK;
+    vit->owned = malloc(n_owned * sizeof(float));
+    if (!vit->owned)
+        return vit_set_error(ld->err, VIT_ERR_NOMEM,
+                             "%s: out of memory converting %zu weights to F32", ld->fname, n_owned);
+    vit->owned_floats = n_owned;
+    return VIT_OK;
+}
 
-    /* config.json: explicit path, or beside the weights when present. */
-    char cfg_path[1100];
-    const char *cfg_file = opt ? opt->config_path : NULL;
-    if (!cfg_file) {
-        size_t dir = (size_t)(ld.fname - path);
-        snprintf(cfg_path, sizeof cfg_path, "%.*sconfig.json", (int)dir, path);
-        if (access(cfg_path, F_OK) == 0) cfg_file = cfg_path;
+/* config.json into ld->cv: the options' path, or the one beside the weights when
+ * there is one. */
+static VitStatus read_config(Loader *ld, const char *path, const VitLoadOptions *opt) {
+    ld->cfg_file = opt ? opt->config_path : NULL;
+    if (!ld->cfg_file) {
+        size_t dir = (size_t)(ld->fname - path);
+        snprintf(ld->cfg_path, sizeof ld->cfg_path, "%.*sconfig.json", (int)dir, path);
+        if (access(ld->cfg_path, F_OK) == 0) ld->cfg_file = ld->cfg_path;
     }
-    if (cfg_file && (rc = parse_config(&cv, cfg_file, err))) goto fail;
+    return ld->cfg_file ? parse_config(&ld->cv, ld->cfg_file, ld->err) : VIT_OK;
+}
 
-    if ((rc = detect_naming(&ld))) goto fail;
-    c->naming = ld.naming;
-
-    /* Variants this loader does not implement: refuse rather than compute
-     * something else than the model does. */
+/* Variants this loader does not implement: refuse rather than compute
+ * something else than the model does. */
+static VitStatus refuse_variants(const Loader *ld) {
     static const char *unsupported[][2] = {
         {"fc_norm.weight", "average pooling with fc_norm"},
         {"norm_pre.weight", "a norm before the blocks (norm_pre)"},
@@ -731,344 +736,396 @@ VitStatus vit_load(Vit *vit, const char *path, const VitLoadOptions *opt, VitErr
         {"blocks.0.mlp.w12.weight", "a SwiGLU MLP"},
         {"blocks.0.mlp.norm.weight", "a norm inside the MLP"},
     };
-    for (size_t i = 0; ld.naming == VIT_NAMES_TIMM && i < sizeof unsupported / sizeof *unsupported;
-         i++)
-        if (st_find(&ld.st, unsupported[i][0])) {
-            rc = vit_set_error(err, VIT_ERR_SHAPE,
-                               "%s: tensor '%s' belongs to a ViT variant (%s) that vitlens does "
-                               "not support",
-                               ld.fname, unsupported[i][0], unsupported[i][1]);
-            goto fail;
-        }
+    if (ld->naming != VIT_NAMES_TIMM) return VIT_OK;
+    for (size_t i = 0; i < sizeof unsupported / sizeof *unsupported; i++)
+        if (st_find(&ld->st, unsupported[i][0]))
+            return vit_set_error(ld->err, VIT_ERR_SHAPE,
+                                 "%s: tensor '%s' belongs to a ViT variant (%s) that vitlens does "
+                                 "not support",
+                                 ld->fname, unsupported[i][0], unsupported[i][1]);
+    return VIT_OK;
+}
 
-    /* --- architecture from shapes */
-    VitWeights *w = &vit->w;
+/* The width D from the CLS token; the prefix tokens [CLS, dist?, reg_0 .. reg_{R-1}]
+ * (timm VisionTransformer._pos_embed); the patch size P from the patch embedding. */
+static VitStatus infer_embeddings(Loader *ld, Arch *a) {
     int64_t s3[3] = {1, 1, -1};
-    if (!slot_tensor(&ld, S_CLS, 0, 3, s3)) goto shape_fail;
-    int64_t D = s3[2];
-    if (D < 1 || D > VIT_MAX_WIDTH) {
-        rc = vit_set_error(err, VIT_ERR_SHAPE, "%s: tensor '%s': width %lld out of range [1, %d]",
-                           ld.fname, slot_name(&ld, S_CLS, 0), (long long)D, VIT_MAX_WIDTH);
-        goto fail;
-    }
-    /* prefix tokens: [CLS, dist?, reg_0 .. reg_{R-1}] (timm VisionTransformer._pos_embed) */
-    int has_dist = has_slot(&ld, S_DIST, 0);
-    if (has_dist && !slot_tensor(&ld, S_DIST, 0, 3, (int64_t[3]){1, 1, D})) goto shape_fail;
-    int64_t R = 0;
-    if (has_slot(&ld, S_REG, 0)) {
+    if (!slot_tensor(ld, S_CLS, 0, 3, s3)) return ld->err->code;
+    int64_t D = a->D = s3[2];
+    if (D < 1 || D > VIT_MAX_WIDTH)
+        return vit_set_error(ld->err, VIT_ERR_SHAPE,
+                             "%s: tensor '%s': width %lld out of range [1, %d]", ld->fname,
+                             slot_name(ld, S_CLS, 0), (long long)D, VIT_MAX_WIDTH);
+    int has_dist = a->has_dist = has_slot(ld, S_DIST, 0);
+    if (has_dist && !slot_tensor(ld, S_DIST, 0, 3, (int64_t[3]){1, 1, D})) return ld->err->code;
+    if (has_slot(ld, S_REG, 0)) {
         int64_t sr[3] = {1, -1, D};
-        if (!slot_tensor(&ld, S_REG, 0, 3, sr)) goto shape_fail;
-        R = sr[1];
-        if (R < 1 || 1 + has_dist + R > VIT_MAX_PREFIX) {
-            rc = vit_set_error(err, VIT_ERR_SHAPE,
-                               "%s: tensor 'reg_token': %lld register tokens, expected 1 to %d",
-                               ld.fname, (long long)R, VIT_MAX_PREFIX - 1 - has_dist);
-            goto fail;
-        }
+        if (!slot_tensor(ld, S_REG, 0, 3, sr)) return ld->err->code;
+        a->R = sr[1];
+        if (a->R < 1 || 1 + has_dist + a->R > VIT_MAX_PREFIX)
+            return vit_set_error(ld->err, VIT_ERR_SHAPE,
+                                 "%s: tensor 'reg_token': %lld register tokens, expected 1 to %d",
+                                 ld->fname, (long long)a->R, VIT_MAX_PREFIX - 1 - has_dist);
     }
-    int Np = 1 + has_dist + (int)R;
+    a->Np = 1 + has_dist + (int)a->R;
     int64_t sp[4] = {D, 3, -1, -1};
-    if (!slot_tensor(&ld, S_PATCH_W, 0, 4, sp)) goto shape_fail;
-    if (sp[2] != sp[3] || sp[2] < 1 || sp[2] > VIT_MAX_PATCH) {
-        rc = vit_set_error(err, VIT_ERR_SHAPE,
-                           "%s: tensor '%s': kernel %lldx%lld, expected a square patch of at most "
-                           "%d px",
-                           ld.fname, slot_name(&ld, S_PATCH_W, 0), (long long)sp[2],
-                           (long long)sp[3], VIT_MAX_PATCH);
-        goto fail;
-    }
-    int P = (int)sp[2];
-    if (!slot1(&ld, S_PATCH_B, 0, D)) goto shape_fail;
+    if (!slot_tensor(ld, S_PATCH_W, 0, 4, sp)) return ld->err->code;
+    if (sp[2] != sp[3] || sp[2] < 1 || sp[2] > VIT_MAX_PATCH)
+        return vit_set_error(ld->err, VIT_ERR_SHAPE,
+                             "%s: tensor '%s': kernel %lldx%lld, expected a square patch of at "
+                             "most %d px",
+                             ld->fname, slot_name(ld, S_PATCH_W, 0), (long long)sp[2],
+                             (long long)sp[3], VIT_MAX_PATCH);
+    a->P = (int)sp[2];
+    if (!slot1(ld, S_PATCH_B, 0, D)) return ld->err->code;
+    return VIT_OK;
+}
 
-    /* The position embedding: [1, Npos + gh0*gw0, D] for the training grid, Npos
-     * = Np (timm's default, transformers) or 0 (timm no_embed_class: register
-     * models, DeiT III). The grid is square unless config.json gives [H, W]. */
-    int64_t spos[3] = {1, -1, D};
-    if (!slot_tensor(&ld, S_POS, 0, 3, spos)) goto shape_fail;
-    char pos_nm[sizeof ld.name];
-    memcpy(pos_nm, ld.name, sizeof pos_nm); /* slot_name reuses ld.name */
+/* The position embedding: [1, Npos + gh0*gw0, D] for the training grid, Npos
+ * = Np (timm's default, transformers) or 0 (timm no_embed_class: register
+ * models, DeiT III). The grid is square unless config.json gives [H, W]. */
+static VitStatus infer_pos_grid(Loader *ld, Arch *a) {
+    const CfgValues *cv = &ld->cv;
+    int Np = a->Np, P = a->P;
+    int64_t spos[3] = {1, -1, a->D};
+    if (!slot_tensor(ld, S_POS, 0, 3, spos)) return ld->err->code;
+    char pos_nm[sizeof ld->name];
+    memcpy(pos_nm, ld->name, sizeof pos_nm); /* slot_name reuses ld->name */
     int64_t Tp = spos[1], gh0 = 0, gw0 = 0, side = 0;
     int Npos = Np;
     if (Tp - Np < 1 || Tp - Np > VIT_MAX_PATCHES) {
-        if (!(Tp > 1 && Tp <= VIT_MAX_PATCHES && is_square(Tp, &side))) {
-            rc = vit_set_error(err, VIT_ERR_SHAPE,
-                               "%s: tensor '%s': %lld tokens, expected the %d prefix token%s plus "
-                               "1 to %d patches",
-                               ld.fname, pos_nm, (long long)Tp, Np, Np > 1 ? "s" : "",
-                               VIT_MAX_PATCHES);
-            goto fail;
-        }
+        if (!(Tp > 1 && Tp <= VIT_MAX_PATCHES && is_square(Tp, &side)))
+            return vit_set_error(ld->err, VIT_ERR_SHAPE,
+                                 "%s: tensor '%s': %lld tokens, expected the %d prefix token%s "
+                                 "plus 1 to %d patches",
+                                 ld->fname, pos_nm, (long long)Tp, Np, Np > 1 ? "s" : "",
+                                 VIT_MAX_PATCHES);
         Npos = 0;
     }
-    if (cv.image_h) {
-        if (cv.image_h % P || cv.image_w % P) {
-            rc = vit_set_error(err, VIT_ERR_SHAPE,
-                               "%s: image size %dx%d is not a multiple of the patch size %d",
-                               cfg_file, cv.image_h, cv.image_w, P);
-            goto fail;
-        }
-        gh0 = cv.image_h / P, gw0 = cv.image_w / P;
+    if (cv->image_h) {
+        if (cv->image_h % P || cv->image_w % P)
+            return vit_set_error(ld->err, VIT_ERR_SHAPE,
+                                 "%s: image size %dx%d is not a multiple of the patch size %d",
+                                 ld->cfg_file, cv->image_h, cv->image_w, P);
+        gh0 = cv->image_h / P, gw0 = cv->image_w / P;
         if (Tp - gh0 * gw0 == Np)
             Npos = Np;
         else if (Tp == gh0 * gw0)
             Npos = 0;
-        else {
-            rc = vit_set_error(err, VIT_ERR_SHAPE,
-                               "%s: tensor '%s': %lld positions, but image size %dx%d / patch %d "
-                               "gives a %lldx%lld grid (plus %d prefix token%s)",
-                               ld.fname, pos_nm, (long long)Tp, cv.image_h, cv.image_w, P,
-                               (long long)gh0, (long long)gw0, Np, Np > 1 ? "s" : "");
-            goto fail;
-        }
+        else
+            return vit_set_error(ld->err, VIT_ERR_SHAPE,
+                                 "%s: tensor '%s': %lld positions, but image size %dx%d / patch "
+                                 "%d gives a %lldx%lld grid (plus %d prefix token%s)",
+                                 ld->fname, pos_nm, (long long)Tp, cv->image_h, cv->image_w, P,
+                                 (long long)gh0, (long long)gw0, Np, Np > 1 ? "s" : "");
     } else if (Npos == Np && is_square(Tp - Np, &side)) {
         gh0 = gw0 = side;
     } else if (Tp > 1 && is_square(Tp, &side)) {
         Npos = 0, gh0 = gw0 = side; /* no position embedding for the prefix tokens */
     } else {
-        rc = vit_set_error(err, VIT_ERR_SHAPE,
-                           "%s: tensor '%s': %lld patch positions is not a square grid; give "
-                           "image_size in config.json",
-                           ld.fname, pos_nm, (long long)(Tp - Np));
-        goto fail;
+        return vit_set_error(ld->err, VIT_ERR_SHAPE,
+                             "%s: tensor '%s': %lld patch positions is not a square grid; give "
+                             "image_size in config.json",
+                             ld->fname, pos_nm, (long long)(Tp - Np));
     }
+    a->Tp = Tp, a->Npos = Npos, a->gh0 = gh0, a->gw0 = gw0;
+    return VIT_OK;
+}
 
-    /* The input grid: VitLoadOptions, else config.json, else the training grid. */
-    int64_t gh = gh0, gw = gw0;
+/* The input grid: VitLoadOptions, else config.json, else the training grid. */
+static VitStatus input_grid(Loader *ld, Arch *a, const VitLoadOptions *opt) {
+    int P = a->P;
+    a->gh = a->gh0, a->gw = a->gw0;
     if (opt && (opt->image_h > 0 || opt->image_w > 0)) {
         int ih = opt->image_h > 0 ? opt->image_h : opt->image_w;
         int iw = opt->image_w > 0 ? opt->image_w : opt->image_h;
-        if (ih % P || iw % P || ih > VIT_MAX_INPUT || iw > VIT_MAX_INPUT) {
-            rc = vit_set_error(err, VIT_ERR_ARG,
-                               "%s: input size %dx%d px: each side must be a multiple of the "
-                               "patch size %d, at most %d",
-                               ld.fname, ih, iw, P, VIT_MAX_INPUT);
-            goto fail;
-        }
-        gh = ih / P, gw = iw / P;
+        if (ih % P || iw % P || ih > VIT_MAX_INPUT || iw > VIT_MAX_INPUT)
+            return vit_set_error(ld->err, VIT_ERR_ARG,
+                                 "%s: input size %dx%d px: each side must be a multiple of the "
+                                 "patch size %d, at most %d",
+                                 ld->fname, ih, iw, P, VIT_MAX_INPUT);
+        a->gh = ih / P, a->gw = iw / P;
     }
-    if (gh * gw > VIT_MAX_PATCHES) {
-        rc = vit_set_error(err, VIT_ERR_SHAPE,
-                           "%s: a %lldx%lld patch grid is over the limit of %d patches", ld.fname,
-                           (long long)gh, (long long)gw, VIT_MAX_PATCHES);
-        goto fail;
-    }
-    int64_t N = gh * gw, T = Np + N;
+    if (a->gh * a->gw > VIT_MAX_PATCHES)
+        return vit_set_error(ld->err, VIT_ERR_SHAPE,
+                             "%s: a %lldx%lld patch grid is over the limit of %d patches",
+                             ld->fname, (long long)a->gh, (long long)a->gw, VIT_MAX_PATCHES);
+    return VIT_OK;
+}
 
-    /* blocks: numbered 0..L-1 */
+/* L: the blocks numbered 0..L-1. A block after a gap would otherwise be silently
+ * dropped and the model run with fewer layers than it has. */
+static VitStatus count_blocks(Loader *ld, Arch *a) {
     int L = 0;
-    for (; L <= VIT_MAX_LAYERS && has_slot(&ld, S_NORM1_W, L);) L++;
-    if (L == 0 || L > VIT_MAX_LAYERS) {
-        if (L)
-            rc = vit_set_error(err, VIT_ERR_SHAPE, "%s: more than %d blocks", ld.fname,
-                               VIT_MAX_LAYERS);
-        else
-            rc = vit_set_error(err, VIT_ERR_SHAPE,
-                               "%s: tensor '%s' is missing (no transformer blocks; not a %s?)",
-                               ld.fname, slot_name(&ld, S_NORM1_W, 0), ld.what);
-        goto fail;
-    }
-    /* A block after a gap would otherwise be silently dropped and the model run
-     * with fewer layers than it has. */
+    for (; L <= VIT_MAX_LAYERS && has_slot(ld, S_NORM1_W, L);) L++;
+    if (L > VIT_MAX_LAYERS)
+        return vit_set_error(ld->err, VIT_ERR_SHAPE, "%s: more than %d blocks", ld->fname,
+                             VIT_MAX_LAYERS);
+    if (L == 0)
+        return vit_set_error(ld->err, VIT_ERR_SHAPE,
+                             "%s: tensor '%s' is missing (no transformer blocks; not a %s?)",
+                             ld->fname, slot_name(ld, S_NORM1_W, 0), ld->what);
     char blk[64];
-    snprintf(blk, sizeof blk, ld.naming == VIT_NAMES_TIMM ? "%sblocks." : "%sencoder.layer.",
-             ld.prefix);
+    snprintf(blk, sizeof blk, ld->naming == VIT_NAMES_TIMM ? "%sblocks." : "%sencoder.layer.",
+             ld->prefix);
     size_t blk_n = strlen(blk);
-    for (int i = 0; i < ld.st.n; i++) {
-        const char *tn = ld.st.tensors[i].name;
+    for (int i = 0; i < ld->st.n; i++) {
+        const char *tn = ld->st.tensors[i].name;
         if (strncmp(tn, blk, blk_n) != 0 || tn[blk_n] < '0' || tn[blk_n] > '9') continue;
         char *end;
         long k = strtol(tn + blk_n, &end, 10);
-        if (*end == '.' && k >= L) {
-            rc = vit_set_error(err, VIT_ERR_SHAPE,
-                               "%s: tensor '%s' belongs to block %ld, but '%s' is missing (blocks "
-                               "must be numbered 0..L-1 without gaps)",
-                               ld.fname, tn, k, slot_name(&ld, S_NORM1_W, L));
-            goto fail;
-        }
+        if (*end == '.' && k >= L)
+            return vit_set_error(ld->err, VIT_ERR_SHAPE,
+                                 "%s: tensor '%s' belongs to block %ld, but '%s' is missing "
+                                 "(blocks must be numbered 0..L-1 without gaps)",
+                                 ld->fname, tn, k, slot_name(ld, S_NORM1_W, L));
     }
-    int64_t sf[2] = {-1, D};
-    if (!slot_tensor(&ld, S_FC1_W, 0, 2, sf)) goto shape_fail;
-    int64_t F = sf[0];
-    if (F < 1 || F > VIT_MAX_WIDTH) {
-        rc = vit_set_error(err, VIT_ERR_SHAPE,
-                           "%s: tensor '%s': MLP width %lld out of range [1, %d]", ld.fname,
-                           slot_name(&ld, S_FC1_W, 0), (long long)F, VIT_MAX_WIDTH);
-        goto fail;
-    }
+    a->L = L;
+    return VIT_OK;
+}
+
+/* F: the MLP width, from block 0's fc1. */
+static VitStatus infer_mlp_width(Loader *ld, Arch *a) {
+    int64_t D = a->D, sf[2] = {-1, D};
+    if (!slot_tensor(ld, S_FC1_W, 0, 2, sf)) return ld->err->code;
+    int64_t F = a->F = sf[0];
+    if (F < 1 || F > VIT_MAX_WIDTH)
+        return vit_set_error(ld->err, VIT_ERR_SHAPE,
+                             "%s: tensor '%s': MLP width %lld out of range [1, %d]", ld->fname,
+                             slot_name(ld, S_FC1_W, 0), (long long)F, VIT_MAX_WIDTH);
     /* timm's SwiGLUPacked (DINOv2 ViT-g): fc1 holds both halves, fc2 takes F/2 */
-    const StTensor *fc2 = st_find(&ld.st, slot_name(&ld, S_FC2_W, 0));
-    if (fc2 && fc2->ndim == 2 && fc2->shape[0] == D && 2 * fc2->shape[1] == F) {
-        rc = vit_set_error(err, VIT_ERR_SHAPE,
-                           "%s: tensor '%s' is [%lld, %lld], half of fc1's width: a SwiGLU MLP "
-                           "(DINOv2 ViT-g), which vitlens does not support",
-                           ld.fname, fc2->name, (long long)fc2->shape[0], (long long)fc2->shape[1]);
-        goto fail;
-    }
+    const StTensor *fc2 = st_find(&ld->st, slot_name(ld, S_FC2_W, 0));
+    if (fc2 && fc2->ndim == 2 && fc2->shape[0] == D && 2 * fc2->shape[1] == F)
+        return vit_set_error(ld->err, VIT_ERR_SHAPE,
+                             "%s: tensor '%s' is [%lld, %lld], half of fc1's width: a SwiGLU "
+                             "MLP (DINOv2 ViT-g), which vitlens does not support",
+                             ld->fname, fc2->name, (long long)fc2->shape[0],
+                             (long long)fc2->shape[1]);
+    return VIT_OK;
+}
 
-    int H = (int)(D / 64);
-    if (cv.n_heads) H = cv.n_heads;
+/* H: the options', else config.json's, else D/64 (ViTs' 64-wide heads). */
+static VitStatus head_count(Loader *ld, Arch *a, const VitLoadOptions *opt) {
+    int H = (int)(a->D / 64);
+    if (ld->cv.n_heads) H = ld->cv.n_heads;
     if (opt && opt->n_heads > 0) H = opt->n_heads;
-    if (H < 1 || D % H) {
-        rc = vit_set_error(err, VIT_ERR_SHAPE,
-                           "%s: width %lld cannot be split into %d heads; give "
-                           "the head count (--heads, or num_heads in config.json)",
-                           ld.fname, (long long)D, H);
-        goto fail;
-    }
+    if (H < 1 || a->D % H)
+        return vit_set_error(ld->err, VIT_ERR_SHAPE,
+                             "%s: width %lld cannot be split into %d heads; give "
+                             "the head count (--heads, or num_heads in config.json)",
+                             ld->fname, (long long)a->D, H);
+    a->H = H;
+    return VIT_OK;
+}
 
-    c->patch_size = P;
-    c->grid_h = (int)gh, c->grid_w = (int)gw;
-    c->image_h = (int)gh * P, c->image_w = (int)gw * P;
-    c->pos_grid_h = (int)gh0, c->pos_grid_w = (int)gw0;
+/* vit->cfg from the architecture, then config.json, then the options. */
+static void set_config(Loader *ld, const Arch *a, const VitLoadOptions *opt) {
+    VitConfig *c = &ld->vit->cfg;
+    const CfgValues *cv = &ld->cv;
+    /* Model name: the file name without extension. */
+    snprintf(c->name, sizeof c->name, "%s", ld->fname);
+    char *dot = strrchr(c->name, '.');
+    if (dot && dot != c->name) *dot = 0;
+    c->naming = ld->naming;
+    int64_t N = a->gh * a->gw, T = a->Np + N;
+    c->patch_size = a->P;
+    c->grid_h = (int)a->gh, c->grid_w = (int)a->gw;
+    c->image_h = (int)a->gh * a->P, c->image_w = (int)a->gw * a->P;
+    c->pos_grid_h = (int)a->gh0, c->pos_grid_w = (int)a->gw0;
     c->n_patches = (int)N;
-    c->n_prefix = Np;
-    c->has_dist_token = has_dist;
-    c->n_registers = (int)R;
+    c->n_prefix = a->Np;
+    c->has_dist_token = a->has_dist;
+    c->n_registers = (int)a->R;
     c->n_tokens = (int)T;
-    c->dim = (int)D;
-    c->n_heads = H;
-    c->head_dim = (int)D / H;
-    c->mlp_dim = (int)F;
-    c->n_layers = L;
-    c->ln_eps = cv.has_eps ? cv.ln_eps : ld.naming == VIT_NAMES_HF ? 1e-12f : 1e-6f;
-    c->crop_mode = cv.crop_mode ? (VitCropMode)(cv.crop_mode - 1) : VIT_CROP_CENTER;
-    c->crop_pct = cv.has_crop ? cv.crop_pct : 0.875f;
+    c->dim = (int)a->D;
+    c->n_heads = a->H;
+    c->head_dim = (int)a->D / a->H;
+    c->mlp_dim = (int)a->F;
+    c->n_layers = a->L;
+    c->ln_eps = cv->has_eps ? cv->ln_eps : ld->naming == VIT_NAMES_HF ? 1e-12f : 1e-6f;
+    c->crop_mode = cv->crop_mode ? (VitCropMode)(cv->crop_mode - 1) : VIT_CROP_CENTER;
+    c->crop_pct = cv->has_crop ? cv->crop_pct : 0.875f;
     if (opt && opt->whole_image) c->crop_mode = VIT_CROP_SQUASH, c->crop_pct = 1.0f;
     const float mean[3] = {0.485f, 0.456f, 0.406f}, std[3] = {0.229f, 0.224f, 0.225f};
-    memcpy(c->mean, cv.has_mean ? cv.mean : mean, sizeof mean);
-    memcpy(c->std, cv.has_std ? cv.std : std, sizeof std);
+    memcpy(c->mean, cv->has_mean ? cv->mean : mean, sizeof mean);
+    memcpy(c->std, cv->has_std ? cv->std : std, sizeof std);
+}
 
-    /* --- weights */
-    w->blocks = calloc((size_t)L, sizeof *w->blocks);
-    if (!w->blocks) {
-        rc = vit_set_error(err, VIT_ERR_NOMEM, "%s: out of memory", ld.fname);
-        goto fail;
-    }
-    /* The shape probes above may have converted a few tensors already: convert
-     * again from the start so each tensor has exactly one slot. */
-    ld.owned_used = 0;
+/* Block l's query, key and value: timm's fused qkv (rows q, k, v, D each), or
+ * transformers' separate query, key, value (biases if qkv_bias). */
+static VitStatus bind_qkv(Loader *ld, VitBlock *b, int l, int64_t D) {
     int bad = 0;
-    if (!(w->cls_token = slot_tensor(&ld, S_CLS, 0, 3, (int64_t[3]){1, 1, D}))) goto shape_fail;
-    if (has_dist && !(w->dist_token = slot_tensor(&ld, S_DIST, 0, 3, (int64_t[3]){1, 1, D})))
-        goto shape_fail;
-    if (R && !(w->reg_token = slot_tensor(&ld, S_REG, 0, 3, (int64_t[3]){1, R, D})))
-        goto shape_fail;
-    if (!(w->pos_embed = slot_tensor(&ld, S_POS, 0, 3, (int64_t[3]){1, Tp, D}))) goto shape_fail;
-    w->pos_prefix = Npos;
-    if (!(w->patch_w = slot_tensor(&ld, S_PATCH_W, 0, 4, (int64_t[4]){D, 3, P, P})))
-        goto shape_fail;
-    if (!(w->patch_b = slot1(&ld, S_PATCH_B, 0, D))) goto shape_fail;
-    for (int l = 0; l < L; l++) {
-        VitBlock *b = &w->blocks[l];
-        if (!(b->norm1_w = slot1(&ld, S_NORM1_W, l, D)) ||
-            !(b->norm1_b = slot1(&ld, S_NORM1_B, l, D)))
-            goto shape_fail;
-        if (ld.naming == VIT_NAMES_TIMM) { /* fused qkv: rows q (D), k (D), v (D) */
-            if (!(b->qkv_w = slot2(&ld, S_QKV_W, l, 3 * D, D))) goto shape_fail;
-            b->qkv_b = slot1_opt(&ld, S_QKV_B, l, 3 * D, &bad);
-            if (bad) goto shape_fail;
-            b->q_w = b->qkv_w, b->k_w = b->qkv_w + D * D, b->v_w = b->qkv_w + 2 * D * D;
-            if (b->qkv_b) b->q_b = b->qkv_b, b->k_b = b->qkv_b + D, b->v_b = b->qkv_b + 2 * D;
-        } else { /* transformers: separate query, key, value (biases if qkv_bias) */
-            if (!(b->q_w = slot2(&ld, S_Q_W, l, D, D)) || !(b->k_w = slot2(&ld, S_K_W, l, D, D)) ||
-                !(b->v_w = slot2(&ld, S_V_W, l, D, D)))
-                goto shape_fail;
-            b->q_b = slot1_opt(&ld, S_Q_B, l, D, &bad);
-            b->k_b = slot1_opt(&ld, S_K_B, l, D, &bad);
-            b->v_b = slot1_opt(&ld, S_V_B, l, D, &bad);
-            if (bad) goto shape_fail;
-            if (!b->q_b != !b->k_b || !b->q_b != !b->v_b) {
-                rc = vit_set_error(err, VIT_ERR_SHAPE,
-                                   "%s: block %d has biases for some of query, key, value but not "
-                                   "all",
-                                   ld.fname, l);
-                goto fail;
-            }
-        }
-        if (!(b->proj_w = slot2(&ld, S_PROJ_W, l, D, D)) ||
-            !(b->proj_b = slot1(&ld, S_PROJ_B, l, D)) ||
-            !(b->norm2_w = slot1(&ld, S_NORM2_W, l, D)) ||
-            !(b->norm2_b = slot1(&ld, S_NORM2_B, l, D)) ||
-            !(b->fc1_w = slot2(&ld, S_FC1_W, l, F, D)) || !(b->fc1_b = slot1(&ld, S_FC1_B, l, F)) ||
-            !(b->fc2_w = slot2(&ld, S_FC2_W, l, D, F)) || !(b->fc2_b = slot1(&ld, S_FC2_B, l, D)))
-            goto shape_fail;
-        b->ls1 = slot1_opt(&ld, S_LS1, l, D, &bad); /* LayerScale (DINOv2, DeiT III) */
-        b->ls2 = slot1_opt(&ld, S_LS2, l, D, &bad);
-        if (bad) goto shape_fail;
+    if (ld->naming == VIT_NAMES_TIMM) {
+        if (!(b->qkv_w = slot2(ld, S_QKV_W, l, 3 * D, D))) return ld->err->code;
+        b->qkv_b = slot1_opt(ld, S_QKV_B, l, 3 * D, &bad);
+        if (bad) return ld->err->code;
+        b->q_w = b->qkv_w, b->k_w = b->qkv_w + D * D, b->v_w = b->qkv_w + 2 * D * D;
+        if (b->qkv_b) b->q_b = b->qkv_b, b->k_b = b->qkv_b + D, b->v_b = b->qkv_b + 2 * D;
+        return VIT_OK;
     }
-    if (!(w->norm_w = slot1(&ld, S_NORM_W, 0, D)) || !(w->norm_b = slot1(&ld, S_NORM_B, 0, D)))
-        goto shape_fail;
-    if (has_slot(&ld, S_HEAD_W, 0) || has_slot(&ld, S_HEAD_B, 0)) {
-        int64_t sh[2] = {-1, D};
-        if (!(w->head_w = slot_tensor(&ld, S_HEAD_W, 0, 2, sh))) goto shape_fail;
-        if (sh[0] < 1 || sh[0] > VIT_MAX_CLASSES) {
-            rc = vit_set_error(err, VIT_ERR_SHAPE,
-                               sh[0] < 1 ? "%s: tensor '%s' has no classes"
-                                         : "%s: tensor '%s': %lld classes, more than "
-                                           "the limit of %d",
-                               ld.fname, slot_name(&ld, S_HEAD_W, 0), (long long)sh[0],
-                               VIT_MAX_CLASSES);
-            goto fail;
-        }
-        c->n_classes = (int)sh[0];
-        if (!(w->head_b = slot1(&ld, S_HEAD_B, 0, sh[0]))) goto shape_fail;
-        /* DeiT distilled: a second head on the distillation token */
-        if (has_slot(&ld, S_HDIST_W, 0) || has_slot(&ld, S_HDIST_B, 0)) {
-            if (!has_dist) {
-                rc = vit_set_error(err, VIT_ERR_SHAPE,
-                                   "%s: tensor '%s' is a distillation head, but there is no "
-                                   "distillation token",
-                                   ld.fname, slot_name(&ld, S_HDIST_W, 0));
-                goto fail;
-            }
-            if (!(w->head_dist_w = slot2(&ld, S_HDIST_W, 0, sh[0], D)) ||
-                !(w->head_dist_b = slot1(&ld, S_HDIST_B, 0, sh[0])))
-                goto shape_fail;
-        }
-    }
-
-    /* A few MB of pos_embed can declare a model whose forward pass would need
-     * terabytes: refuse it here rather than in vit_run_init or the allocator. */
-    size_t act = 0;
-    if (!vit_run_floats(c, 1, 1, &act) || act > VIT_MAX_ACTIVATION_BYTES / sizeof(float)) {
-        rc = vit_set_error(err, VIT_ERR_SHAPE,
-                           "%s: one forward pass would need %.1f GiB of activations (the "
-                           "attention kept for the maps is L*H*T*T = %d*%d*%d*%d floats), more "
-                           "than the limit of %.0f GiB",
-                           ld.fname, (double)act * sizeof(float) / (1u << 30), L, H, (int)T, (int)T,
-                           (double)VIT_MAX_ACTIVATION_BYTES / (1u << 30));
-        goto fail;
-    }
-
-    /* Another input grid than the training one: resample the position embedding. */
-    if (gh != gh0 || gw != gw0) {
-        vit->pos_owned = malloc(((size_t)Npos + (size_t)N) * (size_t)D * sizeof(float));
-        if (!vit->pos_owned ||
-            !resample_pos_embed(vit->pos_owned, w->pos_embed, Npos, (int)gh0, (int)gw0, (int)gh,
-                                (int)gw, (int)D, ld.naming == VIT_NAMES_TIMM)) {
-            rc = vit_set_error(err, VIT_ERR_NOMEM,
-                               "%s: out of memory resampling the position embedding", ld.fname);
-            goto fail;
-        }
-        w->pos_embed = vit->pos_owned;
-    }
-
-    if (cv.labels && c->n_classes) {
-        if ((rc = labels_from_json(vit, cv.labels, cfg_file ? vit_basename(cfg_file) : "config",
-                                   err)))
-            goto fail;
-    }
-    cJSON_Delete(cv.labels);
-    st_free(&ld.st);
+    if (!(b->q_w = slot2(ld, S_Q_W, l, D, D)) || !(b->k_w = slot2(ld, S_K_W, l, D, D)) ||
+        !(b->v_w = slot2(ld, S_V_W, l, D, D)))
+        return ld->err->code;
+    b->q_b = slot1_opt(ld, S_Q_B, l, D, &bad);
+    b->k_b = slot1_opt(ld, S_K_B, l, D, &bad);
+    b->v_b = slot1_opt(ld, S_V_B, l, D, &bad);
+    if (bad) return ld->err->code;
+    if (!b->q_b != !b->k_b || !b->q_b != !b->v_b)
+        return vit_set_error(ld->err, VIT_ERR_SHAPE,
+                             "%s: block %d has biases for some of query, key, value but not all",
+                             ld->fname, l);
     return VIT_OK;
+}
 
-shape_fail:
-    rc = err->code;
-fail:
-    if (fd >= 0) close(fd);
-    cJSON_Delete(cv.labels);
+/* Block l's tensors, in the order of the block's forward pass. */
+static VitStatus bind_block(Loader *ld, VitBlock *b, int l, int64_t D, int64_t F) {
+    VitStatus rc;
+    if (!(b->norm1_w = slot1(ld, S_NORM1_W, l, D)) || !(b->norm1_b = slot1(ld, S_NORM1_B, l, D)))
+        return ld->err->code;
+    if ((rc = bind_qkv(ld, b, l, D))) return rc;
+    if (!(b->proj_w = slot2(ld, S_PROJ_W, l, D, D)) || !(b->proj_b = slot1(ld, S_PROJ_B, l, D)) ||
+        !(b->norm2_w = slot1(ld, S_NORM2_W, l, D)) || !(b->norm2_b = slot1(ld, S_NORM2_B, l, D)) ||
+        !(b->fc1_w = slot2(ld, S_FC1_W, l, F, D)) || !(b->fc1_b = slot1(ld, S_FC1_B, l, F)) ||
+        !(b->fc2_w = slot2(ld, S_FC2_W, l, D, F)) || !(b->fc2_b = slot1(ld, S_FC2_B, l, D)))
+        return ld->err->code;
+    int bad = 0;
+    b->ls1 = slot1_opt(ld, S_LS1, l, D, &bad); /* LayerScale (DINOv2, DeiT III) */
+    b->ls2 = slot1_opt(ld, S_LS2, l, D, &bad);
+    return bad ? ld->err->code : VIT_OK;
+}
+
+/* The classifier head [C, D] when there is one (C into vit->cfg), and DeiT's
+ * distillation head beside it. */
+static VitStatus bind_heads(Loader *ld, const Arch *a) {
+    Vit *vit = ld->vit;
+    VitWeights *w = &vit->w;
+    int64_t D = a->D, sh[2] = {-1, D};
+    if (!has_slot(ld, S_HEAD_W, 0) && !has_slot(ld, S_HEAD_B, 0)) return VIT_OK;
+    if (!(w->head_w = slot_tensor(ld, S_HEAD_W, 0, 2, sh))) return ld->err->code;
+    if (sh[0] < 1 || sh[0] > VIT_MAX_CLASSES)
+        return vit_set_error(ld->err, VIT_ERR_SHAPE,
+                             sh[0] < 1 ? "%s: tensor '%s' has no classes"
+                                       : "%s: tensor '%s': %lld classes, more than "
+                                         "the limit of %d",
+                             ld->fname, slot_name(ld, S_HEAD_W, 0), (long long)sh[0],
+                             VIT_MAX_CLASSES);
+    vit->cfg.n_classes = (int)sh[0];
+    if (!(w->head_b = slot1(ld, S_HEAD_B, 0, sh[0]))) return ld->err->code;
+    /* DeiT distilled: a second head on the distillation token */
+    if (!has_slot(ld, S_HDIST_W, 0) && !has_slot(ld, S_HDIST_B, 0)) return VIT_OK;
+    if (!a->has_dist)
+        return vit_set_error(ld->err, VIT_ERR_SHAPE,
+                             "%s: tensor '%s' is a distillation head, but there is no "
+                             "distillation token",
+                             ld->fname, slot_name(ld, S_HDIST_W, 0));
+    if (!(w->head_dist_w = slot2(ld, S_HDIST_W, 0, sh[0], D)) ||
+        !(w->head_dist_b = slot1(ld, S_HDIST_B, 0, sh[0])))
+        return ld->err->code;
+    return VIT_OK;
+}
+
+/* Every tensor into vit->w, its shape checked against the architecture and its
+ * values finite; F16/BF16 and unaligned F32 converted into vit->owned. */
+static VitStatus bind_weights(Loader *ld, const Arch *a) {
+    VitWeights *w = &ld->vit->w;
+    int64_t D = a->D;
+    VitStatus rc;
+    w->blocks = calloc((size_t)a->L, sizeof *w->blocks);
+    if (!w->blocks) return vit_set_error(ld->err, VIT_ERR_NOMEM, "%s: out of memory", ld->fname);
+    /* The shape probes of the infer_* steps may have converted a few tensors
+     * already: convert again from the start so each tensor has exactly one slot. */
+    ld->owned_used = 0;
+    if (!(w->cls_token = slot_tensor(ld, S_CLS, 0, 3, (int64_t[3]){1, 1, D})) ||
+        (a->has_dist && !(w->dist_token = slot_tensor(ld, S_DIST, 0, 3, (int64_t[3]){1, 1, D}))) ||
+        (a->R && !(w->reg_token = slot_tensor(ld, S_REG, 0, 3, (int64_t[3]){1, a->R, D}))) ||
+        !(w->pos_embed = slot_tensor(ld, S_POS, 0, 3, (int64_t[3]){1, a->Tp, D})))
+        return ld->err->code;
+    w->pos_prefix = a->Npos;
+    if (!(w->patch_w = slot_tensor(ld, S_PATCH_W, 0, 4, (int64_t[4]){D, 3, a->P, a->P})) ||
+        !(w->patch_b = slot1(ld, S_PATCH_B, 0, D)))
+        return ld->err->code;
+    for (int l = 0; l < a->L; l++)
+        if ((rc = bind_block(ld, &w->blocks[l], l, D, a->F))) return rc;
+    if (!(w->norm_w = slot1(ld, S_NORM_W, 0, D)) || !(w->norm_b = slot1(ld, S_NORM_B, 0, D)))
+        return ld->err->code;
+    return bind_heads(ld, a);
+}
+
+/* A few MB of pos_embed can declare a model whose forward pass would need
+ * terabytes: refuse it here rather than in vit_run_init or the allocator. */
+static VitStatus check_activations(const Loader *ld) {
+    const VitConfig *c = &ld->vit->cfg;
+    size_t act = 0;
+    if (vit_run_floats(c, 1, 1, &act) && act <= VIT_MAX_ACTIVATION_BYTES / sizeof(float))
+        return VIT_OK;
+    return vit_set_error(ld->err, VIT_ERR_SHAPE,
+                         "%s: one forward pass would need %.1f GiB of activations (the "
+                         "attention kept for the maps is L*H*T*T = %d*%d*%d*%d floats), more "
+                         "than the limit of %.0f GiB",
+                         ld->fname, (double)act * sizeof(float) / (1u << 30), c->n_layers,
+                         c->n_heads, c->n_tokens, c->n_tokens,
+                         (double)VIT_MAX_ACTIVATION_BYTES / (1u << 30));
+}
+
+/* Another input grid than the training one: resample the position embedding
+ * into vit->pos_owned. */
+static VitStatus fit_pos_embed(Loader *ld) {
+    Vit *vit = ld->vit;
+    const VitConfig *c = &vit->cfg;
+    VitWeights *w = &vit->w;
+    if (c->grid_h == c->pos_grid_h && c->grid_w == c->pos_grid_w) return VIT_OK;
+    vit->pos_owned =
+        malloc(((size_t)w->pos_prefix + (size_t)c->n_patches) * (size_t)c->dim * sizeof(float));
+    if (!vit->pos_owned || !resample_pos_embed(vit->pos_owned, w->pos_embed, w->pos_prefix,
+                                               c->pos_grid_h, c->pos_grid_w, c->grid_h, c->grid_w,
+                                               c->dim, ld->naming == VIT_NAMES_TIMM))
+        return vit_set_error(ld->err, VIT_ERR_NOMEM,
+                             "%s: out of memory resampling the position embedding", ld->fname);
+    w->pos_embed = vit->pos_owned;
+    return VIT_OK;
+}
+
+/* Class names from config.json, for a model with a classifier head. */
+static VitStatus attach_labels(Loader *ld) {
+    if (!ld->cv.labels || !ld->vit->cfg.n_classes) return VIT_OK;
+    return labels_from_json(ld->vit, ld->cv.labels,
+                            ld->cfg_file ? vit_basename(ld->cfg_file) : "config", ld->err);
+}
+
+/* --- entry points ---------------------------------------------------------- */
+
+VitStatus vit_load(Vit *vit, const char *path, const VitLoadOptions *opt, VitError *err) {
+    memset(vit, 0, sizeof *vit);
+    VitError local;
+    if (!err) err = &local;
+    Loader ld = {.vit = vit, .fname = vit_basename(path), .err = err};
+    Arch a = {0};
+    VitStatus rc;
+
+    snprintf(vit->path, sizeof vit->path, "%s", path);
+    if ((rc = map_file(&ld, path))) goto fail;
+    if ((rc = alloc_converted(&ld))) goto fail;
+    if ((rc = read_config(&ld, path, opt))) goto fail;
+    if ((rc = detect_naming(&ld))) goto fail;
+    if ((rc = refuse_variants(&ld))) goto fail;
+    /* the architecture from the tensor shapes, config.json and the options */
+    if ((rc = infer_embeddings(&ld, &a))) goto fail;
+    if ((rc = infer_pos_grid(&ld, &a))) goto fail;
+    if ((rc = input_grid(&ld, &a, opt))) goto fail;
+    if ((rc = count_blocks(&ld, &a))) goto fail;
+    if ((rc = infer_mlp_width(&ld, &a))) goto fail;
+    if ((rc = head_count(&ld, &a, opt))) goto fail;
+    set_config(&ld, &a, opt);
+    /* the weights */
+    if ((rc = bind_weights(&ld, &a))) goto fail;
+    if ((rc = check_activations(&ld))) goto fail;
+    if ((rc = fit_pos_embed(&ld))) goto fail;
+    rc = attach_labels(&ld);
+
+fail: /* and success: the header table and config.json's values are not kept */
+    cJSON_Delete(ld.cv.labels);
     st_free(&ld.st);
-    vit_free(vit);
+    if (rc) vit_free(vit);
     return rc;
 }
 
