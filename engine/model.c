@@ -678,7 +678,9 @@ static VitStatus map_file(Loader *ld, const char *path) {
     if (fd < 0)
         return vit_set_error(ld->err, VIT_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
     struct stat sb;
-    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+    if (fstat(fd, &sb) != 0) {
+        rc = vit_set_error(ld->err, VIT_ERR_IO, "%s: cannot stat: %s", path, strerror(errno));
+    } else if (!S_ISREG(sb.st_mode)) {
         rc = vit_set_error(ld->err, VIT_ERR_IO, "%s: %s", path,
                            S_ISDIR(sb.st_mode) ? "is a directory, not a weights file"
                                                : "not a regular file");
