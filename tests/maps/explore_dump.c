@@ -175,9 +175,11 @@ int main(int argc, char **argv) {
             kept[f * M + m] = (float)k;
         }
     const int s_dist[] = {L, H}, s_mask[] = {F, M, N}, s_kept[] = {F, M};
-    ok = npy_write(argv[3], "distance.npy", dist, s_dist, 2) &&
-         npy_write(argv[3], "mask.npy", mask, s_mask, 3) &&
-         npy_write(argv[3], "kept.npy", kept, s_kept, 2);
+    char msg[4400];
+    ok = !npy_write(argv[3], "distance.npy", dist, s_dist, 2, msg, sizeof msg) &&
+         !npy_write(argv[3], "mask.npy", mask, s_mask, 3, msg, sizeof msg) &&
+         !npy_write(argv[3], "kept.npy", kept, s_kept, 2, msg, sizeof msg);
+    if (!ok) fprintf(stderr, "explore_dump: %s\n", msg);
 done:
     free(att), free(maps), free(dist), free(mask), free(kept), free(m8);
     return ok ? 0 : 1;

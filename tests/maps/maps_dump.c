@@ -270,14 +270,16 @@ int main(int argc, char **argv) {
     const int p_s_att[] = {L, H, Q, Np}, p_s_fused[] = {L, 3, Q, Np};
     const int p_s_roll[] = {L, 3, R, Q, Np}, p_s_head[] = {L, H, 3, R, Q, Np};
     const int s_roll[] = {L, 3, R, Q, gh, gw}, s_head[] = {L, H, 3, R, Q, gh, gw};
-    ok = npy_write(out_dir, "attention.npy", o_att, s_att, 5) &&
-         npy_write(out_dir, "fused.npy", o_fused, s_fused, 5) &&
-         npy_write(out_dir, "rollout.npy", o_roll, s_roll, 6) &&
-         npy_write(out_dir, "rollout_head.npy", o_head, s_head, 7) &&
-         npy_write(out_dir, "prefix_attention.npy", p_att, p_s_att, 4) &&
-         npy_write(out_dir, "prefix_fused.npy", p_fused, p_s_fused, 4) &&
-         npy_write(out_dir, "prefix_rollout.npy", p_roll, p_s_roll, 5) &&
-         npy_write(out_dir, "prefix_rollout_head.npy", p_head, p_s_head, 6);
+    char msg[4400];
+    ok = !npy_write(out_dir, "attention.npy", o_att, s_att, 5, msg, sizeof msg) &&
+         !npy_write(out_dir, "fused.npy", o_fused, s_fused, 5, msg, sizeof msg) &&
+         !npy_write(out_dir, "rollout.npy", o_roll, s_roll, 6, msg, sizeof msg) &&
+         !npy_write(out_dir, "rollout_head.npy", o_head, s_head, 7, msg, sizeof msg) &&
+         !npy_write(out_dir, "prefix_attention.npy", p_att, p_s_att, 4, msg, sizeof msg) &&
+         !npy_write(out_dir, "prefix_fused.npy", p_fused, p_s_fused, 4, msg, sizeof msg) &&
+         !npy_write(out_dir, "prefix_rollout.npy", p_roll, p_s_roll, 5, msg, sizeof msg) &&
+         !npy_write(out_dir, "prefix_rollout_head.npy", p_head, p_s_head, 6, msg, sizeof msg);
+    if (!ok) fprintf(stderr, "maps_dump: %s\n", msg);
 done:
     free(att), free(o_att), free(o_fused), free(o_roll), free(o_head);
     free(p_att), free(p_fused), free(p_roll), free(p_head);
