@@ -12,8 +12,14 @@ a scene can be regenerated alone and the data set does not change with its size.
 held-out split; 0: one flat colour and a larger object; training starts low,
 see train_default.py).
 
-Usage (writes DIR/NAME.png, DIR/NAME_mask.png and DIR/scenes.txt):
+Two-object scenes (scene_two, --two; TWO_DEFINITION) hold two shapes of
+different classes, apart, each with its mask: for class-specific explanations
+(tests/explain). Their own random stream; the one-object scenes do not change.
+
+Usage (writes DIR/NAME.png, DIR/NAME_mask.png and DIR/scenes.txt; with --two,
+NAME_mask0.png and NAME_mask1.png):
     /usr/bin/python3 tools/gen_scenes.py --split test --count 16 --out DIR
+    /usr/bin/python3 tools/gen_scenes.py --two --split test --count 16 --out DIR
 """
 import argparse
 import math
@@ -28,6 +34,11 @@ SPLITS = {"train": 0, "val": 1, "test": 2}
 SIZE = 96  # px, the model's input side
 SS = 4     # supersampling factor for anti-aliased shapes
 R_MIN, R_MAX = 20, 32  # object radius range, px (at level 1)
+# Two-object scenes (scene_two, --two): smaller objects, so that two fit apart.
+R2_MIN, R2_MAX = 16, 22  # object radius range, px
+EXTENT = 1.07  # a shape's farthest point from its centre, in radii (the cross's corners: 1.063)
+GAP = 2        # px, at least, between the two objects' EXTENT-circles
+TWO_STREAM = 2  # the last word of scene_two's seed: its scenes are not scene()'s
 
 # What a scene is, for the model card (tools/eval_default.py).
 DATA_DEFINITION = f"""\
@@ -41,6 +52,16 @@ radius {R_MIN}–{R_MAX} px, uniformly random centre (fully inside), rotation an
 the mean colour under the object; 4 % shading noise), anti-aliased (4×
 supersampling). The object's mask is its anti-aliased coverage > 0.5. Labels
 are uniform over the classes."""
+
+# What a two-object scene is (scene_two).
+TWO_DEFINITION = f"""\
+the same background and distractor strokes as a one-object scene, then two
+objects of two different classes (the ordered pair uniform over the 30), each
+drawn as the one object is (rotation, colour far from the mean colour under it,
+shading, anti-aliasing), radius {R2_MIN}–{R2_MAX} px (smaller, so that two fit), both fully
+inside and apart: the circles of {EXTENT} radii around their centres (every shape
+fits in one) at least {GAP} px from each other, so masks and anti-aliased edges
+never touch. Centres and radii drawn again until they fit."""
 
 
 def _polygon(kind, cx, cy, r, rot):
@@ -121,19 +142,13 @@ def _distractors(rng, arr, level):
     return np.asarray(big.resize((SIZE, SIZE), Image.BOX), dtype=np.float32)
 
 
-def scene(seed, split, index, level=1.0):
-    """One scene: (rgb uint8 [S, S, 3], label int, mask bool [S, S], box (x0, y0, x1, y1)).
-    level in [0, 1] scales the clutter (background contrast, blotches, grain,
-    strokes) and, below 1, makes the object larger; 1 is the full data definition."""
-    rng = np.random.default_rng([seed, SPLITS[split], index])
-    label = int(rng.integers(len(CLASSES)))
-    arr = _distractors(rng, _background(rng, level), level)
-
-    r = rng.uniform(R_MIN + (R_MAX - R_MIN) / 2 * (1 - level), R_MAX)  # object radius, px
-    cx, cy = rng.uniform(r + 2, SIZE - r - 2, 2)
+def _paint(rng, arr, kind, cx, cy, r):
+    """Paint one object of shape `kind`, radius r px, centred at (cx, cy), on arr
+    (float32 [S, S, 3]): rotation, colour and shading drawn from rng.
+    Returns (float32 [S, S, 3], mask bool [S, S], box (x0, y0, x1, y1))."""
     rot = rng.uniform(0, 2 * math.pi)
     mask_img = Image.new("L", (SIZE * SS, SIZE * SS), 0)
-    _draw_shape(ImageDraw.Draw(mask_img), CLASSES[label], cx * SS, cy * SS, r * SS, rot, 255)
+    _draw_shape(ImageDraw.Draw(mask_img), kind, cx * SS, cy * SS, r * SS, rot, 255)
     alpha = np.asarray(mask_img.resize((SIZE, SIZE), Image.BOX), dtype=np.float32) / 255.0
     mask = alpha > 0.5
 
@@ -146,10 +161,62 @@ def scene(seed, split, index, level=1.0):
     shade = 1.0 + 0.04 * rng.standard_normal((SIZE, SIZE, 1), dtype=np.float32)  # object texture
     a = alpha[..., None]
     out = arr * (1 - a) + (col * shade) * a
-    rgb = np.clip(np.rint(out), 0, 255).astype(np.uint8)
     ys, xs = np.nonzero(mask)
     box = (int(xs.min()), int(ys.min()), int(xs.max()) + 1, int(ys.max()) + 1)
+    return out, mask, box
+
+
+def scene(seed, split, index, level=1.0):
+    """One scene: (rgb uint8 [S, S, 3], label int, mask bool [S, S], box (x0, y0, x1, y1)).
+    level in [0, 1] scales the clutter (background contrast, blotches, grain,
+    strokes) and, below 1, makes the object larger; 1 is the full data definition."""
+    rng = np.random.default_rng([seed, SPLITS[split], index])
+    label = int(rng.integers(len(CLASSES)))
+    arr = _distractors(rng, _background(rng, level), level)
+
+    r = rng.uniform(R_MIN + (R_MAX - R_MIN) / 2 * (1 - level), R_MAX)  # object radius, px
+    cx, cy = rng.uniform(r + 2, SIZE - r - 2, 2)
+    out, mask, box = _paint(rng, arr, CLASSES[label], cx, cy, r)
+    rgb = np.clip(np.rint(out), 0, 255).astype(np.uint8)
     return rgb, label, mask, box
+
+
+def scene_two(seed, split, index, level=1.0, without=False):
+    """One two-object scene (TWO_DEFINITION): (rgb uint8 [S, S, 3], labels (a, b)
+    of two different classes, masks bool [2, S, S] (a's object, then b's; disjoint),
+    boxes ((x0, y0, x1, y1), (x0, y0, x1, y1))). Its own random stream: scene i
+    here is not scene i of scene(). without=True appends rgb uint8 [2, S, S, 3]:
+    the same scene without object 0, without object 1 (every random draw the same,
+    the background showing where the object was): for occlusion tests."""
+    rng = np.random.default_rng([seed, SPLITS[split], index, TWO_STREAM])
+    a = int(rng.integers(len(CLASSES)))
+    b = (a + 1 + int(rng.integers(len(CLASSES) - 1))) % len(CLASSES)  # uniform over pairs
+    bg = _distractors(rng, _background(rng, level), level)
+    for _ in range(100000):  # rejection: both fully inside, EXTENT-circles GAP px apart
+        r = rng.uniform(R2_MIN, R2_MAX, 2)
+        lo, hi = EXTENT * r + 1, SIZE - EXTENT * r - 1
+        c = rng.uniform(lo[:, None], hi[:, None], (2, 2))  # [object, (x, y)]
+        if np.hypot(*(c[0] - c[1])) >= EXTENT * (r[0] + r[1]) + GAP:
+            break
+    else:
+        raise RuntimeError(f"scene_two {split} {index}: no placement found")
+    # Each object painted alone on the background: the pixels they touch (their
+    # anti-aliased edges included) are GAP px apart, so the scene takes each pixel
+    # from the one that changed it, the same as painting one after the other.
+    masks, boxes, alone = np.empty((2, SIZE, SIZE), bool), [], []
+    for k, label in enumerate((a, b)):
+        out, masks[k], box = _paint(rng, bg, CLASSES[label], c[k, 0], c[k, 1], r[k])
+        alone.append(out)
+        boxes.append(box)
+    touched = alone[0] != bg
+    assert not (touched & (alone[1] != bg)).any()
+    both = np.where(touched, alone[0], alone[1])
+
+    def to_rgb(x):
+        return np.clip(np.rint(x), 0, 255).astype(np.uint8)
+
+    res = (to_rgb(both), (a, b), masks, tuple(boxes))
+    return res + (np.stack([to_rgb(alone[1]), to_rgb(alone[0])]),) if without else res
 
 
 def batch(seed, split, start, count, levels=None):
@@ -180,6 +247,23 @@ def batch_parallel(seed, split, start, count, levels=None, jobs=2, chunk=1000):
     return tuple(np.concatenate([r[k] for r in res]) for k in range(3))
 
 
+def write_two(a):
+    """--two: DIR/NAME.png, NAME_mask0.png (the first class's object), NAME_mask1.png
+    (the second's) and DIR/scenes.txt."""
+    with open(os.path.join(a.out, "scenes.txt"), "w") as f:
+        f.write("# file label0 class0 label1 class1 box0_x0 box0_y0 box0_x1 box0_y1 "
+                "box1_x0 box1_y0 box1_x1 box1_y1\n")
+        for i in range(a.start, a.start + a.count):
+            rgb, labels, masks, boxes = scene_two(a.seed, a.split, i, a.level)
+            name = f"{a.split}_{i:05d}_{CLASSES[labels[0]]}_{CLASSES[labels[1]]}"
+            Image.fromarray(rgb).save(os.path.join(a.out, name + ".png"))
+            for k in range(2):
+                Image.fromarray(masks[k].astype(np.uint8) * 255).save(
+                    os.path.join(a.out, f"{name}_mask{k}.png"))
+            f.write(f"{name}.png {labels[0]} {CLASSES[labels[0]]} {labels[1]} {CLASSES[labels[1]]} "
+                    + " ".join(str(v) for box in boxes for v in box) + "\n")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--seed", type=int, default=0)
@@ -190,6 +274,8 @@ def main():
     ap.add_argument("--like", metavar="EVAL_JSON",
                     help="the held-out scenes an eval.json (tools/eval_default.py) was measured "
                          "on: its seed, split, start and count")
+    ap.add_argument("--two", action="store_true",
+                    help="two-object scenes (scene_two): two shapes of different classes")
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
     if a.like:
@@ -198,6 +284,9 @@ def main():
             t = json.load(f)["test"]
         a.seed, a.split, a.start, a.count = t["seed"], t["split"], t["start"], t["count"]
     os.makedirs(a.out, exist_ok=True)
+    if a.two:
+        write_two(a)
+        return
     with open(os.path.join(a.out, "scenes.txt"), "w") as f:
         f.write("# file label class box_x0 box_y0 box_x1 box_y1\n")
         for i in range(a.start, a.start + a.count):
