@@ -1,265 +1,23 @@
 /* main.c - vitlens: see where a Vision Transformer looks.
  *
- * Reads as: options -> headless modes (--top, --export) or the window:
+ * Reads as: options (options.c) -> headless modes (--top, --export) or the window:
  * init -> loop -> shutdown. The App holds all state; app_handle_event is the
  * one event switch. The model runs once per photo on the worker thread
  * (worker.c); a key only recomputes a [gh, gw] map and uploads it (render.c). */
 #include "colormap.h"
 #include "export.h"
 #include "files.h"
+#include "options.h"
 #include "render.h"
 #include "scene.h"
 #include "worker.h"
 
 #include <SDL.h>
 
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* ---------------------------------------------------------------------------
- * Options and --help */
-
-#define MAX_IMAGE_ARGS 4096
-
-typedef struct {
-    const char *model_path, *labels_path, *image_path, *export_dir, *save_dir;
-    const char
-        *image_args[MAX_IMAGE_ARGS]; /* every IMAGE (file or folder) given, for the slideshow */
-    int n_image_args;
-    int top_k, stdin_drops, colormap, bilinear;
-    VitLoadOptions load; /* --heads, --size, --whole */
-    float opacity;
-    float discard;            /* rollout's discard ratio, [0, 1) */
-    char default_model[1024]; /* the built-in model ("" if not found) */
-    char demo_dir[1024];      /* its demo scenes */
-    char first_demo[1024];    /* the first of them: the photo when none is given */
-} Options;
-
-/* The keys, for --help and the help overlay. */
-static const char *const KEYS[][2] = {
-    {"Left / Right", "previous / next layer"},
-    {"Up / Down", "previous / next head, then mean, max, min of the heads"},
-    {"R", "attention rollout on / off"},
-    {"[ / ]", "rollout discard ratio - / + 0.1"},
-    {"click, I J K L", "query patch: its attention and rollout (Shift+arrows move it too)"},
-    {"C", "back to the CLS token as the query"},
-    {"A", "all heads of the layer as thumbnails (click or Enter opens one)"},
-    {"T", "the whole table: a column per layer, a row per head"},
-    {"5", "top-5 predictions panel on / off"},
-    {"D", "mean attention distance panel (ViT paper, Fig. 7)"},
-    {"M", "mask: the fewest patches holding 60% of the attention (DINO)"},
-    {", / .", "mask fraction - / + 5%"},
-    {"V / Shift+V", "next / previous colormap"},
-    {"U", "colour scale: per map / shared across the layer"},
-    {"B", "upsampling: nearest (patches) / bilinear"},
-    {"G", "patch grid on / off"},
-    {"+ / -", "overlay opacity"},
-    {"O", "overlay on / off"},
-    {"N / Shift+N, P", "next / previous image: the command line's, else the folder's"},
-    {"S", "save the view as PNG"},
-    {"F", "fullscreen (presenter mode)"},
-    {"H", "this help on / off"},
-    {"Esc / Q", "quit"},
-    {"drop a file", "open a photo, or a .safetensors model"},
-};
-#define N_KEYS ((int)(sizeof KEYS / sizeof KEYS[0]))
-
-static void usage(FILE *f) {
-    fprintf(
-        f,
-        "usage: vitlens [--model PATH] [--labels FILE] [--heads N] [--size S|HxW] [--whole]\n"
-        "               [--opacity A] [--discard R] [--colormap NAME] [--bilinear]\n"
-        "               [--save-dir DIR] [IMAGE|FOLDER ...]\n"
-        "       vitlens [--model PATH] [--labels FILE] [--size S|HxW] [--whole] --top K IMAGE\n"
-        "       vitlens [--model PATH] [--size S|HxW] [--whole] [--opacity A] [--discard R]\n"
-        "               [--colormap NAME] [--bilinear] --export DIR IMAGE\n"
-        "\n"
-        "Runs a Vision Transformer (.safetensors) on a photo and shows the attention\n"
-        "of the CLS token over the patch grid: every layer and head, the head fusions\n"
-        "(mean, max, min) and attention rollout, as a heatmap over the crop the model saw;\n"
-        "with register or distillation tokens, bars beside it show their share of the row.\n"
-        "Without --model it uses the built-in model, a small ViT trained by this project to\n"
-        "tell which of six shapes a cluttered scene holds; without an IMAGE it opens on the\n"
-        "first of that model's demo scenes (N steps through them). Several images, or a\n"
-        "folder, make a slideshow: N / P step through them and keep the view.\n"
-        "\n"
-        "options:\n"
-        "  --model PATH    weights (.safetensors, timm or Hugging Face names: ViT, DeiT with\n"
-        "                  or without distillation, DINO, DINOv2 with or without registers);\n"
-        "                  config.json beside it is read\n"
-        "                  (default: the built-in model, ASSETS/default/model.safetensors)\n"
-        "  --labels FILE   class names, one per line (ImageNet synset lines are fine);\n"
-        "                  default: the names in config.json, if any\n"
-        "  --heads N       number of attention heads (default: config.json, else width/64)\n"
-        "  --size S|HxW    run the model at this input size in px, each side a multiple of\n"
-        "                  the patch size (e.g. 320 or 224x336); the position embedding is\n"
-        "                  resampled bicubically as timm (or transformers) does\n"
-        "                  (default: config.json's size, else the training size)\n"
-        "  --whole         keep the whole photo: resize it to the input size without\n"
-        "                  cropping (timm's crop_mode squash, crop_pct 1)\n"
-        "  --opacity A     heatmap opacity in [0, 1] (default 0.6)\n"
-        "  --discard R     rollout's discard ratio in [0, 1): that fraction of the smallest\n"
-        "                  fused attention weights to patches is zeroed per layer (default 0)\n"
-        "  --colormap NAME viridis (default), inferno, magma, turbo or greys\n"
-        "  --bilinear      upsample maps bilinearly between patch centres (default: nearest,\n"
-        "                  every patch one flat cell)\n"
-        "  --save-dir DIR  where S saves the view (default: the current directory)\n"
-        "  --top K         print the K most probable classes and exit, one per line:\n"
-        "                    RANK PROB CLASS_ID LABEL     e.g. \"1 0.6123 281 tabby, tabby cat\"\n"
-        "                  RANK from 1, PROB the softmax probability, CLASS_ID from 0,\n"
-        "                  LABEL the rest of the line (absent without class names)\n"
-        "  --export DIR    write every map as a PNG into DIR and exit: L01_H01.png ...\n"
-        "                  (layer, head from 1), L01_mean/max/min.png (head fusions),\n"
-        "                  L01_rollout.png (rollout, mean fusion, --discard), and for slides\n"
-        "                  L01_heads.png (every head of a layer in a grid), contact_sheet.png\n"
-        "                  and contact_sheet_rollout.png (layers x heads): L*H + 5L + 2 files\n"
-        "  --stdin-drops   read file paths from stdin, one per line, as if dropped on the\n"
-        "                  window (for scripts and tests)\n"
-        "  -h, --help      this help\n"
-        "\n"
-        "keys:\n");
-    for (int i = 0; i < N_KEYS; i++) fprintf(f, "  %-14s  %s\n", KEYS[i][0], KEYS[i][1]);
-    fprintf(f,
-            "\n"
-            "environment:\n"
-            "  VITLENS_ASSETS      the folder ASSETS holding default/: the built-in model\n"
-            "                      and its demo/ scenes (default: %s)\n"
-            "  VITLENS_SHADER_DIR  directory of the *.glsl shaders\n"
-            "  VITLENS_FONT        font file to use instead of fontconfig's DejaVu Sans\n"
-            "  VITLENS_TRACE=1     print each drawn frame's state and status line on stdout\n"
-            "\n"
-            "The window prints \"ready PATH\" on stdout once a photo's maps are on screen.\n"
-            "Errors name the file; the headless modes exit 1 on bad input, 2 on bad usage.\n",
-            VITLENS_ASSETS_DIR_DEFAULT);
-}
-
-/* Parse argv into o. 0: go on; 1: --help shown; 2: usage error (message printed). */
-static int parse_options(Options *o, int argc, char **argv) {
-    memset(o, 0, sizeof *o);
-    o->opacity = 0.6f;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        const char *val = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            usage(stdout);
-            return 1;
-        } else if (!strcmp(a, "--stdin-drops")) {
-            o->stdin_drops = 1;
-        } else if (!strcmp(a, "--bilinear")) {
-            o->bilinear = 1;
-        } else if (!strcmp(a, "--whole")) {
-            o->load.whole_image = 1;
-        } else if (a[0] == '-' && a[1] == '-') {
-            if (!val) {
-                fprintf(stderr, "vitlens: %s needs a value (see --help)\n", a);
-                return 2;
-            }
-            char *end = NULL;
-            errno = 0;
-            if (!strcmp(a, "--model")) {
-                o->model_path = val;
-            } else if (!strcmp(a, "--labels")) {
-                o->labels_path = val;
-            } else if (!strcmp(a, "--export")) {
-                o->export_dir = val;
-            } else if (!strcmp(a, "--save-dir")) {
-                o->save_dir = val;
-            } else if (!strcmp(a, "--colormap")) {
-                int found = -1;
-                for (int k = 0; k < COLORMAP_COUNT; k++)
-                    if (!strcmp(val, colormap_names[k])) found = k;
-                if (found < 0) {
-                    fprintf(stderr,
-                            "vitlens: --colormap %s: expected viridis, inferno, magma, turbo or "
-                            "greys\n",
-                            val);
-                    return 2;
-                }
-                o->colormap = found;
-            } else if (!strcmp(a, "--heads") || !strcmp(a, "--top")) {
-                long n = strtol(val, &end, 10);
-                if (errno || !*val || *end || n < 1 || n > 100000) {
-                    fprintf(stderr, "vitlens: %s %s: expected a positive integer\n", a, val);
-                    return 2;
-                }
-                *(!strcmp(a, "--heads") ? &o->load.n_heads : &o->top_k) = (int)n;
-            } else if (!strcmp(a, "--size")) {
-                /* S or HxW, px */
-                long h = strtol(val, &end, 10), w = h;
-                if (!errno && end != val && (*end == 'x' || *end == 'X')) {
-                    const char *ws = end + 1;
-                    w = strtol(ws, &end, 10);
-                    if (end == ws) w = 0;
-                }
-                if (errno || end == val || *end || h < 1 || w < 1 || h > VIT_MAX_INPUT ||
-                    w > VIT_MAX_INPUT) {
-                    fprintf(stderr,
-                            "vitlens: --size %s: expected S or HxW in px (e.g. 320 or 224x336), "
-                            "at most %d\n",
-                            val, VIT_MAX_INPUT);
-                    return 2;
-                }
-                o->load.image_h = (int)h, o->load.image_w = (int)w;
-            } else if (!strcmp(a, "--opacity")) {
-                float f = strtof(val, &end);
-                if (errno || !*val || *end || !(f >= 0.0f && f <= 1.0f)) {
-                    fprintf(stderr, "vitlens: --opacity %s: expected a number in [0, 1]\n", val);
-                    return 2;
-                }
-                o->opacity = f;
-            } else if (!strcmp(a, "--discard")) {
-                float f = strtof(val, &end);
-                if (errno || !*val || *end || !(f >= 0.0f && f < 1.0f)) {
-                    fprintf(stderr, "vitlens: --discard %s: expected a number in [0, 1)\n", val);
-                    return 2;
-                }
-                o->discard = f;
-            } else {
-                fprintf(stderr, "vitlens: unknown option %s (see --help)\n", a);
-                return 2;
-            }
-            i++;
-        } else if (o->n_image_args < MAX_IMAGE_ARGS) {
-            if (!o->image_path) o->image_path = a;
-            o->image_args[o->n_image_args++] = a;
-        } else {
-            fprintf(stderr, "vitlens: more than %d images\n", MAX_IMAGE_ARGS);
-            return 2;
-        }
-    }
-    if ((o->top_k || o->export_dir) && !o->image_path) {
-        fprintf(stderr, "vitlens: --%s needs an IMAGE\n", o->top_k ? "top" : "export");
-        return 2;
-    }
-    if ((o->top_k || o->export_dir) && o->n_image_args > 1) {
-        fprintf(stderr, "vitlens: --%s takes one image (got %s and %s)\n",
-                o->top_k ? "top" : "export", o->image_args[0], o->image_args[1]);
-        return 2;
-    }
-    return 0;
-}
-
-/* The built-in model, when --model is not given, and the first of its demo
- * scenes, when the window gets no photo either. 0, or -1 (message printed). */
-static int use_default_model(Options *o) {
-    char msg[2400];
-    if (files_default_model(o->default_model, sizeof o->default_model, o->demo_dir,
-                            sizeof o->demo_dir, msg, sizeof msg)) {
-        o->default_model[0] = o->demo_dir[0] = '\0';
-        if (o->model_path) return 0; /* not needed: N then steps through the photo's folder */
-        fprintf(stderr, "vitlens: %s\n", msg);
-        return -1;
-    }
-    if (o->model_path) return 0;
-    o->model_path = o->default_model;
-    if (!o->image_path && !o->top_k && !o->export_dir &&
-        files_step(o->first_demo, sizeof o->first_demo, o->demo_dir, 1) == 0)
-        o->image_path = o->first_demo;
-    return 0;
-}
 
 /* ---------------------------------------------------------------------------
  * Headless: --top, --export */
@@ -322,6 +80,7 @@ typedef struct {
     const char *prefix_names[VIT_MAX_PREFIX];
 
     View view;
+    KeyList keys; /* for the help overlay, as --help lists them */
     int overlay, grid, help;
     float opacity;
     Overview overview;
@@ -966,8 +725,8 @@ static void app_draw(App *app) {
         .status_right = app->status_right,
         .error = app->error[0] ? app->error : NULL,
         .placeholder = app->busy ? "loading\xe2\x80\xa6" : "drop a photo here",
-        .help_rows = KEYS,
-        .n_help = N_KEYS,
+        .help_rows = app->keys.rows,
+        .n_help = app->keys.n,
         .spinner_turns = (float)(SDL_GetTicks() % 1000u) / 1000.0f,
         .mode = app->overview == OV_TABLE   ? REN_TABLE
                 : app->overview == OV_HEADS ? REN_HEADS
@@ -1098,6 +857,7 @@ static int app_init(App *app, const Options *o) {
     const VitConfig *c = &app->model->vit.cfg;
     app->view = (View){
         .layer = c->n_layers - 1, .head = c->n_heads + VIT_FUSE_MEAN, .discard_ratio = o->discard};
+    keys_list(&app->keys);
 
     /* The photo's forward pass starts first, on the worker thread, and runs while the
      * window and its OpenGL context are made (a few hundred ms under Xvfb's software
@@ -1189,9 +949,9 @@ static void app_free(App *app) {
 
 int main(int argc, char **argv) {
     Options o;
-    int rc = parse_options(&o, argc, argv);
+    int rc = options_parse(&o, argc, argv);
     if (rc) return rc == 1 ? 0 : 2;
-    if (use_default_model(&o)) return 1;
+    if (options_default_model(&o)) return 1;
     if (o.top_k || o.export_dir) return run_headless(&o);
 
     static App app; /* large (two scenes' paths); static keeps it off the stack */

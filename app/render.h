@@ -64,7 +64,7 @@ typedef struct {
     int overlay, grid, help, busy;
     float opacity;
     const char *status_left, *status_right, *error, *placeholder;
-    const char *const (*help_rows)[2]; /* [n_help] {key, what} */
+    const char *(*help_rows)[2]; /* [n_help] {key, what} */
     int n_help;
     float spinner_turns; /* spinner phase while busy */
 

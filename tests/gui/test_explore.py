@@ -410,12 +410,14 @@ def explore(app, a, model, chelsea, coffee, saves):
         return out
     keys = lines(near(panel, (252, 232, 38), 60) & inside)  # accent bar, title, keys
     what = lines(near(panel, (237, 240, 242), 60) & inside)
-    n_keys = open(os.path.join(os.path.dirname(__file__), "..", "..", "app", "main.c")).read() \
-        .split("KEYS[][2] = {", 1)[1].split("};", 1)[0].count("\n    {")
+    # the overlay and --help show one list (keys_list: the fixed keys and the map kinds')
+    usage = subprocess.run([a.app, "--help"], capture_output=True, text=True).stdout
+    n_keys = len(usage.split("\nkeys:\n", 1)[1].split("\n\n", 1)[0].splitlines())
     check(len(keys) == n_keys + 2 and len(what) == n_keys and
           all(k[0] <= w[1] and w[0] <= k[1] for k, w in zip(keys[2:], what)),
           f"the help panel lists every key: {len(keys)} lines in the accent colour (bar, title "
-          f"and keys), {len(what)} descriptions, each beside its key, for {n_keys} keys")
+          f"and keys), {len(what)} descriptions, each beside its key, for the {n_keys} keys of "
+          f"--help")
     app.key("h", help=0)
     app.key("f", fullscreen=0)
     quit_app(app)

@@ -1,0 +1,242 @@
+/* options.c - the command line: parsing, --help, and the key list shown by
+ * --help and by the help overlay. */
+#include "options.h"
+#include "colormap.h"
+#include "files.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---------------------------------------------------------------------------
+ * Keys */
+
+static const char *const KEYS[][2] = {
+    {"Left / Right", "previous / next layer"},
+    {"Up / Down", "previous / next head, then mean, max, min of the heads"},
+    {"R", "attention rollout on / off"},
+    {"[ / ]", "rollout discard ratio - / + 0.1"},
+    {"click, I J K L", "query patch: its attention and rollout (Shift+arrows move it too)"},
+    {"C", "back to the CLS token as the query"},
+    {"A", "all heads of the layer as thumbnails (click or Enter opens one)"},
+    {"T", "the whole table: a column per layer, a row per head"},
+    {"5", "top-5 predictions panel on / off"},
+    {"D", "mean attention distance panel (ViT paper, Fig. 7)"},
+    {"M", "mask: the fewest patches holding 60% of the attention (DINO)"},
+    {", / .", "mask fraction - / + 5%"},
+    {"V / Shift+V", "next / previous colormap"},
+    {"U", "colour scale: per map / shared across the layer"},
+    {"B", "upsampling: nearest (patches) / bilinear"},
+    {"G", "patch grid on / off"},
+    {"+ / -", "overlay opacity"},
+    {"O", "overlay on / off"},
+    {"N / Shift+N, P", "next / previous image: the command line's, else the folder's"},
+    {"S", "save the view as PNG"},
+    {"F", "fullscreen (presenter mode)"},
+    {"H", "this help on / off"},
+    {"Esc / Q", "quit"},
+    {"drop a file", "open a photo, or a .safetensors model"},
+};
+#define N_KEYS ((int)(sizeof KEYS / sizeof KEYS[0]))
+
+void keys_list(KeyList *k) {
+    _Static_assert(N_KEYS <= KEYS_MAX, "KEYS_MAX too small for the keys");
+    for (k->n = 0; k->n < N_KEYS; k->n++)
+        k->rows[k->n][0] = KEYS[k->n][0], k->rows[k->n][1] = KEYS[k->n][1];
+}
+
+/* ---------------------------------------------------------------------------
+ * Usage and parsing */
+
+void options_usage(FILE *f) {
+    KeyList keys;
+    keys_list(&keys);
+    fprintf(
+        f,
+        "usage: vitlens [--model PATH] [--labels FILE] [--heads N] [--size S|HxW] [--whole]\n"
+        "               [--opacity A] [--discard R] [--colormap NAME] [--bilinear]\n"
+        "               [--save-dir DIR] [IMAGE|FOLDER ...]\n"
+        "       vitlens [--model PATH] [--labels FILE] [--size S|HxW] [--whole] --top K IMAGE\n"
+        "       vitlens [--model PATH] [--size S|HxW] [--whole] [--opacity A] [--discard R]\n"
+        "               [--colormap NAME] [--bilinear] --export DIR IMAGE\n"
+        "\n"
+        "Runs a Vision Transformer (.safetensors) on a photo and shows the attention\n"
+        "of the CLS token over the patch grid: every layer and head, the head fusions\n"
+        "(mean, max, min) and attention rollout, as a heatmap over the crop the model saw;\n"
+        "with register or distillation tokens, bars beside it show their share of the row.\n"
+        "Without --model it uses the built-in model, a small ViT trained by this project to\n"
+        "tell which of six shapes a cluttered scene holds; without an IMAGE it opens on the\n"
+        "first of that model's demo scenes (N steps through them). Several images, or a\n"
+        "folder, make a slideshow: N / P step through them and keep the view.\n"
+        "\n"
+        "options:\n"
+        "  --model PATH    weights (.safetensors, timm or Hugging Face names: ViT, DeiT with\n"
+        "                  or without distillation, DINO, DINOv2 with or without registers);\n"
+        "                  config.json beside it is read\n"
+        "                  (default: the built-in model, ASSETS/default/model.safetensors)\n"
+        "  --labels FILE   class names, one per line (ImageNet synset lines are fine);\n"
+        "                  default: the names in config.json, if any\n"
+        "  --heads N       number of attention heads (default: config.json, else width/64)\n"
+        "  --size S|HxW    run the model at this input size in px, each side a multiple of\n"
+        "                  the patch size (e.g. 320 or 224x336); the position embedding is\n"
+        "                  resampled bicubically as timm (or transformers) does\n"
+        "                  (default: config.json's size, else the training size)\n"
+        "  --whole         keep the whole photo: resize it to the input size without\n"
+        "                  cropping (timm's crop_mode squash, crop_pct 1)\n"
+        "  --opacity A     heatmap opacity in [0, 1] (default 0.6)\n"
+        "  --discard R     rollout's discard ratio in [0, 1): that fraction of the smallest\n"
+        "                  fused attention weights to patches is zeroed per layer (default 0)\n"
+        "  --colormap NAME viridis (default), inferno, magma, turbo or greys\n"
+        "  --bilinear      upsample maps bilinearly between patch centres (default: nearest,\n"
+        "                  every patch one flat cell)\n"
+        "  --save-dir DIR  where S saves the view (default: the current directory)\n"
+        "  --top K         print the K most probable classes and exit, one per line:\n"
+        "                    RANK PROB CLASS_ID LABEL     e.g. \"1 0.6123 281 tabby, tabby cat\"\n"
+        "                  RANK from 1, PROB the softmax probability, CLASS_ID from 0,\n"
+        "                  LABEL the rest of the line (absent without class names)\n"
+        "  --export DIR    write every map as a PNG into DIR and exit: L01_H01.png ...\n"
+        "                  (layer, head from 1), L01_mean/max/min.png (head fusions),\n"
+        "                  L01_rollout.png (rollout, mean fusion, --discard), and for slides\n"
+        "                  L01_heads.png (every head of a layer in a grid), contact_sheet.png\n"
+        "                  and contact_sheet_rollout.png (layers x heads): L*H + 5L + 2 files\n"
+        "  --stdin-drops   read file paths from stdin, one per line, as if dropped on the\n"
+        "                  window (for scripts and tests)\n"
+        "  -h, --help      this help\n"
+        "\n"
+        "keys:\n");
+    for (int i = 0; i < keys.n; i++) fprintf(f, "  %-14s  %s\n", keys.rows[i][0], keys.rows[i][1]);
+    fprintf(f,
+            "\n"
+            "environment:\n"
+            "  VITLENS_ASSETS      the folder ASSETS holding default/: the built-in model\n"
+            "                      and its demo/ scenes (default: %s)\n"
+            "  VITLENS_SHADER_DIR  directory of the *.glsl shaders\n"
+            "  VITLENS_FONT        font file to use instead of fontconfig's DejaVu Sans\n"
+            "  VITLENS_TRACE=1     print each drawn frame's state and status line on stdout\n"
+            "\n"
+            "The window prints \"ready PATH\" on stdout once a photo's maps are on screen.\n"
+            "Errors name the file; the headless modes exit 1 on bad input, 2 on bad usage.\n",
+            VITLENS_ASSETS_DIR_DEFAULT);
+}
+
+int options_parse(Options *o, int argc, char **argv) {
+    memset(o, 0, sizeof *o);
+    o->opacity = 0.6f;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *val = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            options_usage(stdout);
+            return 1;
+        } else if (!strcmp(a, "--stdin-drops")) {
+            o->stdin_drops = 1;
+        } else if (!strcmp(a, "--bilinear")) {
+            o->bilinear = 1;
+        } else if (!strcmp(a, "--whole")) {
+            o->load.whole_image = 1;
+        } else if (a[0] == '-' && a[1] == '-') {
+            if (!val) {
+                fprintf(stderr, "vitlens: %s needs a value (see --help)\n", a);
+                return 2;
+            }
+            char *end = NULL;
+            errno = 0;
+            if (!strcmp(a, "--model")) {
+                o->model_path = val;
+            } else if (!strcmp(a, "--labels")) {
+                o->labels_path = val;
+            } else if (!strcmp(a, "--export")) {
+                o->export_dir = val;
+            } else if (!strcmp(a, "--save-dir")) {
+                o->save_dir = val;
+            } else if (!strcmp(a, "--colormap")) {
+                int found = -1;
+                for (int k = 0; k < COLORMAP_COUNT; k++)
+                    if (!strcmp(val, colormap_names[k])) found = k;
+                if (found < 0) {
+                    fprintf(stderr,
+                            "vitlens: --colormap %s: expected viridis, inferno, magma, turbo or "
+                            "greys\n",
+                            val);
+                    return 2;
+                }
+                o->colormap = found;
+            } else if (!strcmp(a, "--heads") || !strcmp(a, "--top")) {
+                long n = strtol(val, &end, 10);
+                if (errno || !*val || *end || n < 1 || n > 100000) {
+                    fprintf(stderr, "vitlens: %s %s: expected a positive integer\n", a, val);
+                    return 2;
+                }
+                *(!strcmp(a, "--heads") ? &o->load.n_heads : &o->top_k) = (int)n;
+            } else if (!strcmp(a, "--size")) {
+                /* S or HxW, px */
+                long h = strtol(val, &end, 10), w = h;
+                if (!errno && end != val && (*end == 'x' || *end == 'X')) {
+                    const char *ws = end + 1;
+                    w = strtol(ws, &end, 10);
+                    if (end == ws) w = 0;
+                }
+                if (errno || end == val || *end || h < 1 || w < 1 || h > VIT_MAX_INPUT ||
+                    w > VIT_MAX_INPUT) {
+                    fprintf(stderr,
+                            "vitlens: --size %s: expected S or HxW in px (e.g. 320 or 224x336), "
+                            "at most %d\n",
+                            val, VIT_MAX_INPUT);
+                    return 2;
+                }
+                o->load.image_h = (int)h, o->load.image_w = (int)w;
+            } else if (!strcmp(a, "--opacity")) {
+                float f = strtof(val, &end);
+                if (errno || !*val || *end || !(f >= 0.0f && f <= 1.0f)) {
+                    fprintf(stderr, "vitlens: --opacity %s: expected a number in [0, 1]\n", val);
+                    return 2;
+                }
+                o->opacity = f;
+            } else if (!strcmp(a, "--discard")) {
+                float f = strtof(val, &end);
+                if (errno || !*val || *end || !(f >= 0.0f && f < 1.0f)) {
+                    fprintf(stderr, "vitlens: --discard %s: expected a number in [0, 1)\n", val);
+                    return 2;
+                }
+                o->discard = f;
+            } else {
+                fprintf(stderr, "vitlens: unknown option %s (see --help)\n", a);
+                return 2;
+            }
+            i++;
+        } else if (o->n_image_args < OPTIONS_MAX_IMAGES) {
+            if (!o->image_path) o->image_path = a;
+            o->image_args[o->n_image_args++] = a;
+        } else {
+            fprintf(stderr, "vitlens: more than %d images\n", OPTIONS_MAX_IMAGES);
+            return 2;
+        }
+    }
+    if ((o->top_k || o->export_dir) && !o->image_path) {
+        fprintf(stderr, "vitlens: --%s needs an IMAGE\n", o->top_k ? "top" : "export");
+        return 2;
+    }
+    if ((o->top_k || o->export_dir) && o->n_image_args > 1) {
+        fprintf(stderr, "vitlens: --%s takes one image (got %s and %s)\n",
+                o->top_k ? "top" : "export", o->image_args[0], o->image_args[1]);
+        return 2;
+    }
+    return 0;
+}
+
+int options_default_model(Options *o) {
+    char msg[2400];
+    if (files_default_model(o->default_model, sizeof o->default_model, o->demo_dir,
+                            sizeof o->demo_dir, msg, sizeof msg)) {
+        o->default_model[0] = o->demo_dir[0] = '\0';
+        if (o->model_path) return 0; /* not needed: N then steps through the photo's folder */
+        fprintf(stderr, "vitlens: %s\n", msg);
+        return -1;
+    }
+    if (o->model_path) return 0;
+    o->model_path = o->default_model;
+    if (!o->image_path && !o->top_k && !o->export_dir &&
+        files_step(o->first_demo, sizeof o->first_demo, o->demo_dir, 1) == 0)
+        o->image_path = o->first_demo;
+    return 0;
+}

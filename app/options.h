@@ -1,0 +1,50 @@
+/* options.h - the command line: options, --help, and the key list that --help
+ * and the window's help overlay (H) both show. No SDL, no GL. */
+#ifndef VITLENS_OPTIONS_H
+#define VITLENS_OPTIONS_H
+
+#include "vit.h"
+
+#include <stdio.h>
+
+#define OPTIONS_MAX_IMAGES 4096
+
+typedef struct {
+    const char *model_path, *labels_path, *image_path, *export_dir, *save_dir;
+    const char *image_args[OPTIONS_MAX_IMAGES]; /* every IMAGE (file or folder), the slideshow */
+    int n_image_args;
+    int top_k, stdin_drops, colormap, bilinear;
+    VitLoadOptions load; /* --heads, --size, --whole */
+    float opacity;
+    float discard;            /* rollout's discard ratio, [0, 1) */
+    char default_model[1024]; /* the built-in model ("" if not found) */
+    char demo_dir[1024];      /* its demo scenes */
+    char first_demo[1024];    /* the first of them: the photo when none is given */
+} Options;
+
+/* Parse argv into o. 0: go on; 1: --help shown on stdout; 2: usage error (the
+ * message printed on stderr). */
+int options_parse(Options *o, int argc, char **argv);
+
+/* The built-in model, when --model is not given, and the first of its demo
+ * scenes, when the window gets no photo either. 0, or -1 (message printed). */
+int options_default_model(Options *o);
+
+/* The usage text, options, keys (keys_list) and environment, to f. */
+void options_usage(FILE *f);
+
+/* ---------------------------------------------------------------------------
+ * Keys: one list for --help and the help overlay */
+
+#define KEYS_MAX 48
+
+typedef struct {
+    const char *rows[KEYS_MAX][2]; /* [n] {key, what it does} */
+    int n;
+} KeyList;
+
+/* The keys, in the order --help and the overlay show them. The strings point
+ * into static storage. */
+void keys_list(KeyList *k);
+
+#endif
