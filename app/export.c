@@ -1,6 +1,7 @@
 /* export.c - headless --top and --export. */
 #include "export.h"
 #include "colormap.h"
+#include "mapkind.h"
 #include "text.h"
 
 #define STB_IMAGE_WRITE_IMPLEMENTATION
@@ -43,33 +44,35 @@ int export_top(FILE *out, const Model *m, const Scene *sc, int k) {
 /* --- PNG export ------------------------------------------------------------ */
 
 /* Map value at output pixel (x, y) of an out_w x out_h picture of the crop, as
- * heatmap.frag.glsl: nearest patch, or bilinear between patch centres. */
-static float map_sample(const float *map, const VitConfig *c, int x, int y, int out_w, int out_h,
+ * heatmap.frag.glsl: nearest cell (patch, or pixel of a pixel map), or bilinear
+ * between cell centres. map [mh, mw]. */
+static float map_sample(const float *map, int mw, int mh, int x, int y, int out_w, int out_h,
                         int bilinear) {
-    float gx = ((float)x + 0.5f) * (float)c->grid_w / (float)out_w;
-    float gy = ((float)y + 0.5f) * (float)c->grid_h / (float)out_h;
+    float gx = ((float)x + 0.5f) * (float)mw / (float)out_w;
+    float gy = ((float)y + 0.5f) * (float)mh / (float)out_h;
     if (!bilinear) {
         int ix = (int)gx, iy = (int)gy;
-        ix = ix >= c->grid_w ? c->grid_w - 1 : ix;
-        iy = iy >= c->grid_h ? c->grid_h - 1 : iy;
-        return map[iy * c->grid_w + ix];
+        ix = ix >= mw ? mw - 1 : ix;
+        iy = iy >= mh ? mh - 1 : iy;
+        return map[iy * mw + ix];
     }
     float tx = gx - 0.5f, ty = gy - 0.5f;
     int x0 = (int)floorf(tx), y0 = (int)floorf(ty);
     float fx = tx - (float)x0, fy = ty - (float)y0;
     int xs[2] = {x0, x0 + 1}, ys[2] = {y0, y0 + 1};
     for (int i = 0; i < 2; i++) {
-        xs[i] = xs[i] < 0 ? 0 : xs[i] >= c->grid_w ? c->grid_w - 1 : xs[i];
-        ys[i] = ys[i] < 0 ? 0 : ys[i] >= c->grid_h ? c->grid_h - 1 : ys[i];
+        xs[i] = xs[i] < 0 ? 0 : xs[i] >= mw ? mw - 1 : xs[i];
+        ys[i] = ys[i] < 0 ? 0 : ys[i] >= mh ? mh - 1 : ys[i];
     }
-    float a = map[ys[0] * c->grid_w + xs[0]], b = map[ys[0] * c->grid_w + xs[1]];
-    float d = map[ys[1] * c->grid_w + xs[0]], e = map[ys[1] * c->grid_w + xs[1]];
+    float a = map[ys[0] * mw + xs[0]], b = map[ys[0] * mw + xs[1]];
+    float d = map[ys[1] * mw + xs[0]], e = map[ys[1] * mw + xs[1]];
     float top = a + (b - a) * fx, bot = d + (e - d) * fx;
     return top + (bot - top) * fy;
 }
 
 void export_blend(uint8_t *out, int stride_px, int out_w, int out_h, const uint8_t *crop,
-                  const float *map, const VitConfig *cfg, const ExportStyle *st) {
+                  const float *map, int map_w, int map_h, const VitConfig *cfg,
+                  const ExportStyle *st) {
     int Sh = cfg->image_h, Sw = cfg->image_w;
     const uint8_t(*lut)[3] = colormap_luts[st->colormap];
     for (int y = 0; y < out_h; y++) {
@@ -83,7 +86,7 @@ void export_blend(uint8_t *out, int stride_px, int out_w, int out_h, const uint8
                 for (int sx = sx0; sx < sx1; sx++)
                     for (int ch = 0; ch < 3; ch++) src[ch] += crop[((size_t)sy * Sw + sx) * 3 + ch];
             float n = (float)((sy1 - sy0) * (sx1 - sx0));
-            float v = map_sample(map, cfg, x, y, out_w, out_h, st->bilinear);
+            float v = map_sample(map, map_w, map_h, x, y, out_w, out_h, st->bilinear);
             const uint8_t *col = lut[colormap_index(v)];
             uint8_t *dst = out + ((size_t)y * stride_px + x) * 3;
             for (int ch = 0; ch < 3; ch++) {
@@ -103,19 +106,42 @@ int export_png(const char *path, const uint8_t *rgb, int w, int h, char *msg, si
     return -1;
 }
 
-/* Compute, normalise, blend and write the map of view v to dir/name. */
-static int write_map(const char *dir, const char *name, const Scene *sc, const View *v, float *map,
+/* A file name of --export: the parts that apply, joined by '_', then ext:
+ *   L06 (layer >= 0), the head (head, or NULL), what an overview is ("heads",
+ *   "contact_sheet", or NULL), the kind's tag
+ * The first row's tag is left out: attention's files keep their plain names
+ * (L06_H01.png, L06_heads.png, contact_sheet.png); rollout's are L06_rollout.png,
+ * contact_sheet_rollout.png; a kind with one map for the model, TAG.png. */
+static void export_name(char *buf, size_t n, int kind, int layer, const char *head,
+                        const char *what, const char *ext) {
+    char part[4][40];
+    int k = 0;
+    if (layer >= 0) snprintf(part[k++], sizeof part[0], "L%02d", layer + 1);
+    if (head) snprintf(part[k++], sizeof part[0], "%s", head);
+    if (what) snprintf(part[k++], sizeof part[0], "%s", what);
+    if (kind != 0 || k == 0) snprintf(part[k++], sizeof part[0], "%s", MAP_KINDS[kind].tag);
+    size_t len = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < k && len < n; i++)
+        len += (size_t)snprintf(buf + len, n - len, "%s%s", i ? "_" : "", part[i]);
+    if (len < n) snprintf(buf + len, n - len, "%s", ext);
+}
+
+/* Compute, normalise, blend and write the map of view v to dir/base.png. */
+static int write_map(const char *dir, const char *base, const Scene *sc, const View *v, float *map,
                      uint8_t *pixels, int out_w, int out_h, const ExportStyle *st) {
     const VitConfig *c = &sc->run.cfg;
     VitError err;
-    if (view_map(map, &sc->run, v, &err)) {
-        fprintf(stderr, "vitlens: %s: %s\n", name, err.msg);
+    if (view_map(map, sc, v, &err)) {
+        fprintf(stderr, "vitlens: %s: %s\n", base, err.msg);
         return 1;
     }
-    map_normalize(map, map, c->n_patches, NULL, NULL);
-    export_blend(pixels, out_w, out_w, out_h, sc->crop_rgb, map, c, st);
+    int w, h;
+    map_kind_size(&w, &h, v->kind, c);
     char path[2048], msg[2300];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
+    map_normalize(map, map, w * h, NULL, NULL);
+    export_blend(pixels, out_w, out_w, out_h, sc->crop_rgb, map, w, h, c, st);
+    snprintf(path, sizeof path, "%s/%s.png", dir, base);
     if (export_png(path, pixels, out_w, out_h, msg, sizeof msg)) {
         fprintf(stderr, "vitlens: %s\n", msg);
         return 1;
@@ -151,13 +177,14 @@ static const uint8_t SHEET_BG[3] = {15, 17, 21}, SHEET_TEXT[3] = {236, 238, 241}
                      SHEET_DIM[3] = {158, 166, 176};
 
 /* An overview as one PNG: cells (n_cols x n_rows) at the crop's aspect ratio,
- * the longer side cell px, map k of maps
- * [n, gh, gw] at (k / rows_per_col, k % rows_per_col) for the table (a column per
- * layer), else row-major; column / row labels and per-cell labels optional. */
-static int write_sheet(const char *path, const Scene *sc, const float *maps, int n, int n_cols,
-                       int n_rows, int by_column, int cell, const char *const *col_labels,
-                       const char *const *row_labels, const char *const *cell_labels,
-                       const char *title, Text *font, const ExportStyle *st) {
+ * the longer side cell px, map k of maps [n, map_h, map_w] at (k / n_rows,
+ * k % n_rows) for the table (a column per layer), else row-major; column / row
+ * labels and per-cell labels optional. */
+static int write_sheet(const char *path, const Scene *sc, const float *maps, int map_w, int map_h,
+                       int n, int n_cols, int n_rows, int by_column, int cell,
+                       const char *const *col_labels, const char *const *row_labels,
+                       const char *const *cell_labels, const char *title, Text *font,
+                       const ExportStyle *st) {
     const VitConfig *c = &sc->run.cfg;
     int S = c->image_h > c->image_w ? c->image_h : c->image_w;
     int cell_w = cell * c->image_w / S,
@@ -178,7 +205,7 @@ static int write_sheet(const char *path, const Scene *sc, const float *maps, int
         int col = by_column ? k / n_rows : k % n_cols, row = by_column ? k % n_rows : k / n_cols;
         int x = left + col * (cell_w + gap), y = top + row * (cell_h + gap);
         export_blend(img + ((size_t)y * w + x) * 3, w, cell_w, cell_h, sc->crop_rgb,
-                     maps + (size_t)k * c->n_patches, c, st);
+                     maps + (size_t)k * map_w * map_h, map_w, map_h, c, st);
         if (cell_labels && cell_labels[k]) {
             int lw = label_px * 5, lh = label_px * 3 / 2;
             for (int yy = y; yy < y + lh && yy < h; yy++) /* a dark tab behind the label */
@@ -224,12 +251,14 @@ static char *make_labels(const char **heads, const char **layers, int H, int L) 
     return buf;
 }
 
-/* L01_heads.png ... and the two contact sheets. */
+/* The overviews of every kind with per-head maps: each layer's heads grid
+ * (L01_heads.png ..., for kinds whose every head --export writes) and the
+ * layers x heads contact sheet (contact_sheet.png, contact_sheet_rollout.png). */
 static int write_overviews(const char *dir, const Scene *sc, const ExportStyle *st, int *n_files) {
     const VitConfig *c = &sc->run.cfg;
     int L = c->n_layers, H = c->n_heads, K = H + VIEW_N_FUSIONS;
     int S = c->image_h > c->image_w ? c->image_h : c->image_w; /* the longer side */
-    float *maps = malloc((size_t)L * K * c->n_patches * sizeof *maps);
+    float *maps = malloc((size_t)L * K * map_kind_max_floats(c, 1) * sizeof *maps);
     const char **heads = malloc((size_t)K * sizeof *heads),
                **layers = malloc((size_t)L * sizeof *layers);
     char *labels = heads && layers ? make_labels(heads, layers, H, L) : NULL;
@@ -242,36 +271,43 @@ static int write_overviews(const char *dir, const Scene *sc, const ExportStyle *
         rc = 1;
         goto done;
     }
-    char path[2048], title[512];
+    char name[128], path[2048], title[512];
     VitError err;
     int grid_cols = (int)ceil(sqrt((double)K)), grid_rows = (K + grid_cols - 1) / grid_cols;
-    for (int l = 0; l < L && !rc; l++) {
-        View v = {.layer = l, .discard_ratio = st->discard};
-        if (overview_maps(maps, NULL, NULL, &sc->run, &v, 0, 0, &err)) {
-            fprintf(stderr, "vitlens: %s\n", err.msg);
-            rc = 1;
-            break;
-        }
-        snprintf(path, sizeof path, "%s/L%02d_heads.png", dir, l + 1);
-        snprintf(title, sizeof title,
-                 "%s  \xc2\xb7  layer %d/%d  \xc2\xb7  attention of the CLS token", sc->name, l + 1,
-                 L);
-        rc = write_sheet(path, sc, maps, K, grid_cols, grid_rows, 0, S, NULL, NULL, heads, title,
-                         has_font ? &font : NULL, st);
-        *n_files += !rc;
-    }
     int cell = S > 160 ? S / 2 : S;
-    for (int roll = 0; roll < 2 && !rc; roll++) {
-        View v = {.rollout = roll, .discard_ratio = st->discard};
-        if (overview_maps(maps, NULL, NULL, &sc->run, &v, 1, 0, &err)) {
+    for (int k = 0; k < MAP_KIND_COUNT && !rc; k++) {
+        const MapKindInfo *m = &MAP_KINDS[k];
+        if (!m->per_head || !m->per_layer) continue;
+        const char *of = m->uses_query ? " of the CLS token" : "";
+        int w, h;
+        map_kind_size(&w, &h, k, c);
+        for (int l = 0; m->export_heads && l < L && !rc; l++) {
+            View v = {.kind = k, .layer = l, .discard_ratio = st->discard, .target = VIEW_TOP1};
+            if (overview_maps(maps, NULL, NULL, sc, &v, 0, 0, &err)) {
+                fprintf(stderr, "vitlens: %s\n", err.msg);
+                rc = 1;
+                break;
+            }
+            export_name(name, sizeof name, k, l, NULL, "heads", ".png");
+            snprintf(path, sizeof path, "%s/%s", dir, name);
+            snprintf(title, sizeof title, "%s  \xc2\xb7  layer %d/%d  \xc2\xb7  %s%s", sc->name,
+                     l + 1, L, m->title, of);
+            rc = write_sheet(path, sc, maps, w, h, K, grid_cols, grid_rows, 0, S, NULL, NULL, heads,
+                             title, has_font ? &font : NULL, st);
+            *n_files += !rc;
+        }
+        if (rc) break;
+        View v = {.kind = k, .discard_ratio = st->discard, .target = VIEW_TOP1};
+        if (overview_maps(maps, NULL, NULL, sc, &v, 1, 0, &err)) {
             fprintf(stderr, "vitlens: %s\n", err.msg);
             rc = 1;
             break;
         }
-        snprintf(path, sizeof path, "%s/contact_sheet%s.png", dir, roll ? "_rollout" : "");
-        snprintf(title, sizeof title, "%s  \xc2\xb7  %s of the CLS token: a column per layer",
-                 sc->name, roll ? "attention rollout" : "attention");
-        rc = write_sheet(path, sc, maps, L * K, L, K, 1, cell, layers, heads, NULL, title,
+        export_name(name, sizeof name, k, -1, NULL, "contact_sheet", ".png");
+        snprintf(path, sizeof path, "%s/%s", dir, name);
+        snprintf(title, sizeof title, "%s  \xc2\xb7  %s%s: a column per layer", sc->name, m->title,
+                 of);
+        rc = write_sheet(path, sc, maps, w, h, L * K, L, K, 1, cell, layers, heads, NULL, title,
                          has_font ? &font : NULL, st);
         *n_files += !rc;
     }
@@ -297,39 +333,43 @@ int export_maps(FILE *out, const char *dir, const Scene *sc, const ExportStyle *
     int scale = (EXPORT_TARGET_PX + S / 2) / S;
     if (scale < 1) scale = 1;
     int out_w = c->image_w * scale, out_h = c->image_h * scale;
-    float *map = malloc((size_t)c->n_patches * sizeof *map);
+    float *map = malloc(map_kind_max_floats(c, 0) * sizeof *map);
     uint8_t *pixels = malloc((size_t)out_w * out_h * 3);
-    int rc = 0, n_files = 0;
+    int rc = 0, n_maps = 0, n_sheets = 0;
     if (!map || !pixels) {
         fprintf(stderr, "vitlens: out of memory for a %dx%d PNG\n", out_w, out_h);
         rc = 1;
         goto done;
     }
     const int L = c->n_layers, H = c->n_heads;
-    char name[64];
-    for (int l = 0; l < L && !rc; l++) {
-        for (int h = 0; h < H + VIEW_N_FUSIONS && !rc; h++) {
-            View v = {.layer = l, .head = h};
-            int f = view_fusion(&v, H);
-            if (f < 0)
-                snprintf(name, sizeof name, "L%02d_H%02d.png", l + 1, h + 1);
-            else
-                snprintf(name, sizeof name, "L%02d_%s.png", l + 1, vit_fusion_name((VitFusion)f));
-            rc = write_map(dir, name, sc, &v, map, pixels, out_w, out_h, st);
-            n_files += !rc;
-        }
-        if (rc) break;
-        View r = {
-            .layer = l, .head = H + VIT_FUSE_MEAN, .rollout = 1, .discard_ratio = st->discard};
-        snprintf(name, sizeof name, "L%02d_rollout.png", l + 1);
-        rc = write_map(dir, name, sc, &r, map, pixels, out_w, out_h, st);
-        n_files += !rc;
+    char base[128], head[16];
+    for (int k = 0; k < MAP_KIND_COUNT && !rc; k++) {
+        const MapKindInfo *m = &MAP_KINDS[k];
+        int every_head = m->per_head && m->export_heads;
+        int h0 = every_head ? 0 : H + VIT_FUSE_MEAN, h1 = every_head ? H + VIEW_N_FUSIONS : h0 + 1;
+        for (int l = 0; l < (m->per_layer ? L : 1) && !rc; l++)
+            for (int h = h0; h < h1 && !rc; h++) {
+                View v = {.kind = k,
+                          .layer = l,
+                          .head = h,
+                          .discard_ratio = st->discard,
+                          .target = VIEW_TOP1};
+                int f = view_fusion(&v, H);
+                if (f < 0)
+                    snprintf(head, sizeof head, "H%02d", h + 1);
+                else
+                    snprintf(head, sizeof head, "%s", vit_fusion_name((VitFusion)f));
+                export_name(base, sizeof base, k, m->per_layer ? l : -1, every_head ? head : NULL,
+                            NULL, "");
+                rc = write_map(dir, base, sc, &v, map, pixels, out_w, out_h, st);
+                n_maps += !rc;
+            }
     }
-    if (!rc) rc = write_overviews(dir, sc, st, &n_files);
+    if (!rc) rc = write_overviews(dir, sc, st, &n_sheets);
     if (!rc)
-        fprintf(out, "wrote %d PNGs (%dx%d px, %s, %s, opacity %.2f) of %s to %s\n", n_files, out_w,
-                out_h, colormap_names[st->colormap], st->bilinear ? "bilinear" : "nearest",
-                (double)st->opacity, sc->name, dir);
+        fprintf(out, "wrote %d PNGs (%dx%d px, %s, %s, opacity %.2f) of %s to %s\n",
+                n_maps + n_sheets, out_w, out_h, colormap_names[st->colormap],
+                st->bilinear ? "bilinear" : "nearest", (double)st->opacity, sc->name, dir);
 done:
     free(map);
     free(pixels);

@@ -24,19 +24,20 @@ typedef struct {
     int bilinear;  /* upsampling: 0 nearest (patches), 1 bilinear */
 } ExportStyle;
 
-/* Write into dir (created if missing) one PNG per map of sc, each the crop with
- * the min-max normalised map blended over it (colormap, opacity as the GUI),
- * upscaled to about EXPORT_TARGET_PX:
+/* Write into dir (created if missing) the maps of every map kind (MAP_KINDS) of
+ * sc, each as a PNG, the crop with the min-max normalised map blended over it
+ * (colormap, opacity as the GUI) upscaled to about EXPORT_TARGET_PX:
  *   L01_H01.png ... L{L}_H{H}.png   attention of the CLS token, every layer and head
  *   L01_mean.png, L01_max.png, L01_min.png     head fusions, every layer
  *   L01_rollout.png                  rollout up to the layer (mean fusion, discard ratio)
- * and the overviews, for slides (each map min-max normalised, labelled when a
- * font is found):
+ * (a kind's files: the first row's untagged, as above; the others' with the
+ * kind's tag; every head only for kinds with export_heads). Then the overviews,
+ * for slides (each map min-max normalised, labelled when a font is found):
  *   L01_heads.png ...                every head and fusion of the layer in a grid
  *   contact_sheet.png                layers x heads: a column per layer, a row per
  *                                    head, then mean, max, min (attention)
  *   contact_sheet_rollout.png        the same for rollout (per-head rollout)
- * L*H + 4L + L + 2 files; layers and heads are 1-based as on screen. Prints one
+ * L*H + 5L + 2 files; layers and heads are 1-based as on screen. Prints one
  * summary line to out. Returns 0, or 1 with a message naming the file on stderr. */
 int export_maps(FILE *out, const char *dir, const Scene *sc, const ExportStyle *st);
 
@@ -44,10 +45,12 @@ int export_maps(FILE *out, const char *dir, const Scene *sc, const ExportStyle *
  * out_w x out_h rectangle of out (row stride stride_px pixels, RGB):
  *   px = round(mix(crop, colormap(map), opacity))
  * The crop is sampled by area (box filter) when shrunk, nearest when enlarged;
- * the map nearest per patch or bilinear between patch centres (heatmap.frag.glsl).
- * crop: [Sh, Sw, 3]; map: [gh, gw] in [0, 1]. */
+ * the map nearest per cell or bilinear between cell centres (heatmap.frag.glsl).
+ * crop: [Sh, Sw, 3] (cfg's size); map: [map_h, map_w] in [0, 1], the patch grid
+ * or a pixel map's [Sh, Sw]. */
 void export_blend(uint8_t *out, int stride_px, int out_w, int out_h, const uint8_t *crop,
-                  const float *map, const VitConfig *cfg, const ExportStyle *st);
+                  const float *map, int map_w, int map_h, const VitConfig *cfg,
+                  const ExportStyle *st);
 
 /* Write RGB [h, w, 3] as a PNG. 0, or -1 with errno's message in msg. */
 int export_png(const char *path, const uint8_t *rgb, int w, int h, char *msg, size_t msg_bytes);

@@ -7,6 +7,7 @@
 #include "colormap.h"
 #include "export.h"
 #include "files.h"
+#include "mapkind.h"
 #include "options.h"
 #include "render.h"
 #include "scene.h"
@@ -61,20 +62,22 @@ typedef struct {
     Model *model;    /* current model (heap) */
     Scene scenes[2]; /* scenes[front] is on screen, the other is the worker's back buffer */
     int front, has_scene;
-    float *map;      /* [N] raw values of the current map */
-    float *map_norm; /* [N] normalised for display */
-    uint8_t *mask;   /* [N] the attention mask */
-    float *atlas;    /* [L * (H + 3), N] the overview's maps, normalised */
+    float *map;      /* [h, w] raw values of the current map (w x h: map_kind_size) */
+    float *map_norm; /* [h, w] normalised for display */
+    uint8_t *mask;   /* [h, w] the attention mask */
+    float *atlas;    /* [L * (H + 3), h, w] the overview's maps, normalised */
     /* what the atlas on the GPU was computed for: a key that changes only the
      * selection (the table's layer or head, the heads' head) redraws it, no more */
     struct {
         unsigned long loads; /* the scene (0: none) */
         Overview mode;
-        int layer, rollout, query, shared; /* layer: OV_HEADS only */
-        float discard;
+        View view; /* the fields its kind reads; layer: OV_HEADS only */
+        int shared;
         char legend_hi[32], legend_lo[32], legend_caption[32];
     } atlas_of;
     float map_lo, map_hi;
+    int map_w, map_h;                    /* of the current map */
+    int has_prefix;                      /* the kind has a prefix-token share */
     float prefix_share[VIT_MAX_PREFIX];  /* [Np] the view's row at the prefix tokens */
     char prefix_name[VIT_MAX_PREFIX][8]; /* "CLS", "reg1", ... */
     const char *prefix_names[VIT_MAX_PREFIX];
@@ -141,17 +144,27 @@ static int app_query_patch(const App *app, int *row, int *col) {
     return 1;
 }
 
+/* Does the atlas hold the maps of v's overview? Compares what v's kind reads. */
+static int app_atlas_is_for(const App *app, const View *v) {
+    const MapKindInfo *k = &MAP_KINDS[v->kind];
+    const View *a = &app->atlas_of.view;
+    return app->atlas_of.loads == app->loads && app->atlas_of.mode == app->overview &&
+           app->atlas_of.shared == app->shared_scale && a->kind == v->kind &&
+           (app->overview == OV_TABLE || a->layer == v->layer) &&
+           (!k->uses_query || a->query == v->query) &&
+           (!k->uses_discard || a->discard_ratio == v->discard_ratio) &&
+           (!k->uses_target || a->target == v->target);
+}
+
 /* The overview's maps into the atlas, normalised, and the legend for them. */
 static void app_update_overview(App *app) {
     const Scene *sc = app_scene(app);
     const VitConfig *c = &sc->run.cfg;
     int K = c->n_heads + VIEW_N_FUSIONS, table = app->overview == OV_TABLE;
-    int n = table ? c->n_layers * K : K;
+    int n = table ? c->n_layers * K : K, w, h;
     const View *v = &app->view;
-    if (app->atlas_of.loads == app->loads && app->atlas_of.mode == app->overview &&
-        (table || app->atlas_of.layer == v->layer) && app->atlas_of.rollout == v->rollout &&
-        app->atlas_of.query == v->query && app->atlas_of.shared == app->shared_scale &&
-        (!v->rollout || app->atlas_of.discard == v->discard_ratio)) {
+    map_kind_size(&w, &h, v->kind, c);
+    if (app_atlas_is_for(app, v)) {
         memcpy(app->legend_hi, app->atlas_of.legend_hi, sizeof app->legend_hi);
         memcpy(app->legend_lo, app->atlas_of.legend_lo, sizeof app->legend_lo);
         memcpy(app->legend_caption, app->atlas_of.legend_caption, sizeof app->legend_caption);
@@ -164,7 +177,7 @@ static void app_update_overview(App *app) {
         app_set_error(app, "out of memory for the overview");
         return;
     }
-    if (overview_maps(app->atlas, range, range + n, &sc->run, &app->view, table, app->shared_scale,
+    if (overview_maps(app->atlas, range, range + n, sc, &app->view, table, app->shared_scale,
                       &err)) {
         app_set_error(app, err.msg);
         free(range);
@@ -172,7 +185,7 @@ static void app_update_overview(App *app) {
     }
     float lo = range[0], hi = range[n]; /* of the first map: the layer's with a shared scale */
     free(range);
-    if (ren_upload_atlas(&app->ren, app->atlas, n, c->grid_w, c->grid_h)) {
+    if (ren_upload_atlas(&app->ren, app->atlas, n, w, h)) {
         app_set_error(app, "the overview is larger than the GPU's largest texture");
         app->overview = OV_NONE;
         return;
@@ -187,9 +200,7 @@ static void app_update_overview(App *app) {
     snprintf(app->legend_caption, sizeof app->legend_caption, "%s",
              app->shared_scale ? (table ? "each layer" : "the layer") : "each map");
     app->atlas_of.loads = app->loads, app->atlas_of.mode = app->overview;
-    app->atlas_of.layer = v->layer, app->atlas_of.rollout = v->rollout;
-    app->atlas_of.query = v->query, app->atlas_of.shared = app->shared_scale;
-    app->atlas_of.discard = v->discard_ratio;
+    app->atlas_of.view = *v, app->atlas_of.shared = app->shared_scale;
     memcpy(app->atlas_of.legend_hi, app->legend_hi, sizeof app->legend_hi);
     memcpy(app->atlas_of.legend_lo, app->legend_lo, sizeof app->legend_lo);
     memcpy(app->atlas_of.legend_caption, app->legend_caption, sizeof app->legend_caption);
@@ -200,12 +211,19 @@ static void app_update_map(App *app) {
     const Scene *sc = app_scene(app);
     if (!sc) return;
     const VitConfig *c = &sc->run.cfg;
+    const MapKindInfo *k = &MAP_KINDS[app->view.kind];
     VitError err;
-    if (view_map(app->map, &sc->run, &app->view, &err)) {
+    int w, h;
+    map_kind_size(&w, &h, app->view.kind, c);
+    if (app->overview && !k->per_head) app->overview = OV_NONE; /* no per-head maps to show */
+    if (view_map(app->map, sc, &app->view, &err)) {
         app_set_error(app, err.msg);
         return;
     }
-    if (view_prefix(app->prefix_share, &sc->run, &app->view, &err)) {
+    app->map_w = w, app->map_h = h;
+    app->has_prefix = k->prefix != NULL;
+    memset(app->prefix_share, 0, sizeof app->prefix_share);
+    if (app->has_prefix && view_prefix(app->prefix_share, sc, &app->view, &err)) {
         app_set_error(app, err.msg);
         return;
     }
@@ -214,60 +232,77 @@ static void app_update_map(App *app) {
         app->prefix_names[i] = app->prefix_name[i];
     }
     float lo, hi;
-    map_normalize(app->map_norm, app->map, c->n_patches, &lo, &hi);
-    if (app->shared_scale) {
-        if (view_layer_range(&lo, &hi, &sc->run, &app->view, &err)) {
+    map_normalize(app->map_norm, app->map, w * h, &lo, &hi);
+    if (app->shared_scale && k->per_head) {
+        if (view_layer_range(&lo, &hi, sc, &app->view, &err)) {
             app_set_error(app, err.msg);
             return;
         }
-        for (int p = 0; p < c->n_patches; p++)
+        for (int p = 0; p < w * h; p++)
             app->map_norm[p] = hi > lo ? (app->map[p] - lo) / (hi - lo) : 0.0f;
     }
     app->map_lo = lo, app->map_hi = hi;
-    ren_upload_map(&app->ren, app->map_norm, c->grid_w, c->grid_h);
+    ren_upload_map(&app->ren, app->map_norm, w, h, c->grid_w, c->grid_h);
     snprintf(app->legend_hi, sizeof app->legend_hi, "%.2g", (double)hi);
     snprintf(app->legend_lo, sizeof app->legend_lo, "%.2g", (double)lo);
     snprintf(app->legend_caption, sizeof app->legend_caption, "%s",
-             app->shared_scale ? "the layer" : "this map");
+             app->shared_scale && k->per_head ? "the layer" : "this map");
     if (app->show_mask) {
-        if (vit_mass_mask(app->mask, &app->mask_kept, app->map, c->n_patches,
+        if (vit_mass_mask(app->mask, &app->mask_kept, app->map, w * h,
                           (float)app->mask_pct / 100.0f, &err)) {
             app_set_error(app, err.msg);
             app->show_mask = 0;
         } else {
-            ren_upload_mask(&app->ren, app->mask, c->grid_w, c->grid_h);
+            ren_upload_mask(&app->ren, app->mask, w, h);
         }
     }
     if (app->overview) app_update_overview(app);
     app->dirty = 1;
 }
 
-/* The status line: model, layer, head or fusion, map kind, query, mask | top-1 class. */
+/* The status line: model, layer, head or fusion, map kind, query, target class,
+ * mask | top-1 class. Only what the view's kind reads is shown. */
 static void app_update_status(App *app) {
     const VitConfig *c = &app->model->vit.cfg;
     const View *v = &app->view;
-    char head[64], kind[64], query[64] = "", mask[64] = "";
-    view_head_text(head, sizeof head, v, c->n_heads);
+    const MapKindInfo *k = &MAP_KINDS[v->kind];
+    const Scene *sc = app_scene(app);
     const char *dot = "  \xc2\xb7  "; /* U+00B7 middle dot */
-    if (v->rollout && v->discard_ratio > 0.0f)
-        snprintf(kind, sizeof kind, "rollout, discard %.1f", (double)v->discard_ratio);
+    char layer[48] = "", head[64] = "", kind[64], query[64] = "", target[160] = "", mask[64] = "";
+    if (k->per_layer)
+        snprintf(layer, sizeof layer, "%slayer %d/%d", dot, v->layer + 1, c->n_layers);
+    if (k->per_head) {
+        char h[48];
+        view_head_text(h, sizeof h, v, c->n_heads);
+        if (app->overview == OV_TABLE)
+            snprintf(h, sizeof h, "layers \xc3\x97 heads");
+        else if (app->overview == OV_HEADS)
+            snprintf(h, sizeof h, "all %d heads", c->n_heads);
+        snprintf(head, sizeof head, "%s%s", dot, h);
+    }
+    if (k->uses_discard && v->discard_ratio > 0.0f)
+        snprintf(kind, sizeof kind, "%s, discard %.1f", k->name, (double)v->discard_ratio);
     else
-        snprintf(kind, sizeof kind, "%s", view_kind_name(v));
-    if (v->query != 0) {
+        snprintf(kind, sizeof kind, "%s", k->name);
+    if (k->uses_query && v->query != 0) {
         char q[48];
         view_query_text(q, sizeof q, v, c);
         snprintf(query, sizeof query, "%sfrom %s", dot, q);
     }
+    int target_class = k->uses_target && sc ? view_class(v, sc) : -1;
+    if (target_class >= 0) {
+        const char *label = model_label(app->model, target_class);
+        if (label)
+            snprintf(target, sizeof target, "%sfor: %.100s", dot, label);
+        else
+            snprintf(target, sizeof target, "%sfor: class %d", dot, target_class);
+    }
     if (app->show_mask && !app->overview)
-        snprintf(mask, sizeof mask, "%smask %d%%: %d patches", dot, app->mask_pct, app->mask_kept);
-    if (app->overview == OV_TABLE)
-        snprintf(head, sizeof head, "layers \xc3\x97 heads");
-    else if (app->overview == OV_HEADS)
-        snprintf(head, sizeof head, "all %d heads", c->n_heads);
-    snprintf(app->status_left, sizeof app->status_left, "%s%slayer %d/%d%s%s%s%s%s%s%s%s",
-             app->model->name, dot, v->layer + 1, c->n_layers, dot, head, dot, kind, query, mask,
-             app->overlay ? "" : dot, app->overlay ? "" : "overlay off");
-    const Scene *sc = app_scene(app);
+        snprintf(mask, sizeof mask, "%smask %d%%: %d %s", dot, app->mask_pct, app->mask_kept,
+                 k->pixels ? "px" : "patches");
+    snprintf(app->status_left, sizeof app->status_left, "%s%s%s%s%s%s%s%s%s%s", app->model->name,
+             layer, head, dot, kind, query, target, mask, app->overlay ? "" : dot,
+             app->overlay ? "" : "overlay off");
     app->status_right[0] = '\0';
     if (app->busy) {
         snprintf(app->status_right, sizeof app->status_right, "working\xe2\x80\xa6");
@@ -307,17 +342,18 @@ static void app_open(App *app, const char *path) {
     app->dirty = 1;
 }
 
-/* Buffers sized by the scene's shapes. */
+/* Buffers sized by the scene's shapes: the largest map of any kind. */
 static int app_scene_buffers(App *app, const Scene *sc) {
     const VitConfig *c = &sc->run.cfg;
-    size_t N = (size_t)c->n_patches, K = (size_t)(c->n_heads + VIEW_N_FUSIONS);
+    size_t N = map_kind_max_floats(c, 0), K = (size_t)(c->n_heads + VIEW_N_FUSIONS);
+    size_t N_atlas = map_kind_max_floats(c, 1);
     float *map = realloc(app->map, N * sizeof *map);
     if (map) app->map = map;
     float *norm = realloc(app->map_norm, N * sizeof *norm);
     if (norm) app->map_norm = norm;
     uint8_t *mask = realloc(app->mask, N);
     if (mask) app->mask = mask;
-    float *atlas = realloc(app->atlas, (size_t)c->n_layers * K * N * sizeof *atlas);
+    float *atlas = realloc(app->atlas, (size_t)c->n_layers * K * N_atlas * sizeof *atlas);
     if (atlas) app->atlas = atlas;
     if (!map || !norm || !mask || !atlas) return -1;
     if (app->cursor_row >= c->grid_h || app->cursor_col >= c->grid_w || app->cursor_row < 0)
@@ -440,6 +476,13 @@ static void app_key(App *app, const SDL_Keysym *ks) {
     int shift = (ks->mod & KMOD_SHIFT) != 0;
     int map_changed = 0;
     app->notice[0] = '\0';
+    for (int k = 0; k < MAP_KIND_COUNT; k++)
+        if (MAP_KINDS[k].key && key == (SDL_Keycode)MAP_KINDS[k].key) { /* R: rollout on / off */
+            v->kind = v->kind == k ? MAP_ATTENTION : k;
+            app_update_map(app);
+            app->dirty = 1;
+            return;
+        }
     switch (key) {
     case SDLK_ESCAPE:
     case SDLK_q: app->running = 0; break;
@@ -472,20 +515,27 @@ static void app_key(App *app, const SDL_Keysym *ks) {
     case SDLK_j: app_move_cursor(app, 0, -1), map_changed = 1; break;
     case SDLK_l: app_move_cursor(app, 0, 1), map_changed = 1; break;
     case SDLK_c: map_changed = v->query != 0, v->query = 0; break;
-    case SDLK_r: v->rollout = !v->rollout, map_changed = 1; break;
+    case SDLK_e: /* the next / previous row of the map kinds' table */
+        v->kind = (v->kind + (shift ? MAP_KIND_COUNT - 1 : 1)) % MAP_KIND_COUNT, map_changed = 1;
+        break;
     case SDLK_LEFTBRACKET:
     case SDLK_RIGHTBRACKET: {
         /* in tenths, so that stepping never accumulates float error: 0.0 .. 0.9 */
         int t = (int)lroundf(v->discard_ratio * 10.0f) + (key == SDLK_RIGHTBRACKET ? 1 : -1);
         if (t < 0 || t > 9) break;
         v->discard_ratio = (float)t / 10.0f;
-        map_changed = v->rollout;
+        map_changed = MAP_KINDS[v->kind].uses_discard;
         break;
     }
     case SDLK_a:
     case SDLK_t:
         if (c->n_heads + VIEW_N_FUSIONS > VIT_MAX_LAYERS * 4) {
             app_set_error(app, "too many heads for an overview");
+            break;
+        }
+        if (!MAP_KINDS[v->kind].per_head) {
+            snprintf(app->notice, sizeof app->notice, "%s has no per-head maps to show",
+                     MAP_KINDS[v->kind].title);
             break;
         }
         if (key == SDLK_t) {
@@ -682,6 +732,18 @@ static void app_overview_frame(App *app, RenFrame *f) {
     }
 }
 
+/* The current map's value under the mouse: at the map's resolution, the patch's
+ * for a patch map (as ren_patch_at finds it), the input pixel's for a pixel map. */
+static float app_hover_value(const App *app) {
+    const Ren *r = &app->ren;
+    int w = r->image_w_px > 0 ? r->image_w_px : 1, h = r->image_h_px > 0 ? r->image_h_px : 1;
+    int x = (int)((long)((int)app->mouse_x - r->image_x) * app->map_w / w);
+    int y = (int)((long)((int)app->mouse_y - r->image_y) * app->map_h / h);
+    x = x < 0 ? 0 : x >= app->map_w ? app->map_w - 1 : x;
+    y = y < 0 ? 0 : y >= app->map_h ? app->map_h - 1 : y;
+    return app->map[y * app->map_w + x];
+}
+
 /* S: the frame as drawn, as a PNG named after the view. */
 static void app_save(App *app) {
     const Scene *sc = app_scene(app);
@@ -739,18 +801,16 @@ static void app_draw(App *app) {
         .legend_lo = app->legend_lo,
         .legend_caption = app->legend_caption,
         .selected = -1,
-        .n_prefix = app->has_scene ? app_scene(app)->run.cfg.n_prefix : 0,
+        .n_prefix = app->has_scene && app->has_prefix ? app_scene(app)->run.cfg.n_prefix : 0,
         .prefix_share = app->prefix_share,
         .prefix_names = app->prefix_names,
     };
     if (app->overview) app_overview_frame(app, &f);
     app_panels(app, &f);
     const Scene *sc = app_scene(app);
-    if (sc && app->hover_row >= 0 && !app->overview) {
-        const VitConfig *c = &sc->run.cfg;
+    if (sc && app->hover_row >= 0 && !app->overview && app->map_w > 0) {
         snprintf(app->tooltip, sizeof app->tooltip, "row %d, col %d  \xc2\xb7  %.3g",
-                 app->hover_row + 1, app->hover_col + 1,
-                 (double)app->map[app->hover_row * c->grid_w + app->hover_col]);
+                 app->hover_row + 1, app->hover_col + 1, (double)app_hover_value(app));
         f.tooltip = app->tooltip;
     } else if (sc && app->hover_cell >= 0 && app->overview) {
         int K = sc->run.cfg.n_heads + VIEW_N_FUSIONS;
@@ -781,23 +841,26 @@ static void app_draw(App *app) {
         const Ren *r = &app->ren;
         /* the prefix tokens' share of the view's row: "CLS:0.1234,reg1:0.0567" */
         char prefix[VIT_MAX_PREFIX * 20] = "-";
-        for (int i = 0, k = 0; sc && i < sc->run.cfg.n_prefix; i++)
+        for (int i = 0, k = 0; sc && app->has_prefix && i < sc->run.cfg.n_prefix; i++)
             k += snprintf(prefix + k, sizeof prefix - (size_t)k, "%s%s:%.4f", i ? "," : "",
                           app->prefix_name[i], (double)app->prefix_share[i]);
-        printf("frame %lu layer=%d head=%d rollout=%d discard=%.2f overlay=%d opacity=%.2f grid=%d "
+        /* rollout= stays for bench/app_latency.py; kind= is the view's kind (its file tag) */
+        printf("frame %lu layer=%d head=%d rollout=%d kind=%s target=%d discard=%.2f overlay=%d "
+               "opacity=%.2f grid=%d "
                "help=%d busy=%d loads=%lu scene=%d error=%d image=%d,%d,%d image_h=%d prefix=%s "
                "window=%d,%d query=%d overview=%d colormap=%s scale=%s bilinear=%d mask=%d "
                "fraction=%d kept=%d preds=%d distance=%d hover=%d,%d cell=%d fullscreen=%d "
                "image_at=%d saves=%lu cells=%d,%d,%d,%d,%d,%d panel=%d,%d\n",
-               app->frames, app->view.layer, app->view.head, app->view.rollout,
-               (double)app->view.discard_ratio, app->overlay, (double)app->opacity, app->grid,
-               app->help, app->busy, app->loads, app->has_scene, app->error[0] != 0, r->image_x,
-               r->image_y, r->image_w_px, r->image_h_px, prefix, r->fb_w, r->fb_h, app->view.query,
-               app->overview, colormap_names[app->colormap], app->shared_scale ? "layer" : "map",
-               app->bilinear, app->show_mask, app->mask_pct, app->mask_kept, f.n_preds,
-               f.distance != NULL, app->hover_row, app->hover_col, app->hover_cell, app->fullscreen,
-               app->image_at, app->saves, r->cells_x, r->cells_y, r->cell_w_px, r->cell_h_px,
-               r->cell_step_x, r->cell_step_y, r->panel_x, r->panel_w);
+               app->frames, app->view.layer, app->view.head, app->view.kind == MAP_ROLLOUT,
+               MAP_KINDS[app->view.kind].tag, app->view.target, (double)app->view.discard_ratio,
+               app->overlay, (double)app->opacity, app->grid, app->help, app->busy, app->loads,
+               app->has_scene, app->error[0] != 0, r->image_x, r->image_y, r->image_w_px,
+               r->image_h_px, prefix, r->fb_w, r->fb_h, app->view.query, app->overview,
+               colormap_names[app->colormap], app->shared_scale ? "layer" : "map", app->bilinear,
+               app->show_mask, app->mask_pct, app->mask_kept, f.n_preds, f.distance != NULL,
+               app->hover_row, app->hover_col, app->hover_cell, app->fullscreen, app->image_at,
+               app->saves, r->cells_x, r->cells_y, r->cell_w_px, r->cell_h_px, r->cell_step_x,
+               r->cell_step_y, r->panel_x, r->panel_w);
         printf("status %s | %s\n", app->status_left, app->status_right);
     }
     fflush(stdout);
@@ -855,8 +918,11 @@ static int app_init(App *app, const Options *o) {
         return -1;
     }
     const VitConfig *c = &app->model->vit.cfg;
-    app->view = (View){
-        .layer = c->n_layers - 1, .head = c->n_heads + VIT_FUSE_MEAN, .discard_ratio = o->discard};
+    app->view = (View){.kind = MAP_ATTENTION,
+                       .layer = c->n_layers - 1,
+                       .head = c->n_heads + VIT_FUSE_MEAN,
+                       .discard_ratio = o->discard,
+                       .target = VIEW_TOP1};
     keys_list(&app->keys);
 
     /* The photo's forward pass starts first, on the worker thread, and runs while the

@@ -3,6 +3,7 @@
 #include "options.h"
 #include "colormap.h"
 #include "files.h"
+#include "mapkind.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -11,10 +12,13 @@
 /* ---------------------------------------------------------------------------
  * Keys */
 
-static const char *const KEYS[][2] = {
+/* The keys that do not depend on the map kinds: the view's (before the kinds'
+ * lines), then the rest. */
+static const char *const KEYS_VIEW[][2] = {
     {"Left / Right", "previous / next layer"},
     {"Up / Down", "previous / next head, then mean, max, min of the heads"},
-    {"R", "attention rollout on / off"},
+};
+static const char *const KEYS_OTHER[][2] = {
     {"[ / ]", "rollout discard ratio - / + 0.1"},
     {"click, I J K L", "query patch: its attention and rollout (Shift+arrows move it too)"},
     {"C", "back to the CLS token as the query"},
@@ -37,12 +41,25 @@ static const char *const KEYS[][2] = {
     {"Esc / Q", "quit"},
     {"drop a file", "open a photo, or a .safetensors model"},
 };
-#define N_KEYS ((int)(sizeof KEYS / sizeof KEYS[0]))
+#define N_KEYS_VIEW  ((int)(sizeof KEYS_VIEW / sizeof KEYS_VIEW[0]))
+#define N_KEYS_OTHER ((int)(sizeof KEYS_OTHER / sizeof KEYS_OTHER[0]))
 
 void keys_list(KeyList *k) {
-    _Static_assert(N_KEYS <= KEYS_MAX, "KEYS_MAX too small for the keys");
-    for (k->n = 0; k->n < N_KEYS; k->n++)
-        k->rows[k->n][0] = KEYS[k->n][0], k->rows[k->n][1] = KEYS[k->n][1];
+    _Static_assert(N_KEYS_VIEW + 1 + MAP_KIND_COUNT + N_KEYS_OTHER <= KEYS_MAX,
+                   "KEYS_MAX too small for the keys and the map kinds");
+    k->n = 0;
+    for (int i = 0; i < N_KEYS_VIEW; i++, k->n++)
+        k->rows[k->n][0] = KEYS_VIEW[i][0], k->rows[k->n][1] = KEYS_VIEW[i][1];
+    int len = snprintf(k->kinds, sizeof k->kinds, "next / previous map kind:");
+    for (int m = 0; m < MAP_KIND_COUNT && len < (int)sizeof k->kinds; m++)
+        len += snprintf(k->kinds + len, sizeof k->kinds - (size_t)len, "%s %s", m ? "," : "",
+                        MAP_KINDS[m].name);
+    k->rows[k->n][0] = "E / Shift+E", k->rows[k->n][1] = k->kinds, k->n++;
+    for (int m = 0; m < MAP_KIND_COUNT; m++)
+        if (MAP_KINDS[m].key)
+            k->rows[k->n][0] = MAP_KINDS[m].key_name, k->rows[k->n][1] = MAP_KINDS[m].help, k->n++;
+    for (int i = 0; i < N_KEYS_OTHER; i++, k->n++)
+        k->rows[k->n][0] = KEYS_OTHER[i][0], k->rows[k->n][1] = KEYS_OTHER[i][1];
 }
 
 /* ---------------------------------------------------------------------------

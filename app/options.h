@@ -41,10 +41,12 @@ void options_usage(FILE *f);
 typedef struct {
     const char *rows[KEYS_MAX][2]; /* [n] {key, what it does} */
     int n;
+    char kinds[256]; /* E's line: the map kinds by name, from MAP_KINDS */
 } KeyList;
 
-/* The keys, in the order --help and the overlay show them. The strings point
- * into static storage. */
+/* The keys: the fixed ones, and after Up / Down the map kinds' (mapkind.h): E /
+ * Shift+E stepping through MAP_KINDS, then one line per kind with a key of its
+ * own (its key_name and help). The strings point into k and static storage. */
 void keys_list(KeyList *k);
 
 #endif

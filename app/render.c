@@ -227,35 +227,35 @@ void ren_upload_image(Ren *r, const uint8_t *rgb, int w, int h) {
     r->image_h = h;
 }
 
-void ren_upload_map(Ren *r, const float *map, int grid_w, int grid_h) {
+void ren_upload_map(Ren *r, const float *map, int map_w, int map_h, int grid_w, int grid_h) {
     glPixelStorei(GL_UNPACK_ALIGNMENT, 4);
     glBindTexture(GL_TEXTURE_2D, r->tex_map);
-    glTexImage2D(GL_TEXTURE_2D, 0, GL_R32F, grid_w, grid_h, 0, GL_RED, GL_FLOAT, map);
-    r->grid_w = grid_w;
-    r->grid_h = grid_h;
+    glTexImage2D(GL_TEXTURE_2D, 0, GL_R32F, map_w, map_h, 0, GL_RED, GL_FLOAT, map);
+    r->map_w = map_w, r->map_h = map_h;
+    r->grid_w = grid_w, r->grid_h = grid_h;
 }
 
-int ren_upload_atlas(Ren *r, const float *maps, int n, int grid_w, int grid_h) {
+int ren_upload_atlas(Ren *r, const float *maps, int n, int map_w, int map_h) {
     int cols = (int)ceil(sqrt((double)n));
     int rows = (n + cols - 1) / cols;
-    if (n < 1 || (long)cols * grid_w > r->max_tex_px || (long)rows * grid_h > r->max_tex_px)
+    if (n < 1 || (long)cols * map_w > r->max_tex_px || (long)rows * map_h > r->max_tex_px)
         return -1;
     glPixelStorei(GL_UNPACK_ALIGNMENT, 4);
     glBindTexture(GL_TEXTURE_2D, r->tex_atlas);
-    glTexImage2D(GL_TEXTURE_2D, 0, GL_R32F, cols * grid_w, rows * grid_h, 0, GL_RED, GL_FLOAT,
-                 NULL);
+    glTexImage2D(GL_TEXTURE_2D, 0, GL_R32F, cols * map_w, rows * map_h, 0, GL_RED, GL_FLOAT, NULL);
     for (int k = 0; k < n; k++)
-        glTexSubImage2D(GL_TEXTURE_2D, 0, (k % cols) * grid_w, (k / cols) * grid_h, grid_w, grid_h,
-                        GL_RED, GL_FLOAT, maps + (size_t)k * grid_w * grid_h);
+        glTexSubImage2D(GL_TEXTURE_2D, 0, (k % cols) * map_w, (k / cols) * map_h, map_w, map_h,
+                        GL_RED, GL_FLOAT, maps + (size_t)k * map_w * map_h);
     r->atlas_maps = n;
     r->atlas_cols = cols;
+    r->atlas_w = map_w, r->atlas_h = map_h;
     return 0;
 }
 
-void ren_upload_mask(Ren *r, const uint8_t *mask, int grid_w, int grid_h) {
+void ren_upload_mask(Ren *r, const uint8_t *mask, int map_w, int map_h) {
     glPixelStorei(GL_UNPACK_ALIGNMENT, 1);
     glBindTexture(GL_TEXTURE_2D, r->tex_mask);
-    glTexImage2D(GL_TEXTURE_2D, 0, GL_R8, grid_w, grid_h, 0, GL_RED, GL_UNSIGNED_BYTE, mask);
+    glTexImage2D(GL_TEXTURE_2D, 0, GL_R8, map_w, map_h, 0, GL_RED, GL_UNSIGNED_BYTE, mask);
 }
 
 void ren_set_colormap(Ren *r, int colormap) {
@@ -388,19 +388,27 @@ static void draw_heat(Ren *r, const RenFrame *f, float x, float y, float w, floa
     glActiveTexture(GL_TEXTURE3);
     glBindTexture(GL_TEXTURE_2D, r->tex_mask);
     glActiveTexture(GL_TEXTURE0);
+    /* The shader reads the map, and draws the patch grid, the mask outline and the
+     * query box, on one grid: u_grid_size. For a patch map [gh, gw] that is the patch
+     * grid. A pixel map [Sh, Sw] is read at its own size, and the patch grid and the
+     * query box, which would come out one pixel wide, are left out; the mask is the
+     * map's own, per pixel. (To draw them over a pixel map, heatmap.frag.glsl needs a
+     * u_map_size apart from u_grid_size: this is the one place to change.) */
+    int mw = cell < 0 ? r->map_w : r->atlas_w, mh = cell < 0 ? r->map_h : r->atlas_h;
+    int patches = mw == r->grid_w && mh == r->grid_h;
     int cx = 0, cy = 0;
     if (cell >= 0 && r->atlas_cols > 0)
-        cx = (cell % r->atlas_cols) * r->grid_w, cy = (cell / r->atlas_cols) * r->grid_h;
-    float cell_px = w / (float)(r->grid_w > 0 ? r->grid_w : 1);
+        cx = (cell % r->atlas_cols) * mw, cy = (cell / r->atlas_cols) * mh;
+    float cell_px = w / (float)(mw > 0 ? mw : 1);
     float line = cell_px / 22.0f;
     line = line < 1.0f ? 1.0f : line > 4.0f ? 4.0f : line;
     glUniform1f(r->heat.opacity, f->overlay ? f->opacity : 0.0f);
-    glUniform1f(r->heat.grid, f->grid && main_view ? 1.0f : 0.0f);
-    glUniform2f(r->heat.grid_size, (float)r->grid_w, (float)r->grid_h);
+    glUniform1f(r->heat.grid, f->grid && main_view && patches ? 1.0f : 0.0f);
+    glUniform2f(r->heat.grid_size, (float)mw, (float)mh);
     glUniform2i(r->heat.cell, cx, cy);
     glUniform1f(r->heat.bilinear, f->bilinear ? 1.0f : 0.0f);
     glUniform1f(r->heat.mask_on, f->mask && main_view ? 1.0f : 0.0f);
-    glUniform2i(r->heat.query, f->query_col, f->query_row);
+    glUniform2i(r->heat.query, patches ? f->query_col : -1, patches ? f->query_row : -1);
     glUniform1f(r->heat.line_px, line);
     glUniform1f(r->heat.ramp, 0.0f);
     set_rect(&r->heat, x, y, w, h);

@@ -1,8 +1,9 @@
 /* render.h - the narrow renderer: OpenGL 3.3 core through libepoxy.
  *
  * Textures carry the picture: the crop the model saw [Sh, Sw] RGB (mipmapped
- * for the thumbnails), the map [gh, gw] R32F (normalised to [0, 1]), an atlas
- * of the overview's maps, the mask [gh, gw] R8 and the colormap LUT [256] RGB.
+ * for the thumbnails), the map R32F (normalised to [0, 1]; [gh, gw] over the
+ * patch grid, or [Sh, Sw] for a map at pixel resolution), an atlas of the
+ * overview's maps, the mask R8 (the map's size) and the colormap LUT [256] RGB.
  * A key press re-uploads only maps, so switching views costs a few kilobytes.
  * Everything else (status bar, panels, prefix-token bars, help, legend) is
  * flat rectangles, discs and text. Sizes follow the window's height, so text
@@ -41,9 +42,12 @@ typedef struct {
     GLuint vao;
     RenProgram heat, ui;
     GLuint tex_image, tex_map, tex_lut, tex_atlas, tex_mask;
-    int image_w, image_h, grid_w, grid_h; /* of the uploaded textures; 0: no image */
-    int atlas_maps, atlas_cols;           /* maps in the atlas, atlas columns (in maps) */
-    int max_tex_px;                       /* GL_MAX_TEXTURE_SIZE */
+    int image_w, image_h;                         /* of the uploaded image; 0: none */
+    int map_w, map_h;                             /* of the uploaded map */
+    int grid_w, grid_h;                           /* the patch grid the map is drawn over */
+    int atlas_maps, atlas_cols, atlas_w, atlas_h; /* maps in the atlas, atlas columns (in
+                                                     maps), each map's size */
+    int max_tex_px;                               /* GL_MAX_TEXTURE_SIZE */
     Text text;
     int has_text;
     RenText cache[REN_TEXT_CACHE];
@@ -106,13 +110,14 @@ int ren_init(Ren *r, SDL_Window *win, char *msg, size_t msg_bytes, char *warn, s
 void ren_free(Ren *r);
 
 void ren_upload_image(Ren *r, const uint8_t *rgb, int w, int h); /* rgb [h, w, 3] */
-/* map [gh, gw] normalised to [0, 1]. */
-void ren_upload_map(Ren *r, const float *map, int grid_w, int grid_h);
-/* maps [n, gh, gw] normalised, for an overview. 0, or -1 when the atlas would
- * exceed the GPU's texture size. */
-int ren_upload_atlas(Ren *r, const float *maps, int n, int grid_w, int grid_h);
-/* mask [gh, gw]: 1 inside. */
-void ren_upload_mask(Ren *r, const uint8_t *mask, int grid_w, int grid_h);
+/* map [map_h, map_w] normalised to [0, 1], drawn over the patch grid [grid_h,
+ * grid_w]: the same size for a patch map, [Sh, Sw] for a pixel map. */
+void ren_upload_map(Ren *r, const float *map, int map_w, int map_h, int grid_w, int grid_h);
+/* maps [n, map_h, map_w] normalised, for an overview. 0, or -1 when the atlas
+ * would exceed the GPU's texture size. */
+int ren_upload_atlas(Ren *r, const float *maps, int n, int map_w, int map_h);
+/* mask [map_h, map_w] (the map's size): 1 inside. */
+void ren_upload_mask(Ren *r, const uint8_t *mask, int map_w, int map_h);
 /* colormap: an index into colormap_luts. */
 void ren_set_colormap(Ren *r, int colormap);
 

@@ -1,6 +1,7 @@
 /* scene.c - Model, Scene and View: the engine calls the app makes, with no SDL
  * or GL, so that the window, its worker thread and the headless modes share them. */
 #include "scene.h"
+#include "mapkind.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -133,89 +134,12 @@ int view_fusion(const View *v, int n_heads) {
 }
 
 void view_clamp(View *v, const VitConfig *cfg) {
+    if (v->kind < 0 || v->kind >= MAP_KIND_COUNT) v->kind = MAP_ATTENTION;
     if (v->layer >= cfg->n_layers) v->layer = cfg->n_layers - 1;
     if (v->layer < 0) v->layer = 0;
     if (v->head >= cfg->n_heads + VIEW_N_FUSIONS) v->head = cfg->n_heads + VIEW_N_FUSIONS - 1;
     if (v->head < 0) v->head = 0;
     if (v->query < 0 || v->query >= cfg->n_tokens) v->query = 0;
-}
-
-VitStatus view_map(float *out, const VitRun *run, const View *v, VitError *err) {
-    int fusion = view_fusion(v, run->cfg.n_heads);
-    if (v->rollout)
-        return vit_rollout(out, run, v->layer, fusion < 0 ? v->head : -1,
-                           fusion < 0 ? VIT_FUSE_MEAN : (VitFusion)fusion, v->discard_ratio,
-                           v->query, err);
-    if (fusion < 0) return vit_map_attention(out, run, v->layer, v->head, v->query, err);
-    return vit_map_fused(out, run, v->layer, (VitFusion)fusion, v->query, err);
-}
-
-/* The raw maps of every head and fusion of layers [l0, l1) with v's kind, discard
- * ratio and query: out [(l1 - l0) * (H + 3), N]. Rollout computes the layers'
- * fused matrices once for all of them (vit_rollout_layers), not once per map. */
-static VitStatus layer_maps(float *out, const VitRun *run, const View *v, int l0, int l1,
-                            VitError *err) {
-    if (v->rollout)
-        return vit_rollout_layers(out, run, l0, l1 - l0, v->discard_ratio, v->query, err);
-    int K = run->cfg.n_heads + VIEW_N_FUSIONS, N = run->cfg.n_patches;
-    for (int l = l0; l < l1; l++)
-        for (int k = 0; k < K; k++) {
-            View w = *v;
-            w.layer = l, w.head = k;
-            VitStatus rc = view_map(out + ((size_t)(l - l0) * K + k) * N, run, &w, err);
-            if (rc) return rc;
-        }
-    return VIT_OK;
-}
-
-VitStatus view_layer_range(float *lo, float *hi, const VitRun *run, const View *v, VitError *err) {
-    size_t n = (size_t)(run->cfg.n_heads + VIEW_N_FUSIONS) * run->cfg.n_patches;
-    *lo = 0.0f, *hi = 0.0f;
-    float *maps = malloc(n * sizeof *maps);
-    if (!maps) {
-        if (err) {
-            err->code = VIT_ERR_NOMEM;
-            snprintf(err->msg, sizeof err->msg, "out of memory for the layer's maps");
-        }
-        return VIT_ERR_NOMEM;
-    }
-    VitStatus rc = layer_maps(maps, run, v, v->layer, v->layer + 1, err);
-    for (size_t i = 0; rc == VIT_OK && i < n; i++) {
-        if (i == 0 || maps[i] < *lo) *lo = maps[i];
-        if (i == 0 || maps[i] > *hi) *hi = maps[i];
-    }
-    free(maps);
-    return rc;
-}
-
-VitStatus overview_maps(float *out, float *lo, float *hi, const VitRun *run, const View *v,
-                        int table, int shared, VitError *err) {
-    const VitConfig *c = &run->cfg;
-    int K = c->n_heads + VIEW_N_FUSIONS, N = c->n_patches;
-    int l0 = table ? 0 : v->layer, l1 = table ? c->n_layers : v->layer + 1;
-    VitStatus rc = layer_maps(out, run, v, l0, l1, err);
-    if (rc) return rc;
-    for (int l = l0; l < l1; l++) {
-        float *first = out + (size_t)(l - l0) * K * N;
-        float llo = 0, lhi = 0;
-        for (size_t i = 0; i < (size_t)K * N; i++) { /* the layer's range from its own maps */
-            if (i == 0 || first[i] < llo) llo = first[i];
-            if (i == 0 || first[i] > lhi) lhi = first[i];
-        }
-        for (int k = 0; k < K; k++) {
-            float *mk = first + (size_t)k * N, a, b;
-            if (shared) {
-                a = llo, b = lhi;
-                for (int p = 0; p < N; p++) mk[p] = b > a ? (mk[p] - a) / (b - a) : 0.0f;
-            } else {
-                map_normalize(mk, mk, N, &a, &b);
-            }
-            int idx = (l - l0) * K + k;
-            if (lo) lo[idx] = a;
-            if (hi) hi[idx] = b;
-        }
-    }
-    return VIT_OK;
 }
 
 void view_query_text(char *buf, size_t n, const View *v, const VitConfig *cfg) {
@@ -248,33 +172,26 @@ static void file_stem(char *buf, size_t n, const char *s) {
 
 void view_file_name(char *buf, size_t n, const char *image, const char *model, const View *v,
                     const VitConfig *cfg, const char *mode) {
-    char img[96], mod[96], head[24], kind[32], query[48] = "";
+    const MapKindInfo *k = &MAP_KINDS[v->kind >= 0 && v->kind < MAP_KIND_COUNT ? v->kind : 0];
+    char img[96], mod[96], layer[16] = "", head[24] = "", kind[48], query[48] = "", ov[24] = "";
     file_stem(img, sizeof img, image);
     file_stem(mod, sizeof mod, model);
+    if (k->per_layer) snprintf(layer, sizeof layer, "_L%02d", v->layer + 1);
     int f = view_fusion(v, cfg->n_heads);
-    if (f < 0)
-        snprintf(head, sizeof head, "H%02d", v->head + 1);
+    if (k->per_head && !mode && f < 0) /* an overview shows every head: the head is left out */
+        snprintf(head, sizeof head, "_H%02d", v->head + 1);
+    else if (k->per_head && !mode)
+        snprintf(head, sizeof head, "_%s", vit_fusion_name((VitFusion)f));
+    if (k->uses_discard && v->discard_ratio > 0.0f)
+        snprintf(kind, sizeof kind, "%s-d%.1f", k->tag, (double)v->discard_ratio);
     else
-        snprintf(head, sizeof head, "%s", vit_fusion_name((VitFusion)f));
-    if (v->rollout && v->discard_ratio > 0.0f)
-        snprintf(kind, sizeof kind, "rollout-d%.1f", (double)v->discard_ratio);
-    else
-        snprintf(kind, sizeof kind, "%s", view_kind_name(v));
-    if (v->query >= cfg->n_prefix) {
+        snprintf(kind, sizeof kind, "%s", k->tag);
+    if (k->uses_query && v->query >= cfg->n_prefix) {
         int p = v->query - cfg->n_prefix;
         snprintf(query, sizeof query, "_q%02d-%02d", p / cfg->grid_w + 1, p % cfg->grid_w + 1);
     }
-    if (mode) /* an overview shows every head: the head is left out */
-        snprintf(buf, n, "%s_%s_L%02d_%s%s_%s.png", img, mod, v->layer + 1, kind, query, mode);
-    else
-        snprintf(buf, n, "%s_%s_L%02d_%s_%s%s.png", img, mod, v->layer + 1, head, kind, query);
-}
-
-VitStatus view_prefix(float *out, const VitRun *run, const View *v, VitError *err) {
-    int fusion = view_fusion(v, run->cfg.n_heads);
-    return vit_prefix_share(out, run, v->layer, fusion < 0 ? v->head : -1,
-                            fusion < 0 ? VIT_FUSE_MEAN : (VitFusion)fusion, v->rollout,
-                            v->discard_ratio, v->query, err);
+    if (mode) snprintf(ov, sizeof ov, "_%s", mode);
+    snprintf(buf, n, "%s_%s%s%s_%s%s%s.png", img, mod, layer, head, kind, query, ov);
 }
 
 void map_normalize(float *dst, const float *src, int n, float *min_out, float *max_out) {
@@ -287,10 +204,6 @@ void map_normalize(float *dst, const float *src, int n, float *min_out, float *m
     for (int i = 0; i < n; i++) dst[i] = range > 0.0f ? (src[i] - lo) / range : 0.0f;
     if (min_out) *min_out = lo;
     if (max_out) *max_out = hi;
-}
-
-const char *view_kind_name(const View *v) {
-    return v->rollout ? "rollout" : "attention";
 }
 
 void view_head_text(char *buf, size_t n, const View *v, int n_heads) {

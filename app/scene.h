@@ -55,64 +55,46 @@ VitStatus scene_run(Scene *sc, const Vit *vit, const char *path, VitError *err);
 void scene_free(Scene *sc);
 
 /* ---------------------------------------------------------------------------
- * View: which map over the patch grid */
+ * View: which map of the Scene is on screen. Its kind's row (mapkind.h) says
+ * which fields the map reads and computes it (view_map). */
 
 typedef struct {
+    int kind;            /* MapKind (mapkind.h): attention, rollout, ... */
     int layer;           /* 0 .. L-1 */
     int head;            /* 0 .. H-1 one head; H + VitFusion (H, H+1, H+2): mean/max/min fusion */
-    int rollout;         /* 0: attention of the layer; 1: attention rollout up to the layer */
     float discard_ratio; /* rollout's discard ratio, [0, 1) */
     int query;           /* the query token: 0 the CLS token, Np + r*gw + c the patch (r, c) */
+    int target;          /* the class a class-specific kind explains, 0 .. C-1; VIEW_TOP1 */
 } View;
 
-#define VIEW_N_FUSIONS 3 /* mean, max, min after the heads */
+#define VIEW_N_FUSIONS 3    /* mean, max, min after the heads */
+#define VIEW_TOP1      (-1) /* View.target: the model's top-1 class */
 
 /* Fusion of the view, or -1 when a single head is selected. */
 int view_fusion(const View *v, int n_heads);
 
-/* Clamp layer, head and query into the model's range (after a model change). */
+/* Clamp kind, layer, head and query into range (after a model change). */
 void view_clamp(View *v, const VitConfig *cfg);
-
-/* The query token's map of the view: out [gh, gw] raw values (probabilities).
- * Attention: vit_map_attention / vit_map_fused, row `query`. Rollout:
- * vit_rollout with the head (per-head rollout) or head -1 and the fusion: row
- * `query` of the rollout matrix. */
-VitStatus view_map(float *out, const VitRun *run, const View *v, VitError *err);
-
-/* The smallest and largest raw value over the maps of every head and fusion
- * (H + 3 maps) of v's layer, with v's kind and query: a scale shared across the
- * layer, so that heads can be compared. Allocates [H + 3, N] scratch. */
-VitStatus view_layer_range(float *lo, float *hi, const VitRun *run, const View *v, VitError *err);
-
-/* The maps of an overview, normalised for display into out [n, gh, gw]:
- *   table 0: the heads and fusions of v's layer, n = H + 3 (map k: head k)
- *   table 1: every layer, n = L * (H + 3) (map l * (H + 3) + k: layer l, head k)
- * with v's kind (attention / rollout), discard ratio and query. shared 0:
- * each map min-max normalised on its own; 1: by its layer's range
- * (view_layer_range). lo, hi [n] (may be NULL): each map's raw range used. */
-VitStatus overview_maps(float *out, float *lo, float *hi, const VitRun *run, const View *v,
-                        int table, int shared, VitError *err);
 
 /* The query token as text: "CLS token" or "patch (row 4, col 8)" (1-based). */
 void view_query_text(char *buf, size_t n, const View *v, const VitConfig *cfg);
 
-/* A file name for the view, without directory: IMAGE_MODEL_L06_H02_attention
- * [_rollout-d0.5][_q04-08 for a patch query][_MODE].png, where MODE ("heads",
- * "table") names an overview (NULL: the single map); image and model without
- * their extension, characters other than [A-Za-z0-9._-] as '-'. */
+/* A file name for the view, without directory:
+ *   IMAGE_MODEL_L06_H02_TAG[-d0.5][_q04-08][_MODE].png
+ * TAG the kind's file tag (mapkind.h), -d the discard ratio of a kind that uses
+ * it when > 0, _q the query patch (1-based) of a kind that reads it; the layer
+ * and head only for kinds with a map per layer and per head. MODE ("heads",
+ * "table") names an overview, which shows every head (the head is left out);
+ * NULL: the single map. Image and model without their extension, characters
+ * other than [A-Za-z0-9._-] as '-'. */
 void view_file_name(char *buf, size_t n, const char *image, const char *model, const View *v,
                     const VitConfig *cfg, const char *mode);
-
-/* The query token's row of the view at the prefix tokens: out[Np]
- * (vit_prefix_share), what the map, which covers the patches only, leaves out. */
-VitStatus view_prefix(float *out, const VitRun *run, const View *v, VitError *err);
 
 /* Min-max normalisation for display: dst[i] = (src[i] - min) / (max - min) in
  * [0, 1]; a constant map becomes all 0. dst may equal src. Returns min and max. */
 void map_normalize(float *dst, const float *src, int n, float *min_out, float *max_out);
 
-/* "attention" / "rollout", and "head 2/3" or "mean of 3 heads" (1-based) into buf. */
-const char *view_kind_name(const View *v);
+/* "head 2/3" or "mean of 3 heads" (1-based) into buf. */
 void view_head_text(char *buf, size_t n, const View *v, int n_heads);
 
 #endif

@@ -131,7 +131,7 @@ def main():
     r = vitlens(a.app, "--help")
     check(r.returncode == 0, "--help exits 0")
     for word in ("--model", "--labels", "--heads", "--size", "--whole", "--top", "--export", "Left / Right",
-                 "Up / Down", "R ", "[ / ]", "--discard", "G ", "+ / -", "O ", "H ", "Esc / Q", "RANK PROB CLASS_ID LABEL"):
+                 "Up / Down", "E / Shift+E", "R ", "[ / ]", "--discard", "G ", "+ / -", "O ", "H ", "Esc / Q", "RANK PROB CLASS_ID LABEL"):
         check(word in r.stdout, f"--help mentions {word.strip()!r}")
 
     # --top 5: documented format, probabilities descending, a cat first
@@ -165,7 +165,7 @@ def main():
     want |= {f"L{l:02d}_{k}.png" for l in range(1, L + 1)
              for k in ("mean", "max", "min", "rollout", "heads")}
     want |= {"contact_sheet.png", "contact_sheet_rollout.png"}
-    got = set(os.listdir(out)) if os.path.isdir(out) else set()
+    got = {f for f in os.listdir(out) if f.endswith(".png")} if os.path.isdir(out) else set()
     check(len(want) == L * H + 3 * L + L + L + 2 and got == want,
           f"--export writes the {len(want)} expected PNGs (got {len(got)})")
     if got == want:

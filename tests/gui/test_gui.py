@@ -176,6 +176,14 @@ def run(argv):
     subprocess.run(argv, check=True, capture_output=True, text=True)
 
 
+def map_kind_names(app_path):
+    """The map kinds' names, in the table's order, from --help's E line:
+    "E / Shift+E     next / previous map kind: attention, rollout"."""
+    out = subprocess.run([app_path, "--help"], check=True, capture_output=True, text=True).stdout
+    line = next(ln for ln in out.splitlines() if ln.strip().startswith("E / Shift+E"))
+    return [n.strip() for n in line.split("map kind:", 1)[1].split(",")]
+
+
 def diff(a, b):
     return float(np.abs(a.astype(np.float32) - b.astype(np.float32)).mean())
 
@@ -435,9 +443,9 @@ def test_default(app, args, default):
     G = cfg["pretrained_cfg"]["input_size"][-1] // cfg["vitlens"]["patch"]
     for op in ("0.70", "0.80", "0.90", "1.00"):
         app.key("plus", opacity=op)
-    for kind, key, want in (("attention", None, None), ("rollout", "r", 1)):
+    for kind, key in (("attention", None), ("rollout", "r")):
         if key:
-            app.key(key, rollout=want)
+            app.key(key, kind=kind)
         img = app.crop(app.shot()).astype(np.float32)
         centres = [img[int((r + 0.5) * side / G), int((c + 0.5) * side / G)]
                    for r in range(G) for c in range(G)]
@@ -448,7 +456,7 @@ def test_default(app, args, default):
               f"({entry[kind + '_max'] // G}, {entry[kind + '_max'] % G}); on the object: "
               f"{entry[kind + '_hit']}")
         save(img, os.path.join(args.out, f"default_{kind}_opacity1.png"))
-    app.key("r", rollout=0)
+    app.key("r", kind="attention")
     for op in ("0.90", "0.80", "0.70", "0.60"):
         app.key("minus", opacity=op)
 
@@ -562,7 +570,7 @@ def test(app, args, chelsea, coffee, model):
     print(f"     wrote {os.path.join(out, 'screenshot.png')}")
 
     # -- rollout differs from attention, and toggles back
-    app.key("r", rollout=1)
+    app.key("r", kind="rollout")
     roll = app.shot()
     d = diff(app.crop(base), app.crop(roll))
     check(d > 0.5, f"rollout differs from attention ({d:.2f})")
@@ -581,8 +589,31 @@ def test(app, args, chelsea, coffee, model):
     app.key("bracketleft", "bracketleft", "bracketleft", "bracketleft", "bracketleft",
             "bracketleft", discard="0.00")
     check(diff(roll, app.shot()) == 0, "[ back to 0 (and not below): the rollout as before")
-    app.key("r", rollout=0)
+    app.key("r", kind="attention")
     check(diff(base, app.shot()) == 0, "R again: attention as before")
+
+    # -- E / Shift+E step through the map kinds' table in its order, as --help's E line
+    # lists them: the trace and the status line name each kind, the rollout is R's
+    # picture, and after the last kind comes the first again
+    names = map_kind_names(args.app)
+    check(names[:2] == ["attention", "rollout"], f"--help's E line lists the map kinds: {names}")
+    tags = []
+    for i in range(1, len(names) + 1):
+        name = names[i % len(names)]
+        run(["xdotool", "key", "--clearmodifiers", "e"])
+        line = app.wait_line(lambda s: s.startswith("status ") and
+                             name in s[7:].split(" | ")[0].split("  \u00b7  "),
+                             f"E: the status line names {name!r}")
+        tags.append(app.state["kind"])
+        check(tags[-1] not in tags[:-1], f"E: kind={tags[-1]}, {line[7:]!r}")
+        if name == "rollout":
+            check(tags[-1] == "rollout" and diff(roll, app.shot()) == 0,
+                  "E: the rollout, the picture R gives")
+    check(len(set(tags)) == len(names) and tags[-1] == "attention" and
+          diff(base, app.shot()) == 0, f"E steps through {tags} and back to attention")
+    app.key("shift+e", kind=tags[-2])
+    app.key("e", kind="attention")
+    check(diff(base, app.shot()) == 0, "Shift+E: the last kind, E: attention as before")
 
     # -- overlay off is the plain crop; on again is the same picture
     app.key("o", overlay=0)

@@ -128,7 +128,7 @@ def test_bars(app, out, dump, model, photo):
     app.key("Left", layer=0)
     for rollout in (0, 1):
         if rollout:
-            app.key("r", rollout=1)
+            app.key("r", kind="rollout")
         shares = trace_shares(app)
         names = [n for n, _ in shares]
         check(names == ["CLS", "reg1", "reg2", "reg3", "reg4"], f"prefix tokens named {names}")
@@ -145,7 +145,7 @@ def test_bars(app, out, dump, model, photo):
         check(err <= 2.0 / full, f"{kind}: the bars are as long as the shares "
               f"({[round(f, 3) for f in fracs]} vs {[round(s, 3) for s in want]}, "
               f"{full} px = 100%)")
-    app.key("r", rollout=0)
+    app.key("r", kind="attention")
     reg = [s for n, s in trace_shares(app) if n.startswith("reg")]
     check(max(reg) > 0.2, f"layer 1: a register takes a visible share ({max(reg):.2f})")
     app.key("Right", layer=1)

@@ -1,0 +1,106 @@
+/* mapkind.h - the kinds of map vitlens draws, as one table.
+ *
+ * A map kind turns a Scene (the forward pass of one photo and what the worker
+ * thread computed with it) and a View (layer, head, query token, discard ratio,
+ * target class) into one map. Everything that depends on the kind reads its row
+ * of MAP_KINDS: the view's map and its size, the overviews (A, T) and their cache,
+ * the prefix-token bars, the status line, the key list of --help and of the help
+ * overlay, E / Shift+E, S's file name, --export (single maps, heads
+ * grids, contact sheets) and the VITLENS_TRACE line.
+ *
+ * A new kind is its engine function, one row and its tests:
+ *   1. a MAP_* value before MAP_KIND_COUNT (E steps through them in this order);
+ *   2. its row in MAP_KINDS (mapkind.c): names, key, flags, and its map function,
+ *      which calls the engine with what it reads from the Scene and the View (plus
+ *      layer_maps and prefix when it has per-head maps or a prefix-token share);
+ *      anything the engine must compute per photo (a backward pass) goes in
+ *      scene_run, which runs on the worker thread;
+ *   3. tests: its values against a reference (tests/maps, tests/parity), its files
+ *      in --export (tests/gui/test_cli.py); gui_map_kinds checks every row. */
+#ifndef VITLENS_MAPKIND_H
+#define VITLENS_MAPKIND_H
+
+#include "scene.h"
+
+#include <stddef.h>
+
+typedef enum {
+    MAP_ATTENTION = 0, /* the first row: the default view, and where a kind's key toggles back to */
+    MAP_ROLLOUT,
+    MAP_KIND_COUNT
+} MapKind;
+
+/* The view's map: out [h, w] raw values (not normalised), w x h from map_kind_size. */
+typedef VitStatus (*MapFn)(float *out, const Scene *sc, const View *v, VitError *err);
+/* Every head and fusion of layers layer0 .. layer0 + n_layers - 1, with v's other
+ * fields: out [n_layers, H + 3, h, w], each equal to the MapFn call it stands for. */
+typedef VitStatus (*LayerMapsFn)(float *out, const Scene *sc, const View *v, int layer0,
+                                 int n_layers, VitError *err);
+/* The prefix tokens' share of the row the map is read from: out [Np]; with the
+ * map's values it sums to 1 (vit_prefix_share). */
+typedef VitStatus (*PrefixFn)(float *out, const Scene *sc, const View *v, VitError *err);
+
+typedef struct {
+    const char *name;     /* for the status line and the E key's help: "rollout" */
+    const char *title;    /* for help lines and sheet titles: "attention rollout" */
+    const char *tag;      /* in file names, [a-z0-9-]: S's IMAGE_MODEL_L06_mean_<tag>.png and
+                             --export's L06_<tag>.png (the first row's export files go untagged) */
+    char key;             /* a key of its own, lower case ('r': R toggles the kind on and off,
+                             back to the first row); 0: reached with E only */
+    const char *key_name; /* that key as --help shows it: "R" */
+    const char *help;     /* that key's help line: "attention rollout on / off" */
+    int uses_discard;     /* reads View.discard_ratio: [ / ] change the map */
+    int uses_target;      /* reads View.target, a class: needs a model with a head */
+    int uses_query;       /* reads View.query: click, I J K L and C change the map */
+    int per_layer;        /* a map per layer (Left / Right); 0: one map for the whole model */
+    int per_head;         /* a map per head and per fusion (Up / Down; the overviews A and T) */
+    int pixels;           /* the map is [Sh, Sw], a value per input pixel; 0: [gh, gw] */
+    int export_heads;     /* --export writes every head's and fusion's map and each layer's
+                             heads grid (L01_heads.png); 0: only the map of the mean fusion */
+    MapFn map;
+    LayerMapsFn layer_maps; /* NULL: map() once per head and fusion */
+    PrefixFn prefix;        /* NULL: the kind has no prefix-token share (no bars) */
+} MapKindInfo;
+
+extern const MapKindInfo MAP_KINDS[MAP_KIND_COUNT];
+
+/* The shape of kind's maps for cfg: *w x *h, the patch grid (gw x gh) or, for a
+ * pixel map, the input (Sw x Sh). */
+void map_kind_size(int *w, int *h, int kind, const VitConfig *cfg);
+
+/* The most floats one map of any kind takes (per_head_only 1: of the kinds with
+ * per-head maps, which the overviews show): the size of a map buffer. */
+size_t map_kind_max_floats(const VitConfig *cfg, int per_head_only);
+
+/* ---------------------------------------------------------------------------
+ * A View's maps, through its kind's row. Errors: those of the kind's functions;
+ * VIT_ERR_ARG for a kind that needs a target class on a model without a head, or
+ * a per-head overview of a kind without per-head maps. */
+
+/* The view's map: out [h, w] raw values (map_kind_size). */
+VitStatus view_map(float *out, const Scene *sc, const View *v, VitError *err);
+
+/* The smallest and largest raw value over the maps of every head and fusion
+ * (H + 3 maps) of v's layer, with v's kind and other fields: a scale shared across
+ * the layer, so that heads can be compared. Allocates [H + 3, map] scratch. */
+VitStatus view_layer_range(float *lo, float *hi, const Scene *sc, const View *v, VitError *err);
+
+/* The maps of an overview, normalised for display into out [n, h, w]:
+ *   table 0: the heads and fusions of v's layer, n = H + 3 (map k: head k)
+ *   table 1: every layer, n = L * (H + 3) (map l * (H + 3) + k: layer l, head k)
+ * with v's kind and other fields. shared 0: each map min-max normalised on its
+ * own; 1: by its layer's range (view_layer_range). lo, hi [n] (may be NULL): each
+ * map's raw range used. Only for kinds with per-head maps. */
+VitStatus overview_maps(float *out, float *lo, float *hi, const Scene *sc, const View *v, int table,
+                        int shared, VitError *err);
+
+/* The query token's row of the view at the prefix tokens: out [Np], what the map,
+ * which covers the patches only, leaves out. VIT_ERR_ARG when the kind has none
+ * (MAP_KINDS[v->kind].prefix is NULL). */
+VitStatus view_prefix(float *out, const Scene *sc, const View *v, VitError *err);
+
+/* The class a class-specific view explains: v->target, or the top-1 class when it
+ * is -1; -1 when the model has no head. */
+int view_class(const View *v, const Scene *sc);
+
+#endif

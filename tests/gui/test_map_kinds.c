@@ -1,0 +1,192 @@
+/* test_map_kinds.c - the table of map kinds (app/mapkind.h) and what reads it.
+ *
+ *   test_map_kinds MODEL.safetensors IMAGE
+ *
+ * Every row: names, a file tag, its key (none for the first row, no clash with
+ * another key), its functions; the key list that --help and the help overlay
+ * both show (keys_list) holds E's line naming every kind in the table's order and
+ * each kind's own key line, and --help prints exactly that list; on a real
+ * forward pass every kind's map has the size map_kind_size gives, its per-layer
+ * maps equal its single maps, its prefix share completes its rows to 1, and S's
+ * file name carries its tag. Exits 0, or 1 naming each failed check. */
+#include "mapkind.h"
+#include "options.h"
+
+#include <ctype.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int failures;
+
+static void check(int ok, const char *what, const char *kind) {
+    printf("%s %s%s%s\n", ok ? "ok  " : "FAIL", kind ? kind : "", kind ? ": " : "", what);
+    failures += !ok;
+}
+
+/* Is word one of the keys of label ("N / Shift+N, P" has N, Shift+N and P)? */
+static int label_has_key(const char *label, const char *word) {
+    char buf[128];
+    snprintf(buf, sizeof buf, "%s", label);
+    for (char *t = strtok(buf, " /,"); t; t = strtok(NULL, " /,"))
+        if (!strcmp(t, word)) return 1;
+    return 0;
+}
+
+/* --- the table, the key list and --help ------------------------------------ */
+
+static void table_checks(void) {
+    for (int k = 0; k < MAP_KIND_COUNT; k++) {
+        const MapKindInfo *m = &MAP_KINDS[k];
+        check(m->name && m->title && m->tag && m->map, "name, title, tag and map function",
+              m->name);
+        if (!m->tag) continue;
+        int tag_ok = m->tag[0] != '\0';
+        for (const char *c = m->tag; *c; c++)
+            tag_ok &= (*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') || *c == '-';
+        check(tag_ok, "file tag of [a-z0-9-]", m->name);
+        for (int j = 0; j < k; j++)
+            check(strcmp(m->tag, MAP_KINDS[j].tag) && strcmp(m->name, MAP_KINDS[j].name),
+                  "name and tag unlike the rows above", m->name);
+        check(!m->layer_maps || m->per_head, "per-layer maps only with per-head maps", m->name);
+        check(!m->export_heads || m->per_head, "export_heads only with per-head maps", m->name);
+        if (m->key) {
+            char up[2] = {(char)toupper((unsigned char)m->key), 0};
+            check(islower((unsigned char)m->key) && m->key_name && !strcmp(m->key_name, up) &&
+                      m->help && m->help[0],
+                  "its key: lower case, key_name its capital, a help line", m->name);
+        }
+    }
+    check(MAP_KINDS[0].key == 0, "the first row, where a kind's key toggles back to, has no key",
+          MAP_KINDS[0].name);
+
+    KeyList keys;
+    keys_list(&keys);
+    const char *e_line = NULL;
+    for (int i = 0; i < keys.n; i++)
+        if (!strcmp(keys.rows[i][0], "E / Shift+E")) e_line = keys.rows[i][1];
+    check(e_line != NULL, "the key list has E / Shift+E", NULL);
+    const char *at = e_line ? strstr(e_line, "map kind:") : NULL;
+    for (int k = 0; at && k < MAP_KIND_COUNT; k++) { /* every name, in the table's order */
+        at = strstr(at, MAP_KINDS[k].name);
+        check(at != NULL, "named in E's help line, in the table's order", MAP_KINDS[k].name);
+    }
+    for (int k = 0; k < MAP_KIND_COUNT; k++) {
+        const MapKindInfo *m = &MAP_KINDS[k];
+        if (!m->key) continue;
+        int lines = 0, clashes = 0;
+        for (int i = 0; i < keys.n; i++) {
+            if (!strcmp(keys.rows[i][0], m->key_name) && !strcmp(keys.rows[i][1], m->help))
+                lines++;
+            else if (label_has_key(keys.rows[i][0], m->key_name) ||
+                     label_has_key(keys.rows[i][0], (char[]){m->key, 0}))
+                clashes++;
+        }
+        check(lines == 1, "its key and help line are in the key list once", m->name);
+        check(clashes == 0, "its key is no other key's", m->name);
+    }
+
+    /* --help prints the key list, row for row */
+    FILE *f = tmpfile();
+    if (!f) {
+        check(0, "tmpfile for --help", NULL);
+        return;
+    }
+    options_usage(f);
+    long n = ftell(f);
+    char *usage = calloc((size_t)n + 1, 1);
+    rewind(f);
+    if (usage && fread(usage, 1, (size_t)n, f) == (size_t)n) {
+        char *keys_at = strstr(usage, "\nkeys:\n"), line[512];
+        int in_order = keys_at != NULL;
+        const char *p = keys_at ? keys_at + 7 : usage;
+        for (int i = 0; in_order && i < keys.n; i++) {
+            snprintf(line, sizeof line, "  %-14s  %s\n", keys.rows[i][0], keys.rows[i][1]);
+            in_order = !strncmp(p, line, strlen(line));
+            p += in_order ? strlen(line) : 0;
+        }
+        check(in_order && *p == '\n', "--help's keys are the key list, row for row", NULL);
+    } else {
+        check(0, "read --help back", NULL);
+    }
+    free(usage);
+    fclose(f);
+}
+
+/* --- the kinds on a real forward pass -------------------------------------- */
+
+static void scene_checks(const char *model_path, const char *image) {
+    Model m;
+    Scene sc = {0};
+    VitError err;
+    if (model_load(&m, model_path, NULL, NULL, 1, &err) || scene_run(&sc, &m.vit, image, &err)) {
+        check(0, err.msg, "load and run");
+        return;
+    }
+    const VitConfig *c = &sc.run.cfg;
+    int K = c->n_heads + VIEW_N_FUSIONS, N_max = (int)map_kind_max_floats(c, 0);
+    float *map = malloc((size_t)N_max * sizeof *map);
+    float *over = malloc((size_t)K * N_max * sizeof *over);
+    float share[VIT_MAX_PREFIX];
+    for (int k = 0; map && over && k < MAP_KIND_COUNT; k++) {
+        const MapKindInfo *mk = &MAP_KINDS[k];
+        int w, h;
+        map_kind_size(&w, &h, k, c);
+        check(mk->pixels ? w == c->image_w && h == c->image_h : w == c->grid_w && h == c->grid_h,
+              "map_kind_size: [Sh, Sw] for a pixel map, else [gh, gw]", mk->name);
+        check((size_t)w * h <= map_kind_max_floats(c, 0), "fits map_kind_max_floats", mk->name);
+        View v = {.kind = k,
+                  .layer = c->n_layers / 2,
+                  .head = c->n_heads + VIT_FUSE_MEAN,
+                  .discard_ratio = 0.3f,
+                  .query = c->n_prefix + 1,
+                  .target = VIEW_TOP1};
+        VitStatus rc = view_map(map, &sc, &v, &err);
+        check(rc == VIT_OK, rc ? err.msg : "view_map", mk->name);
+        if (rc) continue;
+        if (mk->prefix) {
+            double sum = 0;
+            rc = view_prefix(share, &sc, &v, &err);
+            for (int i = 0; i < c->n_prefix; i++) sum += share[i];
+            for (int i = 0; i < w * h; i++) sum += map[i];
+            check(rc == VIT_OK && fabs(sum - 1.0) < 1e-4, "map + prefix share sum to 1", mk->name);
+        } else {
+            check(view_prefix(share, &sc, &v, &err) == VIT_ERR_ARG, "no prefix: refused", mk->name);
+        }
+        if (mk->per_head) { /* each overview map is its single map, normalised */
+            rc = overview_maps(over, NULL, NULL, &sc, &v, 0, 0, &err);
+            float worst = rc ? 1.0f : 0.0f;
+            for (int i = 0; rc == VIT_OK && i < K; i++) {
+                View u = v;
+                u.head = i;
+                if (view_map(map, &sc, &u, &err)) worst = 1.0f;
+                map_normalize(map, map, w * h, NULL, NULL);
+                for (int p = 0; p < w * h; p++)
+                    worst = fmaxf(worst, fabsf(map[p] - over[(size_t)i * w * h + p]));
+            }
+            check(worst < 1e-6f, "its per-layer maps are its single maps", mk->name);
+        } else {
+            check(overview_maps(over, NULL, NULL, &sc, &v, 0, 0, &err) == VIT_ERR_ARG,
+                  "no per-head maps: the overview is refused", mk->name);
+        }
+        char name[512], tag[64];
+        view_file_name(name, sizeof name, "photo.png", "model", &v, c, NULL);
+        snprintf(tag, sizeof tag, "_%s", mk->tag);
+        check(strstr(name, tag) != NULL, name, mk->name);
+    }
+    free(map), free(over);
+    scene_free(&sc);
+    model_free(&m);
+}
+
+int main(int argc, char **argv) {
+    if (argc != 3) {
+        fprintf(stderr, "usage: test_map_kinds MODEL.safetensors IMAGE\n");
+        return 2;
+    }
+    table_checks();
+    scene_checks(argv[1], argv[2]);
+    printf("map kinds: %s\n", failures ? "FAILED" : "all checks passed");
+    return failures ? 1 : 0;
+}
