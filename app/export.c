@@ -2,6 +2,7 @@
 #include "export.h"
 #include "colormap.h"
 #include "mapkind.h"
+#include "npy.h"
 #include "text.h"
 
 #define STB_IMAGE_WRITE_IMPLEMENTATION
@@ -127,7 +128,8 @@ static void export_name(char *buf, size_t n, int kind, int layer, const char *he
     if (len < n) snprintf(buf + len, n - len, "%s", ext);
 }
 
-/* Compute, normalise, blend and write the map of view v to dir/base.png. */
+/* Compute the map of view v, write its raw values to dir/base.npy ([h, w]
+ * float32), then normalise, blend and write it to dir/base.png. */
 static int write_map(const char *dir, const char *base, const Scene *sc, const View *v, float *map,
                      uint8_t *pixels, int out_w, int out_h, const ExportStyle *st) {
     const VitConfig *c = &sc->run.cfg;
@@ -138,7 +140,12 @@ static int write_map(const char *dir, const char *base, const Scene *sc, const V
     }
     int w, h;
     map_kind_size(&w, &h, v->kind, c);
-    char path[2048], msg[2300];
+    char name[128], path[2048], msg[4400];
+    snprintf(name, sizeof name, "%s.npy", base);
+    if (npy_write(dir, name, map, (const int[]){h, w}, 2, msg, sizeof msg)) {
+        fprintf(stderr, "vitlens: %s\n", msg);
+        return 1;
+    }
     map_normalize(map, map, w * h, NULL, NULL);
     export_blend(pixels, out_w, out_w, out_h, sc->crop_rgb, map, w, h, c, st);
     snprintf(path, sizeof path, "%s/%s.png", dir, base);
@@ -367,8 +374,9 @@ int export_maps(FILE *out, const char *dir, const Scene *sc, const ExportStyle *
     }
     if (!rc) rc = write_overviews(dir, sc, st, &n_sheets);
     if (!rc)
-        fprintf(out, "wrote %d PNGs (%dx%d px, %s, %s, opacity %.2f) of %s to %s\n",
-                n_maps + n_sheets, out_w, out_h, colormap_names[st->colormap],
+        fprintf(out,
+                "wrote %d PNGs and %d .npy files (%dx%d px, %s, %s, opacity %.2f) of %s to %s\n",
+                n_maps + n_sheets, n_maps, out_w, out_h, colormap_names[st->colormap],
                 st->bilinear ? "bilinear" : "nearest", (double)st->opacity, sc->name, dir);
 done:
     free(map);

@@ -1,5 +1,5 @@
 /* export.h - the headless modes: print the top-K predictions, write every map
- * as a PNG. No window and no display needed. */
+ * as a PNG and its raw values as .npy. No window and no display needed. */
 #ifndef VITLENS_EXPORT_H
 #define VITLENS_EXPORT_H
 
@@ -26,19 +26,23 @@ typedef struct {
 
 /* Write into dir (created if missing) the maps of every map kind (MAP_KINDS) of
  * sc, each as a PNG, the crop with the min-max normalised map blended over it
- * (colormap, opacity as the GUI) upscaled to about EXPORT_TARGET_PX:
+ * (colormap, opacity as the GUI) upscaled to about EXPORT_TARGET_PX, and beside
+ * it, with the same base name, its raw values before normalisation as .npy
+ * (float32, [gh, gw], or [Sh, Sw] for a pixel map):
  *   L01_H01.png ... L{L}_H{H}.png   attention of the CLS token, every layer and head
  *   L01_mean.png, L01_max.png, L01_min.png     head fusions, every layer
  *   L01_rollout.png                  rollout up to the layer (mean fusion, discard ratio)
  * (a kind's files: the first row's untagged, as above; the others' with the
  * kind's tag; every head only for kinds with export_heads). Then the overviews,
- * for slides (each map min-max normalised, labelled when a font is found):
+ * for slides, PNG only (each map min-max normalised, labelled when a font is
+ * found):
  *   L01_heads.png ...                every head and fusion of the layer in a grid
  *   contact_sheet.png                layers x heads: a column per layer, a row per
  *                                    head, then mean, max, min (attention)
  *   contact_sheet_rollout.png        the same for rollout (per-head rollout)
- * L*H + 5L + 2 files; layers and heads are 1-based as on screen. Prints one
- * summary line to out. Returns 0, or 1 with a message naming the file on stderr. */
+ * L*H + 5L + 2 PNGs and L*H + 4L .npy files; layers and heads are 1-based as on
+ * screen. Prints one summary line to out. Returns 0, or 1 with a message naming
+ * the file on stderr. */
 int export_maps(FILE *out, const char *dir, const Scene *sc, const ExportStyle *st);
 
 /* Blend a normalised map over the crop as the fragment shader does, into an

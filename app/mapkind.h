@@ -5,7 +5,7 @@
  * target class) into one map. Everything that depends on the kind reads its row
  * of MAP_KINDS: the view's map and its size, the overviews (A, T) and their cache,
  * the prefix-token bars, the status line, the key list of --help and of the help
- * overlay, E / Shift+E, S's file name, --export (single maps, heads
+ * overlay, E / Shift+E, S's file name, --export (single maps and their .npy, heads
  * grids, contact sheets) and the VITLENS_TRACE line.
  *
  * A new kind is its engine function, one row and its tests:

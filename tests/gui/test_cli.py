@@ -1,8 +1,9 @@
 #!/usr/bin/python3
-"""Headless vitlens: --top, --export, --help and bad input (two cases of
-docs/malformed-inputs.md among them). No display needed.
+"""Headless vitlens: --top, --export (PNGs and the raw maps as .npy), --help and
+bad input (two cases of docs/malformed-inputs.md among them). No display needed.
 
-  /usr/bin/python3 test_cli.py --app build/vitlens --shared ../shared --out DIR
+  /usr/bin/python3 test_cli.py --app build/vitlens --dump build/tests/parity/vit_dump \
+      --shared ../shared --out DIR
 Exits 0 on success, 1 on a failed check, 77 (skip) when neither the built-in
 model (assets/default) nor DeiT-Tiny is there; without DeiT-Tiny only the
 built-in model's checks run.
@@ -66,6 +67,101 @@ def default_checks(app, default, assets):
     check(r.returncode == 1 and nowhere in r.stderr, "no built-in model: the window does not open")
 
 
+def lut(name="viridis"):
+    """A colormap's 256 colours, from app/colormap.c (its tables follow /* name */)."""
+    src = open(os.path.join(os.path.dirname(__file__), "..", "..", "app", "colormap.c")).read()
+    block = src.split(f"/* {name} */", 1)[1].split("\n  },", 1)[0]
+    rows = re.findall(r"\{\s*(\d+),\s*(\d+),\s*(\d+)\}", block)
+    return np.array([[int(v) for v in r] for r in rows], np.int64)
+
+
+def cls_rollout(att, layer, Np):
+    """The CLS row of the head-mean rollout up to layer, discard 0 (vit.h), float64."""
+    T = att.shape[-1]
+    v = np.eye(T)[0]
+    for l in range(layer, -1, -1):
+        A = 0.5 * att[l].astype(np.float64).mean(0) + 0.5 * np.eye(T)
+        v = v @ (A / A.sum(-1, keepdims=True))
+    return v[Np:]
+
+
+def npy_checks(app, dump, default, out):
+    """--export writes, beside each single map's PNG, its raw values as .npy (float32,
+    [gh, gw]) and none for the heads grids and contact sheets; the values are the
+    engine's (vit_dump's attention, and rollout recomputed in numpy), the PNG is drawn
+    from them (at --opacity 1 each patch is the colormap colour of its normalised
+    value), and --discard changes the rollout's .npy only."""
+    demo = os.path.join(default, "demo", sorted(os.listdir(os.path.join(default, "demo")))[0])
+    d = os.path.join(out, "export_npy")
+    shutil.rmtree(d, ignore_errors=True)
+    r = vitlens(app, "--opacity", "1", "--export", d, demo)
+    check(r.returncode == 0, f"--export on the built-in model exits 0 ({r.stderr.strip()})")
+    if r.returncode:
+        return
+    files = os.listdir(d)
+    pngs = {f[:-4] for f in files if f.endswith(".png")}
+    npys = {f[:-4] for f in files if f.endswith(".npy")}
+    sheets = {p for p in pngs if p.endswith("_heads") or p.startswith("contact_sheet")}
+    check(npys and npys == pngs - sheets and len(files) == len(pngs) + len(npys),
+          f"a .npy beside each of the {len(pngs - sheets)} single-map PNGs, none beside the "
+          f"{len(sheets)} heads grids and contact sheets ({len(npys)} .npy)")
+    m = re.search(r"wrote (\d+) PNGs and (\d+) \.npy files", r.stdout)
+    check(m is not None and (int(m.group(1)), int(m.group(2))) == (len(pngs), len(npys)),
+          f"--export counts them: {r.stdout.strip()}")
+
+    r = subprocess.run([dump, "--model", os.path.join(default, "model.safetensors"),
+                        "--image", demo, "--out", os.path.join(out, "export_npy_dump")],
+                       capture_output=True, text=True)
+    check(r.returncode == 0, f"vit_dump on the built-in model ({r.stderr.strip()})")
+    if r.returncode:
+        return
+    att = np.load(os.path.join(out, "export_npy_dump", "att.npy"))
+    with open(os.path.join(out, "export_npy_dump", "config.json")) as f:
+        cfg = json.load(f)
+    L, H, Np, gh, gw = att.shape[0], att.shape[1], cfg["n_prefix"], cfg["grid_h"], cfg["grid_w"]
+    raw = {n: np.load(os.path.join(d, n + ".npy")) for n in sorted(npys)}
+    check(all(a.dtype == np.float32 and a.shape == (gh, gw) for a in raw.values()),
+          f"every .npy is float32 [gh, gw] = [{gh}, {gw}]")
+    want = {}
+    for l in range(L):
+        for h in range(H):
+            want[f"L{l + 1:02d}_H{h + 1:02d}"] = att[l, h, 0, Np:]
+        fused = att[l, :, 0, Np:].astype(np.float64)
+        want[f"L{l + 1:02d}_mean"] = fused.mean(0)
+        want[f"L{l + 1:02d}_max"] = fused.max(0)
+        want[f"L{l + 1:02d}_min"] = fused.min(0)
+        want[f"L{l + 1:02d}_rollout"] = cls_rollout(att, l, Np)
+    err = {n: float(np.abs(raw[n].astype(np.float64) - want[n].reshape(gh, gw)).max())
+           for n in want if n in raw}
+    worst = max(err, key=err.get) if err else None
+    check(set(want) == set(raw) and err[worst] < 1e-6,
+          f"the {len(raw)} .npy hold the engine's maps: attention, fusions and rollout against "
+          f"vit_dump's attention and numpy (max |diff| {err.get(worst, -1):.2g} at {worst})")
+    heads = [n for n in raw if "_H" in n]
+    check(all(np.array_equal(raw[n], want[n].reshape(gh, gw)) for n in heads),
+          f"the {len(heads)} per-head .npy are vit_dump's attention bit for bit")
+
+    # the PNG is drawn from these numbers: at opacity 1, nearest, each patch is one colour,
+    # that of its min-max normalised value
+    colours = lut()
+    for n in ("L01_H01", f"L{L:02d}_mean", f"L{L:02d}_rollout"):
+        img = np.asarray(Image.open(os.path.join(d, n + ".png")).convert("RGB")).astype(np.int64)
+        ch, cw = img.shape[0] // gh, img.shape[1] // gw
+        centres = img[ch // 2::ch, cw // 2::cw][:gh, :gw]
+        v = raw[n].astype(np.float32)
+        norm = (v - v.min()) / (v.max() - v.min())
+        idx = np.clip(np.floor(norm * np.float32(255) + np.float32(0.5)), 0, 255).astype(int)
+        check(np.abs(centres - colours[idx]).max() <= 1,
+              f"{n}.png: each patch is the colour of {n}.npy's normalised value")
+
+    dd = d + "_discard"
+    shutil.rmtree(dd, ignore_errors=True)
+    r = vitlens(app, "--discard", "0.5", "--export", dd, demo)
+    same = [n for n in raw if np.array_equal(raw[n], np.load(os.path.join(dd, n + ".npy")))]
+    check(r.returncode == 0 and set(raw) - set(same) == {n for n in raw if n.endswith("rollout")},
+          f"--discard 0.5 changes the {L} rollout .npy and no other ({len(same)} the same)")
+
+
 def malformed_checks(app, default, out):
     """Two cases of docs/malformed-inputs.md through the binary, so that the message
     the user reads is covered: the built-in model with one NaN weight, and a PNG
@@ -104,6 +200,7 @@ def malformed_checks(app, default, out):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--app", required=True)
+    ap.add_argument("--dump", required=True, help="tests/parity's vit_dump")
     ap.add_argument("--shared", required=True)
     ap.add_argument("--out", required=True)
     ap.add_argument("--assets", help="the folder holding default/, given to vitlens as "
@@ -115,6 +212,7 @@ def main():
     if has_default:
         default_checks(a.app, default, a.assets or "")
         malformed_checks(a.app, default, a.out)
+        npy_checks(a.app, a.dump, default, a.out)
     mdir = os.path.join(a.shared, "models", "deit-tiny")
     model = os.path.join(mdir, "deit_tiny_patch16_224.safetensors")
     labels = os.path.join(mdir, "imagenet_synset_words.txt")
@@ -131,7 +229,7 @@ def main():
     r = vitlens(a.app, "--help")
     check(r.returncode == 0, "--help exits 0")
     for word in ("--model", "--labels", "--heads", "--size", "--whole", "--top", "--export", "Left / Right",
-                 "Up / Down", "E / Shift+E", "R ", "[ / ]", "--discard", "G ", "+ / -", "O ", "H ", "Esc / Q", "RANK PROB CLASS_ID LABEL"):
+                 "Up / Down", "E / Shift+E", "R ", "[ / ]", ".npy", "--discard", "G ", "+ / -", "O ", "H ", "Esc / Q", "RANK PROB CLASS_ID LABEL"):
         check(word in r.stdout, f"--help mentions {word.strip()!r}")
 
     # --top 5: documented format, probabilities descending, a cat first
