@@ -7,11 +7,16 @@
  * weights, split over the run's pool by columns of d_inp (back_linear).
  *
  * Memory. The forward pass keeps the residual stream at every block boundary
- * (VitRun.tokens [L + 1, T, D]). Going down from the top, each block's internals are
- * recomputed from its input tokens with the forward pass's own steps (vit_layernorm,
- * vit_qkv, vit_linear; the attention probabilities read from run->att or recomputed
- * by vit_att_block, the very numbers the forward pass had), then differentiated:
- * one block's activations at a time, as activation checkpointing does.
+ * (VitRun.tokens [L + 1, T, D]). When the run keeps its attention and the block
+ * internals fit beside it (VitRun.blocks_kept: DeiT-Tiny to ViT-B at 224 px), the
+ * forward pass also keeps per layer what the backward reads: queries and keys,
+ * values, the residual xm between attention and MLP and fc1's output before GELU;
+ * the backward pass reads them. Otherwise (the attention recomputed: large inputs),
+ * going down from the top, each block's internals are recomputed from its input
+ * tokens with the forward pass's own steps (vit_layernorm, vit_qkv, vit_linear; the
+ * attention probabilities read from run->att or recomputed by vit_att_block, the
+ * very numbers the forward pass had), then differentiated: one block's activations
+ * at a time, as activation checkpointing does. Either way the same numbers.
  *
  * A block, timm's Block.forward:
  *   xn = norm1(x); q, k, v = qkv(xn); A_h = softmax(q_h k_h^T / sqrt(Dh))
@@ -45,11 +50,12 @@ static int add_floats(size_t *acc, size_t a, size_t b) {
     return 1;
 }
 
-/* One block's activations and gradients, carved from the end of VitGrad.mem. */
+/* One block's activations and gradients, carved from the end of VitGrad.mem (the
+ * activations only when the run does not keep them: VitRun.blocks_kept). */
 typedef struct {
     float *xn1;    /* [T, D] norm1 output */
     float *qk;     /* [T, 2D] queries, keys */
-    float *v;      /* [T, D] values (when g->v does not keep them) */
+    float *v;      /* [T, D] values */
     float *ctx;    /* [T, D] attention output before proj */
     float *xm;     /* [T, D] residual stream between attention and MLP */
     float *xn2;    /* [T, D] norm2 output */
@@ -68,6 +74,7 @@ typedef struct {
 /* Floats of the buffers: kept ones (into g->...) and scratch; p NULL counts only. */
 static int carve(VitGrad *g, Scratch *s, const VitConfig *c, int kept, int n_threads,
                  size_t *n_floats) {
+    int redo = !vit_keep_blocks(c, kept); /* the block internals recomputed here */
     size_t T = (size_t)c->n_tokens, D = (size_t)c->dim, F = (size_t)c->mlp_dim,
            L = (size_t)c->n_layers, H = (size_t)c->n_heads, N = (size_t)c->n_patches,
            P = (size_t)c->patch_size, S = (size_t)c->image_h * (size_t)c->image_w;
@@ -83,7 +90,6 @@ static int carve(VitGrad *g, Scratch *s, const VitConfig *c, int kept, int n_thr
     } parts[] = {
         {&g->grad_att, kept ? LH : 0, TT},
         {&g->dctx, kept ? 0 : LT, D},
-        {&g->v, kept ? 0 : LT, D},
         {&g->grad_tokens, LT, D},
         {&g->grad_input, 3, S},
         {&g->lrp_input, 3, S},
@@ -91,12 +97,12 @@ static int carve(VitGrad *g, Scratch *s, const VitConfig *c, int kept, int n_thr
         {&g->cam_grad, N, D},
         {&g->legrad, L, N},
         {&s->xn1, T, D},
-        {&s->qk, T, 2 * D},
-        {&s->v, T, D},
-        {&s->ctx, T, D},
-        {&s->xm, T, D},
-        {&s->xn2, T, D},
-        {&s->hpre, T, F},
+        {&s->qk, redo ? T : 0, 2 * D},
+        {&s->v, redo ? T : 0, D},
+        {&s->ctx, redo ? T : 0, D},
+        {&s->xm, redo ? T : 0, D},
+        {&s->xn2, redo ? T : 0, D},
+        {&s->hpre, redo ? T : 0, F},
         {&s->dz, T, D},
         {&s->dxm, T, D},
         {&s->dtmp, T, D},
@@ -258,7 +264,9 @@ typedef struct {
     int lrp;
     /* the current block */
     int layer, rows; /* rows: the rows with a gradient at the output (T, or the head's) */
-    float *v, *dctx; /* [T, D]: g->v / g->dctx of the layer, or scratch */
+    const float *qk, *v, *xm, *hpre; /* [T, 2D], [T, D], [T, D], [T, F]: the run's (kept) or
+                                        the scratch's (recomputed) */
+    float *dctx;                     /* [T, D]: g->dctx of the layer, or scratch */
     atomic_int next;
 } Bw;
 
@@ -269,8 +277,8 @@ static const float *att_of(Bw *bw, int h, int b, float *buf) {
     int T = run->cfg.n_tokens, D = run->cfg.dim, Dh = run->cfg.head_dim, H = run->cfg.n_heads;
     int r0 = vit_att_block_start(T, b), r1 = vit_att_block_start(T, b + 1);
     if (run->att) return run->att + (((size_t)bw->layer * H + h) * T + r0) * T;
-    vit_att_block(buf, bw->s.qk + (size_t)h * Dh, bw->s.qk + D + (size_t)h * Dh, 2 * D, r0, r1, T,
-                  Dh, 0);
+    vit_att_block(buf, bw->qk + (size_t)h * Dh, bw->qk + D + (size_t)h * Dh, 2 * D, r0, r1, T, Dh,
+                  0);
     return buf;
 }
 
@@ -295,37 +303,46 @@ static void ctx_task(void *arg, int thread, int n_threads) {
     }
 }
 
-/* The attention's backward, one head per item: from dctx to dqkv's columns of the
- * head (dq, dk, dv), and dA into g->grad_att when it is kept (exact pass). */
+/* The attention's backward: from dctx to dqkv's columns of each head (dq, dk, dv),
+ * and dA into g->grad_att when it is kept (exact pass). When the run keeps the
+ * attention (reading a block is free) a head is two items, its dv and its dA, dS,
+ * dq, dk, so that a few heads balance over the threads (DeiT-Tiny: 3 on 2); when it
+ * recomputes it, one item per head. Each sum is taken in the same order either way. */
 static void att_back_task(void *arg, int thread, int n_threads) {
     (void)n_threads;
     Bw *bw = arg;
     const VitConfig *c = &bw->run->cfg;
     int T = c->n_tokens, D = c->dim, Dh = c->head_dim, H = c->n_heads, nb = vit_att_blocks(T);
+    int split = bw->run->att != NULL;
     float scale = 1.0f / sqrtf((float)Dh);
     float *abuf = bw->s.att + (size_t)thread * 2 * VIT_ATT_BLOCK * T;
     float *gbuf = abuf + (size_t)VIT_ATT_BLOCK * T;
     float *dqkv = bw->s.dqkv;
     size_t ld = 3 * (size_t)D;
     for (;;) {
-        int h = atomic_fetch_add(&bw->next, 1);
-        if (h >= H) break;
+        int item = atomic_fetch_add(&bw->next, 1);
+        if (item >= (split ? 2 * H : H)) break;
+        int h = item % H, do_dv = !split || item >= H, do_dqk = !split || item < H;
         float *dq = dqkv + (size_t)h * Dh, *dk = dq + D, *dv = dq + 2 * D;
         for (int t = 0; t < T; t++) {
-            memset(dq + t * ld, 0, (size_t)Dh * sizeof(float));
-            memset(dk + t * ld, 0, (size_t)Dh * sizeof(float));
-            memset(dv + t * ld, 0, (size_t)Dh * sizeof(float));
+            if (do_dqk) {
+                memset(dq + t * ld, 0, (size_t)Dh * sizeof(float));
+                memset(dk + t * ld, 0, (size_t)Dh * sizeof(float));
+            }
+            if (do_dv) memset(dv + t * ld, 0, (size_t)Dh * sizeof(float));
         }
-        const float *q = bw->s.qk + (size_t)h * Dh, *k = q + D, *v = bw->v + (size_t)h * Dh;
+        if (!do_dv && bw->lrp) continue; /* CP-LRP: A is a constant, dq = dk = 0 */
+        const float *q = bw->qk + (size_t)h * Dh, *k = q + D, *v = bw->v + (size_t)h * Dh;
         const float *dctx = bw->dctx + (size_t)h * Dh;
         for (int b = 0; b < nb; b++) {
             int r0 = vit_att_block_start(T, b), r1 = vit_att_block_start(T, b + 1), rb = r1 - r0;
             if (r0 >= bw->rows) break;
             const float *a = att_of(bw, h, b, abuf);
             /* dv_h += A^T . dctx_h */
-            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, Dh, rb, 1.0f, a, T,
-                        dctx + (size_t)r0 * D, D, 1.0f, dv, (int)ld);
-            if (bw->lrp) continue;       /* CP-LRP: A is a constant */
+            if (do_dv)
+                cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, Dh, rb, 1.0f, a, T,
+                            dctx + (size_t)r0 * D, D, 1.0f, dv, (int)ld);
+            if (bw->lrp || !do_dqk) continue;
             float *ga = bw->g->grad_att; /* the exact pass keeps dA there when it can */
             float *da = ga ? ga + (((size_t)bw->layer * H + h) * T + r0) * T : gbuf;
             vit_grad_att_block(da, dctx, v, D, r0, r1, T, Dh);
@@ -347,15 +364,25 @@ static void att_back_task(void *arg, int thread, int n_threads) {
     }
 }
 
-/* Recompute block `layer`'s internals from its input tokens (rows: how many rows
- * of ctx, xm, xn2, hpre are needed). */
-static void block_recompute(Bw *bw, const VitBlock *b) {
-    const VitConfig *c = &bw->run->cfg;
+/* Block `layer`'s internals: the run's, kept by the forward pass (blocks_kept), or
+ * recomputed from the block's input tokens (rows: how many rows of ctx, xm, xn2,
+ * hpre are needed). xn1 (norm1's output) only where Grad-CAM reads it, when kept. */
+static void block_internals(Bw *bw, const VitBlock *b, int need_xn1) {
+    const VitRun *run = bw->run;
+    const VitConfig *c = &run->cfg;
     int T = c->n_tokens, D = c->dim, R = bw->rows;
-    const float *x = bw->run->tokens + (size_t)bw->layer * T * D;
+    size_t l = (size_t)bw->layer;
+    const float *x = run->tokens + l * T * D;
     Scratch *s = &bw->s;
+    if (run->blocks_kept) {
+        bw->qk = run->qk + l * T * 2 * D, bw->v = run->v + l * T * D;
+        bw->xm = run->xm + l * T * D, bw->hpre = run->hpre + l * T * c->mlp_dim;
+        if (need_xn1) vit_layernorm(bw->pool, s->xn1, x, b->norm1_w, b->norm1_b, T, D, c->ln_eps);
+        return;
+    }
+    bw->qk = s->qk, bw->v = s->v, bw->xm = s->xm, bw->hpre = s->hpre;
     vit_layernorm(bw->pool, s->xn1, x, b->norm1_w, b->norm1_b, T, D, c->ln_eps);
-    vit_qkv(bw->pool, s->qk, bw->v, s->xn1, b, T, D, 0);
+    vit_qkv(bw->pool, s->qk, s->v, s->xn1, b, T, D, 0);
     atomic_init(&bw->next, 0);
     vit_pool_run(bw->pool, ctx_task, bw);
     memcpy(s->xm, x, (size_t)R * D * sizeof(float));
@@ -400,10 +427,10 @@ static void top_backward(Bw *bw, const VitBlock *b, const float *dz, int R, floa
     /* timm: x = x + ls2(fc2(gelu(fc1(norm2(x))))) */
     const float *dy2 = scaled(s->dtmp, dz, b->ls2, R, D);
     back_linear(bw->pool, (BackLinear){s->dh, dy2, b->fc2_w, F, D, R, D, F, 0.0f});
-    GeluBack gb = {s->dh, s->hpre, R, F, bw->lrp};
+    GeluBack gb = {s->dh, bw->hpre, R, F, bw->lrp};
     vit_pool_run(bw->pool, gelu_back_task, &gb);
     back_linear(bw->pool, (BackLinear){s->dtmp, s->dh, b->fc1_w, D, F, R, F, D, 0.0f});
-    ln_back(bw->pool, (LnBack){dxm, s->xm, b->norm2_w, s->dtmp, R, D, bw->lrp, 1, c->ln_eps});
+    ln_back(bw->pool, (LnBack){dxm, bw->xm, b->norm2_w, s->dtmp, R, D, bw->lrp, 1, c->ln_eps});
     /* timm: x = x + ls1(proj(ctx)) */
     const float *dy1 = scaled(s->dtmp, dxm, b->ls1, R, D);
     back_linear(bw->pool, (BackLinear){dctx, dy1, b->proj_w, D, D, R, D, D, 0.0f});
@@ -468,10 +495,9 @@ static void backward_pass(Bw *bw, int target) {
         const VitBlock *b = &vit->w.blocks[l];
         bw->layer = l;
         bw->rows = l == L - 1 ? Nh : T;
-        int keep = exact && !g->grad_att_kept; /* dctx and v for the maps' dA */
-        bw->v = keep ? g->v + (size_t)l * T * D : s->v;
+        int keep = exact && !g->grad_att_kept; /* dctx for the maps' dA */
         bw->dctx = keep ? g->dctx + (size_t)l * T * D : s->dctx;
-        block_recompute(bw, b);
+        block_internals(bw, b, exact && l == L - 1);
         if (exact) {
             memcpy(g->grad_tokens + (size_t)l * T * D, s->dz, (size_t)T * D * sizeof(float));
             legrad_layer(bw, b, target);
@@ -530,7 +556,8 @@ VitStatus vit_backward(VitGrad *g, const VitRun *run, const Vit *vit, int target
                              c->name);
     if (!g->mem || g->cfg.n_tokens != c->n_tokens || g->cfg.dim != c->dim ||
         g->cfg.n_layers != c->n_layers || g->cfg.n_classes != c->n_classes ||
-        g->grad_att_kept != run->att_kept || run->n_threads > g->n_threads || !run->tokens)
+        g->grad_att_kept != run->att_kept || run->n_threads > g->n_threads || !run->tokens ||
+        run->blocks_kept != vit_keep_blocks(c, g->grad_att_kept))
         return vit_set_error(err, VIT_ERR_ARG, "%s: backward buffers not made for this run",
                              c->name);
     if (target == -1) vit_top_k(&target, run->probs, c->n_classes, 1);

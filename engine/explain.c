@@ -4,7 +4,9 @@
  *
  * The attention A_l is read through AttReader (kept, or recomputed from queries and
  * keys) and its gradient dA_l through GradReader (kept in g->grad_att, or
- * recomputed as dctx_h . v_h^T by vit_grad_att_block, the backward pass's own call),
+ * recomputed as dctx_h . v_h^T by vit_grad_att_block, the backward pass's own call,
+ * with the layer's values v recomputed once per layer from VitRun.tokens by norm1
+ * and the value projection on the run's pool, as the backward pass computed them),
  * a block of query rows at a time, so the maps are the same either way. Products
  * over layers are taken for the CLS row only, as a row vector times each layer's
  * matrix from the top down (maps.c's rollout does the same): O(L T^2), no T^3. */
@@ -32,8 +34,27 @@ int vit_explain_pixels(VitExplain m) {
 typedef struct {
     const VitRun *run;
     const VitGrad *g;
-    float *buf; /* [VIT_ATT_BLOCK, T] when recomputing */
+    const Vit *vit;
+    float *buf;    /* [VIT_ATT_BLOCK, T] when recomputing */
+    float *v, *xn; /* [T, D] each when recomputing: layer v_layer's values, its norm1 output */
+    int v_layer;   /* the layer v holds, -1: none yet */
 } GradReader;
+
+/* Layer l's values as the backward pass had them: norm1 of the block's input
+ * tokens, then the value projection, the forward pass's own calls on the run's
+ * pool (the same thread split, so the same bits). Once per layer. */
+static const float *values_of(GradReader *gr, int layer) {
+    const VitConfig *c = &gr->run->cfg;
+    int T = c->n_tokens, D = c->dim;
+    if (gr->v_layer != layer) {
+        const VitBlock *b = &gr->vit->w.blocks[layer];
+        vit_layernorm(gr->run->pool, gr->xn, gr->run->tokens + (size_t)layer * T * D, b->norm1_w,
+                      b->norm1_b, T, D, c->ln_eps);
+        vit_values(gr->run->pool, gr->v, gr->xn, b, T, D, 0);
+        gr->v_layer = layer;
+    }
+    return gr->v;
+}
 
 /* Block b of dA[layer, head]: [rows of the block, T]. */
 static const float *grad_block(GradReader *gr, int layer, int head, int b) {
@@ -43,8 +64,7 @@ static const float *grad_block(GradReader *gr, int layer, int head, int b) {
     if (gr->g->grad_att)
         return gr->g->grad_att + (((size_t)layer * c->n_heads + head) * T + r0) * T;
     vit_grad_att_block(gr->buf, gr->g->dctx + (size_t)layer * T * D + head * Dh,
-                       gr->g->v + (size_t)layer * T * D + head * Dh, (int)D, r0, r1, (int)T,
-                       (int)Dh);
+                       values_of(gr, layer) + head * Dh, (int)D, r0, r1, (int)T, (int)Dh);
     return gr->buf;
 }
 
@@ -72,20 +92,24 @@ static void fuse_grad_att(float *out, AttReader *rd, GradReader *gr, int layer, 
 /* Chefer et al. 2021 and the gradient-weighted rollout: the CLS row of a product of
  * per-layer [T, T] matrices, top layer first. */
 static VitStatus cls_row_product(float *out, VitExplain m, const VitRun *run, const VitGrad *g,
-                                 float discard_ratio, VitError *err) {
+                                 const Vit *vit, float discard_ratio, VitError *err) {
     const VitConfig *c = &run->cfg;
     int T = c->n_tokens, Np = c->n_prefix, N = c->n_patches;
     size_t TT = (size_t)T * T;
     AttReader rd;
     VitStatus rc = vit_att_reader_init(&rd, run, err);
     if (rc) return rc;
-    GradReader gr = {run, g, NULL};
+    GradReader gr = {.run = run, .g = g, .vit = vit, .v_layer = -1};
     int discard = m == VIT_EXPLAIN_GRAD_ROLLOUT && discard_ratio > 0.0f;
     float *a = malloc(TT * sizeof(float));
     double *v = malloc(3 * (size_t)T * sizeof(double));
     Entry *scratch = discard ? malloc(TT * sizeof(Entry)) : NULL;
-    if (!g->grad_att) gr.buf = malloc((size_t)VIT_ATT_BLOCK * T * sizeof(float));
-    if (!a || !v || (discard && !scratch) || (!g->grad_att && !gr.buf)) {
+    if (!g->grad_att) {
+        gr.buf = malloc((size_t)VIT_ATT_BLOCK * T * sizeof(float));
+        gr.v = malloc(2 * (size_t)T * c->dim * sizeof(float));
+        gr.xn = gr.v ? gr.v + (size_t)T * c->dim : NULL;
+    }
+    if (!a || !v || (discard && !scratch) || (!g->grad_att && (!gr.buf || !gr.v))) {
         rc = vit_set_error(err, VIT_ERR_NOMEM, "%s: out of memory for [%d, %d]",
                            vit_explain_name(m), T, T);
         goto done;
@@ -113,7 +137,7 @@ static VitStatus cls_row_product(float *out, VitExplain m, const VitRun *run, co
     }
     for (int p = 0; p < N; p++) out[p] = (float)v[Np + p];
 done:
-    free(a), free(v), free(scratch), free(gr.buf);
+    free(a), free(v), free(scratch), free(gr.buf), free(gr.v);
     vit_att_reader_free(&rd);
     return rc;
 }
@@ -130,11 +154,16 @@ VitStatus vit_explain(float *out, VitExplain m, const VitRun *run, const VitGrad
     if (!(discard_ratio >= 0.0f && discard_ratio < 1.0f))
         return vit_set_error(err, VIT_ERR_ARG, "%s: discard ratio %g outside [0, 1)",
                              vit_explain_name(m), (double)discard_ratio);
+    if (run->cfg.n_tokens != c->n_tokens || run->cfg.dim != c->dim ||
+        run->cfg.n_layers != c->n_layers || g->cfg.n_tokens != c->n_tokens ||
+        g->cfg.dim != c->dim || g->cfg.n_layers != c->n_layers || !run->tokens || !run->pool)
+        return vit_set_error(err, VIT_ERR_ARG, "%s: run or backward buffers not made for %s",
+                             vit_explain_name(m), c->name);
     int N = c->n_patches, D = c->dim, L = c->n_layers;
     size_t S = (size_t)c->image_h * c->image_w;
     switch (m) {
     case VIT_EXPLAIN_CHEFER:
-    case VIT_EXPLAIN_GRAD_ROLLOUT: return cls_row_product(out, m, run, g, discard_ratio, err);
+    case VIT_EXPLAIN_GRAD_ROLLOUT: return cls_row_product(out, m, run, g, vit, discard_ratio, err);
     case VIT_EXPLAIN_GRADCAM: {
         /* pytorch-grad-cam: weights = mean of the gradients over the spatial positions,
          * cam = ReLU(sum_d weights[d] * activations[d]) */

@@ -15,6 +15,10 @@
  * probabilities . values while the block is in cache; threads take blocks as
  * they finish. LayerNorm splits rows.
  *
+ * Kept for the backward pass (VitRun.blocks_kept): every layer's queries and keys,
+ * values, the residual between attention and MLP (copied by proj's epilogue) and
+ * fc1's output (GELU's epilogue reads it and writes run->hid).
+ *
  * What is skipped: the last block's output is read only at the tokens the head
  * classifies (CLS, distillation), so after its attention only those rows go
  * through proj and the MLP (none for a backbone without head); the attention
@@ -57,8 +61,9 @@ static int add_floats(size_t *acc, size_t a, size_t b) {
     return 1;
 }
 
-/* The attention's share of the buffers: [L, H, T, T] kept, or queries and keys
- * [L, T, 2D] and a [VIT_ATT_BLOCK, T] block per thread. */
+/* The attention's share of the buffers: [L, H, T, T] kept with the current layer's
+ * queries and keys [T, 2D], or queries and keys [L, T, 2D] and a [VIT_ATT_BLOCK, T]
+ * block per thread. */
 static int att_floats(size_t *n, const VitConfig *c, int keep, int n_threads) {
     size_t T = (size_t)c->n_tokens, D = (size_t)c->dim, L = (size_t)c->n_layers,
            H = (size_t)c->n_heads, LH = 0, TT = 0, LT = 0;
@@ -68,10 +73,26 @@ static int att_floats(size_t *n, const VitConfig *c, int keep, int n_threads) {
            add_floats(n, (size_t)n_threads * VIT_ATT_BLOCK, T);
 }
 
+/* What keeping the block internals adds to att_floats(keep 1): queries and keys
+ * of the other L - 1 layers, values [L, T, D] instead of [T, D], xm [L, T, D] and
+ * hpre [L, T, F]. */
+static int block_floats(size_t *n, const VitConfig *c) {
+    size_t T = (size_t)c->n_tokens, D = (size_t)c->dim, L = (size_t)c->n_layers,
+           F = (size_t)c->mlp_dim, L1T = 0, LT = 0;
+    return L >= 1 && add_floats(&L1T, L - 1, T) && add_floats(n, L1T, 3 * D) &&
+           add_floats(&LT, L, T) && add_floats(n, LT, D + F);
+}
+
 int vit_keep_att(const VitConfig *c, VitAttStorage how) {
     if (how != VIT_ATT_AUTO) return how == VIT_ATT_KEEP;
     size_t n = 0;
     return att_floats(&n, c, 1, 1) && n <= VIT_ATT_KEEP_MAX_BYTES / sizeof(float);
+}
+
+int vit_keep_blocks(const VitConfig *c, int keep_att) {
+    size_t n = 0;
+    return keep_att && att_floats(&n, c, 1, 1) && block_floats(&n, c) &&
+           n <= VIT_ATT_KEEP_MAX_BYTES / sizeof(float);
 }
 
 int vit_run_floats(const VitConfig *c, int keep_att, int n_threads, size_t *n_floats) {
@@ -82,7 +103,7 @@ int vit_run_floats(const VitConfig *c, int keep_att, int n_threads, size_t *n_fl
     int ok = add_floats(&PP, 3 * P, P) && add_floats(&n, 3 * Sh, Sw) && add_floats(&n, N, PP) &&
              add_floats(&n, 4 * T, D) && add_floats(&n, T, F) && add_floats(&LT1, L + 1, T) &&
              add_floats(&n, LT1, D) && att_floats(&n, c, keep_att, n_threads) &&
-             add_floats(&n, 3, C);
+             (!vit_keep_blocks(c, keep_att) || block_floats(&n, c)) && add_floats(&n, 3, C);
     *n_floats = ok ? n : SIZE_MAX;
     return ok;
 }
@@ -103,7 +124,7 @@ VitStatus vit_run_init_with(VitRun *run, const Vit *vit, const VitRunOptions *op
                              "%d (expected 0 .. 2)",
                              c->name, o.n_threads, VIT_MAX_THREADS, (int)o.att);
     int n_threads = o.n_threads ? o.n_threads : default_threads();
-    int keep = vit_keep_att(c, o.att);
+    int keep = vit_keep_att(c, o.att), blocks = vit_keep_blocks(c, keep);
     size_t Sh = (size_t)c->image_h, Sw = (size_t)c->image_w, T = (size_t)c->n_tokens,
            D = (size_t)c->dim, F = (size_t)c->mlp_dim, N = (size_t)c->n_patches,
            P = (size_t)c->patch_size, L = (size_t)c->n_layers, H = (size_t)c->n_heads,
@@ -129,6 +150,7 @@ VitStatus vit_run_init_with(VitRun *run, const Vit *vit, const VitRunOptions *op
     run->cfg = *c;
     run->n_threads = n_threads;
     run->att_kept = keep;
+    run->blocks_kept = blocks;
     float *p = run->mem;
     run->input = p;
     p += 3 * Sh * Sw;
@@ -141,13 +163,19 @@ VitStatus vit_run_init_with(VitRun *run, const Vit *vit, const VitRunOptions *op
     run->ctx = p;
     p += T * D;
     run->v = p;
-    p += T * D;
+    p += (blocks ? L : 1) * T * D;
     run->hid = p;
     p += T * F;
     run->tokens = p;
     p += (L + 1) * T * D;
     run->qk = p;
-    p += (keep ? 1 : L) * T * 2 * D;
+    p += (keep && !blocks ? 1 : L) * T * 2 * D;
+    if (blocks) {
+        run->xm = p;
+        p += L * T * D;
+        run->hpre = p;
+        p += L * T * F;
+    }
     if (keep) {
         run->att = p;
         p += L * H * T * T;
@@ -234,6 +262,19 @@ void vit_gelu_backward_rows(float *restrict dh, const float *restrict hpre, int 
                 float cdf = 0.5f * (1.0f + erff(x[i] * inv_sqrt2));
                 d[i] *= cdf + x[i] * inv_sqrt2pi * expf(-0.5f * x[i] * x[i]);
             }
+    }
+}
+
+/* GELU of src into dst on columns [c0, c1) of [R, ld]: vit_gelu_cols out of place,
+ * the same arithmetic (the same vector loop), so the same values. */
+VECTOR_CLONES
+static void gelu_cols_to(float *restrict dst, const float *restrict src, int ld, int R, int c0,
+                         int c1) {
+    for (int r = 0; r < R; r++) {
+        const float *s = src + (size_t)r * ld;
+        float *d = dst + (size_t)r * ld;
+        for (int i = c0; i < c1; i++)
+            d[i] = 0.5f * s[i] * (1.0f + erff(s[i] * 0.70710678118654752f));
     }
 }
 
@@ -345,8 +386,13 @@ static void linear_task(void *arg, int thread, int n_threads) {
                 a->n_in, a->w + (size_t)c0 * a->n_in, a->n_in, 1.0f, a->out + c0, a->ld_out);
     if (a->gemm_only) return;
     if (a->epilogue == VIT_EPI_GELU) vit_gelu_cols(a->out, a->ld_out, a->T, c0, c1);
-    if (a->epilogue == VIT_EPI_RESIDUAL)
+    if (a->epilogue == VIT_EPI_GELU_TO) gelu_cols_to(a->x, a->out, a->ld_out, a->T, c0, c1);
+    if (a->epilogue == VIT_EPI_RESIDUAL) {
         residual_cols(a->x, a->out, a->gamma, a->ld_out, a->T, c0, c1);
+        for (int t = 0; t < a->T && a->keep; t++) /* the thread's columns, still in cache */
+            memcpy(a->keep + (size_t)t * a->ld_out + c0, a->x + (size_t)t * a->ld_out + c0,
+                   (size_t)(c1 - c0) * sizeof(float));
+    }
 }
 
 void vit_linear(VitPool *pool, VitLinear a) {
@@ -357,25 +403,35 @@ static void linear(VitPool *pool, Linear a) {
     vit_linear(pool, a);
 }
 
+void vit_values(VitPool *pool, float *v, const float *xn, const VitBlock *b, int T, int D,
+                int gemm_only) {
+    linear(pool, (Linear){.out = v,
+                          .ld_out = D,
+                          .inp = xn,
+                          .w = b->v_w,
+                          .b = b->v_b,
+                          .T = T,
+                          .n_in = D,
+                          .n_out = D,
+                          .gemm_only = gemm_only});
+}
+
 void vit_qkv(VitPool *pool, float *qk, float *v, const float *xn, const VitBlock *b, int T, int D,
              int gemm_only) {
     Linear in = {.inp = xn, .T = T, .n_in = D, .gemm_only = gemm_only};
     if (b->qkv_w) { /* fused: queries and keys in one GEMM, values in another */
-        Linear a = in, vv = in;
+        Linear a = in;
         a.out = qk, a.ld_out = 2 * D, a.w = b->qkv_w, a.b = b->qkv_b, a.n_out = 2 * D;
-        vv.out = v, vv.ld_out = D, vv.w = b->v_w, vv.b = b->v_b, vv.n_out = D;
         linear(pool, a);
-        linear(pool, vv);
-    } else { /* transformers: query, key, value */
-        const float *ws[3] = {b->q_w, b->k_w, b->v_w}, *bs[3] = {b->q_b, b->k_b, b->v_b};
-        float *outs[3] = {qk, qk + D, v};
-        for (int i = 0; i < 3; i++) {
+    } else { /* transformers: query, key, then value */
+        const float *ws[2] = {b->q_w, b->k_w}, *bs[2] = {b->q_b, b->k_b};
+        for (int i = 0; i < 2; i++) {
             Linear a = in;
-            a.out = outs[i], a.ld_out = i < 2 ? 2 * D : D, a.w = ws[i], a.b = bs[i];
-            a.n_out = D;
+            a.out = qk + (size_t)i * D, a.ld_out = 2 * D, a.w = ws[i], a.b = bs[i], a.n_out = D;
             linear(pool, a);
         }
     }
+    vit_values(pool, v, xn, b, T, D, gemm_only);
 }
 
 typedef struct {
@@ -469,13 +525,16 @@ static void forward_pass(VitRun *run, const Vit *vit, int gemm_only) {
     for (int l = 0; l < L; l++) {
         const VitBlock *b = &w->blocks[l];
         int rows = l == L - 1 ? head_rows : T; /* rows needed after the attention */
-        float *qk = run->att_kept ? run->qk : run->qk + (size_t)l * T * 2 * D;
+        /* the block internals the backward pass reads, per layer when kept */
+        int kb = run->blocks_kept;
+        float *qk = run->att_kept && !kb ? run->qk : run->qk + (size_t)l * T * 2 * D;
+        float *v = kb ? run->v + (size_t)l * T * D : run->v;
         if (!gemm_only) memcpy(run->tokens + (size_t)l * T * D, x, (size_t)T * D * sizeof(float));
         /* timm: x = x + self.ls1(self.attn(self.norm1(x))) */
         layernorm(pool, (LayerNorm){xn, x, b->norm1_w, b->norm1_b, T, D, gemm_only, c->ln_eps});
-        vit_qkv(pool, qk, run->v, xn, b, T, D, gemm_only);
+        vit_qkv(pool, qk, v, xn, b, T, D, gemm_only);
         Attention at = {.qk = qk,
-                        .v = run->v,
+                        .v = v,
                         .ctx = run->ctx,
                         .T = T,
                         .D = D,
@@ -498,10 +557,12 @@ static void forward_pass(VitRun *run, const Vit *vit, int gemm_only) {
                               .epilogue = VIT_EPI_RESIDUAL,
                               .x = x,
                               .gamma = b->ls1,
+                              .keep = kb ? run->xm + (size_t)l * T * D : NULL,
                               .gemm_only = gemm_only});
         /* timm: x = x + self.ls2(self.mlp(self.norm2(x)))   (fc1 -> GELU -> fc2) */
         layernorm(pool, (LayerNorm){xn, x, b->norm2_w, b->norm2_b, rows, D, gemm_only, c->ln_eps});
-        linear(pool, (Linear){.out = run->hid,
+        /* kept: fc1's output into hpre[l], GELU from there into hid */
+        linear(pool, (Linear){.out = kb ? run->hpre + (size_t)l * T * F : run->hid,
                               .ld_out = F,
                               .inp = xn,
                               .w = b->fc1_w,
@@ -509,7 +570,8 @@ static void forward_pass(VitRun *run, const Vit *vit, int gemm_only) {
                               .T = rows,
                               .n_in = D,
                               .n_out = F,
-                              .epilogue = VIT_EPI_GELU,
+                              .epilogue = kb ? VIT_EPI_GELU_TO : VIT_EPI_GELU,
+                              .x = run->hid,
                               .gemm_only = gemm_only});
         linear(pool, (Linear){.out = xn,
                               .ld_out = D,

@@ -26,6 +26,11 @@ int vit_run_floats(const VitConfig *c, int keep_att, int n_threads, size_t *n_fl
 /* Does a run of config c keep [L, H, T, T] when asked `how`? */
 int vit_keep_att(const VitConfig *c, VitAttStorage how);
 
+/* Does a run of config c that keeps its attention or not (keep_att) also keep the
+ * block internals the backward pass reads (VitRun.blocks_kept): when the attention
+ * is kept and it and they fit VIT_ATT_KEEP_MAX_BYTES together. */
+int vit_keep_blocks(const VitConfig *c, int keep_att);
+
 /* --- thread pool (engine/pool.c) ----------------------------------------- */
 
 typedef struct VitPool VitPool;
@@ -54,7 +59,7 @@ void vit_att_block(float *out, const float *q, const float *k, int ld, int r0, i
 
 /* --- forward-pass steps (engine/forward.c), shared with the backward pass -- */
 
-enum { VIT_EPI_NONE, VIT_EPI_GELU, VIT_EPI_RESIDUAL };
+enum { VIT_EPI_NONE, VIT_EPI_GELU, VIT_EPI_GELU_TO, VIT_EPI_RESIDUAL };
 
 /* A linear layer out[T, O] = inp[T, I] . w[O, I]^T + b[O] (torch.nn.functional.linear),
  * split over the pool by output columns, then the epilogue on each thread's slice. */
@@ -65,8 +70,10 @@ typedef struct {
     const float *b;   /* [n_out] or NULL */
     int ld_out, T, n_in, n_out;
     int epilogue;       /* VIT_EPI_*: on the thread's columns after its GEMM */
-    float *x;           /* VIT_EPI_RESIDUAL: x[T, n_out] += gamma * out */
+    float *x;           /* VIT_EPI_RESIDUAL: x[T, ld_out] += gamma * out;
+                           VIT_EPI_GELU_TO: x[T, ld_out] = gelu(out) (VIT_EPI_GELU: in place) */
     const float *gamma; /* LayerScale or NULL */
+    float *keep;        /* VIT_EPI_RESIDUAL: x's new values also into keep[T, ld_out], or NULL */
     int gemm_only;
 } VitLinear;
 void vit_linear(VitPool *pool, VitLinear a);
@@ -89,6 +96,10 @@ void vit_gelu_backward_rows(float *dh, const float *hpre, int r0, int r1, int F,
  * output xn[T, D]: timm's fused qkv or transformers' query/key/value. */
 void vit_qkv(VitPool *pool, float *qk, float *v, const float *xn, const VitBlock *b, int T, int D,
              int gemm_only);
+/* Its values alone, v[T, D] (the same call vit_qkv makes): the maps recompute a
+ * layer's values with it when the backward pass did not keep them (explain.c). */
+void vit_values(VitPool *pool, float *v, const float *xn, const VitBlock *b, int T, int D,
+                int gemm_only);
 
 /* dA[r1 - r0, T] = dctx_h[r0:r1] . v_h^T for one head (backward.c): dctx, v point at
  * that head's first column in [T, ld] matrices. The backward pass and the maps

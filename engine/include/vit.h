@@ -251,7 +251,9 @@ void vit_free(Vit *vit);
  * What a map then costs: vit_map_attention one block of one head (<= 128*T*Dh
  * multiply-adds and a softmax), vit_map_fused one block per head, vit_rollout
  * every head of every layer up to `layer`, as much as the attention of a
- * forward pass.
+ * forward pass. When the attention is kept, so are (if they fit beside it in
+ * VIT_ATT_KEEP_MAX_BYTES) the block internals vit_backward reads, L*T*(4D + F)
+ * floats.
  *
  * Threads. vit_forward runs on the run's own pool of n_threads threads (the
  * caller's thread included; default one per online core). OpenBLAS's own
@@ -285,9 +287,10 @@ typedef struct {
     float *x;           /* [T, D] residual stream (after the last block only the rows the head
                            reads are computed) */
     float *xn;          /* [T, D] LayerNorm output, then proj/fc2 output */
-    float *qk;          /* [T, 2D] queries, keys of the current layer; when the attention is
-                           not kept, [L, T, 2D]: every layer's, for the maps */
-    float *v;           /* [T, D] values */
+    float *qk;          /* [T, 2D] queries, keys of the current layer; [L, T, 2D] every
+                           layer's when the attention is not kept (for the maps) or the block
+                           internals are (blocks_kept, for the backward pass) */
+    float *v;           /* [T, D] values; [L, T, D] every layer's when blocks_kept */
     float *ctx;         /* [T, D] attention output before proj */
     float *hid;         /* [T, F] MLP hidden */
     float *patches;     /* [N, 3*P*P] im2col of the input */
@@ -306,6 +309,10 @@ typedef struct {
     int att_kept;                       /* 1: att holds [L, H, T, T]; 0: recomputed from qk */
     /* private */
     float *att_scratch; /* [n_threads, VIT_ATT_BLOCK, T] when att is not kept */
+    int blocks_kept;    /* 1: qk, v [L, ...], xm and hpre hold every layer's (vit_backward) */
+    float *xm;          /* [L, T, D] the residual stream between attention and MLP (last
+                           layer: the head's rows), when blocks_kept */
+    float *hpre;        /* [L, T, F] fc1's output before GELU (the same rows), when blocks_kept */
     struct VitPool *pool;
     float *mem;
     size_t mem_floats;
@@ -497,13 +504,19 @@ VitStatus vit_attention_distance(float *out, const VitRun *run, VitError *err);
  * the averaged logit (head(x_0) + head_dist(x_1)) / 2 that is the prediction)
  * through the whole model by hand, next to the forward pass (backward.c), for
  * the class-specific maps (vit_explain). No weight gradients: only what flows to
- * the activations. It recomputes each block's internals from the block's input
- * tokens (VitRun.tokens), one block at a time from the top, so its memory is one
- * block's activations plus what it keeps:
+ * the activations. When the run keeps its attention and the block internals fit
+ * beside it in VIT_ATT_KEEP_MAX_BYTES (DeiT-Tiny to ViT-B at 224 px: +14 / 29 /
+ * 58 MB), the forward pass keeps every layer's queries and keys, values, residual
+ * between attention and MLP and fc1's output before GELU, and vit_backward reads
+ * them; otherwise it recomputes each block's internals from the block's input
+ * tokens (VitRun.tokens), one block at a time from the top (the same numbers), so
+ * its memory is one block's activations plus what it keeps:
  *   - att kept by the run (att_kept 1): grad_att [L, H, T, T] dy_c/dA_l;
- *     otherwise the attention output's gradient and the values, [L, T, D] each,
- *     from which a map recomputes dA = dctx_h . v_h^T block by block (the same
- *     call and numbers, so the maps are the same bit for bit);
+ *     otherwise the attention output's gradient dctx [L, T, D], from which a map
+ *     recomputes dA = dctx_h . v_h^T block by block, with layer l's values v
+ *     recomputed once per layer from VitRun.tokens[l] (norm1, then the value
+ *     projection: the same calls on the same pool and numbers, so the maps are the
+ *     same bit for bit);
  *   - grad_tokens [L, T, D], grad_input [3, Sh, Sw], and small per-method parts.
  * AttnLRP's modified gradient (lrp_input) is a second pass of the same code with
  * its rules (Achtibat et al. 2024): LayerNorm's standard deviation held constant,
@@ -533,8 +546,8 @@ typedef struct {
     float *legrad;      /* [L, N] LeGrad's E_l: mean over heads and query rows of
                            ReLU(ds_l/dA_l) at the patch columns, s_l = head(norm(z_l))_c */
     /* private */
-    float *dctx, *v; /* [L, T, D] each when grad_att is not kept */
-    int n_threads;   /* the most threads a run may have (per-thread scratch) */
+    float *dctx;   /* [L, T, D] when grad_att is not kept */
+    int n_threads; /* the most threads a run may have (per-thread scratch) */
     float *mem;
     size_t mem_floats;
 } VitGrad;
@@ -592,8 +605,13 @@ int vit_explain_pixels(VitExplain m);
  *     gradient x input form with the CP-LRP variant): out[y, x] =
  *       sum_ch input[ch, y, x] * lrp_input[ch, y, x]
  *   GRAD_INPUT: out[y, x] = sum_ch input[ch, y, x] * grad_input[ch, y, x]
+ * When the run recomputes its attention (grad_att NULL), CHEFER and GRAD_ROLLOUT
+ * recompute each layer's values on the run's thread pool: vit_explain is then not
+ * reentrant with vit_forward, vit_backward or another vit_explain on the same run
+ * (call them one after the other, as for vit_backward).
  * Errors: VIT_ERR_ARG (unknown method, no backward pass, or the pass that the
- * method needs not run, discard_ratio outside [0, 1)), VIT_ERR_NOMEM. */
+ * method needs not run, run or g not made for vit, discard_ratio outside [0, 1)),
+ * VIT_ERR_NOMEM. */
 VitStatus vit_explain(float *out, VitExplain m, const VitRun *run, const VitGrad *g, const Vit *vit,
                       float discard_ratio, VitError *err);
 
