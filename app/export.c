@@ -146,7 +146,7 @@ static int write_map(const char *dir, const char *base, const Scene *sc, const V
         fprintf(stderr, "vitlens: %s\n", msg);
         return 1;
     }
-    map_normalize(map, map, w * h, NULL, NULL);
+    map_kind_normalize(map, map, w * h, v->kind, NULL, NULL);
     export_blend(pixels, out_w, out_w, out_h, sc->crop_rgb, map, w, h, c, st);
     snprintf(path, sizeof path, "%s/%s.png", dir, base);
     if (export_png(path, pixels, out_w, out_h, msg, sizeof msg)) {
@@ -324,7 +324,67 @@ done:
     return rc;
 }
 
-int export_maps(FILE *out, const char *dir, const Scene *sc, const ExportStyle *st) {
+/* The class-specific maps of class `target` side by side, a labelled column per
+ * method: contact_sheet_class281.png. */
+static int write_class_sheet(const char *dir, const Model *m, const Scene *sc, int target,
+                             const ExportStyle *st) {
+    const VitConfig *c = &sc->run.cfg;
+    int S = c->image_h > c->image_w ? c->image_h : c->image_w;
+    int n = 0, kinds[MAP_KIND_COUNT];
+    for (int k = 0; k < MAP_KIND_COUNT; k++)
+        if (MAP_KINDS[k].uses_target) kinds[n++] = k;
+    if (!n) return 0;
+    /* pixel maps are the largest: every cell is drawn from a map of its own size, so
+     * the sheet takes them one at a time (write_sheet's maps share one size) */
+    size_t stride = (size_t)c->image_h * c->image_w;
+    float *maps = malloc((size_t)n * stride * sizeof *maps);
+    if (!maps) {
+        fprintf(stderr, "vitlens: out of memory for the class sheet\n");
+        return 1;
+    }
+    const char *labels[MAP_KIND_COUNT];
+    int rc = 0;
+    for (int i = 0; i < n && !rc; i++) {
+        View v = {.kind = kinds[i], .discard_ratio = st->discard, .target = target};
+        VitError err;
+        float *mp = maps + (size_t)i * stride;
+        int w, h;
+        map_kind_size(&w, &h, kinds[i], c);
+        if (view_map(mp, sc, &v, &err)) {
+            fprintf(stderr, "vitlens: %s\n", err.msg);
+            rc = 1;
+            break;
+        }
+        map_kind_normalize(mp, mp, w * h, kinds[i], NULL, NULL);
+        if (w != c->image_w || h != c->image_h) { /* a patch map: spread over its pixels */
+            for (int y = c->image_h - 1; y >= 0; y--)
+                for (int x = c->image_w - 1; x >= 0; x--)
+                    mp[(size_t)y * c->image_w + x] =
+                        mp[(size_t)(y * h / c->image_h) * w + (size_t)(x * w / c->image_w)];
+        }
+        labels[i] = MAP_KINDS[kinds[i]].name;
+    }
+    if (!rc) {
+        Text font;
+        char warn[512], path[2048], title[512];
+        int has_font = text_init(&font, warn, sizeof warn) == 0;
+        const char *label = model_label(m, target);
+        snprintf(path, sizeof path, "%s/contact_sheet_class%d.png", dir, target);
+        snprintf(title, sizeof title, "%s  \xc2\xb7  why %s%.200s%s (class %d)", sc->name,
+                 label ? "\"" : "", label ? label : "this class", label ? "\"" : "", target);
+        /* bilinear upsampling would blur the patch maps spread over pixels: nearest */
+        ExportStyle nearest = *st;
+        nearest.bilinear = 0;
+        rc = write_sheet(path, sc, maps, c->image_w, c->image_h, n, n, 1, 0, S, NULL, NULL, labels,
+                         title, has_font ? &font : NULL, st->bilinear ? st : &nearest);
+        if (has_font) text_free(&font);
+    }
+    free(maps);
+    return rc;
+}
+
+int export_maps(FILE *out, const char *dir, const Model *model, const Scene *sc, int target,
+                const ExportStyle *st) {
     const VitConfig *c = &sc->run.cfg;
     struct stat sb;
     if (stat(dir, &sb) != 0) {
@@ -352,6 +412,14 @@ int export_maps(FILE *out, const char *dir, const Scene *sc, const ExportStyle *
     char base[128], head[16];
     for (int k = 0; k < MAP_KIND_COUNT && !rc; k++) {
         const MapKindInfo *m = &MAP_KINDS[k];
+        if (m->uses_target) {         /* class281_chefer.png: the class and the method */
+            if (target < 0) continue; /* no head: no class to explain */
+            View v = {.kind = k, .discard_ratio = st->discard, .target = target};
+            snprintf(base, sizeof base, "class%d_%s", target, m->tag);
+            rc = write_map(dir, base, sc, &v, map, pixels, out_w, out_h, st);
+            n_maps += !rc;
+            continue;
+        }
         int every_head = m->per_head && m->export_heads;
         int h0 = every_head ? 0 : H + VIT_FUSE_MEAN, h1 = every_head ? H + VIEW_N_FUSIONS : h0 + 1;
         for (int l = 0; l < (m->per_layer ? L : 1) && !rc; l++)
@@ -373,6 +441,10 @@ int export_maps(FILE *out, const char *dir, const Scene *sc, const ExportStyle *
             }
     }
     if (!rc) rc = write_overviews(dir, sc, st, &n_sheets);
+    if (!rc && target >= 0) {
+        rc = write_class_sheet(dir, model, sc, target, st);
+        n_sheets += !rc;
+    }
     if (!rc)
         fprintf(out,
                 "wrote %d PNGs and %d .npy files (%dx%d px, %s, %s, opacity %.2f) of %s to %s\n",

@@ -40,10 +40,16 @@ typedef struct {
  *   contact_sheet.png                layers x heads: a column per layer, a row per
  *                                    head, then mean, max, min (attention)
  *   contact_sheet_rollout.png        the same for rollout (per-head rollout)
- * L*H + 5L + 2 PNGs and L*H + 4L .npy files; layers and heads are 1-based as on
- * screen. Prints one summary line to out. Returns 0, or 1 with a message naming
- * the file on stderr. */
-int export_maps(FILE *out, const char *dir, const Scene *sc, const ExportStyle *st);
+ * and, for a model with a head, the class-specific maps of class `target` (sc's
+ * front class-specific buffer must hold them: scene_explain), one per method:
+ *   class281_chefer.png, class281_grad-rollout.png, class281_gradcam.png,
+ *   class281_legrad.png, class281_attnlrp.png, class281_grad-input.png (+ .npy,
+ *   [Sh, Sw] for the pixel maps), and contact_sheet_class281.png, a column per method
+ * L*H + 5L + 2 PNGs and L*H + 4L .npy files (target -1: a model without head), or
+ * 6 + 1 and 6 more; layers and heads are 1-based as on screen. Prints one summary
+ * line to out. Returns 0, or 1 with a message naming the file on stderr. */
+int export_maps(FILE *out, const char *dir, const Model *model, const Scene *sc, int target,
+                const ExportStyle *st);
 
 /* Blend a normalised map over the crop as the fragment shader does, into an
  * out_w x out_h rectangle of out (row stride stride_px pixels, RGB):

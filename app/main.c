@@ -36,10 +36,28 @@ static int run_headless(const Options *o) {
         fprintf(stderr, "vitlens: %s\n", err.msg);
         goto done;
     }
+    /* --class, or the top-1: the class-specific maps that --export writes */
+    int target = -1;
+    if (o->class_arg) {
+        char msg[600];
+        if (model_find_class(&m, o->class_arg, &target, msg, sizeof msg)) {
+            fprintf(stderr, "vitlens: %s\n", msg);
+            goto done;
+        }
+    } else if (m.vit.cfg.n_classes > 0) {
+        vit_top_k(&target, sc.run.probs, m.vit.cfg.n_classes, 1);
+    }
+    if (o->export_dir && target >= 0) {
+        if (scene_explain(&sc, target, o->discard, &err)) {
+            fprintf(stderr, "vitlens: %s\n", err.msg);
+            goto done;
+        }
+        scene_explain_swap(&sc);
+    }
     rc = 0;
     if (o->top_k) rc |= export_top(stdout, &m, &sc, o->top_k);
     ExportStyle st = {o->opacity, o->discard, o->colormap, o->bilinear};
-    if (!rc && o->export_dir) rc |= export_maps(stdout, o->export_dir, &sc, &st);
+    if (!rc && o->export_dir) rc |= export_maps(stdout, o->export_dir, &m, &sc, target, &st);
 done:
     scene_free(&sc);
     model_free(&m);
@@ -102,6 +120,9 @@ typedef struct {
     int n_images, image_at;
 
     int busy;           /* a job is running */
+    int class_kind;     /* the class-specific kind 1-5 and a click on the panel switch to */
+    int shown_kind;     /* the kind of the map on screen (a class-specific view waiting for
+                           its maps keeps showing the one before), -1: none */
     char pending[1024]; /* dropped while busy: started next (the latest wins) */
     char photo[1024];   /* the photo last asked for (N steps on from it), "" if none */
     char error[600];    /* shown on the error line until the next success */
@@ -206,6 +227,17 @@ static void app_update_overview(App *app) {
     memcpy(app->atlas_of.legend_caption, app->legend_caption, sizeof app->legend_caption);
 }
 
+/* The view's class-specific maps on the worker thread (scene_explain on the front
+ * Scene). When the worker is busy, nothing now: app_job_done updates the map when it
+ * is done, which asks again if the view still waits. */
+static void app_request_explain(App *app) {
+    if (!app->has_scene || app->busy) return;
+    Scene *sc = &app->scenes[app->front];
+    worker_start_explain(&app->worker, sc, view_class(&app->view, sc), app->view.discard_ratio);
+    app->busy = 1;
+    app->dirty = 1;
+}
+
 /* Recompute the map of the current view (and the overview, the mask) and upload it. */
 static void app_update_map(App *app) {
     const Scene *sc = app_scene(app);
@@ -216,6 +248,18 @@ static void app_update_map(App *app) {
     int w, h;
     map_kind_size(&w, &h, app->view.kind, c);
     if (app->overview && !k->per_head) app->overview = OV_NONE; /* no per-head maps to show */
+    if (k->uses_target && c->n_classes == 0) { /* DINO, DINOv2: say so, draw nothing wrong */
+        snprintf(app->notice, sizeof app->notice,
+                 "%s has no classification head: no class-specific maps", app->model->name);
+        app->view.kind = MAP_ATTENTION;
+        k = &MAP_KINDS[MAP_ATTENTION];
+        map_kind_size(&w, &h, app->view.kind, c);
+    }
+    if (!view_ready(sc, &app->view)) { /* the worker computes them; the old map stays */
+        app_request_explain(app);
+        app->dirty = 1;
+        return;
+    }
     if (view_map(app->map, sc, &app->view, &err)) {
         app_set_error(app, err.msg);
         return;
@@ -232,7 +276,7 @@ static void app_update_map(App *app) {
         app->prefix_names[i] = app->prefix_name[i];
     }
     float lo, hi;
-    map_normalize(app->map_norm, app->map, w * h, &lo, &hi);
+    map_kind_normalize(app->map_norm, app->map, w * h, app->view.kind, &lo, &hi);
     if (app->shared_scale && k->per_head) {
         if (view_layer_range(&lo, &hi, sc, &app->view, &err)) {
             app_set_error(app, err.msg);
@@ -242,6 +286,7 @@ static void app_update_map(App *app) {
             app->map_norm[p] = hi > lo ? (app->map[p] - lo) / (hi - lo) : 0.0f;
     }
     app->map_lo = lo, app->map_hi = hi;
+    app->shown_kind = app->view.kind;
     ren_upload_map(&app->ren, app->map_norm, w, h, c->grid_w, c->grid_h);
     snprintf(app->legend_hi, sizeof app->legend_hi, "%.2g", (double)hi);
     snprintf(app->legend_lo, sizeof app->legend_lo, "%.2g", (double)lo);
@@ -365,6 +410,25 @@ static int app_scene_buffers(App *app, const Scene *sc) {
 static void app_job_done(App *app) {
     Worker *w = &app->worker;
     app->busy = 0;
+    if (w->explain) { /* class-specific maps of the front Scene */
+        if (w->status != VIT_OK) {
+            app_set_error(app, w->err.msg);
+            app->view.kind = app->shown_kind >= 0 ? app->shown_kind : MAP_ATTENTION;
+        } else {
+            scene_explain_swap(&app->scenes[app->front]);
+            app->error[0] = '\0';
+        }
+        app->dirty = 1;
+        if (app->pending[0]) { /* a photo dropped meanwhile goes first */
+            char path[1024];
+            snprintf(path, sizeof path, "%s", app->pending);
+            app->pending[0] = '\0';
+            app_open(app, path);
+            return;
+        }
+        app_update_map(app); /* or asks for the next class if the view moved on */
+        return;
+    }
     app->loads++;
     if (w->status != VIT_OK) {
         app_set_error(app, w->err.msg);
@@ -469,6 +533,42 @@ static void app_toggle_fullscreen(App *app) {
     app->fullscreen = fs;
 }
 
+/* Explain the class of the top-5 panel's row `rank` (0: the most probable): the
+ * view targets it, switching to a class-specific kind if it shows another. */
+static void app_target_rank(App *app, int rank) {
+    const Scene *sc = app_scene(app);
+    const VitConfig *c = &app->model->vit.cfg;
+    if (!sc) return;
+    if (c->n_classes == 0) {
+        snprintf(app->notice, sizeof app->notice,
+                 "%s has no classification head: no class to explain", app->model->name);
+        return;
+    }
+    int top[REN_MAX_PREDS], k = c->n_classes < REN_MAX_PREDS ? c->n_classes : REN_MAX_PREDS;
+    if (rank < 0 || rank >= k) return;
+    vit_top_k(top, sc->run.probs, c->n_classes, k);
+    app->view.target = top[rank];
+    if (!MAP_KINDS[app->view.kind].uses_target) app->view.kind = app->class_kind;
+    app->overview = OV_NONE;
+    app_update_map(app);
+}
+
+/* E / Shift+E: the next / previous kind of the table; without a classification
+ * head the class-specific ones are passed over, and the status line says why. */
+static void app_step_kind(App *app, int step) {
+    View *v = &app->view;
+    int skipped = 0;
+    for (int i = 0; i < MAP_KIND_COUNT; i++) {
+        v->kind = (v->kind + step + MAP_KIND_COUNT) % MAP_KIND_COUNT;
+        if (!MAP_KINDS[v->kind].uses_target || app->model->vit.cfg.n_classes > 0) break;
+        skipped = 1;
+    }
+    if (MAP_KINDS[v->kind].uses_target) app->class_kind = v->kind;
+    if (skipped)
+        snprintf(app->notice, sizeof app->notice,
+                 "%s has no classification head: no class-specific maps", app->model->name);
+}
+
 static void app_key(App *app, const SDL_Keysym *ks) {
     const VitConfig *c = &app->model->vit.cfg;
     View *v = &app->view;
@@ -516,8 +616,18 @@ static void app_key(App *app, const SDL_Keysym *ks) {
     case SDLK_l: app_move_cursor(app, 0, 1), map_changed = 1; break;
     case SDLK_c: map_changed = v->query != 0, v->query = 0; break;
     case SDLK_e: /* the next / previous row of the map kinds' table */
-        v->kind = (v->kind + (shift ? MAP_KIND_COUNT - 1 : 1)) % MAP_KIND_COUNT, map_changed = 1;
+        app_step_kind(app, shift ? -1 : 1), map_changed = 1;
         break;
+    case SDLK_1:
+    case SDLK_2:
+    case SDLK_3:
+    case SDLK_4:
+    case SDLK_5: app_target_rank(app, (int)(key - SDLK_1)); break;
+    case SDLK_KP_1:
+    case SDLK_KP_2:
+    case SDLK_KP_3:
+    case SDLK_KP_4:
+    case SDLK_KP_5: app_target_rank(app, (int)(key - SDLK_KP_1)); break;
     case SDLK_LEFTBRACKET:
     case SDLK_RIGHTBRACKET: {
         /* in tenths, so that stepping never accumulates float error: 0.0 .. 0.9 */
@@ -552,8 +662,8 @@ static void app_key(App *app, const SDL_Keysym *ks) {
             map_changed = 1;
         }
         break;
-    case SDLK_5:
-    case SDLK_KP_5: app->show_preds = !app->show_preds; break;
+    case SDLK_0:
+    case SDLK_KP_0: app->show_preds = !app->show_preds; break;
     case SDLK_d: app->show_distance = !app->show_distance; break;
     case SDLK_m: app->show_mask = !app->show_mask, map_changed = 1; break;
     case SDLK_COMMA:
@@ -619,6 +729,11 @@ static void app_click(App *app, int x, int y) {
     app_hover(app, x, y);
     if (!app->has_scene) return;
     app->notice[0] = '\0';
+    int rank = ren_pred_at(&app->ren, (int)app->mouse_x, (int)app->mouse_y);
+    if (rank >= 0) { /* a row of the top-5 panel: explain that class */
+        app_target_rank(app, rank);
+        return;
+    }
     if (app->overview) {
         if (app->hover_cell < 0) return;
         app_open_cell(app, app->hover_cell);
@@ -674,8 +789,12 @@ static void app_panels(App *app, RenFrame *f) {
                 snprintf(app->pred_text[i], sizeof app->pred_text[i], "class %d", top[i]);
             f->pred_labels[i] = app->pred_text[i];
             f->pred_probs[i] = sc->run.probs[top[i]];
+            if (MAP_KINDS[app->view.kind].uses_target && top[i] == view_class(&app->view, sc))
+                f->pred_marked = i;
         }
         f->n_preds = k;
+        f->pred_title =
+            MAP_KINDS[app->view.kind].uses_target ? "top-5: click or 1-5 to explain" : NULL;
     }
     const float *dist = sc->distance; /* computed by the worker (scene_run) */
     if (app->show_distance && dist) {
@@ -752,7 +871,9 @@ static void app_save(App *app) {
         return;
     }
     char name[512], path[1600], msg[2000];
-    view_file_name(name, sizeof name, sc->name, app->model->name, &app->view, &app->model->vit.cfg,
+    View v = app->view;
+    v.target = view_class(&v, sc); /* the class in the name, not "top-1" */
+    view_file_name(name, sizeof name, sc->name, app->model->name, &v, &app->model->vit.cfg,
                    app->overview == OV_TABLE   ? "table"
                    : app->overview == OV_HEADS ? "heads"
                                                : NULL);
@@ -801,6 +922,7 @@ static void app_draw(App *app) {
         .legend_lo = app->legend_lo,
         .legend_caption = app->legend_caption,
         .selected = -1,
+        .pred_marked = -1,
         .n_prefix = app->has_scene && app->has_prefix ? app_scene(app)->run.cfg.n_prefix : 0,
         .prefix_share = app->prefix_share,
         .prefix_names = app->prefix_names,
@@ -850,7 +972,8 @@ static void app_draw(App *app) {
                "help=%d busy=%d loads=%lu scene=%d error=%d image=%d,%d,%d image_h=%d prefix=%s "
                "window=%d,%d query=%d overview=%d colormap=%s scale=%s bilinear=%d mask=%d "
                "fraction=%d kept=%d preds=%d distance=%d hover=%d,%d cell=%d fullscreen=%d "
-               "image_at=%d saves=%lu cells=%d,%d,%d,%d,%d,%d panel=%d,%d\n",
+               "image_at=%d saves=%lu cells=%d,%d,%d,%d,%d,%d panel=%d,%d class=%d explained=%d "
+               "shown=%s marked=%d\n",
                app->frames, app->view.layer, app->view.head, app->view.kind == MAP_ROLLOUT,
                MAP_KINDS[app->view.kind].tag, app->view.target, (double)app->view.discard_ratio,
                app->overlay, (double)app->opacity, app->grid, app->help, app->busy, app->loads,
@@ -860,7 +983,9 @@ static void app_draw(App *app) {
                app->show_mask, app->mask_pct, app->mask_kept, f.n_preds, f.distance != NULL,
                app->hover_row, app->hover_col, app->hover_cell, app->fullscreen, app->image_at,
                app->saves, r->cells_x, r->cells_y, r->cell_w_px, r->cell_h_px, r->cell_step_x,
-               r->cell_step_y, r->panel_x, r->panel_w);
+               r->cell_step_y, r->panel_x, r->panel_w, sc ? view_class(&app->view, sc) : -1,
+               sc ? sc->expl_target : -1,
+               app->shown_kind >= 0 ? MAP_KINDS[app->shown_kind].tag : "none", f.pred_marked);
         printf("status %s | %s\n", app->status_left, app->status_right);
     }
     fflush(stdout);
@@ -923,6 +1048,15 @@ static int app_init(App *app, const Options *o) {
                        .head = c->n_heads + VIT_FUSE_MEAN,
                        .discard_ratio = o->discard,
                        .target = VIEW_TOP1};
+    app->class_kind = MAP_CHEFER, app->shown_kind = -1;
+    if (o->class_arg) { /* --class: open on the first class-specific map, for that class */
+        char msg[600];
+        if (model_find_class(app->model, o->class_arg, &app->view.target, msg, sizeof msg)) {
+            fprintf(stderr, "vitlens: %s\n", msg);
+            return -1;
+        }
+        app->view.kind = app->class_kind;
+    }
     keys_list(&app->keys);
 
     /* The photo's forward pass starts first, on the worker thread, and runs while the

@@ -3,6 +3,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* --- the kinds' functions -------------------------------------------------- */
 
@@ -53,6 +54,36 @@ static VitStatus rollout_prefix(float *out, const Scene *sc, const View *v, VitE
                             err);
 }
 
+/* A class-specific map: method m's map of v's class, as scene_explain computed it
+ * on the worker thread (view_ready says whether it has). */
+static VitStatus explain_map(float *out, VitExplain m, const Scene *sc, const View *v,
+                             VitError *err) {
+    const VitConfig *c = &sc->run.cfg;
+    int target = view_class(v, sc);
+    if (!scene_explained(sc, target, m == VIT_EXPLAIN_GRAD_ROLLOUT, v->discard_ratio)) {
+        if (err) {
+            err->code = VIT_ERR_ARG;
+            snprintf(err->msg, sizeof err->msg, "%s: class %d not computed yet",
+                     vit_explain_name(m), target);
+        }
+        return VIT_ERR_ARG;
+    }
+    size_t n = vit_explain_pixels(m) ? (size_t)c->image_h * c->image_w : (size_t)c->n_patches;
+    memcpy(out, sc->expl[sc->expl_front] + (size_t)m * scene_expl_stride(c), n * sizeof *out);
+    return VIT_OK;
+}
+
+#define EXPLAIN_KIND(fn, method)                                                                   \
+    static VitStatus fn(float *out, const Scene *sc, const View *v, VitError *err) {               \
+        return explain_map(out, method, sc, v, err);                                               \
+    }
+EXPLAIN_KIND(chefer_map, VIT_EXPLAIN_CHEFER)
+EXPLAIN_KIND(grad_rollout_map, VIT_EXPLAIN_GRAD_ROLLOUT)
+EXPLAIN_KIND(gradcam_map, VIT_EXPLAIN_GRADCAM)
+EXPLAIN_KIND(legrad_map, VIT_EXPLAIN_LEGRAD)
+EXPLAIN_KIND(attnlrp_map, VIT_EXPLAIN_ATTNLRP)
+EXPLAIN_KIND(grad_input_map, VIT_EXPLAIN_GRAD_INPUT)
+
 /* --- the table ------------------------------------------------------------- */
 
 const MapKindInfo MAP_KINDS[MAP_KIND_COUNT] = {
@@ -78,12 +109,59 @@ const MapKindInfo MAP_KINDS[MAP_KIND_COUNT] = {
                      .map = rollout_map,
                      .layer_maps = rollout_layers,
                      .prefix = rollout_prefix},
+    /* Chefer, Gur & Wolf, ICCV 2021: R <- R + mean_h((dA (.) A)^+) R, the CLS row */
+    [MAP_CHEFER] = {.name = "Chefer et al.",
+                    .title = "relevance (Chefer et al. 2021)",
+                    .tag = "chefer",
+                    .uses_target = 1,
+                    .map = chefer_map},
+    /* vit-explain's grad_rollout, each layer with its own gradient */
+    [MAP_GRAD_ROLLOUT] = {.name = "gradient rollout",
+                          .title = "gradient-weighted rollout",
+                          .tag = "grad-rollout",
+                          .uses_discard = 1,
+                          .uses_target = 1,
+                          .map = grad_rollout_map},
+    /* pytorch-grad-cam's ViT recipe on the last block's norm1 */
+    [MAP_GRADCAM] = {.name = "Grad-CAM",
+                     .title = "Grad-CAM (last block's norm1)",
+                     .tag = "gradcam",
+                     .uses_target = 1,
+                     .map = gradcam_map},
+    /* Bousselham et al. 2024, each layer's own score */
+    [MAP_LEGRAD] = {.name = "LeGrad",
+                    .title = "LeGrad (Bousselham et al. 2024)",
+                    .tag = "legrad",
+                    .uses_target = 1,
+                    .map = legrad_map},
+    /* Achtibat et al., ICML 2024, gradient x input with the CP-LRP rules: per pixel */
+    [MAP_ATTNLRP] = {.name = "AttnLRP",
+                     .title = "AttnLRP (Achtibat et al. 2024)",
+                     .tag = "attnlrp",
+                     .uses_target = 1,
+                     .pixels = 1,
+                     .signed_scale = 1,
+                     .map = attnlrp_map},
+    [MAP_GRAD_INPUT] = {.name = "gradient x input",
+                        .title = "gradient \xc3\x97 input",
+                        .tag = "grad-input",
+                        .uses_target = 1,
+                        .pixels = 1,
+                        .signed_scale = 1,
+                        .map = grad_input_map},
 };
 
 void map_kind_size(int *w, int *h, int kind, const VitConfig *cfg) {
     int pixels = kind >= 0 && kind < MAP_KIND_COUNT && MAP_KINDS[kind].pixels;
     *w = pixels ? cfg->image_w : cfg->grid_w;
     *h = pixels ? cfg->image_h : cfg->grid_h;
+}
+
+void map_kind_normalize(float *dst, const float *src, int n, int kind, float *lo, float *hi) {
+    if (kind >= 0 && kind < MAP_KIND_COUNT && MAP_KINDS[kind].signed_scale)
+        map_normalize_signed(dst, src, n, lo, hi);
+    else
+        map_normalize(dst, src, n, lo, hi);
 }
 
 size_t map_kind_max_floats(const VitConfig *cfg, int per_head_only) {
@@ -210,6 +288,13 @@ VitStatus view_prefix(float *out, const Scene *sc, const View *v, VitError *err)
     if (!k) return VIT_ERR_ARG;
     if (!k->prefix) return fail(err, VIT_ERR_ARG, "has no prefix-token share", k->title);
     return k->prefix(out, sc, v, err);
+}
+
+int view_ready(const Scene *sc, const View *v) {
+    if (v->kind < 0 || v->kind >= MAP_KIND_COUNT || !MAP_KINDS[v->kind].uses_target) return 1;
+    if (sc->run.cfg.n_classes == 0) return 1; /* view_map says why it cannot be */
+    return scene_explained(sc, view_class(v, sc), MAP_KINDS[v->kind].uses_discard,
+                           v->discard_ratio);
 }
 
 int view_class(const View *v, const Scene *sc) {

@@ -27,6 +27,13 @@
 typedef enum {
     MAP_ATTENTION = 0, /* the first row: the default view, and where a kind's key toggles back to */
     MAP_ROLLOUT,
+    /* class-specific (vit_explain): one map for the whole model, for View.target */
+    MAP_CHEFER,
+    MAP_GRAD_ROLLOUT,
+    MAP_GRADCAM,
+    MAP_LEGRAD,
+    MAP_ATTNLRP,
+    MAP_GRAD_INPUT,
     MAP_KIND_COUNT
 } MapKind;
 
@@ -55,6 +62,8 @@ typedef struct {
     int per_layer;        /* a map per layer (Left / Right); 0: one map for the whole model */
     int per_head;         /* a map per head and per fusion (Up / Down; the overviews A and T) */
     int pixels;           /* the map is [Sh, Sw], a value per input pixel; 0: [gh, gw] */
+    int signed_scale;     /* signed relevance: drawn with 0 at the middle of the colour scale
+                             (map_normalize_signed); 0: min-max */
     int export_heads;     /* --export writes every head's and fusion's map and each layer's
                              heads grid (L01_heads.png); 0: only the map of the mean fusion */
     MapFn map;
@@ -76,6 +85,10 @@ size_t map_kind_max_floats(const VitConfig *cfg, int per_head_only);
  * A View's maps, through its kind's row. Errors: those of the kind's functions;
  * VIT_ERR_ARG for a kind that needs a target class on a model without a head, or
  * a per-head overview of a kind without per-head maps. */
+
+/* Normalise kind's raw map for display (map_normalize, or map_normalize_signed for a
+ * kind with signed_scale): dst [n] in [0, 1], and the range of values it spans. */
+void map_kind_normalize(float *dst, const float *src, int n, int kind, float *lo, float *hi);
 
 /* The view's map: out [h, w] raw values (map_kind_size). */
 VitStatus view_map(float *out, const Scene *sc, const View *v, VitError *err);
@@ -102,5 +115,10 @@ VitStatus view_prefix(float *out, const Scene *sc, const View *v, VitError *err)
 /* The class a class-specific view explains: v->target, or the top-1 class when it
  * is -1; -1 when the model has no head. */
 int view_class(const View *v, const Scene *sc);
+
+/* Can v's map be read from sc now? 0 when its kind is class-specific and the
+ * Scene's class-specific maps are not (yet) of v's class and discard ratio: the
+ * worker must run scene_explain first. 1 otherwise. */
+int view_ready(const Scene *sc, const View *v);
 
 #endif

@@ -24,7 +24,8 @@ static const char *const KEYS_OTHER[][2] = {
     {"C", "back to the CLS token as the query"},
     {"A", "all heads of the layer as thumbnails (click or Enter opens one)"},
     {"T", "the whole table: a column per layer, a row per head"},
-    {"5", "top-5 predictions panel on / off"},
+    {"1 - 5, click a class", "explain that class of the top-5 (a class-specific map)"},
+    {"0", "top-5 predictions panel on / off"},
     {"D", "mean attention distance panel (ViT paper, Fig. 7)"},
     {"M", "mask: the fewest patches holding 60% of the attention (DINO)"},
     {", / .", "mask fraction - / + 5%"},
@@ -72,10 +73,10 @@ void options_usage(FILE *f) {
         f,
         "usage: vitlens [--model PATH] [--labels FILE] [--heads N] [--size S|HxW] [--whole]\n"
         "               [--opacity A] [--discard R] [--colormap NAME] [--bilinear]\n"
-        "               [--save-dir DIR] [IMAGE|FOLDER ...]\n"
+        "               [--class ID|NAME] [--save-dir DIR] [IMAGE|FOLDER ...]\n"
         "       vitlens [--model PATH] [--labels FILE] [--size S|HxW] [--whole] --top K IMAGE\n"
         "       vitlens [--model PATH] [--size S|HxW] [--whole] [--opacity A] [--discard R]\n"
-        "               [--colormap NAME] [--bilinear] --export DIR IMAGE\n"
+        "               [--colormap NAME] [--bilinear] [--class ID|NAME] --export DIR IMAGE\n"
         "\n"
         "Runs a Vision Transformer (.safetensors) on a photo and shows the attention\n"
         "of the CLS token over the patch grid: every layer and head, the head fusions\n"
@@ -106,6 +107,11 @@ void options_usage(FILE *f) {
         "  --colormap NAME viridis (default), inferno, magma, turbo or greys\n"
         "  --bilinear      upsample maps bilinearly between patch centres (default: nearest,\n"
         "                  every patch one flat cell)\n"
+        "  --class ID|NAME the class the class-specific maps explain (Chefer et al.,\n"
+        "                  gradient rollout, Grad-CAM, LeGrad, AttnLRP, gradient x input):\n"
+        "                  a class index from 0, or a name as the labels give it, whole or\n"
+        "                  one of its comma-separated names (\"tiger cat\"); default: the\n"
+        "                  top-1 class. The window opens on a class-specific map\n"
         "  --save-dir DIR  where S saves the view (default: the current directory)\n"
         "  --top K         print the K most probable classes and exit, one per line:\n"
         "                    RANK PROB CLASS_ID LABEL     e.g. \"1 0.6123 281 tabby, tabby cat\"\n"
@@ -166,6 +172,12 @@ int options_parse(Options *o, int argc, char **argv) {
                 o->labels_path = val;
             } else if (!strcmp(a, "--export")) {
                 o->export_dir = val;
+            } else if (!strcmp(a, "--class")) {
+                if (!*val) {
+                    fprintf(stderr, "vitlens: --class needs a class index or name\n");
+                    return 2;
+                }
+                o->class_arg = val;
             } else if (!strcmp(a, "--save-dir")) {
                 o->save_dir = val;
             } else if (!strcmp(a, "--colormap")) {

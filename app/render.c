@@ -580,16 +580,26 @@ static float draw_preds(Ren *r, const RenFrame *f, float x, float y, float w, in
     float pad = (float)font_px * 0.6f, row_h = (float)font_px * 2.15f;
     float h = pad * 2 + (float)font_px * 1.6f + row_h * (float)f->n_preds;
     fill(r, x, y, w, h, COL_SIDE);
-    text_line(r, "top-5 predictions", font_px, x + pad, y + pad, (float)font_px * 1.4f, COL_ACCENT);
+    text_fit(r, f->pred_title ? f->pred_title : "top-5 predictions", font_px, x + pad, y + pad,
+             (float)font_px * 1.4f, w - 2 * pad, COL_ACCENT);
     float px = (float)font_px * 0.85f;
+    r->pred_y0 = (int)(y + pad + (float)font_px * 1.6f), r->pred_row_h = (int)row_h;
+    r->n_pred_rows = f->n_preds;
     for (int i = 0; i < f->n_preds; i++) {
         float ry = y + pad + (float)font_px * 1.6f + row_h * (float)i;
+        if (i == f->pred_marked) { /* the explained class: a frame and a bar at the left */
+            float fy = ry - pad * 0.35f, fh = row_h - pad * 0.2f, t = (float)font_px * 0.12f + 1;
+            fill(r, x + pad * 0.3f, fy, w - pad * 0.6f, t, COL_ACCENT);
+            fill(r, x + pad * 0.3f, fy + fh - t, w - pad * 0.6f, t, COL_ACCENT);
+            fill(r, x + pad * 0.3f, fy, t, fh, COL_ACCENT);
+            fill(r, x + w - pad * 0.3f - t, fy, t, fh, COL_ACCENT);
+        }
         char pct[32];
         snprintf(pct, sizeof pct, "%.1f%%", 100.0 * (double)f->pred_probs[i]);
         float pw = text_width(r, pct, (int)px);
         text_line(r, pct, (int)px, x + w - pad - pw, ry, px * 1.4f, COL_TEXT);
         text_fit(r, f->pred_labels[i], (int)px, x + pad, ry, px * 1.4f, w - 3 * pad - pw,
-                 i == 0 ? COL_TEXT : COL_DIM);
+                 i == 0 || i == f->pred_marked ? COL_TEXT : COL_DIM);
         float by = ry + px * 1.45f, bh = floorf((float)font_px * 0.38f) + 1, bw = w - 2 * pad;
         fill(r, x + pad, by, bw, bh, COL_TRACK);
         float p = f->pred_probs[i] < 0 ? 0 : f->pred_probs[i] > 1 ? 1 : f->pred_probs[i];
@@ -727,7 +737,7 @@ void ren_draw(Ren *r, const RenFrame *f) {
         }
     }
     /* side panels, top aligned with the main area */
-    r->panel_x = 0, r->panel_w = 0;
+    r->panel_x = 0, r->panel_w = 0, r->n_pred_rows = 0;
     if (panel_w > 0 && r->image_w) {
         float px = ix + iw + (legend ? legend_gap + legend_w : 0.0f) + legend_gap;
         float py = margin, room = area_h;
@@ -793,6 +803,14 @@ int ren_patch_at(const Ren *r, int x, int y, int *row, int *col) {
     *col = (int)((long)(x - r->image_x) * r->grid_w / w);
     *row = (int)((long)(y - r->image_y) * r->grid_h / h);
     return 0;
+}
+
+int ren_pred_at(const Ren *r, int x, int y) {
+    if (r->n_pred_rows <= 0 || r->pred_row_h <= 0 || x < r->panel_x ||
+        x >= r->panel_x + r->panel_w || y < r->pred_y0)
+        return -1;
+    int row = (y - r->pred_y0) / r->pred_row_h;
+    return row < r->n_pred_rows ? row : -1;
 }
 
 int ren_cell_at(const Ren *r, int x, int y) {

@@ -59,7 +59,8 @@ typedef struct {
      * cell_h_px (the crop's aspect ratio) */
     int cells_x, cells_y, cell_w_px, cell_h_px, cell_step_x, cell_step_y;
     int n_cols, n_rows, col_stride, row_stride, n_cells;
-    int panel_x, panel_w; /* side panel, 0 wide when not drawn */
+    int panel_x, panel_w;                 /* side panel, 0 wide when not drawn */
+    int pred_y0, pred_row_h, n_pred_rows; /* the predictions' rows, for ren_pred_at */
     char shader_dir[1024];
 } Ren;
 
@@ -82,10 +83,12 @@ typedef struct {
     int n_cols, n_rows, col_stride, row_stride, selected; /* selected: atlas index */
     const char *const *cell_labels;                       /* [atlas maps] or NULL */
     const char *const *col_labels, *const *row_labels;    /* [n_cols], [n_rows] or NULL */
-    /* predictions panel: n_preds rows, most probable first */
-    int n_preds;
+    /* predictions panel: n_preds rows, most probable first; pred_marked: the row of
+     * the class a class-specific map explains (framed, with a marker), -1: none */
+    int n_preds, pred_marked;
     const char *pred_labels[REN_MAX_PREDS];
     float pred_probs[REN_MAX_PREDS];
+    const char *pred_title; /* the panel's title, NULL: "top-5 predictions" */
     /* attention distance panel: distance [L, H] px, NULL: hidden */
     const float *distance;
     int dist_layers, dist_heads, dist_layer, dist_head; /* dist_head >= H: a fusion */
@@ -128,6 +131,8 @@ void ren_draw(Ren *r, const RenFrame *f);
  * overview cell under (x, y), or -1. */
 int ren_patch_at(const Ren *r, int x, int y, int *row, int *col);
 int ren_cell_at(const Ren *r, int x, int y);
+/* The row (0: most probable) of the predictions panel under (x, y), or -1. */
+int ren_pred_at(const Ren *r, int x, int y);
 
 /* The framebuffer as drawn (call after ren_draw, before the swap): RGB
  * [fb_h, fb_w, 3], top row first, malloc'd (free()), or NULL. */

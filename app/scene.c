@@ -3,6 +3,7 @@
 #include "scene.h"
 #include "mapkind.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,6 +65,59 @@ const char *model_label(const Model *m, int c) {
     return m->labels[c];
 }
 
+/* a[0, n) equals b[0, n) ignoring ASCII case */
+static int same_text(const char *a, const char *b, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        int x = (unsigned char)a[i], y = (unsigned char)b[i];
+        x = x >= 'A' && x <= 'Z' ? x + 32 : x, y = y >= 'A' && y <= 'Z' ? y + 32 : y;
+        if (x != y) return 0;
+    }
+    return 1;
+}
+
+/* Does the label have `name` as its whole or as one of its comma-separated names? */
+static int label_names(const char *label, const char *name) {
+    size_t n = strlen(name);
+    for (const char *p = label; *p;) {
+        while (*p == ' ') p++;
+        const char *end = strchr(p, ',');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        while (len && p[len - 1] == ' ') len--;
+        if (len == n && same_text(p, name, n)) return 1;
+        if (!end) break;
+        p = end + 1;
+    }
+    return strlen(label) == n && same_text(label, name, n);
+}
+
+int model_find_class(const Model *m, const char *arg, int *cls, char *msg, size_t n) {
+    int C = m->vit.cfg.n_classes;
+    if (C == 0) {
+        snprintf(msg, n, "--class %s: %s has no classification head, so no class to explain", arg,
+                 m->name);
+        return -1;
+    }
+    char *end;
+    long id = strtol(arg, &end, 10);
+    if (*arg && !*end) {
+        if (id < 0 || id >= C) {
+            snprintf(msg, n, "--class %s: out of range, %s has classes 0 to %d", arg, m->name,
+                     C - 1);
+            return -1;
+        }
+        *cls = (int)id;
+        return 0;
+    }
+    for (int c = 0; m->labels && c < C; c++)
+        if (label_names(m->labels[c], arg)) {
+            *cls = c;
+            return 0;
+        }
+    snprintf(msg, n, "--class %s: no class of %s has that name%s", arg, m->name,
+             m->labels ? "" : " (it has no class names: give an index)");
+    return -1;
+}
+
 /* --- Scene ----------------------------------------------------------------- */
 
 /* Do run's buffers have the shapes vit needs? */
@@ -81,10 +135,14 @@ VitStatus scene_run(Scene *sc, const Vit *vit, const char *path, VitError *err) 
     const VitConfig *c = &vit->cfg;
     if (!run_fits(&sc->run, c)) {
         vit_run_free(&sc->run);
+        vit_grad_free(&sc->grad);
         free(sc->crop_rgb);
         free(sc->distance);
+        free(sc->expl[0]);
+        free(sc->expl[1]);
         sc->crop_rgb = NULL;
         sc->distance = NULL;
+        sc->expl[0] = sc->expl[1] = NULL;
         if ((rc = vit_run_init(&sc->run, vit, err))) return rc;
         sc->crop_rgb = malloc((size_t)c->image_h * (size_t)c->image_w * 3);
         sc->distance = malloc((size_t)c->n_layers * c->n_heads * sizeof *sc->distance);
@@ -98,6 +156,9 @@ VitStatus scene_run(Scene *sc, const Vit *vit, const char *path, VitError *err) 
         }
     }
     sc->run.cfg = *c; /* same shapes; the model's name and normalisation may differ */
+    sc->vit = vit;
+    sc->grad.target = -1; /* a new photo: no class explained yet */
+    sc->expl_target = sc->back_target = -1;
     sc->crop_w_px = c->image_w;
     sc->crop_h_px = c->image_h;
 
@@ -119,8 +180,67 @@ VitStatus scene_run(Scene *sc, const Vit *vit, const char *path, VitError *err) 
     return VIT_OK;
 }
 
+size_t scene_expl_stride(const VitConfig *c) {
+    size_t N = (size_t)c->n_patches, S = (size_t)c->image_h * (size_t)c->image_w;
+    return N > S ? N : S;
+}
+
+VitStatus scene_explain(Scene *sc, int target, float discard, VitError *err) {
+    const VitConfig *c = &sc->run.cfg;
+    VitStatus rc;
+    if (!sc->vit || c->n_classes == 0) {
+        if (err) {
+            err->code = VIT_ERR_ARG;
+            snprintf(err->msg, sizeof err->msg,
+                     "%s: no classification head, so no class to explain (attention and rollout "
+                     "only)",
+                     c->name);
+        }
+        return VIT_ERR_ARG;
+    }
+    size_t stride = scene_expl_stride(c);
+    int back = !sc->expl_front;
+    if (!sc->expl[back] && !(sc->expl[back] = malloc(VIT_EXPLAIN_COUNT * stride * sizeof(float)))) {
+        if (err) {
+            err->code = VIT_ERR_NOMEM;
+            snprintf(err->msg, sizeof err->msg, "out of memory for the class-specific maps");
+        }
+        return VIT_ERR_NOMEM;
+    }
+    if (!sc->grad.mem && (rc = vit_grad_init(&sc->grad, sc->vit, &sc->run, err))) return rc;
+    /* the exact pass and AttnLRP's, unless grad holds this class of this photo already */
+    if (sc->grad.target != target || sc->grad.what != VIT_GRAD_ALL) {
+        if ((rc = vit_backward(&sc->grad, &sc->run, sc->vit, target, VIT_GRAD_ALL, err))) {
+            sc->grad.target = -1;
+            return rc;
+        }
+    }
+    for (int m = 0; m < VIT_EXPLAIN_COUNT; m++)
+        if ((rc = vit_explain(sc->expl[back] + (size_t)m * stride, (VitExplain)m, &sc->run,
+                              &sc->grad, sc->vit, discard, err)))
+            return rc;
+    sc->back_target = target;
+    sc->back_discard = discard;
+    return VIT_OK;
+}
+
+void scene_explain_swap(Scene *sc) {
+    sc->expl_front = !sc->expl_front;
+    sc->expl_target = sc->back_target;
+    sc->expl_discard = sc->back_discard;
+    sc->back_target = -1;
+}
+
+int scene_explained(const Scene *sc, int target, int uses_discard, float discard) {
+    return sc->expl_target >= 0 && sc->expl_target == target &&
+           (!uses_discard || sc->expl_discard == discard);
+}
+
 void scene_free(Scene *sc) {
     if (!sc) return;
+    vit_grad_free(&sc->grad);
+    free(sc->expl[0]);
+    free(sc->expl[1]);
     vit_run_free(&sc->run);
     free(sc->crop_rgb);
     free(sc->distance);
@@ -190,8 +310,39 @@ void view_file_name(char *buf, size_t n, const char *image, const char *model, c
         int p = v->query - cfg->n_prefix;
         snprintf(query, sizeof query, "_q%02d-%02d", p / cfg->grid_w + 1, p % cfg->grid_w + 1);
     }
+    if (k->uses_target) { /* the class explained: _class281, or _top1 */
+        if (v->target >= 0)
+            snprintf(query, sizeof query, "_class%d", v->target);
+        else
+            snprintf(query, sizeof query, "_top1");
+    }
     if (mode) snprintf(ov, sizeof ov, "_%s", mode);
     snprintf(buf, n, "%s_%s%s%s_%s%s%s.png", img, mod, layer, head, kind, query, ov);
+}
+
+static int cmp_float(const void *a, const void *b) {
+    float x = *(const float *)a, y = *(const float *)b;
+    return (x > y) - (x < y);
+}
+
+void map_normalize_signed(float *dst, const float *src, int n, float *min_out, float *max_out) {
+    float s = 0.0f;
+    float *mag = n > 0 ? malloc((size_t)n * sizeof *mag) : NULL;
+    if (mag) {
+        for (int i = 0; i < n; i++) mag[i] = fabsf(src[i]);
+        qsort(mag, (size_t)n, sizeof *mag, cmp_float);
+        s = mag[(int)((long long)(n - 1) * 995 / 1000)];
+        if (!(s > 0.0f)) s = mag[n - 1]; /* mostly zeros: the largest */
+        free(mag);
+    } else {
+        for (int i = 0; i < n; i++) s = fabsf(src[i]) > s ? fabsf(src[i]) : s;
+    }
+    for (int i = 0; i < n; i++) {
+        float t = s > 0.0f ? 0.5f + 0.5f * src[i] / s : 0.5f;
+        dst[i] = t < 0.0f ? 0.0f : t > 1.0f ? 1.0f : t;
+    }
+    if (min_out) *min_out = -s;
+    if (max_out) *max_out = s;
 }
 
 void map_normalize(float *dst, const float *src, int n, float *min_out, float *max_out) {

@@ -32,6 +32,12 @@ void model_free(Model *m);
 /* Class name of class c, or NULL when the model has no names. */
 const char *model_label(const Model *m, int c);
 
+/* The class that arg names (--class): an index 0 .. C-1, or a class name compared
+ * without case with the whole label ("tiger cat") or one of its comma-separated
+ * names ("tabby" of "tabby, tabby cat"); the first class that matches. 0 and *cls,
+ * or -1 with a message in msg (no head, out of range, no such name). */
+int model_find_class(const Model *m, const char *arg, int *cls, char *msg, size_t n);
+
 /* ---------------------------------------------------------------------------
  * Scene: one forward pass on one photo */
 
@@ -43,7 +49,23 @@ typedef struct {
     float *distance;          /* [L, H] mean attention distance, px (vit_attention_distance) */
     char path[1024];          /* the photo */
     const char *name;         /* last path component of path */
+    const Vit *vit;           /* the model that ran it */
+    /* The class-specific maps (vit_explain) of one class, double-buffered so that the
+     * worker can compute the next class's while the window shows these:
+     * expl[expl_front] holds every method's map for class expl_target (-1: none yet),
+     * grad-rollout's with discard ratio expl_discard. The worker owns grad and the
+     * back buffer during its job (scene_explain); scene_explain_swap shows them. */
+    VitGrad grad;    /* the backward pass of grad.target */
+    float *expl[2];  /* [VIT_EXPLAIN_COUNT, max(gh*gw, Sh*Sw)] raw maps, each */
+    int expl_front;  /* which of expl is shown */
+    int expl_target; /* the class of expl[expl_front], -1: none */
+    float expl_discard;
+    int back_target; /* what scene_explain put in the back buffer */
+    float back_discard;
 } Scene;
+
+/* Floats of one map of any method in Scene.expl: max(gh*gw, Sh*Sw). */
+size_t scene_expl_stride(const VitConfig *c);
 
 /* Load the photo at `path`, preprocess it for `vit`, run the forward pass and
  * the mean attention distance (on the worker thread, like the pass: for a model
@@ -53,6 +75,22 @@ typedef struct {
  * a scratch Scene and swap it in on success). Free with scene_free. */
 VitStatus scene_run(Scene *sc, const Vit *vit, const char *path, VitError *err);
 void scene_free(Scene *sc);
+
+/* The class-specific maps of class `target` (0 .. C-1) for sc's photo into the
+ * back buffer: the backward pass (vit_backward, exact and AttnLRP's; skipped when
+ * sc->grad already holds that class of this photo) and every vit_explain map,
+ * grad-rollout's with `discard`. For the worker thread (or headless): reads sc->run
+ * and sc->vit, writes only sc->grad and the back buffer, so the window may go on
+ * drawing the front one. Errors: VIT_ERR_ARG (a model without head, class out of
+ * range), VIT_ERR_NOMEM. */
+VitStatus scene_explain(Scene *sc, int target, float discard, VitError *err);
+
+/* Show what scene_explain computed: the back buffer becomes the front one. */
+void scene_explain_swap(Scene *sc);
+
+/* Does the front buffer hold class `target`'s maps, with `discard` for grad-rollout
+ * (uses_discard 1)? */
+int scene_explained(const Scene *sc, int target, int uses_discard, float discard);
 
 /* ---------------------------------------------------------------------------
  * View: which map of the Scene is on screen. Its kind's row (mapkind.h) says
@@ -80,15 +118,23 @@ void view_clamp(View *v, const VitConfig *cfg);
 void view_query_text(char *buf, size_t n, const View *v, const VitConfig *cfg);
 
 /* A file name for the view, without directory:
- *   IMAGE_MODEL_L06_H02_TAG[-d0.5][_q04-08][_MODE].png
+ *   IMAGE_MODEL_L06_H02_TAG[-d0.5][_q04-08 | _class281][_MODE].png
  * TAG the kind's file tag (mapkind.h), -d the discard ratio of a kind that uses
- * it when > 0, _q the query patch (1-based) of a kind that reads it; the layer
+ * it when > 0, _q the query patch (1-based) of a kind that reads it, _class the
+ * class of a class-specific kind (v->target; _top1 when it is -1); the layer
  * and head only for kinds with a map per layer and per head. MODE ("heads",
  * "table") names an overview, which shows every head (the head is left out);
  * NULL: the single map. Image and model without their extension, characters
  * other than [A-Za-z0-9._-] as '-'. */
 void view_file_name(char *buf, size_t n, const char *image, const char *model, const View *v,
                     const VitConfig *cfg, const char *mode);
+
+/* For a signed map (relevance that may be negative: AttnLRP, gradient x input):
+ * 0 at the middle of the colour scale, +-s at its ends, s the 99.5th percentile of
+ * |src| (so that a few extreme pixels do not wash the rest out; beyond it the
+ * colours saturate): dst[i] = clamp(0.5 + 0.5 src[i] / s, 0, 1). dst may equal
+ * src. Returns -s and s as the range (0, 0 for an all-zero map: all 0.5). */
+void map_normalize_signed(float *dst, const float *src, int n, float *min_out, float *max_out);
 
 /* Min-max normalisation for display: dst[i] = (src[i] - min) / (max - min) in
  * [0, 1]; a constant map becomes all 0. dst may equal src. Returns min and max. */

@@ -8,9 +8,15 @@
 static void run_job(Worker *w) {
     w->new_model = NULL;
     w->ran = 0;
+    w->explained = 0;
     w->status = VIT_OK;
     w->err.code = VIT_OK;
     w->err.msg[0] = '\0';
+    if (w->explain) {
+        w->status = scene_explain(w->scene, w->target, w->discard, &w->err);
+        w->explained = w->status == VIT_OK;
+        return;
+    }
     const Model *model = w->model;
     if (w->model_path[0]) {
         Model *m = calloc(1, sizeof *m);
@@ -91,6 +97,19 @@ void worker_start(Worker *w, const char *model_path, const VitLoadOptions *load_
     w->load_opt = load_opt ? *load_opt : (VitLoadOptions){0};
     w->model = model;
     w->scene = scene;
+    w->explain = 0;
+    w->has_job = 1;
+    SDL_CondSignal(w->wake);
+    SDL_UnlockMutex(w->lock);
+}
+
+void worker_start_explain(Worker *w, Scene *scene, int target, float discard) {
+    SDL_LockMutex(w->lock);
+    w->model_path[0] = w->image_path[0] = '\0';
+    w->scene = scene;
+    w->explain = 1;
+    w->target = target;
+    w->discard = discard;
     w->has_job = 1;
     SDL_CondSignal(w->wake);
     SDL_UnlockMutex(w->lock);

@@ -1,7 +1,8 @@
-/* worker.h - the forward pass off the GUI thread.
+/* worker.h - the forward and backward passes off the GUI thread.
  *
  * One SDL thread waits for a job: load a model (optional) and run a photo
- * through it into the back Scene. When done it pushes one SDL user event
+ * through it into the back Scene; or compute one class's class-specific maps
+ * (scene_explain) of the front Scene into its back buffer. When done it pushes one SDL user event
  * (type `event`, user.code = VitStatus) and goes back to waiting; the GUI
  * thread then reads the result and swaps the back Scene in.
  *
@@ -27,10 +28,14 @@ typedef struct {
     VitLoadOptions load_opt; /* heads, input size, whole image */
     char labels_path[1024];  /* "": none */
     const Model *model;      /* the current model (read-only) when model_path is "" */
-    Scene *scene;            /* the back Scene to fill */
+    Scene *scene;            /* the back Scene to fill; or the Scene to explain */
+    int explain;             /* 1: an explain job (scene_explain(scene, target, discard)) */
+    int target;              /* its class */
+    float discard;           /* its grad-rollout discard ratio */
     /* the result, valid once the event has arrived */
     Model *new_model; /* loaded from model_path (heap; the receiver owns it), or NULL */
     int ran;          /* 1: scene holds a new forward pass */
+    int explained;    /* 1: scene's back class-specific buffer holds a new class */
     VitStatus status;
     VitError err;
 } Worker;
@@ -42,6 +47,10 @@ int worker_init(Worker *w, Uint32 event);
 void worker_start(Worker *w, const char *model_path, const VitLoadOptions *load_opt,
                   const char *labels_path, const Model *model, const char *image_path,
                   Scene *scene);
+
+/* Hand an explain job to the idle worker: scene_explain(scene, target, discard).
+ * The window may go on reading the Scene's run and front maps meanwhile. */
+void worker_start_explain(Worker *w, Scene *scene, int target, float discard);
 
 /* Finish the running job, if any, stop the thread, free new_model if unclaimed. */
 void worker_free(Worker *w);

@@ -119,9 +119,34 @@ def npy_checks(app, dump, default, out):
     with open(os.path.join(out, "export_npy_dump", "config.json")) as f:
         cfg = json.load(f)
     L, H, Np, gh, gw = att.shape[0], att.shape[1], cfg["n_prefix"], cfg["grid_h"], cfg["grid_w"]
+    Sh, Sw = cfg["image_h"], cfg["image_w"]
     raw = {n: np.load(os.path.join(d, n + ".npy")) for n in sorted(npys)}
+    # the class-specific maps of the top-1 class: class{C}_{method}, [gh, gw] or [Sh, Sw]
+    top1 = cfg["top5"][0]
+    cls = {n: raw.pop(n) for n in list(raw) if n.startswith("class")}
+    methods = {"chefer": 0, "grad-rollout": 0, "gradcam": 0, "legrad": 0, "attnlrp": 1,
+               "grad-input": 1}
+    check(set(cls) == {f"class{top1}_{m}" for m in methods} and
+          f"contact_sheet_class{top1}" in pngs and
+          all(a.dtype == np.float32 and a.shape == ((Sh, Sw) if methods[n.split("_", 1)[1]]
+                                                    else (gh, gw)) for n, a in cls.items()),
+          f"the class-specific maps of the top-1 class {top1}: {len(cls)} .npy, [gh, gw] or "
+          f"[Sh, Sw] for the pixel maps, and contact_sheet_class{top1}.png")
+    r = subprocess.run([dump, "--model", os.path.join(default, "model.safetensors"),
+                        "--image", demo, "--class", str(top1), "--out",
+                        os.path.join(out, "export_npy_class")], capture_output=True, text=True)
+    check(r.returncode == 0, f"vit_dump --class on the built-in model ({r.stderr.strip()})")
+    if r.returncode == 0:
+        worst = 0.0
+        for m in methods:
+            ref = np.load(os.path.join(out, "export_npy_class", f"expl_{m.replace('-', '_')}.npy"))
+            got = cls.get(f"class{top1}_{m}")
+            d_rel = (np.abs(got.astype(np.float64) - ref).max() / max(np.abs(ref).max(), 1e-30)
+                     if got is not None and got.shape == ref.shape else np.inf)
+            worst = max(worst, d_rel)
+        check(worst <= 1e-6, f"they are vit_dump's vit_explain maps (max rel. diff {worst:.2g})")
     check(all(a.dtype == np.float32 and a.shape == (gh, gw) for a in raw.values()),
-          f"every .npy is float32 [gh, gw] = [{gh}, {gw}]")
+          f"every other .npy is float32 [gh, gw] = [{gh}, {gw}]")
     want = {}
     for l in range(L):
         for h in range(H):
@@ -144,7 +169,9 @@ def npy_checks(app, dump, default, out):
     # the PNG is drawn from these numbers: at opacity 1, nearest, each patch is one colour,
     # that of its min-max normalised value
     colours = lut()
-    for n in ("L01_H01", f"L{L:02d}_mean", f"L{L:02d}_rollout"):
+    for n in ("L01_H01", f"L{L:02d}_mean", f"L{L:02d}_rollout", f"class{top1}_chefer"):
+        if n not in raw:
+            raw[n] = cls[n]
         img = np.asarray(Image.open(os.path.join(d, n + ".png")).convert("RGB")).astype(np.int64)
         ch, cw = img.shape[0] // gh, img.shape[1] // gw
         centres = img[ch // 2::ch, cw // 2::cw][:gh, :gw]
@@ -157,9 +184,28 @@ def npy_checks(app, dump, default, out):
     dd = d + "_discard"
     shutil.rmtree(dd, ignore_errors=True)
     r = vitlens(app, "--discard", "0.5", "--export", dd, demo)
+    raw |= cls
     same = [n for n in raw if np.array_equal(raw[n], np.load(os.path.join(dd, n + ".npy")))]
     check(r.returncode == 0 and set(raw) - set(same) == {n for n in raw if n.endswith("rollout")},
-          f"--discard 0.5 changes the {L} rollout .npy and no other ({len(same)} the same)")
+          f"--discard 0.5 changes the {L} rollout .npy and the gradient rollout's, and no other "
+          f"({len(same)} the same)")
+
+    # --class: by name (one of the label's names) or index; an unknown one is an error
+    labels = cfg.get("labels") or []
+    dc = d + "_class"
+    shutil.rmtree(dc, ignore_errors=True)
+    r = vitlens(app, "--class", "star", "--export", dc, demo)
+    star = [f for f in os.listdir(dc) if f.startswith("class")] if r.returncode == 0 else []
+    check(r.returncode == 0 and sorted(star) == sorted(
+        f"class3_{m}.{e}" for m in methods for e in ("png", "npy")),
+          f"--class star (the built-in model's class 3): class3_*.png and .npy "
+          f"({r.stderr.strip()}{len(star)} files)")
+    for arg, why in (("6", "out of range, default has classes 0 to 5"),
+                     ("hexagon", "no class of default has that name")):
+        r = vitlens(app, "--class", arg, "--export", dc, demo)
+        check(r.returncode == 1 and why in r.stderr,
+              f"--class {arg}: exit {r.returncode}, {r.stderr.strip()}")
+    del labels
 
 
 def malformed_checks(app, default, out):
@@ -263,9 +309,14 @@ def main():
     want |= {f"L{l:02d}_{k}.png" for l in range(1, L + 1)
              for k in ("mean", "max", "min", "rollout", "heads")}
     want |= {"contact_sheet.png", "contact_sheet_rollout.png"}
+    top1 = int(rows[0].group(3)) if rows and rows[0] else -1  # --top above: the top-1 class
+    want |= {f"class{top1}_{m}.png" for m in ("chefer", "grad-rollout", "gradcam", "legrad",
+                                               "attnlrp", "grad-input")}
+    want |= {f"contact_sheet_class{top1}.png"}
     got = {f for f in os.listdir(out) if f.endswith(".png")} if os.path.isdir(out) else set()
-    check(len(want) == L * H + 3 * L + L + L + 2 and got == want,
-          f"--export writes the {len(want)} expected PNGs (got {len(got)})")
+    check(len(want) == L * H + 3 * L + L + L + 2 + 7 and got == want,
+          f"--export writes the {len(want)} expected PNGs (got {len(got)}, "
+          f"{sorted(got ^ want)[:4]} differ)")
     if got == want:
         imgs = {n: np.asarray(Image.open(os.path.join(out, n)).convert("RGB")) for n in
                 ("L01_H01.png", "L06_H01.png", "L06_H02.png", "L06_mean.png", "L06_rollout.png")}

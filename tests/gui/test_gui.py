@@ -606,6 +606,8 @@ def test(app, args, chelsea, coffee, model):
                              f"E: the status line names {name!r}")
         tags.append(app.state["kind"])
         check(tags[-1] not in tags[:-1], f"E: kind={tags[-1]}, {line[7:]!r}")
+        # a class-specific kind's maps come from the worker: wait until it is drawn
+        app.wait_state(f"E: {name} drawn", shown=tags[-1], busy=0)
         if name == "rollout":
             check(tags[-1] == "rollout" and diff(roll, app.shot()) == 0,
                   "E: the rollout, the picture R gives")

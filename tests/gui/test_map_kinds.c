@@ -142,6 +142,14 @@ static void scene_checks(const char *model_path, const char *image) {
                   .discard_ratio = 0.3f,
                   .query = c->n_prefix + 1,
                   .target = VIEW_TOP1};
+        if (mk->uses_target && !view_ready(&sc, &v)) { /* the worker's scene_explain first */
+            check(view_map(map, &sc, &v, &err) == VIT_ERR_ARG,
+                  "a class-specific map before scene_explain: refused", mk->name);
+            VitStatus rx = scene_explain(&sc, view_class(&v, &sc), v.discard_ratio, &err);
+            check(rx == VIT_OK, rx ? err.msg : "scene_explain", mk->name);
+            scene_explain_swap(&sc);
+            check(view_ready(&sc, &v), "ready after scene_explain", mk->name);
+        }
         VitStatus rc = view_map(map, &sc, &v, &err);
         check(rc == VIT_OK, rc ? err.msg : "view_map", mk->name);
         if (rc) continue;
