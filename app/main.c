@@ -48,7 +48,7 @@ static int run_headless(const Options *o) {
         vit_top_k(&target, sc.run.probs, m.vit.cfg.n_classes, 1);
     }
     if (o->export_dir && target >= 0) {
-        if (scene_explain(&sc, target, o->discard, &err)) {
+        if (scene_explain(&sc, target, o->discard, 1, &err)) {
             fprintf(stderr, "vitlens: %s\n", err.msg);
             goto done;
         }
@@ -233,7 +233,8 @@ static void app_update_overview(App *app) {
 static void app_request_explain(App *app) {
     if (!app->has_scene || app->busy) return;
     Scene *sc = &app->scenes[app->front];
-    worker_start_explain(&app->worker, sc, view_class(&app->view, sc), app->view.discard_ratio);
+    worker_start_explain(&app->worker, sc, view_class(&app->view, sc), app->view.discard_ratio,
+                         MAP_KINDS[app->view.kind].lrp);
     app->busy = 1;
     app->dirty = 1;
 }

@@ -60,7 +60,8 @@ static VitStatus explain_map(float *out, VitExplain m, const Scene *sc, const Vi
                              VitError *err) {
     const VitConfig *c = &sc->run.cfg;
     int target = view_class(v, sc);
-    if (!scene_explained(sc, target, m == VIT_EXPLAIN_GRAD_ROLLOUT, v->discard_ratio)) {
+    if (!scene_explained(sc, target, m == VIT_EXPLAIN_GRAD_ROLLOUT, v->discard_ratio,
+                         m == VIT_EXPLAIN_ATTNLRP)) {
         if (err) {
             err->code = VIT_ERR_ARG;
             snprintf(err->msg, sizeof err->msg, "%s: class %d not computed yet",
@@ -141,6 +142,7 @@ const MapKindInfo MAP_KINDS[MAP_KIND_COUNT] = {
                      .uses_target = 1,
                      .pixels = 1,
                      .signed_scale = 1,
+                     .lrp = 1,
                      .map = attnlrp_map},
     [MAP_GRAD_INPUT] = {.name = "gradient x input",
                         .title = "gradient \xc3\x97 input",
@@ -293,8 +295,8 @@ VitStatus view_prefix(float *out, const Scene *sc, const View *v, VitError *err)
 int view_ready(const Scene *sc, const View *v) {
     if (v->kind < 0 || v->kind >= MAP_KIND_COUNT || !MAP_KINDS[v->kind].uses_target) return 1;
     if (sc->run.cfg.n_classes == 0) return 1; /* view_map says why it cannot be */
-    return scene_explained(sc, view_class(v, sc), MAP_KINDS[v->kind].uses_discard,
-                           v->discard_ratio);
+    return scene_explained(sc, view_class(v, sc), MAP_KINDS[v->kind].uses_discard, v->discard_ratio,
+                           MAP_KINDS[v->kind].lrp);
 }
 
 int view_class(const View *v, const Scene *sc) {

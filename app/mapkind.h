@@ -64,6 +64,7 @@ typedef struct {
     int pixels;           /* the map is [Sh, Sw], a value per input pixel; 0: [gh, gw] */
     int signed_scale;     /* signed relevance: drawn with 0 at the middle of the colour scale
                              (map_normalize_signed); 0: min-max */
+    int lrp;              /* needs AttnLRP's backward pass too (scene_explain's lrp) */
     int export_heads;     /* --export writes every head's and fusion's map and each layer's
                              heads grid (L01_heads.png); 0: only the map of the mean fusion */
     MapFn map;

@@ -185,7 +185,7 @@ size_t scene_expl_stride(const VitConfig *c) {
     return N > S ? N : S;
 }
 
-VitStatus scene_explain(Scene *sc, int target, float discard, VitError *err) {
+VitStatus scene_explain(Scene *sc, int target, float discard, int lrp, VitError *err) {
     const VitConfig *c = &sc->run.cfg;
     VitStatus rc;
     if (!sc->vit || c->n_classes == 0) {
@@ -208,19 +208,23 @@ VitStatus scene_explain(Scene *sc, int target, float discard, VitError *err) {
         return VIT_ERR_NOMEM;
     }
     if (!sc->grad.mem && (rc = vit_grad_init(&sc->grad, sc->vit, &sc->run, err))) return rc;
-    /* the exact pass and AttnLRP's, unless grad holds this class of this photo already */
-    if (sc->grad.target != target || sc->grad.what != VIT_GRAD_ALL) {
-        if ((rc = vit_backward(&sc->grad, &sc->run, sc->vit, target, VIT_GRAD_ALL, err))) {
-            sc->grad.target = -1;
-            return rc;
-        }
+    /* the passes asked for that grad does not hold for this class of this photo yet */
+    int want = VIT_GRAD_EXACT | (lrp ? VIT_GRAD_LRP : 0), same = sc->grad.target == target;
+    int missing = same ? want & ~sc->grad.what : want;
+    if (missing && (rc = vit_backward(&sc->grad, &sc->run, sc->vit, target,
+                                      missing | (same ? VIT_GRAD_ADD : 0), err))) {
+        sc->grad.target = -1;
+        return rc;
     }
+    int has_lrp = (sc->grad.what & VIT_GRAD_LRP) != 0;
     for (int m = 0; m < VIT_EXPLAIN_COUNT; m++)
-        if ((rc = vit_explain(sc->expl[back] + (size_t)m * stride, (VitExplain)m, &sc->run,
+        if ((m != VIT_EXPLAIN_ATTNLRP || has_lrp) &&
+            (rc = vit_explain(sc->expl[back] + (size_t)m * stride, (VitExplain)m, &sc->run,
                               &sc->grad, sc->vit, discard, err)))
             return rc;
     sc->back_target = target;
     sc->back_discard = discard;
+    sc->back_lrp = has_lrp;
     return VIT_OK;
 }
 
@@ -228,12 +232,13 @@ void scene_explain_swap(Scene *sc) {
     sc->expl_front = !sc->expl_front;
     sc->expl_target = sc->back_target;
     sc->expl_discard = sc->back_discard;
+    sc->expl_lrp = sc->back_lrp;
     sc->back_target = -1;
 }
 
-int scene_explained(const Scene *sc, int target, int uses_discard, float discard) {
+int scene_explained(const Scene *sc, int target, int uses_discard, float discard, int lrp) {
     return sc->expl_target >= 0 && sc->expl_target == target &&
-           (!uses_discard || sc->expl_discard == discard);
+           (!uses_discard || sc->expl_discard == discard) && (!lrp || sc->expl_lrp);
 }
 
 void scene_free(Scene *sc) {

@@ -60,8 +60,10 @@ typedef struct {
     int expl_front;  /* which of expl is shown */
     int expl_target; /* the class of expl[expl_front], -1: none */
     float expl_discard;
+    int expl_lrp;    /* 1: it holds AttnLRP's map too (its own backward pass) */
     int back_target; /* what scene_explain put in the back buffer */
     float back_discard;
+    int back_lrp;
 } Scene;
 
 /* Floats of one map of any method in Scene.expl: max(gh*gw, Sh*Sw). */
@@ -77,20 +79,21 @@ VitStatus scene_run(Scene *sc, const Vit *vit, const char *path, VitError *err);
 void scene_free(Scene *sc);
 
 /* The class-specific maps of class `target` (0 .. C-1) for sc's photo into the
- * back buffer: the backward pass (vit_backward, exact and AttnLRP's; skipped when
- * sc->grad already holds that class of this photo) and every vit_explain map,
- * grad-rollout's with `discard`. For the worker thread (or headless): reads sc->run
- * and sc->vit, writes only sc->grad and the back buffer, so the window may go on
- * drawing the front one. Errors: VIT_ERR_ARG (a model without head, class out of
- * range), VIT_ERR_NOMEM. */
-VitStatus scene_explain(Scene *sc, int target, float discard, VitError *err);
+ * back buffer: the backward pass (vit_backward: the exact pass, and AttnLRP's when
+ * lrp is 1 — a second pass, run only when its map is asked for; a pass that
+ * sc->grad already holds for this class of this photo is not run again) and every
+ * vit_explain map those passes allow, grad-rollout's with `discard`. For the worker thread (or
+ * headless): reads sc->run and sc->vit, writes only sc->grad and the back buffer, so the window may
+ * go on drawing the front one. Errors: VIT_ERR_ARG (a model without head, class out of range),
+ * VIT_ERR_NOMEM. */
+VitStatus scene_explain(Scene *sc, int target, float discard, int lrp, VitError *err);
 
 /* Show what scene_explain computed: the back buffer becomes the front one. */
 void scene_explain_swap(Scene *sc);
 
 /* Does the front buffer hold class `target`'s maps, with `discard` for grad-rollout
- * (uses_discard 1)? */
-int scene_explained(const Scene *sc, int target, int uses_discard, float discard);
+ * (uses_discard 1), and AttnLRP's (lrp 1)? */
+int scene_explained(const Scene *sc, int target, int uses_discard, float discard, int lrp);
 
 /* ---------------------------------------------------------------------------
  * View: which map of the Scene is on screen. Its kind's row (mapkind.h) says

@@ -13,7 +13,7 @@ static void run_job(Worker *w) {
     w->err.code = VIT_OK;
     w->err.msg[0] = '\0';
     if (w->explain) {
-        w->status = scene_explain(w->scene, w->target, w->discard, &w->err);
+        w->status = scene_explain(w->scene, w->target, w->discard, w->lrp, &w->err);
         w->explained = w->status == VIT_OK;
         return;
     }
@@ -103,13 +103,14 @@ void worker_start(Worker *w, const char *model_path, const VitLoadOptions *load_
     SDL_UnlockMutex(w->lock);
 }
 
-void worker_start_explain(Worker *w, Scene *scene, int target, float discard) {
+void worker_start_explain(Worker *w, Scene *scene, int target, float discard, int lrp) {
     SDL_LockMutex(w->lock);
     w->model_path[0] = w->image_path[0] = '\0';
     w->scene = scene;
     w->explain = 1;
     w->target = target;
     w->discard = discard;
+    w->lrp = lrp;
     w->has_job = 1;
     SDL_CondSignal(w->wake);
     SDL_UnlockMutex(w->lock);

@@ -29,9 +29,10 @@ typedef struct {
     char labels_path[1024];  /* "": none */
     const Model *model;      /* the current model (read-only) when model_path is "" */
     Scene *scene;            /* the back Scene to fill; or the Scene to explain */
-    int explain;             /* 1: an explain job (scene_explain(scene, target, discard)) */
+    int explain;             /* 1: an explain job (scene_explain(scene, target, discard, lrp)) */
     int target;              /* its class */
     float discard;           /* its grad-rollout discard ratio */
+    int lrp;                 /* 1: AttnLRP's pass too */
     /* the result, valid once the event has arrived */
     Model *new_model; /* loaded from model_path (heap; the receiver owns it), or NULL */
     int ran;          /* 1: scene holds a new forward pass */
@@ -48,9 +49,9 @@ void worker_start(Worker *w, const char *model_path, const VitLoadOptions *load_
                   const char *labels_path, const Model *model, const char *image_path,
                   Scene *scene);
 
-/* Hand an explain job to the idle worker: scene_explain(scene, target, discard).
+/* Hand an explain job to the idle worker: scene_explain(scene, target, discard, lrp).
  * The window may go on reading the Scene's run and front maps meanwhile. */
-void worker_start_explain(Worker *w, Scene *scene, int target, float discard);
+void worker_start_explain(Worker *w, Scene *scene, int target, float discard, int lrp);
 
 /* Finish the running job, if any, stop the thread, free new_model if unclaimed. */
 void worker_free(Worker *w);

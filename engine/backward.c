@@ -564,15 +564,22 @@ VitStatus vit_backward(VitGrad *g, const VitRun *run, const Vit *vit, int target
     if (target < 0 || target >= c->n_classes)
         return vit_set_error(err, VIT_ERR_ARG, "%s: class %d out of range [0, %d)", c->name, target,
                              c->n_classes);
-    if (what < 1 || what > VIT_GRAD_ALL)
-        return vit_set_error(err, VIT_ERR_ARG, "backward: what %d, expected 1 .. 3", what);
+    int passes = what & VIT_GRAD_ALL, add = (what & VIT_GRAD_ADD) != 0;
+    if (!passes || (what & ~(VIT_GRAD_ALL | VIT_GRAD_ADD)))
+        return vit_set_error(err, VIT_ERR_ARG, "backward: what %d, expected passes 1 .. 3 (+ 4)",
+                             what);
+    if (add && g->target != target)
+        return vit_set_error(err, VIT_ERR_ARG,
+                             "backward: adds a pass to class %d's gradients, but asks for class %d",
+                             g->target, target);
     Bw bw = {.run = run, .vit = vit, .g = g, .pool = run->pool};
     size_t n;
     carve(g, &bw.s, c, g->grad_att_kept, g->n_threads, &n);
+    int kept = add ? g->what & ~passes : 0; /* a pass each writes only its own outputs */
     g->target = -1;
-    if (what & VIT_GRAD_EXACT) bw.lrp = 0, backward_pass(&bw, target);
-    if (what & VIT_GRAD_LRP) bw.lrp = 1, backward_pass(&bw, target);
+    if (passes & VIT_GRAD_EXACT) bw.lrp = 0, backward_pass(&bw, target);
+    if (passes & VIT_GRAD_LRP) bw.lrp = 1, backward_pass(&bw, target);
     g->target = target;
-    g->what = what;
+    g->what = kept | passes;
     return VIT_OK;
 }

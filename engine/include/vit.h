@@ -527,13 +527,16 @@ VitStatus vit_attention_distance(float *out, const VitRun *run, VitError *err);
 typedef enum {
     VIT_GRAD_EXACT = 1, /* the true gradients (grad_att, grad_tokens, grad_input, ...) */
     VIT_GRAD_LRP = 2,   /* AttnLRP's modified gradient at the input (lrp_input) */
-    VIT_GRAD_ALL = 3
+    VIT_GRAD_ALL = 3,
+    VIT_GRAD_ADD = 4 /* with a pass: keep the other pass's results of the last call (the same
+                        run, forward pass and class), e.g. AttnLRP's pass only once its map is
+                        asked for; without it they are dropped */
 } VitGradWhat;
 
 typedef struct {
     VitConfig cfg;      /* the config the buffers were sized for */
     int target;         /* c: the class of the last vit_backward, -1 before */
-    int what;           /* VitGradWhat the last vit_backward computed */
+    int what;           /* the passes (VitGradWhat) whose results g holds, for class target */
     int grad_att_kept;  /* 1: grad_att holds [L, H, T, T] */
     float *grad_att;    /* [L, H, T, T] dy_c/dA_l, A_l the softmax probabilities; NULL when
                            the run recomputes its attention (read maps through vit_explain) */
@@ -561,9 +564,12 @@ void vit_grad_free(VitGrad *g);
 
 /* The gradients of logit `target` (0 .. C-1; -1: the top-1 class) after
  * vit_forward(run, vit): `what` selects the exact pass, the AttnLRP pass or
- * both (VitGradWhat). Allocates a few [T]-sized buffers per call.
- * Errors: VIT_ERR_ARG (class out of range, no head, g not made for this run),
- * VIT_ERR_NOMEM. */
+ * both (VitGradWhat), plus VIT_GRAD_ADD to keep the other pass's results of the
+ * previous call for the same class and forward pass (the caller's promise: nothing
+ * can tell a new forward pass on the same run). g->what then says which passes'
+ * results g holds. Allocates a few [T]-sized buffers per call.
+ * Errors: VIT_ERR_ARG (class out of range, no head, g not made for this run, an
+ * add for another class), VIT_ERR_NOMEM. */
 VitStatus vit_backward(VitGrad *g, const VitRun *run, const Vit *vit, int target, int what,
                        VitError *err);
 

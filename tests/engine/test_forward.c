@@ -224,6 +224,30 @@ static void test_backward(VitRun *keep, VitRun *redo, const Vit *vit, const char
             }
         }
     }
+    /* VIT_GRAD_ADD: the exact pass, then AttnLRP's added, is the two at once */
+    {
+        VitGrad g = {0};
+        if (check_err(vit_grad_init(&g, vit, &keep[0], &err), &err, VIT_OK, NULL, NULL,
+                      "vit_grad_init for VIT_GRAD_ADD") &&
+            check_err(vit_backward(&g, &keep[0], vit, target, VIT_GRAD_EXACT, &err), &err, VIT_OK,
+                      NULL, NULL, "vit_backward, exact only")) {
+            check(g.what == VIT_GRAD_EXACT && vit_explain(mk, VIT_EXPLAIN_ATTNLRP, &keep[0], &g,
+                                                          vit, 0.0f, &err) == VIT_ERR_ARG,
+                  "%s: the exact pass alone: no AttnLRP map", label);
+            check_err(vit_backward(&g, &keep[0], vit, (g.target + 1) % c->n_classes,
+                                   VIT_GRAD_LRP | VIT_GRAD_ADD, &err),
+                      &err, VIT_ERR_ARG, NULL, (const char *const[]){"adds", NULL},
+                      "VIT_GRAD_ADD for another class");
+            if (check_err(vit_backward(&g, &keep[0], vit, gk[0].target, VIT_GRAD_LRP | VIT_GRAD_ADD,
+                                       &err),
+                          &err, VIT_OK, NULL, NULL, "vit_backward, AttnLRP's pass added"))
+                check(g.what == VIT_GRAD_ALL && n_unequal(g.lrp_input, gk[0].lrp_input, S) == 0 &&
+                          n_unequal(g.grad_input, gk[0].grad_input, S) == 0 &&
+                          n_unequal(g.grad_tokens, gk[0].grad_tokens, G) == 0,
+                      "%s: exact, then AttnLRP's pass added = both at once", label);
+        }
+        vit_grad_free(&g);
+    }
     /* threads: GEMMs split by columns round differently (see test_model) */
     for (int t = 1; t < 3; t++) {
         double dg = max_diff(gk[0].grad_tokens, gk[t].grad_tokens, G),

@@ -145,7 +145,7 @@ static void scene_checks(const char *model_path, const char *image) {
         if (mk->uses_target && !view_ready(&sc, &v)) { /* the worker's scene_explain first */
             check(view_map(map, &sc, &v, &err) == VIT_ERR_ARG,
                   "a class-specific map before scene_explain: refused", mk->name);
-            VitStatus rx = scene_explain(&sc, view_class(&v, &sc), v.discard_ratio, &err);
+            VitStatus rx = scene_explain(&sc, view_class(&v, &sc), v.discard_ratio, mk->lrp, &err);
             check(rx == VIT_OK, rx ? err.msg : "scene_explain", mk->name);
             scene_explain_swap(&sc);
             check(view_ready(&sc, &v), "ready after scene_explain", mk->name);
