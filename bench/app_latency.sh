@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The app's latency under Xvfb (see bench/app_latency.py): launch -> first heatmap and
-# key press -> new frame, on random weights of DeiT-Small/16's exact shapes.
+# The app's latency under Xvfb (see bench/app_latency.py): launch -> first heatmap,
+# key press -> new frame and class switch -> new class-specific map, on random weights
+# of DeiT-Small/16's exact shapes.
 #   bench/app_latency.sh [app_latency.py options]      e.g. --launches 10 --keys 120
 # Builds the app in build-bench/ (Release), writes the weights once (bench/make_weights.py).
 set -euo pipefail

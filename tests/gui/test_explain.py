@@ -37,7 +37,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent / "parity"))
 import test_families as tf  # noqa: E402
-from test_gui import (App, check, run_checks, colormap_lut, diff, find_window, quit_app, run,  # noqa: E402
+from test_gui import (App, check, run_checks, colormap_lut, diff, quit_app, run,  # noqa: E402
                       save)
 
 ESPRESSO, CATS = 967, (281, 282, 285)
@@ -115,10 +115,7 @@ def main():
 
 
 def headless(app, photo):
-    app.wait_line(lambda s: s == f"ready {photo}", "ready (backbone)")
-    app.wait_state("first frame", busy=0, scene=1)
-    app.wid = find_window(app)
-    run(["xdotool", "windowfocus", "--sync", app.wid])
+    app.start(photo)
     base = app.crop(app.shot())
     run(["xdotool", "key", "--clearmodifiers", "1"])
     line = app.wait_line(lambda s: s.startswith("status ") and "no classification head" in s,
@@ -143,10 +140,7 @@ def click_row(app, rank, y_rows):
 
 def explain(app, a, photo, ids):
     viridis = colormap_lut("viridis")
-    app.wait_line(lambda s: s == f"ready {photo}", "ready")
-    app.wait_state("first frame", busy=0, scene=1)
-    app.wid = find_window(app)
-    run(["xdotool", "windowfocus", "--sync", app.wid])
+    app.start(photo)
     check(app.state["kind"] == "attention" and app.state["marked"] == "-1",
           "opens on attention, no class marked in the panel")
 

@@ -23,7 +23,7 @@ import numpy as np
 from PIL import Image
 
 sys.path.insert(0, os.path.dirname(__file__))
-from test_gui import App, check, run_checks, colormap_lut, diff, find_window, quit_app, run, save  # noqa: E402
+from test_gui import App, check, run_checks, colormap_lut, diff, quit_app, run, save  # noqa: E402
 
 PINK = np.array([255, 46, 140])
 NAMES = ("viridis", "inferno", "magma", "turbo", "greys")
@@ -109,10 +109,7 @@ def explore(app, a, model, chelsea, coffee, saves):
     out = a.out
     G, L, H, Np = 14, 12, 3, 1
     viridis = colormap_lut("viridis")
-    app.wait_line(lambda s: s == f"ready {chelsea}", "ready")
-    app.wait_state("first frame", busy=0, scene=1)
-    app.wid = find_window(app)
-    run(["xdotool", "windowfocus", "--sync", app.wid])
+    app.start(chelsea)
     # -- the photo under the map: at the default opacity the overlay is
     # mix(photo, colour, 0.6) and the map is flat inside a patch, so the photo's
     # detail there is the photo's own (with O: no overlay) at 1 - 0.6 of its contrast

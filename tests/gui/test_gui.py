@@ -105,6 +105,14 @@ class App:
             return
         self.wait_line(ok, what)
 
+    def start(self, photo):
+        """Wait until the window shows photo's first map (its "ready" line and a frame that
+        is not busy), find the window and give it the keyboard."""
+        self.wait_line(lambda s: s == f"ready {photo}", f"ready {os.path.basename(photo)}")
+        self.wait_state("first frame with the map", busy=0, scene=1)
+        self.wid = find_window(self)
+        run(["xdotool", "windowfocus", "--sync", self.wid])
+
     def key(self, *keys, **want):
         run(["xdotool", "key", "--clearmodifiers", *keys])
         self.wait_state(" ".join(keys), **want)
@@ -521,10 +529,7 @@ def malformed_inputs(out, model, photo):
 def test(app, args, chelsea, coffee, model):
     out = args.out
     # -- start-up: the window, "ready" once the first map is on screen
-    app.wait_line(lambda s: s == f"ready {chelsea}", "ready")
-    app.wait_state("first frame with the map", busy=0, scene=1)
-    app.wid = find_window(app)
-    run(["xdotool", "windowfocus", "--sync", app.wid])
+    app.start(chelsea)
     L, H = 12, 3
     check(app.state["layer"] == str(L - 1) and app.state["head"] == str(H),
           "starts at the last layer, mean of the heads")
