@@ -127,7 +127,7 @@ typedef struct {
     char photo[1024];   /* the photo last asked for (N steps on from it), "" if none */
     char error[600];    /* shown on the error line until the next success */
     char notice[600];   /* shown on the right of the status line until the next key */
-    char status_left[512], status_right[256];
+    char status_left[1024], status_right[256]; /* left: room for every part in full */
     char legend_hi[32], legend_lo[32], legend_caption[32];
     char pred_text[REN_MAX_PREDS][128];
     char dist_caption[96], tooltip[128];
