@@ -15,9 +15,12 @@
  * probabilities . values while the block is in cache; threads take blocks as
  * they finish. LayerNorm splits rows.
  *
- * Kept for the backward pass (VitRun.blocks_kept): every layer's queries and keys,
- * values, the residual between attention and MLP (copied by proj's epilogue) and
- * fc1's output (GELU's epilogue reads it and writes run->hid).
+ * The residual stream runs through VitRun.tokens: block l reads tokens[l], proj's
+ * epilogue writes the middle of the block xm = tokens[l] + ls1 * proj(ctx) (into
+ * run->x), fc2's writes tokens[l + 1] = xm + ls2 * fc2(...). Kept for the backward
+ * pass (VitRun.blocks_kept): every layer's queries and keys, values, xm (proj's
+ * epilogue writes it there) and fc1's output (GELU's epilogue reads it and writes
+ * run->hid).
  *
  * What is skipped: the last block's output is read only at the tokens the head
  * classifies (CLS, distillation), so after its attention only those rows go
@@ -278,18 +281,21 @@ static void gelu_cols_to(float *restrict dst, const float *restrict src, int ld,
     }
 }
 
-/* x[R, ld] += gamma * y[R, ld] on columns [c0, c1), or x += y without LayerScale.
+/* x[R, ld] = x_in + gamma * y[R, ld] on columns [c0, c1), or x_in + y without
+ * LayerScale (x_in may be x itself).
  * timm: x = x + self.ls1(self.attn(...))   (LayerScale: x * gamma) */
 VECTOR_CLONES
-static void residual_cols(float *restrict x, const float *restrict y, const float *gamma, int ld,
-                          int R, int c0, int c1) {
+static void residual_cols(float *x, const float *x_in, const float *restrict y, const float *gamma,
+                          int ld, int R, int c0, int c1) {
     for (int r = 0; r < R; r++) {
         float *xr = x + (size_t)r * ld;
-        const float *yr = y + (size_t)r * ld;
+        const float *ir = x_in + (size_t)r * ld, *yr = y + (size_t)r * ld;
         if (gamma)
-            for (int i = c0; i < c1; i++) xr[i] += gamma[i] * yr[i];
+#pragma omp simd
+            for (int i = c0; i < c1; i++) xr[i] = ir[i] + gamma[i] * yr[i];
         else
-            for (int i = c0; i < c1; i++) xr[i] += yr[i];
+#pragma omp simd
+            for (int i = c0; i < c1; i++) xr[i] = ir[i] + yr[i];
     }
 }
 
@@ -387,12 +393,8 @@ static void linear_task(void *arg, int thread, int n_threads) {
     if (a->gemm_only) return;
     if (a->epilogue == VIT_EPI_GELU) vit_gelu_cols(a->out, a->ld_out, a->T, c0, c1);
     if (a->epilogue == VIT_EPI_GELU_TO) gelu_cols_to(a->x, a->out, a->ld_out, a->T, c0, c1);
-    if (a->epilogue == VIT_EPI_RESIDUAL) {
-        residual_cols(a->x, a->out, a->gamma, a->ld_out, a->T, c0, c1);
-        for (int t = 0; t < a->T && a->keep; t++) /* the thread's columns, still in cache */
-            memcpy(a->keep + (size_t)t * a->ld_out + c0, a->x + (size_t)t * a->ld_out + c0,
-                   (size_t)(c1 - c0) * sizeof(float));
-    }
+    if (a->epilogue == VIT_EPI_RESIDUAL)
+        residual_cols(a->x, a->x_in ? a->x_in : a->x, a->out, a->gamma, a->ld_out, a->T, c0, c1);
 }
 
 void vit_linear(VitPool *pool, VitLinear a) {
@@ -491,7 +493,7 @@ static void forward_pass(VitRun *run, const Vit *vit, int gemm_only) {
     VitPool *pool = run->pool;
     int N = c->n_patches, T = c->n_tokens, D = c->dim, H = c->n_heads, F = c->mlp_dim,
         Np = c->n_prefix, L = c->n_layers, K = 3 * c->patch_size * c->patch_size;
-    float *x = run->x, *xn = run->xn;
+    float *x = run->tokens, *xn = run->xn; /* the residual stream: tokens[l] into block l */
     /* rows of the last block's output the head reads: CLS (and distillation) token */
     int head_rows = c->n_classes ? (w->head_dist_w ? 2 : 1) : 0;
 
@@ -525,13 +527,16 @@ static void forward_pass(VitRun *run, const Vit *vit, int gemm_only) {
     for (int l = 0; l < L; l++) {
         const VitBlock *b = &w->blocks[l];
         int rows = l == L - 1 ? head_rows : T; /* rows needed after the attention */
-        /* the block internals the backward pass reads, per layer when kept */
+        /* the residual stream x from tokens[l] through xm (the block's middle) into
+         * tokens[l + 1]; the block internals the backward pass reads, per layer when kept */
         int kb = run->blocks_kept;
+        const float *xin = run->tokens + (size_t)l * T * D;
+        float *xm = kb ? run->xm + (size_t)l * T * D : run->x;
+        x = run->tokens + (size_t)(l + 1) * T * D;
         float *qk = run->att_kept && !kb ? run->qk : run->qk + (size_t)l * T * 2 * D;
         float *v = kb ? run->v + (size_t)l * T * D : run->v;
-        if (!gemm_only) memcpy(run->tokens + (size_t)l * T * D, x, (size_t)T * D * sizeof(float));
         /* timm: x = x + self.ls1(self.attn(self.norm1(x))) */
-        layernorm(pool, (LayerNorm){xn, x, b->norm1_w, b->norm1_b, T, D, gemm_only, c->ln_eps});
+        layernorm(pool, (LayerNorm){xn, xin, b->norm1_w, b->norm1_b, T, D, gemm_only, c->ln_eps});
         vit_qkv(pool, qk, v, xn, b, T, D, gemm_only);
         Attention at = {.qk = qk,
                         .v = v,
@@ -555,12 +560,12 @@ static void forward_pass(VitRun *run, const Vit *vit, int gemm_only) {
                               .n_in = D,
                               .n_out = D,
                               .epilogue = VIT_EPI_RESIDUAL,
-                              .x = x,
+                              .x = xm,
+                              .x_in = xin,
                               .gamma = b->ls1,
-                              .keep = kb ? run->xm + (size_t)l * T * D : NULL,
                               .gemm_only = gemm_only});
         /* timm: x = x + self.ls2(self.mlp(self.norm2(x)))   (fc1 -> GELU -> fc2) */
-        layernorm(pool, (LayerNorm){xn, x, b->norm2_w, b->norm2_b, rows, D, gemm_only, c->ln_eps});
+        layernorm(pool, (LayerNorm){xn, xm, b->norm2_w, b->norm2_b, rows, D, gemm_only, c->ln_eps});
         /* kept: fc1's output into hpre[l], GELU from there into hid */
         linear(pool, (Linear){.out = kb ? run->hpre + (size_t)l * T * F : run->hid,
                               .ld_out = F,
@@ -583,12 +588,17 @@ static void forward_pass(VitRun *run, const Vit *vit, int gemm_only) {
                               .n_out = D,
                               .epilogue = VIT_EPI_RESIDUAL,
                               .x = x,
+                              .x_in = xm,
                               .gamma = b->ls2,
                               .gemm_only = gemm_only});
     }
 
-    /* the last block's output: only its first head_rows rows were computed */
-    if (!gemm_only) memcpy(run->tokens + (size_t)L * T * D, x, (size_t)T * D * sizeof(float));
+    /* the last block's output: only its first head_rows rows were computed; the
+     * others keep the block's input, as the stream did in place */
+    x = run->tokens + (size_t)L * T * D;
+    if (!gemm_only)
+        memcpy(x + (size_t)head_rows * D, x - (size_t)T * D + (size_t)head_rows * D,
+               (size_t)(T - head_rows) * D * sizeof(float));
 
     /* timm: x = self.norm(x); x = x[:, 0]; x = self.head(x). The norm is per
      * token, so normalising the CLS (and distillation) token alone gives the

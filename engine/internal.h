@@ -70,10 +70,10 @@ typedef struct {
     const float *b;   /* [n_out] or NULL */
     int ld_out, T, n_in, n_out;
     int epilogue;       /* VIT_EPI_*: on the thread's columns after its GEMM */
-    float *x;           /* VIT_EPI_RESIDUAL: x[T, ld_out] += gamma * out;
+    float *x;           /* VIT_EPI_RESIDUAL: x[T, ld_out] = x_in + gamma * out;
                            VIT_EPI_GELU_TO: x[T, ld_out] = gelu(out) (VIT_EPI_GELU: in place) */
+    const float *x_in;  /* VIT_EPI_RESIDUAL: [T, ld_out], or NULL: x itself (x += ...) */
     const float *gamma; /* LayerScale or NULL */
-    float *keep;        /* VIT_EPI_RESIDUAL: x's new values also into keep[T, ld_out], or NULL */
     int gemm_only;
 } VitLinear;
 void vit_linear(VitPool *pool, VitLinear a);

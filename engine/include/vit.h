@@ -284,8 +284,8 @@ struct VitPool;
 typedef struct {
     VitConfig cfg;      /* copy of the model's config the buffers were sized for */
     float *input;       /* [3, Sh, Sw] normalised pixels (vit_preprocess writes it) */
-    float *x;           /* [T, D] residual stream (after the last block only the rows the head
-                           reads are computed) */
+    float *x;           /* [T, D] the residual stream between a block's attention and its
+                           MLP (scratch; per layer in xm when blocks_kept) */
     float *xn;          /* [T, D] LayerNorm output, then proj/fc2 output */
     float *qk;          /* [T, 2D] queries, keys of the current layer; [L, T, 2D] every
                            layer's when the attention is not kept (for the maps) or the block
