@@ -897,8 +897,8 @@ static void app_save(App *app) {
 
 static void app_draw(App *app) {
     app_update_status(app);
-    int qr = -1, qc = -1;
-    app_query_patch(app, &qr, &qc);
+    int qr = -1, qc = -1; /* the query box, for a kind whose map reads the query */
+    if (MAP_KINDS[app->view.kind].uses_query) app_query_patch(app, &qr, &qc);
     RenFrame f = {
         .overlay = app->overlay,
         .grid = app->grid,

@@ -110,6 +110,7 @@ static int link_program(RenProgram *p, const char *dir, const char *frag, char *
     p->opacity = glGetUniformLocation(p->prog, "u_opacity");
     p->grid = glGetUniformLocation(p->prog, "u_grid");
     p->grid_size = glGetUniformLocation(p->prog, "u_grid_size");
+    p->patches = glGetUniformLocation(p->prog, "u_patches");
     p->cell = glGetUniformLocation(p->prog, "u_cell");
     p->bilinear = glGetUniformLocation(p->prog, "u_bilinear");
     p->mask_on = glGetUniformLocation(p->prog, "u_mask_on");
@@ -388,14 +389,10 @@ static void draw_heat(Ren *r, const RenFrame *f, float x, float y, float w, floa
     glActiveTexture(GL_TEXTURE3);
     glBindTexture(GL_TEXTURE_2D, r->tex_mask);
     glActiveTexture(GL_TEXTURE0);
-    /* The shader reads the map, and draws the patch grid, the mask outline and the
-     * query box, on one grid: u_grid_size. For a patch map [gh, gw] that is the patch
-     * grid. A pixel map [Sh, Sw] is read at its own size, and the patch grid and the
-     * query box, which would come out one pixel wide, are left out; the mask is the
-     * map's own, per pixel. (To draw them over a pixel map, heatmap.frag.glsl needs a
-     * u_map_size apart from u_grid_size: this is the one place to change.) */
+    /* The shader reads the map and its mask at the map's size (u_grid_size: the patch
+     * grid [gh, gw], or [Sh, Sw] for a pixel map), and draws the patch grid lines and
+     * the query box on the patch grid (u_patches) over either. */
     int mw = cell < 0 ? r->map_w : r->atlas_w, mh = cell < 0 ? r->map_h : r->atlas_h;
-    int patches = mw == r->grid_w && mh == r->grid_h;
     int cx = 0, cy = 0;
     if (cell >= 0 && r->atlas_cols > 0)
         cx = (cell % r->atlas_cols) * mw, cy = (cell / r->atlas_cols) * mh;
@@ -403,12 +400,14 @@ static void draw_heat(Ren *r, const RenFrame *f, float x, float y, float w, floa
     float line = cell_px / 22.0f;
     line = line < 1.0f ? 1.0f : line > 4.0f ? 4.0f : line;
     glUniform1f(r->heat.opacity, f->overlay ? f->opacity : 0.0f);
-    glUniform1f(r->heat.grid, f->grid && main_view && patches ? 1.0f : 0.0f);
+    glUniform1f(r->heat.grid, f->grid && main_view ? 1.0f : 0.0f);
     glUniform2f(r->heat.grid_size, (float)mw, (float)mh);
+    glUniform2f(r->heat.patches, (float)(r->grid_w > 0 ? r->grid_w : mw),
+                (float)(r->grid_h > 0 ? r->grid_h : mh));
     glUniform2i(r->heat.cell, cx, cy);
     glUniform1f(r->heat.bilinear, f->bilinear ? 1.0f : 0.0f);
     glUniform1f(r->heat.mask_on, f->mask && main_view ? 1.0f : 0.0f);
-    glUniform2i(r->heat.query, patches ? f->query_col : -1, patches ? f->query_row : -1);
+    glUniform2i(r->heat.query, f->query_col, f->query_row);
     glUniform1f(r->heat.line_px, line);
     glUniform1f(r->heat.ramp, 0.0f);
     set_rect(&r->heat, x, y, w, h);

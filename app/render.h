@@ -29,8 +29,8 @@ typedef struct {
 
 typedef struct {
     GLuint prog;
-    GLint screen, rect, uv;               /* quad.vert.glsl */
-    GLint opacity, grid, grid_size, cell; /* heatmap.frag.glsl */
+    GLint screen, rect, uv;                        /* quad.vert.glsl */
+    GLint opacity, grid, grid_size, patches, cell; /* heatmap.frag.glsl */
     GLint bilinear, mask_on, query, line_px, ramp;
     GLint color, textured, round; /* ui.frag.glsl */
 } RenProgram;

@@ -16,7 +16,8 @@ uniform sampler2D u_lut;   // [256, 1] RGB8, texelFetch
 uniform sampler2D u_mask;  // [gh, gw] R8: 1 inside the mask
 uniform float u_opacity;   // 0 .. 1; 0 also when the overlay is off
 uniform float u_grid;      // 1: draw the patch grid
-uniform vec2 u_grid_size;  // (gw, gh)
+uniform vec2 u_grid_size;  // the map's size (w, h): (gw, gh), or (Sw, Sh) for a pixel map
+uniform vec2 u_patches;    // (gw, gh): the patch grid the grid lines and the query box are on
 uniform ivec2 u_cell;      // texel origin of this map in u_map
 uniform float u_bilinear;  // 1: bilinear upsampling, 0: nearest
 uniform float u_mask_on;   // 1: outline the mask
@@ -60,12 +61,15 @@ void main() {
 
     // Patch grid: lines one framebuffer pixel wide at the patch borders,
     // anti-aliased by the distance to the border measured in pixels (fwidth).
-    vec2 px = max(fwidth(g), vec2(1e-6)); // patches per px
-    vec2 d = abs(fract(g + 0.5) - 0.5) / px;
+    // On the patch grid whatever the map's size (a pixel map has its own).
+    vec2 gp = v_uv * u_patches;
+    vec2 pp = max(fwidth(gp), vec2(1e-6)); // patches per px
+    vec2 d = abs(fract(gp + 0.5) - 0.5) / pp;
     float line = 1.0 - clamp(min(d.x, d.y), 0.0, 1.0);
     rgb = mix(rgb, vec3(1.0), 0.45 * line * u_grid);
 
-    // Distances (px) from this fragment to its patch's four borders.
+    // Distances (px) from this fragment to its map cell's four borders.
+    vec2 px = max(fwidth(g), vec2(1e-6)); // map cells per px
     vec2 f = g - vec2(c);
     float dl = f.x / px.x, dr = (1.0 - f.x) / px.x, dt = f.y / px.y, db = (1.0 - f.y) / px.y;
     float w = u_line_px;
@@ -88,9 +92,11 @@ void main() {
             rgb = vec3(0.0);
     }
 
-    // The query patch: a pink box inside its cell, dark edged.
-    if (c == u_query) {
-        float e = min(min(dl, dr), min(dt, db));
+    // The query patch: a pink box inside its patch, dark edged.
+    ivec2 cp = ivec2(floor(gp));
+    if (cp == u_query) {
+        vec2 fp = gp - vec2(cp);
+        float e = min(min(fp.x, 1.0 - fp.x) / pp.x, min(fp.y, 1.0 - fp.y) / pp.y);
         if (e < 1.0)
             rgb = vec3(0.0);
         else if (e < 1.0 + 1.5 * w)

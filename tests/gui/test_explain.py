@@ -189,6 +189,23 @@ def explain(app, a, photo, ids):
             check(d > 0.02, f"{kind}: the two classes' maps differ ({d:.3f}); halves espresso "
                   f"{le:.3f} | {re_:.3f}, cat {lc:.3f} | {rc:.3f}")
 
+    # -- G on a pixel map (gradient x input, on screen now): the lines are the patch grid's,
+    # 14 x 14, not one per pixel
+    before = app.crop(app.shot()).astype(np.int32)
+    app.key("g", grid=1)
+    after = app.crop(app.shot()).astype(np.int32)
+    app.key("g", grid=0)
+    change = np.abs(after - before).sum(-1).astype(np.float64)  # [h, w]
+    near = [np.zeros(n, bool) for n in change.shape]
+    for axis, n in enumerate(change.shape):
+        for k in range(1, 14):
+            x = round(k * n / 14)
+            near[axis][max(0, x - 2):x + 2] = True
+    near_border = near[0][:, None] | near[1][None, :]
+    share = change[near_border].sum() / max(change.sum(), 1)
+    check(share > 0.9, f"G over a pixel map draws the 14 x 14 patch grid ({share:.2f} of the "
+          "change within 2 px of the patch borders)")
+
     # -- keys: 1 targets the top-1, E leaves the class-specific kinds for attention
     run(["xdotool", "key", "--clearmodifiers", "1"])
     app.wait_state("1: the top-1", marked=0, busy=0, **{"class": ids[0]})
