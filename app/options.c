@@ -82,6 +82,8 @@ void options_usage(FILE *f) {
         "of the CLS token over the patch grid: every layer and head, the head fusions\n"
         "(mean, max, min) and attention rollout, as a heatmap over the crop the model saw;\n"
         "with register or distillation tokens, bars beside it show their share of the row.\n"
+        "For a classifier, class-specific maps show why it sees a class (1-5, --class):\n"
+        "Chefer et al., gradient rollout, Grad-CAM, LeGrad, AttnLRP, gradient x input.\n"
         "Without --model it uses the built-in model, a small ViT trained by this project to\n"
         "tell which of six shapes a cluttered scene holds; without an IMAGE it opens on the\n"
         "first of that model's demo scenes (N steps through them). Several images, or a\n"
@@ -116,19 +118,25 @@ void options_usage(FILE *f) {
         "  --top K         print the K most probable classes and exit, one per line:\n"
         "                    RANK PROB CLASS_ID LABEL     e.g. \"1 0.6123 281 tabby, tabby cat\"\n"
         "                  RANK from 1, PROB the softmax probability, CLASS_ID from 0,\n"
-        "                  LABEL the rest of the line (absent without class names)\n"
-        "  --export DIR    write every map as a PNG into DIR and exit: L01_H01.png ...\n"
-        "                  (layer, head from 1), L01_mean/max/min.png (head fusions),\n"
-        "                  L01_rollout.png (rollout, mean fusion, --discard), and for slides\n"
-        "                  L01_heads.png (every head of a layer in a grid), contact_sheet.png\n"
-        "                  and contact_sheet_rollout.png (layers x heads): L*H + 5L + 2 PNGs;\n"
-        "                  beside each map's PNG its raw values, before normalisation, as\n"
-        "                  .npy (float32, [gh, gw]): L01_H01.npy ..., L*H + 4L files\n"
-        "  --stdin-drops   read file paths from stdin, one per line, as if dropped on the\n"
-        "                  window (for scripts and tests)\n"
-        "  -h, --help      this help\n"
-        "\n"
-        "keys:\n");
+        "                  LABEL the rest of the line (absent without class names)\n");
+    fputs(/* two strings: C11 promises string literals of up to 4095 bytes only */
+          "  --export DIR    write every map as a PNG into DIR and exit: L01_H01.png ...\n"
+          "                  (layer, head from 1), L01_mean/max/min.png (head fusions),\n"
+          "                  L01_rollout.png (rollout, mean fusion, --discard), and for slides\n"
+          "                  L01_heads.png (every head of a layer in a grid), contact_sheet.png\n"
+          "                  and contact_sheet_rollout.png (layers x heads): L*H + 5L + 2 PNGs;\n"
+          "                  beside each map's PNG its raw values, before normalisation, as\n"
+          "                  .npy (float32, [gh, gw]): L01_H01.npy ..., L*H + 4L files. With a\n"
+          "                  classification head also the class-specific maps of --class\n"
+          "                  (default: the top-1), class281_chefer.png, _grad-rollout,\n"
+          "                  _gradcam, _legrad, _attnlrp, _grad-input (.png and .npy, the\n"
+          "                  last two [Sh, Sw]), and contact_sheet_class281.png: 7 + 6 more\n"
+          "  --stdin-drops   read file paths from stdin, one per line, as if dropped on the\n"
+          "                  window (for scripts and tests)\n"
+          "  -h, --help      this help\n"
+          "\n"
+          "keys:\n",
+          f);
     for (int i = 0; i < keys.n; i++) fprintf(f, "  %-14s  %s\n", keys.rows[i][0], keys.rows[i][1]);
     fprintf(f,
             "\n"
