@@ -167,6 +167,25 @@ LARGE_HEAD = "vit_large_patch14_518_head"  # the same with a head, for the backw
 LARGE_LIMIT_MB = 2048  # the issue's target: explorable within 2 GB resident
 
 
+def parse_single(stdout):
+    """bench_forward's figures of a single run (--iters 1): stage times in ms, peak RSS and
+    weights in MB, the attention storage it used, the backward buffers' size."""
+    got = {}
+    for line in stdout.splitlines():
+        w = line.split()
+        if w[:1] == ["stage"]:
+            got[w[1]] = float(w[3])
+        elif w[:1] == ["memory"]:
+            got["rss"], got["weights"] = float(w[2]), float(w[4])
+        elif w[:1] == ["memory_forward"]:
+            got["rss_forward"] = float(w[2])
+        elif w[:1] == ["grad_buffers_mb"]:
+            got["grad_mb"] = float(w[1])
+        elif w[:1] == ["run"]:
+            got["how"] = line.split("attention=")[1]
+    return got
+
+
 def run_large(args, threads):
     """DINOv2-L/14 at 518 px (T = 1370), random weights: the attention kept (2.9 GB of
     it) against recomputed from the kept queries and keys (the default above 512 MiB).
@@ -184,15 +203,7 @@ def run_large(args, threads):
                            capture_output=True, text=True, env=env)
         if p.returncode != 0:
             raise RuntimeError(f"bench_forward --att {att}: {p.stderr.strip()}")
-        got = {}
-        for line in p.stdout.splitlines():
-            w = line.split()
-            if w[:1] == ["stage"]:
-                got[w[1]] = float(w[3])
-            elif w[:1] == ["memory"]:
-                got["rss"], got["weights"] = float(w[2]), float(w[4])
-            elif w[:1] == ["run"]:
-                got["how"] = line.split("attention=")[1]
+        got = parse_single(p.stdout)
         print(f"  --att {att:<5} {got['how']:<34} forward {got['forward']:9.0f} ms  "
               f"maps {got['maps']:8.0f} ms (rollout {got['rollout']:7.0f})  peak RSS "
               f"{got['rss']:6.0f} MB (weights {got['weights']:.0f} MB)", flush=True)
@@ -218,17 +229,7 @@ def run_large_backward(args, threads):
                        capture_output=True, text=True, env=env)
     if p.returncode != 0:
         raise RuntimeError(f"bench_forward --backward: {p.stderr.strip()}")
-    got = {}
-    for line in p.stdout.splitlines():
-        w = line.split()
-        if w[:1] == ["stage"]:
-            got[w[1]] = float(w[3])
-        elif w[:1] == ["memory"]:
-            got["rss"], got["weights"] = float(w[2]), float(w[4])
-        elif w[:1] == ["memory_forward"]:
-            got["rss_forward"] = float(w[2])
-        elif w[:1] == ["grad_buffers_mb"]:
-            got["grad_mb"] = float(w[1])
+    got = parse_single(p.stdout)
     print(f"  --att recompute  forward {got['forward']:7.0f} ms  backward {got['backward']:7.0f} ms"
           f"  LRP pass {got['lrp']:7.0f} ms\n  peak RSS after the forward pass "
           f"{got['rss_forward']:6.0f} MB, after the backward {got['rss']:6.0f} MB (weights "
