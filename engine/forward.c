@@ -24,8 +24,9 @@
  *
  * What is skipped: the last block's output is read only at the tokens the head
  * classifies (CLS, distillation), so after its attention only those rows go
- * through proj and the MLP (none for a backbone without head); the attention
- * itself, all of it, is what the maps need. */
+ * through proj and the MLP (none for a backbone without head), unless the run
+ * keeps every token (VitRunOptions.all_tokens, for the token views); the
+ * attention itself, all of it, is what the maps need. */
 #include "internal.h"
 
 #include <cblas.h>
@@ -153,6 +154,7 @@ VitStatus vit_run_init_with(VitRun *run, const Vit *vit, const VitRunOptions *op
     run->cfg = *c;
     run->n_threads = n_threads;
     run->att_kept = keep;
+    run->all_tokens = o.all_tokens != 0;
     run->blocks_kept = blocks;
     float *p = run->mem;
     run->input = p;
@@ -496,6 +498,7 @@ static void forward_pass(VitRun *run, const Vit *vit, int gemm_only) {
     float *x = run->tokens, *xn = run->xn; /* the residual stream: tokens[l] into block l */
     /* rows of the last block's output the head reads: CLS (and distillation) token */
     int head_rows = c->n_classes ? (w->head_dist_w ? 2 : 1) : 0;
+    int last_rows = run->all_tokens ? T : head_rows; /* rows of the last block computed */
 
     /* timm: x = self.patch_embed(x)  (Conv2d then flatten(2).transpose(1, 2)) */
     if (!gemm_only) {
@@ -526,7 +529,7 @@ static void forward_pass(VitRun *run, const Vit *vit, int gemm_only) {
 
     for (int l = 0; l < L; l++) {
         const VitBlock *b = &w->blocks[l];
-        int rows = l == L - 1 ? head_rows : T; /* rows needed after the attention */
+        int rows = l == L - 1 ? last_rows : T; /* rows needed after the attention */
         /* the residual stream x from tokens[l] through xm (the block's middle) into
          * tokens[l + 1]; the block internals the backward pass reads, per layer when kept */
         int kb = run->blocks_kept;
@@ -596,9 +599,9 @@ static void forward_pass(VitRun *run, const Vit *vit, int gemm_only) {
     /* the last block's output: only its first head_rows rows were computed; the
      * others keep the block's input, as the stream did in place */
     x = run->tokens + (size_t)L * T * D;
-    if (!gemm_only)
-        memcpy(x + (size_t)head_rows * D, x - (size_t)T * D + (size_t)head_rows * D,
-               (size_t)(T - head_rows) * D * sizeof(float));
+    if (!gemm_only && last_rows < T)
+        memcpy(x + (size_t)last_rows * D, x - (size_t)T * D + (size_t)last_rows * D,
+               (size_t)(T - last_rows) * D * sizeof(float));
 
     /* timm: x = self.norm(x); x = x[:, 0]; x = self.head(x). The norm is per
      * token, so normalising the CLS (and distillation) token alone gives the

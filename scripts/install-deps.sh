@@ -5,13 +5,13 @@ set -euo pipefail
 SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
 
 build=(build-essential cmake pkg-config
-       libopenblas-dev libcjson-dev libstb-dev
+       libopenblas-dev liblapacke-dev libcjson-dev libstb-dev
        libsdl2-dev libsdl2-ttf-dev libepoxy-dev libfontconfig-dev fonts-dejavu-core libgl1-mesa-dri
        curl)  # scripts/download-model.sh
 # Tests: the PyTorch reference (Debian's python3-torch, run with /usr/bin/python3),
 # the GUI tests under Xvfb, clang with libFuzzer (libclang-rt-14-dev ships
 # libclang_rt.fuzzer) for tests/fuzz, and valgrind for the memcheck tests.
-tests=(python3-torch python3-numpy python3-pil python3-torchvision
+tests=(python3-torch python3-numpy python3-pil python3-torchvision python3-networkx
        xvfb xauth xdotool x11-utils imagemagick clang-format
        clang libclang-rt-14-dev valgrind
        xfonts-base)  # X core fonts: SDL's X11 message box (start-up errors) needs them

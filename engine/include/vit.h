@@ -275,6 +275,9 @@ typedef enum {
 typedef struct {
     int n_threads;     /* threads for vit_forward, 1 .. VIT_MAX_THREADS; 0: one per online core */
     VitAttStorage att; /* how the attention is kept for the maps (see above) */
+    int all_tokens;    /* 1: the last block's output is computed for every token, as the token
+                          views (vit_features, vit_token_norms, ...) read it; 0: only the rows
+                          the head reads (CLS, distillation token), 1/L of a pass less */
 } VitRunOptions;
 
 struct VitPool;
@@ -297,7 +300,8 @@ typedef struct {
     float *tokens;      /* [L + 1, T, D] the residual stream: tokens[0] the embedded input
                            (patch embedding, prefix tokens, position embedding), tokens[l + 1]
                            block l's output; of the last block's output only the rows the
-                           head reads (CLS, distillation token) are computed */
+                           head reads (CLS, distillation token) are computed, unless
+                           all_tokens */
     float *att;         /* [L, H, T, T] softmax attention probabilities, rows sum to 1; NULL
                            when not kept (att_kept 0): read maps through the functions below */
     float *logits;      /* [C] (NULL when C == 0); with a distillation head the mean of both */
@@ -307,6 +311,7 @@ typedef struct {
     int crop_x, crop_y, crop_w, crop_h; /* source-image px rectangle the model saw */
     int n_threads;                      /* threads vit_forward uses */
     int att_kept;                       /* 1: att holds [L, H, T, T]; 0: recomputed from qk */
+    int all_tokens;                     /* 1: tokens[L] holds every token (VitRunOptions) */
     /* private */
     float *att_scratch; /* [n_threads, VIT_ATT_BLOCK, T] when att is not kept */
     int blocks_kept;    /* 1: qk, v [L, ...], xm and hpre hold every layer's (vit_backward) */
@@ -620,6 +625,103 @@ int vit_explain_pixels(VitExplain m);
  * VIT_ERR_NOMEM. */
 VitStatus vit_explain(float *out, VitExplain m, const VitRun *run, const VitGrad *g, const Vit *vit,
                       float discard_ratio, VitError *err);
+
+/* ---------------------------------------------------------------------------
+ * What the tokens hold: views of the residual stream VitRun.tokens.
+ *
+ * `layer` is a block, 0 .. L-1: these read block `layer`'s output tokens,
+ * tokens[layer + 1] [T, D] (the last block's for every token needs a run made with
+ * VitRunOptions.all_tokens; without it, VIT_ERR_ARG). "Features" are those tokens
+ * through the model's final LayerNorm (norm_w, norm_b), as DINOv2's
+ * get_intermediate_layers(norm=True) and the logit lens read a layer. */
+
+/* Features of block `layer`'s output: out[t] = LayerNorm(tokens[layer + 1][t]) with
+ * the final norm's weights and eps. out: [T, D], caller's. Errors: VIT_ERR_ARG. */
+VitStatus vit_features(float *out, const VitRun *run, const Vit *vit, int layer, VitError *err);
+
+/* L2 norm of every token of block `layer`'s output (the residual stream, before
+ * any norm, as Darcet et al. 2023, "Vision Transformers Need Registers", §2 measure
+ * their high-norm tokens): out [T], summed in double. Errors: VIT_ERR_ARG. */
+VitStatus vit_token_norms(float *out, const VitRun *run, int layer, VitError *err);
+
+/* Patch similarity: the cosine similarity of `query`'s feature (vit_features) to
+ * every patch's at the layer, out [N] in [-1, 1]; computed in double. A zero feature
+ * gives 0. Errors: VIT_ERR_ARG (layer, query out of range), VIT_ERR_NOMEM. */
+VitStatus vit_patch_similarity(float *out, const VitRun *run, const Vit *vit, int layer, int query,
+                               VitError *err);
+
+/* Logit lens: the model's head applied to a layer's token after the final norm,
+ * probs [C] = softmax(head(norm(tokens[layer + 1][token]))). For the CLS token
+ * of a distilled model (DeiT) the head the model predicts with: the mean of
+ * head(norm(x_0)) and head_dist(norm(x_1)). At the last layer and token 0 this is
+ * run->probs. Errors: VIT_ERR_ARG (no head: C == 0; range), VIT_ERR_NOMEM. */
+VitStatus vit_logit_lens(float *probs, const VitRun *run, const Vit *vit, int layer, int token,
+                         VitError *err);
+
+/* The logit lens over the patches: out[p] = softmax(head(norm(tokens[layer + 1][Np +
+ * p])))[cls], the probability of class `cls` the head reads from each patch's token
+ * (the CLS head's weights; the distillation head is not used). out [N]. Errors:
+ * VIT_ERR_ARG, VIT_ERR_NOMEM. */
+VitStatus vit_logit_lens_map(float *out, const VitRun *run, const Vit *vit, int layer, int cls,
+                             VitError *err);
+
+/* High-norm tokens (Darcet et al. 2023): the tokens of block `layer`'s output whose
+ * norm n_t > median + k * MAD (median absolute deviation from the median, both over
+ * the patch tokens, not scaled), and n_t > abs_threshold when abs_threshold > 0 (the
+ * paper's 150 for DINOv2 ViT-L/g). idx [T] receives the token indices, patches and
+ * prefix tokens alike, in decreasing norm; returns how many (0 .. T), or -1 on error
+ * (err set). first [T] (may be NULL): for each listed token, the first layer l0 <=
+ * layer from which its norm exceeds its own layer's threshold at every layer l0 ..
+ * layer. */
+int vit_high_norm_tokens(int *idx, int *first, const VitRun *run, int layer, float k,
+                         float abs_threshold, VitError *err);
+
+/* TokenRank (Erel et al. 2025, "Attention (as Discrete-Time Markov Chains)"): the
+ * attention matrix of a layer as a Markov chain, P = 0.99 * A + 0.01 / T (every
+ * row of A sums to 1), and its stationary distribution pi = pi P by power
+ * iteration from the uniform distribution until the L1 change is below 1e-9 (at
+ * most 1000 steps), in double. A is one head's attention (head >= 0) or the heads
+ * fused (head < 0), rows renormalised to sum 1 (mean fusion already does). out [T],
+ * sums to 1: a global importance of each token. Errors: VIT_ERR_ARG, VIT_ERR_NOMEM. */
+VitStatus vit_tokenrank(float *out, const VitRun *run, int layer, int head, VitFusion fusion,
+                        VitError *err);
+
+/* Attention flow (Abnar & Zuidema 2020, "Quantifying Attention Flow in Transformers",
+ * §3): the layered graph with a node per token before block 0 and after every block
+ * 0 .. layer, and an edge from token j after block l-1 to token i after block l of
+ * capacity A_l[i, j], A_l = 0.5 * mean_h att[l, h] + 0.5 * I (the residual). out[j]
+ * = the maximum flow from token j's input node to `query`'s node after block
+ * `layer`, for every token j: out [T], each in [0, 1]. Exact (a max-flow algorithm
+ * in double, engine/flow.c), one problem per token, spread over the run's threads.
+ * Errors: VIT_ERR_ARG (range, no forward pass), VIT_ERR_NOMEM. */
+VitStatus vit_attention_flow(float *out, const VitRun *run, int layer, int query, VitError *err);
+
+/* The same on given capacities, for tests and other graphs: cap [n_layers, T, T],
+ * cap[l][i][j] the capacity from token j at level l to token i at level l + 1
+ * (>= 0, finite); out[j] the max flow from token j at level 0 to token `query` at
+ * level n_layers, for every j: out [T]. n_threads >= 1 threads of its own.
+ * Errors: VIT_ERR_ARG, VIT_ERR_NOMEM. */
+VitStatus vit_max_flow_layers(float *out, const float *cap, int n_layers, int T, int query,
+                              int n_threads, VitError *err);
+
+/* Feature PCA, the DINOv2 paper's Fig. 1 recipe (Oquab et al. 2023, §7.1 and
+ * the recipe its issues #23 give): x [M, D] feature rows (the patch features of
+ * one image, or of several stacked, so that one set of components colours them
+ * all alike).
+ *   1. PCA of all rows (centred, covariance in double, eigenvectors by LAPACK's
+ *      dsyevr): first component c1. Its sign is chosen so that the mean projection
+ *      of the rows with border[m] = 1 (patches on an image's edge: background in
+ *      most photos) is <= that of the others (border NULL: the largest |loading|
+ *      of c1 positive). Foreground: rows whose centred projection on c1 is > 0.
+ *   2. PCA of the foreground rows alone: components 1 to 3, each with its largest
+ *      |loading| positive; each projection min-max scaled over the foreground to
+ *      [0, 1] gives R, G and B.
+ * rgb [M, 3]: the colour of each foreground row, 0 for the background. fg [M]
+ * (may be NULL): 1 foreground, 0 background. Fewer than 4 foreground rows: every
+ * row is foreground. A component with zero variance gives 0. Errors: VIT_ERR_ARG
+ * (M < 1, D < 1), VIT_ERR_NOMEM, VIT_ERR_FORMAT (LAPACK failed: its info). */
+VitStatus vit_feature_pca(float *rgb, uint8_t *fg, const float *x, int m, int d,
+                          const uint8_t *border, VitError *err);
 
 #ifdef __cplusplus
 }
