@@ -3,7 +3,7 @@
  *
  *   vit_dump --model M.safetensors [--heads N] [--config config.json]
  *            [--size HxW] [--whole] [--att keep|recompute] [--threads K]
- *            [--class C [--discard R]] (--image PHOTO | --input RAW) --out DIR
+ *            [--class C [--discard R]] [--tokens] (--image PHOTO | --input RAW) --out DIR
  *
  * RAW is a [3, Sh, Sw] float32 file in host byte order: it tests the forward
  * pass apart from preprocessing. --size and --whole are VitLoadOptions'
@@ -25,6 +25,18 @@
  *   expl_NAME.npy   each vit_explain map: [gh, gw] or [Sh, Sw] (NAME: chefer,
  *                   grad_rollout (with --discard R), gradcam, legrad, attnlrp, grad_input)
  * and "target" in config.json.
+ * --tokens runs with VitRunOptions.all_tokens and writes the token views
+ * (vit.h, "What the tokens hold"), every layer l = 0 .. L-1:
+ *   tokens.npy     [L + 1, T, D] f4 the residual stream (VitRun.tokens)
+ *   features.npy   [L, T, D] f4     vit_features
+ *   norms.npy      [L, T] f4        vit_token_norms
+ *   similarity.npy [L, 3, N] f4     vit_patch_similarity for the queries 0 (CLS), Np (the
+ *                                   first patch) and T - 1 (the last)
+ *   tokenrank.npy  [L, H + 3, T] f4 vit_tokenrank of each head, then mean, max, min fusion
+ *   high_norm.npy  [L, T, 2] i4     vit_high_norm_tokens(k = 3, no absolute threshold):
+ *                                   per layer (token, first layer) rows, the rest -1
+ *   lens.npy       [L, C] f4        vit_logit_lens of the CLS token (with a head)
+ *   lens_map.npy   [L, N] f4        vit_logit_lens_map of the top-1 class (with a head)
  * Errors: a message on stderr, exit 1 (2 for a usage error). */
 #include "vit.h"
 
@@ -50,7 +62,8 @@ static int fail(const char *fmt, ...) {
 static int usage(void) {
     fputs("usage: vit_dump --model M.safetensors [--heads N] [--config config.json]\n"
           "                [--size HxW] [--whole] [--att keep|recompute] [--threads K]\n"
-          "                [--class C [--discard R]] (--image PHOTO | --input RAW_F32) --out DIR\n",
+          "                [--class C [--discard R]] [--tokens]\n"
+          "                (--image PHOTO | --input RAW_F32) --out DIR\n",
           stderr);
     return 2;
 }
@@ -146,6 +159,70 @@ static int write_config(const char *dir, const VitRun *run, const Vit *vit, int 
     return 0;
 }
 
+/* --- the token views (--tokens) ------------------------------------------------ */
+
+/* 0 written, 1 a file error (reported), -1 an engine error (in *err). */
+static int write_tokens(const char *out, const VitRun *run, const Vit *vit, VitError *err) {
+    const VitConfig *c = &vit->cfg;
+    size_t L = (size_t)c->n_layers, H = (size_t)c->n_heads, T = (size_t)c->n_tokens,
+           D = (size_t)c->dim, N = (size_t)c->n_patches, C = (size_t)c->n_classes;
+    size_t n = L * T * D + L * T + L * 3 * N + L * (H + 3) * T + L * C + L * N;
+    float *buf = malloc(n * sizeof(float));
+    int32_t *hn = malloc(L * T * 2 * sizeof(int32_t));
+    int *idx = malloc(2 * T * sizeof(int));
+    int rc = 1;
+    if (!buf || !hn || !idx) {
+        fail("out of memory");
+        goto done;
+    }
+    float *feat = buf, *norms = feat + L * T * D, *sim = norms + L * T, *tr = sim + L * 3 * N,
+          *lens = tr + L * (H + 3) * T, *lmap = lens + L * C;
+    int queries[3] = {0, c->n_prefix, c->n_tokens - 1}, top = 0;
+    if (C) vit_top_k(&top, run->probs, c->n_classes, 1);
+    rc = -1;
+    for (int l = 0; l < (int)L; l++) {
+        if (vit_features(feat + l * T * D, run, vit, l, err) ||
+            vit_token_norms(norms + l * T, run, l, err))
+            goto done;
+        for (int q = 0; q < 3; q++)
+            if (vit_patch_similarity(sim + (l * 3 + q) * N, run, vit, l, queries[q], err))
+                goto done;
+        for (int k = 0; k < (int)H + 3; k++)
+            if (vit_tokenrank(tr + (l * (H + 3) + k) * T, run, l, k < (int)H ? k : -1,
+                              k < (int)H ? VIT_FUSE_MEAN : (VitFusion)(k - H), err))
+                goto done;
+        int m = vit_high_norm_tokens(idx, idx + T, run, l, 3.0f, 0.0f, err);
+        if (m < 0) goto done;
+        for (int t = 0; t < (int)T; t++) {
+            hn[(l * T + t) * 2] = t < m ? idx[t] : -1;
+            hn[(l * T + t) * 2 + 1] = t < m ? idx[T + t] : -1;
+        }
+        if (C && (vit_logit_lens(lens + l * C, run, vit, l, 0, err) ||
+                  vit_logit_lens_map(lmap + l * N, run, vit, l, top, err)))
+            goto done;
+    }
+    rc = 1;
+    const size_t s_tok[3] = {L + 1, T, D}, s_feat[3] = {L, T, D}, s_norm[2] = {L, T},
+                 s_sim[3] = {L, 3, N}, s_tr[3] = {L, H + 3, T}, s_hn[3] = {L, T, 2},
+                 s_lens[2] = {L, C}, s_lmap[2] = {L, N};
+    const uint16_t one = 1;
+    uint8_t little;
+    memcpy(&little, &one, 1);
+    if (npy_f32(out, "tokens.npy", run->tokens, s_tok, 3) ||
+        npy_f32(out, "features.npy", feat, s_feat, 3) ||
+        npy_f32(out, "norms.npy", norms, s_norm, 2) ||
+        npy_f32(out, "similarity.npy", sim, s_sim, 3) ||
+        npy_f32(out, "tokenrank.npy", tr, s_tr, 3) ||
+        npy_write(out, "high_norm.npy", little ? "<i4" : ">i4", hn, sizeof(int32_t), s_hn, 3) ||
+        (C && (npy_f32(out, "lens.npy", lens, s_lens, 2) ||
+               npy_f32(out, "lens_map.npy", lmap, s_lmap, 2))))
+        goto done;
+    rc = 0;
+done:
+    free(buf), free(hn), free(idx);
+    return rc;
+}
+
 /* --- main ------------------------------------------------------------------ */
 
 int main(int argc, char **argv) {
@@ -157,6 +234,10 @@ int main(int argc, char **argv) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--whole")) {
             whole = 1;
+            continue;
+        }
+        if (!strcmp(a, "--tokens")) {
+            ropt.all_tokens = 1;
             continue;
         }
         if (!v) return usage();
@@ -276,6 +357,11 @@ int main(int argc, char **argv) {
             if (npy_f32(out, name, map, vit_explain_pixels((VitExplain)m) ? s_px : s_grid, 2))
                 goto done;
         }
+    }
+    if (ropt.all_tokens) {
+        int trc = write_tokens(out, &run, &vit, &err);
+        if (trc < 0) goto engine_fail;
+        if (trc) goto done;
     }
     printf("%s: S=%zux%zu P=%d grid=%dx%d Np=%d D=%d H=%zu L=%zu F=%d C=%zu -> %s\n", c->name, Sh,
            Sw, c->patch_size, c->grid_h, c->grid_w, c->n_prefix, c->dim, H, L, c->mlp_dim, C, out);
