@@ -165,12 +165,48 @@ static int no_variance(double var, double total) {
 
 /* --- entry point ------------------------------------------------------------ */
 
-VitStatus vit_feature_pca(float *rgb, uint8_t *fg, const float *x, int m, int d,
+/* Step 1 on one image's rows x [m, d]: the first component of its rows, its sign
+ * putting the border below the others; sel [m] 1 for the foreground (every row when
+ * fewer than 4 would be). mean [d], vec [d], p [m] scratch. */
+static VitStatus foreground(uint8_t *sel, const float *x, int m, int d, const uint8_t *border,
+                            double *mean, double *vec, double *p, VitError *err) {
+    double var, total;
+    VitStatus rc = pca_top(vec, &var, mean, &total, x, NULL, m, m, d, 1, err);
+    if (rc) return rc;
+    double big = 0.0, sum_border = 0.0, sign;
+    int n_border = 0, n_fg = 0;
+    for (int i = 0; i < m; i++) {
+        p[i] = no_variance(var, total) ? 0.0 : project(x, mean, vec, d, i);
+        big = fmax(big, fabs(p[i]));
+        if (border && border[i]) sum_border += p[i], n_border++;
+    }
+    sign = loading_sign(vec, d);
+    if (n_border > 0 && n_border < m) {
+        double sum = 0.0;
+        for (int i = 0; i < m; i++) sum += p[i];
+        double mean_border = sum_border / n_border,
+               mean_other = (sum - sum_border) / (m - n_border);
+        if (fabs(mean_border - mean_other) > TIE_REL * big)
+            sign = mean_border < mean_other ? 1.0 : -1.0;
+    }
+    for (int i = 0; i < m; i++) {
+        sel[i] = sign * p[i] > TIE_REL * big;
+        n_fg += sel[i];
+    }
+    if (n_fg < 4) memset(sel, 1, (size_t)m);
+    return VIT_OK;
+}
+
+VitStatus vit_feature_pca(float *rgb, uint8_t *fg, const float *x, int m, int d, int n_images,
                           const uint8_t *border, VitError *err) {
     if (!rgb || !x) return vit_set_error(err, VIT_ERR_ARG, "feature PCA: rgb or x is NULL");
     if (m < 1 || d < 1)
         return vit_set_error(err, VIT_ERR_ARG, "feature PCA: %d rows of %d features, expected >= 1",
                              m, d);
+    if (n_images < 1 || m % n_images)
+        return vit_set_error(err, VIT_ERR_ARG,
+                             "feature PCA: %d rows do not split into %d images of equal size", m,
+                             n_images);
     if ((size_t)d > SIZE_MAX / sizeof(double) / (size_t)d)
         return vit_set_error(err, VIT_ERR_NOMEM, "feature PCA: D = %d is too large", d);
     for (size_t i = 0; i < (size_t)m * d; i++)
@@ -188,34 +224,18 @@ VitStatus vit_feature_pca(float *rgb, uint8_t *fg, const float *x, int m, int d,
         goto done;
     }
 
-    /* 1. First component of every row; its sign puts the border below the others. */
-    if ((rc = pca_top(vec, var, mean, &total, x, NULL, m, m, d, 1, err))) goto done;
-    double big = 0.0, sum_border = 0.0, sign;
-    int n_border = 0, n_fg = 0;
-    for (int i = 0; i < m; i++) {
-        p[i] = no_variance(var[0], total) ? 0.0 : project(x, mean, vec, d, i);
-        big = fmax(big, fabs(p[i]));
-        if (border && border[i]) sum_border += p[i], n_border++;
+    /* 1. Each image's foreground by its own first component. */
+    int mb = m / n_images, n_fg = 0;
+    for (int b = 0; b < n_images; b++) {
+        size_t r0 = (size_t)b * mb;
+        if ((rc = foreground(sel + r0, x + r0 * d, mb, d, border ? border + r0 : NULL, mean, vec, p,
+                             err)))
+            goto done;
     }
-    sign = loading_sign(vec, d);
-    if (n_border > 0 && n_border < m) {
-        double sum = 0.0;
-        for (int i = 0; i < m; i++) sum += p[i];
-        double mean_border = sum_border / n_border,
-               mean_other = (sum - sum_border) / (m - n_border);
-        if (fabs(mean_border - mean_other) > TIE_REL * big)
-            sign = mean_border < mean_other ? 1.0 : -1.0;
-    }
-    for (int i = 0; i < m; i++) {
-        sel[i] = sign * p[i] > TIE_REL * big;
-        n_fg += sel[i];
-    }
-    if (n_fg < 4) {
-        memset(sel, 1, (size_t)m);
-        n_fg = m;
-    }
+    for (int i = 0; i < m; i++) n_fg += sel[i];
 
-    /* 2. Three components of the foreground rows, each min-max scaled over them. */
+    /* 2. Three components of every image's foreground rows together, each min-max
+     * scaled over them. */
     if ((rc = pca_top(vec, var, mean, &total, x, sel, n_fg, m, d, 3, err))) goto done;
     memset(rgb, 0, (size_t)m * 3 * sizeof *rgb);
     for (int c = 0; c < 3; c++) {

@@ -705,20 +705,21 @@ VitStatus vit_max_flow_layers(float *out, const float *cap, int n_layers, int T,
                               int n_threads, VitError *err);
 
 /* Feature PCA, the DINOv2 paper's Fig. 1 recipe (Oquab et al. 2023, §7.1 and the
- * Fig. 1/9 captions): x [M, D] feature rows (the patch features of one image, or of
- * several stacked, so that one set of components colours them all alike).
- *   1. PCA of all rows: centred on their mean, scatter matrix in double,
+ * Fig. 1/9 captions): x [M, D] feature rows, n_images blocks of M / n_images rows
+ * (the patch features of one image, or of several stacked, so that one set of
+ * components colours them all alike).
+ *   1. Per image, a PCA of its rows: centred on their mean, scatter matrix in double,
  *      eigenvectors by LAPACK's dsyevr. First component c1, its sign chosen so that
  *      the mean projection of the rows with border[i] = 1 (patches on an image's
  *      edge: background in most photos) is below that of the other rows. When the
- *      two means are equal (within 1e-9 of the largest |projection|), or border is
- *      NULL, all 1 or all 0: c1's largest |loading| is made positive instead.
- *      Foreground: the rows whose centred projection on c1 is > 0 (above 1e-9 of
- *      the largest |projection|: a row at the mean is background). Fewer than 4
- *      foreground rows: every row is foreground.
- *   2. PCA of the foreground rows alone (centred on their own mean): components 1
- *      to 3, each with its largest |loading| positive; each one's projections,
- *      min-max scaled over the foreground to [0, 1], give R, G and B.
+ *      two means are equal (within 1e-9 of the largest |projection|), or the image's
+ *      border is NULL, all 1 or all 0: c1's largest |loading| is made positive
+ *      instead. Foreground: the rows whose centred projection on c1 is > 0 (above
+ *      1e-9 of the largest |projection|: a row at the mean is background). Fewer than
+ *      4 foreground rows in an image: every row of it is foreground.
+ *   2. One PCA of every image's foreground rows together (centred on their own
+ *      mean): components 1 to 3, each with its largest |loading| positive; each one's
+ *      projections, min-max scaled over the foreground to [0, 1], give R, G and B.
  * Rules that rounding alone could otherwise decide: a "largest |loading|" is the
  * first (lowest column) within 1e-9 (relative) of the largest, so that a column and
  * its negated copy tie; a component whose variance is at most 1e-10 of the total
@@ -739,18 +740,17 @@ VitStatus vit_max_flow_layers(float *out, const float *cap, int n_layers, int T,
  * score are removed) and picks the side with the border; its loading sign rule is
  * scikit-learn's svd_flip(u_based_decision=False). #45: the features are the final
  * norm's patch tokens (x_norm_patchtokens; here vit_features of the patch rows), and
- * a reading that the first PCA runs per image and only the second across images;
- * vitlens runs both over all rows given. With photos of different subjects stacked,
- * the first component may then tell the photos apart rather than foreground from
- * background (DeiT-Tiny's last block, the four photos of tests/pca: the rocket's
- * has no foreground, the cat's covers 0.92 of its inner patches and 0.98 of its
- * edge; the cat alone: 0.67 and 0.40; with its mirror image: 0.66 and 0.38): the
- * paper stacks images of one category. #412 points to the maintainers' features
- * notebook (PR #187), which projects on a precomputed foreground direction
- * (standard.npy, ViT-B) instead of computing a first component.
- * Errors: VIT_ERR_ARG (rgb or x NULL, M < 1, D < 1, a non-finite x), VIT_ERR_NOMEM,
- * VIT_ERR_FORMAT (dsyevr failed: the message gives its info). */
-VitStatus vit_feature_pca(float *rgb, uint8_t *fg, const float *x, int m, int d,
+ * the first PCA runs per image, only the second across images, as here: one first
+ * component over photos of different subjects tells the photos apart rather than
+ * foreground from background (DeiT-Tiny's last block over the four photos of
+ * tests/pca: the rocket's would have no foreground, the cat's 0.92 of its inner
+ * patches and 0.98 of its edge; per image the cat's is 0.67 and 0.40). #412 points
+ * to the maintainers' features notebook (PR #187), which projects on a precomputed
+ * foreground direction (standard.npy, ViT-B) instead of computing a first component.
+ * Errors: VIT_ERR_ARG (rgb or x NULL, M < 1, D < 1, n_images < 1 or not dividing M,
+ * a non-finite x), VIT_ERR_NOMEM, VIT_ERR_FORMAT (dsyevr failed: the message gives
+ * its info). */
+VitStatus vit_feature_pca(float *rgb, uint8_t *fg, const float *x, int m, int d, int n_images,
                           const uint8_t *border, VitError *err);
 
 #ifdef __cplusplus

@@ -1,7 +1,7 @@
 /* pca_dump.c - run vit_feature_pca on feature rows from a file and write what it
  * computed as .npy files, for test_pca.py.
  *
- *   pca_dump --x FEATURES [--shape MxD] [--border MASK] --out DIR [--repeat K]
+ *   pca_dump --x FEATURES [--shape MxD] [--border MASK] [--images K] --out DIR [--repeat K]
  *
  * FEATURES: a .npy of float32 [M, D] (C order, this machine's byte order), or a raw
  * float32 file with --shape. MASK: M bytes, 1 for a border row (raw, or a .npy of
@@ -20,7 +20,7 @@
 
 static int usage(void) {
     fputs("usage: pca_dump --x FEATURES.npy|RAW_F32 [--shape MxD] [--border MASK] --out DIR\n"
-          "                [--repeat K]\n",
+          "                [--images K] [--repeat K]\n",
           stderr);
     return 2;
 }
@@ -94,7 +94,7 @@ static double now_s(void) {
 int main(int argc, char **argv) {
     const char *xpath = NULL, *bpath = NULL, *out = NULL;
     long shape[2] = {-1, -1};
-    int repeat = 0;
+    int repeat = 0, n_images = 1;
     for (int i = 1; i + 1 < argc; i += 2) {
         const char *a = argv[i], *v = argv[i + 1];
         if (!strcmp(a, "--x"))
@@ -107,6 +107,8 @@ int main(int argc, char **argv) {
             if (sscanf(v, "%ldx%ld", &shape[0], &shape[1]) != 2) return usage();
         } else if (!strcmp(a, "--repeat"))
             repeat = atoi(v);
+        else if (!strcmp(a, "--images"))
+            n_images = atoi(v);
         else
             return usage();
     }
@@ -154,11 +156,11 @@ int main(int argc, char **argv) {
     memcpy(x, xdata, (size_t)m * d * sizeof *x);
     VitError err = {0};
     double t0 = now_s();
-    VitStatus st = vit_feature_pca(rgb, fg, x, m, d, border, &err);
+    VitStatus st = vit_feature_pca(rgb, fg, x, m, d, n_images, border, &err);
     double best = now_s() - t0;
     for (int r = 0; !st && r < repeat; r++) {
         t0 = now_s();
-        st = vit_feature_pca(rgb, fg, x, m, d, border, &err);
+        st = vit_feature_pca(rgb, fg, x, m, d, n_images, border, &err);
         double t = now_s() - t0;
         best = t < best ? t : best;
     }

@@ -11,17 +11,17 @@ random: synthetic feature rows (seeded): a planted foreground cluster (offset fr
         columns (ties of the largest loading), constant columns, a foreground on a
         plane (its third component has no variance: blue 0), three outliers (fewer
         than 4 foreground rows: every row foreground), rows all equal, a border whose
-        mean projection equals the others' (the sign falls back to the loadings), and
-        no border at all.
+        mean projection equals the others' (the sign falls back to the loadings), no
+        border at all, and two images whose rows sit far apart (n_images 2: each
+        image's own first PCA finds its planted foreground).
 deit:   DeiT-Tiny's features (vit_dump --tokens: features.npy [L, T, D], the final
         norm on each block's output), patch rows only, border = the grid's edge
         patches: each photo at every layer; the four photos stacked at the last layer
-        (one PCA for all: the numbers must match; the foreground per photo is
-        printed, not checked: with subjects this different the first component tells
-        the photos apart, vit.h); the cat photo alone and stacked with its mirror
-        image (the paper stacks images of one category), where its foreground must be
-        inside the picture more than on its edge, and mirrored patches must be
-        coloured alike (behavioural checks). Exit 77 without SHARED.
+        (each photo's own foreground, one second PCA for all: the numbers must match,
+        and the cat photo's foreground must be the cat); the cat photo alone and
+        stacked with its mirror image, where its foreground must be inside the
+        picture more than on its edge, and mirrored patches must be coloured alike
+        (behavioural checks). Exit 77 without SHARED.
 
 The reference (reference() below) takes each PCA from numpy's SVD of the centred
 rows in float64 (the engine: dsyevr on the scatter or Gram matrix), then applies the
@@ -38,7 +38,8 @@ reference| of rgb): random 3.0e-08, DeiT-Tiny (every photo and layer, the joints
 Negative controls, computed by the same reference with one mistake each, must be
 further than WRONG x TOL from the engine (max |rgb| difference, some case of the run):
 not centring, the last eigenvector instead of the first, no second PCA (colours from
-the first PCA's components 1-3), one min-max over the three channels. Measured
+the first PCA's components 1-3), one min-max over the three channels, one first PCA
+over every image stacked (cases of several images). Measured
 (random / DeiT-Tiny): 1.00 / 1.00, 1.00 / 1.00, 1.00 / 1.00, 0.92 / 0.33.
 """
 import argparse
@@ -57,7 +58,7 @@ TOL = 1e-6       # rgb, where well separated
 GAP = 1e-4       # relative gap between neighbouring variances for a well-separated case
 MARGIN = 1e-6    # relative distance of every projection from the foreground threshold
 WRONG = 1000     # a control must be further than WRONG x TOL from the engine
-CONTROLS = ("not centred", "last eigenvector", "no second PCA", "global min-max")
+CONTROLS = ("not centred", "last eigenvector", "no second PCA", "global min-max", "one first PCA")
 
 
 class Report:
@@ -118,10 +119,8 @@ def gap(allvar, c, total):
     return min(d) / top
 
 
-def reference(x, border, mistake=None):
-    """The recipe of vit.h in float64; one of CONTROLS as `mistake`. Returns rgb
-    [M, 3], fg [M] (bool) and how well separated the case is."""
-    x = np.asarray(x, np.float64)
+def first_step(x, border, mistake):
+    """Step 1 on one image's rows: fg [m] (bool), the separation, the ties."""
     m = len(x)
     mu, V, var, total, allvar = pca(x, len(x[0]), centre=mistake != "not centred")
     last = len(allvar) - 1  # the smallest of the min(M, D) components
@@ -144,6 +143,25 @@ def reference(x, border, mistake=None):
         fg[:] = True
     sep = {"gap1": gap(allvar, 0, total),
            "margin": (np.abs(p).min() / big) if big > 0 else np.inf}
+    return fg, sep, ties, (mu, V, var, total, allvar)
+
+
+def reference(x, border, mistake=None, n_images=1):
+    """The recipe of vit.h in float64 over n_images equal blocks of rows; one of
+    CONTROLS as `mistake`. Returns rgb [M, 3], fg [M] (bool) and how well separated
+    the case is."""
+    x = np.asarray(x, np.float64)
+    m = len(x)
+    blocks = 1 if mistake == "one first PCA" else n_images
+    mb = m // blocks
+    fg, sep, ties = np.zeros(m, bool), {"gap1": np.inf, "margin": np.inf}, {}
+    for b in range(blocks):
+        rows = slice(b * mb, (b + 1) * mb)
+        f, s1, t1, first = first_step(x[rows], None if border is None else border[rows], mistake)
+        fg[rows] = f
+        sep = {k: min(sep[k], s1[k]) for k in sep}
+        ties = {k: ties.get(k, False) or v for k, v in t1.items()}
+    mu, V, var, total, allvar = first  # the last block's, for "no second PCA" (one block)
 
     if mistake == "no second PCA":
         mu2, V2, var2, total2, allvar2 = mu, V[:3], var[:3], total, allvar
@@ -178,7 +196,7 @@ def reference(x, border, mistake=None):
 
 # --- the engine ----------------------------------------------------------------
 
-def run_pca(exe, work, name, x, border, repeat=0):
+def run_pca(exe, work, name, x, border, repeat=0, n_images=1):
     d = Path(work) / name
     shutil.rmtree(d, ignore_errors=True)
     d.mkdir(parents=True)
@@ -189,6 +207,8 @@ def run_pca(exe, work, name, x, border, repeat=0):
         args += ["--border", d / "border.npy"]
     if repeat:
         args += ["--repeat", str(repeat)]
+    if n_images > 1:
+        args += ["--images", str(n_images)]
     r = subprocess.run([str(a) for a in args], capture_output=True, text=True)
     if r.returncode != 0:
         raise RuntimeError(f"pca_dump {name} exited {r.returncode}:\n{r.stderr}")
@@ -197,11 +217,12 @@ def run_pca(exe, work, name, x, border, repeat=0):
     return np.load(d / "rgb.npy"), np.load(d / "fg.npy") > 0.5
 
 
-def compare(rep, label, exe, work, x, border, worst, missed, planted_fg=None):
+def compare(rep, label, exe, work, x, border, worst, missed, planted_fg=None, n_images=1):
     """Engine against the reference on one case; records the controls' distances."""
     x = np.ascontiguousarray(x, np.float32)
-    rgb, fg = run_pca(exe, work, label.replace(" ", "_").replace("/", "_"), x, border)
-    want_rgb, want_fg, sep = reference(x, border)
+    rgb, fg = run_pca(exe, work, label.replace(" ", "_").replace("/", "_"), x, border,
+                      n_images=n_images)
+    want_rgb, want_fg, sep = reference(x, border, n_images=n_images)
     m = len(x)
     ok = rep.check(rgb.shape == (m, 3) and fg.shape == (m,), f"{label}: shapes {rgb.shape} {fg.shape}")
     if not ok:
@@ -228,7 +249,9 @@ def compare(rep, label, exe, work, x, border, worst, missed, planted_fg=None):
         worst[0] = max(worst[0], err)
         rep.check(err <= TOL, f"{label}: rgb error {err:.2e} > {TOL:.0e}")
     for what in CONTROLS:
-        w_rgb, w_fg, _ = reference(x, border, mistake=what)
+        if what == "one first PCA" and n_images == 1:
+            continue  # the same recipe on one image
+        w_rgb, w_fg, _ = reference(x, border, mistake=what, n_images=n_images)
         missed.setdefault(what, []).append(float(np.abs(rgb - w_rgb).max()))
     print(f"  {label}: M={m} D={x.shape[1]} fg {fg.sum()} gaps {sep['gap1']:.1e}/{sep['gap2']:.1e} "
           f"margin {sep['margin']:.1e} rgb error {err:.1e}" + ("" if well else " (not well separated)")
@@ -281,6 +304,19 @@ def test_random(args, rep):
     case("planted 300x64, no border", x, None)
     x, border, is_fg = planted(rng, 40, 16, n_fg=12)
     case("planted 40x16, small fg", x, border, is_fg)
+
+    # two images whose rows sit far apart (another subject, another exposure): each
+    # image's own first component finds its planted foreground, which one first PCA
+    # over both would not (it would split the images); the second PCA over both
+    xa, ba, fa = planted(rng, 196, 64)
+    xb, bb, fb = planted(rng, 196, 64)
+    xb = xb + 40.0 * rng.standard_normal(64) / 8.0
+    x, border, is_fg = np.concatenate([xa, xb]), np.concatenate([ba, bb]), np.concatenate([fa, fb])
+    compare(rep, "two images apart", args.pca, work, x, border, worst, missed, is_fg, n_images=2)
+    _, one_fg, _ = reference(x, border, mistake="one first PCA", n_images=2)
+    print(f"  one first PCA over both: {np.sum(one_fg != is_fg)} rows off the planted foregrounds")
+    rep.check(np.sum(one_fg != is_fg) > 20,
+              "two images apart: one first PCA over both should miss the planted foregrounds")
 
     # M = 1 .. 4 and D = 1, 2: fewer rows or columns than components
     for m in (1, 2, 3, 4):
@@ -395,18 +431,22 @@ def test_deit(args, rep):
     rep.check(inside > ring + 0.15, f"the cat alone: foreground not in the middle ({inside:.2f} "
               f"inside, {ring:.2f} on the edge)")
 
-    # every photo stacked at the last block: one PCA for all (the numbers must match)
+    # every photo stacked at the last block: each photo's own foreground, one second
+    # PCA for all (the numbers must match); the cat photo's foreground is the cat
     names = list(feats)
     x = np.concatenate([feats[n][last] for n in names])
     border = np.concatenate([edges[n] for n in names])
     _, fg, _ = compare(rep, f"joint {'+'.join(names)} layer {last}", args.pca, work, x, border,
-                       worst, missed)
+                       worst, missed, n_images=len(names))
     n = len(border) // len(names)
     print("  foreground per photo: " + ", ".join(
         f"{name} {fg[i * n:(i + 1) * n].mean():.2f}" for i, name in enumerate(names)))
     inside, ring = inside_edge(fg[names.index("chelsea") * n:][:n], edges["chelsea"])
-    print(f"  the cat photo: foreground {inside:.2f} inside, {ring:.2f} on the edge (photos of "
-          f"different subjects: the first component may tell the photos apart instead)")
+    print(f"  the cat photo in the joint: foreground {inside:.2f} inside, {ring:.2f} on the edge")
+    rep.check(inside > ring + 0.15, f"joint: the cat photo's foreground not in the middle "
+              f"({inside:.2f} inside, {ring:.2f} on the edge)")
+    rep.check(all(0 < fg[i * n:(i + 1) * n].mean() < 1 for i in range(len(names))),
+              "joint: every photo has a foreground and a background")
 
     # the cat and its mirror image stacked, the paper's setting (images of one subject):
     # the cat's foreground inside, and mirrored patches coloured alike
@@ -415,7 +455,7 @@ def test_deit(args, rep):
     fm, edge, _, (gh, gw) = deit_features(args, raw, work / "dump" / "chelsea_mirror")
     x = np.concatenate([feats["chelsea"][last], fm[last]])
     rgb, fg, _ = compare(rep, f"joint chelsea+mirror layer {last}", args.pca, work, x,
-                         np.concatenate([edge, edge]), worst, missed)
+                         np.concatenate([edge, edge]), worst, missed, n_images=2)
     n = gh * gw
     mirror = np.arange(n).reshape(gh, gw)[:, ::-1].ravel()
     cat, cat_m = fg[:n], fg[n:][mirror]

@@ -21,14 +21,14 @@ static void check(int ok, const char *what) {
 static void expect(VitStatus want, float *rgb, uint8_t *fg, const float *x, int m, int d,
                    const uint8_t *border, const char *what) {
     VitError err = {0};
-    VitStatus got = vit_feature_pca(rgb, fg, x, m, d, border, &err);
+    VitStatus got = vit_feature_pca(rgb, fg, x, m, d, 1, border, &err);
     char line[768];
     snprintf(line, sizeof line, "%s: status %s, expected %s (\"%s\")", what, vit_status_name(got),
              vit_status_name(want), err.msg);
     check(got == want && err.code == want && (want == VIT_OK || err.msg[0]), line);
     if (want != VIT_OK) {
         snprintf(line, sizeof line, "%s: status with err NULL", what);
-        check(vit_feature_pca(rgb, fg, x, m, d, border, NULL) == want, line);
+        check(vit_feature_pca(rgb, fg, x, m, d, 1, border, NULL) == want, line);
     }
     printf("  %-28s %s: %s\n", what, vit_status_name(got), got ? err.msg : "");
 }
@@ -51,6 +51,12 @@ int main(void) {
     expect(VIT_ERR_ARG, rgb, fg, x, M, 0, NULL, "D = 0");
     expect(VIT_ERR_ARG, rgb, fg, x, M, -1, NULL, "D < 0");
     expect(VIT_ERR_ARG, NULL, fg, x, M, D, NULL, "rgb NULL");
+    {
+        VitError err = {0};
+        check(vit_feature_pca(rgb, fg, x, M, D, 5, NULL, &err) == VIT_ERR_ARG && err.msg[0],
+              "12 rows in 5 images: refused");
+        check(vit_feature_pca(rgb, fg, x, M, D, 0, NULL, &err) == VIT_ERR_ARG, "0 images: refused");
+    }
     expect(VIT_ERR_ARG, rgb, fg, NULL, M, D, NULL, "x NULL");
     const float bad[] = {NAN, INFINITY, -INFINITY};
     for (int b = 0; b < 3; b++) {
@@ -61,7 +67,7 @@ int main(void) {
         snprintf(what, sizeof what, "x[7, 3] = %g", (double)bad[b]);
         expect(VIT_ERR_ARG, rgb, fg, y, M, D, border, what);
         VitError err = {0};
-        vit_feature_pca(rgb, fg, y, M, D, border, &err);
+        vit_feature_pca(rgb, fg, y, M, D, 1, border, &err);
         check(strstr(err.msg, "x[7, 3]") != NULL, "the message names the non-finite element");
     }
 
