@@ -146,9 +146,35 @@ void vit_row_times(double *v, double *tmp, const float *a, int T);
  * buffers end up holding garbage; run vit_forward before reading any map. */
 void vit_forward_gemms(VitRun *run, const Vit *vit);
 
-/* vit_image_load with a pixel limit other than VIT_MAX_IMAGE_PIXELS: tests/fuzz
+/* --- image decoding (engine/decode.c, engine/codecs.c) ---------------------- */
+
+/* vit_image_load_with with a pixel limit other than VIT_MAX_IMAGE_PIXELS: tests/fuzz
  * uses a smaller one, so that no run spends seconds decoding 100 M pixels. */
-VitStatus vit_image_load_max(VitImage *img, const char *path, uint64_t max_pixels, VitError *err);
+VitStatus vit_image_load_max(VitImage *img, const char *path, const VitImageOptions *opt,
+                             uint64_t max_pixels, VitError *err);
+
+/* What a decoder gives decode.c: the pixels as stored, and how to turn them. */
+typedef struct {
+    uint8_t *rgb;      /* [h, w, 3], malloc'd */
+    int w, h;          /* px */
+    int orientation;   /* 1..8: the file's EXIF (TIFF: Orientation) tag, 1 when none */
+    int heif_oriented; /* 1: the decoder turned the pixels itself (libheif's irot/imir) */
+} Decoded;
+
+/* codecs.c: decode the whole file `path`, data [n bytes], into *out. Each refuses a
+ * declared size of more than max_pixels before decoding. Errors: VIT_ERR_IMAGE (the
+ * message names path and says what is wrong), VIT_ERR_NOMEM. */
+VitStatus vit_decode_jpeg(Decoded *out, const char *path, const uint8_t *data, size_t n,
+                          uint64_t max_pixels, VitError *err);
+VitStatus vit_decode_webp(Decoded *out, const char *path, const uint8_t *data, size_t n,
+                          uint64_t max_pixels, VitError *err);
+VitStatus vit_decode_tiff(Decoded *out, const char *path, const uint8_t *data, size_t n,
+                          uint64_t max_pixels, VitError *err);
+VitStatus vit_decode_heif(Decoded *out, const char *path, const uint8_t *data, size_t n,
+                          uint64_t max_pixels, int ignore_transformations, VitError *err);
+
+/* The orientation tag of an EXIF block (libexif): 1..8, 1 when none. codecs.c. */
+int vit_exif_orientation(const uint8_t *p, size_t n);
 
 /* --- safetensors (engine/safetensors.c) ---------------------------------- */
 

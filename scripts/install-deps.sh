@@ -6,6 +6,7 @@ SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
 
 build=(build-essential cmake pkg-config
        libopenblas-dev liblapacke-dev libcjson-dev libstb-dev
+       libjpeg-dev libwebp-dev libtiff-dev libheif-dev libexif-dev  # image decoders (engine/codecs.c)
        libsdl2-dev libsdl2-ttf-dev libepoxy-dev libfontconfig-dev fonts-dejavu-core libgl1-mesa-dri
        curl)  # scripts/download-model.sh
 # Tests: the PyTorch reference (Debian's python3-torch, run with /usr/bin/python3),
@@ -14,6 +15,7 @@ build=(build-essential cmake pkg-config
 tests=(python3-torch python3-numpy python3-pil python3-torchvision python3-networkx
        xvfb xauth xdotool x11-utils imagemagick clang-format
        clang libclang-rt-14-dev valgrind
+       libheif-examples  # heif-enc / heif-convert: HEIC and AVIF by hand (the tests encode their own)
        xfonts-base)  # X core fonts: SDL's X11 message box (start-up errors) needs them
 
 pkgs=("${build[@]}")

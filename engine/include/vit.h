@@ -347,19 +347,53 @@ void vit_forward(VitRun *run, const Vit *vit);
  * Images and preprocessing */
 
 typedef struct {
-    int w, h;     /* px */
-    uint8_t *rgb; /* [h, w, 3], owned (free with vit_image_free) */
+    int w, h;           /* px, once turned upright (w and h swap for orientations 5..8) */
+    uint8_t *rgb;       /* [h, w, 3], owned (free with vit_image_free) */
+    int orientation;    /* 1..8: the file's EXIF orientation tag (TIFF: its Orientation
+                         * tag), 1 when it has none; applied to rgb unless
+                         * VitImageOptions.ignore_orientation (HEIF/AVIF: see below) */
+    const char *format; /* static: "JPEG", "PNG", "WebP", "TIFF", "HEIF", "AVIF", "BMP",
+                         * "GIF", "TGA", "PSD", "HDR", "PIC", "PNM"; "RGB" from
+                         * vit_image_from_rgb */
 } VitImage;
 
-/* Decode an image file (PNG, JPEG, BMP, GIF, TGA, PNM, ... via stb_image) to
- * 8-bit RGB. Grey and alpha channels are dropped/expanded as PIL's
- * convert('RGB') does; 16-bit samples keep their most significant byte. Checks
- * the declared size with stbi_info before decoding: more than
- * VIT_MAX_IMAGE_PIXELS is VIT_ERR_IMAGE. Before stb_image reads a file, a JPEG's
- * Huffman tables and a PNM's header numbers are checked, which stb_image 2.27
- * would overrun (docs/robustness.md). Errors: VIT_ERR_IO, VIT_ERR_IMAGE. Free
- * with vit_image_free. */
+typedef struct {
+    int ignore_orientation; /* 1: the pixels as stored, not turned by the EXIF orientation
+                             * (nor by HEIF's irot/imir): what PIL's Image.open and timm
+                             * give, for parity with a pipeline that does not turn */
+} VitImageOptions;
+
+/* Decode an image file to 8-bit RGB, as Pillow's Image.open(path).convert('RGB')
+ * gives it, then turn it upright as its EXIF orientation says (Pillow's
+ * ImageOps.exif_transpose): the picture a viewer shows is the one the model sees.
+ * The decoder is picked by the file's first bytes:
+ *   JPEG        libjpeg-turbo with Pillow's settings (islow DCT, fancy upsampling;
+ *               grey replicated; CMYK/YCCK read Adobe-inverted and made RGB by
+ *               Pillow's formula): the same pixels as Pillow on the same libjpeg
+ *   WebP        libwebp, first frame of an animation, alpha dropped: Pillow's pixels
+ *   TIFF        libtiff's RGBA interface, first image: Pillow's pixels for 8-bit RGB,
+ *               RGBA, grey, palette and bilevel TIFFs, raw, LZW, deflate, PackBits;
+ *               16-bit samples are rounded to 8 bits by libtiff (Pillow keeps the high
+ *               byte: up to one level apart), CMYK by libtiff's formula
+ *   HEIF, AVIF  libheif, primary image; libheif applies the file's own rotation and
+ *               mirroring (irot/imir boxes, which the HEIF standard puts before EXIF),
+ *               so the EXIF tag is reported in orientation but not applied on top
+ *   other       stb_image: PNG (exact), BMP, GIF (first frame), TGA, PSD, HDR, PIC,
+ *               PNM; 16-bit samples keep their most significant byte
+ * The orientation comes from a JPEG's first EXIF APP1 segment, a WebP's EXIF chunk, a
+ * TIFF's Orientation tag (read with libexif, libtiff); PNG's eXIf is not read.
+ * The declared size is checked before decoding: more than VIT_MAX_IMAGE_PIXELS (or
+ * empty) is VIT_ERR_IMAGE, as is every decoder's error (truncated, corrupt,
+ * unsupported: the message names the file and says what; libraries never print).
+ * Refused besides: JPEGs with 2 components, 12-bit, or over 500 scans; files over
+ * 1 GiB. Errors: VIT_ERR_IO (cannot open), VIT_ERR_IMAGE, VIT_ERR_NOMEM. On error
+ * *img is zeroed. Free with vit_image_free. opt may be NULL (the defaults: turned). */
+VitStatus vit_image_load_with(VitImage *img, const char *path, const VitImageOptions *opt,
+                              VitError *err);
+/* vit_image_load_with(img, path, NULL, err). */
 VitStatus vit_image_load(VitImage *img, const char *path, VitError *err);
+/* A copy of rgb [h, w, 3] (orientation 1, format "RGB"). Errors: VIT_ERR_IMAGE (empty
+ * or over VIT_MAX_IMAGE_PIXELS), VIT_ERR_NOMEM. */
 VitStatus vit_image_from_rgb(VitImage *img, const uint8_t *rgb, int w, int h, VitError *err);
 void vit_image_free(VitImage *img);
 

@@ -1,8 +1,11 @@
 /* fuzz_image.c - libFuzzer target: arbitrary bytes as an image file.
  *
- * vit_image_load reads the declared size with stbi_info first and refuses more
- * than VIT_MAX_IMAGE_PIXELS, then decodes with stb_image (PNG, JPEG, BMP, GIF,
- * TGA, PSD, HDR, PIC, PNM). A decoded image goes through timm's eval transform
+ * vit_image_load reads the declared size first and refuses more than
+ * VIT_MAX_IMAGE_PIXELS, then decodes by the first bytes: libjpeg-turbo (JPEG),
+ * libwebp (WebP), libtiff (TIFF), libheif (HEIF, AVIF) or stb_image (PNG, BMP,
+ * GIF, TGA, PSD, HDR, PIC, PNM), and turns the image by its EXIF orientation (the
+ * input's last byte, odd, asks for VitImageOptions.ignore_orientation instead).
+ * A decoded image goes through timm's eval transform
  * (vit_preprocess, vit_preprocess_rgb) in each of its modes: centre crop of a
  * square input (bicubic) at two sizes and crops, of a non-square input
  * (ResizeKeepRatio, bilinear), and squash with crop_pct 1 (--whole).
@@ -11,10 +14,10 @@
  * FUZZ_MAX_PIXELS instead of VIT_MAX_IMAGE_PIXELS: decoding 100 million pixels
  * takes seconds and 300 MB, which would make every such input a libFuzzer timeout
  * or out-of-memory report about the limit rather than a bug. The limit itself is
- * tested by the malformed_* cases (png_huge_ihdr, jpeg_huge_sof).
+ * tested by the malformed_* cases (png_huge_ihdr, jpeg_huge_sof, webp_huge, ...).
  *
- * Seeds: small PNG (8/16-bit, grey, RGBA), JPEG, BMP, TGA, HDR, PNM and GIF files
- * from fuzz_seeds. */
+ * Seeds: small PNG (8/16-bit, grey, RGBA), JPEG (baseline, progressive, grey, CMYK,
+ * EXIF), WebP, TIFF, HEIC, AVIF, BMP, TGA, HDR, PNM and GIF files from fuzz_seeds. */
 #include "fuzzlib.h"
 #include "internal.h" /* vit_image_load_max */
 
@@ -70,7 +73,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     VitImage img;
     VitError err;
     memset(&err, 'x', sizeof err);
-    VitStatus rc = vit_image_load_max(&img, f.path, FUZZ_MAX_PIXELS, &err);
+    VitImageOptions opt = {.ignore_orientation = size > 0 && (data[size - 1] & 1)};
+    VitStatus rc = vit_image_load_max(&img, f.path, &opt, FUZZ_MAX_PIXELS, &err);
     fuzz_check_error(rc, &err, "vit_image_load");
     if (rc) {
         if (img.rgb || img.w || img.h) fail("vit_image_load failed but left an image");

@@ -4,11 +4,15 @@
  *   OUT/safetensors/  tiny timm ViTs: F32, F16, BF16, misaligned F32, a 2-block
  *                     backbone without head, patch 2 on a 3 x 3 grid
  *   OUT/config/       config.json in timm's and Hugging Face's layouts, labels files
- *   OUT/image/        PNG (RGB, grey, grey + alpha, RGBA, 16-bit), JPEG, BMP, TGA
- *                     (RLE and not), HDR, PNM (P5, P6, 8 and 16-bit), GIF, PSD
+ *   OUT/image/        PNG (RGB, grey, grey + alpha, RGBA, 16-bit), JPEG (baseline,
+ *                     progressive, grey, CMYK, EXIF orientation 6), WebP (lossy,
+ *                     lossless, alpha), TIFF (raw, LZW, deflate; grey; Orientation 8),
+ *                     HEIC and AVIF (irot + EXIF; when libheif can encode them), BMP,
+ *                     TGA (RLE and not), HDR, PNM (P5, P6, 8 and 16-bit), GIF, PSD
  *
  * Every seed is checked to load (a seed the engine refuses would only teach the
  * fuzzer the error path). usage: fuzz_seeds OUT; exit 0 on success. */
+#include "encode.h"
 #include "testlib.h"
 
 #include <stb_image_write.h>
@@ -184,7 +188,53 @@ static void seed_stbiw(const char *name, int kind, int w, int h, int comp) {
     free(b.p);
 }
 
+/* A file from encode.c's encoders (NULL: that encoder is missing here; a HEIF one may be). */
+static void seed_encoded(const char *name, uint8_t *file, size_t n, int required) {
+    if (!file) {
+        if (!required) return;
+        fprintf(stderr, "fuzz_seeds: cannot encode %s\n", name);
+        exit(1);
+    }
+    seed_image(name, file, n);
+    free(file);
+}
+
+/* JPEG (libjpeg-turbo), WebP, TIFF and HEIF/AVIF: the decoders of engine/codecs.c. */
+static void seeds_codecs(void) {
+    uint8_t px[16 * 12 * 4];
+    for (size_t i = 0; i < sizeof px; i++) px[i] = (uint8_t)(i * 7 + (i / 48) * 13);
+    size_t n;
+    uint8_t *f;
+    f = enc_jpeg(&n, px, 16, 12, 3, 90, 0, 0);
+    seed_encoded("baseline.jpg", f, n, 1);
+    f = enc_jpeg(&n, px, 16, 12, 3, 75, 1, 0);
+    seed_encoded("progressive.jpg", f, n, 1);
+    f = enc_jpeg(&n, px, 11, 7, 1, 90, 0, 0);
+    seed_encoded("grey_libjpeg.jpg", f, n, 1);
+    f = enc_jpeg(&n, px, 9, 6, 4, 90, 0, 0);
+    seed_encoded("cmyk.jpg", f, n, 1);
+    f = enc_jpeg(&n, px, 12, 8, 3, 90, 0, 6);
+    seed_encoded("exif6.jpg", f, n, 1);
+    f = enc_webp(&n, px, 16, 12, 3, 0);
+    seed_encoded("lossy.webp", f, n, 1);
+    f = enc_webp(&n, px, 16, 12, 3, 1);
+    seed_encoded("lossless.webp", f, n, 1);
+    f = enc_webp(&n, px, 12, 12, 4, 0);
+    seed_encoded("alpha.webp", f, n, 1);
+    f = enc_tiff(&n, px, 16, 12, 3, 1, 0);
+    seed_encoded("rgb.tif", f, n, 1);
+    f = enc_tiff(&n, px, 16, 12, 3, 5, 0); /* LZW */
+    seed_encoded("rgb_lzw.tif", f, n, 1);
+    f = enc_tiff(&n, px, 10, 12, 1, 8, 8); /* deflate, Orientation 8 */
+    seed_encoded("grey_deflate.tif", f, n, 1);
+    f = enc_heif(&n, px, 16, 12, 0, 6, 1);
+    seed_encoded("irot.heic", f, n, 0);
+    f = enc_heif(&n, px, 16, 12, 1, 0, 0);
+    seed_encoded("rgb.avif", f, n, 0);
+}
+
 static void seeds_image(void) {
+    seeds_codecs();
     seed_stbiw("rgb.png", 0, 7, 5, 3);
     seed_stbiw("grey.png", 0, 5, 6, 1);
     seed_stbiw("grey_alpha.png", 0, 4, 3, 2);

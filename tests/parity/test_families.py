@@ -24,7 +24,15 @@ dtype:      F16 and BF16 checkpoints against their F32 originals: loaded exactly
             rounding) and within the dtype's precision of the F32 original (no
             further than the reference moves when its weights are rounded so).
 preprocess: timm's eval transform for non-square inputs (ResizeKeepRatio) and
-            crop_mode squash (--whole), bit for bit against PIL + torchvision.
+            crop_mode squash (--whole), bit for bit against PIL + torchvision;
+            decoding bit for bit against Pillow's Image.open().convert('RGB') for
+            the JPEGs (baseline, progressive, greyscale, 4:2:0 / 4:2:2 / 4:4:4,
+            CMYK), WebPs (lossless and lossy, with and without alpha) and TIFFs
+            (RGB, RGBA, grey, palette, bilevel; raw, LZW, deflate, PackBits,
+            CCITT G4) that Pillow writes, and those pixels through the transform;
+            the 8 EXIF orientations (JPEG, and WebP and TIFF at 6) against
+            ImageOps.exif_transpose, and --ignore-orientation against the pixels
+            as stored.
 """
 import argparse
 import json
@@ -35,7 +43,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from PIL import Image
+from PIL import Image, ImageOps
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import reference  # noqa: E402
@@ -500,6 +508,144 @@ def test_preprocess(args, rep):
                 x0, y0, cw, ch = cfg["crop"]
                 rep.check((x0, y0, cw, ch) == (0, 0, pil.width, pil.height),
                           f"{label}: --whole shows {cfg['crop']}, not the whole photo")
+    test_decoding(args, rep, work, f)
+
+
+def codec_photos(d):
+    """A synthetic photo (smooth colour fields, edges, noise; odd size, so that chroma
+    subsampling has a half block at the edges) as Pillow writes it in each of the
+    JPEG, WebP and TIFF variants people have. Returns [(path, what)]."""
+    g = np.random.default_rng(5)
+    w, h = 203, 131
+    yy, xx = np.mgrid[0:h, 0:w] / max(w, h)
+    rgb = np.stack([np.sin(9 * xx + 2 * yy), np.cos(4 * yy - 3 * xx), np.sin(13 * xx * yy)], -1)
+    rgb = 127.5 + 100 * rgb + g.normal(0, 10, rgb.shape)
+    rgb[(xx - 0.5) ** 2 + (yy - 0.3) ** 2 < 0.01] = (20, 240, 60)
+    rgb = np.clip(rgb, 0, 255).astype(np.uint8)
+    # alpha: opaque, a ramp, and a fully transparent band (colour kept under it)
+    alpha = np.full((h, w), 255, np.uint8)
+    alpha[:, : w // 3] = np.linspace(0, 255, w // 3).astype(np.uint8)
+    alpha[h // 2: h // 2 + 12] = 0
+    im, rgba = Image.fromarray(rgb), Image.fromarray(np.dstack([rgb, alpha]), "RGBA")
+    grey, pal = im.convert("L"), im.quantize(64)
+    out = []
+
+    def save(name, img, what, **kw):
+        img.save(d / name, **kw)
+        out.append((d / name, what))
+
+    save("baseline.jpg", im, "JPEG baseline, quality 90 (4:2:0)", quality=90)
+    save("progressive.jpg", im, "JPEG progressive", quality=90, progressive=True)
+    save("optimized.jpg", im, "JPEG optimised Huffman tables, quality 75", quality=75, optimize=True)
+    save("grey.jpg", grey, "JPEG greyscale", quality=90)
+    save("s420.jpg", im, "JPEG 4:2:0", quality=95, subsampling=2)
+    save("s422.jpg", im, "JPEG 4:2:2", quality=95, subsampling=1)
+    save("s444.jpg", im, "JPEG 4:4:4", quality=95, subsampling=0)
+    save("cmyk.jpg", im.convert("CMYK"), "JPEG CMYK (Adobe, inverted)", quality=90)
+    save("lossless.webp", im, "WebP lossless", lossless=True)
+    save("lossy.webp", im, "WebP lossy", quality=80)
+    save("lossless_alpha.webp", rgba, "WebP lossless with alpha", lossless=True, exact=True)
+    save("lossy_alpha.webp", rgba, "WebP lossy with alpha", quality=80)
+    save("rgb.tif", im, "TIFF RGB, raw")
+    save("rgb_lzw.tif", im, "TIFF RGB, LZW", compression="tiff_lzw")
+    save("rgb_deflate.tif", im, "TIFF RGB, deflate", compression="tiff_adobe_deflate")
+    save("rgb_packbits.tif", im, "TIFF RGB, PackBits", compression="packbits")
+    save("rgba_lzw.tif", rgba, "TIFF RGBA (unassociated alpha), LZW", compression="tiff_lzw")
+    save("grey.tif", grey, "TIFF grey, raw")
+    save("grey_deflate.tif", grey, "TIFF grey, deflate", compression="tiff_adobe_deflate")
+    save("palette.tif", pal, "TIFF palette (64 colours), raw")
+    save("palette_lzw.tif", pal, "TIFF palette, LZW", compression="tiff_lzw")
+    save("bilevel_g4.tif", im.convert("1"), "TIFF bilevel, CCITT G4", compression="group4")
+    return out
+
+
+def check_decoded(rep, label, engine, want):
+    """The engine's decoded photo (image.npy) against Pillow's pixels, exactly."""
+    got = engine["image"]
+    if not rep.check(got.shape == want.shape, f"{label}: decoded {got.shape}, Pillow {want.shape}"):
+        return
+    d = np.abs(got.astype(int) - want.astype(int))
+    print(f"[{label}] decoded {got.shape[1]}x{got.shape[0]}: max|engine - Pillow| = {d.max()} "
+          f"({(d > 0).mean():.2%} of values differ)")
+    rep.check(d.max() == 0, f"{label}: decoded pixels differ from Pillow's")
+
+
+def check_transform(rep, label, engine, pil, size, crop_pct, mean, std):
+    """rgb.npy and input.npy against timm's transform on Pillow's image, exactly."""
+    from torchvision import transforms as T
+    ref = timm_eval_pil(pil, size, crop_pct, "center")
+    ref_rgb, ref_in = np.asarray(ref), T.Normalize(mean, std)(T.ToTensor()(ref)).numpy()
+    if rep.check(engine["rgb"].shape == ref_rgb.shape, f"{label}: crop {engine['rgb'].shape}"):
+        d_rgb = np.abs(engine["rgb"].astype(int) - ref_rgb.astype(int)).max()
+        d_in = np.abs(engine["input"] - ref_in).max()
+        rep.check(d_rgb == 0 and d_in == 0,
+                  f"{label}: preprocessing differs from timm's (crop {d_rgb}, input {d_in:.1e})")
+
+
+def oriented_photos(d):
+    """A 48 x 32 photo with two corners marked, as a JPEG with each EXIF orientation
+    1..8, a WebP and a TIFF at 6 (90 degrees clockwise). Returns [(path, what, upright,
+    stored)]: the pixels vitlens must give by default and with --ignore-orientation.
+    JPEG, WebP: ImageOps.exif_transpose of Pillow's image, and Pillow's image. TIFF:
+    Pillow 9.4 turns a TIFF by its Orientation tag when it loads it (TiffImagePlugin
+    load_end; its exif_transpose then turns it a second time), so Pillow's image is
+    the upright one and the pixels as stored are those written."""
+    yy, xx = np.mgrid[0:32, 0:48]
+    rgb = np.stack([xx * 5, yy * 7, 255 - xx * 3 - yy * 2], -1).astype(np.uint8)
+    rgb[:6, :9] = (255, 0, 0)
+    rgb[-4:, -12:] = (0, 255, 0)
+    im = Image.fromarray(rgb)
+    out = []
+
+    def exif(o):
+        e = Image.Exif()
+        e[0x0112] = o
+        return e.tobytes()
+
+    def add(p, what):
+        pil = Image.open(p)
+        out.append((p, what, ImageOps.exif_transpose(pil).convert("RGB"), pil.convert("RGB")))
+
+    for o in range(1, 9):
+        im.save(d / f"orient{o}.jpg", quality=95, exif=exif(o))
+        add(d / f"orient{o}.jpg", f"JPEG EXIF orientation {o}")
+    im.save(d / "orient6.webp", lossless=True, exif=exif(6))
+    add(d / "orient6.webp", "WebP EXIF orientation 6")
+    im.save(d / "orient6.tif", compression="tiff_lzw", tiffinfo={0x0112: 6})
+    out.append((d / "orient6.tif", "TIFF Orientation tag 6", Image.open(d / "orient6.tif").convert("RGB"),
+                im))
+    return out
+
+
+def test_decoding(args, rep, work, f):
+    """Each codec's pixels against Pillow's, then through timm's transform; EXIF turns."""
+    d = work / "decode"
+    d.mkdir(parents=True, exist_ok=True)
+    write_family(f, d, seed=7)
+    c = json.loads((d / "config.json").read_text())
+    mean, std, crop_pct = c["pretrained_cfg"]["mean"], c["pretrained_cfg"]["std"], 0.875
+    c["pretrained_cfg"]["crop_pct"] = crop_pct
+    (d / "config.json").write_text(json.dumps(c))
+    size = (96, 96)
+    for photo, what in codec_photos(d):
+        argv = ["--model", d / "model.safetensors", "--image", photo, "--out", d / photo.stem,
+                "--size", f"{size[0]}x{size[1]}"]
+        engine, _ = run_dump(args.dump, argv)
+        pil = Image.open(photo).convert("RGB")
+        check_decoded(rep, f"{photo.name}: {what}", engine, np.asarray(pil))
+        check_transform(rep, photo.name, engine, pil, size, crop_pct, mean, std)
+    for photo, what, upright, stored in oriented_photos(d):
+        turned = not np.array_equal(np.asarray(upright), np.asarray(stored))
+        rep.check(turned == ("orientation 1" not in what), f"{photo.name}: the orientation turns "
+                  f"nothing, so the test could not fail" if turned is False else f"{photo.name}: turned")
+        for ignore in (False, True):
+            argv = ["--model", d / "model.safetensors", "--image", photo, "--size", "96x96",
+                    "--out", d / (photo.name + ("_raw" if ignore else "_upright"))]
+            engine, _ = run_dump(args.dump, argv + (["--ignore-orientation"] if ignore else []))
+            want = stored if ignore else upright
+            label = f"{photo.name}: {what}" + (", --ignore-orientation" if ignore else "")
+            check_decoded(rep, label, engine, np.asarray(want))
+            check_transform(rep, label, engine, want, size, crop_pct, mean, std)
 
 
 def main():

@@ -3,13 +3,16 @@
  *
  *   vit_dump --model M.safetensors [--heads N] [--config config.json]
  *            [--size HxW] [--whole] [--att keep|recompute] [--threads K]
- *            [--class C [--discard R]] [--tokens] (--image PHOTO | --input RAW) --out DIR
+ *            [--class C [--discard R]] [--tokens] [--ignore-orientation]
+ *            (--image PHOTO | --input RAW) --out DIR
  *
  * RAW is a [3, Sh, Sw] float32 file in host byte order: it tests the forward
  * pass apart from preprocessing. --size and --whole are VitLoadOptions'
  * image_h/image_w and whole_image. DIR (created if missing) receives
  *   input.npy   [3, Sh, Sw] f4  normalised pixels the model saw
  *   rgb.npy     [Sh, Sw, 3] u1  the resized, centre-cropped picture (--image only)
+ *   image.npy   [h, w, 3] u1    the decoded photo, turned upright unless
+ *                               --ignore-orientation (VitImageOptions) (--image only)
  *   att.npy     [L, H, T, T] f4 attention probabilities of every layer and head
  *   pos.npy     [Npos + N, D] f4 the position embedding the forward pass adds
  *   logits.npy  [C] f4, probs.npy [C] f4   (only when the model has a head, C > 0)
@@ -62,7 +65,7 @@ static int fail(const char *fmt, ...) {
 static int usage(void) {
     fputs("usage: vit_dump --model M.safetensors [--heads N] [--config config.json]\n"
           "                [--size HxW] [--whole] [--att keep|recompute] [--threads K]\n"
-          "                [--class C [--discard R]] [--tokens]\n"
+          "                [--class C [--discard R]] [--tokens] [--ignore-orientation]\n"
           "                (--image PHOTO | --input RAW_F32) --out DIR\n",
           stderr);
     return 2;
@@ -230,6 +233,7 @@ int main(int argc, char **argv) {
     int heads = 0, size_h = 0, size_w = 0, whole = 0, target = -2;
     float discard = 0.0f;
     VitRunOptions ropt = {0};
+    VitImageOptions iopt = {0};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--whole")) {
@@ -238,6 +242,10 @@ int main(int argc, char **argv) {
         }
         if (!strcmp(a, "--tokens")) {
             ropt.all_tokens = 1;
+            continue;
+        }
+        if (!strcmp(a, "--ignore-orientation")) {
+            iopt.ignore_orientation = 1;
             continue;
         }
         if (!v) return usage();
@@ -308,7 +316,7 @@ int main(int argc, char **argv) {
             fail("out of memory");
             goto done;
         }
-        if (vit_image_load(&img, image, &err) ||
+        if (vit_image_load_with(&img, image, &iopt, &err) ||
             vit_preprocess(run.input, &run.crop_x, &run.crop_y, &run.crop_w, &run.crop_h, c, &img,
                            &err) ||
             vit_preprocess_rgb(rgb, c, &img, &err))
@@ -323,9 +331,10 @@ int main(int argc, char **argv) {
         goto done;
     }
     const size_t s_input[3] = {3, Sh, Sw}, s_rgb[3] = {Sh, Sw, 3}, s_att[4] = {L, H, T, T},
-                 s_cls[1] = {C}, s_pos[2] = {Npos, D};
+                 s_cls[1] = {C}, s_pos[2] = {Npos, D}, s_img[3] = {(size_t)img.h, (size_t)img.w, 3};
     if (npy_f32(out, "input.npy", run.input, s_input, 3) ||
         (rgb && npy_write(out, "rgb.npy", "|u1", rgb, 1, s_rgb, 3)) ||
+        (img.rgb && npy_write(out, "image.npy", "|u1", img.rgb, 1, s_img, 3)) ||
         (run.att && npy_f32(out, "att.npy", run.att, s_att, 4)) ||
         npy_f32(out, "pos.npy", vit.w.pos_embed, s_pos, 2) ||
         (vit.w.head_dist_w && npy_f32(out, "logits_dist.npy", run.logits_dist, s_cls, 1)) ||

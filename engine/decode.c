@@ -1,0 +1,333 @@
+/* decode.c - image files to 8-bit RGB, turned as their EXIF orientation says.
+ *
+ * The file's first bytes pick the decoder:
+ *   FF D8              JPEG        libjpeg-turbo (codecs.c), as Pillow decodes it
+ *   RIFF....WEBP       WebP        libwebp (codecs.c), as Pillow decodes it
+ *   II*\0, MM\0*, ...  TIFF        libtiff (codecs.c)
+ *   ....ftyp           HEIF, AVIF  libheif (codecs.c)
+ *   anything else      stb_image: PNG, BMP, GIF, TGA, PSD, HDR, PIC, PNM
+ * stb_image is built without its JPEG decoder (STBI_NO_JPEG): it differs from
+ * libjpeg-turbo's by a level or two, and Debian's 2.27 overran its Huffman tables on
+ * a malformed file (docs/robustness.md). Then the EXIF orientation (JPEG, WebP; the
+ * TIFF Orientation tag) turns the pixels as Pillow's ImageOps.exif_transpose does,
+ * unless VitImageOptions.ignore_orientation; HEIF turns itself (libheif). */
+#include "internal.h"
+
+#define STB_IMAGE_IMPLEMENTATION
+#define STBI_FAILURE_USERMSG
+#define STBI_NO_JPEG
+#include <stb_image.h>
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+/* A file handed to libjpeg, libwebp, libtiff or libheif is read whole first. An
+ * uncompressed 16-bit RGBA TIFF at VIT_MAX_IMAGE_PIXELS is 800 MB. */
+#define MAX_FILE_BYTES (1ull << 30)
+
+/* --- stb_image ---------------------------------------------------------------- */
+
+/* stbi_info tries every format in turn and keeps the last one's reason, so a
+ * PNG it refuses as too large (over 2^30 samples) reads as "not of any known
+ * type". The size a PNG declares is at bytes 16..23, in its IHDR chunk: read
+ * it for the message. 1 when f holds a PNG signature and IHDR. */
+static int png_declared_size(FILE *f, uint32_t *w, uint32_t *h) {
+    static const uint8_t sig[12] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n', 0, 0, 0, 13};
+    uint8_t b[24];
+    if (fseek(f, 0, SEEK_SET) != 0 || fread(b, 1, sizeof b, f) != sizeof b ||
+        memcmp(b, sig, sizeof sig) != 0 || memcmp(b + 12, "IHDR", 4) != 0)
+        return 0;
+    *w = (uint32_t)b[16] << 24 | (uint32_t)b[17] << 16 | (uint32_t)b[18] << 8 | b[19];
+    *h = (uint32_t)b[20] << 24 | (uint32_t)b[21] << 16 | (uint32_t)b[22] << 8 | b[23];
+    return 1;
+}
+
+/* A PNM as stb_image tells one: "P5" (grey) or "P6" (RGB). Leaves f rewound. */
+static int is_pnm(FILE *f) {
+    uint8_t b[2];
+    int yes = fseek(f, 0, SEEK_SET) == 0 && fread(b, 1, 2, f) == 2 && b[0] == 'P' &&
+              (b[1] == '5' || b[1] == '6');
+    rewind(f);
+    return yes;
+}
+
+/* Debian's stb_image 2.27 reads a PNM header's numbers into an int with no bound
+ * (stbi__pnm_getinteger: signed overflow, undefined behaviour; tests/fuzz found it
+ * with a 60-digit width). Read the width, height and maxval as stb does (whitespace
+ * and # comments between them) and return 1 when one is over INT_MAX. Leaves f rewound. */
+static int pnm_number_overflows(FILE *f) {
+    if (!is_pnm(f) || fseek(f, 2, SEEK_SET) != 0) return 0;
+    int c = getc(f), over = 0;
+    for (int k = 0; k < 3 && !over; k++) {
+        for (;;) {
+            while (c == ' ' || (c >= '\t' && c <= '\r')) c = getc(f); /* stb's pnm_isspace */
+            if (c != '#') break;
+            while (c != EOF && c != '\n' && c != '\r') c = getc(f);
+        }
+        int64_t v = 0;
+        for (; c >= '0' && c <= '9' && !over; c = getc(f))
+            over = (v = v * 10 + (c - '0')) > INT_MAX;
+        if (v == 0) break; /* stb stops there too */
+    }
+    rewind(f);
+    return over;
+}
+
+/* A 16-bit PNM (maxval over 255) as 8-bit RGB [h, w, 3], stb_image-allocated. Debian's
+ * stb_image 2.27 gets these wrong twice: asked for RGB it converts the channels as if
+ * they were 8-bit (stbi__convert_format, not ..._format16) and then reads twice the
+ * buffer that made, a heap overflow on any 16-bit grey PGM (tests/fuzz found it); and
+ * it keeps the big-endian samples in file order, so its "high byte" is the low one.
+ * Here the samples are read as they are, the first (most significant) byte of each
+ * is kept, as for 16-bit PNGs, and grey is replicated. maxval scales nothing, as in
+ * stb_image's 8-bit PNMs. NULL on error (stbi_failure_reason says why). */
+static uint8_t *load_pnm16(FILE *f, int *w, int *h) {
+    int comp;
+    uint16_t *px = stbi_load_from_file_16(f, w, h, &comp, 0);
+    if (!px) return NULL;
+    const uint8_t *be = (const uint8_t *)px; /* sample i is bytes 2i (high), 2i + 1 */
+    size_t n = (size_t)*w * (size_t)*h;
+    uint8_t *rgb = (comp == 1 || comp == 3) ? STBI_MALLOC(n * 3) : NULL;
+    for (size_t i = 0; rgb && i < n; i++)
+        for (int ch = 0; ch < 3; ch++) rgb[3 * i + ch] = be[2 * (i * comp + (comp == 3 ? ch : 0))];
+    stbi_image_free(px);
+    return rgb;
+}
+
+/* The formats stb_image reads, by their first bytes, for VitImage.format. */
+static const char *stb_format(const uint8_t *b, size_t n) {
+    if (n >= 4 && !memcmp(b, "\x89PNG", 4)) return "PNG";
+    if (n >= 2 && !memcmp(b, "BM", 2)) return "BMP";
+    if (n >= 4 && !memcmp(b, "GIF8", 4)) return "GIF";
+    if (n >= 4 && !memcmp(b, "8BPS", 4)) return "PSD";
+    if (n >= 2 && !memcmp(b, "#?", 2)) return "HDR";
+    if (n >= 4 && !memcmp(b, "\x53\x80\xf6\x34", 4)) return "PIC";
+    if (n >= 2 && b[0] == 'P' && (b[1] == '5' || b[1] == '6')) return "PNM";
+    return "TGA"; /* the one format without a signature */
+}
+
+/* stb_image on the open file f: checks the declared size with stbi_info first. */
+static VitStatus load_stb(Decoded *out, FILE *f, const char *path, uint64_t max_pixels,
+                          VitError *err) {
+    if (pnm_number_overflows(f))
+        return vit_set_error(err, VIT_ERR_IMAGE,
+                             "%s: corrupt PNM: a number in its header is over %d", path, INT_MAX);
+    rewind(f);
+    /* The declared size first: nothing is decoded or allocated for an image over the limit. */
+    int w, h, comp;
+    if (!stbi_info_from_file(f, &w, &h, &comp)) {
+        uint32_t pw, ph;
+        if (png_declared_size(f, &pw, &ph) && (uint64_t)pw * ph > max_pixels)
+            return vit_set_error(err, VIT_ERR_IMAGE,
+                                 "%s: image is %ux%u px, more than the limit of %llu pixels", path,
+                                 pw, ph, (unsigned long long)max_pixels);
+        return vit_set_error(err, VIT_ERR_IMAGE, "%s: not an image vitlens can read (%s)", path,
+                             stbi_failure_reason());
+    }
+    if (w < 1 || h < 1)
+        return vit_set_error(err, VIT_ERR_IMAGE, "%s: image is %dx%d px: empty", path, w, h);
+    if ((uint64_t)w * (uint64_t)h > max_pixels)
+        return vit_set_error(err, VIT_ERR_IMAGE,
+                             "%s: image is %dx%d px, more than the limit of %llu pixels", path, w,
+                             h, (unsigned long long)max_pixels);
+    /* req_comp 3: grey is replicated and alpha dropped, as PIL's convert('RGB'). */
+    uint8_t *rgb = is_pnm(f) && stbi_is_16_bit_from_file(f)
+                       ? load_pnm16(f, &w, &h)
+                       : stbi_load_from_file(f, &w, &h, &comp, 3);
+    if (!rgb)
+        return vit_set_error(err, VIT_ERR_IMAGE,
+                             "%s: cannot decode image, truncated or corrupt (%s)", path,
+                             stbi_failure_reason());
+    out->rgb = rgb, out->w = w, out->h = h, out->orientation = 1;
+    return VIT_OK;
+}
+
+/* --- EXIF orientation ----------------------------------------------------------- */
+
+/* in [h, w, 3] turned as EXIF orientation o (2..8) says, into a new buffer [h', w', 3]
+ * (w' = h, h' = w for 5..8), as Pillow's ImageOps.exif_transpose: 2 FLIP_LEFT_RIGHT,
+ * 3 ROTATE_180, 4 FLIP_TOP_BOTTOM, 5 TRANSPOSE, 6 ROTATE_270 (90 degrees clockwise),
+ * 7 TRANSVERSE, 8 ROTATE_90. Output pixel (x, y) is input pixel base + x ax + y ay
+ * (byte offsets). NULL when out of memory. */
+static uint8_t *orient(const uint8_t *in, int w, int h, int o) {
+    ptrdiff_t P = 3, S = (ptrdiff_t)w * 3, right = (w - 1) * P, bottom = (h - 1) * S;
+    ptrdiff_t base, ax, ay;
+    switch (o) {
+    case 2: base = right, ax = -P, ay = S; break;
+    case 3: base = bottom + right, ax = -P, ay = -S; break;
+    case 4: base = bottom, ax = P, ay = -S; break;
+    case 5: base = 0, ax = S, ay = P; break;
+    case 6: base = bottom, ax = -S, ay = P; break;
+    case 7: base = bottom + right, ax = -S, ay = -P; break;
+    default: base = right, ax = S, ay = -P; break; /* 8 */
+    }
+    int ow = o >= 5 ? h : w, oh = o >= 5 ? w : h;
+    uint8_t *out = malloc((size_t)w * (size_t)h * 3), *d = out;
+    for (int y = 0; out && y < oh; y++) {
+        const uint8_t *s = in + base + y * ay;
+        for (int x = 0; x < ow; x++, s += ax, d += 3) d[0] = s[0], d[1] = s[1], d[2] = s[2];
+    }
+    return out;
+}
+
+/* --- entry points ----------------------------------------------------------------- */
+
+typedef enum { FMT_STB, FMT_JPEG, FMT_WEBP, FMT_TIFF, FMT_HEIF } Format;
+
+static Format sniff(const uint8_t *b, size_t n) {
+    if (n >= 2 && b[0] == 0xff && b[1] == 0xd8) return FMT_JPEG;
+    if (n >= 12 && !memcmp(b, "RIFF", 4) && !memcmp(b + 8, "WEBP", 4)) return FMT_WEBP;
+    if (n >= 4 && ((b[0] == 'I' && b[1] == 'I' && (b[2] == 42 || b[2] == 43) && b[3] == 0) ||
+                   (b[0] == 'M' && b[1] == 'M' && b[2] == 0 && (b[3] == 42 || b[3] == 43))))
+        return FMT_TIFF; /* classic TIFF and BigTIFF */
+    if (n >= 12 && !memcmp(b + 4, "ftyp", 4)) return FMT_HEIF;
+    return FMT_STB;
+}
+
+/* The whole of f (size bytes when a regular file, else read to its end) into *data. */
+static VitStatus read_all(uint8_t **data, size_t *n, FILE *f, const struct stat *sb,
+                          const char *path, VitError *err) {
+    if (S_ISREG(sb->st_mode) && (uint64_t)sb->st_size > MAX_FILE_BYTES)
+        return vit_set_error(err, VIT_ERR_IMAGE,
+                             "%s: file is %llu bytes, over the %llu that any image vitlens reads "
+                             "needs",
+                             path, (unsigned long long)sb->st_size,
+                             (unsigned long long)MAX_FILE_BYTES);
+    size_t cap = S_ISREG(sb->st_mode) ? (size_t)sb->st_size + 1 : 1 << 16, k = 0;
+    uint8_t *p = NULL;
+    for (;;) {
+        if (k == cap || !p) {
+            if (p) cap *= 2;
+            if (cap > MAX_FILE_BYTES + 1) cap = MAX_FILE_BYTES + 1;
+            uint8_t *q = realloc(p, cap);
+            if (!q) {
+                free(p);
+                return vit_set_error(err, VIT_ERR_NOMEM, "%s: out of memory reading the file",
+                                     path);
+            }
+            p = q;
+        }
+        size_t got = fread(p + k, 1, cap - k, f);
+        k += got;
+        if (k > MAX_FILE_BYTES) {
+            free(p);
+            return vit_set_error(err, VIT_ERR_IMAGE,
+                                 "%s: file is over the %llu bytes that any image vitlens reads "
+                                 "needs",
+                                 path, (unsigned long long)MAX_FILE_BYTES);
+        }
+        if (got == 0 || (k < cap && feof(f))) break;
+    }
+    if (ferror(f)) {
+        free(p);
+        return vit_set_error(err, VIT_ERR_IO, "%s: read error: %s", path, strerror(errno));
+    }
+    *data = p, *n = k;
+    return VIT_OK;
+}
+
+VitStatus vit_image_load(VitImage *img, const char *path, VitError *err) {
+    return vit_image_load_max(img, path, NULL, VIT_MAX_IMAGE_PIXELS, err);
+}
+
+VitStatus vit_image_load_with(VitImage *img, const char *path, const VitImageOptions *opt,
+                              VitError *err) {
+    return vit_image_load_max(img, path, opt, VIT_MAX_IMAGE_PIXELS, err);
+}
+
+VitStatus vit_image_load_max(VitImage *img, const char *path, const VitImageOptions *opt,
+                             uint64_t max_pixels, VitError *err) {
+    memset(img, 0, sizeof *img);
+    int ignore = opt && opt->ignore_orientation;
+    struct stat sb;
+    if (stat(path, &sb) != 0)
+        return vit_set_error(err, VIT_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    if (S_ISDIR(sb.st_mode))
+        return vit_set_error(err, VIT_ERR_IO, "%s: is a directory, not an image", path);
+    FILE *f = fopen(path, "rb");
+    if (!f) return vit_set_error(err, VIT_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    uint8_t head[16];
+    size_t n_head = fread(head, 1, sizeof head, f);
+    if (n_head == 0) {
+        fclose(f);
+        return vit_set_error(err, VIT_ERR_IMAGE, "%s: file is empty (0 bytes), not an image", path);
+    }
+    Format fmt = sniff(head, n_head);
+    Decoded d = {0};
+    VitStatus rc;
+    if (fmt == FMT_STB) {
+        rc = load_stb(&d, f, path, max_pixels, err);
+        fclose(f);
+        img->format = stb_format(head, n_head);
+    } else {
+        uint8_t *data = NULL;
+        size_t n = 0;
+        rewind(f);
+        rc = read_all(&data, &n, f, &sb, path, err);
+        fclose(f);
+        if (rc) return rc;
+        switch (fmt) {
+        case FMT_JPEG: rc = vit_decode_jpeg(&d, path, data, n, max_pixels, err); break;
+        case FMT_WEBP: rc = vit_decode_webp(&d, path, data, n, max_pixels, err); break;
+        case FMT_TIFF: rc = vit_decode_tiff(&d, path, data, n, max_pixels, err); break;
+        default: rc = vit_decode_heif(&d, path, data, n, max_pixels, ignore, err); break;
+        }
+        img->format = fmt == FMT_JPEG                          ? "JPEG"
+                      : fmt == FMT_WEBP                        ? "WebP"
+                      : fmt == FMT_TIFF                        ? "TIFF"
+                      : n >= 12 && !memcmp(data + 8, "avi", 3) ? "AVIF"
+                                                               : "HEIF";
+        free(data);
+    }
+    if (rc) {
+        memset(img, 0, sizeof *img);
+        return rc;
+    }
+    img->orientation = d.orientation >= 1 && d.orientation <= 8 ? d.orientation : 1;
+    if (!ignore && !d.heif_oriented && img->orientation != 1) {
+        uint8_t *turned = orient(d.rgb, d.w, d.h, img->orientation);
+        free(d.rgb);
+        if (!turned) {
+            memset(img, 0, sizeof *img);
+            return vit_set_error(err, VIT_ERR_NOMEM, "%s: out of memory turning a %dx%d image",
+                                 path, d.w, d.h);
+        }
+        d.rgb = turned;
+        if (img->orientation >= 5) {
+            int t = d.w;
+            d.w = d.h, d.h = t;
+        }
+    }
+    img->w = d.w, img->h = d.h, img->rgb = d.rgb;
+    return VIT_OK;
+}
+
+VitStatus vit_image_from_rgb(VitImage *img, const uint8_t *rgb, int w, int h, VitError *err) {
+    memset(img, 0, sizeof *img);
+    if (w < 1 || h < 1 || (uint64_t)w * (uint64_t)h > VIT_MAX_IMAGE_PIXELS)
+        return vit_set_error(err, VIT_ERR_IMAGE,
+                             "image is %dx%d px: empty or over the limit of %u "
+                             "pixels",
+                             w, h, VIT_MAX_IMAGE_PIXELS);
+    size_t n = (size_t)w * (size_t)h * 3;
+    img->rgb = malloc(n);
+    if (!img->rgb)
+        return vit_set_error(err, VIT_ERR_NOMEM, "out of memory for a %dx%d image", w, h);
+    memcpy(img->rgb, rgb, n);
+    img->w = w;
+    img->h = h;
+    img->orientation = 1;
+    img->format = "RGB";
+    return VIT_OK;
+}
+
+/* Every decoder allocates with malloc (stb_image's STBI_MALLOC is malloc). */
+void vit_image_free(VitImage *img) {
+    if (!img) return;
+    free(img->rgb);
+    memset(img, 0, sizeof *img);
+}
