@@ -3,6 +3,7 @@
  * and the argument checks of vit_map_attention, vit_map_fused and vit_rollout.
  *
  * usage: test_image SCRATCH_DIR */
+#include "encode.h"
 #include "testlib.h"
 
 #include <stb_image_write.h> /* compiled in stb_write.c */
@@ -130,21 +131,35 @@ static void test_decode(const char *dir) {
     check(1, "vit_image_free on a zeroed VitImage, twice, and on NULL");
 }
 
-/* Every prefix of a PNG fails; prefixes of other formats may decode (stb fills
- * missing BMP/TGA/JPEG data) but never crash. */
+/* Every prefix of a PNG and of a JPEG (but for its EOI marker: Pillow decodes a JPEG
+ * without one too) fails; prefixes of other formats may decode (stb fills missing
+ * BMP/TGA data, libtiff missing strips are errors, ...) but never crash, and fail
+ * with an image error naming the file. */
 static void test_truncated(const char *dir) {
     char path[1100], cut[1100];
     uint8_t px[24 * 24 * 3];
     for (size_t i = 0; i < sizeof px; i++) px[i] = (uint8_t)rnd();
-    static const char *files[] = {"noise.png", "noise.bmp", "noise.tga", "noise.jpg"};
-    for (int f = 0; f < 4; f++) {
+    static const char *files[] = {"noise.png",  "noise.bmp", "noise.tga", "noise.jpg",
+                                  "noise.webp", "noise.tif", "noise.heic"};
+    for (int f = 0; f < 7; f++) {
         path_join(path, sizeof path, dir, files[f]);
-        int wrote = f == 0   ? stbi_write_png(path, 24, 24, 3, px, 24 * 3)
-                    : f == 1 ? stbi_write_bmp(path, 24, 24, 3, px)
-                    : f == 2 ? stbi_write_tga(path, 24, 24, 3, px)
-                             : stbi_write_jpg(path, 24, 24, 3, px, 80);
         size_t n = 0;
-        uint8_t *bytes = wrote ? read_bytes(path, &n) : NULL;
+        uint8_t *bytes = NULL;
+        if (f < 4) {
+            int wrote = f == 0   ? stbi_write_png(path, 24, 24, 3, px, 24 * 3)
+                        : f == 1 ? stbi_write_bmp(path, 24, 24, 3, px)
+                        : f == 2 ? stbi_write_tga(path, 24, 24, 3, px)
+                                 : stbi_write_jpg(path, 24, 24, 3, px, 80);
+            bytes = wrote ? read_bytes(path, &n) : NULL;
+        } else {
+            bytes = f == 4   ? enc_webp(&n, px, 24, 24, 3, 0)
+                    : f == 5 ? enc_tiff(&n, px, 24, 24, 3, 5 /* LZW */, 0)
+                             : enc_heif(&n, px, 24, 24, 0, 0, 0);
+            if (!bytes && f == 6) {
+                printf("skipped - every prefix of %s: no HEVC encoder\n", files[f]);
+                continue;
+            }
+        }
         if (!check(bytes != NULL, "write %s (%zu bytes)", files[f], n)) continue;
         char cut_name[64];
         snprintf(cut_name, sizeof cut_name, "cut_%s", files[f]);
@@ -158,6 +173,7 @@ static void test_truncated(const char *dir) {
             if (rc == VIT_OK && img.w == 24 && img.h == 24 && img.rgb) {
                 n_ok++;
                 cut_data_ok += len < n - 12; /* PNG: decoded without its IEND chunk */
+                if (f == 3 && len < n - 2) check(0, "%s cut to %zu bytes decodes", files[f], len);
             } else if (rc == VIT_ERR_IMAGE && err.code == rc && strstr(err.msg, cut_name) &&
                        !img.rgb)
                 n_image++;
@@ -171,11 +187,111 @@ static void test_truncated(const char *dir) {
                   "every prefix of %s that cuts before IEND (0..%zu bytes) is an image error "
                   "naming the file (%d errors, %d decodes without IEND's CRC)",
                   files[f], n - 13, n_image, n_ok);
+        else if (f == 3) /* libjpeg: the rows all read, a missing EOI is no error */
+            check(!bad && n_ok <= 2,
+                  "every prefix of %s that cuts before EOI (0..%zu bytes) is an image error "
+                  "naming the file (%d errors, %d decodes without EOI)",
+                  files[f], n - 3, n_image, n_ok);
         else
             check(!bad, "every prefix of %s (0..%zu bytes): %d decode, %d image errors, no crash",
                   files[f], n - 1, n_ok, n_image);
         free(bytes);
     }
+}
+
+/* The mean absolute difference of two [h, w, 3] images (lossy codecs). */
+static double mean_diff(const uint8_t *a, const uint8_t *b, size_t n) {
+    double s = 0;
+    for (size_t i = 0; i < n; i++) s += abs((int)a[i] - (int)b[i]);
+    return s / (double)n;
+}
+
+/* px [h, w, 3] turned 90 degrees clockwise (EXIF orientation 6): [w, h, 3]. */
+static void turn_cw(uint8_t *out, const uint8_t *px, int w, int h) {
+    for (int y = 0; y < w; y++)
+        for (int x = 0; x < h; x++)
+            memcpy(out + ((size_t)y * h + x) * 3, px + ((size_t)(h - 1 - x) * w + y) * 3, 3);
+}
+
+/* Loads path with and without ignore_orientation; checks the format, the orientation
+ * reported, and the pixels (within tol on average: lossy) against upright and stored. */
+static void expect_turned(const char *path, const char *what, const char *format, int orientation,
+                          const uint8_t *upright, int uw, int uh, const uint8_t *stored,
+                          double tol) {
+    for (int ignore = 0; ignore < 2; ignore++) {
+        VitImageOptions opt = {.ignore_orientation = ignore};
+        VitImage img;
+        VitError err = {0};
+        char label[200];
+        snprintf(label, sizeof label, "%s%s", what, ignore ? ", ignore_orientation" : "");
+        if (!check_err(vit_image_load_with(&img, path, &opt, &err), &err, VIT_OK, NULL, NULL,
+                       label))
+            continue;
+        int w = ignore && uw != uh ? uh : uw, h = ignore && uw != uh ? uw : uh;
+        if (ignore && orientation < 5) w = uw, h = uh;
+        const uint8_t *want = ignore ? stored : upright;
+        double d = img.w == w && img.h == h ? mean_diff(img.rgb, want, (size_t)w * h * 3) : -1;
+        check(img.w == w && img.h == h && d >= 0 && d <= tol && img.orientation == orientation &&
+                  !strcmp(img.format, format),
+              "%s: %dx%d (expected %dx%d), mean |diff| %.2f (tol %.1f), orientation %d, %s", label,
+              img.w, img.h, w, h, d, tol, img.orientation, img.format);
+        vit_image_free(&img);
+    }
+}
+
+/* EXIF orientation 6 in a JPEG (libjpeg + libexif), and HEIF's irot/imir: libheif turns
+ * the picture itself, so the EXIF tag in the same file must not turn it a second time. */
+static void test_orientation(const char *dir) {
+    enum { W = 64, H = 32 };
+    uint8_t px[H * W * 3], cw[W * H * 3];
+    for (int y = 0; y < H; y++) /* quadrants of different colours: a turn shows */
+        for (int x = 0; x < W; x++) {
+            uint8_t *p = px + ((size_t)y * W + x) * 3;
+            p[0] = x < W / 2 ? 220 : 30, p[1] = y < H / 2 ? 200 : 40, p[2] = (uint8_t)(x * 2);
+        }
+    turn_cw(cw, px, W, H);
+    char path[1100];
+    size_t n;
+    uint8_t *f = enc_jpeg(&n, px, W, H, 3, 95, 0, 6);
+    path_join(path, sizeof path, dir, "exif6.jpg");
+    if (check(f != NULL, "encode exif6.jpg")) {
+        write_bytes(path, f, n);
+        expect_turned(path, "exif6.jpg (EXIF 6)", "JPEG", 6, cw, H, W, px, 3.0);
+    }
+    free(f);
+    f = enc_tiff(&n, px, W, H, 3, 8 /* deflate */, 6);
+    path_join(path, sizeof path, dir, "orient6.tif");
+    if (check(f != NULL, "encode orient6.tif")) {
+        write_bytes(path, f, n);
+        expect_turned(path, "orient6.tif (Orientation 6)", "TIFF", 6, cw, H, W, px, 0.0);
+    }
+    free(f);
+    /* HEIC: irot/imir for orientation 6 and an EXIF block saying 6 too. ignore_orientation
+     * gives the coded picture (libheif's ignore_transformations). */
+    f = enc_heif(&n, px, W, H, 0, 6, 1);
+    path_join(path, sizeof path, dir, "irot6.heic");
+    if (f) {
+        write_bytes(path, f, n);
+        VitImage img;
+        VitError err = {0};
+        int tag = vit_image_load(&img, path, &err) == VIT_OK ? img.orientation : -1;
+        vit_image_free(&img);
+        check(tag == 6 || tag == 1, "irot6.heic: EXIF tag read (%d)", tag);
+        expect_turned(path, "irot6.heic (irot + EXIF 6: turned once)", "HEIF", tag, cw, H, W, px,
+                      6.0);
+    } else {
+        printf("skipped - HEIC orientation: no HEVC encoder\n");
+    }
+    free(f);
+    f = enc_heif(&n, px, W, H, 1, 0, 0);
+    path_join(path, sizeof path, dir, "plain.avif");
+    if (f) {
+        write_bytes(path, f, n);
+        expect_turned(path, "plain.avif", "AVIF", 1, px, W, H, px, 6.0);
+    } else {
+        printf("skipped - AVIF: no AV1 encoder\n");
+    }
+    free(f);
 }
 
 /* Declared sizes over the limit are refused from the header, before decoding. */
@@ -542,6 +658,7 @@ int main(int argc, char **argv) {
     }
     test_decode(g_dir);
     test_truncated(g_dir);
+    test_orientation(g_dir);
     test_huge(g_dir);
     test_preprocess();
     test_labels(g_dir);
