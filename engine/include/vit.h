@@ -372,16 +372,20 @@ typedef struct {
  *               Pillow's formula): the same pixels as Pillow on the same libjpeg
  *   WebP        libwebp, first frame of an animation, alpha dropped: Pillow's pixels
  *   TIFF        libtiff's RGBA interface, first image: Pillow's pixels for 8-bit RGB,
- *               RGBA, grey, palette and bilevel TIFFs, raw, LZW, deflate, PackBits;
- *               16-bit samples are rounded to 8 bits by libtiff (Pillow keeps the high
- *               byte: up to one level apart), CMYK by libtiff's formula
+ *               RGBA, grey, palette and bilevel TIFFs, raw, LZW, deflate, PackBits, G4
+ *               (tested); 16-bit samples are rounded to 8 bits by libtiff (Pillow keeps
+ *               the high byte: up to one level apart), CMYK and YCbCr by libtiff's
+ *               formulas (not compared with Pillow's)
  *   HEIF, AVIF  libheif, primary image; libheif applies the file's own rotation and
  *               mirroring (irot/imir boxes, which the HEIF standard puts before EXIF),
  *               so the EXIF tag is reported in orientation but not applied on top
  *   other       stb_image: PNG (exact), BMP, GIF (first frame), TGA, PSD, HDR, PIC,
  *               PNM; 16-bit samples keep their most significant byte
  * The orientation comes from a JPEG's first EXIF APP1 segment, a WebP's EXIF chunk, a
- * TIFF's Orientation tag (read with libexif, libtiff); PNG's eXIf is not read.
+ * TIFF's Orientation tag (read with libexif, libtiff); PNG's eXIf is not read. PIL's
+ * Image.open ignores it for JPEG and WebP (timm sees such a photo sideways; pass
+ * ignore_orientation to match), while Pillow 9.4 turns a TIFF when it loads it, as the
+ * default here does (its exif_transpose then turns a TIFF twice).
  * The declared size is checked before decoding: more than VIT_MAX_IMAGE_PIXELS (or
  * empty) is VIT_ERR_IMAGE, as is every decoder's error (truncated, corrupt,
  * unsupported: the message names the file and says what; libraries never print).
