@@ -45,10 +45,13 @@ int files_default_model(char *model, size_t model_bytes, char *demo_dir, size_t 
     if (try_assets(VITLENS_ASSETS_DIR_DEFAULT, model, model_bytes, demo_dir, demo_bytes) ||
         try_assets(VITLENS_ASSETS_DIR_INSTALLED, model, model_bytes, demo_dir, demo_bytes))
         return 0;
+    /* A package build (VITLENS_USE_SOURCE_TREE=OFF) has both set to the installed folder. */
+    int same = strcmp(VITLENS_ASSETS_DIR_DEFAULT, VITLENS_ASSETS_DIR_INSTALLED) == 0;
     snprintf(msg, msg_bytes,
-             "cannot find the built-in model: no default/model.safetensors in %s or %s; "
+             "cannot find the built-in model: no default/model.safetensors in %s%s%s; "
              "set VITLENS_ASSETS to the folder that holds default/, or give --model PATH",
-             VITLENS_ASSETS_DIR_DEFAULT, VITLENS_ASSETS_DIR_INSTALLED);
+             VITLENS_ASSETS_DIR_DEFAULT, same ? "" : " or ",
+             same ? "" : VITLENS_ASSETS_DIR_INSTALLED);
     return -1;
 }
 

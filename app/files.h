@@ -2,14 +2,16 @@
  *
  * The built-in model and its demo scenes are in ASSETS/default/ (model.safetensors,
  * config.json, demo/ with PNG scenes). ASSETS is $VITLENS_ASSETS when set (and only it),
- * else the source tree's assets/ (a compile-time path), else the installed
- * share/vitlens/assets. No SDL, no GL. */
+ * else the source tree's assets/ (a compile-time path; a package build, CMake's
+ * VITLENS_USE_SOURCE_TREE=OFF, has the installed folder there instead), else the
+ * installed share/vitlens/assets. No SDL, no GL. */
 #ifndef VITLENS_FILES_H
 #define VITLENS_FILES_H
 
 #include <stddef.h>
 
-/* Set by CMake: the source tree's assets/ and the installed share/vitlens/assets. */
+/* Set by CMake (app/CMakeLists.txt): the source tree's assets/ and the installed
+ * share/vitlens/assets. */
 #ifndef VITLENS_ASSETS_DIR_DEFAULT
 #define VITLENS_ASSETS_DIR_DEFAULT "assets"
 #endif

@@ -12,6 +12,9 @@
 #ifndef VITLENS_SHADER_DIR_DEFAULT
 #define VITLENS_SHADER_DIR_DEFAULT "shaders"
 #endif
+#ifndef VITLENS_SHADER_DIR_INSTALLED /* share/vitlens/shaders under the install prefix */
+#define VITLENS_SHADER_DIR_INSTALLED "/usr/local/share/vitlens/shaders"
+#endif
 
 /* --- palette (dark, high contrast for a projector) ------------------------- */
 
@@ -136,7 +139,8 @@ static int has_shaders(const char *dir) {
     return stat(path, &st) == 0;
 }
 
-/* $VITLENS_SHADER_DIR (only it, when set), else the source tree, else next to the binary. */
+/* $VITLENS_SHADER_DIR (only it, when set), else the source tree, else next to the binary,
+ * else the installed share/vitlens/shaders. */
 static int find_shader_dir(char *dir, size_t n, char *msg, size_t msg_bytes) {
     const char *env = getenv("VITLENS_SHADER_DIR");
     if (env && *env) {
@@ -153,10 +157,12 @@ static int find_shader_dir(char *dir, size_t n, char *msg, size_t msg_bytes) {
         SDL_free(base);
         if (has_shaders(dir)) return 0;
     }
+    snprintf(dir, n, "%s", VITLENS_SHADER_DIR_INSTALLED);
+    if (has_shaders(dir)) return 0;
     snprintf(msg, msg_bytes,
-             "cannot find the shaders: looked in %s and shaders/ next to the executable; "
+             "cannot find the shaders: looked in %s, shaders/ next to the executable and %s; "
              "set VITLENS_SHADER_DIR",
-             VITLENS_SHADER_DIR_DEFAULT);
+             VITLENS_SHADER_DIR_DEFAULT, VITLENS_SHADER_DIR_INSTALLED);
     return -1;
 }
 
