@@ -11,12 +11,16 @@ build=(build-essential cmake pkg-config
        curl)  # scripts/download-model.sh
 # Tests: the PyTorch reference (Debian's python3-torch, run with /usr/bin/python3),
 # the GUI tests under Xvfb, clang with libFuzzer (libclang-rt-14-dev ships
-# libclang_rt.fuzzer) for tests/fuzz, and valgrind for the memcheck tests.
+# libclang_rt.fuzzer) for tests/fuzz, valgrind for the memcheck tests, and the packaging
+# tools for tests/install.
 tests=(python3-torch python3-numpy python3-pil python3-torchvision python3-networkx
        xvfb xauth xdotool x11-utils imagemagick clang-format
        clang libclang-rt-14-dev valgrind
        libheif-examples  # heif-enc / heif-convert: HEIC and AVIF by hand (the tests encode their own)
-       xfonts-base)  # X core fonts: SDL's X11 message box (start-up errors) needs them
+       xfonts-base  # X core fonts: SDL's X11 message box (start-up errors) needs them
+       # tests/install: cpack's DEB generator (dpkg-shlibdeps), the desktop file's, AppStream
+       # metainfo's and the man page's validators, the icon's SVG renderer
+       dpkg-dev desktop-file-utils appstream man-db groff-base librsvg2-bin)
 
 pkgs=("${build[@]}")
 [ "${1:-}" = "--runtime" ] || pkgs+=("${tests[@]}")
