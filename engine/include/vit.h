@@ -727,18 +727,41 @@ VitStatus vit_tokenrank(float *out, const VitRun *run, int layer, int head, VitF
 /* Attention flow (Abnar & Zuidema 2020, "Quantifying Attention Flow in Transformers",
  * §3): the layered graph with a node per token before block 0 and after every block
  * 0 .. layer, and an edge from token j after block l-1 to token i after block l of
- * capacity A_l[i, j], A_l = 0.5 * mean_h att[l, h] + 0.5 * I (the residual). out[j]
- * = the maximum flow from token j's input node to `query`'s node after block
- * `layer`, for every token j: out [T], each in [0, 1]. Exact (a max-flow algorithm
- * in double, engine/flow.c), one problem per token, spread over the run's threads.
- * Errors: VIT_ERR_ARG (range, no forward pass), VIT_ERR_NOMEM. */
+ * capacity A_l[i, j], A_l = rownorm(0.5 * mean_h att[l, h] + 0.5 * I) (the residual;
+ * the mean's rows sum to 1, so the renormalisation only removes float rounding, as
+ * the paper's code does; these are vit_rollout's Â_l with mean fusion and no
+ * discard). out[j] = the maximum flow from token j's input node to `query`'s node
+ * after block `layer`, for every token j, prefix tokens included: out [T], each in
+ * [0, 1] (the query's node takes in at most its row sum, 1). Raw flows: the paper's
+ * code divides them by their sum, which the caller may do. Exact: vit_max_flow_layers
+ * on those capacities. The attention is read as the maps read it (kept or
+ * recomputed, the same values). Deep in a ViT the flow is mostly limited where it
+ * enters: for DeiT-Tiny's CLS token after the last block out[j] = min(1, sum_i
+ * A_0[i, j]), token j's capacity out of the input, for 99 to 100% of the tokens of the
+ * test photos (tests/flow), so the map shows block 0's received attention, clipped.
+ * Cost: T max-flow problems on (layer + 1) * T^2 edges, spread over run->n_threads
+ * threads of its own, not the run's pool: it only reads the run, so it may run beside
+ * the other maps, not beside vit_forward on the same run. DeiT-Tiny, the CLS token
+ * after the last block: ~0.1 s at 1 thread, ~0.05 s at 2 (bench/bench_flow.c).
+ * Allocates (layer + 1) * T^2 floats and per thread (layer + 1) * T^2 doubles
+ * (DeiT-Tiny: 1.8 MB + 3.7 MB per thread).
+ * Errors: VIT_ERR_ARG (layer, query out of range, no forward pass), VIT_ERR_NOMEM. */
 VitStatus vit_attention_flow(float *out, const VitRun *run, int layer, int query, VitError *err);
 
-/* The same on given capacities, for tests and other graphs: cap [n_layers, T, T],
- * cap[l][i][j] the capacity from token j at level l to token i at level l + 1
- * (>= 0, finite); out[j] the max flow from token j at level 0 to token `query` at
- * level n_layers, for every j: out [T]. n_threads >= 1 threads of its own.
- * Errors: VIT_ERR_ARG, VIT_ERR_NOMEM. */
+/* The max flows of vit_attention_flow on given capacities, for tests and other graphs:
+ * levels 0 .. n_layers of T nodes each, cap [n_layers, T, T], cap[l][i][j] the
+ * capacity of the edge from token j at level l to token i at level l + 1 (>= 0,
+ * finite; 0 is no edge). out[j] = the max flow from (0, j) to (n_layers, query), for
+ * every j: out [T]. Dinic's algorithm in double (engine/flow.c; exact up to the
+ * rounding of double sums), rounded to float. The T problems are handed out to
+ * min(n_threads, T) threads of its own, the caller's included (one that cannot start
+ * or allocate is left out, the others do its share); the result does not depend on
+ * the thread count. Reentrant: no state outside the call. Memory: per thread
+ * n_layers * T^2 doubles and O(n_layers * T) more.
+ * Errors: VIT_ERR_ARG (NULL out or cap, n_layers outside 1 .. VIT_MAX_LAYERS, T
+ * outside 1 .. VIT_MAX_TOKENS, query outside [0, T), n_threads outside 1 ..
+ * VIT_MAX_THREADS, a negative, infinite or NaN capacity: the message gives its
+ * index), VIT_ERR_NOMEM. */
 VitStatus vit_max_flow_layers(float *out, const float *cap, int n_layers, int T, int query,
                               int n_threads, VitError *err);
 
