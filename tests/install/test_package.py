@@ -35,13 +35,18 @@ from vitlens_install import (APP_ID, Checks, check_desktop, check_icons, check_m
 check = Checks()
 LOCK = "/var/lock/vitlens-test-package.lock"
 MARKER = "/var/tmp/vitlens-test-package.installed"  # "this test installed the package"
-# Runtime packages the Depends line must name: what the binary links (dpkg-shlibdeps) and
-# what it opens at run time (libGL through libepoxy, Mesa's drivers, the DejaVu font).
-WANT_DEPENDS = ["libsdl2-2.0-0", "libsdl2-ttf-2.0-0", "libepoxy0", "libopenblas0", "liblapacke",
-                "libcjson1", "libfontconfig1", "libjpeg62-turbo", "libwebp7", "libwebpdemux2",
-                "libtiff6", "libheif1", "libexif12", "libgl1", "libgl1-mesa-dri",
-                "fonts-dejavu-core"]
-
+# The Debian 12 package of each library the binary links (its NEEDED entries): the Depends
+# line must name it (dpkg-shlibdeps finds them; an unknown one fails, add it here). And what
+# it opens at run time, not linked: libGL through libepoxy, Mesa's drivers, the DejaVu font.
+SONAME_PACKAGES = {
+    "libc.so.6": "libc6", "libm.so.6": "libc6", "libmvec.so.1": "libc6",
+    "libSDL2-2.0.so.0": "libsdl2-2.0-0", "libSDL2_ttf-2.0.so.0": "libsdl2-ttf-2.0-0",
+    "libepoxy.so.0": "libepoxy0", "libfontconfig.so.1": "libfontconfig1",
+    "libopenblas.so.0": "libopenblas0", "liblapacke.so.3": "liblapacke",
+    "libcjson.so.1": "libcjson1", "libjpeg.so.62": "libjpeg62-turbo", "libwebp.so.7": "libwebp7",
+    "libwebpdemux.so.2": "libwebpdemux2", "libtiff.so.6": "libtiff6", "libheif.so.1": "libheif1",
+    "libexif.so.12": "libexif12"}
+RUNTIME_PACKAGES = ["libgl1", "libgl1-mesa-dri", "fonts-dejavu-core"]
 
 def run(cmd, **kw):
     """Run cmd, echoed; its output captured (text). Never raises on a non-zero exit."""
@@ -108,9 +113,19 @@ def check_deb(deb, source):
     check(fields.get("Section") == "science", "Section: science")
     depends = [d.strip().split()[0] for alt in fields.get("Depends", "").split(",")
                for d in alt.split("|")]
-    missing = [p for p in WANT_DEPENDS if p not in depends]
-    check(not missing, "Depends names the runtime libraries, GL and the font"
-          + (f"; missing: {missing}" if missing else ""))
+    # The binary's NEEDED libraries, from the package's own copy.
+    unpacked = tempfile.mkdtemp(prefix="vitlens-deb-")
+    run(["dpkg-deb", "-x", deb, unpacked])
+    dyn = run(["objdump", "-p", os.path.join(unpacked, "usr/bin/vitlens")]).stdout
+    shutil.rmtree(unpacked, ignore_errors=True)
+    needed = [l.split()[1] for l in dyn.splitlines() if l.strip().startswith("NEEDED")]
+    unknown = [n for n in needed if n not in SONAME_PACKAGES]
+    check(needed and not unknown, f"the binary links {len(needed)} libraries, each of a known "
+          "package" + (f"; unknown: {unknown} (SONAME_PACKAGES)" if unknown else ""))
+    want = sorted({SONAME_PACKAGES[n] for n in needed if n in SONAME_PACKAGES}) + RUNTIME_PACKAGES
+    missing = [p for p in want if p not in depends]
+    check(not missing, f"Depends names the {len(want)} packages of those libraries, GL and the "
+          "font" + (f"; missing: {missing}" if missing else ""))
     # dpkg-deb -c: "-rwxr-xr-x root/root 516312 2026-11-25 04:36 ./usr/bin/vitlens", one
     # line per entry, directories ending in "/"
     paths = [l.split(None, 5)[5] for l in run(["dpkg-deb", "-c", deb]).stdout.splitlines()
@@ -141,6 +156,9 @@ def check_installed(a, tmp):
         blob = f.read()
     for path in (os.path.realpath(a.source), tmp):
         check(path.encode() not in blob, f"no path of {path} in {vitlens}")
+    r = run(["ldd", vitlens])
+    check(r.returncode == 0 and "not found" not in r.stdout, "ldd /usr/bin/vitlens: every "
+          "library found" + (f"\n{r.stdout}" if "not found" in r.stdout else ""))
     r = run(["dpkg", "-S", vitlens])
     check(r.returncode == 0 and r.stdout.startswith("vitlens:"), f"dpkg -S {vitlens}: "
           f"{r.stdout.strip()}")
