@@ -128,26 +128,73 @@ static void export_name(char *buf, size_t n, int kind, int layer, const char *he
     if (len < n) snprintf(buf + len, n - len, "%s", ext);
 }
 
-/* Compute the map of view v, write its raw values to dir/base.npy ([h, w]
- * float32), then normalise, blend and write it to dir/base.png. */
-static int write_map(const char *dir, const char *base, const Scene *sc, const View *v, float *map,
-                     uint8_t *pixels, int out_w, int out_h, const ExportStyle *st) {
+/* Colours [mh, mw, 4] over the crop (the feature PCA), as heatmap.frag.glsl's u_rgb:
+ * mix(crop, rgb, opacity * A), nearest or bilinear per channel. */
+static void export_blend_rgba(uint8_t *out, int out_w, int out_h, const uint8_t *crop,
+                              const float *rgba, int mw, int mh, const VitConfig *cfg,
+                              const ExportStyle *st) {
+    int Sh = cfg->image_h, Sw = cfg->image_w;
+    float *plane = malloc((size_t)mw * mh * sizeof *plane);
+    float *val = malloc((size_t)out_w * out_h * 4 * sizeof *val);
+    if (!plane || !val) {
+        free(plane), free(val);
+        return;
+    }
+    for (int ch = 0; ch < 4; ch++) {
+        for (int i = 0; i < mw * mh; i++) plane[i] = rgba[(size_t)i * 4 + ch];
+        for (int y = 0; y < out_h; y++)
+            for (int x = 0; x < out_w; x++)
+                val[((size_t)y * out_w + x) * 4 + ch] =
+                    map_sample(plane, mw, mh, x, y, out_w, out_h, st->bilinear);
+    }
+    for (int y = 0; y < out_h; y++)
+        for (int x = 0; x < out_w; x++) {
+            int sx = (int)((long)x * Sw / out_w), sy = (int)((long)y * Sh / out_h);
+            const float *v = val + ((size_t)y * out_w + x) * 4;
+            float a = st->opacity * (v[3] < 0 ? 0 : v[3] > 1 ? 1 : v[3]);
+            uint8_t *dst = out + ((size_t)y * out_w + x) * 3;
+            for (int ch = 0; ch < 3; ch++) {
+                float s = crop[((size_t)sy * Sw + sx) * 3 + ch];
+                float col = 255.0f * (v[ch] < 0 ? 0 : v[ch] > 1 ? 1 : v[ch]);
+                float o = s + a * (col - s);
+                dst[ch] = (uint8_t)lrintf(o < 0.0f ? 0.0f : o > 255.0f ? 255.0f : o);
+            }
+        }
+    free(plane), free(val);
+}
+
+/* Compute the map of view v (a worker kind's here, on this thread, with joint for the
+ * PCA over several photos), write its raw values to dir/base.npy ([h, w] float32,
+ * [h, w, 4] for colours), then normalise, blend and write it to dir/base.png. */
+static int write_map(const char *dir, const char *base, Scene *sc, const View *v, float *map,
+                     uint8_t *pixels, int out_w, int out_h, const ExportStyle *st,
+                     JointFeatures *joint) {
     const VitConfig *c = &sc->run.cfg;
     VitError err;
+    if (view_on_worker(v) && !view_ready(sc, v)) {
+        if (scene_slow_map(sc, v, joint, &err)) {
+            fprintf(stderr, "vitlens: %s: %s\n", base, err.msg);
+            return 1;
+        }
+        scene_slow_swap(sc);
+    }
     if (view_map(map, sc, v, &err)) {
         fprintf(stderr, "vitlens: %s: %s\n", base, err.msg);
         return 1;
     }
-    int w, h;
+    int w, h, rgb = MAP_KINDS[v->kind].rgb;
     map_kind_size(&w, &h, v->kind, c);
     char name[128], path[2048], msg[4400];
     snprintf(name, sizeof name, "%s.npy", base);
-    if (npy_write(dir, name, map, (const int[]){h, w}, 2, msg, sizeof msg)) {
+    if (npy_write(dir, name, map, (const int[]){h, w, 4}, rgb ? 3 : 2, msg, sizeof msg)) {
         fprintf(stderr, "vitlens: %s\n", msg);
         return 1;
     }
     map_kind_normalize(map, map, w * h, v->kind, NULL, NULL);
-    export_blend(pixels, out_w, out_w, out_h, sc->crop_rgb, map, w, h, c, st);
+    if (rgb)
+        export_blend_rgba(pixels, out_w, out_h, sc->crop_rgb, map, w, h, c, st);
+    else
+        export_blend(pixels, out_w, out_w, out_h, sc->crop_rgb, map, w, h, c, st);
     snprintf(path, sizeof path, "%s/%s.png", dir, base);
     if (export_png(path, pixels, out_w, out_h, msg, sizeof msg)) {
         fprintf(stderr, "vitlens: %s\n", msg);
@@ -345,7 +392,10 @@ static int write_class_sheet(const char *dir, const Model *m, const Scene *sc, i
     const char *labels[MAP_KIND_COUNT];
     int rc = 0;
     for (int i = 0; i < n && !rc; i++) {
-        View v = {.kind = kinds[i], .discard_ratio = st->discard, .target = target};
+        View v = {.kind = kinds[i],
+                  .layer = c->n_layers - 1, /* a map per layer (logit lens): the last */
+                  .discard_ratio = st->discard,
+                  .target = target};
         VitError err;
         float *mp = maps + (size_t)i * stride;
         int w, h;
@@ -383,8 +433,85 @@ static int write_class_sheet(const char *dir, const Model *m, const Scene *sc, i
     return rc;
 }
 
-int export_maps(FILE *out, const char *dir, const Model *model, const Scene *sc, int target,
-                const ExportStyle *st) {
+/* The token views' lists as CSV: logit_lens.csv (per layer the CLS token's top-1 class
+ * through the head, its probability, and that of the model's own top-1) and
+ * high_norm_tokens.csv (per layer every high-norm token, its norm, the layer's
+ * threshold, its first layer and its share of the CLS token's attention). */
+static int write_lists(const char *dir, const Model *model, const Scene *sc) {
+    const VitConfig *c = &sc->run.cfg;
+    char path[2048];
+    int rc = 0, T = c->n_tokens, C = c->n_classes;
+    VitError err;
+    FILE *f;
+    if (C > 0) {
+        snprintf(path, sizeof path, "%s/logit_lens.csv", dir);
+        float *p = malloc((size_t)C * sizeof *p);
+        if (!p || !(f = fopen(path, "w"))) {
+            fprintf(stderr, "vitlens: %s: cannot write: %s\n", path,
+                    p ? strerror(errno) : "no memory");
+            free(p);
+            return 1;
+        }
+        int final;
+        vit_top_k(&final, sc->run.probs, C, 1);
+        fprintf(f, "layer,class,label,prob,final_class_prob\n");
+        for (int l = 0; l < c->n_layers && !rc; l++) {
+            int top;
+            if (vit_logit_lens(p, &sc->run, sc->vit, l, 0, &err)) {
+                fprintf(stderr, "vitlens: %s\n", err.msg);
+                rc = 1;
+                break;
+            }
+            vit_top_k(&top, p, C, 1);
+            const char *label = model_label(model, top);
+            fprintf(f, "%d,%d,\"", l + 1, top);
+            for (const char *q = label ? label : ""; *q; q++)
+                fprintf(f, *q == '"' ? "\"\"" : "%c", *q);
+            fprintf(f, "\",%.6g,%.6g\n", (double)p[top], (double)p[final]);
+        }
+        free(p);
+        if (fclose(f) && !rc) rc = 1;
+        if (rc) return rc;
+    }
+    snprintf(path, sizeof path, "%s/high_norm_tokens.csv", dir);
+    int *idx = malloc(2 * (size_t)T * sizeof *idx);
+    float *norms = malloc((size_t)T * sizeof *norms), *cls = malloc((size_t)T * sizeof *cls);
+    if (!idx || !norms || !cls || !(f = fopen(path, "w"))) {
+        fprintf(stderr, "vitlens: %s: cannot write\n", path);
+        free(idx), free(norms), free(cls);
+        return 1;
+    }
+    fprintf(f, "layer,token,name,norm,threshold,first_layer,cls_attention\n");
+    for (int l = 0; l < c->n_layers && !rc; l++) {
+        View v = {.kind = MAP_TOKEN_NORMS, .layer = l};
+        float thr;
+        int n = view_high_norm(idx, idx + T, &thr, sc, &v, &err);
+        if (n < 0 || vit_token_norms(norms, &sc->run, l, &err) ||
+            vit_map_fused(cls + c->n_prefix, &sc->run, l, VIT_FUSE_MEAN, 0, &err) ||
+            vit_prefix_share(cls, &sc->run, l, -1, VIT_FUSE_MEAN, 0, 0.0f, 0, &err)) {
+            fprintf(stderr, "vitlens: %s\n", err.msg);
+            rc = 1;
+            break;
+        }
+        for (int i = 0; i < n; i++) {
+            int t = idx[i];
+            char who[48];
+            if (t < c->n_prefix)
+                vit_prefix_name(who, sizeof who, c, t);
+            else
+                snprintf(who, sizeof who, "patch (%d; %d)", (t - c->n_prefix) / c->grid_w + 1,
+                         (t - c->n_prefix) % c->grid_w + 1);
+            fprintf(f, "%d,%d,%s,%.6g,%.6g,%d,%.6g\n", l + 1, t, who, (double)norms[t], (double)thr,
+                    idx[T + i] + 1, (double)cls[t]);
+        }
+    }
+    free(idx), free(norms), free(cls);
+    if (fclose(f) && !rc) rc = 1;
+    return rc;
+}
+
+int export_maps(FILE *out, const char *dir, const Model *model, Scene *sc, int target,
+                const ExportStyle *st, JointFeatures *joint) {
     const VitConfig *c = &sc->run.cfg;
     struct stat sb;
     if (stat(dir, &sb) != 0) {
@@ -414,10 +541,15 @@ int export_maps(FILE *out, const char *dir, const Model *model, const Scene *sc,
         const MapKindInfo *m = &MAP_KINDS[k];
         if (m->uses_target) {         /* class281_chefer.png: the class and the method */
             if (target < 0) continue; /* no head: no class to explain */
-            View v = {.kind = k, .discard_ratio = st->discard, .target = target};
-            snprintf(base, sizeof base, "class%d_%s", target, m->tag);
-            rc = write_map(dir, base, sc, &v, map, pixels, out_w, out_h, st);
-            n_maps += !rc;
+            for (int l = 0; l < (m->per_layer ? L : 1) && !rc; l++) {
+                View v = {.kind = k, .layer = l, .discard_ratio = st->discard, .target = target};
+                if (m->per_layer)
+                    snprintf(base, sizeof base, "class%d_L%02d_%s", target, l + 1, m->tag);
+                else
+                    snprintf(base, sizeof base, "class%d_%s", target, m->tag);
+                rc = write_map(dir, base, sc, &v, map, pixels, out_w, out_h, st, NULL);
+                n_maps += !rc;
+            }
             continue;
         }
         int every_head = m->per_head && m->export_heads;
@@ -436,10 +568,17 @@ int export_maps(FILE *out, const char *dir, const Model *model, const Scene *sc,
                     snprintf(head, sizeof head, "%s", vit_fusion_name((VitFusion)f));
                 export_name(base, sizeof base, k, m->per_layer ? l : -1, every_head ? head : NULL,
                             NULL, "");
-                rc = write_map(dir, base, sc, &v, map, pixels, out_w, out_h, st);
+                rc = write_map(dir, base, sc, &v, map, pixels, out_w, out_h, st, NULL);
                 n_maps += !rc;
+                if (!rc && m->worker == 2 && joint) { /* the PCA over every photo */
+                    v.joint = 1;
+                    snprintf(base + strlen(base), sizeof base - strlen(base), "-joint");
+                    rc = write_map(dir, base, sc, &v, map, pixels, out_w, out_h, st, joint);
+                    n_maps += !rc;
+                }
             }
     }
+    if (!rc) rc = write_lists(dir, model, sc);
     if (!rc) rc = write_overviews(dir, sc, st, &n_sheets);
     if (!rc && target >= 0) {
         rc = write_class_sheet(dir, model, sc, target, st);
@@ -447,7 +586,8 @@ int export_maps(FILE *out, const char *dir, const Model *model, const Scene *sc,
     }
     if (!rc)
         fprintf(out,
-                "wrote %d PNGs and %d .npy files (%dx%d px, %s, %s, opacity %.2f) of %s to %s\n",
+                "wrote %d PNGs and %d .npy files (%dx%d px, %s, %s, opacity %.2f) of %s to %s\n"
+                "and the logit lens and high-norm tokens as CSV\n",
                 n_maps + n_sheets, n_maps, out_w, out_h, colormap_names[st->colormap],
                 st->bilinear ? "bilinear" : "nearest", (double)st->opacity, sc->name, dir);
 done:

@@ -33,7 +33,13 @@ typedef struct {
  *   L01_mean.png, L01_max.png, L01_min.png     head fusions, every layer
  *   L01_rollout.png                  rollout up to the layer (mean fusion, discard ratio)
  * (a kind's files: the first row's untagged, as above; the others' with the
- * kind's tag; every head only for kinds with export_heads). Then the overviews,
+ * kind's tag; every head only for kinds with export_heads; a class-specific kind's
+ * class281_TAG, per layer class281_L06_TAG; the feature PCA's colours as RGBA
+ * [gh, gw, 4], A the foreground, and with joint, the photos' common PCA as
+ * L06_pca-joint). The token views' lists, as CSV:
+ *   logit_lens.csv                   per layer the class the CLS token reads (logit lens)
+ *   high_norm_tokens.csv             per layer the high-norm tokens (view_high_norm)
+ * The worker kinds (attention flow) are computed here, on the calling thread. Then the overviews,
  * for slides, PNG only (each map min-max normalised, labelled when a font is
  * found):
  *   L01_heads.png ...                every head and fusion of the layer in a grid
@@ -48,8 +54,8 @@ typedef struct {
  * L*H + 5L + 2 PNGs and L*H + 4L .npy files (target -1: a model without head), or
  * 6 + 1 and 6 more; layers and heads are 1-based as on screen. Prints one summary
  * line to out. Returns 0, or 1 with a message naming the file on stderr. */
-int export_maps(FILE *out, const char *dir, const Model *model, const Scene *sc, int target,
-                const ExportStyle *st);
+int export_maps(FILE *out, const char *dir, const Model *model, Scene *sc, int target,
+                const ExportStyle *st, JointFeatures *joint);
 
 /* Blend a normalised map over the crop as the fragment shader does, into an
  * out_w x out_h rectangle of out (row stride stride_px pixels, RGB):

@@ -14,6 +14,8 @@
 #include "worker.h"
 
 #include <SDL.h>
+#include <errno.h>
+#include <sys/stat.h>
 
 #include <math.h>
 #include <stdio.h>
@@ -23,16 +25,13 @@
 /* ---------------------------------------------------------------------------
  * Headless: --top, --export */
 
-static int run_headless(const Options *o) {
-    Model m;
+/* --top and --export of one photo (dir: where its files go). */
+static int headless_photo(const Options *o, Model *m, const char *image, const char *dir,
+                          JointFeatures *joint) {
     Scene sc = {0};
     VitError err;
     int rc = 1;
-    if (model_load(&m, o->model_path, &o->load, o->labels_path, 1, &err)) {
-        fprintf(stderr, "vitlens: %s\n", err.msg);
-        return 1;
-    }
-    if (scene_run(&sc, &m.vit, o->image_path, &err)) {
+    if (scene_run(&sc, &m->vit, image, &err)) {
         fprintf(stderr, "vitlens: %s\n", err.msg);
         goto done;
     }
@@ -40,14 +39,14 @@ static int run_headless(const Options *o) {
     int target = -1;
     if (o->class_arg) {
         char msg[600];
-        if (model_find_class(&m, o->class_arg, &target, msg, sizeof msg)) {
+        if (model_find_class(m, o->class_arg, &target, msg, sizeof msg)) {
             fprintf(stderr, "vitlens: %s\n", msg);
             goto done;
         }
-    } else if (m.vit.cfg.n_classes > 0) {
-        vit_top_k(&target, sc.run.probs, m.vit.cfg.n_classes, 1);
+    } else if (m->vit.cfg.n_classes > 0) {
+        vit_top_k(&target, sc.run.probs, m->vit.cfg.n_classes, 1);
     }
-    if (o->export_dir && target >= 0) {
+    if (dir && target >= 0) {
         if (scene_explain(&sc, target, o->discard, 1, &err)) {
             fprintf(stderr, "vitlens: %s\n", err.msg);
             goto done;
@@ -55,11 +54,60 @@ static int run_headless(const Options *o) {
         scene_explain_swap(&sc);
     }
     rc = 0;
-    if (o->top_k) rc |= export_top(stdout, &m, &sc, o->top_k);
+    if (o->top_k) rc |= export_top(stdout, m, &sc, o->top_k);
     ExportStyle st = {o->opacity, o->discard, o->colormap, o->bilinear};
-    if (!rc && o->export_dir) rc |= export_maps(stdout, o->export_dir, &m, &sc, target, &st);
+    if (!rc && dir) rc |= export_maps(stdout, dir, m, &sc, target, &st, joint);
 done:
     scene_free(&sc);
+    return rc;
+}
+
+/* --top, --export: one photo; --export of several, each into DIR/STEM/, with the
+ * feature PCA over all of them (L06_pca-joint) beside each one's own. */
+static int run_headless(const Options *o) {
+    Model m;
+    VitError err;
+    if (model_load(&m, o->model_path, &o->load, o->labels_path, 1, &err)) {
+        fprintf(stderr, "vitlens: %s\n", err.msg);
+        return 1;
+    }
+    int rc = 0, n = o->n_image_args;
+    if (n <= 1) {
+        rc = headless_photo(o, &m, o->image_path, o->export_dir, NULL);
+        model_free(&m);
+        return rc;
+    }
+    JointFeatures jf = {0};
+    jf.paths = calloc((size_t)n, sizeof *jf.paths);
+    if (!jf.paths) {
+        fprintf(stderr, "vitlens: out of memory\n");
+        model_free(&m);
+        return 1;
+    }
+    jf.n_images = n;
+    for (int i = 0; i < n; i++) snprintf(jf.paths[i], sizeof jf.paths[i], "%s", o->image_args[i]);
+    if (mkdir(o->export_dir, 0777) != 0 && errno != EEXIST) {
+        fprintf(stderr, "vitlens: %s: cannot create directory: %s\n", o->export_dir,
+                strerror(errno));
+        rc = 1;
+    }
+    if (!rc && scene_joint_features(&jf, &m.vit, &err)) {
+        fprintf(stderr, "vitlens: %s\n", err.msg);
+        rc = 1;
+    }
+    if (!rc && jf.skipped[0]) fprintf(stderr, "vitlens: skipped: %s\n", jf.skipped);
+    for (int i = 0; i < n && !rc; i++) {
+        if (jf.image_of[i] < 0) continue;
+        char dir[2048], stem[256];
+        const char *base = strrchr(jf.paths[i], '/');
+        snprintf(stem, sizeof stem, "%s", base ? base + 1 : jf.paths[i]);
+        char *dot = strrchr(stem, '.');
+        if (dot && dot != stem) *dot = '\0';
+        snprintf(dir, sizeof dir, "%s/%s", o->export_dir, stem);
+        rc = headless_photo(o, &m, jf.paths[i], dir, &jf);
+    }
+    joint_features_free(&jf);
+    free(jf.paths);
     model_free(&m);
     return rc;
 }
@@ -118,6 +166,17 @@ typedef struct {
 
     char **images; /* the command line's images (slideshow), [n_images] */
     int n_images, image_at;
+    JointFeatures joint; /* the slideshow's features, for the feature PCA over every photo */
+
+    /* the list panel: the logit lens's class per layer, the high-norm tokens */
+    int n_list, list_marked, n_high_norm;
+    int high_norm[VIT_MAX_PREFIX + 1024]; /* the high-norm tokens of the view (token norms) */
+    char list_title[96];
+    char list_text[REN_MAX_LIST][96];
+    const char *list_labels[REN_MAX_LIST];
+    float list_values[REN_MAX_LIST];
+    char list_right_text[REN_MAX_LIST][16];
+    const char *list_right[REN_MAX_LIST];
 
     int busy;           /* a job is running */
     int class_kind;     /* the class-specific kind 1-5 and a click on the panel switch to */
@@ -233,10 +292,102 @@ static void app_update_overview(App *app) {
 static void app_request_explain(App *app) {
     if (!app->has_scene || app->busy) return;
     Scene *sc = &app->scenes[app->front];
+    if (view_on_worker(&app->view)) { /* attention flow, the PCA over the slideshow */
+        JointFeatures *jf = NULL;
+        if (app->view.joint) {
+            jf = &app->joint;
+            if (!jf->paths) { /* the slideshow: the command line's photos, or this one */
+                int n = app->n_images > 1 ? app->n_images : 1;
+                jf->paths = calloc((size_t)n, sizeof *jf->paths);
+                if (!jf->paths) {
+                    app_set_error(app, "out of memory for the slideshow");
+                    return;
+                }
+                for (int i = 0; i < n; i++)
+                    snprintf(jf->paths[i], sizeof jf->paths[i], "%s",
+                             app->n_images > 1 ? app->images[i] : sc->path);
+                jf->n_images = n;
+                jf->vit = NULL;
+            }
+        }
+        worker_start_slow(&app->worker, sc, &app->view, jf);
+        app->busy = 1;
+        app->dirty = 1;
+        return;
+    }
     worker_start_explain(&app->worker, sc, view_class(&app->view, sc), app->view.discard_ratio,
                          MAP_KINDS[app->view.kind].lrp);
     app->busy = 1;
     app->dirty = 1;
+}
+
+/* The list panel of the view's kind: the logit lens's class per layer, or the
+ * high-norm tokens with their first layer and their share of the CLS token's attention. */
+static void app_update_list(App *app, const Scene *sc) {
+    const VitConfig *c = &sc->run.cfg;
+    const View *v = &app->view;
+    VitError err;
+    app->n_list = 0, app->list_marked = -1, app->n_high_norm = 0;
+    if (v->kind == MAP_LOGIT_LENS && c->n_classes > 0) {
+        float *p = malloc((size_t)c->n_classes * sizeof *p);
+        int l0 = c->n_layers > REN_MAX_LIST ? c->n_layers - REN_MAX_LIST : 0;
+        for (int l = l0; p && l < c->n_layers; l++) {
+            int top;
+            if (vit_logit_lens(p, &sc->run, sc->vit, l, 0, &err)) break;
+            vit_top_k(&top, p, c->n_classes, 1);
+            const char *label = model_label(app->model, top);
+            int i = app->n_list++;
+            if (label) /* its first name: "tabby", not "tabby, tabby cat" */
+                snprintf(app->list_text[i], sizeof app->list_text[i], "%2d  %.*s", l + 1,
+                         (int)strcspn(label, ","), label);
+            else
+                snprintf(app->list_text[i], sizeof app->list_text[i], "%2d  class %d", l + 1, top);
+            snprintf(app->list_right_text[i], sizeof app->list_right_text[i], "%.1f%%",
+                     100.0 * p[top]);
+            app->list_values[i] = p[top];
+            if (l == v->layer) app->list_marked = i;
+        }
+        free(p);
+        snprintf(app->list_title, sizeof app->list_title, "logit lens: the CLS token reads");
+    } else if (v->kind == MAP_TOKEN_NORMS) {
+        int T = c->n_tokens, *idx = malloc(2 * (size_t)T * sizeof *idx);
+        float *norms = malloc((size_t)T * sizeof *norms), *cls = malloc((size_t)T * sizeof *cls);
+        float thr = 0;
+        int n = idx ? view_high_norm(idx, idx + T, &thr, sc, v, &err) : -1;
+        /* the CLS token's attention (mean of the heads) at the layer: patches, then prefix */
+        if (n >= 0 && norms && cls && !vit_token_norms(norms, &sc->run, v->layer, &err) &&
+            !vit_map_fused(cls + c->n_prefix, &sc->run, v->layer, VIT_FUSE_MEAN, 0, &err) &&
+            !vit_prefix_share(cls, &sc->run, v->layer, -1, VIT_FUSE_MEAN, 0, 0.0f, 0, &err)) {
+            app->n_high_norm = n < (int)(sizeof app->high_norm / sizeof app->high_norm[0])
+                                   ? n
+                                   : (int)(sizeof app->high_norm / sizeof app->high_norm[0]);
+            float top = n > 0 ? norms[idx[0]] : 1.0f;
+            for (int i = 0; i < n && i < REN_MAX_LIST; i++) {
+                int t = idx[i];
+                char who[48];
+                if (t < c->n_prefix)
+                    vit_prefix_name(who, sizeof who, c, t);
+                else
+                    snprintf(who, sizeof who, "patch (%d, %d)", (t - c->n_prefix) / c->grid_w + 1,
+                             (t - c->n_prefix) % c->grid_w + 1);
+                snprintf(app->list_text[i], sizeof app->list_text[i],
+                         "%s \xc2\xb7 from L%d \xc2\xb7 CLS %.0f%%", who, idx[T + i] + 1,
+                         100.0 * cls[t]);
+                snprintf(app->list_right_text[i], sizeof app->list_right_text[i], "%.0f",
+                         (double)norms[t]);
+                app->list_values[i] = norms[t] / top;
+                app->n_list++;
+            }
+            for (int i = 0; i < app->n_high_norm; i++) app->high_norm[i] = idx[i];
+            snprintf(app->list_title, sizeof app->list_title, "high-norm tokens (> %.3g): %d",
+                     (double)thr, n);
+        }
+        free(idx), free(norms), free(cls);
+    }
+    for (int i = 0; i < app->n_list; i++) {
+        app->list_labels[i] = app->list_text[i];
+        app->list_right[i] = app->list_right_text[i];
+    }
 }
 
 /* Recompute the map of the current view (and the overview, the mask) and upload it. */
@@ -288,12 +439,21 @@ static void app_update_map(App *app) {
     }
     app->map_lo = lo, app->map_hi = hi;
     app->shown_kind = app->view.kind;
-    ren_upload_map(&app->ren, app->map_norm, w, h, c->grid_w, c->grid_h);
+    if (k->rgb)
+        ren_upload_map_rgba(&app->ren, app->map_norm, w, h, c->grid_w, c->grid_h);
+    else
+        ren_upload_map(&app->ren, app->map_norm, w, h, c->grid_w, c->grid_h);
+    app_update_list(app, sc);
     snprintf(app->legend_hi, sizeof app->legend_hi, "%.2g", (double)hi);
     snprintf(app->legend_lo, sizeof app->legend_lo, "%.2g", (double)lo);
     snprintf(app->legend_caption, sizeof app->legend_caption, "%s",
              app->shared_scale && k->per_head ? "the layer" : "this map");
-    if (app->show_mask) {
+    if (app->view.kind == MAP_TOKEN_NORMS) { /* the high-norm tokens outlined */
+        memset(app->mask, 0, (size_t)w * h);
+        for (int i = 0; i < app->n_high_norm; i++)
+            if (app->high_norm[i] >= c->n_prefix) app->mask[app->high_norm[i] - c->n_prefix] = 1;
+        ren_upload_mask(&app->ren, app->mask, w, h);
+    } else if (app->show_mask && !k->rgb) {
         if (vit_mass_mask(app->mask, &app->mask_kept, app->map, w * h,
                           (float)app->mask_pct / 100.0f, &err)) {
             app_set_error(app, err.msg);
@@ -343,11 +503,21 @@ static void app_update_status(App *app) {
         else
             snprintf(target, sizeof target, "%sfor: class %d", dot, target_class);
     }
-    if (app->show_mask && !app->overview)
+    if (app->show_mask && !app->overview && !k->rgb && v->kind != MAP_TOKEN_NORMS)
         snprintf(mask, sizeof mask, "%smask %d%%: %d %s", dot, app->mask_pct, app->mask_kept,
                  k->pixels ? "px" : "patches");
-    snprintf(app->status_left, sizeof app->status_left, "%s%s%s%s%s%s%s%s%s%s", app->model->name,
-             layer, head, dot, kind, query, target, mask, app->overlay ? "" : dot,
+    char more[200] = "", extra[160] = "";
+    if (k->status && sc && app->shown_kind == v->kind)
+        k->status(extra, sizeof extra, sc, v, app->model->labels);
+    if (k->rgb && sc && app->shown_kind == v->kind && app->map_w > 0) { /* foreground patches */
+        int fg = 0, n = app->map_w * app->map_h;
+        for (int i = 0; i < n; i++) fg += app->map[(size_t)i * 4 + 3] > 0.5f;
+        size_t len = strlen(extra);
+        snprintf(extra + len, sizeof extra - len, ": %d of %d patches foreground", fg, n);
+    }
+    if (extra[0]) snprintf(more, sizeof more, "%s%s", dot, extra);
+    snprintf(app->status_left, sizeof app->status_left, "%s%s%s%s%s%s%s%s%s%s%s", app->model->name,
+             layer, head, dot, kind, query, target, more, mask, app->overlay ? "" : dot,
              app->overlay ? "" : "overlay off");
     app->status_right[0] = '\0';
     if (app->busy) {
@@ -411,10 +581,16 @@ static int app_scene_buffers(App *app, const Scene *sc) {
 static void app_job_done(App *app) {
     Worker *w = &app->worker;
     app->busy = 0;
-    if (w->explain) { /* class-specific maps of the front Scene */
+    if (w->explain || w->slow) { /* class-specific or worker maps of the front Scene */
         if (w->status != VIT_OK) {
             app_set_error(app, w->err.msg);
             app->view.kind = app->shown_kind >= 0 ? app->shown_kind : MAP_ATTENTION;
+            app->view.joint = 0;
+        } else if (w->slow) {
+            scene_slow_swap(&app->scenes[app->front]);
+            if (w->joint && w->joint->skipped[0])
+                snprintf(app->notice, sizeof app->notice, "skipped: %.500s", w->joint->skipped);
+            app->error[0] = '\0';
         } else {
             scene_explain_swap(&app->scenes[app->front]);
             app->error[0] = '\0';
@@ -440,6 +616,7 @@ static void app_job_done(App *app) {
             w->new_model = NULL;
             model_free(old);
             free(old);
+            joint_features_free(&app->joint); /* of the old model */
             view_clamp(&app->view, &app->model->vit.cfg);
         }
         if (w->ran) {
@@ -577,9 +754,18 @@ static void app_key(App *app, const SDL_Keysym *ks) {
     int shift = (ks->mod & KMOD_SHIFT) != 0;
     int map_changed = 0;
     app->notice[0] = '\0';
+    if (key == SDLK_x && shift) { /* the feature PCA over every photo of the slideshow */
+        int on = !(v->kind == MAP_FEATURES_PCA && v->joint);
+        v->kind = on ? MAP_FEATURES_PCA : MAP_ATTENTION, v->joint = on;
+        app_update_map(app);
+        app->dirty = 1;
+        return;
+    }
     for (int k = 0; k < MAP_KIND_COUNT; k++)
-        if (MAP_KINDS[k].key && key == (SDL_Keycode)MAP_KINDS[k].key) { /* R: rollout on / off */
+        if (MAP_KINDS[k].key && key == (SDL_Keycode)MAP_KINDS[k].key &&
+            shift == MAP_KINDS[k].shift) { /* R: rollout on / off, Shift+R: attention flow */
             v->kind = v->kind == k ? MAP_ATTENTION : k;
+            v->joint = 0;
             app_update_map(app);
             app->dirty = 1;
             return;
@@ -861,6 +1047,8 @@ static float app_hover_value(const App *app) {
     int y = (int)((long)((int)app->mouse_y - r->image_y) * app->map_h / h);
     x = x < 0 ? 0 : x >= app->map_w ? app->map_w - 1 : x;
     y = y < 0 ? 0 : y >= app->map_h ? app->map_h - 1 : y;
+    if (MAP_KINDS[app->shown_kind >= 0 ? app->shown_kind : 0].rgb) /* 1 foreground, 0 not */
+        return app->map[((size_t)y * app->map_w + x) * 4 + 3];
     return app->map[y * app->map_w + x];
 }
 
@@ -918,7 +1106,16 @@ static void app_draw(App *app) {
         .bilinear = app->bilinear,
         .query_row = qr,
         .query_col = qc,
-        .mask = app->show_mask,
+        .mask = (app->show_mask && !MAP_KINDS[app->view.kind].rgb) ||
+                (app->view.kind == MAP_TOKEN_NORMS && app->shown_kind == MAP_TOKEN_NORMS &&
+                 app->n_high_norm > 0),
+        .rgb = MAP_KINDS[app->view.kind].rgb && app->shown_kind == app->view.kind,
+        .n_list = app->n_list,
+        .list_title = app->list_title,
+        .list_labels = app->list_labels,
+        .list_values = app->list_values,
+        .list_right = app->list_right,
+        .list_marked = app->list_marked,
         .legend_hi = app->legend_hi,
         .legend_lo = app->legend_lo,
         .legend_caption = app->legend_caption,
@@ -974,7 +1171,7 @@ static void app_draw(App *app) {
                "window=%d,%d query=%d overview=%d colormap=%s scale=%s bilinear=%d mask=%d "
                "fraction=%d kept=%d preds=%d distance=%d hover=%d,%d cell=%d fullscreen=%d "
                "image_at=%d saves=%lu cells=%d,%d,%d,%d,%d,%d panel=%d,%d class=%d explained=%d "
-               "shown=%s marked=%d\n",
+               "shown=%s marked=%d joint=%d list=%d listmark=%d highnorm=%d\n",
                app->frames, app->view.layer, app->view.head, app->view.kind == MAP_ROLLOUT,
                MAP_KINDS[app->view.kind].tag, app->view.target, (double)app->view.discard_ratio,
                app->overlay, (double)app->opacity, app->grid, app->help, app->busy, app->loads,
@@ -986,7 +1183,8 @@ static void app_draw(App *app) {
                app->saves, r->cells_x, r->cells_y, r->cell_w_px, r->cell_h_px, r->cell_step_x,
                r->cell_step_y, r->panel_x, r->panel_w, sc ? view_class(&app->view, sc) : -1,
                sc ? sc->expl_target : -1,
-               app->shown_kind >= 0 ? MAP_KINDS[app->shown_kind].tag : "none", f.pred_marked);
+               app->shown_kind >= 0 ? MAP_KINDS[app->shown_kind].tag : "none", f.pred_marked,
+               app->view.joint, app->n_list, app->list_marked, app->n_high_norm);
         printf("status %s | %s\n", app->status_left, app->status_right);
     }
     fflush(stdout);
@@ -1141,6 +1339,8 @@ static void app_free(App *app) {
     free(app->mask);
     free(app->atlas);
     files_free_list(app->images, app->n_images);
+    joint_features_free(&app->joint);
+    free(app->joint.paths);
     if (app->model) model_free(app->model);
     free(app->model);
     if (app->gl) SDL_GL_DeleteContext(app->gl);

@@ -85,6 +85,155 @@ EXPLAIN_KIND(legrad_map, VIT_EXPLAIN_LEGRAD)
 EXPLAIN_KIND(attnlrp_map, VIT_EXPLAIN_ATTNLRP)
 EXPLAIN_KIND(grad_input_map, VIT_EXPLAIN_GRAD_INPUT)
 
+/* --- what the tokens hold ------------------------------------------------------ */
+
+static VitStatus no_memory(VitError *err) {
+    if (err) {
+        err->code = VIT_ERR_NOMEM;
+        snprintf(err->msg, sizeof err->msg, "out of memory for a map");
+    }
+    return VIT_ERR_NOMEM;
+}
+
+/* A view of one value per token [T] (fn), its patch part as the map; the prefix
+ * part into prefix [Np] when prefix is not NULL. */
+typedef VitStatus (*TokenFn)(float *t, const Scene *sc, const View *v, VitError *err);
+static VitStatus token_map(float *out, float *prefix, TokenFn fn, const Scene *sc, const View *v,
+                           VitError *err) {
+    const VitConfig *c = &sc->run.cfg;
+    float *t = malloc((size_t)c->n_tokens * sizeof *t);
+    if (!t) return no_memory(err);
+    VitStatus rc = fn(t, sc, v, err);
+    if (!rc && out) memcpy(out, t + c->n_prefix, (size_t)c->n_patches * sizeof *out);
+    if (!rc && prefix) memcpy(prefix, t, (size_t)c->n_prefix * sizeof *prefix);
+    free(t);
+    return rc;
+}
+
+/* Feature PCA (DINOv2 Fig. 1): colours, [gh, gw, 4]. Over the slideshow it comes
+ * from the worker (scene_slow_map), over this photo it is computed here. */
+static VitStatus slow_read(float *out, const Scene *sc, const View *v, VitError *err);
+static VitStatus pca_map(float *out, const Scene *sc, const View *v, VitError *err) {
+    if (v->joint) return slow_read(out, sc, v, err);
+    return scene_pca(out, NULL, sc, v->layer, NULL, err);
+}
+
+static void pca_status(char *buf, size_t n, const Scene *sc, const View *v,
+                       const char (*labels)[VIT_LABEL_BYTES]) {
+    (void)labels;
+    (void)sc;
+    snprintf(buf, n, "%s", v->joint ? "over every photo of the slideshow" : "this photo");
+}
+
+/* Cosine similarity of the query token's feature to every patch's. */
+static VitStatus similarity_map(float *out, const Scene *sc, const View *v, VitError *err) {
+    return vit_patch_similarity(out, &sc->run, sc->vit, v->layer, v->query, err);
+}
+
+static VitStatus norms_tokens(float *t, const Scene *sc, const View *v, VitError *err) {
+    return vit_token_norms(t, &sc->run, v->layer, err);
+}
+static VitStatus norms_map(float *out, const Scene *sc, const View *v, VitError *err) {
+    return token_map(out, NULL, norms_tokens, sc, v, err);
+}
+
+int view_high_norm(int *idx, int *first, float *threshold, const Scene *sc, const View *v,
+                   VitError *err) {
+    /* the registers paper's absolute threshold applies to DINOv2's norms */
+    const char *name = sc->vit ? sc->vit->cfg.name : "";
+    int dinov2 = 0;
+    for (const char *p = name; *p && !dinov2; p++)
+        dinov2 = !strncmp(p, "dinov2", 6) || !strncmp(p, "DINOv2", 6);
+    return vit_high_norm_tokens(idx, first, threshold, &sc->run, v->layer, HIGH_NORM_K,
+                                dinov2 ? HIGH_NORM_ABS : 0.0f, err);
+}
+
+static void norms_status(char *buf, size_t n, const Scene *sc, const View *v,
+                         const char (*labels)[VIT_LABEL_BYTES]) {
+    (void)labels;
+    int T = sc->run.cfg.n_tokens, *idx = malloc(2 * (size_t)T * sizeof *idx), k = -1;
+    float thr = 0;
+    buf[0] = '\0';
+    if (idx) k = view_high_norm(idx, idx + T, &thr, sc, v, NULL);
+    if (k >= 0)
+        snprintf(buf, n, "%d high-norm token%s (> %.3g)", k, k == 1 ? "" : "s", (double)thr);
+    free(idx);
+}
+
+/* The logit lens over the patches, for the view's class. */
+static VitStatus lens_map(float *out, const Scene *sc, const View *v, VitError *err) {
+    return vit_logit_lens_map(out, &sc->run, sc->vit, v->layer, view_class(v, sc), err);
+}
+
+static void lens_status(char *buf, size_t n, const Scene *sc, const View *v,
+                        const char (*labels)[VIT_LABEL_BYTES]) {
+    (void)labels;
+    int C = sc->run.cfg.n_classes, top;
+    float *p = malloc((size_t)(C > 0 ? C : 1) * sizeof *p);
+    buf[0] = '\0';
+    if (p && C > 0 && !vit_logit_lens(p, &sc->run, sc->vit, v->layer, 0, NULL)) {
+        vit_top_k(&top, p, C, 1);
+        const char *label = labels ? labels[top] : NULL;
+        if (label)
+            snprintf(buf, n, "CLS reads: %.60s %.1f%%", label, 100.0 * p[top]);
+        else
+            snprintf(buf, n, "CLS reads: class %d %.1f%%", top, 100.0 * p[top]);
+    }
+    free(p);
+}
+
+/* Attention flow to the query token after the view's layer (worker thread). */
+static VitStatus flow_tokens(float *t, const Scene *sc, const View *v, VitError *err) {
+    return vit_attention_flow(t, &sc->run, v->layer, v->query, err);
+}
+static VitStatus flow_compute(float *out, const Scene *sc, const View *v, VitError *err) {
+    return token_map(out, NULL, flow_tokens, sc, v, err);
+}
+
+/* TokenRank of one head or the heads fused. */
+static VitStatus tokenrank_tokens(float *t, const Scene *sc, const View *v, VitError *err) {
+    int head;
+    VitFusion fusion;
+    head_fusion(&head, &fusion, v, sc->run.cfg.n_heads);
+    return vit_tokenrank(t, &sc->run, v->layer, head, fusion, err);
+}
+static VitStatus tokenrank_map(float *out, const Scene *sc, const View *v, VitError *err) {
+    return token_map(out, NULL, tokenrank_tokens, sc, v, err);
+}
+static VitStatus tokenrank_prefix(float *out, const Scene *sc, const View *v, VitError *err) {
+    return token_map(NULL, out, tokenrank_tokens, sc, v, err);
+}
+
+static void tokenrank_status(char *buf, size_t n, const Scene *sc, const View *v,
+                             const char (*labels)[VIT_LABEL_BYTES]) {
+    (void)labels;
+    const VitConfig *c = &sc->run.cfg;
+    float pre[VIT_MAX_PREFIX];
+    double s = 0.0;
+    buf[0] = '\0';
+    if (tokenrank_prefix(pre, sc, v, NULL)) return;
+    for (int i = 0; i < c->n_prefix; i++) s += pre[i];
+    snprintf(buf, n, "%s %.1f%%, each patch %.2f%% on average",
+             c->n_prefix > 1 ? "prefix tokens hold" : "the CLS token holds", 100.0 * s,
+             100.0 * (1.0 - s) / c->n_patches);
+}
+
+/* A worker kind's map, as scene_slow_map left it (view_ready says whether it has). */
+static VitStatus slow_read(float *out, const Scene *sc, const View *v, VitError *err) {
+    const VitConfig *c = &sc->run.cfg;
+    if (!sc->slow_valid || !view_same_map(&sc->slow_view, v, c->n_heads)) {
+        if (err) {
+            err->code = VIT_ERR_ARG;
+            snprintf(err->msg, sizeof err->msg, "%s: not computed yet", MAP_KINDS[v->kind].title);
+        }
+        return VIT_ERR_ARG;
+    }
+    int w, h;
+    map_kind_size(&w, &h, v->kind, c);
+    memcpy(out, sc->slow[sc->slow_front], (size_t)w * h * map_kind_channels(v->kind) * sizeof *out);
+    return VIT_OK;
+}
+
 /* --- the table ------------------------------------------------------------- */
 
 const MapKindInfo MAP_KINDS[MAP_KIND_COUNT] = {
@@ -115,6 +264,7 @@ const MapKindInfo MAP_KINDS[MAP_KIND_COUNT] = {
                     .title = "relevance (Chefer et al. 2021)",
                     .tag = "chefer",
                     .uses_target = 1,
+                    .backward = 1,
                     .map = chefer_map},
     /* vit-explain's grad_rollout, each layer with its own gradient */
     [MAP_GRAD_ROLLOUT] = {.name = "gradient rollout",
@@ -122,24 +272,28 @@ const MapKindInfo MAP_KINDS[MAP_KIND_COUNT] = {
                           .tag = "grad-rollout",
                           .uses_discard = 1,
                           .uses_target = 1,
+                          .backward = 1,
                           .map = grad_rollout_map},
     /* pytorch-grad-cam's ViT recipe on the last block's norm1 */
     [MAP_GRADCAM] = {.name = "Grad-CAM",
                      .title = "Grad-CAM (last block's norm1)",
                      .tag = "gradcam",
                      .uses_target = 1,
+                     .backward = 1,
                      .map = gradcam_map},
     /* Bousselham et al. 2024, each layer's own score */
     [MAP_LEGRAD] = {.name = "LeGrad",
                     .title = "LeGrad (Bousselham et al. 2024)",
                     .tag = "legrad",
                     .uses_target = 1,
+                    .backward = 1,
                     .map = legrad_map},
     /* Achtibat et al., ICML 2024, gradient x input with the CP-LRP rules: per pixel */
     [MAP_ATTNLRP] = {.name = "AttnLRP",
                      .title = "AttnLRP (Achtibat et al. 2024)",
                      .tag = "attnlrp",
                      .uses_target = 1,
+                     .backward = 1,
                      .pixels = 1,
                      .signed_scale = 1,
                      .lrp = 1,
@@ -148,10 +302,84 @@ const MapKindInfo MAP_KINDS[MAP_KIND_COUNT] = {
                         .title = "gradient \xc3\x97 input",
                         .tag = "grad-input",
                         .uses_target = 1,
+                        .backward = 1,
                         .pixels = 1,
                         .signed_scale = 1,
                         .map = grad_input_map},
+    /* what the tokens hold: views of block l's output tokens (vit.h) */
+    [MAP_FEATURES_PCA] = {.name = "features PCA",
+                          .title = "features PCA (DINOv2 Fig. 1)",
+                          .tag = "pca",
+                          .key = 'x',
+                          .key_name = "X",
+                          .help = "features PCA as colours on / off (Shift+X: over every photo)",
+                          .per_layer = 1,
+                          .rgb = 1,
+                          .worker = 2,
+                          .map = pca_map,
+                          .status = pca_status},
+    [MAP_SIMILARITY] = {.name = "patch similarity",
+                        .title = "patch similarity (cosine of features)",
+                        .tag = "similarity",
+                        .key = 'y',
+                        .key_name = "Y",
+                        .help = "similarity to the query patch on / off",
+                        .uses_query = 1,
+                        .per_layer = 1,
+                        .signed_scale = 1,
+                        .map = similarity_map},
+    [MAP_TOKEN_NORMS] = {.name = "token norms",
+                         .title = "token norms (high-norm tokens outlined)",
+                         .tag = "norms",
+                         .key = 'z',
+                         .key_name = "Z",
+                         .help = "token norms and high-norm tokens on / off",
+                         .per_layer = 1,
+                         .map = norms_map,
+                         .status = norms_status},
+    [MAP_LOGIT_LENS] = {.name = "logit lens",
+                        .title = "logit lens (the head on each layer)",
+                        .tag = "logit-lens",
+                        .key = 'l',
+                        .shift = 1,
+                        .key_name = "Shift+L",
+                        .help = "logit lens on / off: the class each layer reads",
+                        .uses_target = 1,
+                        .per_layer = 1,
+                        .map = lens_map,
+                        .status = lens_status},
+    /* Abnar & Zuidema 2020 section 3, exact max flow (engine/flow.c) */
+    [MAP_ATTENTION_FLOW] = {.name = "attention flow",
+                            .title = "attention flow (Abnar & Zuidema 2020)",
+                            .tag = "flow",
+                            .key = 'r',
+                            .shift = 1,
+                            .key_name = "Shift+R",
+                            .help =
+                                "attention flow on / off (max flow, computed in the background)",
+                            .uses_query = 1,
+                            .per_layer = 1,
+                            .worker = 1,
+                            .map = slow_read,
+                            .compute = flow_compute},
+    /* Erel et al. 2025: the stationary distribution of the attention's Markov chain */
+    [MAP_TOKENRANK] = {.name = "TokenRank",
+                       .title = "TokenRank (Erel et al. 2025)",
+                       .tag = "tokenrank",
+                       .key = 't',
+                       .shift = 1,
+                       .key_name = "Shift+T",
+                       .help = "TokenRank on / off: each token's steady-state share of attention",
+                       .per_layer = 1,
+                       .per_head = 1,
+                       .map = tokenrank_map,
+                       .prefix = tokenrank_prefix,
+                       .status = tokenrank_status},
 };
+
+int map_kind_channels(int kind) {
+    return kind >= 0 && kind < MAP_KIND_COUNT && MAP_KINDS[kind].rgb ? 4 : 1;
+}
 
 void map_kind_size(int *w, int *h, int kind, const VitConfig *cfg) {
     int pixels = kind >= 0 && kind < MAP_KIND_COUNT && MAP_KINDS[kind].pixels;
@@ -160,6 +388,12 @@ void map_kind_size(int *w, int *h, int kind, const VitConfig *cfg) {
 }
 
 void map_kind_normalize(float *dst, const float *src, int n, int kind, float *lo, float *hi) {
+    if (kind >= 0 && kind < MAP_KIND_COUNT && MAP_KINDS[kind].rgb) { /* colours already */
+        if (dst != src) memmove(dst, src, (size_t)n * 4 * sizeof *dst);
+        if (lo) *lo = 0.0f;
+        if (hi) *hi = 1.0f;
+        return;
+    }
     if (kind >= 0 && kind < MAP_KIND_COUNT && MAP_KINDS[kind].signed_scale)
         map_normalize_signed(dst, src, n, lo, hi);
     else
@@ -171,8 +405,8 @@ size_t map_kind_max_floats(const VitConfig *cfg, int per_head_only) {
     for (int k = 0; k < MAP_KIND_COUNT; k++) {
         int w, h;
         map_kind_size(&w, &h, k, cfg);
-        if ((!per_head_only || MAP_KINDS[k].per_head) && (size_t)w * (size_t)h > most)
-            most = (size_t)w * (size_t)h;
+        size_t n = (size_t)w * (size_t)h * (size_t)map_kind_channels(k);
+        if ((!per_head_only || MAP_KINDS[k].per_head) && n > most) most = n;
     }
     return most;
 }
@@ -292,8 +526,27 @@ VitStatus view_prefix(float *out, const Scene *sc, const View *v, VitError *err)
     return k->prefix(out, sc, v, err);
 }
 
+int view_on_worker(const View *v) {
+    if (v->kind < 0 || v->kind >= MAP_KIND_COUNT) return 0;
+    int w = MAP_KINDS[v->kind].worker;
+    return w == 1 || (w == 2 && v->joint);
+}
+
+int view_same_map(const View *a, const View *b, int n_heads) {
+    if (a->kind != b->kind || a->kind < 0 || a->kind >= MAP_KIND_COUNT) return 0;
+    const MapKindInfo *k = &MAP_KINDS[a->kind];
+    (void)n_heads;
+    return (!k->per_layer || a->layer == b->layer) && (!k->per_head || a->head == b->head) &&
+           (!k->uses_query || a->query == b->query) &&
+           (!k->uses_discard || a->discard_ratio == b->discard_ratio) &&
+           (!k->uses_target || a->target == b->target) && (k->worker != 2 || a->joint == b->joint);
+}
+
 int view_ready(const Scene *sc, const View *v) {
-    if (v->kind < 0 || v->kind >= MAP_KIND_COUNT || !MAP_KINDS[v->kind].uses_target) return 1;
+    if (v->kind < 0 || v->kind >= MAP_KIND_COUNT) return 1;
+    if (view_on_worker(v))
+        return sc->slow_valid && view_same_map(&sc->slow_view, v, sc->run.cfg.n_heads);
+    if (!MAP_KINDS[v->kind].backward) return 1;
     if (sc->run.cfg.n_classes == 0) return 1; /* view_map says why it cannot be */
     return scene_explained(sc, view_class(v, sc), MAP_KINDS[v->kind].uses_discard, v->discard_ratio,
                            MAP_KINDS[v->kind].lrp);

@@ -34,6 +34,14 @@ typedef enum {
     MAP_LEGRAD,
     MAP_ATTNLRP,
     MAP_GRAD_INPUT,
+    /* what the tokens hold (vit.h): the residual stream's features, norms, the logit
+     * lens, attention flow and TokenRank */
+    MAP_FEATURES_PCA,
+    MAP_SIMILARITY,
+    MAP_TOKEN_NORMS,
+    MAP_LOGIT_LENS,
+    MAP_ATTENTION_FLOW,
+    MAP_TOKENRANK,
     MAP_KIND_COUNT
 } MapKind;
 
@@ -46,6 +54,10 @@ typedef VitStatus (*LayerMapsFn)(float *out, const Scene *sc, const View *v, int
 /* The prefix tokens' share of the row the map is read from: out [Np]; with the
  * map's values it sums to 1 (vit_prefix_share). */
 typedef VitStatus (*PrefixFn)(float *out, const Scene *sc, const View *v, VitError *err);
+/* What the status line says of the view beyond its kind, layer, head, query and class
+ * ("2 high-norm tokens (> 34.1)"), into buf; "" when nothing. labels: [C] class names or NULL. */
+typedef void (*StatusFn)(char *buf, size_t n, const Scene *sc, const View *v,
+                         const char (*labels)[VIT_LABEL_BYTES]);
 
 typedef struct {
     const char *name;     /* for the status line and the E key's help: "rollout" */
@@ -54,7 +66,8 @@ typedef struct {
                              --export's L06_<tag>.png (the first row's export files go untagged) */
     char key;             /* a key of its own, lower case ('r': R toggles the kind on and off,
                              back to the first row); 0: reached with E only */
-    const char *key_name; /* that key as --help shows it: "R" */
+    int shift;            /* 1: the key with Shift (Shift+R: attention flow) */
+    const char *key_name; /* that key as --help shows it: "R", "Shift+R" */
     const char *help;     /* that key's help line: "attention rollout on / off" */
     int uses_discard;     /* reads View.discard_ratio: [ / ] change the map */
     int uses_target;      /* reads View.target, a class: needs a model with a head */
@@ -64,12 +77,21 @@ typedef struct {
     int pixels;           /* the map is [Sh, Sw], a value per input pixel; 0: [gh, gw] */
     int signed_scale;     /* signed relevance: drawn with 0 at the middle of the colour scale
                              (map_normalize_signed); 0: min-max */
+    int backward;         /* computed by the backward pass on the worker thread (scene_explain:
+                             the class-specific maps of vit_explain) */
     int lrp;              /* needs AttnLRP's backward pass too (scene_explain's lrp) */
+    int worker;           /* computed on the worker thread by `compute` (scene_slow_map), too
+                             slow for a frame: 1 always, 2 only for a View with joint set */
+    int rgb;              /* the map is colours, [h, w, 4] RGBA in [0, 1] (A: 1 foreground,
+                             0 background), drawn as they are (no colormap, no mask) */
     int export_heads;     /* --export writes every head's and fusion's map and each layer's
                              heads grid (L01_heads.png); 0: only the map of the mean fusion */
     MapFn map;
     LayerMapsFn layer_maps; /* NULL: map() once per head and fusion */
     PrefixFn prefix;        /* NULL: the kind has no prefix-token share (no bars) */
+    MapFn compute;          /* a worker kind's map, on the worker thread (scene_slow_map); map
+                               then reads what it computed */
+    StatusFn status;        /* NULL: nothing more on the status line */
 } MapKindInfo;
 
 extern const MapKindInfo MAP_KINDS[MAP_KIND_COUNT];
@@ -77,6 +99,9 @@ extern const MapKindInfo MAP_KINDS[MAP_KIND_COUNT];
 /* The shape of kind's maps for cfg: *w x *h, the patch grid (gw x gh) or, for a
  * pixel map, the input (Sw x Sh). */
 void map_kind_size(int *w, int *h, int kind, const VitConfig *cfg);
+
+/* Floats per map cell: 4 for an rgb kind, else 1. */
+int map_kind_channels(int kind);
 
 /* The most floats one map of any kind takes (per_head_only 1: of the kinds with
  * per-head maps, which the overviews show): the size of a map buffer. */
@@ -117,9 +142,25 @@ VitStatus view_prefix(float *out, const Scene *sc, const View *v, VitError *err)
  * is -1; -1 when the model has no head. */
 int view_class(const View *v, const Scene *sc);
 
-/* Can v's map be read from sc now? 0 when its kind is class-specific and the
- * Scene's class-specific maps are not (yet) of v's class and discard ratio: the
- * worker must run scene_explain first. 1 otherwise. */
+/* Can v's map be read from sc now? 0 when its kind is computed by the backward pass
+ * and the Scene's class-specific maps are not (yet) of v's class and discard ratio
+ * (the worker must run scene_explain first), or when its kind is a worker kind and
+ * the Scene's worker map is not v's (the worker must run scene_slow_map). 1 otherwise. */
 int view_ready(const Scene *sc, const View *v);
+
+/* Does v's map come from the worker thread's scene_slow_map (a worker kind)? */
+int view_on_worker(const View *v);
+
+/* The same map for a and b: equal in every field a's kind reads. */
+int view_same_map(const View *a, const View *b, int n_heads);
+
+/* High-norm tokens of the view's layer as the token-norms view marks them: norm >
+ * median + HIGH_NORM_K * MAD over the patches, and > HIGH_NORM_ABS for a DINOv2
+ * model (the registers paper's threshold). idx, first [T] as vit_high_norm_tokens;
+ * returns how many, -1 on error. */
+#define HIGH_NORM_K   10.0f
+#define HIGH_NORM_ABS 150.0f
+int view_high_norm(int *idx, int *first, float *threshold, const Scene *sc, const View *v,
+                   VitError *err);
 
 #endif

@@ -51,10 +51,15 @@ void keys_list(KeyList *k) {
     k->n = 0;
     for (int i = 0; i < N_KEYS_VIEW; i++, k->n++)
         k->rows[k->n][0] = KEYS_VIEW[i][0], k->rows[k->n][1] = KEYS_VIEW[i][1];
-    int len = snprintf(k->kinds, sizeof k->kinds, "next / previous map kind:");
+    /* the kinds without a key of their own by name, the others on their own lines below
+     * (every name on one line would not fit the help overlay) */
+    int len = snprintf(k->kinds, sizeof k->kinds, "next / previous map kind:"), n = 0;
     for (int m = 0; m < MAP_KIND_COUNT && len < (int)sizeof k->kinds; m++)
-        len += snprintf(k->kinds + len, sizeof k->kinds - (size_t)len, "%s %s", m ? "," : "",
-                        MAP_KINDS[m].name);
+        if (!MAP_KINDS[m].key)
+            len += snprintf(k->kinds + len, sizeof k->kinds - (size_t)len, "%s %s", n++ ? "," : "",
+                            MAP_KINDS[m].name);
+    if (len < (int)sizeof k->kinds)
+        snprintf(k->kinds + len, sizeof k->kinds - (size_t)len, " and those below");
     k->rows[k->n][0] = "E / Shift+E", k->rows[k->n][1] = k->kinds, k->n++;
     for (int m = 0; m < MAP_KIND_COUNT; m++)
         if (MAP_KINDS[m].key)
@@ -76,7 +81,7 @@ void options_usage(FILE *f) {
         "               [--class ID|NAME] [--save-dir DIR] [IMAGE|FOLDER ...]\n"
         "       vitlens [--model PATH] [--labels FILE] [--size S|HxW] [--whole] --top K IMAGE\n"
         "       vitlens [--model PATH] [--size S|HxW] [--whole] [--opacity A] [--discard R]\n"
-        "               [--colormap NAME] [--bilinear] [--class ID|NAME] --export DIR IMAGE\n"
+        "               [--colormap NAME] [--bilinear] [--class ID|NAME] --export DIR IMAGE...\n"
         "\n"
         "Runs a Vision Transformer (.safetensors) on a photo and shows the attention\n"
         "of the CLS token over the patch grid: every layer and head, the head fusions\n"
@@ -84,6 +89,8 @@ void options_usage(FILE *f) {
         "with register or distillation tokens, bars beside it show their share of the row.\n"
         "For a classifier, class-specific maps show why it sees a class (1-5, --class):\n"
         "Chefer et al., gradient rollout, Grad-CAM, LeGrad, AttnLRP, gradient x input.\n"
+        "What the tokens hold: feature PCA colours, patch similarity, token norms with the\n"
+        "high-norm tokens, the logit lens, attention flow and TokenRank (X Y Z, Shift+L R T).\n"
         "Without --model it uses the built-in model, a small ViT trained by this project to\n"
         "tell which of six shapes a cluttered scene holds; without an IMAGE it opens on the\n"
         "first of that model's demo scenes (N steps through them). Several images, or a\n"
@@ -130,7 +137,12 @@ void options_usage(FILE *f) {
           "                  classification head also the class-specific maps of --class\n"
           "                  (default: the top-1), class281_chefer.png, _grad-rollout,\n"
           "                  _gradcam, _legrad, _attnlrp, _grad-input (.png and .npy, the\n"
-          "                  last two [Sh, Sw]), and contact_sheet_class281.png: 7 + 6 more\n"
+          "                  last two [Sh, Sw]), and contact_sheet_class281.png: 7 + 6 more;\n"
+          "                  per layer the token views L01_pca (colours: .npy [gh, gw, 4], A\n"
+          "                  the foreground), _similarity, _norms, _flow, _tokenrank and\n"
+          "                  class281_L01_logit-lens, with logit_lens.csv and\n"
+          "                  high_norm_tokens.csv. Several IMAGEs: each into DIR/NAME/, with\n"
+          "                  the feature PCA over all of them as L01_pca-joint\n"
           "  --stdin-drops   read file paths from stdin, one per line, as if dropped on the\n"
           "                  window (for scripts and tests)\n"
           "  -h, --help      this help\n"
@@ -255,7 +267,7 @@ int options_parse(Options *o, int argc, char **argv) {
         fprintf(stderr, "vitlens: --%s needs an IMAGE\n", o->top_k ? "top" : "export");
         return 2;
     }
-    if ((o->top_k || o->export_dir) && o->n_image_args > 1) {
+    if (o->top_k && o->n_image_args > 1) {
         fprintf(stderr, "vitlens: --%s takes one image (got %s and %s)\n",
                 o->top_k ? "top" : "export", o->image_args[0], o->image_args[1]);
         return 2;

@@ -120,6 +120,7 @@ static int link_program(RenProgram *p, const char *dir, const char *frag, char *
     p->query = glGetUniformLocation(p->prog, "u_query");
     p->line_px = glGetUniformLocation(p->prog, "u_line_px");
     p->ramp = glGetUniformLocation(p->prog, "u_ramp");
+    p->rgb = glGetUniformLocation(p->prog, "u_rgb");
     p->color = glGetUniformLocation(p->prog, "u_color");
     p->textured = glGetUniformLocation(p->prog, "u_textured");
     p->round = glGetUniformLocation(p->prog, "u_round");
@@ -240,6 +241,16 @@ void ren_upload_map(Ren *r, const float *map, int map_w, int map_h, int grid_w, 
     glTexImage2D(GL_TEXTURE_2D, 0, GL_R32F, map_w, map_h, 0, GL_RED, GL_FLOAT, map);
     r->map_w = map_w, r->map_h = map_h;
     r->grid_w = grid_w, r->grid_h = grid_h;
+    r->map_rgba = 0;
+}
+
+void ren_upload_map_rgba(Ren *r, const float *rgba, int map_w, int map_h, int grid_w, int grid_h) {
+    glPixelStorei(GL_UNPACK_ALIGNMENT, 4);
+    glBindTexture(GL_TEXTURE_2D, r->tex_map);
+    glTexImage2D(GL_TEXTURE_2D, 0, GL_RGBA32F, map_w, map_h, 0, GL_RGBA, GL_FLOAT, rgba);
+    r->map_w = map_w, r->map_h = map_h;
+    r->grid_w = grid_w, r->grid_h = grid_h;
+    r->map_rgba = 1;
 }
 
 int ren_upload_atlas(Ren *r, const float *maps, int n, int map_w, int map_h) {
@@ -416,6 +427,7 @@ static void draw_heat(Ren *r, const RenFrame *f, float x, float y, float w, floa
     glUniform2i(r->heat.query, f->query_col, f->query_row);
     glUniform1f(r->heat.line_px, line);
     glUniform1f(r->heat.ramp, 0.0f);
+    glUniform1f(r->heat.rgb, cell < 0 && r->map_rgba && f->rgb ? 1.0f : 0.0f);
     set_rect(&r->heat, x, y, w, h);
     glDrawArrays(GL_TRIANGLE_STRIP, 0, 4);
 }
@@ -613,6 +625,46 @@ static float draw_preds(Ren *r, const RenFrame *f, float x, float y, float w, in
     return h;
 }
 
+/* The list panel: a title, then rows of a label, a value at the right and a thin bar
+ * (values in [0, 1]); the marked row framed. As many rows as fit in max_h, around the
+ * marked one. Returns the height drawn. */
+static float draw_list(Ren *r, const RenFrame *f, float x, float y, float w, float max_h,
+                       int font_px) {
+    float pad = (float)font_px * 0.6f, px = (float)font_px * 0.8f, row_h = px * 1.75f;
+    float head = pad + (float)font_px * 1.6f;
+    int fit = (int)((max_h - head - pad) / row_h), n = f->n_list, first = 0;
+    if (fit < 1) return 0.0f;
+    if (n > fit) {
+        first = f->list_marked >= 0 ? f->list_marked - fit / 2 : n - fit;
+        first = first < 0 ? 0 : first > n - fit ? n - fit : first;
+        n = fit;
+    }
+    float h = head + row_h * (float)n + pad;
+    fill(r, x, y, w, h, COL_SIDE);
+    text_fit(r, f->list_title ? f->list_title : "", font_px, x + pad, y + pad,
+             (float)font_px * 1.4f, w - 2 * pad, COL_ACCENT);
+    r->list_x = (int)x, r->list_y = (int)y, r->list_w = (int)w, r->list_h = (int)h;
+    for (int k = 0; k < n; k++) {
+        int i = first + k;
+        float ry = y + head + row_h * (float)k;
+        if (i == f->list_marked) {
+            float t = (float)font_px * 0.1f + 1;
+            frame(r, x + pad * 0.3f, ry - t, w - pad * 0.6f, row_h, t, COL_ACCENT);
+        }
+        const char *right = f->list_right ? f->list_right[i] : NULL;
+        float rw = right ? text_width(r, right, (int)px) : 0.0f;
+        if (right) text_line(r, right, (int)px, x + w - pad - rw, ry, px * 1.3f, COL_TEXT);
+        text_fit(r, f->list_labels[i], (int)px, x + pad, ry, px * 1.3f, w - 3 * pad - rw,
+                 i == f->list_marked ? COL_TEXT : COL_DIM);
+        float by = ry + px * 1.35f, bh = floorf((float)font_px * 0.22f) + 1, bw = w - 2 * pad;
+        float v = f->list_values ? f->list_values[i] : 0.0f;
+        v = v < 0 ? 0 : v > 1 ? 1 : v;
+        fill(r, x + pad, by, bw, bh, COL_TRACK);
+        fill(r, x + pad, by, roundf(bw * v), bh, i == f->list_marked ? COL_ACCENT : COL_DIM);
+    }
+    return h;
+}
+
 /* Mean attention distance, the ViT paper's Fig. 7: layer on x, px on y, a dot
  * per head; the current layer's heads white, the current head yellow. */
 static void draw_distance(Ren *r, const RenFrame *f, float x, float y, float w, float h,
@@ -699,7 +751,7 @@ void ren_draw(Ren *r, const RenFrame *f) {
     float legend_w = roundf((float)font_px * 4.0f), legend_gap = roundf(margin * 1.2f);
     float prefix_w = roundf((float)font_px * 5.0f);
     float area_w = W - 2 * margin, area_h = H - bar_h - err_h - 2 * margin;
-    int has_panel = f->n_preds > 0 || f->distance;
+    int has_panel = f->n_preds > 0 || f->distance || f->n_list > 0;
     float panel_w = has_panel ? roundf((float)font_px * 13.0f) : 0.0f;
     if (has_panel && area_w - panel_w - legend_gap < area_h * 0.55f) panel_w = 0; /* no room */
     if (panel_w > 0) area_w -= panel_w + legend_gap;
@@ -732,7 +784,8 @@ void ren_draw(Ren *r, const RenFrame *f) {
             draw_heat(r, f, ix, iy, iw, ih, -1, 1);
         else
             draw_cells(r, f, ix, iy, iw, ih, font_px);
-        if (legend && f->overlay) draw_legend(r, f, ix + iw + legend_gap, iy, ih, font_px);
+        if (legend && f->overlay && !f->rgb)
+            draw_legend(r, f, ix + iw + legend_gap, iy, ih, font_px);
         if (prefix) draw_prefix(r, f, ix - left_w, iy, prefix_w, ih, font_px);
     } else {
         fill(r, ix, iy, iw, ih, COL_EMPTY);
@@ -742,7 +795,7 @@ void ren_draw(Ren *r, const RenFrame *f) {
         }
     }
     /* side panels, top aligned with the main area */
-    r->panel_x = 0, r->panel_w = 0, r->n_pred_rows = 0;
+    r->panel_x = 0, r->panel_w = 0, r->n_pred_rows = 0, r->list_w = 0;
     if (panel_w > 0 && r->image_w) {
         float px = ix + iw + (legend ? legend_gap + legend_w : 0.0f) + legend_gap;
         float py = margin, room = area_h;
@@ -750,6 +803,10 @@ void ren_draw(Ren *r, const RenFrame *f) {
         if (f->n_preds > 0) {
             float ph = draw_preds(r, f, px, py, panel_w, font_px);
             py += ph + margin, room -= ph + margin;
+        }
+        if (f->n_list > 0 && room > font_px * 4.0f) {
+            float lh = draw_list(r, f, px, py, panel_w, f->distance ? room * 0.6f : room, font_px);
+            py += lh + margin, room -= lh + margin;
         }
         if (f->distance && room > font_px * 6.0f)
             draw_distance(r, f, px, py, panel_w, room < panel_w * 1.1f ? room : panel_w * 1.1f,

@@ -19,6 +19,7 @@
 
 #define REN_TEXT_CACHE 256
 #define REN_MAX_PREDS  5
+#define REN_MAX_LIST   32 /* rows of the list panel */
 
 typedef struct {
     GLuint tex;
@@ -31,7 +32,7 @@ typedef struct {
     GLuint prog;
     GLint screen, rect, uv;                        /* quad.vert.glsl */
     GLint opacity, grid, grid_size, patches, cell; /* heatmap.frag.glsl */
-    GLint bilinear, mask_on, query, line_px, ramp;
+    GLint bilinear, mask_on, query, line_px, ramp, rgb;
     GLint color, textured, round; /* ui.frag.glsl */
 } RenProgram;
 
@@ -44,6 +45,7 @@ typedef struct {
     GLuint tex_image, tex_map, tex_lut, tex_atlas, tex_mask;
     int image_w, image_h;                         /* of the uploaded image; 0: none */
     int map_w, map_h;                             /* of the uploaded map */
+    int map_rgba;                                 /* 1: it is colours (ren_upload_map_rgba) */
     int grid_w, grid_h;                           /* the patch grid the map is drawn over */
     int atlas_maps, atlas_cols, atlas_w, atlas_h; /* maps in the atlas, atlas columns (in
                                                      maps), each map's size */
@@ -61,6 +63,7 @@ typedef struct {
     int n_cols, n_rows, col_stride, row_stride, n_cells;
     int panel_x, panel_w;                 /* side panel, 0 wide when not drawn */
     int pred_y0, pred_row_h, n_pred_rows; /* the predictions' rows, for ren_pred_at */
+    int list_x, list_y, list_w, list_h;   /* the list panel as drawn, 0 wide when not */
     char shader_dir[1024];
 } Ren;
 
@@ -77,6 +80,13 @@ typedef struct {
     int bilinear;             /* upsampling of every map */
     int query_col, query_row; /* the query patch, -1: the CLS token */
     int mask;                 /* outline the uploaded mask (single view) */
+    int rgb;                  /* the map is colours (ren_upload_map_rgba): no colour bar */
+    /* list panel below the predictions: n_list rows of a label, a value on the right
+     * and a bar of length values[i] in [0, 1]; list_marked framed (-1: none) */
+    int n_list, list_marked;
+    const char *list_title;
+    const char *const *list_labels, *const *list_right;
+    const float *list_values;
     const char *legend_hi, *legend_lo, *legend_caption;
     /* overviews: n_cols x n_rows cells; cell (col, row) shows atlas map
      * col * col_stride + row * row_stride when < the atlas' maps */
@@ -118,6 +128,9 @@ void ren_upload_image(Ren *r, const uint8_t *rgb, int w, int h); /* rgb [h, w, 3
 void ren_upload_map(Ren *r, const float *map, int map_w, int map_h, int grid_w, int grid_h);
 /* maps [n, map_h, map_w] normalised, for an overview. 0, or -1 when the atlas
  * would exceed the GPU's texture size. */
+/* The same for a map of colours: rgba [map_h, map_w, 4] in [0, 1], A the opacity's
+ * weight (the feature PCA's foreground), drawn without colormap. */
+void ren_upload_map_rgba(Ren *r, const float *rgba, int map_w, int map_h, int grid_w, int grid_h);
 int ren_upload_atlas(Ren *r, const float *maps, int n, int map_w, int map_h);
 /* mask [map_h, map_w] (the map's size): 1 inside. */
 void ren_upload_mask(Ren *r, const uint8_t *mask, int map_w, int map_h);

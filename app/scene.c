@@ -140,10 +140,15 @@ VitStatus scene_run(Scene *sc, const Vit *vit, const char *path, VitError *err) 
         free(sc->distance);
         free(sc->expl[0]);
         free(sc->expl[1]);
+        free(sc->slow[0]);
+        free(sc->slow[1]);
         sc->crop_rgb = NULL;
         sc->distance = NULL;
         sc->expl[0] = sc->expl[1] = NULL;
-        if ((rc = vit_run_init(&sc->run, vit, err))) return rc;
+        sc->slow[0] = sc->slow[1] = NULL;
+        /* every token of the last block too: the token views read it */
+        VitRunOptions ro = {.all_tokens = 1};
+        if ((rc = vit_run_init_with(&sc->run, vit, &ro, err))) return rc;
         sc->crop_rgb = malloc((size_t)c->image_h * (size_t)c->image_w * 3);
         sc->distance = malloc((size_t)c->n_layers * c->n_heads * sizeof *sc->distance);
         if (!sc->crop_rgb || !sc->distance) {
@@ -159,6 +164,7 @@ VitStatus scene_run(Scene *sc, const Vit *vit, const char *path, VitError *err) 
     sc->vit = vit;
     sc->grad.target = -1; /* a new photo: no class explained yet */
     sc->expl_target = sc->back_target = -1;
+    sc->slow_valid = sc->back_slow_valid = 0;
     sc->crop_w_px = c->image_w;
     sc->crop_h_px = c->image_h;
 
@@ -241,11 +247,199 @@ int scene_explained(const Scene *sc, int target, int uses_discard, float discard
            (!uses_discard || sc->expl_discard == discard) && (!lrp || sc->expl_lrp);
 }
 
+/* --- worker maps and the feature PCA --------------------------------------- */
+
+static VitStatus nomem(VitError *err, const char *what) {
+    if (err) {
+        err->code = VIT_ERR_NOMEM;
+        snprintf(err->msg, sizeof err->msg, "out of memory for %s", what);
+    }
+    return VIT_ERR_NOMEM;
+}
+
+VitStatus scene_slow_map(Scene *sc, const View *v, JointFeatures *jf, VitError *err) {
+    const VitConfig *c = &sc->run.cfg;
+    const MapKindInfo *k = &MAP_KINDS[v->kind];
+    int back = !sc->slow_front;
+    VitStatus rc;
+    if (!sc->slow[back] && !(sc->slow[back] = malloc(map_kind_max_floats(c, 0) * sizeof(float))))
+        return nomem(err, "a map");
+    sc->back_slow_valid = 0;
+    if (v->kind == MAP_FEATURES_PCA && v->joint) {
+        if (!jf) {
+            if (err) {
+                err->code = VIT_ERR_ARG;
+                snprintf(err->msg, sizeof err->msg, "features PCA: no slideshow to run over");
+            }
+            return VIT_ERR_ARG;
+        }
+        if (jf->vit != sc->vit && (rc = scene_joint_features(jf, sc->vit, err))) return rc;
+        rc = scene_pca(sc->slow[back], NULL, sc, v->layer, jf, err);
+    } else if (k->compute) {
+        rc = k->compute(sc->slow[back], sc, v, err);
+    } else {
+        if (err) {
+            err->code = VIT_ERR_ARG;
+            snprintf(err->msg, sizeof err->msg, "%s: not a map of the worker thread", k->title);
+        }
+        return VIT_ERR_ARG;
+    }
+    if (rc) return rc;
+    sc->back_slow_view = *v;
+    sc->back_slow_valid = 1;
+    return VIT_OK;
+}
+
+void scene_slow_swap(Scene *sc) {
+    sc->slow_front = !sc->slow_front;
+    sc->slow_view = sc->back_slow_view;
+    sc->slow_valid = sc->back_slow_valid;
+    sc->back_slow_valid = 0;
+}
+
+/* 1 for the patches on the grid's edge. */
+static void border_mask(uint8_t *b, int gh, int gw) {
+    for (int r = 0; r < gh; r++)
+        for (int q = 0; q < gw; q++) b[r * gw + q] = r == 0 || q == 0 || r == gh - 1 || q == gw - 1;
+}
+
+VitStatus scene_pca(float *out, int *fg_count, const Scene *sc, int layer, const JointFeatures *jf,
+                    VitError *err) {
+    const VitConfig *c = &sc->run.cfg;
+    int N = c->n_patches, D = c->dim, T = c->n_tokens, L = c->n_layers;
+    int n_img = 1, me = 0;
+    if (jf) {
+        me = -1;
+        for (int i = 0; i < jf->n_images && me < 0; i++)
+            if (jf->image_of[i] >= 0 && !strcmp(jf->paths[i], sc->path)) me = jf->image_of[i];
+        if (me < 0) {
+            if (err) {
+                err->code = VIT_ERR_ARG;
+                snprintf(err->msg, sizeof err->msg, "features PCA: %s is not in the slideshow",
+                         sc->name);
+            }
+            return VIT_ERR_ARG;
+        }
+        n_img = jf->n_ok;
+    }
+    size_t M = (size_t)n_img * N;
+    float *x = malloc((jf ? M : (size_t)T) * D * sizeof *x), *rgb = malloc(M * 3 * sizeof *rgb);
+    uint8_t *fg = malloc(M), *border = malloc(M);
+    VitStatus rc = VIT_OK;
+    if (!x || !rgb || !fg || !border) {
+        rc = nomem(err, "the feature PCA");
+        goto done;
+    }
+    const float *rows = x;
+    if (jf) { /* layer `layer` of every photo, stacked */
+        for (int i = 0; i < n_img; i++)
+            memcpy(x + (size_t)i * N * D, jf->feat + (((size_t)i * L + layer) * N) * D,
+                   (size_t)N * D * sizeof *x);
+    } else {
+        if ((rc = vit_features(x, &sc->run, sc->vit, layer, err))) goto done;
+        rows = x + (size_t)c->n_prefix * D;
+    }
+    for (int i = 0; i < n_img; i++) border_mask(border + (size_t)i * N, c->grid_h, c->grid_w);
+    if ((rc = vit_feature_pca(rgb, fg, rows, (int)M, D, n_img, border, err))) goto done;
+    int n_fg = 0;
+    for (int p = 0; p < N; p++) {
+        size_t m = (size_t)me * N + p;
+        for (int ch = 0; ch < 3 && out; ch++) out[(size_t)p * 4 + ch] = rgb[m * 3 + ch];
+        if (out) out[(size_t)p * 4 + 3] = fg[m] ? 1.0f : 0.0f;
+        n_fg += fg[m] != 0;
+    }
+    if (fg_count) *fg_count = n_fg;
+done:
+    free(x), free(rgb), free(fg), free(border);
+    return rc;
+}
+
+VitStatus scene_joint_features(JointFeatures *jf, const Vit *vit, VitError *err) {
+    const VitConfig *c = &vit->cfg;
+    size_t per = (size_t)c->n_layers * c->n_patches * c->dim * sizeof(float);
+    free(jf->feat), free(jf->image_of);
+    jf->feat = NULL, jf->image_of = NULL, jf->vit = NULL, jf->n_ok = 0, jf->skipped[0] = '\0';
+    if (jf->n_images < 1) {
+        if (err) {
+            err->code = VIT_ERR_ARG;
+            snprintf(err->msg, sizeof err->msg, "features PCA: no photos to run over");
+        }
+        return VIT_ERR_ARG;
+    }
+    if (per * (size_t)jf->n_images > JOINT_MAX_BYTES) {
+        if (err) {
+            err->code = VIT_ERR_NOMEM;
+            snprintf(err->msg, sizeof err->msg,
+                     "features PCA over %d photos would keep %zu MB of features (at most %llu MB: "
+                     "%zu photos of this model)",
+                     jf->n_images, per * (size_t)jf->n_images >> 20, JOINT_MAX_BYTES >> 20,
+                     (size_t)(JOINT_MAX_BYTES / per));
+        }
+        return VIT_ERR_NOMEM;
+    }
+    jf->feat = malloc(per * (size_t)jf->n_images);
+    jf->image_of = malloc((size_t)jf->n_images * sizeof *jf->image_of);
+    float *tok = malloc((size_t)c->n_tokens * c->dim * sizeof *tok);
+    VitRun run = {0};
+    VitRunOptions ro = {.all_tokens = 1};
+    VitStatus rc = VIT_OK;
+    if (!jf->feat || !jf->image_of || !tok) {
+        rc = nomem(err, "the features of the slideshow");
+        goto done;
+    }
+    if ((rc = vit_run_init_with(&run, vit, &ro, err))) goto done;
+    for (int i = 0; i < jf->n_images; i++) {
+        VitImage img = {0};
+        VitError e;
+        jf->image_of[i] = -1;
+        if (vit_image_load(&img, jf->paths[i], &e) ||
+            vit_preprocess(run.input, NULL, NULL, NULL, NULL, c, &img, &e)) {
+            vit_image_free(&img);
+            if (!jf->skipped[0]) snprintf(jf->skipped, sizeof jf->skipped, "%.590s", e.msg);
+            continue;
+        }
+        vit_image_free(&img);
+        vit_forward(&run, vit);
+        float *dst = jf->feat + (size_t)jf->n_ok * c->n_layers * c->n_patches * c->dim;
+        for (int l = 0; l < c->n_layers; l++) {
+            if ((rc = vit_features(tok, &run, vit, l, err))) goto done;
+            memcpy(dst + (size_t)l * c->n_patches * c->dim, tok + (size_t)c->n_prefix * c->dim,
+                   (size_t)c->n_patches * c->dim * sizeof *tok);
+        }
+        jf->image_of[i] = jf->n_ok++;
+    }
+    if (!jf->n_ok) {
+        if (err) {
+            err->code = VIT_ERR_IMAGE;
+            snprintf(err->msg, sizeof err->msg,
+                     "features PCA: no photo of the slideshow loads: %.400s", jf->skipped);
+        }
+        rc = VIT_ERR_IMAGE;
+        goto done;
+    }
+    jf->vit = vit;
+done:
+    vit_run_free(&run);
+    free(tok);
+    if (rc) {
+        free(jf->feat), free(jf->image_of);
+        jf->feat = NULL, jf->image_of = NULL, jf->n_ok = 0;
+    }
+    return rc;
+}
+
+void joint_features_free(JointFeatures *jf) {
+    free(jf->feat), free(jf->image_of);
+    jf->feat = NULL, jf->image_of = NULL, jf->vit = NULL, jf->n_ok = 0;
+}
+
 void scene_free(Scene *sc) {
     if (!sc) return;
     vit_grad_free(&sc->grad);
     free(sc->expl[0]);
     free(sc->expl[1]);
+    free(sc->slow[0]);
+    free(sc->slow[1]);
     vit_run_free(&sc->run);
     free(sc->crop_rgb);
     free(sc->distance);

@@ -39,6 +39,23 @@ const char *model_label(const Model *m, int c);
 int model_find_class(const Model *m, const char *arg, int *cls, char *msg, size_t n);
 
 /* ---------------------------------------------------------------------------
+ * View: which map of the Scene is on screen. Its kind's row (mapkind.h) says
+ * which fields the map reads and computes it (view_map). */
+
+typedef struct {
+    int kind;            /* MapKind (mapkind.h): attention, rollout, ... */
+    int layer;           /* 0 .. L-1 */
+    int head;            /* 0 .. H-1 one head; H + VitFusion (H, H+1, H+2): mean/max/min fusion */
+    float discard_ratio; /* rollout's discard ratio, [0, 1) */
+    int query;           /* the query token: 0 the CLS token, Np + r*gw + c the patch (r, c) */
+    int target;          /* the class a class-specific kind explains, 0 .. C-1; VIEW_TOP1 */
+    int joint;           /* the feature PCA over every photo of the slideshow, not this one */
+} View;
+
+#define VIEW_N_FUSIONS 3    /* mean, max, min after the heads */
+#define VIEW_TOP1      (-1) /* View.target: the model's top-1 class */
+
+/* ---------------------------------------------------------------------------
  * Scene: one forward pass on one photo */
 
 typedef struct {
@@ -64,7 +81,37 @@ typedef struct {
     int back_target; /* what scene_explain put in the back buffer */
     float back_discard;
     int back_lrp;
+    /* The map of a worker kind (mapkind.h: attention flow, the feature PCA over the
+     * slideshow), double-buffered the same way: slow[slow_front] holds slow_view's map
+     * when slow_valid; the worker writes the back one (scene_slow_map). */
+    float *slow[2]; /* [map_kind_max_floats] each */
+    int slow_front, slow_valid, back_slow_valid;
+    View slow_view, back_slow_view; /* the views they hold */
 } Scene;
+
+/* The patch features of every photo of the slideshow at every layer, for the
+ * feature PCA over all of them (View.joint): computed on the worker thread once per
+ * model and slideshow (scene_joint_features), then one PCA per layer. */
+typedef struct {
+    const Vit *vit;      /* the model they are of; NULL: not computed */
+    int n_images;        /* photos asked for */
+    char (*paths)[1024]; /* [n_images], set by the caller */
+    int n_ok;            /* photos that loaded (the others are skipped) */
+    int *image_of;       /* [n_images]: the row block of photo i, -1: not loaded */
+    float *feat;         /* [n_ok, L, N, D] vit_features of the patches */
+    char skipped[600];   /* the first photo that did not load, and why */
+} JointFeatures;
+
+/* Most bytes scene_joint_features keeps (n_images * L * N * D floats): ViT-B/16 at
+ * 224 px takes 7.2 MB per photo, so 1 GiB holds 140. */
+#define JOINT_MAX_BYTES (1ull << 30)
+
+/* The patch features of every photo in jf->paths for vit (a run of its own, on the
+ * calling thread). A photo that does not load is skipped (jf->skipped says which);
+ * none loading, or more than JOINT_MAX_BYTES, is an error. Free with
+ * joint_features_free (keeps paths). */
+VitStatus scene_joint_features(JointFeatures *jf, const Vit *vit, VitError *err);
+void joint_features_free(JointFeatures *jf);
 
 /* Floats of one map of any method in Scene.expl: max(gh*gw, Sh*Sw). */
 size_t scene_expl_stride(const VitConfig *c);
@@ -91,25 +138,24 @@ VitStatus scene_explain(Scene *sc, int target, float discard, int lrp, VitError 
 /* Show what scene_explain computed: the back buffer becomes the front one. */
 void scene_explain_swap(Scene *sc);
 
+/* The map of view v of a worker kind (mapkind.h) into the back worker buffer, with
+ * the kind's `compute`; for the feature PCA over the slideshow, from jf (computed
+ * first when it is not of sc's model). For the worker thread (or headless): writes
+ * only the back buffer and jf. Errors: those of the map; VIT_ERR_NOMEM. */
+VitStatus scene_slow_map(Scene *sc, const View *v, JointFeatures *jf, VitError *err);
+
+/* Show what scene_slow_map computed: the back buffer becomes the front one. */
+void scene_slow_swap(Scene *sc);
+
+/* The feature PCA of one photo at a layer (View.joint 0), or of photo `image` of jf
+ * over all its photos (jf non-NULL): out [N, 4] RGBA (vit_feature_pca's colours, A
+ * the foreground). fg_count (may be NULL): foreground patches of this photo. */
+VitStatus scene_pca(float *out, int *fg_count, const Scene *sc, int layer, const JointFeatures *jf,
+                    VitError *err);
+
 /* Does the front buffer hold class `target`'s maps, with `discard` for grad-rollout
  * (uses_discard 1), and AttnLRP's (lrp 1)? */
 int scene_explained(const Scene *sc, int target, int uses_discard, float discard, int lrp);
-
-/* ---------------------------------------------------------------------------
- * View: which map of the Scene is on screen. Its kind's row (mapkind.h) says
- * which fields the map reads and computes it (view_map). */
-
-typedef struct {
-    int kind;            /* MapKind (mapkind.h): attention, rollout, ... */
-    int layer;           /* 0 .. L-1 */
-    int head;            /* 0 .. H-1 one head; H + VitFusion (H, H+1, H+2): mean/max/min fusion */
-    float discard_ratio; /* rollout's discard ratio, [0, 1) */
-    int query;           /* the query token: 0 the CLS token, Np + r*gw + c the patch (r, c) */
-    int target;          /* the class a class-specific kind explains, 0 .. C-1; VIEW_TOP1 */
-} View;
-
-#define VIEW_N_FUSIONS 3    /* mean, max, min after the heads */
-#define VIEW_TOP1      (-1) /* View.target: the model's top-1 class */
 
 /* Fusion of the view, or -1 when a single head is selected. */
 int view_fusion(const View *v, int n_heads);

@@ -12,6 +12,11 @@ static void run_job(Worker *w) {
     w->status = VIT_OK;
     w->err.code = VIT_OK;
     w->err.msg[0] = '\0';
+    if (w->slow) {
+        w->status = scene_slow_map(w->scene, &w->view, w->joint, &w->err);
+        w->explained = w->status == VIT_OK;
+        return;
+    }
     if (w->explain) {
         w->status = scene_explain(w->scene, w->target, w->discard, w->lrp, &w->err);
         w->explained = w->status == VIT_OK;
@@ -98,6 +103,7 @@ void worker_start(Worker *w, const char *model_path, const VitLoadOptions *load_
     w->model = model;
     w->scene = scene;
     w->explain = 0;
+    w->slow = 0;
     w->has_job = 1;
     SDL_CondSignal(w->wake);
     SDL_UnlockMutex(w->lock);
@@ -108,9 +114,23 @@ void worker_start_explain(Worker *w, Scene *scene, int target, float discard, in
     w->model_path[0] = w->image_path[0] = '\0';
     w->scene = scene;
     w->explain = 1;
+    w->slow = 0;
     w->target = target;
     w->discard = discard;
     w->lrp = lrp;
+    w->has_job = 1;
+    SDL_CondSignal(w->wake);
+    SDL_UnlockMutex(w->lock);
+}
+
+void worker_start_slow(Worker *w, Scene *scene, const View *v, JointFeatures *joint) {
+    SDL_LockMutex(w->lock);
+    w->model_path[0] = w->image_path[0] = '\0';
+    w->scene = scene;
+    w->explain = 0;
+    w->slow = 1;
+    w->view = *v;
+    w->joint = joint;
     w->has_job = 1;
     SDL_CondSignal(w->wake);
     SDL_UnlockMutex(w->lock);

@@ -33,6 +33,9 @@ typedef struct {
     int target;              /* its class */
     float discard;           /* its grad-rollout discard ratio */
     int lrp;                 /* 1: AttnLRP's pass too */
+    int slow;                /* 1: a worker map job (scene_slow_map(scene, &view, joint)) */
+    View view;               /* its view */
+    JointFeatures *joint;    /* the slideshow's features for a joint feature PCA, or NULL */
     /* the result, valid once the event has arrived */
     Model *new_model; /* loaded from model_path (heap; the receiver owns it), or NULL */
     int ran;          /* 1: scene holds a new forward pass */
@@ -52,6 +55,10 @@ void worker_start(Worker *w, const char *model_path, const VitLoadOptions *load_
 /* Hand an explain job to the idle worker: scene_explain(scene, target, discard, lrp).
  * The window may go on reading the Scene's run and front maps meanwhile. */
 void worker_start_explain(Worker *w, Scene *scene, int target, float discard, int lrp);
+
+/* Hand a worker-map job to the idle worker: scene_slow_map(scene, v, joint) (attention
+ * flow, the feature PCA over the slideshow). joint belongs to the worker until the event. */
+void worker_start_slow(Worker *w, Scene *scene, const View *v, JointFeatures *joint);
 
 /* Finish the running job, if any, stop the thread, free new_model if unclaimed. */
 void worker_free(Worker *w);

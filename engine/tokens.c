@@ -219,8 +219,8 @@ static double norm_threshold(const float *norms, const VitConfig *c, float k, fl
     return abs_threshold > 0 && abs_threshold > thr ? abs_threshold : thr;
 }
 
-int vit_high_norm_tokens(int *idx, int *first, const VitRun *run, int layer, float k,
-                         float abs_threshold, VitError *err) {
+int vit_high_norm_tokens(int *idx, int *first, float *threshold, const VitRun *run, int layer,
+                         float k, float abs_threshold, VitError *err) {
     if (check_layer(run, layer, "high-norm tokens", err)) return -1;
     if (!(k >= 0.0f) || !isfinite(k) || !(abs_threshold >= 0.0f) || !isfinite(abs_threshold)) {
         vit_set_error(err, VIT_ERR_ARG, "high-norm tokens: k %g and threshold %g must be >= 0",
@@ -243,6 +243,7 @@ int vit_high_norm_tokens(int *idx, int *first, const VitRun *run, int layer, flo
         thr[l] = norm_threshold(norms + (size_t)l * T, c, k, abs_threshold, scratch);
     }
     const float *top = norms + (size_t)layer * T;
+    if (threshold) *threshold = (float)thr[layer];
     int n = 0;
     for (int t = 0; t < T; t++)
         if (top[t] > thr[layer]) {

@@ -24,13 +24,15 @@ uniform float u_mask_on;   // 1: outline the mask
 uniform ivec2 u_query;     // (col, row) of the query patch; (-1, -1): the CLS token
 uniform float u_line_px;   // width of the mask outline and the query box, px
 uniform float u_ramp;      // 1: the colour bar: value = 1 - v (top is the maximum)
+uniform float u_rgb;       // 1: u_map is RGBA32F colours (the feature PCA), A the foreground:
+                           // drawn as they are, mix(image, rgb, opacity * A), no colormap
 
 in vec2 v_uv;
 out vec4 frag;
 
-float map_at(ivec2 p) {
+vec4 map_at(ivec2 p) { // R32F reads as (v, 0, 0, 1)
     p = clamp(p, ivec2(0), ivec2(u_grid_size) - 1);
-    return texelFetch(u_map, u_cell + p, 0).r;
+    return texelFetch(u_map, u_cell + p, 0);
 }
 
 float mask_at(ivec2 p) {
@@ -42,22 +44,28 @@ void main() {
     vec3 img = texture(u_image, v_uv).rgb;
     vec2 g = v_uv * u_grid_size; // position in patches
     ivec2 c = ivec2(floor(g));
-    float v;
+    vec4 m;
     if (u_ramp > 0.5) {
-        v = 1.0 - v_uv.y;
+        m = vec4(1.0 - v_uv.y);
     } else if (u_bilinear > 0.5) {
         vec2 t = g - 0.5; // patch centres at integer t
         ivec2 i0 = ivec2(floor(t));
         vec2 f = t - floor(t);
-        float top = mix(map_at(i0), map_at(i0 + ivec2(1, 0)), f.x);
-        float bot = mix(map_at(i0 + ivec2(0, 1)), map_at(i0 + ivec2(1, 1)), f.x);
-        v = mix(top, bot, f.y);
+        vec4 top = mix(map_at(i0), map_at(i0 + ivec2(1, 0)), f.x);
+        vec4 bot = mix(map_at(i0 + ivec2(0, 1)), map_at(i0 + ivec2(1, 1)), f.x);
+        m = mix(top, bot, f.y);
     } else {
-        v = map_at(c);
+        m = map_at(c);
     }
-    v = clamp(v, 0.0, 1.0);
-    vec3 col = texelFetch(u_lut, ivec2(int(v * 255.0 + 0.5), 0), 0).rgb;
-    vec3 rgb = mix(img, col, u_opacity);
+    m = clamp(m, 0.0, 1.0);
+    vec3 rgb;
+    if (u_rgb > 0.5 && u_ramp < 0.5) {
+        rgb = mix(img, m.rgb, u_opacity * m.a);
+    } else {
+        float v = m.r;
+        vec3 col = texelFetch(u_lut, ivec2(int(v * 255.0 + 0.5), 0), 0).rgb;
+        rgb = mix(img, col, u_opacity);
+    }
 
     // Patch grid: lines one framebuffer pixel wide at the patch borders,
     // anti-aliased by the distance to the border measured in pixels (fwidth).

@@ -710,9 +710,9 @@ VitStatus vit_logit_lens_map(float *out, const VitRun *run, const Vit *vit, int 
  * prefix tokens alike, in decreasing norm; returns how many (0 .. T), or -1 on error
  * (err set). first [T] (may be NULL): for each listed token, the first layer l0 <=
  * layer from which its norm exceeds its own layer's threshold at every layer l0 ..
- * layer. */
-int vit_high_norm_tokens(int *idx, int *first, const VitRun *run, int layer, float k,
-                         float abs_threshold, VitError *err);
+ * layer. threshold (may be NULL): layer's threshold. */
+int vit_high_norm_tokens(int *idx, int *first, float *threshold, const VitRun *run, int layer,
+                         float k, float abs_threshold, VitError *err);
 
 /* TokenRank (Erel et al. 2025, "Attention (as Discrete-Time Markov Chains)"): the
  * attention matrix of a layer as a Markov chain, P = 0.99 * A + 0.01 / T (every

@@ -9,6 +9,7 @@ model (assets/default) nor DeiT-Tiny is there; without DeiT-Tiny only the
 built-in model's checks run.
 """
 import argparse
+import csv
 import json
 import os
 import re
@@ -85,6 +86,52 @@ def cls_rollout(att, layer, Np):
     return v[Np:]
 
 
+def token_views_checks(d, raw, cls, out, top1, L, Np, gh, gw):
+    """What the tokens hold, per layer: L06_pca [gh, gw, 4] colours (A the foreground),
+    L06_similarity (of the CLS token), L06_norms, L06_flow, L06_tokenrank (mean fusion),
+    class{top1}_L06_logit-lens; popped from raw and cls. Against vit_dump --tokens's
+    values (bit for bit, but the logit lens map to 1e-6: the export's class of the
+    same top-1). The CSVs: a row per layer of the lens, its last the model's top-1."""
+    dump = os.path.join(out, "export_npy_dump")
+    ref = {k: np.load(os.path.join(dump, k + ".npy")) for k in
+           ("similarity", "norms", "tokenrank", "lens_map", "lens")}
+    H = ref["tokenrank"].shape[1] - 3
+    bad = []
+    for l in range(L):
+        n = f"L{l + 1:02d}"
+        pca = raw.pop(f"{n}_pca", None)
+        if pca is None or pca.shape != (gh, gw, 4) or pca.min() < 0 or pca.max() > 1 or \
+                not set(np.unique(pca[..., 3])) <= {0.0, 1.0}:
+            bad.append(f"{n}_pca")
+        flow = raw.pop(f"{n}_flow", None)
+        if flow is None or flow.shape != (gh, gw) or flow.min() < 0 or flow.max() > 1 + 1e-6:
+            bad.append(f"{n}_flow")
+        for name, want in ((f"{n}_similarity", ref["similarity"][l, 0]),
+                           (f"{n}_norms", ref["norms"][l, Np:]),
+                           (f"{n}_tokenrank", ref["tokenrank"][l, H, Np:])):
+            got = raw.pop(name, None)
+            if got is None or not np.array_equal(got, want.reshape(gh, gw)):
+                bad.append(name)
+        got = cls.pop(f"class{top1}_{n}_logit-lens", None)
+        if got is None or np.abs(got - ref["lens_map"][l].reshape(gh, gw)).max() > 1e-6:
+            bad.append(f"class{top1}_{n}_logit-lens")
+    check(not bad, f"the token views of every layer: feature PCA colours, patch similarity, "
+          f"norms, attention flow, TokenRank, the logit lens, as vit_dump --tokens "
+          f"({', '.join(bad[:4]) or 'all there'})")
+    with open(os.path.join(d, "logit_lens.csv")) as f:
+        rows = list(csv.DictReader(f))
+    check(len(rows) == L and int(rows[-1]["class"]) == top1 and
+          all(abs(float(r["prob"]) - ref["lens"][i].max()) < 1e-5 for i, r in enumerate(rows)),
+          f"logit_lens.csv: a row per layer, the CLS token's top-1 through the head, the last "
+          f"the model's ({top1})")
+    with open(os.path.join(d, "high_norm_tokens.csv")) as f:
+        hn = list(csv.DictReader(f))
+    check(all(float(r["norm"]) > float(r["threshold"]) for r in hn) and
+          all(float(r["norm"]) == ref["norms"][int(r["layer"]) - 1, int(r["token"])] for r in hn),
+          f"high_norm_tokens.csv: {len(hn)} tokens above their layer's threshold, with the "
+          f"engine's norms")
+
+
 def npy_checks(app, dump, default, out):
     """--export writes, beside each single map's PNG, its raw values as .npy (float32,
     [gh, gw]) and none for the heads grids and contact sheets; the values are the
@@ -102,14 +149,17 @@ def npy_checks(app, dump, default, out):
     pngs = {f[:-4] for f in files if f.endswith(".png")}
     npys = {f[:-4] for f in files if f.endswith(".npy")}
     sheets = {p for p in pngs if p.endswith("_heads") or p.startswith("contact_sheet")}
-    check(npys and npys == pngs - sheets and len(files) == len(pngs) + len(npys),
+    csvs = {f for f in files if f.endswith(".csv")}
+    check(npys and npys == pngs - sheets and len(files) == len(pngs) + len(npys) + len(csvs),
           f"a .npy beside each of the {len(pngs - sheets)} single-map PNGs, none beside the "
           f"{len(sheets)} heads grids and contact sheets ({len(npys)} .npy)")
+    check(csvs == {"logit_lens.csv", "high_norm_tokens.csv"},
+          f"the logit lens and the high-norm tokens as CSV ({sorted(csvs)})")
     m = re.search(r"wrote (\d+) PNGs and (\d+) \.npy files", r.stdout)
     check(m is not None and (int(m.group(1)), int(m.group(2))) == (len(pngs), len(npys)),
           f"--export counts them: {r.stdout.strip()}")
 
-    r = subprocess.run([dump, "--model", os.path.join(default, "model.safetensors"),
+    r = subprocess.run([dump, "--model", os.path.join(default, "model.safetensors"), "--tokens",
                         "--image", demo, "--out", os.path.join(out, "export_npy_dump")],
                        capture_output=True, text=True)
     check(r.returncode == 0, f"vit_dump on the built-in model ({r.stderr.strip()})")
@@ -124,6 +174,7 @@ def npy_checks(app, dump, default, out):
     # the class-specific maps of the top-1 class: class{C}_{method}, [gh, gw] or [Sh, Sw]
     top1 = cfg["top5"][0]
     cls = {n: raw.pop(n) for n in list(raw) if n.startswith("class")}
+    token_views_checks(d, raw, cls, out, top1, L, Np, gh, gw)
     methods = {"chefer": 0, "grad-rollout": 0, "gradcam": 0, "legrad": 0, "attnlrp": 1,
                "grad-input": 1}
     check(set(cls) == {f"class{top1}_{m}" for m in methods} and
@@ -197,7 +248,8 @@ def npy_checks(app, dump, default, out):
     r = vitlens(app, "--class", "star", "--export", dc, demo)
     star = [f for f in os.listdir(dc) if f.startswith("class")] if r.returncode == 0 else []
     check(r.returncode == 0 and sorted(star) == sorted(
-        f"class3_{m}.{e}" for m in methods for e in ("png", "npy")),
+        [f"class3_{m}.{e}" for m in methods for e in ("png", "npy")] +
+        [f"class3_L{l + 1:02d}_logit-lens.{e}" for l in range(L) for e in ("png", "npy")]),
           f"--class star (the built-in model's class 3): class3_*.png and .npy "
           f"({r.stderr.strip()}{len(star)} files)")
     for arg, why in (("6", "out of range, default has classes 0 to 5"),
@@ -299,7 +351,7 @@ def main():
     check(r.returncode == 0 and re.fullmatch(r"1 \d\.\d{4} \d+\n", r.stdout) is not None,
           f"--top without class names prints RANK PROB CLASS_ID ({r.stdout.strip()!r})")
 
-    # --export: L*H + 3L + L PNGs with the documented names, 448 px
+    # --export: L*H + 3L + L + 6L PNGs with the documented names, 448 px
     out = os.path.join(a.out, "export")
     shutil.rmtree(out, ignore_errors=True)
     r = vitlens(a.app, "--model", model, "--export", out, chelsea)
@@ -313,8 +365,13 @@ def main():
     want |= {f"class{top1}_{m}.png" for m in ("chefer", "grad-rollout", "gradcam", "legrad",
                                                "attnlrp", "grad-input")}
     want |= {f"contact_sheet_class{top1}.png"}
+    # what the tokens hold, per layer: five views and the logit lens of the class
+    want |= {f"L{l:02d}_{k}.png" for l in range(1, L + 1)
+             for k in ("pca", "similarity", "norms", "flow", "tokenrank")}
+    want |= {f"class{top1}_L{l:02d}_logit-lens.png" for l in range(1, L + 1)}
+    want |= {"contact_sheet_tokenrank.png"}  # TokenRank per head, as rollout
     got = {f for f in os.listdir(out) if f.endswith(".png")} if os.path.isdir(out) else set()
-    check(len(want) == L * H + 3 * L + L + L + 2 + 7 and got == want,
+    check(len(want) == L * H + 3 * L + L + L + 2 + 7 + 6 * L + 1 and got == want,
           f"--export writes the {len(want)} expected PNGs (got {len(got)}, "
           f"{sorted(got ^ want)[:4]} differ)")
     if got == want:

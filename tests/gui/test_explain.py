@@ -126,9 +126,22 @@ def headless(app, photo):
     run(["xdotool", "key", "--clearmodifiers", "e"])
     line = app.wait_line(lambda s: s.startswith("status ") and "no classification head" in s,
                          "E past rollout on a backbone: the class-specific kinds passed over")
+    check(app.state["kind"] == "pca", f"E on a backbone: rollout, then past the class-specific "
+          f"kinds to the feature PCA; {line[7:]!r}")
+    # the logit lens needs the head too: E from TokenRank's neighbours passes it over
+    seen = [app.state["kind"]]
+    for _ in range(8):
+        if seen[-1] == "attention":
+            break
+        run(["xdotool", "key", "--clearmodifiers", "e"])
+        app.wait_line(lambda s: s.startswith("frame ") and app.state["kind"] != seen[-1] and
+                      app.state["busy"] == "0" and app.state["shown"] == app.state["kind"], "E")
+        seen.append(app.state["kind"])
+    print(f"     E on a backbone: {' -> '.join(seen)}")
+    check("logit-lens" not in seen, "E on a backbone passes the logit lens over (no head)")
     check(app.state["kind"] == "attention" and app.state["shown"] == "attention" and
           diff(base, app.crop(app.shot())) == 0,
-          f"E on a backbone: rollout, then attention again, the same picture; {line[7:]!r}")
+          "E on a backbone: round the table back to attention, the same picture")
     quit_app(app)
 
 
@@ -206,12 +219,13 @@ def explain(app, a, photo, ids):
     check(share > 0.9, f"G over a pixel map draws the 14 x 14 patch grid ({share:.2f} of the "
           "change within 2 px of the patch borders)")
 
-    # -- keys: 1 targets the top-1, E leaves the class-specific kinds for attention
+    # -- keys: 1 targets the top-1, E leaves the class-specific kinds for the next row of
+    # the map-kind table (the feature PCA, a kind of no class)
     run(["xdotool", "key", "--clearmodifiers", "1"])
     app.wait_state("1: the top-1", marked=0, busy=0, **{"class": ids[0]})
     run(["xdotool", "key", "--clearmodifiers", "e"])
-    app.wait_state("E after the last kind: attention", kind="attention", shown="attention")
-    check(app.state["marked"] == "-1", "attention marks no class in the panel")
+    app.wait_state("E after the last class kind: the feature PCA", kind="pca", shown="pca")
+    check(app.state["marked"] == "-1", "the feature PCA marks no class in the panel")
 
     # -- the README's screenshot: Chefer et al. for the cat and for the espresso, at the
     # default opacity 0.6 (the photo under the map)
@@ -224,8 +238,8 @@ def explain(app, a, photo, ids):
             app.wait_state(f"class {c}", busy=0, **{"class": c})
             if app.state["kind"] == "chefer":
                 break
-            run(["xdotool", "key", "--clearmodifiers", "e"])
-            app.wait_line(lambda s: s.startswith("frame "), "E")
+            run(["xdotool", "key", "--clearmodifiers", "shift+e"])  # back towards Chefer et al.
+            app.wait_line(lambda s: s.startswith("frame "), "Shift+E")
         app.wait_state(f"chefer for {c}", kind="chefer", shown="chefer", busy=0, **{"class": c})
         shots.append(app.shot().astype(np.uint8))
         save(shots[-1], os.path.join(a.out, f"chefer_{c}.png"))

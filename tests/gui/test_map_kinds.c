@@ -52,11 +52,19 @@ static void table_checks(void) {
         check(!m->layer_maps || m->per_head, "per-layer maps only with per-head maps", m->name);
         check(!m->export_heads || m->per_head, "export_heads only with per-head maps", m->name);
         if (m->key) {
-            char up[2] = {(char)toupper((unsigned char)m->key), 0};
+            char up[16];
+            snprintf(up, sizeof up, "%s%c", m->shift ? "Shift+" : "",
+                     toupper((unsigned char)m->key));
             check(islower((unsigned char)m->key) && m->key_name && !strcmp(m->key_name, up) &&
                       m->help && m->help[0],
-                  "its key: lower case, key_name its capital, a help line", m->name);
+                  "its key: lower case, key_name its capital (Shift+ with shift), a help line",
+                  m->name);
+            for (int j = 0; j < k; j++)
+                check(!(MAP_KINDS[j].key == m->key && MAP_KINDS[j].shift == m->shift),
+                      "its key and shift unlike the rows above", m->name);
         }
+        check(!m->backward || m->uses_target, "a backward-pass kind explains a class", m->name);
+        check(!m->worker || m->worker == 2 || m->compute, "a worker kind has its compute", m->name);
     }
     check(MAP_KINDS[0].key == 0, "the first row, where a kind's key toggles back to, has no key",
           MAP_KINDS[0].name);
@@ -135,14 +143,28 @@ static void scene_checks(const char *model_path, const char *image) {
         map_kind_size(&w, &h, k, c);
         check(mk->pixels ? w == c->image_w && h == c->image_h : w == c->grid_w && h == c->grid_h,
               "map_kind_size: [Sh, Sw] for a pixel map, else [gh, gw]", mk->name);
-        check((size_t)w * h <= map_kind_max_floats(c, 0), "fits map_kind_max_floats", mk->name);
+        int ch = map_kind_channels(k);
+        check(ch == (mk->rgb ? 4 : 1), "map_kind_channels: 4 for colours, else 1", mk->name);
+        check((size_t)w * h * ch <= map_kind_max_floats(c, 0), "fits map_kind_max_floats",
+              mk->name);
         View v = {.kind = k,
                   .layer = c->n_layers / 2,
                   .head = c->n_heads + VIT_FUSE_MEAN,
                   .discard_ratio = 0.3f,
                   .query = c->n_prefix + 1,
                   .target = VIEW_TOP1};
-        if (mk->uses_target && !view_ready(&sc, &v)) { /* the worker's scene_explain first */
+        if (view_on_worker(&v)) { /* the worker's scene_slow_map first */
+            check(!view_ready(&sc, &v) && view_map(map, &sc, &v, &err) == VIT_ERR_ARG,
+                  "a worker map before scene_slow_map: refused", mk->name);
+            VitStatus rs = scene_slow_map(&sc, &v, NULL, &err);
+            check(rs == VIT_OK, rs ? err.msg : "scene_slow_map", mk->name);
+            scene_slow_swap(&sc);
+            check(view_ready(&sc, &v), "ready after scene_slow_map", mk->name);
+            View u = v;
+            u.layer = v.layer - 1;
+            check(!view_ready(&sc, &u), "not ready for another layer", mk->name);
+        }
+        if (mk->backward && !view_ready(&sc, &v)) { /* the worker's scene_explain first */
             check(view_map(map, &sc, &v, &err) == VIT_ERR_ARG,
                   "a class-specific map before scene_explain: refused", mk->name);
             VitStatus rx = scene_explain(&sc, view_class(&v, &sc), v.discard_ratio, mk->lrp, &err);
@@ -153,6 +175,16 @@ static void scene_checks(const char *model_path, const char *image) {
         VitStatus rc = view_map(map, &sc, &v, &err);
         check(rc == VIT_OK, rc ? err.msg : "view_map", mk->name);
         if (rc) continue;
+        if (mk->rgb) { /* colours in [0, 1], A 0 or 1, some foreground and some background */
+            int ok = 1, fg = 0;
+            for (int i = 0; i < w * h * 4; i++) ok &= map[i] >= 0.0f && map[i] <= 1.0f;
+            for (int i = 0; i < w * h; i++) {
+                ok &= map[i * 4 + 3] == 0.0f || map[i * 4 + 3] == 1.0f;
+                fg += map[i * 4 + 3] == 1.0f;
+            }
+            check(ok && fg > 0 && fg < w * h, "colours in [0, 1], a foreground and a background",
+                  mk->name);
+        }
         if (mk->prefix) {
             double sum = 0;
             rc = view_prefix(share, &sc, &v, &err);

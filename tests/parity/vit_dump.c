@@ -194,7 +194,7 @@ static int write_tokens(const char *out, const VitRun *run, const Vit *vit, VitE
             if (vit_tokenrank(tr + (l * (H + 3) + k) * T, run, l, k < (int)H ? k : -1,
                               k < (int)H ? VIT_FUSE_MEAN : (VitFusion)(k - H), err))
                 goto done;
-        int m = vit_high_norm_tokens(idx, idx + T, run, l, 3.0f, 0.0f, err);
+        int m = vit_high_norm_tokens(idx, idx + T, NULL, run, l, 3.0f, 0.0f, err);
         if (m < 0) goto done;
         for (int t = 0; t < (int)T; t++) {
             hn[(l * T + t) * 2] = t < m ? idx[t] : -1;
