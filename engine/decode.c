@@ -31,6 +31,10 @@
 
 /* --- stb_image ---------------------------------------------------------------- */
 
+static uint32_t be32(const uint8_t *p) {
+    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
 /* stbi_info tries every format in turn and keeps the last one's reason, so a
  * PNG it refuses as too large (over 2^30 samples) reads as "not of any known
  * type". The size a PNG declares is at bytes 16..23, in its IHDR chunk: read
@@ -41,8 +45,7 @@ static int png_declared_size(FILE *f, uint32_t *w, uint32_t *h) {
     if (fseek(f, 0, SEEK_SET) != 0 || fread(b, 1, sizeof b, f) != sizeof b ||
         memcmp(b, sig, sizeof sig) != 0 || memcmp(b + 12, "IHDR", 4) != 0)
         return 0;
-    *w = (uint32_t)b[16] << 24 | (uint32_t)b[17] << 16 | (uint32_t)b[18] << 8 | b[19];
-    *h = (uint32_t)b[20] << 24 | (uint32_t)b[21] << 16 | (uint32_t)b[22] << 8 | b[23];
+    *w = be32(b + 16), *h = be32(b + 20);
     return 1;
 }
 
@@ -98,6 +101,64 @@ static uint8_t *load_pnm16(FILE *f, int *w, int *h) {
     return rgb;
 }
 
+/* Debian's stb_image 2.27 appends each IDAT chunk to a buffer it allocates at the
+ * first chunk with data: a zero-length IDAT before that one adds its offset to a null
+ * pointer (stb_image.h:5130, undefined behaviour; tests/fuzz found it). Such chunks are
+ * legal and carry nothing, so they are dropped (load_stb). 1 when f is a PNG whose
+ * first chunk is IHDR (else stb refuses it) and whose first IDAT is empty, its chunks
+ * walked by their lengths as stb walks them. Leaves f rewound. */
+static int png_empty_idat_first(FILE *f) {
+    static const uint8_t sig[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
+    uint8_t b[8];
+    int yes = 0;
+    if (fseek(f, 0, SEEK_SET) == 0 && fread(b, 1, 8, f) == 8 && !memcmp(b, sig, 8)) {
+        for (int first = 1; fread(b, 1, 8, f) == 8; first = 0) {
+            if (first && memcmp(b + 4, "IHDR", 4) != 0) break;
+            if (!memcmp(b + 4, "IDAT", 4)) {
+                yes = be32(b) == 0;
+                break;
+            }
+            if (!memcmp(b + 4, "IEND", 4) || fseek(f, (long)be32(b) + 4, SEEK_CUR) != 0) break;
+        }
+    }
+    rewind(f);
+    return yes;
+}
+
+/* f's PNG without its zero-length IDAT chunks, into a malloc'd *buf of *n bytes: every
+ * other byte as it is, a cut last chunk too. Leaves f rewound. */
+static VitStatus png_drop_empty_idat(uint8_t **buf, size_t *n, FILE *f, const char *path,
+                                     VitError *err) {
+    long size = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
+    rewind(f);
+    if (size < 0)
+        return vit_set_error(err, VIT_ERR_IO, "%s: cannot seek: %s", path, strerror(errno));
+    if ((uint64_t)size > MAX_FILE_BYTES)
+        return vit_set_error(
+            err, VIT_ERR_IMAGE,
+            "%s: file is %ld bytes, over the %llu that any image vitlens reads needs", path, size,
+            (unsigned long long)MAX_FILE_BYTES);
+    uint8_t *p = malloc((size_t)size + 1); /* + 1: never malloc(0) */
+    if (!p) return vit_set_error(err, VIT_ERR_NOMEM, "%s: out of memory reading the file", path);
+    size_t end = fread(p, 1, (size_t)size, f), i = 8, o = 8;
+    rewind(f);
+    if (end != (size_t)size || end < 8) { /* changed since the signature was read */
+        free(p);
+        return vit_set_error(err, VIT_ERR_IO, "%s: read error", path);
+    }
+    while (end - i >= 8) {
+        size_t next = end - i - 8 >= (uint64_t)be32(p + i) + 4 ? i + 12 + be32(p + i) : end;
+        if (be32(p + i) != 0 || memcmp(p + i + 4, "IDAT", 4) != 0) {
+            memmove(p + o, p + i, next - i);
+            o += next - i;
+        }
+        i = next;
+    }
+    memmove(p + o, p + i, end - i);
+    *buf = p, *n = o + (end - i);
+    return VIT_OK;
+}
+
 /* The formats stb_image reads, by their first bytes, for VitImage.format. */
 static const char *stb_format(const uint8_t *b, size_t n) {
     if (n >= 4 && !memcmp(b, "\x89PNG", 4)) return "PNG";
@@ -111,8 +172,8 @@ static const char *stb_format(const uint8_t *b, size_t n) {
 }
 
 /* stb_image on the open file f: checks the declared size with stbi_info first. */
-static VitStatus load_stb(Decoded *out, FILE *f, const char *path, uint64_t max_pixels,
-                          VitError *err) {
+static VitStatus load_stb_file(Decoded *out, FILE *f, const char *path, uint64_t max_pixels,
+                               VitError *err) {
     if (pnm_number_overflows(f))
         return vit_set_error(err, VIT_ERR_IMAGE,
                              "%s: corrupt PNM: a number in its header is over %d", path, INT_MAX);
@@ -144,6 +205,23 @@ static VitStatus load_stb(Decoded *out, FILE *f, const char *path, uint64_t max_
                              stbi_failure_reason());
     out->rgb = rgb, out->w = w, out->h = h, out->orientation = 1;
     return VIT_OK;
+}
+
+/* stb_image on f; a PNG whose first IDAT is empty is read from a copy without such
+ * chunks (png_empty_idat_first). */
+static VitStatus load_stb(Decoded *out, FILE *f, const char *path, uint64_t max_pixels,
+                          VitError *err) {
+    if (!png_empty_idat_first(f)) return load_stb_file(out, f, path, max_pixels, err);
+    uint8_t *buf = NULL;
+    size_t n = 0;
+    VitStatus rc = png_drop_empty_idat(&buf, &n, f, path, err);
+    if (rc) return rc;
+    FILE *m = fmemopen(buf, n, "rb");
+    rc = m ? load_stb_file(out, m, path, max_pixels, err)
+           : vit_set_error(err, VIT_ERR_NOMEM, "%s: out of memory: %s", path, strerror(errno));
+    if (m) fclose(m);
+    free(buf);
+    return rc;
 }
 
 /* --- EXIF orientation ----------------------------------------------------------- */

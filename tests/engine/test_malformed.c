@@ -866,6 +866,33 @@ static void case_pgm_16bit_grey(Ctx *c) {
     vit_image_free(&img);
 }
 
+/* A zero-length IDAT chunk before the image data (legal: the data is the concatenation
+ * of the IDATs), and one after it: Debian's stb_image 2.27 added the first one's offset
+ * to a null pointer (tests/fuzz found it); the engine drops such chunks. */
+static void case_png_empty_idat(Ctx *c) {
+    static const uint8_t s[6] = {10, 20, 30, 40, 50, 60};
+    static const uint8_t empty_idat[12] = {0, 0, 0, 0, 'I', 'D', 'A', 'T', 0x35, 0xaf, 0x06, 0x1e};
+    size_t n;
+    uint8_t *png = test_png(&n, 2, 1, 8, 2, s), *b = malloc(n + 2 * sizeof empty_idat);
+    size_t idat = 8 + 25, iend = n - 12; /* after the signature and IHDR; IEND */
+    memcpy(b, png, idat);
+    memcpy(b + idat, empty_idat, sizeof empty_idat);
+    memcpy(b + idat + 12, png + idat, iend - idat);
+    memcpy(b + iend + 12, empty_idat, sizeof empty_idat);
+    memcpy(b + iend + 24, png + iend, 12);
+    free(png);
+    char path[1100];
+    in_dir(c, path, sizeof path, "empty_idat.png");
+    write_bytes(path, b, n + 24);
+    free(b);
+    VitImage img = {0};
+    VitError err = {0};
+    VitStatus rc = vit_image_load(&img, path, &err);
+    int ok = rc == VIT_OK && img.w == 2 && img.h == 1 && memcmp(img.rgb, s, 6) == 0;
+    expect_works(c, rc, &err, ok, "2x1, the pixels of its one IDAT with data");
+    vit_image_free(&img);
+}
+
 /* RGBA: alpha dropped, colour kept even where fully transparent (PIL's convert('RGB')). */
 static void case_png_rgba(Ctx *c) {
     static const uint8_t s[8] = {10, 20, 30, 0, 40, 50, 60, 255};
@@ -941,6 +968,8 @@ static const Case cases[] = {
          "loads as RGB, the high byte in each channel (Pillow clips at 255 instead)"),
     CASE(png_grey, "an 8-bit grey PNG", "loads as RGB, grey copied to each channel"),
     CASE(png_rgba, "an RGBA PNG", "loads as RGB, alpha dropped"),
+    CASE(png_empty_idat, "PNG with a zero-length IDAT chunk before its data (found by fuzzing)",
+         "loads; the empty chunk is dropped"),
     CASE(pgm_16bit_grey, "a 16-bit grey PGM (found by fuzzing)",
          "loads as RGB, the high byte in each channel"),
     /* clang-format on */
