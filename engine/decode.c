@@ -101,6 +101,31 @@ static uint8_t *load_pnm16(FILE *f, int *w, int *h) {
     return rgb;
 }
 
+/* A Softimage PIC as stb_image tells one, by its first 4 bytes. Leaves f rewound. */
+static int is_pic(FILE *f) {
+    uint8_t b[4];
+    int yes =
+        fseek(f, 0, SEEK_SET) == 0 && fread(b, 1, 4, f) == 4 && !memcmp(b, "\x53\x80\xf6\x34", 4);
+    rewind(f);
+    return yes;
+}
+
+/* A PIC as RGB [h, w, 3], stb_image-allocated. Debian's stb_image 2.27 goes on when a
+ * PIC's pixel data fails to decode (cut short, a bad packet type): it frees its RGBA
+ * buffer, then converts the null pointer left to the channels asked for, and the
+ * conversion reads through it (a segfault on a 110-byte file; stb issue #1452,
+ * CVE-2023-43898). Asked for RGBA, its own layout, stb returns the buffer unconverted,
+ * so the null pointer comes back as a failure; the alpha is dropped here, in place.
+ * NULL on error (stbi_failure_reason says why). */
+static uint8_t *load_pic(FILE *f, int *w, int *h) {
+    int comp;
+    uint8_t *px = stbi_load_from_file(f, w, h, &comp, 4);
+    size_t n = px ? (size_t)*w * (size_t)*h : 0;
+    for (size_t i = 0; i < n; i++) /* pixel i moves from 4i to 3i: never over one unread */
+        px[3 * i] = px[4 * i], px[3 * i + 1] = px[4 * i + 1], px[3 * i + 2] = px[4 * i + 2];
+    return px;
+}
+
 /* Debian's stb_image 2.27 appends each IDAT chunk to a buffer it allocates at the
  * first chunk with data: a zero-length IDAT before that one adds its offset to a null
  * pointer (stb_image.h:5130, undefined behaviour; tests/fuzz found it). Such chunks are
@@ -195,10 +220,13 @@ static VitStatus load_stb_file(Decoded *out, FILE *f, const char *path, uint64_t
         return vit_set_error(err, VIT_ERR_IMAGE,
                              "%s: image is %dx%d px, more than the limit of %llu pixels", path, w,
                              h, (unsigned long long)max_pixels);
-    /* req_comp 3: grey is replicated and alpha dropped, as PIL's convert('RGB'). */
-    uint8_t *rgb = is_pnm(f) && stbi_is_16_bit_from_file(f)
-                       ? load_pnm16(f, &w, &h)
-                       : stbi_load_from_file(f, &w, &h, &comp, 3);
+    uint8_t *rgb;
+    if (is_pnm(f) && stbi_is_16_bit_from_file(f))
+        rgb = load_pnm16(f, &w, &h);
+    else if (is_pic(f))
+        rgb = load_pic(f, &w, &h);
+    else /* req_comp 3: grey is replicated and alpha dropped, as PIL's convert('RGB'). */
+        rgb = stbi_load_from_file(f, &w, &h, &comp, 3);
     if (!rgb)
         return vit_set_error(err, VIT_ERR_IMAGE,
                              "%s: cannot decode image, truncated or corrupt (%s)", path,

@@ -893,6 +893,37 @@ static void case_png_empty_idat(Ctx *c) {
     vit_image_free(&img);
 }
 
+/* A Softimage PIC cut in its pixel data: Debian's stb_image 2.27 freed its buffer and
+ * then converted the null pointer left, a segfault (stb issue #1452, CVE-2023-43898). */
+static void case_pic_truncated(Ctx *c) {
+    uint8_t rgb[4 * 4 * 3] = {0};
+    size_t n;
+    uint8_t *pic = test_pic(&n, 4, 4, rgb, 2);
+    char path[1100];
+    in_dir(c, path, sizeof path, "cut.pic");
+    write_bytes(path, pic, n);
+    free(pic);
+    image_expect(c, path, VIT_ERR_IMAGE, KEYS("cannot decode image", "PIC file too short"));
+}
+
+/* A whole PIC: read as RGBA (load_pic in engine/decode.c), the alpha dropped. */
+static void case_pic(Ctx *c) {
+    static const uint8_t rgb[6] = {10, 20, 30, 40, 50, 60};
+    size_t n;
+    uint8_t *pic = test_pic(&n, 2, 1, rgb, sizeof rgb);
+    char path[1100];
+    in_dir(c, path, sizeof path, "rgb.pic");
+    write_bytes(path, pic, n);
+    free(pic);
+    VitImage img = {0};
+    VitError err = {0};
+    VitStatus rc = vit_image_load(&img, path, &err);
+    int ok = rc == VIT_OK && img.w == 2 && img.h == 1 && memcmp(img.rgb, rgb, 6) == 0 &&
+             strcmp(img.format, "PIC") == 0;
+    expect_works(c, rc, &err, ok, "2x1, its RGB");
+    vit_image_free(&img);
+}
+
 /* RGBA: alpha dropped, colour kept even where fully transparent (PIL's convert('RGB')). */
 static void case_png_rgba(Ctx *c) {
     static const uint8_t s[8] = {10, 20, 30, 0, 40, 50, 60, 255};
@@ -959,6 +990,7 @@ static const Case cases[] = {
     CASE(heic_huge, "HEIC whose ispe box declares 20000x20000", NULL),
     CASE(mp4_video, "an MP4 video (an ISO media file, as HEIF is)", NULL),
     CASE(pnm_huge_number, "PGM whose width has 40 digits (found by fuzzing)", NULL),
+    CASE(pic_truncated, "Softimage PIC cut in its pixel data", NULL),
     CASE(image_long_strip, "a 2x12000 PNG at a 224 px input: 1.2 GB if resized whole",
          "preprocessed in 256 MB: only the 224 x 224 crop is resized"),
     CASE(image_1x1, "a 1x1 PNG",
@@ -970,6 +1002,7 @@ static const Case cases[] = {
     CASE(png_rgba, "an RGBA PNG", "loads as RGB, alpha dropped"),
     CASE(png_empty_idat, "PNG with a zero-length IDAT chunk before its data (found by fuzzing)",
          "loads; the empty chunk is dropped"),
+    CASE(pic, "a Softimage PIC", "loads as RGB"),
     CASE(pgm_16bit_grey, "a 16-bit grey PGM (found by fuzzing)",
          "loads as RGB, the high byte in each channel"),
     /* clang-format on */

@@ -419,3 +419,17 @@ uint8_t *test_png(size_t *n, uint32_t w, uint32_t h, int depth, int color, const
     *n = m;
     return out;
 }
+
+uint8_t *test_pic(size_t *n, uint16_t w, uint16_t h, const uint8_t *rgb, size_t keep) {
+    size_t data = (size_t)w * h * 3 < keep ? (size_t)w * h * 3 : keep;
+    uint8_t *out = calloc(1, 108 + data);
+    memcpy(out, "\x53\x80\xf6\x34", 4); /* magic; then version and comment, zero */
+    memcpy(out + 88, "PICT", 4);
+    out[92] = (uint8_t)(w >> 8), out[93] = (uint8_t)w, out[94] = (uint8_t)(h >> 8);
+    out[95] = (uint8_t)h;                             /* then ratio, fields and pad, zero */
+    static const uint8_t packet[4] = {0, 8, 0, 0xe0}; /* last, 8 bits, uncompressed, RGB */
+    memcpy(out + 104, packet, 4);
+    memcpy(out + 108, rgb, data);
+    *n = 108 + data;
+    return out;
+}

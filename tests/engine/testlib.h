@@ -90,4 +90,9 @@ int write_st(const char *path, const char *json, size_t data_bytes);
  * length in *n. */
 uint8_t *test_png(size_t *n, uint32_t w, uint32_t h, int depth, int color, const uint8_t *samples);
 
+/* A w x h Softimage PIC (the format stb_image reads: a 104-byte header, one packet of
+ * 8-bit R, G, B, uncompressed) from rgb [h, w, 3], cut after `keep` bytes of pixel
+ * data (w*h*3 or more: whole). Returns malloc'd bytes (caller frees), length in *n. */
+uint8_t *test_pic(size_t *n, uint16_t w, uint16_t h, const uint8_t *rgb, size_t keep);
+
 #endif

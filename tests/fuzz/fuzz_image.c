@@ -17,7 +17,7 @@
  * tested by the malformed_* cases (png_huge_ihdr, jpeg_huge_sof, webp_huge, ...).
  *
  * Seeds: small PNG (8/16-bit, grey, RGBA), JPEG (baseline, progressive, grey, CMYK,
- * EXIF), WebP, TIFF, HEIC, AVIF, BMP, TGA, HDR, PNM and GIF files from fuzz_seeds. */
+ * EXIF), WebP, TIFF, HEIC, AVIF, BMP, TGA, HDR, PNM, GIF, PSD and PIC files from fuzz_seeds. */
 #include "fuzzlib.h"
 #include "internal.h" /* vit_image_load_max */
 

@@ -8,7 +8,8 @@
  *                     progressive, grey, CMYK, EXIF orientation 6), WebP (lossy,
  *                     lossless, alpha), TIFF (raw, LZW, deflate; grey; Orientation 8),
  *                     HEIC and AVIF (irot + EXIF; when libheif can encode them), BMP,
- *                     TGA (RLE and not), HDR, PNM (P5, P6, 8 and 16-bit), GIF, PSD
+ *                     TGA (RLE and not), HDR, PNM (P5, P6, 8 and 16-bit), GIF, PSD,
+ *                     PIC (raw and run-length)
  *
  * Every seed is checked to load (a seed the engine refuses would only teach the
  * fuzzer the error path). usage: fuzz_seeds OUT; exit 0 on success. */
@@ -292,6 +293,19 @@ static void seeds_image(void) {
         0,   255, 0,   255,             /* G plane */
         0,   0,   255, 255};            /* B plane */
     seed_image("rgb.psd", psd, sizeof psd);
+    /* Softimage PIC: 3 x 2 RGB, uncompressed; 4 x 2 with mixed run-length packets (per
+     * row: a run of 2, 0x81, then 2 literals, 0x01), the packet type patched to 2 */
+    uint8_t pic_rgb[3 * 2 * 3];
+    for (size_t i = 0; i < sizeof pic_rgb; i++) pic_rgb[i] = (uint8_t)(i * 13);
+    uint8_t *pic = test_pic(&n, 3, 2, pic_rgb, sizeof pic_rgb);
+    seed_image("rgb.pic", pic, n);
+    free(pic);
+    static const uint8_t rle[22] = {0x81, 255, 0, 0, 0x01, 0, 255, 0, 0, 0, 255,
+                                    0x81, 9,   8, 7, 0x01, 6, 5,   4, 3, 2, 1};
+    pic = test_pic(&n, 4, 2, rle, sizeof rle);
+    pic[106] = 2;
+    seed_image("rle.pic", pic, n);
+    free(pic);
 }
 
 int main(int argc, char **argv) {
