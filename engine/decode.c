@@ -13,17 +13,37 @@
  * unless VitImageOptions.ignore_orientation; HEIF turns itself (libheif). */
 #include "internal.h"
 
-#define STB_IMAGE_IMPLEMENTATION
-#define STBI_FAILURE_USERMSG
-#define STBI_NO_JPEG
-#include <stb_image.h>
-
 #include <errno.h>
 #include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+
+/* stb_image grows a PNG's buffers with realloc as the file asks: the IDAT chunks' data,
+ * and the inflated image data, which it doubles for as long as the zlib stream goes on.
+ * A 1 MB PNG of 1 x 1 px whose stream inflates to 1 GB of zeros took 1 GB and 2 s (Pillow
+ * inflates the one row it needs). stb_decode sets how far these buffers may grow for the
+ * file it decodes; past that stb gets NULL and refuses the file. Thread-local, the one
+ * mutable global of the engine: stb's allocator macros take no context, and two threads
+ * may decode at once. */
+static _Thread_local size_t stb_realloc_limit = SIZE_MAX;
+static _Thread_local int stb_realloc_refused;
+
+static void *stb_realloc(void *p, size_t n) {
+    if (n <= stb_realloc_limit) return realloc(p, n);
+    stb_realloc_refused = 1;
+    return NULL;
+}
+
+#define STB_IMAGE_IMPLEMENTATION
+#define STBI_FAILURE_USERMSG
+#define STBI_NO_JPEG
+#define STBI_MALLOC(n)     malloc(n)
+#define STBI_REALLOC(p, n) stb_realloc(p, n)
+#define STBI_FREE(p)       free(p)
+#include <stb_image.h>
 
 /* A file handed to libjpeg, libwebp, libtiff or libheif is read whole first. An
  * uncompressed 16-bit RGBA TIFF at VIT_MAX_IMAGE_PIXELS is 800 MB. */
@@ -126,28 +146,48 @@ static uint8_t *load_pic(FILE *f, int *w, int *h) {
     return px;
 }
 
-/* Debian's stb_image 2.27 appends each IDAT chunk to a buffer it allocates at the
- * first chunk with data: a zero-length IDAT before that one adds its offset to a null
- * pointer (stb_image.h:5130, undefined behaviour; tests/fuzz found it). Such chunks are
- * legal and carry nothing, so they are dropped (load_stb). 1 when f is a PNG whose
- * first chunk is IHDR (else stb refuses it) and whose first IDAT is empty, its chunks
- * walked by their lengths as stb walks them. Leaves f rewound. */
-static int png_empty_idat_first(FILE *f) {
+/* A PNG's chunks walked by their lengths, as stb_image walks them, for two bugs of
+ * Debian's stb_image 2.27 (tests/fuzz found both). It appends each IDAT chunk to a
+ * buffer it allocates at the first chunk with data:
+ *  - a zero-length IDAT before that one adds its offset to a null pointer
+ *    (stb_image.h:5130, undefined behaviour). Such chunks are legal and carry nothing:
+ *    empty_first tells load_stb to drop them.
+ *  - it grows the buffer to a chunk's declared length before reading it, 1 GB for a
+ *    75-byte file. An IDAT longer than the rest of the file is cut or corrupt, and stb
+ *    refuses it once the read comes short: cut_at tells load_stb to refuse it first.
+ * Walks nothing unless f is a PNG whose first chunk is IHDR (stb refuses any other);
+ * gives f's size whatever it holds. Leaves f rewound. */
+typedef struct {
+    int empty_first;  /* a zero-length IDAT comes before the first IDAT with data */
+    long cut_at;      /* the offset of an IDAT longer than the rest of the file, or -1 */
+    uint32_t cut_len; /* its declared length, bytes */
+    long cut_left;    /* the bytes after its 8-byte header */
+    long file_bytes;  /* the size of f, any file */
+} PngChunks;
+
+static PngChunks png_chunks(FILE *f) {
     static const uint8_t sig[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
     uint8_t b[8];
-    int yes = 0;
-    if (fseek(f, 0, SEEK_SET) == 0 && fread(b, 1, 8, f) == 8 && !memcmp(b, sig, 8)) {
-        for (int first = 1; fread(b, 1, 8, f) == 8; first = 0) {
-            if (first && memcmp(b + 4, "IHDR", 4) != 0) break;
+    long size = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1, at = 8;
+    PngChunks c = {0, -1, 0, 0, size > 0 ? size : 0};
+    if (size >= 0 && fseek(f, 0, SEEK_SET) == 0 && fread(b, 1, 8, f) == 8 && !memcmp(b, sig, 8)) {
+        for (int first = 1, data = 0; fread(b, 1, 8, f) == 8; first = 0) {
+            uint32_t len = be32(b);
+            if ((first && memcmp(b + 4, "IHDR", 4) != 0) || !memcmp(b + 4, "IEND", 4)) break;
             if (!memcmp(b + 4, "IDAT", 4)) {
-                yes = be32(b) == 0;
-                break;
+                c.empty_first |= !data && len == 0;
+                data |= len > 0;
+                if (len > size - at - 8) {
+                    c.cut_at = at, c.cut_len = len, c.cut_left = size - at - 8;
+                    break;
+                }
             }
-            if (!memcmp(b + 4, "IEND", 4) || fseek(f, (long)be32(b) + 4, SEEK_CUR) != 0) break;
+            at += 12 + (long)len; /* length, type, data, CRC */
+            if (fseek(f, at, SEEK_SET) != 0) break;
         }
     }
     rewind(f);
-    return yes;
+    return c;
 }
 
 /* f's PNG without its zero-length IDAT chunks, into a malloc'd *buf of *n bytes: every
@@ -196,16 +236,16 @@ static const char *stb_format(const uint8_t *b, size_t n) {
     return "TGA"; /* the one format without a signature */
 }
 
-/* stb_image on the open file f: checks the declared size with stbi_info first. */
-static VitStatus load_stb_file(Decoded *out, FILE *f, const char *path, uint64_t max_pixels,
-                               VitError *err) {
+/* What stb_image reads of f before it decodes: the PNM header's numbers, and the
+ * declared size against the limit (nothing is decoded or allocated for an image over it):
+ * *w, *h px and *comp channels. */
+static VitStatus stb_check(int *w, int *h, int *comp, FILE *f, const char *path,
+                           uint64_t max_pixels, VitError *err) {
     if (pnm_number_overflows(f))
         return vit_set_error(err, VIT_ERR_IMAGE,
                              "%s: corrupt PNM: a number in its header is over %d", path, INT_MAX);
     rewind(f);
-    /* The declared size first: nothing is decoded or allocated for an image over the limit. */
-    int w, h, comp;
-    if (!stbi_info_from_file(f, &w, &h, &comp)) {
+    if (!stbi_info_from_file(f, w, h, comp)) {
         uint32_t pw, ph;
         if (png_declared_size(f, &pw, &ph) && (uint64_t)pw * ph > max_pixels)
             return vit_set_error(err, VIT_ERR_IMAGE,
@@ -214,38 +254,67 @@ static VitStatus load_stb_file(Decoded *out, FILE *f, const char *path, uint64_t
         return vit_set_error(err, VIT_ERR_IMAGE, "%s: not an image vitlens can read (%s)", path,
                              stbi_failure_reason());
     }
-    if (w < 1 || h < 1)
-        return vit_set_error(err, VIT_ERR_IMAGE, "%s: image is %dx%d px: empty", path, w, h);
-    if ((uint64_t)w * (uint64_t)h > max_pixels)
+    if (*w < 1 || *h < 1)
+        return vit_set_error(err, VIT_ERR_IMAGE, "%s: image is %dx%d px: empty", path, *w, *h);
+    if ((uint64_t)*w * (uint64_t)*h > max_pixels)
         return vit_set_error(err, VIT_ERR_IMAGE,
-                             "%s: image is %dx%d px, more than the limit of %llu pixels", path, w,
-                             h, (unsigned long long)max_pixels);
+                             "%s: image is %dx%d px, more than the limit of %llu pixels", path, *w,
+                             *h, (unsigned long long)max_pixels);
+    return VIT_OK;
+}
+
+/* stb_image's decoding of f (file_bytes long), a w x h px image of comp channels checked
+ * by stb_check, as RGB. The buffers stb grows (stb_realloc) get twice what the image
+ * needs at 16 bits (a PNG's inflated rows with their filter bytes; interlaced ones are a
+ * little longer), twice the file (its IDAT chunks) and 1 MiB. */
+static VitStatus stb_decode(Decoded *out, FILE *f, long file_bytes, int w, int h, int comp,
+                            const char *path, VitError *err) {
+    size_t rows = (size_t)w * (size_t)h * (size_t)comp * 2 + (size_t)h;
+    stb_realloc_limit = 2 * rows + 2 * (size_t)file_bytes + (1u << 20);
+    stb_realloc_refused = 0;
     uint8_t *rgb;
+    int ow, oh, ocomp;
     if (is_pnm(f) && stbi_is_16_bit_from_file(f))
-        rgb = load_pnm16(f, &w, &h);
+        rgb = load_pnm16(f, &ow, &oh);
     else if (is_pic(f))
-        rgb = load_pic(f, &w, &h);
+        rgb = load_pic(f, &ow, &oh);
     else /* req_comp 3: grey is replicated and alpha dropped, as PIL's convert('RGB'). */
-        rgb = stbi_load_from_file(f, &w, &h, &comp, 3);
+        rgb = stbi_load_from_file(f, &ow, &oh, &ocomp, 3);
+    size_t limit = stb_realloc_limit;
+    stb_realloc_limit = SIZE_MAX;
+    if (!rgb && stb_realloc_refused)
+        return vit_set_error(err, VIT_ERR_IMAGE,
+                             "%s: cannot decode image: its compressed data inflates to over %zu "
+                             "bytes, far more than a %dx%d image needs",
+                             path, limit, w, h);
     if (!rgb)
         return vit_set_error(err, VIT_ERR_IMAGE,
                              "%s: cannot decode image, truncated or corrupt (%s)", path,
                              stbi_failure_reason());
-    out->rgb = rgb, out->w = w, out->h = h, out->orientation = 1;
+    out->rgb = rgb, out->w = ow, out->h = oh, out->orientation = 1;
     return VIT_OK;
 }
 
-/* stb_image on f; a PNG whose first IDAT is empty is read from a copy without such
- * chunks (png_empty_idat_first). */
+/* stb_image on the open file f: the checks, a PNG's chunks (png_chunks: a cut IDAT
+ * refused, and read from a copy without zero-length IDATs when its first is one), and
+ * decoding. */
 static VitStatus load_stb(Decoded *out, FILE *f, const char *path, uint64_t max_pixels,
                           VitError *err) {
-    if (!png_empty_idat_first(f)) return load_stb_file(out, f, path, max_pixels, err);
+    int w, h, comp;
+    VitStatus rc = stb_check(&w, &h, &comp, f, path, max_pixels, err);
+    if (rc) return rc;
+    PngChunks c = png_chunks(f);
+    if (c.cut_at >= 0)
+        return vit_set_error(err, VIT_ERR_IMAGE,
+                             "%s: cannot decode image, truncated or corrupt (the PNG's IDAT chunk "
+                             "at byte %ld declares %u bytes, %ld are left in the file)",
+                             path, c.cut_at, c.cut_len, c.cut_left);
+    if (!c.empty_first) return stb_decode(out, f, c.file_bytes, w, h, comp, path, err);
     uint8_t *buf = NULL;
     size_t n = 0;
-    VitStatus rc = png_drop_empty_idat(&buf, &n, f, path, err);
-    if (rc) return rc;
+    if ((rc = png_drop_empty_idat(&buf, &n, f, path, err))) return rc;
     FILE *m = fmemopen(buf, n, "rb");
-    rc = m ? load_stb_file(out, m, path, max_pixels, err)
+    rc = m ? stb_decode(out, m, (long)n, w, h, comp, path, err)
            : vit_set_error(err, VIT_ERR_NOMEM, "%s: out of memory: %s", path, strerror(errno));
     if (m) fclose(m);
     free(buf);

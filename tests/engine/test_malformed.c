@@ -893,6 +893,35 @@ static void case_png_empty_idat(Ctx *c) {
     vit_image_free(&img);
 }
 
+/* A 5x6 PNG whose IDAT chunk declares 0x41000012 bytes (1 GB) and holds 34: Debian's
+ * stb_image 2.27 allocated the declared length before reading it (tests/fuzz found it). */
+static void case_png_idat_past_end(Ctx *c) {
+    uint8_t px[5 * 6] = {0};
+    size_t n;
+    uint8_t *png = test_png(&n, 5, 6, 8, 0, px);
+    size_t idat = 8 + 25;
+    png[idat] = 0x41, png[idat + 1] = 0x00, png[idat + 2] = 0x00, png[idat + 3] = 0x12;
+    char path[1100];
+    in_dir(c, path, sizeof path, "long.png");
+    write_bytes(path, png, n);
+    free(png);
+    image_expect(c, path, VIT_ERR_IMAGE,
+                 KEYS("truncated or corrupt", "IDAT chunk at byte 33 declares 1090519058 bytes"));
+}
+
+/* A 1x1 PNG whose zlib stream goes on for 16 MiB of zeros (a 106 KB file): Debian's
+ * stb_image 2.27 inflates all of it into a buffer it doubles as it goes. */
+static void case_png_inflate_bomb(Ctx *c) {
+    size_t n;
+    uint8_t *png = test_png_inflating(&n, 16u << 20);
+    char path[1100];
+    in_dir(c, path, sizeof path, "bomb.png");
+    write_bytes(path, png, n);
+    free(png);
+    image_expect(c, path, VIT_ERR_IMAGE,
+                 KEYS("compressed data inflates to over", "far more than a 1x1 image needs"));
+}
+
 /* A Softimage PIC cut in its pixel data: Debian's stb_image 2.27 freed its buffer and
  * then converted the null pointer left, a segfault (stb issue #1452, CVE-2023-43898). */
 static void case_pic_truncated(Ctx *c) {
@@ -977,6 +1006,9 @@ static const Case cases[] = {
     CASE(png_truncated, "PNG cut halfway through its pixel data", NULL),
     CASE(jpeg_huge_sof, "JPEG whose SOF header declares 60000x60000", NULL),
     CASE(png_huge_ihdr, "PNG whose IHDR declares 100000x100000", NULL),
+    CASE(png_idat_past_end, "PNG whose IDAT chunk declares 1 GB in a 104-byte file (found by fuzzing)",
+         NULL),
+    CASE(png_inflate_bomb, "a 1x1 PNG whose image data inflates to 16 MiB (a 106 KB file)", NULL),
     CASE(jpeg_huffman_overflow, "JPEG whose Huffman table declares 304 codes (found by fuzzing)",
          NULL),
     CASE(jpeg_truncated, "JPEG cut in its image data", NULL),

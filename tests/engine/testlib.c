@@ -420,6 +420,52 @@ uint8_t *test_png(size_t *n, uint32_t w, uint32_t h, int depth, int color, const
     return out;
 }
 
+/* Deflate's bits, least significant first; Huffman codes go most significant bit first. */
+typedef struct {
+    uint8_t *p;
+    size_t n_bits;
+} Bits;
+
+static void put_bits(Bits *b, uint32_t v, int n) {
+    for (int i = 0; i < n; i++, b->n_bits++) {
+        if (!(b->n_bits & 7)) b->p[b->n_bits >> 3] = 0;
+        b->p[b->n_bits >> 3] |= (uint8_t)(((v >> i) & 1u) << (b->n_bits & 7));
+    }
+}
+
+static void put_code(Bits *b, uint32_t code, int len) {
+    for (int i = len - 1; i >= 0; i--) put_bits(b, code >> i, 1);
+}
+
+uint8_t *test_png_inflating(size_t *n, size_t inflated) {
+    size_t copies = (inflated - 1) / 258, literals = inflated - 1 - copies * 258;
+    size_t z_cap = 2 + (3 + 8 * (1 + literals) + 13 * copies + 7) / 8 + 1 + 4;
+    uint8_t *z = malloc(z_cap), *out = malloc(64 + z_cap);
+    z[0] = 0x78, z[1] = 0x01;
+    Bits b = {z + 2, 0};
+    put_bits(&b, 1, 1); /* BFINAL */
+    put_bits(&b, 1, 2); /* BTYPE 01: fixed Huffman codes */
+    for (size_t i = 0; i < 1 + literals; i++) put_code(&b, 0x30, 8); /* literal 0 */
+    for (size_t i = 0; i < copies; i++) {
+        put_code(&b, 0xc5, 8); /* length code 285: 258 bytes */
+        put_code(&b, 0, 5);    /* distance code 0: 1 byte back */
+    }
+    put_code(&b, 0, 7); /* end of block */
+    size_t k = 2 + (b.n_bits + 7) / 8;
+    put_be32(z + k, (uint32_t)(inflated % 65521u) << 16 | 1u); /* Adler-32 of zeros */
+    k += 4;
+    static const uint8_t sig[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
+    uint8_t ihdr[13] = {0, 0, 0, 1, 0, 0, 0, 1, 8, 2, 0, 0, 0};
+    memcpy(out, sig, 8);
+    size_t m = 8;
+    m += png_chunk(out + m, "IHDR", ihdr, 13);
+    m += png_chunk(out + m, "IDAT", z, (uint32_t)k);
+    m += png_chunk(out + m, "IEND", NULL, 0);
+    free(z);
+    *n = m;
+    return out;
+}
+
 uint8_t *test_pic(size_t *n, uint16_t w, uint16_t h, const uint8_t *rgb, size_t keep) {
     size_t data = (size_t)w * h * 3 < keep ? (size_t)w * h * 3 : keep;
     uint8_t *out = calloc(1, 108 + data);

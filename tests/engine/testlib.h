@@ -90,6 +90,12 @@ int write_st(const char *path, const char *json, size_t data_bytes);
  * length in *n. */
 uint8_t *test_png(size_t *n, uint32_t w, uint32_t h, int depth, int color, const uint8_t *samples);
 
+/* A 1 x 1 RGB PNG, all zero, whose IDAT's zlib stream inflates to `inflated` bytes (at
+ * least 4: the row's filter byte and its 3 samples; the rest is zeros past the image):
+ * fixed-Huffman copies of 258 bytes, about 160 inflated bytes per byte of file.
+ * Returns malloc'd bytes (caller frees), length in *n. */
+uint8_t *test_png_inflating(size_t *n, size_t inflated);
+
 /* A w x h Softimage PIC (the format stb_image reads: a 104-byte header, one packet of
  * 8-bit R, G, B, uncompressed) from rgb [h, w, 3], cut after `keep` bytes of pixel
  * data (w*h*3 or more: whole). Returns malloc'd bytes (caller frees), length in *n. */
