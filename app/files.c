@@ -57,9 +57,11 @@ int files_default_model(char *model, size_t model_bytes, char *demo_dir, size_t 
 
 /* --- stepping through a folder --------------------------------------------- */
 
+/* What the engine decodes (engine/decode.c), by extension, any case. */
 static int is_image_name(const char *name) {
-    static const char *const ext[] = {".png", ".jpg", ".jpeg", ".bmp", ".gif",
-                                      ".tga", ".ppm", ".pgm",  ".pnm"};
+    static const char *const ext[] = {".png", ".jpg",  ".jpeg", ".bmp",  ".gif",
+                                      ".tga", ".ppm",  ".pgm",  ".pnm",  ".webp",
+                                      ".tif", ".tiff", ".heic", ".heif", ".avif"};
     const char *dot = strrchr(name, '.');
     if (!dot || dot == name) return 0;
     for (size_t i = 0; i < sizeof ext / sizeof ext[0]; i++)

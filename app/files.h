@@ -25,10 +25,11 @@ int files_default_model(char *model, size_t model_bytes, char *demo_dir, size_t 
                         char *msg, size_t msg_bytes);
 
 /* The image `step` places (+1 next, -1 previous, wrapping around) after `path`
- * among the image files (by extension: png, jpg, jpeg, bmp, gif, tga, ppm, pgm,
- * pnm) of path's folder, sorted by name. When path is a folder, or its file is
- * not there, +1 gives the first image and -1 the last. Returns 0, or -1 when
- * the folder cannot be read or holds no image. */
+ * among the image files (by extension, any case: png, jpg, jpeg, bmp, gif, tga,
+ * ppm, pgm, pnm, webp, tif, tiff, heic, heif, avif; names starting with '.'
+ * skipped) of path's folder, sorted by name (bytewise). When path is a folder, or
+ * its file is not there, +1 gives the first image and -1 the last. Returns 0, or
+ * -1 when the folder cannot be read or holds no image. */
 int files_step(char *out, size_t out_bytes, const char *path, int step);
 
 /* The images of the command line, for the slideshow: each argument that is a
