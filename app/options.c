@@ -150,8 +150,14 @@ void options_usage(FILE *f) {
           "keys:\n",
           f);
     for (int i = 0; i < keys.n; i++) fprintf(f, "  %-14s  %s\n", keys.rows[i][0], keys.rows[i][1]);
+    fputs("\nmap kinds, in the order E steps through them:\n ", f);
+    for (int m = 0, col = 1; m < MAP_KIND_COUNT; m++) { /* wrapped at 80 columns */
+        int len = (int)strlen(MAP_KINDS[m].name) + (m + 1 < MAP_KIND_COUNT);
+        if (col + 1 + len > 80) fputs("\n ", f), col = 1;
+        col += fprintf(f, " %s%s", MAP_KINDS[m].name, m + 1 < MAP_KIND_COUNT ? "," : "");
+    }
     fprintf(f,
-            "\n"
+            "\n\n"
             "environment:\n"
             "  VITLENS_ASSETS      the folder ASSETS holding default/: the built-in model\n"
             "                      and its demo/ scenes (default: %s)\n"

@@ -185,11 +185,11 @@ def run(argv):
 
 
 def map_kind_names(app_path):
-    """The map kinds' names, in the table's order, from --help's E line:
-    "E / Shift+E     next / previous map kind: attention, rollout"."""
+    """The map kinds' names, in the table's order, from --help's paragraph
+    "map kinds, in the order E steps through them:" (wrapped, comma-separated)."""
     out = subprocess.run([app_path, "--help"], check=True, capture_output=True, text=True).stdout
-    line = next(ln for ln in out.splitlines() if ln.strip().startswith("E / Shift+E"))
-    return [n.strip() for n in line.split("map kind:", 1)[1].split(",")]
+    part = out.split("map kinds, in the order E steps through them:\n", 1)[1].split("\n\n", 1)[0]
+    return [n.strip() for n in " ".join(part.split()).split(",")]
 
 
 def diff(a, b):
