@@ -28,7 +28,7 @@
 /* --top and --export of one photo (dir: where its files go). */
 static int headless_photo(const Options *o, Model *m, const char *image, const char *dir,
                           JointFeatures *joint) {
-    Scene sc = {0};
+    Scene sc = {.ignore_orientation = o->ignore_orientation};
     VitError err;
     int rc = 1;
     if (scene_run(&sc, &m->vit, image, &err)) {
@@ -506,7 +506,7 @@ static void app_update_status(App *app) {
     if (app->show_mask && !app->overview && !k->rgb && v->kind != MAP_TOKEN_NORMS)
         snprintf(mask, sizeof mask, "%smask %d%%: %d %s", dot, app->mask_pct, app->mask_kept,
                  k->pixels ? "px" : "patches");
-    char more[200] = "", extra[160] = "";
+    char more[300] = "", extra[240] = "";
     if (k->status && sc && app->shown_kind == v->kind)
         k->status(extra, sizeof extra, sc, v, app->model->labels);
     if (k->rgb && sc && app->shown_kind == v->kind && app->map_w > 0) { /* foreground patches */
@@ -514,6 +514,12 @@ static void app_update_status(App *app) {
         for (int i = 0; i < n; i++) fg += app->map[(size_t)i * 4 + 3] > 0.5f;
         size_t len = strlen(extra);
         snprintf(extra + len, sizeof extra - len, ": %d of %d patches foreground", fg, n);
+    }
+    if (sc && sc->orientation > 1) { /* a phone photo stored sideways */
+        size_t len = strlen(extra);
+        snprintf(extra + len, sizeof extra - len, "%s%s EXIF orientation %d", len ? dot : "",
+                 sc->ignore_orientation ? "as stored, ignoring" : "turned upright by its",
+                 sc->orientation);
     }
     if (extra[0]) snprintf(more, sizeof more, "%s%s", dot, extra);
     snprintf(app->status_left, sizeof app->status_left, "%s%s%s%s%s%s%s%s%s%s%s", app->model->name,
@@ -1212,6 +1218,7 @@ static int stdin_drops(void *unused) {
 static int app_init(App *app, const Options *o) {
     memset(app, 0, sizeof *app);
     app->opt = o;
+    app->scenes[0].ignore_orientation = app->scenes[1].ignore_orientation = o->ignore_orientation;
     app->overlay = 1;
     app->opacity = o->opacity;
     app->colormap = o->colormap;
@@ -1274,8 +1281,22 @@ static int app_init(App *app, const Options *o) {
         app_open(app, app->images[0]);
     else if (o->image_path)
         app_open(app, o->image_path);
-    if (SDL_InitSubSystem(SDL_INIT_VIDEO) != 0) {
-        fprintf(stderr, "vitlens: SDL_Init: %s\n", SDL_GetError());
+    /* Without a display (an SSH session) SDL falls back to its offscreen driver, whose
+     * window nobody sees: say so at once rather than wait invisibly. SDL_VIDEODRIVER set
+     * by hand (offscreen on purpose) is the user's choice. */
+    const char *asked = SDL_getenv("SDL_VIDEODRIVER");
+    if (SDL_InitSubSystem(SDL_INIT_VIDEO) != 0 ||
+        (!(asked && asked[0]) && SDL_GetCurrentVideoDriver() &&
+         (!strcmp(SDL_GetCurrentVideoDriver(), "offscreen") ||
+          !strcmp(SDL_GetCurrentVideoDriver(), "dummy")))) {
+        const char *drv = SDL_GetCurrentVideoDriver();
+        fprintf(stderr,
+                "vitlens: no display to open a window on (%s%s; DISPLAY and WAYLAND_DISPLAY "
+                "are %s)\n"
+                "vitlens: without a window: --top K IMAGE prints the predictions, --export DIR "
+                "IMAGE writes every map as PNG (see --help)\n",
+                drv ? "SDL's video driver: " : "", drv ? drv : SDL_GetError(),
+                SDL_getenv("DISPLAY") || SDL_getenv("WAYLAND_DISPLAY") ? "set" : "not set");
         return -1;
     }
     SDL_GL_SetAttribute(SDL_GL_CONTEXT_MAJOR_VERSION, 3);

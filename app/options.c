@@ -116,6 +116,8 @@ void options_usage(FILE *f) {
         "  --colormap NAME viridis (default), inferno, magma, turbo or greys\n"
         "  --bilinear      upsample maps bilinearly between patch centres (default: nearest,\n"
         "                  every patch one flat cell)\n"
+        "  --ignore-orientation  run on a photo's pixels as stored, not turned upright by\n"
+        "                  its EXIF orientation (as PIL and timm do; default: upright)\n"
         "  --class ID|NAME the class the class-specific maps explain (Chefer et al.,\n"
         "                  gradient rollout, Grad-CAM, LeGrad, AttnLRP, gradient x input):\n"
         "                  a class index from 0, or a name as the labels give it, whole or\n"
@@ -183,6 +185,8 @@ int options_parse(Options *o, int argc, char **argv) {
             o->stdin_drops = 1;
         } else if (!strcmp(a, "--bilinear")) {
             o->bilinear = 1;
+        } else if (!strcmp(a, "--ignore-orientation")) {
+            o->ignore_orientation = 1;
         } else if (!strcmp(a, "--whole")) {
             o->load.whole_image = 1;
         } else if (a[0] == '-' && a[1] == '-') {

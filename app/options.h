@@ -15,7 +15,8 @@ typedef struct {
     const char *image_args[OPTIONS_MAX_IMAGES]; /* every IMAGE (file or folder), the slideshow */
     int n_image_args;
     int top_k, stdin_drops, colormap, bilinear;
-    VitLoadOptions load; /* --heads, --size, --whole */
+    int ignore_orientation; /* --ignore-orientation: photos as stored, not turned upright */
+    VitLoadOptions load;    /* --heads, --size, --whole */
     float opacity;
     float discard;            /* rollout's discard ratio, [0, 1) */
     char default_model[1024]; /* the built-in model ("" if not found) */

@@ -169,7 +169,10 @@ VitStatus scene_run(Scene *sc, const Vit *vit, const char *path, VitError *err) 
     sc->crop_h_px = c->image_h;
 
     VitImage img = {0};
-    if ((rc = vit_image_load(&img, path, err))) return rc;
+    VitImageOptions io = {.ignore_orientation = sc->ignore_orientation};
+    if ((rc = vit_image_load_with(&img, path, &io, err))) return rc;
+    sc->orientation = img.orientation;
+    sc->format = img.format;
     rc = vit_preprocess(sc->run.input, &sc->run.crop_x, &sc->run.crop_y, &sc->run.crop_w,
                         &sc->run.crop_h, c, &img, err);
     if (rc == VIT_OK) rc = vit_preprocess_rgb(sc->crop_rgb, c, &img, err);

@@ -62,7 +62,11 @@ typedef struct {
     VitRun run;               /* att [L, H, T, T], probs [C] of the photo */
     uint8_t *crop_rgb;        /* [Sh, Sw, 3] the picture the model saw (vit_preprocess_rgb) */
     int crop_w_px, crop_h_px; /* Sw, Sh */
-    int src_w, src_h;         /* the photo's size, px */
+    int src_w, src_h;         /* the photo's size, px (upright) */
+    int ignore_orientation;   /* set by the owner: run on the pixels as stored, not turned by
+                                 the EXIF orientation (--ignore-orientation) */
+    int orientation;          /* the photo's EXIF orientation, 1..8 (1: upright or none) */
+    const char *format;       /* its file format ("JPEG", ...; static) */
     float *distance;          /* [L, H] mean attention distance, px (vit_attention_distance) */
     char path[1024];          /* the photo */
     const char *name;         /* last path component of path */

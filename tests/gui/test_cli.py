@@ -346,6 +346,39 @@ def main():
         check(any(c in top for c in CATS), f"top-1 is a cat ({top})")
         check(int(rows[0].group(3)) in (281, 282, 285), "top-1 class id is 281/282/285")
 
+    # a phone photo stored sideways (EXIF orientation 6): turned upright by default, the
+    # pixels Pillow's exif_transpose gives (written losslessly as a PNG, so that both runs
+    # see the same pixels); --ignore-orientation: the pixels as stored, as PIL and timm
+    from PIL import ImageOps
+    side = os.path.join(a.out, "sideways.jpg")
+    exif = Image.Exif()
+    exif[0x0112] = 6
+    Image.open(chelsea).convert("RGB").transpose(Image.ROTATE_90).save(side, quality=95,
+                                                                       exif=exif)
+    upright, stored = os.path.join(a.out, "upright.png"), os.path.join(a.out, "stored.png")
+    ImageOps.exif_transpose(Image.open(side)).convert("RGB").save(upright)
+    Image.open(side).convert("RGB").save(stored)
+    tops = [vitlens(a.app, "--model", model, "--labels", labels, *extra, "--top", "5", p).stdout
+            for extra, p in (((), side), ((), upright), (("--ignore-orientation",), side),
+                             ((), stored))]
+    check(tops[0] and tops[0] == tops[1] and tops[2] == tops[3] and tops[0] != tops[2],
+          f"EXIF orientation 6: --top as on the upright pixels ({tops[0].splitlines()[0]!r}), "
+          f"with --ignore-orientation as on the stored ones ({tops[2].splitlines()[0]!r})")
+
+    # the window where there is no display (an SSH session): fails at once, saying why
+    # and what works without a window, instead of waiting invisibly
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("DISPLAY", "WAYLAND_DISPLAY", "SDL_VIDEODRIVER")}
+    try:
+        r = subprocess.run([a.app, "--model", model, chelsea], capture_output=True, text=True,
+                           env=env, timeout=20)
+        ok = r.returncode == 1 and "no display" in r.stderr and "--top" in r.stderr and \
+            "--export" in r.stderr and "ready" not in r.stdout
+        said = r.stderr.strip().splitlines()[-2:]
+    except subprocess.TimeoutExpired:
+        ok, said = False, ["still running after 20 s"]
+    check(ok, f"the window without a display: exit 1 at once, pointing to --top / --export {said}")
+
     # --top without labels: id only
     r = vitlens(a.app, "--model", model, "--top", "1", chelsea)
     check(r.returncode == 0 and re.fullmatch(r"1 \d\.\d{4} \d+\n", r.stdout) is not None,
