@@ -4,6 +4,7 @@
 #include "colormap.h"
 #include "files.h"
 #include "mapkind.h"
+#include "models.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -97,9 +98,11 @@ void options_usage(FILE *f) {
         "folder, make a slideshow: N / P step through them and keep the view.\n"
         "\n"
         "options:\n"
-        "  --model PATH    weights (.safetensors, timm or Hugging Face names: ViT, DeiT with\n"
-        "                  or without distillation, DINO, DINOv2 with or without registers);\n"
-        "                  config.json beside it is read\n"
+        "  --model PATH|NAME  weights (.safetensors, timm or Hugging Face names: ViT, DeiT\n"
+        "                  with or without distillation, DINO, DINOv2 with or without\n"
+        "                  registers); config.json beside it is read. A NAME is a model\n"
+        "                  downloaded by scripts/download-model.sh: MODELS/NAME/, with\n"
+        "                  its labels.txt (MODELS: see the environment below)\n"
         "                  (default: the built-in model, ASSETS/default/model.safetensors)\n"
         "  --labels FILE   class names, one per line (ImageNet synset lines are fine);\n"
         "                  default: the names in config.json, if any\n"
@@ -163,13 +166,17 @@ void options_usage(FILE *f) {
             "environment:\n"
             "  VITLENS_ASSETS      the folder ASSETS holding default/: the built-in model\n"
             "                      and its demo/ scenes (default: %s)\n"
+            "  VITLENS_MODELS_DIR  a folder of downloaded models looked in first; then\n"
+            "                      $XDG_DATA_HOME/vitlens/models (default\n"
+            "                      ~/.local/share/vitlens/models)%s%s\n"
             "  VITLENS_SHADER_DIR  directory of the *.glsl shaders\n"
             "  VITLENS_FONT        font file to use instead of fontconfig's DejaVu Sans\n"
             "  VITLENS_TRACE=1     print each drawn frame's state and status line on stdout\n"
             "\n"
             "The window prints \"ready PATH\" on stdout once a photo's maps are on screen.\n"
             "Errors name the file; the headless modes exit 1 on bad input, 2 on bad usage.\n",
-            VITLENS_ASSETS_DIR_DEFAULT);
+            VITLENS_ASSETS_DIR_DEFAULT, VITLENS_MODELS_DIR_SOURCE[0] ? ", then " : "",
+            VITLENS_MODELS_DIR_SOURCE);
 }
 
 int options_parse(Options *o, int argc, char **argv) {
@@ -286,7 +293,16 @@ int options_parse(Options *o, int argc, char **argv) {
 }
 
 int options_default_model(Options *o) {
-    char msg[2400];
+    char msg[4800];
+    if (o->model_path) {
+        if (models_resolve(o->model_buf, sizeof o->model_buf, o->labels_buf, sizeof o->labels_buf,
+                           o->model_path, msg, sizeof msg)) {
+            fprintf(stderr, "vitlens: %s\n", msg);
+            return -1;
+        }
+        o->model_path = o->model_buf;
+        if (!o->labels_path && o->labels_buf[0]) o->labels_path = o->labels_buf;
+    }
     if (files_default_model(o->default_model, sizeof o->default_model, o->demo_dir,
                             sizeof o->demo_dir, msg, sizeof msg)) {
         o->default_model[0] = o->demo_dir[0] = '\0';

@@ -22,14 +22,17 @@ typedef struct {
     char default_model[1024]; /* the built-in model ("" if not found) */
     char demo_dir[1024];      /* its demo scenes */
     char first_demo[1024];    /* the first of them: the photo when none is given */
+    char model_buf[1200];     /* --model NAME: the downloaded model's weights (models.h) */
+    char labels_buf[1200];    /* and its labels.txt, when --labels is not given */
 } Options;
 
 /* Parse argv into o. 0: go on; 1: --help shown on stdout; 2: usage error (the
  * message printed on stderr). */
 int options_parse(Options *o, int argc, char **argv);
 
-/* The built-in model, when --model is not given, and the first of its demo
- * scenes, when the window gets no photo either. 0, or -1 (message printed). */
+/* --model NAME: a downloaded model's weights, and its labels.txt when --labels is not
+ * given (models.h); without --model, the built-in model, and the first of its demo
+ * scenes when the window gets no photo either. 0, or -1 (message printed). */
 int options_default_model(Options *o);
 
 /* The usage text, options, keys (keys_list) and environment, to f. */

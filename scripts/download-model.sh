@@ -1,14 +1,26 @@
 #!/usr/bin/env bash
 # Download a pretrained ViT in timm's naming from the Hugging Face hub, with its
-# config.json and, for classifiers, the ImageNet-1k labels, into models/NAME/
-# ($VITLENS_MODELS_DIR/NAME/ if set; $HF_ENDPOINT replaces https://huggingface.co,
-# e.g. for a mirror). The families: DeiT (with and without distillation token),
-# ViT augreg, DINO (patch 16 and 8), DINOv2 (patch 14, with and without registers).
+# config.json and, for classifiers, the ImageNet-1k labels, into MODELS/NAME/.
+# MODELS is $VITLENS_MODELS_DIR if set; else, with --user or when the script is not in
+# vitlens's source tree (an installed copy), $XDG_DATA_HOME/vitlens/models (default
+# ~/.local/share/vitlens/models); else the source tree's models/. vitlens looks in all
+# three for --model NAME. $HF_ENDPOINT replaces https://huggingface.co, e.g. for a
+# mirror. The families: DeiT (with and without distillation token), ViT augreg, DINO
+# (patch 16 and 8), DINOv2 (patch 14, with and without registers).
 #
-# Usage: scripts/download-model.sh [NAME ...]      (no NAME: list the models)
-# Then:  build/vitlens --model models/NAME/model.safetensors --labels models/NAME/labels.txt IMAGE
+# Usage: scripts/download-model.sh [--user] [NAME ...]      (no NAME: list the models)
+# Then:  build/vitlens --model NAME IMAGE   (or --model MODELS/NAME/model.safetensors)
 set -euo pipefail
+user=0
+if [ "${1:-}" = --user ]; then user=1; shift; fi
 cd "$(dirname "$0")/.."
+if [ -n "${VITLENS_MODELS_DIR:-}" ]; then models=$VITLENS_MODELS_DIR
+elif [ $user = 1 ] || [ ! -f app/models.c ]; then
+  data=${XDG_DATA_HOME:-}
+  case $data in /*) ;; *) data=$HOME/.local/share ;; esac # the XDG spec: relative is ignored
+  models=$data/vitlens/models
+else models=models
+fi
 
 # name -> hub repository (timm/<architecture>.<pretrained tag>)
 declare -A REPO=(
@@ -30,7 +42,7 @@ LABELS_CONFIG=google/vit-base-patch16-224
 HUB=${HF_ENDPOINT:-https://huggingface.co}
 
 if [ $# -eq 0 ]; then
-  echo "usage: $0 NAME [NAME ...]"; echo "models:"
+  echo "usage: $0 [--user] NAME [NAME ...]   (into $models)"; echo "models:"
   for k in "${!REPO[@]}"; do printf '  %-20s %s\n' "$k" "${REPO[$k]}"; done | sort
   exit 0
 fi
@@ -44,7 +56,7 @@ fetch() { # url dest
 for name in "$@"; do
   repo=${REPO[$name]:-}
   [ -n "$repo" ] || { echo "$0: unknown model '$name' (run without arguments for the list)" >&2; exit 2; }
-  dir=${VITLENS_MODELS_DIR:-models}/$name; mkdir -p "$dir"
+  dir=$models/$name; mkdir -p "$dir"
   echo "== $name ($repo)"
   [ -s "$dir/model.safetensors" ] || fetch "$HUB/$repo/resolve/main/model.safetensors" "$dir/model.safetensors"
   [ -s "$dir/config.json" ] || fetch "$HUB/$repo/resolve/main/config.json" "$dir/config.json"
@@ -66,4 +78,5 @@ PY
   # DINOv2 is trained at 518 px (37x37 patches, 1370 tokens); at 224 px it has 16x16
   size=; case $name in dinov2-*) size=" --size 224" ;; esac
   echo "   build/vitlens --model $dir/model.safetensors$([ -s "$dir/labels.txt" ] && echo " --labels $dir/labels.txt")$size IMAGE"
+  echo "   or: build/vitlens --model $name$size IMAGE"
 done

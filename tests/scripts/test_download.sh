@@ -61,6 +61,30 @@ check '[ "$(wc -l < "$work/server.log")" -eq "$n" ]' "a second run downloads not
 top=$("$app" --model "$d/model.safetensors" --labels "$d/labels.txt" --top 1 "$shared/images/chelsea.png")
 check 'grep -q " 28[1-5] " <<<"$top"' "vitlens runs on the download: $top"
 
+# --user, and a copy of the script outside the source tree: the XDG folder; vitlens
+# finds the download by name there, with its labels
+xdg=$work/xdg home=$work/home
+out=$(env -u VITLENS_MODELS_DIR XDG_DATA_HOME="$xdg" "$dl" --user deit-tiny 2>&1); rc=$?
+d=$xdg/vitlens/models/deit-tiny
+check '[ $rc -eq 0 ] && cmp -s "$deit" "$d/model.safetensors" && [ -s "$d/labels.txt" ]' \
+  "--user: into \$XDG_DATA_HOME/vitlens/models"
+check 'grep -qF -- "--model deit-tiny IMAGE" <<<"$out"' "it prints the vitlens command by name"
+mkdir -p "$work/copy/scripts"; cp "$dl" "$work/copy/scripts/"
+env -u VITLENS_MODELS_DIR -u XDG_DATA_HOME HOME="$home" "$work/copy/scripts/download-model.sh" \
+  deit-tiny >/dev/null 2>&1
+check 'cmp -s "$deit" "$home/.local/share/vitlens/models/deit-tiny/model.safetensors"' \
+  "a copy outside the source tree: into ~/.local/share/vitlens/models"
+top=$(cd "$work" && env -u VITLENS_MODELS_DIR XDG_DATA_HOME="$xdg" HOME="$home" \
+  "$app" --model deit-tiny --top 1 "$shared/images/chelsea.png" 2>&1)
+check 'grep -q "^1 0\.[0-9]* 28[1-5] [A-Za-z]" <<<"$top"' "vitlens --model deit-tiny, labels included: $top"
+top=$(cd "$work" && env -u VITLENS_MODELS_DIR -u XDG_DATA_HOME HOME="$home" \
+  "$app" --model deit-tiny --top 1 "$shared/images/chelsea.png" 2>&1)
+check 'grep -q "^1 0\.[0-9]* 28[1-5] [A-Za-z]" <<<"$top"' "and from ~/.local/share: $top"
+top=$(cd "$work" && env -u VITLENS_MODELS_DIR XDG_DATA_HOME="$xdg" HOME="$home" \
+  "$app" --model deit-huge --top 1 "$shared/images/chelsea.png" 2>&1); rc=$?
+check '[ $rc -eq 1 ] && grep -qF "$xdg/vitlens/models" <<<"$top" && grep -q "downloaded: deit-tiny" <<<"$top"' \
+  "an unknown name exits 1 naming the places and the models: $top"
+
 "$dl" no-such-model >/dev/null 2>&1
 check '[ $? -eq 2 ]' "an unknown model name exits 2"
 "$dl" deit-small >/dev/null 2>&1
