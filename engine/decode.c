@@ -78,26 +78,43 @@ static int is_pnm(FILE *f) {
     return yes;
 }
 
-/* Debian's stb_image 2.27 reads a PNM header's numbers into an int with no bound
- * (stbi__pnm_getinteger: signed overflow, undefined behaviour; tests/fuzz found it
- * with a 60-digit width). Read the width, height and maxval as stb does (whitespace
- * and # comments between them) and return 1 when one is over INT_MAX. Leaves f rewound. */
-static int pnm_number_overflows(FILE *f) {
-    if (!is_pnm(f) || fseek(f, 2, SEEK_SET) != 0) return 0;
-    int c = getc(f), over = 0;
-    for (int k = 0; k < 3 && !over; k++) {
+/* A PNM's header as stb_image reads it: width, height and maxval, whitespace and #
+ * comments between them, one character after the maxval; then the samples. Two bugs of
+ * Debian's stb_image 2.27 are checked with it (tests/fuzz found both):
+ *  - it reads the numbers into an int with no bound (stbi__pnm_getinteger: signed
+ *    overflow, undefined behaviour; a 60-digit width): over is set when one is over
+ *    INT_MAX, and the walk stops there.
+ *  - it reads the samples without checking that the file held them, so a cut PNM's
+ *    pixels were whatever the heap held (valgrind: uninitialised values in the
+ *    preprocessing): data is where the samples start, to check against the file's size. */
+typedef struct {
+    int64_t num[3]; /* width, height, maxval */
+    long data;      /* the offset of the first sample */
+    int channels;   /* 1 (P5) or 3 (P6) */
+    int over;       /* a number is over INT_MAX */
+} PnmHeader;
+
+/* 1 when f is a PNM (*ph filled), else 0. Leaves f rewound. */
+static int pnm_header(FILE *f, PnmHeader *ph) {
+    memset(ph, 0, sizeof *ph);
+    if (!is_pnm(f) || fseek(f, 1, SEEK_SET) != 0) return 0;
+    ph->channels = getc(f) == '6' ? 3 : 1;
+    int c = getc(f);
+    for (int k = 0; k < 3 && !ph->over; k++) {
         for (;;) {
             while (c == ' ' || (c >= '\t' && c <= '\r')) c = getc(f); /* stb's pnm_isspace */
             if (c != '#') break;
             while (c != EOF && c != '\n' && c != '\r') c = getc(f);
         }
         int64_t v = 0;
-        for (; c >= '0' && c <= '9' && !over; c = getc(f))
-            over = (v = v * 10 + (c - '0')) > INT_MAX;
+        for (; c >= '0' && c <= '9' && !ph->over; c = getc(f))
+            ph->over = (v = v * 10 + (c - '0')) > INT_MAX;
+        ph->num[k] = v;
         if (v == 0) break; /* stb stops there too */
     }
+    ph->data = ftell(f); /* after the character that ended the maxval */
     rewind(f);
-    return over;
+    return 1;
 }
 
 /* A 16-bit PNM (maxval over 255) as 8-bit RGB [h, w, 3], stb_image-allocated. Debian's
@@ -241,7 +258,9 @@ static const char *stb_format(const uint8_t *b, size_t n) {
  * *w, *h px and *comp channels. */
 static VitStatus stb_check(int *w, int *h, int *comp, FILE *f, const char *path,
                            uint64_t max_pixels, VitError *err) {
-    if (pnm_number_overflows(f))
+    PnmHeader pnm;
+    int is_pnm_file = pnm_header(f, &pnm);
+    if (is_pnm_file && pnm.over)
         return vit_set_error(err, VIT_ERR_IMAGE,
                              "%s: corrupt PNM: a number in its header is over %d", path, INT_MAX);
     rewind(f);
@@ -260,6 +279,16 @@ static VitStatus stb_check(int *w, int *h, int *comp, FILE *f, const char *path,
         return vit_set_error(err, VIT_ERR_IMAGE,
                              "%s: image is %dx%d px, more than the limit of %llu pixels", path, *w,
                              *h, (unsigned long long)max_pixels);
+    long size = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
+    rewind(f);
+    uint64_t need =
+        (uint64_t)*w * (uint64_t)*h * (uint64_t)pnm.channels * (pnm.num[2] > 255 ? 2 : 1);
+    if (is_pnm_file && (size < pnm.data || need > (uint64_t)(size - pnm.data)))
+        return vit_set_error(err, VIT_ERR_IMAGE,
+                             "%s: cannot decode image, truncated or corrupt (the PNM's %dx%d "
+                             "pixels need %llu bytes, %ld are left in the file)",
+                             path, *w, *h, (unsigned long long)need,
+                             size < pnm.data ? 0L : size - pnm.data);
     return VIT_OK;
 }
 

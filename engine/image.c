@@ -60,10 +60,16 @@ typedef struct {
  * each output's weights are normalised to sum 1 in double, then rounded half away
  * from zero to fixed point. An output's weights depend only on its index, so the
  * outputs of a crop come out exactly as they would in the whole resize. */
+/* Taps per output pixel, at most: the filter's support, stretched when downscaling. */
+static int taps_size(int in_size, int out_size, const Filter *f) {
+    double scale = (double)in_size / out_size, filterscale = scale < 1.0 ? 1.0 : scale;
+    return (int)ceil(f->support * filterscale) * 2 + 1;
+}
+
 static int taps_init(Taps *tp, int in_size, int out_size, const Filter *f, int o0, int n) {
     double scale = (double)in_size / out_size, filterscale = scale < 1.0 ? 1.0 : scale;
     double support = f->support * filterscale;
-    int ksize = (int)ceil(support) * 2 + 1;
+    int ksize = taps_size(in_size, out_size, f);
     tp->ksize = ksize;
     tp->first = malloc((size_t)n * sizeof(int));
     tp->count = malloc((size_t)n * sizeof(int));
@@ -240,9 +246,9 @@ static Geometry eval_geometry(const VitConfig *cfg, int w, int h) {
     return g;
 }
 
-/* Resize + centre crop to out [Sh, Sw, 3]. */
+/* Resize + centre crop to out [Sh, Sw, 3], resampling at most max_work pixels and taps. */
 static VitStatus resize_crop(uint8_t *out, Geometry *geo, const VitConfig *cfg, const VitImage *img,
-                             VitError *err) {
+                             uint64_t max_work, VitError *err) {
     if (!img || !img->rgb || img->w < 1 || img->h < 1)
         return vit_set_error(err, VIT_ERR_ARG, "preprocess: empty image");
     int Sh = cfg->image_h, Sw = cfg->image_w;
@@ -256,6 +262,23 @@ static VitStatus resize_crop(uint8_t *out, Geometry *geo, const VitConfig *cfg, 
         return vit_set_error(err, VIT_ERR_ARG,
                              "preprocess: resize to %dx%d cannot be cropped to %dx%d", g.rw, g.rh,
                              Sw, Sh);
+    /* The crop's cost, which the limit above does not see when the resize is squashed
+     * (--whole) rather than kept to the aspect ratio: the horizontal pass makes Sw px of
+     * every input row the crop reads (about Sh * h / rh of them), and each output px has
+     * its taps, as many as the downscale factor times 4. A 2 x 729225 PGM squashed to
+     * 224 x 224 px made 163 M pixels in 2.4 s (tests/fuzz found it; at the pixel limit,
+     * 2 x 50 M px: minutes), and a 50 M x 2 one needed 800 MB of taps. Pillow does the
+     * same work, keeping every row. The limit, VIT_MAX_IMAGE_PIXELS: no crop costs more
+     * than resampling the largest image accepted; it is reached by strips over ~400:1. */
+    uint64_t rows = g.rh > img->h ? (uint64_t)Sh : ((uint64_t)Sh * img->h + g.rh - 1) / g.rh;
+    uint64_t work = (uint64_t)Sw * rows + (uint64_t)Sw * taps_size(img->w, g.rw, g.filter) +
+                    (uint64_t)Sh * taps_size(img->h, g.rh, g.filter);
+    if (work > max_work)
+        return vit_set_error(err, VIT_ERR_ARG,
+                             "preprocess: a %dx%d image is too elongated: resizing it for a "
+                             "%dx%d px input resamples %llu pixels and taps, more than %llu",
+                             img->w, img->h, Sw, Sh, (unsigned long long)work,
+                             (unsigned long long)max_work);
     if (!pil_resize_crop(out, img, g.rw, g.rh, g.filter, g.left, g.top, Sw, Sh))
         return vit_set_error(err, VIT_ERR_NOMEM,
                              "preprocess: out of memory resizing %dx%d to %dx%d", img->w, img->h,
@@ -266,17 +289,29 @@ static VitStatus resize_crop(uint8_t *out, Geometry *geo, const VitConfig *cfg, 
 
 VitStatus vit_preprocess_rgb(uint8_t *out, const VitConfig *cfg, const VitImage *img,
                              VitError *err) {
-    return resize_crop(out, NULL, cfg, img, err);
+    return resize_crop(out, NULL, cfg, img, VIT_MAX_IMAGE_PIXELS, err);
+}
+
+VitStatus vit_preprocess_rgb_max(uint8_t *out, const VitConfig *cfg, const VitImage *img,
+                                 uint64_t max_work, VitError *err) {
+    return resize_crop(out, NULL, cfg, img, max_work, err);
 }
 
 VitStatus vit_preprocess(float *out, int *crop_x, int *crop_y, int *crop_w, int *crop_h,
                          const VitConfig *cfg, const VitImage *img, VitError *err) {
+    return vit_preprocess_max(out, crop_x, crop_y, crop_w, crop_h, cfg, img, VIT_MAX_IMAGE_PIXELS,
+                              err);
+}
+
+VitStatus vit_preprocess_max(float *out, int *crop_x, int *crop_y, int *crop_w, int *crop_h,
+                             const VitConfig *cfg, const VitImage *img, uint64_t max_work,
+                             VitError *err) {
     int Sh = cfg->image_h, Sw = cfg->image_w;
     size_t plane = (size_t)Sh * Sw;
     uint8_t *rgb = malloc(plane * 3);
     if (!rgb) return vit_set_error(err, VIT_ERR_NOMEM, "preprocess: out of memory");
     Geometry g;
-    VitStatus rc = resize_crop(rgb, &g, cfg, img, err);
+    VitStatus rc = resize_crop(rgb, &g, cfg, img, max_work, err);
     if (rc) {
         free(rgb);
         return rc;

@@ -146,6 +146,17 @@ void vit_row_times(double *v, double *tmp, const float *a, int T);
  * buffers end up holding garbage; run vit_forward before reading any map. */
 void vit_forward_gemms(VitRun *run, const Vit *vit);
 
+/* --- preprocessing (engine/image.c) ------------------------------------------ */
+
+/* vit_preprocess and vit_preprocess_rgb with a limit on the crop's resampling work
+ * (pixels made by the horizontal pass plus taps) other than VIT_MAX_IMAGE_PIXELS:
+ * tests/fuzz uses a smaller one, as for decoding. */
+VitStatus vit_preprocess_max(float *out, int *crop_x, int *crop_y, int *crop_w, int *crop_h,
+                             const VitConfig *cfg, const VitImage *img, uint64_t max_work,
+                             VitError *err);
+VitStatus vit_preprocess_rgb_max(uint8_t *out, const VitConfig *cfg, const VitImage *img,
+                                 uint64_t max_work, VitError *err);
+
 /* --- image decoding (engine/decode.c, engine/codecs.c) ---------------------- */
 
 /* vit_image_load_with with a pixel limit other than VIT_MAX_IMAGE_PIXELS: tests/fuzz

@@ -787,6 +787,35 @@ static void case_image_long_strip(Ctx *c) {
     vit_image_free(&img);
 }
 
+/* A 2 x 500000 PGM (1 MB) squashed whole (--whole: crop_pct 1) to 224 x 224 px: the
+ * horizontal pass would make 224 px of each of its 500000 rows, 112 M pixels (a 2 x
+ * 729225 one took 2.4 s; tests/fuzz found it). Refused before any is made. */
+static void case_image_tall_strip_squash(Ctx *c) {
+    enum { W = 2, H = 500000, S = 224 };
+    static uint8_t pgm[32 + W * H];
+    int k = snprintf((char *)pgm, 32, "P5 %d %d 255\n", W, H);
+    for (int i = 0; i < W * H; i++) pgm[k + i] = (uint8_t)(i * 7);
+    char path[1100];
+    in_dir(c, path, sizeof path, "tall.pgm");
+    write_bytes(path, pgm, (size_t)k + W * H);
+    VitImage img = {0};
+    VitError err = {0};
+    VitStatus rc = vit_image_load(&img, path, &err);
+    if (rc == VIT_OK) {
+        VitConfig cfg = {.image_h = S,
+                         .image_w = S,
+                         .crop_mode = VIT_CROP_SQUASH,
+                         .crop_pct = 1.0f,
+                         .mean = {0.5f, 0.5f, 0.5f},
+                         .std = {0.5f, 0.5f, 0.5f}};
+        static float in[3 * S * S];
+        rc = vit_preprocess(in, NULL, NULL, NULL, NULL, &cfg, &img, &err);
+    }
+    expect_refused(c, rc, &err, VIT_ERR_ARG, "2x500000",
+                   KEYS("too elongated", "224x224 px input resamples", "more than 100000000"));
+    vit_image_free(&img);
+}
+
 static void case_png_huge_ihdr(Ctx *c) {
     size_t n;
     uint8_t *png = test_png(&n, 100000, 100000, 8, 2, NULL);
@@ -922,6 +951,17 @@ static void case_png_inflate_bomb(Ctx *c) {
                  KEYS("compressed data inflates to over", "far more than a 1x1 image needs"));
 }
 
+/* A PGM cut in its pixel data: Debian's stb_image 2.27 did not check that its read of
+ * the samples got them all, and the missing pixels were whatever the heap held
+ * (valgrind, replaying a fuzzing input). */
+static void case_pnm_truncated(Ctx *c) {
+    static const char pgm[] = "P5\n4 4\n255\n\x01\x02\x03\x04\x05";
+    char path[1100];
+    in_dir(c, path, sizeof path, "cut.pgm");
+    write_bytes(path, pgm, sizeof pgm - 1);
+    image_expect(c, path, VIT_ERR_IMAGE, KEYS("truncated or corrupt", "need 16 bytes, 5 are left"));
+}
+
 /* A Softimage PIC cut in its pixel data: Debian's stb_image 2.27 freed its buffer and
  * then converted the null pointer left, a segfault (stb issue #1452, CVE-2023-43898). */
 static void case_pic_truncated(Ctx *c) {
@@ -1022,9 +1062,12 @@ static const Case cases[] = {
     CASE(heic_huge, "HEIC whose ispe box declares 20000x20000", NULL),
     CASE(mp4_video, "an MP4 video (an ISO media file, as HEIF is)", NULL),
     CASE(pnm_huge_number, "PGM whose width has 40 digits (found by fuzzing)", NULL),
+    CASE(pnm_truncated, "PGM cut in its pixel data (found by valgrind on a fuzzing input)", NULL),
     CASE(pic_truncated, "Softimage PIC cut in its pixel data", NULL),
     CASE(image_long_strip, "a 2x12000 PNG at a 224 px input: 1.2 GB if resized whole",
          "preprocessed in 256 MB: only the 224 x 224 crop is resized"),
+    CASE(image_tall_strip_squash, "a 2x500000 PGM squashed (`--whole`) to 224 px (found by fuzzing)",
+         NULL),
     CASE(image_1x1, "a 1x1 PNG",
          "loads; the model sees its one colour over the whole input"),
     CASE(png_16bit, "a 16-bit RGB PNG", "loads as 8-bit RGB, the high byte of each sample"),

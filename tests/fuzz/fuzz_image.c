@@ -15,6 +15,9 @@
  * takes seconds and 300 MB, which would make every such input a libFuzzer timeout
  * or out-of-memory report about the limit rather than a bug. The limit itself is
  * tested by the malformed_* cases (png_huge_ihdr, jpeg_huge_sof, webp_huge, ...).
+ * Likewise vit_preprocess_max and vit_preprocess_rgb_max limit the crop's resampling
+ * to FUZZ_MAX_PIXELS (a 2 x 2 M px strip squashed took 18 s in the fuzz build);
+ * malformed_image_tall_strip_squash tests the engine's own limit.
  *
  * Seeds: small PNG (8/16-bit, grey, RGBA), JPEG (baseline, progressive, grey, CMYK,
  * EXIF), WebP, TIFF, HEIC, AVIF, BMP, TGA, HDR, PNM, GIF, PSD and PIC files from fuzz_seeds. */
@@ -51,7 +54,7 @@ static void preprocess(const VitImage *img, int Sh, int Sw, float crop_pct, VitC
     VitError err;
     memset(&err, 'x', sizeof err);
     int x, y, w, h;
-    VitStatus rc = vit_preprocess(out, &x, &y, &w, &h, &c, img, &err);
+    VitStatus rc = vit_preprocess_max(out, &x, &y, &w, &h, &c, img, FUZZ_MAX_PIXELS, &err);
     fuzz_check_error(rc, &err, "vit_preprocess");
     if (rc == VIT_OK) {
         if (x < 0 || y < 0 || w < 1 || h < 1 || x + w > img->w || y + h > img->h)
@@ -60,7 +63,7 @@ static void preprocess(const VitImage *img, int Sh, int Sw, float crop_pct, VitC
             if (!isfinite(out[i]) || fabsf(out[i]) > 2.0f + 1e-6f) fail("pixel out of range");
     }
     memset(&err, 'x', sizeof err);
-    rc = vit_preprocess_rgb(rgb, &c, img, &err);
+    rc = vit_preprocess_rgb_max(rgb, &c, img, FUZZ_MAX_PIXELS, &err);
     fuzz_check_error(rc, &err, "vit_preprocess_rgb");
     free(out);
     free(rgb);
