@@ -11,6 +11,7 @@
 #include "options.h"
 #include "render.h"
 #include "scene.h"
+#include "settings.h"
 #include "worker.h"
 
 #include <SDL.h>
@@ -156,6 +157,7 @@ typedef struct {
     int colormap, shared_scale, bilinear;
     int show_mask, mask_pct, mask_kept; /* mask fraction in percent */
     int show_preds, show_distance;
+    char model_path[1024];      /* the current model's weights: remembered on quit */
     int cursor_row, cursor_col; /* the keyboard's patch cursor */
     int hover_row, hover_col;   /* the patch under the mouse, -1: none */
     int hover_cell;             /* the overview cell under the mouse, -1: none */
@@ -620,6 +622,7 @@ static void app_job_done(App *app) {
             Model *old = app->model;
             app->model = w->new_model;
             w->new_model = NULL;
+            snprintf(app->model_path, sizeof app->model_path, "%s", w->model_path);
             model_free(old);
             free(old);
             joint_features_free(&app->joint); /* of the old model */
@@ -1224,7 +1227,10 @@ static int app_init(App *app, const Options *o) {
     app->colormap = o->colormap;
     app->bilinear = o->bilinear;
     app->mask_pct = 60; /* DINO's figures */
-    app->show_preds = 1;
+    app->show_preds = o->settings.show_preds >= 0 ? o->settings.show_preds : 1;
+    app->show_distance = o->settings.show_distance > 0;
+    snprintf(app->notice, sizeof app->notice, "%s", o->settings_msg); /* read problems */
+    snprintf(app->model_path, sizeof app->model_path, "%s", o->model_path);
     app->hover_row = app->hover_col = app->hover_cell = -1;
     app->cursor_row = -1;
     if (o->n_image_args > 0) {
@@ -1350,6 +1356,21 @@ static int app_init(App *app, const Options *o) {
     return 0;
 }
 
+/* On quit: what the window shows, for the next run (settings.h); the built-in model is
+ * not remembered, so that a run without --model stays on it. */
+static void app_save_settings(const App *app) {
+    const Options *o = app->opt;
+    if (!o->settings_path[0]) return;
+    Settings s = o->settings; /* keeps what this run did not change */
+    s.colormap = app->colormap, s.opacity = app->opacity, s.bilinear = app->bilinear;
+    s.show_preds = app->show_preds, s.show_distance = app->show_distance;
+    int builtin = o->default_model[0] && !strcmp(app->model_path, o->default_model);
+    settings_set_model(&s, builtin ? NULL : app->model_path, o->labels_path);
+    char msg[1600];
+    if (settings_save(&s, o->settings_path, msg, sizeof msg))
+        fprintf(stderr, "vitlens: settings not saved: %s\n", msg);
+}
+
 static void app_free(App *app) {
     worker_free(&app->worker); /* first: it may still be using the model and a scene */
     if (app->gl) ren_free(&app->ren);
@@ -1373,8 +1394,11 @@ int main(int argc, char **argv) {
     Options o;
     int rc = options_parse(&o, argc, argv);
     if (rc) return rc == 1 ? 0 : 2;
+    int headless = o.top_k || o.export_dir;
+    settings_apply(&o, !headless); /* read only: the headless modes never write them */
+    if (headless && o.settings_msg[0]) fprintf(stderr, "vitlens: %s\n", o.settings_msg);
     if (options_default_model(&o)) return 1;
-    if (o.top_k || o.export_dir) return run_headless(&o);
+    if (headless) return run_headless(&o);
 
     static App app; /* large (two scenes' paths); static keeps it off the stack */
     if (app_init(&app, &o)) {
@@ -1392,6 +1416,7 @@ int main(int argc, char **argv) {
             app.dirty = 0;
         }
     }
+    app_save_settings(&app);
     app_free(&app);
     return 0;
 }

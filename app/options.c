@@ -173,6 +173,9 @@ void options_usage(FILE *f) {
             "  VITLENS_FONT        font file to use instead of fontconfig's DejaVu Sans\n"
             "  VITLENS_TRACE=1     print each drawn frame's state and status line on stdout\n"
             "\n"
+            "The window remembers the colormap, opacity, upsampling, panels and the last model\n"
+            "in $XDG_CONFIG_HOME/vitlens/settings (default ~/.config/vitlens/settings), written\n"
+            "on quit; the options override them; --top and --export only read them.\n"
             "The window prints \"ready PATH\" on stdout once a photo's maps are on screen.\n"
             "Errors name the file; the headless modes exit 1 on bad input, 2 on bad usage.\n",
             VITLENS_ASSETS_DIR_DEFAULT, VITLENS_MODELS_DIR_SOURCE[0] ? ", then " : "",
@@ -228,7 +231,7 @@ int options_parse(Options *o, int argc, char **argv) {
                             val);
                     return 2;
                 }
-                o->colormap = found;
+                o->colormap = found, o->given_colormap = 1;
             } else if (!strcmp(a, "--heads") || !strcmp(a, "--top")) {
                 long n = strtol(val, &end, 10);
                 if (errno || !*val || *end || n < 1 || n > 100000) {
@@ -259,7 +262,7 @@ int options_parse(Options *o, int argc, char **argv) {
                     fprintf(stderr, "vitlens: --opacity %s: expected a number in [0, 1]\n", val);
                     return 2;
                 }
-                o->opacity = f;
+                o->opacity = f, o->given_opacity = 1;
             } else if (!strcmp(a, "--discard")) {
                 float f = strtof(val, &end);
                 if (errno || !*val || *end || !(f >= 0.0f && f < 1.0f)) {
@@ -294,14 +297,19 @@ int options_parse(Options *o, int argc, char **argv) {
 
 int options_default_model(Options *o) {
     char msg[4800];
-    if (o->model_path) {
-        if (models_resolve(o->model_buf, sizeof o->model_buf, o->labels_buf, sizeof o->labels_buf,
-                           o->model_path, msg, sizeof msg)) {
+    if (o->model_path) { /* model_path and labels_path may point into model_buf, labels_buf */
+        char weights[sizeof o->model_buf], labels[sizeof o->labels_buf];
+        if (models_resolve(weights, sizeof weights, labels, sizeof labels, o->model_path, msg,
+                           sizeof msg)) {
             fprintf(stderr, "vitlens: %s\n", msg);
             return -1;
         }
+        memcpy(o->model_buf, weights, sizeof weights);
         o->model_path = o->model_buf;
-        if (!o->labels_path && o->labels_buf[0]) o->labels_path = o->labels_buf;
+        if (!o->labels_path && labels[0]) {
+            memcpy(o->labels_buf, labels, sizeof labels);
+            o->labels_path = o->labels_buf;
+        }
     }
     if (files_default_model(o->default_model, sizeof o->default_model, o->demo_dir,
                             sizeof o->demo_dir, msg, sizeof msg)) {

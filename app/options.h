@@ -3,13 +3,14 @@
 #ifndef VITLENS_OPTIONS_H
 #define VITLENS_OPTIONS_H
 
+#include "settings.h"
 #include "vit.h"
 
 #include <stdio.h>
 
 #define OPTIONS_MAX_IMAGES 4096
 
-typedef struct {
+typedef struct Options {
     const char *model_path, *labels_path, *image_path, *export_dir, *save_dir;
     const char *class_arg; /* --class ID|NAME: the class the class-specific maps explain */
     const char *image_args[OPTIONS_MAX_IMAGES]; /* every IMAGE (file or folder), the slideshow */
@@ -18,12 +19,16 @@ typedef struct {
     int ignore_orientation; /* --ignore-orientation: photos as stored, not turned upright */
     VitLoadOptions load;    /* --heads, --size, --whole */
     float opacity;
-    float discard;            /* rollout's discard ratio, [0, 1) */
-    char default_model[1024]; /* the built-in model ("" if not found) */
-    char demo_dir[1024];      /* its demo scenes */
-    char first_demo[1024];    /* the first of them: the photo when none is given */
-    char model_buf[1200];     /* --model NAME: the downloaded model's weights (models.h) */
-    char labels_buf[1200];    /* and its labels.txt, when --labels is not given */
+    float discard;                     /* rollout's discard ratio, [0, 1) */
+    char default_model[1024];          /* the built-in model ("" if not found) */
+    char demo_dir[1024];               /* its demo scenes */
+    char first_demo[1024];             /* the first of them: the photo when none is given */
+    char model_buf[1200];              /* --model NAME: the downloaded model's weights (models.h) */
+    char labels_buf[1200];             /* and its labels.txt, when --labels is not given */
+    int given_colormap, given_opacity; /* on the command line: settings do not override */
+    Settings settings;                 /* remembered (settings.h), read by settings_apply */
+    char settings_path[1200];          /* "" when there is no place for them */
+    char settings_msg[600];            /* a problem reading them, "" if none */
 } Options;
 
 /* Parse argv into o. 0: go on; 1: --help shown on stdout; 2: usage error (the

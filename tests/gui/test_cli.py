@@ -9,6 +9,7 @@ model (assets/default) nor DeiT-Tiny is there; without DeiT-Tiny only the
 built-in model's checks run.
 """
 import argparse
+import atexit
 import csv
 import json
 import os
@@ -17,6 +18,7 @@ import shutil
 import struct
 import subprocess
 import sys
+import tempfile
 import zlib
 
 import numpy as np
@@ -32,8 +34,16 @@ def check(cond, what):
     failures += not cond
 
 
+# Remembered settings and downloaded models of the user running the tests must not
+# change what is checked: empty XDG folders unless a check gives its own.
+EMPTY_XDG = tempfile.mkdtemp(prefix="vitlens-cli-xdg-")
+atexit.register(shutil.rmtree, EMPTY_XDG, ignore_errors=True)
+
+
 def vitlens(app, *args, env=None):
-    env = dict(os.environ, **(env or {}))
+    env = dict(os.environ, XDG_CONFIG_HOME=os.path.join(EMPTY_XDG, "config"),
+               XDG_DATA_HOME=os.path.join(EMPTY_XDG, "data")) | (env or {})
+    env.pop("VITLENS_MODELS_DIR", None)
     env.pop("DISPLAY", None)  # the headless modes must not need one
     if env.get("VITLENS_ASSETS") == "":
         env.pop("VITLENS_ASSETS")
@@ -260,6 +270,67 @@ def npy_checks(app, dump, default, out):
     del labels
 
 
+def models_settings_checks(app, default, out, assets):
+    """--model NAME from $XDG_DATA_HOME/vitlens/models with its labels.txt; an unknown
+    name names the places looked in; the headless modes read the settings in
+    $XDG_CONFIG_HOME/vitlens (a corrupt line reported on stderr, not fatal) but never
+    write them, and keep the built-in model whatever model the window last used."""
+    root = os.path.join(out, "xdg")
+    shutil.rmtree(root, ignore_errors=True)
+    data, cfg = os.path.join(root, "data"), os.path.join(root, "config")
+    shapes = os.path.join(data, "vitlens", "models", "shapes")
+    os.makedirs(shapes)
+    for f in ("model.safetensors", "config.json"):
+        shutil.copy(os.path.join(default, f), shapes)
+    with open(os.path.join(default, "config.json")) as f:
+        names = json.load(f)["label_names"]
+    with open(os.path.join(shapes, "labels.txt"), "w") as f:
+        f.writelines(f"shape-{i}\n" for i in range(len(names)))
+    demo = os.path.join(default, "demo", sorted(os.listdir(os.path.join(default, "demo")))[0])
+    env = {"XDG_DATA_HOME": data, "XDG_CONFIG_HOME": cfg, "VITLENS_ASSETS": assets}
+    plain = vitlens(app, "--top", "1", demo, env=env)
+    m = re.fullmatch(r"1 (\d\.\d{4}) (\d+) (.+)\n", plain.stdout)
+    check(plain.returncode == 0 and m is not None, f"the built-in model: {plain.stdout.strip()!r}")
+    r = vitlens(app, "--model", "shapes", "--top", "1", demo, env=env)
+    check(r.returncode == 0 and m is not None and
+          r.stdout == f"1 {m.group(1)} {m.group(2)} shape-{m.group(2)}\n",
+          f"--model shapes: the downloaded model with its labels.txt: {r.stdout.strip()!r} "
+          f"{r.stderr.strip()}")
+    r = vitlens(app, "--model", "shapes", "--labels", os.path.join(default, "README.md"), "--top",
+                "1", demo, env=env)
+    check(r.returncode != 0 and "README.md" in r.stderr,
+          f"--labels given wins over the model's labels.txt: {r.stderr.strip()}")
+    r = vitlens(app, "--model", "sha", "--top", "1", demo, env=env)
+    check(r.returncode == 1 and os.path.join(data, "vitlens", "models") in r.stderr and
+          "shapes" in r.stderr, f"an unknown name names the places and the models: {r.stderr.strip()}")
+    # settings: read (a corrupt line reported, the rest used), never written
+    os.makedirs(os.path.join(cfg, "vitlens"))
+    sfile = os.path.join(cfg, "vitlens", "settings")
+    text = (f"opacity=lots\ncolormap=greys\nmodel={shapes}/model.safetensors\n"
+            f"labels={shapes}/labels.txt\n")
+    with open(sfile, "w") as f:
+        f.write(text)
+    os.utime(sfile, (1000000000, 1000000000))
+    r = vitlens(app, "--top", "1", demo, env=env)
+    check(r.returncode == 0 and r.stdout == plain.stdout and "line 1" in r.stderr and
+          "opacity=lots" in r.stderr,
+          f"--top: a corrupt line on stderr, the built-in model kept: {r.stdout.strip()!r} "
+          f"{r.stderr.strip()}")
+    exp = os.path.join(out, "xdg-export")
+    r = vitlens(app, "--export", exp, demo, env=env)
+    exp2 = os.path.join(out, "xdg-export-greys")
+    r2 = vitlens(app, "--colormap", "greys", "--export", exp2, demo, env={"VITLENS_ASSETS": assets})
+    same = r.returncode == 0 and r2.returncode == 0 and all(
+        np.array_equal(np.asarray(Image.open(os.path.join(exp, f))),
+                       np.asarray(Image.open(os.path.join(exp2, f))))
+        for f in ("L01_H01.png", "L01_rollout.png"))
+    check(same, f"--export uses the remembered colormap (greys): {r.stderr.strip()}")
+    with open(sfile) as f:
+        kept = f.read() == text
+    check(kept and os.stat(sfile).st_mtime == 1000000000 and os.listdir(os.path.dirname(sfile)) ==
+          ["settings"], "the headless modes never write the settings")
+
+
 def malformed_checks(app, default, out):
     """Two cases of docs/malformed-inputs.md through the binary, so that the message
     the user reads is covered: the built-in model with one NaN weight, and a PNG
@@ -309,6 +380,7 @@ def main():
     has_default = os.path.exists(os.path.join(default, "model.safetensors"))
     if has_default:
         default_checks(a.app, default, a.assets or "")
+        models_settings_checks(a.app, default, a.out, a.assets or "")
         malformed_checks(a.app, default, a.out)
         npy_checks(a.app, a.dump, default, a.out)
     mdir = os.path.join(a.shared, "models", "deit-tiny")

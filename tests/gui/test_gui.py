@@ -17,6 +17,7 @@ Exits 0 on success, 1 on a failed check, 77 (skip) when neither the built-in
 model nor DeiT-Tiny is there; the DeiT-Tiny runs are skipped without it.
 """
 import argparse
+import atexit
 import io
 import json
 import os
@@ -26,6 +27,7 @@ import shutil
 import struct
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import zlib
@@ -52,7 +54,16 @@ def check(cond, what):
 # --- the app under test ------------------------------------------------------
 
 class App:
-    def __init__(self, argv, env):
+    def __init__(self, argv, env, xdg=None):
+        """xdg: the folder holding config/ and data/ (XDG_CONFIG_HOME, XDG_DATA_HOME);
+        default a fresh empty one, so that no run sees the settings another (or the
+        user) left, nor the user's downloaded models."""
+        if xdg is None:
+            xdg = tempfile.mkdtemp(prefix="vitlens-xdg-")
+            atexit.register(shutil.rmtree, xdg, ignore_errors=True)
+        env = dict(env, XDG_CONFIG_HOME=os.path.join(xdg, "config"),
+                   XDG_DATA_HOME=os.path.join(xdg, "data"))
+        env.pop("VITLENS_MODELS_DIR", None)
         self.argv0 = argv[0]
         self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE, env=env, text=True, bufsize=1)

@@ -1,0 +1,58 @@
+/* settings.h - what the window remembers between runs: colormap, opacity, upsampling,
+ * the side panels and the last model, in $XDG_CONFIG_HOME/vitlens/settings (default
+ * ~/.config/vitlens/settings), one key=value a line:
+ *
+ *   colormap=viridis     a name of colormap.h       distance=0   the distance panel
+ *   opacity=0.60         in [0, 1]                  model=PATH   the last model's weights
+ *   bilinear=0           upsampling, 0 or 1         labels=PATH  its --labels, if any
+ *   predictions=1        the top-5 panel
+ *
+ * '#' starts a comment line. A line that does not parse is ignored and reported (the
+ * first of them, and how many), never fatal. Written whole to a temporary file in the
+ * same folder and renamed over the old one, so a crash leaves the old file or the
+ * new one, never half of one. The command line's options override what is read.
+ * No SDL, no GL. */
+#ifndef VITLENS_SETTINGS_H
+#define VITLENS_SETTINGS_H
+
+#include <stddef.h>
+
+typedef struct {
+    int colormap;                  /* index into colormap_names, -1: not set */
+    float opacity;                 /* [0, 1], -1: not set */
+    int bilinear;                  /* 0 / 1, -1: not set */
+    int show_preds, show_distance; /* 0 / 1, -1: not set */
+    char model[1200];              /* the last model's weights, "": not set */
+    char labels[1200];             /* its labels file, "": none */
+} Settings;
+
+/* Every field "not set". */
+void settings_init(Settings *s);
+
+/* The file's path: $XDG_CONFIG_HOME/vitlens/settings, else ~/.config/vitlens/settings.
+ * -1 when neither XDG_CONFIG_HOME (absolute) nor HOME is set. */
+int settings_path(char *out, size_t out_bytes);
+
+/* Read path into s (fields the file does not set keep their value). A missing file is
+ * not an error. 0: read cleanly; 1: some lines were ignored, msg names the first and
+ * how many; -1: the file cannot be read (msg says why). s keeps every good line. */
+int settings_load(Settings *s, const char *path, char *msg, size_t msg_bytes);
+
+/* Write s to path atomically (path.tmp.PID, fsync, rename), making its folder. Fields
+ * not set are left out. 0, or -1 with msg. */
+int settings_save(const Settings *s, const char *path, char *msg, size_t msg_bytes);
+
+/* Read the settings file (settings_path) into o->settings and apply it to what the
+ * command line left unset: colormap, opacity, bilinear (--bilinear only turns it on),
+ * and in the window (window != 0) the last model, with its labels, when --model is not
+ * given and its file is still there (the headless modes keep the built-in model, so that
+ * scripts get the same answer wherever they run). A problem is put in o->settings_msg;
+ * never fatal. */
+struct Options;
+/* Remember the model (and its labels file, NULL: none) as absolute paths, so that a
+ * run from another folder finds them; NULL model: none (the built-in one). */
+void settings_set_model(Settings *s, const char *model, const char *labels);
+
+void settings_apply(struct Options *o, int window);
+
+#endif
