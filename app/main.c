@@ -8,6 +8,7 @@
 #include "export.h"
 #include "files.h"
 #include "mapkind.h"
+#include "models.h"
 #include "options.h"
 #include "render.h"
 #include "scene.h"
@@ -157,7 +158,12 @@ typedef struct {
     int colormap, shared_scale, bilinear;
     int show_mask, mask_pct, mask_kept; /* mask fraction in percent */
     int show_preds, show_distance;
-    char model_path[1024];      /* the current model's weights: remembered on quit */
+    char model_path[1024];  /* the current model's weights: remembered on quit */
+    char labels_path[1024]; /* and its labels file, "" if none */
+    char next_labels[1200]; /* labels for the next model app_open starts ("": --labels) */
+    /* W: the downloaded models in the list panel, Up / Down, Enter opens one, Esc closes */
+    int picking, n_picks, pick;
+    ModelEntry picks[REN_MAX_LIST];
     int cursor_row, cursor_col; /* the keyboard's patch cursor */
     int hover_row, hover_col;   /* the patch under the mouse, -1: none */
     int hover_cell;             /* the overview cell under the mouse, -1: none */
@@ -330,7 +336,17 @@ static void app_update_list(App *app, const Scene *sc) {
     const View *v = &app->view;
     VitError err;
     app->n_list = 0, app->list_marked = -1, app->n_high_norm = 0;
-    if (v->kind == MAP_LOGIT_LENS && c->n_classes > 0) {
+    if (app->picking) { /* W: the downloaded models, the current one marked "open" */
+        for (int i = 0; i < app->n_picks; i++) {
+            snprintf(app->list_text[i], sizeof app->list_text[i], "%s", app->picks[i].name);
+            snprintf(app->list_right_text[i], sizeof app->list_right_text[i], "%s",
+                     strcmp(app->picks[i].weights, app->model_path) ? "" : "open");
+            app->list_values[i] = 0.0f;
+        }
+        app->n_list = app->n_picks, app->list_marked = app->pick;
+        snprintf(app->list_title, sizeof app->list_title,
+                 "models: Up / Down, Enter opens, Esc closes");
+    } else if (v->kind == MAP_LOGIT_LENS && c->n_classes > 0) {
         float *p = malloc((size_t)c->n_classes * sizeof *p);
         int l0 = c->n_layers > REN_MAX_LIST ? c->n_layers - REN_MAX_LIST : 0;
         for (int l = l0; p && l < c->n_layers; l++) {
@@ -557,10 +573,12 @@ static void app_open(App *app, const char *path) {
     }
     const Scene *sc = app_scene(app);
     Scene *back = &app->scenes[app->has_scene ? !app->front : app->front];
-    if (ends_with(path, ".safetensors"))
-        worker_start(&app->worker, path, &app->opt->load, app->opt->labels_path, app->model,
+    if (ends_with(path, ".safetensors")) {
+        worker_start(&app->worker, path, &app->opt->load,
+                     app->next_labels[0] ? app->next_labels : app->opt->labels_path, app->model,
                      sc ? sc->path : NULL, back);
-    else
+        app->next_labels[0] = '\0';
+    } else
         worker_start(&app->worker, NULL, NULL, NULL, app->model, path, back);
     app->busy = 1;
     app->dirty = 1;
@@ -623,6 +641,7 @@ static void app_job_done(App *app) {
             app->model = w->new_model;
             w->new_model = NULL;
             snprintf(app->model_path, sizeof app->model_path, "%s", w->model_path);
+            snprintf(app->labels_path, sizeof app->labels_path, "%s", w->labels_path);
             model_free(old);
             free(old);
             joint_features_free(&app->joint); /* of the old model */
@@ -756,6 +775,47 @@ static void app_step_kind(App *app, int step) {
                  "%s has no classification head: no class-specific maps", app->model->name);
 }
 
+/* W: open or close the list of the downloaded models (models.h). */
+static void app_toggle_models(App *app) {
+    app->picking = !app->picking;
+    if (app->picking) {
+        app->n_picks = models_list(app->picks, REN_MAX_LIST), app->pick = 0;
+        for (int i = 0; i < app->n_picks; i++)
+            if (!strcmp(app->picks[i].weights, app->model_path)) app->pick = i;
+        if (app->n_picks == 0) {
+            char dirs[MODELS_MAX_DIRS][1024];
+            int n = models_dirs(dirs);
+            snprintf(app->notice, sizeof app->notice,
+                     "no downloaded models in %.200s%s%.200s (scripts/download-model.sh NAME)",
+                     n > 0 ? dirs[0] : "", n > 1 ? " or " : "", n > 1 ? dirs[n - 1] : "");
+            app->picking = 0;
+        }
+    }
+    if (app->has_scene) app_update_list(app, app_scene(app));
+}
+
+/* The keys of the open models list: 1 when the key was one of them. */
+static int app_pick_key(App *app, SDL_Keycode key) {
+    switch (key) {
+    case SDLK_UP: app->pick = app->pick > 0 ? app->pick - 1 : app->n_picks - 1; break;
+    case SDLK_DOWN: app->pick = (app->pick + 1) % app->n_picks; break;
+    case SDLK_ESCAPE: app_toggle_models(app); return 1;
+    case SDLK_RETURN:
+    case SDLK_KP_ENTER: { /* loaded on the worker, as a dropped model; its labels with it */
+        const ModelEntry *m = &app->picks[app->pick];
+        snprintf(app->next_labels, sizeof app->next_labels, "%s", m->labels);
+        char path[1200];
+        snprintf(path, sizeof path, "%s", m->weights);
+        app_toggle_models(app);
+        if (strcmp(path, app->model_path)) app_open(app, path);
+        return 1;
+    }
+    default: return 0;
+    }
+    if (app->has_scene) app_update_list(app, app_scene(app));
+    return 1;
+}
+
 static void app_key(App *app, const SDL_Keysym *ks) {
     const VitConfig *c = &app->model->vit.cfg;
     View *v = &app->view;
@@ -763,6 +823,10 @@ static void app_key(App *app, const SDL_Keysym *ks) {
     int shift = (ks->mod & KMOD_SHIFT) != 0;
     int map_changed = 0;
     app->notice[0] = '\0';
+    if (app->picking && app_pick_key(app, key)) {
+        app->dirty = 1;
+        return;
+    }
     if (key == SDLK_x && shift) { /* the feature PCA over every photo of the slideshow */
         int on = !(v->kind == MAP_FEATURES_PCA && v->joint);
         v->kind = on ? MAP_FEATURES_PCA : MAP_ATTENTION, v->joint = on;
@@ -883,6 +947,7 @@ static void app_key(App *app, const SDL_Keysym *ks) {
     case SDLK_g: app->grid = !app->grid; break;
     case SDLK_o: app->overlay = !app->overlay; break;
     case SDLK_h: app->help = !app->help; break;
+    case SDLK_w: app_toggle_models(app); break;
     case SDLK_PLUS:
     case SDLK_EQUALS: /* '+' is shift+'=' on most layouts */
     case SDLK_KP_PLUS:
@@ -1180,7 +1245,7 @@ static void app_draw(App *app) {
                "window=%d,%d query=%d overview=%d colormap=%s scale=%s bilinear=%d mask=%d "
                "fraction=%d kept=%d preds=%d distance=%d hover=%d,%d cell=%d fullscreen=%d "
                "image_at=%d saves=%lu cells=%d,%d,%d,%d,%d,%d panel=%d,%d class=%d explained=%d "
-               "shown=%s marked=%d joint=%d list=%d listmark=%d highnorm=%d\n",
+               "shown=%s marked=%d joint=%d list=%d listmark=%d highnorm=%d picking=%d listw=%d\n",
                app->frames, app->view.layer, app->view.head, app->view.kind == MAP_ROLLOUT,
                MAP_KINDS[app->view.kind].tag, app->view.target, (double)app->view.discard_ratio,
                app->overlay, (double)app->opacity, app->grid, app->help, app->busy, app->loads,
@@ -1193,7 +1258,8 @@ static void app_draw(App *app) {
                r->cell_step_y, r->panel_x, r->panel_w, sc ? view_class(&app->view, sc) : -1,
                sc ? sc->expl_target : -1,
                app->shown_kind >= 0 ? MAP_KINDS[app->shown_kind].tag : "none", f.pred_marked,
-               app->view.joint, app->n_list, app->list_marked, app->n_high_norm);
+               app->view.joint, app->n_list, app->list_marked, app->n_high_norm, app->picking,
+               r->list_w);
         printf("status %s | %s\n", app->status_left, app->status_right);
     }
     fflush(stdout);
@@ -1231,6 +1297,7 @@ static int app_init(App *app, const Options *o) {
     app->show_distance = o->settings.show_distance > 0;
     snprintf(app->notice, sizeof app->notice, "%s", o->settings_msg); /* read problems */
     snprintf(app->model_path, sizeof app->model_path, "%s", o->model_path);
+    snprintf(app->labels_path, sizeof app->labels_path, "%s", o->labels_path ? o->labels_path : "");
     app->hover_row = app->hover_col = app->hover_cell = -1;
     app->cursor_row = -1;
     if (o->n_image_args > 0) {
@@ -1365,7 +1432,7 @@ static void app_save_settings(const App *app) {
     s.colormap = app->colormap, s.opacity = app->opacity, s.bilinear = app->bilinear;
     s.show_preds = app->show_preds, s.show_distance = app->show_distance;
     int builtin = o->default_model[0] && !strcmp(app->model_path, o->default_model);
-    settings_set_model(&s, builtin ? NULL : app->model_path, o->labels_path);
+    settings_set_model(&s, builtin ? NULL : app->model_path, app->labels_path);
     char msg[1600];
     if (settings_save(&s, o->settings_path, msg, sizeof msg))
         fprintf(stderr, "vitlens: settings not saved: %s\n", msg);

@@ -40,6 +40,7 @@ static const char *const KEYS_OTHER[][2] = {
     {"S", "save the view as PNG"},
     {"F", "fullscreen (presenter mode)"},
     {"H", "this help on / off"},
+    {"W", "the downloaded models (--model NAME): Up / Down, Enter opens one, Esc closes"},
     {"Esc / Q", "quit"},
     {"drop a file", "open a photo, or a .safetensors model"},
 };

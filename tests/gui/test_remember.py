@@ -2,7 +2,7 @@
 colormap, opacity, upsampling and panels changed by keys are written on quit to
 $XDG_CONFIG_HOME/vitlens/settings and come back on the next start; the command line
 overrides them; a corrupt file is reported on the status line, the window runs on and
-quits writing a clean one; the last model, a downloaded one opened by --model NAME from
+quits writing a clean one; W lists the downloaded models, Enter loads one; the last model, a downloaded one opened by --model NAME from
 $XDG_DATA_HOME/vitlens/models, opens again without --model, with its labels.txt.
 
   xvfb-run -a -s "-screen 0 1280x1024x24" /usr/bin/python3 test_remember.py \
@@ -116,6 +116,46 @@ def main():
         check("shape-" in line, f"without --model: the last model again: {line}")
         quit_app(app)
     ok &= run_checks(App([a.app, photo], env, xdg=xdg), last_model)
+
+    # W: the downloaded models in the list panel; Enter loads one on the worker
+    xdg2 = os.path.join(os.path.abspath(a.out), "xdg2")
+    shutil.rmtree(xdg2, ignore_errors=True)
+    for name in ("alpha", "beta"):
+        d = os.path.join(xdg2, "data", "vitlens", "models", name)
+        os.makedirs(d)
+        for f in ("model.safetensors", "config.json"):
+            shutil.copy(os.path.join(default, f), d)
+        with open(os.path.join(d, "labels.txt"), "w") as f:
+            f.writelines(f"{name}-{i}\n" for i in range(6))
+
+    def pick(app):
+        app.start(photo)
+        loads = int(app.state["loads"])
+        app.key("w", picking=1, list=2, listmark=0)
+        check(int(app.state["listw"]) > 0, f"W: the list panel drawn ({app.state['listw']} px wide)")
+        app.key("Down", picking=1, listmark=1)
+        app.key("Return", picking=0)
+        line = app.wait_line(lambda s: s.startswith("status beta") and "beta-" in s,
+                             "beta's status line")
+        app.wait_state("beta loaded", busy=0, loads=loads + 1)
+        check(True, f"W, Down, Enter: beta loaded on the worker, with its labels: {line}")
+        app.key("w", picking=1, listmark=1)
+        app.key("Escape", picking=0)
+        check(app.proc.poll() is None, "Esc closes the list, the window stays")
+        quit_app(app)
+        s = settings_of(xdg2)
+        check(s.get("model", "").endswith("/beta/model.safetensors") and
+              s.get("labels", "").endswith("/beta/labels.txt"), f"beta remembered: {s}")
+    ok &= run_checks(App([a.app, photo], env, xdg=xdg2), pick)
+
+    def none(app):
+        app.start(photo)
+        app.key("w", picking=0)
+        line = app.wait_line(lambda s: s.startswith("status ") and "no downloaded models" in s,
+                             "no downloaded models on the status line")
+        check("vitlens/models" in line, f"W without downloaded models says where: {line}")
+        quit_app(app)
+    ok &= run_checks(App([a.app, photo], env), none)
 
     print(f"gui_remember: {'all checks passed' if ok else 'checks failed'}")
     return 0 if ok else 1
