@@ -206,6 +206,26 @@ def check_installed(a, tmp):
               + (f"\n{r.stderr}" if r.returncode else ""))
         ref = run([a.app, *args, "--top", "5", photo], env=env, timeout=300)
         check(same_top(top, parse_top(ref.stdout)), "the same top 5 as the build tree's vitlens")
+        # a phone photo stored sideways (EXIF orientation 6), opened by the menu entry's
+        # command (Exec=vitlens %F, %F the file): upright, the probabilities of the upright
+        # pixels (Pillow's exif_transpose, lossless) as the build tree's vitlens gives them
+        # (bit-exact against Pillow + timm: parity_preprocess, parity_deit)
+        from PIL import Image, ImageOps
+        exif = Image.Exif()
+        exif[0x0112] = 6
+        Image.open(photo).convert("RGB").transpose(Image.ROTATE_90).save(
+            os.path.join(home, "phone.jpg"), quality=92, exif=exif)
+        upright = os.path.join(tmp, "upright.png")
+        ImageOps.exif_transpose(Image.open(os.path.join(home, "phone.jpg"))).save(upright)
+        with open(f"/usr/share/applications/{APP_ID}.desktop") as f:
+            exec_line = next(ln.split("=", 1)[1].split() for ln in f if ln.startswith("Exec="))
+        argv = [w for x in exec_line for w in
+                ([*args, "--top", "5", "phone.jpg"] if x == "%F" else [x])]
+        r = run(argv, cwd=home, env=env, timeout=300)
+        ref = run([a.app, *args, "--top", "5", upright], env=env, timeout=300)
+        check(r.returncode == 0 and r.stdout == ref.stdout and parse_top(r.stdout),
+              f"the menu entry's command ({' '.join(exec_line)}) on a sideways phone JPEG: "
+              f"upright, the upright pixels' top 5 ({parse_top(r.stdout)[:1]})")
         r = run([vitlens, *args, "--export", "maps-deit", "chelsea.png"], cwd=home, env=env,
                 timeout=600)
         check_export(r, os.path.join(home, "maps-deit"), "chelsea.png on DeiT-Tiny", 12, 3)
