@@ -51,6 +51,30 @@ static void *stb_realloc(void *p, size_t n) {
 
 /* --- stb_image ---------------------------------------------------------------- */
 
+/* stb_image decodes a file through these callbacks, which read as its own stdio ones
+ * do, except that a short read zeroes the rest of what was asked. stb 2.27 ignores the
+ * count of some reads (a TGA's rows, a flat HDR's pixels, a PNM's samples) and kept
+ * what the buffer held before, heap or stack, as pixels of a cut file (valgrind on the
+ * fuzzing corpus). It still sees the short count where it checks one. */
+static int stb_read(void *user, char *data, int size) {
+    if (size <= 0) return 0;
+    size_t got = fread(data, 1, (size_t)size, user);
+    memset(data + got, 0, (size_t)size - got);
+    return (int)got;
+}
+
+static void stb_skip(void *user, int n) {
+    fseek(user, n, SEEK_CUR);
+    int c = fgetc(user); /* as stb's: a read resets feof() */
+    if (c != EOF) ungetc(c, user);
+}
+
+static int stb_eof(void *user) {
+    return feof((FILE *)user) || ferror((FILE *)user);
+}
+
+static const stbi_io_callbacks stb_io = {stb_read, stb_skip, stb_eof};
+
 static uint32_t be32(const uint8_t *p) {
     return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
 }
@@ -127,7 +151,7 @@ static int pnm_header(FILE *f, PnmHeader *ph) {
  * stb_image's 8-bit PNMs. NULL on error (stbi_failure_reason says why). */
 static uint8_t *load_pnm16(FILE *f, int *w, int *h) {
     int comp;
-    uint16_t *px = stbi_load_from_file_16(f, w, h, &comp, 0);
+    uint16_t *px = stbi_load_16_from_callbacks(&stb_io, f, w, h, &comp, 0);
     if (!px) return NULL;
     const uint8_t *be = (const uint8_t *)px; /* sample i is bytes 2i (high), 2i + 1 */
     size_t n = (size_t)*w * (size_t)*h;
@@ -156,7 +180,7 @@ static int is_pic(FILE *f) {
  * NULL on error (stbi_failure_reason says why). */
 static uint8_t *load_pic(FILE *f, int *w, int *h) {
     int comp;
-    uint8_t *px = stbi_load_from_file(f, w, h, &comp, 4);
+    uint8_t *px = stbi_load_from_callbacks(&stb_io, f, w, h, &comp, 4);
     size_t n = px ? (size_t)*w * (size_t)*h : 0;
     for (size_t i = 0; i < n; i++) /* pixel i moves from 4i to 3i: never over one unread */
         px[3 * i] = px[4 * i], px[3 * i + 1] = px[4 * i + 1], px[3 * i + 2] = px[4 * i + 2];
@@ -308,7 +332,7 @@ static VitStatus stb_decode(Decoded *out, FILE *f, long file_bytes, int w, int h
     else if (is_pic(f))
         rgb = load_pic(f, &ow, &oh);
     else /* req_comp 3: grey is replicated and alpha dropped, as PIL's convert('RGB'). */
-        rgb = stbi_load_from_file(f, &ow, &oh, &ocomp, 3);
+        rgb = stbi_load_from_callbacks(&stb_io, f, &ow, &oh, &ocomp, 3);
     size_t limit = stb_realloc_limit;
     stb_realloc_limit = SIZE_MAX;
     if (!rgb && stb_realloc_refused)

@@ -962,6 +962,44 @@ static void case_pnm_truncated(Ctx *c) {
     image_expect(c, path, VIT_ERR_IMAGE, KEYS("truncated or corrupt", "need 16 bytes, 5 are left"));
 }
 
+/* A file cut in the pixel data that stb_image reads in one call (a TGA's rows, a flat
+ * HDR's pixels): stb 2.27 ignored the short read and kept what its buffer held, heap or
+ * stack (valgrind on the fuzzing corpus). The engine's read callback zeroes what a
+ * short read leaves: the image is the same file with zeros for its missing bytes. */
+static void cut_same_as_zeros(Ctx *c, const char *name, const uint8_t *file, size_t n_cut,
+                              size_t n_whole) {
+    uint8_t padded[256] = {0};
+    memcpy(padded, file, n_cut);
+    char cut[1100], whole[1100];
+    in_dir(c, cut, sizeof cut, name);
+    in_dir(c, whole, sizeof whole, "zeros");
+    write_bytes(cut, file, n_cut);
+    write_bytes(whole, padded, n_whole);
+    VitImage a = {0}, b = {0};
+    VitError err = {0}, err_b = {0};
+    VitStatus rc = vit_image_load(&a, cut, &err);
+    int ok = rc == VIT_OK && vit_image_load(&b, whole, &err_b) == VIT_OK && a.w == b.w &&
+             a.h == b.h && !memcmp(a.rgb, b.rgb, (size_t)a.w * a.h * 3);
+    expect_works(c, rc, &err, ok, "the pixels of the file completed with zeros");
+    vit_image_free(&a);
+    vit_image_free(&b);
+}
+
+static void case_tga_truncated(Ctx *c) {
+    /* 4 x 2 grey, uncompressed (type 3), 3 of its 8 samples */
+    static const uint8_t tga[18 + 3] = {0, 0, 3, 0, 0, 0, 0, 0,  0,  0, 0,
+                                        0, 4, 0, 2, 0, 8, 0, 10, 20, 30};
+    cut_same_as_zeros(c, "cut.tga", tga, sizeof tga, 18 + 8);
+}
+
+static void case_hdr_truncated(Ctx *c) {
+    /* 4 x 2, flat RGBE (narrower than 8 px: never run-length), 1 pixel and a half of 8 */
+    static const char hdr[] = "#?RADIANCE\nFORMAT=32-bit_rle_rgbe\n\n-Y 2 +X 4\n"
+                              "\x80\x40\x20\x81\x10\x20";
+    size_t head = sizeof hdr - 1 - 6;
+    cut_same_as_zeros(c, "cut.hdr", (const uint8_t *)hdr, sizeof hdr - 1, head + 4 * 8);
+}
+
 /* A Softimage PIC cut in its pixel data: Debian's stb_image 2.27 freed its buffer and
  * then converted the null pointer left, a segfault (stb issue #1452, CVE-2023-43898). */
 static void case_pic_truncated(Ctx *c) {
@@ -1064,6 +1102,10 @@ static const Case cases[] = {
     CASE(pnm_huge_number, "PGM whose width has 40 digits (found by fuzzing)", NULL),
     CASE(pnm_truncated, "PGM cut in its pixel data (found by valgrind on a fuzzing input)", NULL),
     CASE(pic_truncated, "Softimage PIC cut in its pixel data", NULL),
+    CASE(tga_truncated, "uncompressed TGA cut in its pixel data (found by valgrind on fuzzing inputs)",
+         "loads; the missing pixels are black, as in stb_image's other formats"),
+    CASE(hdr_truncated, "flat Radiance HDR cut in its pixel data (found by valgrind on fuzzing inputs)",
+         "loads; the missing pixels are black"),
     CASE(image_long_strip, "a 2x12000 PNG at a 224 px input: 1.2 GB if resized whole",
          "preprocessed in 256 MB: only the 224 x 224 crop is resized"),
     CASE(image_tall_strip_squash, "a 2x500000 PGM squashed (`--whole`) to 224 px (found by fuzzing)",
