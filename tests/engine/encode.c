@@ -80,7 +80,7 @@ uint8_t *enc_webp(size_t *n, const uint8_t *px, int w, int h, int comp, int loss
 
 /* --- TIFF ---------------------------------------------------------------------- */
 
-uint8_t *enc_tiff(size_t *n, const uint8_t *px, int w, int h, int comp, int compression,
+uint8_t *enc_tiff(size_t *n, const uint8_t *px, int w, int h, int comp, int planar, int compression,
                   int orientation) {
     char path[] = "/tmp/vitlens_tiff_XXXXXX";
     int fd = mkstemp(path);
@@ -94,13 +94,26 @@ uint8_t *enc_tiff(size_t *n, const uint8_t *px, int w, int h, int comp, int comp
         TIFFSetField(t, TIFFTAG_BITSPERSAMPLE, 8);
         TIFFSetField(t, TIFFTAG_SAMPLESPERPIXEL, comp);
         TIFFSetField(t, TIFFTAG_PHOTOMETRIC, comp == 1 ? PHOTOMETRIC_MINISBLACK : PHOTOMETRIC_RGB);
-        TIFFSetField(t, TIFFTAG_PLANARCONFIG, PLANARCONFIG_CONTIG);
+        TIFFSetField(t, TIFFTAG_PLANARCONFIG, planar ? PLANARCONFIG_SEPARATE : PLANARCONFIG_CONTIG);
         TIFFSetField(t, TIFFTAG_COMPRESSION, compression);
         TIFFSetField(t, TIFFTAG_ROWSPERSTRIP, 8);
+        if (comp == 4) {
+            uint16_t extra[1] = {EXTRASAMPLE_UNASSALPHA};
+            TIFFSetField(t, TIFFTAG_EXTRASAMPLES, 1, extra);
+        }
         if (orientation) TIFFSetField(t, TIFFTAG_ORIENTATION, orientation);
         int ok = 1;
-        for (int y = 0; y < h && ok; y++)
-            ok = TIFFWriteScanline(t, (void *)(px + (size_t)y * w * comp), (uint32_t)y, 0) == 1;
+        uint8_t *row = malloc((size_t)w);
+        for (int c = 0; c < (planar ? comp : 1) && ok && row; c++)
+            for (int y = 0; y < h && ok; y++) {
+                const uint8_t *src = px + (size_t)y * w * comp;
+                if (planar)
+                    for (int x = 0; x < w; x++) row[x] = src[(size_t)x * comp + c];
+                ok =
+                    TIFFWriteScanline(t, planar ? row : (void *)src, (uint32_t)y, (uint16_t)c) == 1;
+            }
+        ok = ok && row;
+        free(row);
         TIFFClose(t);
         out = ok ? read_bytes(path, n) : NULL;
     }

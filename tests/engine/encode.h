@@ -16,10 +16,11 @@ uint8_t *enc_jpeg(size_t *n, const uint8_t *px, int w, int h, int comp, int qual
 /* rgb [h, w, 3] or rgba [h, w, 4] (comp); lossless, or lossy at quality 80. */
 uint8_t *enc_webp(size_t *n, const uint8_t *px, int w, int h, int comp, int lossless);
 
-/* px [h, w, comp], comp 1 (grey) or 3 (RGB), 8 bits, one strip per 8 rows;
+/* px [h, w, comp], comp 1 (grey), 3 (RGB) or 4 (RGB + unassociated alpha), 8 bits, one
+ * strip per 8 rows; planar: each channel in strips of its own (PlanarConfiguration 2);
  * compression a libtiff COMPRESSION_* (1 none, 5 LZW, 8 deflate); orientation the
  * Orientation tag (0: none). */
-uint8_t *enc_tiff(size_t *n, const uint8_t *px, int w, int h, int comp, int compression,
+uint8_t *enc_tiff(size_t *n, const uint8_t *px, int w, int h, int comp, int planar, int compression,
                   int orientation);
 
 /* rgb [h, w, 3] as HEIC (libheif's x265 encoder) or AVIF (avif 1: its AOM encoder);

@@ -153,7 +153,7 @@ static void test_truncated(const char *dir) {
             bytes = wrote ? read_bytes(path, &n) : NULL;
         } else {
             bytes = f == 4   ? enc_webp(&n, px, 24, 24, 3, 0)
-                    : f == 5 ? enc_tiff(&n, px, 24, 24, 3, 5 /* LZW */, 0)
+                    : f == 5 ? enc_tiff(&n, px, 24, 24, 3, 0, 5 /* LZW */, 0)
                              : enc_heif(&n, px, 24, 24, 0, 0, 0);
             if (!bytes && f == 6) {
                 printf("skipped - every prefix of %s: no HEVC encoder\n", files[f]);
@@ -259,7 +259,7 @@ static void test_orientation(const char *dir) {
         expect_turned(path, "exif6.jpg (EXIF 6)", "JPEG", 6, cw, H, W, px, 3.0);
     }
     free(f);
-    f = enc_tiff(&n, px, W, H, 3, 8 /* deflate */, 6);
+    f = enc_tiff(&n, px, W, H, 3, 0, 8 /* deflate */, 6);
     path_join(path, sizeof path, dir, "orient6.tif");
     if (check(f != NULL, "encode orient6.tif")) {
         write_bytes(path, f, n);
@@ -292,6 +292,36 @@ static void test_orientation(const char *dir) {
         printf("skipped - AVIF: no AV1 encoder\n");
     }
     free(f);
+}
+
+/* RGB TIFFs with an unassociated alpha (ExtraSamples 2), channels interleaved or in
+ * planes apart: the colour as stored (Pillow's convert('RGB')), not premultiplied as
+ * libtiff's RGBA interface would give it. These take the engine's own put routines
+ * (engine/codecs.c: put_contig_rgb, put_separate_rgb). */
+static void test_tiff_alpha(const char *dir) {
+    enum { W = 20, H = 11 }; /* 11 rows: a short last strip */
+    uint8_t px[H * W * 4], want[H * W * 3];
+    for (int i = 0; i < W * H; i++) {
+        for (int c = 0; c < 3; c++) px[4 * i + c] = want[3 * i + c] = (uint8_t)(i * 7 + c * 80);
+        px[4 * i + 3] = (uint8_t)(i * 13); /* every alpha, 0 included */
+    }
+    for (int planar = 0; planar <= 1; planar++) {
+        const char *name = planar ? "rgba_planar.tif" : "rgba.tif";
+        char path[1100];
+        size_t n;
+        uint8_t *f = enc_tiff(&n, px, W, H, 4, planar, planar ? 5 : 1, 0);
+        path_join(path, sizeof path, dir, name);
+        if (!check(f != NULL, "encode %s", name)) continue;
+        write_bytes(path, f, n);
+        free(f);
+        VitImage img;
+        VitError err = {0};
+        VitStatus rc = vit_image_load(&img, path, &err);
+        int same = rc == VIT_OK && img.w == W && img.h == H && !memcmp(img.rgb, want, sizeof want);
+        check(same, "%s: %dx%d, the colour as stored under every alpha (%s)", name, W, H,
+              rc ? err.msg : "loaded");
+        vit_image_free(&img);
+    }
 }
 
 /* Declared sizes over the limit are refused from the header, before decoding. */
@@ -659,6 +689,7 @@ int main(int argc, char **argv) {
     test_decode(g_dir);
     test_truncated(g_dir);
     test_orientation(g_dir);
+    test_tiff_alpha(g_dir);
     test_huge(g_dir);
     test_preprocess();
     test_labels(g_dir);

@@ -601,7 +601,7 @@ static void case_tiff_truncated(Ctx *c) {
     uint8_t px[64 * 48 * 3];
     test_picture(px, 64, 48, 3);
     size_t n;
-    uint8_t *tif = enc_tiff(&n, px, 64, 48, 3, 5 /* LZW */, 0);
+    uint8_t *tif = enc_tiff(&n, px, 64, 48, 3, 0, 5 /* LZW */, 0);
     char path[1100];
     in_dir(c, path, sizeof path, "cut.tif");
     if (!write_encoded(c, path, tif, n / 2)) return;

@@ -6,7 +6,8 @@
  *   OUT/config/       config.json in timm's and Hugging Face's layouts, labels files
  *   OUT/image/        PNG (RGB, grey, grey + alpha, RGBA, 16-bit), JPEG (baseline,
  *                     progressive, grey, CMYK, EXIF orientation 6), WebP (lossy,
- *                     lossless, alpha), TIFF (raw, LZW, deflate; grey; Orientation 8),
+ *                     lossless, alpha), TIFF (raw, LZW, deflate; grey; Orientation 8;
+ *                     RGBA with unassociated alpha, contiguous and planar),
  *                     HEIC and AVIF (irot + EXIF; when libheif can encode them), BMP,
  *                     TGA (RLE and not), HDR, PNM (P5, P6, 8 and 16-bit), GIF, PSD,
  *                     PIC (raw and run-length)
@@ -222,12 +223,16 @@ static void seeds_codecs(void) {
     seed_encoded("lossless.webp", f, n, 1);
     f = enc_webp(&n, px, 12, 12, 4, 0);
     seed_encoded("alpha.webp", f, n, 1);
-    f = enc_tiff(&n, px, 16, 12, 3, 1, 0);
+    f = enc_tiff(&n, px, 16, 12, 3, 0, 1, 0);
     seed_encoded("rgb.tif", f, n, 1);
-    f = enc_tiff(&n, px, 16, 12, 3, 5, 0); /* LZW */
+    f = enc_tiff(&n, px, 16, 12, 3, 0, 5, 0); /* LZW */
     seed_encoded("rgb_lzw.tif", f, n, 1);
-    f = enc_tiff(&n, px, 10, 12, 1, 8, 8); /* deflate, Orientation 8 */
+    f = enc_tiff(&n, px, 10, 12, 1, 0, 8, 8); /* deflate, Orientation 8 */
     seed_encoded("grey_deflate.tif", f, n, 1);
+    f = enc_tiff(&n, px, 16, 12, 4, 0, 1, 0); /* RGB + unassociated alpha */
+    seed_encoded("rgba.tif", f, n, 1);
+    f = enc_tiff(&n, px, 16, 12, 4, 1, 5, 0); /* the same, planes apart, LZW */
+    seed_encoded("rgba_planar.tif", f, n, 1);
     f = enc_heif(&n, px, 16, 12, 0, 6, 1);
     seed_encoded("irot.heic", f, n, 0);
     f = enc_heif(&n, px, 16, 12, 1, 0, 0);
