@@ -21,7 +21,8 @@ for t in "${targets[@]}"; do
   mkdir -p "$out/$t"
   regress=(); [ -d "tests/fuzz/regress/$t" ] && regress=("tests/fuzz/regress/$t")
   nice -n 19 "$bin/fuzz_$t" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 \
-    -print_final_stats=1 -dict="tests/fuzz/$t.dict" -artifact_prefix="$out/artifacts/$t-" \
+    -malloc_limit_mb=1024 -print_final_stats=1 -dict="tests/fuzz/$t.dict" \
+    -artifact_prefix="$out/artifacts/$t-" \
     "$out/$t" "$bin/seeds/$t" "${regress[@]}" >"$out/$t.log" 2>&1 || rc=1
   pcs=$(grep -o 'Loaded 1 modules *([0-9]*' "$out/$t.log" | grep -o '[0-9]*$')
   cov=$(grep -o 'cov: [0-9]*' "$out/$t.log" | tail -1 | grep -o '[0-9]*')
