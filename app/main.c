@@ -338,7 +338,7 @@ static void app_update_list(App *app, const Scene *sc) {
     app->n_list = 0, app->list_marked = -1, app->n_high_norm = 0;
     if (app->picking) { /* W: the downloaded models, the current one marked "open" */
         for (int i = 0; i < app->n_picks; i++) {
-            snprintf(app->list_text[i], sizeof app->list_text[i], "%s", app->picks[i].name);
+            snprintf(app->list_text[i], sizeof app->list_text[i], "%.90s", app->picks[i].name);
             snprintf(app->list_right_text[i], sizeof app->list_right_text[i], "%s",
                      strcmp(app->picks[i].weights, app->model_path) ? "" : "open");
             app->list_values[i] = 0.0f;
