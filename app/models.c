@@ -44,7 +44,8 @@ int models_list(ModelEntry *out, int max) {
             for (int i = 0; i < n && !seen; i++) seen = !strcmp(out[i].name, e->d_name);
             if (seen) continue;
             ModelEntry *m = &out[n];
-            snprintf(m->name, sizeof m->name, "%s", e->d_name);
+            memcpy(m->name, e->d_name,
+                   strlen(e->d_name) + 1); /* shorter than name: checked above */
             int len = snprintf(m->weights, sizeof m->weights, "%s/%s/model.safetensors", dirs[d],
                                e->d_name);
             if (len < 0 || (size_t)len >= sizeof m->weights || !is_file(m->weights)) continue;
