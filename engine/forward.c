@@ -317,6 +317,10 @@ static void softmax_rows(float *x, int R, int C) {
     }
 }
 
+void vit_softmax_rows(float *x, int R, int C) {
+    softmax_rows(x, R, C);
+}
+
 /* --- attention blocks ------------------------------------------------------ */
 
 int vit_att_blocks(int T) {
@@ -463,9 +467,9 @@ void vit_layernorm(VitPool *pool, float *out, const float *inp, const float *w, 
 }
 
 typedef struct {
-    float *patches;     /* [N, 3*P*P] */
-    const float *input; /* [3, Sh, Sw] */
-    int Sh, Sw, P, gw, N;
+    float *patches;     /* [n_images*N, 3*P*P] */
+    const float *input; /* [n_images, 3, Sh, Sw] */
+    int Sh, Sw, P, gw, N, n_images;
 } Im2col;
 
 /* A P x P stride-P convolution is a GEMM over im2col rows
@@ -474,15 +478,24 @@ static void im2col_task(void *arg, int thread, int n_threads) {
     const Im2col *a = arg;
     int P = a->P, K = 3 * P * P;
     size_t plane = (size_t)a->Sh * a->Sw;
-    for (int n = a->N * thread / n_threads; n < a->N * (thread + 1) / n_threads; n++) {
-        int gy = n / a->gw, gx = n % a->gw;
-        float *row = a->patches + (size_t)n * K;
+    long long rows = (long long)a->N * a->n_images;
+    for (long long r = rows * thread / n_threads; r < rows * (thread + 1) / n_threads; r++) {
+        int n = (int)(r % a->N), gy = n / a->gw, gx = n % a->gw;
+        const float *input = a->input + (size_t)(r / a->N) * 3 * plane;
+        float *row = a->patches + (size_t)r * K;
         for (int ch = 0; ch < 3; ch++)
             for (int ky = 0; ky < P; ky++)
                 memcpy(row + (ch * P + ky) * P,
-                       a->input + ch * plane + ((size_t)gy * P + ky) * a->Sw + (size_t)gx * P,
+                       input + ch * plane + ((size_t)gy * P + ky) * a->Sw + (size_t)gx * P,
                        (size_t)P * sizeof(float));
     }
+}
+
+void vit_im2col(VitPool *pool, float *patches, const float *inputs, int n_images,
+                const VitConfig *c) {
+    Im2col ic = {patches,       inputs,    c->image_h,   c->image_w,
+                 c->patch_size, c->grid_w, c->n_patches, n_images};
+    vit_pool_run(pool, im2col_task, &ic);
 }
 
 /* --- entry points ---------------------------------------------------------- */
@@ -502,7 +515,8 @@ static void forward_pass(VitRun *run, const Vit *vit, int gemm_only) {
 
     /* timm: x = self.patch_embed(x)  (Conv2d then flatten(2).transpose(1, 2)) */
     if (!gemm_only) {
-        Im2col ic = {run->patches, run->input, c->image_h, c->image_w, c->patch_size, c->grid_w, N};
+        Im2col ic = {run->patches,  run->input, c->image_h,   c->image_w,
+                     c->patch_size, c->grid_w,  c->n_patches, 1};
         vit_pool_run(pool, im2col_task, &ic);
     }
     linear(pool, (Linear){.out = x + (size_t)Np * D,

@@ -85,6 +85,15 @@ void vit_layernorm_rows(float *out, const float *inp, const float *w, const floa
 void vit_layernorm(VitPool *pool, float *out, const float *inp, const float *w, const float *b,
                    int T, int D, float eps);
 
+/* Row-wise softmax in place, x[R, C]: vit_forward's own, which gives run->probs. */
+void vit_softmax_rows(float *x, int R, int C);
+
+/* The patch embedding's GEMM input, as vit_forward makes it: im2col of n_images inputs
+ * [n_images, 3, Sh, Sw] of config c into patches [n_images*N, 3*P*P] (row i*N + n: patch
+ * n of input i, its pixels in the weight's [3, P, P] order), rows split over the pool. */
+void vit_im2col(VitPool *pool, float *patches, const float *inputs, int n_images,
+                const VitConfig *c);
+
 /* Exact GELU in place on columns [c0, c1) of x[R, ld]. */
 void vit_gelu_cols(float *x, int ld, int R, int c0, int c1);
 

@@ -343,6 +343,62 @@ void vit_run_free(VitRun *run);
  *       logits = head(norm(x)[:, 0])   (distilled: (head(x0) + head_dist(x1)) / 2) */
 void vit_forward(VitRun *run, const Vit *vit);
 
+/* Buffers of vit_forward_batch for up to max_batch inputs (B): one allocation and a
+ * thread pool, made by vit_batch_init. Nothing of a pass is kept but the class
+ * probabilities: no attention, no residual stream. */
+typedef struct {
+    VitConfig cfg; /* copy of the model's config the buffers were sized for */
+    int max_batch; /* B: the most inputs one vit_forward_batch call takes */
+    int n_threads; /* threads vit_forward_batch uses */
+    /* private */
+    float *patches;     /* [B*N, 3*P*P] im2col of the inputs */
+    float *x;           /* [B*T, D] the residual stream, image after image */
+    float *xn;          /* [B*T, D] LayerNorm output, then proj/fc2 output; first the patch
+                           embedding [B*N, D] */
+    float *qk;          /* [B*T, 2D] queries, keys of the current layer */
+    float *v;           /* [B*T, D] values */
+    float *ctx;         /* [B*T, D] attention output before proj */
+    float *hid;         /* [B*T, F] MLP hidden */
+    float *xh;          /* [2, B, D] the last block's rows the head reads: every image's CLS
+                           token, then every image's distillation token */
+    float *logits;      /* [B, C] */
+    float *logits_dist; /* [B, C] the distillation head's */
+    float *att_scratch; /* [n_threads, VIT_ATT_BLOCK, T] */
+    struct VitPool *pool;
+    float *mem;
+    size_t mem_floats;
+} VitBatch;
+
+/* Allocate the buffers of vit_forward_batch for up to max_batch inputs of `vit` and
+ * start n_threads threads (1 .. VIT_MAX_THREADS, the caller's included; 0: one per
+ * online core, as VitRunOptions). One allocation of
+ *   B*(N*3*P*P + T*(6D + F) + 2D + 2C) + n_threads*VIT_ATT_BLOCK*T   floats
+ * (DeiT-Tiny: 2.0 MiB per input, 65 MiB for B = 32).
+ * Errors: VIT_ERR_ARG (max_batch < 1, n_threads out of range, a model without head:
+ * C == 0), VIT_ERR_NOMEM (the size overflows or is over VIT_MAX_ACTIVATION_BYTES, or
+ * the allocation or the threads fail). On error *b is zeroed. Free with vit_batch_free
+ * (NULL-safe, accepts a zeroed VitBatch). */
+VitStatus vit_batch_init(VitBatch *b, const Vit *vit, int max_batch, int n_threads, VitError *err);
+void vit_batch_free(VitBatch *b);
+
+/* The class scores of n inputs at once, 1 <= n <= b->max_batch: inputs [n, 3, Sh, Sw]
+ * normalised pixels (each as VitRun.input, e.g. from vit_preprocess), logits [n, C] (the
+ * mean of both heads for a distilled model, as VitRun.logits) and probs [n, C] (their
+ * softmax), each caller's and may be NULL. For faithfulness tests, which run many
+ * perturbed copies of one photo: the n inputs' token rows are stacked, so every linear
+ * layer (patch embedding, query/key/value, proj, fc1, fc2, head) is one GEMM over n*T
+ * rows (n*N for the patch embedding) rather than n GEMMs; attention stays within each
+ * image (per image and head, blocks of VIT_ATT_BLOCK query rows), and the last block is
+ * computed only for the rows the head reads (CLS, distillation token). Row i equals
+ * vit_forward's logits and probs for input i alone up to float rounding (the GEMMs'
+ * blocking differs: tests/engine test_batch holds it to 1e-5 of the largest logit).
+ * Runs on b's pool; allocates nothing; not reentrant on one b. ~1.3x the throughput of
+ * n vit_forward calls at 32 inputs (docs/benchmarks.md).
+ * Errors: VIT_ERR_ARG (n out of range, inputs NULL, b not made by vit_batch_init for a
+ * model of vit's shapes), with nothing written. */
+VitStatus vit_forward_batch(VitBatch *b, const Vit *vit, const float *inputs, int n, float *logits,
+                            float *probs, VitError *err);
+
 /* ---------------------------------------------------------------------------
  * Images and preprocessing */
 

@@ -1,0 +1,310 @@
+/* batch.c - the forward pass of several inputs at once, class probabilities only
+ * (vit_forward_batch), for faithfulness tests: every perturbed copy of a photo in one
+ * pass rather than one pass each.
+ *
+ * Row-major. Linear weights keep PyTorch's [out, in] layout: out[R, O] = inp[R, I] .
+ * w[O, I]^T + b[O] (vit_linear, engine/forward.c). The maths is vit_forward's, on its
+ * own helpers (vit_linear and its epilogues, vit_qkv, vit_layernorm, vit_att_block,
+ * vit_im2col, vit_softmax_rows); what differs is the layout: the n images' token rows
+ * are stacked, image after image, into [n*T, .] buffers, so that each linear layer is
+ * one GEMM over n*T rows and its weights are packed and read once for the batch, not
+ * once per image. Attention alone is per image: image i's queries see image i's keys
+ * and values only (rows [i*T, (i+1)*T)).
+ *
+ * The residual stream stays in place in x: proj's and fc2's epilogues add into it
+ * (x = x + ls * y), where vit_forward, which keeps every layer's tokens, writes the
+ * sum into the next buffer; the arithmetic is the same. The last block is computed
+ * only for the rows the head reads (CLS, and DeiT's distillation token): its attention
+ * for those query rows alone, then proj and the MLP on them gathered into xh [hr, n, D]
+ * (every image's CLS row, then every image's distillation row), so that the head too
+ * is one GEMM over the n rows. */
+#include "internal.h"
+
+#include <cblas.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* --- buffers ----------------------------------------------------------------- */
+
+/* *acc += a * b with overflow check; returns 0 on overflow. */
+static int add_product(size_t *acc, size_t a, size_t b) {
+    if (b && a > SIZE_MAX / b) return 0;
+    if (*acc > SIZE_MAX - a * b) return 0;
+    *acc += a * b;
+    return 1;
+}
+
+/* The floats of vit_batch_init (vit.h): B*(N*3P^2 + T*(6D + F) + 2D + 2C) +
+ * n_threads*VIT_ATT_BLOCK*T into *n; 0 when that overflows size_t. */
+static int batch_floats(size_t *n, const VitConfig *c, int max_batch, int n_threads) {
+    size_t B = (size_t)max_batch, N = (size_t)c->n_patches, T = (size_t)c->n_tokens,
+           D = (size_t)c->dim, F = (size_t)c->mlp_dim, C = (size_t)c->n_classes,
+           P = (size_t)c->patch_size, per = 0;
+    *n = 0;
+    return add_product(&per, N, 3 * P * P) && add_product(&per, T, 6 * D + F) &&
+           add_product(&per, 2, D + C) && add_product(n, B, per) &&
+           add_product(n, (size_t)n_threads * VIT_ATT_BLOCK, T);
+}
+
+static int default_threads(void) {
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n < 1 ? 1 : n > VIT_MAX_THREADS ? VIT_MAX_THREADS : (int)n;
+}
+
+VitStatus vit_batch_init(VitBatch *b, const Vit *vit, int max_batch, int n_threads, VitError *err) {
+    memset(b, 0, sizeof *b);
+    const VitConfig *c = &vit->cfg;
+    if (max_batch < 1 || n_threads < 0 || n_threads > VIT_MAX_THREADS)
+        return vit_set_error(err, VIT_ERR_ARG,
+                             "%s: batch of up to %d inputs on %d threads (expected at least 1 "
+                             "input, 0 .. %d threads)",
+                             c->name, max_batch, n_threads, VIT_MAX_THREADS);
+    if (!c->n_classes || !vit->w.head_w)
+        return vit_set_error(err, VIT_ERR_ARG,
+                             "%s: a backbone without classification head: no class "
+                             "probabilities to compute",
+                             c->name);
+    if (!n_threads) n_threads = default_threads();
+    size_t n = 0;
+    /* row counts are ints in the GEMM calls: n*T rows must fit one */
+    if ((size_t)max_batch * (size_t)c->n_tokens > (size_t)INT32_MAX ||
+        !batch_floats(&n, c, max_batch, n_threads) || n > VIT_MAX_ACTIVATION_BYTES / sizeof(float))
+        return vit_set_error(err, VIT_ERR_NOMEM,
+                             "%s: a batch of %d inputs needs more than the limit of %llu bytes "
+                             "of activations",
+                             c->name, max_batch, (unsigned long long)VIT_MAX_ACTIVATION_BYTES);
+    b->mem = malloc(n * sizeof(float));
+    if (!b->mem)
+        return vit_set_error(err, VIT_ERR_NOMEM,
+                             "%s: cannot allocate %zu MB of activations for %d inputs", c->name,
+                             n * sizeof(float) >> 20, max_batch);
+    /* OpenBLAS's own threads would wait for work beside this pool's: one pool only. */
+    openblas_set_num_threads(1);
+    if (!(b->pool = vit_pool_new(n_threads))) {
+        free(b->mem);
+        b->mem = NULL;
+        return vit_set_error(err, VIT_ERR_NOMEM, "%s: cannot start %d threads", c->name, n_threads);
+    }
+    size_t B = (size_t)max_batch, N = (size_t)c->n_patches, T = (size_t)c->n_tokens,
+           D = (size_t)c->dim, F = (size_t)c->mlp_dim, C = (size_t)c->n_classes,
+           P = (size_t)c->patch_size;
+    float *p = b->mem;
+    b->patches = p, p += B * N * 3 * P * P;
+    b->x = p, p += B * T * D;
+    b->xn = p, p += B * T * D;
+    b->qk = p, p += B * T * 2 * D;
+    b->v = p, p += B * T * D;
+    b->ctx = p, p += B * T * D;
+    b->hid = p, p += B * T * F;
+    b->xh = p, p += 2 * B * D;
+    b->logits = p, p += B * C;
+    b->logits_dist = p, p += B * C;
+    b->att_scratch = p, p += (size_t)n_threads * VIT_ATT_BLOCK * T;
+    memset(b->mem, 0, n * sizeof(float));
+    b->cfg = *c;
+    b->max_batch = max_batch;
+    b->n_threads = n_threads;
+    b->mem_floats = n;
+    return VIT_OK;
+}
+
+void vit_batch_free(VitBatch *b) {
+    if (!b) return;
+    vit_pool_free(b->pool);
+    free(b->mem);
+    memset(b, 0, sizeof *b);
+}
+
+/* --- steps --------------------------------------------------------------------- */
+
+typedef struct {
+    const float *qk, *v; /* [n*T, 2D] (queries, then keys), [n*T, D] */
+    float *ctx;          /* [n*T, D]; the last block: [head_rows, n, D] */
+    float *scratch;      /* [n_threads, VIT_ATT_BLOCK, T] */
+    int n, T, D, H;
+    int head_rows;   /* 0: every query row; > 0: the last block, rows [0, head_rows) only */
+    atomic_int next; /* the next (image, head, block of query rows) to take */
+} BatchAttention;
+
+/* timm: attn = softmax((q * scale) @ k^T); x = attn @ v, per image and head, a block
+ * of query rows at a time (vit_att_block: the forward pass's own, the same blocks);
+ * threads take blocks as they finish. */
+static void attention_task(void *arg, int thread, int n_threads) {
+    (void)n_threads;
+    BatchAttention *a = arg;
+    int T = a->T, D = a->D, H = a->H, Dh = D / H, nb = a->head_rows ? 1 : vit_att_blocks(T);
+    float *p = a->scratch + (size_t)thread * VIT_ATT_BLOCK * T;
+    for (;;) {
+        int item = atomic_fetch_add(&a->next, 1);
+        if (item >= a->n * H * nb) break;
+        int img = item / (H * nb), h = item / nb % H, blk = item % nb;
+        int r0 = a->head_rows ? 0 : vit_att_block_start(T, blk);
+        int r1 = a->head_rows ? a->head_rows : vit_att_block_start(T, blk + 1);
+        const float *qk = a->qk + (size_t)img * T * 2 * D, *v = a->v + (size_t)img * T * D;
+        vit_att_block(p, qk + h * Dh, qk + D + h * Dh, 2 * D, r0, r1, T, Dh, 0);
+        /* the last block's row r of image img goes to ctx row r*n + img */
+        float *out = a->head_rows ? a->ctx + (size_t)img * D + h * Dh
+                                  : a->ctx + ((size_t)img * T + r0) * D + h * Dh;
+        int ldc = a->head_rows ? a->n * D : D;
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, r1 - r0, Dh, T, 1.0f, p, T,
+                    v + h * Dh, D, 0.0f, out, ldc);
+    }
+}
+
+/* Image i's input tokens x[i*T .. (i+1)*T) from its patch embedding pe[N, D]:
+ * timm _pos_embed: to_cat = [cls_token, dist_token?, reg_token?]
+ *   pos_embed covers the prefix (default): x = cat(to_cat + [x]) + pos_embed
+ *   no_embed_class (registers):             x = cat(to_cat + [x + pos_embed])
+ * the same sums, in the same order, as vit_forward's. */
+static void embed_tokens(float *x, const float *pe, const Vit *vit) {
+    const VitConfig *c = &vit->cfg;
+    const VitWeights *w = &vit->w;
+    size_t D = (size_t)c->dim, Np = (size_t)c->n_prefix, N = (size_t)c->n_patches;
+    memcpy(x + Np * D, pe, N * D * sizeof(float));
+    memcpy(x, w->cls_token, D * sizeof(float));
+    if (w->dist_token) memcpy(x + D, w->dist_token, D * sizeof(float));
+    if (w->reg_token)
+        memcpy(x + (1 + (size_t)c->has_dist_token) * D, w->reg_token,
+               (size_t)c->n_registers * D * sizeof(float));
+    float *xp = x + (Np - (size_t)w->pos_prefix) * D;
+    for (size_t i = 0; i < ((size_t)w->pos_prefix + N) * D; i++) xp[i] += w->pos_embed[i];
+}
+
+/* Does b fit vit's shapes (a batch may serve another model of the same shapes)? */
+static int same_shapes(const VitConfig *a, const VitConfig *c) {
+    return a->image_h == c->image_h && a->image_w == c->image_w && a->patch_size == c->patch_size &&
+           a->grid_w == c->grid_w && a->n_patches == c->n_patches && a->n_prefix == c->n_prefix &&
+           a->has_dist_token == c->has_dist_token && a->n_registers == c->n_registers &&
+           a->n_tokens == c->n_tokens && a->dim == c->dim && a->n_heads == c->n_heads &&
+           a->mlp_dim == c->mlp_dim && a->n_layers == c->n_layers && a->n_classes == c->n_classes;
+}
+
+/* --- entry point --------------------------------------------------------------- */
+
+VitStatus vit_forward_batch(VitBatch *b, const Vit *vit, const float *inputs, int n, float *logits,
+                            float *probs, VitError *err) {
+    const VitConfig *c = &vit->cfg;
+    const VitWeights *w = &vit->w;
+    if (!b || !b->mem || !same_shapes(&b->cfg, c) || !w->head_w)
+        return vit_set_error(err, VIT_ERR_ARG,
+                             "%s: batch buffers not made by vit_batch_init for this model",
+                             c->name);
+    if (n < 1 || n > b->max_batch || !inputs)
+        return vit_set_error(err, VIT_ERR_ARG,
+                             "%s: batch of %d inputs%s (expected 1 .. %d, the max_batch of "
+                             "vit_batch_init)",
+                             c->name, n, inputs ? "" : " at NULL", b->max_batch);
+    VitPool *pool = b->pool;
+    int N = c->n_patches, T = c->n_tokens, D = c->dim, H = c->n_heads, F = c->mlp_dim,
+        L = c->n_layers, C = c->n_classes, K = 3 * c->patch_size * c->patch_size;
+    int hr = w->head_dist_w ? 2 : 1; /* rows the head reads: CLS (and distillation) token */
+    int nT = n * T;
+    float *x = b->x, *xn = b->xn, *xh = b->xh;
+
+    /* timm: x = self.patch_embed(x): one GEMM over the n*N patches of every image */
+    vit_im2col(pool, b->patches, inputs, n, c);
+    vit_linear(pool, (VitLinear){.out = xn,
+                                 .ld_out = D,
+                                 .inp = b->patches,
+                                 .w = w->patch_w,
+                                 .b = w->patch_b,
+                                 .T = n * N,
+                                 .n_in = K,
+                                 .n_out = D});
+    for (int i = 0; i < n; i++) embed_tokens(x + (size_t)i * T * D, xn + (size_t)i * N * D, vit);
+
+    for (int l = 0; l < L; l++) {
+        const VitBlock *bl = &w->blocks[l];
+        int last = l == L - 1;
+        /* timm: x = x + self.ls1(self.attn(self.norm1(x))) */
+        vit_layernorm(pool, xn, x, bl->norm1_w, bl->norm1_b, nT, D, c->ln_eps);
+        vit_qkv(pool, b->qk, b->v, xn, bl, nT, D, 0);
+        BatchAttention at = {.qk = b->qk,
+                             .v = b->v,
+                             .ctx = b->ctx,
+                             .scratch = b->att_scratch,
+                             .n = n,
+                             .T = T,
+                             .D = D,
+                             .H = H,
+                             .head_rows = last ? hr : 0};
+        atomic_init(&at.next, 0);
+        vit_pool_run(pool, attention_task, &at);
+        /* the last block: only the head's rows, gathered as ctx is, row r of image i
+         * at r*n + i */
+        float *xs = x;
+        int rows = nT;
+        if (last) {
+            for (int r = 0; r < hr; r++)
+                for (int i = 0; i < n; i++)
+                    memcpy(xh + ((size_t)r * n + i) * D, x + ((size_t)i * T + r) * D,
+                           (size_t)D * sizeof(float));
+            xs = xh, rows = hr * n;
+        }
+        vit_linear(pool, (VitLinear){.out = xn,
+                                     .ld_out = D,
+                                     .inp = b->ctx,
+                                     .w = bl->proj_w,
+                                     .b = bl->proj_b,
+                                     .T = rows,
+                                     .n_in = D,
+                                     .n_out = D,
+                                     .epilogue = VIT_EPI_RESIDUAL,
+                                     .x = xs,
+                                     .gamma = bl->ls1});
+        /* timm: x = x + self.ls2(self.mlp(self.norm2(x)))   (fc1 -> GELU -> fc2) */
+        vit_layernorm(pool, xn, xs, bl->norm2_w, bl->norm2_b, rows, D, c->ln_eps);
+        vit_linear(pool, (VitLinear){.out = b->hid,
+                                     .ld_out = F,
+                                     .inp = xn,
+                                     .w = bl->fc1_w,
+                                     .b = bl->fc1_b,
+                                     .T = rows,
+                                     .n_in = D,
+                                     .n_out = F,
+                                     .epilogue = VIT_EPI_GELU});
+        vit_linear(pool, (VitLinear){.out = xn,
+                                     .ld_out = D,
+                                     .inp = b->hid,
+                                     .w = bl->fc2_w,
+                                     .b = bl->fc2_b,
+                                     .T = rows,
+                                     .n_in = F,
+                                     .n_out = D,
+                                     .epilogue = VIT_EPI_RESIDUAL,
+                                     .x = xs,
+                                     .gamma = bl->ls2});
+    }
+
+    /* timm: x = self.norm(x); x = x[:, 0]; x = self.head(x), on the head's rows of
+     * every image; distilled: (head(x[:, 0]) + head_dist(x[:, 1])) / 2 */
+    vit_layernorm(pool, xn, xh, w->norm_w, w->norm_b, hr * n, D, c->ln_eps);
+    vit_linear(pool, (VitLinear){.out = b->logits,
+                                 .ld_out = C,
+                                 .inp = xn,
+                                 .w = w->head_w,
+                                 .b = w->head_b,
+                                 .T = n,
+                                 .n_in = D,
+                                 .n_out = C});
+    size_t nC = (size_t)n * C;
+    if (w->head_dist_w) {
+        vit_linear(pool, (VitLinear){.out = b->logits_dist,
+                                     .ld_out = C,
+                                     .inp = xn + (size_t)n * D,
+                                     .w = w->head_dist_w,
+                                     .b = w->head_dist_b,
+                                     .T = n,
+                                     .n_in = D,
+                                     .n_out = C});
+        for (size_t i = 0; i < nC; i++) b->logits[i] = (b->logits[i] + b->logits_dist[i]) / 2;
+    }
+    if (logits) memcpy(logits, b->logits, nC * sizeof(float));
+    if (probs) {
+        memcpy(probs, b->logits, nC * sizeof(float));
+        vit_softmax_rows(probs, n, C);
+    }
+    return VIT_OK;
+}
