@@ -205,8 +205,8 @@ static int write_map(const char *dir, const char *base, Scene *sc, const View *v
 
 /* Draw str into img [h, w, 3] with its top-left at (x, y), in colour rgb,
  * shrunk to max_w px wide. Nothing without a font. */
-static void paste_text(uint8_t *img, int w, int h, Text *t, const char *str, int px, int x, int y,
-                       int max_w, const uint8_t rgb[3]) {
+void export_text(uint8_t *img, int w, int h, struct Text *t, const char *str, int px, int x, int y,
+                 int max_w, const uint8_t rgb[3]) {
     if (!t || !t->font) return;
     SDL_Surface *s = text_render(t, str, px);
     if (!s) return;
@@ -254,7 +254,7 @@ static int write_sheet(const char *path, const Scene *sc, const float *maps, int
         return 1;
     }
     for (size_t i = 0; i < (size_t)w * h; i++) memcpy(img + i * 3, SHEET_BG, 3);
-    paste_text(img, w, h, font, title, label_px, gap * 2, label_px / 3, w - 4 * gap, SHEET_TEXT);
+    export_text(img, w, h, font, title, label_px, gap * 2, label_px / 3, w - 4 * gap, SHEET_TEXT);
     for (int k = 0; k < n; k++) {
         int col = by_column ? k / n_rows : k % n_cols, row = by_column ? k % n_rows : k / n_cols;
         int x = left + col * (cell_w + gap), y = top + row * (cell_h + gap);
@@ -265,18 +265,18 @@ static int write_sheet(const char *path, const Scene *sc, const float *maps, int
             for (int yy = y; yy < y + lh && yy < h; yy++) /* a dark tab behind the label */
                 for (int xx = x; xx < x + lw && xx < x + cell_w; xx++)
                     for (int ch = 0; ch < 3; ch++) img[((size_t)yy * w + xx) * 3 + ch] /= 4;
-            paste_text(img, w, h, font, cell_labels[k], label_px, x + label_px / 3,
-                       y + label_px / 8, lw, SHEET_TEXT);
+            export_text(img, w, h, font, cell_labels[k], label_px, x + label_px / 3,
+                        y + label_px / 8, lw, SHEET_TEXT);
         }
     }
     for (int col = 0; col_labels && col < n_cols; col++)
-        paste_text(img, w, h, font, col_labels[col], label_px,
-                   left + col * (cell_w + gap) + cell_w / 3, top - label_px * 3 / 2, cell_w,
-                   SHEET_DIM);
+        export_text(img, w, h, font, col_labels[col], label_px,
+                    left + col * (cell_w + gap) + cell_w / 3, top - label_px * 3 / 2, cell_w,
+                    SHEET_DIM);
     for (int row = 0; row_labels && row < n_rows; row++)
-        paste_text(img, w, h, font, row_labels[row], label_px, gap,
-                   top + row * (cell_h + gap) + cell_h / 2 - label_px * 2 / 3, left - gap,
-                   SHEET_DIM);
+        export_text(img, w, h, font, row_labels[row], label_px, gap,
+                    top + row * (cell_h + gap) + cell_h / 2 - label_px * 2 / 3, left - gap,
+                    SHEET_DIM);
     char msg[2300];
     int rc = export_png(path, img, w, h, msg, sizeof msg) ? 1 : 0;
     if (rc) fprintf(stderr, "vitlens: %s\n", msg);

@@ -68,6 +68,13 @@ void export_blend(uint8_t *out, int stride_px, int out_w, int out_h, const uint8
                   const float *map, int map_w, int map_h, const VitConfig *cfg,
                   const ExportStyle *st);
 
+/* Draw str into img [h, w, 3] with its top-left at (x, y), in colour rgb, at px
+ * (smaller when it would be wider than max_w > 0), blended by the glyphs' alpha.
+ * Nothing without a font (t NULL or t->font NULL). */
+struct Text;
+void export_text(uint8_t *img, int w, int h, struct Text *t, const char *str, int px, int x, int y,
+                 int max_w, const uint8_t rgb[3]);
+
 /* Write RGB [h, w, 3] as a PNG. 0, or -1 with errno's message in msg. */
 int export_png(const char *path, const uint8_t *rgb, int w, int h, char *msg, size_t msg_bytes);
 

@@ -5,6 +5,7 @@
  * one event switch. The model runs once per photo on the worker thread
  * (worker.c); a key only recomputes a [gh, gw] map and uploads it (render.c). */
 #include "colormap.h"
+#include "eval.h"
 #include "export.h"
 #include "files.h"
 #include "mapkind.h"
@@ -1461,10 +1462,12 @@ int main(int argc, char **argv) {
     Options o;
     int rc = options_parse(&o, argc, argv);
     if (rc) return rc == 1 ? 0 : 2;
-    int headless = o.top_k || o.export_dir;
+    if (o.eval_merge) return eval_merge(&o); /* reads folders only: no model, no settings */
+    int headless = o.top_k || o.export_dir || o.eval;
     settings_apply(&o, !headless); /* read only: the headless modes never write them */
     if (headless && o.settings_msg[0]) fprintf(stderr, "vitlens: %s\n", o.settings_msg);
     if (options_default_model(&o)) return 1;
+    if (o.eval) return eval_run(&o);
     if (headless) return run_headless(&o);
 
     static App app; /* large (two scenes' paths); static keeps it off the stack */

@@ -76,15 +76,18 @@ void keys_list(KeyList *k) {
 void options_usage(FILE *f) {
     KeyList keys;
     keys_list(&keys);
-    fprintf(
-        f,
-        "usage: vitlens [--model PATH] [--labels FILE] [--heads N] [--size S|HxW] [--whole]\n"
-        "               [--opacity A] [--discard R] [--colormap NAME] [--bilinear]\n"
-        "               [--class ID|NAME] [--save-dir DIR] [IMAGE|FOLDER ...]\n"
-        "       vitlens [--model PATH] [--labels FILE] [--size S|HxW] [--whole] --top K IMAGE\n"
-        "       vitlens [--model PATH] [--size S|HxW] [--whole] [--opacity A] [--discard R]\n"
-        "               [--colormap NAME] [--bilinear] [--class ID|NAME] --export DIR IMAGE...\n"
-        "\n"
+    fputs("usage: vitlens [--model PATH] [--labels FILE] [--heads N] [--size S|HxW] [--whole]\n"
+          "               [--opacity A] [--discard R] [--colormap NAME] [--bilinear]\n"
+          "               [--class ID|NAME] [--save-dir DIR] [IMAGE|FOLDER ...]\n"
+          "       vitlens [--model PATH] [--labels FILE] [--size S|HxW] [--whole] --top K IMAGE\n"
+          "       vitlens [--model PATH] [--size S|HxW] [--whole] [--opacity A] [--discard R]\n"
+          "               [--colormap NAME] [--bilinear] [--class ID|NAME] --export DIR IMAGE...\n"
+          "       vitlens [--model PATH] [--class ID|NAME] [--eval-out DIR] [--masks DIR]\n"
+          "               [--shard K/N] [--eval-steps N] [--no-sanity] --eval IMAGE|FOLDER...\n"
+          "       vitlens [--eval-out DIR] --eval-merge DIR...\n"
+          "\n",
+          f);
+    fputs(
         "Runs a Vision Transformer (.safetensors) on a photo and shows the attention\n"
         "of the CLS token over the patch grid: every layer and head, the head fusions\n"
         "(mean, max, min) and attention rollout, as a heatmap over the crop the model saw;\n"
@@ -131,7 +134,8 @@ void options_usage(FILE *f) {
         "  --top K         print the K most probable classes and exit, one per line:\n"
         "                    RANK PROB CLASS_ID LABEL     e.g. \"1 0.6123 281 tabby, tabby cat\"\n"
         "                  RANK from 1, PROB the softmax probability, CLASS_ID from 0,\n"
-        "                  LABEL the rest of the line (absent without class names)\n");
+        "                  LABEL the rest of the line (absent without class names)\n",
+        f);
     fputs(/* two strings: C11 promises string literals of up to 4095 bytes only */
           "  --export DIR    write every map as a PNG into DIR and exit: L01_H01.png ...\n"
           "                  (layer, head from 1), L01_mean/max/min.png (head fusions),\n"
@@ -148,7 +152,27 @@ void options_usage(FILE *f) {
           "                  the foreground), _similarity, _norms, _flow, _tokenrank and\n"
           "                  class281_L01_logit-lens, with logit_lens.csv and\n"
           "                  high_norm_tokens.csv. Several IMAGEs: each into DIR/NAME/, with\n"
-          "                  the feature PCA over all of them as L01_pca-joint\n"
+          "                  the feature PCA over all of them as L01_pca-joint\n",
+          f);
+    fputs("  --eval          which map can I trust? For every map kind with a value per patch\n"
+          "                  (the last layer, mean of the heads, the CLS token as the query)\n"
+          "                  and two baselines (random, centred Gaussian), on the class the\n"
+          "                  model predicts (or --class), then exit: perturbation tests\n"
+          "                  (Chefer et al. 2021: patches set to the mean in steps of 10%,\n"
+          "                  most / least relevant first), deletion and insertion (Petsiuk\n"
+          "                  et al. 2018), localisation with --masks (pointing game, energy,\n"
+          "                  top-k IoU) and the sanity check (Adebayo et al. 2018: head and\n"
+          "                  blocks re-initialised from the top, Spearman rank correlation);\n"
+          "                  a markdown table on stdout, an unreadable image is skipped\n"
+          "  --eval-out DIR  also write the rows as CSV (images, perturbation, localisation,\n"
+          "                  sanity), the table as summary.md and the plots as PNG\n"
+          "  --masks DIR     ground-truth masks: DIR/NAME_mask.png (else DIR/NAME.png) for\n"
+          "                  the photo NAME.*, the photo's size, inside where red >= 128\n"
+          "  --shard K/N     evaluate images K, K+N, K+2N, ... (from 1) of the sorted list\n"
+          "  --eval-steps N  deletion and insertion steps (default 20)\n"
+          "  --no-sanity     leave out the sanity check (the slowest part)\n"
+          "  --eval-merge    combine the --eval-out folders of shards (the arguments) into\n"
+          "                  the table one run would print; with --eval-out, one folder\n"
           "  --stdin-drops   read file paths from stdin, one per line, as if dropped on the\n"
           "                  window (for scripts and tests)\n"
           "  -h, --help      this help\n"
@@ -198,6 +222,12 @@ int options_parse(Options *o, int argc, char **argv) {
             o->bilinear = 1;
         } else if (!strcmp(a, "--ignore-orientation")) {
             o->ignore_orientation = 1;
+        } else if (!strcmp(a, "--eval")) {
+            o->eval = 1;
+        } else if (!strcmp(a, "--eval-merge")) {
+            o->eval_merge = 1;
+        } else if (!strcmp(a, "--no-sanity")) {
+            o->no_sanity = 1;
         } else if (!strcmp(a, "--whole")) {
             o->load.whole_image = 1;
         } else if (a[0] == '-' && a[1] == '-') {
@@ -213,6 +243,30 @@ int options_parse(Options *o, int argc, char **argv) {
                 o->labels_path = val;
             } else if (!strcmp(a, "--export")) {
                 o->export_dir = val;
+            } else if (!strcmp(a, "--eval-out")) {
+                o->eval_out = val;
+            } else if (!strcmp(a, "--masks")) {
+                o->masks_dir = val;
+            } else if (!strcmp(a, "--shard")) {
+                long k = strtol(val, &end, 10), n = 0;
+                if (!errno && end != val && *end == '/') {
+                    const char *ns = end + 1;
+                    n = strtol(ns, &end, 10);
+                    if (end == ns) n = 0;
+                }
+                if (errno || *end || n < 1 || n > 1000000 || k < 1 || k > n) {
+                    fprintf(stderr, "vitlens: --shard %s: expected K/N with 1 <= K <= N\n", val);
+                    return 2;
+                }
+                o->shard_k = (int)k, o->shard_n = (int)n;
+            } else if (!strcmp(a, "--eval-steps")) {
+                long n = strtol(val, &end, 10);
+                if (errno || !*val || *end || n < 2 || n > 1000) {
+                    fprintf(stderr,
+                            "vitlens: --eval-steps %s: expected an integer from 2 to 1000\n", val);
+                    return 2;
+                }
+                o->eval_steps = (int)n;
             } else if (!strcmp(a, "--class")) {
                 if (!*val) {
                     fprintf(stderr, "vitlens: --class needs a class index or name\n");
@@ -283,6 +337,21 @@ int options_parse(Options *o, int argc, char **argv) {
             fprintf(stderr, "vitlens: more than %d images\n", OPTIONS_MAX_IMAGES);
             return 2;
         }
+    }
+    if (!o->eval_steps) o->eval_steps = 20;
+    int modes = !!o->top_k + !!o->export_dir + o->eval + o->eval_merge;
+    if (modes > 1) {
+        fprintf(stderr, "vitlens: --top, --export, --eval and --eval-merge go one at a time\n");
+        return 2;
+    }
+    if ((o->eval || o->eval_merge) && !o->image_path) {
+        fprintf(stderr, "vitlens: %s needs %s\n", o->eval ? "--eval" : "--eval-merge",
+                o->eval ? "an IMAGE or FOLDER" : "the shards' --eval-out folders");
+        return 2;
+    }
+    if (!o->eval && !o->eval_merge && (o->eval_out || o->masks_dir || o->shard_n || o->no_sanity)) {
+        fprintf(stderr, "vitlens: --eval-out, --masks, --shard and --no-sanity go with --eval\n");
+        return 2;
     }
     if ((o->top_k || o->export_dir) && !o->image_path) {
         fprintf(stderr, "vitlens: --%s needs an IMAGE\n", o->top_k ? "top" : "export");

@@ -17,7 +17,14 @@ typedef struct Options {
     int n_image_args;
     int top_k, stdin_drops, colormap, bilinear;
     int ignore_orientation; /* --ignore-orientation: photos as stored, not turned upright */
-    VitLoadOptions load;    /* --heads, --size, --whole */
+    /* --eval (eval.h): faithfulness and sanity checks of every map kind */
+    int eval, eval_merge;  /* --eval; --eval-merge (the IMAGE arguments are folders) */
+    const char *eval_out;  /* --eval-out DIR: CSVs, summary.md, plots */
+    const char *masks_dir; /* --masks DIR: ground-truth masks for localisation */
+    int shard_k, shard_n;  /* --shard K/N (K from 1); 0, 0: every image */
+    int eval_steps;        /* --eval-steps: deletion / insertion steps (default 20) */
+    int no_sanity;         /* --no-sanity: skip the cascading randomisation */
+    VitLoadOptions load;   /* --heads, --size, --whole */
     float opacity;
     float discard;                     /* rollout's discard ratio, [0, 1) */
     char default_model[1024];          /* the built-in model ("" if not found) */

@@ -6,7 +6,7 @@
 #include <SDL.h>
 #include <SDL_ttf.h>
 
-typedef struct {
+typedef struct Text {
     TTF_Font *font; /* NULL: no font, text is not drawn */
     int size_px;    /* the size font is set to now */
     char path[1024];
