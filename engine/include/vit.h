@@ -376,8 +376,9 @@ typedef struct {
  * (DeiT-Tiny: 2.0 MiB per input, 65 MiB for B = 32).
  * Errors: VIT_ERR_ARG (max_batch < 1, n_threads out of range, a model without head:
  * C == 0), VIT_ERR_NOMEM (the size overflows or is over VIT_MAX_ACTIVATION_BYTES, or
- * the allocation or the threads fail). On error *b is zeroed. Free with vit_batch_free
- * (NULL-safe, accepts a zeroed VitBatch). */
+ * the allocation or the threads fail). On error *b is zeroed. Like vit_run_init, turns
+ * OpenBLAS's own threading off (process-wide). Free with vit_batch_free (NULL-safe,
+ * accepts a zeroed VitBatch). */
 VitStatus vit_batch_init(VitBatch *b, const Vit *vit, int max_batch, int n_threads, VitError *err);
 void vit_batch_free(VitBatch *b);
 
@@ -392,8 +393,10 @@ void vit_batch_free(VitBatch *b);
  * computed only for the rows the head reads (CLS, distillation token). Row i equals
  * vit_forward's logits and probs for input i alone up to float rounding (the GEMMs'
  * blocking differs: tests/engine test_batch holds it to 1e-5 of the largest logit).
- * Runs on b's pool; allocates nothing; not reentrant on one b. ~1.3x the throughput of
- * n vit_forward calls at 32 inputs (docs/benchmarks.md).
+ * Runs on b's pool; allocates nothing; not reentrant on one b. Throughput against n
+ * vit_forward calls (docs/benchmarks.md): 1.03-1.1x at 1 thread (the pass is GEMM-bound),
+ * more where the pool's hand-offs between threads are dear (DeiT-Tiny at 2 threads on a
+ * busy machine: 1.6x at n = 8 to 32, since a batch makes them once for all n).
  * Errors: VIT_ERR_ARG (n out of range, inputs NULL, b not made by vit_batch_init for a
  * model of vit's shapes), with nothing written. */
 VitStatus vit_forward_batch(VitBatch *b, const Vit *vit, const float *inputs, int n, float *logits,
