@@ -29,7 +29,7 @@
 #define GAUSSIAN_SIGMA 0.25f     /* the centred-Gaussian baseline: sigma = 0.25 * min(gh, gw) */
 #define RANDOM_SEED    0x5EEDull /* the random baseline of image i: seed RANDOM_SEED + i */
 #define SANITY_SEED    2018u     /* vit_randomized's seed (Adebayo et al. 2018) */
-#define SANITY_FLAG    0.5       /* flagged: mean rho, everything randomised, >= this */
+#define SANITY_FLAG    0.5       /* flagged: rho averaged over the cascade >= this */
 #define MAX_METHODS    32
 
 enum { TEST_POS, TEST_NEG, TEST_DEL, TEST_INS, N_TESTS };
@@ -269,9 +269,13 @@ static void write_table(FILE *f, const Rows *r) {
         cell(f, q->auc_sum[TEST_DEL], q->n_curves[TEST_DEL], "%.1f");
         cell(f, q->auc_sum[TEST_INS], q->n_curves[TEST_INS], "%.1f");
         for (int k = 0; k < 3; k++) cell(f, q->loc_sum[k], q->n_loc[k], "%.3f");
-        int last = r->n_layers; /* every block re-initialised */
-        if (q->n_rho[last] > 0) {
-            double rho = q->rho_sum[last] / q->n_rho[last];
+        /* the mean over the cascade's steps (head, then 1 .. L blocks) of the mean rho */
+        double rho = 0.0;
+        int steps = 0;
+        for (int b = 0; b < L1; b++)
+            if (q->n_rho[b] > 0) rho += q->rho_sum[b] / q->n_rho[b], steps++;
+        if (steps > 0) {
+            rho /= steps;
             fprintf(f, " %.3f%s |", rho, rho >= SANITY_FLAG ? " (!)" : "");
         } else {
             fprintf(f, " - |");
@@ -281,12 +285,13 @@ static void write_table(FILE *f, const Rows *r) {
     fprintf(f,
             "\n%d image%s evaluated, %d skipped; %d with a mask%s. AUCs in %% over the fraction "
             "of patches removed or inserted (positive, negative: %d steps of 10%%; deletion, "
-            "insertion: %d steps). Sanity ρ: mean Spearman correlation with the trained model's "
-            "map once the head and all %d blocks are re-initialised; (!) marks ρ ≥ %.1f, a map "
-            "that barely depends on the weights.\n",
+            "insertion: %d steps). Sanity ρ: Spearman correlation with the trained model's map, "
+            "averaged over the images and over the %d steps of the cascade (the head, then 1 to "
+            "%d blocks re-initialised from the top); (!) marks ρ ≥ %.1f, a map that barely "
+            "depends on the weights.\n",
             n_ok, n_ok == 1 ? "" : "s", n_skip, n_mask,
             n_bad_mask ? " (some masks did not fit: see images.csv)" : "", PERTURB_STEPS, r->steps,
-            r->n_layers, SANITY_FLAG);
+            L1, r->n_layers, SANITY_FLAG);
     for (size_t i = 0; i < r->n_im; i++)
         if (strcmp(r->im[i].status, "ok")) fprintf(f, "skipped: %s\n", r->im[i].status);
     free(rho_sum), free(n_rho);
