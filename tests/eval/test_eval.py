@@ -219,6 +219,25 @@ def check_table(text, rows, names, label):
           f"to its 0.1 (max diff {worst:.3f})")
 
 
+def check_sanity_column(text, rows, names, label):
+    """The sanity column: Spearman rho averaged over the images per step, then over the steps."""
+    tab, worst = table_of(text), 0.0
+    for tag, name in names.items():
+        by_step = {}
+        for q in rows:
+            if q["method"] == tag:
+                by_step.setdefault(int(q["blocks_randomised"]), []).append(float(q["spearman"]))
+        if not by_step:
+            continue
+        want = np.mean([np.mean(v) for v in by_step.values()])
+        cell = tab[name][9]
+        worst = max(worst, abs(want - float(cell.split()[0])))
+        flagged = "(!)" in cell
+        check(flagged == (want >= 0.5), f"{label}: {name}'s sanity cell {cell!r} flagged iff rho >= 0.5")
+    check(worst <= 0.0005 + 1e-9, f"{label}: the sanity column equals the CSV's rho averaged over "
+          f"images and steps (max diff {worst:.4f})")
+
+
 def check_localisation(loc, masks, maps, label):
     """Pointing game, energy and top-k IoU from the masks and maps, numpy."""
     worst, n = 0.0, 0
@@ -308,6 +327,7 @@ def builtin(args):
     check(np.mean(cls0) < 0.99, f"sanity: Chefer et al.'s map changes with the head (mean rho {np.mean(cls0):.3f})")
     att_all = [float(q["spearman"]) for q in san if q["blocks_randomised"] == str(L) and q["method"] == "attention"]
     check(np.mean(att_all) < 0.9, f"sanity: attention changes once every block is re-initialised (mean rho {np.mean(att_all):.3f})")
+    check_sanity_column(r.stdout, san, names, "built-in")
     # the plots
     for name in ("positive", "negative", "deletion", "insertion", "sanity"):
         path = os.path.join(whole, name + ".png")
