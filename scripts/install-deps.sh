@@ -18,6 +18,7 @@ tests=(python3-torch python3-numpy python3-pil python3-torchvision python3-netwo
        clang libclang-rt-14-dev valgrind
        libheif-examples  # heif-enc / heif-convert: HEIC and AVIF by hand (the tests encode their own)
        xfonts-base  # X core fonts: SDL's X11 message box (start-up errors) needs them
+       parallel  # GNU parallel: the README's sharded --eval, run by tests/eval
        # tests/install: cpack's DEB generator (dpkg-shlibdeps), the desktop file's, AppStream
        # metainfo's and the man page's validators, the icon's SVG renderer
        dpkg-dev desktop-file-utils appstream man-db groff-base librsvg2-bin)

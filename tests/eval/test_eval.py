@@ -353,6 +353,19 @@ def builtin(args):
     for f in ("summary.md", "images.csv", "perturbation.csv", "localisation.csv", "sanity.csv"):
         with open(os.path.join(merged, f), "rb") as a, open(os.path.join(whole, f), "rb") as b:
             check(a.read() == b.read(), f"merged {f} equals the whole run's")
+    # the README's GNU parallel command, on this machine (--sshlogin ':')
+    if shutil.which("parallel"):
+        pdir = os.path.join(work, "parallel")
+        shutil.rmtree(pdir, ignore_errors=True)
+        os.makedirs(pdir)
+        rp = subprocess.run(["parallel", "--sshlogin", ":", "--jobs", "1", args.app, "--eval", scenes,
+                             "--masks", scenes, "--shard", "{}/3", "--eval-out", pdir + "/shard{}",
+                             ":::", "1", "2", "3"], capture_output=True, text=True, timeout=1200)
+        rm = vitlens(args.app, "--eval-merge", *sorted(os.path.join(pdir, d) for d in os.listdir(pdir)))
+        check(rp.returncode == 0 and rm.returncode == 0 and rm.stdout == r.stdout,
+              f"GNU parallel over 3 shards, then --eval-merge: the whole run's table ({rp.stderr[-200:]})")
+    else:
+        print("skip: GNU parallel is not installed (scripts/install-deps.sh installs it)")
     rm = vitlens(args.app, "--eval-merge", shards[0], shards[0])
     check(rm.returncode == 1 and "two shards" in rm.stderr, f"a shard given twice is refused ({rm.stderr.strip()})")
     rm = vitlens(args.app, "--eval-merge", scenes)
