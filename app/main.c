@@ -120,6 +120,10 @@ static int run_headless(const Options *o) {
 
 typedef enum { OV_NONE = 0, OV_HEADS, OV_TABLE } Overview;
 
+/* Shift+P: where the perturbation test of the map on screen is */
+typedef enum { PERT_OFF = 0, PERT_COMPUTING, PERT_PLAYING, PERT_DONE } PerturbPhase;
+static const char *const PERT_PHASE_NAMES[] = {"off", "computing", "playing", "done"};
+
 typedef struct {
     const Options *opt;
     SDL_Window *win;
@@ -207,6 +211,21 @@ typedef struct {
     unsigned long loads; /* worker jobs finished, for the trace */
     int trace;           /* VITLENS_TRACE */
     unsigned long frames;
+    /* Shift+P: the perturbation test of the map on screen, as an animation */
+    struct {
+        PerturbPhase phase;
+        int most_first;       /* the order of the run asked for last */
+        unsigned long id;     /* the run asked for last: a finished job of another is dropped */
+        Perturbation *job;    /* the run the worker computes (its own until the event), or NULL */
+        Perturbation *queued; /* asked for while the worker was busy: started next, or NULL */
+        Perturbation run;     /* the run on screen (PERT_PLAYING, PERT_DONE) */
+        Perturbation ghost;   /* the other order's run of the same map, drawn dim, or zeroed */
+        Uint32 t0;            /* SDL_GetTicks when the animation started */
+        int step;             /* the step on screen, -1: none yet */
+        int announce;         /* print the trace's "perturb done" line after the next frame */
+        uint8_t *removed;     /* [N] 1: removed at `step` */
+        char title[64], subtitle[160], caption[96], ghost_caption[96];
+    } pert;
     int running, dirty;
 } App;
 
@@ -485,6 +504,266 @@ static void app_update_map(App *app) {
     app->dirty = 1;
 }
 
+/* ---------------------------------------------------------------------------
+ * Shift+P: the perturbation test of the map on screen, as an animation. The worker
+ * computes the class probability after every step (scene_perturb); then the window
+ * removes the patches step by step over PERTURB_MS, whatever its frame rate, beside
+ * the curve of the probability falling, and keeps the last frame. */
+
+#define PERTURB_MS 8000
+
+/* The class's first name ("tabby" of "tabby, tabby cat"), or "class 281". */
+static void app_class_name(char *buf, size_t n, const App *app, int cls) {
+    const char *label = model_label(app->model, cls);
+    if (label)
+        snprintf(buf, n, "%.*s", (int)strcspn(label, ","), label);
+    else
+        snprintf(buf, n, "class %d", cls);
+}
+
+/* A probability as a percentage, with a decimal below 10%. */
+static void pct_text(char *buf, size_t n, float p) {
+    snprintf(buf, n, 100.0 * p < 9.95 ? "%.1f%%" : "%.0f%%", 100.0 * p);
+}
+
+static void perturbation_drop(Perturbation **p) {
+    if (!*p) return;
+    perturbation_free(*p);
+    free(*p);
+    *p = NULL;
+}
+
+/* Back to the normal view; a job still running is dropped when it ends. */
+static void app_perturb_stop(App *app) {
+    if (app->pert.phase == PERT_OFF) return;
+    app->pert.phase = PERT_OFF;
+    app->pert.id++;
+    perturbation_drop(&app->pert.queued);
+    perturbation_free(&app->pert.run);
+    perturbation_free(&app->pert.ghost);
+    app->dirty = 1;
+}
+
+static void app_perturb_start(App *app, Perturbation *p) {
+    worker_start_perturb(&app->worker, &app->scenes[app->front], p);
+    app->pert.job = p;
+    app->busy = 1;
+    app->dirty = 1;
+}
+
+/* Show step `step` of the run: its removed patches uploaded. */
+static void app_perturb_show(App *app, int step) {
+    const Perturbation *p = &app->pert.run;
+    const VitConfig *c = &app_scene(app)->run.cfg;
+    uint8_t *removed = realloc(app->pert.removed, (size_t)p->n_patches);
+    if (!removed) {
+        app_set_error(app, "out of memory for the perturbation test");
+        app_perturb_stop(app);
+        return;
+    }
+    app->pert.removed = removed;
+    int count = vit_perturb_count(step, p->n_steps, p->n_patches);
+    memset(removed, 0, (size_t)p->n_patches);
+    for (int i = 0; i < count; i++) removed[p->order[i]] = 1;
+    ren_upload_removed(&app->ren, removed, c->grid_w, c->grid_h);
+    app->pert.step = step;
+    app->dirty = 1;
+}
+
+/* Shift+P: the test of the view's map (pixel maps summed per patch) for the view's
+ * class; most relevant first, or the other order when one is on screen already. */
+static void app_perturb_key(App *app) {
+    const Scene *sc = app_scene(app);
+    const VitConfig *c = &app->model->vit.cfg;
+    const MapKindInfo *k = &MAP_KINDS[app->view.kind];
+    if (!sc) {
+        snprintf(app->notice, sizeof app->notice, "perturbation test: no photo yet");
+        return;
+    }
+    if (c->n_classes == 0) {
+        snprintf(app->notice, sizeof app->notice,
+                 "%s has no classification head: no class probability to follow", app->model->name);
+        return;
+    }
+    if (k->rgb) {
+        snprintf(app->notice, sizeof app->notice,
+                 "perturbation test: the %s's colours do not rank the patches", k->name);
+        return;
+    }
+    if (app->shown_kind != app->view.kind || !view_ready(sc, &app->view)) {
+        snprintf(app->notice, sizeof app->notice, "perturbation test: wait for the map");
+        return;
+    }
+    int w, h, most_first = app->pert.phase == PERT_OFF ? 1 : !app->pert.most_first;
+    map_kind_size(&w, &h, app->view.kind, &sc->run.cfg);
+    float *map = malloc((size_t)w * h * sizeof *map);
+    Perturbation *p = calloc(1, sizeof *p);
+    VitError err;
+    if (!map || !p) {
+        app_set_error(app, "out of memory for the perturbation test");
+        free(map), free(p);
+        return;
+    }
+    if (view_map(map, sc, &app->view, &err) ||
+        perturbation_init(p, map, k->pixels, &sc->run.cfg, most_first, view_class(&app->view, sc),
+                          &err)) {
+        app_set_error(app, err.msg);
+        free(map), free(p);
+        return;
+    }
+    free(map);
+    /* the run on screen stays, dim, beside the new one: the same map in the other order */
+    if (app->pert.run.probs) {
+        perturbation_free(&app->pert.ghost);
+        app->pert.ghost = app->pert.run;
+        memset(&app->pert.run, 0, sizeof app->pert.run);
+    }
+    if (app->pert.ghost.probs && app->pert.ghost.most_first == most_first)
+        perturbation_free(&app->pert.ghost);
+    p->id = ++app->pert.id;
+    app->pert.most_first = most_first;
+    app->pert.phase = PERT_COMPUTING;
+    app->pert.step = -1;
+    if (app->picking) { /* W's list closes: the plot takes the side panel */
+        app->picking = 0;
+        app_update_list(app, sc);
+    }
+    if (app->overview) { /* the test runs on the single map */
+        app->overview = OV_NONE;
+        app_update_map(app);
+    }
+    perturbation_drop(&app->pert.queued);
+    if (app->busy)
+        app->pert.queued = p; /* after the running job (app_job_done) */
+    else
+        app_perturb_start(app, p);
+    app->dirty = 1;
+}
+
+/* The worker computed a run: play it if it is still the one asked for. */
+static void app_perturb_done(App *app) {
+    Worker *w = &app->worker;
+    Perturbation *p = w->perturb;
+    w->perturb = NULL, app->pert.job = NULL;
+    if (p->id != app->pert.id || app->pert.phase != PERT_COMPUTING) {
+        perturbation_drop(&p); /* stopped, or another asked for meanwhile */
+        return;
+    }
+    if (w->status != VIT_OK) {
+        app_set_error(app, w->err.msg);
+        perturbation_drop(&p);
+        app_perturb_stop(app);
+        return;
+    }
+    perturbation_free(&app->pert.run);
+    app->pert.run = *p; /* its arrays move to the run on screen */
+    free(p);
+    app->pert.phase = PERT_PLAYING;
+    app->pert.t0 = SDL_GetTicks();
+    app_perturb_show(app, 0);
+}
+
+/* The animation's clock: the step due now; the last one stays on screen. */
+static void app_perturb_tick(App *app) {
+    if (app->pert.phase != PERT_PLAYING) return;
+    int n = app->pert.run.n_steps;
+    Uint32 ms = SDL_GetTicks() - app->pert.t0;
+    int step = ms >= PERTURB_MS ? n : (int)((Uint64)ms * (Uint64)n / PERTURB_MS);
+    if (step == app->pert.step) return;
+    app_perturb_show(app, step);
+    if (step == n) app->pert.phase = PERT_DONE, app->pert.announce = 1;
+}
+
+/* Milliseconds until the next step is due (the main loop sleeps that long at most). */
+static int app_perturb_wait_ms(const App *app) {
+    Uint64 n = (Uint64)app->pert.run.n_steps;
+    Uint32 due = app->pert.t0 + (Uint32)(((Uint64)(app->pert.step + 1) * PERTURB_MS + n - 1) / n);
+    Uint32 now = SDL_GetTicks();
+    return due > now ? (int)(due - now) : 1;
+}
+
+/* Area under the run's curve from 0 to step (trapezoids, x in [0, 1]): vit_auc's at the
+ * last step. */
+static double app_perturb_auc(const Perturbation *p, int step) {
+    double a = 0.0;
+    for (int s = 1; s <= step; s++) a += 0.5 * ((double)p->probs[s - 1] + (double)p->probs[s]);
+    return a / (double)p->n_steps;
+}
+
+/* The status line's right part during the test: the order, the step, the probability. */
+static void app_perturb_status(App *app, char *buf, size_t n) {
+    const Perturbation *p = &app->pert.run;
+    const char *order = app->pert.most_first ? "positive" : "negative";
+    if (app->pert.phase == PERT_COMPUTING || !p->probs) {
+        snprintf(buf, n, "perturbation test: computing\xe2\x80\xa6");
+        return;
+    }
+    int s = app->pert.step < 0 ? 0 : app->pert.step;
+    int count = vit_perturb_count(s, p->n_steps, p->n_patches);
+    char cls[96], prob[16], top[96];
+    app_class_name(cls, sizeof cls, app, p->target);
+    pct_text(prob, sizeof prob, p->probs[s]);
+    app_class_name(top, sizeof top, app, p->top[s]);
+    snprintf(buf, n, "%s perturbation: %d%% removed \xc2\xb7 P(%.60s) %s \xc2\xb7 top-1 %s %.60s",
+             order, (int)lround(100.0 * count / p->n_patches), cls, prob,
+             p->top[s] == p->target ? "still" : "now", top);
+}
+
+/* The frame's picture and plot panel during the test. */
+static void app_perturb_frame(App *app, RenFrame *f) {
+    const Scene *sc = app_scene(app);
+    const Perturbation *p = &app->pert.run, *g = &app->pert.ghost;
+    int shown = app->pert.phase >= PERT_PLAYING && p->probs && app->pert.step >= 0;
+    char cls[96], a[16], b[16];
+    app_class_name(cls, sizeof cls, app, shown ? p->target : view_class(&app->view, sc));
+    f->plot = 1;
+    f->plot_alt = !app->pert.most_first;
+    f->plot_steps = shown ? p->n_steps : g->probs ? g->n_steps : 1;
+    f->plot_ghost = g->probs && g->n_steps == f->plot_steps ? g->probs : NULL;
+    snprintf(app->pert.title, sizeof app->pert.title, "%s perturbation",
+             app->pert.most_first ? "positive" : "negative");
+    f->plot_title = app->pert.title;
+    f->plot_subtitle = app->pert.subtitle;
+    f->plot_caption = app->pert.caption;
+    if (f->plot_ghost) { /* the other order's AUC beside this one's */
+        snprintf(app->pert.ghost_caption, sizeof app->pert.ghost_caption, "grey: %s, AUC %.3f",
+                 g->most_first ? "positive" : "negative", vit_auc(g->probs, g->n_steps + 1));
+        f->plot_ghost_caption = app->pert.ghost_caption;
+    }
+    if (!shown) {
+        snprintf(app->pert.subtitle, sizeof app->pert.subtitle, "P(%.60s): computing\xe2\x80\xa6",
+                 cls);
+        snprintf(app->pert.caption, sizeof app->pert.caption, "%s relevant first",
+                 app->pert.most_first ? "most" : "least");
+        return;
+    }
+    int s = app->pert.step;
+    f->removed = 1;
+    for (int ch = 0; ch < 3; ch++) f->fill_rgb[ch] = sc->run.cfg.mean[ch];
+    f->plot_y = p->probs;
+    f->plot_n = s + 1;
+    pct_text(a, sizeof a, p->probs[0]);
+    pct_text(b, sizeof b, p->probs[s]);
+    snprintf(app->pert.subtitle, sizeof app->pert.subtitle, "P(%.60s) %s \xe2\x86\x92 %s", cls, a,
+             b);
+    snprintf(app->pert.caption, sizeof app->pert.caption, "AUC %.3f%s", app_perturb_auc(p, s),
+             s < p->n_steps ? " so far" : "");
+}
+
+/* The trace's line of a finished run: every step's probability and top-1, the order. */
+static void app_perturb_trace(const App *app) {
+    const Perturbation *p = &app->pert.run;
+    printf("perturb done mode=%s target=%d steps=%d patches=%d auc=%.9g curve=",
+           p->most_first ? "positive" : "negative", p->target, p->n_steps, p->n_patches,
+           vit_auc(p->probs, p->n_steps + 1));
+    for (int s = 0; s <= p->n_steps; s++) printf("%s%.9g", s ? "," : "", (double)p->probs[s]);
+    printf(" top=");
+    for (int s = 0; s <= p->n_steps; s++) printf("%s%d", s ? "," : "", p->top[s]);
+    printf(" order=");
+    for (int i = 0; i < p->n_patches; i++) printf("%s%d", i ? "," : "", p->order[i]);
+    printf("\n");
+}
+
 /* The status line: model, layer, head or fusion, map kind, query, target class,
  * mask | top-1 class. Only what the view's kind reads is shown. */
 static void app_update_status(App *app) {
@@ -545,7 +824,9 @@ static void app_update_status(App *app) {
              layer, head, dot, kind, query, target, more, mask, app->overlay ? "" : dot,
              app->overlay ? "" : "overlay off");
     app->status_right[0] = '\0';
-    if (app->busy) {
+    if (app->pert.phase != PERT_OFF && !app->notice[0]) {
+        app_perturb_status(app, app->status_right, sizeof app->status_right);
+    } else if (app->busy) {
         snprintf(app->status_right, sizeof app->status_right, "working\xe2\x80\xa6");
     } else if (app->notice[0]) {
         snprintf(app->status_right, sizeof app->status_right, "%.250s", app->notice);
@@ -605,11 +886,13 @@ static int app_scene_buffers(App *app, const Scene *sc) {
 }
 
 /* The worker is done: swap in its result or show its error. */
-static void app_job_done(App *app) {
+static void app_job_result(App *app) {
     Worker *w = &app->worker;
     app->busy = 0;
-    if (w->explain || w->slow) { /* class-specific or worker maps of the front Scene */
-        if (w->status != VIT_OK) {
+    if (w->perturb || w->explain || w->slow) { /* a job on the front Scene */
+        if (w->perturb)
+            app_perturb_done(app);
+        else if (w->status != VIT_OK) { /* class-specific or worker maps */
             app_set_error(app, w->err.msg);
             app->view.kind = app->shown_kind >= 0 ? app->shown_kind : MAP_ATTENTION;
             app->view.joint = 0;
@@ -637,6 +920,8 @@ static void app_job_done(App *app) {
     if (w->status != VIT_OK) {
         app_set_error(app, w->err.msg);
     } else {
+        if (w->ran || w->new_model) /* another photo or model: not the test's map */
+            app_perturb_stop(app);
         if (w->new_model) { /* the worker is idle: nothing reads the old model any more */
             Model *old = app->model;
             app->model = w->new_model;
@@ -671,6 +956,16 @@ static void app_job_done(App *app) {
         snprintf(path, sizeof path, "%s", app->pending);
         app->pending[0] = '\0';
         app_open(app, path);
+    }
+}
+
+/* The worker is done: its result; then a perturbation test asked for meanwhile. */
+static void app_job_done(App *app) {
+    app_job_result(app);
+    if (!app->busy && app->pert.queued) {
+        Perturbation *p = app->pert.queued;
+        app->pert.queued = NULL;
+        app_perturb_start(app, p);
     }
 }
 
@@ -817,7 +1112,7 @@ static int app_pick_key(App *app, SDL_Keycode key) {
     return 1;
 }
 
-static void app_key(App *app, const SDL_Keysym *ks) {
+static void app_key_action(App *app, const SDL_Keysym *ks) {
     const VitConfig *c = &app->model->vit.cfg;
     View *v = &app->view;
     SDL_Keycode key = ks->sym;
@@ -942,7 +1237,12 @@ static void app_key(App *app, const SDL_Keysym *ks) {
     case SDLK_u: app->shared_scale = !app->shared_scale, map_changed = 1; break;
     case SDLK_b: app->bilinear = !app->bilinear; break;
     case SDLK_n: app_step_photo(app, shift ? -1 : 1); break;
-    case SDLK_p: app_step_photo(app, -1); break;
+    case SDLK_p: /* Shift+P: the perturbation test of the map; P the previous image */
+        if (shift)
+            app_perturb_key(app);
+        else
+            app_step_photo(app, -1);
+        break;
     case SDLK_s: app->save_pending = 1; break;
     case SDLK_f: app_toggle_fullscreen(app); break;
     case SDLK_g: app->grid = !app->grid; break;
@@ -962,6 +1262,26 @@ static void app_key(App *app, const SDL_Keysym *ks) {
     }
     if (map_changed) app_update_map(app);
     app->dirty = 1;
+}
+
+/* Did the view change from `before`: another map (the fields its kind reads), class or
+ * overview? */
+static int app_view_moved(const App *app, const View *before, Overview overview) {
+    return !view_same_map(before, &app->view, app->model->vit.cfg.n_heads) ||
+           before->target != app->view.target || overview != app->overview;
+}
+
+/* A key: its action. One that changes the view, the photo or the model (N, P, W's list)
+ * also ends a perturbation test, whose picture is of the view it started on. */
+static void app_key(App *app, const SDL_Keysym *ks) {
+    View before = app->view;
+    Overview overview = app->overview;
+    int shift = (ks->mod & KMOD_SHIFT) != 0;
+    app_key_action(app, ks);
+    if (ks->sym == SDLK_p && shift) return; /* the test's own key */
+    if (ks->sym == SDLK_n || ks->sym == SDLK_p || ks->sym == SDLK_w ||
+        app_view_moved(app, &before, overview))
+        app_perturb_stop(app);
 }
 
 /* Window coordinates (SDL's mouse events) to framebuffer px (high-DPI). */
@@ -987,7 +1307,7 @@ static void app_hover(App *app, int x, int y) {
     if (app->hover_row >= 0 || app->hover_cell >= 0) app->dirty = 1; /* the tooltip follows */
 }
 
-static void app_click(App *app, int x, int y) {
+static void app_click_action(App *app, int x, int y) {
     app_hover(app, x, y);
     if (!app->has_scene) return;
     app->notice[0] = '\0';
@@ -1005,6 +1325,14 @@ static void app_click(App *app, int x, int y) {
         app_set_query(app, app->hover_row, app->hover_col);
     }
     app_update_map(app);
+}
+
+/* A click: its action; one that changes the view ends a perturbation test. */
+static void app_click(App *app, int x, int y) {
+    View before = app->view;
+    Overview overview = app->overview;
+    app_click_action(app, x, y);
+    if (app_view_moved(app, &before, overview)) app_perturb_stop(app);
 }
 
 static void app_handle_event(App *app, const SDL_Event *e) {
@@ -1202,6 +1530,7 @@ static void app_draw(App *app) {
     };
     if (app->overview) app_overview_frame(app, &f);
     app_panels(app, &f);
+    if (app->pert.phase != PERT_OFF && app->has_scene) app_perturb_frame(app, &f);
     const Scene *sc = app_scene(app);
     if (sc && app->hover_row >= 0 && !app->overview && app->map_w > 0) {
         snprintf(app->tooltip, sizeof app->tooltip, "row %d, col %d  \xc2\xb7  %.3g",
@@ -1246,7 +1575,7 @@ static void app_draw(App *app) {
                "window=%d,%d query=%d overview=%d colormap=%s scale=%s bilinear=%d mask=%d "
                "fraction=%d kept=%d preds=%d distance=%d hover=%d,%d cell=%d fullscreen=%d "
                "image_at=%d saves=%lu cells=%d,%d,%d,%d,%d,%d panel=%d,%d class=%d explained=%d "
-               "shown=%s marked=%d joint=%d list=%d listmark=%d highnorm=%d picking=%d listw=%d\n",
+               "shown=%s marked=%d joint=%d list=%d listmark=%d highnorm=%d picking=%d listw=%d ",
                app->frames, app->view.layer, app->view.head, app->view.kind == MAP_ROLLOUT,
                MAP_KINDS[app->view.kind].tag, app->view.target, (double)app->view.discard_ratio,
                app->overlay, (double)app->opacity, app->grid, app->help, app->busy, app->loads,
@@ -1261,7 +1590,20 @@ static void app_draw(App *app) {
                app->shown_kind >= 0 ? MAP_KINDS[app->shown_kind].tag : "none", f.pred_marked,
                app->view.joint, app->n_list, app->list_marked, app->n_high_norm, app->picking,
                r->list_w);
+        /* the perturbation test: its order, phase, step, the probability there, the plot */
+        const Perturbation *p = &app->pert.run;
+        int on = app->pert.phase >= PERT_PLAYING && p->probs && app->pert.step >= 0;
+        printf("perturb=%s pphase=%s pstep=%d/%d pprob=%.6f premoved=%d plot=%d,%d,%d,%d\n",
+               app->pert.phase == PERT_OFF ? "off"
+               : app->pert.most_first      ? "positive"
+                                           : "negative",
+               PERT_PHASE_NAMES[app->pert.phase], on ? app->pert.step : 0, on ? p->n_steps : 0,
+               on ? (double)p->probs[app->pert.step] : -1.0,
+               on ? vit_perturb_count(app->pert.step, p->n_steps, p->n_patches) : 0, r->plot_x,
+               r->plot_y, r->plot_w, r->plot_h);
         printf("status %s | %s\n", app->status_left, app->status_right);
+        if (app->pert.announce && app->pert.phase == PERT_DONE) app_perturb_trace(app);
+        app->pert.announce = 0;
     }
     fflush(stdout);
 }
@@ -1440,7 +1782,12 @@ static void app_save_settings(const App *app) {
 }
 
 static void app_free(App *app) {
-    worker_free(&app->worker); /* first: it may still be using the model and a scene */
+    worker_free(&app->worker);         /* first: it may still be using the model and a scene */
+    perturbation_drop(&app->pert.job); /* a result the window never received */
+    perturbation_drop(&app->pert.queued);
+    perturbation_free(&app->pert.run);
+    perturbation_free(&app->pert.ghost);
+    free(app->pert.removed);
     if (app->gl) ren_free(&app->ren);
     scene_free(&app->scenes[0]);
     scene_free(&app->scenes[1]);
@@ -1478,9 +1825,13 @@ int main(int argc, char **argv) {
     while (app.running) {
         SDL_Event e;
         /* idle: sleep in SDL_WaitEventTimeout; busy: wake up to turn the spinner */
-        int got = app.dirty ? SDL_PollEvent(&e) : SDL_WaitEventTimeout(&e, app.busy ? 50 : 250);
+        int wait = app.busy ? 50 : 250;
+        if (app.pert.phase == PERT_PLAYING && app_perturb_wait_ms(&app) < wait)
+            wait = app_perturb_wait_ms(&app); /* the animation's next step */
+        int got = app.dirty ? SDL_PollEvent(&e) : SDL_WaitEventTimeout(&e, wait);
         if (!got && app.busy) app.dirty = 1; /* timed out while working: turn the spinner */
         for (; got; got = SDL_PollEvent(&e)) app_handle_event(&app, &e);
+        app_perturb_tick(&app);
         if (app.dirty && app.running) {
             app_draw(&app);
             app.dirty = 0;

@@ -38,6 +38,7 @@ static const char *const KEYS_OTHER[][2] = {
     {"O", "overlay on / off"},
     {"N / Shift+N, P", "next / previous image: the command line's, else the folder's"},
     {"S", "save the view as PNG"},
+    {"Shift+P", "perturbation test: remove the map's patches, most relevant first (again: least)"},
     {"F", "fullscreen (presenter mode)"},
     {"H", "this help on / off"},
     {"W", "the downloaded models (--model NAME): Up / Down, Enter opens one, Esc closes"},

@@ -31,6 +31,10 @@ static const float COL_SIDE[4] = {0.085f, 0.095f, 0.115f, 1.0f};  /* side panels
 static const float COL_TRACK[4] = {0.19f, 0.21f, 0.25f, 1.0f};    /* empty bar, plot axes */
 static const float COL_DOT[4] = {0.55f, 0.60f, 0.68f, 0.85f};     /* other layers' heads */
 static const float COL_TIP[4] = {0.0f, 0.0f, 0.0f, 0.85f};        /* tooltip, cell labels */
+/* the perturbation plot's curves: most relevant first, least relevant first (colours no
+ * other part of the window uses, so they tell the curve apart) */
+static const float COL_CURVE[2][4] = {{0.30f, 0.80f, 1.0f, 1.0f}, {1.0f, 0.55f, 0.20f, 1.0f}};
+static const float COL_GHOST[4] = {0.50f, 0.53f, 0.58f, 1.0f}; /* the other order's curve */
 
 /* --- shaders --------------------------------------------------------------- */
 
@@ -110,6 +114,8 @@ static int link_program(RenProgram *p, const char *dir, const char *frag, char *
     p->screen = glGetUniformLocation(p->prog, "u_screen");
     p->rect = glGetUniformLocation(p->prog, "u_rect");
     p->uv = glGetUniformLocation(p->prog, "u_uv");
+    p->seg = glGetUniformLocation(p->prog, "u_seg");
+    p->seg_w = glGetUniformLocation(p->prog, "u_seg_w");
     p->opacity = glGetUniformLocation(p->prog, "u_opacity");
     p->grid = glGetUniformLocation(p->prog, "u_grid");
     p->grid_size = glGetUniformLocation(p->prog, "u_grid_size");
@@ -121,6 +127,8 @@ static int link_program(RenProgram *p, const char *dir, const char *frag, char *
     p->line_px = glGetUniformLocation(p->prog, "u_line_px");
     p->ramp = glGetUniformLocation(p->prog, "u_ramp");
     p->rgb = glGetUniformLocation(p->prog, "u_rgb");
+    p->removed_on = glGetUniformLocation(p->prog, "u_removed_on");
+    p->fill = glGetUniformLocation(p->prog, "u_fill");
     p->color = glGetUniformLocation(p->prog, "u_color");
     p->textured = glGetUniformLocation(p->prog, "u_textured");
     p->round = glGetUniformLocation(p->prog, "u_round");
@@ -129,6 +137,7 @@ static int link_program(RenProgram *p, const char *dir, const char *frag, char *
     glUniform1i(glGetUniformLocation(p->prog, "u_map"), 1);
     glUniform1i(glGetUniformLocation(p->prog, "u_lut"), 2);
     glUniform1i(glGetUniformLocation(p->prog, "u_mask"), 3);
+    glUniform1i(glGetUniformLocation(p->prog, "u_removed"), 4);
     glUniform1i(glGetUniformLocation(p->prog, "u_tex"), 0);
     return 0;
 }
@@ -195,10 +204,13 @@ int ren_init(Ren *r, SDL_Window *win, char *msg, size_t msg_bytes, char *warn, s
     r->tex_atlas = make_texture(GL_NEAREST, GL_NEAREST);
     r->tex_mask = make_texture(GL_NEAREST, GL_NEAREST);
     r->tex_lut = make_texture(GL_NEAREST, GL_NEAREST);
+    r->tex_removed = make_texture(GL_NEAREST, GL_NEAREST);
     glGetIntegerv(GL_MAX_TEXTURE_SIZE, &r->max_tex_px);
     ren_set_colormap(r, 0);
     uint8_t none = 0;
     glBindTexture(GL_TEXTURE_2D, r->tex_mask);
+    glTexImage2D(GL_TEXTURE_2D, 0, GL_R8, 1, 1, 0, GL_RED, GL_UNSIGNED_BYTE, &none);
+    glBindTexture(GL_TEXTURE_2D, r->tex_removed);
     glTexImage2D(GL_TEXTURE_2D, 0, GL_R8, 1, 1, 0, GL_RED, GL_UNSIGNED_BYTE, &none);
     GLenum e = glGetError();
     if (e != GL_NO_ERROR) {
@@ -216,8 +228,9 @@ void ren_free(Ren *r) {
     if (!r) return;
     for (int i = 0; i < REN_TEXT_CACHE; i++)
         if (r->cache[i].tex) glDeleteTextures(1, &r->cache[i].tex);
-    GLuint tex[5] = {r->tex_image, r->tex_map, r->tex_lut, r->tex_atlas, r->tex_mask};
-    for (int i = 0; i < 5; i++)
+    GLuint tex[6] = {r->tex_image, r->tex_map,  r->tex_lut,
+                     r->tex_atlas, r->tex_mask, r->tex_removed};
+    for (int i = 0; i < 6; i++)
         if (tex[i]) glDeleteTextures(1, &tex[i]);
     if (r->vao) glDeleteVertexArrays(1, &r->vao);
     if (r->heat.prog) glDeleteProgram(r->heat.prog);
@@ -276,6 +289,12 @@ void ren_upload_mask(Ren *r, const uint8_t *mask, int map_w, int map_h) {
     glTexImage2D(GL_TEXTURE_2D, 0, GL_R8, map_w, map_h, 0, GL_RED, GL_UNSIGNED_BYTE, mask);
 }
 
+void ren_upload_removed(Ren *r, const uint8_t *removed, int grid_w, int grid_h) {
+    glPixelStorei(GL_UNPACK_ALIGNMENT, 1);
+    glBindTexture(GL_TEXTURE_2D, r->tex_removed);
+    glTexImage2D(GL_TEXTURE_2D, 0, GL_R8, grid_w, grid_h, 0, GL_RED, GL_UNSIGNED_BYTE, removed);
+}
+
 void ren_set_colormap(Ren *r, int colormap) {
     if (colormap < 0 || colormap >= COLORMAP_COUNT) colormap = 0;
     glPixelStorei(GL_UNPACK_ALIGNMENT, 1);
@@ -306,6 +325,19 @@ static void disc(Ren *r, float cx, float cy, float d, const float c[4]) {
     glUniform4f(r->ui.color, c[0], c[1], c[2], c[3]);
     set_rect(&r->ui, cx - d / 2, cy - d / 2, d, d);
     glDrawArrays(GL_TRIANGLE_STRIP, 0, 4);
+    glUniform1f(r->ui.round, 0.0f);
+}
+
+/* A line segment from (x0, y0) to (x1, y1), w px wide, anti-aliased along its sides. */
+static void segment(Ren *r, float x0, float y0, float x1, float y1, float w, const float c[4]) {
+    glUseProgram(r->ui.prog);
+    glUniform1f(r->ui.textured, 0.0f);
+    glUniform1f(r->ui.round, 2.0f);
+    glUniform4f(r->ui.color, c[0], c[1], c[2], c[3]);
+    glUniform4f(r->ui.seg, x0, y0, x1, y1);
+    glUniform1f(r->ui.seg_w, w);
+    glDrawArrays(GL_TRIANGLE_STRIP, 0, 4);
+    glUniform1f(r->ui.seg_w, 0.0f);
     glUniform1f(r->ui.round, 0.0f);
 }
 
@@ -405,6 +437,8 @@ static void draw_heat(Ren *r, const RenFrame *f, float x, float y, float w, floa
     glBindTexture(GL_TEXTURE_2D, r->tex_lut);
     glActiveTexture(GL_TEXTURE3);
     glBindTexture(GL_TEXTURE_2D, r->tex_mask);
+    glActiveTexture(GL_TEXTURE4);
+    glBindTexture(GL_TEXTURE_2D, r->tex_removed);
     glActiveTexture(GL_TEXTURE0);
     /* The shader reads the map and its mask at the map's size (u_grid_size: the patch
      * grid [gh, gw], or [Sh, Sw] for a pixel map), and draws the patch grid lines and
@@ -428,6 +462,8 @@ static void draw_heat(Ren *r, const RenFrame *f, float x, float y, float w, floa
     glUniform1f(r->heat.line_px, line);
     glUniform1f(r->heat.ramp, 0.0f);
     glUniform1f(r->heat.rgb, cell < 0 && r->map_rgba && f->rgb ? 1.0f : 0.0f);
+    glUniform1f(r->heat.removed_on, cell < 0 && main_view && f->removed ? 1.0f : 0.0f);
+    glUniform3f(r->heat.fill, f->fill_rgb[0], f->fill_rgb[1], f->fill_rgb[2]);
     set_rect(&r->heat, x, y, w, h);
     glDrawArrays(GL_TRIANGLE_STRIP, 0, 4);
 }
@@ -523,6 +559,7 @@ static void draw_legend(Ren *r, const RenFrame *f, float x, float y, float h, in
     glUniform1f(r->heat.mask_on, 0.0f);
     glUniform2i(r->heat.query, -1, -1);
     glUniform1f(r->heat.ramp, 1.0f);
+    glUniform1f(r->heat.removed_on, 0.0f);
     set_rect(&r->heat, x, bar_y, bar_w, bar_h);
     glDrawArrays(GL_TRIANGLE_STRIP, 0, 4);
     glUniform1f(r->heat.ramp, 0.0f);
@@ -721,6 +758,88 @@ static void draw_distance(Ren *r, const RenFrame *f, float x, float y, float w, 
                  (float)font_px * 1.3f, w - 2 * pad, COL_TEXT);
 }
 
+/* The plot's axes box, framebuffer px, and the curve's steps: where step s and value v
+ * (clamped to [0, 1]) are drawn. */
+typedef struct {
+    float x, y, w, h;
+    int steps;
+} PlotBox;
+
+static float plot_x(const PlotBox *b, int s) {
+    return b->x + b->w * (float)s / (float)b->steps;
+}
+
+static float plot_y(const PlotBox *b, float v) {
+    return b->y + b->h * (1.0f - (v < 0.0f ? 0.0f : v > 1.0f ? 1.0f : v));
+}
+
+/* The perturbation test's plot (the curves of Chefer et al. 2021, §4): patches removed,
+ * 0 to 100%, on x; the class probability, 0 to 1, on y. The curve up to the current step
+ * with a marker there, the other order's finished curve dim behind it, a title, a
+ * subtitle and a caption. */
+static void draw_plot(Ren *r, const RenFrame *f, float x, float y, float w, float h, int font_px) {
+    fill(r, x, y, w, h, COL_SIDE);
+    const float *curve = COL_CURVE[f->plot_alt ? 1 : 0];
+    float pad = (float)font_px * 0.6f, line_h = (float)font_px * 1.4f, ty = y + pad;
+    int spx = (int)((float)font_px * 0.75f);
+    if (f->plot_title) text_fit(r, f->plot_title, font_px, x + pad, ty, line_h, w - 2 * pad, curve);
+    ty += line_h;
+    if (f->plot_subtitle) {
+        text_fit(r, f->plot_subtitle, font_px, x + pad, ty, line_h, w - 2 * pad, COL_TEXT);
+        ty += line_h;
+    }
+    int gpx = (int)((float)font_px * 0.8f);
+    float ghost_h = f->plot_ghost_caption ? (float)gpx * 1.4f : 0.0f;
+    float cap_h = (f->plot_caption ? line_h : 0.0f) + ghost_h;
+    float ax_w = text_width(r, "0.5", spx) + (float)spx * 0.5f;
+    float half_tick = text_width(r, "100%", spx) * 0.5f; /* the last x label's overhang */
+    float px0 = floorf(x + pad + ax_w), py0 = floorf(ty + (float)spx);
+    float pw = floorf(x + w - pad - half_tick - px0);
+    float ph = floorf(y + h - pad - cap_h - (float)spx * 3.2f - py0); /* x labels, axis name */
+    if (pw < 20 || ph < 20 || f->plot_steps < 1) return;
+    r->plot_x = (int)px0, r->plot_y = (int)py0, r->plot_w = (int)pw, r->plot_h = (int)ph;
+    for (int t = 0; t <= 2; t++) { /* probability 0, 0.5, 1: ticks, labels, grid lines */
+        static const char *const lab[3] = {"0", "0.5", "1"};
+        float gy = py0 + ph * (1.0f - (float)t / 2.0f);
+        if (t) fill(r, px0, gy, pw, 1, COL_TRACK);
+        fill(r, px0 - 3, gy, 3, 1, COL_DIM);
+        float tw = text_width(r, lab[t], spx);
+        text_line(r, lab[t], spx, px0 - tw - (float)spx * 0.4f, gy - (float)spx, (float)spx * 2,
+                  COL_DIM);
+    }
+    for (int t = 0; t <= 2; t++) { /* removed 0, 50, 100% */
+        static const char *const lab[3] = {"0%", "50%", "100%"};
+        float gx = px0 + pw * (float)t / 2.0f, tw = text_width(r, lab[t], spx);
+        fill(r, gx, py0 + ph, 1, 4, COL_DIM);
+        text_line(r, lab[t], spx, gx - tw / 2, py0 + ph + 3, (float)spx * 1.5f, COL_DIM);
+    }
+    const char *name = "patches removed";
+    text_line(r, name, spx, px0 + (pw - text_width(r, name, spx)) / 2,
+              py0 + ph + 3 + (float)spx * 1.5f, (float)spx * 1.5f, COL_DIM);
+    fill(r, px0, py0 + ph, pw + 1, 1, COL_DIM);
+    fill(r, px0, py0, 1, ph, COL_DIM);
+    float lw = roundf((float)font_px * 0.15f);
+    if (lw < 2) lw = 2;
+    PlotBox b = {px0, py0, pw, ph, f->plot_steps};
+    for (int s = 1; f->plot_ghost && s <= f->plot_steps; s++)
+        segment(r, plot_x(&b, s - 1), plot_y(&b, f->plot_ghost[s - 1]), plot_x(&b, s),
+                plot_y(&b, f->plot_ghost[s]), lw * 0.7f, COL_GHOST);
+    for (int s = 1; f->plot_y && s < f->plot_n; s++)
+        segment(r, plot_x(&b, s - 1), plot_y(&b, f->plot_y[s - 1]), plot_x(&b, s),
+                plot_y(&b, f->plot_y[s]), lw, curve);
+    if (f->plot_y && f->plot_n > 0) { /* the current step */
+        float mx = plot_x(&b, f->plot_n - 1), my = plot_y(&b, f->plot_y[f->plot_n - 1]);
+        disc(r, mx, my, lw * 3.6f, COL_TEXT);
+        disc(r, mx, my, lw * 2.4f, curve);
+    }
+    if (f->plot_caption)
+        text_fit(r, f->plot_caption, font_px, x + pad, y + h - pad - cap_h, cap_h - ghost_h,
+                 w - 2 * pad, COL_TEXT);
+    if (f->plot_ghost_caption)
+        text_fit(r, f->plot_ghost_caption, gpx, x + pad, y + h - pad - ghost_h, ghost_h,
+                 w - 2 * pad, COL_GHOST);
+}
+
 void ren_draw(Ren *r, const RenFrame *f) {
     SDL_GL_GetDrawableSize(r->win, &r->fb_w, &r->fb_h);
     const float W = (float)r->fb_w, H = (float)r->fb_h;
@@ -751,7 +870,7 @@ void ren_draw(Ren *r, const RenFrame *f) {
     float legend_w = roundf((float)font_px * 4.0f), legend_gap = roundf(margin * 1.2f);
     float prefix_w = roundf((float)font_px * 5.0f);
     float area_w = W - 2 * margin, area_h = H - bar_h - err_h - 2 * margin;
-    int has_panel = f->n_preds > 0 || f->distance || f->n_list > 0;
+    int has_panel = f->n_preds > 0 || f->distance || f->n_list > 0 || f->plot;
     float panel_w = has_panel ? roundf((float)font_px * 13.0f) : 0.0f;
     if (has_panel && area_w - panel_w - legend_gap < area_h * 0.55f) panel_w = 0; /* no room */
     if (panel_w > 0) area_w -= panel_w + legend_gap;
@@ -796,6 +915,7 @@ void ren_draw(Ren *r, const RenFrame *f) {
     }
     /* side panels, top aligned with the main area */
     r->panel_x = 0, r->panel_w = 0, r->n_pred_rows = 0, r->list_w = 0;
+    r->plot_x = r->plot_y = r->plot_w = r->plot_h = 0;
     if (panel_w > 0 && r->image_w) {
         float px = ix + iw + (legend ? legend_gap + legend_w : 0.0f) + legend_gap;
         float py = margin, room = area_h;
@@ -804,11 +924,13 @@ void ren_draw(Ren *r, const RenFrame *f) {
             float ph = draw_preds(r, f, px, py, panel_w, font_px);
             py += ph + margin, room -= ph + margin;
         }
-        if (f->n_list > 0 && room > font_px * 4.0f) {
+        if (f->plot) { /* the perturbation test: its plot instead of the list and distance */
+            if (room > font_px * 8.0f) draw_plot(r, f, px, py, panel_w, room, font_px);
+        } else if (f->n_list > 0 && room > font_px * 4.0f) {
             float lh = draw_list(r, f, px, py, panel_w, f->distance ? room * 0.6f : room, font_px);
             py += lh + margin, room -= lh + margin;
         }
-        if (f->distance && room > font_px * 6.0f)
+        if (!f->plot && f->distance && room > font_px * 6.0f)
             draw_distance(r, f, px, py, panel_w, room < panel_w * 1.1f ? room : panel_w * 1.1f,
                           font_px);
     }

@@ -3,10 +3,11 @@
  * Textures carry the picture: the crop the model saw [Sh, Sw] RGB (mipmapped
  * for the thumbnails), the map R32F (normalised to [0, 1]; [gh, gw] over the
  * patch grid, or [Sh, Sw] for a map at pixel resolution), an atlas of the
- * overview's maps, the mask R8 (the map's size) and the colormap LUT [256] RGB.
+ * overview's maps, the mask R8 (the map's size), the colormap LUT [256] RGB and
+ * the patches a perturbation test has removed, R8 [gh, gw].
  * A key press re-uploads only maps, so switching views costs a few kilobytes.
  * Everything else (status bar, panels, prefix-token bars, help, legend) is
- * flat rectangles, discs and text. Sizes follow the window's height, so text
+ * flat rectangles, discs, line segments and text. Sizes follow the window's height, so text
  * reads on a projector. */
 #ifndef VITLENS_RENDER_H
 #define VITLENS_RENDER_H
@@ -30,9 +31,9 @@ typedef struct {
 
 typedef struct {
     GLuint prog;
-    GLint screen, rect, uv;                        /* quad.vert.glsl */
+    GLint screen, rect, uv, seg, seg_w;            /* quad.vert.glsl */
     GLint opacity, grid, grid_size, patches, cell; /* heatmap.frag.glsl */
-    GLint bilinear, mask_on, query, line_px, ramp, rgb;
+    GLint bilinear, mask_on, query, line_px, ramp, rgb, removed_on, fill;
     GLint color, textured, round; /* ui.frag.glsl */
 } RenProgram;
 
@@ -42,7 +43,7 @@ typedef struct {
     SDL_Window *win;
     GLuint vao;
     RenProgram heat, ui;
-    GLuint tex_image, tex_map, tex_lut, tex_atlas, tex_mask;
+    GLuint tex_image, tex_map, tex_lut, tex_atlas, tex_mask, tex_removed;
     int image_w, image_h;                         /* of the uploaded image; 0: none */
     int map_w, map_h;                             /* of the uploaded map */
     int map_rgba;                                 /* 1: it is colours (ren_upload_map_rgba) */
@@ -64,6 +65,8 @@ typedef struct {
     int panel_x, panel_w;                 /* side panel, 0 wide when not drawn */
     int pred_y0, pred_row_h, n_pred_rows; /* the predictions' rows, for ren_pred_at */
     int list_x, list_y, list_w, list_h;   /* the list panel as drawn, 0 wide when not */
+    int plot_x, plot_y, plot_w, plot_h;   /* the perturbation plot's axes box (x 0..1 left to
+                                             right, y 0..1 bottom to top), 0 wide when not */
     char shader_dir[1024];
 } Ren;
 
@@ -113,6 +116,19 @@ typedef struct {
     int n_prefix;
     const float *prefix_share;
     const char *const *prefix_names;
+    /* A perturbation test (single view): the patches of ren_upload_removed drawn flat in
+     * fill_rgb (what the model sees there), without heat. */
+    int removed;
+    float fill_rgb[3];
+    /* Its plot panel below the predictions (instead of the list and distance panels) when
+     * plot is 1: the probability after each step, plot_y [plot_n] in [0, 1] at x = s /
+     * plot_steps, s = 0 .. plot_n - 1 (0 .. 100% removed), the last point marked; plot_ghost
+     * [plot_steps + 1] (NULL: none) a finished curve drawn dim behind it (the other order);
+     * plot_alt 1: the second curve colour (least relevant first). Texts may be NULL; the
+     * ghost's caption is drawn in its colour. */
+    int plot, plot_n, plot_steps, plot_alt;
+    const float *plot_y, *plot_ghost;
+    const char *plot_title, *plot_subtitle, *plot_caption, *plot_ghost_caption;
 } RenFrame;
 
 /* Compile the shaders (found in $VITLENS_SHADER_DIR, else the source tree's
@@ -134,6 +150,8 @@ void ren_upload_map_rgba(Ren *r, const float *rgba, int map_w, int map_h, int gr
 int ren_upload_atlas(Ren *r, const float *maps, int n, int map_w, int map_h);
 /* mask [map_h, map_w] (the map's size): 1 inside. */
 void ren_upload_mask(Ren *r, const uint8_t *mask, int map_w, int map_h);
+/* The patches a perturbation test removed: removed [gh, gw], 1 removed (RenFrame.removed). */
+void ren_upload_removed(Ren *r, const uint8_t *removed, int grid_w, int grid_h);
 /* colormap: an index into colormap_luts. */
 void ren_set_colormap(Ren *r, int colormap);
 

@@ -300,6 +300,83 @@ void scene_slow_swap(Scene *sc) {
     sc->back_slow_valid = 0;
 }
 
+/* --- perturbation test ----------------------------------------------------- */
+
+static VitStatus bad_arg(VitError *err, const char *msg) {
+    if (err) {
+        err->code = VIT_ERR_ARG;
+        snprintf(err->msg, sizeof err->msg, "%s", msg);
+    }
+    return VIT_ERR_ARG;
+}
+
+VitStatus perturbation_init(Perturbation *p, const float *map, int pixels, const VitConfig *c,
+                            int most_first, int target, VitError *err) {
+    int N = c->n_patches;
+    memset(p, 0, sizeof *p);
+    if (target < 0 || target >= c->n_classes)
+        return bad_arg(err, "perturbation test: no class to follow (a model without head?)");
+    p->most_first = most_first, p->target = target, p->n_patches = N;
+    p->n_steps = N < PERTURB_MAX_STEPS ? N : PERTURB_MAX_STEPS;
+    p->map = malloc((size_t)N * sizeof *p->map);
+    p->order = malloc((size_t)N * sizeof *p->order);
+    p->probs = calloc((size_t)p->n_steps + 1, sizeof *p->probs);
+    p->top = calloc((size_t)p->n_steps + 1, sizeof *p->top);
+    if (!p->map || !p->order || !p->probs || !p->top) {
+        perturbation_free(p);
+        return nomem(err, "the perturbation test");
+    }
+    vit_map_to_patches(p->map, map, c, pixels);
+    VitStatus rc = vit_patch_order(p->order, p->map, N, most_first, err);
+    if (rc) perturbation_free(p);
+    return rc;
+}
+
+void perturbation_free(Perturbation *p) {
+    if (!p) return;
+    free(p->map), free(p->order), free(p->probs), free(p->top);
+    memset(p, 0, sizeof *p);
+}
+
+VitStatus scene_perturb(Perturbation *p, const Scene *sc, VitError *err) {
+    const VitConfig *c = &sc->run.cfg;
+    int C = c->n_classes, n_inputs = p->n_steps + 1;
+    size_t sz = (size_t)3 * c->image_h * c->image_w;
+    if (!sc->vit || C == 0) return bad_arg(err, "perturbation test: the model has no head");
+    if (p->n_patches != c->n_patches || !p->order || p->target >= C)
+        return bad_arg(err, "perturbation test: not of this photo's model");
+    /* PERTURB_BATCH inputs at once, or as many as the activation limit allows */
+    VitBatch b = {0};
+    VitStatus rc = VIT_ERR_NOMEM;
+    int B = n_inputs < PERTURB_BATCH ? n_inputs : PERTURB_BATCH;
+    for (; B >= 1 && rc == VIT_ERR_NOMEM; B /= 2) {
+        rc = vit_batch_init(&b, sc->vit, B, 0, err);
+        if (!rc) break;
+    }
+    if (rc) return rc;
+    float *inputs = malloc((size_t)B * sz * sizeof *inputs);
+    float *probs = malloc((size_t)B * C * sizeof *probs);
+    if (!inputs || !probs) {
+        rc = nomem(err, "the perturbation test");
+        goto done;
+    }
+    for (int s0 = 0; s0 < n_inputs; s0 += B) {
+        int n = n_inputs - s0 < B ? n_inputs - s0 : B;
+        for (int k = 0; k < n; k++)
+            vit_patch_mix(inputs + (size_t)k * sz, sc->run.input, NULL, c, p->order,
+                          vit_perturb_count(s0 + k, p->n_steps, p->n_patches));
+        if ((rc = vit_forward_batch(&b, sc->vit, inputs, n, NULL, probs, err))) goto done;
+        for (int k = 0; k < n; k++) {
+            p->probs[s0 + k] = probs[(size_t)k * C + p->target];
+            vit_top_k(&p->top[s0 + k], probs + (size_t)k * C, C, 1);
+        }
+    }
+done:
+    free(inputs), free(probs);
+    vit_batch_free(&b);
+    return rc;
+}
+
 /* 1 for the patches on the grid's edge. */
 static void border_mask(uint8_t *b, int gh, int gw) {
     for (int r = 0; r < gh; r++)

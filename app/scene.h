@@ -157,6 +157,45 @@ void scene_slow_swap(Scene *sc);
 VitStatus scene_pca(float *out, int *fg_count, const Scene *sc, int layer, const JointFeatures *jf,
                     VitError *err);
 
+/* ---------------------------------------------------------------------------
+ * Perturbation test of one map, for the window's animation (Shift+P): the map's
+ * patches removed in its order (vit_patch_order; Chefer et al. 2021, §4), one forward
+ * pass per step, the class probability after each. --eval runs the same test on many
+ * photos in 10% steps (eval.c); this one takes small steps, so a curve can be watched. */
+
+#define PERTURB_MAX_STEPS 50 /* n_steps = min(N, 50) */
+#define PERTURB_BATCH     32 /* inputs per vit_forward_batch call, at most */
+
+typedef struct {
+    int most_first;   /* 1: positive (most relevant first), 0: negative (least first) */
+    int target;       /* the class followed, 0 .. C-1 */
+    int n_patches;    /* N */
+    int n_steps;      /* min(N, PERTURB_MAX_STEPS); step s removes vit_perturb_count(s, n_steps,
+                         N) patches, step 0 none */
+    float *map;       /* [N] the map per patch (vit_map_to_patches) */
+    int *order;       /* [N] vit_patch_order(map, most_first) */
+    float *probs;     /* [n_steps + 1] P(target) after step s (scene_perturb) */
+    int *top;         /* [n_steps + 1] the top-1 class after step s (scene_perturb) */
+    unsigned long id; /* the caller's tag */
+} Perturbation;
+
+/* The test of map (a view's map as view_map gives it: [Sh, Sw] when pixels is 1, else
+ * [gh, gw]) for class target of a model of shapes c: reduces it to the patches
+ * (vit_map_to_patches), orders them, allocates probs and top (zeroed). On error p is
+ * left freed. Errors: VIT_ERR_ARG (a NaN or infinite value in the map, target out of
+ * range), VIT_ERR_NOMEM. Free with perturbation_free (accepts a zeroed one). */
+VitStatus perturbation_init(Perturbation *p, const float *map, int pixels, const VitConfig *c,
+                            int most_first, int target, VitError *err);
+void perturbation_free(Perturbation *p);
+
+/* The probabilities of p's steps for sc's photo (sc->run.input, sc->vit): each step's
+ * input is the photo with the patches order[0 .. count) set to 0, the channel means
+ * after normalisation (vit_patch_mix with fill NULL), run through vit_forward_batch
+ * PERTURB_BATCH at a time (fewer when that many do not fit in memory). For the worker
+ * thread: reads sc->run.input and sc->vit only, writes p->probs and p->top. Errors:
+ * VIT_ERR_ARG (a model without head, p not of sc's shapes), VIT_ERR_NOMEM. */
+VitStatus scene_perturb(Perturbation *p, const Scene *sc, VitError *err);
+
 /* Does the front buffer hold class `target`'s maps, with `discard` for grad-rollout
  * (uses_discard 1), and AttnLRP's (lrp 1)? */
 int scene_explained(const Scene *sc, int target, int uses_discard, float discard, int lrp);

@@ -12,6 +12,10 @@ static void run_job(Worker *w) {
     w->status = VIT_OK;
     w->err.code = VIT_OK;
     w->err.msg[0] = '\0';
+    if (w->perturb) {
+        w->status = scene_perturb(w->perturb, w->scene, &w->err);
+        return;
+    }
     if (w->slow) {
         w->status = scene_slow_map(w->scene, &w->view, w->joint, &w->err);
         w->explained = w->status == VIT_OK;
@@ -104,6 +108,7 @@ void worker_start(Worker *w, const char *model_path, const VitLoadOptions *load_
     w->scene = scene;
     w->explain = 0;
     w->slow = 0;
+    w->perturb = NULL;
     w->has_job = 1;
     SDL_CondSignal(w->wake);
     SDL_UnlockMutex(w->lock);
@@ -115,6 +120,7 @@ void worker_start_explain(Worker *w, Scene *scene, int target, float discard, in
     w->scene = scene;
     w->explain = 1;
     w->slow = 0;
+    w->perturb = NULL;
     w->target = target;
     w->discard = discard;
     w->lrp = lrp;
@@ -129,8 +135,21 @@ void worker_start_slow(Worker *w, Scene *scene, const View *v, JointFeatures *jo
     w->scene = scene;
     w->explain = 0;
     w->slow = 1;
+    w->perturb = NULL;
     w->view = *v;
     w->joint = joint;
+    w->has_job = 1;
+    SDL_CondSignal(w->wake);
+    SDL_UnlockMutex(w->lock);
+}
+
+void worker_start_perturb(Worker *w, Scene *scene, Perturbation *p) {
+    SDL_LockMutex(w->lock);
+    w->model_path[0] = w->image_path[0] = '\0';
+    w->scene = scene;
+    w->explain = 0;
+    w->slow = 0;
+    w->perturb = p;
     w->has_job = 1;
     SDL_CondSignal(w->wake);
     SDL_UnlockMutex(w->lock);

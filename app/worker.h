@@ -2,7 +2,9 @@
  *
  * One SDL thread waits for a job: load a model (optional) and run a photo
  * through it into the back Scene; or compute one class's class-specific maps
- * (scene_explain) of the front Scene into its back buffer. When done it pushes one SDL user event
+ * (scene_explain) of the front Scene into its back buffer; or a worker kind's map
+ * (scene_slow_map); or the class probabilities of a perturbation test of the front
+ * Scene's photo (scene_perturb). When done it pushes one SDL user event
  * (type `event`, user.code = VitStatus) and goes back to waiting; the GUI
  * thread then reads the result and swaps the back Scene in.
  *
@@ -36,6 +38,7 @@ typedef struct {
     int slow;                /* 1: a worker map job (scene_slow_map(scene, &view, joint)) */
     View view;               /* its view */
     JointFeatures *joint;    /* the slideshow's features for a joint feature PCA, or NULL */
+    Perturbation *perturb;   /* non-NULL: a perturbation job (scene_perturb(scene, perturb)) */
     /* the result, valid once the event has arrived */
     Model *new_model; /* loaded from model_path (heap; the receiver owns it), or NULL */
     int ran;          /* 1: scene holds a new forward pass */
@@ -59,6 +62,11 @@ void worker_start_explain(Worker *w, Scene *scene, int target, float discard, in
 /* Hand a worker-map job to the idle worker: scene_slow_map(scene, v, joint) (attention
  * flow, the feature PCA over the slideshow). joint belongs to the worker until the event. */
 void worker_start_slow(Worker *w, Scene *scene, const View *v, JointFeatures *joint);
+
+/* Hand a perturbation job to the idle worker: scene_perturb(scene, p), which fills
+ * p->probs and p->top. p belongs to the worker until the event; the window may go on
+ * reading the Scene meanwhile. */
+void worker_start_perturb(Worker *w, Scene *scene, Perturbation *p);
 
 /* Finish the running job, if any, stop the thread, free new_model if unclaimed. */
 void worker_free(Worker *w);

@@ -7,6 +7,8 @@
 // bilinear between patch centres (clamped at the border), as the CPU export
 // does (export.c). Its colour comes from the 256-entry colormap LUT by the same
 // index, round(v * 255), blended as mix(image, colour, opacity).
+// The patches a perturbation test removed are drawn flat in u_fill, the colour
+// the model's normalisation maps to 0, without heat: what the model sees there.
 // On top: the patch grid, the outline of the attention mask (DINO) and the box
 // of the query patch, all sized in framebuffer px via fwidth.
 
@@ -26,6 +28,9 @@ uniform float u_line_px;   // width of the mask outline and the query box, px
 uniform float u_ramp;      // 1: the colour bar: value = 1 - v (top is the maximum)
 uniform float u_rgb;       // 1: u_map is RGBA32F colours (the feature PCA), A the foreground:
                            // drawn as they are, mix(image, rgb, opacity * A), no colormap
+uniform sampler2D u_removed; // [gh, gw] R8: 1 where a perturbation test removed the patch
+uniform float u_removed_on;  // 1: draw the removed patches in u_fill
+uniform vec3 u_fill;         // RGB in [0, 1]
 
 in vec2 v_uv;
 out vec4 frag;
@@ -65,6 +70,10 @@ void main() {
         float v = m.r;
         vec3 col = texelFetch(u_lut, ivec2(int(v * 255.0 + 0.5), 0), 0).rgb;
         rgb = mix(img, col, u_opacity);
+    }
+    if (u_removed_on > 0.5 && u_ramp < 0.5) {
+        ivec2 pc = clamp(ivec2(floor(v_uv * u_patches)), ivec2(0), ivec2(u_patches) - 1);
+        if (texelFetch(u_removed, pc, 0).r > 0.0) rgb = u_fill;
     }
 
     // Patch grid: lines one framebuffer pixel wide at the patch borders,
