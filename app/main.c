@@ -17,6 +17,7 @@
 #include "worker.h"
 
 #include <SDL.h>
+#include <SDL_syswm.h> /* F without a window manager: Xlib on X11 */
 #include <errno.h>
 #include <sys/stat.h>
 
@@ -1024,10 +1025,73 @@ static void app_open_cell(App *app, int k) {
     app->overview = OV_NONE;
 }
 
+/* Does a window manager run on the window's X display? An EWMH manager keeps a
+ * window named by the root window's _NET_SUPPORTING_WM_CHECK. 1 on other video
+ * drivers (Wayland, ...), whose compositor always answers a fullscreen request. */
+static int has_window_manager(SDL_Window *win) {
+#if defined(SDL_VIDEO_DRIVER_X11) && defined(VITLENS_X11)
+    SDL_SysWMinfo info;
+    SDL_VERSION(&info.version);
+    if (!SDL_GetWindowWMInfo(win, &info) || info.subsystem != SDL_SYSWM_X11) return 1;
+    Display *dpy = info.info.x11.display;
+    Atom check = XInternAtom(dpy, "_NET_SUPPORTING_WM_CHECK", True);
+    Atom type = None;
+    int format = 0;
+    unsigned long n = 0, left = 0;
+    unsigned char *data = NULL;
+    int found = check != None &&
+                XGetWindowProperty(dpy, DefaultRootWindow(dpy), check, 0, 1, False, XA_WINDOW,
+                                   &type, &format, &n, &left, &data) == Success &&
+                type == XA_WINDOW && n == 1;
+    if (data) XFree(data);
+    return found;
+#else
+    (void)win;
+    return 1;
+#endif
+}
+
+/* F: presenter mode. SDL asks the window manager (_NET_WM_STATE_FULLSCREEN) and
+ * reports the display's size at once; with no manager to answer (kiosk, projector,
+ * bare X, Xvfb) the X window kept its size and the frame was cut (issue 17). There
+ * the window itself turns borderless and covers its display; the next F puts back
+ * its place, size and border. One window per process: the saved geometry is static. */
+static struct {
+    int own; /* 1: fullscreen done here, not by SDL and a window manager */
+    int x, y, w, h, bordered;
+} fs_saved;
+
 static void app_toggle_fullscreen(App *app) {
     int fs = !app->fullscreen;
+    char msg[300];
+    if (!fs && fs_saved.own) {
+        SDL_SetWindowBordered(app->win, fs_saved.bordered ? SDL_TRUE : SDL_FALSE);
+        SDL_SetWindowSize(app->win, fs_saved.w, fs_saved.h);
+        SDL_SetWindowPosition(app->win, fs_saved.x, fs_saved.y);
+        fs_saved.own = 0;
+        app->fullscreen = 0;
+        return;
+    }
+    if (fs && !has_window_manager(app->win)) {
+        SDL_Rect r;
+        int d = SDL_GetWindowDisplayIndex(app->win);
+        if (d < 0 || SDL_GetDisplayBounds(d, &r) != 0) {
+            snprintf(msg, sizeof msg, "fullscreen: %s", SDL_GetError());
+            app_set_error(app, msg);
+            return;
+        }
+        SDL_GetWindowPosition(app->win, &fs_saved.x, &fs_saved.y);
+        SDL_GetWindowSize(app->win, &fs_saved.w, &fs_saved.h);
+        fs_saved.bordered = !(SDL_GetWindowFlags(app->win) & SDL_WINDOW_BORDERLESS);
+        SDL_SetWindowBordered(app->win, SDL_FALSE);
+        SDL_SetWindowPosition(app->win, r.x, r.y);
+        SDL_SetWindowSize(app->win, r.w, r.h);
+        SDL_RaiseWindow(app->win);
+        fs_saved.own = 1;
+        app->fullscreen = 1;
+        return;
+    }
     if (SDL_SetWindowFullscreen(app->win, fs ? SDL_WINDOW_FULLSCREEN_DESKTOP : 0) != 0) {
-        char msg[300];
         snprintf(msg, sizeof msg, "fullscreen: %s", SDL_GetError());
         app_set_error(app, msg);
         return;
