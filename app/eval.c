@@ -165,11 +165,12 @@ static int cmp_sanity(const void *a, const void *b) {
     return (x->blocks > y->blocks) - (x->blocks < y->blocks);
 }
 
+/* (An empty array is NULL, which qsort must not be given even with 0 elements.) */
 static void rows_sort(Rows *r) {
-    qsort(r->im, r->n_im, sizeof *r->im, cmp_image);
-    qsort(r->cu, r->n_cu, sizeof *r->cu, cmp_curve);
-    qsort(r->lo, r->n_lo, sizeof *r->lo, cmp_loc);
-    qsort(r->sa, r->n_sa, sizeof *r->sa, cmp_sanity);
+    if (r->n_im) qsort(r->im, r->n_im, sizeof *r->im, cmp_image);
+    if (r->n_cu) qsort(r->cu, r->n_cu, sizeof *r->cu, cmp_curve);
+    if (r->n_lo) qsort(r->lo, r->n_lo, sizeof *r->lo, cmp_loc);
+    if (r->n_sa) qsort(r->sa, r->n_sa, sizeof *r->sa, cmp_sanity);
 }
 
 /* ---------------------------------------------------------------------------
