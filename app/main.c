@@ -1657,6 +1657,8 @@ static void app_draw(App *app) {
         /* the perturbation test: its order, phase, step, the probability there, the plot */
         const Perturbation *p = &app->pert.run;
         int on = app->pert.phase >= PERT_PLAYING && p->probs && app->pert.step >= 0;
+        printf("redraw=%d redraw_px=%ld mismatch=%ld ", r->last_rects, r->last_px,
+               r->last_mismatch);
         printf("perturb=%s pphase=%s pstep=%d/%d pprob=%.6f premoved=%d plot=%d,%d,%d,%d\n",
                app->pert.phase == PERT_OFF ? "off"
                : app->pert.most_first      ? "positive"

@@ -60,53 +60,62 @@ static char *read_file(const char *path, char *msg, size_t n) {
     return buf;
 }
 
-static GLuint compile(GLenum type, const char *dir, const char *file, char *msg, size_t n) {
-    char path[1200];
-    snprintf(path, sizeof path, "%s/%s", dir, file);
-    char *src = read_file(path, msg, n);
-    if (!src) return 0;
+/* A shader from src, with `defines` ("#define X\n" lines) after its #version line;
+ * `name` in messages. */
+static GLuint compile(GLenum type, const char *name, const char *src, const char *defines,
+                      char *msg, size_t n) {
     GLuint sh = glCreateShader(type);
     if (!sh) {
-        snprintf(msg, n, "%s: glCreateShader failed (GL error 0x%x)", path, glGetError());
-        free(src);
+        snprintf(msg, n, "%s: glCreateShader failed (GL error 0x%x)", name, glGetError());
         return 0;
     }
-    const char *srcs[1] = {src};
-    glShaderSource(sh, 1, srcs, NULL);
+    const char *nl = strchr(src, '\n');
+    int head = nl ? (int)(nl - src + 1) : 0;
+    char line[32]; /* keep the compiler's line numbers those of the file */
+    snprintf(line, sizeof line, "#line 2\n");
+    const char *srcs[4] = {src, defines, line, src + head};
+    GLint lens[4] = {head, -1, -1, -1};
+    glShaderSource(sh, 4, srcs, lens);
     glCompileShader(sh);
-    free(src);
     GLint ok = 0;
     glGetShaderiv(sh, GL_COMPILE_STATUS, &ok);
     if (!ok) {
         char log[3072] = "";
         glGetShaderInfoLog(sh, sizeof log, NULL, log);
-        snprintf(msg, n, "%s: shader does not compile:\n%s", path, log);
+        snprintf(msg, n, "%s: shader does not compile%s%s:\n%s", name, *defines ? " with " : "",
+                 defines, log);
         glDeleteShader(sh);
         return 0;
     }
     return sh;
 }
 
-static int link_program(RenProgram *p, const char *dir, const char *frag, char *msg, size_t n) {
-    GLuint vs = compile(GL_VERTEX_SHADER, dir, "quad.vert.glsl", msg, n);
+/* The program of quad.vert.glsl and the fragment shader `frag` (source fs) with
+ * `defines`; the uniforms' locations. */
+static int link_program(RenProgram *p, const Ren *r, const char *frag, const char *fs,
+                        const char *defines, char *msg, size_t n) {
+    char name[1200];
+    snprintf(name, sizeof name, "%s/quad.vert.glsl", r->shader_dir);
+    GLuint vs = compile(GL_VERTEX_SHADER, name, r->vert_src, "", msg, n);
     if (!vs) return -1;
-    GLuint fs = compile(GL_FRAGMENT_SHADER, dir, frag, msg, n);
-    if (!fs) {
+    snprintf(name, sizeof name, "%s/%s", r->shader_dir, frag);
+    GLuint fsh = compile(GL_FRAGMENT_SHADER, name, fs, defines, msg, n);
+    if (!fsh) {
         glDeleteShader(vs);
         return -1;
     }
     p->prog = glCreateProgram();
     glAttachShader(p->prog, vs);
-    glAttachShader(p->prog, fs);
+    glAttachShader(p->prog, fsh);
     glLinkProgram(p->prog);
     glDeleteShader(vs);
-    glDeleteShader(fs);
+    glDeleteShader(fsh);
     GLint ok = 0;
     glGetProgramiv(p->prog, GL_LINK_STATUS, &ok);
     if (!ok) {
         char log[3072] = "";
         glGetProgramInfoLog(p->prog, sizeof log, NULL, log);
-        snprintf(msg, n, "%s/%s + quad.vert.glsl: shaders do not link:\n%s", dir, frag, log);
+        snprintf(msg, n, "%s + quad.vert.glsl: shaders do not link:\n%s", name, log);
         glDeleteProgram(p->prog);
         p->prog = 0;
         return -1;
@@ -117,17 +126,11 @@ static int link_program(RenProgram *p, const char *dir, const char *frag, char *
     p->seg = glGetUniformLocation(p->prog, "u_seg");
     p->seg_w = glGetUniformLocation(p->prog, "u_seg_w");
     p->opacity = glGetUniformLocation(p->prog, "u_opacity");
-    p->grid = glGetUniformLocation(p->prog, "u_grid");
     p->grid_size = glGetUniformLocation(p->prog, "u_grid_size");
     p->patches = glGetUniformLocation(p->prog, "u_patches");
     p->cell = glGetUniformLocation(p->prog, "u_cell");
-    p->bilinear = glGetUniformLocation(p->prog, "u_bilinear");
-    p->mask_on = glGetUniformLocation(p->prog, "u_mask_on");
     p->query = glGetUniformLocation(p->prog, "u_query");
     p->line_px = glGetUniformLocation(p->prog, "u_line_px");
-    p->ramp = glGetUniformLocation(p->prog, "u_ramp");
-    p->rgb = glGetUniformLocation(p->prog, "u_rgb");
-    p->removed_on = glGetUniformLocation(p->prog, "u_removed_on");
     p->fill = glGetUniformLocation(p->prog, "u_fill");
     p->color = glGetUniformLocation(p->prog, "u_color");
     p->textured = glGetUniformLocation(p->prog, "u_textured");
@@ -139,7 +142,31 @@ static int link_program(RenProgram *p, const char *dir, const char *frag, char *
     glUniform1i(glGetUniformLocation(p->prog, "u_mask"), 3);
     glUniform1i(glGetUniformLocation(p->prog, "u_removed"), 4);
     glUniform1i(glGetUniformLocation(p->prog, "u_tex"), 0);
+    glUniform4f(p->uv, 0.0f, 0.0f, 1.0f, 1.0f);
     return 0;
+}
+
+/* The heat map program of a combination of features (REN_HV_* bits), compiled the
+ * first time it is asked for; NULL when it does not build (said on stderr once). */
+static const RenProgram *heat_program(Ren *r, int variant) {
+    static const char *const names[REN_HV_BITS] = {"BILINEAR", "RGB",  "RAMP",  "REMOVED",
+                                                   "GRID",     "MASK", "QUERY", "MINIFY"};
+    RenProgram *p = &r->heat[variant];
+    if (p->prog) return p;
+    if (r->heat_failed[variant]) return NULL;
+    char defines[256] = "", msg[4096];
+    for (int b = 0; b < REN_HV_BITS; b++)
+        if (variant & (1 << b)) {
+            size_t k = strlen(defines);
+            snprintf(defines + k, sizeof defines - k, "#define %s\n", names[b]);
+        }
+    if (link_program(p, r, "heatmap.frag.glsl", r->heat_src, defines, msg, sizeof msg)) {
+        fprintf(stderr, "vitlens: %s\n", msg);
+        snprintf(r->heat_msg, sizeof r->heat_msg, "%s", msg);
+        r->heat_failed[variant] = 1;
+        return NULL;
+    }
+    return p;
 }
 
 static int has_shaders(const char *dir) {
@@ -194,8 +221,25 @@ int ren_init(Ren *r, SDL_Window *win, char *msg, size_t msg_bytes, char *warn, s
     r->win = win;
     warn[0] = '\0';
     if (find_shader_dir(r->shader_dir, sizeof r->shader_dir, msg, msg_bytes)) return -1;
-    if (link_program(&r->heat, r->shader_dir, "heatmap.frag.glsl", msg, msg_bytes)) goto fail;
-    if (link_program(&r->ui, r->shader_dir, "ui.frag.glsl", msg, msg_bytes)) goto fail;
+    char path[1200], *ui_src = NULL;
+    snprintf(path, sizeof path, "%s/quad.vert.glsl", r->shader_dir);
+    if (!(r->vert_src = read_file(path, msg, msg_bytes))) goto fail;
+    snprintf(path, sizeof path, "%s/heatmap.frag.glsl", r->shader_dir);
+    if (!(r->heat_src = read_file(path, msg, msg_bytes))) goto fail;
+    snprintf(path, sizeof path, "%s/ui.frag.glsl", r->shader_dir);
+    if (!(ui_src = read_file(path, msg, msg_bytes))) goto fail;
+    int bad = link_program(&r->ui, r, "ui.frag.glsl", ui_src, "", msg, msg_bytes);
+    free(ui_src);
+    if (bad) goto fail;
+    if (!heat_program(r, 0)) { /* the plain view's; the others when first drawn */
+        snprintf(msg, msg_bytes, "%s", r->heat_msg);
+        goto fail;
+    }
+    const char *e = getenv("VITLENS_FULL_REDRAW");
+    r->full_redraw = e && *e && strcmp(e, "0") != 0;
+    e = getenv("VITLENS_CHECK_REDRAW");
+    r->check_redraw = e && *e && strcmp(e, "0") != 0;
+    r->last_mismatch = -1;
 
     glGenVertexArrays(1, &r->vao); /* core profile draws need a bound VAO, even an empty one */
     /* the crop: mipmapped, so that the overview's thumbnails do not alias */
@@ -212,9 +256,9 @@ int ren_init(Ren *r, SDL_Window *win, char *msg, size_t msg_bytes, char *warn, s
     glTexImage2D(GL_TEXTURE_2D, 0, GL_R8, 1, 1, 0, GL_RED, GL_UNSIGNED_BYTE, &none);
     glBindTexture(GL_TEXTURE_2D, r->tex_removed);
     glTexImage2D(GL_TEXTURE_2D, 0, GL_R8, 1, 1, 0, GL_RED, GL_UNSIGNED_BYTE, &none);
-    GLenum e = glGetError();
-    if (e != GL_NO_ERROR) {
-        snprintf(msg, msg_bytes, "OpenGL: cannot create textures (error 0x%x)", e);
+    GLenum err = glGetError();
+    if (err != GL_NO_ERROR) {
+        snprintf(msg, msg_bytes, "OpenGL: cannot create textures (error 0x%x)", err);
         goto fail;
     }
     r->has_text = text_init(&r->text, warn, warn_bytes) == 0;
@@ -222,6 +266,13 @@ int ren_init(Ren *r, SDL_Window *win, char *msg, size_t msg_bytes, char *warn, s
 fail:
     ren_free(r);
     return -1;
+}
+
+static void free_canvas(GLuint *fbo, GLuint *tex, int *w, int *h) {
+    if (*fbo) glDeleteFramebuffers(1, fbo);
+    if (*tex) glDeleteTextures(1, tex);
+    *fbo = *tex = 0;
+    *w = *h = 0;
 }
 
 void ren_free(Ren *r) {
@@ -232,10 +283,15 @@ void ren_free(Ren *r) {
                      r->tex_atlas, r->tex_mask, r->tex_removed};
     for (int i = 0; i < 6; i++)
         if (tex[i]) glDeleteTextures(1, &tex[i]);
+    free_canvas(&r->canvas_fbo, &r->canvas_tex, &r->canvas_w, &r->canvas_h);
+    free_canvas(&r->check_fbo, &r->check_tex, &r->check_w, &r->check_h);
     if (r->vao) glDeleteVertexArrays(1, &r->vao);
-    if (r->heat.prog) glDeleteProgram(r->heat.prog);
+    for (int i = 0; i < (1 << REN_HV_BITS); i++)
+        if (r->heat[i].prog) glDeleteProgram(r->heat[i].prog);
     if (r->ui.prog) glDeleteProgram(r->ui.prog);
     if (r->has_text) text_free(&r->text);
+    free(r->vert_src), free(r->heat_src), free(r->prims);
+    dl_free(&r->dl);
     memset(r, 0, sizeof *r);
 }
 
@@ -244,6 +300,7 @@ void ren_upload_image(Ren *r, const uint8_t *rgb, int w, int h) {
     glBindTexture(GL_TEXTURE_2D, r->tex_image);
     glTexImage2D(GL_TEXTURE_2D, 0, GL_RGB8, w, h, 0, GL_RGB, GL_UNSIGNED_BYTE, rgb);
     glGenerateMipmap(GL_TEXTURE_2D);
+    r->gen_image = ++r->gen;
     r->image_w = w;
     r->image_h = h;
 }
@@ -252,6 +309,7 @@ void ren_upload_map(Ren *r, const float *map, int map_w, int map_h, int grid_w, 
     glPixelStorei(GL_UNPACK_ALIGNMENT, 4);
     glBindTexture(GL_TEXTURE_2D, r->tex_map);
     glTexImage2D(GL_TEXTURE_2D, 0, GL_R32F, map_w, map_h, 0, GL_RED, GL_FLOAT, map);
+    r->gen_map = ++r->gen;
     r->map_w = map_w, r->map_h = map_h;
     r->grid_w = grid_w, r->grid_h = grid_h;
     r->map_rgba = 0;
@@ -261,6 +319,7 @@ void ren_upload_map_rgba(Ren *r, const float *rgba, int map_w, int map_h, int gr
     glPixelStorei(GL_UNPACK_ALIGNMENT, 4);
     glBindTexture(GL_TEXTURE_2D, r->tex_map);
     glTexImage2D(GL_TEXTURE_2D, 0, GL_RGBA32F, map_w, map_h, 0, GL_RGBA, GL_FLOAT, rgba);
+    r->gen_map = ++r->gen;
     r->map_w = map_w, r->map_h = map_h;
     r->grid_w = grid_w, r->grid_h = grid_h;
     r->map_rgba = 1;
@@ -277,6 +336,7 @@ int ren_upload_atlas(Ren *r, const float *maps, int n, int map_w, int map_h) {
     for (int k = 0; k < n; k++)
         glTexSubImage2D(GL_TEXTURE_2D, 0, (k % cols) * map_w, (k / cols) * map_h, map_w, map_h,
                         GL_RED, GL_FLOAT, maps + (size_t)k * map_w * map_h);
+    r->gen_atlas = ++r->gen;
     r->atlas_maps = n;
     r->atlas_cols = cols;
     r->atlas_w = map_w, r->atlas_h = map_h;
@@ -287,12 +347,14 @@ void ren_upload_mask(Ren *r, const uint8_t *mask, int map_w, int map_h) {
     glPixelStorei(GL_UNPACK_ALIGNMENT, 1);
     glBindTexture(GL_TEXTURE_2D, r->tex_mask);
     glTexImage2D(GL_TEXTURE_2D, 0, GL_R8, map_w, map_h, 0, GL_RED, GL_UNSIGNED_BYTE, mask);
+    r->gen_mask = ++r->gen;
 }
 
 void ren_upload_removed(Ren *r, const uint8_t *removed, int grid_w, int grid_h) {
     glPixelStorei(GL_UNPACK_ALIGNMENT, 1);
     glBindTexture(GL_TEXTURE_2D, r->tex_removed);
     glTexImage2D(GL_TEXTURE_2D, 0, GL_R8, grid_w, grid_h, 0, GL_RED, GL_UNSIGNED_BYTE, removed);
+    r->gen_removed = ++r->gen;
 }
 
 void ren_set_colormap(Ren *r, int colormap) {
@@ -301,44 +363,88 @@ void ren_set_colormap(Ren *r, int colormap) {
     glBindTexture(GL_TEXTURE_2D, r->tex_lut);
     glTexImage2D(GL_TEXTURE_2D, 0, GL_RGB8, COLORMAP_SIZE, 1, 0, GL_RGB, GL_UNSIGNED_BYTE,
                  colormap_luts[colormap]);
+    r->gen_lut = ++r->gen;
 }
 
-/* --- drawing helpers ------------------------------------------------------- */
+/* --- the frame as a list of primitives -------------------------------------
+ *
+ * The drawing functions below do not draw: they record primitives. ren_draw then
+ * replays, into the canvas (an offscreen framebuffer that keeps the last frame),
+ * only the rectangles where this frame's primitives differ from the last one's
+ * (drawlist.h), and copies the canvas to the window. */
 
-static void set_rect(const RenProgram *p, float x, float y, float w, float h) {
-    glUniform4f(p->rect, x, y, w, h);
+typedef enum { PR_FILL = 1, PR_DISC, PR_SEG, PR_TEXT, PR_HEAT } RenPrimKind;
+
+struct RenPrim {
+    int kind;       /* RenPrimKind */
+    int variant;    /* PR_HEAT: REN_HV_* bits */
+    int slot;       /* PR_TEXT: the text cache's slot */
+    int cell;       /* PR_HEAT: the atlas' map, -1: the map texture */
+    float rect[4];  /* x, y, w, h px (PR_SEG: unused) */
+    float color[4]; /* RGBA */
+    float seg[4];   /* PR_SEG: x0, y0, x1, y1 px */
+    float seg_w;    /* PR_SEG: px */
+    int cell_xy[2]; /* PR_HEAT: texel origin of the map */
+    int query[2];   /* PR_HEAT: the query patch (col, row) */
+    float opacity, line_px, grid_size[2], patches[2], fill[3];
+    uint64_t content; /* what the textures hold: the text and its size, the uploads */
+};
+
+/* A new primitive of `kind`, zeroed (its bytes are hashed), or NULL out of memory. */
+static RenPrim *prim_new(Ren *r, int kind) {
+    if (r->n_prims == r->cap_prims) {
+        int cap = r->cap_prims ? r->cap_prims * 2 : 512;
+        RenPrim *p = realloc(r->prims, (size_t)cap * sizeof *p);
+        if (!p) {
+            r->dl.oom = 1; /* the frame is incomplete: draw what there is, all of it */
+            return NULL;
+        }
+        r->prims = p, r->cap_prims = cap;
+    }
+    RenPrim *p = &r->prims[r->n_prims];
+    memset(p, 0, sizeof *p);
+    p->kind = kind;
+    return p;
+}
+
+/* The primitive filled in: into the list, with its hash and the pixels it touches. */
+static void prim_add(Ren *r, RenPrim *p) {
+    float x0, y0, x1, y1;
+    if (p->kind == PR_SEG) { /* the quad reaches half the width past either end and side */
+        float m = p->seg_w;
+        x0 = fminf(p->seg[0], p->seg[2]) - m, x1 = fmaxf(p->seg[0], p->seg[2]) + m;
+        y0 = fminf(p->seg[1], p->seg[3]) - m, y1 = fmaxf(p->seg[1], p->seg[3]) + m;
+    } else {
+        x0 = p->rect[0], y0 = p->rect[1], x1 = p->rect[0] + p->rect[2],
+        y1 = p->rect[1] + p->rect[3];
+    }
+    DlBox box = {(int)floorf(x0) - 1, (int)floorf(y0) - 1, (int)ceilf(x1) + 1, (int)ceilf(y1) + 1};
+    if (dl_add(&r->dl, dl_hash(DL_HASH_SEED, p, sizeof *p), box) >= 0) r->n_prims++;
 }
 
 static void fill(Ren *r, float x, float y, float w, float h, const float c[4]) {
-    glUseProgram(r->ui.prog);
-    glUniform1f(r->ui.textured, 0.0f);
-    glUniform1f(r->ui.round, 0.0f);
-    glUniform4f(r->ui.color, c[0], c[1], c[2], c[3]);
-    set_rect(&r->ui, x, y, w, h);
-    glDrawArrays(GL_TRIANGLE_STRIP, 0, 4);
+    RenPrim *p = prim_new(r, PR_FILL);
+    if (!p) return;
+    p->rect[0] = x, p->rect[1] = y, p->rect[2] = w, p->rect[3] = h;
+    memcpy(p->color, c, sizeof p->color);
+    prim_add(r, p);
 }
 
 static void disc(Ren *r, float cx, float cy, float d, const float c[4]) {
-    glUseProgram(r->ui.prog);
-    glUniform1f(r->ui.textured, 0.0f);
-    glUniform1f(r->ui.round, 1.0f);
-    glUniform4f(r->ui.color, c[0], c[1], c[2], c[3]);
-    set_rect(&r->ui, cx - d / 2, cy - d / 2, d, d);
-    glDrawArrays(GL_TRIANGLE_STRIP, 0, 4);
-    glUniform1f(r->ui.round, 0.0f);
+    RenPrim *p = prim_new(r, PR_DISC);
+    if (!p) return;
+    p->rect[0] = cx - d / 2, p->rect[1] = cy - d / 2, p->rect[2] = d, p->rect[3] = d;
+    memcpy(p->color, c, sizeof p->color);
+    prim_add(r, p);
 }
 
 /* A line segment from (x0, y0) to (x1, y1), w px wide, anti-aliased along its sides. */
 static void segment(Ren *r, float x0, float y0, float x1, float y1, float w, const float c[4]) {
-    glUseProgram(r->ui.prog);
-    glUniform1f(r->ui.textured, 0.0f);
-    glUniform1f(r->ui.round, 2.0f);
-    glUniform4f(r->ui.color, c[0], c[1], c[2], c[3]);
-    glUniform4f(r->ui.seg, x0, y0, x1, y1);
-    glUniform1f(r->ui.seg_w, w);
-    glDrawArrays(GL_TRIANGLE_STRIP, 0, 4);
-    glUniform1f(r->ui.seg_w, 0.0f);
-    glUniform1f(r->ui.round, 0.0f);
+    RenPrim *p = prim_new(r, PR_SEG);
+    if (!p) return;
+    p->seg[0] = x0, p->seg[1] = y0, p->seg[2] = x1, p->seg[3] = y1, p->seg_w = w;
+    memcpy(p->color, c, sizeof p->color);
+    prim_add(r, p);
 }
 
 /* A frame of width t around (x, y, w, h), outside it. */
@@ -349,19 +455,24 @@ static void frame(Ren *r, float x, float y, float w, float h, float t, const flo
     fill(r, x + w, y, t, h, c);
 }
 
-/* The texture of str at size_px, rendered once and kept in a small LRU cache. */
+/* The texture of str at size_px, rendered once and kept in a small LRU cache. A slot
+ * this frame has drawn is not given to another text before the frame is replayed;
+ * NULL when all are (the text is not drawn). */
 static const RenText *text_get(Ren *r, const char *str, int size_px) {
     if (!r->has_text || !str || !*str) return NULL;
-    RenText *slot = &r->cache[0];
+    RenText *slot = NULL; /* an empty slot, else the least recently used one */
     for (int i = 0; i < REN_TEXT_CACHE; i++) {
         RenText *c = &r->cache[i];
         if (c->tex && c->size_px == size_px && strcmp(c->str, str) == 0) {
             c->last_use = ++r->clock;
+            c->frame = r->frame_no;
             return c;
         }
-        if (!c->tex || c->last_use < slot->last_use) slot = c;
-        if (!slot->tex) break;
+        if (c->tex && c->frame == r->frame_no) continue; /* this frame draws it */
+        if (!c->tex ? !slot || slot->tex : !slot || (slot->tex && c->last_use < slot->last_use))
+            slot = c;
     }
+    if (!slot) return NULL;
     SDL_Surface *s = text_render(&r->text, str, size_px);
     if (!s) return NULL;
     if (!slot->tex) slot->tex = make_texture(GL_LINEAR, GL_LINEAR);
@@ -374,6 +485,7 @@ static const RenText *text_get(Ren *r, const char *str, int size_px) {
     slot->h = s->h;
     slot->size_px = size_px;
     slot->last_use = ++r->clock;
+    slot->frame = r->frame_no;
     snprintf(slot->str, sizeof slot->str, "%s", str);
     SDL_FreeSurface(s);
     return slot;
@@ -382,14 +494,15 @@ static const RenText *text_get(Ren *r, const char *str, int size_px) {
 /* Draw a cached text texture with its top-left at (x, y), scaled by `scale`. */
 static void draw_text(Ren *r, const RenText *t, float x, float y, float scale, const float c[4]) {
     if (!t) return;
-    glUseProgram(r->ui.prog);
-    glActiveTexture(GL_TEXTURE0);
-    glBindTexture(GL_TEXTURE_2D, t->tex);
-    glUniform1f(r->ui.textured, 1.0f);
-    glUniform1f(r->ui.round, 0.0f);
-    glUniform4f(r->ui.color, c[0], c[1], c[2], c[3]);
-    set_rect(&r->ui, floorf(x), floorf(y), (float)t->w * scale, (float)t->h * scale);
-    glDrawArrays(GL_TRIANGLE_STRIP, 0, 4);
+    RenPrim *p = prim_new(r, PR_TEXT);
+    if (!p) return;
+    p->slot = (int)(t - r->cache);
+    p->rect[0] = floorf(x), p->rect[1] = floorf(y);
+    p->rect[2] = (float)t->w * scale, p->rect[3] = (float)t->h * scale;
+    memcpy(p->color, c, sizeof p->color);
+    p->content =
+        dl_hash(dl_hash(DL_HASH_SEED, t->str, strlen(t->str)), &t->size_px, sizeof t->size_px);
+    prim_add(r, p);
 }
 
 /* Draw `str` vertically centred in [y, y+h) from x, shrunk to at most max_w
@@ -424,48 +537,195 @@ static void spinner(Ren *r, float cx, float cy, float radius, float turns) {
     }
 }
 
-/* One map over the crop at (x, y, w, h): the main view, a thumbnail or (ramp)
- * the colour bar. cell: atlas index, -1: the single map texture. */
+/* One map over the crop at (x, y, w, h): the main view or a thumbnail. cell: atlas
+ * index, -1: the single map texture. */
 static void draw_heat(Ren *r, const RenFrame *f, float x, float y, float w, float h, int cell,
                       int main_view) {
-    glUseProgram(r->heat.prog);
-    glActiveTexture(GL_TEXTURE0);
-    glBindTexture(GL_TEXTURE_2D, r->tex_image);
-    glActiveTexture(GL_TEXTURE1);
-    glBindTexture(GL_TEXTURE_2D, cell < 0 ? r->tex_map : r->tex_atlas);
-    glActiveTexture(GL_TEXTURE2);
-    glBindTexture(GL_TEXTURE_2D, r->tex_lut);
-    glActiveTexture(GL_TEXTURE3);
-    glBindTexture(GL_TEXTURE_2D, r->tex_mask);
-    glActiveTexture(GL_TEXTURE4);
-    glBindTexture(GL_TEXTURE_2D, r->tex_removed);
-    glActiveTexture(GL_TEXTURE0);
+    RenPrim *p = prim_new(r, PR_HEAT);
+    if (!p) return;
     /* The shader reads the map and its mask at the map's size (u_grid_size: the patch
      * grid [gh, gw], or [Sh, Sw] for a pixel map), and draws the patch grid lines and
      * the query box on the patch grid (u_patches) over either. */
     int mw = cell < 0 ? r->map_w : r->atlas_w, mh = cell < 0 ? r->map_h : r->atlas_h;
-    int cx = 0, cy = 0;
     if (cell >= 0 && r->atlas_cols > 0)
-        cx = (cell % r->atlas_cols) * mw, cy = (cell / r->atlas_cols) * mh;
+        p->cell_xy[0] = (cell % r->atlas_cols) * mw, p->cell_xy[1] = (cell / r->atlas_cols) * mh;
     float cell_px = w / (float)(mw > 0 ? mw : 1);
     float line = cell_px / 22.0f;
-    line = line < 1.0f ? 1.0f : line > 4.0f ? 4.0f : line;
-    glUniform1f(r->heat.opacity, f->overlay ? f->opacity : 0.0f);
-    glUniform1f(r->heat.grid, f->grid && main_view ? 1.0f : 0.0f);
-    glUniform2f(r->heat.grid_size, (float)mw, (float)mh);
-    glUniform2f(r->heat.patches, (float)(r->grid_w > 0 ? r->grid_w : mw),
-                (float)(r->grid_h > 0 ? r->grid_h : mh));
-    glUniform2i(r->heat.cell, cx, cy);
-    glUniform1f(r->heat.bilinear, f->bilinear ? 1.0f : 0.0f);
-    glUniform1f(r->heat.mask_on, f->mask && main_view ? 1.0f : 0.0f);
-    glUniform2i(r->heat.query, f->query_col, f->query_row);
-    glUniform1f(r->heat.line_px, line);
-    glUniform1f(r->heat.ramp, 0.0f);
-    glUniform1f(r->heat.rgb, cell < 0 && r->map_rgba && f->rgb ? 1.0f : 0.0f);
-    glUniform1f(r->heat.removed_on, cell < 0 && main_view && f->removed ? 1.0f : 0.0f);
-    glUniform3f(r->heat.fill, f->fill_rgb[0], f->fill_rgb[1], f->fill_rgb[2]);
-    set_rect(&r->heat, x, y, w, h);
+    p->line_px = line < 1.0f ? 1.0f : line > 4.0f ? 4.0f : line;
+    int v = 0, rgb = cell < 0 && r->map_rgba && f->rgb,
+        removed = cell < 0 && main_view && f->removed;
+    if (f->bilinear) v |= REN_HV_BILINEAR;
+    if (rgb) v |= REN_HV_RGB;
+    if (removed) v |= REN_HV_REMOVED;
+    if (f->grid && main_view) v |= REN_HV_GRID;
+    if (f->mask && main_view) v |= REN_HV_MASK;
+    if (f->query_col >= 0 && f->query_row >= 0) v |= REN_HV_QUERY;
+    if (w < (float)r->image_w || h < (float)r->image_h) v |= REN_HV_MINIFY;
+    p->variant = v;
+    p->cell = cell;
+    p->opacity = f->overlay ? f->opacity : 0.0f;
+    p->grid_size[0] = (float)mw, p->grid_size[1] = (float)mh;
+    p->patches[0] = (float)(r->grid_w > 0 ? r->grid_w : mw);
+    p->patches[1] = (float)(r->grid_h > 0 ? r->grid_h : mh);
+    p->query[0] = f->query_col, p->query[1] = f->query_row;
+    if (removed) memcpy(p->fill, f->fill_rgb, sizeof p->fill);
+    p->rect[0] = x, p->rect[1] = y, p->rect[2] = w, p->rect[3] = h;
+    unsigned long gens[5] = {r->gen_image, cell < 0 ? r->gen_map : r->gen_atlas, r->gen_lut,
+                             v & REN_HV_MASK ? r->gen_mask : 0, removed ? r->gen_removed : 0};
+    p->content = dl_hash(DL_HASH_SEED, gens, sizeof gens);
+    prim_add(r, p);
+}
+
+/* The colour bar at (x, y, w, h): the colormap, its maximum at the top. */
+static void draw_ramp(Ren *r, float x, float y, float w, float h) {
+    RenPrim *p = prim_new(r, PR_HEAT);
+    if (!p) return;
+    p->variant = REN_HV_RAMP;
+    p->opacity = 1.0f;
+    p->rect[0] = x, p->rect[1] = y, p->rect[2] = w, p->rect[3] = h;
+    p->content = r->gen_lut;
+    prim_add(r, p);
+}
+
+/* --- replaying the list ---------------------------------------------------- */
+
+static void replay(Ren *r, const RenPrim *p) {
+    const float W = (float)r->fb_w, H = (float)r->fb_h;
+    if (p->kind == PR_HEAT) {
+        const RenProgram *g = heat_program(r, p->variant);
+        if (!g) return;
+        glUseProgram(g->prog);
+        glActiveTexture(GL_TEXTURE1);
+        glBindTexture(GL_TEXTURE_2D, p->cell < 0 ? r->tex_map : r->tex_atlas);
+        glActiveTexture(GL_TEXTURE2);
+        glBindTexture(GL_TEXTURE_2D, r->tex_lut);
+        glActiveTexture(GL_TEXTURE3);
+        glBindTexture(GL_TEXTURE_2D, r->tex_mask);
+        glActiveTexture(GL_TEXTURE4);
+        glBindTexture(GL_TEXTURE_2D, r->tex_removed);
+        glActiveTexture(GL_TEXTURE0);
+        glBindTexture(GL_TEXTURE_2D, r->tex_image);
+        glUniform2f(g->screen, W, H);
+        glUniform4f(g->rect, p->rect[0], p->rect[1], p->rect[2], p->rect[3]);
+        glUniform1f(g->opacity, p->opacity);
+        glUniform2f(g->grid_size, p->grid_size[0], p->grid_size[1]);
+        glUniform2f(g->patches, p->patches[0], p->patches[1]);
+        glUniform2i(g->cell, p->cell_xy[0], p->cell_xy[1]);
+        glUniform2i(g->query, p->query[0], p->query[1]);
+        glUniform1f(g->line_px, p->line_px);
+        glUniform3f(g->fill, p->fill[0], p->fill[1], p->fill[2]);
+        glDisable(GL_BLEND); /* opaque: no need to read what is below */
+        glDrawArrays(GL_TRIANGLE_STRIP, 0, 4);
+        glEnable(GL_BLEND);
+        return;
+    }
+    const RenProgram *g = &r->ui;
+    glUseProgram(g->prog);
+    glUniform2f(g->screen, W, H);
+    glUniform1f(g->textured, p->kind == PR_TEXT ? 1.0f : 0.0f);
+    glUniform1f(g->round, p->kind == PR_DISC ? 1.0f : p->kind == PR_SEG ? 2.0f : 0.0f);
+    glUniform4f(g->color, p->color[0], p->color[1], p->color[2], p->color[3]);
+    glUniform4f(g->seg, p->seg[0], p->seg[1], p->seg[2], p->seg[3]);
+    glUniform1f(g->seg_w, p->kind == PR_SEG ? p->seg_w : 0.0f);
+    glUniform4f(g->rect, p->rect[0], p->rect[1], p->rect[2], p->rect[3]);
+    if (p->kind == PR_TEXT) {
+        glActiveTexture(GL_TEXTURE0);
+        glBindTexture(GL_TEXTURE_2D, r->cache[p->slot].tex);
+    }
     glDrawArrays(GL_TRIANGLE_STRIP, 0, 4);
+}
+
+/* The frame's primitives that touch box (all: NULL) over the background, scissored to it. */
+static void replay_box(Ren *r, const DlBox *box) {
+    if (box) {
+        glEnable(GL_SCISSOR_TEST);
+        glScissor(box->x0, r->fb_h - box->y1, box->x1 - box->x0, box->y1 - box->y0);
+    } else {
+        glDisable(GL_SCISSOR_TEST);
+    }
+    glClearColor(COL_BG[0], COL_BG[1], COL_BG[2], 1.0f);
+    glClear(GL_COLOR_BUFFER_BIT);
+    for (int i = 0; i < r->n_prims; i++)
+        if (!box || dl_overlap(r->dl.box[i], *box)) replay(r, &r->prims[i]);
+    glDisable(GL_SCISSOR_TEST);
+}
+
+/* An offscreen framebuffer of w x h RGBA8 in *fbo, *tex (kept while the size holds).
+ * 0, or -1 when it cannot be made. */
+static int offscreen(GLuint *fbo, GLuint *tex, int *cw, int *ch, int w, int h) {
+    if (*fbo && *cw == w && *ch == h) return 0;
+    free_canvas(fbo, tex, cw, ch);
+    glGenTextures(1, tex);
+    glBindTexture(GL_TEXTURE_2D, *tex);
+    glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MIN_FILTER, GL_NEAREST);
+    glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MAG_FILTER, GL_NEAREST);
+    glTexImage2D(GL_TEXTURE_2D, 0, GL_RGBA8, w, h, 0, GL_RGBA, GL_UNSIGNED_BYTE, NULL);
+    glGenFramebuffers(1, fbo);
+    glBindFramebuffer(GL_FRAMEBUFFER, *fbo);
+    glFramebufferTexture2D(GL_FRAMEBUFFER, GL_COLOR_ATTACHMENT0, GL_TEXTURE_2D, *tex, 0);
+    int ok = glCheckFramebufferStatus(GL_FRAMEBUFFER) == GL_FRAMEBUFFER_COMPLETE;
+    glBindFramebuffer(GL_FRAMEBUFFER, 0);
+    if (!ok || glGetError() != GL_NO_ERROR) {
+        free_canvas(fbo, tex, cw, ch);
+        return -1;
+    }
+    *cw = w, *ch = h;
+    return 0;
+}
+
+/* Pixels (RGBA) of the framebuffer fbo that differ from the canvas'. */
+static long canvas_mismatch(Ren *r) {
+    size_t n = (size_t)r->fb_w * r->fb_h * 4;
+    uint8_t *a = malloc(n), *b = malloc(n);
+    long bad = -1;
+    if (a && b) {
+        glPixelStorei(GL_PACK_ALIGNMENT, 1);
+        glBindFramebuffer(GL_READ_FRAMEBUFFER, r->canvas_fbo);
+        glReadPixels(0, 0, r->fb_w, r->fb_h, GL_RGBA, GL_UNSIGNED_BYTE, a);
+        glBindFramebuffer(GL_READ_FRAMEBUFFER, r->check_fbo);
+        glReadPixels(0, 0, r->fb_w, r->fb_h, GL_RGBA, GL_UNSIGNED_BYTE, b);
+        bad = 0;
+        for (size_t i = 0; i < n; i += 4) bad += memcmp(a + i, b + i, 3) != 0;
+    }
+    free(a), free(b);
+    return bad;
+}
+
+/* The recorded frame into the canvas (only what changed) and on to the window's back
+ * buffer. Without a canvas, the whole frame is drawn straight into the window. */
+static void flush(Ren *r) {
+    glViewport(0, 0, r->fb_w, r->fb_h);
+    glEnable(GL_BLEND);
+    glBlendFunc(GL_SRC_ALPHA, GL_ONE_MINUS_SRC_ALPHA);
+    glBindVertexArray(r->vao);
+    int canvas =
+        !offscreen(&r->canvas_fbo, &r->canvas_tex, &r->canvas_w, &r->canvas_h, r->fb_w, r->fb_h);
+    if (!canvas) dl_invalidate(&r->dl);
+    DlBox rects[DL_MAX_RECTS];
+    long px = (long)r->fb_w * r->fb_h;
+    int n = canvas && !r->full_redraw ? dl_diff(&r->dl, rects, &px) : -1;
+    glBindFramebuffer(GL_FRAMEBUFFER, canvas ? r->canvas_fbo : 0);
+    if (n < 0)
+        replay_box(r, NULL);
+    else
+        for (int i = 0; i < n; i++) replay_box(r, &rects[i]);
+    r->last_rects = n, r->last_px = px, r->last_mismatch = -1;
+    if (!canvas) {
+        glBindFramebuffer(GL_FRAMEBUFFER, 0);
+        return;
+    }
+    dl_commit(&r->dl);
+    if (r->check_redraw && n >= 0 &&
+        !offscreen(&r->check_fbo, &r->check_tex, &r->check_w, &r->check_h, r->fb_w, r->fb_h)) {
+        glBindFramebuffer(GL_FRAMEBUFFER, r->check_fbo);
+        replay_box(r, NULL);
+        r->last_mismatch = canvas_mismatch(r);
+    }
+    glBindFramebuffer(GL_READ_FRAMEBUFFER, r->canvas_fbo);
+    glBindFramebuffer(GL_DRAW_FRAMEBUFFER, 0);
+    glBlitFramebuffer(0, 0, r->fb_w, r->fb_h, 0, 0, r->fb_w, r->fb_h, GL_COLOR_BUFFER_BIT,
+                      GL_NEAREST);
+    glBindFramebuffer(GL_FRAMEBUFFER, 0);
 }
 
 /* --- the frame ------------------------------------------------------------- */
@@ -550,19 +810,7 @@ static void draw_legend(Ren *r, const RenFrame *f, float x, float y, float h, in
     if (bar_h < 20) return;
     draw_text(r, tc, x, y, 1.0f, COL_DIM);
     fill(r, x - 1, bar_y - 1, bar_w + 2, bar_h + 2, COL_DIM);
-    glUseProgram(r->heat.prog);
-    glActiveTexture(GL_TEXTURE2);
-    glBindTexture(GL_TEXTURE_2D, r->tex_lut);
-    glActiveTexture(GL_TEXTURE0);
-    glUniform1f(r->heat.opacity, 1.0f); /* pure colormap: the image underneath is hidden */
-    glUniform1f(r->heat.grid, 0.0f);
-    glUniform1f(r->heat.mask_on, 0.0f);
-    glUniform2i(r->heat.query, -1, -1);
-    glUniform1f(r->heat.ramp, 1.0f);
-    glUniform1f(r->heat.removed_on, 0.0f);
-    set_rect(&r->heat, x, bar_y, bar_w, bar_h);
-    glDrawArrays(GL_TRIANGLE_STRIP, 0, 4);
-    glUniform1f(r->heat.ramp, 0.0f);
+    draw_ramp(r, x, bar_y, bar_w, bar_h);
     draw_text(r, th, x, y + cap_h, 1.0f, COL_DIM);
     draw_text(r, tl, x, y + h - label_h, 1.0f, COL_DIM);
 }
@@ -843,18 +1091,9 @@ static void draw_plot(Ren *r, const RenFrame *f, float x, float y, float w, floa
 void ren_draw(Ren *r, const RenFrame *f) {
     SDL_GL_GetDrawableSize(r->win, &r->fb_w, &r->fb_h);
     const float W = (float)r->fb_w, H = (float)r->fb_h;
-    glViewport(0, 0, r->fb_w, r->fb_h);
-    glClearColor(COL_BG[0], COL_BG[1], COL_BG[2], 1.0f);
-    glClear(GL_COLOR_BUFFER_BIT);
-    glEnable(GL_BLEND);
-    glBlendFunc(GL_SRC_ALPHA, GL_ONE_MINUS_SRC_ALPHA);
-    glBindVertexArray(r->vao);
-    glUseProgram(r->heat.prog);
-    glUniform2f(r->heat.screen, W, H);
-    glUniform4f(r->heat.uv, 0.0f, 0.0f, 1.0f, 1.0f);
-    glUseProgram(r->ui.prog);
-    glUniform2f(r->ui.screen, W, H);
-    glUniform4f(r->ui.uv, 0.0f, 0.0f, 1.0f, 1.0f);
+    r->frame_no++;
+    r->n_prims = 0;
+    dl_begin(&r->dl, r->fb_w, r->fb_h);
 
     /* Layout: the status bar (and the error line) at the bottom, never over the
      * image; above it the crop at its aspect ratio (or the overview), the legend
@@ -975,6 +1214,7 @@ void ren_draw(Ren *r, const RenFrame *f) {
                   f->busy ? COL_ACCENT : COL_TEXT);
     if (f->busy)
         spinner(r, W - pad - bar_h * 0.35f, by + bar_h / 2, bar_h * 0.26f, f->spinner_turns);
+    flush(r);
 }
 
 /* --- hit tests and read-back ----------------------------------------------- */
@@ -1018,7 +1258,9 @@ uint8_t *ren_read_rgb(Ren *r, int *w, int *h) {
         return NULL;
     }
     glPixelStorei(GL_PACK_ALIGNMENT, 1);
+    glBindFramebuffer(GL_READ_FRAMEBUFFER, r->canvas_fbo); /* 0 without one: the window's */
     glReadPixels(0, 0, W, H, GL_RGB, GL_UNSIGNED_BYTE, px);
+    glBindFramebuffer(GL_READ_FRAMEBUFFER, 0);
     for (int y = 0; y < H / 2; y++) { /* GL's first row is the bottom one */
         memcpy(row, px + (size_t)y * W * 3, (size_t)W * 3);
         memcpy(px + (size_t)y * W * 3, px + (size_t)(H - 1 - y) * W * 3, (size_t)W * 3);

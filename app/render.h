@@ -12,6 +12,7 @@
 #ifndef VITLENS_RENDER_H
 #define VITLENS_RENDER_H
 
+#include "drawlist.h"
 #include "text.h"
 
 #include <SDL.h>
@@ -26,23 +27,43 @@ typedef struct {
     GLuint tex;
     int w, h, size_px; /* texture px, font px */
     unsigned last_use;
+    unsigned long frame; /* the frame that last drew it: never replaced during it */
     char str[256];
 } RenText;
 
 typedef struct {
     GLuint prog;
-    GLint screen, rect, uv, seg, seg_w;            /* quad.vert.glsl */
-    GLint opacity, grid, grid_size, patches, cell; /* heatmap.frag.glsl */
-    GLint bilinear, mask_on, query, line_px, ramp, rgb, removed_on, fill;
+    GLint screen, rect, uv, seg, seg_w;      /* quad.vert.glsl */
+    GLint opacity, grid_size, patches, cell; /* heatmap.frag.glsl */
+    GLint query, line_px, fill;
     GLint color, textured, round; /* ui.frag.glsl */
 } RenProgram;
+
+/* The heat map shader's features (heatmap.frag.glsl's #defines), one program per
+ * combination in use: a pixel pays only for what is drawn. */
+enum {
+    REN_HV_BILINEAR = 1 << 0,
+    REN_HV_RGB = 1 << 1,
+    REN_HV_RAMP = 1 << 2,
+    REN_HV_REMOVED = 1 << 3,
+    REN_HV_GRID = 1 << 4,
+    REN_HV_MASK = 1 << 5,
+    REN_HV_QUERY = 1 << 6,
+    REN_HV_MINIFY = 1 << 7,
+    REN_HV_BITS = 8
+};
+
+typedef struct RenPrim RenPrim; /* one recorded draw (render.c) */
 
 typedef enum { REN_SINGLE = 0, REN_HEADS, REN_TABLE } RenMode;
 
 typedef struct {
     SDL_Window *win;
     GLuint vao;
-    RenProgram heat, ui;
+    RenProgram heat[1 << REN_HV_BITS], ui; /* heat: by REN_HV_* bits, 0 prog: not built yet */
+    unsigned char heat_failed[1 << REN_HV_BITS];
+    char heat_msg[4096];       /* the last variant's build error, "" */
+    char *vert_src, *heat_src; /* the shaders' sources, kept for the variants */
     GLuint tex_image, tex_map, tex_lut, tex_atlas, tex_mask, tex_removed;
     int image_w, image_h;                         /* of the uploaded image; 0: none */
     int map_w, map_h;                             /* of the uploaded map */
@@ -51,6 +72,22 @@ typedef struct {
     int atlas_maps, atlas_cols, atlas_w, atlas_h; /* maps in the atlas, atlas columns (in
                                                      maps), each map's size */
     int max_tex_px;                               /* GL_MAX_TEXTURE_SIZE */
+    /* what each texture holds: a new number on every upload (the frame's primitives
+     * hash them, so a new map redraws what shows it) */
+    unsigned long gen, gen_image, gen_map, gen_atlas, gen_mask, gen_lut, gen_removed;
+    /* the frame as a list of primitives (drawlist.h), replayed into the canvas where it
+     * changed, then copied to the window */
+    RenPrim *prims;
+    int n_prims, cap_prims;
+    DrawList dl;
+    unsigned long frame_no;
+    GLuint canvas_fbo, canvas_tex, check_fbo, check_tex;
+    int canvas_w, canvas_h, check_w, check_h;
+    int full_redraw;    /* $VITLENS_FULL_REDRAW=1: every frame drawn whole (to compare) */
+    int check_redraw;   /* $VITLENS_CHECK_REDRAW=1: each partial frame compared with a whole one */
+    int last_rects;     /* the last frame: rectangles redrawn, -1: all of it */
+    long last_px;       /* pixels redrawn */
+    long last_mismatch; /* check_redraw: pixels where the partial frame differs, -1: not checked */
     Text text;
     int has_text;
     RenText cache[REN_TEXT_CACHE];

@@ -1,0 +1,143 @@
+#!/usr/bin/python3
+"""Partial redraws equal whole ones (issue 17: draw only what changed).
+
+The renderer records each frame as a list of primitives and redraws, into its canvas,
+only the rectangles where the list differs from the last frame's (app/drawlist.h).
+With VITLENS_CHECK_REDRAW=1 the app also draws every partial frame whole, offscreen,
+and its trace line says in how many pixels the two differ (mismatch=N; -1 for a frame
+drawn whole anyway). Here a long run of keys, mouse moves and clicks, on the built-in
+model and on DeiT-Tiny with its labels (class-specific maps, the top-5 panel, the
+attention distance panel), must give mismatch=0 on every partial frame, and the
+frames of a layer or head key must redraw well under the whole window.
+
+  xvfb-run -a -s "-screen 0 1280x1024x24" /usr/bin/python3 test_redraw.py \\
+      --app build/vitlens --shared ../shared --out build/tests/gui/redraw
+Exits 0, 1 on a failed check.
+"""
+import argparse
+import os
+import re
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(__file__))
+from test_gui import App, Fail, check, quit_app, run, run_checks  # noqa: E402
+
+# keys of every kind: layer, head, rollout, the overviews (heads T, table A) and moves in
+# them, panels (0, D), colormap (V, Shift+V), grid, mask, bilinear, opacity, help, query
+# patch (I J K L, C), map kinds (E, Shift+E), shared scale, discard ratio, the overlay
+KEYS = ["Right", "Right", "Left", "Down", "Down", "Up", "r", "Right", "r", "t", "Right",
+        "Down", "Up", "t", "a", "Down", "Left", "a", "0", "0", "d", "d", "v", "v", "shift+v",
+        "g", "Right", "g", "m", "Down", "period", "m", "b", "Left", "b", "minus", "plus", "h",
+        "Right", "h", "i", "j", "k", "l", "l", "c", "e", "e", "shift+e", "shift+e", "u",
+        "Down", "u", "bracketright", "bracketleft", "o", "Right", "o", "e", "Left"]
+CLASS_KEYS = ["e", "2", "3", "Right", "1", "shift+e", "shift+e"]
+
+
+def frames(app):
+    """The trace's frame lines that arrived so far, parsed."""
+    out = []
+    while not app.lines.empty():
+        line = app.lines.get_nowait()
+        m = re.match(r"frame (\d+) (.*)", line)
+        if m:
+            out.append(dict(kv.split("=", 1) for kv in m.group(2).split() if "=" in kv))
+    return out
+
+
+def settle(app, seconds=0.6):
+    time.sleep(seconds)
+    deadline = time.monotonic() + 60
+    got = []
+    while time.monotonic() < deadline:  # until a frame that is not busy, then quiet
+        got += frames(app)
+        if got and got[-1].get("busy") == "0" and app.lines.empty():
+            time.sleep(0.3)
+            if app.lines.empty():
+                return got
+        time.sleep(0.1)
+    raise Fail("the app does not settle")
+
+
+def drive(app, keys, mouse):
+    """Press keys (and move the mouse over the crop between some); all frames."""
+    got = []
+    x, y, s = app.image_rect()
+    for i, k in enumerate(keys):
+        run(["xdotool", "key", "--clearmodifiers", k])
+        time.sleep(0.12)
+        if mouse and i % 7 == 3:  # the tooltip follows the mouse over the crop
+            run(["xdotool", "mousemove", "--window", app.wid, str(x + s // 3 + 7 * i % 90),
+                 str(y + s // 2)])
+            time.sleep(0.12)
+        got += frames(app)
+    if mouse:
+        run(["xdotool", "mousemove", "--window", app.wid, "2", "2"])  # off the crop
+        run(["xdotool", "click", "--window", app.wid, "1"])
+    return got + settle(app)
+
+
+def verify(name, fr):
+    checked = [f for f in fr if f.get("mismatch", "-1") != "-1"]
+    bad = [f for f in checked if f["mismatch"] != "0"]
+    for f in bad[:5]:
+        print(f"     {name}: mismatch={f['mismatch']} redraw={f['redraw']} "
+              f"kind={f['kind']} layer={f['layer']} head={f['head']} overview={f['overview']}")
+    check(len(fr) >= 20 and len(checked) >= len(fr) // 2,
+          f"{name}: {len(checked)} of {len(fr)} frames were partial redraws, each checked")
+    check(not bad, f"{name}: every partial redraw equals the whole frame "
+          f"({len(bad)} differ)")
+    w, h = (int(v) for v in fr[-1]["window"].split(","))
+    small = [int(f["redraw_px"]) for f in checked]
+    check(sorted(small)[len(small) // 2] < 0.6 * w * h,
+          f"{name}: the median partial redraw covers {sorted(small)[len(small) // 2]} px of "
+          f"the window's {w * h}")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--app", required=True)
+    ap.add_argument("--shared", required=True)
+    ap.add_argument("--out", required=True)
+    a = ap.parse_args()
+    os.makedirs(a.out, exist_ok=True)
+    env = dict(os.environ, VITLENS_TRACE="1", VITLENS_CHECK_REDRAW="1")
+    env.pop("VITLENS_ASSETS", None)
+    demo_dir = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "assets",
+                            "default", "demo")
+    demo = os.path.realpath(os.path.join(
+        demo_dir, sorted(f for f in os.listdir(demo_dir) if f.endswith(".png"))[0]))
+
+    def builtin(app):
+        app.start(demo)
+        fr = drive(app, KEYS + ["n"], mouse=True)  # N: the next photo of the folder
+        verify("built-in model", fr)
+        quit_app(app)
+
+    runs = [("built-in", [a.app, demo], builtin)]
+    deit = os.path.join(a.shared, "models", "deit-tiny")
+    weights = os.path.join(deit, "deit_tiny_patch16_224.safetensors")
+    photo = os.path.realpath(os.path.join(a.shared, "images", "chelsea.png"))
+    if os.path.exists(weights) and os.path.exists(photo):
+        def deit_tiny(app):
+            app.start(photo)
+            fr = drive(app, ["d"] + KEYS + CLASS_KEYS, mouse=True)
+            verify("DeiT-Tiny", fr)
+            quit_app(app)
+        runs.append(("DeiT-Tiny", [a.app, "--model", weights, "--labels",
+                                   os.path.join(deit, "imagenet_synset_words.txt"), photo],
+                     deit_tiny))
+    else:
+        print(f"skip DeiT-Tiny: no {weights}")
+    for name, argv, fn in runs:
+        print(f"---- {name}", flush=True)
+        if not run_checks(App(argv, env), fn):
+            print("redraw: FAILED")
+            return 1
+    print("redraw: all checks passed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
