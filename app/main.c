@@ -228,7 +228,18 @@ typedef struct {
         char title[64], subtitle[160], caption[96], ghost_caption[96];
     } pert;
     int running, dirty;
+    Uint64 t_input; /* when the first key since the last frame was handled, 0: none */
+    int again;      /* ren_present asked for another frame */
 } App;
+
+/* VITLENS_TRACE: "startup WHAT MS", ms since main() began, for the launch's timeline. */
+static Uint64 t_main;
+static void startup_mark(const App *app, const char *what) {
+    if (!app->trace) return;
+    printf("startup %s %.1f\n", what,
+           (double)(SDL_GetPerformanceCounter() - t_main) * 1e3 /
+               (double)SDL_GetPerformanceFrequency());
+}
 
 static int ends_with(const char *s, const char *suffix) {
     size_t n = strlen(s), k = strlen(suffix);
@@ -944,6 +955,7 @@ static void app_job_result(App *app) {
                 app_set_error(app, "out of memory for the maps");
                 app->has_scene = 0;
             } else {
+                startup_mark(app, "scene");
                 ren_upload_image(&app->ren, sc->crop_rgb, sc->crop_w_px, sc->crop_h_px);
                 app_update_map(app);
                 app->announce = 1;
@@ -1402,7 +1414,10 @@ static void app_click(App *app, int x, int y) {
 static void app_handle_event(App *app, const SDL_Event *e) {
     switch (e->type) {
     case SDL_QUIT: app->running = 0; break;
-    case SDL_KEYDOWN: app_key(app, &e->key.keysym); break;
+    case SDL_KEYDOWN:
+        if (!app->t_input) app->t_input = SDL_GetPerformanceCounter();
+        app_key(app, &e->key.keysym);
+        break;
     case SDL_MOUSEMOTION: app_hover(app, e->motion.x, e->motion.y); break;
     case SDL_MOUSEBUTTONDOWN:
         if (e->button.button == SDL_BUTTON_LEFT) app_click(app, e->button.x, e->button.y);
@@ -1413,8 +1428,11 @@ static void app_handle_event(App *app, const SDL_Event *e) {
         break;
     case SDL_WINDOWEVENT:
         if (e->window.event == SDL_WINDOWEVENT_SIZE_CHANGED ||
-            e->window.event == SDL_WINDOWEVENT_EXPOSED)
+            e->window.event == SDL_WINDOWEVENT_EXPOSED ||
+            e->window.event == SDL_WINDOWEVENT_SHOWN) {
+            ren_expose(&app->ren);
             app->dirty = 1;
+        }
         if (e->window.event == SDL_WINDOWEVENT_LEAVE)
             app->hover_row = app->hover_col = app->hover_cell = -1, app->dirty = 1;
         break;
@@ -1609,7 +1627,11 @@ static void app_draw(App *app) {
         f.tooltip = app->tooltip;
     }
     f.tip_x = app->mouse_x, f.tip_y = app->mouse_y;
+    Uint64 t0 = SDL_GetPerformanceCounter();
     ren_draw(&app->ren, &f);
+    Uint64 t1 = SDL_GetPerformanceCounter();
+    if (app->trace) glFinish(); /* for the trace's times: the rasterising apart */
+    Uint64 t2 = SDL_GetPerformanceCounter();
     if (app->save_pending) {
         app->save_pending = 0;
         app_save(app);
@@ -1618,10 +1640,12 @@ static void app_draw(App *app) {
             ren_draw(&app->ren, &f);
         }
     }
-    SDL_GL_SwapWindow(app->win);
+    int again = ren_present(&app->ren);
     app->frames++;
     if (app->trace || app->announce) glFinish(); /* the frame is on screen before we say so */
+    Uint64 t3 = SDL_GetPerformanceCounter();
     if (app->announce && app->has_scene) {
+        startup_mark(app, "first-map-frame");
         printf("ready %s\n", app_scene(app)->path);
         app->announce = 0;
     }
@@ -1657,8 +1681,16 @@ static void app_draw(App *app) {
         /* the perturbation test: its order, phase, step, the probability there, the plot */
         const Perturbation *p = &app->pert.run;
         int on = app->pert.phase >= PERT_PLAYING && p->probs && app->pert.step >= 0;
-        printf("redraw=%d redraw_px=%ld mismatch=%ld ", r->last_rects, r->last_px,
-               r->last_mismatch);
+        /* where the frame's time went, ms: from the first key or click handled since the
+         * last frame (its action, the map's update), recording the primitives and issuing
+         * the draws, rasterising them, copying to the window and the swap */
+        double ms = 1e3 / (double)SDL_GetPerformanceFrequency();
+        printf("redraw=%d redraw_px=%ld mismatch=%ld ms_input=%.2f ms_draw=%.2f ms_raster=%.2f "
+               "ms_swap=%.2f ",
+               r->last_rects, r->last_px, r->last_mismatch,
+               app->t_input ? (double)(t3 - app->t_input) * ms : -1.0, (double)(t1 - t0) * ms,
+               (double)(t2 - t1) * ms, (double)(t3 - t2) * ms);
+        app->t_input = 0;
         printf("perturb=%s pphase=%s pstep=%d/%d pprob=%.6f premoved=%d plot=%d,%d,%d,%d\n",
                app->pert.phase == PERT_OFF ? "off"
                : app->pert.most_first      ? "positive"
@@ -1672,6 +1704,7 @@ static void app_draw(App *app) {
         app->pert.announce = 0;
     }
     fflush(stdout);
+    app->again = again;
 }
 
 /* ---------------------------------------------------------------------------
@@ -1719,6 +1752,8 @@ static int app_init(App *app, const Options *o) {
     }
     const char *trace = getenv("VITLENS_TRACE");
     app->trace = trace && *trace && strcmp(trace, "0") != 0;
+    startup_mark(app, "init");
+    text_lookup_start(); /* fontconfig's lookup meanwhile */
 
     VitError err;
     app->model = calloc(1, sizeof *app->model);
@@ -1730,6 +1765,7 @@ static int app_init(App *app, const Options *o) {
         fprintf(stderr, "vitlens: %s\n", err.msg);
         return -1;
     }
+    startup_mark(app, "model");
     const VitConfig *c = &app->model->vit.cfg;
     app->view = (View){.kind = MAP_ATTENTION,
                        .layer = c->n_layers - 1,
@@ -1763,6 +1799,7 @@ static int app_init(App *app, const Options *o) {
         app_open(app, app->images[0]);
     else if (o->image_path)
         app_open(app, o->image_path);
+    startup_mark(app, "worker");
     /* Without a display (an SSH session) SDL falls back to its offscreen driver, whose
      * window nobody sees: say so at once rather than wait invisibly. SDL_VIDEODRIVER set
      * by hand (offscreen on purpose) is the user's choice. */
@@ -1781,6 +1818,7 @@ static int app_init(App *app, const Options *o) {
                 SDL_getenv("DISPLAY") || SDL_getenv("WAYLAND_DISPLAY") ? "set" : "not set");
         return -1;
     }
+    startup_mark(app, "video");
     SDL_GL_SetAttribute(SDL_GL_CONTEXT_MAJOR_VERSION, 3);
     SDL_GL_SetAttribute(SDL_GL_CONTEXT_MINOR_VERSION, 3);
     SDL_GL_SetAttribute(SDL_GL_CONTEXT_PROFILE_MASK, SDL_GL_CONTEXT_PROFILE_CORE);
@@ -1802,11 +1840,13 @@ static int app_init(App *app, const Options *o) {
         return -1;
     }
     SDL_SetWindowMinimumSize(app->win, 320, 320);
+    startup_mark(app, "window");
     if (!(app->gl = SDL_GL_CreateContext(app->win))) {
         fprintf(stderr, "vitlens: cannot create an OpenGL 3.3 core context: %s\n", SDL_GetError());
         return -1;
     }
     if (SDL_GL_SetSwapInterval(1) != 0) SDL_ClearError(); /* no vsync is fine */
+    startup_mark(app, "context");
 
     char msg[4096], warn[1024];
     if (ren_init(&app->ren, app->win, msg, sizeof msg, warn, sizeof warn)) {
@@ -1816,6 +1856,7 @@ static int app_init(App *app, const Options *o) {
         return -1;
     }
     if (warn[0]) fprintf(stderr, "vitlens: %s (running without text)\n", warn);
+    startup_mark(app, "renderer");
 
     if (o->stdin_drops) {
         SDL_Thread *t = SDL_CreateThread(stdin_drops, "vitlens-stdin", NULL);
@@ -1866,12 +1907,14 @@ static void app_free(App *app) {
     free(app->joint.paths);
     if (app->model) model_free(app->model);
     free(app->model);
+    text_lookup_end();
     if (app->gl) SDL_GL_DeleteContext(app->gl);
     if (app->win) SDL_DestroyWindow(app->win);
     SDL_Quit();
 }
 
 int main(int argc, char **argv) {
+    t_main = SDL_GetPerformanceCounter();
     Options o;
     int rc = options_parse(&o, argc, argv);
     if (rc) return rc == 1 ? 0 : 2;
@@ -1900,7 +1943,7 @@ int main(int argc, char **argv) {
         app_perturb_tick(&app);
         if (app.dirty && app.running) {
             app_draw(&app);
-            app.dirty = 0;
+            app.dirty = app.again; /* the window's size changed: a whole frame follows */
         }
     }
     app_save_settings(&app);

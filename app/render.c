@@ -3,6 +3,10 @@
 #include "render.h"
 #include "colormap.h"
 
+#if defined(SDL_VIDEO_DRIVER_X11) && defined(VITLENS_X11)
+#include <epoxy/glx.h> /* GLX_MESA_copy_sub_buffer: show only what changed */
+#define REN_GLX 1
+#endif
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -235,7 +239,24 @@ int ren_init(Ren *r, SDL_Window *win, char *msg, size_t msg_bytes, char *warn, s
         snprintf(msg, msg_bytes, "%s", r->heat_msg);
         goto fail;
     }
-    const char *e = getenv("VITLENS_FULL_REDRAW");
+    const char *e = getenv("VITLENS_PRESENT");
+#ifdef REN_GLX
+    /* On X11 with GLX_MESA_copy_sub_buffer (Mesa: llvmpipe, the DRI drivers), the window's
+     * back buffer is the canvas: never swapped, it keeps the last frame, and only the
+     * rectangles redrawn are copied to the window. Elsewhere, an offscreen canvas, copied
+     * whole to the back buffer, and a swap. VITLENS_PRESENT=swap: the latter anyway. */
+    const char *driver = SDL_GetCurrentVideoDriver();
+    if (!(e && strcmp(e, "swap") == 0) && driver && strcmp(driver, "x11") == 0) {
+        Display *dpy = glXGetCurrentDisplay();
+        GLXDrawable win_id = glXGetCurrentDrawable();
+        if (dpy && win_id &&
+            epoxy_has_glx_extension(dpy, DefaultScreen(dpy), "GLX_MESA_copy_sub_buffer")) {
+            r->x_display = dpy;
+            r->x_drawable = (unsigned long)win_id;
+        }
+    }
+#endif
+    e = getenv("VITLENS_FULL_REDRAW");
     r->full_redraw = e && *e && strcmp(e, "0") != 0;
     e = getenv("VITLENS_CHECK_REDRAW");
     r->check_redraw = e && *e && strcmp(e, "0") != 0;
@@ -251,6 +272,16 @@ int ren_init(Ren *r, SDL_Window *win, char *msg, size_t msg_bytes, char *warn, s
     r->tex_removed = make_texture(GL_NEAREST, GL_NEAREST);
     glGetIntegerv(GL_MAX_TEXTURE_SIZE, &r->max_tex_px);
     ren_set_colormap(r, 0);
+    /* placeholders of the formats the real ones will have (and sizes not a power of two,
+     * as most are), so that the shaders compiled for the first frame fit the map's */
+    static const uint8_t grey[3 * 3 * 3] = {0};
+    static const float zero[3 * 3] = {0};
+    glPixelStorei(GL_UNPACK_ALIGNMENT, 1);
+    glBindTexture(GL_TEXTURE_2D, r->tex_image);
+    glTexImage2D(GL_TEXTURE_2D, 0, GL_RGB8, 3, 3, 0, GL_RGB, GL_UNSIGNED_BYTE, grey);
+    glGenerateMipmap(GL_TEXTURE_2D);
+    glBindTexture(GL_TEXTURE_2D, r->tex_map);
+    glTexImage2D(GL_TEXTURE_2D, 0, GL_R32F, 3, 3, 0, GL_RED, GL_FLOAT, zero);
     uint8_t none = 0;
     glBindTexture(GL_TEXTURE_2D, r->tex_mask);
     glTexImage2D(GL_TEXTURE_2D, 0, GL_R8, 1, 1, 0, GL_RED, GL_UNSIGNED_BYTE, &none);
@@ -262,6 +293,8 @@ int ren_init(Ren *r, SDL_Window *win, char *msg, size_t msg_bytes, char *warn, s
         goto fail;
     }
     r->has_text = text_init(&r->text, warn, warn_bytes) == 0;
+    SDL_GL_GetDrawableSize(win, &r->shown_w, &r->shown_h); /* Mesa sized the back buffer so */
+    r->warm = 1;
     return 0;
 fail:
     ren_free(r);
@@ -705,11 +738,29 @@ static void flush(Ren *r) {
     long px = (long)r->fb_w * r->fb_h;
     int n = canvas && !r->full_redraw ? dl_diff(&r->dl, rects, &px) : -1;
     glBindFramebuffer(GL_FRAMEBUFFER, canvas ? r->canvas_fbo : 0);
+    if (r->warm && n < 0) { /* before the first frame (its window says "loading…"): */
+        r->warm = 0;        /* the shaders of the first map, compiled while it loads */
+        static const int first[] = {0, REN_HV_RAMP};
+        RenPrim p = {.kind = PR_HEAT, .cell = -1, .rect = {0, 0, 1, 1}};
+        p.grid_size[0] = p.grid_size[1] = p.patches[0] = p.patches[1] = 3.0f;
+        for (size_t i = 0; i < sizeof first / sizeof first[0]; i++) {
+            p.variant = first[i];
+            replay(r, &p); /* one pixel, cleared below */
+        }
+    }
     if (n < 0)
         replay_box(r, NULL);
     else
         for (int i = 0; i < n; i++) replay_box(r, &rects[i]);
     r->last_rects = n, r->last_px = px, r->last_mismatch = -1;
+    if (n < 0) r->n_show = -1; /* what ren_present copies to the window */
+    for (int i = 0; i < n && r->n_show >= 0; i++) {
+        if (r->n_show == DL_MAX_RECTS * 2) { /* two frames without a present: all */
+            r->n_show = -1;
+            break;
+        }
+        r->show[r->n_show++] = rects[i];
+    }
     if (!canvas) {
         glBindFramebuffer(GL_FRAMEBUFFER, 0);
         return;
@@ -721,11 +772,48 @@ static void flush(Ren *r) {
         replay_box(r, NULL);
         r->last_mismatch = canvas_mismatch(r);
     }
-    glBindFramebuffer(GL_READ_FRAMEBUFFER, r->canvas_fbo);
-    glBindFramebuffer(GL_DRAW_FRAMEBUFFER, 0);
-    glBlitFramebuffer(0, 0, r->fb_w, r->fb_h, 0, 0, r->fb_w, r->fb_h, GL_COLOR_BUFFER_BIT,
-                      GL_NEAREST);
+    if (r->canvas_fbo) {
+        glBindFramebuffer(GL_READ_FRAMEBUFFER, r->canvas_fbo);
+        glBindFramebuffer(GL_DRAW_FRAMEBUFFER, 0);
+        glBlitFramebuffer(0, 0, r->fb_w, r->fb_h, 0, 0, r->fb_w, r->fb_h, GL_COLOR_BUFFER_BIT,
+                          GL_NEAREST);
+    }
     glBindFramebuffer(GL_FRAMEBUFFER, 0);
+}
+
+int ren_present(Ren *r) {
+#ifdef REN_GLX
+    if (r->x_display && (r->fb_w != r->shown_w || r->fb_h != r->shown_h)) {
+        /* Mesa sizes the back buffer anew only after a swap: a new window size (or the
+         * first frame) is shown with one, and the next frame is drawn whole into the
+         * resized back buffer */
+        SDL_GL_SwapWindow(r->win);
+        r->shown_w = r->fb_w, r->shown_h = r->fb_h;
+        dl_invalidate(&r->dl);
+        r->n_show = -1;
+        return 1;
+    }
+    if (r->x_display) {
+        Display *dpy = r->x_display;
+        int all = r->n_show < 0;
+        DlBox whole = {0, 0, r->fb_w, r->fb_h};
+        for (int i = 0; i < (all ? 1 : r->n_show); i++) {
+            const DlBox *b = all ? &whole : &r->show[i];
+            glXCopySubBufferMESA(dpy, (GLXDrawable)r->x_drawable, b->x0, r->fb_h - b->y1,
+                                 b->x1 - b->x0, b->y1 - b->y0);
+        }
+        XSync(dpy, False); /* on the screen when this returns, as after a swap */
+        r->n_show = 0;
+        return 0;
+    }
+#endif
+    SDL_GL_SwapWindow(r->win);
+    r->n_show = 0;
+    return 0;
+}
+
+void ren_expose(Ren *r) {
+    r->n_show = -1;
 }
 
 /* --- the frame ------------------------------------------------------------- */

@@ -88,6 +88,14 @@ typedef struct {
     int last_rects;     /* the last frame: rectangles redrawn, -1: all of it */
     long last_px;       /* pixels redrawn */
     long last_mismatch; /* check_redraw: pixels where the partial frame differs, -1: not checked */
+    /* On X11 with GLX_MESA_copy_sub_buffer: the display (Display *) and the window, whose
+     * back buffer is the canvas; NULL: an offscreen canvas and a swap */
+    void *x_display;
+    unsigned long x_drawable;
+    DlBox show[DL_MAX_RECTS * 2]; /* what ren_present shows: the rects drawn since the last */
+    int n_show;                   /* present; -1: the whole window */
+    int shown_w, shown_h;         /* the window's size at the last swap */
+    int warm;                     /* 1: compile the first map's shaders at the next frame */
     Text text;
     int has_text;
     RenText cache[REN_TEXT_CACHE];
@@ -192,7 +200,16 @@ void ren_upload_removed(Ren *r, const uint8_t *removed, int grid_w, int grid_h);
 /* colormap: an index into colormap_luts. */
 void ren_set_colormap(Ren *r, int colormap);
 
+/* Draw the frame into the canvas: only where it differs from the last one (drawlist.h). */
 void ren_draw(Ren *r, const RenFrame *f);
+/* Show what ren_draw drew: on X11 with GLX_MESA_copy_sub_buffer, the redrawn rectangles
+ * copied from the back buffer to the window (the back buffer keeps the frame); else the
+ * canvas was copied whole to the back buffer and this swaps. Returns when the X server
+ * has it: 0, or 1 when the window's size changed (then this swapped, and the next frame,
+ * to be drawn at once, is drawn whole). */
+int ren_present(Ren *r);
+/* The window lost its pixels (exposed, shown, resized): the next present shows all. */
+void ren_expose(Ren *r);
 
 /* Hit tests against the last frame, framebuffer px. The patch (row, col) of the
  * single view under (x, y): 0, or -1 outside the image. The atlas index of the

@@ -29,6 +29,35 @@ static int find_font(char *path, size_t n, const char *family) {
     return rc;
 }
 
+/* The fonts fontconfig matches for the families text_init tries, in order; found on a
+ * thread of its own (text_lookup_start) while the window opens, or by text_init. */
+static const char *const families[] = {"DejaVu Sans", "sans-serif"};
+static struct {
+    SDL_Thread *thread;
+    char path[2][1024]; /* "": no match */
+    int ok;             /* FcInit succeeded */
+} lookup;
+
+static int lookup_fonts(void *unused) {
+    (void)unused;
+    lookup.ok = FcInit();
+    for (int i = 0; i < 2 && lookup.ok; i++)
+        if (find_font(lookup.path[i], sizeof lookup.path[i], families[i])) lookup.path[i][0] = 0;
+    if (lookup.ok) FcFini();
+    return 0;
+}
+
+void text_lookup_start(void) {
+    const char *env = getenv("VITLENS_FONT");
+    if (lookup.thread || (env && *env)) return;
+    lookup.thread = SDL_CreateThread(lookup_fonts, "vitlens-fonts", NULL);
+}
+
+void text_lookup_end(void) {
+    if (lookup.thread) SDL_WaitThread(lookup.thread, NULL);
+    lookup.thread = NULL;
+}
+
 int text_init(Text *t, char *msg, size_t msg_bytes) {
     memset(t, 0, sizeof *t);
     if (TTF_Init() != 0) {
@@ -45,15 +74,19 @@ int text_init(Text *t, char *msg, size_t msg_bytes) {
         }
         return 0;
     }
-    if (!FcInit()) {
+    if (lookup.thread)
+        text_lookup_end();
+    else
+        lookup_fonts(NULL);
+    if (!lookup.ok) {
         snprintf(msg, msg_bytes, "fontconfig: cannot initialise");
         goto fail;
     }
-    static const char *const families[] = {"DejaVu Sans", "sans-serif"};
     for (int i = 0; i < 2 && !t->font; i++)
-        if (find_font(t->path, sizeof t->path, families[i]) == 0)
+        if (lookup.path[i][0]) {
+            snprintf(t->path, sizeof t->path, "%s", lookup.path[i]);
             t->font = TTF_OpenFont(t->path, t->size_px);
-    FcFini();
+        }
     if (t->font) return 0;
     snprintf(msg, msg_bytes,
              "no usable font: fontconfig has none for \"DejaVu Sans\" or \"sans-serif\" that "

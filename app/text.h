@@ -16,6 +16,11 @@ typedef struct Text {
  * env var VITLENS_FONT, if set, names a font file to use instead. Returns 0, or
  * -1 with a message in msg (then the app runs without text). */
 int text_init(Text *t, char *msg, size_t msg_bytes);
+/* Start fontconfig's lookup of the font on a thread of its own, so that it runs while
+ * the window opens; text_init waits for it (and does it itself when not started). */
+void text_lookup_start(void);
+/* Wait for a lookup started and not used (the app ends before it opens its window). */
+void text_lookup_end(void);
 void text_free(Text *t);
 
 /* Render a UTF-8 string at size_px as white text with alpha, RGBA bytes

@@ -15,10 +15,14 @@ launch -> first heatmap: from just before the process is started to the moment
   start of the app; a cold disk read is the disk's time, not the app's).
 key press -> new frame: in one running app, a key event is sent to the X server
   with XTest straight from this process (libXtst through ctypes: no xdotool
-  process start in the time), and the time runs until the app's "frame N
-  layer=.. head=.." trace line for the new view arrives, written after the swap
-  and glFinish. Keys alternate Left / Right (layer), Up / Down (head) and R
-  (rollout on / off), each followed by a pause of a few frames.
+  process start in the time), and the time runs until the app's "frame N ..."
+  trace line for the new view arrives (the first that shows the change, not
+  busy), written after the swap and glFinish. The keys go round KEY_CYCLE: layer,
+  head, mode (R), the overviews (T, A) and moves in them, panels (0, D),
+  colormap (V) and the query patch (I J K L, C), each after a pause of a few
+  frames. Medians and the 95th percentile, per kind of key too.
+  --fullscreen: the same after F, on the screen Xvfb was given (1920x1080 from
+  bench/app_latency.sh), without the launches and class switches.
 class switch -> new map: keys 1 .. 5 (a class of the top-5) in turn, the view on
   Chefer et al.'s class-specific map: the backward pass of the new class (exact and
   AttnLRP's) and all six maps on the worker thread, the map uploaded and drawn; the
@@ -34,17 +38,20 @@ window floor: what any SDL2 + OpenGL 3.3 program pays before its first frame on
 
 Xvfb draws with Mesa's llvmpipe on the CPU: frame times include software
 rasterising that a GPU does in microseconds, and the window floor includes
-loading Mesa and LLVM. Prints medians, min and max in ms.
+loading Mesa and LLVM. Prints medians, p95, min and max in ms.
 A benchmark, not a test: it asserts nothing but that the app answers.
 """
 import argparse
+import atexit
 import ctypes
 import os
 import queue
 import re
+import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 
@@ -72,7 +79,8 @@ class XTest:
             raise RuntimeError(f"cannot open display {os.environ.get('DISPLAY')}")
 
     def key(self, name):
-        code = self.x11.XKeysymToKeycode(self.dpy, KEYSYMS[name])
+        sym = KEYSYMS[name] if name in KEYSYMS else ord(name)  # Latin-1 keysyms are the code
+        code = self.x11.XKeysymToKeycode(self.dpy, sym)
         self.xtst.XTestFakeKeyEvent(self.dpy, code, 1, 0)
         self.xtst.XTestFakeKeyEvent(self.dpy, code, 0, 0)
         self.x11.XFlush(self.dpy)
@@ -141,15 +149,89 @@ def window_floor():
     sdl.SDL_Quit()
 
 
-def summary(name, ms):
-    print(f"  {name:<28} median {statistics.median(ms):8.1f}  min {min(ms):8.1f}  "
-          f"max {max(ms):8.1f}  ({len(ms)} runs)", flush=True)
-    return statistics.median(ms)
+FIELDS = ("layer", "head", "kind", "overview", "colormap", "query", "preds", "distance",
+          "window", "fullscreen")
 
 
 def state(line):
-    m = re.match(r"frame \d+ layer=(\d+) head=(\d+) rollout=(\d+)", line)
-    return m and tuple(map(int, m.groups()))
+    """The view a frame line shows: the fields a key can change."""
+    if not line.startswith("frame "):
+        return None
+    kv = dict(f.split("=", 1) for f in line.split()[2:] if "=" in f)
+    return {k: kv.get(k) for k in FIELDS + ("busy", "class", "shown") + INSIDE}
+
+
+# where a frame's time went inside the app (its trace line): from the key handled to the
+# frame on screen, recording and issuing the draws, rasterising, the copy and swap
+INSIDE = ("ms_input", "ms_draw", "ms_raster", "ms_swap", "redraw_px")
+
+
+# The keys pressed, in turn, and what each is: every kind of key the window answers
+# with a new picture (layer, head, mode, overviews and moves in them, panels, colormap,
+# query patch). Each changes at least one of FIELDS, so its frame is the first one
+# after it that shows a change, drawn with busy=0.
+KEY_CYCLE = [("Left", "layer"), ("Right", "layer"), ("Down", "head"), ("Up", "head"),
+             ("r", "mode (rollout)"), ("r", "mode (rollout)"),
+             ("t", "overview (heads)"), ("Down", "overview move"), ("Up", "overview move"),
+             ("t", "overview (heads)"), ("a", "overview (table)"), ("Left", "overview move"),
+             ("Right", "overview move"), ("a", "overview (table)"),
+             ("0", "panel (top-5)"), ("0", "panel (top-5)"), ("d", "panel (distance)"),
+             ("d", "panel (distance)"), ("v", "colormap"), ("k", "query patch"),
+             ("l", "query patch"), ("i", "query patch"), ("j", "query patch"),
+             ("c", "query patch")]
+
+
+def p95(ms):
+    s = sorted(ms)
+    return s[min(len(s) - 1, int(round(0.95 * (len(s) - 1))))]
+
+
+def summary(name, ms):
+    print(f"  {name:<28} median {statistics.median(ms):8.1f}  p95 {p95(ms):8.1f}  "
+          f"min {min(ms):8.1f}  max {max(ms):8.1f}  ({len(ms)} runs)", flush=True)
+    return statistics.median(ms)
+
+
+def keys_session(app, xt, n_keys, n_classes):
+    """Time n_keys keys of KEY_CYCLE (and n_classes class switches); {group: [ms]}."""
+    per_key = {}
+    xt.key("Left")  # ask for a frame and read the state the app shows now
+    _, line = app.wait(lambda l: state(l) is not None)
+    cur = state(line)
+    for i in range(n_keys):
+        name, group = KEY_CYCLE[i % len(KEY_CYCLE)]
+        time.sleep(0.1)
+        app.drain()
+        t0 = time.perf_counter()
+        xt.key(name)
+
+        def shows_it(line, cur=cur):
+            st = state(line)
+            return st is not None and st["busy"] == "0" and any(
+                st[k] != cur[k] for k in FIELDS)
+        t, line = app.wait(shows_it)
+        per_key.setdefault(group, []).append((t - t0) * 1e3)
+        cur = state(line)
+        for k in INSIDE:
+            per_key.setdefault(" " + k, []).append(float(cur[k] or "nan"))
+    if n_classes:
+        # class switches: 1 .. 5 in turn on Chefer et al.'s map (the first switch also
+        # makes the view class-specific; not timed)
+        xt.key("1")
+        _, line = app.wait(lambda l: (state(l) or {}).get("shown") == "chefer"
+                           and state(l)["busy"] == "0")
+        cur_class = state(line)["class"]
+        for i in range(n_classes):
+            key = "12345"[(i + 1) % 5]
+            time.sleep(0.2)
+            app.drain()
+            t0 = time.perf_counter()
+            xt.key(key)
+            t, line = app.wait(lambda l: (state(l) or {}).get("shown") == "chefer"
+                               and state(l)["busy"] == "0" and state(l)["class"] != cur_class)
+            cur_class = state(line)["class"]
+            per_key.setdefault("class", []).append((t - t0) * 1e3)
+    return per_key
 
 
 def main():
@@ -158,8 +240,10 @@ def main():
     ap.add_argument("--model")
     ap.add_argument("--image")
     ap.add_argument("--launches", type=int, default=5)
-    ap.add_argument("--keys", type=int, default=60)
+    ap.add_argument("--keys", type=int, default=72)
     ap.add_argument("--classes", type=int, default=20, help="class switches to time")
+    ap.add_argument("--fullscreen", action="store_true",
+                    help="press F first: the keys in fullscreen (no launches, no floor)")
     ap.add_argument("--floor-child", action="store_true", help=argparse.SUPPRESS)
     a, _ = ap.parse_known_args()
     if a.floor_child:
@@ -168,22 +252,24 @@ def main():
     a = ap.parse_args()
     if not (a.app and a.model and a.image):
         ap.error("--app, --model and --image are required")
-    env = dict(os.environ, VITLENS_TRACE="1")
+    # a fresh settings folder: every run starts from the same view (the last layer)
+    xdg = tempfile.mkdtemp(prefix="vitlens-bench-")
+    atexit.register(shutil.rmtree, xdg, ignore_errors=True)
+    env = dict(os.environ, VITLENS_TRACE="1", XDG_CONFIG_HOME=os.path.join(xdg, "config"),
+               XDG_DATA_HOME=os.path.join(xdg, "data"))
     argv = [a.app, "--model", a.model, a.image]
     print(f"app      {' '.join(argv)}")
     print(f"display  {os.environ.get('DISPLAY')} (Xvfb, Mesa llvmpipe); "
           f"load average {' '.join(open('/proc/loadavg').read().split()[:3])}", flush=True)
 
-    launch = []
-    for i in range(a.launches + 1):  # the first: warm-up (page cache)
-        app = App(argv, env)
+    launch, floor = [], []
+    for i in range(a.launches + 1 if a.launches and not a.fullscreen else 0):
+        app = App(argv, env)  # the first: warm-up (page cache)
         t, _ = app.wait(lambda l: l.startswith("ready "))
         if i:
             launch.append((t - app.t_start) * 1e3)
         app.close()
-
-    floor = []
-    for i in range(a.launches + 1):
+    for i in range(a.launches + 1 if a.launches and not a.fullscreen else 0):
         p = subprocess.run([sys.executable, __file__, "--floor-child"], capture_output=True,
                            text=True, check=True)
         if i:
@@ -192,61 +278,43 @@ def main():
     app = App(argv, env)
     app.wait(lambda l: l.startswith("ready "))
     xt = XTest()
-    time.sleep(0.5)
-    app.drain()
-    cur = None
-    moves = [("Left", (-1, 0, 0)), ("Right", (1, 0, 0)), ("Down", (0, 1, 0)),
-             ("Up", (0, -1, 0)), ("r", (0, 0, 1)), ("r", (0, 0, 1))]
-    per_key = {}
     try:
-        # the state the app shows now: ask for a frame and read it
-        xt.key("Left")
-        _, line = app.wait(state)
-        cur = state(line)
-        for i in range(a.keys):
-            name, (dl, dh, dr) = moves[i % len(moves)]
-            want = (cur[0] + dl, cur[1] + dh, cur[2] ^ dr)
-            time.sleep(0.1)
-            app.drain()
-            t0 = time.perf_counter()
-            xt.key(name)
-            t, line = app.wait(lambda l: state(l) == want)
-            per_key.setdefault(name, []).append((t - t0) * 1e3)
-            cur = want
-        # class switches: 1 .. 5 in turn on Chefer et al.'s map (the first switch also
-        # makes the view class-specific; not timed)
-        def field(line, k):
-            m = re.search(rf"\b{k}=(\S+)", line)
-            return m and m.group(1)
-        xt.key("1")
-        _, line = app.wait(lambda l: l.startswith("frame ") and field(l, "shown") == "chefer"
-                           and field(l, "busy") == "0")
-        cur_class = field(line, "class")
-        for i in range(a.classes):
-            key = "12345"[(i + 1) % 5]
-            time.sleep(0.2)
-            app.drain()
-            t0 = time.perf_counter()
-            xt.key(key)
-            t, line = app.wait(lambda l: l.startswith("frame ") and field(l, "shown") == "chefer"
-                               and field(l, "busy") == "0" and field(l, "class") != cur_class)
-            cur_class = field(line, "class")
-            per_key.setdefault("class", []).append((t - t0) * 1e3)
+        time.sleep(0.5)
+        app.drain()
+        if a.fullscreen:
+            xt.key("f")
+            app.wait(lambda l: (state(l) or {}).get("fullscreen") == "1")
+            time.sleep(0.5)
+        xt.key("Right")
+        _, line = app.wait(lambda l: state(l) is not None)
+        window = state(line)["window"].replace(",", "x")
+        per_key = keys_session(app, xt, a.keys, 0 if a.fullscreen else a.classes)
     finally:
         xt.close()
         app.close()
 
-    print("\napp latency, ms")
-    first = summary("launch -> first heatmap", launch)
-    summary("window floor (SDL + GL)", floor)
+    print(f"\napp latency, ms ({'fullscreen ' if a.fullscreen else ''}window {window})")
+    first = summary("launch -> first heatmap", launch) if launch else float("nan")
+    if floor:
+        summary("window floor (SDL + GL)", floor)
     classes = per_key.pop("class", [])
+    inside = {k: per_key.pop(" " + k) for k in INSIDE}
     keys = [ms for v in per_key.values() for ms in v]
     med = summary("key press -> new frame", keys)
     for name, ms in per_key.items():
-        summary(f"  {name} ({'layer' if name in ('Left', 'Right') else 'head' if name in ('Up', 'Down') else 'rollout'})", ms)
+        summary(f"  {name}", ms)
     cls = summary("class switch -> new map", classes) if classes else float("nan")
-    print(f"targets: launch <= 300 ms (median {first:.0f}), key -> frame <= 16 ms "
-          f"(median {med:.1f}), class switch <= 300 ms (median {cls:.0f})")
+    print("  inside the app, medians: key handled -> frame done "
+          f"{statistics.median(inside['ms_input']):.1f} ms; drawing "
+          f"{statistics.median(inside['ms_draw']):.1f}, rasterising "
+          f"{statistics.median(inside['ms_raster']):.1f}, copy + swap "
+          f"{statistics.median(inside['ms_swap']):.1f}; redrawn "
+          f"{statistics.median(inside['redraw_px']) / 1e3:.0f} k px")
+    print(f"targets: key -> frame <= 16 ms median (median {med:.1f}), <= 25 ms p95 "
+          f"(p95 {p95(keys):.1f})" +
+          (f"; launch <= 300 ms (median {first:.0f}, {first - statistics.median(floor):.0f} "
+           f"above the window floor)" if launch and floor else "") +
+          (f"; class switch <= 300 ms (median {cls:.0f})" if classes else ""))
     return 0
 
 
