@@ -57,11 +57,12 @@ static DlBox box_union(DlBox a, DlBox b) {
     return u;
 }
 
-/* Worth drawing a and b as one rectangle: they overlap, or their union adds little
- * (every rectangle is one more pass over the frame's primitives). */
+/* Worth drawing a and b as one rectangle: they overlap, or their union adds next to
+ * nothing (each rectangle is one more pass over the frame's primitives, but pixels cost
+ * more: a software rasteriser pays for every one). */
 static int worth_merging(DlBox a, DlBox b) {
     long sum = area(a) + area(b);
-    return dl_overlap(a, b) || area(box_union(a, b)) <= sum + sum / 4 + 4096;
+    return dl_overlap(a, b) || area(box_union(a, b)) <= sum + sum / 16 + 1024;
 }
 
 /* Add b to rects[*n], merging as it goes; never more than DL_MAX_RECTS. */

@@ -668,16 +668,58 @@ static void replay(Ren *r, const RenPrim *p) {
     glDrawArrays(GL_TRIANGLE_STRIP, 0, 4);
 }
 
-/* The frame's primitives that touch box (all: NULL) over the background, scissored to it. */
-static void replay_box(Ren *r, const DlBox *box) {
-    if (box) {
-        glEnable(GL_SCISSOR_TEST);
-        glScissor(box->x0, r->fb_h - box->y1, box->x1 - box->x0, box->y1 - box->y0);
-    } else {
-        glDisable(GL_SCISSOR_TEST);
-    }
-    glClearColor(COL_BG[0], COL_BG[1], COL_BG[2], 1.0f);
+/* The pixels an opaque primitive surely covers (a heat map quad, a flat rectangle of
+ * alpha 1, on whole pixels; a heat quad whose shader builds), or an empty box. */
+static DlBox opaque_box(Ren *r, const RenPrim *p) {
+    DlBox none = {0, 0, 0, 0};
+    if (!((p->kind == PR_HEAT && heat_program(r, p->variant)) ||
+          (p->kind == PR_FILL && p->color[3] >= 1.0f)))
+        return none;
+    const float *q = p->rect;
+    if (q[0] != floorf(q[0]) || q[1] != floorf(q[1]) || q[2] != floorf(q[2]) ||
+        q[3] != floorf(q[3]))
+        return none;
+    DlBox b = {(int)q[0], (int)q[1], (int)(q[0] + q[2]), (int)(q[1] + q[3])};
+    return b;
+}
+
+static void clear_box(const Ren *r, DlBox b) {
+    if (b.x1 <= b.x0 || b.y1 <= b.y0) return;
+    glScissor(b.x0, r->fb_h - b.y1, b.x1 - b.x0, b.y1 - b.y0);
     glClear(GL_COLOR_BUFFER_BIT);
+}
+
+/* The frame's primitives that touch box (all: NULL) over the background, scissored to it.
+ * The background is cleared only around the largest opaque primitive in the box: what
+ * is under that one is drawn over whole (a scissored clear costs a software rasteriser
+ * as much as a quad). */
+static void replay_box(Ren *r, const DlBox *box) {
+    glClearColor(COL_BG[0], COL_BG[1], COL_BG[2], 1.0f);
+    if (!box) {
+        glDisable(GL_SCISSOR_TEST);
+        glClear(GL_COLOR_BUFFER_BIT);
+    } else {
+        glEnable(GL_SCISSOR_TEST);
+        DlBox o = {0, 0, 0, 0}, b = *box;
+        long best = 0;
+        for (int i = 0; i < r->n_prims; i++) {
+            if (!dl_overlap(r->dl.box[i], b)) continue;
+            DlBox c = opaque_box(r, &r->prims[i]);
+            c.x0 = c.x0 > b.x0 ? c.x0 : b.x0, c.y0 = c.y0 > b.y0 ? c.y0 : b.y0;
+            c.x1 = c.x1 < b.x1 ? c.x1 : b.x1, c.y1 = c.y1 < b.y1 ? c.y1 : b.y1;
+            long a = c.x1 > c.x0 && c.y1 > c.y0 ? (long)(c.x1 - c.x0) * (c.y1 - c.y0) : 0;
+            if (a > best) best = a, o = c;
+        }
+        if (!best) {
+            clear_box(r, b);
+        } else { /* the strips above, below, left and right of o */
+            clear_box(r, (DlBox){b.x0, b.y0, b.x1, o.y0});
+            clear_box(r, (DlBox){b.x0, o.y1, b.x1, b.y1});
+            clear_box(r, (DlBox){b.x0, o.y0, o.x0, o.y1});
+            clear_box(r, (DlBox){o.x1, o.y0, b.x1, o.y1});
+        }
+        glScissor(b.x0, r->fb_h - b.y1, b.x1 - b.x0, b.y1 - b.y0);
+    }
     for (int i = 0; i < r->n_prims; i++)
         if (!box || dl_overlap(r->dl.box[i], *box)) replay(r, &r->prims[i]);
     glDisable(GL_SCISSOR_TEST);

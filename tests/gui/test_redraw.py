@@ -8,18 +8,25 @@ and its trace line says in how many pixels the two differ (mismatch=N; -1 for a 
 drawn whole anyway). Here a long run of keys, mouse moves and clicks, on the built-in
 model and on DeiT-Tiny with its labels (class-specific maps, the top-5 panel, the
 attention distance panel), must give mismatch=0 on every partial frame, and the
-frames of a layer or head key must redraw well under the whole window.
+frames of a layer or head key must redraw well under the whole window. The built-in
+model's run is made twice: with the window's back buffer as the canvas (X11 with
+GLX_MESA_copy_sub_buffer, as under Xvfb) and with VITLENS_PRESENT=swap (an offscreen
+canvas copied whole, and a swap: what other systems get).
 
   xvfb-run -a -s "-screen 0 1280x1024x24" /usr/bin/python3 test_redraw.py \\
       --app build/vitlens --shared ../shared --out build/tests/gui/redraw
 Exits 0, 1 on a failed check.
 """
 import argparse
+import glob
 import os
 import re
 import subprocess
 import sys
 import time
+
+import numpy as np
+from PIL import Image
 
 sys.path.insert(0, os.path.dirname(__file__))
 from test_gui import App, Fail, check, quit_app, run, run_checks  # noqa: E402
@@ -78,6 +85,30 @@ def drive(app, keys, mouse):
     return got + settle(app)
 
 
+def window_is_canvas(app, name, saves):
+    """The window shows what the canvas holds: S writes the canvas as a PNG; the X
+    window's pixels (what ren_present showed) must be the same, to the last one."""
+    def files():
+        return {f: os.stat(f).st_mtime_ns for f in glob.glob(os.path.join(saves, "*.png"))}
+    before = files()
+    run(["xdotool", "key", "--clearmodifiers", "s"])
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and files() == before:
+        time.sleep(0.1)
+    time.sleep(0.3)  # written whole
+    new = sorted(f for f, t in files().items() if before.get(f) != t)
+    check(len(new) == 1, f"{name}: S saved the canvas ({new})")
+    settle(app)
+    saved = np.asarray(Image.open(new[0]).convert("RGB")).astype(np.int16)
+    shown = app.shot()
+    # the saved frame has no "saved ..." notice: compare above the status bar
+    bar_top = saved.shape[0] - 60
+    same = saved.shape == shown.shape and np.array_equal(saved[:bar_top], shown[:bar_top])
+    check(same, f"{name}: the window shows the canvas, every pixel above the status bar "
+          f"({saved.shape} vs {shown.shape}, "
+          f"{int((saved[:bar_top] != shown[:bar_top]).any(-1).sum()) if saved.shape == shown.shape else -1} differ)")
+
+
 def verify(name, fr):
     checked = [f for f in fr if f.get("mismatch", "-1") != "-1"]
     bad = [f for f in checked if f["mismatch"] != "0"]
@@ -102,6 +133,8 @@ def main():
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
+    saves = os.path.abspath(os.path.join(a.out, "saves"))
+    os.makedirs(saves, exist_ok=True)
     env = dict(os.environ, VITLENS_TRACE="1", VITLENS_CHECK_REDRAW="1")
     env.pop("VITLENS_ASSETS", None)
     demo_dir = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "assets",
@@ -113,9 +146,13 @@ def main():
         app.start(demo)
         fr = drive(app, KEYS + ["n"], mouse=True)  # N: the next photo of the folder
         verify("built-in model", fr)
+        window_is_canvas(app, "built-in model", saves)
         quit_app(app)
 
-    runs = [("built-in", [a.app, demo], builtin)]
+    runs = [("built-in", [a.app, "--save-dir", saves, demo], builtin, env),
+            # the other way to the window: an offscreen canvas copied whole, and a swap
+            ("built-in, offscreen canvas", [a.app, "--save-dir", saves, demo], builtin,
+             dict(env, VITLENS_PRESENT="swap"))]
     deit = os.path.join(a.shared, "models", "deit-tiny")
     weights = os.path.join(deit, "deit_tiny_patch16_224.safetensors")
     photo = os.path.realpath(os.path.join(a.shared, "images", "chelsea.png"))
@@ -124,15 +161,16 @@ def main():
             app.start(photo)
             fr = drive(app, ["d"] + KEYS + CLASS_KEYS, mouse=True)
             verify("DeiT-Tiny", fr)
+            window_is_canvas(app, "DeiT-Tiny", saves)
             quit_app(app)
-        runs.append(("DeiT-Tiny", [a.app, "--model", weights, "--labels",
+        runs.append(("DeiT-Tiny", [a.app, "--save-dir", saves, "--model", weights, "--labels",
                                    os.path.join(deit, "imagenet_synset_words.txt"), photo],
-                     deit_tiny))
+                     deit_tiny, env))
     else:
         print(f"skip DeiT-Tiny: no {weights}")
-    for name, argv, fn in runs:
+    for name, argv, fn, run_env in runs:
         print(f"---- {name}", flush=True)
-        if not run_checks(App(argv, env), fn):
+        if not run_checks(App(argv, run_env), fn):
             print("redraw: FAILED")
             return 1
     print("redraw: all checks passed")
