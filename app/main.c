@@ -1937,7 +1937,10 @@ int main(int argc, char **argv) {
         int wait = app.busy ? 50 : 250;
         if (app.pert.phase == PERT_PLAYING && app_perturb_wait_ms(&app) < wait)
             wait = app_perturb_wait_ms(&app); /* the animation's next step */
-        int got = app.dirty ? SDL_PollEvent(&e) : SDL_WaitEventTimeout(&e, wait);
+        /* idle with shaders left to build ahead: build one, between events */
+        int warm = !app.dirty && !app.busy && app.has_scene && app.ren.warm_next >= 0;
+        int got = app.dirty || warm ? SDL_PollEvent(&e) : SDL_WaitEventTimeout(&e, wait);
+        if (!got && warm && !ren_warm_step(&app.ren)) app.ren.warm_next = -1;
         if (!got && app.busy) app.dirty = 1; /* timed out while working: turn the spinner */
         for (; got; got = SDL_PollEvent(&e)) app_handle_event(&app, &e);
         app_perturb_tick(&app);

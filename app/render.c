@@ -823,6 +823,40 @@ static void flush(Ren *r) {
     glBindFramebuffer(GL_FRAMEBUFFER, 0);
 }
 
+/* The variants a user meets next (the overview's thumbnails, the query box, the grid,
+ * bilinear upsampling, the mask), compiled ahead so that the first key that needs one
+ * does not wait for llvmpipe to build it (tens of ms). */
+static const int warm_later[] = {
+    REN_HV_MINIFY,   REN_HV_QUERY, REN_HV_QUERY | REN_HV_MINIFY, REN_HV_GRID,
+    REN_HV_BILINEAR, REN_HV_MASK,  REN_HV_GRID | REN_HV_QUERY};
+
+int ren_warm_step(Ren *r) {
+    int k = r->warm_next;
+    if (k >= (int)(sizeof warm_later / sizeof warm_later[0]) || !r->image_w || !r->fb_w) return 0;
+    r->warm_next++;
+    /* one pixel of the canvas, drawn with it and put back as it was */
+    uint8_t px[4] = {0};
+    glBindFramebuffer(GL_FRAMEBUFFER, r->canvas_fbo);
+    glPixelStorei(GL_PACK_ALIGNMENT, 1);
+    glReadPixels(0, 0, 1, 1, GL_RGBA, GL_UNSIGNED_BYTE, px);
+    glViewport(0, 0, r->fb_w, r->fb_h);
+    glEnable(GL_BLEND);
+    glBlendFunc(GL_SRC_ALPHA, GL_ONE_MINUS_SRC_ALPHA);
+    glBindVertexArray(r->vao);
+    glEnable(GL_SCISSOR_TEST);
+    glScissor(0, 0, 1, 1);
+    RenPrim p = {.kind = PR_HEAT, .cell = -1, .variant = warm_later[k]};
+    p.rect[0] = 0, p.rect[1] = (float)r->fb_h - 1, p.rect[2] = p.rect[3] = 1;
+    p.grid_size[0] = (float)r->map_w, p.grid_size[1] = (float)r->map_h;
+    p.patches[0] = (float)r->grid_w, p.patches[1] = (float)r->grid_h;
+    replay(r, &p);
+    glClearColor(px[0] / 255.0f, px[1] / 255.0f, px[2] / 255.0f, px[3] / 255.0f);
+    glClear(GL_COLOR_BUFFER_BIT);
+    glDisable(GL_SCISSOR_TEST);
+    glBindFramebuffer(GL_FRAMEBUFFER, 0);
+    return 1;
+}
+
 int ren_present(Ren *r) {
 #ifdef REN_GLX
     if (r->x_display && (r->fb_w != r->shown_w || r->fb_h != r->shown_h)) {

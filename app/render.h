@@ -96,6 +96,7 @@ typedef struct {
     int n_show;                   /* present; -1: the whole window */
     int shown_w, shown_h;         /* the window's size at the last swap */
     int warm;                     /* 1: compile the first map's shaders at the next frame */
+    int warm_next;                /* ren_warm_step's next variant */
     Text text;
     int has_text;
     RenText cache[REN_TEXT_CACHE];
@@ -210,6 +211,9 @@ void ren_draw(Ren *r, const RenFrame *f);
 int ren_present(Ren *r);
 /* The window lost its pixels (exposed, shown, resized): the next present shows all. */
 void ren_expose(Ren *r);
+/* While the app is idle: build one more of the shaders a later key will need (one
+ * pixel drawn and put back). 1 when it did, 0 when none is left (or no map yet). */
+int ren_warm_step(Ren *r);
 
 /* Hit tests against the last frame, framebuffer px. The patch (row, col) of the
  * single view under (x, y): 0, or -1 outside the image. The atlas index of the
