@@ -264,7 +264,8 @@ int ren_init(Ren *r, SDL_Window *win, char *msg, size_t msg_bytes, char *warn, s
 
     glGenVertexArrays(1, &r->vao); /* core profile draws need a bound VAO, even an empty one */
     /* the crop: mipmapped, so that the overview's thumbnails do not alias */
-    r->tex_image = make_texture(GL_LINEAR_MIPMAP_LINEAR, GL_LINEAR);
+    r->tex_image_mip = make_texture(GL_LINEAR_MIPMAP_LINEAR, GL_LINEAR);
+    r->tex_image = make_texture(GL_LINEAR, GL_LINEAR); /* the same, no mipmaps: cheaper */
     r->tex_map = make_texture(GL_NEAREST, GL_NEAREST); /* read with texelFetch */
     r->tex_atlas = make_texture(GL_NEAREST, GL_NEAREST);
     r->tex_mask = make_texture(GL_NEAREST, GL_NEAREST);
@@ -278,6 +279,8 @@ int ren_init(Ren *r, SDL_Window *win, char *msg, size_t msg_bytes, char *warn, s
     static const float zero[3 * 3] = {0};
     glPixelStorei(GL_UNPACK_ALIGNMENT, 1);
     glBindTexture(GL_TEXTURE_2D, r->tex_image);
+    glTexImage2D(GL_TEXTURE_2D, 0, GL_RGB8, 3, 3, 0, GL_RGB, GL_UNSIGNED_BYTE, grey);
+    glBindTexture(GL_TEXTURE_2D, r->tex_image_mip);
     glTexImage2D(GL_TEXTURE_2D, 0, GL_RGB8, 3, 3, 0, GL_RGB, GL_UNSIGNED_BYTE, grey);
     glGenerateMipmap(GL_TEXTURE_2D);
     glBindTexture(GL_TEXTURE_2D, r->tex_map);
@@ -312,9 +315,9 @@ void ren_free(Ren *r) {
     if (!r) return;
     for (int i = 0; i < REN_TEXT_CACHE; i++)
         if (r->cache[i].tex) glDeleteTextures(1, &r->cache[i].tex);
-    GLuint tex[6] = {r->tex_image, r->tex_map,  r->tex_lut,
-                     r->tex_atlas, r->tex_mask, r->tex_removed};
-    for (int i = 0; i < 6; i++)
+    GLuint tex[7] = {r->tex_image, r->tex_image_mip, r->tex_map,    r->tex_lut,
+                     r->tex_atlas, r->tex_mask,      r->tex_removed};
+    for (int i = 0; i < 7; i++)
         if (tex[i]) glDeleteTextures(1, &tex[i]);
     free_canvas(&r->canvas_fbo, &r->canvas_tex, &r->canvas_w, &r->canvas_h);
     free_canvas(&r->check_fbo, &r->check_tex, &r->check_w, &r->check_h);
@@ -331,6 +334,8 @@ void ren_free(Ren *r) {
 void ren_upload_image(Ren *r, const uint8_t *rgb, int w, int h) {
     glPixelStorei(GL_UNPACK_ALIGNMENT, 1);
     glBindTexture(GL_TEXTURE_2D, r->tex_image);
+    glTexImage2D(GL_TEXTURE_2D, 0, GL_RGB8, w, h, 0, GL_RGB, GL_UNSIGNED_BYTE, rgb);
+    glBindTexture(GL_TEXTURE_2D, r->tex_image_mip);
     glTexImage2D(GL_TEXTURE_2D, 0, GL_RGB8, w, h, 0, GL_RGB, GL_UNSIGNED_BYTE, rgb);
     glGenerateMipmap(GL_TEXTURE_2D);
     r->gen_image = ++r->gen;
@@ -637,7 +642,7 @@ static void replay(Ren *r, const RenPrim *p) {
         glActiveTexture(GL_TEXTURE4);
         glBindTexture(GL_TEXTURE_2D, r->tex_removed);
         glActiveTexture(GL_TEXTURE0);
-        glBindTexture(GL_TEXTURE_2D, r->tex_image);
+        glBindTexture(GL_TEXTURE_2D, p->variant & REN_HV_MINIFY ? r->tex_image_mip : r->tex_image);
         glUniform2f(g->screen, W, H);
         glUniform4f(g->rect, p->rect[0], p->rect[1], p->rect[2], p->rect[3]);
         glUniform1f(g->opacity, p->opacity);

@@ -1,7 +1,7 @@
 /* render.h - the narrow renderer: OpenGL 3.3 core through libepoxy.
  *
- * Textures carry the picture: the crop the model saw [Sh, Sw] RGB (mipmapped
- * for the thumbnails), the map R32F (normalised to [0, 1]; [gh, gw] over the
+ * Textures carry the picture: the crop the model saw [Sh, Sw] RGB (and a mipmapped
+ * copy for the thumbnails), the map R32F (normalised to [0, 1]; [gh, gw] over the
  * patch grid, or [Sh, Sw] for a map at pixel resolution), an atlas of the
  * overview's maps, the mask R8 (the map's size), the colormap LUT [256] RGB and
  * the patches a perturbation test has removed, R8 [gh, gw].
@@ -19,7 +19,7 @@
 #include <epoxy/gl.h>
 #include <stdint.h>
 
-#define REN_TEXT_CACHE 256
+#define REN_TEXT_CACHE 512 /* texts kept; one frame draws at most this many */
 #define REN_MAX_PREDS  5
 #define REN_MAX_LIST   32 /* rows of the list panel */
 
@@ -62,9 +62,10 @@ typedef struct {
     GLuint vao;
     RenProgram heat[1 << REN_HV_BITS], ui; /* heat: by REN_HV_* bits, 0 prog: not built yet */
     unsigned char heat_failed[1 << REN_HV_BITS];
-    char heat_msg[4096];       /* the last variant's build error, "" */
-    char *vert_src, *heat_src; /* the shaders' sources, kept for the variants */
-    GLuint tex_image, tex_map, tex_lut, tex_atlas, tex_mask, tex_removed;
+    char heat_msg[4096];             /* the last variant's build error, "" */
+    char *vert_src, *heat_src;       /* the shaders' sources, kept for the variants */
+    GLuint tex_image, tex_image_mip; /* the crop; tex_image_mip mipmapped, for thumbnails */
+    GLuint tex_map, tex_lut, tex_atlas, tex_mask, tex_removed;
     int image_w, image_h;                         /* of the uploaded image; 0: none */
     int map_w, map_h;                             /* of the uploaded map */
     int map_rgba;                                 /* 1: it is colours (ren_upload_map_rgba) */

@@ -28,7 +28,7 @@
 // On top: the patch grid, the outline of the attention mask and the box of the
 // query patch, all sized in framebuffer px via fwidth.
 
-uniform sampler2D u_image;   // [S, S] RGB, linear (mipmapped) filtering
+uniform sampler2D u_image;   // [S, S] RGB, linear filtering (mipmapped for MINIFY)
 uniform sampler2D u_map;     // R32F (RGBA32F with RGB), texelFetch only
 uniform sampler2D u_lut;     // [256, 1] RGB8, texelFetch
 uniform sampler2D u_mask;    // [gh, gw] R8: 1 inside the mask
@@ -63,7 +63,7 @@ void main() {
 #ifdef MINIFY
     vec3 img = texture(u_image, v_uv).rgb;
 #else
-    vec3 img = textureLod(u_image, v_uv, 0.0).rgb;
+    vec3 img = textureLod(u_image, v_uv, 0.0).rgb; // no mipmaps: no derivatives needed
 #endif
     vec2 g = v_uv * u_grid_size; // position in map cells
     ivec2 c = ivec2(floor(g));
