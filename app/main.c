@@ -32,7 +32,7 @@
 /* --top and --export of one photo (dir: where its files go). */
 static int headless_photo(const Options *o, Model *m, const char *image, const char *dir,
                           JointFeatures *joint) {
-    Scene sc = {.ignore_orientation = o->ignore_orientation};
+    Scene sc = {.ignore_orientation = o->ignore_orientation, .att = o->att};
     VitError err;
     int rc = 1;
     if (scene_run(&sc, &m->vit, image, &err)) {
@@ -140,6 +140,9 @@ typedef struct {
     float *map_norm; /* [h, w] normalised for display */
     uint8_t *mask;   /* [h, w] the attention mask */
     float *atlas;    /* [L * (H + 3), h, w] the overview's maps, normalised */
+    ViewMaps vm;     /* the maps being computed (here, or by the worker during a view job)
+                        into its own buffers, which then swap with map, map_norm, atlas */
+    ViewMaps shown;  /* what view_compute said of the maps on screen (status, list) */
     /* what the atlas on the GPU was computed for: a key that changes only the
      * selection (the table's layer or head, the heads' head) redraws it, no more */
     struct {
@@ -209,6 +212,7 @@ typedef struct {
     char col_text[VIT_MAX_LAYERS][12];
     const char *col_ptrs[VIT_MAX_LAYERS], *row_ptrs[VIT_MAX_LAYERS * 4];
     int announce;        /* print "ready" after the next frame */
+    int announce_maps;   /* set announce once the view job of a new photo is shown */
     unsigned long loads; /* worker jobs finished, for the trace */
     int trace;           /* VITLENS_TRACE */
     unsigned long frames;
@@ -264,63 +268,50 @@ static int app_query_patch(const App *app, int *row, int *col) {
     return 1;
 }
 
-/* Does the atlas hold the maps of v's overview? Compares what v's kind reads. */
-static int app_atlas_is_for(const App *app, const View *v) {
-    const MapKindInfo *k = &MAP_KINDS[v->kind];
-    const View *a = &app->atlas_of.view;
-    return app->atlas_of.loads == app->loads && app->atlas_of.mode == app->overview &&
-           app->atlas_of.shared == app->shared_scale && a->kind == v->kind &&
-           (app->overview == OV_TABLE || a->layer == v->layer) &&
-           (!k->uses_query || a->query == v->query) &&
-           (!k->uses_discard || a->discard_ratio == v->discard_ratio) &&
-           (!k->uses_target || a->target == v->target);
+/* Are overview a (mode ma, shared scale sa) and b the same maps? Compares what the
+ * kind reads; the head (and, in the table, the layer) is only the selection. */
+static int same_atlas(const View *a, Overview ma, int sa, const View *b, Overview mb, int sb) {
+    const MapKindInfo *k = &MAP_KINDS[b->kind];
+    return ma == mb && sa == sb && a->kind == b->kind && (mb == OV_TABLE || a->layer == b->layer) &&
+           (!k->uses_query || a->query == b->query) &&
+           (!k->uses_discard || a->discard_ratio == b->discard_ratio) &&
+           (!k->uses_target || a->target == b->target);
 }
 
-/* The overview's maps into the atlas, normalised, and the legend for them. */
-static void app_update_overview(App *app) {
-    const Scene *sc = app_scene(app);
-    const VitConfig *c = &sc->run.cfg;
-    int K = c->n_heads + VIEW_N_FUSIONS, table = app->overview == OV_TABLE;
-    int n = table ? c->n_layers * K : K, w, h;
-    const View *v = &app->view;
-    map_kind_size(&w, &h, v->kind, c);
-    if (app_atlas_is_for(app, v)) {
+/* Does the atlas hold the maps of v's overview? */
+static int app_atlas_is_for(const App *app, const View *v) {
+    return app->atlas_of.loads == app->loads &&
+           same_atlas(&app->atlas_of.view, app->atlas_of.mode, app->atlas_of.shared, v,
+                      app->overview, app->shared_scale);
+}
+
+/* The overview's legend: its range, or the cached one when the atlas on the GPU is
+ * already the view's (only the selection moved). m: the maps just computed, NULL when cached. */
+static void app_show_overview(App *app, const ViewMaps *m) {
+    if (!m) {
         memcpy(app->legend_hi, app->atlas_of.legend_hi, sizeof app->legend_hi);
         memcpy(app->legend_lo, app->atlas_of.legend_lo, sizeof app->legend_lo);
         memcpy(app->legend_caption, app->atlas_of.legend_caption, sizeof app->legend_caption);
-        return; /* the same maps: only the selection moved */
+        return;
     }
+    int table = m->overview == VIEW_TABLE;
     app->atlas_of.loads = 0;
-    float *range = malloc(2 * (size_t)n * sizeof *range); /* lo [n], hi [n] */
-    VitError err;
-    if (!range) {
-        app_set_error(app, "out of memory for the overview");
-        return;
-    }
-    if (overview_maps(app->atlas, range, range + n, sc, &app->view, table, app->shared_scale,
-                      &err)) {
-        app_set_error(app, err.msg);
-        free(range);
-        return;
-    }
-    float lo = range[0], hi = range[n]; /* of the first map: the layer's with a shared scale */
-    free(range);
-    if (ren_upload_atlas(&app->ren, app->atlas, n, w, h)) {
+    if (ren_upload_atlas(&app->ren, app->atlas, m->n_atlas, m->w, m->h)) {
         app_set_error(app, "the overview is larger than the GPU's largest texture");
         app->overview = OV_NONE;
         return;
     }
-    if (app->shared_scale && !table) { /* one range for the whole grid: show it */
-        snprintf(app->legend_hi, sizeof app->legend_hi, "%.2g", (double)hi);
-        snprintf(app->legend_lo, sizeof app->legend_lo, "%.2g", (double)lo);
+    if (m->shared && !table) { /* one range for the whole grid: show it */
+        snprintf(app->legend_hi, sizeof app->legend_hi, "%.2g", (double)m->atlas_hi);
+        snprintf(app->legend_lo, sizeof app->legend_lo, "%.2g", (double)m->atlas_lo);
     } else {
         snprintf(app->legend_hi, sizeof app->legend_hi, "max");
         snprintf(app->legend_lo, sizeof app->legend_lo, "min");
     }
     snprintf(app->legend_caption, sizeof app->legend_caption, "%s",
-             app->shared_scale ? (table ? "each layer" : "the layer") : "each map");
-    app->atlas_of.loads = app->loads, app->atlas_of.mode = app->overview;
-    app->atlas_of.view = *v, app->atlas_of.shared = app->shared_scale;
+             m->shared ? (table ? "each layer" : "the layer") : "each map");
+    app->atlas_of.loads = app->loads, app->atlas_of.mode = (Overview)m->overview;
+    app->atlas_of.view = m->view, app->atlas_of.shared = m->shared;
     memcpy(app->atlas_of.legend_hi, app->legend_hi, sizeof app->legend_hi);
     memcpy(app->atlas_of.legend_lo, app->legend_lo, sizeof app->legend_lo);
     memcpy(app->atlas_of.legend_caption, app->legend_caption, sizeof app->legend_caption);
@@ -361,13 +352,11 @@ static void app_request_explain(App *app) {
     app->dirty = 1;
 }
 
-/* The list panel of the view's kind: the logit lens's class per layer, or the
- * high-norm tokens with their first layer and their share of the CLS token's attention. */
-static void app_update_list(App *app, const Scene *sc) {
-    const VitConfig *c = &sc->run.cfg;
-    const View *v = &app->view;
-    VitError err;
-    app->n_list = 0, app->list_marked = -1, app->n_high_norm = 0;
+/* The list panel: the downloaded models while W's list is open, else the view's list
+ * as view_compute made it (the logit lens per layer, the high-norm tokens). */
+static void app_update_list(App *app) {
+    const ViewMaps *m = &app->shown;
+    app->n_list = 0, app->list_marked = -1;
     if (app->picking) { /* W: the downloaded models, the current one marked "open" */
         for (int i = 0; i < app->n_picks; i++) {
             snprintf(app->list_text[i], sizeof app->list_text[i], "%.90s", app->picks[i].name);
@@ -378,61 +367,15 @@ static void app_update_list(App *app, const Scene *sc) {
         app->n_list = app->n_picks, app->list_marked = app->pick;
         snprintf(app->list_title, sizeof app->list_title,
                  "models: Up / Down, Enter opens, Esc closes");
-    } else if (v->kind == MAP_LOGIT_LENS && c->n_classes > 0) {
-        float *p = malloc((size_t)c->n_classes * sizeof *p);
-        int l0 = c->n_layers > REN_MAX_LIST ? c->n_layers - REN_MAX_LIST : 0;
-        for (int l = l0; p && l < c->n_layers; l++) {
-            int top;
-            if (vit_logit_lens(p, &sc->run, sc->vit, l, 0, &err)) break;
-            vit_top_k(&top, p, c->n_classes, 1);
-            const char *label = model_label(app->model, top);
-            int i = app->n_list++;
-            if (label) /* its first name: "tabby", not "tabby, tabby cat" */
-                snprintf(app->list_text[i], sizeof app->list_text[i], "%2d  %.*s", l + 1,
-                         (int)strcspn(label, ","), label);
-            else
-                snprintf(app->list_text[i], sizeof app->list_text[i], "%2d  class %d", l + 1, top);
-            snprintf(app->list_right_text[i], sizeof app->list_right_text[i], "%.1f%%",
-                     100.0 * p[top]);
-            app->list_values[i] = p[top];
-            if (l == v->layer) app->list_marked = i;
+    } else if (app->shown_kind >= 0) {
+        int n = m->n_list < REN_MAX_LIST ? m->n_list : REN_MAX_LIST;
+        for (int i = 0; i < n; i++) {
+            memcpy(app->list_text[i], m->list_text[i], sizeof app->list_text[i]);
+            memcpy(app->list_right_text[i], m->list_right[i], sizeof app->list_right_text[i]);
+            app->list_values[i] = m->list_values[i];
         }
-        free(p);
-        snprintf(app->list_title, sizeof app->list_title, "logit lens: the CLS token reads");
-    } else if (v->kind == MAP_TOKEN_NORMS) {
-        int T = c->n_tokens, *idx = malloc(2 * (size_t)T * sizeof *idx);
-        float *norms = malloc((size_t)T * sizeof *norms), *cls = malloc((size_t)T * sizeof *cls);
-        float thr = 0;
-        int n = idx ? view_high_norm(idx, idx + T, &thr, sc, v, &err) : -1;
-        /* the CLS token's attention (mean of the heads) at the layer: patches, then prefix */
-        if (n >= 0 && norms && cls && !vit_token_norms(norms, &sc->run, v->layer, &err) &&
-            !vit_map_fused(cls + c->n_prefix, &sc->run, v->layer, VIT_FUSE_MEAN, 0, &err) &&
-            !vit_prefix_share(cls, &sc->run, v->layer, -1, VIT_FUSE_MEAN, 0, 0.0f, 0, &err)) {
-            app->n_high_norm = n < (int)(sizeof app->high_norm / sizeof app->high_norm[0])
-                                   ? n
-                                   : (int)(sizeof app->high_norm / sizeof app->high_norm[0]);
-            float top = n > 0 ? norms[idx[0]] : 1.0f;
-            for (int i = 0; i < n && i < REN_MAX_LIST; i++) {
-                int t = idx[i];
-                char who[48];
-                if (t < c->n_prefix)
-                    vit_prefix_name(who, sizeof who, c, t);
-                else
-                    snprintf(who, sizeof who, "patch (%d, %d)", (t - c->n_prefix) / c->grid_w + 1,
-                             (t - c->n_prefix) % c->grid_w + 1);
-                snprintf(app->list_text[i], sizeof app->list_text[i],
-                         "%s \xc2\xb7 from L%d \xc2\xb7 CLS %.0f%%", who, idx[T + i] + 1,
-                         100.0 * cls[t]);
-                snprintf(app->list_right_text[i], sizeof app->list_right_text[i], "%.0f",
-                         (double)norms[t]);
-                app->list_values[i] = norms[t] / top;
-                app->n_list++;
-            }
-            for (int i = 0; i < app->n_high_norm; i++) app->high_norm[i] = idx[i];
-            snprintf(app->list_title, sizeof app->list_title, "high-norm tokens (> %.3g): %d",
-                     (double)thr, n);
-        }
-        free(idx), free(norms), free(cls);
+        app->n_list = n, app->list_marked = m->list_marked < n ? m->list_marked : -1;
+        snprintf(app->list_title, sizeof app->list_title, "%s", m->list_title);
     }
     for (int i = 0; i < app->n_list; i++) {
         app->list_labels[i] = app->list_text[i];
@@ -440,70 +383,84 @@ static void app_update_list(App *app, const Scene *sc) {
     }
 }
 
-/* Recompute the map of the current view (and the overview, the mask) and upload it. */
-static void app_update_map(App *app) {
+/* Is computing the view's maps too slow for a frame? When the run keeps its attention a
+ * map is a read (microseconds to a few ms): the key's own frame shows it. When the
+ * attention is recomputed from queries and keys (large inputs, VITLENS_ATT=recompute),
+ * anything that reads it costs from milliseconds (one head's map) to seconds (a rollout,
+ * the overviews, the layer's range): all of it goes to the worker. */
+static int app_maps_on_worker(const Scene *sc) {
+    return !sc->run.att_kept;
+}
+
+/* What the view on screen needs computed: into m's request fields. */
+static void app_maps_request(const App *app, ViewMaps *m) {
+    m->view = app->view;
+    m->overview = (ViewOverview)app->overview;
+    m->shared = app->shared_scale;
+    m->labels = app->model->labels;
+}
+
+/* FNV-1a of n floats' bytes, for the trace: the map on screen, compared across runs. */
+static unsigned long trace_hash(const float *x, size_t n) {
+    const unsigned char *b = (const unsigned char *)x;
+    unsigned long h = 2166136261ul;
+    for (size_t i = 0; i < n * sizeof *x; i++) h = ((h ^ b[i]) * 16777619ul) & 0xfffffffful;
+    return h;
+}
+
+/* The maps app->vm holds (computed here or by the worker) go on screen: its buffers swap
+ * with the ones shown, then the uploads, the legend, the mask, the list, the overview. */
+static void app_show_maps(App *app, const char *by) {
     const Scene *sc = app_scene(app);
-    if (!sc) return;
     const VitConfig *c = &sc->run.cfg;
-    const MapKindInfo *k = &MAP_KINDS[app->view.kind];
-    VitError err;
-    int w, h;
-    map_kind_size(&w, &h, app->view.kind, c);
-    if (app->overview && !k->per_head) app->overview = OV_NONE; /* no per-head maps to show */
-    if (k->uses_target && c->n_classes == 0) { /* DINO, DINOv2: say so, draw nothing wrong */
-        snprintf(app->notice, sizeof app->notice,
-                 "%s has no classification head: no class-specific maps", app->model->name);
-        app->view.kind = MAP_ATTENTION;
-        k = &MAP_KINDS[MAP_ATTENTION];
-        map_kind_size(&w, &h, app->view.kind, c);
-    }
-    if (!view_ready(sc, &app->view)) { /* the worker computes them; the old map stays */
-        app_request_explain(app);
-        app->dirty = 1;
-        return;
-    }
-    if (view_map(app->map, sc, &app->view, &err)) {
-        app_set_error(app, err.msg);
-        return;
+    ViewMaps *m = &app->vm;
+    const MapKindInfo *k = &MAP_KINDS[m->view.kind];
+    int w = m->w, h = m->h;
+    float *t = app->map;
+    app->map = m->map, m->map = t;
+    t = app->map_norm, app->map_norm = m->norm, m->norm = t;
+    if (m->n_atlas) t = app->atlas, app->atlas = m->atlas, m->atlas = t;
+    app->shown = *m; /* its result (its buffer pointers are the ones now in vm: unused) */
+    if (app->trace) {
+        size_t n = (size_t)w * h * map_kind_channels(m->view.kind);
+        printf("maps by=%s kind=%s layer=%d head=%d query=%d target=%d overview=%d shared=%d "
+               "lo=%.9g hi=%.9g map=%08lx atlas=",
+               by, k->tag, m->view.layer, m->view.head, m->view.query, m->view.target,
+               (int)m->overview, m->shared, (double)m->lo, (double)m->hi, trace_hash(app->map, n));
+        if (m->n_atlas)
+            printf("%08lx\n", trace_hash(app->atlas, (size_t)m->n_atlas * n));
+        else
+            printf("-\n");
     }
     app->map_w = w, app->map_h = h;
-    app->has_prefix = k->prefix != NULL;
+    app->has_prefix = m->n_prefix > 0;
     memset(app->prefix_share, 0, sizeof app->prefix_share);
-    if (app->has_prefix && view_prefix(app->prefix_share, sc, &app->view, &err)) {
-        app_set_error(app, err.msg);
-        return;
-    }
+    memcpy(app->prefix_share, m->prefix, (size_t)m->n_prefix * sizeof *m->prefix);
     for (int i = 0; i < c->n_prefix; i++) {
         vit_prefix_name(app->prefix_name[i], sizeof app->prefix_name[i], c, i);
         app->prefix_names[i] = app->prefix_name[i];
     }
-    float lo, hi;
-    map_kind_normalize(app->map_norm, app->map, w * h, app->view.kind, &lo, &hi);
-    if (app->shared_scale && k->per_head) {
-        if (view_layer_range(&lo, &hi, sc, &app->view, &err)) {
-            app_set_error(app, err.msg);
-            return;
-        }
-        for (int p = 0; p < w * h; p++)
-            app->map_norm[p] = hi > lo ? (app->map[p] - lo) / (hi - lo) : 0.0f;
-    }
-    app->map_lo = lo, app->map_hi = hi;
-    app->shown_kind = app->view.kind;
+    app->map_lo = m->lo, app->map_hi = m->hi;
+    app->shown_kind = m->view.kind;
+    if (app->announce_maps) app->announce = 1, app->announce_maps = 0;
     if (k->rgb)
         ren_upload_map_rgba(&app->ren, app->map_norm, w, h, c->grid_w, c->grid_h);
     else
         ren_upload_map(&app->ren, app->map_norm, w, h, c->grid_w, c->grid_h);
-    app_update_list(app, sc);
-    snprintf(app->legend_hi, sizeof app->legend_hi, "%.2g", (double)hi);
-    snprintf(app->legend_lo, sizeof app->legend_lo, "%.2g", (double)lo);
+    app->n_high_norm = m->n_high_norm;
+    memcpy(app->high_norm, m->high_norm, (size_t)m->n_high_norm * sizeof *m->high_norm);
+    app_update_list(app);
+    snprintf(app->legend_hi, sizeof app->legend_hi, "%.2g", (double)m->hi);
+    snprintf(app->legend_lo, sizeof app->legend_lo, "%.2g", (double)m->lo);
     snprintf(app->legend_caption, sizeof app->legend_caption, "%s",
-             app->shared_scale && k->per_head ? "the layer" : "this map");
-    if (app->view.kind == MAP_TOKEN_NORMS) { /* the high-norm tokens outlined */
+             m->shared && k->per_head ? "the layer" : "this map");
+    if (m->view.kind == MAP_TOKEN_NORMS) { /* the high-norm tokens outlined */
         memset(app->mask, 0, (size_t)w * h);
         for (int i = 0; i < app->n_high_norm; i++)
             if (app->high_norm[i] >= c->n_prefix) app->mask[app->high_norm[i] - c->n_prefix] = 1;
         ren_upload_mask(&app->ren, app->mask, w, h);
     } else if (app->show_mask && !k->rgb) {
+        VitError err;
         if (vit_mass_mask(app->mask, &app->mask_kept, app->map, w * h,
                           (float)app->mask_pct / 100.0f, &err)) {
             app_set_error(app, err.msg);
@@ -512,8 +469,92 @@ static void app_update_map(App *app) {
             ren_upload_mask(&app->ren, app->mask, w, h);
         }
     }
-    if (app->overview) app_update_overview(app);
+    if (app->overview) /* an overview of another mode (the view moved on) is not uploaded */
+        app_show_overview(app, m->n_atlas && m->overview == (ViewOverview)app->overview ? m : NULL);
     app->dirty = 1;
+}
+
+/* Is a view job's result m what the window shows now: the single map of the view, with
+ * the overview's atlas, if one is on, already on the GPU? */
+static int app_maps_current(const App *app, const ViewMaps *m) {
+    ViewMaps want;
+    app_maps_request(app, &want);
+    want.overview = m->overview;
+    return view_maps_same_request(m, &want, app->model->vit.cfg.n_heads) &&
+           (app->overview == OV_NONE || app_atlas_is_for(app, &app->view));
+}
+
+/* Is the running view job m still of use? When it computes the overview on screen (a
+ * head or table cell selected meanwhile changes only the single map, which follows); or,
+ * without an overview to compute, the view's map. */
+static int app_maps_wanted(const App *app, const ViewMaps *m) {
+    if (m->overview != VIEW_SINGLE)
+        return same_atlas(&m->view, (Overview)m->overview, m->shared, &app->view, app->overview,
+                          app->shared_scale);
+    ViewMaps want;
+    app_maps_request(app, &want);
+    want.overview = VIEW_SINGLE;
+    return view_maps_same_request(m, &want, app->model->vit.cfg.n_heads) &&
+           (app->overview == OV_NONE || app_atlas_is_for(app, &app->view));
+}
+
+/* A newer request makes the running job useless: a view job or a worker map (attention
+ * flow) of another view is cancelled; its event still comes, and app_job_done then asks
+ * for the view on screen now. A forward pass is cancelled by a newer photo (app_open);
+ * the backward pass and the perturbation test run to their end. */
+static void app_cancel_stale(App *app) {
+    Worker *w = &app->worker;
+    int H = app->model->vit.cfg.n_heads;
+    if (!app->busy) return;
+    if (w->maps) {
+        if (!app_maps_wanted(app, w->maps)) worker_cancel(w);
+    } else if (w->slow) {
+        if (!view_on_worker(&app->view) || !view_same_map(&w->view, &app->view, H))
+            worker_cancel(w);
+    }
+}
+
+/* Recompute the maps of the current view (and the overview, the mask) and upload them:
+ * here when that is quick, else on the worker (the old maps stay on screen meanwhile). */
+static void app_update_map(App *app) {
+    const Scene *sc = app_scene(app);
+    if (!sc) return;
+    const VitConfig *c = &sc->run.cfg;
+    const MapKindInfo *k = &MAP_KINDS[app->view.kind];
+    VitError err;
+    if (app->overview && !k->per_head) app->overview = OV_NONE; /* no per-head maps to show */
+    if (k->uses_target && c->n_classes == 0) { /* DINO, DINOv2: say so, draw nothing wrong */
+        snprintf(app->notice, sizeof app->notice,
+                 "%s has no classification head: no class-specific maps", app->model->name);
+        app->view.kind = MAP_ATTENTION;
+    }
+    app_cancel_stale(app);
+    if (!view_ready(sc, &app->view)) { /* the worker computes them; the old map stays */
+        app_request_explain(app);
+        app->dirty = 1;
+        return;
+    }
+    int on_worker = app_maps_on_worker(sc);
+    if (on_worker && app->busy) { /* app_job_done asks again when the worker is free */
+        app->dirty = 1;
+        return;
+    }
+    ViewMaps *m = &app->vm;
+    app_maps_request(app, m);
+    if (app->overview && app_atlas_is_for(app, &app->view))
+        m->overview =
+            VIEW_SINGLE; /* the atlas on the GPU is this view's: only the selection moved */
+    if (on_worker) {
+        worker_start_maps(&app->worker, sc, m);
+        app->busy = 1;
+        app->dirty = 1;
+        return;
+    }
+    if (view_compute(m, sc, &err)) {
+        app_set_error(app, err.msg);
+        return;
+    }
+    app_show_maps(app, "gui");
 }
 
 /* ---------------------------------------------------------------------------
@@ -602,7 +643,9 @@ static void app_perturb_key(App *app) {
                  "perturbation test: the %s's colours do not rank the patches", k->name);
         return;
     }
-    if (app->shown_kind != app->view.kind || !view_ready(sc, &app->view)) {
+    if (app->shown_kind != app->view.kind || !view_ready(sc, &app->view) ||
+        !view_same_map(&app->shown.view, &app->view, c->n_heads) ||
+        app->shown.view.target != app->view.target) { /* a view job still computes it */
         snprintf(app->notice, sizeof app->notice, "perturbation test: wait for the map");
         return;
     }
@@ -616,8 +659,9 @@ static void app_perturb_key(App *app) {
         free(map), free(p);
         return;
     }
-    if (view_map(map, sc, &app->view, &err) ||
-        perturbation_init(p, map, k->pixels, &sc->run.cfg, most_first, view_class(&app->view, sc),
+    /* the map on screen (computed here or on the worker): nothing is recomputed */
+    memcpy(map, app->map, (size_t)w * h * sizeof *map);
+    if (perturbation_init(p, map, k->pixels, &sc->run.cfg, most_first, view_class(&app->view, sc),
                           &err)) {
         app_set_error(app, err.msg);
         free(map), free(p);
@@ -638,7 +682,7 @@ static void app_perturb_key(App *app) {
     app->pert.step = -1;
     if (app->picking) { /* W's list closes: the plot takes the side panel */
         app->picking = 0;
-        app_update_list(app, sc);
+        app_update_list(app);
     }
     if (app->overview) { /* the test runs on the single map */
         app->overview = OV_NONE;
@@ -776,6 +820,35 @@ static void app_perturb_trace(const App *app) {
     printf("\n");
 }
 
+/* What the worker is doing, for the status line: "rollout 5/12", "forward pass 3/12",
+ * "attention flow 120/197" (layers; tokens for the flow), or without a count when the
+ * job does not report one. */
+static void app_job_status(const App *app, char *buf, size_t n) {
+    const Worker *w = &app->worker;
+    char what[96];
+    if (w->maps) {
+        const MapKindInfo *k = &MAP_KINDS[w->maps->view.kind];
+        snprintf(what, sizeof what, "%s%s", k->name,
+                 w->maps->overview == VIEW_TABLE   ? ", every layer's heads"
+                 : w->maps->overview == VIEW_HEADS ? ", every head"
+                                                   : "");
+    } else if (w->slow) {
+        snprintf(what, sizeof what, "%s", MAP_KINDS[w->view.kind].name);
+    } else if (w->explain) {
+        snprintf(what, sizeof what, "backward pass");
+    } else if (w->perturb) {
+        snprintf(what, sizeof what, "perturbation test");
+    } else {
+        snprintf(what, sizeof what, "%s", w->model_path[0] ? "loading the model" : "forward pass");
+    }
+    int done, total;
+    worker_progress(w, &done, &total);
+    if (total > 0)
+        snprintf(buf, n, "%s %d/%d\xe2\x80\xa6", what, done, total);
+    else
+        snprintf(buf, n, "%s\xe2\x80\xa6", what);
+}
+
 /* The status line: model, layer, head or fusion, map kind, query, target class,
  * mask | top-1 class. Only what the view's kind reads is shown. */
 static void app_update_status(App *app) {
@@ -817,8 +890,8 @@ static void app_update_status(App *app) {
         snprintf(mask, sizeof mask, "%smask %d%%: %d %s", dot, app->mask_pct, app->mask_kept,
                  k->pixels ? "px" : "patches");
     char more[300] = "", extra[240] = "";
-    if (k->status && sc && app->shown_kind == v->kind)
-        k->status(extra, sizeof extra, sc, v, app->model->labels);
+    if (k->status && sc && app->shown_kind == v->kind) /* computed with the map */
+        snprintf(extra, sizeof extra, "%s", app->shown.status);
     if (k->rgb && sc && app->shown_kind == v->kind && app->map_w > 0) { /* foreground patches */
         int fg = 0, n = app->map_w * app->map_h;
         for (int i = 0; i < n; i++) fg += app->map[(size_t)i * 4 + 3] > 0.5f;
@@ -839,7 +912,7 @@ static void app_update_status(App *app) {
     if (app->pert.phase != PERT_OFF && !app->notice[0]) {
         app_perturb_status(app, app->status_right, sizeof app->status_right);
     } else if (app->busy) {
-        snprintf(app->status_right, sizeof app->status_right, "working\xe2\x80\xa6");
+        app_job_status(app, app->status_right, sizeof app->status_right);
     } else if (app->notice[0]) {
         snprintf(app->status_right, sizeof app->status_right, "%.250s", app->notice);
     } else if (sc && c->n_classes > 0 && sc->run.probs) {
@@ -863,6 +936,12 @@ static void app_open(App *app, const char *path) {
     if (!ends_with(path, ".safetensors")) snprintf(app->photo, sizeof app->photo, "%s", path);
     if (app->busy) {
         snprintf(app->pending, sizeof app->pending, "%s", path);
+        /* a newer photo makes the running view job, worker map or photo's forward pass
+         * useless: stopped, it ends at once and the pending photo starts (app_job_done) */
+        const Worker *w = &app->worker;
+        if (w->maps || w->slow ||
+            (!w->explain && !w->perturb && !w->model_path[0] && !ends_with(path, ".safetensors")))
+            worker_cancel(&app->worker);
         return;
     }
     const Scene *sc = app_scene(app);
@@ -892,6 +971,14 @@ static int app_scene_buffers(App *app, const Scene *sc) {
     float *atlas = realloc(app->atlas, (size_t)c->n_layers * K * N_atlas * sizeof *atlas);
     if (atlas) app->atlas = atlas;
     if (!map || !norm || !mask || !atlas) return -1;
+    /* the same again for the maps being computed (no view job runs: the worker is idle) */
+    if (!(map = realloc(app->vm.map, N * sizeof *map))) return -1;
+    app->vm.map = map;
+    if (!(norm = realloc(app->vm.norm, N * sizeof *norm))) return -1;
+    app->vm.norm = norm;
+    if (!(atlas = realloc(app->vm.atlas, (size_t)c->n_layers * K * N_atlas * sizeof *atlas)))
+        return -1;
+    app->vm.atlas = atlas;
     if (app->cursor_row >= c->grid_h || app->cursor_col >= c->grid_w || app->cursor_row < 0)
         app->cursor_row = c->grid_h / 2, app->cursor_col = c->grid_w / 2;
     return 0;
@@ -901,13 +988,26 @@ static int app_scene_buffers(App *app, const Scene *sc) {
 static void app_job_result(App *app) {
     Worker *w = &app->worker;
     app->busy = 0;
-    if (w->perturb || w->explain || w->slow) { /* a job on the front Scene */
-        if (w->perturb)
+    if (app->trace && w->status == VIT_ERR_CANCELLED) /* for tests: what a newer request saved */
+        printf("job cancelled %s\n", w->maps      ? "maps"
+                                     : w->slow    ? "slow"
+                                     : w->explain ? "explain"
+                                                  : "forward");
+    if (w->perturb || w->explain || w->slow || w->maps) { /* a job on the front Scene */
+        if (w->perturb) {
             app_perturb_done(app);
-        else if (w->status != VIT_OK) { /* class-specific or worker maps */
+        } else if (w->status == VIT_ERR_CANCELLED) { /* asked again below, if still wanted */
+        } else if (w->status != VIT_OK) {            /* class-specific, worker or view maps */
             app_set_error(app, w->err.msg);
-            app->view.kind = app->shown_kind >= 0 ? app->shown_kind : MAP_ATTENTION;
-            app->view.joint = 0;
+            if (w->maps && app->announce_maps) /* the photo is on screen, if not its maps */
+                app->announce = 1, app->announce_maps = 0;
+            if (!w->maps) {
+                app->view.kind = app->shown_kind >= 0 ? app->shown_kind : MAP_ATTENTION;
+                app->view.joint = 0;
+            }
+        } else if (w->maps) {
+            app_show_maps(app, "worker");
+            app->error[0] = '\0';
         } else if (w->slow) {
             scene_slow_swap(&app->scenes[app->front]);
             if (w->joint && w->joint->skipped[0])
@@ -925,11 +1025,14 @@ static void app_job_result(App *app) {
             app_open(app, path);
             return;
         }
+        if (w->maps && w->status != VIT_ERR_CANCELLED && app_maps_current(app, w->maps))
+            return;          /* done (or failed: the error shows, asking again would fail again) */
         app_update_map(app); /* or asks for the next class if the view moved on */
         return;
     }
     app->loads++;
-    if (w->status != VIT_OK) {
+    if (w->status == VIT_ERR_CANCELLED) { /* a newer photo: pending, opened below */
+    } else if (w->status != VIT_OK) {
         app_set_error(app, w->err.msg);
     } else {
         if (w->ran || w->new_model) /* another photo or model: not the test's map */
@@ -958,7 +1061,10 @@ static void app_job_result(App *app) {
                 startup_mark(app, "scene");
                 ren_upload_image(&app->ren, sc->crop_rgb, sc->crop_w_px, sc->crop_h_px);
                 app_update_map(app);
-                app->announce = 1;
+                if (app->busy && app->worker.maps) /* "ready" once its maps are on screen */
+                    app->announce_maps = 1;
+                else
+                    app->announce = 1;
             }
         }
         app->error[0] = '\0';
@@ -1163,7 +1269,7 @@ static void app_toggle_models(App *app) {
             app->picking = 0;
         }
     }
-    if (app->has_scene) app_update_list(app, app_scene(app));
+    app_update_list(app);
 }
 
 /* The keys of the open models list: 1 when the key was one of them. */
@@ -1184,7 +1290,7 @@ static int app_pick_key(App *app, SDL_Keycode key) {
     }
     default: return 0;
     }
-    if (app->has_scene) app_update_list(app, app_scene(app));
+    app_update_list(app);
     return 1;
 }
 
@@ -1729,7 +1835,11 @@ static int stdin_drops(void *unused) {
 static int app_init(App *app, const Options *o) {
     memset(app, 0, sizeof *app);
     app->opt = o;
-    app->scenes[0].ignore_orientation = app->scenes[1].ignore_orientation = o->ignore_orientation;
+    for (int i = 0; i < 2; i++) {
+        app->scenes[i].ignore_orientation = o->ignore_orientation;
+        app->scenes[i].att = o->att;
+        app->scenes[i].control = &app->worker.control; /* the worker's jobs stop early */
+    }
     app->overlay = 1;
     app->opacity = o->opacity;
     app->colormap = o->colormap;
@@ -1902,6 +2012,9 @@ static void app_free(App *app) {
     free(app->map_norm);
     free(app->mask);
     free(app->atlas);
+    free(app->vm.map);
+    free(app->vm.norm);
+    free(app->vm.atlas);
     files_free_list(app->images, app->n_images);
     joint_features_free(&app->joint);
     free(app->joint.paths);

@@ -154,6 +154,54 @@ int view_on_worker(const View *v);
 /* The same map for a and b: equal in every field a's kind reads. */
 int view_same_map(const View *a, const View *b, int n_heads);
 
+/* ---------------------------------------------------------------------------
+ * Everything the window shows of a view, computed in one call (view_compute): the map,
+ * its scale, the prefix-token bars, the overview's maps, the list panel and the status
+ * line's part. The window runs it on its GUI thread when that is quick (the attention
+ * kept: a map is a read) and on the worker thread otherwise (the attention recomputed
+ * from queries and keys, where a rollout or an overview takes seconds); it then only
+ * uploads what it got. */
+
+#define VIEW_MAX_LIST      32                      /* rows of the list panel */
+#define VIEW_MAX_HIGH_NORM (VIT_MAX_PREFIX + 1024) /* high-norm tokens kept for the outline */
+
+typedef enum { VIEW_SINGLE = 0, VIEW_HEADS, VIEW_TABLE } ViewOverview;
+
+typedef struct {
+    /* what to compute, set by the caller */
+    View view;
+    ViewOverview overview; /* VIEW_HEADS, VIEW_TABLE: the overview's maps too (overview_maps) */
+    int shared;            /* the map (and the overview) on its layer's range (view_layer_range) */
+    const char (*labels)[VIT_LABEL_BYTES]; /* [C] class names for the list, or NULL */
+    /* the caller's buffers: map, norm [map_kind_max_floats(cfg, 0)]; atlas
+     * [L * (H + 3) * map_kind_max_floats(cfg, 1)], only written for an overview */
+    float *map, *norm, *atlas;
+    /* the result */
+    int w, h;                     /* the map's size (map_kind_size) */
+    float lo, hi;                 /* the range norm spans: the map's, or its layer's (shared) */
+    int n_prefix;                 /* Np when the kind has a prefix-token share, else 0 */
+    float prefix[VIT_MAX_PREFIX]; /* view_prefix */
+    int n_atlas;                  /* maps in atlas (normalised), 0: no overview computed */
+    float atlas_lo, atlas_hi;     /* the raw range of its first map (its layer's when shared) */
+    char status[240];             /* the kind's part of the status line (MapKindInfo.status) */
+    char list_title[96];     /* the list panel: the logit lens per layer, the high-norm tokens */
+    int n_list, list_marked; /* rows; the row of the view's layer, -1: none */
+    char list_text[VIEW_MAX_LIST][96];
+    char list_right[VIEW_MAX_LIST][16];
+    float list_values[VIEW_MAX_LIST]; /* bar lengths, [0, 1] */
+    int n_high_norm;                  /* token norms: the high-norm tokens, high_norm[0, n) */
+    int high_norm[VIEW_MAX_HIGH_NORM];
+} ViewMaps;
+
+/* Compute all of m's result for sc (see ViewMaps). Reads sc only, writes only m and its
+ * buffers: for any thread. With sc->run.control set, reports progress and returns
+ * VIT_ERR_CANCELLED once cancelled (m's contents are then undefined). Errors: those of
+ * view_map, view_prefix, view_layer_range and overview_maps. */
+VitStatus view_compute(ViewMaps *m, const Scene *sc, VitError *err);
+
+/* Do a and b ask for the same result? (the map's fields, overview, scale) */
+int view_maps_same_request(const ViewMaps *a, const ViewMaps *b, int n_heads);
+
 /* High-norm tokens of the view's layer as the token-norms view marks them: norm >
  * median + HIGH_NORM_K * MAD over the patches, and > HIGH_NORM_ABS for a DINOv2
  * model (the registers paper's threshold). idx, first [T] as vit_high_norm_tokens;

@@ -204,6 +204,10 @@ void options_usage(FILE *f) {
             "  VITLENS_FULL_REDRAW=1   draw every frame whole, not only what changed\n"
             "  VITLENS_CHECK_REDRAW=1  also draw each partial frame whole, offscreen, and say\n"
             "                      how many pixels differ (VITLENS_TRACE's mismatch=)\n"
+            "  VITLENS_ATT         how a forward pass keeps the attention for the maps: auto\n"
+            "                      (default: kept when it takes at most 512 MiB), keep, or\n"
+            "                      recompute (queries and keys kept, the attention recomputed\n"
+            "                      by each map: the large-input path, maps on the worker)\n"
             "\n"
             "The window remembers the colormap, opacity, upsampling, panels and the last model\n"
             "in $XDG_CONFIG_HOME/vitlens/settings (default ~/.config/vitlens/settings), written\n"
@@ -346,6 +350,19 @@ int options_parse(Options *o, int argc, char **argv) {
         }
     }
     if (!o->eval_steps) o->eval_steps = 20;
+    /* VITLENS_ATT: force the large-input path (or keep the attention), for tests and for
+     * measuring; the default keeps it when it fits VIT_ATT_KEEP_MAX_BYTES */
+    const char *att = getenv("VITLENS_ATT");
+    if (att && *att && strcmp(att, "auto")) {
+        if (!strcmp(att, "keep")) {
+            o->att = VIT_ATT_KEEP;
+        } else if (!strcmp(att, "recompute")) {
+            o->att = VIT_ATT_RECOMPUTE;
+        } else {
+            fprintf(stderr, "vitlens: VITLENS_ATT=%s: expected auto, keep or recompute\n", att);
+            return 2;
+        }
+    }
     int modes = !!o->top_k + !!o->export_dir + o->eval + o->eval_merge;
     if (modes > 1) {
         fprintf(stderr, "vitlens: --top, --export, --eval and --eval-merge go one at a time\n");

@@ -25,6 +25,7 @@ typedef struct Options {
     int eval_steps;        /* --eval-steps: deletion / insertion steps (default 20) */
     int no_sanity;         /* --no-sanity: skip the cascading randomisation */
     VitLoadOptions load;   /* --heads, --size, --whole */
+    VitAttStorage att;     /* VITLENS_ATT: how a run keeps the attention (auto, keep, recompute) */
     float opacity;
     float discard;                     /* rollout's discard ratio, [0, 1) */
     char default_model[1024];          /* the built-in model ("" if not found) */

@@ -147,7 +147,7 @@ VitStatus scene_run(Scene *sc, const Vit *vit, const char *path, VitError *err) 
         sc->expl[0] = sc->expl[1] = NULL;
         sc->slow[0] = sc->slow[1] = NULL;
         /* every token of the last block too: the token views read it */
-        VitRunOptions ro = {.all_tokens = 1};
+        VitRunOptions ro = {.all_tokens = 1, .att = sc->att};
         if ((rc = vit_run_init_with(&sc->run, vit, &ro, err))) return rc;
         sc->crop_rgb = malloc((size_t)c->image_h * (size_t)c->image_w * 3);
         sc->distance = malloc((size_t)c->n_layers * c->n_heads * sizeof *sc->distance);
@@ -180,8 +180,19 @@ VitStatus scene_run(Scene *sc, const Vit *vit, const char *path, VitError *err) 
     sc->src_h = img.h;
     vit_image_free(&img);
     if (rc) return rc;
+    sc->run.control = sc->control; /* this thread's calls only: cleared before returning */
     vit_forward(&sc->run, vit);
-    if ((rc = vit_attention_distance(sc->distance, &sc->run, err))) return rc;
+    if (sc->control && vit_control_cancelled(sc->control)) {
+        sc->run.control = NULL;
+        if (err) {
+            err->code = VIT_ERR_CANCELLED;
+            snprintf(err->msg, sizeof err->msg, "%s: forward pass cancelled", path);
+        }
+        return VIT_ERR_CANCELLED;
+    }
+    rc = vit_attention_distance(sc->distance, &sc->run, err);
+    sc->run.control = NULL;
+    if (rc) return rc;
 
     snprintf(sc->path, sizeof sc->path, "%s", path);
     const char *slash = strrchr(sc->path, '/');
@@ -279,7 +290,8 @@ VitStatus scene_slow_map(Scene *sc, const View *v, JointFeatures *jf, VitError *
         if (jf->vit != sc->vit && (rc = scene_joint_features(jf, sc->vit, err))) return rc;
         rc = scene_pca(sc->slow[back], NULL, sc, v->layer, jf, err);
     } else if (k->compute) {
-        rc = k->compute(sc->slow[back], sc, v, err);
+        Scene s = scene_with_control(sc, sc->control);
+        rc = k->compute(sc->slow[back], &s, v, err);
     } else {
         if (err) {
             err->code = VIT_ERR_ARG;
@@ -291,6 +303,12 @@ VitStatus scene_slow_map(Scene *sc, const View *v, JointFeatures *jf, VitError *
     sc->back_slow_view = *v;
     sc->back_slow_valid = 1;
     return VIT_OK;
+}
+
+Scene scene_with_control(const Scene *sc, VitControl *ctl) {
+    Scene s = *sc;
+    s.run.control = ctl;
+    return s;
 }
 
 void scene_slow_swap(Scene *sc) {

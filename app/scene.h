@@ -65,6 +65,11 @@ typedef struct {
     int src_w, src_h;         /* the photo's size, px (upright) */
     int ignore_orientation;   /* set by the owner: run on the pixels as stored, not turned by
                                  the EXIF orientation (--ignore-orientation) */
+    VitAttStorage att;        /* set by the owner: how scene_run's run keeps the attention
+                                 (VITLENS_ATT; VIT_ATT_AUTO: kept when it fits) */
+    VitControl *control;      /* set by the owner, or NULL: the worker thread's flag that stops
+                                 scene_run and scene_slow_map early (VIT_ERR_CANCELLED). Only
+                                 their own calls see it, never maps read on another thread */
     int orientation;          /* the photo's EXIF orientation, 1..8 (1: upright or none) */
     const char *format;       /* its file format ("JPEG", ...; static) */
     float *distance;          /* [L, H] mean attention distance, px (vit_attention_distance) */
@@ -147,6 +152,10 @@ void scene_explain_swap(Scene *sc);
  * first when it is not of sc's model). For the worker thread (or headless): writes
  * only the back buffer and jf. Errors: those of the map; VIT_ERR_NOMEM. */
 VitStatus scene_slow_map(Scene *sc, const View *v, JointFeatures *jf, VitError *err);
+
+/* sc as a thread's calls on it should see it: a shallow copy (same buffers) whose run
+ * carries ctl (VitRun.control), so that cancelling ctl stops those calls and no others. */
+Scene scene_with_control(const Scene *sc, VitControl *ctl);
 
 /* Show what scene_slow_map computed: the back buffer becomes the front one. */
 void scene_slow_swap(Scene *sc);

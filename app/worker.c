@@ -16,6 +16,10 @@ static void run_job(Worker *w) {
         w->status = scene_perturb(w->perturb, w->scene, &w->err);
         return;
     }
+    if (w->maps) {
+        w->status = view_compute(w->maps, &w->maps_scene, &w->err);
+        return;
+    }
     if (w->slow) {
         w->status = scene_slow_map(w->scene, &w->view, w->joint, &w->err);
         w->explained = w->status == VIT_OK;
@@ -96,6 +100,15 @@ fail:
     return -1;
 }
 
+/* The job set up under the lock goes to the thread: a fresh cancel flag (the worker is
+ * idle, nothing reads it), then the wake-up; unlocks. */
+static void hand_over(Worker *w) {
+    vit_control_reset(&w->control);
+    w->has_job = 1;
+    SDL_CondSignal(w->wake);
+    SDL_UnlockMutex(w->lock);
+}
+
 void worker_start(Worker *w, const char *model_path, const VitLoadOptions *load_opt,
                   const char *labels_path, const Model *model, const char *image_path,
                   Scene *scene) {
@@ -109,9 +122,8 @@ void worker_start(Worker *w, const char *model_path, const VitLoadOptions *load_
     w->explain = 0;
     w->slow = 0;
     w->perturb = NULL;
-    w->has_job = 1;
-    SDL_CondSignal(w->wake);
-    SDL_UnlockMutex(w->lock);
+    w->maps = NULL;
+    hand_over(w);
 }
 
 void worker_start_explain(Worker *w, Scene *scene, int target, float discard, int lrp) {
@@ -124,9 +136,8 @@ void worker_start_explain(Worker *w, Scene *scene, int target, float discard, in
     w->target = target;
     w->discard = discard;
     w->lrp = lrp;
-    w->has_job = 1;
-    SDL_CondSignal(w->wake);
-    SDL_UnlockMutex(w->lock);
+    w->maps = NULL;
+    hand_over(w);
 }
 
 void worker_start_slow(Worker *w, Scene *scene, const View *v, JointFeatures *joint) {
@@ -138,9 +149,8 @@ void worker_start_slow(Worker *w, Scene *scene, const View *v, JointFeatures *jo
     w->perturb = NULL;
     w->view = *v;
     w->joint = joint;
-    w->has_job = 1;
-    SDL_CondSignal(w->wake);
-    SDL_UnlockMutex(w->lock);
+    w->maps = NULL;
+    hand_over(w);
 }
 
 void worker_start_perturb(Worker *w, Scene *scene, Perturbation *p) {
@@ -150,15 +160,34 @@ void worker_start_perturb(Worker *w, Scene *scene, Perturbation *p) {
     w->explain = 0;
     w->slow = 0;
     w->perturb = p;
-    w->has_job = 1;
-    SDL_CondSignal(w->wake);
-    SDL_UnlockMutex(w->lock);
+    w->maps = NULL;
+    hand_over(w);
+}
+
+void worker_start_maps(Worker *w, const Scene *scene, ViewMaps *m) {
+    SDL_LockMutex(w->lock);
+    w->model_path[0] = w->image_path[0] = '\0';
+    w->explain = 0;
+    w->slow = 0;
+    w->perturb = NULL;
+    w->maps = m;
+    w->maps_scene = scene_with_control(scene, &w->control);
+    hand_over(w);
+}
+
+void worker_cancel(Worker *w) {
+    vit_control_cancel(&w->control);
+}
+
+void worker_progress(const Worker *w, int *done, int *total) {
+    vit_control_progress(&w->control, done, total);
 }
 
 void worker_free(Worker *w) {
     if (!w || !w->thread) return;
+    vit_control_cancel(&w->control); /* a running job stops within a block's work */
     SDL_LockMutex(w->lock);
-    w->quit = 1; /* a running job finishes first: the thread checks quit between jobs */
+    w->quit = 1; /* the thread checks quit between jobs */
     SDL_CondSignal(w->wake);
     SDL_UnlockMutex(w->lock);
     SDL_WaitThread(w->thread, NULL);

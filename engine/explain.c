@@ -136,6 +136,7 @@ static VitStatus cls_row_product(float *out, VitExplain m, const VitRun *run, co
         vit_row_times(v, v + T, a, T);
     }
     for (int p = 0; p < N; p++) out[p] = (float)v[Np + p];
+    if (vit_cancelled(run)) rc = vit_cancelled_error(err, vit_explain_name(m));
 done:
     free(a), free(v), free(scratch), free(gr.buf), free(gr.v);
     vit_att_reader_free(&rd);

@@ -256,6 +256,7 @@ typedef struct {
     const Graph *g;
     float *out;       /* [T] */
     atomic_int *next; /* the next input token to solve */
+    VitControl *ctl;  /* cancelled: the tokens left are skipped; progress: tokens taken */
     Work w;
 } Worker;
 
@@ -263,7 +264,8 @@ static void *solve_tokens(void *arg) {
     Worker *k = arg;
     for (;;) {
         int j = atomic_fetch_add(k->next, 1);
-        if (j >= k->g->T) break;
+        if (j >= k->g->T || (k->ctl && vit_control_cancelled(k->ctl))) break;
+        if (k->ctl) vit_control_report(k->ctl, j, k->g->T);
         k->out[j] = (float)max_flow(&k->w, k->g, j);
     }
     return NULL;
@@ -271,8 +273,9 @@ static void *solve_tokens(void *arg) {
 
 /* --- entry points ---------------------------------------------------------- */
 
-VitStatus vit_max_flow_layers(float *out, const float *cap, int n_layers, int T, int query,
-                              int n_threads, VitError *err) {
+/* vit_max_flow_layers, stopped early when ctl (may be NULL) is cancelled. */
+static VitStatus max_flow_layers(float *out, const float *cap, int n_layers, int T, int query,
+                                 int n_threads, VitControl *ctl, VitError *err) {
     if (!out || !cap) return vit_set_error(err, VIT_ERR_ARG, "attention flow: NULL array");
     if (n_layers < 1 || n_layers > VIT_MAX_LAYERS)
         return vit_set_error(err, VIT_ERR_ARG, "attention flow: %d layers, expected 1 .. %d",
@@ -315,7 +318,7 @@ VitStatus vit_max_flow_layers(float *out, const float *cap, int n_layers, int T,
                              "attention flow: out of memory for [%d, %d, %d] doubles", n_layers, T,
                              T);
     }
-    for (int t = 0; t < n_work; t++) k[t].g = &g, k[t].out = out, k[t].next = &next;
+    for (int t = 0; t < n_work; t++) k[t].g = &g, k[t].out = out, k[t].next = &next, k[t].ctl = ctl;
     for (int t = 1; t < n_work; t++) {
         if (pthread_create(&tid[started], NULL, solve_tokens, &k[t])) break;
         started++;
@@ -324,7 +327,13 @@ VitStatus vit_max_flow_layers(float *out, const float *cap, int n_layers, int T,
     for (int t = 0; t < started; t++) pthread_join(tid[t], NULL);
     for (int t = 0; t < n_work; t++) free(k[t].w.mem);
     free(k), free(tid);
+    if (ctl && vit_control_cancelled(ctl)) return vit_cancelled_error(err, "attention flow");
     return VIT_OK;
+}
+
+VitStatus vit_max_flow_layers(float *out, const float *cap, int n_layers, int T, int query,
+                              int n_threads, VitError *err) {
+    return max_flow_layers(out, cap, n_layers, T, query, n_threads, NULL, err);
 }
 
 VitStatus vit_attention_flow(float *out, const VitRun *run, int layer, int query, VitError *err) {
@@ -352,12 +361,18 @@ VitStatus vit_attention_flow(float *out, const VitRun *run, int layer, int query
     /* The capacities are rollout's Â_l with mean fusion and no discard: the
      * paper's code adds I and renormalises the rows, which for the mean's rows
      * (summing to 1) is 0.5 A + 0.5 I up to float rounding. */
-    for (int l = 0; l < L; l++) {
+    for (int l = 0; l < L && !vit_cancelled(run); l++) {
+        vit_report(run, l, L);
         vit_fuse_heads(cap + (size_t)l * TT, &rd, l, VIT_FUSE_MEAN);
         vit_add_identity_rownorm(cap + (size_t)l * TT, T);
     }
     vit_att_reader_free(&rd);
-    rc = vit_max_flow_layers(out, cap, L, T, query, run->n_threads > 0 ? run->n_threads : 1, err);
+    if (vit_cancelled(run)) {
+        free(cap);
+        return vit_cancelled_error(err, "attention flow");
+    }
+    rc = max_flow_layers(out, cap, L, T, query, run->n_threads > 0 ? run->n_threads : 1,
+                         run->control, err);
     free(cap);
     return rc;
 }

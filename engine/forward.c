@@ -87,6 +87,44 @@ static int block_floats(size_t *n, const VitConfig *c) {
            add_floats(&LT, L, T) && add_floats(n, LT, D + F);
 }
 
+/* --- stopping early (VitControl) -------------------------------------------- */
+
+/* The fields are plain ints in vit.h (no <stdatomic.h> there); GCC's and Clang's
+ * __atomic builtins make every access atomic. Relaxed order: the flag carries no data. */
+void vit_control_cancel(VitControl *c) {
+    __atomic_store_n(&c->cancel_, 1, __ATOMIC_RELAXED);
+}
+
+void vit_control_reset(VitControl *c) {
+    __atomic_store_n(&c->cancel_, 0, __ATOMIC_RELAXED);
+    vit_control_report(c, 0, 0);
+}
+
+int vit_control_cancelled(const VitControl *c) {
+    return __atomic_load_n(&c->cancel_, __ATOMIC_RELAXED) != 0;
+}
+
+void vit_control_report(VitControl *c, int done, int total) {
+    __atomic_store_n(&c->total_, total, __ATOMIC_RELAXED);
+    __atomic_store_n(&c->done_, done, __ATOMIC_RELAXED);
+}
+
+void vit_control_progress(const VitControl *c, int *done, int *total) {
+    *done = __atomic_load_n(&c->done_, __ATOMIC_RELAXED);
+    *total = __atomic_load_n(&c->total_, __ATOMIC_RELAXED);
+    if (*done > *total) *done = *total; /* read between the two stores of a report */
+}
+
+int vit_cancelled(const VitRun *run) {
+    return run->control && vit_control_cancelled(run->control);
+}
+
+void vit_report(const VitRun *run, int done, int total) {
+    if (run->control) vit_control_report(run->control, done, total);
+}
+
+/* --- buffers, continued ------------------------------------------------------ */
+
 int vit_keep_att(const VitConfig *c, VitAttStorage how) {
     if (how != VIT_ATT_AUTO) return how == VIT_ATT_KEEP;
     size_t n = 0;
@@ -351,7 +389,8 @@ typedef struct {
     float *att;          /* [H, T, T] kept, or NULL: scratch blocks */
     float *scratch;      /* [n_threads, VIT_ATT_BLOCK, T] when att is NULL */
     int T, D, H, ctx_rows, gemm_only;
-    atomic_int next; /* the next block to take */
+    const VitRun *run; /* its control: cancelled, the blocks left are skipped; or NULL */
+    atomic_int next;   /* the next block to take */
 } Attention;
 
 /* x = (attn @ v).transpose(1, 2).reshape(B, T, D): block by block, heads side by
@@ -362,7 +401,7 @@ static void attention_task(void *arg, int thread, int n_threads) {
     int T = a->T, D = a->D, Dh = D / a->H, nb = vit_att_blocks(T);
     for (;;) {
         int item = atomic_fetch_add(&a->next, 1);
-        if (item >= a->H * nb) break;
+        if (item >= a->H * nb || (a->run && vit_cancelled(a->run))) break;
         int h = item / nb, b = item % nb;
         int r0 = vit_att_block_start(T, b), r1 = vit_att_block_start(T, b + 1);
         float *p = a->att ? a->att + ((size_t)h * T + r0) * T
@@ -542,6 +581,8 @@ static void forward_pass(VitRun *run, const Vit *vit, int gemm_only) {
     }
 
     for (int l = 0; l < L; l++) {
+        if (vit_cancelled(run)) return; /* the outputs are undefined: the caller knows */
+        vit_report(run, l, L);
         const VitBlock *b = &w->blocks[l];
         int rows = l == L - 1 ? last_rows : T; /* rows needed after the attention */
         /* the residual stream x from tokens[l] through xm (the block's middle) into
@@ -564,10 +605,12 @@ static void forward_pass(VitRun *run, const Vit *vit, int gemm_only) {
                         .ctx_rows = rows,
                         .gemm_only = gemm_only,
                         .att = run->att ? run->att + (size_t)l * H * T * T : NULL,
-                        .scratch = run->att_scratch};
+                        .scratch = run->att_scratch,
+                        .run = run};
         atomic_init(&at.next, 0);
         vit_pool_run(pool, attention_task, &at);
         if (rows == 0) break;
+        if (vit_cancelled(run)) return;
         linear(pool, (Linear){.out = xn,
                               .ld_out = D,
                               .inp = run->ctx,
@@ -621,7 +664,8 @@ static void forward_pass(VitRun *run, const Vit *vit, int gemm_only) {
      * token, so normalising the CLS (and distillation) token alone gives the
      * same numbers. Distilled (deit.py forward_head, transformers'
      * DeiTForImageClassificationWithTeacher): (head(x[:, 0]) + head_dist(x[:, 1])) / 2 */
-    if (!c->n_classes) return;
+    vit_report(run, L, L);
+    if (!c->n_classes || vit_cancelled(run)) return;
     int C = c->n_classes;
     if (!gemm_only) vit_layernorm_rows(xn, x, w->norm_w, w->norm_b, 0, head_rows, D, c->ln_eps);
     linear(pool, (Linear){.out = run->logits,

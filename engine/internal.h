@@ -31,6 +31,14 @@ int vit_keep_att(const VitConfig *c, VitAttStorage how);
  * is kept and it and they fit VIT_ATT_KEEP_MAX_BYTES together. */
 int vit_keep_blocks(const VitConfig *c, int keep_att);
 
+/* Has run->control been cancelled (0 without a control)? Read atomically: cheap enough
+ * for every block of a loop. */
+int vit_cancelled(const VitRun *run);
+/* vit_control_report on run->control, if any. */
+void vit_report(const VitRun *run, int done, int total);
+/* VIT_ERR_CANCELLED with "what: cancelled" (maps.c). */
+VitStatus vit_cancelled_error(VitError *err, const char *what);
+
 /* --- thread pool (engine/pool.c) ----------------------------------------- */
 
 typedef struct VitPool VitPool;

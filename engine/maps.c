@@ -63,6 +63,7 @@ const float *vit_att_reader_block(AttReader *rd, int layer, int head, int b) {
     int r0 = vit_att_block_start((int)T, b), r1 = vit_att_block_start((int)T, b + 1);
     if (run->att) return run->att + (((size_t)layer * run->cfg.n_heads + head) * T + r0) * T;
     if (rd->block != b || rd->layer != layer || rd->head != head) {
+        if (vit_cancelled(run)) return rd->buf; /* stale: the caller returns cancelled */
         int Dh = run->cfg.head_dim;
         const float *qk = run->qk + (size_t)layer * T * 2 * D;
         vit_att_block(rd->buf, qk + (size_t)head * Dh, qk + D + (size_t)head * Dh, (int)(2 * D), r0,
@@ -80,6 +81,11 @@ static const float *att_row(AttReader *rd, int layer, int head, int query) {
     while (b > 0 && vit_att_block_start(T, b) > query) b--;
     return vit_att_reader_block(rd, layer, head, b) +
            (size_t)(query - vit_att_block_start(T, b)) * T;
+}
+
+/* The status of a map whose run was cancelled (VitRun.control). */
+VitStatus vit_cancelled_error(VitError *err, const char *what) {
+    return vit_set_error(err, VIT_ERR_CANCELLED, "%s: cancelled", what);
 }
 
 /* out[i] = a[i] for the first head, then fused with each further head's a. */
@@ -218,7 +224,7 @@ VitStatus vit_map_attention(float *out, const VitRun *run, int layer, int head, 
     if ((rc = vit_att_reader_init(&rd, run, err))) return rc;
     fused_row(out, &rd, layer, head, VIT_FUSE_MEAN, query, run->cfg.n_prefix, run->cfg.n_patches);
     vit_att_reader_free(&rd);
-    return VIT_OK;
+    return vit_cancelled(run) ? vit_cancelled_error(err, "map") : VIT_OK;
 }
 
 VitStatus vit_map_fused(float *out, const VitRun *run, int layer, VitFusion fusion, int query,
@@ -231,7 +237,7 @@ VitStatus vit_map_fused(float *out, const VitRun *run, int layer, VitFusion fusi
     if ((rc = vit_att_reader_init(&rd, run, err))) return rc;
     fused_row(out, &rd, layer, -1, fusion, query, run->cfg.n_prefix, run->cfg.n_patches);
     vit_att_reader_free(&rd);
-    return VIT_OK;
+    return vit_cancelled(run) ? vit_cancelled_error(err, "map") : VIT_OK;
 }
 
 /* The rolled-out row of `query` over every token: v[T] (double), up to and
@@ -254,7 +260,8 @@ static VitStatus rollout_row(double *v, const VitRun *run, int layer, int head, 
     /* The CLS (query) row of R_layer = Â_layer ... Â_0 is e_q^T Â_layer ... Â_0:
      * a row vector times each Â from the top layer down, O(L T^2), no T^3. */
     for (int i = 0; i < T; i++) v[i] = i == query ? 1.0 : 0.0;
-    for (int l = layer; l >= 0; l--) {
+    for (int l = layer; l >= 0 && !vit_cancelled(run); l--) {
+        vit_report(run, layer - l, layer + 1);
         if (l == layer && head >= 0) { /* App. A.1: that head alone */
             for (int b = 0; b < nb; b++) {
                 int r0 = vit_att_block_start(T, b), r1 = vit_att_block_start(T, b + 1);
@@ -269,6 +276,8 @@ static VitStatus rollout_row(double *v, const VitRun *run, int layer, int head, 
         vit_row_times(v, v + T, a, T);
     }
     free(a), free(scratch), vit_att_reader_free(&rd);
+    if (vit_cancelled(run)) return vit_cancelled_error(err, "rollout");
+    vit_report(run, layer + 1, layer + 1);
     return VIT_OK;
 }
 
@@ -324,14 +333,15 @@ VitStatus vit_rollout_layers(float *out, const VitRun *run, int layer0, int n_la
     /* The same steps as rollout_row, in the same order, so every map is bit for bit
      * the vit_rollout one; only the fused matrices are shared between the maps. When
      * the attention is recomputed, each layer's is recomputed once per fusion. */
-    for (int f = VIT_FUSE_MEAN; f <= VIT_FUSE_MIN; f++) {
-        for (int l = 0; l <= top; l++) {
+    for (int f = VIT_FUSE_MEAN; f <= VIT_FUSE_MIN && !vit_cancelled(run); f++) {
+        for (int l = 0; l <= top && !vit_cancelled(run); l++) {
+            vit_report(run, f * (top + 1) + l, (VIT_FUSE_MIN + 1) * (top + 1));
             float *a = hat + (size_t)l * TT;
             vit_fuse_heads(a, &rd, l, (VitFusion)f);
             if (discard_ratio > 0.0f) vit_discard_smallest(a, T, Np, discard_ratio, scratch);
             vit_add_identity_rownorm(a, T);
         }
-        for (int l = layer0; l <= top; l++) {
+        for (int l = layer0; l <= top && !vit_cancelled(run); l++) {
             float *o = out + (size_t)(l - layer0) * K * N;
             for (int h = (f == VIT_FUSE_MEAN ? 0 : H); h < H; h++) { /* App. A.1, below: mean */
                 /* row `query` of rownorm(0.5 A + 0.5 I) of the head, as add_identity_rownorm */
@@ -353,6 +363,8 @@ VitStatus vit_rollout_layers(float *out, const VitRun *run, int layer0, int n_la
         }
     }
     free(hat), free(scratch), free(v), vit_att_reader_free(&rd);
+    if (vit_cancelled(run)) return vit_cancelled_error(err, "rollout");
+    vit_report(run, (VIT_FUSE_MIN + 1) * (top + 1), (VIT_FUSE_MIN + 1) * (top + 1));
     return VIT_OK;
 }
 
@@ -380,7 +392,7 @@ VitStatus vit_prefix_share(float *out, const VitRun *run, int layer, int head, V
     if ((rc = vit_att_reader_init(&rd, run, err))) return rc;
     fused_row(out, &rd, layer, head, fusion, query, 0, run->cfg.n_prefix);
     vit_att_reader_free(&rd);
-    return VIT_OK;
+    return vit_cancelled(run) ? vit_cancelled_error(err, "map") : VIT_OK;
 }
 
 const char *vit_prefix_name(char *buf, size_t n, const VitConfig *cfg, int i) {
@@ -464,7 +476,8 @@ VitStatus vit_attention_distance(float *out, const VitRun *run, VitError *err) {
     for (int dr = 0; dr < c->grid_h; dr++)
         for (int dc = 0; dc < gw; dc++)
             dist[dr * gw + dc] = (double)c->patch_size * sqrt((double)(dr * dr + dc * dc));
-    for (int l = 0; l < L; l++) {
+    for (int l = 0; l < L && !vit_cancelled(run); l++) {
+        vit_report(run, l, L);
         for (int h = 0; h < H; h++) {
             double acc = 0.0;
             int n_queries = 0;
@@ -490,5 +503,7 @@ VitStatus vit_attention_distance(float *out, const VitRun *run, VitError *err) {
     }
     free(dist);
     vit_att_reader_free(&rd);
+    if (vit_cancelled(run)) return vit_cancelled_error(err, "distance");
+    vit_report(run, L, L);
     return VIT_OK;
 }

@@ -41,6 +41,7 @@ const char *vit_status_name(VitStatus s) {
     case VIT_ERR_NOMEM: return "out of memory";
     case VIT_ERR_ARG: return "argument";
     case VIT_ERR_IMAGE: return "image";
+    case VIT_ERR_CANCELLED: return "cancelled";
     }
     return "unknown";
 }

@@ -297,6 +297,10 @@ VitStatus vit_tokenrank(float *out, const VitRun *run, int layer, int head, VitF
         vit_fuse_heads(a, &rd, layer, fusion);
     }
     vit_att_reader_free(&rd);
+    if (vit_cancelled(run)) {
+        free(a), free(pi);
+        return vit_cancelled_error(err, "TokenRank");
+    }
     /* rows renormalised to sum 1 (max and min fusion do not), then
      * P = 0.99 A + 0.01 / T (helpers.py prep_for_power_method, alpha 0.99) and
      * pi <- P^T pi (power_method) until the L1 change is below 1e-9 */

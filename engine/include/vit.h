@@ -60,12 +60,13 @@ extern "C" {
 
 typedef enum {
     VIT_OK = 0,
-    VIT_ERR_IO,     /* cannot open/read/map a file */
-    VIT_ERR_FORMAT, /* malformed .safetensors / JSON / labels */
-    VIT_ERR_SHAPE,  /* tensor missing or shapes inconsistent with the architecture */
-    VIT_ERR_NOMEM,  /* allocation failed or a size would overflow */
-    VIT_ERR_ARG,    /* bad argument (out-of-range layer, head, ...) */
-    VIT_ERR_IMAGE   /* not a decodable image, or too large */
+    VIT_ERR_IO,       /* cannot open/read/map a file */
+    VIT_ERR_FORMAT,   /* malformed .safetensors / JSON / labels */
+    VIT_ERR_SHAPE,    /* tensor missing or shapes inconsistent with the architecture */
+    VIT_ERR_NOMEM,    /* allocation failed or a size would overflow */
+    VIT_ERR_ARG,      /* bad argument (out-of-range layer, head, ...) */
+    VIT_ERR_IMAGE,    /* not a decodable image, or too large */
+    VIT_ERR_CANCELLED /* stopped early by the caller (VitControl): the outputs are undefined */
 } VitStatus;
 
 typedef struct {
@@ -259,7 +260,20 @@ void vit_free(Vit *vit);
  * caller's thread included; default one per online core). OpenBLAS's own
  * threading is turned off (openblas_set_num_threads(1), process-wide) so that
  * its idle threads never spin beside the pool's; GEMMs are split over the pool
- * instead. Idle pool threads spin for a few microseconds, then sleep. */
+ * instead. Idle pool threads spin for a few microseconds, then sleep.
+ *
+ * Stopping early. A window runs these calls on a worker thread and must be able to drop
+ * one that nobody waits for any more (a newer request, or quitting): VitRun.control,
+ * when set, points at a VitControl that vit_forward checks before each layer and each
+ * attention block, and the maps that read the attention (vit_map_attention, vit_map_fused,
+ * vit_prefix_share, vit_rollout, vit_rollout_layers, vit_attention_distance,
+ * vit_attention_flow, vit_tokenrank, vit_explain's Chefer and gradient rollout) before each
+ * layer and each block of rows they recompute. Once another thread has called
+ * vit_control_cancel, the call returns within about one block's work: a map with
+ * VIT_ERR_CANCELLED, vit_forward (which returns nothing) with the run's outputs
+ * undefined. The same VitControl reports how far a call is (vit_forward, the rollouts and
+ * the distance: layers done of layers to do; attention flow: tokens), for a progress
+ * line. The backward pass (vit_backward) and vit_forward_batch do not check it. */
 
 #define VIT_ATT_KEEP_MAX_BYTES (512ull << 20) /* VIT_ATT_AUTO keeps [L, H, T, T] up to this */
 #define VIT_ATT_BLOCK          128            /* query rows per attention block */
@@ -270,6 +284,26 @@ typedef enum {
     VIT_ATT_KEEP,     /* keep att [L, H, T, T]: a map is a read */
     VIT_ATT_RECOMPUTE /* keep queries and keys [L, T, 2D]; a map recomputes its rows */
 } VitAttStorage;
+
+/* A flag and a progress counter shared between the thread running a long call and the
+ * thread that may stop it or watch it (see "Stopping early" above). Zero-initialise;
+ * the fields are private, read and written atomically through the functions below. */
+typedef struct {
+    int cancel_;       /* nonzero: stop */
+    int done_, total_; /* the running call's steps (layers) done, of total_ */
+} VitControl;
+
+/* Ask the call running with c to stop (any thread). */
+void vit_control_cancel(VitControl *c);
+/* Clear the flag and the progress, before c is given to a new call (no call running). */
+void vit_control_reset(VitControl *c);
+/* Has vit_control_cancel been called since the last reset? (any thread) */
+int vit_control_cancelled(const VitControl *c);
+/* Report progress: `done` steps of `total` (the engine calls it between layers; a caller
+ * that chains several calls may call it too). */
+void vit_control_report(VitControl *c, int done, int total);
+/* The last progress reported: *done of *total (0 of 0: none yet). Any thread. */
+void vit_control_progress(const VitControl *c, int *done, int *total);
 
 /* Options for vit_run_init_with; zero-initialised means the defaults. */
 typedef struct {
@@ -312,6 +346,10 @@ typedef struct {
     int n_threads;                      /* threads vit_forward uses */
     int att_kept;                       /* 1: att holds [L, H, T, T]; 0: recomputed from qk */
     int all_tokens;                     /* 1: tokens[L] holds every token (VitRunOptions) */
+    VitControl *control; /* NULL (vit_run_init's), or the flag and progress of the calls made
+                            on this run (see "Stopping early"); set by the caller. The maps
+                            read the run as const: a caller may give one thread's calls a
+                            copy of the VitRun with its own control */
     /* private */
     float *att_scratch; /* [n_threads, VIT_ATT_BLOCK, T] when att is not kept */
     int blocks_kept;    /* 1: qk, v [L, ...], xm and hpre hold every layer's (vit_backward) */
@@ -340,7 +378,9 @@ void vit_run_free(VitRun *run);
  * timm: x = cat(cls, dist?, reg?, patch_embed(x)) with pos_embed added to the
  *           tokens it covers (_pos_embed)
  *       for blk: x = x + ls1 * attn(norm1(x)); x = x + ls2 * mlp(norm2(x))
- *       logits = head(norm(x)[:, 0])   (distilled: (head(x0) + head_dist(x1)) / 2) */
+ *       logits = head(norm(x)[:, 0])   (distilled: (head(x0) + head_dist(x1)) / 2)
+ * With run->control set: reports the layers done, and returns early once cancelled (then
+ * logits, probs and the attention are undefined: the caller, who cancelled, knows). */
 void vit_forward(VitRun *run, const Vit *vit);
 
 /* Buffers of vit_forward_batch for up to max_batch inputs (B): one allocation and a

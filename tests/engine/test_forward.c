@@ -18,7 +18,11 @@
  *     explanation maps (vit_explain) whether the attention and its gradient are
  *     kept or recomputed, equal value for value; 1, 2 and 3 threads agree to float
  *     rounding; a backbone without head, a class out of range, a map before any
- *     backward pass are refused with a message.
+ *     backward pass are refused with a message;
+ *   - stopping early (VitRun.control): a control that is not cancelled changes no map
+ *     and ends with its progress complete; once cancelled, vit_forward returns before
+ *     its next layer and every map that reads the attention returns VIT_ERR_CANCELLED,
+ *     kept or recomputed; after vit_control_reset they work again.
  * The values themselves are tested against PyTorch in tests/parity. */
 #include "testlib.h"
 
@@ -263,6 +267,82 @@ done:
     free(mk), free(mr), free(m1);
 }
 
+/* VitControl on a copy of each run (the maps read the run as const), as the app's worker
+ * does: the same maps while not cancelled, VIT_ERR_CANCELLED once cancelled. */
+static void test_cancel(const VitRun *keep, const VitRun *redo, const Vit *vit, const char *label) {
+    const VitConfig *c = &vit->cfg;
+    int N = c->n_patches, top = c->n_layers - 1, K = c->n_heads + 3;
+    float *a = malloc((size_t)K * c->n_layers * N * sizeof *a);
+    float *b = malloc((size_t)K * c->n_layers * N * sizeof *b);
+    float *t = malloc((size_t)c->n_tokens * sizeof *t);
+    VitError err = {0};
+    check(!strcmp(vit_status_name(VIT_ERR_CANCELLED), "cancelled"), "VIT_ERR_CANCELLED's name");
+    for (int r = 0; r < 2; r++) {
+        const VitRun *run = r ? redo : keep;
+        const char *how = r ? "recomputed" : "kept";
+        VitControl ctl = {0};
+        VitRun with = *run;
+        with.control = &ctl;
+        int done, total;
+        vit_rollout(a, run, top, -1, VIT_FUSE_MEAN, 0.0f, 0, &err);
+        VitStatus rc = vit_rollout(b, &with, top, -1, VIT_FUSE_MEAN, 0.0f, 0, &err);
+        vit_control_progress(&ctl, &done, &total);
+        check(rc == VIT_OK && !memcmp(a, b, (size_t)N * sizeof *a) && done == top + 1 &&
+                  total == top + 1,
+              "%s, %s: rollout with a control = without, progress %d/%d", label, how, done, total);
+        vit_rollout_layers(a, run, 0, c->n_layers, 0.0f, 0, &err);
+        rc = vit_rollout_layers(b, &with, 0, c->n_layers, 0.0f, 0, &err);
+        check(rc == VIT_OK && !memcmp(a, b, (size_t)K * c->n_layers * N * sizeof *a),
+              "%s, %s: vit_rollout_layers with a control = without", label, how);
+        vit_control_cancel(&ctl);
+        check(vit_control_cancelled(&ctl), "%s, %s: cancelled", label, how);
+        const char *const keys[] = {"cancelled", NULL};
+        check_err(vit_map_attention(b, &with, top, 0, 0, &err), &err, VIT_ERR_CANCELLED, NULL, keys,
+                  "vit_map_attention, cancelled");
+        check_err(vit_map_fused(b, &with, top, VIT_FUSE_MAX, 0, &err), &err, VIT_ERR_CANCELLED,
+                  NULL, keys, "vit_map_fused, cancelled");
+        check_err(vit_rollout(b, &with, top, -1, VIT_FUSE_MEAN, 0.5f, 0, &err), &err,
+                  VIT_ERR_CANCELLED, NULL, keys, "vit_rollout, cancelled");
+        check_err(vit_rollout_layers(b, &with, 0, c->n_layers, 0.0f, 0, &err), &err,
+                  VIT_ERR_CANCELLED, NULL, keys, "vit_rollout_layers, cancelled");
+        check_err(vit_prefix_share(t, &with, top, -1, VIT_FUSE_MEAN, 1, 0.0f, 0, &err), &err,
+                  VIT_ERR_CANCELLED, NULL, keys, "vit_prefix_share (rollout), cancelled");
+        check_err(vit_attention_distance(b, &with, &err), &err, VIT_ERR_CANCELLED, NULL, keys,
+                  "vit_attention_distance, cancelled");
+        check_err(vit_attention_flow(t, &with, top, 0, &err), &err, VIT_ERR_CANCELLED, NULL, keys,
+                  "vit_attention_flow, cancelled");
+        check_err(vit_tokenrank(t, &with, top, -1, VIT_FUSE_MEAN, &err), &err, VIT_ERR_CANCELLED,
+                  NULL, keys, "vit_tokenrank, cancelled");
+        vit_control_reset(&ctl);
+        vit_control_progress(&ctl, &done, &total);
+        rc = vit_rollout(b, &with, top, -1, VIT_FUSE_MEAN, 0.0f, 0, &err);
+        check(rc == VIT_OK &&
+                  !memcmp(a + (size_t)(top * K + c->n_heads) * N, b, (size_t)N * sizeof *a) &&
+                  done == 0 && total == 0,
+              "%s, %s: after vit_control_reset, rollout again", label, how);
+    }
+    /* vit_forward, cancelled: returns before its first layer, the logits untouched */
+    VitRun run = {0};
+    VitControl ctl = {0};
+    VitRunOptions ro = {.n_threads = 2, .att = VIT_ATT_RECOMPUTE};
+    if (check_err(vit_run_init_with(&run, vit, &ro, &err), &err, VIT_OK, NULL, NULL,
+                  "vit_run_init_with")) {
+        run.control = &ctl;
+        vit_forward(&run, vit);
+        int done, total;
+        vit_control_progress(&ctl, &done, &total);
+        check(done == c->n_layers && total == c->n_layers, "%s: vit_forward's progress %d/%d",
+              label, done, total);
+        if (c->n_classes) run.logits[0] = -12345.0f;
+        vit_control_cancel(&ctl);
+        vit_forward(&run, vit);
+        check(!c->n_classes || run.logits[0] == -12345.0f,
+              "%s: vit_forward cancelled returns before its first layer (logits untouched)", label);
+    }
+    vit_run_free(&run);
+    free(a), free(b), free(t);
+}
+
 static void test_model(const char *dir, const char *label, int dist, int classes) {
     char path[1100], name[64];
     Model m;
@@ -324,6 +404,7 @@ static void test_model(const char *dir, const char *label, int dist, int classes
         worst = fmax(worst, fabs(s - 1.0));
     }
     check(worst < 1e-5, "%s: every attention row sums to 1 (worst %.2g)", label, worst);
+    test_cancel(&keep[1], &redo[1], &vit, label);
     if (classes) {
         test_backward(keep, redo, &vit, label, -1);
         test_backward(keep, redo, &vit, label, classes - 1);

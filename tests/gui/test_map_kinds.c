@@ -211,6 +211,34 @@ static void scene_checks(const char *model_path, const char *image) {
             check(overview_maps(over, NULL, NULL, &sc, &v, 0, 0, &err) == VIT_ERR_ARG,
                   "no per-head maps: the overview is refused", mk->name);
         }
+        /* view_compute, the window's (GUI or worker thread): the same map and prefix
+         * share, the layer's range with U, the table of the overviews; cancelled, it
+         * says so */
+        ViewMaps vm = {.view = v,
+                       .overview = mk->per_head ? VIEW_TABLE : VIEW_SINGLE,
+                       .shared = 1,
+                       .map = malloc((size_t)N_max * sizeof(float)),
+                       .norm = malloc((size_t)N_max * sizeof(float)),
+                       .atlas = malloc((size_t)c->n_layers * K * N_max * sizeof(float))};
+        if (vm.map && vm.norm && vm.atlas && !view_map(map, &sc, &v, &err)) {
+            float lo = 0, hi = 0;
+            if (mk->per_head) view_layer_range(&lo, &hi, &sc, &v, &err);
+            rc = view_compute(&vm, &sc, &err);
+            check(rc == VIT_OK && !memcmp(vm.map, map, (size_t)w * h * ch * sizeof *map) &&
+                      vm.w == w && vm.h == h && vm.n_prefix == (mk->prefix ? c->n_prefix : 0) &&
+                      (!mk->prefix ||
+                       !memcmp(vm.prefix, share, (size_t)c->n_prefix * sizeof *share)) &&
+                      (!mk->per_head || (vm.lo == lo && vm.hi == hi)) &&
+                      vm.n_atlas == (mk->per_head ? c->n_layers * K : 0),
+                  rc ? err.msg : "view_compute: the view's map, prefix share, range, table",
+                  mk->name);
+            VitControl ctl = {0};
+            vit_control_cancel(&ctl);
+            Scene stopped = scene_with_control(&sc, &ctl);
+            check(view_compute(&vm, &stopped, &err) == VIT_ERR_CANCELLED,
+                  "view_compute with a cancelled control: VIT_ERR_CANCELLED", mk->name);
+        }
+        free(vm.map), free(vm.norm), free(vm.atlas);
         char name[512], tag[64];
         view_file_name(name, sizeof name, "photo.png", "model", &v, c, NULL);
         snprintf(tag, sizeof tag, "_%s", mk->tag);
