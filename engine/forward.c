@@ -31,7 +31,6 @@
 
 #include <cblas.h>
 #include <math.h>
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -351,41 +350,38 @@ typedef struct {
     float *att;          /* [H, T, T] kept, or NULL: scratch blocks */
     float *scratch;      /* [n_threads, VIT_ATT_BLOCK, T] when att is NULL */
     int T, D, H, ctx_rows, gemm_only;
-    atomic_int next; /* the next block to take */
 } Attention;
 
-/* x = (attn @ v).transpose(1, 2).reshape(B, T, D): block by block, heads side by
- * side in ctx; only the rows < ctx_rows that the rest of the pass reads. */
-static void attention_task(void *arg, int thread, int n_threads) {
-    (void)n_threads;
-    Attention *a = arg;
+/* x = (attn @ v).transpose(1, 2).reshape(B, T, D): one item per (head, block of
+ * query rows), heads side by side in ctx; only the rows < ctx_rows that the rest of
+ * the pass reads. */
+static void attention_task(void *arg, int item, int n_items, int thread) {
+    (void)n_items;
+    const Attention *a = arg;
     int T = a->T, D = a->D, Dh = D / a->H, nb = vit_att_blocks(T);
-    for (;;) {
-        int item = atomic_fetch_add(&a->next, 1);
-        if (item >= a->H * nb) break;
-        int h = item / nb, b = item % nb;
-        int r0 = vit_att_block_start(T, b), r1 = vit_att_block_start(T, b + 1);
-        float *p = a->att ? a->att + ((size_t)h * T + r0) * T
-                          : a->scratch + (size_t)thread * VIT_ATT_BLOCK * T;
-        vit_att_block(p, a->qk + h * Dh, a->qk + D + h * Dh, 2 * D, r0, r1, T, Dh, a->gemm_only);
-        int rows = (r1 < a->ctx_rows ? r1 : a->ctx_rows) - r0;
-        if (rows > 0)
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, Dh, T, 1.0f, p, T,
-                        a->v + h * Dh, D, 0.0f, a->ctx + (size_t)r0 * D + h * Dh, D);
-    }
+    int h = item / nb, b = item % nb;
+    int r0 = vit_att_block_start(T, b), r1 = vit_att_block_start(T, b + 1);
+    float *p = a->att ? a->att + ((size_t)h * T + r0) * T
+                      : a->scratch + (size_t)thread * VIT_ATT_BLOCK * T;
+    vit_att_block(p, a->qk + h * Dh, a->qk + D + h * Dh, 2 * D, r0, r1, T, Dh, a->gemm_only);
+    int rows = (r1 < a->ctx_rows ? r1 : a->ctx_rows) - r0;
+    if (rows > 0)
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, Dh, T, 1.0f, p, T,
+                    a->v + h * Dh, D, 0.0f, a->ctx + (size_t)r0 * D + h * Dh, D);
 }
 
 /* --- parallel steps -------------------------------------------------------- */
 
 typedef VitLinear Linear;
 
-/* out[T, O] = inp[T, I] . w[O, I]^T + b[O]   (torch.nn.functional.linear) on this
- * thread's slice of the O columns (multiples of 16: whole vectors of the kernel).
+/* out[T, O] = inp[T, I] . w[O, I]^T + b[O]   (torch.nn.functional.linear) on item
+ * `item`'s slice of the O columns (multiples of 16: whole vectors of the kernel).
  * (n_in, n_out rather than I, O: OpenBLAS's cblas.h pulls in <complex.h>'s I.) */
-static void linear_task(void *arg, int thread, int n_threads) {
+static void linear_task(void *arg, int item, int n_items, int thread) {
+    (void)thread;
     const Linear *a = arg;
-    int chunk = ((a->n_out + n_threads - 1) / n_threads + 15) & ~15;
-    int c0 = thread * chunk, c1 = c0 + chunk < a->n_out ? c0 + chunk : a->n_out;
+    int chunk = ((a->n_out + n_items - 1) / n_items + 15) & ~15;
+    int c0 = item * chunk, c1 = c0 + chunk < a->n_out ? c0 + chunk : a->n_out;
     if (c0 >= c1 || a->T == 0) return;
     for (int t = 0; t < a->T && !a->gemm_only; t++) {
         float *row = a->out + (size_t)t * a->ld_out + c0;
@@ -404,7 +400,7 @@ static void linear_task(void *arg, int thread, int n_threads) {
 }
 
 void vit_linear(VitPool *pool, VitLinear a) {
-    vit_pool_run(pool, linear_task, &a);
+    vit_pool_run(pool, linear_task, &a, vit_pool_threads(pool));
 }
 
 static void linear(VitPool *pool, Linear a) {
@@ -449,16 +445,17 @@ typedef struct {
     float eps;
 } LayerNorm;
 
-static void layernorm_task(void *arg, int thread, int n_threads) {
+static void layernorm_task(void *arg, int item, int n_items, int thread) {
+    (void)thread;
     const LayerNorm *a = arg;
     if (a->gemm_only) return;
-    int r0 = (int)((long long)a->T * thread / n_threads);
-    int r1 = (int)((long long)a->T * (thread + 1) / n_threads);
+    int r0 = (int)((long long)a->T * item / n_items);
+    int r1 = (int)((long long)a->T * (item + 1) / n_items);
     vit_layernorm_rows(a->out, a->inp, a->w, a->b, r0, r1, a->D, a->eps);
 }
 
 static void layernorm(VitPool *pool, LayerNorm a) {
-    if (a.T > 0) vit_pool_run(pool, layernorm_task, &a);
+    if (a.T > 0) vit_pool_run(pool, layernorm_task, &a, vit_pool_threads(pool));
 }
 
 void vit_layernorm(VitPool *pool, float *out, const float *inp, const float *w, const float *b,
@@ -474,12 +471,13 @@ typedef struct {
 
 /* A P x P stride-P convolution is a GEMM over im2col rows
  * patches[n, ch*P*P + ky*P + kx], matching the weight's [D, 3, P, P] layout. */
-static void im2col_task(void *arg, int thread, int n_threads) {
+static void im2col_task(void *arg, int item, int n_items, int thread) {
+    (void)thread;
     const Im2col *a = arg;
     int P = a->P, K = 3 * P * P;
     size_t plane = (size_t)a->Sh * a->Sw;
     long long rows = (long long)a->N * a->n_images;
-    for (long long r = rows * thread / n_threads; r < rows * (thread + 1) / n_threads; r++) {
+    for (long long r = rows * item / n_items; r < rows * (item + 1) / n_items; r++) {
         int n = (int)(r % a->N), gy = n / a->gw, gx = n % a->gw;
         const float *input = a->input + (size_t)(r / a->N) * 3 * plane;
         float *row = a->patches + (size_t)r * K;
@@ -495,7 +493,7 @@ void vit_im2col(VitPool *pool, float *patches, const float *inputs, int n_images
                 const VitConfig *c) {
     Im2col ic = {patches,       inputs,    c->image_h,   c->image_w,
                  c->patch_size, c->grid_w, c->n_patches, n_images};
-    vit_pool_run(pool, im2col_task, &ic);
+    vit_pool_run(pool, im2col_task, &ic, vit_pool_threads(pool));
 }
 
 /* --- entry points ---------------------------------------------------------- */
@@ -517,7 +515,7 @@ static void forward_pass(VitRun *run, const Vit *vit, int gemm_only) {
     if (!gemm_only) {
         Im2col ic = {run->patches,  run->input, c->image_h,   c->image_w,
                      c->patch_size, c->grid_w,  c->n_patches, 1};
-        vit_pool_run(pool, im2col_task, &ic);
+        vit_pool_run(pool, im2col_task, &ic, vit_pool_threads(pool));
     }
     linear(pool, (Linear){.out = x + (size_t)Np * D,
                           .ld_out = D,
@@ -565,8 +563,7 @@ static void forward_pass(VitRun *run, const Vit *vit, int gemm_only) {
                         .gemm_only = gemm_only,
                         .att = run->att ? run->att + (size_t)l * H * T * T : NULL,
                         .scratch = run->att_scratch};
-        atomic_init(&at.next, 0);
-        vit_pool_run(pool, attention_task, &at);
+        vit_pool_run(pool, attention_task, &at, H * vit_att_blocks(T));
         if (rows == 0) break;
         linear(pool, (Linear){.out = xn,
                               .ld_out = D,
