@@ -306,11 +306,14 @@ static void softmax_rows(float *x, int R, int C) {
     for (int r = 0; r < R; r++) {
         float *row = x + (size_t)r * C;
         float mx = row[0];
+#pragma omp simd reduction(max : mx)
         for (int i = 1; i < C; i++) mx = row[i] > mx ? row[i] : mx;
-        for (int i = 0; i < C; i++) row[i] = expf(row[i] - mx); /* vectorised */
         double sum = 0.0;
 #pragma omp simd reduction(+ : sum)
-        for (int i = 0; i < C; i++) sum += row[i];
+        for (int i = 0; i < C; i++) {
+            row[i] = expf(row[i] - mx);
+            sum += row[i];
+        }
         float inv = (float)(1.0 / sum);
         for (int i = 0; i < C; i++) row[i] *= inv;
     }
