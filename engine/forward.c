@@ -19,8 +19,8 @@
  * epilogue writes the middle of the block xm = tokens[l] + ls1 * proj(ctx) (into
  * run->x), fc2's writes tokens[l + 1] = xm + ls2 * fc2(...). Kept for the backward
  * pass (VitRun.blocks_kept): every layer's queries and keys, values, xm (proj's
- * epilogue writes it there) and fc1's output (GELU's epilogue reads it and writes
- * run->hid).
+ * epilogue writes it there) and fc1's output before GELU (fc1 writes run->hid, its
+ * GELU epilogue copies it to hpre[l] as it goes).
  *
  * What is skipped: the last block's output is read only at the tokens the head
  * classifies (CLS, distillation), so after its attention only those rows go
@@ -269,16 +269,18 @@ void vit_gelu_backward_rows(float *restrict dh, const float *restrict hpre, int 
     }
 }
 
-/* GELU of src into dst on columns [c0, c1) of [R, ld]: vit_gelu_cols out of place,
- * the same arithmetic (the same vector loop), so the same values. */
+/* vit_gelu_cols, keeping its input in keep[R, ld]: the same arithmetic (the same
+ * vector loop), so the same values. The copy rides on the GELU's arithmetic: keep is
+ * memory the pass has not touched yet (hpre of a layer), x is hot. */
 VECTOR_CLONES
-static void gelu_cols_to(float *restrict dst, const float *restrict src, int ld, int R, int c0,
-                         int c1) {
+static void gelu_cols_keep(float *restrict x, float *restrict keep, int ld, int R, int c0, int c1) {
     for (int r = 0; r < R; r++) {
-        const float *s = src + (size_t)r * ld;
-        float *d = dst + (size_t)r * ld;
-        for (int i = c0; i < c1; i++)
-            d[i] = 0.5f * s[i] * (1.0f + erff(s[i] * 0.70710678118654752f));
+        float *xr = x + (size_t)r * ld, *kr = keep + (size_t)r * ld;
+        for (int i = c0; i < c1; i++) {
+            float v = xr[i];
+            kr[i] = v;
+            xr[i] = 0.5f * v * (1.0f + erff(v * 0.70710678118654752f));
+        }
     }
 }
 
@@ -397,7 +399,7 @@ static void linear_task(void *arg, int item, int n_items, int thread) {
                 a->n_in, a->w + (size_t)c0 * a->n_in, a->n_in, 1.0f, a->out + c0, a->ld_out);
     if (a->gemm_only) return;
     if (a->epilogue == VIT_EPI_GELU) vit_gelu_cols(a->out, a->ld_out, a->T, c0, c1);
-    if (a->epilogue == VIT_EPI_GELU_TO) gelu_cols_to(a->x, a->out, a->ld_out, a->T, c0, c1);
+    if (a->epilogue == VIT_EPI_GELU_KEEP) gelu_cols_keep(a->out, a->x, a->ld_out, a->T, c0, c1);
     if (a->epilogue == VIT_EPI_RESIDUAL)
         residual_cols(a->x, a->x_in ? a->x_in : a->x, a->out, a->gamma, a->ld_out, a->T, c0, c1);
 }
@@ -423,22 +425,38 @@ void vit_values(VitPool *pool, float *v, const float *xn, const VitBlock *b, int
                           .gemm_only = gemm_only});
 }
 
+/* Up to three linear layers in one hand-off: items [i*n_each, (i+1)*n_each) are layer
+ * i's column slices, the slices vit_linear gives it. */
+typedef struct {
+    Linear layer[3];
+    int n_each;
+} Linears;
+
+static void linears_task(void *arg, int item, int n_items, int thread) {
+    (void)n_items;
+    Linears *a = arg;
+    linear_task(&a->layer[item / a->n_each], item % a->n_each, a->n_each, thread);
+}
+
 void vit_qkv(VitPool *pool, float *qk, float *v, const float *xn, const VitBlock *b, int T, int D,
              int gemm_only) {
-    Linear in = {.inp = xn, .T = T, .n_in = D, .gemm_only = gemm_only};
+    Linear in = {.inp = xn, .T = T, .n_in = D, .n_out = D, .ld_out = 2 * D, .gemm_only = gemm_only};
+    Linears ls = {.n_each = vit_pool_threads(pool)};
+    int n = 0;
     if (b->qkv_w) { /* fused: queries and keys in one GEMM, values in another */
-        Linear a = in;
-        a.out = qk, a.ld_out = 2 * D, a.w = b->qkv_w, a.b = b->qkv_b, a.n_out = 2 * D;
-        linear(pool, a);
+        ls.layer[n] = in;
+        ls.layer[n].out = qk, ls.layer[n].w = b->qkv_w, ls.layer[n].b = b->qkv_b;
+        ls.layer[n++].n_out = 2 * D;
     } else { /* transformers: query, key, then value */
         const float *ws[2] = {b->q_w, b->k_w}, *bs[2] = {b->q_b, b->k_b};
-        for (int i = 0; i < 2; i++) {
-            Linear a = in;
-            a.out = qk + (size_t)i * D, a.ld_out = 2 * D, a.w = ws[i], a.b = bs[i], a.n_out = D;
-            linear(pool, a);
+        for (int i = 0; i < 2; i++, n++) {
+            ls.layer[n] = in;
+            ls.layer[n].out = qk + (size_t)i * D, ls.layer[n].w = ws[i], ls.layer[n].b = bs[i];
         }
     }
-    vit_values(pool, v, xn, b, T, D, gemm_only);
+    ls.layer[n] = in;
+    ls.layer[n].out = v, ls.layer[n].ld_out = D, ls.layer[n].w = b->v_w, ls.layer[n++].b = b->v_b;
+    vit_pool_run(pool, linears_task, &ls, n * ls.n_each);
 }
 
 typedef struct {
@@ -583,8 +601,8 @@ static void forward_pass(VitRun *run, const Vit *vit, int gemm_only) {
                               .gemm_only = gemm_only});
         /* timm: x = x + self.ls2(self.mlp(self.norm2(x)))   (fc1 -> GELU -> fc2) */
         layernorm(pool, (LayerNorm){xn, xm, b->norm2_w, b->norm2_b, rows, D, gemm_only, c->ln_eps});
-        /* kept: fc1's output into hpre[l], GELU from there into hid */
-        linear(pool, (Linear){.out = kb ? run->hpre + (size_t)l * T * F : run->hid,
+        /* kept: fc1's output, before GELU, into hpre[l] by GELU's epilogue */
+        linear(pool, (Linear){.out = run->hid,
                               .ld_out = F,
                               .inp = xn,
                               .w = b->fc1_w,
@@ -592,8 +610,8 @@ static void forward_pass(VitRun *run, const Vit *vit, int gemm_only) {
                               .T = rows,
                               .n_in = D,
                               .n_out = F,
-                              .epilogue = kb ? VIT_EPI_GELU_TO : VIT_EPI_GELU,
-                              .x = run->hid,
+                              .epilogue = kb ? VIT_EPI_GELU_KEEP : VIT_EPI_GELU,
+                              .x = kb ? run->hpre + (size_t)l * T * F : NULL,
                               .gemm_only = gemm_only});
         linear(pool, (Linear){.out = xn,
                               .ld_out = D,
