@@ -19,8 +19,8 @@
  * epilogue writes the middle of the block xm = tokens[l] + ls1 * proj(ctx) (into
  * run->x), fc2's writes tokens[l + 1] = xm + ls2 * fc2(...). Kept for the backward
  * pass (VitRun.blocks_kept): every layer's queries and keys, values, xm (proj's
- * epilogue writes it there) and fc1's output before GELU (fc1 writes run->hid, its
- * GELU epilogue copies it to hpre[l] as it goes).
+ * epilogue writes it there) and fc1's output (GELU's epilogue reads it and writes
+ * run->hid).
  *
  * What is skipped: the last block's output is read only at the tokens the head
  * classifies (CLS, distillation), so after its attention only those rows go
@@ -216,7 +216,7 @@ void vit_run_free(VitRun *run) {
 
 /* The steps below write slices of rows [c0, c1) of [R, ld] matrices, often into memory
  * the pass has not touched for a while (the kept layers' queries and keys, values, xm,
- * hpre; the block outputs in tokens). There each cache line written is a miss the
+ * fc1's output hpre; the block outputs in tokens). There each cache line written is a miss the
  * hardware prefetcher does not see coming across the row stride: 3.8 ns per float
  * against 0.46 when the row PREFETCH_ROWS ahead is asked for first (a test on the
  * project's machine: the bias rows of a [197, 192] slice, cold). */
@@ -285,19 +285,16 @@ void vit_gelu_backward_rows(float *restrict dh, const float *restrict hpre, int 
     }
 }
 
-/* vit_gelu_cols, keeping its input in keep[R, ld]: the same arithmetic (the same
- * vector loop), so the same values. The copy rides on the GELU's arithmetic: keep is
- * memory the pass has not touched yet (hpre of a layer), x is hot. */
+/* GELU of src into dst on columns [c0, c1) of [R, ld]: vit_gelu_cols out of place,
+ * the same arithmetic (the same vector loop), so the same values. */
 VECTOR_CLONES
-static void gelu_cols_keep(float *restrict x, float *restrict keep, int ld, int R, int c0, int c1) {
+static void gelu_cols_to(float *restrict dst, const float *restrict src, int ld, int R, int c0,
+                         int c1) {
     for (int r = 0; r < R; r++) {
-        float *xr = x + (size_t)r * ld, *kr = keep + (size_t)r * ld;
-        if (r + PREFETCH_ROWS < R) prefetch_for_write(kr + (size_t)PREFETCH_ROWS * ld, c0, c1);
-        for (int i = c0; i < c1; i++) {
-            float v = xr[i];
-            kr[i] = v;
-            xr[i] = 0.5f * v * (1.0f + erff(v * 0.70710678118654752f));
-        }
+        const float *s = src + (size_t)r * ld;
+        float *d = dst + (size_t)r * ld;
+        for (int i = c0; i < c1; i++)
+            d[i] = 0.5f * s[i] * (1.0f + erff(s[i] * 0.70710678118654752f));
     }
 }
 
@@ -419,7 +416,7 @@ static void linear_task(void *arg, int item, int n_items, int thread) {
                 a->n_in, a->w + (size_t)c0 * a->n_in, a->n_in, 1.0f, a->out + c0, a->ld_out);
     if (a->gemm_only) return;
     if (a->epilogue == VIT_EPI_GELU) vit_gelu_cols(a->out, a->ld_out, a->T, c0, c1);
-    if (a->epilogue == VIT_EPI_GELU_KEEP) gelu_cols_keep(a->out, a->x, a->ld_out, a->T, c0, c1);
+    if (a->epilogue == VIT_EPI_GELU_TO) gelu_cols_to(a->x, a->out, a->ld_out, a->T, c0, c1);
     if (a->epilogue == VIT_EPI_RESIDUAL)
         residual_cols(a->x, a->x_in ? a->x_in : a->x, a->out, a->gamma, a->ld_out, a->T, c0, c1);
 }
@@ -621,8 +618,8 @@ static void forward_pass(VitRun *run, const Vit *vit, int gemm_only) {
                               .gemm_only = gemm_only});
         /* timm: x = x + self.ls2(self.mlp(self.norm2(x)))   (fc1 -> GELU -> fc2) */
         layernorm(pool, (LayerNorm){xn, xm, b->norm2_w, b->norm2_b, rows, D, gemm_only, c->ln_eps});
-        /* kept: fc1's output, before GELU, into hpre[l] by GELU's epilogue */
-        linear(pool, (Linear){.out = run->hid,
+        /* kept: fc1's output into hpre[l], GELU from there into hid */
+        linear(pool, (Linear){.out = kb ? run->hpre + (size_t)l * T * F : run->hid,
                               .ld_out = F,
                               .inp = xn,
                               .w = b->fc1_w,
@@ -630,8 +627,8 @@ static void forward_pass(VitRun *run, const Vit *vit, int gemm_only) {
                               .T = rows,
                               .n_in = D,
                               .n_out = F,
-                              .epilogue = kb ? VIT_EPI_GELU_KEEP : VIT_EPI_GELU,
-                              .x = kb ? run->hpre + (size_t)l * T * F : NULL,
+                              .epilogue = kb ? VIT_EPI_GELU_TO : VIT_EPI_GELU,
+                              .x = run->hid,
                               .gemm_only = gemm_only});
         linear(pool, (Linear){.out = xn,
                               .ld_out = D,

@@ -65,7 +65,7 @@ void vit_att_block(float *out, const float *q, const float *k, int ld, int r0, i
 
 /* --- forward-pass steps (engine/forward.c), shared with the backward pass -- */
 
-enum { VIT_EPI_NONE, VIT_EPI_GELU, VIT_EPI_GELU_KEEP, VIT_EPI_RESIDUAL };
+enum { VIT_EPI_NONE, VIT_EPI_GELU, VIT_EPI_GELU_TO, VIT_EPI_RESIDUAL };
 
 /* A linear layer out[T, O] = inp[T, I] . w[O, I]^T + b[O] (torch.nn.functional.linear),
  * split over the pool by output columns, then the epilogue on each thread's slice. */
@@ -77,8 +77,7 @@ typedef struct {
     int ld_out, T, n_in, n_out;
     int epilogue;       /* VIT_EPI_*: on the thread's columns after its GEMM */
     float *x;           /* VIT_EPI_RESIDUAL: x[T, ld_out] = x_in + gamma * out;
-                           VIT_EPI_GELU_KEEP: x[T, ld_out] = out, then out = gelu(out)
-                           (VIT_EPI_GELU: out = gelu(out) alone) */
+                           VIT_EPI_GELU_TO: x[T, ld_out] = gelu(out) (VIT_EPI_GELU: in place) */
     const float *x_in;  /* VIT_EPI_RESIDUAL: [T, ld_out], or NULL: x itself (x += ...) */
     const float *gamma; /* LayerScale or NULL */
     int gemm_only;
