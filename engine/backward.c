@@ -36,7 +36,6 @@
 
 #include <cblas.h>
 #include <math.h>
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -171,17 +170,18 @@ typedef struct {
     float beta;
 } BackLinear;
 
-static void back_linear_task(void *arg, int thread, int n_threads) {
+static void back_linear_task(void *arg, int item, int n_items, int thread) {
+    (void)thread;
     const BackLinear *a = arg;
-    int chunk = ((a->n_in + n_threads - 1) / n_threads + 15) & ~15;
-    int c0 = thread * chunk, c1 = c0 + chunk < a->n_in ? c0 + chunk : a->n_in;
+    int chunk = ((a->n_in + n_items - 1) / n_items + 15) & ~15;
+    int c0 = item * chunk, c1 = c0 + chunk < a->n_in ? c0 + chunk : a->n_in;
     if (c0 >= c1 || a->M == 0) return;
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, a->M, c1 - c0, a->n_out, 1.0f, a->dy,
                 a->ld_dy, a->w + c0, a->n_in, a->beta, a->out + c0, a->ld_out);
 }
 
 static void back_linear(VitPool *pool, BackLinear a) {
-    if (a.M > 0) vit_pool_run(pool, back_linear_task, &a);
+    if (a.M > 0) vit_pool_run(pool, back_linear_task, &a, vit_pool_threads(pool));
 }
 
 /* LayerNorm's backward on rows [r0, r1): dx (+)= ... from x (the norm's input), its
@@ -219,15 +219,16 @@ typedef struct {
     float eps;
 } LnBack;
 
-static void ln_back_task(void *arg, int thread, int n_threads) {
+static void ln_back_task(void *arg, int item, int n_items, int thread) {
+    (void)thread;
     const LnBack *a = arg;
-    int r0 = (int)((long long)a->T * thread / n_threads);
-    int r1 = (int)((long long)a->T * (thread + 1) / n_threads);
+    int r0 = (int)((long long)a->T * item / n_items);
+    int r1 = (int)((long long)a->T * (item + 1) / n_items);
     layernorm_backward_rows(a->dx, a->x, a->w, a->dy, r0, r1, a->D, a->eps, a->lrp, a->accumulate);
 }
 
 static void ln_back(VitPool *pool, LnBack a) {
-    if (a.T > 0) vit_pool_run(pool, ln_back_task, &a);
+    if (a.T > 0) vit_pool_run(pool, ln_back_task, &a, vit_pool_threads(pool));
 }
 
 typedef struct {
@@ -236,10 +237,11 @@ typedef struct {
     int T, F, lrp;
 } GeluBack;
 
-static void gelu_back_task(void *arg, int thread, int n_threads) {
+static void gelu_back_task(void *arg, int item, int n_items, int thread) {
+    (void)thread;
     const GeluBack *a = arg;
-    int r0 = (int)((long long)a->T * thread / n_threads);
-    int r1 = (int)((long long)a->T * (thread + 1) / n_threads);
+    int r0 = (int)((long long)a->T * item / n_items);
+    int r1 = (int)((long long)a->T * (item + 1) / n_items);
     vit_gelu_backward_rows(a->dh, a->hpre, r0, r1, a->F, a->lrp);
 }
 
@@ -267,7 +269,6 @@ typedef struct {
     const float *qk, *v, *xm, *hpre; /* [T, 2D], [T, D], [T, D], [T, F]: the run's (kept) or
                                         the scratch's (recomputed) */
     float *dctx;                     /* [T, D]: g->dctx of the layer, or scratch */
-    atomic_int next;
 } Bw;
 
 /* The attention probabilities of block b of head h in the current layer: a pointer
@@ -282,25 +283,20 @@ static const float *att_of(Bw *bw, int h, int b, float *buf) {
     return buf;
 }
 
-/* ctx[r] = sum_j A[r, j] v[j] for the rows < bw->rows, (head, block) items. */
-static void ctx_task(void *arg, int thread, int n_threads) {
-    (void)n_threads;
+/* ctx[r] = sum_j A[r, j] v[j] for the rows < bw->rows, one item per (head, block). */
+static void ctx_task(void *arg, int item, int n_items, int thread) {
+    (void)n_items;
     Bw *bw = arg;
     const VitConfig *c = &bw->run->cfg;
     int T = c->n_tokens, D = c->dim, Dh = c->head_dim, nb = vit_att_blocks(T);
     float *buf = bw->s.att + (size_t)thread * 2 * VIT_ATT_BLOCK * T;
-    for (;;) {
-        int item = atomic_fetch_add(&bw->next, 1);
-        if (item >= c->n_heads * nb) break;
-        int h = item / nb, b = item % nb;
-        int r0 = vit_att_block_start(T, b), r1 = vit_att_block_start(T, b + 1);
-        int rows = (r1 < bw->rows ? r1 : bw->rows) - r0;
-        if (rows <= 0) continue;
-        const float *a = att_of(bw, h, b, buf);
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, Dh, T, 1.0f, a, T,
-                    bw->v + (size_t)h * Dh, D, 0.0f, bw->s.ctx + (size_t)r0 * D + (size_t)h * Dh,
-                    D);
-    }
+    int h = item / nb, b = item % nb;
+    int r0 = vit_att_block_start(T, b), r1 = vit_att_block_start(T, b + 1);
+    int rows = (r1 < bw->rows ? r1 : bw->rows) - r0;
+    if (rows <= 0) return;
+    const float *a = att_of(bw, h, b, buf);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, Dh, T, 1.0f, a, T,
+                bw->v + (size_t)h * Dh, D, 0.0f, bw->s.ctx + (size_t)r0 * D + (size_t)h * Dh, D);
 }
 
 /* The attention's backward: from dctx to dqkv's columns of each head (dq, dk, dv),
@@ -308,8 +304,8 @@ static void ctx_task(void *arg, int thread, int n_threads) {
  * attention (reading a block is free) a head is two items, its dv and its dA, dS,
  * dq, dk, so that a few heads balance over the threads (DeiT-Tiny: 3 on 2); when it
  * recomputes it, one item per head. Each sum is taken in the same order either way. */
-static void att_back_task(void *arg, int thread, int n_threads) {
-    (void)n_threads;
+static void att_back_task(void *arg, int item, int n_items, int thread) {
+    (void)n_items;
     Bw *bw = arg;
     const VitConfig *c = &bw->run->cfg;
     int T = c->n_tokens, D = c->dim, Dh = c->head_dim, H = c->n_heads, nb = vit_att_blocks(T);
@@ -319,48 +315,44 @@ static void att_back_task(void *arg, int thread, int n_threads) {
     float *gbuf = abuf + (size_t)VIT_ATT_BLOCK * T;
     float *dqkv = bw->s.dqkv;
     size_t ld = 3 * (size_t)D;
-    for (;;) {
-        int item = atomic_fetch_add(&bw->next, 1);
-        if (item >= (split ? 2 * H : H)) break;
-        int h = item % H, do_dv = !split || item >= H, do_dqk = !split || item < H;
-        float *dq = dqkv + (size_t)h * Dh, *dk = dq + D, *dv = dq + 2 * D;
-        for (int t = 0; t < T; t++) {
-            if (do_dqk) {
-                memset(dq + t * ld, 0, (size_t)Dh * sizeof(float));
-                memset(dk + t * ld, 0, (size_t)Dh * sizeof(float));
-            }
-            if (do_dv) memset(dv + t * ld, 0, (size_t)Dh * sizeof(float));
+    int h = item % H, do_dv = !split || item >= H, do_dqk = !split || item < H;
+    float *dq = dqkv + (size_t)h * Dh, *dk = dq + D, *dv = dq + 2 * D;
+    for (int t = 0; t < T; t++) {
+        if (do_dqk) {
+            memset(dq + t * ld, 0, (size_t)Dh * sizeof(float));
+            memset(dk + t * ld, 0, (size_t)Dh * sizeof(float));
         }
-        if (!do_dv && bw->lrp) continue; /* CP-LRP: A is a constant, dq = dk = 0 */
-        const float *q = bw->qk + (size_t)h * Dh, *k = q + D, *v = bw->v + (size_t)h * Dh;
-        const float *dctx = bw->dctx + (size_t)h * Dh;
-        for (int b = 0; b < nb; b++) {
-            int r0 = vit_att_block_start(T, b), r1 = vit_att_block_start(T, b + 1), rb = r1 - r0;
-            if (r0 >= bw->rows) break;
-            const float *a = att_of(bw, h, b, abuf);
-            /* dv_h += A^T . dctx_h */
-            if (do_dv)
-                cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, Dh, rb, 1.0f, a, T,
-                            dctx + (size_t)r0 * D, D, 1.0f, dv, (int)ld);
-            if (bw->lrp || !do_dqk) continue;
-            float *ga = bw->g->grad_att; /* the exact pass keeps dA there when it can */
-            float *da = ga ? ga + (((size_t)bw->layer * H + h) * T + r0) * T : gbuf;
-            vit_grad_att_block(da, dctx, v, D, r0, r1, T, Dh);
-            /* dS = A (.) (dA - rowsum(dA (.) A)), into gbuf */
-            for (int r = 0; r < rb; r++) {
-                const float *ar = a + (size_t)r * T, *dar = da + (size_t)r * T;
-                float *ds = gbuf + (size_t)r * T;
-                double dot = 0.0;
-                for (int j = 0; j < T; j++) dot += (double)dar[j] * ar[j];
-                float fdot = (float)dot;
-                for (int j = 0; j < T; j++) ds[j] = ar[j] * (dar[j] - fdot);
-            }
-            /* scores = scale * q k^T: dq = scale dS . k, dk += scale dS^T . q */
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rb, Dh, T, scale, gbuf, T, k,
-                        2 * D, 0.0f, dq + (size_t)r0 * ld, (int)ld);
-            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, Dh, rb, scale, gbuf, T,
-                        q + (size_t)r0 * 2 * D, 2 * D, 1.0f, dk, (int)ld);
+        if (do_dv) memset(dv + t * ld, 0, (size_t)Dh * sizeof(float));
+    }
+    if (!do_dv && bw->lrp) return; /* CP-LRP: A is a constant, dq = dk = 0 */
+    const float *q = bw->qk + (size_t)h * Dh, *k = q + D, *v = bw->v + (size_t)h * Dh;
+    const float *dctx = bw->dctx + (size_t)h * Dh;
+    for (int b = 0; b < nb; b++) {
+        int r0 = vit_att_block_start(T, b), r1 = vit_att_block_start(T, b + 1), rb = r1 - r0;
+        if (r0 >= bw->rows) break;
+        const float *a = att_of(bw, h, b, abuf);
+        /* dv_h += A^T . dctx_h */
+        if (do_dv)
+            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, Dh, rb, 1.0f, a, T,
+                        dctx + (size_t)r0 * D, D, 1.0f, dv, (int)ld);
+        if (bw->lrp || !do_dqk) continue;
+        float *ga = bw->g->grad_att; /* the exact pass keeps dA there when it can */
+        float *da = ga ? ga + (((size_t)bw->layer * H + h) * T + r0) * T : gbuf;
+        vit_grad_att_block(da, dctx, v, D, r0, r1, T, Dh);
+        /* dS = A (.) (dA - rowsum(dA (.) A)), into gbuf */
+        for (int r = 0; r < rb; r++) {
+            const float *ar = a + (size_t)r * T, *dar = da + (size_t)r * T;
+            float *ds = gbuf + (size_t)r * T;
+            double dot = 0.0;
+            for (int j = 0; j < T; j++) dot += (double)dar[j] * ar[j];
+            float fdot = (float)dot;
+            for (int j = 0; j < T; j++) ds[j] = ar[j] * (dar[j] - fdot);
         }
+        /* scores = scale * q k^T: dq = scale dS . k, dk += scale dS^T . q */
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rb, Dh, T, scale, gbuf, T, k, 2 * D,
+                    0.0f, dq + (size_t)r0 * ld, (int)ld);
+        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, Dh, rb, scale, gbuf, T,
+                    q + (size_t)r0 * 2 * D, 2 * D, 1.0f, dk, (int)ld);
     }
 }
 
@@ -383,8 +375,7 @@ static void block_internals(Bw *bw, const VitBlock *b, int need_xn1) {
     bw->qk = s->qk, bw->v = s->v, bw->xm = s->xm, bw->hpre = s->hpre;
     vit_layernorm(bw->pool, s->xn1, x, b->norm1_w, b->norm1_b, T, D, c->ln_eps);
     vit_qkv(bw->pool, s->qk, s->v, s->xn1, b, T, D, 0);
-    atomic_init(&bw->next, 0);
-    vit_pool_run(bw->pool, ctx_task, bw);
+    vit_pool_run(bw->pool, ctx_task, bw, c->n_heads * vit_att_blocks(T));
     memcpy(s->xm, x, (size_t)R * D * sizeof(float));
     vit_linear(bw->pool, (VitLinear){.out = s->dtmp,
                                      .ld_out = D,
@@ -428,7 +419,7 @@ static void top_backward(Bw *bw, const VitBlock *b, const float *dz, int R, floa
     const float *dy2 = scaled(s->dtmp, dz, b->ls2, R, D);
     back_linear(bw->pool, (BackLinear){s->dh, dy2, b->fc2_w, F, D, R, D, F, 0.0f});
     GeluBack gb = {s->dh, bw->hpre, R, F, bw->lrp};
-    vit_pool_run(bw->pool, gelu_back_task, &gb);
+    vit_pool_run(bw->pool, gelu_back_task, &gb, vit_pool_threads(bw->pool));
     back_linear(bw->pool, (BackLinear){s->dtmp, s->dh, b->fc1_w, D, F, R, F, D, 0.0f});
     ln_back(bw->pool, (LnBack){dxm, bw->xm, b->norm2_w, s->dtmp, R, D, bw->lrp, 1, c->ln_eps});
     /* timm: x = x + ls1(proj(ctx)) */
@@ -507,8 +498,7 @@ static void backward_pass(Bw *bw, int target) {
         if (exact && g->grad_att_kept && bw->rows < T)
             memset(g->grad_att + (size_t)l * c->n_heads * T * T, 0,
                    (size_t)c->n_heads * T * T * sizeof(float));
-        atomic_init(&bw->next, 0);
-        vit_pool_run(bw->pool, att_back_task, bw);
+        vit_pool_run(bw->pool, att_back_task, bw, bw->run->att ? 2 * c->n_heads : c->n_heads);
         /* dxn1 = [dq dk dv] . qkv_w */
         if (b->qkv_w) {
             back_linear(bw->pool,

@@ -21,7 +21,6 @@
 #include "internal.h"
 
 #include <cblas.h>
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -124,33 +123,28 @@ typedef struct {
     float *ctx;          /* [n*T, D]; the last block: [head_rows, n, D] */
     float *scratch;      /* [n_threads, VIT_ATT_BLOCK, T] */
     int n, T, D, H;
-    int head_rows;   /* 0: every query row; > 0: the last block, rows [0, head_rows) only */
-    atomic_int next; /* the next (image, head, block of query rows) to take */
+    int head_rows; /* 0: every query row; > 0: the last block, rows [0, head_rows) only */
 } BatchAttention;
 
 /* timm: attn = softmax((q * scale) @ k^T); x = attn @ v, per image and head, a block
- * of query rows at a time (vit_att_block: the forward pass's own, the same blocks);
- * threads take blocks as they finish. */
-static void attention_task(void *arg, int thread, int n_threads) {
-    (void)n_threads;
-    BatchAttention *a = arg;
+ * of query rows at a time (vit_att_block: the forward pass's own, the same blocks):
+ * one item per (image, head, block of query rows). */
+static void attention_task(void *arg, int item, int n_items, int thread) {
+    (void)n_items;
+    const BatchAttention *a = arg;
     int T = a->T, D = a->D, H = a->H, Dh = D / H, nb = a->head_rows ? 1 : vit_att_blocks(T);
     float *p = a->scratch + (size_t)thread * VIT_ATT_BLOCK * T;
-    for (;;) {
-        int item = atomic_fetch_add(&a->next, 1);
-        if (item >= a->n * H * nb) break;
-        int img = item / (H * nb), h = item / nb % H, blk = item % nb;
-        int r0 = a->head_rows ? 0 : vit_att_block_start(T, blk);
-        int r1 = a->head_rows ? a->head_rows : vit_att_block_start(T, blk + 1);
-        const float *qk = a->qk + (size_t)img * T * 2 * D, *v = a->v + (size_t)img * T * D;
-        vit_att_block(p, qk + h * Dh, qk + D + h * Dh, 2 * D, r0, r1, T, Dh, 0);
-        /* the last block's row r of image img goes to ctx row r*n + img */
-        float *out = a->head_rows ? a->ctx + (size_t)img * D + h * Dh
-                                  : a->ctx + ((size_t)img * T + r0) * D + h * Dh;
-        int ldc = a->head_rows ? a->n * D : D;
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, r1 - r0, Dh, T, 1.0f, p, T,
-                    v + h * Dh, D, 0.0f, out, ldc);
-    }
+    int img = item / (H * nb), h = item / nb % H, blk = item % nb;
+    int r0 = a->head_rows ? 0 : vit_att_block_start(T, blk);
+    int r1 = a->head_rows ? a->head_rows : vit_att_block_start(T, blk + 1);
+    const float *qk = a->qk + (size_t)img * T * 2 * D, *v = a->v + (size_t)img * T * D;
+    vit_att_block(p, qk + h * Dh, qk + D + h * Dh, 2 * D, r0, r1, T, Dh, 0);
+    /* the last block's row r of image img goes to ctx row r*n + img */
+    float *out = a->head_rows ? a->ctx + (size_t)img * D + h * Dh
+                              : a->ctx + ((size_t)img * T + r0) * D + h * Dh;
+    int ldc = a->head_rows ? a->n * D : D;
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, r1 - r0, Dh, T, 1.0f, p, T, v + h * Dh,
+                D, 0.0f, out, ldc);
 }
 
 /* Image i's input tokens x[i*T .. (i+1)*T) from its patch embedding pe[N, D]:
@@ -230,8 +224,7 @@ VitStatus vit_forward_batch(VitBatch *b, const Vit *vit, const float *inputs, in
                              .D = D,
                              .H = H,
                              .head_rows = last ? hr : 0};
-        atomic_init(&at.next, 0);
-        vit_pool_run(pool, attention_task, &at);
+        vit_pool_run(pool, attention_task, &at, n * H * (last ? 1 : vit_att_blocks(T)));
         /* the last block: only the head's rows, gathered as ctx is, row r of image i
          * at r*n + i */
         float *xs = x;

@@ -42,13 +42,19 @@ VitStatus vit_cancelled_error(VitError *err, const char *what);
 /* --- thread pool (engine/pool.c) ----------------------------------------- */
 
 typedef struct VitPool VitPool;
-/* A task: thread `i` of `n` does its share of ctx. */
-typedef void (*VitTask)(void *ctx, int i, int n);
+/* A task's item: do item `item` of `n_items` of ctx, on thread `thread` (0: the
+ * caller, 1 .. n_threads - 1: a worker; for per-thread scratch only: what an item
+ * computes must not depend on the thread that runs it). */
+typedef void (*VitTask)(void *ctx, int item, int n_items, int thread);
 
 /* Start n_threads - 1 workers (the caller is thread 0). NULL on failure. */
 VitPool *vit_pool_new(int n_threads);
-/* Run fn on every thread of p (NULL p: on the caller alone); returns when all are done. */
-void vit_pool_run(VitPool *p, VitTask fn, void *ctx);
+/* Run items 0 .. n_items - 1 of fn on p's threads, each once, in any order and on any
+ * thread (NULL p: all on the caller); returns when all are done. The caller works on
+ * the items itself and never waits for a worker that has not started on any. */
+void vit_pool_run(VitPool *p, VitTask fn, void *ctx, int n_items);
+/* Threads of p, the caller included (1 for NULL). */
+int vit_pool_threads(const VitPool *p);
 void vit_pool_free(VitPool *p); /* joins the workers; NULL-safe */
 
 /* --- attention blocks (engine/forward.c), shared with the maps ------------ */

@@ -260,7 +260,11 @@ void vit_free(Vit *vit);
  * caller's thread included; default one per online core). OpenBLAS's own
  * threading is turned off (openblas_set_num_threads(1), process-wide) so that
  * its idle threads never spin beside the pool's; GEMMs are split over the pool
- * instead. Idle pool threads spin for a few microseconds, then sleep.
+ * instead. Each step is a set of items (column slices of a layer, blocks of rows,
+ * (head, block) pairs of the attention) that the running threads take in turn; the
+ * caller starts at once and never waits for a pool thread that has not started on
+ * one, so on a machine busy with other work the pass is no slower than on one
+ * thread. Idle pool threads spin for a few microseconds, then sleep.
  *
  * Stopping early. A window runs these calls on a worker thread and must be able to drop
  * one that nobody waits for any more (a newer request, or quitting): VitRun.control,
