@@ -8,12 +8,12 @@
  * torch.addmm's order (bias + inp @ w.T).
  *
  * Threads (engine/pool.c): one pool per VitRun, OpenBLAS single-threaded inside
- * it. A linear layer gives each thread a slice of output columns (its rows of w:
- * the weights are read once in all) and the step after it on the same slice while
- * it is in cache: GELU after fc1, the residual add after proj and fc2. Attention
- * runs in blocks of query rows of one head (att_block): scores, softmax and
- * probabilities . values while the block is in cache; threads take blocks as
- * they finish. LayerNorm splits rows.
+ * it; every step is a set of items the running threads take. A linear layer is one
+ * slice of output columns per thread (its rows of w: the weights are read once in
+ * all), with the step after it on the same slice while it is in cache: GELU after
+ * fc1, the residual add after proj and fc2. Attention runs in blocks of query rows of
+ * one head (att_block): scores, softmax and probabilities . values while the block
+ * is in cache, one item each. LayerNorm splits rows.
  *
  * The residual stream runs through VitRun.tokens: block l reads tokens[l], proj's
  * epilogue writes the middle of the block xm = tokens[l] + ls1 * proj(ctx) (into
