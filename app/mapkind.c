@@ -46,6 +46,14 @@ static VitStatus rollout_layers(float *out, const Scene *sc, const View *v, int 
     return vit_rollout_layers(out, &sc->run, layer0, n_layers, v->discard_ratio, v->query, err);
 }
 
+static VitStatus rollout_tokens(float *out, const Scene *sc, const View *v, VitError *err) {
+    int head;
+    VitFusion fusion;
+    head_fusion(&head, &fusion, v, sc->run.cfg.n_heads);
+    return vit_rollout_tokens(out, &sc->run, v->layer, head, fusion, v->discard_ratio, v->query,
+                              err);
+}
+
 static VitStatus rollout_prefix(float *out, const Scene *sc, const View *v, VitError *err) {
     int head;
     VitFusion fusion;
@@ -258,7 +266,8 @@ const MapKindInfo MAP_KINDS[MAP_KIND_COUNT] = {
                      .per_head = 1,
                      .map = rollout_map,
                      .layer_maps = rollout_layers,
-                     .prefix = rollout_prefix},
+                     .prefix = rollout_prefix,
+                     .tokens = rollout_tokens},
     /* Chefer, Gur & Wolf, ICCV 2021: R <- R + mean_h((dA (.) A)^+) R, the CLS row */
     [MAP_CHEFER] = {.name = "Chefer et al.",
                     .title = "relevance (Chefer et al. 2021)",
@@ -374,6 +383,7 @@ const MapKindInfo MAP_KINDS[MAP_KIND_COUNT] = {
                        .per_head = 1,
                        .map = tokenrank_map,
                        .prefix = tokenrank_prefix,
+                       .tokens = tokenrank_tokens,
                        .status = tokenrank_status},
 };
 
@@ -636,10 +646,21 @@ VitStatus view_compute(ViewMaps *m, const Scene *sc, VitError *err) {
     map_kind_size(&m->w, &m->h, v->kind, c);
     int n = m->w * m->h;
     m->n_prefix = 0, m->n_atlas = 0, m->status[0] = '\0';
-    if ((rc = view_map(m->map, sc, v, err))) return rc;
-    if (k->prefix) {
-        if ((rc = view_prefix(m->prefix, sc, v, err))) return rc;
+    if (k->tokens) { /* map and prefix share from one row */
+        float *t = malloc((size_t)c->n_tokens * sizeof *t);
+        if (!t) return no_memory(err);
+        rc = k->tokens(t, sc, v, err);
+        memcpy(m->map, t + c->n_prefix, (size_t)c->n_patches * sizeof *t);
+        memcpy(m->prefix, t, (size_t)c->n_prefix * sizeof *t);
+        free(t);
+        if (rc) return rc;
         m->n_prefix = c->n_prefix;
+    } else {
+        if ((rc = view_map(m->map, sc, v, err))) return rc;
+        if (k->prefix) {
+            if ((rc = view_prefix(m->prefix, sc, v, err))) return rc;
+            m->n_prefix = c->n_prefix;
+        }
     }
     map_kind_normalize(m->norm, m->map, n, v->kind, &m->lo, &m->hi);
     if (m->shared && k->per_head) {

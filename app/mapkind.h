@@ -89,6 +89,10 @@ typedef struct {
     MapFn map;
     LayerMapsFn layer_maps; /* NULL: map() once per head and fusion */
     PrefixFn prefix;        /* NULL: the kind has no prefix-token share (no bars) */
+    MapFn tokens;           /* NULL, or the view's row over every token, out [T] (a kind with a
+                               prefix share and a [gh, gw] map): its prefix tokens are prefix's
+                               share and its patches map's map, from one computation (a
+                               rollout, TokenRank) where map and prefix would do it twice */
     MapFn compute;          /* a worker kind's map, on the worker thread (scene_slow_map); map
                                then reads what it computed */
     StatusFn status;        /* NULL: nothing more on the status line */

@@ -309,6 +309,20 @@ VitStatus vit_rollout(float *out, const VitRun *run, int layer, int head, VitFus
     return rc;
 }
 
+VitStatus vit_rollout_tokens(float *out, const VitRun *run, int layer, int head, VitFusion fusion,
+                             float discard_ratio, int query, VitError *err) {
+    VitStatus rc = check_rollout(run, layer, head, fusion, discard_ratio, query, err);
+    if (rc) return rc;
+    int T = run->cfg.n_tokens;
+    double *v = malloc(2 * (size_t)T * sizeof(double));
+    if (!v) return vit_set_error(err, VIT_ERR_NOMEM, "rollout: out of memory for [%d, %d]", T, T);
+    rc = rollout_row(v, run, layer, head, fusion, discard_ratio, query, err);
+    if (rc == VIT_OK)
+        for (int t = 0; t < T; t++) out[t] = (float)v[t];
+    free(v);
+    return rc;
+}
+
 VitStatus vit_rollout_layers(float *out, const VitRun *run, int layer0, int n_layers,
                              float discard_ratio, int query, VitError *err) {
     if (n_layers < 1 || layer0 < 0)

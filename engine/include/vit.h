@@ -582,6 +582,13 @@ VitStatus vit_map_fused(float *out, const VitRun *run, int layer, VitFusion fusi
 VitStatus vit_rollout(float *out, const VitRun *run, int layer, int head, VitFusion fusion,
                       float discard_ratio, int query, VitError *err);
 
+/* The same rollout's whole row over every token: out[t] = R_layer[query, t], out [T] (prefix
+ * tokens first, then the patches): its patch part is vit_rollout's map and its prefix part
+ * vit_prefix_share's with rollout 1, bit for bit, from one rollout instead of two (which
+ * matters when the attention is recomputed). Errors: those of vit_rollout. */
+VitStatus vit_rollout_tokens(float *out, const VitRun *run, int layer, int head, VitFusion fusion,
+                             float discard_ratio, int query, VitError *err);
+
 /* Every rollout map of layers layer0 .. layer0 + n_layers - 1 at once, as the
  * app's overviews show them: out [n_layers, H + 3, N], per layer the per-head
  * rollout of heads 0 .. H-1 (the layers below fused by the mean) and then the

@@ -280,6 +280,18 @@ static void test_cancel(const VitRun *keep, const VitRun *redo, const Vit *vit, 
     for (int r = 0; r < 2; r++) {
         const VitRun *run = r ? redo : keep;
         const char *how = r ? "recomputed" : "kept";
+        /* vit_rollout_tokens: vit_prefix_share's prefix, then vit_rollout's map */
+        int same = 1, Np = c->n_prefix;
+        for (int head = -1; head < 2; head++) {
+            float pre[8];
+            vit_rollout(a, run, top - 1, head, VIT_FUSE_MAX, 0.3f, 1, &err);
+            vit_prefix_share(pre, run, top - 1, head, VIT_FUSE_MAX, 1, 0.3f, 1, &err);
+            VitStatus rt = vit_rollout_tokens(t, run, top - 1, head, VIT_FUSE_MAX, 0.3f, 1, &err);
+            same &= rt == VIT_OK && !memcmp(t, pre, (size_t)Np * sizeof *t) &&
+                    !memcmp(t + Np, a, (size_t)N * sizeof *t);
+        }
+        check(same, "%s, %s: vit_rollout_tokens = vit_prefix_share ++ vit_rollout, bit for bit",
+              label, how);
         VitControl ctl = {0};
         VitRun with = *run;
         with.control = &ctl;
@@ -307,6 +319,8 @@ static void test_cancel(const VitRun *keep, const VitRun *redo, const Vit *vit, 
                   VIT_ERR_CANCELLED, NULL, keys, "vit_rollout_layers, cancelled");
         check_err(vit_prefix_share(t, &with, top, -1, VIT_FUSE_MEAN, 1, 0.0f, 0, &err), &err,
                   VIT_ERR_CANCELLED, NULL, keys, "vit_prefix_share (rollout), cancelled");
+        check_err(vit_rollout_tokens(t, &with, top, 0, VIT_FUSE_MEAN, 0.0f, 0, &err), &err,
+                  VIT_ERR_CANCELLED, NULL, keys, "vit_rollout_tokens, cancelled");
         check_err(vit_attention_distance(b, &with, &err), &err, VIT_ERR_CANCELLED, NULL, keys,
                   "vit_attention_distance, cancelled");
         check_err(vit_attention_flow(t, &with, top, 0, &err), &err, VIT_ERR_CANCELLED, NULL, keys,

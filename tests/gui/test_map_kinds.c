@@ -65,6 +65,8 @@ static void table_checks(void) {
         }
         check(!m->backward || m->uses_target, "a backward-pass kind explains a class", m->name);
         check(!m->worker || m->worker == 2 || m->compute, "a worker kind has its compute", m->name);
+        check(!m->tokens || (m->prefix && !m->pixels && !m->rgb),
+              "a kind with a row over the tokens has a prefix share and a patch map", m->name);
     }
     check(MAP_KINDS[0].key == 0, "the first row, where a kind's key toggles back to, has no key",
           MAP_KINDS[0].name);
