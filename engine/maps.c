@@ -107,13 +107,13 @@ static void fuse_into(float *out, const float *a, size_t n, int first, VitFusion
 /* out[T, T] = fuse_h att[layer, h] (rows: queries, columns: keys). */
 void vit_fuse_heads(float *out, AttReader *rd, int layer, VitFusion fusion) {
     int H = rd->run->cfg.n_heads, T = rd->run->cfg.n_tokens, nb = vit_att_blocks(T);
-    for (int h = 0; h < H; h++)
+    for (int h = 0; h < H && !vit_cancelled(rd->run); h++) /* cancelled: out is garbage */
         for (int b = 0; b < nb; b++) {
             int r0 = vit_att_block_start(T, b), r1 = vit_att_block_start(T, b + 1);
             fuse_into(out + (size_t)r0 * T, vit_att_reader_block(rd, layer, h, b),
                       (size_t)(r1 - r0) * T, h == 0, fusion);
         }
-    if (fusion == VIT_FUSE_MEAN)
+    if (fusion == VIT_FUSE_MEAN && !vit_cancelled(rd->run))
         for (size_t i = 0; i < (size_t)T * T; i++) out[i] /= (float)H;
 }
 
@@ -270,6 +270,7 @@ static VitStatus rollout_row(double *v, const VitRun *run, int layer, int head, 
             }
         } else {
             vit_fuse_heads(a, &rd, l, fusion);
+            if (vit_cancelled(run)) break; /* no discard, no product of a garbage matrix */
             if (discard_ratio > 0.0f) vit_discard_smallest(a, T, Np, discard_ratio, scratch);
         }
         vit_add_identity_rownorm(a, T);
@@ -352,6 +353,7 @@ VitStatus vit_rollout_layers(float *out, const VitRun *run, int layer0, int n_la
             vit_report(run, f * (top + 1) + l, (VIT_FUSE_MIN + 1) * (top + 1));
             float *a = hat + (size_t)l * TT;
             vit_fuse_heads(a, &rd, l, (VitFusion)f);
+            if (vit_cancelled(run)) break;
             if (discard_ratio > 0.0f) vit_discard_smallest(a, T, Np, discard_ratio, scratch);
             vit_add_identity_rownorm(a, T);
         }
