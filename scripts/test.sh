@@ -18,7 +18,8 @@ run() {  # run DIR [cmake flags...] -- [ctest args...]
   shift
   cmake -S . -B "$dir" -DVITLENS_WERROR=ON "${flags[@]}" >/dev/null
   cmake --build "$dir" -j"$(nproc)"
-  (cd "$dir" && ctest --output-on-failure "$@")
+  # a job per core; the window tests (RUN_SERIAL) run alone
+  (cd "$dir" && ctest --output-on-failure -j"$(nproc)" "$@")
 }
 plain=(build --)
 asan=(build-asan -DVITLENS_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug --)
