@@ -87,9 +87,19 @@ class App:
         self.stderr.append(line)
         print(f"     app stderr: {line}", flush=True)
 
-    def wait_line(self, pred, what):
-        """Read stdout until a line satisfies pred; frame lines update self.state."""
-        deadline = time.monotonic() + TIMEOUT_S
+    def take(self, line):
+        """A stdout line read: a frame line updates self.state (True). Subclasses read
+        their own trace lines here too."""
+        m = re.match(r"frame (\d+) (.*)", line)
+        if m:
+            self.frame = int(m.group(1))
+            self.state = dict(kv.split("=", 1) for kv in m.group(2).split())
+            return True
+        return False
+
+    def wait_line(self, pred, what, timeout=None):
+        """Read stdout until a line satisfies pred (every line goes through take)."""
+        deadline = time.monotonic() + (timeout or TIMEOUT_S)
         while True:
             left = deadline - time.monotonic()
             if left <= 0:
@@ -100,10 +110,7 @@ class App:
                 if self.proc.poll() is not None:
                     raise Fail(f"app exited ({self.proc.returncode}) waiting for {what}")
                 continue
-            m = re.match(r"frame (\d+) (.*)", line)
-            if m:
-                self.frame = int(m.group(1))
-                self.state = dict(kv.split("=", 1) for kv in m.group(2).split())
+            self.take(line)
             if pred(line):
                 return line
 

@@ -37,7 +37,6 @@ Exits 0 on success, 1 on a failed check, 77 (skip) without the built-in model.
 """
 import argparse
 import os
-import queue
 import re
 import statistics
 import sys
@@ -64,28 +63,10 @@ class Traced(App):
             self.jobs.append(line)
         elif line.startswith("status "):
             self.status = line[7:]
-        m = re.match(r"frame (\d+) (.*)", line)
-        if m:
-            self.frame = int(m.group(1))
-            self.state = dict(kv.split("=", 1) for kv in m.group(2).split())
-            return True
-        return False
+        return super().take(line)
 
     def wait_line(self, pred, what, timeout=None):
-        deadline = time.monotonic() + (timeout or 300)
-        while True:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise Fail(f"timed out waiting for {what} (last state {self.state})")
-            try:
-                line = self.lines.get(timeout=min(left, 0.5))
-            except queue.Empty:
-                if self.proc.poll() is not None:
-                    raise Fail(f"app exited ({self.proc.returncode}) waiting for {what}")
-                continue
-            self.take(line)
-            if pred(line):
-                return line
+        return super().wait_line(pred, what, timeout or 300)
 
     def frame_where(self, what, **want):
         """The next frame line in the wanted state (values compared as strings)."""
