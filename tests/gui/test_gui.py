@@ -312,6 +312,18 @@ def main():
     return 0
 
 
+def builtin_and_display(root):
+    """Before a test on the built-in model: 77 (skip) without it in root's assets/default,
+    1 without a display, None when both are there."""
+    if not os.path.exists(os.path.join(root, "assets", "default", "model.safetensors")):
+        print("SKIP: no built-in model in assets/default")
+        return 77
+    if not os.environ.get("DISPLAY"):
+        print("FAIL: no DISPLAY: run under xvfb-run")
+        return 1
+    return None
+
+
 def run_checks(app, fn):
     """fn(app), the checks of one run of the app: False (and FAIL printed) when one
     fails. The app is killed if it is still running at the end, whatever happened."""

@@ -63,7 +63,8 @@ import numpy as np
 from PIL import Image
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from test_gui import App, Fail, check, find_window, quit_app, run, run_checks  # noqa: E402
+from test_gui import (App, Fail, builtin_and_display, check, find_window, quit_app,  # noqa: E402
+                      run, run_checks)
 
 ROOT = os.path.realpath(os.path.join(os.path.dirname(__file__), "..", ".."))
 
@@ -251,12 +252,9 @@ def main():
     ap.add_argument("--max-per-action", type=float, default=20.0, help="KB, second half")
     ap.add_argument("--no-rss-check", action="store_true", help="report the slope only (ASan)")
     args = ap.parse_args()
-    if not os.path.exists(os.path.join(ROOT, "assets", "default", "model.safetensors")):
-        print("SKIP: no built-in model in assets/default")
-        return 77
-    if not os.environ.get("DISPLAY"):
-        print("FAIL: no DISPLAY: run under xvfb-run")
-        return 1
+    rc = builtin_and_display(ROOT)
+    if rc is not None:
+        return rc
     os.makedirs(args.out, exist_ok=True)
     files = make_drop_files(args.out)
     rng = random.Random(args.seed)

@@ -43,7 +43,8 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from test_gui import App, Fail, check, find_window, run, run_checks  # noqa: E402
+from test_gui import (App, Fail, builtin_and_display, check, find_window, run,  # noqa: E402
+                      run_checks)
 
 ROOT = os.path.realpath(os.path.join(os.path.dirname(__file__), "..", ".."))
 DEMO = os.path.join(ROOT, "assets", "default", "demo")
@@ -239,12 +240,9 @@ def main():
     ap.add_argument("--max-ping", type=float, default=0.1, help="s, median of the pings")
     ap.add_argument("--max-quit", type=float, default=1.0, help="s, from Esc to the exit")
     args = ap.parse_args()
-    if not os.path.exists(os.path.join(ROOT, "assets", "default", "model.safetensors")):
-        print("SKIP: no built-in model in assets/default")
-        return 77
-    if not os.environ.get("DISPLAY"):
-        print("FAIL: no DISPLAY: run under xvfb-run")
-        return 1
+    rc = builtin_and_display(ROOT)
+    if rc is not None:
+        return rc
     os.makedirs(args.out, exist_ok=True)
     env = dict(os.environ, VITLENS_TRACE="1")
     env.pop("VITLENS_ASSETS", None)
