@@ -496,11 +496,7 @@ static int write_lists(const char *dir, const Model *model, const Scene *sc) {
         for (int i = 0; i < n; i++) {
             int t = idx[i];
             char who[48];
-            if (t < c->n_prefix)
-                vit_prefix_name(who, sizeof who, c, t);
-            else
-                snprintf(who, sizeof who, "patch (%d; %d)", (t - c->n_prefix) / c->grid_w + 1,
-                         (t - c->n_prefix) % c->grid_w + 1);
+            token_name(who, sizeof who, c, t, ';'); /* no comma in a CSV field */
             fprintf(f, "%d,%d,%s,%.6g,%.6g,%d,%.6g\n", l + 1, t, who, (double)norms[t], (double)thr,
                     idx[T + i] + 1, (double)cls[t]);
         }

@@ -5,6 +5,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+const char *token_name(char *buf, size_t n, const VitConfig *c, int t, char sep) {
+    if (t < c->n_prefix) return vit_prefix_name(buf, n, c, t);
+    int p = t - c->n_prefix;
+    snprintf(buf, n, "patch (%d%c %d)", p / c->grid_w + 1, sep, p % c->grid_w + 1);
+    return buf;
+}
+
 /* --- the kinds' functions -------------------------------------------------- */
 
 /* The head and fusion a map call takes: one head (fusion unused), or head -1 and
@@ -617,11 +624,7 @@ static void view_list(ViewMaps *m, const Scene *sc) {
             for (int i = 0; i < n && i < VIEW_MAX_LIST; i++) {
                 int t = idx[i];
                 char who[48];
-                if (t < c->n_prefix)
-                    vit_prefix_name(who, sizeof who, c, t);
-                else
-                    snprintf(who, sizeof who, "patch (%d, %d)", (t - c->n_prefix) / c->grid_w + 1,
-                             (t - c->n_prefix) % c->grid_w + 1);
+                token_name(who, sizeof who, c, t, ',');
                 snprintf(m->list_text[i], sizeof m->list_text[i],
                          "%s \xc2\xb7 from L%d \xc2\xb7 CLS %.0f%%", who, idx[T + i] + 1,
                          100.0 * cls[t]);

@@ -215,4 +215,8 @@ int view_maps_same_request(const ViewMaps *a, const ViewMaps *b, int n_heads);
 int view_high_norm(int *idx, int *first, float *threshold, const Scene *sc, const View *v,
                    VitError *err);
 
+/* Token t's name into buf (n bytes): a prefix token's ("CLS", "reg1", vit_prefix_name),
+ * else "patch (row<sep> col)", 1-based on the patch grid. Returns buf. */
+const char *token_name(char *buf, size_t n, const VitConfig *c, int t, char sep);
+
 #endif
