@@ -57,7 +57,7 @@ int files_default_model(char *model, size_t model_bytes, char *demo_dir, size_t 
 
 /* --- stepping through a folder --------------------------------------------- */
 
-/* What the engine decodes (engine/decode.c), by extension, any case. */
+/* What the engine decodes (engine/image/decode.c), by extension, any case. */
 static int is_image_name(const char *name) {
     static const char *const ext[] = {".png", ".jpg",  ".jpeg", ".bmp",  ".gif",
                                       ".tga", ".ppm",  ".pgm",  ".pnm",  ".webp",

@@ -364,7 +364,7 @@ const MapKindInfo MAP_KINDS[MAP_KIND_COUNT] = {
                         .per_layer = 1,
                         .map = lens_map,
                         .status = lens_status},
-    /* Abnar & Zuidema 2020 section 3, exact max flow (engine/flow.c) */
+    /* Abnar & Zuidema 2020 section 3, exact max flow (engine/maps/flow.c) */
     [MAP_ATTENTION_FLOW] = {.name = "attention flow",
                             .title = "attention flow (Abnar & Zuidema 2020)",
                             .tag = "flow",

@@ -1,4 +1,4 @@
-/* bench_flow.c - time attention flow (vit_attention_flow, engine/flow.c): the flow of
+/* bench_flow.c - time attention flow (vit_attention_flow, engine/maps/flow.c): the flow of
  * every input token to the CLS token after the last block, the map the app shows.
  *
  *   bench_flow --model M.safetensors [--image PHOTO] [--threads 1,2] [--iters N]

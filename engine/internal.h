@@ -39,7 +39,7 @@ void vit_report(const VitRun *run, int done, int total);
 /* VIT_ERR_CANCELLED with "what: cancelled" (maps.c). */
 VitStatus vit_cancelled_error(VitError *err, const char *what);
 
-/* --- thread pool (engine/pool.c) ----------------------------------------- */
+/* --- thread pool (engine/passes/pool.c) ----------------------------------------- */
 
 typedef struct VitPool VitPool;
 /* A task's item: do item `item` of `n_items` of ctx, on thread `thread` (0: the
@@ -57,7 +57,7 @@ void vit_pool_run(VitPool *p, VitTask fn, void *ctx, int n_items);
 int vit_pool_threads(const VitPool *p);
 void vit_pool_free(VitPool *p); /* joins the workers; NULL-safe */
 
-/* --- attention blocks (engine/forward.c), shared with the maps ------------ */
+/* --- attention blocks (engine/passes/forward.c), shared with the maps ------------ */
 
 /* Query rows are processed in vit_att_blocks(T) blocks of at most VIT_ATT_BLOCK
  * rows; block b holds rows [vit_att_block_start(T, b), vit_att_block_start(T, b + 1)). */
@@ -71,7 +71,7 @@ int vit_att_block_start(int T, int b);
 void vit_att_block(float *out, const float *q, const float *k, int ld, int r0, int r1, int T,
                    int Dh, int gemm_only);
 
-/* --- forward-pass steps (engine/forward.c), shared with the backward pass -- */
+/* --- forward-pass steps (engine/passes/forward.c), shared with the backward pass -- */
 
 enum { VIT_EPI_NONE, VIT_EPI_GELU, VIT_EPI_GELU_TO, VIT_EPI_RESIDUAL };
 
@@ -130,7 +130,7 @@ void vit_values(VitPool *pool, float *v, const float *xn, const VitBlock *b, int
 void vit_grad_att_block(float *out, const float *dctx, const float *v, int ld, int r0, int r1,
                         int T, int Dh);
 
-/* --- reading the attention (engine/maps.c), shared with explain.c ---------- */
+/* --- reading the attention (engine/maps/maps.c), shared with explain.c ---------- */
 
 /* Reads att[layer, head] a block of query rows at a time (vit_att_blocks): a
  * pointer into run->att when the run kept it; otherwise the block recomputed into
@@ -169,7 +169,7 @@ void vit_row_times(double *v, double *tmp, const float *a, int T);
  * buffers end up holding garbage; run vit_forward before reading any map. */
 void vit_forward_gemms(VitRun *run, const Vit *vit);
 
-/* --- preprocessing (engine/image.c) ------------------------------------------ */
+/* --- preprocessing (engine/image/image.c) ------------------------------------------ */
 
 /* vit_preprocess and vit_preprocess_rgb with a limit on the crop's resampling work
  * (pixels made by the horizontal pass plus taps) other than VIT_MAX_IMAGE_PIXELS:
@@ -180,7 +180,7 @@ VitStatus vit_preprocess_max(float *out, int *crop_x, int *crop_y, int *crop_w, 
 VitStatus vit_preprocess_rgb_max(uint8_t *out, const VitConfig *cfg, const VitImage *img,
                                  uint64_t max_work, VitError *err);
 
-/* --- image decoding (engine/decode.c, engine/codecs.c) ---------------------- */
+/* --- image decoding (engine/image/decode.c, engine/image/codecs.c) ---------------------- */
 
 /* vit_image_load_with with a pixel limit other than VIT_MAX_IMAGE_PIXELS: tests/fuzz
  * uses a smaller one, so that no run spends seconds decoding 100 M pixels. */
@@ -210,7 +210,7 @@ VitStatus vit_decode_heif(Decoded *out, const char *path, const uint8_t *data, s
 /* The orientation tag of an EXIF block (libexif): 1..8, 1 when none. codecs.c. */
 int vit_exif_orientation(const uint8_t *p, size_t n);
 
-/* --- safetensors (engine/safetensors.c) ---------------------------------- */
+/* --- safetensors (engine/load/safetensors.c) ---------------------------------- */
 
 typedef enum { ST_F32, ST_F16, ST_BF16, ST_OTHER } StDtype;
 

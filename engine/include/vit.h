@@ -783,7 +783,7 @@ VitStatus vit_explain(float *out, VitExplain m, const VitRun *run, const VitGrad
  * checkpoint). n_blocks 0: the head only (the cascade's first step); the trained
  * model is src itself. The patch embedding, tokens, position embedding and final
  * norm are kept. Same seed, same weights on every machine (splitmix64 + Box-Muller in
- * double, engine/randomize.c). dst shares src's other tensors: free it (vit_free)
+ * double, engine/eval/randomize.c). dst shares src's other tensors: free it (vit_free)
  * before src. dst->labels is NULL. Memory: n_blocks * (4D^2 + D^2 + 2FD + ...) + 2CD
  * floats. Errors: VIT_ERR_ARG (n_blocks outside 0 .. L), VIT_ERR_NOMEM; on error dst
  * is zeroed. */
@@ -877,7 +877,7 @@ VitStatus vit_attention_flow(float *out, const VitRun *run, int layer, int query
  * levels 0 .. n_layers of T nodes each, cap [n_layers, T, T], cap[l][i][j] the
  * capacity of the edge from token j at level l to token i at level l + 1 (>= 0,
  * finite; 0 is no edge). out[j] = the max flow from (0, j) to (n_layers, query), for
- * every j: out [T]. Dinic's algorithm in double (engine/flow.c; exact up to the
+ * every j: out [T]. Dinic's algorithm in double (engine/maps/flow.c; exact up to the
  * rounding of double sums), rounded to float. The T problems are handed out to
  * min(n_threads, T) threads of its own, the caller's included (one that cannot start
  * or allocate is left out, the others do its share); the result does not depend on

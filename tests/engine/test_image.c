@@ -297,7 +297,7 @@ static void test_orientation(const char *dir) {
 /* RGB TIFFs with an unassociated alpha (ExtraSamples 2), channels interleaved or in
  * planes apart: the colour as stored (Pillow's convert('RGB')), not premultiplied as
  * libtiff's RGBA interface would give it. These take the engine's own put routines
- * (engine/codecs.c: put_contig_rgb, put_separate_rgb). */
+ * (engine/image/codecs.c: put_contig_rgb, put_separate_rgb). */
 static void test_tiff_alpha(const char *dir) {
     enum { W = 20, H = 11 }; /* 11 rows: a short last strip */
     uint8_t px[H * W * 4], want[H * W * 3];

@@ -1013,7 +1013,7 @@ static void case_pic_truncated(Ctx *c) {
     image_expect(c, path, VIT_ERR_IMAGE, KEYS("cannot decode image", "PIC file too short"));
 }
 
-/* A whole PIC: read as RGBA (load_pic in engine/decode.c), the alpha dropped. */
+/* A whole PIC: read as RGBA (load_pic in engine/image/decode.c), the alpha dropped. */
 static void case_pic(Ctx *c) {
     static const uint8_t rgb[6] = {10, 20, 30, 40, 50, 60};
     size_t n;

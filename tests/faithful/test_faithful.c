@@ -1,4 +1,4 @@
-/* test_faithful.c - the faithfulness functions (engine/faithful.c, vit.h "Faithfulness")
+/* test_faithful.c - the faithfulness functions (engine/eval/faithful.c, vit.h "Faithfulness")
  * on cases worked by hand, their argument errors (a status, a message, no crash; run
  * under ASan/UBSan too), and exhaustive or brute-force checks that need no reference:
  * vit_perturb_count against the rational number it rounds for every n <= 300 and

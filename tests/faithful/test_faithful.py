@@ -1,4 +1,4 @@
-"""test_faithful.py - the faithfulness functions (engine/faithful.c, vit.h "Faithfulness:
+"""test_faithful.py - the faithfulness functions (engine/eval/faithful.c, vit.h "Faithfulness:
 perturbation, localisation, sanity checks") against references written here from the
 formulas in vit.h, in float64 numpy (torch for the blur), on seeded random cases.
 

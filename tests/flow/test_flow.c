@@ -1,4 +1,4 @@
-/* test_flow.c - attention flow in C (engine/flow.c): bad arguments, graphs worked by
+/* test_flow.c - attention flow in C (engine/maps/flow.c): bad arguments, graphs worked by
  * hand, a plain max flow (Edmonds-Karp on the whole graph's capacity matrix, no
  * pruning, no reversal) against the engine's on random graphs, the same flows bit for
  * bit on 1 to 4 threads, and vit_attention_flow on a tiny model with its attention

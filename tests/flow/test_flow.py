@@ -1,4 +1,4 @@
-"""test_flow.py - attention flow (engine/flow.c; Abnar & Zuidema 2020, "Quantifying
+"""test_flow.py - attention flow (engine/maps/flow.c; Abnar & Zuidema 2020, "Quantifying
 Attention Flow in Transformers", §3) against networkx's maximum flow.
 
     /usr/bin/python3 test_flow.py graphs --dump flow_dump --work DIR

@@ -201,7 +201,7 @@ static void seed_encoded(const char *name, uint8_t *file, size_t n, int required
     free(file);
 }
 
-/* JPEG (libjpeg-turbo), WebP, TIFF and HEIF/AVIF: the decoders of engine/codecs.c. */
+/* JPEG (libjpeg-turbo), WebP, TIFF and HEIF/AVIF: the decoders of engine/image/codecs.c. */
 static void seeds_codecs(void) {
     uint8_t px[16 * 12 * 4];
     for (size_t i = 0; i < sizeof px; i++) px[i] = (uint8_t)(i * 7 + (i / 48) * 13);

@@ -1,7 +1,7 @@
 /* maps_dump.c - run every map of vit.h on a synthetic attention tensor and write
  * them as .npy files, for test_maps.py to check against numpy. Needs no model:
  * a VitRun is filled by hand with the shapes and run.att, which is all that
- * engine/maps.c reads (cfg.n_layers, n_heads, n_prefix, n_patches, n_tokens).
+ * engine/maps/maps.c reads (cfg.n_layers, n_heads, n_prefix, n_patches, n_tokens).
  *
  * usage: maps_dump ATT OUT_DIR L H Np gh gw QUERIES RATIOS
  *   ATT      raw little-endian float32 att [L, H, T, T], T = Np + gh*gw, no header

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""test_explore.py - the explorer's maps (engine/maps.c: vit_mass_mask,
+"""test_explore.py - the explorer's maps (engine/maps/maps.c: vit_mass_mask,
 vit_attention_distance) against independent float64 numpy implementations
 written from the papers.
 

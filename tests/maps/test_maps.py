@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""test_maps.py - the engine's maps (engine/maps.c) against an independent
+"""test_maps.py - the engine's maps (engine/maps/maps.c) against an independent
 float64 numpy implementation of their formulas.
 
 Run with Debian's /usr/bin/python3 (numpy):

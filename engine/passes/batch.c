@@ -3,7 +3,7 @@
  * pass rather than one pass each.
  *
  * Row-major. Linear weights keep PyTorch's [out, in] layout: out[R, O] = inp[R, I] .
- * w[O, I]^T + b[O] (vit_linear, engine/forward.c). The maths is vit_forward's, on its
+ * w[O, I]^T + b[O] (vit_linear, engine/passes/forward.c). The maths is vit_forward's, on its
  * own helpers (vit_linear and its epilogues, vit_qkv, vit_layernorm, vit_att_block,
  * vit_im2col, vit_softmax_rows); what differs is the layout: the n images' token rows
  * are stacked, image after image, into [n*T, .] buffers, so that each linear layer is

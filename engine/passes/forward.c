@@ -7,7 +7,7 @@
  * written into the output first and the product added with beta = 1, which is
  * torch.addmm's order (bias + inp @ w.T).
  *
- * Threads (engine/pool.c): one pool per VitRun, OpenBLAS single-threaded inside
+ * Threads (engine/passes/pool.c): one pool per VitRun, OpenBLAS single-threaded inside
  * it; every step is a set of items the running threads take. A linear layer is one
  * slice of output columns per thread (its rows of w: the weights are read once in
  * all), with the step after it on the same slice while it is in cache: GELU after
