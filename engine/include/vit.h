@@ -270,7 +270,7 @@ void vit_free(Vit *vit);
  * one that nobody waits for any more (a newer request, or quitting): VitRun.control,
  * when set, points at a VitControl that vit_forward checks before each layer and each
  * attention block, and the maps that read the attention (vit_map_attention, vit_map_fused,
- * vit_prefix_share, vit_rollout, vit_rollout_layers, vit_attention_distance,
+ * vit_map_entropy, vit_prefix_share, vit_rollout, vit_rollout_layers, vit_attention_distance,
  * vit_attention_flow, vit_tokenrank, vit_explain's Chefer and gradient rollout) before each
  * layer and each block of rows they recompute. Once another thread has called
  * vit_control_cancel, the call returns within about one block's work: a map with
@@ -562,6 +562,31 @@ VitStatus vit_map_attention(float *out, const VitRun *run, int layer, int head, 
  * over heads). */
 VitStatus vit_map_fused(float *out, const VitRun *run, int layer, VitFusion fusion, int query,
                         VitError *err);
+
+/* Attention entropy: how focused each patch's attention is. For head >= 0,
+ *   out[p] = H_{Np+p} = -sum_j att[layer, head, Np + p, j] * ln att[layer, head, Np + p, j]
+ * the entropy in nats (0 ln 0 = 0) of query token Np + p's attention row over all T keys,
+ * the prefix tokens (CLS, distillation, registers) included as keys: 0 when the patch
+ * attends to one token only, ln T when it attends to all alike. The map is over the
+ * patch queries; the prefix tokens' own rows are not in it. head < 0: the heads' maps
+ * fused, out[p] = fuse_h H_{h, Np+p} (mean, max or min over heads: the most diffuse and
+ * the most focused head), as the app's per-head kinds fuse: not the entropy of the fused
+ * attention, which for max and min is no distribution. Each row is summed in double,
+ * the map stored in float. Attention read as the other maps read it (kept or
+ * recomputed, the same values). Errors: VIT_ERR_ARG (layer or head out of range, an
+ * unknown fusion with head < 0, no forward pass), VIT_ERR_NOMEM (head < 0: [H + 3, N]
+ * scratch), VIT_ERR_CANCELLED. */
+VitStatus vit_map_entropy(float *out, const VitRun *run, int layer, int head, VitFusion fusion,
+                          VitError *err);
+
+/* Every vit_map_entropy map of layers layer0 .. layer0 + n_layers - 1 at once, as the
+ * app's overviews show them: out [n_layers, H + 3, N], per layer the maps of heads
+ * 0 .. H-1, then the mean, max and min fusion (VitFusion order), each bit for bit the
+ * vit_map_entropy call it stands for; each head's attention is read once. Reports
+ * layers done (VitRun.control). Errors: those of vit_map_entropy, VIT_ERR_ARG for
+ * layer0 < 0 or n_layers < 1. */
+VitStatus vit_map_entropy_layers(float *out, const VitRun *run, int layer0, int n_layers,
+                                 VitError *err);
 
 /* Attention rollout (Abnar & Zuidema 2020, §3), up to and including `layer`:
  *   A_l  = fuse_h att[l, h]                                   [T, T]
