@@ -95,6 +95,100 @@ static int cmp_name(const void *a, const void *b) {
     return strcmp((*(const StTensor *const *)a)->name, (*(const StTensor *const *)b)->name);
 }
 
+/* One header entry e (not __metadata__) into t (its name already set): dtype, shape and
+ * data offsets, each checked against the data area of data_bytes. */
+static VitStatus parse_entry(StTensor *t, const cJSON *e, size_t data_bytes, const char *name,
+                             VitError *err) {
+    const char *tn = t->name;
+    char sbuf[160];
+    const cJSON *jd = cJSON_GetObjectItemCaseSensitive(e, "dtype");
+    const cJSON *js = cJSON_GetObjectItemCaseSensitive(e, "shape");
+    const cJSON *jo = cJSON_GetObjectItemCaseSensitive(e, "data_offsets");
+    if (!cJSON_IsString(jd))
+        return vit_set_error(err, VIT_ERR_FORMAT, "%s: tensor '%s': missing string 'dtype'", name,
+                             tn);
+    t->elem_bytes = dtype_info(jd->valuestring, &t->dtype);
+    if (!t->elem_bytes)
+        return vit_set_error(err, VIT_ERR_FORMAT, "%s: tensor '%s': unknown dtype '%.32s'", name,
+                             tn, jd->valuestring);
+    snprintf(t->dtype_name, sizeof t->dtype_name, "%s", jd->valuestring);
+
+    if (!cJSON_IsArray(js) || cJSON_GetArraySize(js) > ST_MAX_DIMS)
+        return vit_set_error(err, VIT_ERR_FORMAT,
+                             "%s: tensor '%s': 'shape' must be an array of at most %d sizes", name,
+                             tn, ST_MAX_DIMS);
+    size_t n_elems = 1;
+    int overflow = 0;
+    for (const cJSON *d = js->child; d; d = d->next) {
+        uint64_t v;
+        if (!json_uint(d, &v))
+            return vit_set_error(err, VIT_ERR_FORMAT,
+                                 "%s: tensor '%s': shape entries must be non-negative integers",
+                                 name, tn);
+        t->shape[t->ndim++] = (int64_t)v;
+        if (v && n_elems > SIZE_MAX / v)
+            overflow = 1;
+        else
+            n_elems *= (size_t)v;
+    }
+    if (overflow || n_elems > SIZE_MAX / (size_t)t->elem_bytes)
+        return vit_set_error(err, VIT_ERR_FORMAT, "%s: tensor '%s': shape %s overflows", name, tn,
+                             st_shape_str(sbuf, sizeof sbuf, t->shape, t->ndim));
+    t->n_elems = n_elems;
+
+    uint64_t b, en;
+    if (!cJSON_IsArray(jo) || cJSON_GetArraySize(jo) != 2 || !json_uint(jo->child, &b) ||
+        !json_uint(jo->child->next, &en))
+        return vit_set_error(err, VIT_ERR_FORMAT,
+                             "%s: tensor '%s': 'data_offsets' must be [begin, end] integers", name,
+                             tn);
+    if (b > en)
+        return vit_set_error(err, VIT_ERR_FORMAT,
+                             "%s: tensor '%s': data_offsets [%llu, %llu] are reversed", name, tn,
+                             (unsigned long long)b, (unsigned long long)en);
+    if (en > data_bytes)
+        return vit_set_error(err, VIT_ERR_FORMAT,
+                             "%s: tensor '%s': data_offsets [%llu, %llu] end past the data area "
+                             "(%zu bytes): file truncated?",
+                             name, tn, (unsigned long long)b, (unsigned long long)en, data_bytes);
+    t->begin = (size_t)b;
+    t->end = (size_t)en;
+    if (t->end - t->begin != n_elems * (size_t)t->elem_bytes)
+        return vit_set_error(err, VIT_ERR_FORMAT,
+                             "%s: tensor '%s': %zu bytes in data_offsets, expected %zu "
+                             "(shape %s x %d bytes per %s)",
+                             name, tn, t->end - t->begin, n_elems * (size_t)t->elem_bytes,
+                             st_shape_str(sbuf, sizeof sbuf, t->shape, t->ndim), t->elem_bytes,
+                             t->dtype_name);
+    return VIT_OK;
+}
+
+/* The table as a whole: no name twice, no two non-empty tensors overlapping. order: [st->n]
+ * scratch. */
+static VitStatus check_layout(const StFile *st, StTensor **order, const char *name, VitError *err) {
+    /* Duplicate names: cJSON keeps both entries of a repeated key. */
+    for (int i = 0; i < st->n; i++) order[i] = &st->tensors[i];
+    qsort(order, (size_t)st->n, sizeof *order, cmp_name);
+    for (int i = 1; i < st->n; i++)
+        if (strcmp(order[i - 1]->name, order[i]->name) == 0)
+            return vit_set_error(err, VIT_ERR_FORMAT, "%s: tensor '%s' appears twice in the header",
+                                 name, order[i]->name);
+    /* Overlap: sorted by begin, each non-empty tensor must start at or after the
+     * furthest end seen so far. */
+    qsort(order, (size_t)st->n, sizeof *order, cmp_begin);
+    const StTensor *last = NULL;
+    for (int i = 0; i < st->n; i++) {
+        const StTensor *t = order[i];
+        if (t->end == t->begin) continue;
+        if (last && t->begin < last->end)
+            return vit_set_error(err, VIT_ERR_FORMAT,
+                                 "%s: tensors '%s' [%zu, %zu] and '%s' [%zu, %zu] overlap", name,
+                                 last->name, last->begin, last->end, t->name, t->begin, t->end);
+        if (!last || t->end > last->end) last = t;
+    }
+    return VIT_OK;
+}
+
 /* --- entry points ---------------------------------------------------------- */
 
 VitStatus st_parse(StFile *st, const uint8_t *file, size_t file_bytes, const char *name,
@@ -103,7 +197,6 @@ VitStatus st_parse(StFile *st, const uint8_t *file, size_t file_bytes, const cha
     cJSON *root = NULL;
     StTensor **order = NULL;
     VitStatus rc = VIT_OK;
-    char sbuf[160];
 
     if (file_bytes < 8) {
         rc = vit_set_error(err, VIT_ERR_FORMAT,
@@ -173,110 +266,9 @@ VitStatus st_parse(StFile *st, const uint8_t *file, size_t file_bytes, const cha
         }
         st->n++;
 
-        const cJSON *jd = cJSON_GetObjectItemCaseSensitive(e, "dtype");
-        const cJSON *js = cJSON_GetObjectItemCaseSensitive(e, "shape");
-        const cJSON *jo = cJSON_GetObjectItemCaseSensitive(e, "data_offsets");
-        if (!cJSON_IsString(jd)) {
-            rc = vit_set_error(err, VIT_ERR_FORMAT, "%s: tensor '%s': missing string 'dtype'", name,
-                               tn);
-            goto fail;
-        }
-        t->elem_bytes = dtype_info(jd->valuestring, &t->dtype);
-        if (!t->elem_bytes) {
-            rc = vit_set_error(err, VIT_ERR_FORMAT, "%s: tensor '%s': unknown dtype '%.32s'", name,
-                               tn, jd->valuestring);
-            goto fail;
-        }
-        snprintf(t->dtype_name, sizeof t->dtype_name, "%s", jd->valuestring);
-
-        if (!cJSON_IsArray(js) || cJSON_GetArraySize(js) > ST_MAX_DIMS) {
-            rc = vit_set_error(err, VIT_ERR_FORMAT,
-                               "%s: tensor '%s': 'shape' must be an array of at most %d sizes",
-                               name, tn, ST_MAX_DIMS);
-            goto fail;
-        }
-        size_t n_elems = 1;
-        int overflow = 0;
-        for (const cJSON *d = js->child; d; d = d->next) {
-            uint64_t v;
-            if (!json_uint(d, &v)) {
-                rc = vit_set_error(err, VIT_ERR_FORMAT,
-                                   "%s: tensor '%s': shape entries must be non-negative integers",
-                                   name, tn);
-                goto fail;
-            }
-            t->shape[t->ndim++] = (int64_t)v;
-            if (v && n_elems > SIZE_MAX / v)
-                overflow = 1;
-            else
-                n_elems *= (size_t)v;
-        }
-        if (overflow || n_elems > SIZE_MAX / (size_t)t->elem_bytes) {
-            rc = vit_set_error(err, VIT_ERR_FORMAT, "%s: tensor '%s': shape %s overflows", name, tn,
-                               st_shape_str(sbuf, sizeof sbuf, t->shape, t->ndim));
-            goto fail;
-        }
-        t->n_elems = n_elems;
-
-        uint64_t b, en;
-        if (!cJSON_IsArray(jo) || cJSON_GetArraySize(jo) != 2 || !json_uint(jo->child, &b) ||
-            !json_uint(jo->child->next, &en)) {
-            rc = vit_set_error(err, VIT_ERR_FORMAT,
-                               "%s: tensor '%s': 'data_offsets' must be [begin, end] integers",
-                               name, tn);
-            goto fail;
-        }
-        if (b > en) {
-            rc = vit_set_error(err, VIT_ERR_FORMAT,
-                               "%s: tensor '%s': data_offsets [%llu, %llu] are reversed", name, tn,
-                               (unsigned long long)b, (unsigned long long)en);
-            goto fail;
-        }
-        if (en > st->data_bytes) {
-            rc = vit_set_error(err, VIT_ERR_FORMAT,
-                               "%s: tensor '%s': data_offsets [%llu, %llu] end past the data area "
-                               "(%zu bytes): file truncated?",
-                               name, tn, (unsigned long long)b, (unsigned long long)en,
-                               st->data_bytes);
-            goto fail;
-        }
-        t->begin = (size_t)b;
-        t->end = (size_t)en;
-        if (t->end - t->begin != n_elems * (size_t)t->elem_bytes) {
-            rc = vit_set_error(err, VIT_ERR_FORMAT,
-                               "%s: tensor '%s': %zu bytes in data_offsets, expected %zu "
-                               "(shape %s x %d bytes per %s)",
-                               name, tn, t->end - t->begin, n_elems * (size_t)t->elem_bytes,
-                               st_shape_str(sbuf, sizeof sbuf, t->shape, t->ndim), t->elem_bytes,
-                               t->dtype_name);
-            goto fail;
-        }
+        if ((rc = parse_entry(t, e, st->data_bytes, name, err))) goto fail;
     }
-
-    /* Duplicate names: cJSON keeps both entries of a repeated key. */
-    for (int i = 0; i < st->n; i++) order[i] = &st->tensors[i];
-    qsort(order, (size_t)st->n, sizeof *order, cmp_name);
-    for (int i = 1; i < st->n; i++)
-        if (strcmp(order[i - 1]->name, order[i]->name) == 0) {
-            rc = vit_set_error(err, VIT_ERR_FORMAT, "%s: tensor '%s' appears twice in the header",
-                               name, order[i]->name);
-            goto fail;
-        }
-    /* Overlap: sorted by begin, each non-empty tensor must start at or after the
-     * furthest end seen so far. */
-    qsort(order, (size_t)st->n, sizeof *order, cmp_begin);
-    const StTensor *last = NULL;
-    for (int i = 0; i < st->n; i++) {
-        const StTensor *t = order[i];
-        if (t->end == t->begin) continue;
-        if (last && t->begin < last->end) {
-            rc = vit_set_error(err, VIT_ERR_FORMAT,
-                               "%s: tensors '%s' [%zu, %zu] and '%s' [%zu, %zu] overlap", name,
-                               last->name, last->begin, last->end, t->name, t->begin, t->end);
-            goto fail;
-        }
-        if (!last || t->end > last->end) last = t;
-    }
+    if ((rc = check_layout(st, order, name, err))) goto fail;
 
     free(order);
     cJSON_Delete(root);
