@@ -8,6 +8,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* *acc += a * b, with the overflow checked: 0 (and *acc unchanged) when it overflows
+ * size_t, else 1. For buffer sizes: a chain of them && together. */
+static inline int vit_add_product(size_t *acc, size_t a, size_t b) {
+    if (b && a > SIZE_MAX / b) return 0;
+    if (*acc > SIZE_MAX - a * b) return 0;
+    *acc += a * b;
+    return 1;
+}
+
 /* Fill err (if not NULL) with code and a printf-style message; returns code. */
 VitStatus vit_set_error(VitError *err, VitStatus code, const char *fmt, ...)
 #if defined(__GNUC__)
@@ -57,7 +66,7 @@ void vit_pool_run(VitPool *p, VitTask fn, void *ctx, int n_items);
 int vit_pool_threads(const VitPool *p);
 void vit_pool_free(VitPool *p); /* joins the workers; NULL-safe */
 
-/* --- attention blocks (engine/passes/forward.c), shared with the maps ------------ */
+/* --- attention blocks (engine/passes/block.c), shared with the maps -------------- */
 
 /* Query rows are processed in vit_att_blocks(T) blocks of at most VIT_ATT_BLOCK
  * rows; block b holds rows [vit_att_block_start(T, b), vit_att_block_start(T, b + 1)). */
@@ -71,7 +80,7 @@ int vit_att_block_start(int T, int b);
 void vit_att_block(float *out, const float *q, const float *k, int ld, int r0, int r1, int T,
                    int Dh, int gemm_only);
 
-/* --- forward-pass steps (engine/passes/forward.c), shared with the backward pass -- */
+/* --- a block's steps (engine/passes/block.c), shared with the backward pass ------ */
 
 enum { VIT_EPI_NONE, VIT_EPI_GELU, VIT_EPI_GELU_TO, VIT_EPI_RESIDUAL };
 
@@ -129,6 +138,56 @@ void vit_values(VitPool *pool, float *v, const float *xn, const VitBlock *b, int
  * (recomputing dA when it is not kept) call this alone, so both get the same values. */
 void vit_grad_att_block(float *out, const float *dctx, const float *v, int ld, int r0, int r1,
                         int T, int Dh);
+
+/* --- one transformer block (engine/passes/block.c) ------------------------------- */
+
+/* Where one block reads and writes (timm Block.forward):
+ *   xn1 = norm1(x); q, k, v = qkv(xn1); A_h = softmax(q_h k_h^T / sqrt(Dh)); ctx = A v
+ *   xm = res + ls1 * proj(ctx); hpre = fc1(norm2(xm)); out = xm + ls2 * fc2(gelu(hpre))
+ * for n inputs of T tokens stacked [n*T, .] (input i's rows [i*T, (i+1)*T)). After the
+ * attention only the first `rows` query rows of each input go on (T; or the tokens the
+ * head reads, in the last block); when rows < T those rows are gathered, row r of input
+ * i at r*n + i, in ctx, res, tmp, xm, xn2, hpre, hid and out (for n = 1 the same as
+ * stacked). The three callers:
+ *   vit_forward        n 1, every layer's tokens, queries and keys (and, kept for the
+ *                      backward pass, values, xm, hpre) in the run; att: the run's
+ *   vit_forward_batch  n inputs, the stream in place (res = xm = out); the last block
+ *                      gathered and head_block
+ *   vit_backward       n 1, recomputing a block's internals: att_in (the run's) or
+ *                      recomputed in scratch; hid NULL (stop after fc1)
+ * Buffers may be shared where a step's input is read before its output is written:
+ * xn1, xn2 and tmp may be one buffer; res, xm and out may be one (in place). */
+typedef struct {
+    int n;               /* inputs */
+    int rows;            /* query rows of each input after the attention: 0 .. T */
+    int head_block;      /* 1: rows [0, rows) of each input are one block of their own
+                            (the batch's last block: 1 or 2 rows, not a first standard block of
+                            ~VIT_ATT_BLOCK); 0: the standard blocks (vit_att_block_start), whose
+                            values the maps and the backward pass reproduce */
+    const float *x;      /* [n*T, D] the block's input */
+    const float *res;    /* [rows*n, D] proj's residual input: x's rows that go on (x itself
+                            when stacked or n = 1) */
+    float *xn1;          /* [n*T, D] norm1's output */
+    float *qk, *v;       /* [n*T, 2D] queries then keys, [n*T, D] values */
+    float *att;          /* n = 1: [H, T, T] the probabilities, kept (every block computed),
+                            or NULL: computed a block at a time into scratch */
+    const float *att_in; /* n = 1: [H, T, T] the probabilities already computed (read, not
+                            recomputed), or NULL */
+    float *scratch;      /* [threads, VIT_ATT_BLOCK, T] when att and att_in are NULL */
+    float *ctx;          /* [rows*n, D] (rows of each input < rows only) */
+    float *tmp;          /* [rows*n, D] proj's and fc2's outputs before the residual */
+    float *xm;           /* [rows*n, D] between attention and MLP */
+    float *xn2;          /* [rows*n, D] norm2's output */
+    float *hpre;         /* [rows*n, F] fc1's output before GELU, or NULL: GELU in place in hid */
+    float *hid;          /* [rows*n, F] GELU's output, or NULL: stop after fc1 (into hpre) */
+    float *out;          /* [rows*n, D] the block's output */
+    const VitRun *run;   /* its control (cancelled: the items left are skipped), or NULL */
+    int gemm_only;       /* vit_forward_gemms: the cblas_sgemm calls alone */
+} VitBlockIO;
+
+/* One block b of config c on the pool. Returns 0 when io->run was cancelled (the
+ * outputs are undefined), else 1. */
+int vit_block(VitPool *pool, const VitBlock *b, const VitConfig *c, const VitBlockIO *io);
 
 /* --- reading the attention (engine/maps/maps.c), shared with explain.c ---------- */
 

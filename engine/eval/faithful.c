@@ -3,8 +3,9 @@
  * (Chefer et al. 2021, §4; Petsiuk et al. 2018, RISE's deletion and insertion), the
  * area under their curves, localisation scores against a mask (pointing game,
  * energy-based pointing game, top-k IoU), Spearman's rank correlation for the sanity
- * check (Adebayo et al. 2018) and two baseline maps. No model here: the app runs the
- * forward passes on the inputs these make. Sums are in double throughout. */
+ * check (Adebayo et al. 2018) and two baseline maps. No model here: perturb.c
+ * (vit_perturb_curve) runs the forward passes on the inputs these make. Sums are in
+ * double throughout. */
 #include "internal.h"
 
 #include <math.h>

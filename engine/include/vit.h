@@ -270,7 +270,7 @@ void vit_free(Vit *vit);
  * one that nobody waits for any more (a newer request, or quitting): VitRun.control,
  * when set, points at a VitControl that vit_forward checks before each layer and each
  * attention block, and the maps that read the attention (vit_map_attention, vit_map_fused,
- * vit_prefix_share, vit_rollout, vit_rollout_layers, vit_attention_distance,
+ * vit_map_entropy, vit_prefix_share, vit_rollout, vit_rollout_layers, vit_attention_distance,
  * vit_attention_flow, vit_tokenrank, vit_explain's Chefer and gradient rollout) before each
  * layer and each block of rows they recompute. Once another thread has called
  * vit_control_cancel, the call returns within about one block's work: a map with
@@ -562,6 +562,31 @@ VitStatus vit_map_attention(float *out, const VitRun *run, int layer, int head, 
  * over heads). */
 VitStatus vit_map_fused(float *out, const VitRun *run, int layer, VitFusion fusion, int query,
                         VitError *err);
+
+/* Attention entropy: how focused each patch's attention is. For head >= 0,
+ *   out[p] = H_{Np+p} = -sum_j att[layer, head, Np + p, j] * ln att[layer, head, Np + p, j]
+ * the entropy in nats (0 ln 0 = 0) of query token Np + p's attention row over all T keys,
+ * the prefix tokens (CLS, distillation, registers) included as keys: 0 when the patch
+ * attends to one token only, ln T when it attends to all alike. The map is over the
+ * patch queries; the prefix tokens' own rows are not in it. head < 0: the heads' maps
+ * fused, out[p] = fuse_h H_{h, Np+p} (mean, max or min over heads: the most diffuse and
+ * the most focused head), as the app's per-head kinds fuse: not the entropy of the fused
+ * attention, which for max and min is no distribution. Each row is summed in double,
+ * the map stored in float. Attention read as the other maps read it (kept or
+ * recomputed, the same values). Errors: VIT_ERR_ARG (layer or head out of range, an
+ * unknown fusion with head < 0, no forward pass), VIT_ERR_NOMEM (head < 0: [H + 3, N]
+ * scratch), VIT_ERR_CANCELLED. */
+VitStatus vit_map_entropy(float *out, const VitRun *run, int layer, int head, VitFusion fusion,
+                          VitError *err);
+
+/* Every vit_map_entropy map of layers layer0 .. layer0 + n_layers - 1 at once, as the
+ * app's overviews show them: out [n_layers, H + 3, N], per layer the maps of heads
+ * 0 .. H-1, then the mean, max and min fusion (VitFusion order), each bit for bit the
+ * vit_map_entropy call it stands for; each head's attention is read once. Reports
+ * layers done (VitRun.control). Errors: those of vit_map_entropy, VIT_ERR_ARG for
+ * layer0 < 0 or n_layers < 1. */
+VitStatus vit_map_entropy_layers(float *out, const VitRun *run, int layer0, int n_layers,
+                                 VitError *err);
 
 /* Attention rollout (Abnar & Zuidema 2020, §3), up to and including `layer`:
  *   A_l  = fuse_h att[l, h]                                   [T, T]
@@ -942,13 +967,15 @@ VitStatus vit_feature_pca(float *rgb, uint8_t *fg, const float *x, int m, int d,
 /* ---------------------------------------------------------------------------
  * Faithfulness: perturbation, localisation, sanity checks
  *
- * Which map can I trust? The parts of `vitlens --eval` that need no model: the app
- * runs the forward passes on the inputs these make and scores the results with them.
+ * Which map can I trust? The parts of `vitlens --eval`: the inputs of the tests, the
+ * curve of the model's scores on them (vit_perturb_curve: the forward passes), and the
+ * scores of the results.
  *   - Perturbation tests (Chefer et al. 2021, "Transformer Interpretability Beyond
  *     Attention Visualization", §4): patches are removed in vit_patch_order, most
  *     relevant first ("positive": a faithful map makes the score fall fast, a low AUC)
  *     or least relevant first ("negative": a high AUC), vit_perturb_count(s, n_steps,
- *     N) of them at step s; the score after each step is a curve, vit_auc its area.
+ *     N) of them at step s; the score after each step is a curve (vit_perturb_curve),
+ *     vit_auc its area.
  *     (Chefer et al.'s code ranks the pixels of the map upsampled to the input;
  *     vitlens removes whole patches, the tokens the model sees.)
  *   - Deletion and insertion (Petsiuk et al. 2018, "RISE: Randomized Input Sampling
@@ -997,6 +1024,27 @@ int vit_perturb_count(int step, int n_steps, int n);
  * (in place); it must not overlap fill. All arrays caller's. */
 void vit_patch_mix(float *out, const float *base, const float *fill, const VitConfig *cfg,
                    const int *order, int k);
+
+/* The perturbation curve of one map (Chefer et al. 2021, §4: positive and negative
+ * perturbation; Petsiuk et al. 2018, RISE: deletion and insertion): the class
+ * probabilities of the model on base with the first counts[i] patches of order replaced
+ * by fill's, for each i < n_counts:
+ *   probs[i, :] = softmax(head(vit(vit_patch_mix(base, fill, order, counts[i]))))
+ * base, fill [3, Sh, Sw] normalised inputs (VitRun.input; fill NULL: zeros, i.e.
+ * deletion and perturbation; insertion: base the blurred input (vit_blur) and fill the
+ * input). order [N] from vit_patch_order. counts [n_counts], each in [0, N], in any
+ * order and repeats allowed: typically vit_perturb_count(s, n_steps, N) for s = 0 ..
+ * n_steps. probs [n_counts, C], caller's (the mean of both heads for a distilled model,
+ * as VitRun.probs). Runs vit_forward_batch on b (made by vit_batch_init for vit or a
+ * model of the same shapes) b->max_batch inputs at a time, in the order of counts: the
+ * values are those of vit_forward_batch, within its tolerance of vit_forward's. To read
+ * the curve of class c: probs[i*C + c]; its area: vit_auc. Allocates min(max_batch,
+ * n_counts) * 3*Sh*Sw floats of scratch, freed before it returns. Errors: VIT_ERR_ARG (a
+ * NULL array, n_counts < 1, a count outside [0, N], b not made for this model, a model
+ * without head), VIT_ERR_NOMEM; on error probs is partly written. */
+VitStatus vit_perturb_curve(float *probs, VitBatch *b, const Vit *vit, const float *base,
+                            const float *fill, const int *order, const int *counts, int n_counts,
+                            VitError *err);
 
 /* Gaussian blur, the start of RISE's insertion test (its substrate, a blur by
  * gkern(klen=11, nsig=5): sigma 5, radius 5): out [C, H, W] = in [C, H, W] convolved

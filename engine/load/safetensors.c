@@ -95,12 +95,9 @@ static int cmp_name(const void *a, const void *b) {
     return strcmp((*(const StTensor *const *)a)->name, (*(const StTensor *const *)b)->name);
 }
 
-/* --- entry points ---------------------------------------------------------- */
-
-/* One header entry "name": {"dtype", "shape", "data_offsets"} into t (t->name already
- * set): the dtype known, the shape's element count without overflow, the offsets in
- * order, inside the data area (st->data_bytes) and exactly the shape's bytes. */
-static VitStatus parse_entry(StTensor *t, const cJSON *e, const StFile *st, const char *name,
+/* One header entry e (not __metadata__) into t (its name already set): dtype, shape and
+ * data offsets, each checked against the data area of data_bytes. */
+static VitStatus parse_entry(StTensor *t, const cJSON *e, size_t data_bytes, const char *name,
                              VitError *err) {
     const char *tn = t->name;
     char sbuf[160];
@@ -149,12 +146,11 @@ static VitStatus parse_entry(StTensor *t, const cJSON *e, const StFile *st, cons
         return vit_set_error(err, VIT_ERR_FORMAT,
                              "%s: tensor '%s': data_offsets [%llu, %llu] are reversed", name, tn,
                              (unsigned long long)b, (unsigned long long)en);
-    if (en > st->data_bytes)
+    if (en > data_bytes)
         return vit_set_error(err, VIT_ERR_FORMAT,
                              "%s: tensor '%s': data_offsets [%llu, %llu] end past the data area "
                              "(%zu bytes): file truncated?",
-                             name, tn, (unsigned long long)b, (unsigned long long)en,
-                             st->data_bytes);
+                             name, tn, (unsigned long long)b, (unsigned long long)en, data_bytes);
     t->begin = (size_t)b;
     t->end = (size_t)en;
     if (t->end - t->begin != n_elems * (size_t)t->elem_bytes)
@@ -167,18 +163,18 @@ static VitStatus parse_entry(StTensor *t, const cJSON *e, const StFile *st, cons
     return VIT_OK;
 }
 
-/* No name twice (cJSON keeps both entries of a repeated key) and no two non-empty
- * tensors' bytes overlapping. order [st->n]: scratch, sorted here. */
-static VitStatus check_names_and_overlap(const StFile *st, const StTensor **order, const char *name,
-                                         VitError *err) {
+/* The table as a whole: no name twice, no two non-empty tensors overlapping. order: [st->n]
+ * scratch. */
+static VitStatus check_layout(const StFile *st, StTensor **order, const char *name, VitError *err) {
+    /* Duplicate names: cJSON keeps both entries of a repeated key. */
     for (int i = 0; i < st->n; i++) order[i] = &st->tensors[i];
     qsort(order, (size_t)st->n, sizeof *order, cmp_name);
     for (int i = 1; i < st->n; i++)
         if (strcmp(order[i - 1]->name, order[i]->name) == 0)
             return vit_set_error(err, VIT_ERR_FORMAT, "%s: tensor '%s' appears twice in the header",
                                  name, order[i]->name);
-    /* Sorted by begin, each non-empty tensor must start at or after the furthest end
-     * seen so far. */
+    /* Overlap: sorted by begin, each non-empty tensor must start at or after the
+     * furthest end seen so far. */
     qsort(order, (size_t)st->n, sizeof *order, cmp_begin);
     const StTensor *last = NULL;
     for (int i = 0; i < st->n; i++) {
@@ -193,50 +189,51 @@ static VitStatus check_names_and_overlap(const StFile *st, const StTensor **orde
     return VIT_OK;
 }
 
-/* The 8-byte length and the JSON header it announces: *root the parsed object (the
- * caller frees it with cJSON_Delete), st->data and st->data_bytes the data area after it. */
-static VitStatus parse_header(cJSON **root, StFile *st, const uint8_t *file, size_t file_bytes,
-                              const char *name, VitError *err) {
-    *root = NULL;
-    if (file_bytes < 8)
-        return vit_set_error(err, VIT_ERR_FORMAT,
-                             "%s: file is %zu bytes, too short for a safetensors header "
-                             "(8-byte length + JSON)",
-                             name, file_bytes);
-    uint64_t n_header = 0;
-    for (int i = 7; i >= 0; i--) n_header = (n_header << 8) | file[i];
-    if (n_header < 2 || n_header > file_bytes - 8)
-        return vit_set_error(err, VIT_ERR_FORMAT,
-                             "%s: header length %llu does not fit in the file (%zu bytes after "
-                             "the 8-byte length): truncated or not a safetensors file",
-                             name, (unsigned long long)n_header, file_bytes - 8);
-    if (n_header > VIT_MAX_HEADER_BYTES)
-        return vit_set_error(err, VIT_ERR_FORMAT, "%s: header length %llu exceeds the limit %u",
-                             name, (unsigned long long)n_header, VIT_MAX_HEADER_BYTES);
-    const char *json = (const char *)file + 8;
-    const char *at = NULL; /* cJSON's error position, without its global */
-    *root = cJSON_ParseWithLengthOpts(json, (size_t)n_header, &at, 0);
-    if (!*root) {
-        long pos = (at && at >= json && at <= json + n_header) ? (long)(at - json) : -1;
-        return vit_set_error(err, VIT_ERR_FORMAT,
-                             "%s: header is not valid JSON (error near byte %ld)", name, pos);
-    }
-    if (!cJSON_IsObject(*root))
-        return vit_set_error(err, VIT_ERR_FORMAT, "%s: header is JSON but not an object", name);
-    st->data = file + 8 + n_header;
-    st->data_bytes = file_bytes - 8 - (size_t)n_header;
-    return VIT_OK;
-}
-
 /* --- entry points ---------------------------------------------------------- */
 
 VitStatus st_parse(StFile *st, const uint8_t *file, size_t file_bytes, const char *name,
                    VitError *err) {
     memset(st, 0, sizeof *st);
     cJSON *root = NULL;
-    const StTensor **order = NULL;
-    VitStatus rc = parse_header(&root, st, file, file_bytes, name, err);
-    if (rc != VIT_OK) goto fail;
+    StTensor **order = NULL;
+    VitStatus rc = VIT_OK;
+
+    if (file_bytes < 8) {
+        rc = vit_set_error(err, VIT_ERR_FORMAT,
+                           "%s: file is %zu bytes, too short for a safetensors header "
+                           "(8-byte length + JSON)",
+                           name, file_bytes);
+        goto fail;
+    }
+    uint64_t n_header = 0;
+    for (int i = 7; i >= 0; i--) n_header = (n_header << 8) | file[i];
+    if (n_header < 2 || n_header > file_bytes - 8) {
+        rc = vit_set_error(err, VIT_ERR_FORMAT,
+                           "%s: header length %llu does not fit in the file (%zu bytes after "
+                           "the 8-byte length): truncated or not a safetensors file",
+                           name, (unsigned long long)n_header, file_bytes - 8);
+        goto fail;
+    }
+    if (n_header > VIT_MAX_HEADER_BYTES) {
+        rc = vit_set_error(err, VIT_ERR_FORMAT, "%s: header length %llu exceeds the limit %u", name,
+                           (unsigned long long)n_header, VIT_MAX_HEADER_BYTES);
+        goto fail;
+    }
+    const char *json = (const char *)file + 8;
+    const char *at = NULL; /* cJSON's error position, without its global */
+    root = cJSON_ParseWithLengthOpts(json, (size_t)n_header, &at, 0);
+    if (!root) {
+        long pos = (at && at >= json && at <= json + n_header) ? (long)(at - json) : -1;
+        rc = vit_set_error(err, VIT_ERR_FORMAT,
+                           "%s: header is not valid JSON (error near byte %ld)", name, pos);
+        goto fail;
+    }
+    if (!cJSON_IsObject(root)) {
+        rc = vit_set_error(err, VIT_ERR_FORMAT, "%s: header is JSON but not an object", name);
+        goto fail;
+    }
+    st->data = file + 8 + n_header;
+    st->data_bytes = file_bytes - 8 - (size_t)n_header;
 
     int count = 0;
     for (cJSON *e = root->child; e; e = e->next)
@@ -255,21 +252,23 @@ VitStatus st_parse(StFile *st, const uint8_t *file, size_t file_bytes, const cha
 
     for (cJSON *e = root->child; e; e = e->next) {
         if (strcmp(e->string, "__metadata__") == 0) continue;
+        const char *tn = e->string;
         if (!cJSON_IsObject(e)) {
             rc = vit_set_error(err, VIT_ERR_FORMAT, "%s: tensor '%s': entry is not an object", name,
-                               e->string);
+                               tn);
             goto fail;
         }
         StTensor *t = &st->tensors[st->n];
-        t->name = strdup(e->string);
+        t->name = strdup(tn);
         if (!t->name) {
             rc = vit_set_error(err, VIT_ERR_NOMEM, "%s: out of memory", name);
             goto fail;
         }
         st->n++;
-        if ((rc = parse_entry(t, e, st, name, err)) != VIT_OK) goto fail;
+
+        if ((rc = parse_entry(t, e, st->data_bytes, name, err))) goto fail;
     }
-    if ((rc = check_names_and_overlap(st, order, name, err)) != VIT_OK) goto fail;
+    if ((rc = check_layout(st, order, name, err))) goto fail;
 
     free(order);
     cJSON_Delete(root);

@@ -1,7 +1,7 @@
 /* maps.c - maps over the patch grid from the captured attention [L, H, T, T]:
  * per-head attention, head fusion, attention rollout (Abnar & Zuidema 2020,
- * "Quantifying Attention Flow in Transformers", §3 and Appendix A.1), and the
- * explorer's mask and mean attention distance. Every map reads the attention
+ * "Quantifying Attention Flow in Transformers", §3 and Appendix A.1), attention
+ * entropy, and the explorer's mask and mean attention distance. Every map reads the attention
  * through AttReader, a block of query rows at a time: a pointer into run->att,
  * or the block recomputed from the kept queries and keys (the same values). */
 #include "internal.h"
@@ -422,6 +422,92 @@ const char *vit_prefix_name(char *buf, size_t n, const VitConfig *cfg, int i) {
     else
         snprintf(buf, n, "?");
     return buf;
+}
+
+/* --- attention entropy -------------------------------------------------------- */
+
+/* e[N]: the entropy of att[layer, head]'s patch query rows (Np .. T-1) over all T keys,
+ * -sum_j a_j ln a_j in nats (0 ln 0 = 0), each row summed in double. */
+static void head_entropy(float *e, AttReader *rd, int layer, int head) {
+    const VitConfig *c = &rd->run->cfg;
+    int T = c->n_tokens, Np = c->n_prefix, nb = vit_att_blocks(T);
+    for (int b = 0; b < nb; b++) {
+        int r0 = vit_att_block_start(T, b), r1 = vit_att_block_start(T, b + 1);
+        if (r1 <= Np) continue;
+        const float *blk = vit_att_reader_block(rd, layer, head, b);
+        for (int r = r0 > Np ? r0 : Np; r < r1; r++) {
+            const float *a = blk + (size_t)(r - r0) * T;
+            double h = 0.0;
+            for (int j = 0; j < T; j++)
+                if (a[j] > 0.0f) h -= (double)a[j] * log((double)a[j]);
+            e[r - Np] = (float)h;
+        }
+    }
+}
+
+/* out[H + 3, N] for one layer: the heads' entropy maps, then their mean, max and min
+ * (VitFusion order). Only the heads (head >= 0: that one alone, into out[0]) when
+ * fusions is 0. */
+static void layer_entropy(float *out, AttReader *rd, int layer, int head, int fusions) {
+    const VitConfig *c = &rd->run->cfg;
+    int H = c->n_heads, N = c->n_patches;
+    if (head >= 0) {
+        head_entropy(out, rd, layer, head);
+        return;
+    }
+    for (int h = 0; h < H && !vit_cancelled(rd->run); h++)
+        head_entropy(out + (size_t)h * N, rd, layer, h);
+    for (int f = VIT_FUSE_MEAN; f <= VIT_FUSE_MIN && fusions; f++) {
+        float *o = out + (size_t)(H + f) * N;
+        for (int h = 0; h < H; h++)
+            fuse_into(o, out + (size_t)h * N, (size_t)N, h == 0, (VitFusion)f);
+        if (f == VIT_FUSE_MEAN)
+            for (int p = 0; p < N; p++) o[p] /= (float)H;
+    }
+}
+
+VitStatus vit_map_entropy(float *out, const VitRun *run, int layer, int head, VitFusion fusion,
+                          VitError *err) {
+    VitStatus rc = check_args(run, layer, head, 0, err);
+    if (rc) return rc;
+    if (head < 0 && (fusion < VIT_FUSE_MEAN || fusion > VIT_FUSE_MIN))
+        return vit_set_error(err, VIT_ERR_ARG, "entropy: unknown head fusion %d", (int)fusion);
+    const VitConfig *c = &run->cfg;
+    size_t N = (size_t)c->n_patches, H = (size_t)c->n_heads;
+    float *all = head < 0 ? malloc((H + 3) * N * sizeof(float)) : NULL;
+    AttReader rd;
+    if (head < 0 && !all)
+        return vit_set_error(err, VIT_ERR_NOMEM, "entropy: out of memory for [%zu, %zu]", H + 3, N);
+    if ((rc = vit_att_reader_init(&rd, run, err))) {
+        free(all);
+        return rc;
+    }
+    layer_entropy(head < 0 ? all : out, &rd, layer, head, 1);
+    if (head < 0) memcpy(out, all + (H + (size_t)fusion) * N, N * sizeof(float));
+    free(all);
+    vit_att_reader_free(&rd);
+    return vit_cancelled(run) ? vit_cancelled_error(err, "entropy") : VIT_OK;
+}
+
+VitStatus vit_map_entropy_layers(float *out, const VitRun *run, int layer0, int n_layers,
+                                 VitError *err) {
+    if (n_layers < 1 || layer0 < 0)
+        return vit_set_error(err, VIT_ERR_ARG, "entropy: layers %d + %d, expected >= 0 and >= 1",
+                             layer0, n_layers);
+    VitStatus rc = check_args(run, layer0 + n_layers - 1, 0, 0, err);
+    if (rc) return rc;
+    const VitConfig *c = &run->cfg;
+    size_t per = ((size_t)c->n_heads + 3) * (size_t)c->n_patches;
+    AttReader rd;
+    if ((rc = vit_att_reader_init(&rd, run, err))) return rc;
+    for (int i = 0; i < n_layers && !vit_cancelled(run); i++) {
+        vit_report(run, i, n_layers);
+        layer_entropy(out + (size_t)i * per, &rd, layer0 + i, -1, 1);
+    }
+    vit_att_reader_free(&rd);
+    if (vit_cancelled(run)) return vit_cancelled_error(err, "entropy");
+    vit_report(run, n_layers, n_layers);
+    return VIT_OK;
 }
 
 /* --- explorer maps: attention mass mask, mean attention distance ------------ */

@@ -13,9 +13,9 @@
  * values, the residual xm between attention and MLP and fc1's output before GELU;
  * the backward pass reads them. Otherwise (the attention recomputed: large inputs),
  * going down from the top, each block's internals are recomputed from its input
- * tokens with the forward pass's own steps (vit_layernorm, vit_qkv, vit_linear; the
- * attention probabilities read from run->att or recomputed by vit_att_block, the
- * very numbers the forward pass had), then differentiated: one block's activations
+ * tokens by the forward pass's own block (vit_block, up to fc1; the attention
+ * probabilities read from run->att or recomputed by vit_att_block, the very numbers
+ * the forward pass had), then differentiated: one block's activations
  * at a time, as activation checkpointing does. Either way the same numbers.
  *
  * A block, timm's Block.forward:
@@ -40,14 +40,6 @@
 #include <string.h>
 
 /* --- buffers --------------------------------------------------------------- */
-
-/* *acc += a * b with overflow check; returns 0 on overflow. */
-static int add_floats(size_t *acc, size_t a, size_t b) {
-    if (b && a > SIZE_MAX / b) return 0;
-    if (*acc > SIZE_MAX - a * b) return 0;
-    *acc += a * b;
-    return 1;
-}
 
 /* One block's activations and gradients, carved from the end of VitGrad.mem (the
  * activations only when the run does not keep them: VitRun.blocks_kept). */
@@ -80,8 +72,9 @@ static int carve(VitGrad *g, Scratch *s, const VitConfig *c, int kept, int n_thr
     size_t W = D > T ? D : T;
     /* name, rows, cols: in this order in memory */
     size_t LH = 0, TT = 0, LT = 0, TB = 0, PP = 0;
-    if (!add_floats(&LH, L, H) || !add_floats(&TT, T, T) || !add_floats(&LT, L, T) ||
-        !add_floats(&TB, (size_t)n_threads * 2 * VIT_ATT_BLOCK, T) || !add_floats(&PP, 3 * P, P))
+    if (!vit_add_product(&LH, L, H) || !vit_add_product(&TT, T, T) || !vit_add_product(&LT, L, T) ||
+        !vit_add_product(&TB, (size_t)n_threads * 2 * VIT_ATT_BLOCK, T) ||
+        !vit_add_product(&PP, 3 * P, P))
         return 0;
     struct {
         float **p;
@@ -115,7 +108,7 @@ static int carve(VitGrad *g, Scratch *s, const VitConfig *c, int kept, int n_thr
     size_t n = 0;
     for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
         size_t before = n;
-        if (!add_floats(&n, parts[i].a, parts[i].b)) return 0;
+        if (!vit_add_product(&n, parts[i].a, parts[i].b)) return 0;
         *parts[i].p = g->mem && n > before ? g->mem + before : NULL;
     }
     *n_floats = n;
@@ -283,22 +276,6 @@ static const float *att_of(Bw *bw, int h, int b, float *buf) {
     return buf;
 }
 
-/* ctx[r] = sum_j A[r, j] v[j] for the rows < bw->rows, one item per (head, block). */
-static void ctx_task(void *arg, int item, int n_items, int thread) {
-    (void)n_items;
-    Bw *bw = arg;
-    const VitConfig *c = &bw->run->cfg;
-    int T = c->n_tokens, D = c->dim, Dh = c->head_dim, nb = vit_att_blocks(T);
-    float *buf = bw->s.att + (size_t)thread * 2 * VIT_ATT_BLOCK * T;
-    int h = item / nb, b = item % nb;
-    int r0 = vit_att_block_start(T, b), r1 = vit_att_block_start(T, b + 1);
-    int rows = (r1 < bw->rows ? r1 : bw->rows) - r0;
-    if (rows <= 0) return;
-    const float *a = att_of(bw, h, b, buf);
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, Dh, T, 1.0f, a, T,
-                bw->v + (size_t)h * Dh, D, 0.0f, bw->s.ctx + (size_t)r0 * D + (size_t)h * Dh, D);
-}
-
 /* The attention's backward: from dctx to dqkv's columns of each head (dq, dk, dv),
  * and dA into g->grad_att when it is kept (exact pass). When the run keeps the
  * attention (reading a block is free) a head is two items, its dv and its dA, dS,
@@ -362,7 +339,7 @@ static void att_back_task(void *arg, int item, int n_items, int thread) {
 static void block_internals(Bw *bw, const VitBlock *b, int need_xn1) {
     const VitRun *run = bw->run;
     const VitConfig *c = &run->cfg;
-    int T = c->n_tokens, D = c->dim, R = bw->rows;
+    int T = c->n_tokens, D = c->dim;
     size_t l = (size_t)bw->layer;
     const float *x = run->tokens + l * T * D;
     Scratch *s = &bw->s;
@@ -373,30 +350,22 @@ static void block_internals(Bw *bw, const VitBlock *b, int need_xn1) {
         return;
     }
     bw->qk = s->qk, bw->v = s->v, bw->xm = s->xm, bw->hpre = s->hpre;
-    vit_layernorm(bw->pool, s->xn1, x, b->norm1_w, b->norm1_b, T, D, c->ln_eps);
-    vit_qkv(bw->pool, s->qk, s->v, s->xn1, b, T, D, 0);
-    vit_pool_run(bw->pool, ctx_task, bw, c->n_heads * vit_att_blocks(T));
-    memcpy(s->xm, x, (size_t)R * D * sizeof(float));
-    vit_linear(bw->pool, (VitLinear){.out = s->dtmp,
-                                     .ld_out = D,
-                                     .inp = s->ctx,
-                                     .w = b->proj_w,
-                                     .b = b->proj_b,
-                                     .T = R,
-                                     .n_in = D,
-                                     .n_out = D,
-                                     .epilogue = VIT_EPI_RESIDUAL,
-                                     .x = s->xm,
-                                     .gamma = b->ls1});
-    vit_layernorm(bw->pool, s->xn2, s->xm, b->norm2_w, b->norm2_b, R, D, c->ln_eps);
-    vit_linear(bw->pool, (VitLinear){.out = s->hpre,
-                                     .ld_out = c->mlp_dim,
-                                     .inp = s->xn2,
-                                     .w = b->fc1_w,
-                                     .b = b->fc1_b,
-                                     .T = R,
-                                     .n_in = D,
-                                     .n_out = c->mlp_dim});
+    /* the forward pass's block (vit_block) up to fc1, on the same numbers */
+    VitBlockIO io = {.n = 1,
+                     .rows = bw->rows,
+                     .x = x,
+                     .res = x,
+                     .xn1 = s->xn1,
+                     .qk = s->qk,
+                     .v = s->v,
+                     .att_in = run->att ? run->att + l * c->n_heads * T * T : NULL,
+                     .scratch = s->att,
+                     .ctx = s->ctx,
+                     .tmp = s->dtmp,
+                     .xm = s->xm,
+                     .xn2 = s->xn2,
+                     .hpre = s->hpre};
+    vit_block(bw->pool, b, c, &io);
 }
 
 /* out[R, D] = gamma (.) x[R, D], or x itself without LayerScale. */

@@ -3,13 +3,12 @@
  * pass rather than one pass each.
  *
  * Row-major. Linear weights keep PyTorch's [out, in] layout: out[R, O] = inp[R, I] .
- * w[O, I]^T + b[O] (vit_linear, engine/passes/forward.c). The maths is vit_forward's, on its
- * own helpers (vit_linear and its epilogues, vit_qkv, vit_layernorm, vit_att_block,
- * vit_im2col, vit_softmax_rows); what differs is the layout: the n images' token rows
- * are stacked, image after image, into [n*T, .] buffers, so that each linear layer is
- * one GEMM over n*T rows and its weights are packed and read once for the batch, not
- * once per image. Attention alone is per image: image i's queries see image i's keys
- * and values only (rows [i*T, (i+1)*T)).
+ * w[O, I]^T + b[O] (vit_linear, engine/passes/block.c). The maths is vit_forward's, the
+ * same block (vit_block) on the same steps; what differs is the layout: the n images'
+ * token rows are stacked, image after image, into [n*T, .] buffers, so that each linear
+ * layer is one GEMM over n*T rows and its weights are packed and read once for the
+ * batch, not once per image. Attention alone is per image: image i's queries see image
+ * i's keys and values only (rows [i*T, (i+1)*T)).
  *
  * The residual stream stays in place in x: proj's and fc2's epilogues add into it
  * (x = x + ls * y), where vit_forward, which keeps every layer's tokens, writes the
@@ -27,14 +26,6 @@
 
 /* --- buffers ----------------------------------------------------------------- */
 
-/* *acc += a * b with overflow check; returns 0 on overflow. */
-static int add_product(size_t *acc, size_t a, size_t b) {
-    if (b && a > SIZE_MAX / b) return 0;
-    if (*acc > SIZE_MAX - a * b) return 0;
-    *acc += a * b;
-    return 1;
-}
-
 /* The floats of vit_batch_init (vit.h): B*(N*3P^2 + T*(6D + F) + 2D + 2C) +
  * n_threads*VIT_ATT_BLOCK*T into *n; 0 when that overflows size_t. */
 static int batch_floats(size_t *n, const VitConfig *c, int max_batch, int n_threads) {
@@ -42,9 +33,9 @@ static int batch_floats(size_t *n, const VitConfig *c, int max_batch, int n_thre
            D = (size_t)c->dim, F = (size_t)c->mlp_dim, C = (size_t)c->n_classes,
            P = (size_t)c->patch_size, per = 0;
     *n = 0;
-    return add_product(&per, N, 3 * P * P) && add_product(&per, T, 6 * D + F) &&
-           add_product(&per, 2, D + C) && add_product(n, B, per) &&
-           add_product(n, (size_t)n_threads * VIT_ATT_BLOCK, T);
+    return vit_add_product(&per, N, 3 * P * P) && vit_add_product(&per, T, 6 * D + F) &&
+           vit_add_product(&per, 2, D + C) && vit_add_product(n, B, per) &&
+           vit_add_product(n, (size_t)n_threads * VIT_ATT_BLOCK, T);
 }
 
 static int default_threads(void) {
@@ -118,35 +109,6 @@ void vit_batch_free(VitBatch *b) {
 
 /* --- steps --------------------------------------------------------------------- */
 
-typedef struct {
-    const float *qk, *v; /* [n*T, 2D] (queries, then keys), [n*T, D] */
-    float *ctx;          /* [n*T, D]; the last block: [head_rows, n, D] */
-    float *scratch;      /* [n_threads, VIT_ATT_BLOCK, T] */
-    int n, T, D, H;
-    int head_rows; /* 0: every query row; > 0: the last block, rows [0, head_rows) only */
-} BatchAttention;
-
-/* timm: attn = softmax((q * scale) @ k^T); x = attn @ v, per image and head, a block
- * of query rows at a time (vit_att_block: the forward pass's own, the same blocks):
- * one item per (image, head, block of query rows). */
-static void attention_task(void *arg, int item, int n_items, int thread) {
-    (void)n_items;
-    const BatchAttention *a = arg;
-    int T = a->T, D = a->D, H = a->H, Dh = D / H, nb = a->head_rows ? 1 : vit_att_blocks(T);
-    float *p = a->scratch + (size_t)thread * VIT_ATT_BLOCK * T;
-    int img = item / (H * nb), h = item / nb % H, blk = item % nb;
-    int r0 = a->head_rows ? 0 : vit_att_block_start(T, blk);
-    int r1 = a->head_rows ? a->head_rows : vit_att_block_start(T, blk + 1);
-    const float *qk = a->qk + (size_t)img * T * 2 * D, *v = a->v + (size_t)img * T * D;
-    vit_att_block(p, qk + h * Dh, qk + D + h * Dh, 2 * D, r0, r1, T, Dh, 0);
-    /* the last block's row r of image img goes to ctx row r*n + img */
-    float *out = a->head_rows ? a->ctx + (size_t)img * D + h * Dh
-                              : a->ctx + ((size_t)img * T + r0) * D + h * Dh;
-    int ldc = a->head_rows ? a->n * D : D;
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, r1 - r0, Dh, T, 1.0f, p, T, v + h * Dh,
-                D, 0.0f, out, ldc);
-}
-
 /* Image i's input tokens x[i*T .. (i+1)*T) from its patch embedding pe[N, D]:
  * timm _pos_embed: to_cat = [cls_token, dist_token?, reg_token?]
  *   pos_embed covers the prefix (default): x = cat(to_cat + [x]) + pos_embed
@@ -191,10 +153,9 @@ VitStatus vit_forward_batch(VitBatch *b, const Vit *vit, const float *inputs, in
                              "vit_batch_init)",
                              c->name, n, inputs ? "" : " at NULL", b->max_batch);
     VitPool *pool = b->pool;
-    int N = c->n_patches, T = c->n_tokens, D = c->dim, H = c->n_heads, F = c->mlp_dim,
-        L = c->n_layers, C = c->n_classes, K = 3 * c->patch_size * c->patch_size;
+    int N = c->n_patches, T = c->n_tokens, D = c->dim, L = c->n_layers, C = c->n_classes,
+        K = 3 * c->patch_size * c->patch_size;
     int hr = w->head_dist_w ? 2 : 1; /* rows the head reads: CLS (and distillation) token */
-    int nT = n * T;
     float *x = b->x, *xn = b->xn, *xh = b->xh;
 
     /* timm: x = self.patch_embed(x): one GEMM over the n*N patches of every image */
@@ -210,65 +171,31 @@ VitStatus vit_forward_batch(VitBatch *b, const Vit *vit, const float *inputs, in
     for (int i = 0; i < n; i++) embed_tokens(x + (size_t)i * T * D, xn + (size_t)i * N * D, vit);
 
     for (int l = 0; l < L; l++) {
-        const VitBlock *bl = &w->blocks[l];
         int last = l == L - 1;
-        /* timm: x = x + self.ls1(self.attn(self.norm1(x))) */
-        vit_layernorm(pool, xn, x, bl->norm1_w, bl->norm1_b, nT, D, c->ln_eps);
-        vit_qkv(pool, b->qk, b->v, xn, bl, nT, D, 0);
-        BatchAttention at = {.qk = b->qk,
-                             .v = b->v,
-                             .ctx = b->ctx,
-                             .scratch = b->att_scratch,
-                             .n = n,
-                             .T = T,
-                             .D = D,
-                             .H = H,
-                             .head_rows = last ? hr : 0};
-        vit_pool_run(pool, attention_task, &at, n * H * (last ? 1 : vit_att_blocks(T)));
-        /* the last block: only the head's rows, gathered as ctx is, row r of image i
-         * at r*n + i */
-        float *xs = x;
-        int rows = nT;
-        if (last) {
+        /* the last block: only the head's rows go on, gathered (row r of image i at
+         * r*n + i) into xh, where its residual stream continues */
+        if (last)
             for (int r = 0; r < hr; r++)
                 for (int i = 0; i < n; i++)
                     memcpy(xh + ((size_t)r * n + i) * D, x + ((size_t)i * T + r) * D,
                            (size_t)D * sizeof(float));
-            xs = xh, rows = hr * n;
-        }
-        vit_linear(pool, (VitLinear){.out = xn,
-                                     .ld_out = D,
-                                     .inp = b->ctx,
-                                     .w = bl->proj_w,
-                                     .b = bl->proj_b,
-                                     .T = rows,
-                                     .n_in = D,
-                                     .n_out = D,
-                                     .epilogue = VIT_EPI_RESIDUAL,
-                                     .x = xs,
-                                     .gamma = bl->ls1});
-        /* timm: x = x + self.ls2(self.mlp(self.norm2(x)))   (fc1 -> GELU -> fc2) */
-        vit_layernorm(pool, xn, xs, bl->norm2_w, bl->norm2_b, rows, D, c->ln_eps);
-        vit_linear(pool, (VitLinear){.out = b->hid,
-                                     .ld_out = F,
-                                     .inp = xn,
-                                     .w = bl->fc1_w,
-                                     .b = bl->fc1_b,
-                                     .T = rows,
-                                     .n_in = D,
-                                     .n_out = F,
-                                     .epilogue = VIT_EPI_GELU});
-        vit_linear(pool, (VitLinear){.out = xn,
-                                     .ld_out = D,
-                                     .inp = b->hid,
-                                     .w = bl->fc2_w,
-                                     .b = bl->fc2_b,
-                                     .T = rows,
-                                     .n_in = F,
-                                     .n_out = D,
-                                     .epilogue = VIT_EPI_RESIDUAL,
-                                     .x = xs,
-                                     .gamma = bl->ls2});
+        float *xs = last ? xh : x; /* the stream, in place */
+        VitBlockIO io = {.n = n,
+                         .rows = last ? hr : T,
+                         .head_block = last,
+                         .x = x,
+                         .res = xs,
+                         .xn1 = xn,
+                         .qk = b->qk,
+                         .v = b->v,
+                         .scratch = b->att_scratch,
+                         .ctx = b->ctx,
+                         .tmp = xn,
+                         .xm = xs,
+                         .xn2 = xn,
+                         .hid = b->hid,
+                         .out = xs};
+        vit_block(pool, &w->blocks[l], c, &io);
     }
 
     /* timm: x = self.norm(x); x = x[:, 0]; x = self.head(x), on the head's rows of

@@ -1,0 +1,258 @@
+/* arch.c - the architecture from the tensor shapes (engine/load/): the variants vit_load
+ * refuses, then width, prefix tokens, patch size, the position embedding's grid, the
+ * input grid, blocks, MLP width and heads (config.json and the options where the shapes
+ * cannot tell), into the Vit's VitConfig. Each step returns VIT_OK, or a VitStatus with
+ * ld->err set naming the tensor, what it holds and what was expected. */
+#include "loader.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int is_square(int64_t n, int64_t *side) {
+    if (n < 1) return 0;
+    int64_t s = (int64_t)llround(sqrt((double)n));
+    *side = s;
+    return s * s == n;
+}
+
+/* Variants this loader does not implement: refuse rather than compute
+ * something else than the model does. */
+static VitStatus refuse_variants(const Loader *ld) {
+    static const char *unsupported[][2] = {
+        {"fc_norm.weight", "average pooling with fc_norm"},
+        {"norm_pre.weight", "a norm before the blocks (norm_pre)"},
+        {"attn_pool.latent", "attention pooling"},
+        {"blocks.0.attn.q_norm.weight", "q/k norm"},
+        {"blocks.0.mlp.fc1_g.weight", "a SwiGLU MLP"},
+        {"blocks.0.mlp.w12.weight", "a SwiGLU MLP"},
+        {"blocks.0.mlp.norm.weight", "a norm inside the MLP"},
+    };
+    if (ld->naming != VIT_NAMES_TIMM) return VIT_OK;
+    for (size_t i = 0; i < sizeof unsupported / sizeof *unsupported; i++)
+        if (st_find(&ld->st, unsupported[i][0]))
+            return vit_set_error(ld->err, VIT_ERR_SHAPE,
+                                 "%s: tensor '%s' belongs to a ViT variant (%s) that vitlens does "
+                                 "not support",
+                                 ld->fname, unsupported[i][0], unsupported[i][1]);
+    return VIT_OK;
+}
+
+/* The width D from the CLS token; the prefix tokens [CLS, dist?, reg_0 .. reg_{R-1}]
+ * (timm VisionTransformer._pos_embed); the patch size P from the patch embedding. */
+static VitStatus infer_embeddings(Loader *ld, Arch *a) {
+    int64_t s3[3] = {1, 1, -1};
+    if (!ld_slot_tensor(ld, S_CLS, 0, 3, s3)) return ld->err->code;
+    int64_t D = a->D = s3[2];
+    if (D < 1 || D > VIT_MAX_WIDTH)
+        return vit_set_error(ld->err, VIT_ERR_SHAPE,
+                             "%s: tensor '%s': width %lld out of range [1, %d]", ld->fname,
+                             ld_slot_name(ld, S_CLS, 0), (long long)D, VIT_MAX_WIDTH);
+    int has_dist = a->has_dist = ld_has_slot(ld, S_DIST, 0);
+    if (has_dist && !ld_slot_tensor(ld, S_DIST, 0, 3, (int64_t[3]){1, 1, D})) return ld->err->code;
+    if (ld_has_slot(ld, S_REG, 0)) {
+        int64_t sr[3] = {1, -1, D};
+        if (!ld_slot_tensor(ld, S_REG, 0, 3, sr)) return ld->err->code;
+        a->R = sr[1];
+        if (a->R < 1 || 1 + has_dist + a->R > VIT_MAX_PREFIX)
+            return vit_set_error(ld->err, VIT_ERR_SHAPE,
+                                 "%s: tensor 'reg_token': %lld register tokens, expected 1 to %d",
+                                 ld->fname, (long long)a->R, VIT_MAX_PREFIX - 1 - has_dist);
+    }
+    a->Np = 1 + has_dist + (int)a->R;
+    int64_t sp[4] = {D, 3, -1, -1};
+    if (!ld_slot_tensor(ld, S_PATCH_W, 0, 4, sp)) return ld->err->code;
+    if (sp[2] != sp[3] || sp[2] < 1 || sp[2] > VIT_MAX_PATCH)
+        return vit_set_error(ld->err, VIT_ERR_SHAPE,
+                             "%s: tensor '%s': kernel %lldx%lld, expected a square patch of at "
+                             "most %d px",
+                             ld->fname, ld_slot_name(ld, S_PATCH_W, 0), (long long)sp[2],
+                             (long long)sp[3], VIT_MAX_PATCH);
+    a->P = (int)sp[2];
+    if (!ld_slot1(ld, S_PATCH_B, 0, D)) return ld->err->code;
+    return VIT_OK;
+}
+
+/* The position embedding: [1, Npos + gh0*gw0, D] for the training grid, Npos
+ * = Np (timm's default, transformers) or 0 (timm no_embed_class: register
+ * models, DeiT III). The grid is square unless config.json gives [H, W]. */
+static VitStatus infer_pos_grid(Loader *ld, Arch *a) {
+    const CfgValues *cv = &ld->cv;
+    int Np = a->Np, P = a->P;
+    int64_t spos[3] = {1, -1, a->D};
+    if (!ld_slot_tensor(ld, S_POS, 0, 3, spos)) return ld->err->code;
+    char pos_nm[sizeof ld->name];
+    memcpy(pos_nm, ld->name, sizeof pos_nm); /* slot_name reuses ld->name */
+    int64_t Tp = spos[1], gh0 = 0, gw0 = 0, side = 0;
+    int Npos = Np;
+    if (Tp - Np < 1 || Tp - Np > VIT_MAX_PATCHES) {
+        if (!(Tp > 1 && Tp <= VIT_MAX_PATCHES && is_square(Tp, &side)))
+            return vit_set_error(ld->err, VIT_ERR_SHAPE,
+                                 "%s: tensor '%s': %lld tokens, expected the %d prefix token%s "
+                                 "plus 1 to %d patches",
+                                 ld->fname, pos_nm, (long long)Tp, Np, Np > 1 ? "s" : "",
+                                 VIT_MAX_PATCHES);
+        Npos = 0;
+    }
+    if (cv->image_h) {
+        if (cv->image_h % P || cv->image_w % P)
+            return vit_set_error(ld->err, VIT_ERR_SHAPE,
+                                 "%s: image size %dx%d is not a multiple of the patch size %d",
+                                 ld->cfg_file, cv->image_h, cv->image_w, P);
+        gh0 = cv->image_h / P, gw0 = cv->image_w / P;
+        if (Tp - gh0 * gw0 == Np)
+            Npos = Np;
+        else if (Tp == gh0 * gw0)
+            Npos = 0;
+        else
+            return vit_set_error(ld->err, VIT_ERR_SHAPE,
+                                 "%s: tensor '%s': %lld positions, but image size %dx%d / patch "
+                                 "%d gives a %lldx%lld grid (plus %d prefix token%s)",
+                                 ld->fname, pos_nm, (long long)Tp, cv->image_h, cv->image_w, P,
+                                 (long long)gh0, (long long)gw0, Np, Np > 1 ? "s" : "");
+    } else if (Npos == Np && is_square(Tp - Np, &side)) {
+        gh0 = gw0 = side;
+    } else if (Tp > 1 && is_square(Tp, &side)) {
+        Npos = 0, gh0 = gw0 = side; /* no position embedding for the prefix tokens */
+    } else {
+        return vit_set_error(ld->err, VIT_ERR_SHAPE,
+                             "%s: tensor '%s': %lld patch positions is not a square grid; give "
+                             "image_size in config.json",
+                             ld->fname, pos_nm, (long long)(Tp - Np));
+    }
+    a->Tp = Tp, a->Npos = Npos, a->gh0 = gh0, a->gw0 = gw0;
+    return VIT_OK;
+}
+
+/* The input grid: VitLoadOptions, else config.json, else the training grid. */
+static VitStatus input_grid(Loader *ld, Arch *a, const VitLoadOptions *opt) {
+    int P = a->P;
+    a->gh = a->gh0, a->gw = a->gw0;
+    if (opt && (opt->image_h > 0 || opt->image_w > 0)) {
+        int ih = opt->image_h > 0 ? opt->image_h : opt->image_w;
+        int iw = opt->image_w > 0 ? opt->image_w : opt->image_h;
+        if (ih % P || iw % P || ih > VIT_MAX_INPUT || iw > VIT_MAX_INPUT)
+            return vit_set_error(ld->err, VIT_ERR_ARG,
+                                 "%s: input size %dx%d px: each side must be a multiple of the "
+                                 "patch size %d, at most %d",
+                                 ld->fname, ih, iw, P, VIT_MAX_INPUT);
+        a->gh = ih / P, a->gw = iw / P;
+    }
+    if (a->gh * a->gw > VIT_MAX_PATCHES)
+        return vit_set_error(ld->err, VIT_ERR_SHAPE,
+                             "%s: a %lldx%lld patch grid is over the limit of %d patches",
+                             ld->fname, (long long)a->gh, (long long)a->gw, VIT_MAX_PATCHES);
+    return VIT_OK;
+}
+
+/* L: the blocks numbered 0..L-1. A block after a gap would otherwise be silently
+ * dropped and the model run with fewer layers than it has. */
+static VitStatus count_blocks(Loader *ld, Arch *a) {
+    int L = 0;
+    for (; L <= VIT_MAX_LAYERS && ld_has_slot(ld, S_NORM1_W, L);) L++;
+    if (L > VIT_MAX_LAYERS)
+        return vit_set_error(ld->err, VIT_ERR_SHAPE, "%s: more than %d blocks", ld->fname,
+                             VIT_MAX_LAYERS);
+    if (L == 0)
+        return vit_set_error(ld->err, VIT_ERR_SHAPE,
+                             "%s: tensor '%s' is missing (no transformer blocks; not a %s?)",
+                             ld->fname, ld_slot_name(ld, S_NORM1_W, 0), ld->what);
+    char blk[64];
+    snprintf(blk, sizeof blk, ld->naming == VIT_NAMES_TIMM ? "%sblocks." : "%sencoder.layer.",
+             ld->prefix);
+    size_t blk_n = strlen(blk);
+    for (int i = 0; i < ld->st.n; i++) {
+        const char *tn = ld->st.tensors[i].name;
+        if (strncmp(tn, blk, blk_n) != 0 || tn[blk_n] < '0' || tn[blk_n] > '9') continue;
+        char *end;
+        long k = strtol(tn + blk_n, &end, 10);
+        if (*end == '.' && k >= L)
+            return vit_set_error(ld->err, VIT_ERR_SHAPE,
+                                 "%s: tensor '%s' belongs to block %ld, but '%s' is missing "
+                                 "(blocks must be numbered 0..L-1 without gaps)",
+                                 ld->fname, tn, k, ld_slot_name(ld, S_NORM1_W, L));
+    }
+    a->L = L;
+    return VIT_OK;
+}
+
+/* F: the MLP width, from block 0's fc1. */
+static VitStatus infer_mlp_width(Loader *ld, Arch *a) {
+    int64_t D = a->D, sf[2] = {-1, D};
+    if (!ld_slot_tensor(ld, S_FC1_W, 0, 2, sf)) return ld->err->code;
+    int64_t F = a->F = sf[0];
+    if (F < 1 || F > VIT_MAX_WIDTH)
+        return vit_set_error(ld->err, VIT_ERR_SHAPE,
+                             "%s: tensor '%s': MLP width %lld out of range [1, %d]", ld->fname,
+                             ld_slot_name(ld, S_FC1_W, 0), (long long)F, VIT_MAX_WIDTH);
+    /* timm's SwiGLUPacked (DINOv2 ViT-g): fc1 holds both halves, fc2 takes F/2 */
+    const StTensor *fc2 = st_find(&ld->st, ld_slot_name(ld, S_FC2_W, 0));
+    if (fc2 && fc2->ndim == 2 && fc2->shape[0] == D && 2 * fc2->shape[1] == F)
+        return vit_set_error(ld->err, VIT_ERR_SHAPE,
+                             "%s: tensor '%s' is [%lld, %lld], half of fc1's width: a SwiGLU "
+                             "MLP (DINOv2 ViT-g), which vitlens does not support",
+                             ld->fname, fc2->name, (long long)fc2->shape[0],
+                             (long long)fc2->shape[1]);
+    return VIT_OK;
+}
+
+/* H: the options', else config.json's, else D/64 (ViTs' 64-wide heads). */
+static VitStatus head_count(Loader *ld, Arch *a, const VitLoadOptions *opt) {
+    int H = (int)(a->D / 64);
+    if (ld->cv.n_heads) H = ld->cv.n_heads;
+    if (opt && opt->n_heads > 0) H = opt->n_heads;
+    if (H < 1 || a->D % H)
+        return vit_set_error(ld->err, VIT_ERR_SHAPE,
+                             "%s: width %lld cannot be split into %d heads; give "
+                             "the head count (--heads, or num_heads in config.json)",
+                             ld->fname, (long long)a->D, H);
+    a->H = H;
+    return VIT_OK;
+}
+
+/* vit->cfg from the architecture, then config.json, then the options. */
+static void set_config(Loader *ld, const Arch *a, const VitLoadOptions *opt) {
+    VitConfig *c = &ld->vit->cfg;
+    const CfgValues *cv = &ld->cv;
+    /* Model name: the file name without extension. */
+    snprintf(c->name, sizeof c->name, "%s", ld->fname);
+    char *dot = strrchr(c->name, '.');
+    if (dot && dot != c->name) *dot = 0;
+    c->naming = ld->naming;
+    int64_t N = a->gh * a->gw, T = a->Np + N;
+    c->patch_size = a->P;
+    c->grid_h = (int)a->gh, c->grid_w = (int)a->gw;
+    c->image_h = (int)a->gh * a->P, c->image_w = (int)a->gw * a->P;
+    c->pos_grid_h = (int)a->gh0, c->pos_grid_w = (int)a->gw0;
+    c->n_patches = (int)N;
+    c->n_prefix = a->Np;
+    c->has_dist_token = a->has_dist;
+    c->n_registers = (int)a->R;
+    c->n_tokens = (int)T;
+    c->dim = (int)a->D;
+    c->n_heads = a->H;
+    c->head_dim = (int)a->D / a->H;
+    c->mlp_dim = (int)a->F;
+    c->n_layers = a->L;
+    c->ln_eps = cv->has_eps ? cv->ln_eps : ld->naming == VIT_NAMES_HF ? 1e-12f : 1e-6f;
+    c->crop_mode = cv->crop_mode ? (VitCropMode)(cv->crop_mode - 1) : VIT_CROP_CENTER;
+    c->crop_pct = cv->has_crop ? cv->crop_pct : 0.875f;
+    if (opt && opt->whole_image) c->crop_mode = VIT_CROP_SQUASH, c->crop_pct = 1.0f;
+    const float mean[3] = {0.485f, 0.456f, 0.406f}, std[3] = {0.229f, 0.224f, 0.225f};
+    memcpy(c->mean, cv->has_mean ? cv->mean : mean, sizeof mean);
+    memcpy(c->std, cv->has_std ? cv->std : std, sizeof std);
+}
+
+VitStatus ld_infer_arch(Loader *ld, Arch *a, const VitLoadOptions *opt) {
+    VitStatus rc;
+    if ((rc = refuse_variants(ld))) return rc;
+    if ((rc = infer_embeddings(ld, a))) return rc;
+    if ((rc = infer_pos_grid(ld, a))) return rc;
+    if ((rc = input_grid(ld, a, opt))) return rc;
+    if ((rc = count_blocks(ld, a))) return rc;
+    if ((rc = infer_mlp_width(ld, a))) return rc;
+    if ((rc = head_count(ld, a, opt))) return rc;
+    set_config(ld, a, opt);
+    return VIT_OK;
+}

@@ -1,0 +1,273 @@
+/* config.c - config.json beside the weights (engine/load/): timm's hub layout and Hugging
+ * Face transformers', read into CfgValues (heads, input size, LayerNorm eps, crop,
+ * normalisation, class names) with every key's type checked, and the class names it
+ * carries into the Vit. */
+#include "loader.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* --- config.json ----------------------------------------------------------- */
+
+static int read_file(const char *path, char **out, size_t *n_out, size_t max_bytes) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return -1;
+    char *buf = NULL;
+    size_t n = 0, cap = 0;
+    for (;;) {
+        if (n == cap) {
+            /* at the limit: one byte more means the file is over it (buf has cap + 1) */
+            if (cap >= max_bytes && fread(buf + n, 1, 1, f) == 1) {
+                free(buf);
+                fclose(f);
+                errno = EFBIG;
+                return -1;
+            }
+            if (cap >= max_bytes) break;
+            cap = cap ? cap * 2 : 4096;
+            if (cap > max_bytes) cap = max_bytes;
+            char *nb = realloc(buf, cap + 1);
+            if (!nb) {
+                free(buf);
+                fclose(f);
+                errno = ENOMEM;
+                return -1;
+            }
+            buf = nb;
+        }
+        size_t k = fread(buf + n, 1, cap - n, f);
+        n += k;
+        if (k == 0) break;
+    }
+    int bad = ferror(f) ? (errno ? errno : EIO) : 0; /* keep read's reason, e.g. EISDIR */
+    fclose(f);
+    if (bad) {
+        free(buf);
+        errno = bad;
+        return -1;
+    }
+    buf[n] = 0;
+    *out = buf;
+    *n_out = n;
+    return 0;
+}
+
+/* Positive integer value of key `k` in obj, 0 if absent, -1 if of the wrong type. */
+static int cfg_int(const cJSON *obj, const char *k, int *out) {
+    const cJSON *j = cJSON_GetObjectItemCaseSensitive(obj, k);
+    if (!j) return 0;
+    if (!cJSON_IsNumber(j) || j->valuedouble <= 0 || j->valuedouble > 1e6 ||
+        floor(j->valuedouble) != j->valuedouble)
+        return -1;
+    *out = (int)j->valuedouble;
+    return 1;
+}
+
+/* The range is checked on the float the engine keeps: 1e-90 is above 0 as a double
+ * but rounds to 0 as a float, and a LayerNorm eps, crop or std of 0 divides by zero
+ * (tests/fuzz found it). */
+static int in_range(const cJSON *j, double lo, double hi) {
+    return cJSON_IsNumber(j) && j->valuedouble > lo && j->valuedouble <= hi &&
+           (float)j->valuedouble > lo; /* the cast is defined: |value| <= hi */
+}
+
+static int cfg_float(const cJSON *obj, const char *k, float *out, double lo, double hi) {
+    const cJSON *j = cJSON_GetObjectItemCaseSensitive(obj, k);
+    if (!j) return 0;
+    if (!in_range(j, lo, hi)) return -1;
+    *out = (float)j->valuedouble;
+    return 1;
+}
+
+static int cfg_vec3(const cJSON *obj, const char *k, float out[3], double lo, double hi) {
+    const cJSON *j = cJSON_GetObjectItemCaseSensitive(obj, k);
+    if (!j) return 0;
+    if (!cJSON_IsArray(j) || cJSON_GetArraySize(j) != 3) return -1;
+    int i = 0;
+    for (const cJSON *e = j->child; e; e = e->next, i++) {
+        if (!in_range(e, lo, hi)) return -1;
+        out[i] = (float)e->valuedouble;
+    }
+    return 1;
+}
+
+/* image size: an int, or [H, W] / [3, H, W]. */
+static int cfg_size(const cJSON *obj, const char *k, int *out_h, int *out_w) {
+    const cJSON *j = cJSON_GetObjectItemCaseSensitive(obj, k);
+    if (!j) return 0;
+    if (cJSON_IsArray(j)) {
+        int n = cJSON_GetArraySize(j);
+        if (n != 2 && n != 3) return -1;
+        const cJSON *h = cJSON_GetArrayItem(j, n - 2), *w = cJSON_GetArrayItem(j, n - 1);
+        if (!cJSON_IsNumber(h) || !cJSON_IsNumber(w)) return -1;
+        double v[2] = {h->valuedouble, w->valuedouble};
+        for (int i = 0; i < 2; i++)
+            if (!(v[i] > 0 && v[i] <= VIT_MAX_INPUT) || floor(v[i]) != v[i]) return -1;
+        *out_h = (int)v[0];
+        *out_w = (int)v[1];
+        return 1;
+    }
+    int s = 0, r = cfg_int(obj, k, &s);
+    if (r > 0 && s > VIT_MAX_INPUT) return -1;
+    if (r > 0) *out_h = *out_w = s;
+    return r;
+}
+
+/* A string value among `allowed` (NULL-terminated): its index + 1, 0 if absent, -1 otherwise. */
+static int cfg_enum(const cJSON *obj, const char *k, const char *const *allowed) {
+    const cJSON *j = cJSON_GetObjectItemCaseSensitive(obj, k);
+    if (!j) return 0;
+    if (!cJSON_IsString(j)) return -1;
+    for (int i = 0; allowed[i]; i++)
+        if (strcmp(j->valuestring, allowed[i]) == 0) return i + 1;
+    return -1;
+}
+
+/* What a config key must hold, for messages (the checks are cfg_* above). */
+static const char *cfg_expected(const char *key) {
+    if (strstr(key, "heads")) return "a positive integer";
+    if (strstr(key, "size")) return "a positive integer, or [H, W] or [3, H, W], at most 16384";
+    if (strcmp(key, "crop_mode") == 0)
+        return "\"center\" or \"squash\" (\"border\" is not supported)";
+    if (strcmp(key, "hidden_act") == 0) return "\"gelu\" (the exact GELU vitlens computes)";
+    if (strstr(key, "eps") || strcmp(key, "crop_pct") == 0) return "a number in (0, 1]";
+    if (strstr(key, "mean")) return "3 numbers in (-10, 10]";
+    if (strstr(key, "std")) return "3 numbers in (0, 10]";
+    return "an array of class names or an object {\"0\": name, ...}"; /* label_names, id2label */
+}
+
+/* Parse config.json: timm's hub layout ({"num_heads"?, "label_names": [...],
+ * "pretrained_cfg": {"input_size", "crop_pct", "crop_mode", "mean", "std"}}) and
+ * Hugging Face transformers' ({"num_attention_heads", "image_size",
+ * "layer_norm_eps", "hidden_act", "image_mean", "image_std", "id2label"}). Keys
+ * are read from the top level and from "pretrained_cfg"; wrong types are errors
+ * naming the key, and so is an activation other than the exact GELU. */
+VitStatus ld_parse_config(CfgValues *cv, const char *path, VitError *err) {
+    char *text = NULL;
+    size_t n = 0;
+    const char *fname = vit_basename(path);
+    if (read_file(path, &text, &n, VIT_MAX_CONFIG_BYTES)) {
+        if (errno == EFBIG)
+            return vit_set_error(err, VIT_ERR_FORMAT,
+                                 "%s: config is larger than the limit of %u bytes", path,
+                                 VIT_MAX_CONFIG_BYTES);
+        return vit_set_error(err, VIT_ERR_IO, "%s: cannot read config: %s", path, strerror(errno));
+    }
+    const char *end = NULL; /* cJSON's error position, without its global */
+    cJSON *root = cJSON_ParseWithLengthOpts(text, n, &end, 0);
+    if (!root) {
+        /* config.json is edited by hand: say where, as an editor would */
+        int line = 1, col = 1;
+        for (const char *c = text; end && c < end && c < text + n; c++, col++)
+            if (*c == '\n') line++, col = 0;
+        free(text);
+        return vit_set_error(err, VIT_ERR_FORMAT,
+                             "%s: not valid JSON (error at line %d, column %d)", fname, line, col);
+    }
+    free(text);
+    if (!cJSON_IsObject(root)) {
+        cJSON_Delete(root);
+        return vit_set_error(err, VIT_ERR_FORMAT, "%s: is JSON but not an object", fname);
+    }
+    const cJSON *objs[2] = {root, cJSON_GetObjectItemCaseSensitive(root, "pretrained_cfg")};
+    if (objs[1] && !cJSON_IsObject(objs[1])) objs[1] = NULL;
+    const char *bad = NULL;     /* the first key with a wrong value */
+    const cJSON *bad_in = NULL; /* the object holding it */
+    for (int o = 0; o < 2 && !bad; o++) {
+        const cJSON *j = objs[o];
+        if (!j) continue;
+        static const char *heads_keys[] = {"num_heads", "n_heads", "num_attention_heads"};
+        for (int i = 0; i < 3 && !bad; i++)
+            if (cfg_int(j, heads_keys[i], &cv->n_heads) < 0) bad = heads_keys[i];
+        static const char *size_keys[] = {"image_size", "img_size", "input_size"};
+        for (int i = 0; i < 3 && !bad; i++)
+            if (cfg_size(j, size_keys[i], &cv->image_h, &cv->image_w) < 0) bad = size_keys[i];
+        static const char *const crop_modes[] = {"center", "squash", NULL};
+        int r_mode = bad ? 0 : cfg_enum(j, "crop_mode", crop_modes);
+        if (r_mode < 0) bad = "crop_mode";
+        if (r_mode > 0) cv->crop_mode = r_mode;
+        /* transformers: "gelu" is the exact erf GELU; "gelu_new", "quick_gelu", ... are not */
+        static const char *const acts[] = {"gelu", NULL};
+        if (!bad && cfg_enum(j, "hidden_act", acts) < 0) bad = "hidden_act";
+        int r = 0;
+        static const char *eps_keys[] = {"layer_norm_eps", "ln_eps"};
+        for (int i = 0; i < 2 && !bad; i++) {
+            if ((r = cfg_float(j, eps_keys[i], &cv->ln_eps, 0.0, 1.0)) < 0)
+                bad = eps_keys[i];
+            else if (r)
+                cv->has_eps = 1;
+        }
+        if (!bad) {
+            if ((r = cfg_float(j, "crop_pct", &cv->crop_pct, 0.0, 1.0)) < 0)
+                bad = "crop_pct";
+            else if (r)
+                cv->has_crop = 1;
+        }
+        static const char *mean_keys[] = {"mean", "image_mean"}, *std_keys[] = {"std", "image_std"};
+        for (int i = 0; i < 2 && !bad; i++) {
+            if ((r = cfg_vec3(j, mean_keys[i], cv->mean, -10.0, 10.0)) < 0)
+                bad = mean_keys[i];
+            else if (r)
+                cv->has_mean = 1;
+            if (bad) break;
+            if ((r = cfg_vec3(j, std_keys[i], cv->std, 0.0, 10.0)) < 0)
+                bad = std_keys[i];
+            else if (r)
+                cv->has_std = 1;
+        }
+        if (bad) bad_in = j;
+    }
+    if (!bad) {
+        const char *lab_key = "label_names"; /* not lab->string: freed with root below */
+        cJSON *lab = cJSON_GetObjectItemCaseSensitive(root, lab_key);
+        if (!lab) lab = cJSON_GetObjectItemCaseSensitive(root, lab_key = "id2label");
+        if (lab) {
+            if (cJSON_IsArray(lab) || cJSON_IsObject(lab))
+                cv->labels = cJSON_DetachItemViaPointer(root, lab);
+            else
+                bad = lab_key, bad_in = root;
+        }
+    }
+    VitStatus rc = VIT_OK;
+    if (bad) {
+        char *got = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(bad_in, bad));
+        rc = vit_set_error(err, VIT_ERR_FORMAT, "%s: key '%s%s' is %.60s%s, expected %s", fname,
+                           bad_in == root ? "" : "pretrained_cfg.", bad, got ? got : "?",
+                           got && strlen(got) > 60 ? "..." : "", cfg_expected(bad));
+        free(got);
+    }
+    cJSON_Delete(root);
+    return rc;
+}
+
+/* Fill vit->labels [C] from a label_names array or an id2label object. */
+VitStatus ld_labels_from_json(Vit *vit, const cJSON *lab, const char *fname, VitError *err) {
+    int C = vit->cfg.n_classes;
+    int n = cJSON_GetArraySize(lab);
+    if (n != C)
+        return vit_set_error(err, VIT_ERR_FORMAT,
+                             "%s: %d label names, but the model has %d classes", fname, n, C);
+    vit->labels = calloc((size_t)C, sizeof *vit->labels);
+    if (!vit->labels) return vit_set_error(err, VIT_ERR_NOMEM, "%s: out of memory", fname);
+    int i = 0;
+    for (const cJSON *e = lab->child; e; e = e->next, i++) {
+        int idx = i;
+        if (cJSON_IsObject(lab)) {
+            char *end = NULL;
+            long v = strtol(e->string, &end, 10);
+            if (!*e->string || *end || v < 0 || v >= C)
+                return vit_set_error(err, VIT_ERR_FORMAT,
+                                     "%s: id2label key '%.32s' is not a class "
+                                     "index in [0, %d)",
+                                     fname, e->string, C);
+            idx = (int)v;
+        }
+        if (!cJSON_IsString(e))
+            return vit_set_error(err, VIT_ERR_FORMAT, "%s: label %d is not a string", fname, idx);
+        snprintf(vit->labels[idx], VIT_LABEL_BYTES, "%s", e->valuestring);
+    }
+    return VIT_OK;
+}

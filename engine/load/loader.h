@@ -1,0 +1,111 @@
+/* loader.h - what the files of engine/load/ that make vit_load share (model.c, arch.c,
+ * names.c, config.c, posembed.c): the loading context, the architecture read from the
+ * shapes, the tensor slots and their functions. Private to engine/load/. */
+#ifndef VIT_LOADER_H
+#define VIT_LOADER_H
+
+#include "internal.h"
+
+#include <cJSON.h>
+#include <stdint.h>
+
+/* --- loading context ------------------------------------------------------- */
+
+/* What config.json says (ld_parse_config). */
+typedef struct {
+    int n_heads, image_h, image_w;
+    int crop_mode; /* 0: absent, else VitCropMode + 1 */
+    float ln_eps, crop_pct, mean[3], std[3];
+    int has_eps, has_crop, has_mean, has_std;
+    cJSON *labels; /* array of strings, or object "0": "name" (detached copy) */
+} CfgValues;
+
+typedef struct {
+    Vit *vit;
+    StFile st;
+    const char *fname; /* basename for messages */
+    VitError *err;
+    size_t owned_used;
+    /* config.json (read_config) */
+    CfgValues cv;
+    const char *cfg_file; /* the config read, or NULL */
+    char cfg_path[1100];  /* the default one: config.json beside the weights */
+    /* tensor names (detect_naming) */
+    VitNaming naming;
+    const char *const *names; /* [N_SLOTS] printf formats */
+    const char *prefix;       /* transformers: "vit.", "deit." or "" */
+    const char *what;         /* "timm ViT", for messages */
+    int teacher;              /* transformers' DeiT with a distillation head */
+    char name[160];           /* the last slot_name */
+} Loader;
+
+/* The architecture read from the tensor shapes (vit_load's infer_* steps), in
+ * vit.h's symbols; int64_t as the header's shapes are, until checked. */
+typedef struct {
+    int64_t D, R, F;  /* width, register tokens, MLP width */
+    int has_dist, Np; /* distillation token; prefix tokens Np = 1 + has_dist + R */
+    int P;            /* patch px */
+    int64_t Tp;       /* rows of the position embedding: Npos + gh0*gw0 */
+    int Npos;         /* prefix tokens with a position embedding: Np or 0 */
+    int64_t gh0, gw0; /* the training grid, the position embedding's */
+    int64_t gh, gw;   /* the input grid */
+    int L, H;         /* blocks, heads */
+} Arch;
+
+/* The tensors vit_load reads, one slot each. */
+/* clang-format off */
+typedef enum {
+    S_CLS, S_DIST, S_REG, S_POS, S_PATCH_W, S_PATCH_B,                        /* embeddings */
+    S_NORM1_W, S_NORM1_B, S_QKV_W, S_QKV_B, S_Q_W, S_Q_B, S_K_W, S_K_B, S_V_W, S_V_B,
+    S_PROJ_W, S_PROJ_B, S_LS1, S_NORM2_W, S_NORM2_B, S_FC1_W, S_FC1_B, S_FC2_W, S_FC2_B,
+    S_LS2,                                                                    /* block l */
+    S_NORM_W, S_NORM_B, S_HEAD_W, S_HEAD_B, S_HDIST_W, S_HDIST_B,             /* norm, heads */
+    N_SLOTS
+} Slot;
+
+/* clang-format on */
+
+/* --- names.c: tensors by name and by slot ------------------------------------------ */
+
+/* Find `name`, check its dtype and shape against `shape` (ndim dims; -1 matches
+ * any size and is filled in), check that every value is finite, return F32
+ * data. NULL (with ld->err set) on error. */
+const float *ld_tensor(Loader *ld, const char *name, int ndim, int64_t *shape);
+/* Floats of F32 storage a tensor needs when it cannot be used in place (F16, BF16,
+ * unaligned F32); 0 otherwise. */
+size_t ld_needs_copy(const Loader *ld, const StTensor *t);
+/* Pick the naming (timm, transformers) from the CLS token's name. */
+VitStatus ld_detect_naming(Loader *ld);
+/* Name of slot s (block l) in the loader's naming, into ld->name; NULL when the naming
+ * has no such tensor. */
+const char *ld_slot_name(Loader *ld, Slot s, int l);
+int ld_has_slot(Loader *ld, Slot s, int l);
+/* ld_tensor of slot s, of 1 or 2 dims, or any; NULL (ld->err set) on error. */
+const float *ld_slot_tensor(Loader *ld, Slot s, int l, int ndim, int64_t *shape);
+const float *ld_slot1(Loader *ld, Slot s, int l, int64_t n0);
+const float *ld_slot2(Loader *ld, Slot s, int l, int64_t n0, int64_t n1);
+/* An optional tensor: NULL without error when absent; *bad set on a real error. */
+const float *ld_slot1_opt(Loader *ld, Slot s, int l, int64_t n0, int *bad);
+
+/* --- config.c: config.json ------------------------------------------------------------ */
+
+/* Parse config.json at path into cv (its labels a detached copy the caller frees with
+ * cJSON_Delete). Errors: VIT_ERR_IO, VIT_ERR_FORMAT naming the key. */
+VitStatus ld_parse_config(CfgValues *cv, const char *path, VitError *err);
+/* Fill vit->labels [C] from a label_names array or an id2label object. */
+VitStatus ld_labels_from_json(Vit *vit, const cJSON *lab, const char *fname, VitError *err);
+
+/* --- arch.c: the architecture from the shapes ------------------------------------------ */
+
+/* Refuse the variants vitlens does not implement, then read the architecture into *a
+ * and set ld->vit->cfg. */
+VitStatus ld_infer_arch(Loader *ld, Arch *a, const VitLoadOptions *opt);
+
+/* --- posembed.c ------------------------------------------------------------------------ */
+
+/* out[Npos + gh*gw, D] from pos[Npos + gh0*gw0, D]: the prefix rows copied, the grid
+ * resampled bicubically (antialias: timm's; else transformers'). 0 on out of memory. */
+int ld_resample_pos_embed(float *out, const float *pos, int n_prefix, int gh0, int gw0, int gh,
+                          int gw, int D, int antialias);
+
+#endif

@@ -1,0 +1,443 @@
+/* block.c - one transformer block (timm Block.forward) and the steps it is made of:
+ * the row kernels (LayerNorm, GELU, the residual add, softmax), the attention a block
+ * of query rows at a time, and the parallel steps over the pool (linear layers with
+ * their epilogues, queries/keys/values, LayerNorm, im2col). vit_block runs the block
+ * for the forward pass (engine/passes/forward.c), the batched forward pass (batch.c)
+ * and the backward pass's recompute (backward.c); what differs between them is where
+ * the block reads and writes (VitBlockIO, internal.h).
+ *
+ * Row-major throughout. Linear weights keep PyTorch's [out, in] layout, so a
+ * linear layer is out[T, O] = inp[T, I] . w[O, I]^T + b[O], i.e.
+ * cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, ...). The bias is
+ * written into the output first and the product added with beta = 1, which is
+ * torch.addmm's order (bias + inp @ w.T).
+ *
+ * Threads (engine/passes/pool.c): OpenBLAS single-threaded inside the pool; every step
+ * is a set of items the running threads take. A linear layer is one slice of output
+ * columns per thread (its rows of w: the weights are read once in all), with the step
+ * after it on the same slice while it is in cache: GELU after fc1, the residual add
+ * after proj and fc2. Attention runs in blocks of query rows of one head: scores,
+ * softmax and probabilities . values while the block is in cache, one item each.
+ * LayerNorm splits rows. */
+#include "internal.h"
+
+#include <cblas.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* glibc's vector math library (libmvec) has SIMD erff and expf on x86-64 from
+ * 2.35. Declaring them "simd" lets the compiler vectorise the GELU and softmax
+ * loops below (CMake builds this file with -fno-math-errno and a vectoriser cost
+ * model that allows it); libmvec's results are within 4 ulp of the scalar ones,
+ * which tests/parity holds to the float64 reference. Elsewhere the loops stay
+ * scalar and give the same answers up to those ulps.
+ * VECTOR_CLONES compiles a loop twice, for x86-64-v3 (AVX2, FMA: libmvec's 8-wide
+ * variants) and for the baseline, and picks one at load time (an ifunc): the
+ * build stays portable to CPUs without AVX2. */
+#if defined(__x86_64__) && defined(__GLIBC__) && defined(__GNUC__) && !defined(__clang__)
+#if __GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 35)
+__attribute__((simd("notinbranch"))) float erff(float);
+__attribute__((simd("notinbranch"))) float expf(float);
+#endif
+#define VECTOR_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
+#else
+#define VECTOR_CLONES
+#endif
+
+/* --- row kernels ----------------------------------------------------------- */
+
+/* The steps below write slices of rows [c0, c1) of [R, ld] matrices, often into memory
+ * the pass has not touched for a while (the kept layers' queries and keys, values, xm,
+ * fc1's output hpre; the block outputs in tokens). There each cache line written is a miss the
+ * hardware prefetcher does not see coming across the row stride: 3.8 ns per float
+ * against 0.46 when the row PREFETCH_ROWS ahead is asked for first (a test on the
+ * project's machine: the bias rows of a [197, 192] slice, cold). */
+enum { PREFETCH_ROWS = 4 };
+
+static inline void prefetch_for_write(float *row, int c0, int c1) {
+#if defined(__GNUC__)
+    for (int i = c0; i < c1; i += 16) __builtin_prefetch(row + i, 1, 3); /* 64-byte lines */
+#else
+    (void)row, (void)c0, (void)c1;
+#endif
+}
+
+/* torch.nn.LayerNorm over the last dim: out = (x - mean) / sqrt(var + eps) * w + b,
+ * biased variance, rows [r0, r1). Moments in double, so that the result does not
+ * depend on the summation order. */
+VECTOR_CLONES
+void vit_layernorm_rows(float *restrict out, const float *restrict inp, const float *w,
+                        const float *b, int r0, int r1, int D, float eps) {
+    for (int t = r0; t < r1; t++) {
+        const float *x = inp + (size_t)t * D;
+        float *y = out + (size_t)t * D;
+        double m = 0.0, v = 0.0;
+#pragma omp simd reduction(+ : m)
+        for (int i = 0; i < D; i++) m += x[i];
+        m /= D;
+#pragma omp simd reduction(+ : v)
+        for (int i = 0; i < D; i++) v += (x[i] - m) * (x[i] - m);
+        v /= D;
+        float mean = (float)m, rstd = (float)(1.0 / sqrt(v + eps));
+        for (int i = 0; i < D; i++) y[i] = (x[i] - mean) * rstd * w[i] + b[i];
+    }
+}
+
+/* Exact GELU (torch.nn.GELU(approximate='none')) on columns [c0, c1) of x[R, ld]. */
+VECTOR_CLONES
+void vit_gelu_cols(float *x, int ld, int R, int c0, int c1) {
+    for (int r = 0; r < R; r++) {
+        float *row = x + (size_t)r * ld;
+        for (int i = c0; i < c1; i++)
+            row[i] = 0.5f * row[i] * (1.0f + erff(row[i] * 0.70710678118654752f));
+    }
+}
+
+/* The GELU step of the backward pass (backward.c), on rows [r0, r1) of dh[., F]
+ * given the pre-activation hpre[., F]:
+ *   exact: dh *= gelu'(x) = Phi(x) + x phi(x)  (d/dx of 0.5 x (1 + erf(x / sqrt 2)))
+ *   lrp:   dh *= gelu(x) / x = Phi(x)  (AttnLRP's identity rule: gelu(x) written as
+ *          x * (gelu(x) / x) with the ratio held constant; exact GELU is x Phi(x)) */
+VECTOR_CLONES
+void vit_gelu_backward_rows(float *restrict dh, const float *restrict hpre, int r0, int r1, int F,
+                            int lrp) {
+    const float inv_sqrt2 = 0.70710678118654752f, inv_sqrt2pi = 0.39894228040143268f;
+    for (int r = r0; r < r1; r++) {
+        float *d = dh + (size_t)r * F;
+        const float *x = hpre + (size_t)r * F;
+        if (lrp)
+            for (int i = 0; i < F; i++) {
+                d[i] *= 0.5f * (1.0f + erff(x[i] * inv_sqrt2));
+            }
+        else
+            for (int i = 0; i < F; i++) {
+                float cdf = 0.5f * (1.0f + erff(x[i] * inv_sqrt2));
+                d[i] *= cdf + x[i] * inv_sqrt2pi * expf(-0.5f * x[i] * x[i]);
+            }
+    }
+}
+
+/* GELU of src into dst on columns [c0, c1) of [R, ld]: vit_gelu_cols out of place,
+ * the same arithmetic (the same vector loop), so the same values. */
+VECTOR_CLONES
+static void gelu_cols_to(float *restrict dst, const float *restrict src, int ld, int R, int c0,
+                         int c1) {
+    for (int r = 0; r < R; r++) {
+        const float *s = src + (size_t)r * ld;
+        float *d = dst + (size_t)r * ld;
+        for (int i = c0; i < c1; i++)
+            d[i] = 0.5f * s[i] * (1.0f + erff(s[i] * 0.70710678118654752f));
+    }
+}
+
+/* x[R, ld] = x_in + gamma * y[R, ld] on columns [c0, c1), or x_in + y without
+ * LayerScale (x_in may be x itself).
+ * timm: x = x + self.ls1(self.attn(...))   (LayerScale: x * gamma) */
+VECTOR_CLONES
+static void residual_cols(float *x, const float *x_in, const float *restrict y, const float *gamma,
+                          int ld, int R, int c0, int c1) {
+    for (int r = 0; r < R; r++) {
+        float *xr = x + (size_t)r * ld;
+        const float *ir = x_in + (size_t)r * ld, *yr = y + (size_t)r * ld;
+        if (r + PREFETCH_ROWS < R) prefetch_for_write(xr + (size_t)PREFETCH_ROWS * ld, c0, c1);
+        if (gamma)
+#pragma omp simd
+            for (int i = c0; i < c1; i++) xr[i] = ir[i] + gamma[i] * yr[i];
+        else
+#pragma omp simd
+            for (int i = c0; i < c1; i++) xr[i] = ir[i] + yr[i];
+    }
+}
+
+/* Row-wise softmax in place: x[R, C]. */
+VECTOR_CLONES
+static void softmax_rows(float *x, int R, int C) {
+    for (int r = 0; r < R; r++) {
+        float *row = x + (size_t)r * C;
+        float mx = row[0];
+#pragma omp simd reduction(max : mx)
+        for (int i = 1; i < C; i++) mx = row[i] > mx ? row[i] : mx;
+        double sum = 0.0;
+#pragma omp simd reduction(+ : sum)
+        for (int i = 0; i < C; i++) {
+            row[i] = expf(row[i] - mx);
+            sum += row[i];
+        }
+        float inv = (float)(1.0 / sum);
+        for (int i = 0; i < C; i++) row[i] *= inv;
+    }
+}
+
+void vit_softmax_rows(float *x, int R, int C) {
+    softmax_rows(x, R, C);
+}
+
+/* --- attention blocks ------------------------------------------------------ */
+
+int vit_att_blocks(int T) {
+    return (T + VIT_ATT_BLOCK - 1) / VIT_ATT_BLOCK;
+}
+
+int vit_att_block_start(int T, int b) {
+    int nb = vit_att_blocks(T);
+    if (b >= nb) return T;
+    return (int)((long long)b * T / nb); /* balanced: at most VIT_ATT_BLOCK rows each */
+}
+
+/* timm Attention.forward (explicit path, fused_attn=False), for query rows
+ * [r0, r1) of one head:
+ *   attn = (q * scale) @ k.transpose(-2, -1); attn = attn.softmax(dim=-1)
+ * out[r1 - r0, T]; q, k: that head's columns of [T, ld] matrices. */
+void vit_att_block(float *out, const float *q, const float *k, int ld, int r0, int r1, int T,
+                   int Dh, int gemm_only) {
+    float scale = 1.0f / sqrtf((float)Dh);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, r1 - r0, T, Dh, scale, q + (size_t)r0 * ld,
+                ld, k, ld, 0.0f, out, T);
+    if (!gemm_only) softmax_rows(out, r1 - r0, T);
+}
+
+/* --- parallel steps -------------------------------------------------------- */
+
+typedef VitLinear Linear;
+
+/* out[T, O] = inp[T, I] . w[O, I]^T + b[O]   (torch.nn.functional.linear) on item
+ * `item`'s slice of the O columns (multiples of 16: whole vectors of the kernel).
+ * (n_in, n_out rather than I, O: OpenBLAS's cblas.h pulls in <complex.h>'s I.) */
+static void linear_task(void *arg, int item, int n_items, int thread) {
+    (void)thread;
+    const Linear *a = arg;
+    int chunk = ((a->n_out + n_items - 1) / n_items + 15) & ~15;
+    int c0 = item * chunk, c1 = c0 + chunk < a->n_out ? c0 + chunk : a->n_out;
+    if (c0 >= c1 || a->T == 0) return;
+    for (int t = 0; t < a->T && !a->gemm_only; t++) {
+        float *row = a->out + (size_t)t * a->ld_out + c0;
+        if (t + PREFETCH_ROWS < a->T)
+            prefetch_for_write(row + (size_t)PREFETCH_ROWS * a->ld_out, 0, c1 - c0);
+        if (a->b)
+            memcpy(row, a->b + c0, (size_t)(c1 - c0) * sizeof(float));
+        else
+            memset(row, 0, (size_t)(c1 - c0) * sizeof(float));
+    }
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, a->T, c1 - c0, a->n_in, 1.0f, a->inp,
+                a->n_in, a->w + (size_t)c0 * a->n_in, a->n_in, 1.0f, a->out + c0, a->ld_out);
+    if (a->gemm_only) return;
+    if (a->epilogue == VIT_EPI_GELU) vit_gelu_cols(a->out, a->ld_out, a->T, c0, c1);
+    if (a->epilogue == VIT_EPI_GELU_TO) gelu_cols_to(a->x, a->out, a->ld_out, a->T, c0, c1);
+    if (a->epilogue == VIT_EPI_RESIDUAL)
+        residual_cols(a->x, a->x_in ? a->x_in : a->x, a->out, a->gamma, a->ld_out, a->T, c0, c1);
+}
+
+void vit_linear(VitPool *pool, VitLinear a) {
+    vit_pool_run(pool, linear_task, &a, vit_pool_threads(pool));
+}
+
+static void linear(VitPool *pool, Linear a) {
+    vit_linear(pool, a);
+}
+
+void vit_values(VitPool *pool, float *v, const float *xn, const VitBlock *b, int T, int D,
+                int gemm_only) {
+    linear(pool, (Linear){.out = v,
+                          .ld_out = D,
+                          .inp = xn,
+                          .w = b->v_w,
+                          .b = b->v_b,
+                          .T = T,
+                          .n_in = D,
+                          .n_out = D,
+                          .gemm_only = gemm_only});
+}
+
+/* Up to three linear layers in one hand-off: items [i*n_each, (i+1)*n_each) are layer
+ * i's column slices, the slices vit_linear gives it. */
+typedef struct {
+    Linear layer[3];
+    int n_each;
+} Linears;
+
+static void linears_task(void *arg, int item, int n_items, int thread) {
+    (void)n_items;
+    Linears *a = arg;
+    linear_task(&a->layer[item / a->n_each], item % a->n_each, a->n_each, thread);
+}
+
+void vit_qkv(VitPool *pool, float *qk, float *v, const float *xn, const VitBlock *b, int T, int D,
+             int gemm_only) {
+    Linear in = {.inp = xn, .T = T, .n_in = D, .n_out = D, .ld_out = 2 * D, .gemm_only = gemm_only};
+    Linears ls = {.n_each = vit_pool_threads(pool)};
+    int n = 0;
+    if (b->qkv_w) { /* fused: queries and keys in one GEMM, values in another */
+        ls.layer[n] = in;
+        ls.layer[n].out = qk, ls.layer[n].w = b->qkv_w, ls.layer[n].b = b->qkv_b;
+        ls.layer[n++].n_out = 2 * D;
+    } else { /* transformers: query, key, then value */
+        const float *ws[2] = {b->q_w, b->k_w}, *bs[2] = {b->q_b, b->k_b};
+        for (int i = 0; i < 2; i++, n++) {
+            ls.layer[n] = in;
+            ls.layer[n].out = qk + (size_t)i * D, ls.layer[n].w = ws[i], ls.layer[n].b = bs[i];
+        }
+    }
+    ls.layer[n] = in;
+    ls.layer[n].out = v, ls.layer[n].ld_out = D, ls.layer[n].w = b->v_w, ls.layer[n++].b = b->v_b;
+    vit_pool_run(pool, linears_task, &ls, n * ls.n_each);
+}
+
+typedef struct {
+    float *out;
+    const float *inp, *w, *b;
+    int T, D, gemm_only;
+    float eps;
+} LayerNorm;
+
+static void layernorm_task(void *arg, int item, int n_items, int thread) {
+    (void)thread;
+    const LayerNorm *a = arg;
+    if (a->gemm_only) return;
+    int r0 = (int)((long long)a->T * item / n_items);
+    int r1 = (int)((long long)a->T * (item + 1) / n_items);
+    vit_layernorm_rows(a->out, a->inp, a->w, a->b, r0, r1, a->D, a->eps);
+}
+
+static void layernorm(VitPool *pool, LayerNorm a) {
+    if (a.T > 0) vit_pool_run(pool, layernorm_task, &a, vit_pool_threads(pool));
+}
+
+void vit_layernorm(VitPool *pool, float *out, const float *inp, const float *w, const float *b,
+                   int T, int D, float eps) {
+    layernorm(pool, (LayerNorm){out, inp, w, b, T, D, 0, eps});
+}
+
+typedef struct {
+    float *patches;     /* [n_images*N, 3*P*P] */
+    const float *input; /* [n_images, 3, Sh, Sw] */
+    int Sh, Sw, P, gw, N, n_images;
+} Im2col;
+
+/* A P x P stride-P convolution is a GEMM over im2col rows
+ * patches[n, ch*P*P + ky*P + kx], matching the weight's [D, 3, P, P] layout. */
+static void im2col_task(void *arg, int item, int n_items, int thread) {
+    (void)thread;
+    const Im2col *a = arg;
+    int P = a->P, K = 3 * P * P;
+    size_t plane = (size_t)a->Sh * a->Sw;
+    long long rows = (long long)a->N * a->n_images;
+    for (long long r = rows * item / n_items; r < rows * (item + 1) / n_items; r++) {
+        int n = (int)(r % a->N), gy = n / a->gw, gx = n % a->gw;
+        const float *input = a->input + (size_t)(r / a->N) * 3 * plane;
+        float *row = a->patches + (size_t)r * K;
+        for (int ch = 0; ch < 3; ch++)
+            for (int ky = 0; ky < P; ky++)
+                memcpy(row + (ch * P + ky) * P,
+                       input + ch * plane + ((size_t)gy * P + ky) * a->Sw + (size_t)gx * P,
+                       (size_t)P * sizeof(float));
+    }
+}
+
+void vit_im2col(VitPool *pool, float *patches, const float *inputs, int n_images,
+                const VitConfig *c) {
+    Im2col ic = {patches,       inputs,    c->image_h,   c->image_w,
+                 c->patch_size, c->grid_w, c->n_patches, n_images};
+    vit_pool_run(pool, im2col_task, &ic, vit_pool_threads(pool));
+}
+
+/* --- one block ------------------------------------------------------------- */
+
+/* Row r of input img in a matrix of the rows that go on after the attention: stacked
+ * (img*T + r) when every row goes on, else gathered (r*n + img); for n = 1 the two are
+ * the same. */
+static size_t on_row(const VitBlockIO *io, int T, int img, int r) {
+    return io->rows < T ? (size_t)r * io->n + img : (size_t)img * T + r;
+}
+
+typedef struct {
+    const VitBlockIO *io;
+    int T, D, H;
+} Attention;
+
+/* timm Attention.forward (fused_attn=False): attn = softmax((q * scale) @ k^T);
+ * x = (attn @ v).transpose(1, 2).reshape(B, T, D): one item per (input, head, block of
+ * query rows), heads side by side in ctx; only the rows < io->rows go into ctx. A block
+ * with no such row is skipped unless its probabilities are kept (io->att). */
+static void attention_task(void *arg, int item, int n_items, int thread) {
+    (void)n_items;
+    const Attention *a = arg;
+    const VitBlockIO *io = a->io;
+    int T = a->T, D = a->D, H = a->H, Dh = D / H, nb = io->head_block ? 1 : vit_att_blocks(T);
+    if (io->run && vit_cancelled(io->run)) return;
+    int img = item / (H * nb), h = item / nb % H, blk = item % nb;
+    int r0 = io->head_block ? 0 : vit_att_block_start(T, blk);
+    int r1 = io->head_block ? io->rows : vit_att_block_start(T, blk + 1);
+    int rows = (r1 < io->rows ? r1 : io->rows) - r0; /* of this block, into ctx */
+    if (rows <= 0 && !io->att) return;
+    const float *qk = io->qk + (size_t)img * T * 2 * D, *v = io->v + (size_t)img * T * D;
+    const float *p;
+    if (io->att_in) {
+        p = io->att_in + ((size_t)h * T + r0) * T;
+    } else {
+        float *out = io->att ? io->att + ((size_t)h * T + r0) * T
+                             : io->scratch + (size_t)thread * VIT_ATT_BLOCK * T;
+        vit_att_block(out, qk + h * Dh, qk + D + h * Dh, 2 * D, r0, r1, T, Dh, io->gemm_only);
+        p = out;
+    }
+    if (rows <= 0) return;
+    size_t ld = io->rows < T ? (size_t)io->n * D : (size_t)D;
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, Dh, T, 1.0f, p, T, v + h * Dh, D,
+                0.0f, io->ctx + on_row(io, T, img, r0) * D + h * Dh, (int)ld);
+}
+
+int vit_block(VitPool *pool, const VitBlock *b, const VitConfig *c, const VitBlockIO *io) {
+    int T = c->n_tokens, D = c->dim, H = c->n_heads, F = c->mlp_dim, n = io->n, g = io->gemm_only;
+    int R = io->rows * n; /* rows after the attention */
+    /* timm: x = x + self.ls1(self.attn(self.norm1(x))) */
+    layernorm(pool, (LayerNorm){io->xn1, io->x, b->norm1_w, b->norm1_b, n * T, D, g, c->ln_eps});
+    vit_qkv(pool, io->qk, io->v, io->xn1, b, n * T, D, g);
+    Attention at = {io, T, D, H};
+    vit_pool_run(pool, attention_task, &at, n * H * (io->head_block ? 1 : vit_att_blocks(T)));
+    if (io->run && vit_cancelled(io->run)) return 0;
+    if (R == 0) return 1;
+    linear(pool, (Linear){.out = io->tmp,
+                          .ld_out = D,
+                          .inp = io->ctx,
+                          .w = b->proj_w,
+                          .b = b->proj_b,
+                          .T = R,
+                          .n_in = D,
+                          .n_out = D,
+                          .epilogue = VIT_EPI_RESIDUAL,
+                          .x = io->xm,
+                          .x_in = io->res,
+                          .gamma = b->ls1,
+                          .gemm_only = g});
+    /* timm: x = x + self.ls2(self.mlp(self.norm2(x)))   (fc1 -> GELU -> fc2) */
+    layernorm(pool, (LayerNorm){io->xn2, io->xm, b->norm2_w, b->norm2_b, R, D, g, c->ln_eps});
+    /* hpre given: fc1's output kept there, GELU from there into hid; else in place */
+    linear(pool, (Linear){.out = io->hpre ? io->hpre : io->hid,
+                          .ld_out = F,
+                          .inp = io->xn2,
+                          .w = b->fc1_w,
+                          .b = b->fc1_b,
+                          .T = R,
+                          .n_in = D,
+                          .n_out = F,
+                          .epilogue = !io->hid   ? VIT_EPI_NONE
+                                      : io->hpre ? VIT_EPI_GELU_TO
+                                                 : VIT_EPI_GELU,
+                          .x = io->hid,
+                          .gemm_only = g});
+    if (!io->hid) return 1;
+    linear(pool, (Linear){.out = io->tmp,
+                          .ld_out = D,
+                          .inp = io->hid,
+                          .w = b->fc2_w,
+                          .b = b->fc2_b,
+                          .T = R,
+                          .n_in = F,
+                          .n_out = D,
+                          .epilogue = VIT_EPI_RESIDUAL,
+                          .x = io->out,
+                          .x_in = io->xm,
+                          .gamma = b->ls2,
+                          .gemm_only = g});
+    return 1;
+}
