@@ -4,17 +4,17 @@
  * init -> loop -> shutdown. The App holds all state; app_handle_event is the
  * one event switch. The model runs once per photo on the worker thread
  * (worker.c); a key only recomputes a [gh, gw] map and uploads it (render.c). */
-#include "colormap.h"
-#include "eval.h"
-#include "export.h"
-#include "files.h"
-#include "mapkind.h"
-#include "models.h"
-#include "options.h"
-#include "render.h"
-#include "scene.h"
-#include "settings.h"
-#include "worker.h"
+#include "render/colormap.h"
+#include "headless/eval.h"
+#include "headless/export.h"
+#include "config/files.h"
+#include "view/mapkind.h"
+#include "config/models.h"
+#include "config/options.h"
+#include "render/render.h"
+#include "view/scene.h"
+#include "config/settings.h"
+#include "window/worker.h"
 
 #include <SDL.h>
 #include <SDL_syswm.h> /* F without a window manager: Xlib on X11 */

@@ -1,11 +1,11 @@
-/* test_settings.c - app/settings.c: the remembered settings' path ($XDG_CONFIG_HOME,
+/* test_settings.c - app/config/settings.c: the remembered settings' path ($XDG_CONFIG_HOME,
  * else ~/.config), a file written and read back, written atomically (a failed write
  * leaves the old file and no temporary one), a corrupt file (bad values, unknown keys,
  * binary) reported once and its good lines kept, and the command line overriding it.
  *
  * usage: test_settings SCRATCH_DIR   exit 1 on any failed check */
-#include "options.h"
-#include "settings.h"
+#include "config/options.h"
+#include "config/settings.h"
 #include "testlib.h"
 
 #include <dirent.h>

@@ -1,4 +1,4 @@
-/* test_map_kinds.c - the table of map kinds (app/mapkind.h) and what reads it.
+/* test_map_kinds.c - the table of map kinds (app/view/mapkind.h) and what reads it.
  *
  *   test_map_kinds MODEL.safetensors IMAGE
  *
@@ -9,8 +9,8 @@
  * forward pass every kind's map has the size map_kind_size gives, its per-layer
  * maps equal its single maps, its prefix share completes its rows to 1, and S's
  * file name carries its tag. Exits 0, or 1 naming each failed check. */
-#include "mapkind.h"
-#include "options.h"
+#include "view/mapkind.h"
+#include "config/options.h"
 
 #include <ctype.h>
 #include <math.h>

@@ -1,4 +1,4 @@
-"""What the window remembers (app/settings.c) under Xvfb, on the built-in model: the
+"""What the window remembers (app/config/settings.c) under Xvfb, on the built-in model: the
 colormap, opacity, upsampling and panels changed by keys are written on quit to
 $XDG_CONFIG_HOME/vitlens/settings and come back on the next start; the command line
 overrides them; a corrupt file is reported on the status line, the window runs on and

@@ -1,7 +1,7 @@
 /* render.c - OpenGL 3.3 core renderer: the crop + map quad, status bar, help,
  * legend and text. All positions are framebuffer px, origin top-left. */
-#include "render.h"
-#include "colormap.h"
+#include "render/render.h"
+#include "render/colormap.h"
 
 #if defined(SDL_VIDEO_DRIVER_X11) && defined(VITLENS_X11)
 #include <epoxy/glx.h> /* GLX_MESA_copy_sub_buffer: show only what changed */

@@ -20,7 +20,7 @@
 #ifndef VITLENS_MAPKIND_H
 #define VITLENS_MAPKIND_H
 
-#include "scene.h"
+#include "view/scene.h"
 
 #include <stddef.h>
 

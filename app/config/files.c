@@ -1,6 +1,6 @@
 /* files.c - the built-in model's location and stepping through a folder's images. */
 #define _POSIX_C_SOURCE 200809L
-#include "files.h"
+#include "config/files.h"
 
 #include <dirent.h>
 #include <stdio.h>

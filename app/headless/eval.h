@@ -21,7 +21,7 @@
 #ifndef VITLENS_EVAL_H
 #define VITLENS_EVAL_H
 
-#include "options.h"
+#include "config/options.h"
 
 /* --eval: the images of o->image_args (files and folders) with the model of
  * o->model_path. Returns 0, 1 on an error that stops the run (the model, the output

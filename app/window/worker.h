@@ -22,8 +22,8 @@
 #ifndef VITLENS_WORKER_H
 #define VITLENS_WORKER_H
 
-#include "mapkind.h"
-#include "scene.h"
+#include "view/mapkind.h"
+#include "view/scene.h"
 
 #include <SDL.h>
 

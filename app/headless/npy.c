@@ -1,5 +1,5 @@
 /* npy.c - write float32 arrays as .npy files (NumPy's format, version 1.0). */
-#include "npy.h"
+#include "headless/npy.h"
 
 #include <errno.h>
 #include <stdint.h>

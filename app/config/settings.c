@@ -1,8 +1,8 @@
 /* settings.c - the remembered settings file: parsing, and writing it atomically. */
 #define _XOPEN_SOURCE 700 /* realpath */
-#include "settings.h"
-#include "colormap.h"
-#include "options.h"
+#include "config/settings.h"
+#include "render/colormap.h"
+#include "config/options.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -1,5 +1,5 @@
 /* drawlist.c - what changed between two frames (drawlist.h). */
-#include "drawlist.h"
+#include "render/drawlist.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -1,5 +1,5 @@
 /* worker.c - the worker thread: model load and forward pass off the GUI thread. */
-#include "worker.h"
+#include "window/worker.h"
 
 #include <stdio.h>
 #include <stdlib.h>

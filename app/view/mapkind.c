@@ -1,5 +1,5 @@
 /* mapkind.c - the table of map kinds and the View's maps read through it. */
-#include "mapkind.h"
+#include "view/mapkind.h"
 
 #include <stdio.h>
 #include <stdlib.h>

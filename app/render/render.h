@@ -12,8 +12,8 @@
 #ifndef VITLENS_RENDER_H
 #define VITLENS_RENDER_H
 
-#include "drawlist.h"
-#include "text.h"
+#include "render/drawlist.h"
+#include "render/text.h"
 
 #include <SDL.h>
 #include <epoxy/gl.h>

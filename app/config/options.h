@@ -3,7 +3,7 @@
 #ifndef VITLENS_OPTIONS_H
 #define VITLENS_OPTIONS_H
 
-#include "settings.h"
+#include "config/settings.h"
 #include "vit.h"
 
 #include <stdio.h>

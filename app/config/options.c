@@ -1,10 +1,10 @@
 /* options.c - the command line: parsing, --help, and the key list shown by
  * --help and by the help overlay. */
-#include "options.h"
-#include "colormap.h"
-#include "files.h"
-#include "mapkind.h"
-#include "models.h"
+#include "config/options.h"
+#include "render/colormap.h"
+#include "config/files.h"
+#include "view/mapkind.h"
+#include "config/models.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -1,5 +1,5 @@
 /* text.c - a font via fontconfig, text via SDL2_ttf. */
-#include "text.h"
+#include "render/text.h"
 
 #include <fontconfig/fontconfig.h>
 

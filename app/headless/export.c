@@ -1,9 +1,9 @@
 /* export.c - headless --top and --export. */
-#include "export.h"
-#include "colormap.h"
-#include "mapkind.h"
-#include "npy.h"
-#include "text.h"
+#include "headless/export.h"
+#include "render/colormap.h"
+#include "view/mapkind.h"
+#include "headless/npy.h"
+#include "render/text.h"
 
 #define STB_IMAGE_WRITE_IMPLEMENTATION
 #include <stb_image_write.h>

@@ -3,7 +3,7 @@
 #ifndef VITLENS_EXPORT_H
 #define VITLENS_EXPORT_H
 
-#include "scene.h"
+#include "view/scene.h"
 
 #include <stdio.h>
 

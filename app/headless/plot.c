@@ -1,8 +1,8 @@
 /* plot.c - line plots as PNG (plot.h): lines drawn as anti-aliased discs along each
  * segment, text with export_text. */
-#include "plot.h"
-#include "export.h"
-#include "text.h"
+#include "headless/plot.h"
+#include "headless/export.h"
+#include "render/text.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -1,7 +1,7 @@
 /* scene.c - Model, Scene and View: the engine calls the app makes, with no SDL
  * or GL, so that the window, its worker thread and the headless modes share them. */
-#include "scene.h"
-#include "mapkind.h"
+#include "view/scene.h"
+#include "view/mapkind.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -1,7 +1,7 @@
 /* models.c - the downloaded models: listing the folders they are kept in, and
  * --model NAME. See models.h for the places. */
 #define _POSIX_C_SOURCE 200809L
-#include "models.h"
+#include "config/models.h"
 
 #include <dirent.h>
 #include <stdio.h>

@@ -5,11 +5,11 @@
  * The table, the CSV files and the plots are made from the rows alone, sorted, so
  * that shards merged (--eval-merge reads the rows back from the CSVs, which print
  * every number so that it reads back exactly) give the table the whole run gives. */
-#include "eval.h"
-#include "files.h"
-#include "mapkind.h"
-#include "plot.h"
-#include "scene.h"
+#include "headless/eval.h"
+#include "config/files.h"
+#include "view/mapkind.h"
+#include "headless/plot.h"
+#include "view/scene.h"
 
 #include <errno.h>
 #include <math.h>
