@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 /* ---------------------------------------------------------------------------
  * Keys */
@@ -218,137 +219,108 @@ void options_usage(FILE *f) {
             VITLENS_MODELS_DIR_SOURCE);
 }
 
-int options_parse(Options *o, int argc, char **argv) {
-    memset(o, 0, sizeof *o);
-    o->opacity = 0.6f;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        const char *val = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            options_usage(stdout);
-            return 1;
-        } else if (!strcmp(a, "--stdin-drops")) {
-            o->stdin_drops = 1;
-        } else if (!strcmp(a, "--bilinear")) {
-            o->bilinear = 1;
-        } else if (!strcmp(a, "--ignore-orientation")) {
-            o->ignore_orientation = 1;
-        } else if (!strcmp(a, "--eval")) {
-            o->eval = 1;
-        } else if (!strcmp(a, "--eval-merge")) {
-            o->eval_merge = 1;
-        } else if (!strcmp(a, "--no-sanity")) {
-            o->no_sanity = 1;
-        } else if (!strcmp(a, "--whole")) {
-            o->load.whole_image = 1;
-        } else if (a[0] == '-' && a[1] == '-') {
-            if (!val) {
-                fprintf(stderr, "vitlens: %s needs a value (see --help)\n", a);
-                return 2;
-            }
-            char *end = NULL;
-            errno = 0;
-            if (!strcmp(a, "--model")) {
-                o->model_path = val;
-            } else if (!strcmp(a, "--labels")) {
-                o->labels_path = val;
-            } else if (!strcmp(a, "--export")) {
-                o->export_dir = val;
-            } else if (!strcmp(a, "--eval-out")) {
-                o->eval_out = val;
-            } else if (!strcmp(a, "--masks")) {
-                o->masks_dir = val;
-            } else if (!strcmp(a, "--shard")) {
-                long k = strtol(val, &end, 10), n = 0;
-                if (!errno && end != val && *end == '/') {
-                    const char *ns = end + 1;
-                    n = strtol(ns, &end, 10);
-                    if (end == ns) n = 0;
-                }
-                if (errno || *end || n < 1 || n > 1000000 || k < 1 || k > n) {
-                    fprintf(stderr, "vitlens: --shard %s: expected K/N with 1 <= K <= N\n", val);
-                    return 2;
-                }
-                o->shard_k = (int)k, o->shard_n = (int)n;
-            } else if (!strcmp(a, "--eval-steps")) {
-                long n = strtol(val, &end, 10);
-                if (errno || !*val || *end || n < 2 || n > 1000) {
-                    fprintf(stderr,
-                            "vitlens: --eval-steps %s: expected an integer from 2 to 1000\n", val);
-                    return 2;
-                }
-                o->eval_steps = (int)n;
-            } else if (!strcmp(a, "--class")) {
-                if (!*val) {
-                    fprintf(stderr, "vitlens: --class needs a class index or name\n");
-                    return 2;
-                }
-                o->class_arg = val;
-            } else if (!strcmp(a, "--save-dir")) {
-                o->save_dir = val;
-            } else if (!strcmp(a, "--colormap")) {
-                int found = -1;
-                for (int k = 0; k < COLORMAP_COUNT; k++)
-                    if (!strcmp(val, colormap_names[k])) found = k;
-                if (found < 0) {
-                    fprintf(stderr,
-                            "vitlens: --colormap %s: expected viridis, inferno, magma, turbo or "
-                            "greys\n",
-                            val);
-                    return 2;
-                }
-                o->colormap = found, o->given_colormap = 1;
-            } else if (!strcmp(a, "--heads") || !strcmp(a, "--top")) {
-                long n = strtol(val, &end, 10);
-                if (errno || !*val || *end || n < 1 || n > 100000) {
-                    fprintf(stderr, "vitlens: %s %s: expected a positive integer\n", a, val);
-                    return 2;
-                }
-                *(!strcmp(a, "--heads") ? &o->load.n_heads : &o->top_k) = (int)n;
-            } else if (!strcmp(a, "--size")) {
-                /* S or HxW, px */
-                long h = strtol(val, &end, 10), w = h;
-                if (!errno && end != val && (*end == 'x' || *end == 'X')) {
-                    const char *ws = end + 1;
-                    w = strtol(ws, &end, 10);
-                    if (end == ws) w = 0;
-                }
-                if (errno || end == val || *end || h < 1 || w < 1 || h > VIT_MAX_INPUT ||
-                    w > VIT_MAX_INPUT) {
-                    fprintf(stderr,
-                            "vitlens: --size %s: expected S or HxW in px (e.g. 320 or 224x336), "
-                            "at most %d\n",
-                            val, VIT_MAX_INPUT);
-                    return 2;
-                }
-                o->load.image_h = (int)h, o->load.image_w = (int)w;
-            } else if (!strcmp(a, "--opacity")) {
-                float f = strtof(val, &end);
-                if (errno || !*val || *end || !(f >= 0.0f && f <= 1.0f)) {
-                    fprintf(stderr, "vitlens: --opacity %s: expected a number in [0, 1]\n", val);
-                    return 2;
-                }
-                o->opacity = f, o->given_opacity = 1;
-            } else if (!strcmp(a, "--discard")) {
-                float f = strtof(val, &end);
-                if (errno || !*val || *end || !(f >= 0.0f && f < 1.0f)) {
-                    fprintf(stderr, "vitlens: --discard %s: expected a number in [0, 1)\n", val);
-                    return 2;
-                }
-                o->discard = f;
-            } else {
-                fprintf(stderr, "vitlens: unknown option %s (see --help)\n", a);
-                return 2;
-            }
-            i++;
-        } else if (o->n_image_args < OPTIONS_MAX_IMAGES) {
-            if (!o->image_path) o->image_path = a;
-            o->image_args[o->n_image_args++] = a;
-        } else {
-            fprintf(stderr, "vitlens: more than %d images\n", OPTIONS_MAX_IMAGES);
+/* An option that takes a value: --model PATH, --top K, ... (a: the option, val: its value).
+ * 0, or 2 with the message on stderr. */
+static int parse_value(Options *o, const char *a, const char *val) {
+    char *end = NULL;
+    errno = 0;
+    if (!strcmp(a, "--model")) {
+        o->model_path = val;
+    } else if (!strcmp(a, "--labels")) {
+        o->labels_path = val;
+    } else if (!strcmp(a, "--export")) {
+        o->export_dir = val;
+    } else if (!strcmp(a, "--eval-out")) {
+        o->eval_out = val;
+    } else if (!strcmp(a, "--masks")) {
+        o->masks_dir = val;
+    } else if (!strcmp(a, "--shard")) {
+        long k = strtol(val, &end, 10), n = 0;
+        if (!errno && end != val && *end == '/') {
+            const char *ns = end + 1;
+            n = strtol(ns, &end, 10);
+            if (end == ns) n = 0;
+        }
+        if (errno || *end || n < 1 || n > 1000000 || k < 1 || k > n) {
+            fprintf(stderr, "vitlens: --shard %s: expected K/N with 1 <= K <= N\n", val);
             return 2;
         }
+        o->shard_k = (int)k, o->shard_n = (int)n;
+    } else if (!strcmp(a, "--eval-steps")) {
+        long n = strtol(val, &end, 10);
+        if (errno || !*val || *end || n < 2 || n > 1000) {
+            fprintf(stderr, "vitlens: --eval-steps %s: expected an integer from 2 to 1000\n", val);
+            return 2;
+        }
+        o->eval_steps = (int)n;
+    } else if (!strcmp(a, "--class")) {
+        if (!*val) {
+            fprintf(stderr, "vitlens: --class needs a class index or name\n");
+            return 2;
+        }
+        o->class_arg = val;
+    } else if (!strcmp(a, "--save-dir")) {
+        o->save_dir = val;
+    } else if (!strcmp(a, "--colormap")) {
+        int found = -1;
+        for (int k = 0; k < COLORMAP_COUNT; k++)
+            if (!strcmp(val, colormap_names[k])) found = k;
+        if (found < 0) {
+            fprintf(stderr,
+                    "vitlens: --colormap %s: expected viridis, inferno, magma, turbo or "
+                    "greys\n",
+                    val);
+            return 2;
+        }
+        o->colormap = found, o->given_colormap = 1;
+    } else if (!strcmp(a, "--heads") || !strcmp(a, "--top")) {
+        long n = strtol(val, &end, 10);
+        if (errno || !*val || *end || n < 1 || n > 100000) {
+            fprintf(stderr, "vitlens: %s %s: expected a positive integer\n", a, val);
+            return 2;
+        }
+        *(!strcmp(a, "--heads") ? &o->load.n_heads : &o->top_k) = (int)n;
+    } else if (!strcmp(a, "--size")) {
+        /* S or HxW, px */
+        long h = strtol(val, &end, 10), w = h;
+        if (!errno && end != val && (*end == 'x' || *end == 'X')) {
+            const char *ws = end + 1;
+            w = strtol(ws, &end, 10);
+            if (end == ws) w = 0;
+        }
+        if (errno || end == val || *end || h < 1 || w < 1 || h > VIT_MAX_INPUT ||
+            w > VIT_MAX_INPUT) {
+            fprintf(stderr,
+                    "vitlens: --size %s: expected S or HxW in px (e.g. 320 or 224x336), "
+                    "at most %d\n",
+                    val, VIT_MAX_INPUT);
+            return 2;
+        }
+        o->load.image_h = (int)h, o->load.image_w = (int)w;
+    } else if (!strcmp(a, "--opacity")) {
+        float f = strtof(val, &end);
+        if (errno || !*val || *end || !(f >= 0.0f && f <= 1.0f)) {
+            fprintf(stderr, "vitlens: --opacity %s: expected a number in [0, 1]\n", val);
+            return 2;
+        }
+        o->opacity = f, o->given_opacity = 1;
+    } else if (!strcmp(a, "--discard")) {
+        float f = strtof(val, &end);
+        if (errno || !*val || *end || !(f >= 0.0f && f < 1.0f)) {
+            fprintf(stderr, "vitlens: --discard %s: expected a number in [0, 1)\n", val);
+            return 2;
+        }
+        o->discard = f;
+    } else {
+        fprintf(stderr, "vitlens: unknown option %s (see --help)\n", a);
+        return 2;
     }
+    return 0;
+}
+
+/* After the arguments: the defaults, VITLENS_ATT, and the options that go together.
+ * 0, or 2 with the message on stderr. */
+static int parse_check(Options *o) {
     if (!o->eval_steps) o->eval_steps = 20;
     /* VITLENS_ATT: force the large-input path (or keep the attention), for tests and for
      * measuring; the default keeps it when it fits VIT_ATT_KEEP_MAX_BYTES */
@@ -387,6 +359,75 @@ int options_parse(Options *o, int argc, char **argv) {
         return 2;
     }
     return 0;
+}
+
+int options_parse(Options *o, int argc, char **argv) {
+    memset(o, 0, sizeof *o);
+    o->opacity = 0.6f;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *val = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            options_usage(stdout);
+            return 1;
+        } else if (!strcmp(a, "--stdin-drops")) {
+            o->stdin_drops = 1;
+        } else if (!strcmp(a, "--bilinear")) {
+            o->bilinear = 1;
+        } else if (!strcmp(a, "--ignore-orientation")) {
+            o->ignore_orientation = 1;
+        } else if (!strcmp(a, "--eval")) {
+            o->eval = 1;
+        } else if (!strcmp(a, "--eval-merge")) {
+            o->eval_merge = 1;
+        } else if (!strcmp(a, "--no-sanity")) {
+            o->no_sanity = 1;
+        } else if (!strcmp(a, "--whole")) {
+            o->load.whole_image = 1;
+        } else if (a[0] == '-' && a[1] == '-') {
+            if (!val) {
+                fprintf(stderr, "vitlens: %s needs a value (see --help)\n", a);
+                return 2;
+            }
+            if (parse_value(o, a, val)) return 2;
+            i++;
+        } else if (o->n_image_args < OPTIONS_MAX_IMAGES) {
+            if (!o->image_path) o->image_path = a;
+            o->image_args[o->n_image_args++] = a;
+        } else {
+            fprintf(stderr, "vitlens: more than %d images\n", OPTIONS_MAX_IMAGES);
+            return 2;
+        }
+    }
+    return parse_check(o);
+}
+
+void options_apply_settings(Options *o, int window) {
+    Settings *s = &o->settings;
+    settings_init(s);
+    o->settings_msg[0] = '\0';
+    if (settings_path(o->settings_path, sizeof o->settings_path)) {
+        o->settings_path[0] = '\0';
+        return;
+    }
+    settings_load(s, o->settings_path, o->settings_msg, sizeof o->settings_msg);
+    if (!o->given_colormap && s->colormap >= 0) o->colormap = s->colormap;
+    if (!o->given_opacity && s->opacity >= 0.0f) o->opacity = s->opacity;
+    if (!o->bilinear && s->bilinear > 0) o->bilinear = 1;
+    if (!window || o->model_path || !s->model[0]) return;
+    struct stat st;
+    if (stat(s->model, &st) != 0) {
+        if (!o->settings_msg[0])
+            snprintf(o->settings_msg, sizeof o->settings_msg,
+                     "the last model, %.400s, is gone: the built-in model instead", s->model);
+        return;
+    }
+    snprintf(o->model_buf, sizeof o->model_buf, "%s", s->model);
+    o->model_path = o->model_buf;
+    if (!o->labels_path && s->labels[0] && stat(s->labels, &st) == 0) {
+        snprintf(o->labels_buf, sizeof o->labels_buf, "%s", s->labels);
+        o->labels_path = o->labels_buf;
+    }
 }
 
 int options_default_model(Options *o) {

@@ -10,7 +10,7 @@
 
 #define OPTIONS_MAX_IMAGES 4096
 
-typedef struct Options {
+typedef struct {
     const char *model_path, *labels_path, *image_path, *export_dir, *save_dir;
     const char *class_arg; /* --class ID|NAME: the class the class-specific maps explain */
     const char *image_args[OPTIONS_MAX_IMAGES]; /* every IMAGE (file or folder), the slideshow */
@@ -34,7 +34,7 @@ typedef struct Options {
     char model_buf[1200];              /* --model NAME: the downloaded model's weights (models.h) */
     char labels_buf[1200];             /* and its labels.txt, when --labels is not given */
     int given_colormap, given_opacity; /* on the command line: settings do not override */
-    Settings settings;                 /* remembered (settings.h), read by settings_apply */
+    Settings settings;                 /* remembered (settings.h): options_apply_settings */
     char settings_path[1200];          /* "" when there is no place for them */
     char settings_msg[600];            /* a problem reading them, "" if none */
 } Options;
@@ -42,6 +42,14 @@ typedef struct Options {
 /* Parse argv into o. 0: go on; 1: --help shown on stdout; 2: usage error (the
  * message printed on stderr). */
 int options_parse(Options *o, int argc, char **argv);
+
+/* Read the settings file (settings_path) into o->settings and apply it to what the
+ * command line left unset: colormap, opacity, bilinear (--bilinear only turns it on),
+ * and in the window (window != 0) the last model, with its labels, when --model is not
+ * given and its file is still there (the headless modes keep the built-in model, so that
+ * scripts get the same answer wherever they run). A problem is put in o->settings_msg;
+ * never fatal. */
+void options_apply_settings(Options *o, int window);
 
 /* --model NAME: a downloaded model's weights, and its labels.txt when --labels is not
  * given (models.h); without --model, the built-in model, and the first of its demo

@@ -2,7 +2,6 @@
 #define _XOPEN_SOURCE 700 /* realpath */
 #include "config/settings.h"
 #include "render/colormap.h"
-#include "config/options.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -174,36 +173,6 @@ int settings_save(const Settings *s, const char *path, char *msg, size_t msg_byt
         return -1;
     }
     return 0;
-}
-
-/* --- applying them ---------------------------------------------------------- */
-
-void settings_apply(Options *o, int window) {
-    Settings *s = &o->settings;
-    settings_init(s);
-    o->settings_msg[0] = '\0';
-    if (settings_path(o->settings_path, sizeof o->settings_path)) {
-        o->settings_path[0] = '\0';
-        return;
-    }
-    settings_load(s, o->settings_path, o->settings_msg, sizeof o->settings_msg);
-    if (!o->given_colormap && s->colormap >= 0) o->colormap = s->colormap;
-    if (!o->given_opacity && s->opacity >= 0.0f) o->opacity = s->opacity;
-    if (!o->bilinear && s->bilinear > 0) o->bilinear = 1;
-    if (!window || o->model_path || !s->model[0]) return;
-    struct stat st;
-    if (stat(s->model, &st) != 0) {
-        if (!o->settings_msg[0])
-            snprintf(o->settings_msg, sizeof o->settings_msg,
-                     "the last model, %.400s, is gone: the built-in model instead", s->model);
-        return;
-    }
-    snprintf(o->model_buf, sizeof o->model_buf, "%s", s->model);
-    o->model_path = o->model_buf;
-    if (!o->labels_path && s->labels[0] && stat(s->labels, &st) == 0) {
-        snprintf(o->labels_buf, sizeof o->labels_buf, "%s", s->labels);
-        o->labels_path = o->labels_buf;
-    }
 }
 
 /* path made absolute (realpath), else as it is */

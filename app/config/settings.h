@@ -10,7 +10,8 @@
  * '#' starts a comment line. A line that does not parse is ignored and reported (the
  * first of them, and how many), never fatal. Written whole to a temporary file in the
  * same folder and renamed over the old one, so a crash leaves the old file or the
- * new one, never half of one. The command line's options override what is read.
+ * new one, never half of one. The command line's options override what is read
+ * (options_apply_settings, options.h: the options know the settings, not the reverse).
  * No SDL, no GL. */
 #ifndef VITLENS_SETTINGS_H
 #define VITLENS_SETTINGS_H
@@ -42,17 +43,8 @@ int settings_load(Settings *s, const char *path, char *msg, size_t msg_bytes);
  * not set are left out. 0, or -1 with msg. */
 int settings_save(const Settings *s, const char *path, char *msg, size_t msg_bytes);
 
-/* Read the settings file (settings_path) into o->settings and apply it to what the
- * command line left unset: colormap, opacity, bilinear (--bilinear only turns it on),
- * and in the window (window != 0) the last model, with its labels, when --model is not
- * given and its file is still there (the headless modes keep the built-in model, so that
- * scripts get the same answer wherever they run). A problem is put in o->settings_msg;
- * never fatal. */
-struct Options;
 /* Remember the model (and its labels file, NULL: none) as absolute paths, so that a
  * run from another folder finds them; NULL model: none (the built-in one). */
 void settings_set_model(Settings *s, const char *model, const char *labels);
-
-void settings_apply(struct Options *o, int window);
 
 #endif

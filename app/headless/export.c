@@ -1,7 +1,7 @@
 /* export.c - headless --top and --export. */
 #include "headless/export.h"
 #include "render/colormap.h"
-#include "view/mapkind.h"
+#include "view/maps.h"
 #include "headless/npy.h"
 #include "render/text.h"
 
@@ -172,7 +172,7 @@ static int write_map(const char *dir, const char *base, Scene *sc, const View *v
     const VitConfig *c = &sc->run.cfg;
     VitError err;
     if (view_on_worker(v) && !view_ready(sc, v)) {
-        if (scene_slow_map(sc, v, joint, &err)) {
+        if (view_slow_map(sc, v, joint, &err)) {
             fprintf(stderr, "vitlens: %s: %s\n", base, err.msg);
             return 1;
         }

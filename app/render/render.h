@@ -14,6 +14,7 @@
 
 #include "render/drawlist.h"
 #include "render/text.h"
+#include "view/view.h" /* ViewOverview: the single view or an overview */
 
 #include <SDL.h>
 #include <epoxy/gl.h>
@@ -53,9 +54,7 @@ enum {
     REN_HV_BITS = 8
 };
 
-typedef struct RenPrim RenPrim; /* one recorded draw (render.c) */
-
-typedef enum { REN_SINGLE = 0, REN_HEADS, REN_TABLE } RenMode;
+typedef struct RenPrim RenPrim; /* one recorded draw (record.c) */
 
 typedef struct {
     SDL_Window *win;
@@ -126,7 +125,7 @@ typedef struct {
     int n_help;
     float spinner_turns; /* spinner phase while busy */
 
-    RenMode mode;
+    ViewOverview mode;
     int bilinear;             /* upsampling of every map */
     int query_col, query_row; /* the query patch, -1: the CLS token */
     int mask;                 /* outline the uploaded mask (single view) */

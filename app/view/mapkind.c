@@ -1,16 +1,11 @@
-/* mapkind.c - the table of map kinds and the View's maps read through it. */
+/* mapkind.c - the table of map kinds: each kind's functions (adapters from a Scene and a
+ * View to the engine's calls), its row, and what the rows decide: a map's size, its
+ * normalisation, which fields of a View it reads, whether the Scene holds it. */
 #include "view/mapkind.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-const char *token_name(char *buf, size_t n, const VitConfig *c, int t, char sep) {
-    if (t < c->n_prefix) return vit_prefix_name(buf, n, c, t);
-    int p = t - c->n_prefix;
-    snprintf(buf, n, "patch (%d%c %d)", p / c->grid_w + 1, sep, p % c->grid_w + 1);
-    return buf;
-}
 
 /* --- the kinds' functions -------------------------------------------------- */
 
@@ -74,9 +69,8 @@ static VitStatus rollout_prefix(float *out, const Scene *sc, const View *v, VitE
 static VitStatus explain_map(float *out, VitExplain m, const Scene *sc, const View *v,
                              VitError *err) {
     const VitConfig *c = &sc->run.cfg;
-    int target = view_class(v, sc);
-    if (!scene_explained(sc, target, m == VIT_EXPLAIN_GRAD_ROLLOUT, v->discard_ratio,
-                         m == VIT_EXPLAIN_ATTNLRP)) {
+    int target = scene_class(sc, v->target);
+    if (!view_explained(sc, v)) {
         if (err) {
             err->code = VIT_ERR_ARG;
             snprintf(err->msg, sizeof err->msg, "%s: class %d not computed yet",
@@ -126,11 +120,28 @@ static VitStatus token_map(float *out, float *prefix, TokenFn fn, const Scene *s
 }
 
 /* Feature PCA (DINOv2 Fig. 1): colours, [gh, gw, 4]. Over the slideshow it comes
- * from the worker (scene_slow_map), over this photo it is computed here. */
+ * from the worker (view_slow_map), over this photo it is computed here. */
 static VitStatus slow_read(float *out, const Scene *sc, const View *v, VitError *err);
 static VitStatus pca_map(float *out, const Scene *sc, const View *v, VitError *err) {
     if (v->joint) return slow_read(out, sc, v, err);
     return scene_pca(out, NULL, sc, v->layer, NULL, err);
+}
+
+/* Over the slideshow, on the worker thread: the photos' features first, when they are not
+ * of sc's model (scene_joint_features), then the PCA over all of them. */
+static VitStatus pca_compute(float *out, const Scene *sc, const View *v, JointFeatures *jf,
+                             VitError *err) {
+    VitStatus rc;
+    if (!v->joint) return scene_pca(out, NULL, sc, v->layer, NULL, err);
+    if (!jf) {
+        if (err) {
+            err->code = VIT_ERR_ARG;
+            snprintf(err->msg, sizeof err->msg, "features PCA: no slideshow to run over");
+        }
+        return VIT_ERR_ARG;
+    }
+    if (jf->vit != sc->vit && (rc = scene_joint_features(jf, sc->vit, err))) return rc;
+    return scene_pca(out, NULL, sc, v->layer, jf, err);
 }
 
 static void pca_status(char *buf, size_t n, const Scene *sc, const View *v,
@@ -177,7 +188,7 @@ static void norms_status(char *buf, size_t n, const Scene *sc, const View *v,
 
 /* The logit lens over the patches, for the view's class. */
 static VitStatus lens_map(float *out, const Scene *sc, const View *v, VitError *err) {
-    return vit_logit_lens_map(out, &sc->run, sc->vit, v->layer, view_class(v, sc), err);
+    return vit_logit_lens_map(out, &sc->run, sc->vit, v->layer, scene_class(sc, v->target), err);
 }
 
 static void lens_status(char *buf, size_t n, const Scene *sc, const View *v,
@@ -201,7 +212,9 @@ static void lens_status(char *buf, size_t n, const Scene *sc, const View *v,
 static VitStatus flow_tokens(float *t, const Scene *sc, const View *v, VitError *err) {
     return vit_attention_flow(t, &sc->run, v->layer, v->query, err);
 }
-static VitStatus flow_compute(float *out, const Scene *sc, const View *v, VitError *err) {
+static VitStatus flow_compute(float *out, const Scene *sc, const View *v, JointFeatures *jf,
+                              VitError *err) {
+    (void)jf;
     return token_map(out, NULL, flow_tokens, sc, v, err);
 }
 
@@ -233,10 +246,10 @@ static void tokenrank_status(char *buf, size_t n, const Scene *sc, const View *v
              100.0 * (1.0 - s) / c->n_patches);
 }
 
-/* A worker kind's map, as scene_slow_map left it (view_ready says whether it has). */
+/* A worker kind's map, as view_slow_map left it (view_ready says whether it has). */
 static VitStatus slow_read(float *out, const Scene *sc, const View *v, VitError *err) {
     const VitConfig *c = &sc->run.cfg;
-    if (!sc->slow_valid || !view_same_map(&sc->slow_view, v, c->n_heads)) {
+    if (!view_slow_holds(sc, v)) {
         if (err) {
             err->code = VIT_ERR_ARG;
             snprintf(err->msg, sizeof err->msg, "%s: not computed yet", MAP_KINDS[v->kind].title);
@@ -333,6 +346,7 @@ const MapKindInfo MAP_KINDS[MAP_KIND_COUNT] = {
                           .rgb = 1,
                           .worker = 2,
                           .map = pca_map,
+                          .compute = pca_compute,
                           .status = pca_status},
     [MAP_SIMILARITY] = {.name = "patch similarity",
                         .title = "patch similarity (cosine of features)",
@@ -428,121 +442,10 @@ size_t map_kind_max_floats(const VitConfig *cfg, int per_head_only) {
     return most;
 }
 
-/* --- a View's maps --------------------------------------------------------- */
+/* --- what the Scene holds of a view ------------------------------------------ */
 
-static VitStatus fail(VitError *err, VitStatus code, const char *what, const char *kind) {
-    if (err) {
-        err->code = code;
-        snprintf(err->msg, sizeof err->msg, "%s: %s", kind, what);
-    }
-    return code;
-}
-
-/* The row of v's kind, or NULL (err set) when it cannot be computed for sc. */
-static const MapKindInfo *kind_of(const Scene *sc, const View *v, VitError *err) {
-    if (v->kind < 0 || v->kind >= MAP_KIND_COUNT) {
-        if (err) {
-            err->code = VIT_ERR_ARG;
-            snprintf(err->msg, sizeof err->msg, "map kind %d: expected 0 to %d", v->kind,
-                     MAP_KIND_COUNT - 1);
-        }
-        return NULL;
-    }
-    const MapKindInfo *k = &MAP_KINDS[v->kind];
-    if (k->uses_target && sc->run.cfg.n_classes == 0) {
-        fail(err, VIT_ERR_ARG, "needs a model with a classification head; this one has none",
-             k->title);
-        return NULL;
-    }
-    return k;
-}
-
-VitStatus view_map(float *out, const Scene *sc, const View *v, VitError *err) {
-    const MapKindInfo *k = kind_of(sc, v, err);
-    return k ? k->map(out, sc, v, err) : VIT_ERR_ARG;
-}
-
-/* The raw maps of every head and fusion of layers [l0, l1) with v's kind and other
- * fields: out [(l1 - l0) * (H + 3), map]. */
-static VitStatus layer_maps(float *out, const Scene *sc, const View *v, int l0, int l1,
-                            VitError *err) {
-    const MapKindInfo *k = kind_of(sc, v, err);
-    if (!k) return VIT_ERR_ARG;
-    if (!k->per_head) return fail(err, VIT_ERR_ARG, "has no per-head maps", k->title);
-    if (k->layer_maps) return k->layer_maps(out, sc, v, l0, l1 - l0, err);
-    int K = sc->run.cfg.n_heads + VIEW_N_FUSIONS, w, h;
-    map_kind_size(&w, &h, v->kind, &sc->run.cfg);
-    for (int l = l0; l < l1; l++) {
-        if (sc->run.control) vit_control_report(sc->run.control, l - l0, l1 - l0);
-        for (int i = 0; i < K; i++) {
-            View u = *v;
-            u.layer = l, u.head = i;
-            VitStatus rc = k->map(out + ((size_t)(l - l0) * K + i) * w * h, sc, &u, err);
-            if (rc) return rc;
-        }
-    }
-    return VIT_OK;
-}
-
-VitStatus view_layer_range(float *lo, float *hi, const Scene *sc, const View *v, VitError *err) {
-    int w, h;
-    map_kind_size(&w, &h, v->kind, &sc->run.cfg);
-    size_t n = (size_t)(sc->run.cfg.n_heads + VIEW_N_FUSIONS) * w * h;
-    *lo = 0.0f, *hi = 0.0f;
-    float *maps = malloc(n * sizeof *maps);
-    if (!maps) {
-        if (err) {
-            err->code = VIT_ERR_NOMEM;
-            snprintf(err->msg, sizeof err->msg, "out of memory for the layer's maps");
-        }
-        return VIT_ERR_NOMEM;
-    }
-    VitStatus rc = layer_maps(maps, sc, v, v->layer, v->layer + 1, err);
-    for (size_t i = 0; rc == VIT_OK && i < n; i++) {
-        if (i == 0 || maps[i] < *lo) *lo = maps[i];
-        if (i == 0 || maps[i] > *hi) *hi = maps[i];
-    }
-    free(maps);
-    return rc;
-}
-
-VitStatus overview_maps(float *out, float *lo, float *hi, const Scene *sc, const View *v, int table,
-                        int shared, VitError *err) {
-    const VitConfig *c = &sc->run.cfg;
-    int K = c->n_heads + VIEW_N_FUSIONS, w, h;
-    map_kind_size(&w, &h, v->kind, c);
-    int N = w * h;
-    int l0 = table ? 0 : v->layer, l1 = table ? c->n_layers : v->layer + 1;
-    VitStatus rc = layer_maps(out, sc, v, l0, l1, err);
-    if (rc) return rc;
-    for (int l = l0; l < l1; l++) {
-        float *first = out + (size_t)(l - l0) * K * N;
-        float llo = 0, lhi = 0;
-        for (size_t i = 0; i < (size_t)K * N; i++) { /* the layer's range from its own maps */
-            if (i == 0 || first[i] < llo) llo = first[i];
-            if (i == 0 || first[i] > lhi) lhi = first[i];
-        }
-        for (int k = 0; k < K; k++) {
-            float *mk = first + (size_t)k * N, a, b;
-            if (shared) {
-                a = llo, b = lhi;
-                for (int p = 0; p < N; p++) mk[p] = b > a ? (mk[p] - a) / (b - a) : 0.0f;
-            } else {
-                map_normalize(mk, mk, N, &a, &b);
-            }
-            int idx = (l - l0) * K + k;
-            if (lo) lo[idx] = a;
-            if (hi) hi[idx] = b;
-        }
-    }
-    return VIT_OK;
-}
-
-VitStatus view_prefix(float *out, const Scene *sc, const View *v, VitError *err) {
-    const MapKindInfo *k = kind_of(sc, v, err);
-    if (!k) return VIT_ERR_ARG;
-    if (!k->prefix) return fail(err, VIT_ERR_ARG, "has no prefix-token share", k->title);
-    return k->prefix(out, sc, v, err);
+int map_kind_usable(int kind, const VitConfig *c) {
+    return kind >= 0 && kind < MAP_KIND_COUNT && (!MAP_KINDS[kind].uses_target || c->n_classes > 0);
 }
 
 int view_on_worker(const View *v) {
@@ -561,141 +464,22 @@ int view_same_map(const View *a, const View *b, int n_heads) {
            (!k->uses_target || a->target == b->target) && (k->worker != 2 || a->joint == b->joint);
 }
 
-int view_ready(const Scene *sc, const View *v) {
-    if (v->kind < 0 || v->kind >= MAP_KIND_COUNT) return 1;
-    if (view_on_worker(v))
-        return sc->slow_valid && view_same_map(&sc->slow_view, v, sc->run.cfg.n_heads);
-    if (!MAP_KINDS[v->kind].backward) return 1;
-    if (sc->run.cfg.n_classes == 0) return 1; /* view_map says why it cannot be */
-    return scene_explained(sc, view_class(v, sc), MAP_KINDS[v->kind].uses_discard, v->discard_ratio,
-                           MAP_KINDS[v->kind].lrp);
+int view_explained(const Scene *sc, const View *v) {
+    const MapKindInfo *k = &MAP_KINDS[v->kind];
+    int target = scene_class(sc, v->target);
+    return sc->expl_target >= 0 && sc->expl_target == target &&
+           (!k->uses_discard || sc->expl_discard == v->discard_ratio) && (!k->lrp || sc->expl_lrp);
 }
 
-int view_class(const View *v, const Scene *sc) {
-    const VitConfig *c = &sc->run.cfg;
-    if (c->n_classes <= 0) return -1;
-    if (v->target >= 0 && v->target < c->n_classes) return v->target;
-    if (!sc->run.probs) return -1;
-    int top;
-    vit_top_k(&top, sc->run.probs, c->n_classes, 1);
-    return top;
+_Static_assert(sizeof(View) <= SCENE_TAG_BYTES, "a View must fit a Scene's worker-map tag");
+
+void view_slow_tag(unsigned char tag[SCENE_TAG_BYTES], const View *v) {
+    memset(tag, 0, SCENE_TAG_BYTES);
+    memcpy(tag, v, sizeof *v);
 }
 
-/* --- everything the window shows of a view ---------------------------------- */
-
-/* The list panel of the view's kind: the logit lens's class per layer (the last
- * VIEW_MAX_LIST layers), or the high-norm tokens with their first layer and their share
- * of the CLS token's attention. Other kinds: none. A part that fails is left out. */
-static void view_list(ViewMaps *m, const Scene *sc) {
-    const VitConfig *c = &sc->run.cfg;
-    const View *v = &m->view;
-    m->n_list = 0, m->list_marked = -1, m->n_high_norm = 0, m->list_title[0] = '\0';
-    if (v->kind == MAP_LOGIT_LENS && c->n_classes > 0) {
-        float *p = malloc((size_t)c->n_classes * sizeof *p);
-        int l0 = c->n_layers > VIEW_MAX_LIST ? c->n_layers - VIEW_MAX_LIST : 0;
-        for (int l = l0; p && l < c->n_layers; l++) {
-            int top;
-            if (vit_logit_lens(p, &sc->run, sc->vit, l, 0, NULL)) break;
-            vit_top_k(&top, p, c->n_classes, 1);
-            const char *label = m->labels ? m->labels[top] : NULL;
-            int i = m->n_list++;
-            if (label) /* its first name: "tabby", not "tabby, tabby cat" */
-                snprintf(m->list_text[i], sizeof m->list_text[i], "%2d  %.*s", l + 1,
-                         (int)strcspn(label, ","), label);
-            else
-                snprintf(m->list_text[i], sizeof m->list_text[i], "%2d  class %d", l + 1, top);
-            snprintf(m->list_right[i], sizeof m->list_right[i], "%.1f%%", 100.0 * p[top]);
-            m->list_values[i] = p[top];
-            if (l == v->layer) m->list_marked = i;
-        }
-        free(p);
-        snprintf(m->list_title, sizeof m->list_title, "logit lens: the CLS token reads");
-    } else if (v->kind == MAP_TOKEN_NORMS) {
-        int T = c->n_tokens, *idx = malloc(2 * (size_t)T * sizeof *idx);
-        float *norms = malloc((size_t)T * sizeof *norms), *cls = malloc((size_t)T * sizeof *cls);
-        float thr = 0;
-        int n = idx ? view_high_norm(idx, idx + T, &thr, sc, v, NULL) : -1;
-        /* the CLS token's attention (mean of the heads) at the layer: patches, then prefix */
-        if (n >= 0 && norms && cls && !vit_token_norms(norms, &sc->run, v->layer, NULL) &&
-            !vit_map_fused(cls + c->n_prefix, &sc->run, v->layer, VIT_FUSE_MEAN, 0, NULL) &&
-            !vit_prefix_share(cls, &sc->run, v->layer, -1, VIT_FUSE_MEAN, 0, 0.0f, 0, NULL)) {
-            m->n_high_norm = n < VIEW_MAX_HIGH_NORM ? n : VIEW_MAX_HIGH_NORM;
-            float top = n > 0 ? norms[idx[0]] : 1.0f;
-            for (int i = 0; i < n && i < VIEW_MAX_LIST; i++) {
-                int t = idx[i];
-                char who[48];
-                token_name(who, sizeof who, c, t, ',');
-                snprintf(m->list_text[i], sizeof m->list_text[i],
-                         "%s \xc2\xb7 from L%d \xc2\xb7 CLS %.0f%%", who, idx[T + i] + 1,
-                         100.0 * cls[t]);
-                snprintf(m->list_right[i], sizeof m->list_right[i], "%.0f", (double)norms[t]);
-                m->list_values[i] = norms[t] / top;
-                m->n_list++;
-            }
-            for (int i = 0; i < m->n_high_norm; i++) m->high_norm[i] = idx[i];
-            snprintf(m->list_title, sizeof m->list_title, "high-norm tokens (> %.3g): %d",
-                     (double)thr, n);
-        }
-        free(idx), free(norms), free(cls);
-    }
-}
-
-VitStatus view_compute(ViewMaps *m, const Scene *sc, VitError *err) {
-    const VitConfig *c = &sc->run.cfg;
-    const View *v = &m->view;
-    const MapKindInfo *k = kind_of(sc, v, err);
-    VitStatus rc;
-    if (!k) return VIT_ERR_ARG;
-    map_kind_size(&m->w, &m->h, v->kind, c);
-    int n = m->w * m->h;
-    m->n_prefix = 0, m->n_atlas = 0, m->status[0] = '\0';
-    if (k->tokens) { /* map and prefix share from one row */
-        float *t = malloc((size_t)c->n_tokens * sizeof *t);
-        if (!t) return no_memory(err);
-        rc = k->tokens(t, sc, v, err);
-        memcpy(m->map, t + c->n_prefix, (size_t)c->n_patches * sizeof *t);
-        memcpy(m->prefix, t, (size_t)c->n_prefix * sizeof *t);
-        free(t);
-        if (rc) return rc;
-        m->n_prefix = c->n_prefix;
-    } else {
-        if ((rc = view_map(m->map, sc, v, err))) return rc;
-        if (k->prefix) {
-            if ((rc = view_prefix(m->prefix, sc, v, err))) return rc;
-            m->n_prefix = c->n_prefix;
-        }
-    }
-    map_kind_normalize(m->norm, m->map, n, v->kind, &m->lo, &m->hi);
-    if (m->shared && k->per_head) {
-        if ((rc = view_layer_range(&m->lo, &m->hi, sc, v, err))) return rc;
-        for (int p = 0; p < n; p++)
-            m->norm[p] = m->hi > m->lo ? (m->map[p] - m->lo) / (m->hi - m->lo) : 0.0f;
-    }
-    if (k->status) k->status(m->status, sizeof m->status, sc, v, m->labels);
-    view_list(m, sc);
-    if (m->overview != VIEW_SINGLE && k->per_head) {
-        int table = m->overview == VIEW_TABLE, K = c->n_heads + VIEW_N_FUSIONS;
-        int na = table ? c->n_layers * K : K;
-        float *range = malloc(2 * (size_t)na * sizeof *range); /* lo [na], hi [na] */
-        if (!range) return no_memory(err);
-        rc = overview_maps(m->atlas, range, range + na, sc, v, table, m->shared, err);
-        m->atlas_lo = range[0], m->atlas_hi = range[na]; /* the first map's: its layer's */
-        free(range);
-        if (rc) return rc;
-        m->n_atlas = na;
-    }
-    /* the status and the list swallow their errors: a cancelled call among them too */
-    if (sc->run.control && vit_control_cancelled(sc->run.control)) {
-        if (err) {
-            err->code = VIT_ERR_CANCELLED;
-            snprintf(err->msg, sizeof err->msg, "%s: cancelled", k->title);
-        }
-        return VIT_ERR_CANCELLED;
-    }
-    return VIT_OK;
-}
-
-int view_maps_same_request(const ViewMaps *a, const ViewMaps *b, int n_heads) {
-    return view_same_map(&a->view, &b->view, n_heads) && a->view.target == b->view.target &&
-           a->overview == b->overview && a->shared == b->shared;
+int view_slow_holds(const Scene *sc, const View *v) {
+    View held;
+    memcpy(&held, sc->slow_tag, sizeof held);
+    return sc->slow_valid && view_same_map(&held, v, sc->run.cfg.n_heads);
 }

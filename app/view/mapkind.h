@@ -21,6 +21,7 @@
 #define VITLENS_MAPKIND_H
 
 #include "view/scene.h"
+#include "view/view.h"
 
 #include <stddef.h>
 
@@ -51,6 +52,10 @@ typedef VitStatus (*MapFn)(float *out, const Scene *sc, const View *v, VitError 
  * fields: out [n_layers, H + 3, h, w], each equal to the MapFn call it stands for. */
 typedef VitStatus (*LayerMapsFn)(float *out, const Scene *sc, const View *v, int layer0,
                                  int n_layers, VitError *err);
+/* A worker kind's map, on the worker thread: like MapFn; jf: the slideshow's features for
+ * a map over every photo (View.joint), or NULL (computed first when not of sc's model). */
+typedef VitStatus (*ComputeFn)(float *out, const Scene *sc, const View *v, JointFeatures *jf,
+                               VitError *err);
 /* The prefix tokens' share of the row the map is read from: out [Np]; with the
  * map's values it sums to 1 (vit_prefix_share). */
 typedef VitStatus (*PrefixFn)(float *out, const Scene *sc, const View *v, VitError *err);
@@ -80,7 +85,7 @@ typedef struct {
     int backward;         /* computed by the backward pass on the worker thread (scene_explain:
                              the class-specific maps of vit_explain) */
     int lrp;              /* needs AttnLRP's backward pass too (scene_explain's lrp) */
-    int worker;           /* computed on the worker thread by `compute` (scene_slow_map), too
+    int worker;           /* computed on the worker thread by `compute` (view_slow_map), too
                              slow for a frame: 1 always, 2 only for a View with joint set */
     int rgb;              /* the map is colours, [h, w, 4] RGBA in [0, 1] (A: 1 foreground,
                              0 background), drawn as they are (no colormap, no mask) */
@@ -93,7 +98,7 @@ typedef struct {
                                prefix share and a [gh, gw] map): its prefix tokens are prefix's
                                share and its patches map's map, from one computation (a
                                rollout, TokenRank) where map and prefix would do it twice */
-    MapFn compute;          /* a worker kind's map, on the worker thread (scene_slow_map); map
+    ComputeFn compute;      /* a worker kind's map, on the worker thread (view_slow_map); map
                                then reads what it computed */
     StatusFn status;        /* NULL: nothing more on the status line */
 } MapKindInfo;
@@ -111,100 +116,32 @@ int map_kind_channels(int kind);
  * per-head maps, which the overviews show): the size of a map buffer. */
 size_t map_kind_max_floats(const VitConfig *cfg, int per_head_only);
 
-/* ---------------------------------------------------------------------------
- * A View's maps, through its kind's row. Errors: those of the kind's functions;
- * VIT_ERR_ARG for a kind that needs a target class on a model without a head, or
- * a per-head overview of a kind without per-head maps. */
-
 /* Normalise kind's raw map for display (map_normalize, or map_normalize_signed for a
  * kind with signed_scale): dst [n] in [0, 1], and the range of values it spans. */
 void map_kind_normalize(float *dst, const float *src, int n, int kind, float *lo, float *hi);
 
-/* The view's map: out [h, w] raw values (map_kind_size). */
-VitStatus view_map(float *out, const Scene *sc, const View *v, VitError *err);
+/* ---------------------------------------------------------------------------
+ * What a Scene holds of a View, read through its kind's row */
 
-/* The smallest and largest raw value over the maps of every head and fusion
- * (H + 3 maps) of v's layer, with v's kind and other fields: a scale shared across
- * the layer, so that heads can be compared. Allocates [H + 3, map] scratch. */
-VitStatus view_layer_range(float *lo, float *hi, const Scene *sc, const View *v, VitError *err);
+/* Can kind be computed for a model of shapes c? 0 for a kind that explains a class
+ * (uses_target) on a model without a classification head (DINO, DINOv2). The one place
+ * that decides it: the window, E, --eval and the maps ask here. */
+int map_kind_usable(int kind, const VitConfig *c);
 
-/* The maps of an overview, normalised for display into out [n, h, w]:
- *   table 0: the heads and fusions of v's layer, n = H + 3 (map k: head k)
- *   table 1: every layer, n = L * (H + 3) (map l * (H + 3) + k: layer l, head k)
- * with v's kind and other fields. shared 0: each map min-max normalised on its
- * own; 1: by its layer's range (view_layer_range). lo, hi [n] (may be NULL): each
- * map's raw range used. Only for kinds with per-head maps. */
-VitStatus overview_maps(float *out, float *lo, float *hi, const Scene *sc, const View *v, int table,
-                        int shared, VitError *err);
-
-/* The query token's row of the view at the prefix tokens: out [Np], what the map,
- * which covers the patches only, leaves out. VIT_ERR_ARG when the kind has none
- * (MAP_KINDS[v->kind].prefix is NULL). */
-VitStatus view_prefix(float *out, const Scene *sc, const View *v, VitError *err);
-
-/* The class a class-specific view explains: v->target, or the top-1 class when it
- * is -1; -1 when the model has no head. */
-int view_class(const View *v, const Scene *sc);
-
-/* Can v's map be read from sc now? 0 when its kind is computed by the backward pass
- * and the Scene's class-specific maps are not (yet) of v's class and discard ratio
- * (the worker must run scene_explain first), or when its kind is a worker kind and
- * the Scene's worker map is not v's (the worker must run scene_slow_map). 1 otherwise. */
-int view_ready(const Scene *sc, const View *v);
-
-/* Does v's map come from the worker thread's scene_slow_map (a worker kind)? */
+/* Does v's map come from the worker thread's view_slow_map (a worker kind)? */
 int view_on_worker(const View *v);
 
 /* The same map for a and b: equal in every field a's kind reads. */
 int view_same_map(const View *a, const View *b, int n_heads);
 
-/* ---------------------------------------------------------------------------
- * Everything the window shows of a view, computed in one call (view_compute): the map,
- * its scale, the prefix-token bars, the overview's maps, the list panel and the status
- * line's part. The window runs it on its GUI thread when that is quick (the attention
- * kept: a map is a read) and on the worker thread otherwise (the attention recomputed
- * from queries and keys, where a rollout or an overview takes seconds); it then only
- * uploads what it got. */
+/* Does sc's front class-specific buffer hold v's map: its class (scene_class), its discard
+ * ratio for a kind that reads one, AttnLRP's pass for a kind that needs it? The one place
+ * that decides whether a class's map is computed (view_ready, the kinds' map functions). */
+int view_explained(const Scene *sc, const View *v);
 
-#define VIEW_MAX_LIST      32                      /* rows of the list panel */
-#define VIEW_MAX_HIGH_NORM (VIT_MAX_PREFIX + 1024) /* high-norm tokens kept for the outline */
-
-typedef enum { VIEW_SINGLE = 0, VIEW_HEADS, VIEW_TABLE } ViewOverview;
-
-typedef struct {
-    /* what to compute, set by the caller */
-    View view;
-    ViewOverview overview; /* VIEW_HEADS, VIEW_TABLE: the overview's maps too (overview_maps) */
-    int shared;            /* the map (and the overview) on its layer's range (view_layer_range) */
-    const char (*labels)[VIT_LABEL_BYTES]; /* [C] class names for the list, or NULL */
-    /* the caller's buffers: map, norm [map_kind_max_floats(cfg, 0)]; atlas
-     * [L * (H + 3) * map_kind_max_floats(cfg, 1)], only written for an overview */
-    float *map, *norm, *atlas;
-    /* the result */
-    int w, h;                     /* the map's size (map_kind_size) */
-    float lo, hi;                 /* the range norm spans: the map's, or its layer's (shared) */
-    int n_prefix;                 /* Np when the kind has a prefix-token share, else 0 */
-    float prefix[VIT_MAX_PREFIX]; /* view_prefix */
-    int n_atlas;                  /* maps in atlas (normalised), 0: no overview computed */
-    float atlas_lo, atlas_hi;     /* the raw range of its first map (its layer's when shared) */
-    char status[240];             /* the kind's part of the status line (MapKindInfo.status) */
-    char list_title[96];     /* the list panel: the logit lens per layer, the high-norm tokens */
-    int n_list, list_marked; /* rows; the row of the view's layer, -1: none */
-    char list_text[VIEW_MAX_LIST][96];
-    char list_right[VIEW_MAX_LIST][16];
-    float list_values[VIEW_MAX_LIST]; /* bar lengths, [0, 1] */
-    int n_high_norm;                  /* token norms: the high-norm tokens, high_norm[0, n) */
-    int high_norm[VIEW_MAX_HIGH_NORM];
-} ViewMaps;
-
-/* Compute all of m's result for sc (see ViewMaps). Reads sc only, writes only m and its
- * buffers: for any thread. With sc->run.control set, reports progress and returns
- * VIT_ERR_CANCELLED once cancelled (m's contents are then undefined). Errors: those of
- * view_map, view_prefix, view_layer_range and overview_maps. */
-VitStatus view_compute(ViewMaps *m, const Scene *sc, VitError *err);
-
-/* Do a and b ask for the same result? (the map's fields, overview, scale) */
-int view_maps_same_request(const ViewMaps *a, const ViewMaps *b, int n_heads);
+/* A worker map's tag for v (Scene.slow_tag); does sc's front worker map hold v's map? */
+void view_slow_tag(unsigned char tag[SCENE_TAG_BYTES], const View *v);
+int view_slow_holds(const Scene *sc, const View *v);
 
 /* High-norm tokens of the view's layer as the token-norms view marks them: norm >
  * median + HIGH_NORM_K * MAD over the patches, and > HIGH_NORM_ABS for a DINOv2
@@ -214,9 +151,5 @@ int view_maps_same_request(const ViewMaps *a, const ViewMaps *b, int n_heads);
 #define HIGH_NORM_ABS 150.0f
 int view_high_norm(int *idx, int *first, float *threshold, const Scene *sc, const View *v,
                    VitError *err);
-
-/* Token t's name into buf (n bytes): a prefix token's ("CLS", "reg1", vit_prefix_name),
- * else "patch (row<sep> col)", 1-based on the patch grid. Returns buf. */
-const char *token_name(char *buf, size_t n, const VitConfig *c, int t, char sep);
 
 #endif

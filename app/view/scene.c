@@ -1,7 +1,6 @@
-/* scene.c - Model, Scene and View: the engine calls the app makes, with no SDL
- * or GL, so that the window, its worker thread and the headless modes share them. */
+/* scene.c - Model and Scene: the engine calls the app makes, with no SDL or GL, so that
+ * the window, its worker thread and the headless modes share them. */
 #include "view/scene.h"
-#include "view/mapkind.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -256,9 +255,14 @@ void scene_explain_swap(Scene *sc) {
     sc->back_target = -1;
 }
 
-int scene_explained(const Scene *sc, int target, int uses_discard, float discard, int lrp) {
-    return sc->expl_target >= 0 && sc->expl_target == target &&
-           (!uses_discard || sc->expl_discard == discard) && (!lrp || sc->expl_lrp);
+int scene_class(const Scene *sc, int target) {
+    const VitConfig *c = &sc->run.cfg;
+    if (c->n_classes <= 0) return -1;
+    if (target >= 0 && target < c->n_classes) return target;
+    if (!sc->run.probs) return -1;
+    int top;
+    vit_top_k(&top, sc->run.probs, c->n_classes, 1);
+    return top;
 }
 
 /* --- worker maps and the feature PCA --------------------------------------- */
@@ -271,40 +275,6 @@ static VitStatus nomem(VitError *err, const char *what) {
     return VIT_ERR_NOMEM;
 }
 
-VitStatus scene_slow_map(Scene *sc, const View *v, JointFeatures *jf, VitError *err) {
-    const VitConfig *c = &sc->run.cfg;
-    const MapKindInfo *k = &MAP_KINDS[v->kind];
-    int back = !sc->slow_front;
-    VitStatus rc;
-    if (!sc->slow[back] && !(sc->slow[back] = malloc(map_kind_max_floats(c, 0) * sizeof(float))))
-        return nomem(err, "a map");
-    sc->back_slow_valid = 0;
-    if (v->kind == MAP_FEATURES_PCA && v->joint) {
-        if (!jf) {
-            if (err) {
-                err->code = VIT_ERR_ARG;
-                snprintf(err->msg, sizeof err->msg, "features PCA: no slideshow to run over");
-            }
-            return VIT_ERR_ARG;
-        }
-        if (jf->vit != sc->vit && (rc = scene_joint_features(jf, sc->vit, err))) return rc;
-        rc = scene_pca(sc->slow[back], NULL, sc, v->layer, jf, err);
-    } else if (k->compute) {
-        Scene s = scene_with_control(sc, sc->control);
-        rc = k->compute(sc->slow[back], &s, v, err);
-    } else {
-        if (err) {
-            err->code = VIT_ERR_ARG;
-            snprintf(err->msg, sizeof err->msg, "%s: not a map of the worker thread", k->title);
-        }
-        return VIT_ERR_ARG;
-    }
-    if (rc) return rc;
-    sc->back_slow_view = *v;
-    sc->back_slow_valid = 1;
-    return VIT_OK;
-}
-
 Scene scene_with_control(const Scene *sc, VitControl *ctl) {
     Scene s = *sc;
     s.run.control = ctl;
@@ -313,7 +283,7 @@ Scene scene_with_control(const Scene *sc, VitControl *ctl) {
 
 void scene_slow_swap(Scene *sc) {
     sc->slow_front = !sc->slow_front;
-    sc->slow_view = sc->back_slow_view;
+    memcpy(sc->slow_tag, sc->back_slow_tag, sizeof sc->slow_tag);
     sc->slow_valid = sc->back_slow_valid;
     sc->back_slow_valid = 0;
 }
@@ -542,122 +512,4 @@ void scene_free(Scene *sc) {
     free(sc->crop_rgb);
     free(sc->distance);
     memset(sc, 0, sizeof *sc);
-}
-
-/* --- View ------------------------------------------------------------------ */
-
-int view_fusion(const View *v, int n_heads) {
-    return v->head >= n_heads ? v->head - n_heads : -1;
-}
-
-void view_clamp(View *v, const VitConfig *cfg) {
-    if (v->kind < 0 || v->kind >= MAP_KIND_COUNT) v->kind = MAP_ATTENTION;
-    if (v->layer >= cfg->n_layers) v->layer = cfg->n_layers - 1;
-    if (v->layer < 0) v->layer = 0;
-    if (v->head >= cfg->n_heads + VIEW_N_FUSIONS) v->head = cfg->n_heads + VIEW_N_FUSIONS - 1;
-    if (v->head < 0) v->head = 0;
-    if (v->query < 0 || v->query >= cfg->n_tokens) v->query = 0;
-}
-
-void view_query_text(char *buf, size_t n, const View *v, const VitConfig *cfg) {
-    if (v->query < cfg->n_prefix) {
-        if (v->query == 0)
-            snprintf(buf, n, "CLS token");
-        else
-            snprintf(buf, n, "prefix token %d", v->query);
-        return;
-    }
-    int p = v->query - cfg->n_prefix;
-    snprintf(buf, n, "patch (row %d, col %d)", p / cfg->grid_w + 1, p % cfg->grid_w + 1);
-}
-
-/* s without its directory and extension, unusual characters as '-', into buf. */
-static void file_stem(char *buf, size_t n, const char *s) {
-    const char *slash = strrchr(s, '/');
-    if (slash) s = slash + 1;
-    const char *dot = strrchr(s, '.');
-    size_t len = dot && dot != s ? (size_t)(dot - s) : strlen(s);
-    size_t j = 0;
-    for (size_t i = 0; i < len && j + 1 < n; i++) {
-        char ch = s[i];
-        int ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
-                 ch == '.' || ch == '_' || ch == '-';
-        buf[j++] = ok ? ch : '-';
-    }
-    if (n) buf[j] = '\0';
-}
-
-void view_file_name(char *buf, size_t n, const char *image, const char *model, const View *v,
-                    const VitConfig *cfg, const char *mode) {
-    const MapKindInfo *k = &MAP_KINDS[v->kind >= 0 && v->kind < MAP_KIND_COUNT ? v->kind : 0];
-    char img[96], mod[96], layer[16] = "", head[24] = "", kind[48], query[48] = "", ov[24] = "";
-    file_stem(img, sizeof img, image);
-    file_stem(mod, sizeof mod, model);
-    if (k->per_layer) snprintf(layer, sizeof layer, "_L%02d", v->layer + 1);
-    int f = view_fusion(v, cfg->n_heads);
-    if (k->per_head && !mode && f < 0) /* an overview shows every head: the head is left out */
-        snprintf(head, sizeof head, "_H%02d", v->head + 1);
-    else if (k->per_head && !mode)
-        snprintf(head, sizeof head, "_%s", vit_fusion_name((VitFusion)f));
-    if (k->uses_discard && v->discard_ratio > 0.0f)
-        snprintf(kind, sizeof kind, "%s-d%.1f", k->tag, (double)v->discard_ratio);
-    else
-        snprintf(kind, sizeof kind, "%s", k->tag);
-    if (k->uses_query && v->query >= cfg->n_prefix) {
-        int p = v->query - cfg->n_prefix;
-        snprintf(query, sizeof query, "_q%02d-%02d", p / cfg->grid_w + 1, p % cfg->grid_w + 1);
-    }
-    if (k->uses_target) { /* the class explained: _class281, or _top1 */
-        if (v->target >= 0)
-            snprintf(query, sizeof query, "_class%d", v->target);
-        else
-            snprintf(query, sizeof query, "_top1");
-    }
-    if (mode) snprintf(ov, sizeof ov, "_%s", mode);
-    snprintf(buf, n, "%s_%s%s%s_%s%s%s.png", img, mod, layer, head, kind, query, ov);
-}
-
-static int cmp_float(const void *a, const void *b) {
-    float x = *(const float *)a, y = *(const float *)b;
-    return (x > y) - (x < y);
-}
-
-void map_normalize_signed(float *dst, const float *src, int n, float *min_out, float *max_out) {
-    float s = 0.0f;
-    float *mag = n > 0 ? malloc((size_t)n * sizeof *mag) : NULL;
-    if (mag) {
-        for (int i = 0; i < n; i++) mag[i] = fabsf(src[i]);
-        qsort(mag, (size_t)n, sizeof *mag, cmp_float);
-        s = mag[(int)((long long)(n - 1) * 995 / 1000)];
-        if (!(s > 0.0f)) s = mag[n - 1]; /* mostly zeros: the largest */
-        free(mag);
-    } else {
-        for (int i = 0; i < n; i++) s = fabsf(src[i]) > s ? fabsf(src[i]) : s;
-    }
-    for (int i = 0; i < n; i++) {
-        float t = s > 0.0f ? 0.5f + 0.5f * src[i] / s : 0.5f;
-        dst[i] = t < 0.0f ? 0.0f : t > 1.0f ? 1.0f : t;
-    }
-    if (min_out) *min_out = -s;
-    if (max_out) *max_out = s;
-}
-
-void map_normalize(float *dst, const float *src, int n, float *min_out, float *max_out) {
-    float lo = n > 0 ? src[0] : 0.0f, hi = lo;
-    for (int i = 1; i < n; i++) {
-        if (src[i] < lo) lo = src[i];
-        if (src[i] > hi) hi = src[i];
-    }
-    float range = hi - lo;
-    for (int i = 0; i < n; i++) dst[i] = range > 0.0f ? (src[i] - lo) / range : 0.0f;
-    if (min_out) *min_out = lo;
-    if (max_out) *max_out = hi;
-}
-
-void view_head_text(char *buf, size_t n, const View *v, int n_heads) {
-    int f = view_fusion(v, n_heads);
-    if (f < 0)
-        snprintf(buf, n, "head %d/%d", v->head + 1, n_heads);
-    else
-        snprintf(buf, n, "%s of %d heads", vit_fusion_name((VitFusion)f), n_heads);
 }

@@ -1,6 +1,8 @@
-/* scene.h - what the app shows, without SDL or GL: a loaded model (Model), one
- * forward pass on one photo (Scene) and which map of it is on screen (View).
- * Shared by the window, the worker thread and the headless --top / --export. */
+/* scene.h - what a photo's maps are computed from, without SDL or GL: a loaded model
+ * (Model) and one forward pass on one photo (Scene) with what the worker thread computed
+ * with it (the class-specific maps, a worker kind's map). The engine calls the app makes,
+ * shared by the window, the worker thread and the headless modes. The Scene knows nothing
+ * of the View or the map kinds' table: those read it (mapkind.h, maps.h). */
 #ifndef VITLENS_SCENE_H
 #define VITLENS_SCENE_H
 
@@ -39,24 +41,9 @@ const char *model_label(const Model *m, int c);
 int model_find_class(const Model *m, const char *arg, int *cls, char *msg, size_t n);
 
 /* ---------------------------------------------------------------------------
- * View: which map of the Scene is on screen. Its kind's row (mapkind.h) says
- * which fields the map reads and computes it (view_map). */
-
-typedef struct {
-    int kind;            /* MapKind (mapkind.h): attention, rollout, ... */
-    int layer;           /* 0 .. L-1 */
-    int head;            /* 0 .. H-1 one head; H + VitFusion (H, H+1, H+2): mean/max/min fusion */
-    float discard_ratio; /* rollout's discard ratio, [0, 1) */
-    int query;           /* the query token: 0 the CLS token, Np + r*gw + c the patch (r, c) */
-    int target;          /* the class a class-specific kind explains, 0 .. C-1; VIEW_TOP1 */
-    int joint;           /* the feature PCA over every photo of the slideshow, not this one */
-} View;
-
-#define VIEW_N_FUSIONS 3    /* mean, max, min after the heads */
-#define VIEW_TOP1      (-1) /* View.target: the model's top-1 class */
-
-/* ---------------------------------------------------------------------------
  * Scene: one forward pass on one photo */
+
+#define SCENE_TAG_BYTES 64 /* a worker map's tag: what it is the map of (Scene.slow_tag) */
 
 typedef struct {
     VitRun run;               /* att [L, H, T, T], probs [C] of the photo */
@@ -68,7 +55,7 @@ typedef struct {
     VitAttStorage att;        /* set by the owner: how scene_run's run keeps the attention
                                  (VITLENS_ATT; VIT_ATT_AUTO: kept when it fits) */
     VitControl *control;      /* set by the owner, or NULL: the worker thread's flag that stops
-                                 scene_run and scene_slow_map early (VIT_ERR_CANCELLED). Only
+                                 scene_run and view_slow_map early (VIT_ERR_CANCELLED). Only
                                  their own calls see it, never maps read on another thread */
     int orientation;          /* the photo's EXIF orientation, 1..8 (1: upright or none) */
     const char *format;       /* its file format ("JPEG", ...; static) */
@@ -91,11 +78,12 @@ typedef struct {
     float back_discard;
     int back_lrp;
     /* The map of a worker kind (mapkind.h: attention flow, the feature PCA over the
-     * slideshow), double-buffered the same way: slow[slow_front] holds slow_view's map
-     * when slow_valid; the worker writes the back one (scene_slow_map). */
+     * slideshow), double-buffered the same way: slow[slow_front] holds a map when slow_valid;
+     * the worker writes the back one (view_slow_map, maps.h). Which view's map each holds is
+     * the caller's tag, bytes the Scene never reads (mapkind.c keeps the View there). */
     float *slow[2]; /* [map_kind_max_floats] each */
     int slow_front, slow_valid, back_slow_valid;
-    View slow_view, back_slow_view; /* the views they hold */
+    unsigned char slow_tag[SCENE_TAG_BYTES], back_slow_tag[SCENE_TAG_BYTES];
 } Scene;
 
 /* The patch features of every photo of the slideshow at every layer, for the
@@ -147,17 +135,11 @@ VitStatus scene_explain(Scene *sc, int target, float discard, int lrp, VitError 
 /* Show what scene_explain computed: the back buffer becomes the front one. */
 void scene_explain_swap(Scene *sc);
 
-/* The map of view v of a worker kind (mapkind.h) into the back worker buffer, with
- * the kind's `compute`; for the feature PCA over the slideshow, from jf (computed
- * first when it is not of sc's model). For the worker thread (or headless): writes
- * only the back buffer and jf. Errors: those of the map; VIT_ERR_NOMEM. */
-VitStatus scene_slow_map(Scene *sc, const View *v, JointFeatures *jf, VitError *err);
-
 /* sc as a thread's calls on it should see it: a shallow copy (same buffers) whose run
  * carries ctl (VitRun.control), so that cancelling ctl stops those calls and no others. */
 Scene scene_with_control(const Scene *sc, VitControl *ctl);
 
-/* Show what scene_slow_map computed: the back buffer becomes the front one. */
+/* Show what view_slow_map computed: the back buffer becomes the front one. */
 void scene_slow_swap(Scene *sc);
 
 /* The feature PCA of one photo at a layer (View.joint 0), or of photo `image` of jf
@@ -205,43 +187,8 @@ void perturbation_free(Perturbation *p);
  * VIT_ERR_ARG (a model without head, p not of sc's shapes), VIT_ERR_NOMEM. */
 VitStatus scene_perturb(Perturbation *p, const Scene *sc, VitError *err);
 
-/* Does the front buffer hold class `target`'s maps, with `discard` for grad-rollout
- * (uses_discard 1), and AttnLRP's (lrp 1)? */
-int scene_explained(const Scene *sc, int target, int uses_discard, float discard, int lrp);
-
-/* Fusion of the view, or -1 when a single head is selected. */
-int view_fusion(const View *v, int n_heads);
-
-/* Clamp kind, layer, head and query into range (after a model change). */
-void view_clamp(View *v, const VitConfig *cfg);
-
-/* The query token as text: "CLS token" or "patch (row 4, col 8)" (1-based). */
-void view_query_text(char *buf, size_t n, const View *v, const VitConfig *cfg);
-
-/* A file name for the view, without directory:
- *   IMAGE_MODEL_L06_H02_TAG[-d0.5][_q04-08 | _class281][_MODE].png
- * TAG the kind's file tag (mapkind.h), -d the discard ratio of a kind that uses
- * it when > 0, _q the query patch (1-based) of a kind that reads it, _class the
- * class of a class-specific kind (v->target; _top1 when it is -1); the layer
- * and head only for kinds with a map per layer and per head. MODE ("heads",
- * "table") names an overview, which shows every head (the head is left out);
- * NULL: the single map. Image and model without their extension, characters
- * other than [A-Za-z0-9._-] as '-'. */
-void view_file_name(char *buf, size_t n, const char *image, const char *model, const View *v,
-                    const VitConfig *cfg, const char *mode);
-
-/* For a signed map (relevance that may be negative: AttnLRP, gradient x input):
- * 0 at the middle of the colour scale, +-s at its ends, s the 99.5th percentile of
- * |src| (so that a few extreme pixels do not wash the rest out; beyond it the
- * colours saturate): dst[i] = clamp(0.5 + 0.5 src[i] / s, 0, 1). dst may equal
- * src. Returns -s and s as the range (0, 0 for an all-zero map: all 0.5). */
-void map_normalize_signed(float *dst, const float *src, int n, float *min_out, float *max_out);
-
-/* Min-max normalisation for display: dst[i] = (src[i] - min) / (max - min) in
- * [0, 1]; a constant map becomes all 0. dst may equal src. Returns min and max. */
-void map_normalize(float *dst, const float *src, int n, float *min_out, float *max_out);
-
-/* "head 2/3" or "mean of 3 heads" (1-based) into buf. */
-void view_head_text(char *buf, size_t n, const View *v, int n_heads);
+/* The class a class-specific map of sc explains: target (0 .. C-1), or the top-1 class
+ * when target is -1 (VIEW_TOP1); -1 when the model has no head (or no pass ran yet). */
+int scene_class(const Scene *sc, int target);
 
 #endif

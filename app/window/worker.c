@@ -21,7 +21,7 @@ static void run_job(Worker *w) {
         return;
     }
     if (w->slow) {
-        w->status = scene_slow_map(w->scene, &w->view, w->joint, &w->err);
+        w->status = view_slow_map(w->scene, &w->view, w->joint, &w->err);
         w->explained = w->status == VIT_OK;
         return;
     }

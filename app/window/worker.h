@@ -3,7 +3,7 @@
  * One SDL thread waits for a job: load a model (optional) and run a photo
  * through it into the back Scene; or compute one class's class-specific maps
  * (scene_explain) of the front Scene into its back buffer; or a worker kind's map
- * (scene_slow_map); or everything the window shows of a view when that is too slow
+ * (view_slow_map); or everything the window shows of a view when that is too slow
  * for a frame (view_compute: the large-input path, where the attention is recomputed);
  * or the class probabilities of a perturbation test of the front
  * Scene's photo (scene_perturb). When done it pushes one SDL user event
@@ -22,8 +22,7 @@
 #ifndef VITLENS_WORKER_H
 #define VITLENS_WORKER_H
 
-#include "view/mapkind.h"
-#include "view/scene.h"
+#include "view/maps.h"
 
 #include <SDL.h>
 
@@ -44,7 +43,7 @@ typedef struct {
     int target;              /* its class */
     float discard;           /* its grad-rollout discard ratio */
     int lrp;                 /* 1: AttnLRP's pass too */
-    int slow;                /* 1: a worker map job (scene_slow_map(scene, &view, joint)) */
+    int slow;                /* 1: a worker map job (view_slow_map(scene, &view, joint)) */
     View view;               /* its view */
     JointFeatures *joint;    /* the slideshow's features for a joint feature PCA, or NULL */
     Perturbation *perturb;   /* non-NULL: a perturbation job (scene_perturb(scene, perturb)) */
@@ -71,7 +70,7 @@ void worker_start(Worker *w, const char *model_path, const VitLoadOptions *load_
  * The window may go on reading the Scene's run and front maps meanwhile. */
 void worker_start_explain(Worker *w, Scene *scene, int target, float discard, int lrp);
 
-/* Hand a worker-map job to the idle worker: scene_slow_map(scene, v, joint) (attention
+/* Hand a worker-map job to the idle worker: view_slow_map(scene, v, joint) (attention
  * flow, the feature PCA over the slideshow). joint belongs to the worker until the event. */
 void worker_start_slow(Worker *w, Scene *scene, const View *v, JointFeatures *joint);
 

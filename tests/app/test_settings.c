@@ -125,7 +125,7 @@ int main(int argc, char **argv) {
     Options o;
     char *args1[] = {"vitlens", "--colormap", "turbo", "x.png", NULL};
     options_parse(&o, 4, args1);
-    settings_apply(&o, 1);
+    options_apply_settings(&o, 1);
     check(!o.settings_msg[0], "read cleanly (%s)", o.settings_msg);
     check(o.colormap == 3 && o.opacity > 0.89f && o.bilinear == 1,
           "--colormap wins, the others are the settings': %d %.2f %d", o.colormap,
@@ -135,19 +135,19 @@ int main(int argc, char **argv) {
     check(o.settings.show_preds == 0, "the panels for the window: preds %d", o.settings.show_preds);
     char *args2[] = {"vitlens", "--opacity", "0.2", "--top", "1", "x.png", NULL};
     options_parse(&o, 6, args2);
-    settings_apply(&o, 0);
+    options_apply_settings(&o, 0);
     check(o.colormap == 2 && o.opacity < 0.21f && !o.model_path,
           "--opacity wins; headless keeps the built-in model: %d %.2f %s", o.colormap,
           (double)o.opacity, o.model_path ? o.model_path : "(none)");
     char *args3[] = {"vitlens", "--model", "mine.safetensors", NULL};
     options_parse(&o, 3, args3);
-    settings_apply(&o, 1);
+    options_apply_settings(&o, 1);
     check(!strcmp(o.model_path, "mine.safetensors"), "--model wins: %s", o.model_path);
     snprintf(w.model, sizeof w.model, "%s", model);
     settings_save(&w, path, msg, sizeof msg);
     char *args4[] = {"vitlens", NULL};
     options_parse(&o, 1, args4);
-    settings_apply(&o, 1);
+    options_apply_settings(&o, 1);
     check(!o.model_path && strstr(o.settings_msg, "is gone"),
           "a last model that is gone: the built-in one, said so: %s", o.settings_msg);
     return t_finish("test_settings");

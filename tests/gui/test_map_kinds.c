@@ -9,7 +9,7 @@
  * forward pass every kind's map has the size map_kind_size gives, its per-layer
  * maps equal its single maps, its prefix share completes its rows to 1, and S's
  * file name carries its tag. Exits 0, or 1 naming each failed check. */
-#include "view/mapkind.h"
+#include "view/maps.h"
 #include "config/options.h"
 
 #include <ctype.h>
@@ -156,13 +156,13 @@ static void scene_checks(const char *model_path, const char *image) {
                   .discard_ratio = 0.3f,
                   .query = c->n_prefix + 1,
                   .target = VIEW_TOP1};
-        if (view_on_worker(&v)) { /* the worker's scene_slow_map first */
+        if (view_on_worker(&v)) { /* the worker's view_slow_map first */
             check(!view_ready(&sc, &v) && view_map(map, &sc, &v, &err) == VIT_ERR_ARG,
-                  "a worker map before scene_slow_map: refused", mk->name);
-            VitStatus rs = scene_slow_map(&sc, &v, NULL, &err);
-            check(rs == VIT_OK, rs ? err.msg : "scene_slow_map", mk->name);
+                  "a worker map before view_slow_map: refused", mk->name);
+            VitStatus rs = view_slow_map(&sc, &v, NULL, &err);
+            check(rs == VIT_OK, rs ? err.msg : "view_slow_map", mk->name);
             scene_slow_swap(&sc);
-            check(view_ready(&sc, &v), "ready after scene_slow_map", mk->name);
+            check(view_ready(&sc, &v), "ready after view_slow_map", mk->name);
             View u = v;
             u.layer = v.layer - 1;
             check(!view_ready(&sc, &u), "not ready for another layer", mk->name);

@@ -1,0 +1,29 @@
+/* trace.h - VITLENS_TRACE=1: the window's state on stdout, for tests and benchmarks. */
+#ifndef VITLENS_TRACE_H
+#define VITLENS_TRACE_H
+
+#include "window/app.h"
+
+/* The launch's time 0: main() calls it first. */
+void trace_clock_start(void);
+
+/* "startup WHAT MS": ms since trace_clock_start, for the launch's timeline. Nothing
+ * when app->trace is 0. */
+void trace_startup(const App *app, const char *what);
+
+/* "maps by=BY kind=... map=HASH atlas=HASH": the maps of m just put on screen (in
+ * app->map and app->atlas), computed by "gui" or "worker". */
+void trace_maps(const App *app, const ViewMaps *m, const char *by);
+
+/* When a frame's parts were done (SDL_GetPerformanceCounter): drawing started, the draws
+ * were issued, rasterised (glFinish), and the frame was on screen. */
+typedef struct {
+    Uint64 start, drawn, rastered, shown;
+} FrameTimes;
+
+/* The frame's line ("frame N layer=... ms_draw=..."), its status line, and a finished
+ * perturbation test's "perturb done" line once its last step is on screen. f: the frame
+ * drawn. Resets app->t_input. */
+void trace_frame(App *app, const RenFrame *f, const FrameTimes *t);
+
+#endif
