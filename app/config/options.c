@@ -1,6 +1,7 @@
 /* options.c - the command line: parsing, --help, and the key list shown by
  * --help and by the help overlay. */
 #include "config/options.h"
+#include "config/keys.h"
 #include "render/colormap.h"
 #include "config/files.h"
 #include "view/mapkind.h"
@@ -10,67 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-
-/* ---------------------------------------------------------------------------
- * Keys */
-
-/* The keys that do not depend on the map kinds: the view's (before the kinds'
- * lines), then the rest. */
-static const char *const KEYS_VIEW[][2] = {
-    {"Left / Right", "previous / next layer"},
-    {"Up / Down", "previous / next head, then mean, max, min of the heads"},
-};
-static const char *const KEYS_OTHER[][2] = {
-    {"[ / ]", "rollout discard ratio - / + 0.1"},
-    {"click, I J K L", "query patch: its attention and rollout (Shift+arrows move it too)"},
-    {"C", "back to the CLS token as the query"},
-    {"A", "all heads of the layer as thumbnails (click or Enter opens one)"},
-    {"T", "the whole table: a column per layer, a row per head"},
-    {"1 - 5, click a class", "explain that class of the top-5 (a class-specific map)"},
-    {"0", "top-5 predictions panel on / off"},
-    {"D", "mean attention distance panel (ViT paper, Fig. 7)"},
-    {"M", "mask: the fewest patches holding 60% of the attention (DINO)"},
-    {", / .", "mask fraction - / + 5%"},
-    {"V / Shift+V", "next / previous colormap"},
-    {"U", "colour scale: per map / shared across the layer"},
-    {"B", "upsampling: nearest (patches) / bilinear"},
-    {"G", "patch grid on / off"},
-    {"+ / -", "overlay opacity"},
-    {"O", "overlay on / off"},
-    {"N / Shift+N, P", "next / previous image: the command line's, else the folder's"},
-    {"S", "save the view as PNG"},
-    {"Shift+P", "perturbation test: remove the map's patches, most relevant first (again: least)"},
-    {"F", "fullscreen (presenter mode)"},
-    {"H", "this help on / off"},
-    {"W", "the downloaded models (--model NAME): Up / Down, Enter opens one, Esc closes"},
-    {"Esc / Q", "quit"},
-    {"drop a file", "open a photo, or a .safetensors model"},
-};
-#define N_KEYS_VIEW  ((int)(sizeof KEYS_VIEW / sizeof KEYS_VIEW[0]))
-#define N_KEYS_OTHER ((int)(sizeof KEYS_OTHER / sizeof KEYS_OTHER[0]))
-
-void keys_list(KeyList *k) {
-    _Static_assert(N_KEYS_VIEW + 1 + MAP_KIND_COUNT + N_KEYS_OTHER <= KEYS_MAX,
-                   "KEYS_MAX too small for the keys and the map kinds");
-    k->n = 0;
-    for (int i = 0; i < N_KEYS_VIEW; i++, k->n++)
-        k->rows[k->n][0] = KEYS_VIEW[i][0], k->rows[k->n][1] = KEYS_VIEW[i][1];
-    /* the kinds without a key of their own by name, the others on their own lines below
-     * (every name on one line would not fit the help overlay) */
-    int len = snprintf(k->kinds, sizeof k->kinds, "next / previous map kind:"), n = 0;
-    for (int m = 0; m < MAP_KIND_COUNT && len < (int)sizeof k->kinds; m++)
-        if (!MAP_KINDS[m].key)
-            len += snprintf(k->kinds + len, sizeof k->kinds - (size_t)len, "%s %s", n++ ? "," : "",
-                            MAP_KINDS[m].name);
-    if (len < (int)sizeof k->kinds)
-        snprintf(k->kinds + len, sizeof k->kinds - (size_t)len, " and those below");
-    k->rows[k->n][0] = "E / Shift+E", k->rows[k->n][1] = k->kinds, k->n++;
-    for (int m = 0; m < MAP_KIND_COUNT; m++)
-        if (MAP_KINDS[m].key)
-            k->rows[k->n][0] = MAP_KINDS[m].key_name, k->rows[k->n][1] = MAP_KINDS[m].help, k->n++;
-    for (int i = 0; i < N_KEYS_OTHER; i++, k->n++)
-        k->rows[k->n][0] = KEYS_OTHER[i][0], k->rows[k->n][1] = KEYS_OTHER[i][1];
-}
 
 /* ---------------------------------------------------------------------------
  * Usage and parsing */
@@ -89,15 +29,22 @@ void options_usage(FILE *f) {
           "       vitlens [--eval-out DIR] --eval-merge DIR...\n"
           "\n",
           f);
+    fputs("Runs a Vision Transformer (.safetensors) on a photo and shows the attention\n"
+          "of the CLS token over the patch grid: every layer and head, the head fusions\n"
+          "(mean, max, min) and attention rollout, as a heatmap over the crop the model saw;\n"
+          "with register or distillation tokens, bars beside it show their share of the row.\n",
+          f);
+    /* the kinds' lists from the table (mapkind.h) */
+    char names[1024];
+    keys_kind_names(names, sizeof names - 1, MAP_GROUP_CLASS, 0);
+    strcat(names, ".");
+    fputs("For a classifier, class-specific maps show why it sees a class (1-5, --class):", f);
+    keys_print_wrapped(f, names, 0, 80);
+    keys_kind_names(names, sizeof names - 1, MAP_GROUP_TOKENS, 1);
+    strcat(names, ".");
+    fputs("What the tokens hold:", f);
+    keys_print_wrapped(f, names, 0, 21);
     fputs(
-        "Runs a Vision Transformer (.safetensors) on a photo and shows the attention\n"
-        "of the CLS token over the patch grid: every layer and head, the head fusions\n"
-        "(mean, max, min) and attention rollout, as a heatmap over the crop the model saw;\n"
-        "with register or distillation tokens, bars beside it show their share of the row.\n"
-        "For a classifier, class-specific maps show why it sees a class (1-5, --class):\n"
-        "Chefer et al., gradient rollout, Grad-CAM, LeGrad, AttnLRP, gradient x input.\n"
-        "What the tokens hold: feature PCA colours, patch similarity, token norms with the\n"
-        "high-norm tokens, the logit lens, attention flow and TokenRank (X Y Z, Shift+L R T).\n"
         "Without --model it uses the built-in model, a small ViT trained by this project to\n"
         "tell which of six shapes a cluttered scene holds; without an IMAGE it opens on the\n"
         "first of that model's demo scenes (N steps through them). Several images, or a\n"
@@ -127,8 +74,7 @@ void options_usage(FILE *f) {
         "                  every patch one flat cell)\n"
         "  --ignore-orientation  run on a photo's pixels as stored, not turned upright by\n"
         "                  its EXIF orientation (as PIL and timm do; default: upright)\n"
-        "  --class ID|NAME the class the class-specific maps explain (Chefer et al.,\n"
-        "                  gradient rollout, Grad-CAM, LeGrad, AttnLRP, gradient x input):\n"
+        "  --class ID|NAME the class the class-specific maps explain (the kinds above):\n"
         "                  a class index from 0, or a name as the labels give it, whole or\n"
         "                  one of its comma-separated names (\"tiger cat\"); default: the\n"
         "                  top-1 class. The window opens on a class-specific map\n"
@@ -138,23 +84,29 @@ void options_usage(FILE *f) {
         "                  RANK from 1, PROB the softmax probability, CLASS_ID from 0,\n"
         "                  LABEL the rest of the line (absent without class names)\n",
         f);
-    fputs(/* two strings: C11 promises string literals of up to 4095 bytes only */
-          "  --export DIR    write every map as a PNG into DIR and exit: L01_H01.png ...\n"
-          "                  (layer, head from 1), L01_mean/max/min.png (head fusions),\n"
-          "                  L01_rollout.png (rollout, mean fusion, --discard), and for slides\n"
-          "                  L01_heads.png (every head of a layer in a grid), contact_sheet.png\n"
-          "                  and contact_sheet_rollout.png (layers x heads): L*H + 5L + 2 PNGs;\n"
-          "                  beside each map's PNG its raw values, before normalisation, as\n"
-          "                  .npy (float32, [gh, gw]): L01_H01.npy ..., L*H + 4L files. With a\n"
-          "                  classification head also the class-specific maps of --class\n"
-          "                  (default: the top-1), class281_chefer.png, _grad-rollout,\n"
-          "                  _gradcam, _legrad, _attnlrp, _grad-input (.png and .npy, the\n"
-          "                  last two [Sh, Sw]), and contact_sheet_class281.png: 7 + 6 more;\n"
-          "                  per layer the token views L01_pca (colours: .npy [gh, gw, 4], A\n"
-          "                  the foreground), _similarity, _norms, _flow, _tokenrank and\n"
-          "                  class281_L01_logit-lens, with logit_lens.csv and\n"
-          "                  high_norm_tokens.csv. Several IMAGEs: each into DIR/NAME/, with\n"
-          "                  the feature PCA over all of them as L01_pca-joint\n",
+    fputs("  --export DIR    write every map as a PNG into DIR and exit, and beside each its\n"
+          "                  raw values, before normalisation, as .npy (float32, [gh, gw];\n"
+          "                  [Sh, Sw] for a pixel map; colours [gh, gw, 4], A the foreground):\n"
+          "                  L01_H01.png ... (layer, head from 1), L01_mean/max/min.png (head\n"
+          "                  fusions) for attention; for every other kind its tag, per layer\n"
+          "                  (L01_rollout.png, mean fusion, --discard) or once, and for the\n"
+          "                  class-specific kinds the class of --class (default: the top-1,\n"
+          "                  class281_chefer.png, class281_L01_logit-lens.png). The tags:\n",
+          f);
+    char tags[1024];
+    size_t len = 0;
+    for (int k = 1; k < MAP_KIND_COUNT && len < sizeof tags; k++) /* the first row untagged */
+        len += (size_t)snprintf(tags + len, sizeof tags - len, "%s%s%s", k > 1 ? ", " : "",
+                                MAP_KINDS[k].tag, k + 1 < MAP_KIND_COUNT ? "" : ".");
+    fputs("                  ", f);
+    keys_print_wrapped(f, tags, 18, 18);
+    fputs("                  For slides: L01_heads.png (every head of a layer in a grid) and a\n"
+          "                  contact sheet (layers x heads) per kind with per-head maps,\n"
+          "                  contact_sheet.png, contact_sheet_TAG.png, and with a head\n"
+          "                  contact_sheet_class281.png (a column per class-specific kind);\n"
+          "                  logit_lens.csv and high_norm_tokens.csv. Several IMAGEs: each\n"
+          "                  into DIR/NAME/, with the feature PCA over all of them as\n"
+          "                  L01_pca-joint\n",
           f);
     fputs("  --eval          which map can I trust? For every map kind with a value per patch\n"
           "                  (the last layer, mean of the heads, the CLS token as the query)\n"
@@ -177,6 +129,9 @@ void options_usage(FILE *f) {
           "                  the table one run would print; with --eval-out, one folder\n"
           "  --stdin-drops   read file paths from stdin, one per line, as if dropped on the\n"
           "                  window (for scripts and tests)\n"
+          "  --list-kinds    print the map kinds, one per line, and exit: TAG, KEY (- for E\n"
+          "                  only), GROUP (attention, class, tokens), NAME and TITLE,\n"
+          "                  separated by tabs\n"
           "  -h, --help      this help\n"
           "\n"
           "keys:\n",
@@ -184,8 +139,8 @@ void options_usage(FILE *f) {
     for (int i = 0; i < keys.n; i++) fprintf(f, "  %-14s  %s\n", keys.rows[i][0], keys.rows[i][1]);
     fputs("\nmap kinds, in the order E steps through them:\n ", f);
     for (int m = 0, col = 1; m < MAP_KIND_COUNT; m++) { /* wrapped at 80 columns */
-        int len = (int)strlen(MAP_KINDS[m].name) + (m + 1 < MAP_KIND_COUNT);
-        if (col + 1 + len > 80) fputs("\n ", f), col = 1;
+        int w = (int)strlen(MAP_KINDS[m].name) + (m + 1 < MAP_KIND_COUNT);
+        if (col + 1 + w > 80) fputs("\n ", f), col = 1;
         col += fprintf(f, " %s%s", MAP_KINDS[m].name, m + 1 < MAP_KIND_COUNT ? "," : "");
     }
     fprintf(f,
@@ -369,6 +324,9 @@ int options_parse(Options *o, int argc, char **argv) {
         const char *val = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             options_usage(stdout);
+            return 1;
+        } else if (!strcmp(a, "--list-kinds")) {
+            keys_list_kinds(stdout);
             return 1;
         } else if (!strcmp(a, "--stdin-drops")) {
             o->stdin_drops = 1;

@@ -59,20 +59,4 @@ int options_default_model(Options *o);
 /* The usage text, options, keys (keys_list) and environment, to f. */
 void options_usage(FILE *f);
 
-/* ---------------------------------------------------------------------------
- * Keys: one list for --help and the help overlay */
-
-#define KEYS_MAX 48
-
-typedef struct {
-    const char *rows[KEYS_MAX][2]; /* [n] {key, what it does} */
-    int n;
-    char kinds[256]; /* E's line: the map kinds by name, from MAP_KINDS */
-} KeyList;
-
-/* The keys: the fixed ones, and after Up / Down the map kinds' (mapkind.h): E /
- * Shift+E stepping through MAP_KINDS, then one line per kind with a key of its
- * own (its key_name and help). The strings point into k and static storage. */
-void keys_list(KeyList *k);
-
 #endif

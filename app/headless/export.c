@@ -483,7 +483,7 @@ static int write_lists(const char *dir, const Model *model, const Scene *sc) {
     }
     fprintf(f, "layer,token,name,norm,threshold,first_layer,cls_attention\n");
     for (int l = 0; l < c->n_layers && !rc; l++) {
-        View v = {.kind = MAP_TOKEN_NORMS, .layer = l};
+        View v = {.layer = l}; /* view_high_norm reads the layer only */
         float thr;
         int n = view_high_norm(idx, idx + T, &thr, sc, &v, &err);
         if (n < 0 || vit_token_norms(norms, &sc->run, l, &err) ||

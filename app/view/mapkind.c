@@ -64,35 +64,25 @@ static VitStatus rollout_prefix(float *out, const Scene *sc, const View *v, VitE
                             err);
 }
 
-/* A class-specific map: method m's map of v's class, as scene_explain computed it
- * on the worker thread (view_ready says whether it has). */
-static VitStatus explain_map(float *out, VitExplain m, const Scene *sc, const View *v,
-                             VitError *err) {
+/* A class-specific map: the map of its row's vit_explain method for v's class, as
+ * scene_explain computed it on the worker thread (view_ready says whether it has). Every
+ * class-specific row's map function: the row carries the method (MapKindInfo.explain). */
+static VitStatus explain_map(float *out, const Scene *sc, const View *v, VitError *err) {
     const VitConfig *c = &sc->run.cfg;
+    const MapKindInfo *k = &MAP_KINDS[v->kind];
     int target = scene_class(sc, v->target);
     if (!view_explained(sc, v)) {
         if (err) {
             err->code = VIT_ERR_ARG;
-            snprintf(err->msg, sizeof err->msg, "%s: class %d not computed yet",
-                     vit_explain_name(m), target);
+            snprintf(err->msg, sizeof err->msg, "%s: class %d not computed yet", k->name, target);
         }
         return VIT_ERR_ARG;
     }
-    size_t n = vit_explain_pixels(m) ? (size_t)c->image_h * c->image_w : (size_t)c->n_patches;
-    memcpy(out, sc->expl[sc->expl_front] + (size_t)m * scene_expl_stride(c), n * sizeof *out);
+    size_t n = k->pixels ? (size_t)c->image_h * c->image_w : (size_t)c->n_patches;
+    memcpy(out, sc->expl[sc->expl_front] + (size_t)k->explain * scene_expl_stride(c),
+           n * sizeof *out);
     return VIT_OK;
 }
-
-#define EXPLAIN_KIND(fn, method)                                                                   \
-    static VitStatus fn(float *out, const Scene *sc, const View *v, VitError *err) {               \
-        return explain_map(out, method, sc, v, err);                                               \
-    }
-EXPLAIN_KIND(chefer_map, VIT_EXPLAIN_CHEFER)
-EXPLAIN_KIND(grad_rollout_map, VIT_EXPLAIN_GRAD_ROLLOUT)
-EXPLAIN_KIND(gradcam_map, VIT_EXPLAIN_GRADCAM)
-EXPLAIN_KIND(legrad_map, VIT_EXPLAIN_LEGRAD)
-EXPLAIN_KIND(attnlrp_map, VIT_EXPLAIN_ATTNLRP)
-EXPLAIN_KIND(grad_input_map, VIT_EXPLAIN_GRAD_INPUT)
 
 /* --- what the tokens hold ------------------------------------------------------ */
 
@@ -186,6 +176,65 @@ static void norms_status(char *buf, size_t n, const Scene *sc, const View *v,
     free(idx);
 }
 
+/* The logit lens's list: per layer (the last VIEW_MAX_LIST) the class the CLS token
+ * reads, by its first name, and its probability; the view's layer marked. */
+static void lens_list(ViewList *out, const Scene *sc, const View *v,
+                      const char (*labels)[VIT_LABEL_BYTES]) {
+    const VitConfig *c = &sc->run.cfg;
+    if (c->n_classes <= 0) return;
+    float *p = malloc((size_t)c->n_classes * sizeof *p);
+    int l0 = c->n_layers > VIEW_MAX_LIST ? c->n_layers - VIEW_MAX_LIST : 0;
+    for (int l = l0; p && l < c->n_layers; l++) {
+        int top;
+        if (vit_logit_lens(p, &sc->run, sc->vit, l, 0, NULL)) break;
+        vit_top_k(&top, p, c->n_classes, 1);
+        const char *label = labels ? labels[top] : NULL;
+        int i = out->n++;
+        if (label) /* its first name: "tabby", not "tabby, tabby cat" */
+            snprintf(out->text[i], sizeof out->text[i], "%2d  %.*s", l + 1,
+                     (int)strcspn(label, ","), label);
+        else
+            snprintf(out->text[i], sizeof out->text[i], "%2d  class %d", l + 1, top);
+        snprintf(out->right[i], sizeof out->right[i], "%.1f%%", 100.0 * p[top]);
+        out->values[i] = p[top];
+        if (l == v->layer) out->marked = i;
+    }
+    free(p);
+    snprintf(out->title, sizeof out->title, "logit lens: the CLS token reads");
+}
+
+/* The token norms' list: the high-norm tokens with their first layer and their share of
+ * the CLS token's attention (mean of the heads) at the view's layer; they are outlined. */
+static void norms_list(ViewList *out, const Scene *sc, const View *v,
+                       const char (*labels)[VIT_LABEL_BYTES]) {
+    (void)labels;
+    const VitConfig *c = &sc->run.cfg;
+    int T = c->n_tokens, *idx = malloc(2 * (size_t)T * sizeof *idx);
+    float *norms = malloc((size_t)T * sizeof *norms), *cls = malloc((size_t)T * sizeof *cls);
+    float thr = 0;
+    int n = idx ? view_high_norm(idx, idx + T, &thr, sc, v, NULL) : -1;
+    /* the CLS token's attention (mean of the heads) at the layer: patches, then prefix */
+    if (n >= 0 && norms && cls && !vit_token_norms(norms, &sc->run, v->layer, NULL) &&
+        !vit_map_fused(cls + c->n_prefix, &sc->run, v->layer, VIT_FUSE_MEAN, 0, NULL) &&
+        !vit_prefix_share(cls, &sc->run, v->layer, -1, VIT_FUSE_MEAN, 0, 0.0f, 0, NULL)) {
+        out->n_outline = n < VIEW_MAX_HIGH_NORM ? n : VIEW_MAX_HIGH_NORM;
+        float top = n > 0 ? norms[idx[0]] : 1.0f;
+        for (int i = 0; i < n && i < VIEW_MAX_LIST; i++) {
+            int t = idx[i];
+            char who[48];
+            token_name(who, sizeof who, c, t, ',');
+            snprintf(out->text[i], sizeof out->text[i], "%s \xc2\xb7 from L%d \xc2\xb7 CLS %.0f%%",
+                     who, idx[T + i] + 1, 100.0 * cls[t]);
+            snprintf(out->right[i], sizeof out->right[i], "%.0f", (double)norms[t]);
+            out->values[i] = norms[t] / top;
+            out->n++;
+        }
+        for (int i = 0; i < out->n_outline; i++) out->outline[i] = idx[i];
+        snprintf(out->title, sizeof out->title, "high-norm tokens (> %.3g): %d", (double)thr, n);
+    }
+    free(idx), free(norms), free(cls);
+}
+
 /* The logit lens over the patches, for the view's class. */
 static VitStatus lens_map(float *out, const Scene *sc, const View *v, VitError *err) {
     return vit_logit_lens_map(out, &sc->run, sc->vit, v->layer, scene_class(sc, v->target), err);
@@ -266,6 +315,7 @@ static VitStatus slow_read(float *out, const Scene *sc, const View *v, VitError 
 
 const MapKindInfo MAP_KINDS[MAP_KIND_COUNT] = {
     [MAP_ATTENTION] = {.name = "attention",
+                       .group = MAP_GROUP_ATTENTION,
                        .title = "attention",
                        .tag = "attention",
                        .uses_query = 1,
@@ -275,6 +325,7 @@ const MapKindInfo MAP_KINDS[MAP_KIND_COUNT] = {
                        .map = attention_map,
                        .prefix = attention_prefix},
     [MAP_ROLLOUT] = {.name = "rollout",
+                     .group = MAP_GROUP_ATTENTION,
                      .title = "attention rollout",
                      .tag = "rollout",
                      .key = 'r',
@@ -290,35 +341,44 @@ const MapKindInfo MAP_KINDS[MAP_KIND_COUNT] = {
                      .tokens = rollout_tokens},
     /* Chefer, Gur & Wolf, ICCV 2021: R <- R + mean_h((dA (.) A)^+) R, the CLS row */
     [MAP_CHEFER] = {.name = "Chefer et al.",
+                    .group = MAP_GROUP_CLASS,
                     .title = "relevance (Chefer et al. 2021)",
                     .tag = "chefer",
                     .uses_target = 1,
                     .backward = 1,
-                    .map = chefer_map},
+                    .explain = VIT_EXPLAIN_CHEFER,
+                    .map = explain_map},
     /* vit-explain's grad_rollout, each layer with its own gradient */
     [MAP_GRAD_ROLLOUT] = {.name = "gradient rollout",
+                          .group = MAP_GROUP_CLASS,
                           .title = "gradient-weighted rollout",
                           .tag = "grad-rollout",
                           .uses_discard = 1,
                           .uses_target = 1,
                           .backward = 1,
-                          .map = grad_rollout_map},
+                          .explain = VIT_EXPLAIN_GRAD_ROLLOUT,
+                          .map = explain_map},
     /* pytorch-grad-cam's ViT recipe on the last block's norm1 */
     [MAP_GRADCAM] = {.name = "Grad-CAM",
+                     .group = MAP_GROUP_CLASS,
                      .title = "Grad-CAM (last block's norm1)",
                      .tag = "gradcam",
                      .uses_target = 1,
                      .backward = 1,
-                     .map = gradcam_map},
+                     .explain = VIT_EXPLAIN_GRADCAM,
+                     .map = explain_map},
     /* Bousselham et al. 2024, each layer's own score */
     [MAP_LEGRAD] = {.name = "LeGrad",
+                    .group = MAP_GROUP_CLASS,
                     .title = "LeGrad (Bousselham et al. 2024)",
                     .tag = "legrad",
                     .uses_target = 1,
                     .backward = 1,
-                    .map = legrad_map},
+                    .explain = VIT_EXPLAIN_LEGRAD,
+                    .map = explain_map},
     /* Achtibat et al., ICML 2024, gradient x input with the CP-LRP rules: per pixel */
     [MAP_ATTNLRP] = {.name = "AttnLRP",
+                     .group = MAP_GROUP_CLASS,
                      .title = "AttnLRP (Achtibat et al. 2024)",
                      .tag = "attnlrp",
                      .uses_target = 1,
@@ -326,20 +386,25 @@ const MapKindInfo MAP_KINDS[MAP_KIND_COUNT] = {
                      .pixels = 1,
                      .signed_scale = 1,
                      .lrp = 1,
-                     .map = attnlrp_map},
+                     .explain = VIT_EXPLAIN_ATTNLRP,
+                     .map = explain_map},
     [MAP_GRAD_INPUT] = {.name = "gradient x input",
+                        .group = MAP_GROUP_CLASS,
                         .title = "gradient \xc3\x97 input",
                         .tag = "grad-input",
                         .uses_target = 1,
                         .backward = 1,
                         .pixels = 1,
                         .signed_scale = 1,
-                        .map = grad_input_map},
+                        .explain = VIT_EXPLAIN_GRAD_INPUT,
+                        .map = explain_map},
     /* what the tokens hold: views of block l's output tokens (vit.h) */
     [MAP_FEATURES_PCA] = {.name = "features PCA",
+                          .group = MAP_GROUP_TOKENS,
                           .title = "features PCA (DINOv2 Fig. 1)",
                           .tag = "pca",
                           .key = 'x',
+                          .shift_joint = 1,
                           .key_name = "X",
                           .help = "features PCA as colours on / off (Shift+X: over every photo)",
                           .per_layer = 1,
@@ -349,6 +414,7 @@ const MapKindInfo MAP_KINDS[MAP_KIND_COUNT] = {
                           .compute = pca_compute,
                           .status = pca_status},
     [MAP_SIMILARITY] = {.name = "patch similarity",
+                        .group = MAP_GROUP_TOKENS,
                         .title = "patch similarity (cosine of features)",
                         .tag = "similarity",
                         .key = 'y',
@@ -359,15 +425,19 @@ const MapKindInfo MAP_KINDS[MAP_KIND_COUNT] = {
                         .signed_scale = 1,
                         .map = similarity_map},
     [MAP_TOKEN_NORMS] = {.name = "token norms",
+                         .group = MAP_GROUP_TOKENS,
                          .title = "token norms (high-norm tokens outlined)",
                          .tag = "norms",
                          .key = 'z',
                          .key_name = "Z",
                          .help = "token norms and high-norm tokens on / off",
                          .per_layer = 1,
+                         .outline = 1,
                          .map = norms_map,
-                         .status = norms_status},
+                         .status = norms_status,
+                         .list = norms_list},
     [MAP_LOGIT_LENS] = {.name = "logit lens",
+                        .group = MAP_GROUP_TOKENS,
                         .title = "logit lens (the head on each layer)",
                         .tag = "logit-lens",
                         .key = 'l',
@@ -377,9 +447,11 @@ const MapKindInfo MAP_KINDS[MAP_KIND_COUNT] = {
                         .uses_target = 1,
                         .per_layer = 1,
                         .map = lens_map,
-                        .status = lens_status},
+                        .status = lens_status,
+                        .list = lens_list},
     /* Abnar & Zuidema 2020 section 3, exact max flow (engine/maps/flow.c) */
     [MAP_ATTENTION_FLOW] = {.name = "attention flow",
+                            .group = MAP_GROUP_TOKENS,
                             .title = "attention flow (Abnar & Zuidema 2020)",
                             .tag = "flow",
                             .key = 'r',
@@ -394,6 +466,7 @@ const MapKindInfo MAP_KINDS[MAP_KIND_COUNT] = {
                             .compute = flow_compute},
     /* Erel et al. 2025: the stationary distribution of the attention's Markov chain */
     [MAP_TOKENRANK] = {.name = "TokenRank",
+                       .group = MAP_GROUP_TOKENS,
                        .title = "TokenRank (Erel et al. 2025)",
                        .tag = "tokenrank",
                        .key = 't',

@@ -1,22 +1,30 @@
-/* mapkind.h - the kinds of map vitlens draws, as one table.
+/* mapkind.h - the kinds of map vitlens draws, as one table: MAP_KINDS, one row per kind.
  *
  * A map kind turns a Scene (the forward pass of one photo and what the worker
  * thread computed with it) and a View (layer, head, query token, discard ratio,
- * target class) into one map. Everything that depends on the kind reads its row
- * of MAP_KINDS: the view's map and its size, the overviews (A, T) and their cache,
- * the prefix-token bars, the status line, the key list of --help and of the help
- * overlay, E / Shift+E, S's file name, --export (single maps and their .npy, heads
- * grids, contact sheets) and the VITLENS_TRACE line.
+ * target class) into one map. Everything that depends on the kind reads its row:
+ * the view's map and its size, the overviews (A, T) and their cache, the prefix-token
+ * bars, the list panel, the mask or outline, the status line, E / Shift+E and the
+ * kind's own key, the key list of --help and of the help overlay, --help's lists of
+ * kinds, --list-kinds (which a test compares with the man page and README's key
+ * table), S's file name, --export (single maps and their .npy, heads grids, contact
+ * sheets), --eval's methods and the VITLENS_TRACE lines. No file outside view/ names
+ * a kind but the first row (the default view).
  *
- * A new kind is its engine function, one row and its tests:
+ * A new kind is exactly:
  *   1. a MAP_* value before MAP_KIND_COUNT (E steps through them in this order);
- *   2. its row in MAP_KINDS (mapkind.c): names, key, flags, and its map function,
- *      which calls the engine with what it reads from the Scene and the View (plus
- *      layer_maps and prefix when it has per-head maps or a prefix-token share);
- *      anything the engine must compute per photo (a backward pass) goes in
- *      scene_run, which runs on the worker thread;
- *   3. tests: its values against a reference (tests/maps, tests/parity), its files
- *      in --export (tests/gui/test_cli.py); gui_map_kinds checks every row. */
+ *   2. its row in MAP_KINDS (mapkind.c): names, group, key, flags, and its map
+ *      function (an adapter that calls the engine with what it reads from the Scene
+ *      and the View; plus layer_maps, prefix, tokens, compute, status, list when it
+ *      has them). A class-specific method of vit_explain is a row with backward = 1
+ *      and its VitExplain in `explain` (its map is then explain_map: no new function);
+ *   3. its entries in the docs, which test docs_map_kinds checks against the rows:
+ *      the man page (docs/vitlens.1: DESCRIPTION, --export, KEYS' E line and its key)
+ *      and README's key table (E's row and its key's row);
+ *   4. tests: its values against a reference (tests/maps, tests/parity), its files in
+ *      --export (tests/gui/test_cli.py); gui_map_kinds checks every row.
+ * Nothing else: --help, the help overlay, E, the status line, --export, --eval and
+ * the trace read the row. */
 #ifndef VITLENS_MAPKIND_H
 #define VITLENS_MAPKIND_H
 
@@ -46,6 +54,25 @@ typedef enum {
     MAP_KIND_COUNT
 } MapKind;
 
+/* Which of --help's lists a kind is in: the attention maps, the class-specific maps
+ * (a class of a classifier: 1-5, --class), what the tokens hold. */
+typedef enum { MAP_GROUP_ATTENTION = 0, MAP_GROUP_CLASS, MAP_GROUP_TOKENS } MapGroup;
+
+/* The list panel below the predictions that a kind may fill (MapKindInfo.list): a title,
+ * rows of a label, a value on the right and a bar, one row marked; and the tokens its
+ * map outlines (MapKindInfo.outline). */
+#define VIEW_MAX_LIST      32                      /* rows of the list panel */
+#define VIEW_MAX_HIGH_NORM (VIT_MAX_PREFIX + 1024) /* high-norm tokens kept for the outline */
+typedef struct {
+    char title[96];
+    int n, marked; /* rows; the row of the view's layer, -1: none */
+    char text[VIEW_MAX_LIST][96];
+    char right[VIEW_MAX_LIST][16];
+    float values[VIEW_MAX_LIST]; /* bar lengths, [0, 1] */
+    int n_outline;               /* the tokens outlined on the map: outline[0, n_outline) */
+    int outline[VIEW_MAX_HIGH_NORM];
+} ViewList;
+
 /* The view's map: out [h, w] raw values (not normalised), w x h from map_kind_size. */
 typedef VitStatus (*MapFn)(float *out, const Scene *sc, const View *v, VitError *err);
 /* Every head and fusion of layers layer0 .. layer0 + n_layers - 1, with v's other
@@ -63,15 +90,22 @@ typedef VitStatus (*PrefixFn)(float *out, const Scene *sc, const View *v, VitErr
  * ("2 high-norm tokens (> 34.1)"), into buf; "" when nothing. labels: [C] class names or NULL. */
 typedef void (*StatusFn)(char *buf, size_t n, const Scene *sc, const View *v,
                          const char (*labels)[VIT_LABEL_BYTES]);
+/* The list panel of the view, into out (zeroed by the caller); a part that fails is left
+ * out. labels: [C] class names or NULL. */
+typedef void (*ListFn)(ViewList *out, const Scene *sc, const View *v,
+                       const char (*labels)[VIT_LABEL_BYTES]);
 
 typedef struct {
     const char *name;     /* for the status line and the E key's help: "rollout" */
     const char *title;    /* for help lines and sheet titles: "attention rollout" */
+    MapGroup group;       /* which of --help's lists it is in */
     const char *tag;      /* in file names, [a-z0-9-]: S's IMAGE_MODEL_L06_mean_<tag>.png and
                              --export's L06_<tag>.png (the first row's export files go untagged) */
     char key;             /* a key of its own, lower case ('r': R toggles the kind on and off,
                              back to the first row); 0: reached with E only */
     int shift;            /* 1: the key with Shift (Shift+R: attention flow) */
+    int shift_joint;      /* 1: Shift+key is the kind over every photo of the slideshow
+                             (View.joint; Shift+X: the feature PCA over every photo) */
     const char *key_name; /* that key as --help shows it: "R", "Shift+R" */
     const char *help;     /* that key's help line: "attention rollout on / off" */
     int uses_discard;     /* reads View.discard_ratio: [ / ] change the map */
@@ -84,6 +118,7 @@ typedef struct {
                              (map_normalize_signed); 0: min-max */
     int backward;         /* computed by the backward pass on the worker thread (scene_explain:
                              the class-specific maps of vit_explain) */
+    VitExplain explain;   /* with backward: the vit_explain method whose map it is */
     int lrp;              /* needs AttnLRP's backward pass too (scene_explain's lrp) */
     int worker;           /* computed on the worker thread by `compute` (view_slow_map), too
                              slow for a frame: 1 always, 2 only for a View with joint set */
@@ -91,6 +126,8 @@ typedef struct {
                              0 background), drawn as they are (no colormap, no mask) */
     int export_heads;     /* --export writes every head's and fusion's map and each layer's
                              heads grid (L01_heads.png); 0: only the map of the mean fusion */
+    int outline;          /* the map outlines the tokens its list names (ViewList.outline:
+                             the high-norm tokens) instead of M's mask */
     MapFn map;
     LayerMapsFn layer_maps; /* NULL: map() once per head and fusion */
     PrefixFn prefix;        /* NULL: the kind has no prefix-token share (no bars) */
@@ -101,6 +138,8 @@ typedef struct {
     ComputeFn compute;      /* a worker kind's map, on the worker thread (view_slow_map); map
                                then reads what it computed */
     StatusFn status;        /* NULL: nothing more on the status line */
+    ListFn list;            /* NULL: no list panel (the logit lens per layer, the high-norm
+                               tokens) */
 } MapKindInfo;
 
 extern const MapKindInfo MAP_KINDS[MAP_KIND_COUNT];

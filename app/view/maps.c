@@ -134,63 +134,6 @@ VitStatus view_prefix(float *out, const Scene *sc, const View *v, VitError *err)
 
 /* --- everything the window shows of a view ---------------------------------- */
 
-/* The list panel of the view's kind: the logit lens's class per layer (the last
- * VIEW_MAX_LIST layers), or the high-norm tokens with their first layer and their share
- * of the CLS token's attention. Other kinds: none. A part that fails is left out. */
-static void view_list(ViewMaps *m, const Scene *sc) {
-    const VitConfig *c = &sc->run.cfg;
-    const View *v = &m->view;
-    m->n_list = 0, m->list_marked = -1, m->n_high_norm = 0, m->list_title[0] = '\0';
-    if (v->kind == MAP_LOGIT_LENS && c->n_classes > 0) {
-        float *p = malloc((size_t)c->n_classes * sizeof *p);
-        int l0 = c->n_layers > VIEW_MAX_LIST ? c->n_layers - VIEW_MAX_LIST : 0;
-        for (int l = l0; p && l < c->n_layers; l++) {
-            int top;
-            if (vit_logit_lens(p, &sc->run, sc->vit, l, 0, NULL)) break;
-            vit_top_k(&top, p, c->n_classes, 1);
-            const char *label = m->labels ? m->labels[top] : NULL;
-            int i = m->n_list++;
-            if (label) /* its first name: "tabby", not "tabby, tabby cat" */
-                snprintf(m->list_text[i], sizeof m->list_text[i], "%2d  %.*s", l + 1,
-                         (int)strcspn(label, ","), label);
-            else
-                snprintf(m->list_text[i], sizeof m->list_text[i], "%2d  class %d", l + 1, top);
-            snprintf(m->list_right[i], sizeof m->list_right[i], "%.1f%%", 100.0 * p[top]);
-            m->list_values[i] = p[top];
-            if (l == v->layer) m->list_marked = i;
-        }
-        free(p);
-        snprintf(m->list_title, sizeof m->list_title, "logit lens: the CLS token reads");
-    } else if (v->kind == MAP_TOKEN_NORMS) {
-        int T = c->n_tokens, *idx = malloc(2 * (size_t)T * sizeof *idx);
-        float *norms = malloc((size_t)T * sizeof *norms), *cls = malloc((size_t)T * sizeof *cls);
-        float thr = 0;
-        int n = idx ? view_high_norm(idx, idx + T, &thr, sc, v, NULL) : -1;
-        /* the CLS token's attention (mean of the heads) at the layer: patches, then prefix */
-        if (n >= 0 && norms && cls && !vit_token_norms(norms, &sc->run, v->layer, NULL) &&
-            !vit_map_fused(cls + c->n_prefix, &sc->run, v->layer, VIT_FUSE_MEAN, 0, NULL) &&
-            !vit_prefix_share(cls, &sc->run, v->layer, -1, VIT_FUSE_MEAN, 0, 0.0f, 0, NULL)) {
-            m->n_high_norm = n < VIEW_MAX_HIGH_NORM ? n : VIEW_MAX_HIGH_NORM;
-            float top = n > 0 ? norms[idx[0]] : 1.0f;
-            for (int i = 0; i < n && i < VIEW_MAX_LIST; i++) {
-                int t = idx[i];
-                char who[48];
-                token_name(who, sizeof who, c, t, ',');
-                snprintf(m->list_text[i], sizeof m->list_text[i],
-                         "%s \xc2\xb7 from L%d \xc2\xb7 CLS %.0f%%", who, idx[T + i] + 1,
-                         100.0 * cls[t]);
-                snprintf(m->list_right[i], sizeof m->list_right[i], "%.0f", (double)norms[t]);
-                m->list_values[i] = norms[t] / top;
-                m->n_list++;
-            }
-            for (int i = 0; i < m->n_high_norm; i++) m->high_norm[i] = idx[i];
-            snprintf(m->list_title, sizeof m->list_title, "high-norm tokens (> %.3g): %d",
-                     (double)thr, n);
-        }
-        free(idx), free(norms), free(cls);
-    }
-}
-
 VitStatus view_compute(ViewMaps *m, const Scene *sc, VitError *err) {
     const VitConfig *c = &sc->run.cfg;
     const View *v = &m->view;
@@ -223,7 +166,9 @@ VitStatus view_compute(ViewMaps *m, const Scene *sc, VitError *err) {
             m->norm[p] = m->hi > m->lo ? (m->map[p] - m->lo) / (m->hi - m->lo) : 0.0f;
     }
     if (k->status) k->status(m->status, sizeof m->status, sc, v, m->labels);
-    view_list(m, sc);
+    memset(&m->list, 0, sizeof m->list);
+    m->list.marked = -1;
+    if (k->list) k->list(&m->list, sc, v, m->labels);
     if (m->overview != VIEW_SINGLE && k->per_head) {
         int table = m->overview == VIEW_TABLE, K = c->n_heads + VIEW_N_FUSIONS;
         int na = table ? c->n_layers * K : K;

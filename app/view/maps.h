@@ -53,9 +53,6 @@ int view_ready(const Scene *sc, const View *v);
  * from queries and keys, where a rollout or an overview takes seconds); it then only
  * uploads what it got. */
 
-#define VIEW_MAX_LIST      32                      /* rows of the list panel */
-#define VIEW_MAX_HIGH_NORM (VIT_MAX_PREFIX + 1024) /* high-norm tokens kept for the outline */
-
 typedef struct {
     /* what to compute, set by the caller */
     View view;
@@ -73,13 +70,7 @@ typedef struct {
     int n_atlas;                  /* maps in atlas (normalised), 0: no overview computed */
     float atlas_lo, atlas_hi;     /* the raw range of its first map (its layer's when shared) */
     char status[240];             /* the kind's part of the status line (MapKindInfo.status) */
-    char list_title[96];     /* the list panel: the logit lens per layer, the high-norm tokens */
-    int n_list, list_marked; /* rows; the row of the view's layer, -1: none */
-    char list_text[VIEW_MAX_LIST][96];
-    char list_right[VIEW_MAX_LIST][16];
-    float list_values[VIEW_MAX_LIST]; /* bar lengths, [0, 1] */
-    int n_high_norm;                  /* token norms: the high-norm tokens, high_norm[0, n) */
-    int high_norm[VIEW_MAX_HIGH_NORM];
+    ViewList list;                /* the kind's list panel (MapKindInfo.list), n 0: none */
 } ViewMaps;
 
 /* Compute all of m's result for sc (see ViewMaps). Reads sc only, writes only m and its

@@ -93,7 +93,9 @@ static int app_init_model(App *app, const Options *o) {
                        .head = c->n_heads + VIT_FUSE_MEAN,
                        .discard_ratio = o->discard,
                        .target = VIEW_TOP1};
-    app->class_kind = MAP_CHEFER, app->shown_kind = -1;
+    app->shown_kind = -1;
+    for (int k = MAP_KIND_COUNT - 1; k >= 0; k--) /* the first class-specific row */
+        if (MAP_KINDS[k].group == MAP_GROUP_CLASS) app->class_kind = k;
     if (o->class_arg) { /* --class: open on the first class-specific map, for that class */
         char msg[600];
         if (model_find_class(app->model, o->class_arg, &app->view.target, msg, sizeof msg)) {

@@ -22,6 +22,7 @@
 #ifndef VITLENS_APP_H
 #define VITLENS_APP_H
 
+#include "config/keys.h"
 #include "config/models.h"
 #include "config/options.h"
 #include "render/render.h"

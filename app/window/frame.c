@@ -156,7 +156,7 @@ static RenFrame app_frame(App *app) {
         .query_row = qr,
         .query_col = qc,
         .mask = (app->show_mask && !MAP_KINDS[app->view.kind].rgb) ||
-                (app->view.kind == MAP_TOKEN_NORMS && app->shown_kind == MAP_TOKEN_NORMS &&
+                (MAP_KINDS[app->view.kind].outline && app->shown_kind == app->view.kind &&
                  app->n_high_norm > 0),
         .rgb = MAP_KINDS[app->view.kind].rgb && app->shown_kind == app->view.kind,
         .n_list = app->n_list,

@@ -142,22 +142,25 @@ static int app_pick_key(App *app, SDL_Keycode key) {
     return 1;
 }
 
-/* A map kind's own key (R: rollout on / off, Shift+R: attention flow, ...; Shift+X: the
- * feature PCA over every photo): the kind, or back to the first row. 1 when it was one. */
+/* A map kind's own key (R: rollout on / off, Shift+R: attention flow, ...), or Shift+ the
+ * key of a kind that has a view over every photo (Shift+X: the feature PCA over the
+ * slideshow): that kind, or back to the first row. 1 when it was one. */
 static int app_kind_key(App *app, SDL_Keycode key, int shift) {
     View *v = &app->view;
-    if (key == SDLK_x && shift) { /* the feature PCA over every photo of the slideshow */
-        int on = !(v->kind == MAP_FEATURES_PCA && v->joint);
-        v->kind = on ? MAP_FEATURES_PCA : MAP_ATTENTION, v->joint = on;
-        return 1;
-    }
-    for (int k = 0; k < MAP_KIND_COUNT; k++)
-        if (MAP_KINDS[k].key && key == (SDL_Keycode)MAP_KINDS[k].key &&
-            shift == MAP_KINDS[k].shift) {
+    for (int k = 0; k < MAP_KIND_COUNT; k++) {
+        const MapKindInfo *m = &MAP_KINDS[k];
+        if (!m->key || key != (SDL_Keycode)m->key) continue;
+        if (shift && m->shift_joint) { /* the kind over every photo of the slideshow */
+            int on = !(v->kind == k && v->joint);
+            v->kind = on ? k : MAP_ATTENTION, v->joint = on;
+            return 1;
+        }
+        if (shift == m->shift) {
             v->kind = v->kind == k ? MAP_ATTENTION : k;
             v->joint = 0;
             return 1;
         }
+    }
     return 0;
 }
 

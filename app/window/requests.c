@@ -112,14 +112,15 @@ void app_update_list(App *app) {
         snprintf(app->list_title, sizeof app->list_title,
                  "models: Up / Down, Enter opens, Esc closes");
     } else if (app->shown_kind >= 0) {
-        int n = m->n_list < REN_MAX_LIST ? m->n_list : REN_MAX_LIST;
+        const ViewList *l = &m->list;
+        int n = l->n < REN_MAX_LIST ? l->n : REN_MAX_LIST;
         for (int i = 0; i < n; i++) {
-            memcpy(app->list_text[i], m->list_text[i], sizeof app->list_text[i]);
-            memcpy(app->list_right_text[i], m->list_right[i], sizeof app->list_right_text[i]);
-            app->list_values[i] = m->list_values[i];
+            memcpy(app->list_text[i], l->text[i], sizeof app->list_text[i]);
+            memcpy(app->list_right_text[i], l->right[i], sizeof app->list_right_text[i]);
+            app->list_values[i] = l->values[i];
         }
-        app->n_list = n, app->list_marked = m->list_marked < n ? m->list_marked : -1;
-        snprintf(app->list_title, sizeof app->list_title, "%s", m->list_title);
+        app->n_list = n, app->list_marked = l->marked < n ? l->marked : -1;
+        snprintf(app->list_title, sizeof app->list_title, "%s", l->title);
     }
     for (int i = 0; i < app->n_list; i++) {
         app->list_labels[i] = app->list_text[i];
@@ -171,14 +172,14 @@ void app_show_maps(App *app, const char *by) {
         ren_upload_map_rgba(&app->ren, app->map_norm, w, h, c->grid_w, c->grid_h);
     else
         ren_upload_map(&app->ren, app->map_norm, w, h, c->grid_w, c->grid_h);
-    app->n_high_norm = m->n_high_norm;
-    memcpy(app->high_norm, m->high_norm, (size_t)m->n_high_norm * sizeof *m->high_norm);
+    app->n_high_norm = m->list.n_outline;
+    memcpy(app->high_norm, m->list.outline, (size_t)m->list.n_outline * sizeof *m->list.outline);
     app_update_list(app);
     snprintf(app->legend_hi, sizeof app->legend_hi, "%.2g", (double)m->hi);
     snprintf(app->legend_lo, sizeof app->legend_lo, "%.2g", (double)m->lo);
     snprintf(app->legend_caption, sizeof app->legend_caption, "%s",
              m->shared && k->per_head ? "the layer" : "this map");
-    if (m->view.kind == MAP_TOKEN_NORMS) { /* the high-norm tokens outlined */
+    if (k->outline) { /* the tokens of its list outlined: the high-norm tokens */
         memset(app->mask, 0, (size_t)w * h);
         for (int i = 0; i < app->n_high_norm; i++)
             if (app->high_norm[i] >= c->n_prefix) app->mask[app->high_norm[i] - c->n_prefix] = 1;

@@ -71,7 +71,7 @@ void app_update_status(App *app) {
         else
             snprintf(target, sizeof target, "%sfor: class %d", dot, target_class);
     }
-    if (app->show_mask && !app->overview && !k->rgb && v->kind != MAP_TOKEN_NORMS)
+    if (app->show_mask && !app->overview && !k->rgb && !k->outline)
         snprintf(mask, sizeof mask, "%smask %d%%: %d %s", dot, app->mask_pct, app->mask_kept,
                  k->pixels ? "px" : "patches");
     char more[300] = "", extra[240] = "";

@@ -10,6 +10,7 @@
  * maps equal its single maps, its prefix share completes its rows to 1, and S's
  * file name carries its tag. Exits 0, or 1 naming each failed check. */
 #include "view/maps.h"
+#include "config/keys.h"
 #include "config/options.h"
 
 #include <ctype.h>
@@ -64,12 +65,29 @@ static void table_checks(void) {
                       "its key and shift unlike the rows above", m->name);
         }
         check(!m->backward || m->uses_target, "a backward-pass kind explains a class", m->name);
+        check(!m->backward || m->group == MAP_GROUP_CLASS, "a backward-pass kind is class-specific",
+              m->name);
+        check(!m->shift_joint || (m->key && !m->shift && m->worker == 2),
+              "Shift+key over the slideshow: a kind with its own unshifted key, a worker map with "
+              "joint",
+              m->name);
+        for (int j = 0; j < MAP_KIND_COUNT && m->shift_joint; j++)
+            check(!(MAP_KINDS[j].key == m->key && MAP_KINDS[j].shift),
+                  "Shift+key not another kind's", m->name);
+        check(!m->outline || m->list, "a kind that outlines its list's tokens has a list", m->name);
         check(!m->worker || m->worker == 2 || m->compute, "a worker kind has its compute", m->name);
         check(!m->tokens || (m->prefix && !m->pixels && !m->rgb),
               "a kind with a row over the tokens has a prefix share and a patch map", m->name);
     }
     check(MAP_KINDS[0].key == 0, "the first row, where a kind's key toggles back to, has no key",
           MAP_KINDS[0].name);
+    for (int e = 0; e < VIT_EXPLAIN_COUNT; e++) { /* the rows carry the engine's methods */
+        int rows = 0;
+        for (int k = 0; k < MAP_KIND_COUNT; k++)
+            rows += MAP_KINDS[k].backward && (int)MAP_KINDS[k].explain == e;
+        check(rows == 1, "each vit_explain method is the map of one class-specific row",
+              vit_explain_name((VitExplain)e));
+    }
 
     KeyList keys;
     keys_list(&keys);
