@@ -97,51 +97,159 @@ static int cmp_name(const void *a, const void *b) {
 
 /* --- entry points ---------------------------------------------------------- */
 
-VitStatus st_parse(StFile *st, const uint8_t *file, size_t file_bytes, const char *name,
-                   VitError *err) {
-    memset(st, 0, sizeof *st);
-    cJSON *root = NULL;
-    StTensor **order = NULL;
-    VitStatus rc = VIT_OK;
-    char sbuf[160];
-
+/* The header: its 8-byte length, checked against the file and VIT_MAX_HEADER_BYTES, and
+ * its JSON, which must be an object (*root, cJSON_Delete'd by the caller); st->data and
+ * st->data_bytes, the data area after it. */
+static VitStatus parse_header(StFile *st, cJSON **root, const uint8_t *file, size_t file_bytes,
+                              const char *name, VitError *err) {
     if (file_bytes < 8) {
-        rc = vit_set_error(err, VIT_ERR_FORMAT,
-                           "%s: file is %zu bytes, too short for a safetensors header "
-                           "(8-byte length + JSON)",
-                           name, file_bytes);
-        goto fail;
+        return vit_set_error(err, VIT_ERR_FORMAT,
+                             "%s: file is %zu bytes, too short for a safetensors header "
+                             "(8-byte length + JSON)",
+                             name, file_bytes);
     }
     uint64_t n_header = 0;
     for (int i = 7; i >= 0; i--) n_header = (n_header << 8) | file[i];
     if (n_header < 2 || n_header > file_bytes - 8) {
-        rc = vit_set_error(err, VIT_ERR_FORMAT,
-                           "%s: header length %llu does not fit in the file (%zu bytes after "
-                           "the 8-byte length): truncated or not a safetensors file",
-                           name, (unsigned long long)n_header, file_bytes - 8);
-        goto fail;
+        return vit_set_error(err, VIT_ERR_FORMAT,
+                             "%s: header length %llu does not fit in the file (%zu bytes after "
+                             "the 8-byte length): truncated or not a safetensors file",
+                             name, (unsigned long long)n_header, file_bytes - 8);
     }
     if (n_header > VIT_MAX_HEADER_BYTES) {
-        rc = vit_set_error(err, VIT_ERR_FORMAT, "%s: header length %llu exceeds the limit %u", name,
-                           (unsigned long long)n_header, VIT_MAX_HEADER_BYTES);
-        goto fail;
+        return vit_set_error(err, VIT_ERR_FORMAT, "%s: header length %llu exceeds the limit %u",
+                             name, (unsigned long long)n_header, VIT_MAX_HEADER_BYTES);
     }
     const char *json = (const char *)file + 8;
     const char *at = NULL; /* cJSON's error position, without its global */
-    root = cJSON_ParseWithLengthOpts(json, (size_t)n_header, &at, 0);
-    if (!root) {
+    *root = cJSON_ParseWithLengthOpts(json, (size_t)n_header, &at, 0);
+    if (!*root) {
         long pos = (at && at >= json && at <= json + n_header) ? (long)(at - json) : -1;
-        rc = vit_set_error(err, VIT_ERR_FORMAT,
-                           "%s: header is not valid JSON (error near byte %ld)", name, pos);
-        goto fail;
+        return vit_set_error(err, VIT_ERR_FORMAT,
+                             "%s: header is not valid JSON (error near byte %ld)", name, pos);
     }
-    if (!cJSON_IsObject(root)) {
-        rc = vit_set_error(err, VIT_ERR_FORMAT, "%s: header is JSON but not an object", name);
-        goto fail;
+    if (!cJSON_IsObject(*root)) {
+        return vit_set_error(err, VIT_ERR_FORMAT, "%s: header is JSON but not an object", name);
     }
     st->data = file + 8 + n_header;
     st->data_bytes = file_bytes - 8 - (size_t)n_header;
+    return VIT_OK;
+}
 
+/* One tensor's entry e of the header into t (its name already set): dtype, shape and
+ * data_offsets, each checked (a known dtype, sizes that do not overflow, offsets inside the
+ * data area of st that hold exactly the shape's bytes). */
+static VitStatus parse_tensor(StTensor *t, const StFile *st, const cJSON *e, const char *name,
+                              VitError *err) {
+    const char *tn = e->string;
+    char sbuf[160];
+    const cJSON *jd = cJSON_GetObjectItemCaseSensitive(e, "dtype");
+    const cJSON *js = cJSON_GetObjectItemCaseSensitive(e, "shape");
+    const cJSON *jo = cJSON_GetObjectItemCaseSensitive(e, "data_offsets");
+    if (!cJSON_IsString(jd)) {
+        return vit_set_error(err, VIT_ERR_FORMAT, "%s: tensor '%s': missing string 'dtype'", name,
+                             tn);
+    }
+    t->elem_bytes = dtype_info(jd->valuestring, &t->dtype);
+    if (!t->elem_bytes) {
+        return vit_set_error(err, VIT_ERR_FORMAT, "%s: tensor '%s': unknown dtype '%.32s'", name,
+                             tn, jd->valuestring);
+    }
+    snprintf(t->dtype_name, sizeof t->dtype_name, "%s", jd->valuestring);
+
+    if (!cJSON_IsArray(js) || cJSON_GetArraySize(js) > ST_MAX_DIMS) {
+        return vit_set_error(err, VIT_ERR_FORMAT,
+                             "%s: tensor '%s': 'shape' must be an array of at most %d sizes", name,
+                             tn, ST_MAX_DIMS);
+    }
+    size_t n_elems = 1;
+    int overflow = 0;
+    for (const cJSON *d = js->child; d; d = d->next) {
+        uint64_t v;
+        if (!json_uint(d, &v)) {
+            return vit_set_error(err, VIT_ERR_FORMAT,
+                                 "%s: tensor '%s': shape entries must be non-negative integers",
+                                 name, tn);
+        }
+        t->shape[t->ndim++] = (int64_t)v;
+        if (v && n_elems > SIZE_MAX / v)
+            overflow = 1;
+        else
+            n_elems *= (size_t)v;
+    }
+    if (overflow || n_elems > SIZE_MAX / (size_t)t->elem_bytes) {
+        return vit_set_error(err, VIT_ERR_FORMAT, "%s: tensor '%s': shape %s overflows", name, tn,
+                             st_shape_str(sbuf, sizeof sbuf, t->shape, t->ndim));
+    }
+    t->n_elems = n_elems;
+
+    uint64_t b, en;
+    if (!cJSON_IsArray(jo) || cJSON_GetArraySize(jo) != 2 || !json_uint(jo->child, &b) ||
+        !json_uint(jo->child->next, &en)) {
+        return vit_set_error(err, VIT_ERR_FORMAT,
+                             "%s: tensor '%s': 'data_offsets' must be [begin, end] integers", name,
+                             tn);
+    }
+    if (b > en) {
+        return vit_set_error(err, VIT_ERR_FORMAT,
+                             "%s: tensor '%s': data_offsets [%llu, %llu] are reversed", name, tn,
+                             (unsigned long long)b, (unsigned long long)en);
+    }
+    if (en > st->data_bytes) {
+        return vit_set_error(err, VIT_ERR_FORMAT,
+                             "%s: tensor '%s': data_offsets [%llu, %llu] end past the data area "
+                             "(%zu bytes): file truncated?",
+                             name, tn, (unsigned long long)b, (unsigned long long)en,
+                             st->data_bytes);
+    }
+    t->begin = (size_t)b;
+    t->end = (size_t)en;
+    if (t->end - t->begin != n_elems * (size_t)t->elem_bytes) {
+        return vit_set_error(err, VIT_ERR_FORMAT,
+                             "%s: tensor '%s': %zu bytes in data_offsets, expected %zu "
+                             "(shape %s x %d bytes per %s)",
+                             name, tn, t->end - t->begin, n_elems * (size_t)t->elem_bytes,
+                             st_shape_str(sbuf, sizeof sbuf, t->shape, t->ndim), t->elem_bytes,
+                             t->dtype_name);
+    }
+    return VIT_OK;
+}
+
+/* The tensors side by side: no name twice (cJSON keeps both entries of a repeated key), no
+ * two non-empty tensors overlapping in the data area. order: [st->n] scratch. */
+static VitStatus check_layout(const StFile *st, const StTensor **order, const char *name,
+                              VitError *err) {
+    for (int i = 0; i < st->n; i++) order[i] = &st->tensors[i];
+    qsort((void *)order, (size_t)st->n, sizeof *order, cmp_name);
+    for (int i = 1; i < st->n; i++)
+        if (strcmp(order[i - 1]->name, order[i]->name) == 0) {
+            return vit_set_error(err, VIT_ERR_FORMAT, "%s: tensor '%s' appears twice in the header",
+                                 name, order[i]->name);
+        }
+    /* Overlap: sorted by begin, each non-empty tensor must start at or after the
+     * furthest end seen so far. */
+    qsort((void *)order, (size_t)st->n, sizeof *order, cmp_begin);
+    const StTensor *last = NULL;
+    for (int i = 0; i < st->n; i++) {
+        const StTensor *t = order[i];
+        if (t->end == t->begin) continue;
+        if (last && t->begin < last->end) {
+            return vit_set_error(err, VIT_ERR_FORMAT,
+                                 "%s: tensors '%s' [%zu, %zu] and '%s' [%zu, %zu] overlap", name,
+                                 last->name, last->begin, last->end, t->name, t->begin, t->end);
+        }
+        if (!last || t->end > last->end) last = t;
+    }
+    return VIT_OK;
+}
+
+VitStatus st_parse(StFile *st, const uint8_t *file, size_t file_bytes, const char *name,
+                   VitError *err) {
+    memset(st, 0, sizeof *st);
+    cJSON *root = NULL;
+    const StTensor **order = NULL;
+    VitStatus rc = parse_header(st, &root, file, file_bytes, name, err);
+    if (rc) goto fail;
     int count = 0;
     for (cJSON *e = root->child; e; e = e->next)
         if (strcmp(e->string, "__metadata__") != 0) count++;
@@ -159,131 +267,27 @@ VitStatus st_parse(StFile *st, const uint8_t *file, size_t file_bytes, const cha
 
     for (cJSON *e = root->child; e; e = e->next) {
         if (strcmp(e->string, "__metadata__") == 0) continue;
-        const char *tn = e->string;
         if (!cJSON_IsObject(e)) {
             rc = vit_set_error(err, VIT_ERR_FORMAT, "%s: tensor '%s': entry is not an object", name,
-                               tn);
+                               e->string);
             goto fail;
         }
         StTensor *t = &st->tensors[st->n];
-        t->name = strdup(tn);
+        t->name = strdup(e->string);
         if (!t->name) {
             rc = vit_set_error(err, VIT_ERR_NOMEM, "%s: out of memory", name);
             goto fail;
         }
         st->n++;
-
-        const cJSON *jd = cJSON_GetObjectItemCaseSensitive(e, "dtype");
-        const cJSON *js = cJSON_GetObjectItemCaseSensitive(e, "shape");
-        const cJSON *jo = cJSON_GetObjectItemCaseSensitive(e, "data_offsets");
-        if (!cJSON_IsString(jd)) {
-            rc = vit_set_error(err, VIT_ERR_FORMAT, "%s: tensor '%s': missing string 'dtype'", name,
-                               tn);
-            goto fail;
-        }
-        t->elem_bytes = dtype_info(jd->valuestring, &t->dtype);
-        if (!t->elem_bytes) {
-            rc = vit_set_error(err, VIT_ERR_FORMAT, "%s: tensor '%s': unknown dtype '%.32s'", name,
-                               tn, jd->valuestring);
-            goto fail;
-        }
-        snprintf(t->dtype_name, sizeof t->dtype_name, "%s", jd->valuestring);
-
-        if (!cJSON_IsArray(js) || cJSON_GetArraySize(js) > ST_MAX_DIMS) {
-            rc = vit_set_error(err, VIT_ERR_FORMAT,
-                               "%s: tensor '%s': 'shape' must be an array of at most %d sizes",
-                               name, tn, ST_MAX_DIMS);
-            goto fail;
-        }
-        size_t n_elems = 1;
-        int overflow = 0;
-        for (const cJSON *d = js->child; d; d = d->next) {
-            uint64_t v;
-            if (!json_uint(d, &v)) {
-                rc = vit_set_error(err, VIT_ERR_FORMAT,
-                                   "%s: tensor '%s': shape entries must be non-negative integers",
-                                   name, tn);
-                goto fail;
-            }
-            t->shape[t->ndim++] = (int64_t)v;
-            if (v && n_elems > SIZE_MAX / v)
-                overflow = 1;
-            else
-                n_elems *= (size_t)v;
-        }
-        if (overflow || n_elems > SIZE_MAX / (size_t)t->elem_bytes) {
-            rc = vit_set_error(err, VIT_ERR_FORMAT, "%s: tensor '%s': shape %s overflows", name, tn,
-                               st_shape_str(sbuf, sizeof sbuf, t->shape, t->ndim));
-            goto fail;
-        }
-        t->n_elems = n_elems;
-
-        uint64_t b, en;
-        if (!cJSON_IsArray(jo) || cJSON_GetArraySize(jo) != 2 || !json_uint(jo->child, &b) ||
-            !json_uint(jo->child->next, &en)) {
-            rc = vit_set_error(err, VIT_ERR_FORMAT,
-                               "%s: tensor '%s': 'data_offsets' must be [begin, end] integers",
-                               name, tn);
-            goto fail;
-        }
-        if (b > en) {
-            rc = vit_set_error(err, VIT_ERR_FORMAT,
-                               "%s: tensor '%s': data_offsets [%llu, %llu] are reversed", name, tn,
-                               (unsigned long long)b, (unsigned long long)en);
-            goto fail;
-        }
-        if (en > st->data_bytes) {
-            rc = vit_set_error(err, VIT_ERR_FORMAT,
-                               "%s: tensor '%s': data_offsets [%llu, %llu] end past the data area "
-                               "(%zu bytes): file truncated?",
-                               name, tn, (unsigned long long)b, (unsigned long long)en,
-                               st->data_bytes);
-            goto fail;
-        }
-        t->begin = (size_t)b;
-        t->end = (size_t)en;
-        if (t->end - t->begin != n_elems * (size_t)t->elem_bytes) {
-            rc = vit_set_error(err, VIT_ERR_FORMAT,
-                               "%s: tensor '%s': %zu bytes in data_offsets, expected %zu "
-                               "(shape %s x %d bytes per %s)",
-                               name, tn, t->end - t->begin, n_elems * (size_t)t->elem_bytes,
-                               st_shape_str(sbuf, sizeof sbuf, t->shape, t->ndim), t->elem_bytes,
-                               t->dtype_name);
-            goto fail;
-        }
+        if ((rc = parse_tensor(t, st, e, name, err))) goto fail;
     }
-
-    /* Duplicate names: cJSON keeps both entries of a repeated key. */
-    for (int i = 0; i < st->n; i++) order[i] = &st->tensors[i];
-    qsort(order, (size_t)st->n, sizeof *order, cmp_name);
-    for (int i = 1; i < st->n; i++)
-        if (strcmp(order[i - 1]->name, order[i]->name) == 0) {
-            rc = vit_set_error(err, VIT_ERR_FORMAT, "%s: tensor '%s' appears twice in the header",
-                               name, order[i]->name);
-            goto fail;
-        }
-    /* Overlap: sorted by begin, each non-empty tensor must start at or after the
-     * furthest end seen so far. */
-    qsort(order, (size_t)st->n, sizeof *order, cmp_begin);
-    const StTensor *last = NULL;
-    for (int i = 0; i < st->n; i++) {
-        const StTensor *t = order[i];
-        if (t->end == t->begin) continue;
-        if (last && t->begin < last->end) {
-            rc = vit_set_error(err, VIT_ERR_FORMAT,
-                               "%s: tensors '%s' [%zu, %zu] and '%s' [%zu, %zu] overlap", name,
-                               last->name, last->begin, last->end, t->name, t->begin, t->end);
-            goto fail;
-        }
-        if (!last || t->end > last->end) last = t;
-    }
-
-    free(order);
+    if ((rc = check_layout(st, order, name, err))) goto fail;
+    free((void *)order);
     cJSON_Delete(root);
     return VIT_OK;
 
 fail:
-    free(order);
+    free((void *)order);
     cJSON_Delete(root);
     st_free(st);
     return rc;
