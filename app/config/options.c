@@ -15,9 +15,8 @@
 /* ---------------------------------------------------------------------------
  * Usage and parsing */
 
-void options_usage(FILE *f) {
-    KeyList keys;
-    keys_list(&keys);
+/* The synopsis and the description, with the map kinds' lists from the table. */
+static void usage_head(FILE *f) {
     fputs("usage: vitlens [--model PATH] [--labels FILE] [--heads N] [--size S|HxW] [--whole]\n"
           "               [--opacity A] [--discard R] [--colormap NAME] [--bilinear]\n"
           "               [--class ID|NAME] [--save-dir DIR] [IMAGE|FOLDER ...]\n"
@@ -84,6 +83,10 @@ void options_usage(FILE *f) {
         "                  RANK from 1, PROB the softmax probability, CLASS_ID from 0,\n"
         "                  LABEL the rest of the line (absent without class names)\n",
         f);
+}
+
+/* --export: the files, with every kind's tag from the table. */
+static void usage_export(FILE *f) {
     fputs("  --export DIR    write every map as a PNG into DIR and exit, and beside each its\n"
           "                  raw values, before normalisation, as .npy (float32, [gh, gw];\n"
           "                  [Sh, Sw] for a pixel map; colours [gh, gw, 4], A the foreground):\n"
@@ -108,34 +111,13 @@ void options_usage(FILE *f) {
           "                  into DIR/NAME/, with the feature PCA over all of them as\n"
           "                  L01_pca-joint\n",
           f);
-    fputs("  --eval          which map can I trust? For every map kind with a value per patch\n"
-          "                  (the last layer, mean of the heads, the CLS token as the query)\n"
-          "                  and two baselines (random, centred Gaussian), on the class the\n"
-          "                  model predicts (or --class), then exit: perturbation tests\n"
-          "                  (Chefer et al. 2021: patches set to the mean in steps of 10%,\n"
-          "                  most / least relevant first), deletion and insertion (Petsiuk\n"
-          "                  et al. 2018), localisation with --masks (pointing game, energy,\n"
-          "                  top-k IoU) and the sanity check (Adebayo et al. 2018: head and\n"
-          "                  blocks re-initialised from the top, Spearman rank correlation);\n"
-          "                  a markdown table on stdout, an unreadable image is skipped\n"
-          "  --eval-out DIR  also write the rows as CSV (images, perturbation, localisation,\n"
-          "                  sanity), the table as summary.md and the plots as PNG\n"
-          "  --masks DIR     ground-truth masks: DIR/NAME_mask.png (else DIR/NAME.png) for\n"
-          "                  the photo NAME.*, the photo's size, inside where red >= 128\n"
-          "  --shard K/N     evaluate images K, K+N, K+2N, ... (from 1) of the sorted list\n"
-          "  --eval-steps N  deletion and insertion steps (default 20)\n"
-          "  --no-sanity     leave out the sanity check (the slowest part)\n"
-          "  --eval-merge    combine the --eval-out folders of shards (the arguments) into\n"
-          "                  the table one run would print; with --eval-out, one folder\n"
-          "  --stdin-drops   read file paths from stdin, one per line, as if dropped on the\n"
-          "                  window (for scripts and tests)\n"
-          "  --list-kinds    print the map kinds, one per line, and exit: TAG, KEY (- for E\n"
-          "                  only), GROUP (attention, class, tokens), NAME and TITLE,\n"
-          "                  separated by tabs\n"
-          "  -h, --help      this help\n"
-          "\n"
-          "keys:\n",
-          f);
+}
+
+/* The keys (keys_list, as the help overlay shows them), the kinds in E's order, the
+ * environment. */
+static void usage_keys(FILE *f) {
+    KeyList keys;
+    keys_list(&keys);
     for (int i = 0; i < keys.n; i++) fprintf(f, "  %-14s  %s\n", keys.rows[i][0], keys.rows[i][1]);
     fputs("\nmap kinds, in the order E steps through them:\n ", f);
     for (int m = 0, col = 1; m < MAP_KIND_COUNT; m++) { /* wrapped at 80 columns */
@@ -166,12 +148,48 @@ void options_usage(FILE *f) {
             "                      by each map: the large-input path, maps on the worker)\n"
             "\n"
             "The window remembers the colormap, opacity, upsampling, panels and the last model\n"
-            "in $XDG_CONFIG_HOME/vitlens/settings (default ~/.config/vitlens/settings), written\n"
-            "on quit; the options override them; --top and --export only read them.\n"
+            "with its photos in $XDG_CONFIG_HOME/vitlens/settings (default\n"
+            "~/.config/vitlens/settings), written on quit; the options override them; --top\n"
+            "and --export only read them. Without an IMAGE the last model opens on its photos,\n"
+            "at the one it showed last; with none, the built-in model on its demo scenes.\n"
             "The window prints \"ready PATH\" on stdout once a photo's maps are on screen.\n"
             "Errors name the file; the headless modes exit 1 on bad input, 2 on bad usage.\n",
             VITLENS_ASSETS_DIR_DEFAULT, VITLENS_MODELS_DIR_SOURCE[0] ? ", then " : "",
             VITLENS_MODELS_DIR_SOURCE);
+}
+
+void options_usage(FILE *f) {
+    usage_head(f);
+    usage_export(f);
+    fputs("  --eval          which map can I trust? For every map kind with a value per patch\n"
+          "                  (the last layer, mean of the heads, the CLS token as the query)\n"
+          "                  and two baselines (random, centred Gaussian), on the class the\n"
+          "                  model predicts (or --class), then exit: perturbation tests\n"
+          "                  (Chefer et al. 2021: patches set to the mean in steps of 10%,\n"
+          "                  most / least relevant first), deletion and insertion (Petsiuk\n"
+          "                  et al. 2018), localisation with --masks (pointing game, energy,\n"
+          "                  top-k IoU) and the sanity check (Adebayo et al. 2018: head and\n"
+          "                  blocks re-initialised from the top, Spearman rank correlation);\n"
+          "                  a markdown table on stdout, an unreadable image is skipped\n"
+          "  --eval-out DIR  also write the rows as CSV (images, perturbation, localisation,\n"
+          "                  sanity), the table as summary.md and the plots as PNG\n"
+          "  --masks DIR     ground-truth masks: DIR/NAME_mask.png (else DIR/NAME.png) for\n"
+          "                  the photo NAME.*, the photo's size, inside where red >= 128\n"
+          "  --shard K/N     evaluate images K, K+N, K+2N, ... (from 1) of the sorted list\n"
+          "  --eval-steps N  deletion and insertion steps (default 20)\n"
+          "  --no-sanity     leave out the sanity check (the slowest part)\n"
+          "  --eval-merge    combine the --eval-out folders of shards (the arguments) into\n"
+          "                  the table one run would print; with --eval-out, one folder\n"
+          "  --stdin-drops   read file paths from stdin, one per line, as if dropped on the\n"
+          "                  window (for scripts and tests)\n"
+          "  --list-kinds    print the map kinds, one per line, and exit: TAG, KEY (- for E\n"
+          "                  only), GROUP (attention, class, tokens), NAME and TITLE,\n"
+          "                  separated by tabs\n"
+          "  -h, --help      this help\n"
+          "\n"
+          "keys:\n",
+          f);
+    usage_keys(f);
 }
 
 /* An option that takes a value: --model PATH, --top K, ... (a: the option, val: its value).
@@ -360,6 +378,19 @@ int options_parse(Options *o, int argc, char **argv) {
     return parse_check(o);
 }
 
+/* No IMAGE given: the photos the last model showed, those still there, become the IMAGE
+ * arguments (and the photo it showed last the one opened first). 1 when some are. */
+static int options_remembered_photos(Options *o) {
+    Settings *s = &o->settings;
+    struct stat st;
+    for (int i = 0; i < s->n_images && o->n_image_args < OPTIONS_MAX_IMAGES; i++)
+        if (stat(s->images[i], &st) == 0) o->image_args[o->n_image_args++] = s->images[i];
+    if (s->photo[0] && stat(s->photo, &st) == 0) o->start_photo = s->photo;
+    if (!o->n_image_args && o->start_photo) o->image_args[o->n_image_args++] = o->start_photo;
+    if (o->n_image_args) o->image_path = o->image_args[0];
+    return o->n_image_args > 0;
+}
+
 void options_apply_settings(Options *o, int window) {
     Settings *s = &o->settings;
     settings_init(s);
@@ -380,6 +411,9 @@ void options_apply_settings(Options *o, int window) {
                      "the last model, %.400s, is gone: the built-in model instead", s->model);
         return;
     }
+    /* no IMAGE and none remembered: the built-in model on its demo scenes, as without
+     * settings (a downloaded model has no demo scenes to open on) */
+    if (!o->n_image_args && !options_remembered_photos(o)) return;
     snprintf(o->model_buf, sizeof o->model_buf, "%s", s->model);
     o->model_path = o->model_buf;
     if (!o->labels_path && s->labels[0] && stat(s->labels, &st) == 0) {

@@ -14,6 +14,7 @@ typedef struct {
     const char *model_path, *labels_path, *image_path, *export_dir, *save_dir;
     const char *class_arg; /* --class ID|NAME: the class the class-specific maps explain */
     const char *image_args[OPTIONS_MAX_IMAGES]; /* every IMAGE (file or folder), the slideshow */
+    const char *start_photo; /* the photo to open first (the last one shown), NULL: the first */
     int n_image_args;
     int top_k, stdin_drops, colormap, bilinear;
     int ignore_orientation; /* --ignore-orientation: photos as stored, not turned upright */

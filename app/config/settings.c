@@ -64,14 +64,25 @@ static int parse_line(Settings *s, const char *key, const char *v, const char **
         *why = "expected 0 or 1";
         return parse_bool(flag, v);
     }
-    char *path = !strcmp(key, "model") ? s->model : !strcmp(key, "labels") ? s->labels : NULL;
+    if (!strcmp(key, "image")) {
+        *why = "expected a path (at most 16 image lines)";
+        if (!*v || strlen(v) >= sizeof s->images[0] || s->n_images >= SETTINGS_MAX_IMAGES)
+            return -1;
+        snprintf(s->images[s->n_images++], sizeof s->images[0], "%s", v);
+        return 0;
+    }
+    char *path = !strcmp(key, "model")    ? s->model
+                 : !strcmp(key, "labels") ? s->labels
+                 : !strcmp(key, "photo")  ? s->photo
+                                          : NULL;
     if (path) {
         *why = "expected a path";
         if (!*v || strlen(v) >= sizeof s->model) return -1;
         snprintf(path, sizeof s->model, "%s", v);
         return 0;
     }
-    *why = "unknown setting (colormap, opacity, bilinear, predictions, distance, model, labels)";
+    *why = "unknown setting (colormap, opacity, bilinear, predictions, distance, model, labels, "
+           "image, photo)";
     return -1;
 }
 
@@ -163,6 +174,9 @@ int settings_save(const Settings *s, const char *path, char *msg, size_t msg_byt
     /* a path with a newline would not read back: left out */
     if (s->model[0] && !strchr(s->model, '\n')) fprintf(f, "model=%s\n", s->model);
     if (s->labels[0] && !strchr(s->labels, '\n')) fprintf(f, "labels=%s\n", s->labels);
+    for (int i = 0; i < s->n_images; i++)
+        if (s->images[i][0] && !strchr(s->images[i], '\n')) fprintf(f, "image=%s\n", s->images[i]);
+    if (s->photo[0] && !strchr(s->photo, '\n')) fprintf(f, "photo=%s\n", s->photo);
     int bad = fflush(f) != 0 || fsync(fileno(f)) != 0;
     int e = errno;
     if (fclose(f) != 0 && !bad) bad = 1, e = errno;
@@ -186,4 +200,13 @@ void settings_set_model(Settings *s, const char *model, const char *labels) {
     s->model[0] = s->labels[0] = '\0';
     if (model && *model) absolute(s->model, sizeof s->model, model);
     if (model && *model && labels && *labels) absolute(s->labels, sizeof s->labels, labels);
+}
+
+void settings_set_photos(Settings *s, const char *const *images, int n, const char *photo) {
+    s->n_images = 0, s->photo[0] = '\0';
+    for (int i = 0; i < n && s->n_images < SETTINGS_MAX_IMAGES; i++) {
+        absolute(s->images[s->n_images], sizeof s->images[0], images[i]);
+        if (s->images[s->n_images][0]) s->n_images++;
+    }
+    if (photo && *photo) absolute(s->photo, sizeof s->photo, photo);
 }

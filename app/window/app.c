@@ -121,8 +121,12 @@ static int app_init_worker(App *app, const Options *o) {
         fprintf(stderr, "vitlens: cannot start the worker thread: %s\n", SDL_GetError());
         return -1;
     }
-    if (app->n_images > 0)
-        app_open(app, app->images[0]);
+    for (int i = 0; o->start_photo && i < app->n_images; i++) /* where the last run left off */
+        if (!strcmp(app->images[i], o->start_photo)) app->image_at = i;
+    if (o->start_photo && (!app->n_images || strcmp(app->images[app->image_at], o->start_photo)))
+        app_open(app, o->start_photo); /* a photo dropped on it: not in the slideshow */
+    else if (app->n_images > 0)
+        app_open(app, app->images[app->image_at]);
     else if (o->image_path)
         app_open(app, o->image_path);
     trace_startup(app, "worker");
@@ -151,6 +155,9 @@ void app_save_settings(const App *app) {
     s.show_preds = app->show_preds, s.show_distance = app->show_distance;
     int builtin = o->default_model[0] && !strcmp(app->model_path, o->default_model);
     settings_set_model(&s, builtin ? NULL : app->model_path, app->labels_path);
+    /* its photos with it, to open where it left off; the built-in model opens on its demo */
+    settings_set_photos(&s, o->image_args, builtin ? 0 : o->n_image_args,
+                        builtin ? NULL : app->photo);
     char msg[1600];
     if (settings_save(&s, o->settings_path, msg, sizeof msg))
         fprintf(stderr, "vitlens: settings not saved: %s\n", msg);

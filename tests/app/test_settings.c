@@ -150,5 +150,36 @@ int main(int argc, char **argv) {
     options_apply_settings(&o, 1);
     check(!o.model_path && strstr(o.settings_msg, "is gone"),
           "a last model that is gone: the built-in one, said so: %s", o.settings_msg);
+
+    /* the last model's photos: written, read back, and opened when no IMAGE is given */
+    settings_init(&w);
+    snprintf(w.model, sizeof w.model, "%s", path); /* files that exist */
+    const char *shown[] = {path, dir};
+    settings_set_photos(&w, shown, 2, path);
+    check(w.n_images == 2 && w.images[0][0] == '/' && w.photo[0] == '/',
+          "the photos as absolute paths: %d, %s", w.n_images, w.photo);
+    check(settings_save(&w, path, msg, sizeof msg) == 0, "saved with its photos (%s)", msg);
+    settings_init(&r);
+    int loaded = settings_load(&r, path, msg, sizeof msg);
+    check(loaded == 0 && r.n_images == 2 && !strcmp(r.images[1], w.images[1]) &&
+              !strcmp(r.photo, w.photo),
+          "its photos read back: %d %s", r.n_images, r.photo);
+    options_parse(&o, 1, args4);
+    options_apply_settings(&o, 1);
+    check(o.model_path && !strcmp(o.model_path, path) && o.n_image_args == 2 && o.start_photo &&
+              !strcmp(o.start_photo, w.photo),
+          "no IMAGE: the last model on its photos, at the last one: %s, %d images",
+          o.model_path ? o.model_path : "(none)", o.n_image_args);
+    options_parse(&o, 2, (char *[]){"vitlens", "x.png", NULL});
+    options_apply_settings(&o, 1);
+    check(o.model_path && o.n_image_args == 1 && !o.start_photo,
+          "an IMAGE given: the last model on it, not on its photos");
+    settings_set_photos(&w, NULL, 0, NULL);
+    settings_save(&w, path, msg, sizeof msg);
+    options_parse(&o, 1, args4);
+    options_apply_settings(&o, 1);
+    check(!o.model_path && !o.n_image_args && !o.settings_msg[0],
+          "a last model without photos: the built-in model (its demo scenes), quietly: %s",
+          o.model_path ? o.model_path : "(none)");
     return t_finish("test_settings");
 }
