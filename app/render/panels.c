@@ -11,20 +11,59 @@
 #include <string.h>
 
 /* Size of the help panel at font size px: width, height; key column width. */
+#define HELP_WRAP_EM 44 /* a description wider than this many px-sized ems wraps */
+#define HELP_LINES   4  /* lines of one description, at most */
+
+/* A help row's description as lines no wider than max_w px at size px, split between
+ * words (a word wider than max_w gets a line of its own): into lines, how many. The
+ * width of the widest into *w. */
+static int help_lines(Ren *r, const char *str, int px, float max_w, char lines[][256], float *w) {
+    int n = 0;
+    *w = 0.0f;
+    const char *p = str;
+    while (*p && n < HELP_LINES) {
+        size_t len = strlen(p), fit = len;
+        if (n + 1 < HELP_LINES && ren_text_width(r, p, px) > max_w) {
+            fit = 0; /* the most words that fit, at least one */
+            for (size_t i = 1; i <= len; i++) {
+                if (p[i] != ' ' && p[i] != '\0') continue;
+                char cand[256];
+                snprintf(cand, sizeof cand, "%.*s", (int)i, p);
+                if (fit && ren_text_width(r, cand, px) > max_w) break;
+                fit = i;
+            }
+        }
+        snprintf(lines[n], 256, "%.*s", (int)fit, p);
+        float lw = ren_text_width(r, lines[n], px);
+        if (lw > *w) *w = lw;
+        n++;
+        p += fit;
+        while (*p == ' ') p++;
+    }
+    return n;
+}
+
+/* Size of the help panel at font size px: width, height; key column width. A row is
+ * 1.5 px high, and 1.2 px more per wrapped line of its description. */
 static void help_size(Ren *r, const RenFrame *f, int px, float *w, float *h, float *key_w) {
-    float kw = 0, ww = 0;
+    float kw = 0, ww = 0, rows = 0;
     for (int i = 0; i < f->n_help; i++) {
         const RenText *k = ren_text_get(r, f->help_rows[i][0], px);
-        const RenText *d = ren_text_get(r, f->help_rows[i][1], px);
         if (k && k->w > kw) kw = (float)k->w;
-        if (d && d->w > ww) ww = (float)d->w;
+        char lines[HELP_LINES][256];
+        float lw;
+        int n = help_lines(r, f->help_rows[i][1], px, (float)(HELP_WRAP_EM * px), lines, &lw);
+        if (lw > ww) ww = lw;
+        rows += 1.5f + 1.2f * (float)(n > 0 ? n - 1 : 0);
     }
     *key_w = kw;
     *w = (float)px * (1.2f * 2 + 1.5f) + kw + ww;
-    *h = (float)px * (1.2f * 2 + 2.2f + 1.5f * (float)f->n_help);
+    *h = (float)px * (1.2f * 2 + 2.2f + rows);
 }
 
-/* The key list in a panel centred on the window; smaller text if it does not fit. */
+/* The key list in a panel centred on the window; smaller text if it does not fit. A long
+ * description wraps onto lines 1.2 px apart, so that the panel stays about as wide as
+ * its other rows. */
 void ren_draw_help(Ren *r, const RenFrame *f, int px) {
     float pw, ph, key_w;
     help_size(r, f, px, &pw, &ph, &key_w);
@@ -36,6 +75,7 @@ void ren_draw_help(Ren *r, const RenFrame *f, int px) {
         help_size(r, f, px, &pw, &ph, &key_w);
     }
     float pad = (float)px * 1.2f, gap = (float)px * 1.5f, row_h = (float)px * 1.5f;
+    float line_h = (float)px * 1.2f;
     float x = floorf(((float)r->fb_w - pw) / 2), y = floorf(((float)r->fb_h - ph) / 2);
     if (x < 0) x = 0;
     if (y < 0) y = 0;
@@ -43,10 +83,16 @@ void ren_draw_help(Ren *r, const RenFrame *f, int px) {
     ren_fill(r, x, y, pw, roundf((float)px * 0.15f) + 1, COL_ACCENT);
     ren_text_line(r, "vitlens \xe2\x80\x94 keys", (int)((float)px * 1.3f), x + pad, y + pad,
                   (float)px * 1.8f, COL_ACCENT);
-    for (int i = 0; i < f->n_help; i++) {
-        float ry = y + pad + (float)px * 2.2f + row_h * (float)i;
+    for (int i = 0, wrapped = 0; i < f->n_help; i++) { /* wrapped: extra lines above */
+        char lines[HELP_LINES][256];
+        float lw;
+        int n = help_lines(r, f->help_rows[i][1], px, (float)(HELP_WRAP_EM * px), lines, &lw);
+        float ry = y + pad + (float)px * 2.2f + row_h * (float)i + line_h * (float)wrapped;
         ren_text_line(r, f->help_rows[i][0], px, x + pad, ry, row_h, COL_ACCENT);
-        ren_text_line(r, f->help_rows[i][1], px, x + pad + key_w + gap, ry, row_h, COL_TEXT);
+        for (int j = 0; j < n; j++)
+            ren_text_line(r, lines[j], px, x + pad + key_w + gap, ry + line_h * (float)j, row_h,
+                          COL_TEXT);
+        wrapped += n > 0 ? n - 1 : 0;
     }
 }
 
