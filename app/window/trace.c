@@ -4,6 +4,7 @@
  * the state of every drawn frame and where its time went, "status LEFT | RIGHT", and
  * "perturb done ..." with a finished perturbation test's curve. */
 #include "window/trace.h"
+#include "window/app.h"
 #include "render/colormap.h"
 
 #include <stdio.h>

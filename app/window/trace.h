@@ -2,7 +2,12 @@
 #ifndef VITLENS_TRACE_H
 #define VITLENS_TRACE_H
 
-#include "window/app.h"
+#include "render/render.h"
+#include "view/maps.h"
+
+/* The window's state (window/app.h): trace.c reads it; this header needs only its name, so
+ * that app.c, which traces the launch, includes nothing above it. */
+typedef struct App App;
 
 /* The launch's time 0: main() calls it first. */
 void trace_clock_start(void);
