@@ -7,7 +7,7 @@
 
 launch -> first heatmap: from just before the process is started to the moment
   its "ready PATH" line arrives: the app prints it after the first frame that
-  shows the photo's map has been drawn and glFinish has returned (app/main.c,
+  shows the photo's map has been drawn and glFinish has returned (app/window/frame.c,
   VITLENS_TRACE=1). Everything is in it: process start, SDL and OpenGL set-up,
   fonts and shaders, the weights' mmap and validation, decoding and resizing the
   photo, the forward pass on the worker thread, the map and the first draw. One

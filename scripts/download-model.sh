@@ -15,7 +15,7 @@ user=0
 if [ "${1:-}" = --user ]; then user=1; shift; fi
 cd "$(dirname "$0")/.."
 if [ -n "${VITLENS_MODELS_DIR:-}" ]; then models=$VITLENS_MODELS_DIR
-elif [ $user = 1 ] || [ ! -f app/models.c ]; then
+elif [ $user = 1 ] || [ ! -f app/config/models.c ]; then
   data=${XDG_DATA_HOME:-}
   case $data in /*) ;; *) data=$HOME/.local/share ;; esac # the XDG spec: relative is ignored
   models=$data/vitlens/models

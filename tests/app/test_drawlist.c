@@ -1,4 +1,4 @@
-/* test_drawlist.c - app/drawlist.c: what changed between two frames.
+/* test_drawlist.c - app/render/drawlist.c: what changed between two frames.
  *
  * A frame is a list of (hash, box) primitives. Checked: an unchanged frame redraws
  * nothing; a changed primitive redraws its old and its new box and nothing far from
@@ -8,7 +8,7 @@
  * DL_MAX_RECTS of them. A replay on a toy canvas (each primitive paints its box with
  * its hash, later ones on top) must then equal the frame drawn from scratch.
  * What the diff cannot see, by design: the same primitives drawn in another order. */
-#include "drawlist.h"
+#include "render/drawlist.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,9 +1,9 @@
-/* test_files.c - app/files.c's folder stepping (N / P, the slideshow) and files_expand:
+/* test_files.c - app/config/files.c's folder stepping (N / P, the slideshow) and files_expand:
  * a folder holding one file of every extension the engine decodes, in lower and upper
  * case, and files that are not images, is stepped through in name order, wrapping.
  *
  * usage: test_files SCRATCH_DIR   exit 1 on any failed check */
-#include "files.h"
+#include "config/files.h"
 #include "testlib.h"
 
 #include <stdio.h>

@@ -1,4 +1,4 @@
-/* test_models.c - app/models.c: the downloaded models of $VITLENS_MODELS_DIR,
+/* test_models.c - app/config/models.c: the downloaded models of $VITLENS_MODELS_DIR,
  * $XDG_DATA_HOME/vitlens/models (else ~/.local/share/vitlens/models) and the source
  * tree's models/ (here SCRATCH/src-models, set at compile time), each name once, the
  * first folder's; --model NAME resolved to its weights and labels, a path that exists
@@ -6,7 +6,7 @@
  *
  * usage: test_models SCRATCH_DIR   exit 1 on any failed check */
 #define _POSIX_C_SOURCE 200809L
-#include "models.h"
+#include "config/models.h"
 #include "testlib.h"
 
 #include <stdio.h>

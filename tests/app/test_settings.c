@@ -1,11 +1,11 @@
-/* test_settings.c - app/settings.c: the remembered settings' path ($XDG_CONFIG_HOME,
+/* test_settings.c - app/config/settings.c: the remembered settings' path ($XDG_CONFIG_HOME,
  * else ~/.config), a file written and read back, written atomically (a failed write
  * leaves the old file and no temporary one), a corrupt file (bad values, unknown keys,
  * binary) reported once and its good lines kept, and the command line overriding it.
  *
  * usage: test_settings SCRATCH_DIR   exit 1 on any failed check */
-#include "options.h"
-#include "settings.h"
+#include "config/options.h"
+#include "config/settings.h"
 #include "testlib.h"
 
 #include <dirent.h>
@@ -125,7 +125,7 @@ int main(int argc, char **argv) {
     Options o;
     char *args1[] = {"vitlens", "--colormap", "turbo", "x.png", NULL};
     options_parse(&o, 4, args1);
-    settings_apply(&o, 1);
+    options_apply_settings(&o, 1);
     check(!o.settings_msg[0], "read cleanly (%s)", o.settings_msg);
     check(o.colormap == 3 && o.opacity > 0.89f && o.bilinear == 1,
           "--colormap wins, the others are the settings': %d %.2f %d", o.colormap,
@@ -135,20 +135,51 @@ int main(int argc, char **argv) {
     check(o.settings.show_preds == 0, "the panels for the window: preds %d", o.settings.show_preds);
     char *args2[] = {"vitlens", "--opacity", "0.2", "--top", "1", "x.png", NULL};
     options_parse(&o, 6, args2);
-    settings_apply(&o, 0);
+    options_apply_settings(&o, 0);
     check(o.colormap == 2 && o.opacity < 0.21f && !o.model_path,
           "--opacity wins; headless keeps the built-in model: %d %.2f %s", o.colormap,
           (double)o.opacity, o.model_path ? o.model_path : "(none)");
     char *args3[] = {"vitlens", "--model", "mine.safetensors", NULL};
     options_parse(&o, 3, args3);
-    settings_apply(&o, 1);
+    options_apply_settings(&o, 1);
     check(!strcmp(o.model_path, "mine.safetensors"), "--model wins: %s", o.model_path);
     snprintf(w.model, sizeof w.model, "%s", model);
     settings_save(&w, path, msg, sizeof msg);
     char *args4[] = {"vitlens", NULL};
     options_parse(&o, 1, args4);
-    settings_apply(&o, 1);
+    options_apply_settings(&o, 1);
     check(!o.model_path && strstr(o.settings_msg, "is gone"),
           "a last model that is gone: the built-in one, said so: %s", o.settings_msg);
+
+    /* the last model's photos: written, read back, and opened when no IMAGE is given */
+    settings_init(&w);
+    snprintf(w.model, sizeof w.model, "%s", path); /* files that exist */
+    const char *shown[] = {path, dir};
+    settings_set_photos(&w, shown, 2, path);
+    check(w.n_images == 2 && w.images[0][0] == '/' && w.photo[0] == '/',
+          "the photos as absolute paths: %d, %s", w.n_images, w.photo);
+    check(settings_save(&w, path, msg, sizeof msg) == 0, "saved with its photos (%s)", msg);
+    settings_init(&r);
+    int loaded = settings_load(&r, path, msg, sizeof msg);
+    check(loaded == 0 && r.n_images == 2 && !strcmp(r.images[1], w.images[1]) &&
+              !strcmp(r.photo, w.photo),
+          "its photos read back: %d %s", r.n_images, r.photo);
+    options_parse(&o, 1, args4);
+    options_apply_settings(&o, 1);
+    check(o.model_path && !strcmp(o.model_path, path) && o.n_image_args == 2 && o.start_photo &&
+              !strcmp(o.start_photo, w.photo),
+          "no IMAGE: the last model on its photos, at the last one: %s, %d images",
+          o.model_path ? o.model_path : "(none)", o.n_image_args);
+    options_parse(&o, 2, (char *[]){"vitlens", "x.png", NULL});
+    options_apply_settings(&o, 1);
+    check(o.model_path && o.n_image_args == 1 && !o.start_photo,
+          "an IMAGE given: the last model on it, not on its photos");
+    settings_set_photos(&w, NULL, 0, NULL);
+    settings_save(&w, path, msg, sizeof msg);
+    options_parse(&o, 1, args4);
+    options_apply_settings(&o, 1);
+    check(!o.model_path && !o.n_image_args && !o.settings_msg[0],
+          "a last model without photos: the built-in model (its demo scenes), quietly: %s",
+          o.model_path ? o.model_path : "(none)");
     return t_finish("test_settings");
 }

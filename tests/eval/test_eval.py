@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""vitlens --eval and --eval-merge (app/eval.c, docs/faithfulness.md) against an
+"""vitlens --eval and --eval-merge (app/headless/eval.c, docs/faithfulness.md) against an
 independent implementation of each test in numpy and a float64 PyTorch forward pass
 (tests/parity/reference.py) on the same weights.
 

@@ -79,8 +79,9 @@ def default_checks(app, default, assets):
 
 
 def lut(name="viridis"):
-    """A colormap's 256 colours, from app/colormap.c (its tables follow /* name */)."""
-    src = open(os.path.join(os.path.dirname(__file__), "..", "..", "app", "colormap.c")).read()
+    """A colormap's 256 colours, from app/render/colormap.c (its tables follow /* name */)."""
+    here = os.path.dirname(__file__)
+    src = open(os.path.join(here, "..", "..", "app", "render", "colormap.c")).read()
     block = src.split(f"/* {name} */", 1)[1].split("\n  },", 1)[0]
     rows = re.findall(r"\{\s*(\d+),\s*(\d+),\s*(\d+)\}", block)
     return np.array([[int(v) for v in r] for r in rows], np.int64)

@@ -219,8 +219,9 @@ def save(img, path):
 
 
 def colormap_lut(name="viridis"):
-    """A colormap's 256 colours, from app/colormap.c (its tables follow /* name */)."""
-    src = open(os.path.join(os.path.dirname(__file__), "..", "..", "app", "colormap.c")).read()
+    """A colormap's 256 colours, from app/render/colormap.c (its tables follow /* name */)."""
+    here = os.path.dirname(__file__)
+    src = open(os.path.join(here, "..", "..", "app", "render", "colormap.c")).read()
     block = src.split(f"/* {name} */", 1)[1].split("\n  },", 1)[0]
     lut = [tuple(int(v) for v in m) for m in re.findall(r"\{\s*(\d+),\s*(\d+),\s*(\d+)\}", block)]
     assert len(lut) == 256, (name, len(lut))

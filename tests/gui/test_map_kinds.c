@@ -1,4 +1,4 @@
-/* test_map_kinds.c - the table of map kinds (app/mapkind.h) and what reads it.
+/* test_map_kinds.c - the table of map kinds (app/view/mapkind.h) and what reads it.
  *
  *   test_map_kinds MODEL.safetensors IMAGE
  *
@@ -9,8 +9,9 @@
  * forward pass every kind's map has the size map_kind_size gives, its per-layer
  * maps equal its single maps, its prefix share completes its rows to 1, and S's
  * file name carries its tag. Exits 0, or 1 naming each failed check. */
-#include "mapkind.h"
-#include "options.h"
+#include "view/maps.h"
+#include "config/keys.h"
+#include "config/options.h"
 
 #include <ctype.h>
 #include <math.h>
@@ -64,12 +65,29 @@ static void table_checks(void) {
                       "its key and shift unlike the rows above", m->name);
         }
         check(!m->backward || m->uses_target, "a backward-pass kind explains a class", m->name);
+        check(!m->backward || m->group == MAP_GROUP_CLASS, "a backward-pass kind is class-specific",
+              m->name);
+        check(!m->shift_joint || (m->key && !m->shift && m->worker == 2),
+              "Shift+key over the slideshow: a kind with its own unshifted key, a worker map with "
+              "joint",
+              m->name);
+        for (int j = 0; j < MAP_KIND_COUNT && m->shift_joint; j++)
+            check(!(MAP_KINDS[j].key == m->key && MAP_KINDS[j].shift),
+                  "Shift+key not another kind's", m->name);
+        check(!m->outline || m->list, "a kind that outlines its list's tokens has a list", m->name);
         check(!m->worker || m->worker == 2 || m->compute, "a worker kind has its compute", m->name);
         check(!m->tokens || (m->prefix && !m->pixels && !m->rgb),
               "a kind with a row over the tokens has a prefix share and a patch map", m->name);
     }
     check(MAP_KINDS[0].key == 0, "the first row, where a kind's key toggles back to, has no key",
           MAP_KINDS[0].name);
+    for (int e = 0; e < VIT_EXPLAIN_COUNT; e++) { /* the rows carry the engine's methods */
+        int rows = 0;
+        for (int k = 0; k < MAP_KIND_COUNT; k++)
+            rows += MAP_KINDS[k].backward && (int)MAP_KINDS[k].explain == e;
+        check(rows == 1, "each vit_explain method is the map of one class-specific row",
+              vit_explain_name((VitExplain)e));
+    }
 
     KeyList keys;
     keys_list(&keys);
@@ -156,13 +174,13 @@ static void scene_checks(const char *model_path, const char *image) {
                   .discard_ratio = 0.3f,
                   .query = c->n_prefix + 1,
                   .target = VIEW_TOP1};
-        if (view_on_worker(&v)) { /* the worker's scene_slow_map first */
+        if (view_on_worker(&v)) { /* the worker's view_slow_map first */
             check(!view_ready(&sc, &v) && view_map(map, &sc, &v, &err) == VIT_ERR_ARG,
-                  "a worker map before scene_slow_map: refused", mk->name);
-            VitStatus rs = scene_slow_map(&sc, &v, NULL, &err);
-            check(rs == VIT_OK, rs ? err.msg : "scene_slow_map", mk->name);
+                  "a worker map before view_slow_map: refused", mk->name);
+            VitStatus rs = view_slow_map(&sc, &v, NULL, &err);
+            check(rs == VIT_OK, rs ? err.msg : "view_slow_map", mk->name);
             scene_slow_swap(&sc);
-            check(view_ready(&sc, &v), "ready after scene_slow_map", mk->name);
+            check(view_ready(&sc, &v), "ready after view_slow_map", mk->name);
             View u = v;
             u.layer = v.layer - 1;
             check(!view_ready(&sc, &u), "not ready for another layer", mk->name);

@@ -2,7 +2,7 @@
 """Partial redraws equal whole ones (issue 17: draw only what changed).
 
 The renderer records each frame as a list of primitives and redraws, into its canvas,
-only the rectangles where the list differs from the last frame's (app/drawlist.h).
+only the rectangles where the list differs from the last frame's (app/render/drawlist.h).
 With VITLENS_CHECK_REDRAW=1 the app also draws every partial frame whole, offscreen,
 and its trace line says in how many pixels the two differ (mismatch=N; -1 for a frame
 drawn whole anyway). Here a long run of keys, mouse moves and clicks, on the built-in

@@ -38,7 +38,7 @@ from test_gui import (App, check, run_checks, diff, find_window, patch_means, qu
                       save)
 from test_parity import run_dump  # noqa: E402
 
-ACCENT = (252, 232, 38)  # COL_ACCENT of app/render.c: the prefix tokens' bars
+ACCENT = (252, 232, 38)  # COL_ACCENT of app/render/render.c: the prefix tokens' bars
 REG_AIM = (0.45, 0.38, 0.3, 0.2)  # how far each register's key points at the CLS query
 
 

@@ -1,9 +1,12 @@
-"""What the window remembers (app/settings.c) under Xvfb, on the built-in model: the
+"""What the window remembers (app/config/settings.c) under Xvfb, on the built-in model: the
 colormap, opacity, upsampling and panels changed by keys are written on quit to
 $XDG_CONFIG_HOME/vitlens/settings and come back on the next start; the command line
 overrides them; a corrupt file is reported on the status line, the window runs on and
 quits writing a clean one; W lists the downloaded models, Enter loads one; the last model, a downloaded one opened by --model NAME from
-$XDG_DATA_HOME/vitlens/models, opens again without --model, with its labels.txt.
+$XDG_DATA_HOME/vitlens/models, opens again without --model, with its labels.txt; and
+without an IMAGE it opens on the photos it showed, at the one it showed last (a
+classroom opens where it left off), while a last model with no photos remembered gives
+way to the built-in model on its first demo scene (as README promises).
 
   xvfb-run -a -s "-screen 0 1280x1024x24" /usr/bin/python3 test_remember.py \
       --app build/vitlens --out build/tests/gui/remember
@@ -34,7 +37,9 @@ def main():
     assets = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "assets")
     default = os.path.realpath(os.path.join(assets, "default"))
     demo_dir = os.path.join(default, "demo")
-    photo = os.path.join(demo_dir, sorted(f for f in os.listdir(demo_dir) if f.endswith(".png"))[0])
+    scenes = sorted(f for f in os.listdir(demo_dir) if f.endswith(".png"))
+    photo = os.path.join(demo_dir, scenes[0])
+    photo2 = os.path.join(demo_dir, scenes[1])
     xdg = os.path.join(os.path.abspath(a.out), "xdg")
     shutil.rmtree(xdg, ignore_errors=True)
     shapes = os.path.join(xdg, "data", "vitlens", "models", "shapes")
@@ -64,6 +69,8 @@ def main():
               s.get("distance") == "1" and "model" not in s,
               f"quit writes them (the built-in model not remembered): {s}")
         check(os.listdir(os.path.dirname(sfile)) == ["settings"], "no temporary file left")
+        check("image" not in s and "photo" not in s,
+              f"the built-in model's photos are not remembered (it opens on its demo): {s}")
     ok &= run_checks(App([a.app, photo], env, xdg=xdg), first)
 
     def again(app):
@@ -116,6 +123,46 @@ def main():
         check("shape-" in line, f"without --model: the last model again: {line}")
         quit_app(app)
     ok &= run_checks(App([a.app, photo], env, xdg=xdg), last_model)
+
+    # The last model's photos: a slideshow of two, left at the second
+    def slideshow(app):
+        app.start(photo)
+        app.key("n")
+        app.wait_line(lambda s: s == f"ready {photo2}", "ready of the second photo")
+        app.wait_state("the second photo on screen", busy=0, image_at=1)
+        quit_app(app)
+        s = settings_of(xdg)
+        check(s.get("photo") == photo2 and s.get("model", "").endswith("shapes/model.safetensors"),
+              f"the photo on screen remembered with the model: {s.get('photo')}")
+        with open(sfile) as f:
+            images = [ln.rstrip("\n")[6:] for ln in f if ln.startswith("image=")]
+        check(images == [photo, photo2], f"the slideshow's images remembered: {images}")
+    ok &= run_checks(App([a.app, "--model", "shapes", photo, photo2], env, xdg=xdg), slideshow)
+
+    def left_off(app):  # no IMAGE, no --model: the last model on its photos, at the second
+        app.start(photo2)
+        line = app.wait_line(lambda s: s.startswith("status "), "a status line")
+        check(line.startswith("status shapes") and app.state["image_at"] == "1",
+              f"no arguments: the last model where it left off (image_at "
+              f"{app.state['image_at']}): {line}")
+        app.key("n")
+        app.wait_line(lambda s: s == f"ready {photo}", "N: back to the first photo")
+        check(True, "N steps through the remembered slideshow")
+        quit_app(app)
+    ok &= run_checks(App([a.app], env, xdg=xdg), left_off)
+
+    def no_photos(app):  # the last model without photos: the built-in model's demo scene
+        app.start(photo)
+        line = app.wait_line(lambda s: s.startswith("status "), "a status line")
+        check(not line.startswith("status shapes") and "shape-" not in line,
+              f"a last model with no photos remembered: the built-in model on its demo: {line}")
+        quit_app(app)
+    with open(sfile) as f:
+        kept = [ln for ln in f if not ln.startswith(("image=", "photo="))]
+    with open(sfile, "w") as f:
+        f.writelines(kept)
+    check(any(ln.startswith("model=") for ln in kept), "the settings keep the last model")
+    ok &= run_checks(App([a.app], env, xdg=xdg), no_photos)
 
     # W: the downloaded models in the list panel; Enter loads one on the worker
     xdg2 = os.path.join(os.path.abspath(a.out), "xdg2")

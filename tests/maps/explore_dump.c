@@ -14,7 +14,7 @@
  * Before that it checks that bad arguments give VIT_ERR_ARG and that
  * vit_rollout_layers equals vit_rollout map by map, bit for bit.
  * Exit status: 0 ok, 1 on any failure (message on stderr). */
-#include "npy.h"
+#include "headless/npy.h"
 #include "vit.h"
 
 #include <math.h>

@@ -19,7 +19,7 @@
  *
  * Before that it checks that out-of-range arguments give VIT_ERR_ARG.
  * Exit status: 0 ok, 1 on any failure (message on stderr). */
-#include "npy.h"
+#include "headless/npy.h"
 #include "vit.h"
 
 #include <errno.h>

@@ -8,7 +8,7 @@
  * uint8 [M]). Writes DIR/rgb.npy [M, 3] f4 and DIR/fg.npy [M] f4 (1 foreground, 0
  * background). --repeat K: also runs it K more times and prints the fastest call's
  * time. On an engine error: the status and message on stderr, exit 1. */
-#include "npy.h"
+#include "headless/npy.h"
 #include "vit.h"
 
 #include <errno.h>

@@ -1,0 +1,103 @@
+/* models.c - the downloaded models: listing the folders they are kept in, and
+ * --model NAME. See models.h for the places. */
+#define _POSIX_C_SOURCE 200809L
+#include "config/models.h"
+
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+static int is_file(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+int models_dirs(char dirs[MODELS_MAX_DIRS][1024]) {
+    int n = 0;
+    const char *env = getenv("VITLENS_MODELS_DIR");
+    if (env && *env) snprintf(dirs[n++], 1024, "%s", env);
+    const char *data = getenv("XDG_DATA_HOME"), *home = getenv("HOME");
+    if (data && data[0] == '/') /* the XDG spec: a relative path is to be ignored */
+        snprintf(dirs[n++], 1024, "%s/vitlens/models", data);
+    else if (home && *home)
+        snprintf(dirs[n++], 1024, "%s/.local/share/vitlens/models", home);
+    if (VITLENS_MODELS_DIR_SOURCE[0]) snprintf(dirs[n++], 1024, "%s", VITLENS_MODELS_DIR_SOURCE);
+    return n;
+}
+
+static int cmp_entries(const void *a, const void *b) {
+    return strcmp(((const ModelEntry *)a)->name, ((const ModelEntry *)b)->name);
+}
+
+int models_list(ModelEntry *out, int max) {
+    char dirs[MODELS_MAX_DIRS][1024];
+    int n_dirs = models_dirs(dirs), n = 0;
+    for (int d = 0; d < n_dirs; d++) {
+        DIR *dir = opendir(dirs[d]);
+        if (!dir) continue;
+        int first = n; /* this folder's entries start here */
+        for (struct dirent *e; (e = readdir(dir)) && n < max;) {
+            if (e->d_name[0] == '.' || strlen(e->d_name) >= sizeof out[n].name) continue;
+            int seen = 0;
+            for (int i = 0; i < n && !seen; i++) seen = !strcmp(out[i].name, e->d_name);
+            if (seen) continue;
+            ModelEntry *m = &out[n];
+            memcpy(m->name, e->d_name,
+                   strlen(e->d_name) + 1); /* shorter than name: checked above */
+            int len = snprintf(m->weights, sizeof m->weights, "%s/%s/model.safetensors", dirs[d],
+                               e->d_name);
+            if (len < 0 || (size_t)len >= sizeof m->weights || !is_file(m->weights)) continue;
+            len = snprintf(m->labels, sizeof m->labels, "%s/%s/labels.txt", dirs[d], e->d_name);
+            if (len < 0 || (size_t)len >= sizeof m->labels || !is_file(m->labels))
+                m->labels[0] = '\0';
+            n++;
+        }
+        closedir(dir);
+        qsort(out + first, (size_t)(n - first), sizeof *out, cmp_entries);
+    }
+    return n;
+}
+
+int models_resolve(char *weights, size_t weights_bytes, char *labels, size_t labels_bytes,
+                   const char *arg, char *msg, size_t msg_bytes) {
+    struct stat st;
+    labels[0] = '\0';
+    if (stat(arg, &st) == 0 || strchr(arg, '/')) { /* a path: the loader names its errors */
+        snprintf(weights, weights_bytes, "%s", arg);
+        return 0;
+    }
+    ModelEntry *list = malloc(MODELS_MAX * sizeof *list);
+    if (!list) {
+        snprintf(msg, msg_bytes, "--model %s: out of memory", arg);
+        return -1;
+    }
+    int n = models_list(list, MODELS_MAX), found = -1;
+    for (int i = 0; i < n && found < 0; i++)
+        if (!strcmp(list[i].name, arg)) found = i;
+    if (found >= 0) {
+        snprintf(weights, weights_bytes, "%s", list[found].weights);
+        snprintf(labels, labels_bytes, "%s", list[found].labels);
+        free(list);
+        return 0;
+    }
+    char dirs[MODELS_MAX_DIRS][1024];
+    int n_dirs = models_dirs(dirs);
+    int len = snprintf(msg, msg_bytes,
+                       "--model %s: no such file, nor a downloaded model of that name (a folder "
+                       "%s/model.safetensors) in ",
+                       arg, arg);
+    for (int d = 0; d < n_dirs && len >= 0 && (size_t)len < msg_bytes; d++)
+        len += snprintf(msg + len, msg_bytes - (size_t)len, "%s%s",
+                        d == 0 ? "" : (d + 1 == n_dirs ? " or " : ", "), dirs[d]);
+    if (len >= 0 && (size_t)len < msg_bytes)
+        len += snprintf(msg + len, msg_bytes - (size_t)len, "; downloaded: ");
+    for (int i = 0; i < n && len >= 0 && (size_t)len < msg_bytes; i++)
+        len += snprintf(msg + len, msg_bytes - (size_t)len, "%s%s", i ? ", " : "", list[i].name);
+    if (len >= 0 && (size_t)len < msg_bytes)
+        snprintf(msg + len, msg_bytes - (size_t)len, "%s (scripts/download-model.sh NAME)",
+                 n ? "" : "none");
+    free(list);
+    return -1;
+}

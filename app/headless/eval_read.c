@@ -1,0 +1,150 @@
+/* eval_read.c - --eval-merge: an --eval-out folder's CSV files read back into rows, each
+ * field checked (a folder that is not one, rows that do not parse, shards of different
+ * runs are errors that name the file and line). */
+#include "headless/eval_rows.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---------------------------------------------------------------------------
+ * Reading an --eval-out folder back (--eval-merge) */
+
+static FILE *open_in(const char *dir, const char *name, char *path, size_t n) {
+    snprintf(path, n, "%s/%s", dir, name);
+    FILE *f = fopen(path, "r");
+    if (!f) fprintf(stderr, "vitlens: %s: cannot read: %s\n", path, strerror(errno));
+    return f;
+}
+
+static int bad_row(const char *path, int line, const char *what) {
+    fprintf(stderr, "vitlens: %s: line %d: %s\n", path, line, what);
+    return 1;
+}
+
+/* The index of a method tag in r->methods, added when new; -1 unknown to this build. */
+static int method_index(Rows *r, const char *tag) {
+    for (int m = 0; m < r->n_methods; m++)
+        if (!strcmp(r->methods[m].tag, tag)) return m;
+    if (r->n_methods == MAX_METHODS) return -1;
+    if (method_of_tag(&r->methods[r->n_methods], tag)) return -1;
+    return r->n_methods++;
+}
+
+static int test_index(const char *name) {
+    for (int t = 0; t < N_TESTS; t++)
+        if (!strcmp(TEST_NAMES[t], name)) return t;
+    return -1;
+}
+
+/* Parse an int / a double field whole; 0 on success. */
+static int parse_int(const char *s, int *out) {
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < -1000000000L || v > 1000000000L) return -1;
+    *out = (int)v;
+    return 0;
+}
+static int parse_double(const char *s, double *out) {
+    char *end;
+    errno = 0;
+    *out = strtod(s, &end);
+    return end == s || *end ? -1 : 0;
+}
+
+int eval_read_folder(Rows *r, const char *dir, int first) {
+    char path[2048], line[8192], *fl[12];
+    int ln;
+    FILE *f = open_in(dir, "eval.csv", path, sizeof path);
+    if (!f) return 1;
+    int n_layers = 0, n_patches = 0, steps = 0, total = 0, bad = 0;
+    if (!fgets(line, sizeof line, f) || !fgets(line, sizeof line, f) ||
+        eval_csv_split(line, fl, 12) != 5 || parse_int(fl[1], &n_layers) ||
+        parse_int(fl[2], &n_patches) || parse_int(fl[3], &steps) || parse_int(fl[4], &total) ||
+        n_layers < 1 || n_layers > VIT_MAX_LAYERS)
+        bad = bad_row(path, 2, "expected model,layers,patches,steps,images_total");
+    fclose(f);
+    if (bad) return 1;
+    if (first) {
+        snprintf(r->model, sizeof r->model, "%s", fl[0]);
+        r->n_layers = n_layers, r->n_patches = n_patches, r->steps = steps,
+        r->n_images_total = total;
+    } else if (strcmp(r->model, fl[0]) || r->n_layers != n_layers || r->n_patches != n_patches ||
+               r->steps != steps || r->n_images_total != total) {
+        fprintf(stderr,
+                "vitlens: %s: another run's shard (model %s, %d steps, %d images; the first "
+                "folder's: %s, %d steps, %d images)\n",
+                path, fl[0], steps, total, r->model, r->steps, r->n_images_total);
+        return 1;
+    }
+
+    if (!(f = open_in(dir, "images.csv", path, sizeof path))) return 1;
+    for (ln = 1; !bad && fgets(line, sizeof line, f); ln++) {
+        if (ln == 1) continue;
+        ImageRow *q = ADD(r, im);
+        double p;
+        if (!q)
+            bad = bad_row(path, ln, "out of memory");
+        else if (eval_csv_split(line, fl, 12) != 7 || parse_int(fl[0], &q->image) ||
+                 parse_int(fl[3], &q->target) || parse_double(fl[4], &p) ||
+                 parse_int(fl[5], &q->has_mask))
+            bad = bad_row(path, ln, "expected image,path,status,class,prob,mask,mask_note");
+        else {
+            q->prob = (float)p;
+            snprintf(q->path, sizeof q->path, "%.1000s", fl[1]);
+            snprintf(q->status, sizeof q->status, "%.600s", fl[2]);
+            snprintf(q->mask_note, sizeof q->mask_note, "%.600s", fl[6]);
+        }
+    }
+    fclose(f);
+    if (bad) return 1;
+
+    if (!(f = open_in(dir, "perturbation.csv", path, sizeof path))) return 1;
+    for (ln = 1; !bad && fgets(line, sizeof line, f); ln++) {
+        if (ln == 1) continue;
+        CurveRow *q = ADD(r, cu);
+        double p;
+        if (!q)
+            bad = bad_row(path, ln, "out of memory");
+        else if (eval_csv_split(line, fl, 12) != 8 || parse_int(fl[0], &q->image) ||
+                 (q->method = method_index(r, fl[1])) < 0 || (q->test = test_index(fl[2])) < 0 ||
+                 parse_int(fl[3], &q->step) || parse_int(fl[4], &q->n_steps) ||
+                 parse_double(fl[6], &p) || parse_int(fl[7], &q->top1))
+            bad =
+                bad_row(path, ln, "expected image,method,test,step,steps,fraction,prob,top1_kept");
+        else
+            q->prob = (float)p;
+    }
+    fclose(f);
+    if (bad) return 1;
+
+    if (!(f = open_in(dir, "localisation.csv", path, sizeof path))) return 1;
+    for (ln = 1; !bad && fgets(line, sizeof line, f); ln++) {
+        if (ln == 1) continue;
+        LocRow *q = ADD(r, lo);
+        if (!q)
+            bad = bad_row(path, ln, "out of memory");
+        else if (eval_csv_split(line, fl, 12) != 5 || parse_int(fl[0], &q->image) ||
+                 (q->method = method_index(r, fl[1])) < 0 || parse_double(fl[2], &q->pointing) ||
+                 parse_double(fl[3], &q->energy) || parse_double(fl[4], &q->iou))
+            bad = bad_row(path, ln, "expected image,method,pointing,energy,topk_iou");
+    }
+    fclose(f);
+    if (bad) return 1;
+
+    if (!(f = open_in(dir, "sanity.csv", path, sizeof path))) return 1;
+    for (ln = 1; !bad && fgets(line, sizeof line, f); ln++) {
+        if (ln == 1) continue;
+        SanityRow *q = ADD(r, sa);
+        if (!q)
+            bad = bad_row(path, ln, "out of memory");
+        else if (eval_csv_split(line, fl, 12) != 4 || parse_int(fl[0], &q->image) ||
+                 (q->method = method_index(r, fl[1])) < 0 || parse_int(fl[2], &q->blocks) ||
+                 parse_double(fl[3], &q->rho))
+            bad = bad_row(path, ln, "expected image,method,blocks_randomised,spearman");
+    }
+    fclose(f);
+    return bad;
+}

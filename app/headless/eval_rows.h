@@ -1,0 +1,117 @@
+/* eval_rows.h - what --eval's files share: the protocol's constants, the methods and the
+ * rows a run measures (one per image, per point of a curve, per localisation score, per
+ * sanity-check step), and the functions that turn rows into the table, the CSVs and the
+ * plots, or read them back. */
+#ifndef VITLENS_EVAL_ROWS_H
+#define VITLENS_EVAL_ROWS_H
+
+#include "view/maps.h"
+
+#include <stdio.h>
+
+/* ---------------------------------------------------------------------------
+ * The protocol's constants (docs/faithfulness.md) */
+
+#define PERTURB_STEPS  10   /* Chefer et al.: 0%, 10%, ..., 100% of the patches removed */
+#define BLUR_SIGMA     5.0f /* insertion's start: RISE's gkern(11, 5) */
+#define BLUR_RADIUS    5
+#define GAUSSIAN_SIGMA 0.25f     /* the centred-Gaussian baseline: sigma = 0.25 * min(gh, gw) */
+#define RANDOM_SEED    0x5EEDull /* the random baseline of image i: seed RANDOM_SEED + i */
+#define SANITY_SEED    2018u     /* vit_randomized's seed (Adebayo et al. 2018) */
+#define SANITY_FLAG    0.5       /* flagged: rho averaged over the cascade >= this */
+#define MAX_METHODS    32
+
+enum { TEST_POS, TEST_NEG, TEST_DEL, TEST_INS, N_TESTS };
+static const char *const TEST_NAMES[N_TESTS] = {"positive", "negative", "deletion", "insertion"};
+
+/* ---------------------------------------------------------------------------
+ * Methods: the map kinds with a value per patch (or pixel), then two baselines */
+
+#define METHOD_RANDOM   (-1)
+#define METHOD_GAUSSIAN (-2)
+
+typedef struct {
+    char tag[32];  /* in the CSVs: the kind's file tag, "random", "gaussian" */
+    char name[64]; /* in the table */
+    int kind;      /* MapKind, or METHOD_RANDOM / METHOD_GAUSSIAN */
+} Method;
+
+/* ---------------------------------------------------------------------------
+ * Rows */
+
+typedef struct {
+    int image; /* index in the whole (unsharded) list */
+    char path[1024];
+    char status[640];    /* "ok", else why it was skipped */
+    int target;          /* the class evaluated (the top-1, or --class) */
+    float prob;          /* its probability on the photo */
+    int has_mask;        /* 1: localisation rows; 0 none; -1 a mask that did not fit (status2) */
+    char mask_note[640]; /* the mask file, or why it does not fit */
+} ImageRow;
+
+typedef struct {
+    int image, method, test, step, n_steps; /* fraction removed or inserted: step / n_steps */
+    float prob;                             /* the target's probability */
+    int top1;                               /* 1: the top-1 is the target */
+} CurveRow;
+
+typedef struct {
+    int image, method;
+    double pointing, energy, iou;
+} LocRow;
+
+typedef struct {
+    int image, method, blocks; /* blocks re-initialised besides the head (0 .. L) */
+    double rho;                /* Spearman with the trained model's map; NaN: a constant map */
+} SanityRow;
+
+typedef struct {
+    char model[1024];
+    int n_layers, n_patches, steps, n_images_total;
+    Method methods[MAX_METHODS];
+    int n_methods;
+    ImageRow *im;
+    CurveRow *cu;
+    LocRow *lo;
+    SanityRow *sa;
+    size_t n_im, n_cu, n_lo, n_sa, cap_im, cap_cu, cap_lo, cap_sa;
+} Rows;
+
+/* Append one zeroed row to a growing array; NULL when out of memory. ADD(r, cu): a new
+ * CurveRow of r. */
+void *rows_grow(void **arr, size_t *n, size_t *cap, size_t size);
+#define ADD(r, field)                                                                              \
+    rows_grow((void **)&(r)->field, &(r)->n_##field, &(r)->cap_##field, sizeof *(r)->field)
+
+/* Free r's arrays and zero it. */
+void rows_free(Rows *r);
+/* Sort every array: image, then method, then test and step (or blocks). */
+void rows_sort(Rows *r);
+
+/* The method of a tag, as this build knows it: 0, or -1 when unknown. */
+int method_of_tag(Method *out, const char *tag);
+/* The methods for a model: every kind that gives a scalar map (not the PCA's colours),
+ * the class-specific ones only with a head; then the baselines. Returns how many. */
+int methods_for(Method *m, const VitConfig *cfg);
+
+/* ---------------------------------------------------------------------------
+ * Output and input */
+
+/* The summary of the rows as a markdown table, to f. */
+void eval_write_table(FILE *f, const Rows *r);
+/* The rows as dir/images.csv, perturbation.csv, localisation.csv, sanity.csv. 0, or 1
+ * with a message on stderr. */
+int eval_write_csvs(const char *dir, const Rows *r);
+/* dir/name opened for writing (its path into path); NULL with a message on stderr. */
+FILE *eval_open_out(const char *dir, const char *name, char *path, size_t n);
+/* Close f, written to path: 0, or 1 with a message on stderr. */
+int eval_close_out(FILE *f, const char *path);
+/* Split a CSV line in place into at most max fields (quoted fields unquoted); how many. */
+int eval_csv_split(char *line, char **fields, int max);
+/* Read an --eval-out folder's rows into r (first: the first folder, whose run the others
+ * must match). 0, or 1 with a message naming the file and line on stderr. */
+int eval_read_folder(Rows *r, const char *dir, int first);
+/* The table (stdout), and with out_dir the CSVs, summary.md and the plots. 0, or 1. */
+int eval_finish(const Rows *r, const char *out_dir);
+
+#endif

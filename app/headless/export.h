@@ -1,0 +1,81 @@
+/* export.h - the headless modes: print the top-K predictions, write every map
+ * as a PNG and its raw values as .npy. No window and no display needed. */
+#ifndef VITLENS_EXPORT_H
+#define VITLENS_EXPORT_H
+
+#include "view/scene.h"
+
+#include <stdio.h>
+
+#define EXPORT_TARGET_PX 448 /* PNGs are the crop upscaled by an integer factor to about this */
+
+/* Print the k most probable classes of sc to out, one per line, most probable first:
+ *   RANK PROB CLASS_ID LABEL        e.g. "1 0.6123 281 tabby, tabby cat"
+ * RANK 1-based, PROB with 4 decimals, CLASS_ID 0-based; LABEL is the rest of the
+ * line and is left out when the model has no class names.
+ * Returns 0, or 1 with a message on stderr (no head, k out of range). */
+int export_top(FILE *out, const Model *m, const Scene *sc, int k);
+
+/* How exported maps look: the window's settings. */
+typedef struct {
+    float opacity; /* heatmap opacity, [0, 1] */
+    float discard; /* rollout's discard ratio */
+    int colormap;  /* index into colormap_luts */
+    int bilinear;  /* upsampling: 0 nearest (patches), 1 bilinear */
+} ExportStyle;
+
+/* Write into dir (created if missing) the maps of every map kind (MAP_KINDS) of
+ * sc, each as a PNG, the crop with the min-max normalised map blended over it
+ * (colormap, opacity as the GUI) upscaled to about EXPORT_TARGET_PX, and beside
+ * it, with the same base name, its raw values before normalisation as .npy
+ * (float32, [gh, gw], or [Sh, Sw] for a pixel map):
+ *   L01_H01.png ... L{L}_H{H}.png   attention of the CLS token, every layer and head
+ *   L01_mean.png, L01_max.png, L01_min.png     head fusions, every layer
+ *   L01_rollout.png                  rollout up to the layer (mean fusion, discard ratio)
+ * (a kind's files: the first row's untagged, as above; the others' with the
+ * kind's tag; every head only for kinds with export_heads; a class-specific kind's
+ * class281_TAG, per layer class281_L06_TAG; the feature PCA's colours as RGBA
+ * [gh, gw, 4], A the foreground, and with joint, the photos' common PCA as
+ * L06_pca-joint). The token views' lists, as CSV:
+ *   logit_lens.csv                   per layer the class the CLS token reads (logit lens)
+ *   high_norm_tokens.csv             per layer the high-norm tokens (view_high_norm)
+ * The worker kinds (attention flow) are computed here, on the calling thread. Then the overviews,
+ * for slides, PNG only (each map min-max normalised, labelled when a font is
+ * found):
+ *   L01_heads.png ...                every head and fusion of the layer in a grid
+ *   contact_sheet.png                layers x heads: a column per layer, a row per
+ *                                    head, then mean, max, min (attention)
+ *   contact_sheet_rollout.png        the same for rollout (per-head rollout)
+ * and, for a model with a head, the class-specific maps of class `target` (sc's
+ * front class-specific buffer must hold them: scene_explain), one per method:
+ *   class281_chefer.png, class281_grad-rollout.png, class281_gradcam.png,
+ *   class281_legrad.png, class281_attnlrp.png, class281_grad-input.png (+ .npy,
+ *   [Sh, Sw] for the pixel maps), and contact_sheet_class281.png, a column per method
+ * L*H + 5L + 2 PNGs and L*H + 4L .npy files (target -1: a model without head), or
+ * 6 + 1 and 6 more; layers and heads are 1-based as on screen. Prints one summary
+ * line to out. Returns 0, or 1 with a message naming the file on stderr. */
+int export_maps(FILE *out, const char *dir, const Model *model, Scene *sc, int target,
+                const ExportStyle *st, JointFeatures *joint);
+
+/* Blend a normalised map over the crop as the fragment shader does, into an
+ * out_w x out_h rectangle of out (row stride stride_px pixels, RGB):
+ *   px = round(mix(crop, colormap(map), opacity))
+ * The crop is sampled by area (box filter) when shrunk, nearest when enlarged;
+ * the map nearest per cell or bilinear between cell centres (heatmap.frag.glsl).
+ * crop: [Sh, Sw, 3] (cfg's size); map: [map_h, map_w] in [0, 1], the patch grid
+ * or a pixel map's [Sh, Sw]. */
+void export_blend(uint8_t *out, int stride_px, int out_w, int out_h, const uint8_t *crop,
+                  const float *map, int map_w, int map_h, const VitConfig *cfg,
+                  const ExportStyle *st);
+
+/* Draw str into img [h, w, 3] with its top-left at (x, y), in colour rgb, at px
+ * (smaller when it would be wider than max_w > 0), blended by the glyphs' alpha.
+ * Nothing without a font (t NULL or t->font NULL). */
+struct Text;
+void export_text(uint8_t *img, int w, int h, struct Text *t, const char *str, int px, int x, int y,
+                 int max_w, const uint8_t rgb[3]);
+
+/* Write RGB [h, w, 3] as a PNG. 0, or -1 with errno's message in msg. */
+int export_png(const char *path, const uint8_t *rgb, int w, int h, char *msg, size_t msg_bytes);
+
+#endif

@@ -1,0 +1,132 @@
+/* textures.c - what the GPU holds of the picture: the crop (and its mipmapped copy for the
+ * thumbnails), the map (R32F, or RGBA for colours), the overview's atlas, the mask, the
+ * colormap's LUT and a perturbation test's removed patches. Each upload bumps a
+ * generation number that the frame's primitives hash, so a new map redraws what shows it. */
+#include "render/internal.h"
+#include "render/colormap.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+GLuint ren_make_texture(GLint min_filter, GLint mag_filter) {
+    GLuint t = 0;
+    glGenTextures(1, &t);
+    glBindTexture(GL_TEXTURE_2D, t);
+    glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MIN_FILTER, min_filter);
+    glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MAG_FILTER, mag_filter);
+    glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_WRAP_S, GL_CLAMP_TO_EDGE);
+    glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_WRAP_T, GL_CLAMP_TO_EDGE);
+    return t;
+}
+
+int ren_make_textures(Ren *r, char *msg, size_t msg_bytes) {
+    glGenVertexArrays(1, &r->vao); /* core profile draws need a bound VAO, even an empty one */
+    /* the crop: mipmapped, so that the overview's thumbnails do not alias */
+    r->tex_image_mip = ren_make_texture(GL_LINEAR_MIPMAP_LINEAR, GL_LINEAR);
+    r->tex_image = ren_make_texture(GL_LINEAR, GL_LINEAR); /* the same, no mipmaps: cheaper */
+    r->tex_map = ren_make_texture(GL_NEAREST, GL_NEAREST); /* read with texelFetch */
+    r->tex_atlas = ren_make_texture(GL_NEAREST, GL_NEAREST);
+    r->tex_mask = ren_make_texture(GL_NEAREST, GL_NEAREST);
+    r->tex_lut = ren_make_texture(GL_NEAREST, GL_NEAREST);
+    r->tex_removed = ren_make_texture(GL_NEAREST, GL_NEAREST);
+    glGetIntegerv(GL_MAX_TEXTURE_SIZE, &r->max_tex_px);
+    ren_set_colormap(r, 0);
+    /* placeholders of the formats the real ones will have (and sizes not a power of two,
+     * as most are), so that the shaders compiled for the first frame fit the map's */
+    static const uint8_t grey[3 * 3 * 3] = {0};
+    static const float zero[3 * 3] = {0};
+    glPixelStorei(GL_UNPACK_ALIGNMENT, 1);
+    glBindTexture(GL_TEXTURE_2D, r->tex_image);
+    glTexImage2D(GL_TEXTURE_2D, 0, GL_RGB8, 3, 3, 0, GL_RGB, GL_UNSIGNED_BYTE, grey);
+    glBindTexture(GL_TEXTURE_2D, r->tex_image_mip);
+    glTexImage2D(GL_TEXTURE_2D, 0, GL_RGB8, 3, 3, 0, GL_RGB, GL_UNSIGNED_BYTE, grey);
+    glGenerateMipmap(GL_TEXTURE_2D);
+    glBindTexture(GL_TEXTURE_2D, r->tex_map);
+    glTexImage2D(GL_TEXTURE_2D, 0, GL_R32F, 3, 3, 0, GL_RED, GL_FLOAT, zero);
+    uint8_t none = 0;
+    glBindTexture(GL_TEXTURE_2D, r->tex_mask);
+    glTexImage2D(GL_TEXTURE_2D, 0, GL_R8, 1, 1, 0, GL_RED, GL_UNSIGNED_BYTE, &none);
+    glBindTexture(GL_TEXTURE_2D, r->tex_removed);
+    glTexImage2D(GL_TEXTURE_2D, 0, GL_R8, 1, 1, 0, GL_RED, GL_UNSIGNED_BYTE, &none);
+    GLenum err = glGetError();
+    if (err != GL_NO_ERROR) {
+        snprintf(msg, msg_bytes, "OpenGL: cannot create textures (error 0x%x)", err);
+        return -1;
+    }
+    return 0;
+}
+
+void ren_upload_image(Ren *r, const uint8_t *rgb, int w, int h) {
+    glPixelStorei(GL_UNPACK_ALIGNMENT, 1);
+    glBindTexture(GL_TEXTURE_2D, r->tex_image);
+    glTexImage2D(GL_TEXTURE_2D, 0, GL_RGB8, w, h, 0, GL_RGB, GL_UNSIGNED_BYTE, rgb);
+    glBindTexture(GL_TEXTURE_2D, r->tex_image_mip);
+    glTexImage2D(GL_TEXTURE_2D, 0, GL_RGB8, w, h, 0, GL_RGB, GL_UNSIGNED_BYTE, rgb);
+    glGenerateMipmap(GL_TEXTURE_2D);
+    r->gen_image = ++r->gen;
+    r->image_w = w;
+    r->image_h = h;
+}
+
+void ren_upload_map(Ren *r, const float *map, int map_w, int map_h, int grid_w, int grid_h) {
+    glPixelStorei(GL_UNPACK_ALIGNMENT, 4);
+    glBindTexture(GL_TEXTURE_2D, r->tex_map);
+    glTexImage2D(GL_TEXTURE_2D, 0, GL_R32F, map_w, map_h, 0, GL_RED, GL_FLOAT, map);
+    r->gen_map = ++r->gen;
+    r->map_w = map_w, r->map_h = map_h;
+    r->grid_w = grid_w, r->grid_h = grid_h;
+    r->map_rgba = 0;
+}
+
+void ren_upload_map_rgba(Ren *r, const float *rgba, int map_w, int map_h, int grid_w, int grid_h) {
+    glPixelStorei(GL_UNPACK_ALIGNMENT, 4);
+    glBindTexture(GL_TEXTURE_2D, r->tex_map);
+    glTexImage2D(GL_TEXTURE_2D, 0, GL_RGBA32F, map_w, map_h, 0, GL_RGBA, GL_FLOAT, rgba);
+    r->gen_map = ++r->gen;
+    r->map_w = map_w, r->map_h = map_h;
+    r->grid_w = grid_w, r->grid_h = grid_h;
+    r->map_rgba = 1;
+}
+
+int ren_upload_atlas(Ren *r, const float *maps, int n, int map_w, int map_h) {
+    int cols = (int)ceil(sqrt((double)n));
+    int rows = (n + cols - 1) / cols;
+    if (n < 1 || (long)cols * map_w > r->max_tex_px || (long)rows * map_h > r->max_tex_px)
+        return -1;
+    glPixelStorei(GL_UNPACK_ALIGNMENT, 4);
+    glBindTexture(GL_TEXTURE_2D, r->tex_atlas);
+    glTexImage2D(GL_TEXTURE_2D, 0, GL_R32F, cols * map_w, rows * map_h, 0, GL_RED, GL_FLOAT, NULL);
+    for (int k = 0; k < n; k++)
+        glTexSubImage2D(GL_TEXTURE_2D, 0, (k % cols) * map_w, (k / cols) * map_h, map_w, map_h,
+                        GL_RED, GL_FLOAT, maps + (size_t)k * map_w * map_h);
+    r->gen_atlas = ++r->gen;
+    r->atlas_maps = n;
+    r->atlas_cols = cols;
+    r->atlas_w = map_w, r->atlas_h = map_h;
+    return 0;
+}
+
+void ren_upload_mask(Ren *r, const uint8_t *mask, int map_w, int map_h) {
+    glPixelStorei(GL_UNPACK_ALIGNMENT, 1);
+    glBindTexture(GL_TEXTURE_2D, r->tex_mask);
+    glTexImage2D(GL_TEXTURE_2D, 0, GL_R8, map_w, map_h, 0, GL_RED, GL_UNSIGNED_BYTE, mask);
+    r->gen_mask = ++r->gen;
+}
+
+void ren_upload_removed(Ren *r, const uint8_t *removed, int grid_w, int grid_h) {
+    glPixelStorei(GL_UNPACK_ALIGNMENT, 1);
+    glBindTexture(GL_TEXTURE_2D, r->tex_removed);
+    glTexImage2D(GL_TEXTURE_2D, 0, GL_R8, grid_w, grid_h, 0, GL_RED, GL_UNSIGNED_BYTE, removed);
+    r->gen_removed = ++r->gen;
+}
+
+void ren_set_colormap(Ren *r, int colormap) {
+    if (colormap < 0 || colormap >= COLORMAP_COUNT) colormap = 0;
+    glPixelStorei(GL_UNPACK_ALIGNMENT, 1);
+    glBindTexture(GL_TEXTURE_2D, r->tex_lut);
+    glTexImage2D(GL_TEXTURE_2D, 0, GL_RGB8, COLORMAP_SIZE, 1, 0, GL_RGB, GL_UNSIGNED_BYTE,
+                 colormap_luts[colormap]);
+    r->gen_lut = ++r->gen;
+}

@@ -1,0 +1,515 @@
+/* scene.c - Model and Scene: the engine calls the app makes, with no SDL or GL, so that
+ * the window, its worker thread and the headless modes share them. */
+#include "view/scene.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* --- Model ----------------------------------------------------------------- */
+
+VitStatus model_load(Model *m, const char *path, const VitLoadOptions *opt, const char *labels_path,
+                     int labels_required, VitError *err) {
+    memset(m, 0, sizeof *m);
+    VitLoadOptions o = {0};
+    if (opt) o = *opt;
+    o.config_path = NULL; /* config.json beside the weights */
+    VitStatus rc = vit_load(&m->vit, path, &o, err);
+    if (rc) return rc;
+    /* models/deit-small/model.safetensors reads better as "deit-small" */
+    snprintf(m->name, sizeof m->name, "%s", m->vit.cfg.name);
+    const char *slash = strrchr(path, '/');
+    if (!strcmp(m->name, "model") && slash && slash > path) {
+        const char *dir = slash;
+        while (dir > path && dir[-1] != '/') dir--;
+        int n = (int)(slash - dir);
+        if (n > 0 && strncmp(dir, ".", (size_t)n) && strncmp(dir, "..", (size_t)n))
+            snprintf(m->name, sizeof m->name, "%.*s", n, dir);
+    }
+    m->labels = (const char(*)[VIT_LABEL_BYTES])m->vit.labels;
+    if (labels_path && m->vit.cfg.n_classes > 0) {
+        VitError lerr;
+        rc = vit_labels_load(&m->owned_labels, labels_path, m->vit.cfg.n_classes, &lerr);
+        if (rc == VIT_OK) {
+            m->labels = (const char(*)[VIT_LABEL_BYTES])m->owned_labels;
+        } else if (labels_required) {
+            if (err) *err = lerr;
+            model_free(m);
+            return rc;
+        }
+    } else if (labels_path && labels_required) {
+        rc = VIT_ERR_ARG;
+        if (err) {
+            err->code = rc;
+            snprintf(err->msg, sizeof err->msg,
+                     "%s: model has no classification head, so --labels %s does not apply", path,
+                     labels_path);
+        }
+        model_free(m);
+        return rc;
+    }
+    return VIT_OK;
+}
+
+void model_free(Model *m) {
+    if (!m) return;
+    free(m->owned_labels);
+    vit_free(&m->vit);
+    memset(m, 0, sizeof *m);
+}
+
+const char *model_label(const Model *m, int c) {
+    if (!m->labels || c < 0 || c >= m->vit.cfg.n_classes) return NULL;
+    return m->labels[c];
+}
+
+/* a[0, n) equals b[0, n) ignoring ASCII case */
+static int same_text(const char *a, const char *b, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        int x = (unsigned char)a[i], y = (unsigned char)b[i];
+        x = x >= 'A' && x <= 'Z' ? x + 32 : x, y = y >= 'A' && y <= 'Z' ? y + 32 : y;
+        if (x != y) return 0;
+    }
+    return 1;
+}
+
+/* Does the label have `name` as its whole or as one of its comma-separated names? */
+static int label_names(const char *label, const char *name) {
+    size_t n = strlen(name);
+    for (const char *p = label; *p;) {
+        while (*p == ' ') p++;
+        const char *end = strchr(p, ',');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        while (len && p[len - 1] == ' ') len--;
+        if (len == n && same_text(p, name, n)) return 1;
+        if (!end) break;
+        p = end + 1;
+    }
+    return strlen(label) == n && same_text(label, name, n);
+}
+
+int model_find_class(const Model *m, const char *arg, int *cls, char *msg, size_t n) {
+    int C = m->vit.cfg.n_classes;
+    if (C == 0) {
+        snprintf(msg, n, "--class %s: %s has no classification head, so no class to explain", arg,
+                 m->name);
+        return -1;
+    }
+    char *end;
+    long id = strtol(arg, &end, 10);
+    if (*arg && !*end) {
+        if (id < 0 || id >= C) {
+            snprintf(msg, n, "--class %s: out of range, %s has classes 0 to %d", arg, m->name,
+                     C - 1);
+            return -1;
+        }
+        *cls = (int)id;
+        return 0;
+    }
+    for (int c = 0; m->labels && c < C; c++)
+        if (label_names(m->labels[c], arg)) {
+            *cls = c;
+            return 0;
+        }
+    snprintf(msg, n, "--class %s: no class of %s has that name%s", arg, m->name,
+             m->labels ? "" : " (it has no class names: give an index)");
+    return -1;
+}
+
+/* --- Scene ----------------------------------------------------------------- */
+
+/* Do run's buffers have the shapes vit needs? */
+static int run_fits(const VitRun *run, const VitConfig *c) {
+    const VitConfig *r = &run->cfg;
+    return run->mem && r->image_h == c->image_h && r->image_w == c->image_w &&
+           r->patch_size == c->patch_size && r->grid_h == c->grid_h && r->grid_w == c->grid_w &&
+           r->n_prefix == c->n_prefix && r->n_tokens == c->n_tokens && r->dim == c->dim &&
+           r->n_heads == c->n_heads && r->mlp_dim == c->mlp_dim && r->n_layers == c->n_layers &&
+           r->n_classes == c->n_classes;
+}
+
+VitStatus scene_run(Scene *sc, const Vit *vit, const char *path, VitError *err) {
+    VitStatus rc;
+    const VitConfig *c = &vit->cfg;
+    if (!run_fits(&sc->run, c)) {
+        vit_run_free(&sc->run);
+        vit_grad_free(&sc->grad);
+        free(sc->crop_rgb);
+        free(sc->distance);
+        free(sc->expl[0]);
+        free(sc->expl[1]);
+        free(sc->slow[0]);
+        free(sc->slow[1]);
+        sc->crop_rgb = NULL;
+        sc->distance = NULL;
+        sc->expl[0] = sc->expl[1] = NULL;
+        sc->slow[0] = sc->slow[1] = NULL;
+        /* every token of the last block too: the token views read it */
+        VitRunOptions ro = {.all_tokens = 1, .att = sc->att};
+        if ((rc = vit_run_init_with(&sc->run, vit, &ro, err))) return rc;
+        sc->crop_rgb = malloc((size_t)c->image_h * (size_t)c->image_w * 3);
+        sc->distance = malloc((size_t)c->n_layers * c->n_heads * sizeof *sc->distance);
+        if (!sc->crop_rgb || !sc->distance) {
+            if (err) {
+                err->code = VIT_ERR_NOMEM;
+                snprintf(err->msg, sizeof err->msg, "out of memory for a %dx%d crop", c->image_w,
+                         c->image_h);
+            }
+            return VIT_ERR_NOMEM;
+        }
+    }
+    sc->run.cfg = *c; /* same shapes; the model's name and normalisation may differ */
+    sc->vit = vit;
+    sc->grad.target = -1; /* a new photo: no class explained yet */
+    sc->expl_target = sc->back_target = -1;
+    sc->slow_valid = sc->back_slow_valid = 0;
+    sc->crop_w_px = c->image_w;
+    sc->crop_h_px = c->image_h;
+
+    VitImage img = {0};
+    VitImageOptions io = {.ignore_orientation = sc->ignore_orientation};
+    if ((rc = vit_image_load_with(&img, path, &io, err))) return rc;
+    sc->orientation = img.orientation;
+    sc->format = img.format;
+    rc = vit_preprocess(sc->run.input, &sc->run.crop_x, &sc->run.crop_y, &sc->run.crop_w,
+                        &sc->run.crop_h, c, &img, err);
+    if (rc == VIT_OK) rc = vit_preprocess_rgb(sc->crop_rgb, c, &img, err);
+    sc->src_w = img.w;
+    sc->src_h = img.h;
+    vit_image_free(&img);
+    if (rc) return rc;
+    sc->run.control = sc->control; /* this thread's calls only: cleared before returning */
+    vit_forward(&sc->run, vit);
+    if (sc->control && vit_control_cancelled(sc->control)) {
+        sc->run.control = NULL;
+        if (err) {
+            err->code = VIT_ERR_CANCELLED;
+            snprintf(err->msg, sizeof err->msg, "%s: forward pass cancelled", path);
+        }
+        return VIT_ERR_CANCELLED;
+    }
+    rc = vit_attention_distance(sc->distance, &sc->run, err);
+    sc->run.control = NULL;
+    if (rc) return rc;
+
+    snprintf(sc->path, sizeof sc->path, "%s", path);
+    const char *slash = strrchr(sc->path, '/');
+    sc->name = slash ? slash + 1 : sc->path;
+    return VIT_OK;
+}
+
+size_t scene_expl_stride(const VitConfig *c) {
+    size_t N = (size_t)c->n_patches, S = (size_t)c->image_h * (size_t)c->image_w;
+    return N > S ? N : S;
+}
+
+VitStatus scene_explain(Scene *sc, int target, float discard, int lrp, VitError *err) {
+    const VitConfig *c = &sc->run.cfg;
+    VitStatus rc;
+    if (!sc->vit || c->n_classes == 0) {
+        if (err) {
+            err->code = VIT_ERR_ARG;
+            snprintf(err->msg, sizeof err->msg,
+                     "%s: no classification head, so no class to explain (attention and rollout "
+                     "only)",
+                     c->name);
+        }
+        return VIT_ERR_ARG;
+    }
+    size_t stride = scene_expl_stride(c);
+    int back = !sc->expl_front;
+    if (!sc->expl[back] && !(sc->expl[back] = malloc(VIT_EXPLAIN_COUNT * stride * sizeof(float)))) {
+        if (err) {
+            err->code = VIT_ERR_NOMEM;
+            snprintf(err->msg, sizeof err->msg, "out of memory for the class-specific maps");
+        }
+        return VIT_ERR_NOMEM;
+    }
+    if (!sc->grad.mem && (rc = vit_grad_init(&sc->grad, sc->vit, &sc->run, err))) return rc;
+    /* the passes asked for that grad does not hold for this class of this photo yet */
+    int want = VIT_GRAD_EXACT | (lrp ? VIT_GRAD_LRP : 0), same = sc->grad.target == target;
+    int missing = same ? want & ~sc->grad.what : want;
+    if (missing && (rc = vit_backward(&sc->grad, &sc->run, sc->vit, target,
+                                      missing | (same ? VIT_GRAD_ADD : 0), err))) {
+        sc->grad.target = -1;
+        return rc;
+    }
+    int has_lrp = (sc->grad.what & VIT_GRAD_LRP) != 0;
+    for (int m = 0; m < VIT_EXPLAIN_COUNT; m++)
+        if ((m != VIT_EXPLAIN_ATTNLRP || has_lrp) &&
+            (rc = vit_explain(sc->expl[back] + (size_t)m * stride, (VitExplain)m, &sc->run,
+                              &sc->grad, sc->vit, discard, err)))
+            return rc;
+    sc->back_target = target;
+    sc->back_discard = discard;
+    sc->back_lrp = has_lrp;
+    return VIT_OK;
+}
+
+void scene_explain_swap(Scene *sc) {
+    sc->expl_front = !sc->expl_front;
+    sc->expl_target = sc->back_target;
+    sc->expl_discard = sc->back_discard;
+    sc->expl_lrp = sc->back_lrp;
+    sc->back_target = -1;
+}
+
+int scene_class(const Scene *sc, int target) {
+    const VitConfig *c = &sc->run.cfg;
+    if (c->n_classes <= 0) return -1;
+    if (target >= 0 && target < c->n_classes) return target;
+    if (!sc->run.probs) return -1;
+    int top;
+    vit_top_k(&top, sc->run.probs, c->n_classes, 1);
+    return top;
+}
+
+/* --- worker maps and the feature PCA --------------------------------------- */
+
+static VitStatus nomem(VitError *err, const char *what) {
+    if (err) {
+        err->code = VIT_ERR_NOMEM;
+        snprintf(err->msg, sizeof err->msg, "out of memory for %s", what);
+    }
+    return VIT_ERR_NOMEM;
+}
+
+Scene scene_with_control(const Scene *sc, VitControl *ctl) {
+    Scene s = *sc;
+    s.run.control = ctl;
+    return s;
+}
+
+void scene_slow_swap(Scene *sc) {
+    sc->slow_front = !sc->slow_front;
+    memcpy(sc->slow_tag, sc->back_slow_tag, sizeof sc->slow_tag);
+    sc->slow_valid = sc->back_slow_valid;
+    sc->back_slow_valid = 0;
+}
+
+/* --- perturbation test ----------------------------------------------------- */
+
+static VitStatus bad_arg(VitError *err, const char *msg) {
+    if (err) {
+        err->code = VIT_ERR_ARG;
+        snprintf(err->msg, sizeof err->msg, "%s", msg);
+    }
+    return VIT_ERR_ARG;
+}
+
+VitStatus perturbation_init(Perturbation *p, const float *map, int pixels, const VitConfig *c,
+                            int most_first, int target, VitError *err) {
+    int N = c->n_patches;
+    memset(p, 0, sizeof *p);
+    if (target < 0 || target >= c->n_classes)
+        return bad_arg(err, "perturbation test: no class to follow (a model without head?)");
+    p->most_first = most_first, p->target = target, p->n_patches = N;
+    p->n_steps = N < PERTURB_MAX_STEPS ? N : PERTURB_MAX_STEPS;
+    p->map = malloc((size_t)N * sizeof *p->map);
+    p->order = malloc((size_t)N * sizeof *p->order);
+    p->probs = calloc((size_t)p->n_steps + 1, sizeof *p->probs);
+    p->top = calloc((size_t)p->n_steps + 1, sizeof *p->top);
+    if (!p->map || !p->order || !p->probs || !p->top) {
+        perturbation_free(p);
+        return nomem(err, "the perturbation test");
+    }
+    vit_map_to_patches(p->map, map, c, pixels);
+    VitStatus rc = vit_patch_order(p->order, p->map, N, most_first, err);
+    if (rc) perturbation_free(p);
+    return rc;
+}
+
+void perturbation_free(Perturbation *p) {
+    if (!p) return;
+    free(p->map), free(p->order), free(p->probs), free(p->top);
+    memset(p, 0, sizeof *p);
+}
+
+VitStatus scene_perturb(Perturbation *p, const Scene *sc, VitError *err) {
+    const VitConfig *c = &sc->run.cfg;
+    int C = c->n_classes, n_inputs = p->n_steps + 1;
+    size_t sz = (size_t)3 * c->image_h * c->image_w;
+    if (!sc->vit || C == 0) return bad_arg(err, "perturbation test: the model has no head");
+    if (p->n_patches != c->n_patches || !p->order || p->target >= C)
+        return bad_arg(err, "perturbation test: not of this photo's model");
+    /* PERTURB_BATCH inputs at once, or as many as the activation limit allows */
+    VitBatch b = {0};
+    VitStatus rc = VIT_ERR_NOMEM;
+    int B = n_inputs < PERTURB_BATCH ? n_inputs : PERTURB_BATCH;
+    for (; B >= 1 && rc == VIT_ERR_NOMEM; B /= 2) {
+        rc = vit_batch_init(&b, sc->vit, B, 0, err);
+        if (!rc) break;
+    }
+    if (rc) return rc;
+    float *inputs = malloc((size_t)B * sz * sizeof *inputs);
+    float *probs = malloc((size_t)B * C * sizeof *probs);
+    if (!inputs || !probs) {
+        rc = nomem(err, "the perturbation test");
+        goto done;
+    }
+    for (int s0 = 0; s0 < n_inputs; s0 += B) {
+        int n = n_inputs - s0 < B ? n_inputs - s0 : B;
+        for (int k = 0; k < n; k++)
+            vit_patch_mix(inputs + (size_t)k * sz, sc->run.input, NULL, c, p->order,
+                          vit_perturb_count(s0 + k, p->n_steps, p->n_patches));
+        if ((rc = vit_forward_batch(&b, sc->vit, inputs, n, NULL, probs, err))) goto done;
+        for (int k = 0; k < n; k++) {
+            p->probs[s0 + k] = probs[(size_t)k * C + p->target];
+            vit_top_k(&p->top[s0 + k], probs + (size_t)k * C, C, 1);
+        }
+    }
+done:
+    free(inputs), free(probs);
+    vit_batch_free(&b);
+    return rc;
+}
+
+/* 1 for the patches on the grid's edge. */
+static void border_mask(uint8_t *b, int gh, int gw) {
+    for (int r = 0; r < gh; r++)
+        for (int q = 0; q < gw; q++) b[r * gw + q] = r == 0 || q == 0 || r == gh - 1 || q == gw - 1;
+}
+
+VitStatus scene_pca(float *out, int *fg_count, const Scene *sc, int layer, const JointFeatures *jf,
+                    VitError *err) {
+    const VitConfig *c = &sc->run.cfg;
+    int N = c->n_patches, D = c->dim, T = c->n_tokens, L = c->n_layers;
+    int n_img = 1, me = 0;
+    if (jf) {
+        me = -1;
+        for (int i = 0; i < jf->n_images && me < 0; i++)
+            if (jf->image_of[i] >= 0 && !strcmp(jf->paths[i], sc->path)) me = jf->image_of[i];
+        if (me < 0) {
+            if (err) {
+                err->code = VIT_ERR_ARG;
+                snprintf(err->msg, sizeof err->msg, "features PCA: %s is not in the slideshow",
+                         sc->name);
+            }
+            return VIT_ERR_ARG;
+        }
+        n_img = jf->n_ok;
+    }
+    size_t M = (size_t)n_img * N;
+    float *x = malloc((jf ? M : (size_t)T) * D * sizeof *x), *rgb = malloc(M * 3 * sizeof *rgb);
+    uint8_t *fg = malloc(M), *border = malloc(M);
+    VitStatus rc = VIT_OK;
+    if (!x || !rgb || !fg || !border) {
+        rc = nomem(err, "the feature PCA");
+        goto done;
+    }
+    const float *rows = x;
+    if (jf) { /* layer `layer` of every photo, stacked */
+        for (int i = 0; i < n_img; i++)
+            memcpy(x + (size_t)i * N * D, jf->feat + (((size_t)i * L + layer) * N) * D,
+                   (size_t)N * D * sizeof *x);
+    } else {
+        if ((rc = vit_features(x, &sc->run, sc->vit, layer, err))) goto done;
+        rows = x + (size_t)c->n_prefix * D;
+    }
+    for (int i = 0; i < n_img; i++) border_mask(border + (size_t)i * N, c->grid_h, c->grid_w);
+    if ((rc = vit_feature_pca(rgb, fg, rows, (int)M, D, n_img, border, err))) goto done;
+    int n_fg = 0;
+    for (int p = 0; p < N; p++) {
+        size_t m = (size_t)me * N + p;
+        for (int ch = 0; ch < 3 && out; ch++) out[(size_t)p * 4 + ch] = rgb[m * 3 + ch];
+        if (out) out[(size_t)p * 4 + 3] = fg[m] ? 1.0f : 0.0f;
+        n_fg += fg[m] != 0;
+    }
+    if (fg_count) *fg_count = n_fg;
+done:
+    free(x), free(rgb), free(fg), free(border);
+    return rc;
+}
+
+VitStatus scene_joint_features(JointFeatures *jf, const Vit *vit, VitError *err) {
+    const VitConfig *c = &vit->cfg;
+    size_t per = (size_t)c->n_layers * c->n_patches * c->dim * sizeof(float);
+    free(jf->feat), free(jf->image_of);
+    jf->feat = NULL, jf->image_of = NULL, jf->vit = NULL, jf->n_ok = 0, jf->skipped[0] = '\0';
+    if (jf->n_images < 1) {
+        if (err) {
+            err->code = VIT_ERR_ARG;
+            snprintf(err->msg, sizeof err->msg, "features PCA: no photos to run over");
+        }
+        return VIT_ERR_ARG;
+    }
+    if (per * (size_t)jf->n_images > JOINT_MAX_BYTES) {
+        if (err) {
+            err->code = VIT_ERR_NOMEM;
+            snprintf(err->msg, sizeof err->msg,
+                     "features PCA over %d photos would keep %zu MB of features (at most %llu MB: "
+                     "%zu photos of this model)",
+                     jf->n_images, per * (size_t)jf->n_images >> 20, JOINT_MAX_BYTES >> 20,
+                     (size_t)(JOINT_MAX_BYTES / per));
+        }
+        return VIT_ERR_NOMEM;
+    }
+    jf->feat = malloc(per * (size_t)jf->n_images);
+    jf->image_of = malloc((size_t)jf->n_images * sizeof *jf->image_of);
+    float *tok = malloc((size_t)c->n_tokens * c->dim * sizeof *tok);
+    VitRun run = {0};
+    VitRunOptions ro = {.all_tokens = 1};
+    VitStatus rc = VIT_OK;
+    if (!jf->feat || !jf->image_of || !tok) {
+        rc = nomem(err, "the features of the slideshow");
+        goto done;
+    }
+    if ((rc = vit_run_init_with(&run, vit, &ro, err))) goto done;
+    for (int i = 0; i < jf->n_images; i++) {
+        VitImage img = {0};
+        VitError e;
+        jf->image_of[i] = -1;
+        if (vit_image_load(&img, jf->paths[i], &e) ||
+            vit_preprocess(run.input, NULL, NULL, NULL, NULL, c, &img, &e)) {
+            vit_image_free(&img);
+            if (!jf->skipped[0]) snprintf(jf->skipped, sizeof jf->skipped, "%.590s", e.msg);
+            continue;
+        }
+        vit_image_free(&img);
+        vit_forward(&run, vit);
+        float *dst = jf->feat + (size_t)jf->n_ok * c->n_layers * c->n_patches * c->dim;
+        for (int l = 0; l < c->n_layers; l++) {
+            if ((rc = vit_features(tok, &run, vit, l, err))) goto done;
+            memcpy(dst + (size_t)l * c->n_patches * c->dim, tok + (size_t)c->n_prefix * c->dim,
+                   (size_t)c->n_patches * c->dim * sizeof *tok);
+        }
+        jf->image_of[i] = jf->n_ok++;
+    }
+    if (!jf->n_ok) {
+        if (err) {
+            err->code = VIT_ERR_IMAGE;
+            snprintf(err->msg, sizeof err->msg,
+                     "features PCA: no photo of the slideshow loads: %.400s", jf->skipped);
+        }
+        rc = VIT_ERR_IMAGE;
+        goto done;
+    }
+    jf->vit = vit;
+done:
+    vit_run_free(&run);
+    free(tok);
+    if (rc) {
+        free(jf->feat), free(jf->image_of);
+        jf->feat = NULL, jf->image_of = NULL, jf->n_ok = 0;
+    }
+    return rc;
+}
+
+void joint_features_free(JointFeatures *jf) {
+    free(jf->feat), free(jf->image_of);
+    jf->feat = NULL, jf->image_of = NULL, jf->vit = NULL, jf->n_ok = 0;
+}
+
+void scene_free(Scene *sc) {
+    if (!sc) return;
+    vit_grad_free(&sc->grad);
+    free(sc->expl[0]);
+    free(sc->expl[1]);
+    free(sc->slow[0]);
+    free(sc->slow[1]);
+    vit_run_free(&sc->run);
+    free(sc->crop_rgb);
+    free(sc->distance);
+    memset(sc, 0, sizeof *sc);
+}

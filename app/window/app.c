@@ -1,0 +1,192 @@
+/* app.c - the App's state: made from the options and the remembered settings (the
+ * model loaded, the first photo handed to the worker, then the window opened), saved
+ * on quit (settings.h) and freed; the small reads every file of window/ shares. */
+#include "window/app.h"
+#include "config/files.h"
+#include "config/settings.h"
+#include "render/text.h"
+#include "window/trace.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const Scene *app_scene(const App *app) {
+    return app->has_scene ? &app->scenes[app->front] : NULL;
+}
+
+void app_set_error(App *app, const char *msg) {
+    snprintf(app->error, sizeof app->error, "%.590s", msg);
+    fprintf(stderr, "vitlens: %s\n", msg);
+    app->dirty = 1;
+}
+
+int app_query_patch(const App *app, int *row, int *col) {
+    const VitConfig *c = &app->model->vit.cfg;
+    if (app->view.query < c->n_prefix) return 0;
+    int p = app->view.query - c->n_prefix;
+    *row = p / c->grid_w, *col = p % c->grid_w;
+    return 1;
+}
+
+void app_class_name(char *buf, size_t n, const App *app, int cls) {
+    const char *label = model_label(app->model, cls);
+    if (label)
+        snprintf(buf, n, "%.*s", (int)strcspn(label, ","), label);
+    else
+        snprintf(buf, n, "class %d", cls);
+}
+
+/* The App's fields from the options and the remembered settings; the command line's
+ * images expanded (folders into their photos). 0, or -1 with a message on stderr. */
+static int app_init_state(App *app, const Options *o) {
+    memset(app, 0, sizeof *app);
+    app->opt = o;
+    for (int i = 0; i < 2; i++) {
+        app->scenes[i].ignore_orientation = o->ignore_orientation;
+        app->scenes[i].att = o->att;
+        app->scenes[i].control = &app->worker.control; /* the worker's jobs stop early */
+    }
+    app->overlay = 1;
+    app->opacity = o->opacity;
+    app->colormap = o->colormap;
+    app->bilinear = o->bilinear;
+    app->mask_pct = 60; /* DINO's figures */
+    app->show_preds = o->settings.show_preds >= 0 ? o->settings.show_preds : 1;
+    app->show_distance = o->settings.show_distance > 0;
+    snprintf(app->notice, sizeof app->notice, "%s", o->settings_msg); /* read problems */
+    snprintf(app->model_path, sizeof app->model_path, "%s", o->model_path);
+    snprintf(app->labels_path, sizeof app->labels_path, "%s", o->labels_path ? o->labels_path : "");
+    app->hover_row = app->hover_col = app->hover_cell = -1;
+    app->cursor_row = -1;
+    if (o->n_image_args > 0) {
+        char msg[1200];
+        if (files_expand(&app->images, &app->n_images, o->image_args, o->n_image_args, msg,
+                         sizeof msg)) {
+            fprintf(stderr, "vitlens: %s\n", msg);
+            return -1;
+        }
+    }
+    const char *trace = getenv("VITLENS_TRACE");
+    app->trace = trace && *trace && strcmp(trace, "0") != 0;
+    return 0;
+}
+
+/* The model (--model, the last one or the built-in one) and the first view: the last
+ * layer, the mean of the heads, attention; with --class, the first class-specific map
+ * for that class. 0, or -1 with a message on stderr. */
+static int app_init_model(App *app, const Options *o) {
+    VitError err;
+    app->model = calloc(1, sizeof *app->model);
+    if (!app->model) {
+        fprintf(stderr, "vitlens: out of memory\n");
+        return -1;
+    }
+    if (model_load(app->model, o->model_path, &o->load, o->labels_path, 1, &err)) {
+        fprintf(stderr, "vitlens: %s\n", err.msg);
+        return -1;
+    }
+    trace_startup(app, "model");
+    const VitConfig *c = &app->model->vit.cfg;
+    app->view = (View){.kind = MAP_ATTENTION,
+                       .layer = c->n_layers - 1,
+                       .head = c->n_heads + VIT_FUSE_MEAN,
+                       .discard_ratio = o->discard,
+                       .target = VIEW_TOP1};
+    app->shown_kind = -1;
+    for (int k = MAP_KIND_COUNT - 1; k >= 0; k--) /* the first class-specific row */
+        if (MAP_KINDS[k].group == MAP_GROUP_CLASS) app->class_kind = k;
+    if (o->class_arg) { /* --class: open on the first class-specific map, for that class */
+        char msg[600];
+        if (model_find_class(app->model, o->class_arg, &app->view.target, msg, sizeof msg)) {
+            fprintf(stderr, "vitlens: %s\n", msg);
+            return -1;
+        }
+        app->view.kind = app->class_kind;
+    }
+    return 0;
+}
+
+/* The worker thread, and the first photo handed to it at once. 0, or -1. */
+static int app_init_worker(App *app, const Options *o) {
+    /* The photo's forward pass starts first, on the worker thread, and runs while the
+     * window and its OpenGL context are made (a few hundred ms under Xvfb's software
+     * OpenGL): launch -> first heatmap is the longer of the two, not their sum. */
+    if (SDL_Init(SDL_INIT_EVENTS) != 0) {
+        fprintf(stderr, "vitlens: SDL_Init: %s\n", SDL_GetError());
+        return -1;
+    }
+    app->ev_done = SDL_RegisterEvents(1);
+    if (app->ev_done == (Uint32)-1 || worker_init(&app->worker, app->ev_done)) {
+        fprintf(stderr, "vitlens: cannot start the worker thread: %s\n", SDL_GetError());
+        return -1;
+    }
+    for (int i = 0; o->start_photo && i < app->n_images; i++) /* where the last run left off */
+        if (!strcmp(app->images[i], o->start_photo)) app->image_at = i;
+    if (o->start_photo && (!app->n_images || strcmp(app->images[app->image_at], o->start_photo)))
+        app_open(app, o->start_photo); /* a photo dropped on it: not in the slideshow */
+    else if (app->n_images > 0)
+        app_open(app, app->images[app->image_at]);
+    else if (o->image_path)
+        app_open(app, o->image_path);
+    trace_startup(app, "worker");
+    return 0;
+}
+
+int app_init(App *app, const Options *o) {
+    if (app_init_state(app, o)) return -1;
+    trace_startup(app, "init");
+    text_lookup_start(); /* fontconfig's lookup meanwhile */
+    if (app_init_model(app, o)) return -1;
+    keys_list(&app->keys);
+    if (app_init_worker(app, o) || app_open_window(app)) return -1;
+    SDL_EventState(SDL_DROPFILE, SDL_ENABLE);
+    ren_set_colormap(&app->ren, app->colormap);
+    app->running = 1;
+    app->dirty = 1;
+    return 0;
+}
+
+void app_save_settings(const App *app) {
+    const Options *o = app->opt;
+    if (!o->settings_path[0]) return;
+    Settings s = o->settings; /* keeps what this run did not change */
+    s.colormap = app->colormap, s.opacity = app->opacity, s.bilinear = app->bilinear;
+    s.show_preds = app->show_preds, s.show_distance = app->show_distance;
+    int builtin = o->default_model[0] && !strcmp(app->model_path, o->default_model);
+    settings_set_model(&s, builtin ? NULL : app->model_path, app->labels_path);
+    /* its photos with it, to open where it left off; the built-in model opens on its demo */
+    settings_set_photos(&s, o->image_args, builtin ? 0 : o->n_image_args,
+                        builtin ? NULL : app->photo);
+    char msg[1600];
+    if (settings_save(&s, o->settings_path, msg, sizeof msg))
+        fprintf(stderr, "vitlens: settings not saved: %s\n", msg);
+}
+
+void app_free(App *app) {
+    worker_free(&app->worker);         /* first: it may still be using the model and a scene */
+    perturbation_drop(&app->pert.job); /* a result the window never received */
+    perturbation_drop(&app->pert.queued);
+    perturbation_free(&app->pert.run);
+    perturbation_free(&app->pert.ghost);
+    free(app->pert.removed);
+    if (app->gl) ren_free(&app->ren);
+    scene_free(&app->scenes[0]);
+    scene_free(&app->scenes[1]);
+    free(app->map);
+    free(app->map_norm);
+    free(app->mask);
+    free(app->atlas);
+    free(app->vm.map);
+    free(app->vm.norm);
+    free(app->vm.atlas);
+    files_free_list(app->images, app->n_images);
+    joint_features_free(&app->joint);
+    free(app->joint.paths);
+    if (app->model) model_free(app->model);
+    free(app->model);
+    text_lookup_end();
+    if (app->gl) SDL_GL_DeleteContext(app->gl);
+    if (app->win) SDL_DestroyWindow(app->win);
+    SDL_Quit();
+}

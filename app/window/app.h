@@ -1,0 +1,268 @@
+/* app.h - the window's state: one App, and the functions of window/ that act on it.
+ *
+ * The App holds everything the window shows and where it stands: the model and its
+ * two Scenes (the front one on screen, the back one the worker's), the View and its
+ * maps as they were uploaded, the panels' texts, the perturbation animation, the
+ * window and the renderer. It is made once (app.c), changed only on the GUI thread,
+ * by the event switch (input.c) and the worker's results (jobs.c), and drawn as one
+ * frame (frame.c). Which file does what:
+ *
+ *   app.c       the state: made from the options, saved on quit, freed
+ *   window.c    the SDL window, its OpenGL context and renderer, fullscreen, stdin drops
+ *   input.c     every key and mouse event: the one event switch
+ *   requests.c  view -> requests: what the view on screen needs computed, here or on
+ *               the worker, and its maps uploaded once they are there
+ *   jobs.c      photos and models opened on the worker, and the worker's results
+ *   perturb.c   Shift+P: the perturbation test of the map on screen, as an animation
+ *   status.c    the status line: what the view shows, the job running, the top-1 class
+ *   frame.c     one frame: the RenFrame built from the App, drawn, saved (S), presented
+ *   trace.c     VITLENS_TRACE: the launch's timeline, every frame's state, maps, curves
+ *
+ * No file here computes a map: they ask view/ (view_compute) and window/worker.c. */
+#ifndef VITLENS_APP_H
+#define VITLENS_APP_H
+
+#include "config/keys.h"
+#include "config/models.h"
+#include "config/options.h"
+#include "render/render.h"
+#include "view/maps.h"
+#include "window/worker.h"
+
+#include <SDL.h>
+
+/* Shift+P: where the perturbation test of the map on screen is */
+typedef enum { PERT_OFF = 0, PERT_COMPUTING, PERT_PLAYING, PERT_DONE } PerturbPhase;
+
+typedef struct App {
+    const Options *opt;
+    SDL_Window *win;
+    SDL_GLContext gl;
+    Ren ren;
+    Worker worker;
+    Uint32 ev_done; /* worker finished a job */
+
+    Model *model;    /* current model (heap) */
+    Scene scenes[2]; /* scenes[front] is on screen, the other is the worker's back buffer */
+    int front, has_scene;
+    float *map;      /* [h, w] raw values of the current map (w x h: map_kind_size) */
+    float *map_norm; /* [h, w] normalised for display */
+    uint8_t *mask;   /* [h, w] the attention mask */
+    float *atlas;    /* [L * (H + 3), h, w] the overview's maps, normalised */
+    ViewMaps vm;     /* the maps being computed (here, or by the worker during a view job)
+                        into its own buffers, which then swap with map, map_norm, atlas */
+    ViewMaps shown;  /* what view_compute said of the maps on screen (status, list) */
+    /* what the atlas on the GPU was computed for: a key that changes only the
+     * selection (the table's layer or head, the heads' head) redraws it, no more */
+    struct {
+        unsigned long loads; /* the scene (0: none) */
+        ViewOverview mode;
+        View view; /* the fields its kind reads; layer: VIEW_HEADS only */
+        int shared;
+        char legend_hi[32], legend_lo[32], legend_caption[32];
+    } atlas_of;
+    float map_lo, map_hi;
+    int map_w, map_h;                    /* of the current map */
+    int has_prefix;                      /* the kind has a prefix-token share */
+    float prefix_share[VIT_MAX_PREFIX];  /* [Np] the view's row at the prefix tokens */
+    char prefix_name[VIT_MAX_PREFIX][8]; /* "CLS", "reg1", ... */
+    const char *prefix_names[VIT_MAX_PREFIX];
+
+    View view;
+    KeyList keys; /* for the help overlay, as --help lists them */
+    int overlay, grid, help;
+    float opacity;
+    ViewOverview overview;
+    int colormap, shared_scale, bilinear;
+    int show_mask, mask_pct, mask_kept; /* mask fraction in percent */
+    int show_preds, show_distance;
+    char model_path[1024];  /* the current model's weights: remembered on quit */
+    char labels_path[1024]; /* and its labels file, "" if none */
+    char next_labels[1200]; /* labels for the next model app_open starts ("": --labels) */
+    /* W: the downloaded models in the list panel, Up / Down, Enter opens one, Esc closes */
+    int picking, n_picks, pick;
+    ModelEntry picks[REN_MAX_LIST];
+    int cursor_row, cursor_col; /* the keyboard's patch cursor */
+    int hover_row, hover_col;   /* the patch under the mouse, -1: none */
+    int hover_cell;             /* the overview cell under the mouse, -1: none */
+    float mouse_x, mouse_y;     /* framebuffer px */
+    int fullscreen;
+    int save_pending;
+    unsigned long saves;
+
+    char **images; /* the command line's images (slideshow), [n_images] */
+    int n_images, image_at;
+    JointFeatures joint; /* the slideshow's features, for the feature PCA over every photo */
+
+    /* the list panel: the logit lens's class per layer, the high-norm tokens */
+    int n_list, list_marked, n_high_norm;
+    int high_norm[VIT_MAX_PREFIX + 1024]; /* the high-norm tokens of the view (token norms) */
+    char list_title[96];
+    char list_text[REN_MAX_LIST][96];
+    const char *list_labels[REN_MAX_LIST];
+    float list_values[REN_MAX_LIST];
+    char list_right_text[REN_MAX_LIST][16];
+    const char *list_right[REN_MAX_LIST];
+
+    int busy;           /* a job is running */
+    int class_kind;     /* the class-specific kind 1-5 and a click on the panel switch to */
+    int shown_kind;     /* the kind of the map on screen (a class-specific view waiting for
+                           its maps keeps showing the one before), -1: none */
+    char pending[1024]; /* dropped while busy: started next (the latest wins) */
+    char photo[1024];   /* the photo last asked for (N steps on from it), "" if none */
+    char error[600];    /* shown on the error line until the next success */
+    char notice[600];   /* shown on the right of the status line until the next key */
+    char status_left[1024], status_right[256]; /* left: room for every part in full */
+    char legend_hi[32], legend_lo[32], legend_caption[32];
+    char pred_text[REN_MAX_PREDS][128];
+    char dist_caption[96], tooltip[128];
+    char cell_labels[VIT_MAX_LAYERS * 4][16]; /* overview labels, >= H + 3 */
+    const char *cell_label_ptrs[VIT_MAX_LAYERS * 4];
+    char col_text[VIT_MAX_LAYERS][12];
+    const char *col_ptrs[VIT_MAX_LAYERS], *row_ptrs[VIT_MAX_LAYERS * 4];
+    int announce;        /* print "ready" after the next frame */
+    int announce_maps;   /* set announce once the view job of a new photo is shown */
+    unsigned long loads; /* worker jobs finished, for the trace */
+    int trace;           /* VITLENS_TRACE */
+    unsigned long frames;
+    /* Shift+P: the perturbation test of the map on screen, as an animation */
+    struct {
+        PerturbPhase phase;
+        int most_first;       /* the order of the run asked for last */
+        unsigned long id;     /* the run asked for last: a finished job of another is dropped */
+        Perturbation *job;    /* the run the worker computes (its own until the event), or NULL */
+        Perturbation *queued; /* asked for while the worker was busy: started next, or NULL */
+        Perturbation run;     /* the run on screen (PERT_PLAYING, PERT_DONE) */
+        Perturbation ghost;   /* the other order's run of the same map, drawn dim, or zeroed */
+        Uint32 t0;            /* SDL_GetTicks when the animation started */
+        int step;             /* the step on screen, -1: none yet */
+        int announce;         /* print the trace's "perturb done" line after the next frame */
+        uint8_t *removed;     /* [N] 1: removed at `step` */
+        char title[64], subtitle[160], caption[96], ghost_caption[96];
+    } pert;
+    int running, dirty;
+    Uint64 t_input; /* when the first key since the last frame was handled, 0: none */
+    int again;      /* ren_present asked for another frame */
+} App;
+
+/* ---------------------------------------------------------------------------
+ * app.c: the state */
+
+/* Make the App from the options: the model loaded, the first photo handed to the worker,
+ * the window, its OpenGL context and the renderer made (app_open_window). 0, or -1 with
+ * a message on stderr (then app_free what was made). */
+int app_init(App *app, const Options *o);
+
+/* On quit: what the window shows, for the next run (settings.h); the built-in model is
+ * not remembered, so that a run without --model stays on it. */
+void app_save_settings(const App *app);
+
+/* Stop the worker (first: it may still use the model and a Scene), free everything,
+ * close the window. Accepts a half-made App. */
+void app_free(App *app);
+
+/* The Scene on screen, or NULL before the first photo. */
+const Scene *app_scene(const App *app);
+
+/* msg on the error line (until the next success) and on stderr. */
+void app_set_error(App *app, const char *msg);
+
+/* The query patch's (row, col) on the grid: 1, or 0 when the query is a prefix token. */
+int app_query_patch(const App *app, int *row, int *col);
+
+/* The class's first name ("tabby" of "tabby, tabby cat"), or "class 281". */
+void app_class_name(char *buf, size_t n, const App *app, int cls);
+
+/* ---------------------------------------------------------------------------
+ * window.c: the SDL window */
+
+/* SDL's video, the window (sized to the usable display), an OpenGL 3.3 core context,
+ * the renderer (ren_init), and --stdin-drops' reader. 0, or -1 with a message on stderr
+ * (no display, no context, a shader that does not compile: also in a dialog). */
+int app_open_window(App *app);
+
+/* F: fullscreen on / off; without a window manager the window itself covers the display. */
+void app_toggle_fullscreen(App *app);
+
+/* Window coordinates (SDL's mouse events) to framebuffer px (high-DPI). */
+void app_mouse_px(const App *app, int x, int y, float *fx, float *fy);
+
+/* ---------------------------------------------------------------------------
+ * input.c: the one event switch */
+
+/* A key, a click, a mouse move, a dropped file, a window event or the worker's event. */
+void app_handle_event(App *app, const SDL_Event *e);
+
+/* ---------------------------------------------------------------------------
+ * requests.c: view -> requests */
+
+/* Recompute the maps of the current view (and the overview, the mask) and upload them:
+ * here when that is quick, else on the worker (the old maps stay on screen meanwhile). */
+void app_update_map(App *app);
+
+/* The maps app->vm holds (computed here or by the worker: by "gui" or "worker") go on
+ * screen: its buffers swap with the ones shown, then the uploads, the legend, the mask,
+ * the list, the overview. */
+void app_show_maps(App *app, const char *by);
+
+/* Is a view job's result m what the window shows now: the single map of the view, with
+ * the overview's atlas, if one is on, already on the GPU? */
+int app_maps_current(const App *app, const ViewMaps *m);
+
+/* The list panel: the downloaded models while W's list is open, else the view's list
+ * as view_compute made it (the logit lens per layer, the high-norm tokens). */
+void app_update_list(App *app);
+
+/* ---------------------------------------------------------------------------
+ * jobs.c: the worker's jobs and results */
+
+/* Start loading a photo, or a model when path ends in .safetensors (the current
+ * photo is then run through it). While busy, the path waits for the running job. */
+void app_open(App *app, const char *path);
+
+/* The worker is done: its result; then a perturbation test asked for meanwhile. */
+void app_job_done(App *app);
+
+/* ---------------------------------------------------------------------------
+ * perturb.c: Shift+P's animation */
+
+/* Shift+P: the test of the view's map (pixel maps summed per patch) for the view's
+ * class; most relevant first, or the other order when one is on screen already. */
+void app_perturb_key(App *app);
+
+/* Start the worker on p (the worker owns it until its event). */
+void app_perturb_start(App *app, Perturbation *p);
+
+/* The worker computed a run: play it if it is still the one asked for. */
+void app_perturb_done(App *app);
+
+/* Back to the normal view; a job still running is dropped when it ends. */
+void app_perturb_stop(App *app);
+
+/* Free *p and its arrays, and set *p to NULL (accepts NULL). */
+void perturbation_drop(Perturbation **p);
+
+/* The animation's clock: the step due now; the last one stays on screen. */
+void app_perturb_tick(App *app);
+
+/* Milliseconds until the next step is due (the main loop sleeps that long at most). */
+int app_perturb_wait_ms(const App *app);
+
+/* The status line's right part during the test: the order, the step, the probability. */
+void app_perturb_status(App *app, char *buf, size_t n);
+
+/* The frame's picture and plot panel during the test. */
+void app_perturb_frame(App *app, RenFrame *f);
+
+/* ---------------------------------------------------------------------------
+ * status.c and frame.c: what is drawn */
+
+/* The status line: model, layer, head or fusion, map kind, query, target class,
+ * mask | top-1 class. Only what the view's kind reads is shown. */
+void app_update_status(App *app);
+
+/* Draw the App as one frame, present it, trace it (VITLENS_TRACE); S's PNG is saved
+ * here, from the frame as drawn. */
+void app_draw(App *app);
+
+#endif

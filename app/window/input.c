@@ -1,0 +1,423 @@
+/* input.c - every key and mouse event, through one switch (app_handle_event).
+ *
+ * A key changes the View (layer, head, query, kind, class, discard ratio, overview),
+ * the display (panels, mask, colours, opacity) or the photo and model; what changed the
+ * map asks for it again (app_update_map). A key or click that moves the view also ends
+ * a perturbation test, whose picture is of the view it started on. The key list that
+ * --help and the help overlay show is config/options.c's keys_list. */
+#include "window/app.h"
+#include "config/files.h"
+#include "render/colormap.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+/* N / P: the next / previous image of the command line's list when it has more
+ * than one; else of the folder of the photo last asked for; without one, the
+ * first / last demo scene of the built-in model. */
+static void app_step_photo(App *app, int step) {
+    if (app->n_images > 1) {
+        app->image_at = ((app->image_at + step) % app->n_images + app->n_images) % app->n_images;
+        app_open(app, app->images[app->image_at]);
+        return;
+    }
+    const char *from = app->photo[0] ? app->photo : app->opt->demo_dir;
+    char path[1024];
+    if (!from[0]) {
+        app_set_error(app, "no photo yet: drop one on the window");
+    } else if (files_step(path, sizeof path, from, step)) {
+        char msg[600];
+        snprintf(msg, sizeof msg, "%.500s: no image in that folder", from);
+        app_set_error(app, msg);
+    } else {
+        app_open(app, path);
+    }
+}
+
+/* Make patch (row, col) the query token. */
+static void app_set_query(App *app, int row, int col) {
+    const VitConfig *c = &app->model->vit.cfg;
+    app->cursor_row = row < 0 ? 0 : row >= c->grid_h ? c->grid_h - 1 : row;
+    app->cursor_col = col < 0 ? 0 : col >= c->grid_w ? c->grid_w - 1 : col;
+    app->view.query = c->n_prefix + app->cursor_row * c->grid_w + app->cursor_col;
+}
+
+/* I J K L / Shift+arrows: the first press makes the cursor's patch the query,
+ * the next ones move it. */
+static void app_move_cursor(App *app, int drow, int dcol) {
+    int r, c;
+    if (!app_query_patch(app, &r, &c))
+        app_set_query(app, app->cursor_row, app->cursor_col);
+    else
+        app_set_query(app, r + drow, c + dcol);
+}
+
+/* Open overview cell k (an atlas index) as the single view. */
+static void app_open_cell(App *app, int k) {
+    const VitConfig *c = &app->model->vit.cfg;
+    int K = c->n_heads + VIEW_N_FUSIONS;
+    if (k < 0) return;
+    if (app->overview == VIEW_TABLE)
+        app->view.layer = k / K, app->view.head = k % K;
+    else
+        app->view.head = k;
+    app->overview = VIEW_SINGLE;
+}
+
+/* Explain the class of the top-5 panel's row `rank` (0: the most probable): the
+ * view targets it, switching to a class-specific kind if it shows another. */
+static void app_target_rank(App *app, int rank) {
+    const Scene *sc = app_scene(app);
+    const VitConfig *c = &app->model->vit.cfg;
+    if (!sc) return;
+    if (c->n_classes == 0) {
+        snprintf(app->notice, sizeof app->notice,
+                 "%s has no classification head: no class to explain", app->model->name);
+        return;
+    }
+    int top[REN_MAX_PREDS], k = c->n_classes < REN_MAX_PREDS ? c->n_classes : REN_MAX_PREDS;
+    if (rank < 0 || rank >= k) return;
+    vit_top_k(top, sc->run.probs, c->n_classes, k);
+    app->view.target = top[rank];
+    if (!MAP_KINDS[app->view.kind].uses_target) app->view.kind = app->class_kind;
+    app->overview = VIEW_SINGLE;
+    app_update_map(app);
+}
+
+/* E / Shift+E: the next / previous kind of the table; without a classification
+ * head the class-specific ones are passed over, and the status line says why. */
+static void app_step_kind(App *app, int step) {
+    View *v = &app->view;
+    int skipped = 0;
+    for (int i = 0; i < MAP_KIND_COUNT; i++) {
+        v->kind = (v->kind + step + MAP_KIND_COUNT) % MAP_KIND_COUNT;
+        if (map_kind_usable(v->kind, &app->model->vit.cfg)) break;
+        skipped = 1;
+    }
+    if (MAP_KINDS[v->kind].uses_target) app->class_kind = v->kind;
+    if (skipped)
+        snprintf(app->notice, sizeof app->notice,
+                 "%s has no classification head: no class-specific maps", app->model->name);
+}
+
+/* W: open or close the list of the downloaded models (models.h). */
+static void app_toggle_models(App *app) {
+    app->picking = !app->picking;
+    if (app->picking) {
+        app->n_picks = models_list(app->picks, REN_MAX_LIST), app->pick = 0;
+        for (int i = 0; i < app->n_picks; i++)
+            if (!strcmp(app->picks[i].weights, app->model_path)) app->pick = i;
+        if (app->n_picks == 0) {
+            char dirs[MODELS_MAX_DIRS][1024];
+            int n = models_dirs(dirs);
+            snprintf(app->notice, sizeof app->notice,
+                     "no downloaded models in %.200s%s%.200s (scripts/download-model.sh NAME)",
+                     n > 0 ? dirs[0] : "", n > 1 ? " or " : "", n > 1 ? dirs[n - 1] : "");
+            app->picking = 0;
+        }
+    }
+    app_update_list(app);
+}
+
+/* The keys of the open models list: 1 when the key was one of them. */
+static int app_pick_key(App *app, SDL_Keycode key) {
+    switch (key) {
+    case SDLK_UP: app->pick = app->pick > 0 ? app->pick - 1 : app->n_picks - 1; break;
+    case SDLK_DOWN: app->pick = (app->pick + 1) % app->n_picks; break;
+    case SDLK_ESCAPE: app_toggle_models(app); return 1;
+    case SDLK_RETURN:
+    case SDLK_KP_ENTER: { /* loaded on the worker, as a dropped model; its labels with it */
+        const ModelEntry *m = &app->picks[app->pick];
+        snprintf(app->next_labels, sizeof app->next_labels, "%s", m->labels);
+        char path[1200];
+        snprintf(path, sizeof path, "%s", m->weights);
+        app_toggle_models(app);
+        if (strcmp(path, app->model_path)) app_open(app, path);
+        return 1;
+    }
+    default: return 0;
+    }
+    app_update_list(app);
+    return 1;
+}
+
+/* A map kind's own key (R: rollout on / off, Shift+R: attention flow, ...), or Shift+ the
+ * key of a kind that has a view over every photo (Shift+X: the feature PCA over the
+ * slideshow): that kind, or back to the first row. 1 when it was one. */
+static int app_kind_key(App *app, SDL_Keycode key, int shift) {
+    View *v = &app->view;
+    for (int k = 0; k < MAP_KIND_COUNT; k++) {
+        const MapKindInfo *m = &MAP_KINDS[k];
+        if (!m->key || key != (SDL_Keycode)m->key) continue;
+        if (shift && m->shift_joint) { /* the kind over every photo of the slideshow */
+            int on = !(v->kind == k && v->joint);
+            v->kind = on ? k : MAP_ATTENTION, v->joint = on;
+            return 1;
+        }
+        if (shift == m->shift) {
+            v->kind = v->kind == k ? MAP_ATTENTION : k;
+            v->joint = 0;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* A (T): the heads of the layer (the whole table) on / off. 1 when the map changed. */
+static int app_overview_key(App *app, SDL_Keycode key) {
+    const VitConfig *c = &app->model->vit.cfg;
+    const MapKindInfo *k = &MAP_KINDS[app->view.kind];
+    if (c->n_heads + VIEW_N_FUSIONS > VIT_MAX_LAYERS * 4) {
+        app_set_error(app, "too many heads for an overview");
+        return 0;
+    }
+    if (!k->per_head) {
+        snprintf(app->notice, sizeof app->notice, "%s has no per-head maps to show", k->title);
+        return 0;
+    }
+    ViewOverview mode = key == SDLK_t ? VIEW_TABLE : VIEW_HEADS;
+    app->overview = app->overview == mode ? VIEW_SINGLE : mode;
+    return 1;
+}
+
+/* The keys that move the view through the model: layers, heads, the query patch, the
+ * kind, the class, the discard ratio, the overviews. 1 when key was one of them; *changed
+ * 1 when the map changed. */
+static int app_view_key(App *app, SDL_Keycode key, int shift, int *changed) {
+    const VitConfig *c = &app->model->vit.cfg;
+    View *v = &app->view;
+    switch (key) {
+    case SDLK_LEFT:
+        if (shift)
+            app_move_cursor(app, 0, -1), *changed = 1;
+        else if (v->layer > 0)
+            v->layer--, *changed = 1;
+        break;
+    case SDLK_RIGHT:
+        if (shift)
+            app_move_cursor(app, 0, 1), *changed = 1;
+        else if (v->layer < c->n_layers - 1)
+            v->layer++, *changed = 1;
+        break;
+    case SDLK_UP:
+        if (shift)
+            app_move_cursor(app, -1, 0), *changed = 1;
+        else if (v->head > 0)
+            v->head--, *changed = 1;
+        break;
+    case SDLK_DOWN:
+        if (shift)
+            app_move_cursor(app, 1, 0), *changed = 1;
+        else if (v->head < c->n_heads + VIEW_N_FUSIONS - 1)
+            v->head++, *changed = 1;
+        break;
+    case SDLK_i: app_move_cursor(app, -1, 0), *changed = 1; break;
+    case SDLK_k: app_move_cursor(app, 1, 0), *changed = 1; break;
+    case SDLK_j: app_move_cursor(app, 0, -1), *changed = 1; break;
+    case SDLK_l: app_move_cursor(app, 0, 1), *changed = 1; break;
+    case SDLK_c: *changed = v->query != 0, v->query = 0; break;
+    case SDLK_e: /* the next / previous row of the map kinds' table */
+        app_step_kind(app, shift ? -1 : 1), *changed = 1;
+        break;
+    case SDLK_1:
+    case SDLK_2:
+    case SDLK_3:
+    case SDLK_4:
+    case SDLK_5: app_target_rank(app, (int)(key - SDLK_1)); break;
+    case SDLK_KP_1:
+    case SDLK_KP_2:
+    case SDLK_KP_3:
+    case SDLK_KP_4:
+    case SDLK_KP_5: app_target_rank(app, (int)(key - SDLK_KP_1)); break;
+    case SDLK_LEFTBRACKET:
+    case SDLK_RIGHTBRACKET: {
+        /* in tenths, so that stepping never accumulates float error: 0.0 .. 0.9 */
+        int t = (int)lroundf(v->discard_ratio * 10.0f) + (key == SDLK_RIGHTBRACKET ? 1 : -1);
+        if (t < 0 || t > 9) break;
+        v->discard_ratio = (float)t / 10.0f;
+        *changed = MAP_KINDS[v->kind].uses_discard;
+        break;
+    }
+    case SDLK_a:
+    case SDLK_t: *changed = app_overview_key(app, key); break;
+    case SDLK_RETURN:
+    case SDLK_KP_ENTER:
+        if (app->overview) {
+            int K = c->n_heads + VIEW_N_FUSIONS;
+            app_open_cell(app, app->overview == VIEW_TABLE ? v->layer * K + v->head : v->head);
+            *changed = 1;
+        }
+        break;
+    default: return 0;
+    }
+    return 1;
+}
+
+/* The keys of what is shown and how: panels, mask, colours, scale, opacity, the photo,
+ * the model, saving, fullscreen, help, quitting. 1 when key was one of them; *changed 1
+ * when the map changed. */
+static int app_display_key(App *app, SDL_Keycode key, int shift, int *changed) {
+    switch (key) {
+    case SDLK_ESCAPE:
+    case SDLK_q: app->running = 0; break;
+    case SDLK_0:
+    case SDLK_KP_0: app->show_preds = !app->show_preds; break;
+    case SDLK_d: app->show_distance = !app->show_distance; break;
+    case SDLK_m: app->show_mask = !app->show_mask, *changed = 1; break;
+    case SDLK_COMMA:
+    case SDLK_PERIOD: {
+        int pct = app->mask_pct + (key == SDLK_PERIOD ? 5 : -5);
+        if (pct < 5 || pct > 100) break;
+        app->mask_pct = pct;
+        *changed = app->show_mask;
+        break;
+    }
+    case SDLK_v:
+        app->colormap = (app->colormap + (shift ? COLORMAP_COUNT - 1 : 1)) % COLORMAP_COUNT;
+        ren_set_colormap(&app->ren, app->colormap);
+        break;
+    case SDLK_u: app->shared_scale = !app->shared_scale, *changed = 1; break;
+    case SDLK_b: app->bilinear = !app->bilinear; break;
+    case SDLK_n: app_step_photo(app, shift ? -1 : 1); break;
+    case SDLK_p: /* Shift+P: the perturbation test of the map; P the previous image */
+        if (shift)
+            app_perturb_key(app);
+        else
+            app_step_photo(app, -1);
+        break;
+    case SDLK_s: app->save_pending = 1; break;
+    case SDLK_f: app_toggle_fullscreen(app); break;
+    case SDLK_g: app->grid = !app->grid; break;
+    case SDLK_o: app->overlay = !app->overlay; break;
+    case SDLK_h: app->help = !app->help; break;
+    case SDLK_w: app_toggle_models(app); break;
+    case SDLK_PLUS:
+    case SDLK_EQUALS: /* '+' is shift+'=' on most layouts */
+    case SDLK_KP_PLUS:
+        app->opacity = app->opacity + 0.1f > 1.0f ? 1.0f : app->opacity + 0.1f;
+        break;
+    case SDLK_MINUS:
+    case SDLK_KP_MINUS:
+        app->opacity = app->opacity - 0.1f < 0.0f ? 0.0f : app->opacity - 0.1f;
+        break;
+    default: return 0;
+    }
+    return 1;
+}
+
+/* A key's action: the models list's keys while it is open, a kind's own key, a view
+ * key or a display key; an unknown key changes nothing (not even the frame). */
+static void app_key_action(App *app, const SDL_Keysym *ks) {
+    SDL_Keycode key = ks->sym;
+    int shift = (ks->mod & KMOD_SHIFT) != 0;
+    int map_changed = 0;
+    app->notice[0] = '\0';
+    if (app->picking && app_pick_key(app, key)) {
+        app->dirty = 1;
+        return;
+    }
+    if (app_kind_key(app, key, shift)) {
+        app_update_map(app);
+        app->dirty = 1;
+        return;
+    }
+    if (!app_view_key(app, key, shift, &map_changed) &&
+        !app_display_key(app, key, shift, &map_changed))
+        return;
+    if (map_changed) app_update_map(app);
+    app->dirty = 1;
+}
+
+/* Did the view change from `before`: another map (the fields its kind reads), class or
+ * overview? */
+static int app_view_moved(const App *app, const View *before, ViewOverview overview) {
+    return !view_same_map(before, &app->view, app->model->vit.cfg.n_heads) ||
+           before->target != app->view.target || overview != app->overview;
+}
+
+/* A key: its action. One that changes the view, the photo or the model (N, P, W's list)
+ * also ends a perturbation test, whose picture is of the view it started on. */
+static void app_key(App *app, const SDL_Keysym *ks) {
+    View before = app->view;
+    ViewOverview overview = app->overview;
+    int shift = (ks->mod & KMOD_SHIFT) != 0;
+    app_key_action(app, ks);
+    if (ks->sym == SDLK_p && shift) return; /* the test's own key */
+    if (ks->sym == SDLK_n || ks->sym == SDLK_p || ks->sym == SDLK_w ||
+        app_view_moved(app, &before, overview))
+        app_perturb_stop(app);
+}
+
+/* What is under the mouse: a patch of the single view, or an overview cell. */
+static void app_hover(App *app, int x, int y) {
+    app_mouse_px(app, x, y, &app->mouse_x, &app->mouse_y);
+    int r = -1, c = -1, cell = -1;
+    if (app->has_scene && !app->overview) {
+        if (ren_patch_at(&app->ren, (int)app->mouse_x, (int)app->mouse_y, &r, &c)) r = c = -1;
+    } else if (app->has_scene) {
+        cell = ren_cell_at(&app->ren, (int)app->mouse_x, (int)app->mouse_y);
+    }
+    if (r != app->hover_row || c != app->hover_col || cell != app->hover_cell) app->dirty = 1;
+    app->hover_row = r, app->hover_col = c, app->hover_cell = cell;
+    if (app->hover_row >= 0 || app->hover_cell >= 0) app->dirty = 1; /* the tooltip follows */
+}
+
+static void app_click_action(App *app, int x, int y) {
+    app_hover(app, x, y);
+    if (!app->has_scene) return;
+    app->notice[0] = '\0';
+    int rank = ren_pred_at(&app->ren, (int)app->mouse_x, (int)app->mouse_y);
+    if (rank >= 0) { /* a row of the top-5 panel: explain that class */
+        app_target_rank(app, rank);
+        return;
+    }
+    if (app->overview) {
+        if (app->hover_cell < 0) return;
+        app_open_cell(app, app->hover_cell);
+        app->hover_cell = -1;
+    } else {
+        if (app->hover_row < 0) return;
+        app_set_query(app, app->hover_row, app->hover_col);
+    }
+    app_update_map(app);
+}
+
+/* A click: its action; one that changes the view ends a perturbation test. */
+static void app_click(App *app, int x, int y) {
+    View before = app->view;
+    ViewOverview overview = app->overview;
+    app_click_action(app, x, y);
+    if (app_view_moved(app, &before, overview)) app_perturb_stop(app);
+}
+
+void app_handle_event(App *app, const SDL_Event *e) {
+    switch (e->type) {
+    case SDL_QUIT: app->running = 0; break;
+    case SDL_KEYDOWN:
+        if (!app->t_input) app->t_input = SDL_GetPerformanceCounter();
+        app_key(app, &e->key.keysym);
+        break;
+    case SDL_MOUSEMOTION: app_hover(app, e->motion.x, e->motion.y); break;
+    case SDL_MOUSEBUTTONDOWN:
+        if (e->button.button == SDL_BUTTON_LEFT) app_click(app, e->button.x, e->button.y);
+        break;
+    case SDL_DROPFILE:
+        if (e->drop.file) app_open(app, e->drop.file);
+        SDL_free(e->drop.file);
+        break;
+    case SDL_WINDOWEVENT:
+        if (e->window.event == SDL_WINDOWEVENT_SIZE_CHANGED ||
+            e->window.event == SDL_WINDOWEVENT_EXPOSED ||
+            e->window.event == SDL_WINDOWEVENT_SHOWN) {
+            ren_expose(&app->ren);
+            app->dirty = 1;
+        }
+        if (e->window.event == SDL_WINDOWEVENT_LEAVE)
+            app->hover_row = app->hover_col = app->hover_cell = -1, app->dirty = 1;
+        break;
+    default:
+        if (e->type == app->ev_done) app_job_done(app);
+        break;
+    }
+}

@@ -1,0 +1,173 @@
+/* jobs.c - photos and models opened on the worker thread, and the worker's results.
+ *
+ * app_open hands a photo (or a .safetensors model, which the photo then runs through) to
+ * the worker, or keeps it pending while a job runs; app_job_done takes the worker's
+ * event: a new Scene swapped in front, a new model in place of the old one, the
+ * class-specific or worker maps shown, a view job's maps uploaded, an error on the
+ * error line; then the pending photo, or the perturbation test asked for meanwhile. */
+#include "window/app.h"
+#include "window/trace.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int ends_with(const char *s, const char *suffix) {
+    size_t n = strlen(s), k = strlen(suffix);
+    return n >= k && SDL_strcasecmp(s + n - k, suffix) == 0;
+}
+
+void app_open(App *app, const char *path) {
+    if (!ends_with(path, ".safetensors")) snprintf(app->photo, sizeof app->photo, "%s", path);
+    if (app->busy) {
+        snprintf(app->pending, sizeof app->pending, "%s", path);
+        /* a newer photo makes the running view job, worker map or photo's forward pass
+         * useless: stopped, it ends at once and the pending photo starts (app_job_done) */
+        const Worker *w = &app->worker;
+        if (w->maps || w->slow ||
+            (!w->explain && !w->perturb && !w->model_path[0] && !ends_with(path, ".safetensors")))
+            worker_cancel(&app->worker);
+        return;
+    }
+    const Scene *sc = app_scene(app);
+    Scene *back = &app->scenes[app->has_scene ? !app->front : app->front];
+    if (ends_with(path, ".safetensors")) {
+        worker_start(&app->worker, path, &app->opt->load,
+                     app->next_labels[0] ? app->next_labels : app->opt->labels_path, app->model,
+                     sc ? sc->path : NULL, back);
+        app->next_labels[0] = '\0';
+    } else
+        worker_start(&app->worker, NULL, NULL, NULL, app->model, path, back);
+    app->busy = 1;
+    app->dirty = 1;
+}
+
+/* Buffers sized by the scene's shapes: the largest map of any kind. */
+static int app_scene_buffers(App *app, const Scene *sc) {
+    const VitConfig *c = &sc->run.cfg;
+    size_t N = map_kind_max_floats(c, 0), K = (size_t)(c->n_heads + VIEW_N_FUSIONS);
+    size_t N_atlas = map_kind_max_floats(c, 1);
+    float *map = realloc(app->map, N * sizeof *map);
+    if (map) app->map = map;
+    float *norm = realloc(app->map_norm, N * sizeof *norm);
+    if (norm) app->map_norm = norm;
+    uint8_t *mask = realloc(app->mask, N);
+    if (mask) app->mask = mask;
+    float *atlas = realloc(app->atlas, (size_t)c->n_layers * K * N_atlas * sizeof *atlas);
+    if (atlas) app->atlas = atlas;
+    if (!map || !norm || !mask || !atlas) return -1;
+    /* the same again for the maps being computed (no view job runs: the worker is idle) */
+    if (!(map = realloc(app->vm.map, N * sizeof *map))) return -1;
+    app->vm.map = map;
+    if (!(norm = realloc(app->vm.norm, N * sizeof *norm))) return -1;
+    app->vm.norm = norm;
+    if (!(atlas = realloc(app->vm.atlas, (size_t)c->n_layers * K * N_atlas * sizeof *atlas)))
+        return -1;
+    app->vm.atlas = atlas;
+    if (app->cursor_row >= c->grid_h || app->cursor_col >= c->grid_w || app->cursor_row < 0)
+        app->cursor_row = c->grid_h / 2, app->cursor_col = c->grid_w / 2;
+    return 0;
+}
+
+/* The worker is done: swap in its result or show its error. */
+static void app_job_result(App *app) {
+    Worker *w = &app->worker;
+    app->busy = 0;
+    if (app->trace && w->status == VIT_ERR_CANCELLED) /* for tests: what a newer request saved */
+        printf("job cancelled %s\n", w->maps      ? "maps"
+                                     : w->slow    ? "slow"
+                                     : w->explain ? "explain"
+                                                  : "forward");
+    if (w->perturb || w->explain || w->slow || w->maps) { /* a job on the front Scene */
+        if (w->perturb) {
+            app_perturb_done(app);
+        } else if (w->status == VIT_ERR_CANCELLED) { /* asked again below, if still wanted */
+        } else if (w->status != VIT_OK) {            /* class-specific, worker or view maps */
+            app_set_error(app, w->err.msg);
+            if (w->maps && app->announce_maps) /* the photo is on screen, if not its maps */
+                app->announce = 1, app->announce_maps = 0;
+            if (!w->maps) {
+                app->view.kind = app->shown_kind >= 0 ? app->shown_kind : MAP_ATTENTION;
+                app->view.joint = 0;
+            }
+        } else if (w->maps) {
+            app_show_maps(app, "worker");
+            app->error[0] = '\0';
+        } else if (w->slow) {
+            scene_slow_swap(&app->scenes[app->front]);
+            if (w->joint && w->joint->skipped[0])
+                snprintf(app->notice, sizeof app->notice, "skipped: %.500s", w->joint->skipped);
+            app->error[0] = '\0';
+        } else {
+            scene_explain_swap(&app->scenes[app->front]);
+            app->error[0] = '\0';
+        }
+        app->dirty = 1;
+        if (app->pending[0]) { /* a photo dropped meanwhile goes first */
+            char path[1024];
+            snprintf(path, sizeof path, "%s", app->pending);
+            app->pending[0] = '\0';
+            app_open(app, path);
+            return;
+        }
+        if (w->maps && w->status != VIT_ERR_CANCELLED && app_maps_current(app, w->maps))
+            return;          /* done (or failed: the error shows, asking again would fail again) */
+        app_update_map(app); /* or asks for the next class if the view moved on */
+        return;
+    }
+    app->loads++;
+    if (w->status == VIT_ERR_CANCELLED) { /* a newer photo: pending, opened below */
+    } else if (w->status != VIT_OK) {
+        app_set_error(app, w->err.msg);
+    } else {
+        if (w->ran || w->new_model) /* another photo or model: not the test's map */
+            app_perturb_stop(app);
+        if (w->new_model) { /* the worker is idle: nothing reads the old model any more */
+            Model *old = app->model;
+            app->model = w->new_model;
+            w->new_model = NULL;
+            snprintf(app->model_path, sizeof app->model_path, "%s", w->model_path);
+            snprintf(app->labels_path, sizeof app->labels_path, "%s", w->labels_path);
+            model_free(old);
+            free(old);
+            joint_features_free(&app->joint); /* of the old model */
+            view_clamp(&app->view, &app->model->vit.cfg);
+        }
+        if (w->ran) {
+            if (app->has_scene) app->front = !app->front;
+            app->has_scene = 1;
+        }
+        const Scene *sc = app_scene(app);
+        if (sc) {
+            if (app_scene_buffers(app, sc)) {
+                app_set_error(app, "out of memory for the maps");
+                app->has_scene = 0;
+            } else {
+                trace_startup(app, "scene");
+                ren_upload_image(&app->ren, sc->crop_rgb, sc->crop_w_px, sc->crop_h_px);
+                app_update_map(app);
+                if (app->busy && app->worker.maps) /* "ready" once its maps are on screen */
+                    app->announce_maps = 1;
+                else
+                    app->announce = 1;
+            }
+        }
+        app->error[0] = '\0';
+    }
+    app->dirty = 1;
+    if (app->pending[0]) {
+        char path[1024];
+        snprintf(path, sizeof path, "%s", app->pending);
+        app->pending[0] = '\0';
+        app_open(app, path);
+    }
+}
+
+void app_job_done(App *app) {
+    app_job_result(app);
+    if (!app->busy && app->pert.queued) {
+        Perturbation *p = app->pert.queued;
+        app->pert.queued = NULL;
+        app_perturb_start(app, p);
+    }
+}

@@ -1,0 +1,116 @@
+/* status.c - the status line: on the left what the view shows (model, layer, head or
+ * fusion, kind, query, class, the kind's own part, mask), only what its kind reads; on
+ * the right the perturbation test, the job running with its progress, a notice, or the
+ * top-1 class; and the window's title. */
+#include "window/app.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* What the worker is doing, for the status line: "rollout 5/12", "forward pass 3/12",
+ * "attention flow 120/197" (layers; tokens for the flow), or without a count when the
+ * job does not report one. */
+static void app_job_status(const App *app, char *buf, size_t n) {
+    const Worker *w = &app->worker;
+    char what[96];
+    if (w->maps) {
+        const MapKindInfo *k = &MAP_KINDS[w->maps->view.kind];
+        snprintf(what, sizeof what, "%s%s", k->name,
+                 w->maps->overview == VIEW_TABLE   ? ", every layer's heads"
+                 : w->maps->overview == VIEW_HEADS ? ", every head"
+                                                   : "");
+    } else if (w->slow) {
+        snprintf(what, sizeof what, "%s", MAP_KINDS[w->view.kind].name);
+    } else if (w->explain) {
+        snprintf(what, sizeof what, "backward pass");
+    } else if (w->perturb) {
+        snprintf(what, sizeof what, "perturbation test");
+    } else {
+        snprintf(what, sizeof what, "%s", w->model_path[0] ? "loading the model" : "forward pass");
+    }
+    int done, total;
+    worker_progress(w, &done, &total);
+    if (total > 0)
+        snprintf(buf, n, "%s %d/%d\xe2\x80\xa6", what, done, total);
+    else
+        snprintf(buf, n, "%s\xe2\x80\xa6", what);
+}
+
+void app_update_status(App *app) {
+    const VitConfig *c = &app->model->vit.cfg;
+    const View *v = &app->view;
+    const MapKindInfo *k = &MAP_KINDS[v->kind];
+    const Scene *sc = app_scene(app);
+    const char *dot = "  \xc2\xb7  "; /* U+00B7 middle dot */
+    char layer[48] = "", head[64] = "", kind[64], query[64] = "", target[160] = "", mask[64] = "";
+    if (k->per_layer)
+        snprintf(layer, sizeof layer, "%slayer %d/%d", dot, v->layer + 1, c->n_layers);
+    if (k->per_head) {
+        char h[48];
+        view_head_text(h, sizeof h, v, c->n_heads);
+        if (app->overview == VIEW_TABLE)
+            snprintf(h, sizeof h, "layers \xc3\x97 heads");
+        else if (app->overview == VIEW_HEADS)
+            snprintf(h, sizeof h, "all %d heads", c->n_heads);
+        snprintf(head, sizeof head, "%s%s", dot, h);
+    }
+    if (k->uses_discard && v->discard_ratio > 0.0f)
+        snprintf(kind, sizeof kind, "%s, discard %.1f", k->name, (double)v->discard_ratio);
+    else
+        snprintf(kind, sizeof kind, "%s", k->name);
+    if (k->uses_query && v->query != 0) {
+        char q[48];
+        view_query_text(q, sizeof q, v, c);
+        snprintf(query, sizeof query, "%sfrom %s", dot, q);
+    }
+    int target_class = k->uses_target && sc ? view_class(v, sc) : -1;
+    if (target_class >= 0) {
+        const char *label = model_label(app->model, target_class);
+        if (label)
+            snprintf(target, sizeof target, "%sfor: %.100s", dot, label);
+        else
+            snprintf(target, sizeof target, "%sfor: class %d", dot, target_class);
+    }
+    if (app->show_mask && !app->overview && !k->rgb && !k->outline)
+        snprintf(mask, sizeof mask, "%smask %d%%: %d %s", dot, app->mask_pct, app->mask_kept,
+                 k->pixels ? "px" : "patches");
+    char more[300] = "", extra[240] = "";
+    if (k->status && sc && app->shown_kind == v->kind) /* computed with the map */
+        snprintf(extra, sizeof extra, "%s", app->shown.status);
+    if (k->rgb && sc && app->shown_kind == v->kind && app->map_w > 0) { /* foreground patches */
+        int fg = 0, n = app->map_w * app->map_h;
+        for (int i = 0; i < n; i++) fg += app->map[(size_t)i * 4 + 3] > 0.5f;
+        size_t len = strlen(extra);
+        snprintf(extra + len, sizeof extra - len, ": %d of %d patches foreground", fg, n);
+    }
+    if (sc && sc->orientation > 1) { /* a phone photo stored sideways */
+        size_t len = strlen(extra);
+        snprintf(extra + len, sizeof extra - len, "%s%s EXIF orientation %d", len ? dot : "",
+                 sc->ignore_orientation ? "as stored, ignoring" : "turned upright by its",
+                 sc->orientation);
+    }
+    if (extra[0]) snprintf(more, sizeof more, "%s%s", dot, extra);
+    snprintf(app->status_left, sizeof app->status_left, "%s%s%s%s%s%s%s%s%s%s%s", app->model->name,
+             layer, head, dot, kind, query, target, more, mask, app->overlay ? "" : dot,
+             app->overlay ? "" : "overlay off");
+    app->status_right[0] = '\0';
+    if (app->pert.phase != PERT_OFF && !app->notice[0]) {
+        app_perturb_status(app, app->status_right, sizeof app->status_right);
+    } else if (app->busy) {
+        app_job_status(app, app->status_right, sizeof app->status_right);
+    } else if (app->notice[0]) {
+        snprintf(app->status_right, sizeof app->status_right, "%.250s", app->notice);
+    } else if (sc && c->n_classes > 0 && sc->run.probs) {
+        int top;
+        vit_top_k(&top, sc->run.probs, c->n_classes, 1);
+        const char *label = model_label(app->model, top);
+        char cls[32];
+        snprintf(cls, sizeof cls, "class %d", top);
+        snprintf(app->status_right, sizeof app->status_right, "%s  %.1f%%", label ? label : cls,
+                 100.0 * sc->run.probs[top]);
+    }
+    char title[512];
+    snprintf(title, sizeof title, "vitlens \xe2\x80\x94 %s \xe2\x80\x94 %s",
+             sc ? sc->name : "no image", app->model->name);
+    SDL_SetWindowTitle(app->win, title);
+}

@@ -1,0 +1,123 @@
+/* trace.c - VITLENS_TRACE=1: what the window did, on stdout, one line per event, for
+ * the tests and bench/app_latency.py to read: "startup WHAT MS" along the launch,
+ * "maps ..." when a view's maps go on screen (with a hash of them), "frame N ..." with
+ * the state of every drawn frame and where its time went, "status LEFT | RIGHT", and
+ * "perturb done ..." with a finished perturbation test's curve. */
+#include "window/trace.h"
+#include "window/app.h"
+#include "render/colormap.h"
+
+#include <stdio.h>
+
+static Uint64 t_main; /* the launch's time 0 */
+
+static const char *const PERT_PHASE_NAMES[] = {"off", "computing", "playing", "done"};
+
+void trace_clock_start(void) {
+    t_main = SDL_GetPerformanceCounter();
+}
+
+void trace_startup(const App *app, const char *what) {
+    if (!app->trace) return;
+    printf("startup %s %.1f\n", what,
+           (double)(SDL_GetPerformanceCounter() - t_main) * 1e3 /
+               (double)SDL_GetPerformanceFrequency());
+}
+
+/* FNV-1a of n floats' bytes: the map on screen, compared across runs. */
+static unsigned long trace_hash(const float *x, size_t n) {
+    const unsigned char *b = (const unsigned char *)x;
+    unsigned long h = 2166136261ul;
+    for (size_t i = 0; i < n * sizeof *x; i++) h = ((h ^ b[i]) * 16777619ul) & 0xfffffffful;
+    return h;
+}
+
+void trace_maps(const App *app, const ViewMaps *m, const char *by) {
+    if (!app->trace) return;
+    size_t n = (size_t)m->w * m->h * map_kind_channels(m->view.kind);
+    printf("maps by=%s kind=%s layer=%d head=%d query=%d target=%d overview=%d shared=%d "
+           "lo=%.9g hi=%.9g map=%08lx atlas=",
+           by, MAP_KINDS[m->view.kind].tag, m->view.layer, m->view.head, m->view.query,
+           m->view.target, (int)m->overview, m->shared, (double)m->lo, (double)m->hi,
+           trace_hash(app->map, n));
+    if (m->n_atlas)
+        printf("%08lx\n", trace_hash(app->atlas, (size_t)m->n_atlas * n));
+    else
+        printf("-\n");
+}
+
+/* The trace's line of a finished run: every step's probability and top-1, the order. */
+static void trace_perturb_done(const App *app) {
+    const Perturbation *p = &app->pert.run;
+    printf("perturb done mode=%s target=%d steps=%d patches=%d auc=%.9g curve=",
+           p->most_first ? "positive" : "negative", p->target, p->n_steps, p->n_patches,
+           vit_auc(p->probs, p->n_steps + 1));
+    for (int s = 0; s <= p->n_steps; s++) printf("%s%.9g", s ? "," : "", (double)p->probs[s]);
+    printf(" top=");
+    for (int s = 0; s <= p->n_steps; s++) printf("%s%d", s ? "," : "", p->top[s]);
+    printf(" order=");
+    for (int i = 0; i < p->n_patches; i++) printf("%s%d", i ? "," : "", p->order[i]);
+    printf("\n");
+}
+
+/* The view and the window's state: "frame N layer=... listw=W ". */
+static void trace_frame_state(const App *app, const RenFrame *f) {
+    const Ren *r = &app->ren;
+    const Scene *sc = app_scene(app);
+    /* the prefix tokens' share of the view's row: "CLS:0.1234,reg1:0.0567" */
+    char prefix[VIT_MAX_PREFIX * 20] = "-";
+    for (int i = 0, k = 0; sc && app->has_prefix && i < sc->run.cfg.n_prefix; i++)
+        k += snprintf(prefix + k, sizeof prefix - (size_t)k, "%s%s:%.4f", i ? "," : "",
+                      app->prefix_name[i], (double)app->prefix_share[i]);
+    /* rollout= stays for bench/app_latency.py; kind= is the view's kind (its file tag) */
+    printf("frame %lu layer=%d head=%d rollout=%d kind=%s target=%d discard=%.2f overlay=%d "
+           "opacity=%.2f grid=%d "
+           "help=%d busy=%d loads=%lu scene=%d error=%d image=%d,%d,%d image_h=%d prefix=%s "
+           "window=%d,%d query=%d overview=%d colormap=%s scale=%s bilinear=%d mask=%d "
+           "fraction=%d kept=%d preds=%d distance=%d hover=%d,%d cell=%d fullscreen=%d "
+           "image_at=%d saves=%lu cells=%d,%d,%d,%d,%d,%d panel=%d,%d class=%d explained=%d "
+           "shown=%s marked=%d joint=%d list=%d listmark=%d highnorm=%d picking=%d listw=%d ",
+           app->frames, app->view.layer, app->view.head, app->view.kind == MAP_ROLLOUT,
+           MAP_KINDS[app->view.kind].tag, app->view.target, (double)app->view.discard_ratio,
+           app->overlay, (double)app->opacity, app->grid, app->help, app->busy, app->loads,
+           app->has_scene, app->error[0] != 0, r->image_x, r->image_y, r->image_w_px, r->image_h_px,
+           prefix, r->fb_w, r->fb_h, app->view.query, app->overview, colormap_names[app->colormap],
+           app->shared_scale ? "layer" : "map", app->bilinear, app->show_mask, app->mask_pct,
+           app->mask_kept, f->n_preds, f->distance != NULL, app->hover_row, app->hover_col,
+           app->hover_cell, app->fullscreen, app->image_at, app->saves, r->cells_x, r->cells_y,
+           r->cell_w_px, r->cell_h_px, r->cell_step_x, r->cell_step_y, r->panel_x, r->panel_w,
+           sc ? view_class(&app->view, sc) : -1, sc ? sc->expl_target : -1,
+           app->shown_kind >= 0 ? MAP_KINDS[app->shown_kind].tag : "none", f->pred_marked,
+           app->view.joint, app->n_list, app->list_marked, app->n_high_norm, app->picking,
+           r->list_w);
+}
+
+void trace_frame(App *app, const RenFrame *f, const FrameTimes *t) {
+    const Ren *r = &app->ren;
+    trace_frame_state(app, f);
+    /* the perturbation test: its order, phase, step, the probability there, the plot */
+    const Perturbation *p = &app->pert.run;
+    int on = app->pert.phase >= PERT_PLAYING && p->probs && app->pert.step >= 0;
+    /* where the frame's time went, ms: from the first key or click handled since the
+     * last frame (its action, the map's update), recording the primitives and issuing
+     * the draws, rasterising them, copying to the window and the swap */
+    double ms = 1e3 / (double)SDL_GetPerformanceFrequency();
+    printf("redraw=%d redraw_px=%ld mismatch=%ld ms_input=%.2f ms_draw=%.2f ms_raster=%.2f "
+           "ms_swap=%.2f ",
+           r->last_rects, r->last_px, r->last_mismatch,
+           app->t_input ? (double)(t->shown - app->t_input) * ms : -1.0,
+           (double)(t->drawn - t->start) * ms, (double)(t->rastered - t->drawn) * ms,
+           (double)(t->shown - t->rastered) * ms);
+    app->t_input = 0;
+    printf("perturb=%s pphase=%s pstep=%d/%d pprob=%.6f premoved=%d plot=%d,%d,%d,%d\n",
+           app->pert.phase == PERT_OFF ? "off"
+           : app->pert.most_first      ? "positive"
+                                       : "negative",
+           PERT_PHASE_NAMES[app->pert.phase], on ? app->pert.step : 0, on ? p->n_steps : 0,
+           on ? (double)p->probs[app->pert.step] : -1.0,
+           on ? vit_perturb_count(app->pert.step, p->n_steps, p->n_patches) : 0, r->plot_x,
+           r->plot_y, r->plot_w, r->plot_h);
+    printf("status %s | %s\n", app->status_left, app->status_right);
+    if (app->pert.announce && app->pert.phase == PERT_DONE) trace_perturb_done(app);
+    app->pert.announce = 0;
+}

@@ -1,0 +1,201 @@
+/* worker.c - the worker thread: model load and forward pass off the GUI thread. */
+#include "window/worker.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void run_job(Worker *w) {
+    w->new_model = NULL;
+    w->ran = 0;
+    w->explained = 0;
+    w->status = VIT_OK;
+    w->err.code = VIT_OK;
+    w->err.msg[0] = '\0';
+    if (w->perturb) {
+        w->status = scene_perturb(w->perturb, w->scene, &w->err);
+        return;
+    }
+    if (w->maps) {
+        w->status = view_compute(w->maps, &w->maps_scene, &w->err);
+        return;
+    }
+    if (w->slow) {
+        w->status = view_slow_map(w->scene, &w->view, w->joint, &w->err);
+        w->explained = w->status == VIT_OK;
+        return;
+    }
+    if (w->explain) {
+        w->status = scene_explain(w->scene, w->target, w->discard, w->lrp, &w->err);
+        w->explained = w->status == VIT_OK;
+        return;
+    }
+    const Model *model = w->model;
+    if (w->model_path[0]) {
+        Model *m = calloc(1, sizeof *m);
+        if (!m) {
+            w->status = w->err.code = VIT_ERR_NOMEM;
+            snprintf(w->err.msg, sizeof w->err.msg, "%.400s: out of memory", w->model_path);
+            return;
+        }
+        w->status = model_load(m, w->model_path, &w->load_opt,
+                               w->labels_path[0] ? w->labels_path : NULL, 0, &w->err);
+        if (w->status) {
+            free(m);
+            return;
+        }
+        w->new_model = m;
+        model = m;
+    }
+    if (w->image_path[0]) {
+        w->status = scene_run(w->scene, &model->vit, w->image_path, &w->err);
+        if (w->status) { /* all or nothing: a model that cannot show the photo is dropped */
+            if (w->new_model) {
+                model_free(w->new_model);
+                free(w->new_model);
+                w->new_model = NULL;
+            }
+            return;
+        }
+        w->ran = 1;
+    }
+}
+
+static int worker_main(void *arg) {
+    Worker *w = arg;
+    SDL_LockMutex(w->lock);
+    for (;;) {
+        while (!w->has_job && !w->quit) SDL_CondWait(w->wake, w->lock);
+        if (w->quit) break;
+        SDL_UnlockMutex(w->lock);
+        run_job(w);
+        SDL_Event e;
+        SDL_zero(e);
+        e.type = w->event;
+        e.user.code = (Sint32)w->status;
+        e.user.data1 = w;
+        /* after the event is queued the GUI thread owns the result: touch nothing more */
+        SDL_LockMutex(w->lock);
+        w->has_job = 0;
+        while (SDL_PushEvent(&e) < 0) { /* queue full: wait for the GUI to drain it */
+            SDL_UnlockMutex(w->lock);
+            SDL_Delay(5);
+            SDL_LockMutex(w->lock);
+        }
+    }
+    SDL_UnlockMutex(w->lock);
+    return 0;
+}
+
+int worker_init(Worker *w, Uint32 event) {
+    memset(w, 0, sizeof *w);
+    w->event = event;
+    if (!(w->lock = SDL_CreateMutex()) || !(w->wake = SDL_CreateCond())) goto fail;
+    if (!(w->thread = SDL_CreateThread(worker_main, "vitlens-worker", w))) goto fail;
+    return 0;
+fail:
+    if (w->wake) SDL_DestroyCond(w->wake);
+    if (w->lock) SDL_DestroyMutex(w->lock);
+    memset(w, 0, sizeof *w);
+    return -1;
+}
+
+/* The job set up under the lock goes to the thread: a fresh cancel flag (the worker is
+ * idle, nothing reads it), then the wake-up; unlocks. */
+static void hand_over(Worker *w) {
+    vit_control_reset(&w->control);
+    w->has_job = 1;
+    SDL_CondSignal(w->wake);
+    SDL_UnlockMutex(w->lock);
+}
+
+void worker_start(Worker *w, const char *model_path, const VitLoadOptions *load_opt,
+                  const char *labels_path, const Model *model, const char *image_path,
+                  Scene *scene) {
+    SDL_LockMutex(w->lock);
+    snprintf(w->model_path, sizeof w->model_path, "%s", model_path ? model_path : "");
+    snprintf(w->labels_path, sizeof w->labels_path, "%s", labels_path ? labels_path : "");
+    snprintf(w->image_path, sizeof w->image_path, "%s", image_path ? image_path : "");
+    w->load_opt = load_opt ? *load_opt : (VitLoadOptions){0};
+    w->model = model;
+    w->scene = scene;
+    w->explain = 0;
+    w->slow = 0;
+    w->perturb = NULL;
+    w->maps = NULL;
+    hand_over(w);
+}
+
+void worker_start_explain(Worker *w, Scene *scene, int target, float discard, int lrp) {
+    SDL_LockMutex(w->lock);
+    w->model_path[0] = w->image_path[0] = '\0';
+    w->scene = scene;
+    w->explain = 1;
+    w->slow = 0;
+    w->perturb = NULL;
+    w->target = target;
+    w->discard = discard;
+    w->lrp = lrp;
+    w->maps = NULL;
+    hand_over(w);
+}
+
+void worker_start_slow(Worker *w, Scene *scene, const View *v, JointFeatures *joint) {
+    SDL_LockMutex(w->lock);
+    w->model_path[0] = w->image_path[0] = '\0';
+    w->scene = scene;
+    w->explain = 0;
+    w->slow = 1;
+    w->perturb = NULL;
+    w->view = *v;
+    w->joint = joint;
+    w->maps = NULL;
+    hand_over(w);
+}
+
+void worker_start_perturb(Worker *w, Scene *scene, Perturbation *p) {
+    SDL_LockMutex(w->lock);
+    w->model_path[0] = w->image_path[0] = '\0';
+    w->scene = scene;
+    w->explain = 0;
+    w->slow = 0;
+    w->perturb = p;
+    w->maps = NULL;
+    hand_over(w);
+}
+
+void worker_start_maps(Worker *w, const Scene *scene, ViewMaps *m) {
+    SDL_LockMutex(w->lock);
+    w->model_path[0] = w->image_path[0] = '\0';
+    w->explain = 0;
+    w->slow = 0;
+    w->perturb = NULL;
+    w->maps = m;
+    w->maps_scene = scene_with_control(scene, &w->control);
+    hand_over(w);
+}
+
+void worker_cancel(Worker *w) {
+    vit_control_cancel(&w->control);
+}
+
+void worker_progress(const Worker *w, int *done, int *total) {
+    vit_control_progress(&w->control, done, total);
+}
+
+void worker_free(Worker *w) {
+    if (!w || !w->thread) return;
+    vit_control_cancel(&w->control); /* a running job stops within a block's work */
+    SDL_LockMutex(w->lock);
+    w->quit = 1; /* the thread checks quit between jobs */
+    SDL_CondSignal(w->wake);
+    SDL_UnlockMutex(w->lock);
+    SDL_WaitThread(w->thread, NULL);
+    if (w->new_model) { /* a result the GUI never received */
+        model_free(w->new_model);
+        free(w->new_model);
+    }
+    SDL_DestroyCond(w->wake);
+    SDL_DestroyMutex(w->lock);
+    memset(w, 0, sizeof *w);
+}

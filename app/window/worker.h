@@ -1,0 +1,97 @@
+/* worker.h - the forward and backward passes off the GUI thread.
+ *
+ * One SDL thread waits for a job: load a model (optional) and run a photo
+ * through it into the back Scene; or compute one class's class-specific maps
+ * (scene_explain) of the front Scene into its back buffer; or a worker kind's map
+ * (view_slow_map); or everything the window shows of a view when that is too slow
+ * for a frame (view_compute: the large-input path, where the attention is recomputed);
+ * or the class probabilities of a perturbation test of the front
+ * Scene's photo (scene_perturb). When done it pushes one SDL user event
+ * (type `event`, user.code = VitStatus) and goes back to waiting; the GUI
+ * thread then reads the result and swaps the back Scene in.
+ *
+ * Ownership: between worker_start and that event, the back Scene and the
+ * result fields belong to the worker and the current Model must stay alive;
+ * the GUI thread touches neither.
+ *
+ * Stopping: worker_cancel asks the running job to stop early (a newer request made it
+ * useless); the forward pass, the maps and view_compute check the flag between layers
+ * and blocks of rows and end with VIT_ERR_CANCELLED within about a block's work. The
+ * event still comes. worker_free cancels too, so that quitting never waits for a job.
+ * worker_progress says how far the running job is. */
+#ifndef VITLENS_WORKER_H
+#define VITLENS_WORKER_H
+
+#include "view/maps.h"
+
+#include <SDL.h>
+
+typedef struct {
+    SDL_Thread *thread;
+    SDL_mutex *lock;
+    SDL_cond *wake;
+    int quit, has_job; /* under lock */
+    Uint32 event;
+    /* the job, set by worker_start */
+    char model_path[1024];   /* "": keep the current model */
+    char image_path[1024];   /* "": no photo to run */
+    VitLoadOptions load_opt; /* heads, input size, whole image */
+    char labels_path[1024];  /* "": none */
+    const Model *model;      /* the current model (read-only) when model_path is "" */
+    Scene *scene;            /* the back Scene to fill; or the Scene to explain */
+    int explain;             /* 1: an explain job (scene_explain(scene, target, discard, lrp)) */
+    int target;              /* its class */
+    float discard;           /* its grad-rollout discard ratio */
+    int lrp;                 /* 1: AttnLRP's pass too */
+    int slow;                /* 1: a worker map job (view_slow_map(scene, &view, joint)) */
+    View view;               /* its view */
+    JointFeatures *joint;    /* the slideshow's features for a joint feature PCA, or NULL */
+    Perturbation *perturb;   /* non-NULL: a perturbation job (scene_perturb(scene, perturb)) */
+    ViewMaps *maps;          /* non-NULL: a view job (view_compute(maps, &maps_scene)) */
+    Scene maps_scene;        /* its Scene: a copy of the front one whose run has `control` */
+    VitControl control;      /* the running job's cancel flag and progress (any thread) */
+    /* the result, valid once the event has arrived */
+    Model *new_model; /* loaded from model_path (heap; the receiver owns it), or NULL */
+    int ran;          /* 1: scene holds a new forward pass */
+    int explained;    /* 1: scene's back class-specific buffer holds a new class */
+    VitStatus status;
+    VitError err;
+} Worker;
+
+/* Start the thread. event: a type from SDL_RegisterEvents. 0, or -1 (SDL_GetError). */
+int worker_init(Worker *w, Uint32 event);
+
+/* Hand a job to the idle worker. model_path/labels_path may be NULL. */
+void worker_start(Worker *w, const char *model_path, const VitLoadOptions *load_opt,
+                  const char *labels_path, const Model *model, const char *image_path,
+                  Scene *scene);
+
+/* Hand an explain job to the idle worker: scene_explain(scene, target, discard, lrp).
+ * The window may go on reading the Scene's run and front maps meanwhile. */
+void worker_start_explain(Worker *w, Scene *scene, int target, float discard, int lrp);
+
+/* Hand a worker-map job to the idle worker: view_slow_map(scene, v, joint) (attention
+ * flow, the feature PCA over the slideshow). joint belongs to the worker until the event. */
+void worker_start_slow(Worker *w, Scene *scene, const View *v, JointFeatures *joint);
+
+/* Hand a perturbation job to the idle worker: scene_perturb(scene, p), which fills
+ * p->probs and p->top. p belongs to the worker until the event; the window may go on
+ * reading the Scene meanwhile. */
+void worker_start_perturb(Worker *w, Scene *scene, Perturbation *p);
+
+/* Hand a view job to the idle worker: view_compute(m, scene) on a copy of scene that
+ * carries the worker's control. m and its buffers belong to the worker until the event;
+ * the window may go on reading the Scene meanwhile. */
+void worker_start_maps(Worker *w, const Scene *scene, ViewMaps *m);
+
+/* Ask the running job, if any, to stop early (any job: each checks what it can). */
+void worker_cancel(Worker *w);
+
+/* How far the running job is: *done of *total steps (layers, or tokens for attention
+ * flow), 0 of 0 when it does not say. */
+void worker_progress(const Worker *w, int *done, int *total);
+
+/* Cancel the running job, if any, stop the thread, free new_model if unclaimed. */
+void worker_free(Worker *w);
+
+#endif
