@@ -17,7 +17,7 @@
  *   shape.json                {"L", "H", "Np", "gh", "gw", "T"}
  * Before that it checks that out-of-range arguments give VIT_ERR_ARG with a message.
  * Exit status: 0 ok, 1 on any failure (message on stderr), 2 usage. */
-#include "npy.h"
+#include "headless/npy.h"
 #include "vit.h"
 
 #include <errno.h>
