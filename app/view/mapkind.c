@@ -3,6 +3,7 @@
  * normalisation, which fields of a View it reads, whether the Scene holds it. */
 #include "view/mapkind.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -295,6 +296,29 @@ static void tokenrank_status(char *buf, size_t n, const Scene *sc, const View *v
              100.0 * (1.0 - s) / c->n_patches);
 }
 
+/* Attention entropy of every patch's row (vit_map_entropy): one head, or the heads'
+ * entropy maps fused. */
+static VitStatus entropy_map(float *out, const Scene *sc, const View *v, VitError *err) {
+    int head;
+    VitFusion fusion;
+    head_fusion(&head, &fusion, v, sc->run.cfg.n_heads);
+    return vit_map_entropy(out, &sc->run, v->layer, head, fusion, err);
+}
+
+static VitStatus entropy_layers(float *out, const Scene *sc, const View *v, int layer0,
+                                int n_layers, VitError *err) {
+    (void)v;
+    return vit_map_entropy_layers(out, &sc->run, layer0, n_layers, err);
+}
+
+/* The scale's ends in words: 0 nats is one key, ln T every key alike. */
+static void entropy_status(char *buf, size_t n, const Scene *sc, const View *v,
+                           const char (*labels)[VIT_LABEL_BYTES]) {
+    (void)v, (void)labels;
+    snprintf(buf, n, "nats: 0 = one key, %.2f = all %d alike", log((double)sc->run.cfg.n_tokens),
+             sc->run.cfg.n_tokens);
+}
+
 /* A worker kind's map, as view_slow_map left it (view_ready says whether it has). */
 static VitStatus slow_read(float *out, const Scene *sc, const View *v, VitError *err) {
     const VitConfig *c = &sc->run.cfg;
@@ -479,6 +503,21 @@ const MapKindInfo MAP_KINDS[MAP_KIND_COUNT] = {
                        .prefix = tokenrank_prefix,
                        .tokens = tokenrank_tokens,
                        .status = tokenrank_status},
+    /* the entropy of each patch's attention row, -sum_j a_ij ln a_ij (vit_map_entropy) */
+    [MAP_ENTROPY] = {.name = "entropy",
+                     .group = MAP_GROUP_ATTENTION,
+                     .title = "attention entropy (nats)",
+                     .tag = "entropy",
+                     .key = 'd',
+                     .shift = 1,
+                     .key_name = "Shift+D",
+                     .help = "attention entropy on / off: how spread each patch's attention is",
+                     .per_layer = 1,
+                     .per_head = 1,
+                     .export_heads = 1,
+                     .map = entropy_map,
+                     .layer_maps = entropy_layers,
+                     .status = entropy_status},
 };
 
 int map_kind_channels(int kind) {

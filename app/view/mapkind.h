@@ -51,6 +51,8 @@ typedef enum {
     MAP_LOGIT_LENS,
     MAP_ATTENTION_FLOW,
     MAP_TOKENRANK,
+    /* how focused each patch's attention is: the entropy of its row, in nats */
+    MAP_ENTROPY,
     MAP_KIND_COUNT
 } MapKind;
 

@@ -285,7 +285,14 @@ def builtin(args):
     check([q["path"].endswith(p) for q, p in zip(images, photos)] == [True] * len(photos),
           "images.csv lists the images in name order, masks left out")
     tab = table_of(r.stdout)
-    check(len(tab) == 15, f"15 methods: 13 map kinds (not the PCA's colours) and 2 baselines: {list(tab)}")
+    # every map kind of the table (vitlens --list-kinds) but the PCA's colours, which have
+    # no order of patches to remove
+    tags = [ln.split("\t")[0] for ln in
+            subprocess.run([args.app, "--list-kinds"], capture_output=True, text=True,
+                           check=True).stdout.splitlines()]
+    K = len([t for t in tags if t != "pca"])
+    check(len(tab) == K + 2, f"{K + 2} methods: {K} map kinds (not the PCA's colours) and 2 "
+          f"baselines: {list(tab)}")
     heads, L = 4, 4
     maps_of = {"attention": f"L{L:02d}_mean.npy", "rollout": f"L{L:02d}_rollout.npy",
                "chefer": "class{c}_chefer.npy", "attnlrp": "class{c}_attnlrp.npy",
@@ -316,10 +323,10 @@ def builtin(args):
     # the sanity check
     san = read_csv(os.path.join(whole, "sanity.csv"))
     kinds = {q["method"] for q in san}
-    check("random" not in kinds and "gaussian" not in kinds and len(kinds) == 13,
-          f"sanity rows for the 13 map kinds, not the baselines ({sorted(kinds)})")
-    check(len(san) == 6 * 13 * (L + 1), f"sanity: 6 images x 13 kinds x {L + 1} steps ({len(san)} rows)")
-    agnostic = ("attention", "rollout", "similarity", "norms", "flow", "tokenrank")
+    check("random" not in kinds and "gaussian" not in kinds and kinds == set(tags) - {"pca"},
+          f"sanity rows for the {K} map kinds, not the baselines ({sorted(kinds)})")
+    check(len(san) == 6 * K * (L + 1), f"sanity: 6 images x {K} kinds x {L + 1} steps ({len(san)} rows)")
+    agnostic = ("attention", "rollout", "similarity", "norms", "flow", "tokenrank", "entropy")
     head_only = [float(q["spearman"]) for q in san if q["blocks_randomised"] == "0" and q["method"] in agnostic]
     check(min(head_only) > 1 - 1e-12,
           f"sanity: with only the head re-initialised, the class-agnostic maps are unchanged (min rho {min(head_only):.15f})")

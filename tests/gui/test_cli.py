@@ -97,6 +97,41 @@ def cls_rollout(att, layer, Np):
     return v[Np:]
 
 
+def entropy_maps(att, Np, log=np.log):
+    """Attention entropy from its definition: per layer and head, for each patch's query row
+    of att [L, H, T, T] over all T keys, -sum_j a_ij log a_ij (0 log 0 = 0), in float64;
+    then the heads' maps fused by mean, max, min. Returns {name: [N]}."""
+    a = att[:, :, Np:, :].astype(np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        h = -np.where(a > 0, a * log(np.where(a > 0, a, 1.0)), 0.0).sum(-1)  # [L, H, N]
+    out = {}
+    for l in range(att.shape[0]):
+        for k in range(att.shape[1]):
+            out[f"L{l + 1:02d}_H{k + 1:02d}_entropy"] = h[l, k]
+        for f, fn in (("mean", np.mean), ("max", np.max), ("min", np.min)):
+            out[f"L{l + 1:02d}_{f}_entropy"] = fn(h[l], 0)
+    return out
+
+
+def entropy_checks(ent, att, Np, gh, gw):
+    """--export's attention entropy .npy against entropy_maps on vit_dump's attention, and
+    a plausible mistake (log base 2) that must miss by far more than the tolerance."""
+    want = entropy_maps(att, Np)
+    err = {n: float(np.abs(ent[n].astype(np.float64) - want[n].reshape(gh, gw)).max())
+           for n in want if n in ent}
+    worst = max(err, key=err.get) if err else None
+    check(set(want) == set(ent) and all(a.shape == (gh, gw) for a in ent.values()) and
+          err[worst] < 1e-5,
+          f"the {len(ent)} attention entropy .npy (every head and fusion of every layer) are "
+          f"-sum a ln a of vit_dump's attention rows (max |diff| {err.get(worst, -1):.2g} "
+          f"at {worst})")
+    bad = entropy_maps(att, Np, log=np.log2)
+    miss = min(float(np.abs(ent[n].astype(np.float64) - bad[n].reshape(gh, gw)).max())
+               for n in bad if n in ent) if ent else 0.0
+    check(miss > 1e-3, f"control: entropy in bits (log base 2) misses the .npy by at least "
+          f"{miss:.2g}")
+
+
 def token_views_checks(d, raw, cls, out, top1, L, Np, gh, gw):
     """What the tokens hold, per layer: L06_pca [gh, gw, 4] colours (A the foreground),
     L06_similarity (of the CLS token), L06_norms, L06_flow, L06_tokenrank (mean fusion),
@@ -159,7 +194,8 @@ def npy_checks(app, dump, default, out):
     files = os.listdir(d)
     pngs = {f[:-4] for f in files if f.endswith(".png")}
     npys = {f[:-4] for f in files if f.endswith(".npy")}
-    sheets = {p for p in pngs if p.endswith("_heads") or p.startswith("contact_sheet")}
+    sheets = {p for p in pngs if p.endswith("_heads") or "_heads_" in p or
+              p.startswith("contact_sheet")}
     csvs = {f for f in files if f.endswith(".csv")}
     check(npys and npys == pngs - sheets and len(files) == len(pngs) + len(npys) + len(csvs),
           f"a .npy beside each of the {len(pngs - sheets)} single-map PNGs, none beside the "
@@ -218,12 +254,14 @@ def npy_checks(app, dump, default, out):
         want[f"L{l + 1:02d}_max"] = fused.max(0)
         want[f"L{l + 1:02d}_min"] = fused.min(0)
         want[f"L{l + 1:02d}_rollout"] = cls_rollout(att, l, Np)
+    ent = {n: raw.pop(n) for n in list(raw) if n.endswith("_entropy")}
     err = {n: float(np.abs(raw[n].astype(np.float64) - want[n].reshape(gh, gw)).max())
            for n in want if n in raw}
     worst = max(err, key=err.get) if err else None
     check(set(want) == set(raw) and err[worst] < 1e-6,
           f"the {len(raw)} .npy hold the engine's maps: attention, fusions and rollout against "
           f"vit_dump's attention and numpy (max |diff| {err.get(worst, -1):.2g} at {worst})")
+    entropy_checks(ent, att, Np, gh, gw)
     heads = [n for n in raw if "_H" in n]
     check(all(np.array_equal(raw[n], want[n].reshape(gh, gw)) for n in heads),
           f"the {len(heads)} per-head .npy are vit_dump's attention bit for bit")
@@ -246,7 +284,7 @@ def npy_checks(app, dump, default, out):
     dd = d + "_discard"
     shutil.rmtree(dd, ignore_errors=True)
     r = vitlens(app, "--discard", "0.5", "--export", dd, demo)
-    raw |= cls
+    raw |= cls | ent
     same = [n for n in raw if np.array_equal(raw[n], np.load(os.path.join(dd, n + ".npy")))]
     check(r.returncode == 0 and set(raw) - set(same) == {n for n in raw if n.endswith("rollout")},
           f"--discard 0.5 changes the {L} rollout .npy and the gradient rollout's, and no other "
@@ -476,8 +514,13 @@ def main():
              for k in ("pca", "similarity", "norms", "flow", "tokenrank")}
     want |= {f"class{top1}_L{l:02d}_logit-lens.png" for l in range(1, L + 1)}
     want |= {"contact_sheet_tokenrank.png"}  # TokenRank per head, as rollout
+    # attention entropy: every head and fusion, the heads grid, a contact sheet
+    want |= {f"L{l:02d}_{k}_entropy.png" for l in range(1, L + 1)
+             for k in [f"H{h:02d}" for h in range(1, H + 1)] + ["mean", "max", "min", "heads"]}
+    want |= {"contact_sheet_entropy.png"}
     got = {f for f in os.listdir(out) if f.endswith(".png")} if os.path.isdir(out) else set()
-    check(len(want) == L * H + 3 * L + L + L + 2 + 7 + 6 * L + 1 and got == want,
+    check(len(want) == L * H + 3 * L + L + L + 2 + 7 + 6 * L + 1 + L * (H + 4) + 1 and
+          got == want,
           f"--export writes the {len(want)} expected PNGs (got {len(got)}, "
           f"{sorted(got ^ want)[:4]} differ)")
     if got == want:
