@@ -28,8 +28,7 @@ typedef struct {
     Rows *r;
     VitBatch batch;
     int batch_max;
-    float *inputs; /* [batch_max, 3, Sh, Sw] */
-    float *probs;  /* [counts, C]: every input of a family */
+    float *probs; /* [counts, C]: every input of a family */
     float *blurred;
     float *scratch; /* one map of any kind */
     int *order;
@@ -93,7 +92,6 @@ static VitStatus explain(Scene *sc, int target, float discard, VitError *err) {
 static VitStatus perturb(Eval *e, const Scene *sc, const float *map, int image, int method,
                          int target, VitError *err) {
     const VitConfig *c = &sc->vit->cfg;
-    size_t sz = (size_t)3 * c->image_h * c->image_w;
     int N = c->n_patches, C = c->n_classes;
     enum { FAM_MOST, FAM_LEAST, FAM_INSERT };
     static const int family_of[N_TESTS] = {FAM_MOST, FAM_LEAST, FAM_MOST, FAM_INSERT};
@@ -115,15 +113,9 @@ static VitStatus perturb(Eval *e, const Scene *sc, const float *map, int image, 
         if (rc) return rc;
         const float *base = fam == FAM_INSERT ? e->blurred : sc->run.input;
         const float *fill = fam == FAM_INSERT ? sc->run.input : NULL;
-        for (int i0 = 0; i0 < n_counts; i0 += e->batch_max) {
-            int n = n_counts - i0 < e->batch_max ? n_counts - i0 : e->batch_max;
-            for (int k = 0; k < n; k++)
-                vit_patch_mix(e->inputs + (size_t)k * sz, base, fill, c, e->order,
-                              e->counts[i0 + k]);
-            if ((rc = vit_forward_batch(&e->batch, &e->m->vit, e->inputs, n, NULL,
-                                        e->probs + (size_t)i0 * C, err)))
-                return rc;
-        }
+        if ((rc = vit_perturb_curve(e->probs, &e->batch, &e->m->vit, base, fill, e->order,
+                                    e->counts, n_counts, err)))
+            return rc;
         for (int t = 0; t < N_TESTS; t++) {
             if (family_of[t] != fam) continue;
             int n_steps = t < 2 ? PERTURB_STEPS : e->r->steps;
@@ -286,7 +278,6 @@ static void progress(Progress *p, const char *what, int done, int total) {
 static int eval_buffers(Eval *e, const VitConfig *c) {
     const Options *o = e->o;
     size_t sz = (size_t)3 * c->image_h * c->image_w, px = (size_t)c->image_h * c->image_w;
-    e->inputs = malloc((size_t)e->batch_max * sz * sizeof *e->inputs);
     size_t max_counts = 2 * ((size_t)o->eval_steps + PERTURB_STEPS + 2);
     e->probs = malloc(max_counts * c->n_classes * sizeof *e->probs);
     e->counts = malloc(max_counts * sizeof *e->counts);
@@ -294,8 +285,8 @@ static int eval_buffers(Eval *e, const VitConfig *c) {
     e->scratch = malloc(map_kind_max_floats(c, 0) * sizeof *e->scratch);
     e->order = malloc((size_t)c->n_patches * sizeof *e->order);
     e->pixmask = malloc(px), e->patchmask = malloc((size_t)c->n_patches), e->crop = malloc(3 * px);
-    return e->inputs && e->probs && e->counts && e->blurred && e->scratch && e->order &&
-                   e->pixmask && e->patchmask && e->crop
+    return e->probs && e->counts && e->blurred && e->scratch && e->order && e->pixmask &&
+                   e->patchmask && e->crop
                ? 0
                : -1;
 }
@@ -424,7 +415,7 @@ oom:
 done:
     scene_free(&sc);
     vit_batch_free(&e.batch);
-    free(e.inputs), free(e.probs), free(e.counts), free(e.blurred), free(e.scratch), free(e.order);
+    free(e.probs), free(e.counts), free(e.blurred), free(e.scratch), free(e.order);
     free(e.pixmask), free(e.patchmask), free(e.crop), free(maps), free(sel), free(all);
     if (paths) files_free_list(paths, n_paths);
     rows_free(&r);

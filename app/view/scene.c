@@ -329,7 +329,6 @@ void perturbation_free(Perturbation *p) {
 VitStatus scene_perturb(Perturbation *p, const Scene *sc, VitError *err) {
     const VitConfig *c = &sc->run.cfg;
     int C = c->n_classes, n_inputs = p->n_steps + 1;
-    size_t sz = (size_t)3 * c->image_h * c->image_w;
     if (!sc->vit || C == 0) return bad_arg(err, "perturbation test: the model has no head");
     if (p->n_patches != c->n_patches || !p->order || p->target >= C)
         return bad_arg(err, "perturbation test: not of this photo's model");
@@ -342,25 +341,22 @@ VitStatus scene_perturb(Perturbation *p, const Scene *sc, VitError *err) {
         if (!rc) break;
     }
     if (rc) return rc;
-    float *inputs = malloc((size_t)B * sz * sizeof *inputs);
-    float *probs = malloc((size_t)B * C * sizeof *probs);
-    if (!inputs || !probs) {
+    int *counts = malloc((size_t)n_inputs * sizeof *counts);
+    float *probs = malloc((size_t)n_inputs * C * sizeof *probs);
+    if (!counts || !probs) {
         rc = nomem(err, "the perturbation test");
         goto done;
     }
-    for (int s0 = 0; s0 < n_inputs; s0 += B) {
-        int n = n_inputs - s0 < B ? n_inputs - s0 : B;
-        for (int k = 0; k < n; k++)
-            vit_patch_mix(inputs + (size_t)k * sz, sc->run.input, NULL, c, p->order,
-                          vit_perturb_count(s0 + k, p->n_steps, p->n_patches));
-        if ((rc = vit_forward_batch(&b, sc->vit, inputs, n, NULL, probs, err))) goto done;
-        for (int k = 0; k < n; k++) {
-            p->probs[s0 + k] = probs[(size_t)k * C + p->target];
-            vit_top_k(&p->top[s0 + k], probs + (size_t)k * C, C, 1);
-        }
+    for (int s = 0; s < n_inputs; s++) counts[s] = vit_perturb_count(s, p->n_steps, p->n_patches);
+    if ((rc = vit_perturb_curve(probs, &b, sc->vit, sc->run.input, NULL, p->order, counts, n_inputs,
+                                err)))
+        goto done;
+    for (int s = 0; s < n_inputs; s++) {
+        p->probs[s] = probs[(size_t)s * C + p->target];
+        vit_top_k(&p->top[s], probs + (size_t)s * C, C, 1);
     }
 done:
-    free(inputs), free(probs);
+    free(counts), free(probs);
     vit_batch_free(&b);
     return rc;
 }
