@@ -218,10 +218,20 @@ void ren_flush(Ren *r) {
         r->last_mismatch = canvas_mismatch(r);
     }
     if (r->canvas_fbo) {
+        /* to the back buffer: where it is never swapped (GLX_MESA_copy_sub_buffer) it keeps
+         * the last frame, so only the rectangles redrawn (llvmpipe draws this blit, RGBA
+         * canvas to BGRX window, as a textured quad over every pixel: the whole window each
+         * frame was a fifth of a key's rasteriser time, and most of a spinner turn's) */
         glBindFramebuffer(GL_READ_FRAMEBUFFER, r->canvas_fbo);
         glBindFramebuffer(GL_DRAW_FRAMEBUFFER, 0);
-        glBlitFramebuffer(0, 0, r->fb_w, r->fb_h, 0, 0, r->fb_w, r->fb_h, GL_COLOR_BUFFER_BIT,
-                          GL_NEAREST);
+        int part = r->x_display && n >= 0;
+        DlBox whole = {0, 0, r->fb_w, r->fb_h};
+        for (int i = 0; i < (part ? n : 1); i++) {
+            const DlBox *b = part ? &rects[i] : &whole;
+            int y0 = r->fb_h - b->y1, y1 = r->fb_h - b->y0;
+            glBlitFramebuffer(b->x0, y0, b->x1, y1, b->x0, y0, b->x1, y1, GL_COLOR_BUFFER_BIT,
+                              GL_NEAREST);
+        }
     }
     glBindFramebuffer(GL_FRAMEBUFFER, 0);
 }
