@@ -191,8 +191,7 @@ def explore(app, a, model, chelsea, coffee, saves):
     d = diff(roll_q, roll_cls)
     check(d > 0.5, f"rollout from the patch differs from rollout from CLS ({d:.2f})")
     app.key("r", kind="attention")
-    run(["xdotool", "mousemove", "--window", app.wid, "5", "5"])
-    app.wait_state("mouse away", hover="-1,-1")
+    app.mouse_off("mouse away")
     check(diff(cls, app.shot()) == 0, "C returns to the CLS token: the same picture as before")
 
     # -- top-5 panel: the first bar is as long as the top-1 probability
@@ -365,7 +364,8 @@ def explore(app, a, model, chelsea, coffee, saves):
     run(["xdotool", "windowmove", "--sync", app.wid, "0", "0"])
     run(["xdotool", "windowsize", "--sync", app.wid, "1280", "1024"])
     app.geom = None  # grab the window where it is now
-    app.wait_line(lambda s: s.startswith("frame ") and app.frame > n, "redrawn on the screen")
+    app.wait_line(lambda s: s.startswith("frame ") and app.frame > n and app.settled(),
+                  "redrawn on the screen")
 
     def saved_frame(what):  # S: the frame as drawn
         run(["xdotool", "key", "s"])

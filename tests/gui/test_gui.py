@@ -114,14 +114,37 @@ class App:
             if pred(line):
                 return line
 
+    def settled(self):
+        """The last frame shows its state: not the one a new window size is first shown
+        with (settled=0, the old back buffer swapped: ren_present), whose whole redraw
+        follows."""
+        return self.state.get("settled", "1") == "1"
+
     def wait_state(self, what, **want):
-        """Wait for a frame drawn in the wanted state (values compared as strings)."""
-        def ok(line):
-            return line.startswith("frame ") and all(
-                self.state.get(k) == str(v) for k, v in want.items())
-        if self.state and all(self.state.get(k) == str(v) for k, v in want.items()):
+        """Wait for a settled frame drawn in the wanted state (values compared as
+        strings). Returns at once when the last frame is one: a key whose action
+        changed nothing on screen draws no frame."""
+        def match():
+            return self.settled() and all(self.state.get(k) == str(v) for k, v in want.items())
+        if self.state and match():
             return
-        self.wait_line(ok, what)
+        self.wait_line(lambda line: line.startswith("frame ") and match(), what)
+
+    def mouse_off(self, what="the pointer off the picture"):
+        """Move the pointer to the window's corner (2, 2), off the picture, and wait for
+        the frame that shows it moved there: first onto the picture's centre (hover set),
+        then off it (hover=-1,-1). A single move to the corner may draw nothing (no hover
+        before it) and then gives no signal that the app has seen it: a pointer that
+        entered the window where it was (the window moved or resized under it) could put
+        a hover label on screen after the test has taken its picture."""
+        x, y, s = self.image_rect()
+        h = int(self.state.get("image_h", s))
+        run(["xdotool", "mousemove", "--window", self.wid, str(x + s // 2), str(y + h // 2)])
+        self.wait_line(lambda line: line.startswith("frame ") and
+                       self.state.get("hover", "-1,-1") != "-1,-1",
+                       f"{what}: the pointer over the picture first")
+        run(["xdotool", "mousemove", "--window", self.wid, "2", "2"])
+        self.wait_state(what, hover="-1,-1")
 
     def start(self, photo):
         """Wait until the window shows photo's first map (its "ready" line and a frame that

@@ -256,9 +256,9 @@ def window(app, a, ref, seen_computing_frames):
     app.start(ref["photo"])
     run(["xdotool", "windowmove", "--sync", app.wid, "0", "0"])  # all of it on the screen
     run(["xdotool", "windowsize", "--sync", app.wid, str(WINDOW[0]), str(WINDOW[1])])
+    # the frame laid out for the new size (settled: not the one that showed the size)
     app.wait_state("the window at 1280 x 960", window=f"{WINDOW[0]},{WINDOW[1]}")
-    run(["xdotool", "mousemove", "--window", app.wid, "2", "2"])  # no tooltip over the photo
-    app.wait_state("no hover", hover="-1,-1")
+    app.mouse_off("no hover label over the photo")
     check(app.state["kind"] == "attention" and app.state["class"] == str(ref["target"]),
           f"the window opens on the attention of the CLS token, class {app.state['class']}")
     before = app.shot()
