@@ -71,10 +71,11 @@ class App:
         self.stderr = []
         self.state = {}
         self.frame = 0
-        threading.Thread(target=self._read, args=(self.proc.stdout, self.lines.put),
-                         daemon=True).start()
-        threading.Thread(target=self._read, args=(self.proc.stderr, self._err),
-                         daemon=True).start()
+        self.readers = [threading.Thread(target=self._read, args=(stream, put), daemon=True)
+                        for stream, put in ((self.proc.stdout, self.lines.put),
+                                            (self.proc.stderr, self._err))]
+        for t in self.readers:
+            t.start()
         self.wid = None
         self.geom = None  # ((x0, y0, x1, y1) on the root window, the trace's window=W,H)
 
@@ -86,6 +87,14 @@ class App:
     def _err(self, line):
         self.stderr.append(line)
         print(f"     app stderr: {line}", flush=True)
+
+    def output_read(self):
+        """After the process ended: wait until its stdout and stderr have been read to
+        their end (the sanitizers' exit report included), rather than for a while."""
+        for t in self.readers:
+            t.join(TIMEOUT_S)
+            if t.is_alive():
+                raise Fail(f"the app's output not closed {TIMEOUT_S:.0f} s after its exit")
 
     def take(self, line):
         """A stdout line read: a frame line updates self.state (True). Subclasses read
@@ -389,7 +398,7 @@ def quit_app(app, key="Escape", want_rc=0):
         rc = app.proc.wait(timeout=TIMEOUT_S)
     except subprocess.TimeoutExpired:
         raise Fail(f"{key} did not end the app")
-    time.sleep(0.2)  # let the stderr reader catch up with the exit report
+    app.output_read()  # the exit report read to its end
     bad = [s for s in app.stderr if "ERROR: AddressSanitizer" in s or "runtime error:" in s]
     check(not bad, "no AddressSanitizer / UBSan error" + "".join("\n" + b for b in bad))
     leaks = own_leaks(app.stderr, os.path.realpath(app.argv0))

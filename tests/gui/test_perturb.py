@@ -202,7 +202,10 @@ def run_order(app, a, ref, mode, mid_frac, seen_computing_frames):
     check(done["mode"] == mode and app.state["pphase"] == "done" and
           app.state["pstep"] == f"{n_steps}/{n_steps}",
           f"{mode}: done at step {app.state['pstep']} (n_steps = min(N, 50) = {n_steps})")
-    check(6.0 <= took <= 30.0, f"{mode}: the animation took {took:.1f} s (about 8 s)")
+    # at least 6 s: the animation plays its steps on a clock (about 8 s), it does not
+    # skip to the end; at most 120 s, a ceiling that catches a stalled animation and holds
+    # on a machine other jobs keep busy (bench/app_latency.py times the window)
+    check(6.0 <= took <= 120.0, f"{mode}: the animation took {took:.1f} s (about 8 s)")
 
     # 1. the numbers
     want_order = order(ref["map"], mode == "positive")
