@@ -13,8 +13,8 @@ expects, then takes screenshots until two in a row are identical.
 Run by ctest as:
   xvfb-run -a -s "-screen 0 1280x1024x24" /usr/bin/python3 test_gui.py \
       --app build/vitlens --shared ../shared --out build/tests/gui
-Exits 0 on success, 1 on a failed check, 77 (skip) when neither the built-in
-model nor DeiT-Tiny is there; the DeiT-Tiny runs are skipped without it.
+Exits 0 on success, 1 on a failed check, 77 (skip) without DeiT-Tiny: then only
+the built-in model's run is made (a failure there exits 1).
 """
 import argparse
 import atexit
@@ -340,6 +340,9 @@ def main():
         print(f"---- {name}", flush=True)
         if not run_checks(App(argv, run_env), fn):
             return 1
+    if not has_deit:  # what ran passed, but not all of it: a skip (in CI a failure)
+        print("gui: the built-in model's checks passed; the DeiT-Tiny runs skipped")
+        return 77
     print("gui: all checks passed")
     return 0
 

@@ -35,7 +35,8 @@ README's pictures (docs/screenshot-perturb-*.png are copies).
   xvfb-run -a -s "-screen 0 1280x1024x24" /usr/bin/python3 test_perturb.py \\
       --app build/vitlens --dump build/tests/parity/vit_dump --shared ../shared \\
       --out build/tests/gui/perturb
-Exits 0, 1 on a failed check, 77 (skip) when neither model is there.
+Exits 0, 1 on a failed check, 77 (skip) without DeiT-Tiny (after the whole test on the
+built-in model passed: it checks less, the window drawing while the worker computes).
 """
 import argparse
 import json
@@ -413,6 +414,9 @@ def main():
     if not run_checks(app, lambda app: headless(app, photo)):
         return 1
     print(f"gui_perturb: all checks passed (max |prob diff| {max(ref['measured']):.2e})")
+    if not slow:  # what ran passed, on the built-in model: a skip (in CI a failure)
+        print("gui_perturb: ran on the built-in model; DeiT-Tiny's run skipped")
+        return 77
     return 0
 
 
