@@ -27,6 +27,16 @@ static uint32_t rnd(void) {
     return (uint32_t)((rng_state * 2685821657736338717ull) >> 32);
 }
 
+/* Cases left out for want of an encoder in this libheif (x265, aom): the test then exits 77,
+ * a skip (a failure in CI), once the rest passed. Not counted when tests/memcheck asks for
+ * no HEVC encoder (VITLENS_TEST_NO_HEVC_ENCODER: x265's SIMD code upsets valgrind). */
+static int n_skipped;
+
+static void skipped(const char *what) {
+    printf("skipped - %s\n", what);
+    if (!getenv("VITLENS_TEST_NO_HEVC_ENCODER")) n_skipped++;
+}
+
 static double now_s(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -156,7 +166,9 @@ static void test_truncated(const char *dir) {
                     : f == 5 ? enc_tiff(&n, px, 24, 24, 3, 0, 5 /* LZW */, 0)
                              : enc_heif(&n, px, 24, 24, 0, 0, 0);
             if (!bytes && f == 6) {
-                printf("skipped - every prefix of %s: no HEVC encoder\n", files[f]);
+                char what[200];
+                snprintf(what, sizeof what, "every prefix of %s: no HEVC encoder", files[f]);
+                skipped(what);
                 continue;
             }
         }
@@ -280,7 +292,7 @@ static void test_orientation(const char *dir) {
         expect_turned(path, "irot6.heic (irot + EXIF 6: turned once)", "HEIF", tag, cw, H, W, px,
                       6.0);
     } else {
-        printf("skipped - HEIC orientation: no HEVC encoder\n");
+        skipped("HEIC orientation: no HEVC encoder");
     }
     free(f);
     f = enc_heif(&n, px, W, H, 1, 0, 0);
@@ -289,7 +301,7 @@ static void test_orientation(const char *dir) {
         write_bytes(path, f, n);
         expect_turned(path, "plain.avif", "AVIF", 1, px, W, H, px, 6.0);
     } else {
-        printf("skipped - AVIF: no AV1 encoder\n");
+        skipped("AVIF: no AV1 encoder");
     }
     free(f);
 }
@@ -698,5 +710,7 @@ int main(int argc, char **argv) {
     test_preprocess();
     test_labels(g_dir);
     test_maps(g_dir);
-    return t_finish("test_image");
+    int rc = t_finish("test_image");
+    if (!rc && n_skipped) printf("test_image: %d parts skipped (no encoder)\n", n_skipped);
+    return rc ? rc : n_skipped ? 77 : 0;
 }
