@@ -149,8 +149,8 @@ class App:
         x, y, s = self.image_rect()
         h = int(self.state.get("image_h", s))
         to = [x + s // 2, y + h // 2]
-        def shell(*argv):
-            out = subprocess.run(["xdotool", *argv, "--shell"], check=True,
+        def shell(cmd, *argv):
+            out = subprocess.run(["xdotool", cmd, "--shell", *argv], check=True,
                                  capture_output=True, text=True).stdout
             return {k: int(v) for k, v in (ln.split("=", 1) for ln in out.split())
                     if v.lstrip("-").isdigit()}
