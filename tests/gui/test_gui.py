@@ -69,6 +69,7 @@ class App:
                                      stderr=subprocess.PIPE, env=env, text=True, bufsize=1)
         self.lines = queue.Queue()
         self.stderr = []
+        self.stderr_read = threading.Condition()  # notified for each stderr line read
         self.state = {}
         self.frame = 0
         self.readers = [threading.Thread(target=self._read, args=(stream, put), daemon=True)
@@ -85,8 +86,17 @@ class App:
             put(line.rstrip("\n"))
 
     def _err(self, line):
-        self.stderr.append(line)
+        with self.stderr_read:
+            self.stderr.append(line)
+            self.stderr_read.notify_all()
         print(f"     app stderr: {line}", flush=True)
+
+    def stderr_has(self, ok, timeout=None):
+        """Whether ok(the stderr lines read so far) becomes true, waiting for more lines:
+        stdout and stderr are read by two threads, so a frame line may arrive before the
+        message the app wrote to stderr before drawing it. False after the timeout."""
+        with self.stderr_read:
+            return self.stderr_read.wait_for(lambda: ok(self.stderr), timeout or TIMEOUT_S)
 
     def output_read(self):
         """After the process ended: wait until its stdout and stderr have been read to
@@ -427,7 +437,8 @@ def test_bad_start(app):
     x, y, side = app.image_rect()
     errline = img[y + side:]
     check((errline[..., 0] > errline[..., 1] + 25).mean() > 0.2, "error line shown")
-    check(any("/no/such/photo.png" in s for s in app.stderr), "the error names the file")
+    check(app.stderr_has(lambda err: any("/no/such/photo.png" in s for s in err)),
+          "the error names the file")
     check(img[y:y + side, x:x + side].std() < 20, "no photo: the empty placeholder")
     quit_app(app)
 
@@ -444,7 +455,8 @@ def test_no_font(app):
     app.wait_line(lambda s: s.startswith("ready "), "ready without a font")
     app.wait_state("first frame", busy=0, scene=1)
     app.wid = find_window(app)
-    check(any("no usable font" in s and "fonts-dejavu-core" in s for s in app.stderr),
+    check(app.stderr_has(lambda err: any("no usable font" in s and "fonts-dejavu-core" in s
+                                         for s in err)),
           "missing font: a clear message on stderr")
     before = app.shot()
     x, y, side = app.image_rect()
@@ -469,9 +481,11 @@ def broken_shaders(out):
 def test_shader_error(app):
     """A shader that does not compile: its log on stderr and in a dialog, exit 1."""
     app.wid = find_window(app, "vitlens: cannot start")
-    check(any("heatmap.frag.glsl: shader does not compile" in s for s in app.stderr),
+    check(app.stderr_has(lambda err: any("heatmap.frag.glsl: shader does not compile" in s
+                                         for s in err)),
           "stderr names the shader")
-    check(any(re.search(r"\berror\b", s, re.I) for s in app.stderr[1:]), "and shows its log")
+    check(app.stderr_has(lambda err: any(re.search(r"\berror\b", s, re.I) for s in err[1:])),
+          "and shows its log")
     quit_app(app, key="Return", want_rc=1)
 
 
@@ -766,7 +780,8 @@ def test(app, args, chelsea, coffee, model):
     errline = errshot[y2 + side2:]
     reddish = (errline[..., 0] > errline[..., 1] + 25).mean()
     check(reddish > 0.2, f"error line is shown ({reddish:.2f} of it red)")
-    check(any("not_an_image.txt" in s for s in app.stderr), "the error names the file")
+    check(app.stderr_has(lambda err: any("not_an_image.txt" in s for s in err)),
+          "the error names the file")
     d = diff(patch_means(app.crop(errshot)), patch_means(base_crop))
     check(d < 2, f"the previous photo and map stay (patch means differ by {d:.2f})")
 
@@ -777,7 +792,8 @@ def test(app, args, chelsea, coffee, model):
     loads = int(app.state["loads"])
     app.drop(fake)
     app.wait_state("error after a bad model", loads=loads + 1, busy=0, error=1)
-    check(any("broken.safetensors" in s for s in app.stderr), "bad weights: the error names the file")
+    check(app.stderr_has(lambda err: any("broken.safetensors" in s for s in err)),
+          "bad weights: the error names the file")
     check(diff(app.crop(errshot), app.crop(app.shot())) == 0, "bad weights: the photo and map stay")
 
     # -- more of docs/malformed-inputs.md, dropped one after another: each an error
@@ -787,7 +803,7 @@ def test(app, args, chelsea, coffee, model):
         loads = int(app.state["loads"])
         app.drop(path)
         app.wait_state(f"error after dropping {name}", loads=loads + 1, busy=0, error=1)
-        check(any(name in s and phrase in s for s in app.stderr),
+        check(app.stderr_has(lambda err: any(name in s and phrase in s for s in err)),
               f"{name}: the error names the file and says {phrase!r}")
         check(diff(app.crop(errshot), app.crop(app.shot())) == 0, f"{name}: the photo and map stay")
 
