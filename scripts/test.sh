@@ -2,7 +2,8 @@
 # The whole test suite: installs what the tests need (scripts/install-deps.sh, nothing
 # when all is there), then builds with warnings as errors and runs ctest in build/, then
 # the same in an ASan + UBSan build in build-asan/, then the libFuzzer targets' smoke
-# runs in a clang build in build-fuzz/ (docs/robustness.md). .ci/run runs exactly this.
+# runs in a clang build in build-fuzz/ (docs/robustness.md). .ci/run runs exactly this,
+# with CI=true: then a test that skips (exit 77: no ../shared, a tool missing) fails.
 # Usage: scripts/test.sh                          everything
 #        scripts/test.sh --plain [ctest args...]  only build/      (e.g. -R parity)
 #        scripts/test.sh --sanitize [ctest args...] only build-asan/

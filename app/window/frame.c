@@ -217,7 +217,7 @@ void app_draw(App *app) {
             ren_draw(&app->ren, &f);
         }
     }
-    int again = ren_present(&app->ren);
+    app->again = ren_present(&app->ren);
     app->frames++;
     if (app->trace || app->announce) glFinish(); /* the frame is on screen before we say so */
     t.shown = SDL_GetPerformanceCounter();
@@ -228,5 +228,4 @@ void app_draw(App *app) {
     }
     if (app->trace) trace_frame(app, &f, &t);
     fflush(stdout);
-    app->again = again;
 }

@@ -27,6 +27,16 @@ static uint32_t rnd(void) {
     return (uint32_t)((rng_state * 2685821657736338717ull) >> 32);
 }
 
+/* Cases left out for want of an encoder in this libheif (x265, aom): the test then exits 77,
+ * a skip (a failure in CI), once the rest passed. Not counted when tests/memcheck asks for
+ * no HEVC encoder (VITLENS_TEST_NO_HEVC_ENCODER: x265's SIMD code upsets valgrind). */
+static int n_skipped;
+
+static void skipped(const char *what) {
+    printf("skipped - %s\n", what);
+    if (!getenv("VITLENS_TEST_NO_HEVC_ENCODER")) n_skipped++;
+}
+
 static double now_s(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -156,7 +166,9 @@ static void test_truncated(const char *dir) {
                     : f == 5 ? enc_tiff(&n, px, 24, 24, 3, 0, 5 /* LZW */, 0)
                              : enc_heif(&n, px, 24, 24, 0, 0, 0);
             if (!bytes && f == 6) {
-                printf("skipped - every prefix of %s: no HEVC encoder\n", files[f]);
+                char what[200];
+                snprintf(what, sizeof what, "every prefix of %s: no HEVC encoder", files[f]);
+                skipped(what);
                 continue;
             }
         }
@@ -280,7 +292,7 @@ static void test_orientation(const char *dir) {
         expect_turned(path, "irot6.heic (irot + EXIF 6: turned once)", "HEIF", tag, cw, H, W, px,
                       6.0);
     } else {
-        printf("skipped - HEIC orientation: no HEVC encoder\n");
+        skipped("HEIC orientation: no HEVC encoder");
     }
     free(f);
     f = enc_heif(&n, px, W, H, 1, 0, 0);
@@ -289,7 +301,7 @@ static void test_orientation(const char *dir) {
         write_bytes(path, f, n);
         expect_turned(path, "plain.avif", "AVIF", 1, px, W, H, px, 6.0);
     } else {
-        printf("skipped - AVIF: no AV1 encoder\n");
+        skipped("AVIF: no AV1 encoder");
     }
     free(f);
 }
@@ -324,7 +336,11 @@ static void test_tiff_alpha(const char *dir) {
     }
 }
 
-/* Declared sizes over the limit are refused from the header, before decoding. */
+/* Declared sizes over the limit are refused from the header, before decoding. The time
+ * bound is a ceiling that catches a decoder set to work on the declared size (or a hang),
+ * wide enough for valgrind on a busy machine (it was 0.5 s: how fast a refusal is belongs
+ * in bench/, beside bench_decode's decoding times). */
+#define REFUSE_MAX_S 5.0
 static void test_huge(const char *dir) {
     char path[1100];
     static const struct {
@@ -350,7 +366,7 @@ static void test_huge(const char *dir) {
         double t0 = now_s();
         expect_image(path, VIT_ERR_IMAGE, pngs[i].key ? KEYS(pngs[i].key) : NULL, what);
         double dt = now_s() - t0;
-        check(dt < 0.5, "%s refused in %.3f s", pngs[i].file, dt);
+        check(dt < REFUSE_MAX_S, "%s refused in %.3f s", pngs[i].file, dt);
     }
     /* PNM: stbi_info passes it, so the engine's own check must refuse it. */
     path_join(path, sizeof path, dir, "huge_20000x10000.pgm");
@@ -359,7 +375,7 @@ static void test_huge(const char *dir) {
     double t0 = now_s();
     expect_image(path, VIT_ERR_IMAGE, KEYS("20000x10000", "limit"),
                  "huge_20000x10000.pgm (header only)");
-    check(now_s() - t0 < 0.5, "huge_20000x10000.pgm refused quickly");
+    check(now_s() - t0 < REFUSE_MAX_S, "huge_20000x10000.pgm refused quickly");
 
     VitImage img;
     VitError err = {0};
@@ -694,5 +710,7 @@ int main(int argc, char **argv) {
     test_preprocess();
     test_labels(g_dir);
     test_maps(g_dir);
-    return t_finish("test_image");
+    int rc = t_finish("test_image");
+    if (!rc && n_skipped) printf("test_image: %d parts skipped (no encoder)\n", n_skipped);
+    return rc ? rc : n_skipped ? 77 : 0;
 }

@@ -23,14 +23,26 @@ Mass of a map over an object:
     sum of its weights). Objects differ in area (a star of the same radius has a
     third of a circle's); by mass, a map spread over both favours the larger.
 
-Controls:
-  - rollout (negative): attention rollout (vit_rollout: last layer, mean fusion,
-    discard 0, the CLS row), one map for both classes: it can win one comparison
-    of a scene, never both (checked: 0 scenes); "attention" (the last layer's
-    mean CLS row) likewise.
-  - random: an independent uniform random patch map per class (seeded): a
-    class-specific map that knows nothing. About 25% of scenes per area; by mass
-    about 10%, as a map spread evenly favours the larger object for both classes.
+Controls, each able to fail and checked:
+  - swapped (negative, one per method): the method's own two maps exchanged, the
+    map for class b judged as the map for class a. Through the same dump and the
+    same judge, it tells a map that follows the asked class from one that does
+    not: a method must get at least SWAP_MARGIN more of the kept scenes right (by
+    mass and per area) than its swapped maps, and twice as many. A method whose
+    maps ignore the class (the same map for both) gets 0 either way and fails; so
+    does a dump that hands the maps back in the wrong order.
+  - random (chance): an independent uniform random patch map per class (seeded):
+    a class-specific map that knows nothing. Per area its two comparisons are fair
+    coins (a mean of i.i.d. uniforms over one object against one over the other is
+    symmetric about 0), so both are right in 25% of the scenes: checked within 4
+    binomial standard deviations. Masks that are empty or the same for both
+    objects, or a judge that is not a strict comparison of the two objects, move
+    it out. By mass about 10% (not checked), as a map spread evenly favours the
+    larger object for both classes.
+  - rollout, attention (printed, not controls): attention rollout (vit_rollout:
+    last layer, mean fusion, discard 0, the CLS row) and the last layer's mean CLS
+    row are one map for both classes: under the strict comparison they can win
+    one comparison of a scene, never both, so they get 0 scenes by construction.
   - occlusion (positive): the model itself. Logit c drops more when c's object
     is removed than when the other is (the same scene without one object,
     scene_two(without=True)). This is what a faithful class-specific map should
@@ -85,7 +97,9 @@ THRESHOLDS = {
 MEASURES = ("mass", "per area")
 MIN_KEPT = 100          # scenes
 OCCLUSION_MIN = 0.95    # the premise: the model's logits follow the objects
-CONTROL_MAX = 0         # scenes a class-agnostic map may get right (by construction 0)
+SWAP_MARGIN = 0.10      # a method's scenes right less its swapped maps', at least (fraction)
+RANDOM_P = 0.25         # random maps, per area: both comparisons fair coins
+RANDOM_SIGMAS = 4       # its band, in binomial standard deviations
 
 
 def load_gen(path):
@@ -134,14 +148,33 @@ def verdict(name, both, n):
         return f">= {t[0]:.0%}, {t[1]:.0%}  " + ("FAIL" if bad else "ok"), \
             (f"{name}: " + ", ".join(bad)) if bad else None
     if name in ("rollout", "attention"):
-        ok = max(both) <= CONTROL_MAX
-        return f"<= {CONTROL_MAX} (control)  " + ("ok" if ok else "FAIL"), \
-            None if ok else f"{name}: a class-agnostic map got {max(both)} scenes right"
+        return "(one map for both classes: 0 by construction)", None
+    if name.endswith(":swapped"):
+        return "(control: see below)", None
     if name == "occlusion":
         ok = both[0] >= OCCLUSION_MIN * n
         return f">= {OCCLUSION_MIN:.0%} (premise)  " + ("ok" if ok else "FAIL"), \
             None if ok else f"occlusion: {both[0]}/{n}: the logits do not follow the objects"
-    return ("(chance)" if name == "random" else "(not checked)"), None
+    if name == "random":
+        sd = RANDOM_SIGMAS * (n * RANDOM_P * (1 - RANDOM_P)) ** 0.5
+        lo, hi = RANDOM_P * n - sd, RANDOM_P * n + sd
+        ok = lo <= both[1] <= hi
+        return f"per area {lo:.0f}..{hi:.0f} (chance)  " + ("ok" if ok else "FAIL"), \
+            None if ok else (f"random: {both[1]}/{n} scenes per area, outside {lo:.0f}..{hi:.0f} "
+                             f"({RANDOM_P:.0%} +- {RANDOM_SIGMAS} sd): the judge or the masks "
+                             "do not give chance to a map that knows nothing")
+    return "(not checked)", None
+
+
+def swap_verdict(name, both, swapped, n):
+    """The swapped control of a method: (text, failure or None); both, swapped: scenes
+    right (by mass, per area) with its maps and with its two maps exchanged."""
+    bad = [f"{ms} {b}/{n} against {s}/{n} swapped" for ms, b, s in zip(MEASURES, both, swapped)
+           if not (b - s >= SWAP_MARGIN * n and b >= 2 * s)]
+    text = ", ".join(f"{b} vs {s}" for b, s in zip(both, swapped))
+    return f"{name:13s} {text}  " + ("FAIL" if bad else "ok"), \
+        (f"{name}: its maps do no better than its maps swapped between the classes: "
+         + "; ".join(bad)) if bad else None
 
 
 def main():
@@ -201,7 +234,8 @@ def main():
     # right[measure][name]: [kept, 2] bool, class k of the scene judged right
     pix_methods = [m for m, px in zip(methods, pixels) if px]
     names = methods + [m + "+" for m in pix_methods] + ["rollout", "attention", "random",
-                                                        "occlusion"]
+                                                        "occlusion"] + \
+        [m + ":swapped" for m in methods]
     right = {ms: {n: np.zeros((len(kept), 2), bool) for n in names} for ms in MEASURES}
     rng = np.random.default_rng(0)
     patch_min = np.inf
@@ -218,6 +252,9 @@ def main():
                                        for p in pairs[m]])
         checks = [(m, pairs[m], px_w if px else patch_w, px) for m, px in zip(methods, pixels)]
         checks += [(m + "+", pairs[m], px_w, False) for m in pix_methods]  # for the report
+        # the negative control: each method's maps exchanged between the two classes
+        checks += [(m + ":swapped", pairs[m][::-1], px_w if px else patch_w, px)
+                   for m, px in zip(methods, pixels)]
         checks += [("rollout", [rollout[i]] * 2, patch_w, False),
                    ("attention", [attention[i]] * 2, patch_w, False),
                    ("random", [rng.random((gh, gw)) for _ in range(2)], patch_w, False)]
@@ -233,8 +270,8 @@ def main():
     n = len(kept)
     first = (labels[kept, 1] == top2[kept, 0]).astype(int)  # k of the class the model ranks first
     rows, fails = {}, []
-    print(f"\n{'':13s} {'by mass':-^46s}  {'per area':-^15s}")
-    print(f"{'map':13s} {'both classes right':>18s} {'comparisons':>13s} {'c 1st':>6s} "
+    print(f"\n{'':22s} {'by mass':-^46s}  {'per area':-^15s}")
+    print(f"{'map':22s} {'both classes right':>18s} {'comparisons':>13s} {'c 1st':>6s} "
           f"{'c 2nd':>6s}  {'both right':>15s}  threshold (mass, per area)")
     for m in names:
         rows[m] = {}
@@ -247,9 +284,18 @@ def main():
         text, failure = verdict(m, (bm, ba), n)
         if failure:
             fails.append(failure)
-        print(f"{m:13s} {bm:4d}/{n} ({bm / n:6.1%}) {r['comparisons']:6d}/{2 * n} "
+        print(f"{m:22s} {bm:4d}/{n} ({bm / n:6.1%}) {r['comparisons']:6d}/{2 * n} "
               f"{r['right_top1']:6.0%} {r['right_second']:6.0%}  "
               f"{ba:4d}/{n} ({ba / n:6.1%})  {text}")
+    print(f"\nswapped control: scenes right (by mass, per area), each method against its own "
+          f"two maps exchanged: at least {SWAP_MARGIN:.0%} of the scenes more, and twice as many")
+    for m in methods:
+        text, failure = swap_verdict(m, (rows[m]["mass"]["both"], rows[m]["per area"]["both"]),
+                                     (rows[m + ":swapped"]["mass"]["both"],
+                                      rows[m + ":swapped"]["per area"]["both"]), n)
+        print(f"  {text}")
+        if failure:
+            fails.append(failure)
     if patch_min < 0:
         fails.append(f"a patch map has a negative value ({patch_min:g}): expected >= 0")
     if n < MIN_KEPT:
@@ -260,8 +306,8 @@ def main():
     if fails:
         print("\nFAIL: " + "; ".join(fails))
         return 1
-    print(f"\nok: every method above its thresholds on {n} scenes; the class-agnostic controls "
-          f"never get both classes of a scene right")
+    print(f"\nok: every method above its thresholds on {n} scenes and above its maps swapped "
+          f"between the classes; random maps at chance")
     return 0
 
 

@@ -191,8 +191,7 @@ def explore(app, a, model, chelsea, coffee, saves):
     d = diff(roll_q, roll_cls)
     check(d > 0.5, f"rollout from the patch differs from rollout from CLS ({d:.2f})")
     app.key("r", kind="attention")
-    run(["xdotool", "mousemove", "--window", app.wid, "5", "5"])
-    app.wait_state("mouse away", hover="-1,-1")
+    app.mouse_off("mouse away")
     check(diff(cls, app.shot()) == 0, "C returns to the CLS token: the same picture as before")
 
     # -- top-5 panel: the first bar is as long as the top-1 probability
@@ -358,14 +357,22 @@ def explore(app, a, model, chelsea, coffee, saves):
     bar0 = bar_height(app.shot())
     app.key("f", fullscreen=1)
     app.wait_state("fullscreen", window="1280,1024")
-    # Xvfb has no window manager to give a fullscreen window the screen: SDL sizes its
-    # frame to 1280x1024 but the X window (and the GL drawable) stay as they were, so
-    # both screenshots and S's read-back would cut the frame. Do the manager's part.
-    n = app.frame
+    # Xvfb has no window manager to give a fullscreen window the screen: should SDL size
+    # its frame to 1280x1024 but leave the X window (and the GL drawable) as they were,
+    # screenshots and S's read-back would cut the frame. Do the manager's part; if that
+    # changed the X window, wait for the frame drawn at its new size. (Debian 12's SDL
+    # moves and sizes the X window itself: then nothing changes and the settled frame
+    # wait_state waited for is the one on screen.)
+    def x_geometry():
+        return subprocess.run(["xdotool", "getwindowgeometry", "--shell", app.wid], check=True,
+                              capture_output=True, text=True).stdout
+    n, was = app.frame, x_geometry()
     run(["xdotool", "windowmove", "--sync", app.wid, "0", "0"])
     run(["xdotool", "windowsize", "--sync", app.wid, "1280", "1024"])
     app.geom = None  # grab the window where it is now
-    app.wait_line(lambda s: s.startswith("frame ") and app.frame > n, "redrawn on the screen")
+    if x_geometry() != was:
+        app.wait_line(lambda s: s.startswith("frame ") and app.frame > n and app.settled(),
+                      "redrawn on the screen")
 
     def saved_frame(what):  # S: the frame as drawn
         run(["xdotool", "key", "s"])

@@ -40,7 +40,7 @@ def geometry(wid):
                                      "Width", "Height"))
 
 
-def wait_geometry(wid, want, what, timeout_s=5.0):
+def wait_geometry(wid, want, what, timeout_s=30.0):
     """The X window's geometry once it is `want`, or its last one after timeout_s (the
     X server applies a move or resize a little after SDL reports it)."""
     deadline = time.monotonic() + timeout_s

@@ -35,7 +35,8 @@ README's pictures (docs/screenshot-perturb-*.png are copies).
   xvfb-run -a -s "-screen 0 1280x1024x24" /usr/bin/python3 test_perturb.py \\
       --app build/vitlens --dump build/tests/parity/vit_dump --shared ../shared \\
       --out build/tests/gui/perturb
-Exits 0, 1 on a failed check, 77 (skip) when neither model is there.
+Exits 0, 1 on a failed check, 77 (skip) without DeiT-Tiny (after the whole test on the
+built-in model passed: it checks less, the window drawing while the worker computes).
 """
 import argparse
 import json
@@ -202,7 +203,10 @@ def run_order(app, a, ref, mode, mid_frac, seen_computing_frames):
     check(done["mode"] == mode and app.state["pphase"] == "done" and
           app.state["pstep"] == f"{n_steps}/{n_steps}",
           f"{mode}: done at step {app.state['pstep']} (n_steps = min(N, 50) = {n_steps})")
-    check(6.0 <= took <= 30.0, f"{mode}: the animation took {took:.1f} s (about 8 s)")
+    # at least 6 s: the animation plays its steps on a clock (about 8 s), it does not
+    # skip to the end; at most 120 s, a ceiling that catches a stalled animation and holds
+    # on a machine other jobs keep busy (bench/app_latency.py times the window)
+    check(6.0 <= took <= 120.0, f"{mode}: the animation took {took:.1f} s (about 8 s)")
 
     # 1. the numbers
     want_order = order(ref["map"], mode == "positive")
@@ -256,9 +260,9 @@ def window(app, a, ref, seen_computing_frames):
     app.start(ref["photo"])
     run(["xdotool", "windowmove", "--sync", app.wid, "0", "0"])  # all of it on the screen
     run(["xdotool", "windowsize", "--sync", app.wid, str(WINDOW[0]), str(WINDOW[1])])
+    # the frame laid out for the new size (settled: not the one that showed the size)
     app.wait_state("the window at 1280 x 960", window=f"{WINDOW[0]},{WINDOW[1]}")
-    run(["xdotool", "mousemove", "--window", app.wid, "2", "2"])  # no tooltip over the photo
-    app.wait_state("no hover", hover="-1,-1")
+    app.mouse_off("no hover label over the photo")
     check(app.state["kind"] == "attention" and app.state["class"] == str(ref["target"]),
           f"the window opens on the attention of the CLS token, class {app.state['class']}")
     before = app.shot()
@@ -410,6 +414,9 @@ def main():
     if not run_checks(app, lambda app: headless(app, photo)):
         return 1
     print(f"gui_perturb: all checks passed (max |prob diff| {max(ref['measured']):.2e})")
+    if not slow:  # what ran passed, on the built-in model: a skip (in CI a failure)
+        print("gui_perturb: ran on the built-in model; DeiT-Tiny's run skipped")
+        return 77
     return 0
 
 

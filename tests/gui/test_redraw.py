@@ -15,12 +15,11 @@ canvas copied whole, and a swap: what other systems get).
 
   xvfb-run -a -s "-screen 0 1280x1024x24" /usr/bin/python3 test_redraw.py \\
       --app build/vitlens --shared ../shared --out build/tests/gui/redraw
-Exits 0, 1 on a failed check.
+Exits 0, 1 on a failed check, 77 (skip) without DeiT-Tiny once the built-in model's runs
+passed.
 """
 import argparse
-import glob
 import os
-import re
 import subprocess
 import sys
 import time
@@ -29,7 +28,7 @@ import numpy as np
 from PIL import Image
 
 sys.path.insert(0, os.path.dirname(__file__))
-from test_gui import App, Fail, check, quit_app, run, run_checks  # noqa: E402
+from test_gui import App, check, quit_app, run, run_checks  # noqa: E402
 
 # keys of every kind: layer, head, rollout, the overviews (heads T, table A) and moves in
 # them, panels (0, D), colormap (V, Shift+V), grid, mask, bilinear, opacity, help, query
@@ -43,32 +42,45 @@ CLASS_KEYS = ["e", "2", "3", "Right", "1", "shift+e", "shift+e"]
 
 
 def frames(app):
-    """The trace's frame lines that arrived so far, parsed."""
+    """The trace's frame lines that arrived so far, parsed (app.state is the last)."""
     out = []
     while not app.lines.empty():
         line = app.lines.get_nowait()
-        m = re.match(r"frame (\d+) (.*)", line)
-        if m:
-            out.append(dict(kv.split("=", 1) for kv in m.group(2).split() if "=" in kv))
+        if app.take(line) and line.startswith("frame "):
+            out.append(dict(app.state))
     return out
 
 
-def settle(app, seconds=0.6):
-    time.sleep(seconds)
-    deadline = time.monotonic() + 60
-    got = []
-    while time.monotonic() < deadline:  # until a frame that is not busy, then quiet
-        got += frames(app)
-        if got and got[-1].get("busy") == "0" and app.lines.empty():
-            time.sleep(0.3)
-            if app.lines.empty():
-                return got
-        time.sleep(0.1)
-    raise Fail("the app does not settle")
+def settle(app):
+    """The frames of the input given so far, once all of it is handled and drawn and the
+    worker is idle: G twice (the grid on, then off again), and the frame showing the
+    second G; X delivers the window's input in order, so every earlier key, mouse move
+    and click was handled before it. Then, if a job still runs, the frame of its end.
+    The two G frames are partial redraws too, checked like the others."""
+    got = frames(app)
+
+    def collect(done):
+        def pred(line):
+            if not line.startswith("frame "):
+                return False
+            got.append(dict(app.state))
+            return done()
+        return pred
+    run(["xdotool", "windowfocus", "--sync", app.wid])  # a click may have moved the focus
+    for _ in range(2):
+        want = "0" if app.state.get("grid") == "1" else "1"
+        run(["xdotool", "key", "--clearmodifiers", "g"])
+        app.wait_line(collect(lambda: app.state.get("grid") == want),
+                      f"G: the grid {'on' if want == '1' else 'off'}, after every earlier input")
+    if app.state.get("busy") != "0":
+        app.wait_line(collect(lambda: app.state.get("busy") == "0"), "the worker idle")
+    return got
 
 
 def drive(app, keys, mouse):
-    """Press keys (and move the mouse over the crop between some); all frames."""
+    """Press keys (and move the mouse over the crop between some); all frames. The pauses
+    between inputs only space them, so that most get a frame of their own; nothing waits
+    on them: whatever frames come are all checked, and settle() waits for the last."""
     got = []
     x, y, s = app.image_rect()
     for i, k in enumerate(keys):
@@ -88,18 +100,15 @@ def drive(app, keys, mouse):
 def window_is_canvas(app, name, saves):
     """The window shows what the canvas holds: S writes the canvas as a PNG; the X
     window's pixels (what ren_present showed) must be the same, to the last one."""
-    def files():
-        return {f: os.stat(f).st_mtime_ns for f in glob.glob(os.path.join(saves, "*.png"))}
-    before = files()
+    run(["xdotool", "windowfocus", "--sync", app.wid])
     run(["xdotool", "key", "--clearmodifiers", "s"])
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline and files() == before:
-        time.sleep(0.1)
-    time.sleep(0.3)  # written whole
-    new = sorted(f for f, t in files().items() if before.get(f) != t)
-    check(len(new) == 1, f"{name}: S saved the canvas ({new})")
+    # the app prints "saved PATH" once the file is written whole
+    line = app.wait_line(lambda s: s.startswith("saved "), f"{name}: S saved the canvas")
+    path = line[len("saved "):]
+    check(os.path.dirname(os.path.realpath(path)) == os.path.realpath(saves) and
+          os.path.isfile(path), f"{name}: S saved the canvas ({path})")
     settle(app)
-    saved = np.asarray(Image.open(new[0]).convert("RGB")).astype(np.int16)
+    saved = np.asarray(Image.open(path).convert("RGB")).astype(np.int16)
     shown = app.shot()
     # the saved frame has no "saved ..." notice: compare above the status bar
     bar_top = saved.shape[0] - 60
@@ -173,6 +182,9 @@ def main():
         if not run_checks(App(argv, run_env), fn):
             print("redraw: FAILED")
             return 1
+    if len(runs) < 3:  # what ran passed, but not all of it: a skip (in CI a failure)
+        print("redraw: the built-in model's runs passed; DeiT-Tiny's skipped")
+        return 77
     print("redraw: all checks passed")
     return 0
 

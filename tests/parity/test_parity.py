@@ -11,7 +11,11 @@ deit:   DeiT-Tiny on every photo in SHARED/images: preprocessing against
         reference on the same input, and the same top-5. Exit 77 (skip)
         without SHARED.
 --perturb eps|tanh makes the reference wrong (LayerNorm eps 1e-5, tanh GELU):
-the test must then fail, which shows its tolerances can catch such slips.
+the test must then fail, which shows its tolerances can catch such slips. That
+negative control is a test of its own (ctest parity_*_control_*): with --perturb,
+the run passes (exit 0) only when the logits or attention comparison fails on
+every model or photo, i.e. the tolerances caught the wrong reference everywhere;
+a crash or an input the wrong reference passes on fails it.
 
 Tolerances. The target is the float64 reference on the same stored weights and
 the same float32 input, so any difference is float32 rounding; PyTorch's own
@@ -56,20 +60,38 @@ torch.set_num_threads(1)  # the machine is shared; float64 DeiT-Tiny is still < 
 
 
 class Report:
-    """Collects failures so every model and photo is reported before exiting."""
+    """Collects failures so every model and photo is reported before exiting. The
+    comparisons with the reference (compare) name their model or photo as `guard`:
+    with a wrong reference (--perturb) each of those must have failed."""
 
     def __init__(self):
         self.failures = []
+        self.compared, self.caught = [], set()  # labels compared; those with a failure
 
-    def check(self, ok, what):
+    def check(self, ok, what, guard=None):
+        if guard is not None and guard not in self.compared:
+            self.compared.append(guard)
         if not ok:
             self.failures.append(what)
             print(f"  FAIL {what}")
+            if guard is not None:
+                self.caught.add(guard)
         return ok
 
     def exit_code(self):
         print(f"\n{len(self.failures)} failure(s)" if self.failures else "\nall parity checks passed")
         return 1 if self.failures else 0
+
+    def control_exit_code(self, what):
+        """The negative control: 0 when the comparisons failed on every label."""
+        missed = [g for g in self.compared if g not in self.caught]
+        if not self.compared or missed:
+            print(f"\nCONTROL FAILED: with {what} the comparisons passed on "
+                  f"{missed or 'nothing compared'}: the tolerances do not catch it")
+            return 1
+        print(f"\ncontrol ok: with {what} the comparisons failed on all {len(self.compared)} "
+              f"of {', '.join(self.compared)}")
+        return 0
 
 
 def run_dump(dump, args):
@@ -94,7 +116,8 @@ def compare(rep, label, engine, ref64, ref32, att_tol):
     yard = np.abs(att32 - att64).max()
     print(f"  attention max|engine - f64| per layer: {' '.join(f'{d:.1e}' for d in per_layer)}")
     print(f"  attention max|engine - f64| = {per_layer.max():.2e}  (torch f32: {yard:.2e}, tol {att_tol:.0e})")
-    rep.check(per_layer.max() <= att_tol, f"{label}: attention differs by {per_layer.max():.2e}")
+    rep.check(per_layer.max() <= att_tol, f"{label}: attention differs by {per_layer.max():.2e}",
+              guard=label)
     if ref64[0] is None:
         rep.check("logits" not in engine, f"{label}: engine wrote logits for a model without head")
         return
@@ -105,8 +128,8 @@ def compare(rep, label, engine, ref64, ref32, att_tol):
     dp = np.abs(engine["probs"] - torch.softmax(ref64[0], 0).numpy()).max()
     print(f"  logits    max|engine - f64| = {d:.2e}  (torch f32: {yard:.2e}, tol {tol:.1e}; "
           f"max|logit| {np.abs(lg64).max():.1f}); probs {dp:.1e}")
-    rep.check(d <= tol, f"{label}: logits differ by {d:.2e}")
-    rep.check(dp <= att_tol, f"{label}: probabilities differ by {dp:.2e}")
+    rep.check(d <= tol, f"{label}: logits differ by {d:.2e}", guard=label)
+    rep.check(dp <= att_tol, f"{label}: probabilities differ by {dp:.2e}", guard=label)
 
 
 def check_peaked(rep, label, att):
@@ -329,11 +352,16 @@ def main():
     ap.add_argument("--shared", default="", help="shared/ with models/deit-tiny and images (part deit)")
     ap.add_argument("--perturb", choices=["eps", "tanh"], help="make the reference wrong: must fail")
     args = ap.parse_args()
+    control = args.perturb
     args.perturb = {None: {}, "eps": {"ln_eps": 1e-5}, "tanh": {"gelu": "tanh"}}[args.perturb]
     rep, t0 = Report(), time.time()
     skip = (test_random if args.part == "random" else test_deit)(args, rep)
     print(f"({time.time() - t0:.1f} s)")
-    return skip if skip is not None else rep.exit_code()
+    if skip is not None:
+        return skip
+    if control:
+        return rep.control_exit_code(f"a wrong reference ({control}: {args.perturb})")
+    return rep.exit_code()
 
 
 if __name__ == "__main__":

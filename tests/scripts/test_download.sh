@@ -38,7 +38,7 @@ port=$(/usr/bin/python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0
 /usr/bin/python3 -m http.server "$port" --bind 127.0.0.1 --directory "$hub" >"$work/server.log" 2>&1 &
 server=$!
 trap 'kill $server 2>/dev/null' EXIT
-for _ in $(seq 50); do
+for _ in $(seq 600); do  # up to 60 s: the server starts slowly on a busy machine
   (exec 3<>/dev/tcp/127.0.0.1/"$port") 2>/dev/null && break
   sleep 0.1
 done
