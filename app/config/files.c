@@ -9,15 +9,17 @@
 #include <strings.h>
 #include <sys/stat.h>
 
-#define MAX_FILES 100000
+#define MAX_FILES 100000 /* a folder's images read at most: a bound on memory and time */
 
 /* --- the built-in model ---------------------------------------------------- */
 
+/* 1 when path is a regular file (symlinks followed). */
 static int is_file(const char *path) {
     struct stat st;
     return stat(path, &st) == 0 && S_ISREG(st.st_mode);
 }
 
+/* 1 when path is a directory (symlinks followed). */
 static int is_dir(const char *path) {
     struct stat st;
     return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
@@ -42,6 +44,7 @@ int files_default_model(char *model, size_t model_bytes, char *demo_dir, size_t 
                  env);
         return -1;
     }
+    /* the source tree's assets/ first (a build run in place), then the installed copy */
     if (try_assets(VITLENS_ASSETS_DIR_DEFAULT, model, model_bytes, demo_dir, demo_bytes) ||
         try_assets(VITLENS_ASSETS_DIR_INSTALLED, model, model_bytes, demo_dir, demo_bytes))
         return 0;
@@ -69,6 +72,7 @@ static int is_image_name(const char *name) {
     return 0;
 }
 
+/* qsort order of file names: byte order (strcmp), as `ls` in the C locale. */
 static int cmp_names(const void *a, const void *b) {
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
@@ -124,6 +128,8 @@ int files_step(char *out, size_t out_bytes, const char *path, int step) {
         files_free_list(names, n < 0 ? 0 : n);
         return -1;
     }
+    /* from a folder, or a file no longer in it: the first (N) or the last (P); else the
+     * neighbour, wrapping round */
     int at = -1;
     for (int i = 0; name && i < n; i++)
         if (strcmp(names[i], name) == 0) at = i;
@@ -137,6 +143,8 @@ int files_expand(char ***paths_out, int *n_out, const char *const *args, int n_a
                  size_t msg_bytes) {
     char **paths = NULL;
     int n = 0, cap = 0;
+    /* a file argument is kept as given (the loader names its errors later); a folder
+     * becomes its images, sorted, and one with none is an error now */
     for (int a = 0; a < n_args; a++) {
         char **names = NULL;
         int k = 1, folder = is_dir(args[a]);

@@ -44,6 +44,7 @@ static const char *const KEYS_OTHER[][2] = {
 void keys_list(KeyList *k) {
     _Static_assert(N_KEYS_VIEW + 1 + MAP_KIND_COUNT + N_KEYS_OTHER <= KEYS_MAX,
                    "KEYS_MAX too small for the keys and the map kinds");
+    /* rows point at static strings and at k->kinds: valid while k lives */
     k->n = 0;
     for (int i = 0; i < N_KEYS_VIEW; i++, k->n++)
         k->rows[k->n][0] = KEYS_VIEW[i][0], k->rows[k->n][1] = KEYS_VIEW[i][1];
@@ -70,6 +71,7 @@ void keys_kind_names(char *buf, size_t n, int group, int with_keys) {
     size_t len = 0;
     int k_in = 0, count = 0;
     buf[0] = '\0';
+    /* counted first, so that the last two are joined by "and" rather than a comma */
     for (int k = 0; k < MAP_KIND_COUNT; k++) count += group < 0 || (int)MAP_KINDS[k].group == group;
     for (int k = 0; k < MAP_KIND_COUNT && len < n; k++) {
         const MapKindInfo *m = &MAP_KINDS[k];
@@ -84,6 +86,8 @@ void keys_kind_names(char *buf, size_t n, int group, int with_keys) {
 }
 
 void keys_print_wrapped(FILE *f, const char *text, int indent, int col) {
+    /* words, not characters: a line breaks before the word that would pass column 80;
+     * col is where the caller's text already ends on the current line */
     const char *p = text;
     while (*p) {
         size_t word = strcspn(p, " ");
@@ -102,6 +106,7 @@ void keys_print_wrapped(FILE *f, const char *text, int indent, int col) {
 }
 
 void keys_list_kinds(FILE *f) {
+    /* tab-separated, one kind a line: a stable format for scripts and the tests */
     static const char *const groups[] = {"attention", "class", "tokens"};
     for (int k = 0; k < MAP_KIND_COUNT; k++) {
         const MapKindInfo *m = &MAP_KINDS[k];

@@ -9,12 +9,15 @@
 #include <string.h>
 #include <sys/stat.h>
 
+/* 1 when path is a regular file (stat follows symlinks: a linked model counts). */
 static int is_file(const char *path) {
     struct stat st;
     return stat(path, &st) == 0 && S_ISREG(st.st_mode);
 }
 
 int models_dirs(char dirs[MODELS_MAX_DIRS][1024]) {
+    /* in the order they are searched: the environment, the XDG data folder, the source
+     * tree's models/ when built from one */
     int n = 0;
     const char *env = getenv("VITLENS_MODELS_DIR");
     if (env && *env) snprintf(dirs[n++], 1024, "%s", env);
@@ -27,6 +30,7 @@ int models_dirs(char dirs[MODELS_MAX_DIRS][1024]) {
     return n;
 }
 
+/* qsort order of ModelEntry: by name. */
 static int cmp_entries(const void *a, const void *b) {
     return strcmp(((const ModelEntry *)a)->name, ((const ModelEntry *)b)->name);
 }
@@ -40,6 +44,7 @@ int models_list(ModelEntry *out, int max) {
         int first = n; /* this folder's entries start here */
         for (struct dirent *e; (e = readdir(dir)) && n < max;) {
             if (e->d_name[0] == '.' || strlen(e->d_name) >= sizeof out[n].name) continue;
+            /* a name seen in an earlier folder wins: the search order decides */
             int seen = 0;
             for (int i = 0; i < n && !seen; i++) seen = !strcmp(out[i].name, e->d_name);
             if (seen) continue;
@@ -55,6 +60,7 @@ int models_list(ModelEntry *out, int max) {
             n++;
         }
         closedir(dir);
+        /* each folder's entries sorted, the folders kept in search order */
         qsort(out + first, (size_t)(n - first), sizeof *out, cmp_entries);
     }
     return n;
@@ -82,6 +88,8 @@ int models_resolve(char *weights, size_t weights_bytes, char *labels, size_t lab
         free(list);
         return 0;
     }
+    /* not found: the message lists where it looked and what is there, each part only while
+     * msg has room */
     char dirs[MODELS_MAX_DIRS][1024];
     int n_dirs = models_dirs(dirs);
     int len = snprintf(msg, msg_bytes,

@@ -195,6 +195,8 @@ void options_usage(FILE *f) {
 /* An option that takes a value: --model PATH, --top K, ... (a: the option, val: its value).
  * 0, or 2 with the message on stderr. */
 static int parse_value(Options *o, const char *a, const char *val) {
+    /* every number is parsed whole (strtol/strtof with end and errno checked): "12x" or
+     * "1e99" is an error naming the option, never a silent prefix or overflow */
     char *end = NULL;
     errno = 0;
     if (!strcmp(a, "--model")) {
@@ -207,7 +209,7 @@ static int parse_value(Options *o, const char *a, const char *val) {
         o->eval_out = val;
     } else if (!strcmp(a, "--masks")) {
         o->masks_dir = val;
-    } else if (!strcmp(a, "--shard")) {
+    } else if (!strcmp(a, "--shard")) { /* K/N: this run takes images K, K+N, ... */
         long k = strtol(val, &end, 10), n = 0;
         if (!errno && end != val && *end == '/') {
             const char *ns = end + 1;
@@ -226,7 +228,7 @@ static int parse_value(Options *o, const char *a, const char *val) {
             return 2;
         }
         o->eval_steps = (int)n;
-    } else if (!strcmp(a, "--class")) {
+    } else if (!strcmp(a, "--class")) { /* resolved against the labels once the model loads */
         if (!*val) {
             fprintf(stderr, "vitlens: --class needs a class index or name\n");
             return 2;
@@ -245,13 +247,14 @@ static int parse_value(Options *o, const char *a, const char *val) {
                     val);
             return 2;
         }
-        o->colormap = found, o->given_colormap = 1;
+        o->colormap = found, o->given_colormap = 1; /* given: the settings do not override it */
     } else if (!strcmp(a, "--heads") || !strcmp(a, "--top")) {
         long n = strtol(val, &end, 10);
         if (errno || !*val || *end || n < 1 || n > 100000) {
             fprintf(stderr, "vitlens: %s %s: expected a positive integer\n", a, val);
             return 2;
         }
+        /* the same check for both: pick the field the option sets */
         *(!strcmp(a, "--heads") ? &o->load.n_heads : &o->top_k) = (int)n;
     } else if (!strcmp(a, "--size")) {
         /* S or HxW, px */
@@ -308,6 +311,8 @@ static int parse_check(Options *o) {
             return 2;
         }
     }
+    /* the headless modes exclude one another, and each option that only one mode reads is
+     * refused without it rather than ignored */
     int modes = !!o->top_k + !!o->export_dir + o->eval + o->eval_merge;
     if (modes > 1) {
         fprintf(stderr, "vitlens: --top, --export, --eval and --eval-merge go one at a time\n");
@@ -336,7 +341,7 @@ static int parse_check(Options *o) {
 
 int options_parse(Options *o, int argc, char **argv) {
     memset(o, 0, sizeof *o);
-    o->opacity = 0.6f;
+    o->opacity = 0.6f; /* --help's default; the settings may replace it later */
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *val = i + 1 < argc ? argv[i + 1] : NULL;
@@ -360,14 +365,14 @@ int options_parse(Options *o, int argc, char **argv) {
             o->no_sanity = 1;
         } else if (!strcmp(a, "--whole")) {
             o->load.whole_image = 1;
-        } else if (a[0] == '-' && a[1] == '-') {
+        } else if (a[0] == '-' && a[1] == '-') { /* the rest take a value: the next argument */
             if (!val) {
                 fprintf(stderr, "vitlens: %s needs a value (see --help)\n", a);
                 return 2;
             }
             if (parse_value(o, a, val)) return 2;
             i++;
-        } else if (o->n_image_args < OPTIONS_MAX_IMAGES) {
+        } else if (o->n_image_args < OPTIONS_MAX_IMAGES) { /* an IMAGE or FOLDER */
             if (!o->image_path) o->image_path = a;
             o->image_args[o->n_image_args++] = a;
         } else {
@@ -400,12 +405,14 @@ void options_apply_settings(Options *o, int window) {
         return;
     }
     settings_load(s, o->settings_path, o->settings_msg, sizeof o->settings_msg);
+    /* the display settings apply to every mode (so --export looks as the window did),
+     * unless the command line gave them; the model and photos only to the window */
     if (!o->given_colormap && s->colormap >= 0) o->colormap = s->colormap;
     if (!o->given_opacity && s->opacity >= 0.0f) o->opacity = s->opacity;
     if (!o->bilinear && s->bilinear > 0) o->bilinear = 1;
     if (!window || o->model_path || !s->model[0]) return;
     struct stat st;
-    if (stat(s->model, &st) != 0) {
+    if (stat(s->model, &st) != 0) { /* moved or deleted since: say so; the built-in model instead */
         if (!o->settings_msg[0])
             snprintf(o->settings_msg, sizeof o->settings_msg,
                      "the last model, %.400s, is gone: the built-in model instead", s->model);
@@ -438,6 +445,8 @@ int options_default_model(Options *o) {
             o->labels_path = o->labels_buf;
         }
     }
+    /* the built-in model and its demo scenes: the model when none was given, and the
+     * demo folder that N / P step through without a photo */
     if (files_default_model(o->default_model, sizeof o->default_model, o->demo_dir,
                             sizeof o->demo_dir, msg, sizeof msg)) {
         o->default_model[0] = o->demo_dir[0] = '\0';
@@ -447,6 +456,7 @@ int options_default_model(Options *o) {
     }
     if (o->model_path) return 0;
     o->model_path = o->default_model;
+    /* the window opens on the first demo scene; the headless modes need an IMAGE */
     if (!o->image_path && !o->top_k && !o->export_dir &&
         files_step(o->first_demo, sizeof o->first_demo, o->demo_dir, 1) == 0)
         o->image_path = o->first_demo;

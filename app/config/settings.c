@@ -12,6 +12,7 @@
 
 void settings_init(Settings *s) {
     memset(s, 0, sizeof *s);
+    /* -1: not in the file, so the app's own default applies (0 would be a choice) */
     s->colormap = s->bilinear = s->show_preds = s->show_distance = -1;
     s->opacity = -1.0f;
 }
@@ -96,6 +97,8 @@ int settings_load(Settings *s, const char *path, char *msg, size_t msg_bytes) {
     char *line = NULL;
     size_t cap = 0;
     int n_line = 0, n_bad = 0;
+    /* a bad line is skipped and the rest still read: one typo must not lose every setting;
+     * the message names the first bad line and counts the others */
     for (ssize_t len; (len = getline(&line, &cap, f)) >= 0;) {
         n_line++;
         const char *why = "expected key=value";
@@ -107,6 +110,7 @@ int settings_load(Settings *s, const char *path, char *msg, size_t msg_bytes) {
         line[strcspn(line, "\r\n")] = '\0';
         if (!bad && (!line[0] || line[0] == '#')) continue;
         char *eq = bad ? NULL : strchr(line, '=');
+        /* split at the first '=' (a path may hold more), then put it back for the message */
         if (eq) *eq = '\0';
         if (!bad && (!eq || parse_line(s, line, eq + 1, &why))) bad = 1;
         if (eq) *eq = '=';
@@ -150,6 +154,8 @@ static int make_parent(const char *path) {
 }
 
 int settings_save(const Settings *s, const char *path, char *msg, size_t msg_bytes) {
+    /* written to PATH.tmp.PID, synced, then renamed over PATH: a crash or a full disk
+     * leaves the old file whole, never half a file; the pid keeps two windows apart */
     char tmp[1400];
     if (snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >= (int)sizeof tmp) {
         snprintf(msg, msg_bytes, "%.200s...: path too long", path);
@@ -189,7 +195,8 @@ int settings_save(const Settings *s, const char *path, char *msg, size_t msg_byt
     return 0;
 }
 
-/* path made absolute (realpath), else as it is */
+/* path made absolute (realpath), else as it is; out empty when it does not fit. Absolute,
+ * because the next start may run from another directory. */
 static void absolute(char *out, size_t out_bytes, const char *path) {
     char *abs = realpath(path, NULL);
     if (snprintf(out, out_bytes, "%s", abs ? abs : path) >= (int)out_bytes) out[0] = '\0';
@@ -199,6 +206,7 @@ static void absolute(char *out, size_t out_bytes, const char *path) {
 void settings_set_model(Settings *s, const char *model, const char *labels) {
     s->model[0] = s->labels[0] = '\0';
     if (model && *model) absolute(s->model, sizeof s->model, model);
+    /* labels belong to the model: none kept without one */
     if (model && *model && labels && *labels) absolute(s->labels, sizeof s->labels, labels);
 }
 

@@ -22,26 +22,30 @@
 /* ---------------------------------------------------------------------------
  * One image */
 
+/* One run's state: the options, the model, the rows it adds to, and buffers sized once
+ * for the model (eval_buffers) and reused for every image. */
 typedef struct {
     const Options *o;
     Model *m;
     Rows *r;
-    VitBatch batch;
+    VitBatch batch; /* the perturbed inputs' forward passes, batch_max at a time */
     int batch_max;
-    float *probs; /* [counts, C]: every input of a family */
-    float *blurred;
+    float *probs;   /* [counts, C]: every input of a family */
+    float *blurred; /* [3, Sh, Sw] the normalised input blurred: insertion's start */
     float *scratch; /* one map of any kind */
-    int *order;
-    int *counts; /* [2 * (steps + PERTURB_STEPS + 2)] patches removed, per input of a family */
+    int *order;     /* [N] patches by relevance (vit_patch_order) */
+    int *counts;    /* [2 * (steps + PERTURB_STEPS + 2)] patches removed, per input of a family */
     uint8_t *pixmask, *patchmask; /* [Sh * Sw], [N] */
     uint8_t *crop;                /* [Sh, Sw, 3] */
 } Eval;
 
+/* qsort order of ints, ascending (without the overflow of x - y). */
 static int cmp_int(const void *a, const void *b) {
     int x = *(const int *)a, y = *(const int *)b;
     return (x > y) - (x < y);
 }
 
+/* Fills err with "out of memory"; returns VIT_ERR_NOMEM. */
 static VitStatus oom(VitError *err) {
     if (err) err->code = VIT_ERR_NOMEM, snprintf(err->msg, sizeof err->msg, "out of memory");
     return VIT_ERR_NOMEM;
@@ -52,6 +56,7 @@ static VitStatus oom(VitError *err) {
 static VitStatus method_map(float *out, Eval *e, const Method *me, Scene *sc, int image, int target,
                             VitError *err) {
     const VitConfig *c = &sc->vit->cfg;
+    /* the two baselines need no model: a map any method should beat */
     if (me->kind == METHOD_RANDOM) {
         vit_random_map(out, c->n_patches, RANDOM_SEED + (uint64_t)image);
         return VIT_OK;
@@ -80,6 +85,7 @@ static VitStatus method_map(float *out, Eval *e, const Method *me, Scene *sc, in
 /* The class-specific maps of target, when the methods need them. */
 static VitStatus explain(Scene *sc, int target, float discard, VitError *err) {
     if (sc->vit->cfg.n_classes == 0) return VIT_OK;
+    /* lrp 1: AttnLRP is one of the methods, so its relevance pass runs too */
     VitStatus rc = scene_explain(sc, target, discard, 1, err);
     if (!rc) scene_explain_swap(sc);
     return rc;
@@ -104,6 +110,7 @@ static VitStatus perturb(Eval *e, const Scene *sc, const float *map, int image, 
             for (int s = 0; s <= n_steps; s++)
                 e->counts[n_counts++] = vit_perturb_count(s, n_steps, N);
         }
+        /* sorted and deduplicated: a count shared by two tests is forwarded once */
         qsort(e->counts, (size_t)n_counts, sizeof *e->counts, cmp_int);
         int u = 0;
         for (int i = 0; i < n_counts; i++)
@@ -116,6 +123,7 @@ static VitStatus perturb(Eval *e, const Scene *sc, const float *map, int image, 
         if ((rc = vit_perturb_curve(e->probs, &e->batch, &e->m->vit, base, fill, e->order,
                                     e->counts, n_counts, err)))
             return rc;
+        /* back to each test's steps: the row of step s is the probs row of its count */
         for (int t = 0; t < N_TESTS; t++) {
             if (family_of[t] != fam) continue;
             int n_steps = t < 2 ? PERTURB_STEPS : e->r->steps;
@@ -168,6 +176,7 @@ static int load_mask(Eval *e, const Scene *sc, const char *path, char *note, siz
     } else if (vit_preprocess_rgb(e->crop, c, &img, &err)) {
         snprintf(note, n, "%.600s", err.msg);
     } else {
+        /* the red channel of the cropped mask [Sh, Sw, 3] decides, as --help says */
         for (size_t i = 0; i < (size_t)c->image_h * c->image_w; i++)
             e->pixmask[i] = e->crop[3 * i] >= 128;
         if (vit_mask_to_patches(e->patchmask, e->pixmask, c) == 0)
@@ -179,6 +188,8 @@ static int load_mask(Eval *e, const Scene *sc, const char *path, char *note, siz
     return rc;
 }
 
+/* Is path a mask rather than a photo: NAME_mask.EXT or NAME_maskDIGITS.EXT (a folder
+ * of photos may hold their masks too, and they are no images to evaluate). */
 static int is_mask_name(const char *path) {
     const char *base = strrchr(path, '/');
     base = base ? base + 1 : path;
@@ -217,6 +228,8 @@ static int eval_image(Eval *e, Scene *sc, int image, const char *path, float *ma
         vit_top_k(&target, sc->run.probs, c->n_classes, 1);
     }
     q->target = target, q->prob = sc->run.probs[target];
+    /* the maps first (they are also the sanity check's reference), then the curves, then
+     * the localisation scores when the photo has a mask */
     if (explain(sc, target, e->o->discard, &err)) goto fail;
     for (int m = 0; m < r->n_methods; m++)
         if (method_map(maps + (size_t)m * c->n_patches, e, &r->methods[m], sc, image, target, &err))
@@ -254,12 +267,15 @@ typedef struct {
     int shown, tty;
 } Progress;
 
+/* Seconds since the run started (monotonic: immune to clock changes). */
 static double elapsed_s(const Progress *p) {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return (double)(t.tv_sec - p->t0.tv_sec) + 1e-9 * (double)(t.tv_nsec - p->t0.tv_nsec);
 }
 
+/* A 30-character bar redrawn in place (\r) on stderr; nothing when stderr is not a
+ * terminal (logs and CI stay clean) or during the first second (a short run is silent). */
 static void progress(Progress *p, const char *what, int done, int total) {
     double s = elapsed_s(p);
     if (!p->tty || s < 1.0 || total <= 0) return;
@@ -315,6 +331,7 @@ static void sanity_check(Eval *e, const Vit *vit, char **paths, const int *all, 
         }
         for (int s = 0; s < n_sel; s++) {
             if (!ok[s]) continue;
+            /* the class stays the trained model's: its image row holds it */
             const ImageRow *q = NULL;
             for (size_t k = 0; k < r->n_im; k++)
                 if (r->im[k].image == sel[s]) q = &r->im[k];
@@ -385,6 +402,8 @@ int eval_run(const Options *o) {
     r.n_images_total = n_all;
     r.n_methods = methods_for(r.methods, c);
 
+    /* a batch as large as the longest curve, at most 32 inputs: the activations of a large
+     * model grow with it */
     e.batch_max = (o->eval_steps > PERTURB_STEPS ? o->eval_steps : PERTURB_STEPS) + 1;
     if (e.batch_max > 32) e.batch_max = 32;
     if (vit_batch_init(&e.batch, &m.vit, e.batch_max, 0, &err)) {
@@ -426,6 +445,8 @@ done:
 int eval_merge(const Options *o) {
     Rows r = {0};
     int rc = 0;
+    /* the folders' rows together, sorted as one run's; an image in two shards would be
+     * counted twice, so it is an error */
     for (int i = 0; i < o->n_image_args && !rc; i++)
         rc = eval_read_folder(&r, o->image_args[i], i == 0);
     if (!rc) {

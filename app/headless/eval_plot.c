@@ -26,6 +26,9 @@ static int eval_write_plots(const char *dir, const Rows *r) {
             free(y), free(cnt);
             return 1;
         }
+        /* the mean over images per method and step, in %: for the two perturbation tests
+         * the share of images whose top-1 class survives, for deletion and insertion the
+         * class probability; a step no image reached is nan, a gap in the line */
         for (size_t i = 0; i < r->n_cu; i++) {
             const CurveRow *q = &r->cu[i];
             if (q->test != t || q->step > n_steps) continue;
@@ -38,7 +41,7 @@ static int eval_write_plots(const char *dir, const Rows *r) {
                                            ? y[(size_t)m * n + k] / cnt[(size_t)m * n + k]
                                            : NAN;
             s[m].name = r->methods[m].name, s[m].y = y + (size_t)m * n, s[m].n = n;
-            s[m].dashed = r->methods[m].kind < 0;
+            s[m].dashed = r->methods[m].kind < 0; /* the baselines (random, Gaussian) */
         }
         char file[64], title[160];
         snprintf(file, sizeof file, "%s.png", TEST_NAMES[t]);
@@ -66,6 +69,7 @@ static int eval_write_plots(const char *dir, const Rows *r) {
         y[(size_t)q->method * n + q->blocks] += (float)q->rho,
             cnt[(size_t)q->method * n + q->blocks] += 1.0f;
     }
+    /* the baselines have no model to randomise: left out of this plot */
     for (int m = 0; m < r->n_methods; m++) {
         if (r->methods[m].kind < 0) continue;
         for (int k = 0; k < n; k++)
@@ -87,6 +91,7 @@ static int eval_write_plots(const char *dir, const Rows *r) {
 
 /* The table (stdout), and with a folder the CSVs, summary.md and the plots. */
 int eval_finish(const Rows *r, const char *out_dir) {
+    /* the table first and flushed: it is the result, even if a file below fails */
     eval_write_table(stdout, r);
     fflush(stdout);
     if (!out_dir) return 0;

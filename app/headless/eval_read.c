@@ -11,6 +11,8 @@
 /* ---------------------------------------------------------------------------
  * Reading an --eval-out folder back (--eval-merge) */
 
+/* dir/name opened for reading, its path into path for the messages; NULL (said on
+ * stderr) when it cannot be read. */
 static FILE *open_in(const char *dir, const char *name, char *path, size_t n) {
     snprintf(path, n, "%s/%s", dir, name);
     FILE *f = fopen(path, "r");
@@ -18,6 +20,7 @@ static FILE *open_in(const char *dir, const char *name, char *path, size_t n) {
     return f;
 }
 
+/* "PATH: line N: WHAT" on stderr; returns 1, the caller's `bad`. */
 static int bad_row(const char *path, int line, const char *what) {
     fprintf(stderr, "vitlens: %s: line %d: %s\n", path, line, what);
     return 1;
@@ -32,13 +35,15 @@ static int method_index(Rows *r, const char *tag) {
     return r->n_methods++;
 }
 
+/* The index of a perturbation test's name in TEST_NAMES; -1 unknown. */
 static int test_index(const char *name) {
     for (int t = 0; t < N_TESTS; t++)
         if (!strcmp(TEST_NAMES[t], name)) return t;
     return -1;
 }
 
-/* Parse an int / a double field whole; 0 on success. */
+/* Parse an int / a double field whole (no trailing text, ints within +-1e9); 0 on
+ * success. A double may be nan: a score that could not be computed is written so. */
 static int parse_int(const char *s, int *out) {
     char *end;
     errno = 0;
@@ -59,6 +64,7 @@ int eval_read_folder(Rows *r, const char *dir, int first) {
     int ln;
     FILE *f = open_in(dir, "eval.csv", path, sizeof path);
     if (!f) return 1;
+    /* eval.csv: a header, then the run's one line; every shard of a run has the same */
     int n_layers = 0, n_patches = 0, steps = 0, total = 0, bad = 0;
     if (!fgets(line, sizeof line, f) || !fgets(line, sizeof line, f) ||
         eval_csv_split(line, fl, 12) != 5 || parse_int(fl[1], &n_layers) ||
@@ -67,6 +73,8 @@ int eval_read_folder(Rows *r, const char *dir, int first) {
         bad = bad_row(path, 2, "expected model,layers,patches,steps,images_total");
     fclose(f);
     if (bad) return 1;
+    /* the first folder sets the run; a later one must match it, or its rows would be
+     * averaged with another model's or another step count's */
     if (first) {
         snprintf(r->model, sizeof r->model, "%s", fl[0]);
         r->n_layers = n_layers, r->n_patches = n_patches, r->steps = steps,
@@ -80,6 +88,8 @@ int eval_read_folder(Rows *r, const char *dir, int first) {
         return 1;
     }
 
+    /* the four tables: line 1 is the header, each row appended to r (ADD grows the
+     * array); the first bad row stops the folder with its line number */
     if (!(f = open_in(dir, "images.csv", path, sizeof path))) return 1;
     for (ln = 1; !bad && fgets(line, sizeof line, f); ln++) {
         if (ln == 1) continue;

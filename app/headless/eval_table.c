@@ -66,7 +66,9 @@ void rows_free(Rows *r) {
     memset(r, 0, sizeof *r);
 }
 
-/* Sort order: image, then method, then test and step (or blocks). */
+/* Sort order: image, then method, then test and step (or blocks). The rows are sorted
+ * before anything is written, so that a merged run and a whole one write the same files
+ * whatever order the shards came in. */
 static int cmp_image(const void *a, const void *b) {
     const ImageRow *x = a, *y = b;
     return (x->image > y->image) - (x->image < y->image);
@@ -101,6 +103,8 @@ void rows_sort(Rows *r) {
 /* ---------------------------------------------------------------------------
  * The table */
 
+/* One method's scores summed over the images, with how many were summed (a score that
+ * could not be computed, nan, is left out of its mean, not counted as 0). */
 typedef struct {
     double auc_sum[N_TESTS], top1_sum[2]; /* AUCs in %, summed over images */
     int n_curves[N_TESTS];
@@ -112,7 +116,7 @@ typedef struct {
 
 /* AUC of one curve: rows [i0, i1) of one image, method and test, by step. */
 static void curve_auc(const CurveRow *c, size_t i0, size_t i1, double *auc_prob, double *auc_top1) {
-    float prob[1024], top1[1024];
+    float prob[1024], top1[1024]; /* --eval-steps <= 1000: 1001 points at most */
     int n = 0;
     for (size_t i = i0; i < i1 && n < 1024; i++, n++)
         prob[n] = c[i].prob, top1[n] = (float)c[i].top1;
@@ -130,6 +134,8 @@ static void summarise(Summary *s, double *rho_sum, int *n_rho, const Rows *r) {
         memset(s[m].rho_sum, 0, (size_t)L1 * sizeof *rho_sum);
         memset(s[m].n_rho, 0, (size_t)L1 * sizeof *n_rho);
     }
+    /* the curve rows are sorted, so one curve is a run of rows with the same image,
+     * method and test */
     for (size_t i = 0; i < r->n_cu;) {
         size_t j = i;
         while (j < r->n_cu && r->cu[j].image == r->cu[i].image &&
@@ -156,6 +162,7 @@ static void summarise(Summary *s, double *rho_sum, int *n_rho, const Rows *r) {
     }
 }
 
+/* One table cell: the mean sum / n in fmt, or "-" when nothing was measured. */
 static void cell(FILE *f, double sum, int n, const char *fmt) {
     if (n > 0)
         fprintf(f, " "), fprintf(f, fmt, sum / n), fprintf(f, " |");

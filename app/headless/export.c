@@ -32,6 +32,7 @@ int export_top(FILE *out, const Model *m, const Scene *sc, int k) {
         fprintf(stderr, "vitlens: out of memory\n");
         return 1;
     }
+    /* one line per class, RANK PROB CLASS_ID LABEL as --help documents it (scripts parse it) */
     vit_top_k(idx, sc->run.probs, C, k);
     for (int i = 0; i < k; i++) {
         const char *label = model_label(m, idx[i]);
@@ -57,6 +58,8 @@ static float map_sample(const float *map, int mw, int mh, int x, int y, int out_
         iy = iy >= mh ? mh - 1 : iy;
         return map[iy * mw + ix];
     }
+    /* bilinear: from the four nearest cell centres, clamped at the edges (the texture's
+     * GL_CLAMP_TO_EDGE), so the map's border cells keep their value out to the edge */
     float tx = gx - 0.5f, ty = gy - 0.5f;
     int x0 = (int)floorf(tx), y0 = (int)floorf(ty);
     float fx = tx - (float)x0, fy = ty - (float)y0;
@@ -74,6 +77,8 @@ static float map_sample(const float *map, int mw, int mh, int x, int y, int out_
 void export_blend(uint8_t *out, int stride_px, int out_w, int out_h, const uint8_t *crop,
                   const float *map, int map_w, int map_h, const VitConfig *cfg,
                   const ExportStyle *st) {
+    /* each output pixel: the mean of the crop pixels [Sh, Sw, 3] under it (a box filter,
+     * one source pixel at least), mixed toward the colormap by opacity as the shader does */
     int Sh = cfg->image_h, Sw = cfg->image_w;
     const uint8_t(*lut)[3] = colormap_luts[st->colormap];
     for (int y = 0; y < out_h; y++) {
@@ -140,6 +145,8 @@ static void export_blend_rgba(uint8_t *out, int out_w, int out_h, const uint8_t 
         free(plane), free(val);
         return;
     }
+    /* each channel sampled on its own, as the GPU filters an RGBA texture; the crop is
+     * then taken at the nearest pixel, not averaged */
     for (int ch = 0; ch < 4; ch++) {
         for (int i = 0; i < mw * mh; i++) plane[i] = rgba[(size_t)i * 4 + ch];
         for (int y = 0; y < out_h; y++)
@@ -171,6 +178,8 @@ static int write_map(const char *dir, const char *base, Scene *sc, const View *v
                      JointFeatures *joint) {
     const VitConfig *c = &sc->run.cfg;
     VitError err;
+    /* a worker kind (attention flow, the joint PCA) is computed here into the back buffer and
+     * swapped in, as the window's worker would; view_map then reads it */
     if (view_on_worker(v) && !view_ready(sc, v)) {
         if (view_slow_map(sc, v, joint, &err)) {
             fprintf(stderr, "vitlens: %s: %s\n", base, err.msg);
@@ -227,6 +236,7 @@ void export_text(uint8_t *img, int w, int h, struct Text *t, const char *str, in
     SDL_FreeSurface(s);
 }
 
+/* The sheets' colours, RGB: the window's background, text and dimmed text. */
 static const uint8_t SHEET_BG[3] = {15, 17, 21}, SHEET_TEXT[3] = {236, 238, 241},
                      SHEET_DIM[3] = {158, 166, 176};
 
@@ -244,6 +254,7 @@ static int write_sheet(const char *path, const Scene *sc, const float *maps, int
     int cell_w = cell * c->image_w / S,
         cell_h = cell * c->image_h / S; /* cell's width, height px */
     cell_w = cell_w < 1 ? 1 : cell_w, cell_h = cell_h < 1 ? 1 : cell_h;
+    /* the gaps and labels scale with the cell; labels stay readable (12 px at least) */
     int gap = cell / 28 + 2, label_px = cell / 7 < 12 ? 12 : cell / 7;
     int left = row_labels ? label_px * 4 : gap,
         top = label_px * 2 + (col_labels ? label_px * 2 : 0);
@@ -327,6 +338,8 @@ static int write_overviews(const char *dir, const Scene *sc, const ExportStyle *
     }
     char name[128], path[2048], title[512];
     VitError err;
+    /* a layer's heads grid: about square; the contact sheet (L x K cells) at half the
+     * crop's size when it is large, to keep the PNG manageable */
     int grid_cols = (int)ceil(sqrt((double)K)), grid_rows = (K + grid_cols - 1) / grid_cols;
     int cell = S > 160 ? S / 2 : S;
     for (int k = 0; k < MAP_KIND_COUNT && !rc; k++) {
@@ -406,7 +419,9 @@ static int write_class_sheet(const char *dir, const Model *m, const Scene *sc, i
             break;
         }
         map_kind_normalize(mp, mp, w * h, kinds[i], NULL, NULL);
-        if (w != c->image_w || h != c->image_h) { /* a patch map: spread over its pixels */
+        /* a patch map: spread over its pixels, in place; from the last pixel backwards,
+         * since each pixel's source cell lies at or before it and is not yet overwritten */
+        if (w != c->image_w || h != c->image_h) {
             for (int y = c->image_h - 1; y >= 0; y--)
                 for (int x = c->image_w - 1; x >= 0; x--)
                     mp[(size_t)y * c->image_w + x] =
@@ -452,6 +467,7 @@ static int write_lists(const char *dir, const Model *model, const Scene *sc) {
             free(p);
             return 1;
         }
+        /* the label is quoted, its quotes doubled (RFC 4180): ImageNet names hold commas */
         int final;
         vit_top_k(&final, sc->run.probs, C, 1);
         fprintf(f, "layer,class,label,prob,final_class_prob\n");
@@ -482,6 +498,8 @@ static int write_lists(const char *dir, const Model *model, const Scene *sc) {
         return 1;
     }
     fprintf(f, "layer,token,name,norm,threshold,first_layer,cls_attention\n");
+    /* cls: the CLS token's mean-fused attention row [T], the prefix tokens' share in
+     * front of the patches' map, so that cls[t] is token t's */
     for (int l = 0; l < c->n_layers && !rc; l++) {
         View v = {.layer = l}; /* view_high_norm reads the layer only */
         float thr;
@@ -520,6 +538,7 @@ int export_maps(FILE *out, const char *dir, const Model *model, Scene *sc, int t
         return 1;
     }
     int S = c->image_h > c->image_w ? c->image_h : c->image_w; /* the longer side */
+    /* an integer factor (rounded), so every patch covers the same number of pixels */
     int scale = (EXPORT_TARGET_PX + S / 2) / S;
     if (scale < 1) scale = 1;
     int out_w = c->image_w * scale, out_h = c->image_h * scale;
@@ -548,6 +567,8 @@ int export_maps(FILE *out, const char *dir, const Model *model, Scene *sc, int t
             }
             continue;
         }
+        /* every head and fusion where the kind asks for it (export_heads), else only the
+         * mean fusion, one file per layer (or one for the model) */
         int every_head = m->per_head && m->export_heads;
         int h0 = every_head ? 0 : H + VIT_FUSE_MEAN, h1 = every_head ? H + VIEW_N_FUSIONS : h0 + 1;
         for (int l = 0; l < (m->per_layer ? L : 1) && !rc; l++)

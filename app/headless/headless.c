@@ -31,6 +31,7 @@ static int headless_photo(const Options *o, Model *m, const char *image, const c
     } else if (m->vit.cfg.n_classes > 0) {
         vit_top_k(&target, sc.run.probs, m->vit.cfg.n_classes, 1);
     }
+    /* only --export draws class-specific maps: --top skips the backward pass */
     if (dir && target >= 0) {
         if (scene_explain(&sc, target, o->discard, 1, &err)) {
             fprintf(stderr, "vitlens: %s\n", err.msg);
@@ -54,12 +55,15 @@ int headless_run(const Options *o) {
         fprintf(stderr, "vitlens: %s\n", err.msg);
         return 1;
     }
+    /* one photo: its files straight into the folder (--top always comes here) */
     int rc = 0, n = o->n_image_args;
     if (n <= 1) {
         rc = headless_photo(o, &m, o->image_path, o->export_dir, NULL);
         model_free(&m);
         return rc;
     }
+    /* several: every photo's features first, for the joint PCA, then each photo into
+     * DIR/STEM/; a photo that does not load is skipped, the rest still written */
     JointFeatures jf = {0};
     jf.paths = calloc((size_t)n, sizeof *jf.paths);
     if (!jf.paths) {

@@ -16,15 +16,18 @@ static const uint8_t PALETTE[][3] = {
     {17, 119, 51},  {51, 34, 136},   {204, 102, 119}, {136, 204, 238},
 };
 #define N_PALETTE ((int)(sizeof PALETTE / sizeof PALETTE[0]))
+/* The page, the axes and text, the grid lines, the tick labels: RGB. */
 static const uint8_t BG[3] = {255, 255, 255}, INK[3] = {30, 30, 30}, GRID[3] = {225, 225, 225},
                      GREY[3] = {120, 120, 120};
 
+/* The picture being drawn: px [h, w, 3] RGB. */
 typedef struct {
     uint8_t *px;
     int w, h;
 } Canvas;
 
-/* A disc of radius r at (x, y), blended by coverage. */
+/* A disc of radius r px at (x, y), blended by coverage: alpha falls from 1 to 0 over the
+ * pixel straddling the rim, which is what anti-aliases the lines. */
 static void dot(Canvas *c, float x, float y, float r, const uint8_t rgb[3]) {
     int x0 = (int)floorf(x - r - 1), x1 = (int)ceilf(x + r + 1);
     int y0 = (int)floorf(y - r - 1), y1 = (int)ceilf(y + r + 1);
@@ -43,6 +46,7 @@ static void dot(Canvas *c, float x, float y, float r, const uint8_t rgb[3]) {
 /* A line of width 2r from (xa, ya) to (xb, yb); dashed: 8 px on, 6 off. */
 static void line(Canvas *c, float xa, float ya, float xb, float yb, float r, int dashed,
                  const uint8_t rgb[3]) {
+    /* a disc every half pixel along the segment: close enough that the edge stays smooth */
     float len = hypotf(xb - xa, yb - ya);
     int n = (int)ceilf(len * 2.0f) + 1;
     for (int i = 0; i <= n; i++) {
@@ -52,6 +56,7 @@ static void line(Canvas *c, float xa, float ya, float xb, float yb, float r, int
     }
 }
 
+/* A filled w x h px rectangle at (x, y), clipped to the canvas, not blended. */
 static void rect(Canvas *c, int x, int y, int w, int h, const uint8_t rgb[3]) {
     for (int yy = y; yy < y + h; yy++)
         for (int xx = x; xx < x + w; xx++)
@@ -75,6 +80,8 @@ int plot_lines(const char *path, const char *title, const char *x_label, float x
     Text *t = has_font ? &font : NULL;
     /* the frame: left margin for the y ticks, right for the legend */
     int L = 70, R = 800, T = 50, B = c.h - 60;
+    /* grid lines and tick labels at quarters of both ranges; the labels' widths are
+     * guessed at 8 px a character (export_text does not measure) */
     for (int k = 0; k <= 4; k++) {
         float fy = (float)k / 4.0f;
         int y = (int)lrintf(B - fy * (B - T)), x = (int)lrintf(L + fy * (R - L));
@@ -89,6 +96,8 @@ int plot_lines(const char *path, const char *title, const char *x_label, float x
     export_text(c.px, c.w, c.h, t, title, 19, L, 14, c.w - L - 20, INK);
     export_text(c.px, c.w, c.h, t, x_label, 16, L + (R - L) / 2 - 4 * (int)strlen(x_label), B + 32,
                 R - L, INK);
+    /* each series: its n points spread evenly over [x0, x1], y clamped to [y0, y1], a nan
+     * point breaking the line; then its legend entry on the right */
     for (int i = 0; i < n; i++) {
         const uint8_t *col = PALETTE[i % N_PALETTE];
         for (int k = 0; k + 1 < s[i].n; k++) {

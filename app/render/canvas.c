@@ -16,6 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Delete an offscreen framebuffer and its texture, and zero the four: safe on one never
+ * made, and the next offscreen() call makes it anew. */
 void ren_free_canvas(GLuint *fbo, GLuint *tex, int *w, int *h) {
     if (*fbo) glDeleteFramebuffers(1, fbo);
     if (*tex) glDeleteTextures(1, tex);
@@ -25,11 +27,14 @@ void ren_free_canvas(GLuint *fbo, GLuint *tex, int *w, int *h) {
 
 /* --- replaying the list ---------------------------------------------------- */
 
+/* Draw one recorded primitive with the state it was recorded with: a heat map quad through
+ * its variant's program and textures (units as shaders.c fixed them), anything else
+ * through the ui program. Coordinates are framebuffer px, origin top-left. */
 static void replay(Ren *r, const RenPrim *p) {
     const float W = (float)r->fb_w, H = (float)r->fb_h;
     if (p->kind == PR_HEAT) {
         const RenProgram *g = ren_heat_program(r, p->variant);
-        if (!g) return;
+        if (!g) return; /* its shader does not build: said once on stderr */
         glUseProgram(g->prog);
         glActiveTexture(GL_TEXTURE1);
         glBindTexture(GL_TEXTURE_2D, p->cell < 0 ? r->tex_map : r->tex_atlas);
@@ -59,6 +64,7 @@ static void replay(Ren *r, const RenPrim *p) {
     glUseProgram(g->prog);
     glUniform2f(g->screen, W, H);
     glUniform1f(g->textured, p->kind == PR_TEXT ? 1.0f : 0.0f);
+    /* one shader for every ui shape: u_round 0 a rectangle, 1 a disc, 2 a line segment */
     glUniform1f(g->round, p->kind == PR_DISC ? 1.0f : p->kind == PR_SEG ? 2.0f : 0.0f);
     glUniform4f(g->color, p->color[0], p->color[1], p->color[2], p->color[3]);
     glUniform4f(g->seg, p->seg[0], p->seg[1], p->seg[2], p->seg[3]);
@@ -78,6 +84,7 @@ static DlBox opaque_box(Ren *r, const RenPrim *p) {
     if (!((p->kind == PR_HEAT && ren_heat_program(r, p->variant)) ||
           (p->kind == PR_FILL && p->color[3] >= 1.0f)))
         return none;
+    /* a fractional edge is blended with what is below, so it does not cover its pixel */
     const float *q = p->rect;
     if (q[0] != floorf(q[0]) || q[1] != floorf(q[1]) || q[2] != floorf(q[2]) ||
         q[3] != floorf(q[3]))
@@ -86,6 +93,8 @@ static DlBox opaque_box(Ren *r, const RenPrim *p) {
     return b;
 }
 
+/* Clear box b (top-left origin px) to the clear colour; GL's scissor counts y from the
+ * bottom, hence the flip. */
 static void clear_box(const Ren *r, DlBox b) {
     if (b.x1 <= b.x0 || b.y1 <= b.y0) return;
     glScissor(b.x0, r->fb_h - b.y1, b.x1 - b.x0, b.y1 - b.y0);
@@ -128,6 +137,8 @@ static void replay_box(Ren *r, const DlBox *box) {
     glDisable(GL_SCISSOR_TEST);
 }
 
+/* --- the canvas ---------------------------------------------------------------- */
+
 /* An offscreen framebuffer of w x h RGBA8 in *fbo, *tex (kept while the size holds).
  * 0, or -1 when it cannot be made. */
 static int offscreen(GLuint *fbo, GLuint *tex, int *cw, int *ch, int w, int h) {
@@ -163,6 +174,7 @@ static long canvas_mismatch(Ren *r) {
         glBindFramebuffer(GL_READ_FRAMEBUFFER, r->check_fbo);
         glReadPixels(0, 0, r->fb_w, r->fb_h, GL_RGBA, GL_UNSIGNED_BYTE, b);
         bad = 0;
+        /* RGB only: the window shows no alpha */
         for (size_t i = 0; i < n; i += 4) bad += memcmp(a + i, b + i, 3) != 0;
     }
     free(a), free(b);
@@ -178,7 +190,7 @@ void ren_flush(Ren *r) {
     glBindVertexArray(r->vao);
     int canvas =
         !offscreen(&r->canvas_fbo, &r->canvas_tex, &r->canvas_w, &r->canvas_h, r->fb_w, r->fb_h);
-    if (!canvas) dl_invalidate(&r->dl);
+    if (!canvas) dl_invalidate(&r->dl); /* no canvas keeps the last frame: draw it all */
     DlBox rects[DL_MAX_RECTS];
     long px = (long)r->fb_w * r->fb_h;
     int n = canvas && !r->full_redraw ? dl_diff(&r->dl, rects, &px) : -1;
@@ -199,6 +211,8 @@ void ren_flush(Ren *r) {
         for (int i = 0; i < n; i++) replay_box(r, &rects[i]);
     r->last_rects = n, r->last_px = px, r->last_mismatch = -1;
     if (n < 0) r->n_show = -1; /* what ren_present copies to the window */
+    /* the rectangles accumulate until a present shows them: frames drawn between two
+     * presents (ren_draw twice for S's "saved") are all copied */
     for (int i = 0; i < n && r->n_show >= 0; i++) {
         if (r->n_show == DL_MAX_RECTS * 2) { /* two frames without a present: all */
             r->n_show = -1;
@@ -235,6 +249,8 @@ void ren_flush(Ren *r) {
     }
     glBindFramebuffer(GL_FRAMEBUFFER, 0);
 }
+
+/* --- idle work and presenting ------------------------------------------------- */
 
 /* The variants a user meets next (the overview's thumbnails, the query box, the grid,
  * bilinear upsampling, the mask), compiled ahead so that the first key that needs one

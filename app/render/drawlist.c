@@ -4,6 +4,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* --- recording a frame's list ---------------------------------------------------- */
+
+/* FNV-1a, 64 bit (DL_HASH_SEED its offset basis): fast, and chaining calls hashes the
+ * concatenation, so a primitive's parts can be hashed one after the other. */
 uint64_t dl_hash(uint64_t h, const void *data, size_t n) {
     const unsigned char *p = data;
     for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * 0x100000001b3ull;
@@ -13,10 +17,12 @@ uint64_t dl_hash(uint64_t h, const void *data, size_t n) {
 void dl_begin(DrawList *dl, int w, int h) {
     dl->n = 0;
     dl->oom = 0;
-    if (w != dl->w || h != dl->h) dl->valid = 0;
+    if (w != dl->w || h != dl->h) dl->valid = 0; /* another size: nothing to compare with */
     dl->w = w, dl->h = h;
 }
 
+/* Make *p hold at least need items of item bytes, doubling from 256; *cap in items.
+ * 0, or -1 with *p and *cap unchanged. */
 static int grow(void **p, int *cap, int need, size_t item) {
     if (need <= *cap) return 0;
     int c = *cap ? *cap * 2 : 256;
@@ -29,12 +35,15 @@ static int grow(void **p, int *cap, int need, size_t item) {
 }
 
 int dl_add(DrawList *dl, uint64_t hash, DlBox b) {
+    /* hash and box grow together on one capacity: the first call works on a copy of it so
+     * that the second still sees the old value and grows too */
     int cap = dl->cap;
     if (grow((void **)&dl->hash, &cap, dl->n + 1, sizeof *dl->hash) ||
         grow((void **)&dl->box, &dl->cap, dl->n + 1, sizeof *dl->box)) {
         dl->oom = 1; /* this frame's list is incomplete: draw it all, and the next */
         return -1;
     }
+    /* clipped to the canvas; one wholly outside becomes the empty box, which add_rect skips */
     b.x0 = b.x0 < 0 ? 0 : b.x0, b.y0 = b.y0 < 0 ? 0 : b.y0;
     b.x1 = b.x1 > dl->w ? dl->w : b.x1, b.y1 = b.y1 > dl->h ? dl->h : b.y1;
     if (b.x1 <= b.x0 || b.y1 <= b.y0) b.x0 = b.y0 = b.x1 = b.y1 = 0;
@@ -47,10 +56,14 @@ int dl_overlap(DlBox a, DlBox b) {
     return a.x0 < b.x1 && b.x0 < a.x1 && a.y0 < b.y1 && b.y0 < a.y1;
 }
 
+/* --- from two lists to the rectangles to redraw -------------------------------- */
+
+/* b's area, px (boxes are half-open: x0 <= x < x1). */
 static long area(DlBox b) {
     return (long)(b.x1 - b.x0) * (b.y1 - b.y0);
 }
 
+/* The smallest box holding a and b. */
 static DlBox box_union(DlBox a, DlBox b) {
     DlBox u = {a.x0 < b.x0 ? a.x0 : b.x0, a.y0 < b.y0 ? a.y0 : b.y0, a.x1 > b.x1 ? a.x1 : b.x1,
                a.y1 > b.y1 ? a.y1 : b.y1};
@@ -92,7 +105,9 @@ static void add_rect(DlBox *rects, int *n, DlBox b) {
     add_rect(rects, n, b);
 }
 
-static const uint64_t *sort_keys; /* qsort's comparator reads it (the GUI thread only) */
+/* qsort order of primitive indices by their hash: C's qsort has no context argument, so
+ * the keys go through a file-level pointer (the GUI thread only). */
+static const uint64_t *sort_keys;
 static int by_hash(const void *a, const void *b) {
     uint64_t x = sort_keys[*(const int *)a], y = sort_keys[*(const int *)b];
     return x < y ? -1 : x > y;
@@ -103,6 +118,9 @@ int dl_diff(const DrawList *dl, DlBox *rects, long *px) {
     if (!dl->valid || dl->oom) return -1;
     int *order = malloc((size_t)(dl->n > 0 ? dl->n : 1) * sizeof *order);
     if (!order) return -1;
+    /* both lists sorted by hash (the last frame's was sorted by dl_commit), then merged:
+     * a primitive drawn the same way in both cancels; any other is redrawn where it is now
+     * or where it was. Only the sets are compared, not the order they were drawn in */
     for (int i = 0; i < dl->n; i++) order[i] = i;
     sort_keys = dl->hash;
     qsort(order, (size_t)dl->n, sizeof *order, by_hash);
@@ -130,6 +148,8 @@ void dl_commit(DrawList *dl) {
         dl->valid = 0;
         return;
     }
+    /* this frame's list becomes the last frame's, sorted by hash for the next dl_diff; any
+     * failure leaves it invalid, so the next frame is drawn whole */
     int cap = dl->cap_prev;
     if (grow((void **)&dl->prev_hash, &cap, dl->n, sizeof *dl->prev_hash) ||
         grow((void **)&dl->prev_box, &dl->cap_prev, dl->n, sizeof *dl->prev_box)) {

@@ -10,7 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Size of the help panel at font size px: width, height; key column width. */
+/* --- the help overlay ------------------------------------------------------ */
+
+/* How the help overlay's descriptions wrap. */
 #define HELP_WRAP_EM 44 /* a description wider than this many px-sized ems wraps */
 #define HELP_LINES   4  /* lines of one description, at most */
 
@@ -68,6 +70,8 @@ void ren_draw_help(Ren *r, const RenFrame *f, int px) {
     float pw, ph, key_w;
     help_size(r, f, px, &pw, &ph, &key_w);
     float room_w = (float)r->fb_w * 0.96f, room_h = (float)r->fb_h * 0.94f;
+    /* too large for the window: one smaller font size that fits both ways, measured again
+     * because the wrapping changes with it; never below 6 px */
     if (pw > room_w || ph > room_h) {
         float s = room_w / pw < room_h / ph ? room_w / pw : room_h / ph;
         px = (int)((float)px * s);
@@ -96,6 +100,8 @@ void ren_draw_help(Ren *r, const RenFrame *f, int px) {
     }
 }
 
+/* --- beside the map: prefix tokens, legend, overview cells ------------------ */
+
 /* The prefix tokens' share of the row, one row each: name and percentage above
  * a bar whose full width is 100%; then what is left for the patches (the map). */
 void ren_draw_prefix(Ren *r, const RenFrame *f, float x, float y, float w, float h, int font_px) {
@@ -104,6 +110,7 @@ void ren_draw_prefix(Ren *r, const RenFrame *f, float x, float y, float w, float
     if (row_h > max_row) row_h = max_row;
     float bar_h = roundf(row_h * 0.32f), text_h = row_h - bar_h - roundf(row_h * 0.18f);
     if (bar_h < 3 || text_h < 6) return;
+    /* the patches' row is what the prefix tokens leave of the row's sum of 1 */
     double rest = 1.0;
     for (int i = 0; i < n; i++) {
         double share = i < f->n_prefix ? (double)f->prefix_share[i] : rest;
@@ -163,6 +170,7 @@ void ren_draw_cells(Ren *r, const RenFrame *f, float x, float y, float w, float 
     float step_x = cell_w + gap, step_y = cell_h + gap;
     float gw = row_lab_w + step_x * (float)f->n_cols, gh = col_lab_h + step_y * (float)f->n_rows;
     float x0 = floorf(x + (w - gw) / 2 + row_lab_w), y0 = floorf(y + (h - gh) / 2 + col_lab_h);
+    /* the grid as drawn, kept for ren_cell_at: a click or hover maps to a cell from it */
     r->cells_x = (int)x0, r->cells_y = (int)y0;
     r->cell_w_px = (int)cell_w, r->cell_h_px = (int)cell_h;
     r->cell_step_x = (int)step_x, r->cell_step_y = (int)step_y;
@@ -171,6 +179,8 @@ void ren_draw_cells(Ren *r, const RenFrame *f, float x, float y, float w, float 
     r->n_cells = r->atlas_maps;
     for (int row = 0; row < f->n_rows; row++) {
         for (int col = 0; col < f->n_cols; col++) {
+            /* k: the map's index in the atlas (a table's row is a layer, its column a
+             * head or fusion); a grid with more cells than maps leaves the rest empty */
             int k = col * f->col_stride + row * f->row_stride;
             if (k >= r->atlas_maps) continue;
             float cx = x0 + step_x * (float)col, cy = y0 + step_y * (float)row;
@@ -203,7 +213,11 @@ void ren_draw_cells(Ren *r, const RenFrame *f, float x, float y, float w, float 
                           cell_h, COL_DIM);
 }
 
-/* Predictions: "top-5", then per class its name, probability and a bar. */
+/* --- the side panels ------------------------------------------------------- */
+
+/* Predictions: "top-5", then per class its name, probability and a bar. Keeps the rows'
+ * position for ren_pred_at (a click picks the class to explain). Returns the height
+ * drawn, px. */
 static float draw_preds(Ren *r, const RenFrame *f, float x, float y, float w, int font_px) {
     float pad = (float)font_px * 0.6f, row_h = (float)font_px * 2.15f;
     float h = pad * 2 + (float)font_px * 1.6f + row_h * (float)f->n_preds;
@@ -245,6 +259,8 @@ static float draw_list(Ren *r, const RenFrame *f, float x, float y, float w, flo
     float head = pad + (float)font_px * 1.6f;
     int fit = (int)((max_h - head - pad) / row_h), n = f->n_list, first = 0;
     if (fit < 1) return 0.0f;
+    /* more rows than fit: a window of them centred on the marked row, or the last rows
+     * when none is marked */
     if (n > fit) {
         first = f->list_marked >= 0 ? f->list_marked - fit / 2 : n - fit;
         first = first < 0 ? 0 : first > n - fit ? n - fit : first;
@@ -310,6 +326,7 @@ static void draw_distance(Ren *r, const RenFrame *f, float x, float y, float w, 
     snprintf(lab, sizeof lab, "layer 1 \xe2\x80\xa6 %d", L);
     float tw = ren_text_width(r, lab, spx);
     ren_text_line(r, lab, spx, px0 + (pw - tw) / 2, py0 + ph + 2, (float)spx * 1.5f, COL_DIM);
+    /* the dots shrink with the layer's column, but no smaller than 3 px */
     float dot = floorf((float)font_px * 0.42f) + 2;
     if (dot > step * 0.9f) dot = step * 0.9f < 3 ? 3 : step * 0.9f;
     for (int pass = 0; pass < 3; pass++) /* others, then the current layer, then the head */
@@ -339,10 +356,12 @@ typedef struct {
     int steps;
 } PlotBox;
 
+/* x of step s in [0, steps], px. */
 static float plot_x(const PlotBox *b, int s) {
     return b->x + b->w * (float)s / (float)b->steps;
 }
 
+/* y of value v, px: 1 at the top of the box, 0 at the bottom. */
 static float plot_y(const PlotBox *b, float v) {
     return b->y + b->h * (1.0f - (v < 0.0f ? 0.0f : v > 1.0f ? 1.0f : v));
 }
@@ -372,6 +391,7 @@ static void draw_plot(Ren *r, const RenFrame *f, float x, float y, float w, floa
     float pw = floorf(x + w - pad - half_tick - px0);
     float ph = floorf(y + h - pad - cap_h - (float)spx * 3.2f - py0); /* x labels, axis name */
     if (pw < 20 || ph < 20 || f->plot_steps < 1) return;
+    /* the axes box as drawn, for VITLENS_TRACE: the GUI tests read the curve off the screen */
     r->plot_x = (int)px0, r->plot_y = (int)py0, r->plot_w = (int)pw, r->plot_h = (int)ph;
     for (int t = 0; t <= 2; t++) { /* probability 0, 0.5, 1: ticks, labels, grid lines */
         static const char *const lab[3] = {"0", "0.5", "1"};
@@ -393,6 +413,7 @@ static void draw_plot(Ren *r, const RenFrame *f, float x, float y, float w, floa
                   py0 + ph + 3 + (float)spx * 1.5f, (float)spx * 1.5f, COL_DIM);
     ren_fill(r, px0, py0 + ph, pw + 1, 1, COL_DIM);
     ren_fill(r, px0, py0, 1, ph, COL_DIM);
+    /* the curve's line width; the other order's curve (the ghost) thinner, behind it */
     float lw = roundf((float)font_px * 0.15f);
     if (lw < 2) lw = 2;
     PlotBox b = {px0, py0, pw, ph, f->plot_steps};
@@ -418,6 +439,7 @@ static void draw_plot(Ren *r, const RenFrame *f, float x, float y, float w, floa
 /* The side panels, top aligned with the main area: the predictions, then the
  * perturbation test's plot, or the list and the attention distance. */
 void ren_draw_side(Ren *r, const RenFrame *f, const RenLayout *l) {
+    /* the kept rectangles are cleared first: a panel not drawn this frame cannot be hit */
     r->panel_x = 0, r->panel_w = 0, r->n_pred_rows = 0, r->list_w = 0;
     r->plot_x = r->plot_y = r->plot_w = r->plot_h = 0;
     if (!(l->panel_w > 0 && r->image_w)) return;
@@ -441,6 +463,10 @@ void ren_draw_side(Ren *r, const RenFrame *f, const RenLayout *l) {
                       font_px);
 }
 
+/* --- over everything: tooltip and status bar ---------------------------------- */
+
+/* The tooltip f->tooltip below and right of the pointer (tip_x, tip_y), flipped to its
+ * left or above it where it would leave the window or cover the status bar. */
 void ren_draw_tooltip(Ren *r, const RenFrame *f, const RenLayout *l) {
     int font_px = l->font_px, tpx = (int)((float)font_px * 0.85f);
     const RenText *t = ren_text_get(r, f->tooltip, tpx);
@@ -454,6 +480,9 @@ void ren_draw_tooltip(Ren *r, const RenFrame *f, const RenLayout *l) {
     ren_text_draw(r, t, tx + pad, ty + pad * 0.5f, 1.0f, COL_TEXT);
 }
 
+/* The status bar at the bottom (status_left, status_right, a spinner while busy) and the
+ * error bar above it when there is an error. Text wider than the bar is scaled down to
+ * fit rather than cut: the whole message stays readable. */
 void ren_draw_status(Ren *r, const RenFrame *f, const RenLayout *l) {
     const float W = l->W, H = l->H, bar_h = l->bar_h, err_h = l->err_h;
     int font_px = l->font_px;

@@ -44,10 +44,13 @@ static void prim_add(Ren *r, RenPrim *p) {
         x0 = p->rect[0], y0 = p->rect[1], x1 = p->rect[0] + p->rect[2],
         y1 = p->rect[1] + p->rect[3];
     }
+    /* one px of margin all round: anti-aliased edges and a scaled text's filtering may
+     * touch the pixel beside the rectangle */
     DlBox box = {(int)floorf(x0) - 1, (int)floorf(y0) - 1, (int)ceilf(x1) + 1, (int)ceilf(y1) + 1};
     if (dl_add(&r->dl, dl_hash(DL_HASH_SEED, p, sizeof *p), box) >= 0) r->n_prims++;
 }
 
+/* A flat rectangle (x, y, w, h) of colour c (RGBA, alpha blended). */
 void ren_fill(Ren *r, float x, float y, float w, float h, const float c[4]) {
     RenPrim *p = prim_new(r, PR_FILL);
     if (!p) return;
@@ -56,6 +59,7 @@ void ren_fill(Ren *r, float x, float y, float w, float h, const float c[4]) {
     prim_add(r, p);
 }
 
+/* A disc of diameter d px centred at (cx, cy), anti-aliased by the ui shader. */
 void ren_disc(Ren *r, float cx, float cy, float d, const float c[4]) {
     RenPrim *p = prim_new(r, PR_DISC);
     if (!p) return;
@@ -99,6 +103,8 @@ const RenText *ren_text_get(Ren *r, const char *str, int size_px) {
             slot = c;
     }
     if (!slot) return NULL;
+    /* a miss: rendered by SDL_ttf and uploaded into the slot's texture, row length from
+     * the surface's pitch (SDL may pad its rows) */
     SDL_Surface *s = text_render(&r->text, str, size_px);
     if (!s) return NULL;
     if (!slot->tex) slot->tex = ren_make_texture(GL_LINEAR, GL_LINEAR);
@@ -142,11 +148,13 @@ float ren_text_fit(Ren *r, const char *str, int size_px, float x, float y, float
     return (float)t->w * s;
 }
 
+/* ren_text_fit without a width limit. */
 float ren_text_line(Ren *r, const char *str, int size_px, float x, float y, float h,
                     const float c[4]) {
     return ren_text_fit(r, str, size_px, x, y, h, 0.0f, c);
 }
 
+/* The width str takes at size_px, px (0 without a font); renders it into the cache. */
 float ren_text_width(Ren *r, const char *str, int size_px) {
     const RenText *t = ren_text_get(r, str, size_px);
     return t ? (float)t->w : 0.0f;
@@ -175,6 +183,7 @@ void ren_heat(Ren *r, const RenFrame *f, float x, float y, float w, float h, int
     int mw = cell < 0 ? r->map_w : r->atlas_w, mh = cell < 0 ? r->map_h : r->atlas_h;
     if (cell >= 0 && r->atlas_cols > 0)
         p->cell_xy[0] = (cell % r->atlas_cols) * mw, p->cell_xy[1] = (cell / r->atlas_cols) * mh;
+    /* grid and box lines scale with a cell's size on screen, 1 to 4 px */
     float cell_px = w / (float)(mw > 0 ? mw : 1);
     float line = cell_px / 22.0f;
     p->line_px = line < 1.0f ? 1.0f : line > 4.0f ? 4.0f : line;
@@ -186,6 +195,7 @@ void ren_heat(Ren *r, const RenFrame *f, float x, float y, float w, float h, int
     if (f->grid && main_view) v |= REN_HV_GRID;
     if (f->mask && main_view) v |= REN_HV_MASK;
     if (f->query_col >= 0 && f->query_row >= 0) v |= REN_HV_QUERY;
+    /* drawn smaller than the crop (a thumbnail): the mipmapped crop, or it aliases */
     if (w < (float)r->image_w || h < (float)r->image_h) v |= REN_HV_MINIFY;
     p->variant = v;
     p->cell = cell;
@@ -196,6 +206,8 @@ void ren_heat(Ren *r, const RenFrame *f, float x, float y, float w, float h, int
     p->query[0] = f->query_col, p->query[1] = f->query_row;
     if (removed) memcpy(p->fill, f->fill_rgb, sizeof p->fill);
     p->rect[0] = x, p->rect[1] = y, p->rect[2] = w, p->rect[3] = h;
+    /* the textures' generations stand for their pixels in the hash: a new upload changes
+     * it, so the quad is redrawn; a mask or removed texture not read counts as 0 */
     unsigned long gens[5] = {r->gen_image, cell < 0 ? r->gen_map : r->gen_atlas, r->gen_lut,
                              v & REN_HV_MASK ? r->gen_mask : 0, removed ? r->gen_removed : 0};
     p->content = dl_hash(DL_HASH_SEED, gens, sizeof gens);

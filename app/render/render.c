@@ -14,6 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* --- init and free -------------------------------------------------------------- */
+
 int ren_init(Ren *r, SDL_Window *win, char *msg, size_t msg_bytes, char *warn, size_t warn_bytes) {
     memset(r, 0, sizeof *r);
     r->win = win;
@@ -43,9 +45,10 @@ int ren_init(Ren *r, SDL_Window *win, char *msg, size_t msg_bytes, char *warn, s
     r->last_mismatch = -1;
 
     if (ren_make_textures(r, msg, msg_bytes)) goto fail;
+    /* no font is a warning, not a failure: the maps still draw, without their labels */
     r->has_text = text_init(&r->text, warn, warn_bytes) == 0;
     SDL_GL_GetDrawableSize(win, &r->shown_w, &r->shown_h); /* Mesa sized the back buffer so */
-    r->warm = 1;
+    r->warm = 1; /* the first ren_flush also builds the first map's shaders (canvas.c) */
     return 0;
 fail:
     ren_free(r);
@@ -72,6 +75,8 @@ void ren_free(Ren *r) {
     memset(r, 0, sizeof *r);
 }
 
+/* --- the frame ------------------------------------------------------------------ */
+
 /* The frame's layout, framebuffer px: the status bar (and the error line) at the bottom,
  * never over the image; above it the crop at its aspect ratio (or the overview), the
  * legend to its right, the prefix tokens' bars to its left (single view, models with
@@ -80,6 +85,8 @@ void ren_free(Ren *r) {
 static void layout(RenLayout *l, const Ren *r, const RenFrame *f) {
     const float W = (float)r->fb_w, H = (float)r->fb_h;
     l->W = W, l->H = H;
+    /* everything scales from the status bar: 5.5% of the height, 22 px at least; the font
+     * is half of it */
     l->bar_h = roundf(H * 0.055f);
     if (l->bar_h < 22) l->bar_h = 22;
     l->font_px = (int)(l->bar_h * 0.5f);
@@ -113,6 +120,8 @@ static void layout(RenLayout *l, const Ren *r, const RenFrame *f) {
     l->left_w = l->prefix ? l->prefix_w + l->legend_gap : 0.0f;
     float group_w = l->left_w + iw + (l->legend ? l->legend_gap + l->legend_w : 0.0f) +
                     (l->panel_w > 0 ? l->legend_gap + l->panel_w : 0.0f);
+    /* bars, crop, legend and panels centred together as one group, on whole px: the
+     * crop's edges fall on pixel boundaries (canvas.c's opaque_box counts on it) */
     l->ix = floorf((W - group_w) / 2) + l->left_w;
     l->iy = floorf(l->margin + (l->area_h - ih) / 2);
     l->iw = iw, l->ih = ih;
@@ -142,6 +151,8 @@ static void draw_main(Ren *r, const RenFrame *f, const RenLayout *l) {
 }
 
 void ren_draw(Ren *r, const RenFrame *f) {
+    /* recorded in drawing order, back to front: the main area, the panels, then what
+     * lies over them (tooltip, help), the status bar last; ren_flush replays what changed */
     SDL_GL_GetDrawableSize(r->win, &r->fb_w, &r->fb_h);
     r->frame_no++;
     r->n_prims = 0;
@@ -149,12 +160,13 @@ void ren_draw(Ren *r, const RenFrame *f) {
     RenLayout l;
     layout(&l, r, f);
     r->image_x = (int)l.ix, r->image_y = (int)l.iy;
+    /* the crop's place for ren_patch_at; 0 wide in an overview, where cells are hit instead */
     r->image_w_px = l.single ? (int)l.iw : 0, r->image_h_px = l.single ? (int)l.ih : 0;
     r->n_cells = 0;
     draw_main(r, f, &l);
     ren_draw_side(r, f, &l);
     if (f->tooltip) ren_draw_tooltip(r, f, &l);
-    int help_px = (int)(l.H * 0.022f) < 11 ? 11 : (int)(l.H * 0.022f);
+    int help_px = (int)(l.H * 0.022f) < 11 ? 11 : (int)(l.H * 0.022f); /* 2.2% of H, >= 11 */
     if (f->help && f->n_help) ren_draw_help(r, f, help_px);
     ren_draw_status(r, f, &l);
     ren_flush(r);
@@ -167,6 +179,7 @@ int ren_patch_at(const Ren *r, int x, int y, int *row, int *col) {
     if (w <= 0 || h <= 0 || !r->grid_w || x < r->image_x || y < r->image_y || x >= r->image_x + w ||
         y >= r->image_y + h)
         return -1;
+    /* the drawn crop's px scaled to the grid: a patch under a pixel map too */
     *col = (int)((long)(x - r->image_x) * r->grid_w / w);
     *row = (int)((long)(y - r->image_y) * r->grid_h / h);
     return 0;
@@ -200,6 +213,7 @@ uint8_t *ren_read_rgb(Ren *r, int *w, int *h) {
         free(px), free(row);
         return NULL;
     }
+    /* rows of 3 * W bytes: no padding to 4 */
     glPixelStorei(GL_PACK_ALIGNMENT, 1);
     glBindFramebuffer(GL_READ_FRAMEBUFFER, r->canvas_fbo); /* 0 without one: the window's */
     glReadPixels(0, 0, W, H, GL_RGB, GL_UNSIGNED_BYTE, px);

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+/* the build sets both (CMake): the source tree's shaders/ and the install prefix's */
 #ifndef VITLENS_SHADER_DIR_DEFAULT
 #define VITLENS_SHADER_DIR_DEFAULT "shaders"
 #endif
@@ -16,6 +17,9 @@
 #define VITLENS_SHADER_DIR_INSTALLED "/usr/local/share/vitlens/shaders"
 #endif
 
+/* --- reading and compiling ----------------------------------------------------- */
+
+/* The whole file as a NUL-terminated string (free it), or NULL with msg naming path. */
 static char *read_file(const char *path, char *msg, size_t n) {
     FILE *f = fopen(path, "rb");
     if (!f) {
@@ -47,6 +51,8 @@ static GLuint compile(GLenum type, const char *name, const char *src, const char
         snprintf(msg, n, "%s: glCreateShader failed (GL error 0x%x)", name, glGetError());
         return 0;
     }
+    /* the source in four pieces: the #version line (GLSL wants it first), the defines,
+     * a #line directive, the rest of the file */
     const char *nl = strchr(src, '\n');
     int head = nl ? (int)(nl - src + 1) : 0;
     char line[32]; /* keep the compiler's line numbers those of the file */
@@ -98,6 +104,8 @@ static int link_program(RenProgram *p, const Ren *r, const char *frag, const cha
         p->prog = 0;
         return -1;
     }
+    /* a uniform the shader does not use is -1, and glUniform* ignores -1: the ui and heat
+     * programs share one RenProgram layout */
     p->screen = glGetUniformLocation(p->prog, "u_screen");
     p->rect = glGetUniformLocation(p->prog, "u_rect");
     p->uv = glGetUniformLocation(p->prog, "u_uv");
@@ -113,6 +121,8 @@ static int link_program(RenProgram *p, const Ren *r, const char *frag, const cha
     p->color = glGetUniformLocation(p->prog, "u_color");
     p->textured = glGetUniformLocation(p->prog, "u_textured");
     p->round = glGetUniformLocation(p->prog, "u_round");
+    /* the samplers' texture units, fixed once: the crop 0, map 1, LUT 2, mask 3, removed 4
+     * (the ui program's u_tex shares unit 0) */
     glUseProgram(p->prog);
     glUniform1i(glGetUniformLocation(p->prog, "u_image"), 0);
     glUniform1i(glGetUniformLocation(p->prog, "u_map"), 1);
@@ -124,6 +134,8 @@ static int link_program(RenProgram *p, const Ren *r, const char *frag, const cha
     return 0;
 }
 
+/* --- the programs ---------------------------------------------------------------- */
+
 /* The heat map program of a combination of features (REN_HV_* bits), compiled the
  * first time it is asked for; NULL when it does not build (said on stderr once). */
 const RenProgram *ren_heat_program(Ren *r, int variant) {
@@ -131,7 +143,7 @@ const RenProgram *ren_heat_program(Ren *r, int variant) {
                                                    "GRID",     "MASK", "QUERY", "MINIFY"};
     RenProgram *p = &r->heat[variant];
     if (p->prog) return p;
-    if (r->heat_failed[variant]) return NULL;
+    if (r->heat_failed[variant]) return NULL; /* not retried every frame */
     char defines[256] = "", msg[4096];
     for (int b = 0; b < REN_HV_BITS; b++)
         if (variant & (1 << b)) {
@@ -147,6 +159,9 @@ const RenProgram *ren_heat_program(Ren *r, int variant) {
     return p;
 }
 
+/* --- finding them --------------------------------------------------------------- */
+
+/* Does dir hold the shaders? quad.vert.glsl stands for the set. */
 static int has_shaders(const char *dir) {
     char path[1200];
     struct stat st;

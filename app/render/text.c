@@ -38,6 +38,9 @@ static struct {
     int ok;             /* FcInit succeeded */
 } lookup;
 
+/* The lookup (SDL thread function; also called directly): FcInit, which reads
+ * fontconfig's cache and configuration, then each family's match into lookup.path;
+ * FcFini after, since only the paths are needed. */
 static int lookup_fonts(void *unused) {
     (void)unused;
     lookup.ok = FcInit();
@@ -48,7 +51,7 @@ static int lookup_fonts(void *unused) {
 }
 
 void text_lookup_start(void) {
-    const char *env = getenv("VITLENS_FONT");
+    const char *env = getenv("VITLENS_FONT"); /* a font given by hand needs no lookup */
     if (lookup.thread || (env && *env)) return;
     lookup.thread = SDL_CreateThread(lookup_fonts, "vitlens-fonts", NULL);
 }
@@ -74,6 +77,7 @@ int text_init(Text *t, char *msg, size_t msg_bytes) {
         }
         return 0;
     }
+    /* the lookup started early, finished here; or, never started (headless), run now */
     if (lookup.thread)
         text_lookup_end();
     else
@@ -101,7 +105,7 @@ fail:
 
 void text_free(Text *t) {
     if (!t) return;
-    if (t->font) {
+    if (t->font) { /* TTF_Init is counted: a successful text_init's TTF_Quit pairs with it */
         TTF_CloseFont(t->font);
         TTF_Quit();
     }
@@ -111,10 +115,14 @@ void text_free(Text *t) {
 SDL_Surface *text_render(Text *t, const char *utf8, int size_px) {
     if (!t->font || !utf8 || !*utf8) return NULL;
     if (size_px < 6) size_px = 6;
+    /* one TTF_Font, resized on demand (SDL_ttf 2.0.18+), rather than a font per size */
     if (size_px != t->size_px) {
         if (TTF_SetFontSize(t->font, size_px) != 0) return NULL;
         t->size_px = size_px;
     }
+    /* white glyphs, the coverage in alpha: the caller tints them (the ui shader's colour,
+     * export_text's rgb); ABGR8888 is R, G, B, A bytes in memory on a little-endian host,
+     * as glTexImage2D's GL_RGBA reads them */
     SDL_Color white = {255, 255, 255, 255};
     SDL_Surface *s = TTF_RenderUTF8_Blended(t->font, utf8, white);
     if (!s) return NULL;

@@ -10,6 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* --- creating them ------------------------------------------------------------ */
+
+/* A new 2D texture, bound, with these filters; clamped at the edges so that bilinear
+ * sampling of a map's border cells never wraps round to the opposite side. */
 GLuint ren_make_texture(GLint min_filter, GLint mag_filter) {
     GLuint t = 0;
     glGenTextures(1, &t);
@@ -58,6 +62,10 @@ int ren_make_textures(Ren *r, char *msg, size_t msg_bytes) {
     return 0;
 }
 
+/* --- uploads: each bumps its generation, which the primitives that draw it hash ---- */
+
+/* The crop rgb [h, w, 3], 8 bit, into both crop textures. Rows of 3 * w bytes are not
+ * 4-byte aligned in general: hence the unpack alignment of 1 (also for R8 below). */
 void ren_upload_image(Ren *r, const uint8_t *rgb, int w, int h) {
     glPixelStorei(GL_UNPACK_ALIGNMENT, 1);
     glBindTexture(GL_TEXTURE_2D, r->tex_image);
@@ -70,6 +78,8 @@ void ren_upload_image(Ren *r, const uint8_t *rgb, int w, int h) {
     r->image_h = h;
 }
 
+/* map [map_h, map_w] normalised floats as R32F; grid_w, grid_h the patch grid, kept for
+ * the hit tests (ren_patch_at), which find a patch even under a pixel map. */
 void ren_upload_map(Ren *r, const float *map, int map_w, int map_h, int grid_w, int grid_h) {
     glPixelStorei(GL_UNPACK_ALIGNMENT, 4);
     glBindTexture(GL_TEXTURE_2D, r->tex_map);
@@ -80,6 +90,7 @@ void ren_upload_map(Ren *r, const float *map, int map_w, int map_h, int grid_w, 
     r->map_rgba = 0;
 }
 
+/* Colours rgba [map_h, map_w, 4] in [0, 1] (the feature PCA), into the same texture. */
 void ren_upload_map_rgba(Ren *r, const float *rgba, int map_w, int map_h, int grid_w, int grid_h) {
     glPixelStorei(GL_UNPACK_ALIGNMENT, 4);
     glBindTexture(GL_TEXTURE_2D, r->tex_map);
@@ -91,6 +102,8 @@ void ren_upload_map_rgba(Ren *r, const float *rgba, int map_w, int map_h, int gr
 }
 
 int ren_upload_atlas(Ren *r, const float *maps, int n, int map_w, int map_h) {
+    /* the n maps [map_h, map_w] tiled in an about square grid, map k at (k % cols, k / cols);
+     * -1, nothing uploaded, when it would exceed GL_MAX_TEXTURE_SIZE */
     int cols = (int)ceil(sqrt((double)n));
     int rows = (n + cols - 1) / cols;
     if (n < 1 || (long)cols * map_w > r->max_tex_px || (long)rows * map_h > r->max_tex_px)
@@ -108,6 +121,8 @@ int ren_upload_atlas(Ren *r, const float *maps, int n, int map_w, int map_h) {
     return 0;
 }
 
+/* mask [map_h, map_w], R8, 1 inside: the region whose outline is drawn (M's mask, or
+ * the tokens a kind outlines). */
 void ren_upload_mask(Ren *r, const uint8_t *mask, int map_w, int map_h) {
     glPixelStorei(GL_UNPACK_ALIGNMENT, 1);
     glBindTexture(GL_TEXTURE_2D, r->tex_mask);
@@ -122,6 +137,8 @@ void ren_upload_removed(Ren *r, const uint8_t *removed, int grid_w, int grid_h) 
     r->gen_removed = ++r->gen;
 }
 
+/* The colormap's LUT, COLORMAP_SIZE RGB entries as a 1-row texture; an unknown index
+ * falls back to the first (viridis). */
 void ren_set_colormap(Ren *r, int colormap) {
     if (colormap < 0 || colormap >= COLORMAP_COUNT) colormap = 0;
     glPixelStorei(GL_UNPACK_ALIGNMENT, 1);

@@ -27,6 +27,7 @@ static VitStatus attention_map(float *out, const Scene *sc, const View *v, VitEr
     return vit_map_fused(out, &sc->run, v->layer, fusion, v->query, err);
 }
 
+/* The prefix tokens' share of the same attention row, out [Np]: the bars beside the map. */
 static VitStatus attention_prefix(float *out, const Scene *sc, const View *v, VitError *err) {
     int head;
     VitFusion fusion;
@@ -49,6 +50,8 @@ static VitStatus rollout_layers(float *out, const Scene *sc, const View *v, int 
     return vit_rollout_layers(out, &sc->run, layer0, n_layers, v->discard_ratio, v->query, err);
 }
 
+/* The rollout row over every token, out [T] (prefix tokens first): view_compute takes the
+ * map and the bars from one rollout instead of computing it twice. */
 static VitStatus rollout_tokens(float *out, const Scene *sc, const View *v, VitError *err) {
     int head;
     VitFusion fusion;
@@ -57,6 +60,7 @@ static VitStatus rollout_tokens(float *out, const Scene *sc, const View *v, VitE
                               err);
 }
 
+/* The prefix tokens' share of the rolled-out row, out [Np] (vit_prefix_share's rollout 1). */
 static VitStatus rollout_prefix(float *out, const Scene *sc, const View *v, VitError *err) {
     int head;
     VitFusion fusion;
@@ -79,6 +83,7 @@ static VitStatus explain_map(float *out, const Scene *sc, const View *v, VitErro
         }
         return VIT_ERR_ARG;
     }
+    /* the method's slot in the front buffer: [Sh, Sw] for a pixel map, else [N] */
     size_t n = k->pixels ? (size_t)c->image_h * c->image_w : (size_t)c->n_patches;
     memcpy(out, sc->expl[sc->expl_front] + (size_t)k->explain * scene_expl_stride(c),
            n * sizeof *out);
@@ -87,6 +92,7 @@ static VitStatus explain_map(float *out, const Scene *sc, const View *v, VitErro
 
 /* --- what the tokens hold ------------------------------------------------------ */
 
+/* Fills err with "out of memory for a map"; returns VIT_ERR_NOMEM. */
 static VitStatus no_memory(VitError *err) {
     if (err) {
         err->code = VIT_ERR_NOMEM;
@@ -135,6 +141,7 @@ static VitStatus pca_compute(float *out, const Scene *sc, const View *v, JointFe
     return scene_pca(out, NULL, sc, v->layer, jf, err);
 }
 
+/* Status line: which photos the PCA ran over. */
 static void pca_status(char *buf, size_t n, const Scene *sc, const View *v,
                        const char (*labels)[VIT_LABEL_BYTES]) {
     (void)labels;
@@ -147,6 +154,8 @@ static VitStatus similarity_map(float *out, const Scene *sc, const View *v, VitE
     return vit_patch_similarity(out, &sc->run, sc->vit, v->layer, v->query, err);
 }
 
+/* Token norms (vit_token_norms, Darcet et al. 2023): t [T] per token; the map [N] its
+ * patches' part. */
 static VitStatus norms_tokens(float *t, const Scene *sc, const View *v, VitError *err) {
     return vit_token_norms(t, &sc->run, v->layer, err);
 }
@@ -158,6 +167,7 @@ int view_high_norm(int *idx, int *first, float *threshold, const Scene *sc, cons
                    VitError *err) {
     /* the registers paper's absolute threshold applies to DINOv2's norms */
     const char *name = sc->vit ? sc->vit->cfg.name : "";
+    /* the model's name, matched anywhere in it ("vit_small_patch14_dinov2.lvd142m") */
     int dinov2 = 0;
     for (const char *p = name; *p && !dinov2; p++)
         dinov2 = !strncmp(p, "dinov2", 6) || !strncmp(p, "DINOv2", 6);
@@ -165,6 +175,8 @@ int view_high_norm(int *idx, int *first, float *threshold, const Scene *sc, cons
                                 dinov2 ? HIGH_NORM_ABS : 0.0f, err);
 }
 
+/* Status line: how many high-norm tokens the layer has, and its threshold (the norm
+ * they exceed). Empty when out of memory: a status line is not worth an error. */
 static void norms_status(char *buf, size_t n, const Scene *sc, const View *v,
                          const char (*labels)[VIT_LABEL_BYTES]) {
     (void)labels;
@@ -241,6 +253,7 @@ static VitStatus lens_map(float *out, const Scene *sc, const View *v, VitError *
     return vit_logit_lens_map(out, &sc->run, sc->vit, v->layer, scene_class(sc, v->target), err);
 }
 
+/* Status line: the class the CLS token reads at the view's layer and its probability. */
 static void lens_status(char *buf, size_t n, const Scene *sc, const View *v,
                         const char (*labels)[VIT_LABEL_BYTES]) {
     (void)labels;
@@ -258,7 +271,9 @@ static void lens_status(char *buf, size_t n, const Scene *sc, const View *v,
     free(p);
 }
 
-/* Attention flow to the query token after the view's layer (worker thread). */
+/* Attention flow to the query token after the view's layer (Abnar & Zuidema 2020, §3:
+ * max-flow in the layers' attention graph), t [T]; too slow for a frame, so flow_compute
+ * runs it on the worker thread (the row's compute). */
 static VitStatus flow_tokens(float *t, const Scene *sc, const View *v, VitError *err) {
     return vit_attention_flow(t, &sc->run, v->layer, v->query, err);
 }
@@ -268,7 +283,9 @@ static VitStatus flow_compute(float *out, const Scene *sc, const View *v, JointF
     return token_map(out, NULL, flow_tokens, sc, v, err);
 }
 
-/* TokenRank of one head or the heads fused. */
+/* TokenRank (Erel et al. 2025) of one head or the heads fused, t [T] summing to 1: the
+ * stationary distribution of the attention as a Markov chain. The map and the prefix
+ * bars are its patch and prefix parts. */
 static VitStatus tokenrank_tokens(float *t, const Scene *sc, const View *v, VitError *err) {
     int head;
     VitFusion fusion;
@@ -282,6 +299,8 @@ static VitStatus tokenrank_prefix(float *out, const Scene *sc, const View *v, Vi
     return token_map(NULL, out, tokenrank_tokens, sc, v, err);
 }
 
+/* Status line: the prefix tokens' total TokenRank against a patch's average, since the
+ * map is normalised and hides how much the prefix tokens hold. */
 static void tokenrank_status(char *buf, size_t n, const Scene *sc, const View *v,
                              const char (*labels)[VIT_LABEL_BYTES]) {
     (void)labels;
@@ -305,6 +324,8 @@ static VitStatus entropy_map(float *out, const Scene *sc, const View *v, VitErro
     return vit_map_entropy(out, &sc->run, v->layer, head, fusion, err);
 }
 
+/* Every head's entropy map of layers [layer0, layer0 + n_layers) in one engine call
+ * (the row's layer_maps), for the overviews. */
 static VitStatus entropy_layers(float *out, const Scene *sc, const View *v, int layer0,
                                 int n_layers, VitError *err) {
     (void)v;
@@ -337,7 +358,11 @@ static VitStatus slow_read(float *out, const Scene *sc, const View *v, VitError 
 
 /* --- the table ------------------------------------------------------------- */
 
+/* One row per kind, in E's order. The rows are the only place a kind is described: the
+ * keys, --help, --list-kinds, --export's files and the window's dispatch all read them,
+ * so a new kind is a new row and its functions above. */
 const MapKindInfo MAP_KINDS[MAP_KIND_COUNT] = {
+    /* the first row, untagged in --export's names: the query token's attention row */
     [MAP_ATTENTION] = {.name = "attention",
                        .group = MAP_GROUP_ATTENTION,
                        .title = "attention",
@@ -412,6 +437,7 @@ const MapKindInfo MAP_KINDS[MAP_KIND_COUNT] = {
                      .lrp = 1,
                      .explain = VIT_EXPLAIN_ATTNLRP,
                      .map = explain_map},
+    /* the input gradient of the class score times the input, summed over channels: per pixel */
     [MAP_GRAD_INPUT] = {.name = "gradient x input",
                         .group = MAP_GROUP_CLASS,
                         .title = "gradient \xc3\x97 input",
@@ -437,6 +463,7 @@ const MapKindInfo MAP_KINDS[MAP_KIND_COUNT] = {
                           .map = pca_map,
                           .compute = pca_compute,
                           .status = pca_status},
+    /* cosine of the query token's feature and each patch's, signed: [-1, 1] */
     [MAP_SIMILARITY] = {.name = "patch similarity",
                         .group = MAP_GROUP_TOKENS,
                         .title = "patch similarity (cosine of features)",
@@ -448,6 +475,7 @@ const MapKindInfo MAP_KINDS[MAP_KIND_COUNT] = {
                         .per_layer = 1,
                         .signed_scale = 1,
                         .map = similarity_map},
+    /* Darcet et al. 2023: the residual stream's norm per token; the outliers outlined */
     [MAP_TOKEN_NORMS] = {.name = "token norms",
                          .group = MAP_GROUP_TOKENS,
                          .title = "token norms (high-norm tokens outlined)",
@@ -460,6 +488,8 @@ const MapKindInfo MAP_KINDS[MAP_KIND_COUNT] = {
                          .map = norms_map,
                          .status = norms_status,
                          .list = norms_list},
+    /* the classification head read at every layer: from the CLS token (the list) and
+     * from each patch's token (the map) */
     [MAP_LOGIT_LENS] = {.name = "logit lens",
                         .group = MAP_GROUP_TOKENS,
                         .title = "logit lens (the head on each layer)",
@@ -530,6 +560,8 @@ void map_kind_size(int *w, int *h, int kind, const VitConfig *cfg) {
     *h = pixels ? cfg->image_h : cfg->grid_h;
 }
 
+/* --- what the rows decide ---------------------------------------------------- */
+
 void map_kind_normalize(float *dst, const float *src, int n, int kind, float *lo, float *hi) {
     if (kind >= 0 && kind < MAP_KIND_COUNT && MAP_KINDS[kind].rgb) { /* colours already */
         if (dst != src) memmove(dst, src, (size_t)n * 4 * sizeof *dst);
@@ -569,6 +601,8 @@ int view_on_worker(const View *v) {
 int view_same_map(const View *a, const View *b, int n_heads) {
     if (a->kind != b->kind || a->kind < 0 || a->kind >= MAP_KIND_COUNT) return 0;
     const MapKindInfo *k = &MAP_KINDS[a->kind];
+    /* only the fields the row says the map reads: moving the query does not invalidate a
+     * map that has none, so no recompute */
     (void)n_heads;
     return (!k->per_layer || a->layer == b->layer) && (!k->per_head || a->head == b->head) &&
            (!k->uses_query || a->query == b->query) &&
@@ -579,12 +613,16 @@ int view_same_map(const View *a, const View *b, int n_heads) {
 int view_explained(const Scene *sc, const View *v) {
     const MapKindInfo *k = &MAP_KINDS[v->kind];
     int target = scene_class(sc, v->target);
+    /* the front buffer answers this view when it was computed for the same class, and for
+     * the same discard ratio and with AttnLRP where the kind depends on them */
     return sc->expl_target >= 0 && sc->expl_target == target &&
            (!k->uses_discard || sc->expl_discard == v->discard_ratio) && (!k->lrp || sc->expl_lrp);
 }
 
 _Static_assert(sizeof(View) <= SCENE_TAG_BYTES, "a View must fit a Scene's worker-map tag");
 
+/* The tag is the View's bytes, zero-padded: the worker's result is matched to the view
+ * it was computed for (view_slow_holds), whatever the view is by the time it arrives. */
 void view_slow_tag(unsigned char tag[SCENE_TAG_BYTES], const View *v) {
     memset(tag, 0, SCENE_TAG_BYTES);
     memcpy(tag, v, sizeof *v);

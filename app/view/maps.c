@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Fills err with "out of memory for a map"; returns VIT_ERR_NOMEM. */
 static VitStatus no_memory(VitError *err) {
     if (err) {
         err->code = VIT_ERR_NOMEM;
@@ -17,6 +18,7 @@ static VitStatus no_memory(VitError *err) {
 
 /* --- a View's maps --------------------------------------------------------- */
 
+/* Fills err with "KIND: WHAT" (kind: the row's title); returns code. */
 static VitStatus fail(VitError *err, VitStatus code, const char *what, const char *kind) {
     if (err) {
         err->code = code;
@@ -56,6 +58,8 @@ static VitStatus layer_maps(float *out, const Scene *sc, const View *v, int l0, 
     const MapKindInfo *k = kind_of(sc, v, err);
     if (!k) return VIT_ERR_ARG;
     if (!k->per_head) return fail(err, VIT_ERR_ARG, "has no per-head maps", k->title);
+    /* a kind that computes a whole layer at once (its row's layer_maps) does so; the
+     * others are asked for one head or fusion at a time, the progress per layer */
     if (k->layer_maps) return k->layer_maps(out, sc, v, l0, l1 - l0, err);
     int K = sc->run.cfg.n_heads + VIEW_N_FUSIONS, w, h;
     map_kind_size(&w, &h, v->kind, &sc->run.cfg);
@@ -84,6 +88,8 @@ VitStatus view_layer_range(float *lo, float *hi, const Scene *sc, const View *v,
         }
         return VIT_ERR_NOMEM;
     }
+    /* the range over every head and fusion of the layer (U, the shared scale), raw
+     * values before normalisation */
     VitStatus rc = layer_maps(maps, sc, v, v->layer, v->layer + 1, err);
     for (size_t i = 0; rc == VIT_OK && i < n; i++) {
         if (i == 0 || maps[i] < *lo) *lo = maps[i];
@@ -109,6 +115,8 @@ VitStatus overview_maps(float *out, float *lo, float *hi, const Scene *sc, const
             if (i == 0 || first[i] < llo) llo = first[i];
             if (i == 0 || first[i] > lhi) lhi = first[i];
         }
+        /* shared: every map of the layer on the layer's scale, so heads compare; else each
+         * map on its own [min, max] */
         for (int k = 0; k < K; k++) {
             float *mk = first + (size_t)k * N, a, b;
             if (shared) {
@@ -159,6 +167,8 @@ VitStatus view_compute(ViewMaps *m, const Scene *sc, VitError *err) {
             m->n_prefix = c->n_prefix;
         }
     }
+    /* norm: the map in [0, 1] for the colormap; with the shared scale its range is the
+     * layer's, replacing the map's own */
     map_kind_normalize(m->norm, m->map, n, v->kind, &m->lo, &m->hi);
     if (m->shared && k->per_head) {
         if ((rc = view_layer_range(&m->lo, &m->hi, sc, v, err))) return rc;
@@ -213,6 +223,8 @@ int view_class(const View *v, const Scene *sc) {
 VitStatus view_slow_map(Scene *sc, const View *v, JointFeatures *jf, VitError *err) {
     const VitConfig *c = &sc->run.cfg;
     const MapKindInfo *k = &MAP_KINDS[v->kind];
+    /* into the back buffer, tagged with the view it answers, so the window draws the front
+     * one meanwhile; scene_slow_swap shows it */
     int back = !sc->slow_front;
     if (!sc->slow[back] && !(sc->slow[back] = malloc(map_kind_max_floats(c, 0) * sizeof(float))))
         return no_memory(err);

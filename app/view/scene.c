@@ -27,6 +27,8 @@ VitStatus model_load(Model *m, const char *path, const VitLoadOptions *opt, cons
         if (n > 0 && strncmp(dir, ".", (size_t)n) && strncmp(dir, "..", (size_t)n))
             snprintf(m->name, sizeof m->name, "%.*s", n, dir);
     }
+    /* the names config.json gave, unless a labels file loads; a labels file that fails is
+     * an error only when the user named it (labels_required), else the model keeps its own */
     m->labels = (const char(*)[VIT_LABEL_BYTES])m->vit.labels;
     if (labels_path && m->vit.cfg.n_classes > 0) {
         VitError lerr;
@@ -96,6 +98,7 @@ int model_find_class(const Model *m, const char *arg, int *cls, char *msg, size_
                  m->name);
         return -1;
     }
+    /* all digits: a class index; anything else is looked up as a name */
     char *end;
     long id = strtol(arg, &end, 10);
     if (*arg && !*end) {
@@ -132,6 +135,8 @@ static int run_fits(const VitRun *run, const VitConfig *c) {
 VitStatus scene_run(Scene *sc, const Vit *vit, const char *path, VitError *err) {
     VitStatus rc;
     const VitConfig *c = &vit->cfg;
+    /* a model of other shapes (or the first photo): the run and every buffer sized by the
+     * config are freed and made again; a photo of the same model reuses them all */
     if (!run_fits(&sc->run, c)) {
         vit_run_free(&sc->run);
         vit_grad_free(&sc->grad);
@@ -167,6 +172,8 @@ VitStatus scene_run(Scene *sc, const Vit *vit, const char *path, VitError *err) 
     sc->crop_w_px = c->image_w;
     sc->crop_h_px = c->image_h;
 
+    /* the network's input (normalised, [3, Sh, Sw]) and the same crop as 8-bit RGB
+     * [Sh, Sw, 3] for the heatmap's background */
     VitImage img = {0};
     VitImageOptions io = {.ignore_orientation = sc->ignore_orientation};
     if ((rc = vit_image_load_with(&img, path, &io, err))) return rc;
@@ -189,6 +196,7 @@ VitStatus scene_run(Scene *sc, const Vit *vit, const char *path, VitError *err) 
         }
         return VIT_ERR_CANCELLED;
     }
+    /* mean attention distance per layer and head, [L, H]: D's side panel plots it */
     rc = vit_attention_distance(sc->distance, &sc->run, err);
     sc->run.control = NULL;
     if (rc) return rc;
@@ -199,6 +207,8 @@ VitStatus scene_run(Scene *sc, const Vit *vit, const char *path, VitError *err) 
     return VIT_OK;
 }
 
+/* One class-specific map's slot in Scene.expl: the larger of a patch map [N] and a pixel
+ * map [Sh, Sw], in floats, so that every kind fits the same stride. */
 size_t scene_expl_stride(const VitConfig *c) {
     size_t N = (size_t)c->n_patches, S = (size_t)c->image_h * (size_t)c->image_w;
     return N > S ? N : S;
@@ -217,6 +227,8 @@ VitStatus scene_explain(Scene *sc, int target, float discard, int lrp, VitError 
         }
         return VIT_ERR_ARG;
     }
+    /* written into the back buffer, so the window keeps drawing the front one while the
+     * worker runs this; scene_explain_swap shows the result */
     size_t stride = scene_expl_stride(c);
     int back = !sc->expl_front;
     if (!sc->expl[back] && !(sc->expl[back] = malloc(VIT_EXPLAIN_COUNT * stride * sizeof(float)))) {
@@ -235,6 +247,7 @@ VitStatus scene_explain(Scene *sc, int target, float discard, int lrp, VitError 
         sc->grad.target = -1;
         return rc;
     }
+    /* AttnLRP's map only when its relevance pass ran; its slot is left as it was */
     int has_lrp = (sc->grad.what & VIT_GRAD_LRP) != 0;
     for (int m = 0; m < VIT_EXPLAIN_COUNT; m++)
         if ((m != VIT_EXPLAIN_ATTNLRP || has_lrp) &&
@@ -267,6 +280,7 @@ int scene_class(const Scene *sc, int target) {
 
 /* --- worker maps and the feature PCA --------------------------------------- */
 
+/* Fills err with "out of memory for WHAT"; returns VIT_ERR_NOMEM. */
 static VitStatus nomem(VitError *err, const char *what) {
     if (err) {
         err->code = VIT_ERR_NOMEM;
@@ -290,6 +304,7 @@ void scene_slow_swap(Scene *sc) {
 
 /* --- perturbation test ----------------------------------------------------- */
 
+/* Fills err with msg as given; returns VIT_ERR_ARG. */
 static VitStatus bad_arg(VitError *err, const char *msg) {
     if (err) {
         err->code = VIT_ERR_ARG;
@@ -314,6 +329,7 @@ VitStatus perturbation_init(Perturbation *p, const float *map, int pixels, const
         perturbation_free(p);
         return nomem(err, "the perturbation test");
     }
+    /* a pixel map is summed per patch: the test removes whole patches, ranked by mass */
     vit_map_to_patches(p->map, map, c, pixels);
     VitStatus rc = vit_patch_order(p->order, p->map, N, most_first, err);
     if (rc) perturbation_free(p);
@@ -347,6 +363,8 @@ VitStatus scene_perturb(Perturbation *p, const Scene *sc, VitError *err) {
         rc = nomem(err, "the perturbation test");
         goto done;
     }
+    /* step s removes counts[s] patches (step 0 none: the unperturbed score); fill NULL
+     * sets them to 0 in the normalised input, the channel's mean (RISE's deletion) */
     for (int s = 0; s < n_inputs; s++) counts[s] = vit_perturb_count(s, p->n_steps, p->n_patches);
     if ((rc = vit_perturb_curve(probs, &b, sc->vit, sc->run.input, NULL, p->order, counts, n_inputs,
                                 err)))
@@ -361,7 +379,8 @@ done:
     return rc;
 }
 
-/* 1 for the patches on the grid's edge. */
+/* b [gh, gw]: 1 for the patches on the grid's edge, 0 inside. vit_feature_pca takes the
+ * side of its first component that holds most of the border as the background. */
 static void border_mask(uint8_t *b, int gh, int gw) {
     for (int r = 0; r < gh; r++)
         for (int q = 0; q < gw; q++) b[r * gw + q] = r == 0 || q == 0 || r == gh - 1 || q == gw - 1;
@@ -372,6 +391,7 @@ VitStatus scene_pca(float *out, int *fg_count, const Scene *sc, int layer, const
     const VitConfig *c = &sc->run.cfg;
     int N = c->n_patches, D = c->dim, T = c->n_tokens, L = c->n_layers;
     int n_img = 1, me = 0;
+    /* jointly: this photo's rows are block `me` of the stacked [n_ok * N, D] features */
     if (jf) {
         me = -1;
         for (int i = 0; i < jf->n_images && me < 0; i++)
@@ -405,6 +425,7 @@ VitStatus scene_pca(float *out, int *fg_count, const Scene *sc, int layer, const
     }
     for (int i = 0; i < n_img; i++) border_mask(border + (size_t)i * N, c->grid_h, c->grid_w);
     if ((rc = vit_feature_pca(rgb, fg, rows, (int)M, D, n_img, border, err))) goto done;
+    /* only this photo's N rows go out, as RGBA [N, 4] */
     int n_fg = 0;
     for (int p = 0; p < N; p++) {
         size_t m = (size_t)me * N + p;
@@ -430,6 +451,7 @@ VitStatus scene_joint_features(JointFeatures *jf, const Vit *vit, VitError *err)
         }
         return VIT_ERR_ARG;
     }
+    /* refused before allocating: the message says how many photos would fit */
     if (per * (size_t)jf->n_images > JOINT_MAX_BYTES) {
         if (err) {
             err->code = VIT_ERR_NOMEM;
@@ -452,6 +474,8 @@ VitStatus scene_joint_features(JointFeatures *jf, const Vit *vit, VitError *err)
         goto done;
     }
     if ((rc = vit_run_init_with(&run, vit, &ro, err))) goto done;
+    /* one forward pass per photo, keeping each layer's patch rows [L, N, D]; a photo that
+     * does not load is skipped (image_of -1) and the first such message kept */
     for (int i = 0; i < jf->n_images; i++) {
         VitImage img = {0};
         VitError e;

@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* --- names ---------------------------------------------------------------------- */
+
 const char *token_name(char *buf, size_t n, const VitConfig *c, int t, char sep) {
     if (t < c->n_prefix) return vit_prefix_name(buf, n, c, t);
     int p = t - c->n_prefix;
@@ -31,6 +33,9 @@ void view_query_text(char *buf, size_t n, const View *v, const VitConfig *cfg) {
     snprintf(buf, n, "patch (row %d, col %d)", p / cfg->grid_w + 1, p % cfg->grid_w + 1);
 }
 
+/* --- display normalisation ----------------------------------------------------- */
+
+/* qsort order of floats, ascending; written so that it cannot overflow as x - y could. */
 static int cmp_float(const void *a, const void *b) {
     float x = *(const float *)a, y = *(const float *)b;
     return (x > y) - (x < y);
@@ -39,6 +44,8 @@ static int cmp_float(const void *a, const void *b) {
 void map_normalize_signed(float *dst, const float *src, int n, float *min_out, float *max_out) {
     float s = 0.0f;
     float *mag = n > 0 ? malloc((size_t)n * sizeof *mag) : NULL;
+    /* the percentile from a sorted copy of |src|; out of memory, the plain maximum (the
+     * map is still drawn, only less contrasted) */
     if (mag) {
         for (int i = 0; i < n; i++) mag[i] = fabsf(src[i]);
         qsort(mag, (size_t)n, sizeof *mag, cmp_float);
@@ -62,7 +69,7 @@ void map_normalize(float *dst, const float *src, int n, float *min_out, float *m
         if (src[i] < lo) lo = src[i];
         if (src[i] > hi) hi = src[i];
     }
-    float range = hi - lo;
+    float range = hi - lo; /* a flat map (range 0) is drawn all at the scale's bottom */
     for (int i = 0; i < n; i++) dst[i] = range > 0.0f ? (src[i] - lo) / range : 0.0f;
     if (min_out) *min_out = lo;
     if (max_out) *max_out = hi;

@@ -11,7 +11,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The side panels' contents: top-5 and the attention distance plot. */
+/* --- the frame's parts -------------------------------------------------------- */
+
+/* The side panels' contents: top-5 and the attention distance plot. While the kind is
+ * class-specific, the explained class is marked in the top-5. */
 static void app_panels(App *app, RenFrame *f) {
     const Scene *sc = app_scene(app);
     const VitConfig *c = &app->model->vit.cfg;
@@ -43,6 +46,8 @@ static void app_panels(App *app, RenFrame *f) {
         f->distance = dist;
         f->dist_layers = L, f->dist_heads = H;
         f->dist_layer = app->view.layer, f->dist_head = app->view.head;
+        /* the y axis's top: the next multiple of 20 px strictly above the largest distance,
+         * a round tick that no dot sits on */
         f->dist_max_px = 20.0f * ceilf(mx / 20.0f + 1e-6f);
         if (app->view.head < H)
             snprintf(app->dist_caption, sizeof app->dist_caption,
@@ -60,6 +65,8 @@ static void app_panels(App *app, RenFrame *f) {
 static void app_overview_frame(App *app, RenFrame *f) {
     const VitConfig *c = &app->model->vit.cfg;
     int H = c->n_heads, K = H + VIEW_N_FUSIONS, L = c->n_layers;
+    /* labels of the K = H + 3 maps per layer: heads, then the fusions; the table's rows
+     * use the same strings */
     for (int k = 0; k < K; k++) {
         if (k < H)
             snprintf(app->cell_labels[k], sizeof app->cell_labels[k], "head %d", k + 1);
@@ -76,7 +83,7 @@ static void app_overview_frame(App *app, RenFrame *f) {
         f->col_stride = 1, f->row_stride = f->n_cols;
         f->selected = app->view.head;
         f->cell_labels = app->cell_label_ptrs;
-    } else {
+    } else { /* the table: a column per layer, a row per head or fusion (atlas [L, K]) */
         for (int l = 0; l < L; l++) {
             snprintf(app->col_text[l], sizeof app->col_text[l], "%d", l + 1);
             app->col_ptrs[l] = app->col_text[l];
@@ -94,6 +101,7 @@ static void app_overview_frame(App *app, RenFrame *f) {
 static float app_hover_value(const App *app) {
     const Ren *r = &app->ren;
     int w = r->image_w_px > 0 ? r->image_w_px : 1, h = r->image_h_px > 0 ? r->image_h_px : 1;
+    /* framebuffer px -> map cell: the offset into the drawn crop scaled to the map's size */
     int x = (int)((long)((int)app->mouse_x - r->image_x) * app->map_w / w);
     int y = (int)((long)((int)app->mouse_y - r->image_y) * app->map_h / h);
     x = x < 0 ? 0 : x >= app->map_w ? app->map_w - 1 : x;
@@ -118,6 +126,7 @@ static void app_save(App *app) {
                    : app->overview == VIEW_HEADS ? "heads"
                                                  : NULL);
     snprintf(path, sizeof path, "%s/%s", app->opt->save_dir ? app->opt->save_dir : ".", name);
+    /* the pixels of the canvas just drawn, so the file is what the user sees */
     int w, h;
     uint8_t *rgb = ren_read_rgb(&app->ren, &w, &h);
     if (!rgb) {
@@ -129,7 +138,7 @@ static void app_save(App *app) {
     } else {
         app->saves++;
         snprintf(app->notice, sizeof app->notice, "saved %s", name);
-        printf("saved %s\n", path);
+        printf("saved %s\n", path); /* the signal scripts and the GUI tests wait for */
     }
     free(rgb);
 }
@@ -155,6 +164,8 @@ static RenFrame app_frame(App *app) {
         .bilinear = app->bilinear,
         .query_row = qr,
         .query_col = qc,
+        /* the mask (M) over a map with a colormap, or a kind's outline of the tokens its
+         * list names, once that kind's map is the one on screen */
         .mask = (app->show_mask && !MAP_KINDS[app->view.kind].rgb) ||
                 (MAP_KINDS[app->view.kind].outline && app->shown_kind == app->view.kind &&
                  app->n_high_norm > 0),
@@ -217,6 +228,7 @@ void app_draw(App *app) {
             ren_draw(&app->ren, &f);
         }
     }
+    /* the window's size changed under us: app->again asks the loop for a whole frame */
     app->again = ren_present(&app->ren);
     app->frames++;
     if (app->trace || app->announce) glFinish(); /* the frame is on screen before we say so */

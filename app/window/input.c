@@ -4,7 +4,7 @@
  * the display (panels, mask, colours, opacity) or the photo and model; what changed the
  * map asks for it again (app_update_map). A key or click that moves the view also ends
  * a perturbation test, whose picture is of the view it started on. The key list that
- * --help and the help overlay show is config/options.c's keys_list. */
+ * --help and the help overlay show is config/keys.c's keys_list. */
 #include "window/app.h"
 #include "config/files.h"
 #include "render/colormap.h"
@@ -13,11 +13,14 @@
 #include <stdio.h>
 #include <string.h>
 
+/* --- actions shared by keys and clicks ---------------------------------------- */
+
 /* N / P: the next / previous image of the command line's list when it has more
  * than one; else of the folder of the photo last asked for; without one, the
  * first / last demo scene of the built-in model. */
 static void app_step_photo(App *app, int step) {
     if (app->n_images > 1) {
+        /* wraps both ways (C's % keeps the sign of a negative step) */
         app->image_at = ((app->image_at + step) % app->n_images + app->n_images) % app->n_images;
         app_open(app, app->images[app->image_at]);
         return;
@@ -40,6 +43,7 @@ static void app_set_query(App *app, int row, int col) {
     const VitConfig *c = &app->model->vit.cfg;
     app->cursor_row = row < 0 ? 0 : row >= c->grid_h ? c->grid_h - 1 : row;
     app->cursor_col = col < 0 ? 0 : col >= c->grid_w ? c->grid_w - 1 : col;
+    /* a token index: the prefix tokens (CLS, distillation, registers) come first */
     app->view.query = c->n_prefix + app->cursor_row * c->grid_w + app->cursor_col;
 }
 
@@ -120,6 +124,8 @@ static void app_toggle_models(App *app) {
     app_update_list(app);
 }
 
+/* --- keys ------------------------------------------------------------------------ */
+
 /* The keys of the open models list: 1 when the key was one of them. */
 static int app_pick_key(App *app, SDL_Keycode key) {
     switch (key) {
@@ -168,6 +174,7 @@ static int app_kind_key(App *app, SDL_Keycode key, int shift) {
 static int app_overview_key(App *app, SDL_Keycode key) {
     const VitConfig *c = &app->model->vit.cfg;
     const MapKindInfo *k = &MAP_KINDS[app->view.kind];
+    /* the App's label arrays hold VIT_MAX_LAYERS * 4 cells (app.h cell_labels) */
     if (c->n_heads + VIEW_N_FUSIONS > VIT_MAX_LAYERS * 4) {
         app_set_error(app, "too many heads for an overview");
         return 0;
@@ -312,7 +319,8 @@ static void app_key_action(App *app, const SDL_Keysym *ks) {
     SDL_Keycode key = ks->sym;
     int shift = (ks->mod & KMOD_SHIFT) != 0;
     int map_changed = 0;
-    app->notice[0] = '\0';
+    app->notice[0] = '\0'; /* a notice answers one key: the next one clears it */
+    /* while W's list is open its keys (arrows, Enter, Esc) take precedence */
     if (app->picking && app_pick_key(app, key)) {
         app->dirty = 1;
         return;
@@ -349,7 +357,10 @@ static void app_key(App *app, const SDL_Keysym *ks) {
         app_perturb_stop(app);
 }
 
-/* What is under the mouse: a patch of the single view, or an overview cell. */
+/* --- the mouse ---------------------------------------------------------------- */
+
+/* What is under the mouse: a patch of the single view, or an overview cell. Positions are
+ * framebuffer px (app_mouse_px: window points times the HiDPI scale). */
 static void app_hover(App *app, int x, int y) {
     app_mouse_px(app, x, y, &app->mouse_x, &app->mouse_y);
     int r = -1, c = -1, cell = -1;
@@ -363,6 +374,8 @@ static void app_hover(App *app, int x, int y) {
     if (app->hover_row >= 0 || app->hover_cell >= 0) app->dirty = 1; /* the tooltip follows */
 }
 
+/* A left click at window point (x, y): a top-5 row explains that class; in an overview a
+ * cell opens as the single view; on the single view the patch becomes the query token. */
 static void app_click_action(App *app, int x, int y) {
     app_hover(app, x, y);
     if (!app->has_scene) return;
@@ -391,10 +404,13 @@ static void app_click(App *app, int x, int y) {
     if (app_view_moved(app, &before, overview)) app_perturb_stop(app);
 }
 
+/* --- the one switch -------------------------------------------------------------- */
+
 void app_handle_event(App *app, const SDL_Event *e) {
     switch (e->type) {
     case SDL_QUIT: app->running = 0; break;
     case SDL_KEYDOWN:
+        /* the first key since the last frame: VITLENS_TRACE's key-to-frame latency */
         if (!app->t_input) app->t_input = SDL_GetPerformanceCounter();
         app_key(app, &e->key.keysym);
         break;
@@ -410,6 +426,7 @@ void app_handle_event(App *app, const SDL_Event *e) {
         if (e->window.event == SDL_WINDOWEVENT_SIZE_CHANGED ||
             e->window.event == SDL_WINDOWEVENT_EXPOSED ||
             e->window.event == SDL_WINDOWEVENT_SHOWN) {
+            /* the window's pixels are lost: the partial present would leave stale areas */
             ren_expose(&app->ren);
             app->dirty = 1;
         }
@@ -417,7 +434,7 @@ void app_handle_event(App *app, const SDL_Event *e) {
             app->hover_row = app->hover_col = app->hover_cell = -1, app->dirty = 1;
         break;
     default:
-        if (e->type == app->ev_done) app_job_done(app);
+        if (e->type == app->ev_done) app_job_done(app); /* the worker's job finished */
         break;
     }
 }

@@ -28,7 +28,7 @@ void perturbation_drop(Perturbation **p) {
 void app_perturb_stop(App *app) {
     if (app->pert.phase == PERT_OFF) return;
     app->pert.phase = PERT_OFF;
-    app->pert.id++;
+    app->pert.id++; /* a job still on the worker is now stale: app_perturb_done drops it */
     perturbation_drop(&app->pert.queued);
     perturbation_free(&app->pert.run);
     perturbation_free(&app->pert.ghost);
@@ -53,6 +53,8 @@ static void app_perturb_show(App *app, int step) {
         return;
     }
     app->pert.removed = removed;
+    /* removed [gh, gw]: 1 for the first count patches of the order, the ones the worker's
+     * forward pass had set to the mean at this step; the shader paints them the mean colour */
     int count = vit_perturb_count(step, p->n_steps, p->n_patches);
     memset(removed, 0, (size_t)p->n_patches);
     for (int i = 0; i < count; i++) removed[p->order[i]] = 1;
@@ -85,6 +87,7 @@ void app_perturb_key(App *app) {
         snprintf(app->notice, sizeof app->notice, "perturbation test: wait for the map");
         return;
     }
+    /* the first Shift+P removes the most relevant patches first; each next one flips the order */
     int w, h, most_first = app->pert.phase == PERT_OFF ? 1 : !app->pert.most_first;
     map_kind_size(&w, &h, app->view.kind, &sc->run.cfg);
     float *map = malloc((size_t)w * h * sizeof *map);
@@ -110,6 +113,7 @@ void app_perturb_key(App *app) {
         app->pert.ghost = app->pert.run;
         memset(&app->pert.run, 0, sizeof app->pert.run);
     }
+    /* a ghost of the same order as the new run would only repeat it */
     if (app->pert.ghost.probs && app->pert.ghost.most_first == most_first)
         perturbation_free(&app->pert.ghost);
     p->id = ++app->pert.id;
@@ -158,12 +162,16 @@ void app_perturb_tick(App *app) {
     if (app->pert.phase != PERT_PLAYING) return;
     int n = app->pert.run.n_steps;
     Uint32 ms = SDL_GetTicks() - app->pert.t0;
+    /* the step from the clock, not from a frame count: a slow frame skips steps instead of
+     * stretching the animation */
     int step = ms >= PERTURB_MS ? n : (int)((Uint64)ms * (Uint64)n / PERTURB_MS);
     if (step == app->pert.step) return;
     app_perturb_show(app, step);
     if (step == n) app->pert.phase = PERT_DONE, app->pert.announce = 1;
 }
 
+/* How long the loop may sleep before the next step is due: ms to t0 + (step + 1) *
+ * PERTURB_MS / n_steps, rounded up so that it wakes on or after the step, at least 1. */
 int app_perturb_wait_ms(const App *app) {
     Uint64 n = (Uint64)app->pert.run.n_steps;
     Uint32 due = app->pert.t0 + (Uint32)(((Uint64)(app->pert.step + 1) * PERTURB_MS + n - 1) / n);
@@ -186,6 +194,7 @@ void app_perturb_status(App *app, char *buf, size_t n) {
         snprintf(buf, n, "perturbation test: computing\xe2\x80\xa6");
         return;
     }
+    /* "positive perturbation: 40% removed · P(tabby) 12% · top-1 now tiger cat" */
     int s = app->pert.step < 0 ? 0 : app->pert.step;
     int count = vit_perturb_count(s, p->n_steps, p->n_patches);
     char cls[96], prob[16], top[96];
@@ -206,6 +215,7 @@ void app_perturb_frame(App *app, RenFrame *f) {
     f->plot = 1;
     f->plot_alt = !app->pert.most_first;
     f->plot_steps = shown ? p->n_steps : g->probs ? g->n_steps : 1;
+    /* the ghost shares the x axis only when it has as many steps (same model and grid) */
     f->plot_ghost = g->probs && g->n_steps == f->plot_steps ? g->probs : NULL;
     snprintf(app->pert.title, sizeof app->pert.title, "%s perturbation",
              app->pert.most_first ? "positive" : "negative");
@@ -225,6 +235,7 @@ void app_perturb_frame(App *app, RenFrame *f) {
         return;
     }
     int s = app->pert.step;
+    /* removed patches drawn in the normalisation's mean colour, the 0 the network saw */
     f->removed = 1;
     for (int ch = 0; ch < 3; ch++) f->fill_rgb[ch] = sc->run.cfg.mean[ch];
     f->plot_y = p->probs;

@@ -28,6 +28,8 @@ static void app_job_status(const App *app, char *buf, size_t n) {
     } else {
         snprintf(what, sizeof what, "%s", w->model_path[0] ? "loading the model" : "forward pass");
     }
+    /* read without the lock: the engine's VitControl counters are atomic, and a count a
+     * frame old is fine for a status line */
     int done, total;
     worker_progress(w, &done, &total);
     if (total > 0)
@@ -42,6 +44,8 @@ void app_update_status(App *app) {
     const MapKindInfo *k = &MAP_KINDS[v->kind];
     const Scene *sc = app_scene(app);
     const char *dot = "  \xc2\xb7  "; /* U+00B7 middle dot */
+    /* each part empty unless the kind reads that field of the view (MapKindInfo's uses_*,
+     * per_*): the line names only what changes the map */
     char layer[48] = "", head[64] = "", kind[64], query[64] = "", target[160] = "", mask[64] = "";
     if (k->per_layer)
         snprintf(layer, sizeof layer, "%slayer %d/%d", dot, v->layer + 1, c->n_layers);
@@ -58,7 +62,7 @@ void app_update_status(App *app) {
         snprintf(kind, sizeof kind, "%s, discard %.1f", k->name, (double)v->discard_ratio);
     else
         snprintf(kind, sizeof kind, "%s", k->name);
-    if (k->uses_query && v->query != 0) {
+    if (k->uses_query && v->query != 0) { /* the CLS token (0) is the default: not named */
         char q[48];
         view_query_text(q, sizeof q, v, c);
         snprintf(query, sizeof query, "%sfrom %s", dot, q);
@@ -93,6 +97,8 @@ void app_update_status(App *app) {
     snprintf(app->status_left, sizeof app->status_left, "%s%s%s%s%s%s%s%s%s%s%s", app->model->name,
              layer, head, dot, kind, query, target, more, mask, app->overlay ? "" : dot,
              app->overlay ? "" : "overlay off");
+    /* the right side, first that applies: the perturbation test (unless a notice must
+     * show), the worker's job, a notice, else the top-1 class */
     app->status_right[0] = '\0';
     if (app->pert.phase != PERT_OFF && !app->notice[0]) {
         app_perturb_status(app, app->status_right, sizeof app->status_right);

@@ -5,6 +5,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* --- the thread ------------------------------------------------------------ */
+
+/* Runs the one job the worker_start* call set up, on the worker thread: a perturbation
+ * curve, a view's maps, a worker kind's map, the class-specific maps, or else a model
+ * load and/or a forward pass. The result stays in w (status, err, new_model, ran,
+ * explained) for the GUI thread to read once the event arrives. */
 static void run_job(Worker *w) {
     w->new_model = NULL;
     w->ran = 0;
@@ -30,6 +36,8 @@ static void run_job(Worker *w) {
         w->explained = w->status == VIT_OK;
         return;
     }
+    /* a new model is loaded beside the current one, which the GUI keeps showing; the GUI
+     * takes it from new_model when the job's event arrives */
     const Model *model = w->model;
     if (w->model_path[0]) {
         Model *m = calloc(1, sizeof *m);
@@ -61,6 +69,8 @@ static void run_job(Worker *w) {
     }
 }
 
+/* The thread's loop: sleep on the condition variable until a job (or quit), run it
+ * unlocked, then post w->event (user.code the status, data1 w) to the GUI's queue. */
 static int worker_main(void *arg) {
     Worker *w = arg;
     SDL_LockMutex(w->lock);
@@ -87,6 +97,8 @@ static int worker_main(void *arg) {
     return 0;
 }
 
+/* --- the GUI thread's side ------------------------------------------------- */
+
 int worker_init(Worker *w, Uint32 event) {
     memset(w, 0, sizeof *w);
     w->event = event;
@@ -108,6 +120,8 @@ static void hand_over(Worker *w) {
     SDL_CondSignal(w->wake);
     SDL_UnlockMutex(w->lock);
 }
+
+/* Each worker_start* clears the other jobs' fields, since run_job picks the first one set. */
 
 void worker_start(Worker *w, const char *model_path, const VitLoadOptions *load_opt,
                   const char *labels_path, const Model *model, const char *image_path,
