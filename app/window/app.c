@@ -11,11 +11,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* --- the small reads every file of window/ shares -------------------------------- */
+
 const Scene *app_scene(const App *app) {
     return app->has_scene ? &app->scenes[app->front] : NULL;
 }
 
 void app_set_error(App *app, const char *msg) {
+    /* on the error line and on stderr: a user watching a terminal, or a test, sees it too */
     snprintf(app->error, sizeof app->error, "%.590s", msg);
     fprintf(stderr, "vitlens: %s\n", msg);
     app->dirty = 1;
@@ -32,10 +35,12 @@ int app_query_patch(const App *app, int *row, int *col) {
 void app_class_name(char *buf, size_t n, const App *app, int cls) {
     const char *label = model_label(app->model, cls);
     if (label)
-        snprintf(buf, n, "%.*s", (int)strcspn(label, ","), label);
+        snprintf(buf, n, "%.*s", (int)strcspn(label, ","), label); /* "tabby", not "tabby, ..." */
     else
         snprintf(buf, n, "class %d", cls);
 }
+
+/* --- start-up: state, model, worker, window ----------------------------------------- */
 
 /* The App's fields from the options and the remembered settings; the command line's
  * images expanded (folders into their photos). 0, or -1 with a message on stderr. */
@@ -58,7 +63,7 @@ static int app_init_state(App *app, const Options *o) {
     snprintf(app->model_path, sizeof app->model_path, "%s", o->model_path);
     snprintf(app->labels_path, sizeof app->labels_path, "%s", o->labels_path ? o->labels_path : "");
     app->hover_row = app->hover_col = app->hover_cell = -1;
-    app->cursor_row = -1;
+    app->cursor_row = -1; /* no cursor yet: the first grid centres it (app_scene_buffers) */
     if (o->n_image_args > 0) {
         char msg[1200];
         if (files_expand(&app->images, &app->n_images, o->image_args, o->n_image_args, msg,
@@ -93,7 +98,7 @@ static int app_init_model(App *app, const Options *o) {
                        .head = c->n_heads + VIT_FUSE_MEAN,
                        .discard_ratio = o->discard,
                        .target = VIEW_TOP1};
-    app->shown_kind = -1;
+    app->shown_kind = -1;                         /* no map on screen yet */
     for (int k = MAP_KIND_COUNT - 1; k >= 0; k--) /* the first class-specific row */
         if (MAP_KINDS[k].group == MAP_GROUP_CLASS) app->class_kind = k;
     if (o->class_arg) { /* --class: open on the first class-specific map, for that class */
@@ -147,12 +152,16 @@ int app_init(App *app, const Options *o) {
     return 0;
 }
 
+/* --- quitting --------------------------------------------------------------------- */
+
 void app_save_settings(const App *app) {
     const Options *o = app->opt;
     if (!o->settings_path[0]) return;
     Settings s = o->settings; /* keeps what this run did not change */
     s.colormap = app->colormap, s.opacity = app->opacity, s.bilinear = app->bilinear;
     s.show_preds = app->show_preds, s.show_distance = app->show_distance;
+    /* the built-in model is not remembered: with no model in the file, the next start
+     * opens on it and its demo scenes anyway */
     int builtin = o->default_model[0] && !strcmp(app->model_path, o->default_model);
     settings_set_model(&s, builtin ? NULL : app->model_path, app->labels_path);
     /* its photos with it, to open where it left off; the built-in model opens on its demo */

@@ -12,6 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* --- opening -------------------------------------------------------------------- */
+
+/* Does s end with suffix, ignoring ASCII case ("MODEL.SafeTensors" is a model too)? */
 static int ends_with(const char *s, const char *suffix) {
     size_t n = strlen(s), k = strlen(suffix);
     return n >= k && SDL_strcasecmp(s + n - k, suffix) == 0;
@@ -29,8 +32,11 @@ void app_open(App *app, const char *path) {
             worker_cancel(&app->worker);
         return;
     }
+    /* the worker fills the back Scene while the front one stays on screen; the first photo
+     * has no front yet, so it goes into scenes[front] */
     const Scene *sc = app_scene(app);
     Scene *back = &app->scenes[app->has_scene ? !app->front : app->front];
+    /* a model reruns the photo on screen, so the window shows the new model at once */
     if (ends_with(path, ".safetensors")) {
         worker_start(&app->worker, path, &app->opt->load,
                      app->next_labels[0] ? app->next_labels : app->opt->labels_path, app->model,
@@ -42,7 +48,10 @@ void app_open(App *app, const char *path) {
     app->dirty = 1;
 }
 
-/* Buffers sized by the scene's shapes: the largest map of any kind. */
+/* --- results ---------------------------------------------------------------------- */
+
+/* Buffers sized by the scene's shapes: the largest map of any kind. 0, or -1 out of
+ * memory (a buffer that did grow is kept: freed with the App). */
 static int app_scene_buffers(App *app, const Scene *sc) {
     const VitConfig *c = &sc->run.cfg;
     size_t N = map_kind_max_floats(c, 0), K = (size_t)(c->n_heads + VIEW_N_FUSIONS);
@@ -64,6 +73,7 @@ static int app_scene_buffers(App *app, const Scene *sc) {
     if (!(atlas = realloc(app->vm.atlas, (size_t)c->n_layers * K * N_atlas * sizeof *atlas)))
         return -1;
     app->vm.atlas = atlas;
+    /* a grid of another size: the keyboard cursor restarts at its centre */
     if (app->cursor_row >= c->grid_h || app->cursor_col >= c->grid_w || app->cursor_row < 0)
         app->cursor_row = c->grid_h / 2, app->cursor_col = c->grid_w / 2;
     return 0;
@@ -86,7 +96,7 @@ static void app_job_result(App *app) {
             app_set_error(app, w->err.msg);
             if (w->maps && app->announce_maps) /* the photo is on screen, if not its maps */
                 app->announce = 1, app->announce_maps = 0;
-            if (!w->maps) {
+            if (!w->maps) { /* back to the kind on screen: asking again would fail again */
                 app->view.kind = app->shown_kind >= 0 ? app->shown_kind : MAP_ATTENTION;
                 app->view.joint = 0;
             }
@@ -115,7 +125,7 @@ static void app_job_result(App *app) {
         app_update_map(app); /* or asks for the next class if the view moved on */
         return;
     }
-    app->loads++;
+    app->loads++; /* a model or photo job: the cached atlas (atlas_of.loads) is stale */
     if (w->status == VIT_ERR_CANCELLED) { /* a newer photo: pending, opened below */
     } else if (w->status != VIT_OK) {
         app_set_error(app, w->err.msg);
@@ -163,6 +173,8 @@ static void app_job_result(App *app) {
     }
 }
 
+/* The worker's event: its result first, then a perturbation test that waited for the
+ * worker, unless the result started another job. */
 void app_job_done(App *app) {
     app_job_result(app);
     if (!app->busy && app->pert.queued) {

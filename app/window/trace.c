@@ -13,10 +13,12 @@ static Uint64 t_main; /* the launch's time 0 */
 
 static const char *const PERT_PHASE_NAMES[] = {"off", "computing", "playing", "done"};
 
+/* main() calls it first thing: the startup lines' times count from there. */
 void trace_clock_start(void) {
     t_main = SDL_GetPerformanceCounter();
 }
 
+/* "startup WHAT MS": the milliseconds since trace_clock_start, one line per stage. */
 void trace_startup(const App *app, const char *what) {
     if (!app->trace) return;
     printf("startup %s %.1f\n", what,

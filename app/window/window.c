@@ -63,6 +63,7 @@ static struct {
 void app_toggle_fullscreen(App *app) {
     int fs = !app->fullscreen;
     char msg[300];
+    /* leaving a fullscreen made here: the border, size and place saved on the way in */
     if (!fs && fs_saved.own) {
         SDL_SetWindowBordered(app->win, fs_saved.bordered ? SDL_TRUE : SDL_FALSE);
         SDL_SetWindowSize(app->win, fs_saved.w, fs_saved.h);
@@ -71,6 +72,7 @@ void app_toggle_fullscreen(App *app) {
         app->fullscreen = 0;
         return;
     }
+    /* no window manager: borderless, moved and sized to cover the window's display */
     if (fs && !has_window_manager(app->win)) {
         SDL_Rect r;
         int d = SDL_GetWindowDisplayIndex(app->win);
@@ -98,6 +100,8 @@ void app_toggle_fullscreen(App *app) {
     app->fullscreen = fs;
 }
 
+/* SDL's mouse positions are in window points; on a HiDPI display the framebuffer has more
+ * pixels than that, and everything the renderer keeps (hit tests) is in framebuffer px. */
 void app_mouse_px(const App *app, int x, int y, float *fx, float *fy) {
     int ww = 1, wh = 1, fw = 1, fh = 1;
     SDL_GetWindowSize(app->win, &ww, &wh);
@@ -126,6 +130,7 @@ int app_open_window(App *app) {
         return -1;
     }
     trace_startup(app, "video");
+    /* OpenGL 3.3 core: what the shaders' #version 330 core asks for */
     SDL_GL_SetAttribute(SDL_GL_CONTEXT_MAJOR_VERSION, 3);
     SDL_GL_SetAttribute(SDL_GL_CONTEXT_MINOR_VERSION, 3);
     SDL_GL_SetAttribute(SDL_GL_CONTEXT_PROFILE_MASK, SDL_GL_CONTEXT_PROFILE_CORE);
