@@ -67,7 +67,7 @@ typedef struct {
     GLuint tex_map, tex_lut, tex_atlas, tex_mask, tex_removed;
     int image_w, image_h;                         /* of the uploaded image; 0: none */
     int map_w, map_h;                             /* of the uploaded map */
-    int map_rgba;                                 /* 1: it is colours (ren_upload_map_rgba) */
+    int map_rgba;                                 /* 1: it is colours (ren_upload_map with rgba) */
     int grid_w, grid_h;                           /* the patch grid the map is drawn over */
     int atlas_maps, atlas_cols, atlas_w, atlas_h; /* maps in the atlas, atlas columns (in
                                                      maps), each map's size */
@@ -129,7 +129,7 @@ typedef struct {
     int bilinear;             /* upsampling of every map */
     int query_col, query_row; /* the query patch, -1: the CLS token */
     int mask;                 /* outline the uploaded mask (single view) */
-    int rgb;                  /* the map is colours (ren_upload_map_rgba): no colour bar */
+    int rgb;                  /* the map is colours (ren_upload_map with rgba): no colour bar */
     /* list panel below the predictions: n_list rows of a label, a value on the right
      * and a bar of length values[i] in [0, 1]; list_marked framed (-1: none) */
     int n_list, list_marked;
@@ -185,14 +185,14 @@ int ren_init(Ren *r, SDL_Window *win, char *msg, size_t msg_bytes, char *warn, s
 void ren_free(Ren *r);
 
 void ren_upload_image(Ren *r, const uint8_t *rgb, int w, int h); /* rgb [h, w, 3] */
-/* map [map_h, map_w] normalised to [0, 1], drawn over the patch grid [grid_h,
- * grid_w]: the same size for a patch map, [Sh, Sw] for a pixel map. */
-void ren_upload_map(Ren *r, const float *map, int map_w, int map_h, int grid_w, int grid_h);
+/* The view's map, drawn over the patch grid [grid_h, grid_w] (the same size for a patch
+ * map, [Sh, Sw] for a pixel map). rgba 0: map [map_h, map_w] normalised to [0, 1], drawn
+ * through the colormap; rgba 1: colours, map [map_h, map_w, 4] in [0, 1], A the
+ * opacity's weight (the feature PCA's foreground), drawn without colormap. */
+void ren_upload_map(Ren *r, const float *map, int rgba, int map_w, int map_h, int grid_w,
+                    int grid_h);
 /* maps [n, map_h, map_w] normalised, for an overview. 0, or -1 when the atlas
  * would exceed the GPU's texture size. */
-/* The same for a map of colours: rgba [map_h, map_w, 4] in [0, 1], A the opacity's
- * weight (the feature PCA's foreground), drawn without colormap. */
-void ren_upload_map_rgba(Ren *r, const float *rgba, int map_w, int map_h, int grid_w, int grid_h);
 int ren_upload_atlas(Ren *r, const float *maps, int n, int map_w, int map_h);
 /* mask [map_h, map_w] (the map's size): 1 inside. */
 void ren_upload_mask(Ren *r, const uint8_t *mask, int map_w, int map_h);

@@ -78,27 +78,19 @@ void ren_upload_image(Ren *r, const uint8_t *rgb, int w, int h) {
     r->image_h = h;
 }
 
-/* map [map_h, map_w] normalised floats as R32F; grid_w, grid_h the patch grid, kept for
- * the hit tests (ren_patch_at), which find a patch even under a pixel map. */
-void ren_upload_map(Ren *r, const float *map, int map_w, int map_h, int grid_w, int grid_h) {
+/* map [map_h, map_w] normalised floats as R32F, or (rgba) colours [map_h, map_w, 4] in
+ * [0, 1] (the feature PCA) as RGBA32F, into the one map texture; grid_w, grid_h the patch
+ * grid, kept for the hit tests (ren_patch_at), which find a patch even under a pixel map. */
+void ren_upload_map(Ren *r, const float *map, int rgba, int map_w, int map_h, int grid_w,
+                    int grid_h) {
     glPixelStorei(GL_UNPACK_ALIGNMENT, 4);
     glBindTexture(GL_TEXTURE_2D, r->tex_map);
-    glTexImage2D(GL_TEXTURE_2D, 0, GL_R32F, map_w, map_h, 0, GL_RED, GL_FLOAT, map);
+    glTexImage2D(GL_TEXTURE_2D, 0, rgba ? GL_RGBA32F : GL_R32F, map_w, map_h, 0,
+                 rgba ? GL_RGBA : GL_RED, GL_FLOAT, map);
     r->gen_map = ++r->gen;
     r->map_w = map_w, r->map_h = map_h;
     r->grid_w = grid_w, r->grid_h = grid_h;
-    r->map_rgba = 0;
-}
-
-/* Colours rgba [map_h, map_w, 4] in [0, 1] (the feature PCA), into the same texture. */
-void ren_upload_map_rgba(Ren *r, const float *rgba, int map_w, int map_h, int grid_w, int grid_h) {
-    glPixelStorei(GL_UNPACK_ALIGNMENT, 4);
-    glBindTexture(GL_TEXTURE_2D, r->tex_map);
-    glTexImage2D(GL_TEXTURE_2D, 0, GL_RGBA32F, map_w, map_h, 0, GL_RGBA, GL_FLOAT, rgba);
-    r->gen_map = ++r->gen;
-    r->map_w = map_w, r->map_h = map_h;
-    r->grid_w = grid_w, r->grid_h = grid_h;
-    r->map_rgba = 1;
+    r->map_rgba = rgba;
 }
 
 int ren_upload_atlas(Ren *r, const float *maps, int n, int map_w, int map_h) {

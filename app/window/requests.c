@@ -168,10 +168,7 @@ void app_show_maps(App *app, const char *by) {
     app->map_lo = m->lo, app->map_hi = m->hi;
     app->shown_kind = m->view.kind;
     if (app->announce_maps) app->announce = 1, app->announce_maps = 0;
-    if (k->rgb)
-        ren_upload_map_rgba(&app->ren, app->map_norm, w, h, c->grid_w, c->grid_h);
-    else
-        ren_upload_map(&app->ren, app->map_norm, w, h, c->grid_w, c->grid_h);
+    ren_upload_map(&app->ren, app->map_norm, k->rgb, w, h, c->grid_w, c->grid_h);
     app->n_high_norm = m->list.n_outline;
     memcpy(app->high_norm, m->list.outline, (size_t)m->list.n_outline * sizeof *m->list.outline);
     app_update_list(app);

@@ -121,69 +121,59 @@ static void hand_over(Worker *w) {
     SDL_UnlockMutex(w->lock);
 }
 
-/* Each worker_start* clears the other jobs' fields, since run_job picks the first one set. */
+/* A new job: locks, and clears every kind of job (no load, no class, no slow map, no
+ * perturbation, no maps), since run_job picks the first one set; the caller sets its own
+ * and hands it over. */
+static void begin_job(Worker *w) {
+    SDL_LockMutex(w->lock);
+    w->model_path[0] = w->image_path[0] = '\0';
+    w->explain = 0;
+    w->slow = 0;
+    w->perturb = NULL;
+    w->maps = NULL;
+}
 
 void worker_start(Worker *w, const char *model_path, const VitLoadOptions *load_opt,
                   const char *labels_path, const Model *model, const char *image_path,
                   Scene *scene) {
-    SDL_LockMutex(w->lock);
+    begin_job(w);
+    w->scene = scene;
     snprintf(w->model_path, sizeof w->model_path, "%s", model_path ? model_path : "");
     snprintf(w->labels_path, sizeof w->labels_path, "%s", labels_path ? labels_path : "");
     snprintf(w->image_path, sizeof w->image_path, "%s", image_path ? image_path : "");
     w->load_opt = load_opt ? *load_opt : (VitLoadOptions){0};
     w->model = model;
-    w->scene = scene;
-    w->explain = 0;
-    w->slow = 0;
-    w->perturb = NULL;
-    w->maps = NULL;
     hand_over(w);
 }
 
 void worker_start_explain(Worker *w, Scene *scene, int target, float discard, int lrp) {
-    SDL_LockMutex(w->lock);
-    w->model_path[0] = w->image_path[0] = '\0';
+    begin_job(w);
     w->scene = scene;
     w->explain = 1;
-    w->slow = 0;
-    w->perturb = NULL;
     w->target = target;
     w->discard = discard;
     w->lrp = lrp;
-    w->maps = NULL;
     hand_over(w);
 }
 
 void worker_start_slow(Worker *w, Scene *scene, const View *v, JointFeatures *joint) {
-    SDL_LockMutex(w->lock);
-    w->model_path[0] = w->image_path[0] = '\0';
+    begin_job(w);
     w->scene = scene;
-    w->explain = 0;
     w->slow = 1;
-    w->perturb = NULL;
     w->view = *v;
     w->joint = joint;
-    w->maps = NULL;
     hand_over(w);
 }
 
 void worker_start_perturb(Worker *w, Scene *scene, Perturbation *p) {
-    SDL_LockMutex(w->lock);
-    w->model_path[0] = w->image_path[0] = '\0';
+    begin_job(w);
     w->scene = scene;
-    w->explain = 0;
-    w->slow = 0;
     w->perturb = p;
-    w->maps = NULL;
     hand_over(w);
 }
 
 void worker_start_maps(Worker *w, const Scene *scene, ViewMaps *m) {
-    SDL_LockMutex(w->lock);
-    w->model_path[0] = w->image_path[0] = '\0';
-    w->explain = 0;
-    w->slow = 0;
-    w->perturb = NULL;
+    begin_job(w);
     w->maps = m;
     w->maps_scene = scene_with_control(scene, &w->control);
     hand_over(w);
