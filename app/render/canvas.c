@@ -286,6 +286,19 @@ int ren_warm_step(Ren *r) {
     return 1;
 }
 
+#ifdef REN_GLX
+/* Set by present_x_error: an X request of the copy failed. Xlib's default handler prints
+ * the error and exits the process; a window resized (the soak test, a window manager)
+ * between the frame and its copy can make Mesa's XShmPutImage of a rectangle fail with
+ * BadValue. That costs a frame, not the session: the next one is shown with a swap. */
+static int present_failed;
+static int present_x_error(Display *dpy, XErrorEvent *e) {
+    (void)dpy, (void)e;
+    present_failed = 1;
+    return 0;
+}
+#endif
+
 int ren_present(Ren *r) {
 #ifdef REN_GLX
     if (r->x_display && (r->fb_w != r->shown_w || r->fb_h != r->shown_h)) {
@@ -302,13 +315,21 @@ int ren_present(Ren *r) {
         Display *dpy = r->x_display;
         int all = r->n_show < 0;
         DlBox whole = {0, 0, r->fb_w, r->fb_h};
+        XSync(dpy, False); /* only the copy's own errors reach the handler below */
+        present_failed = 0;
+        int (*old)(Display *, XErrorEvent *) = XSetErrorHandler(present_x_error);
         for (int i = 0; i < (all ? 1 : r->n_show); i++) {
             const DlBox *b = all ? &whole : &r->show[i];
             glXCopySubBufferMESA(dpy, (GLXDrawable)r->x_drawable, b->x0, r->fb_h - b->y1,
                                  b->x1 - b->x0, b->y1 - b->y0);
         }
         XSync(dpy, False); /* on the screen when this returns, as after a swap */
+        XSetErrorHandler(old);
         r->n_show = 0;
+        if (present_failed) { /* the next frame: a swap, then drawn whole */
+            r->shown_w = r->shown_h = 0;
+            return 1;
+        }
         return 0;
     }
 #endif
