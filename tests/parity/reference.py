@@ -109,15 +109,16 @@ def no_tap(name, l, t):
 
 def head_logits(w, x, ln_eps=1e-6, layer_norm=F.layer_norm, out=None):
     """The final norm and the head on tokens x [1, T, D] (w already in x's dtype):
-    logits [C] of the CLS token, or for a distilled model the mean of head(CLS)
+    logits [C] of the CLS token ([B, C] for tokens [B, T, D], B > 1), or for a distilled model the mean of head(CLS)
     and head_dist(dist) (deit.py forward_head at inference); None without head.
     out, a dict, receives "logits_dist". LeGrad calls this on every block's output."""
     if "head.weight" not in w:
         return None
     x = layer_norm(x, (x.shape[-1],), w["norm.weight"], w["norm.bias"], ln_eps)
-    logits = F.linear(x[:, 0], w["head.weight"], w.get("head.bias"))[0]
+    one = (lambda t: t[0]) if x.shape[0] == 1 else (lambda t: t)
+    logits = one(F.linear(x[:, 0], w["head.weight"], w.get("head.bias")))
     if "head_dist.weight" in w:
-        logits_dist = F.linear(x[:, 1], w["head_dist.weight"], w.get("head_dist.bias"))[0]
+        logits_dist = one(F.linear(x[:, 1], w["head_dist.weight"], w.get("head_dist.bias")))
         if out is not None:
             out["logits_dist"] = logits_dist
         logits = (logits + logits_dist) / 2
@@ -126,7 +127,8 @@ def head_logits(w, x, ln_eps=1e-6, layer_norm=F.layer_norm, out=None):
 
 def vit_forward(w, x, n_heads, dtype=torch.float64, ln_eps=1e-6, gelu="none", pos_grid=None,
                 out=None, tap=no_tap, ops=None):
-    """timm VisionTransformer.forward on one image x [3, Sh, Sw] (any size that
+    """timm VisionTransformer.forward on one image x [3, Sh, Sw] (or a batch [B, 3, Sh, Sw],
+    B > 1: logits [B, C], att [L, B, H, T, T]) (any size that
     is a multiple of the patch: the position embedding is resampled as
     timm's dynamic_img_size / set_input_size do).
 
@@ -143,7 +145,10 @@ def vit_forward(w, x, n_heads, dtype=torch.float64, ln_eps=1e-6, gelu="none", po
     layer_norm, act = ops.get("layer_norm", F.layer_norm), ops.get("gelu", F.gelu)
     softmax = ops.get("softmax", lambda s: s.softmax(dim=-1))
     w = {k: v.to(dtype) for k, v in w.items()}
-    x = torch.as_tensor(x).to(dtype)[None]  # [1, 3, Sh, Sw]
+    x = torch.as_tensor(x).to(dtype)
+    batched = x.dim() == 4  # [B, 3, Sh, Sw]: logits [B, C], att [L, B, H, T, T]
+    x = x if batched else x[None]  # [1, 3, Sh, Sw]
+    B = x.shape[0]
     D = w["cls_token"].shape[-1]
     P = w["patch_embed.proj.weight"].shape[-1]
     H, Dh = n_heads, D // n_heads
@@ -160,7 +165,7 @@ def vit_forward(w, x, n_heads, dtype=torch.float64, ln_eps=1e-6, gelu="none", po
     gh, gw = x.shape[-2:]
     x = x.flatten(2).transpose(1, 2)  # [1, N, D], patches row-major
     # _pos_embed: to_cat = [cls_token, dist_token?, reg_token?]
-    to_cat = [w["cls_token"]] + [w[k] for k in ("dist_token", "reg_token") if k in w]
+    to_cat = [w[k].expand(B, -1, -1) for k in ("cls_token", "dist_token", "reg_token") if k in w]
     Np = sum(t.shape[1] for t in to_cat)
     npos, gh0, gw0 = pos_layout(w, Np, pos_grid)
     pos = resample_abs_pos_embed(w["pos_embed"], (gh, gw), (gh0, gw0), npos)
@@ -175,11 +180,11 @@ def vit_forward(w, x, n_heads, dtype=torch.float64, ln_eps=1e-6, gelu="none", po
         b = f"blocks.{l}."
         ls1, ls2 = (w.get(b + k, 1.0) for k in ("ls1.gamma", "ls2.gamma"))  # LayerScale
         # Attention: x = x + ls1(attn(norm1(x)))
-        qkv = linear(tap("norm1", l, ln(x, b + "norm1")), b + "attn.qkv")  # [1, T, 3D]
-        q, k, v = qkv.reshape(1, T, 3, H, Dh).permute(2, 0, 3, 1, 4)  # 3 x [1, H, T, Dh]
-        a = tap("att", l, softmax((q * Dh**-0.5) @ k.transpose(-2, -1)))  # [1, H, T, T]
-        att.append(a[0])
-        ctx = (a @ v).transpose(1, 2).reshape(1, T, D)
+        qkv = linear(tap("norm1", l, ln(x, b + "norm1")), b + "attn.qkv")  # [B, T, 3D]
+        q, k, v = qkv.reshape(B, T, 3, H, Dh).permute(2, 0, 3, 1, 4)  # 3 x [B, H, T, Dh]
+        a = tap("att", l, softmax((q * Dh**-0.5) @ k.transpose(-2, -1)))  # [B, H, T, T]
+        att.append(a if batched else a[0])
+        ctx = (a @ v).transpose(1, 2).reshape(B, T, D)
         x = x + ls1 * linear(ctx, b + "attn.proj")
         # Mlp: x = x + ls2(fc2(gelu(fc1(norm2(x)))))
         hid = act(linear(ln(x, b + "norm2"), b + "mlp.fc1"), approximate=gelu)
