@@ -111,19 +111,27 @@ def reference_views(ref, x, top):
     wrong["similarity"] = {"dot product": torch.stack(
         [torch.stack([fl[q] @ fl[Np:].T for q in qs]) for fl in f]).numpy()}
 
-    def stationary(a, left=True):
+    def stationary(a):
+        """The stationary distribution of the chain P = 0.99 a + 0.01/T (rows of a made
+        to sum to 1): the left eigenvector v P = v with eigenvalue 1, sum 1. P is
+        primitive, so it is the one solution of (P^T - I) v = 0 with the last equation
+        replaced by sum(v) = 1 (a direct solve: ten times cheaper than np.linalg.eig)."""
         a = a / a.sum(-1, keepdims=True)
-        P = 0.99 * a + 0.01 / a.shape[0]
-        vals, vecs = np.linalg.eig(P.T if left else P)
-        v = np.real(vecs[:, np.argmax(np.real(vals))])
-        return v / v.sum()
+        T = a.shape[0]
+        A = (0.99 * a + 0.01 / T).T - np.eye(T)
+        A[-1, :] = 1.0
+        b = np.zeros(T)
+        b[-1] = 1.0
+        return np.linalg.solve(A, b)
 
     tr, trw = [], []
     for a in att:
         a = a.numpy()
         mats = [a[h] for h in range(a.shape[0])] + [a.mean(0), a.max(0), a.min(0)]
         tr.append([stationary(m) for m in mats])
-        trw.append([stationary(m, left=False) for m in mats])
+        # control: the right eigenvector of the row-stochastic P for eigenvalue 1, which
+        # is the uniform vector (P 1 = 1), normalised to sum 1
+        trw.append([np.full(m.shape[0], 1.0 / m.shape[0]) for m in mats])
     out["tokenrank"] = np.array(tr)
     wrong["tokenrank"] = {"right eigenvector": np.array(trw)}
 
