@@ -11,6 +11,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export OMP_WAIT_POLICY=PASSIVE  # torch's OpenMP threads must not spin against OpenBLAS's
+# ctest runs a test per core: numpy's OpenBLAS threads (one per core in each test, spinning after a
+# call) would compete with the other test's threads for the same 2 cores. The engine
+# turns OpenBLAS's threads off itself (vit.h, "Threads"); torch keeps its own OpenMP threads.
+export OPENBLAS_NUM_THREADS=1
 
 run() {  # run DIR [cmake flags...] -- [ctest args...]
   local dir=$1; shift
