@@ -296,21 +296,23 @@ static int write_sheet(const char *path, const Scene *sc, const float *maps, int
 }
 
 /* Labels "head 1" ... "head H", "mean", "max", "min" and "1" ... "L", in one
- * allocation (free the returned block). NULL when out of memory. */
+ * allocation of LABEL_SLOT bytes each, room for "head " and any int (free the returned
+ * block). NULL when out of memory. */
+#define LABEL_SLOT 24
 static char *make_labels(const char **heads, const char **layers, int H, int L) {
-    char *buf = malloc((size_t)(H + VIEW_N_FUSIONS + L) * 16);
+    char *buf = malloc((size_t)(H + VIEW_N_FUSIONS + L) * LABEL_SLOT);
     if (!buf) return NULL;
     for (int k = 0; k < H + VIEW_N_FUSIONS; k++) {
-        char *b = buf + (size_t)k * 16;
+        char *b = buf + (size_t)k * LABEL_SLOT;
         if (k < H)
-            snprintf(b, 16, "head %d", k + 1);
+            snprintf(b, LABEL_SLOT, "head %d", k + 1);
         else
-            snprintf(b, 16, "%s", vit_fusion_name((VitFusion)(k - H)));
+            snprintf(b, LABEL_SLOT, "%s", vit_fusion_name((VitFusion)(k - H)));
         heads[k] = b;
     }
     for (int l = 0; l < L; l++) {
-        char *b = buf + (size_t)(H + VIEW_N_FUSIONS + l) * 16;
-        snprintf(b, 16, "%d", l + 1);
+        char *b = buf + (size_t)(H + VIEW_N_FUSIONS + l) * LABEL_SLOT;
+        snprintf(b, LABEL_SLOT, "%d", l + 1);
         layers[l] = b;
     }
     return buf;

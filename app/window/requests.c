@@ -103,7 +103,10 @@ void app_update_list(App *app) {
     app->n_list = 0, app->list_marked = -1;
     if (app->picking) { /* W: the downloaded models, the current one marked "open" */
         for (int i = 0; i < app->n_picks; i++) {
-            snprintf(app->list_text[i], sizeof app->list_text[i], "%.90s", app->picks[i].name);
+            size_t nl = 0; /* the name, cut at 90 bytes */
+            while (nl < 90 && app->picks[i].name[nl]) nl++;
+            memcpy(app->list_text[i], app->picks[i].name, nl);
+            app->list_text[i][nl] = 0;
             snprintf(app->list_right_text[i], sizeof app->list_right_text[i], "%s",
                      strcmp(app->picks[i].weights, app->model_path) ? "" : "open");
             app->list_values[i] = 0.0f;
