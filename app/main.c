@@ -53,7 +53,7 @@ int main(int argc, char **argv) {
     int rc = options_parse(&o, argc, argv);
     if (rc) return rc == 1 ? 0 : 2;
     if (o.eval_merge) return eval_merge(&o); /* reads folders only: no model, no settings */
-    int headless = o.top_k || o.export_dir || o.eval;
+    int headless = o.top_k || o.export_dir || o.eval || o.lesson_export_dir;
     options_apply_settings(&o, !headless); /* read only: the headless modes never write them */
     if (headless && o.settings_msg[0]) fprintf(stderr, "vitlens: %s\n", o.settings_msg);
     if (options_default_model(&o)) return 1;

@@ -25,6 +25,9 @@ typedef struct {
     int shard_k, shard_n;  /* --shard K/N (K from 1); 0, 0: every image */
     int eval_steps;        /* --eval-steps: deletion / insertion steps (default 20) */
     int no_sanity;         /* --no-sanity: skip the cascading randomisation */
+    /* --lesson-export DIR (headless/lesson.h) and its selection, 1-based, 0: the default */
+    const char *lesson_export_dir;
+    int lesson_layer, lesson_head, lesson_row, lesson_col;
     VitLoadOptions load;   /* --heads, --size, --whole */
     VitAttStorage att;     /* VITLENS_ATT: how a run keeps the attention (auto, keep, recompute) */
     float opacity;

@@ -8,6 +8,7 @@ second residual, the final LayerNorm of the CLS token and the head. float64 thro
 
     /usr/bin/python3 test_lesson.py family NAME --dump vit_dump --work DIR [--control C]
     /usr/bin/python3 test_lesson.py deit --dump vit_dump --work DIR --shared SHARED [--control C]
+    /usr/bin/python3 test_lesson.py export --vitlens vitlens --work DIR [--shared SHARED]
 
 family: a random tiny model of each family the engine loads (test_families.py's
         FAMILIES: timm and transformers names, distillation and register tokens,
@@ -15,6 +16,11 @@ family: a random tiny model of each family the engine loads (test_families.py's
         block at a patch token, block 0 at the CLS token), and once with the attention
         recomputed rather than kept.
 deit:   DeiT-Tiny (SHARED/models/deit-tiny) on chelsea.png (exit 77 without SHARED).
+export: `vitlens --lesson-export` on the built-in model (its first demo scene) and on
+        DeiT-Tiny (skipped without SHARED): the same comparisons on the .npy files it
+        writes (the reference's input from torchvision's eval transform, bit-exact with
+        the engine's, tests/parity test_parity.py), and its steps.json, lesson.md and
+        PNGs: 17 steps, every file listed, every shape in the seeds' notation.
 
 Every step is compared within 1e-5 of its largest |value| (REL_TOL). The block's steps
 are computed by the reference from the engine's input to that block (its tokens before
@@ -33,6 +39,9 @@ With --control the run exits 0 only when the comparisons failed on every selecti
 (parity_*_control_* pattern: a crash still fails it).
 """
 import argparse
+import json
+import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -164,7 +173,8 @@ def compare_lesson(rep, label, e, w, x, n_heads, eps, sel, pos_grid=None, contro
     # steps 1-3
     check(rep, label, "patch pixels", e["lesson_patch_pixels"].reshape(-1), emb["patches"][patch])
     check(rep, label, "patch embedding", e["lesson_patch_embedding"], emb["emb"][patch])
-    check(rep, label, "tokens[0] (+ pos)", e["lesson_stream"][0], emb["tokens"][t])
+    check(rep, label, "tokens[0] (+ pos)", e["lesson_stream"][0] if "lesson_stream" in e
+          else e["lesson_tokens"][t], emb["tokens"][t])
     check(rep, label, "pos similarity", e["lesson_pos_similarity"].reshape(gh * gw, gh * gw),
           emb["pos_sim"])
     nf = e["lesson_filters"].shape[0]
@@ -182,8 +192,9 @@ def compare_lesson(rep, label, e, w, x, n_heads, eps, sel, pos_grid=None, contro
     xin = torch.from_numpy(e["lesson_block_in"]).double()
     s = block(w, layer, xin, n_heads, eps, control)
     check(rep, label, "LayerNorm in", e["lesson_ln_in"], xin[t])
-    sc = e["lesson_scalars"]
-    check(rep, label, "LayerNorm mean, std", sc[:2], torch.stack([s["mean"][t, 0], s["std"][t, 0]]))
+    sc = e.get("lesson_scalars")
+    if sc is not None:
+        check(rep, label, "LayerNorm mean, std", sc[:2], torch.stack([s["mean"][t, 0], s["std"][t, 0]]))
     check(rep, label, "LayerNorm out", e["lesson_ln_out"], s["xn1"][t])
     check(rep, label, "query", e["lesson_query"], s["q"][h][t])
     check(rep, label, "keys", e["lesson_keys"], s["k"][h])
@@ -194,26 +205,30 @@ def compare_lesson(rep, label, e, w, x, n_heads, eps, sel, pos_grid=None, contro
     check(rep, label, "heads concatenated", e["lesson_concat"], s["concat"][t])
     check(rep, label, "projected", e["lesson_proj"], s["proj"][t])
     check(rep, label, "residual 1", e["lesson_resid1"], s["xm"][t])
-    check(rep, label, "|x|, |x'|, |out|", sc[2:5],
-          torch.stack([xin[t].norm(), s["xm"][t].norm(), s["out"][t].norm()]))
+    if sc is not None:
+        check(rep, label, "|x|, |x'|, |out|", sc[2:5],
+              torch.stack([xin[t].norm(), s["xm"][t].norm(), s["out"][t].norm()]))
     check(rep, label, "MLP hidden (GELU)", e["lesson_hidden"], s["hid"][t])
     share_ref = float((s["hid"][t] > 0).double().mean())
-    print(f"  GELU share             engine {sc[5]:.4f} reference {share_ref:.4f}")
-    rep.check(abs(sc[5] - share_ref) <= 2.0 / s["hid"].shape[1] and sc[5] > 0,
-              f"{label}: GELU share {sc[5]} against {share_ref}")
+    if sc is not None:
+        print(f"  GELU share             engine {sc[5]:.4f} reference {share_ref:.4f}")
+        rep.check(abs(sc[5] - share_ref) <= 2.0 / s["hid"].shape[1] and sc[5] > 0,
+                  f"{label}: GELU share {sc[5]} against {share_ref}")
     check(rep, label, "MLP out", e["lesson_mlp"], s["mlp"][t])
     check(rep, label, "residual 2", e["lesson_out"], s["out"][t])
-    # the same numbers as the explorer's, bit for bit
-    probs = e["lesson_probs"]
-    same = np.array_equal(probs[Np:], e["lesson_map"]) and np.array_equal(probs[:Np], e["lesson_prefix"])
-    print(f"  softmax == vit_map_attention + vit_prefix_share bit for bit: {same}")
-    rep.check(same, f"{label}: the step's softmax is not the explorer's attention map")
-    stream = e["lesson_stream"]
-    rep.check(np.array_equal(stream[layer], e["lesson_ln_in"]), f"{label}: block input is not the run's")
-    if layer + 1 < stream.shape[0] - 1 or t < Np:  # the rows the forward pass computed
-        same = np.array_equal(stream[layer + 1], e["lesson_out"])
-        print(f"  block output == the forward pass's tokens bit for bit: {same}")
-        rep.check(same, f"{label}: the rerun block's output differs from the forward pass's")
+
+    # the same numbers as the explorer's, bit for bit (vit_dump; the export has no maps)
+    if "lesson_map" in e:
+        probs = e["lesson_probs"]
+        same = np.array_equal(probs[Np:], e["lesson_map"]) and np.array_equal(probs[:Np], e["lesson_prefix"])
+        print(f"  softmax == vit_map_attention + vit_prefix_share bit for bit: {same}")
+        rep.check(same, f"{label}: the step's softmax is not the explorer's attention map")
+        stream = e["lesson_stream"]
+        rep.check(np.array_equal(stream[layer], e["lesson_ln_in"]), f"{label}: block input is not the run's")
+        if layer + 1 < stream.shape[0] - 1 or t < Np:  # the rows the forward pass computed
+            same = np.array_equal(stream[layer + 1], e["lesson_out"])
+            print(f"  block output == the forward pass's tokens bit for bit: {same}")
+            rep.check(same, f"{label}: the rerun block's output differs from the forward pass's")
     # the block's input against the reference's own whole pass (the blocks below)
     xr = emb["tokens"]
     for l in range(layer):
@@ -221,7 +236,8 @@ def compare_lesson(rep, label, e, w, x, n_heads, eps, sel, pos_grid=None, contro
     check(rep, label, "block input (whole)", e["lesson_block_in"], xr, STREAM_TOL[kind])
     # step 5
     if "head.weight" in w:
-        for l in range(layer, stream.shape[0] - 1):
+        n_layers = sum(1 for k in w if k.startswith("blocks.") and k.endswith(".norm1.weight"))
+        for l in range(layer, n_layers):
             xr = block(w, l, xr, n_heads, eps)["out"]
         cls_ref, logits, pr = head(w, xr, eps)
         check(rep, label, "final LayerNorm (CLS)", e["lesson_cls_norm"], cls_ref, STREAM_TOL[kind])
@@ -232,6 +248,122 @@ def compare_lesson(rep, label, e, w, x, n_heads, eps, sel, pos_grid=None, contro
         rep.check(list(top_e) == list(top_r), f"{label}: top-5 {list(top_e)}, reference {list(top_r)}")
     else:
         rep.check("lesson_cls_norm" not in e, f"{label}: a head step for a model without head")
+
+
+# --lesson-export's files -> vit_dump's names
+EXPORT_NAMES = {
+    "01_patches": "lesson_patch_pixels", "02_embedding": "lesson_patch_embedding",
+    "03_filters": "lesson_filters", "03_filters_variance": "lesson_filters_var",
+    "04_tokens": "lesson_tokens", "05_position": "lesson_pos_similarity",
+    "06_layernorm_in": "lesson_ln_in", "06_layernorm": "lesson_ln_out",
+    "06_layernorm_stream": "lesson_block_in", "07_query": "lesson_query", "08_keys": "lesson_keys",
+    "09_scores": "lesson_scores", "10_softmax": "lesson_probs", "11_weighted": "lesson_head_out",
+    "11_weighted_values": "lesson_values", "12_projection_concat": "lesson_concat",
+    "12_projection": "lesson_proj", "13_residual": "lesson_resid1", "14_mlp": "lesson_hidden",
+    "15_mlp-out": "lesson_mlp", "16_residual2": "lesson_out", "17_head_cls_norm": "lesson_cls_norm",
+    "17_head_logits": "logits", "17_head": "probs",
+}
+STEP_NAMES = ["patches", "embedding", "filters", "tokens", "position", "layernorm", "query", "keys",
+              "scores", "softmax", "weighted", "projection", "residual", "mlp", "mlp-out",
+              "residual2", "head"]
+
+
+def run_export(rep, label, vitlens, out, model_args, image, sel1):
+    """vitlens --lesson-export into out; its arrays under vit_dump's names, steps.json."""
+    shutil.rmtree(out, ignore_errors=True)
+    layer, head, r, c = sel1
+    cmd = [vitlens, "--lesson-export", out, "--layer", str(layer), "--head", str(head),
+           "--patch", f"{r},{c}"] + model_args + [image]
+    p = subprocess.run([str(a) for a in cmd], capture_output=True, text=True)
+    print(f"  $ {' '.join(map(str, cmd))}\n  {p.stdout.strip()}")
+    if not rep.check(p.returncode == 0, f"{label}: vitlens exited {p.returncode}: {p.stderr}"):
+        return None, None
+    steps = json.loads((out / "steps.json").read_text())
+    names = [st["name"] for st in steps["steps"]]
+    rep.check(names == STEP_NAMES, f"{label}: steps {names}")
+    md = (out / "lesson.md").read_text()
+    e = {}
+    for st in steps["steps"]:
+        rep.check((out / st["picture"]).exists() and st["picture"] in md,
+                  f"{label}: {st['picture']} missing or not in lesson.md")
+        rep.check(st["caption"] in md, f"{label}: the caption of {st['name']} not in lesson.md")
+        for a in st["arrays"]:
+            x = np.load(out / a["file"])
+            rep.check(x.dtype == np.float32, f"{label}: {a['file']} is {x.dtype}")
+            want = "[" + ", ".join(map(str, x.shape)) + "]"
+            rep.check(a["shape"] == want, f"{label}: {a['file']}: steps.json says {a['shape']}, file {want}")
+            e[EXPORT_NAMES[a["file"][:-4]]] = x
+        own = [a["shape"] for a in st["arrays"] if a["file"][:-4] == f"{STEP_NAMES.index(st['name']) + 1:02d}_{st['name']}"]
+        rep.check(not own or st["caption"].endswith(own[0]),
+                  f"{label}: caption of {st['name']} does not end with its shape {own}")
+    print(f"  {len(names)} steps, {len(e)} arrays, captions in lesson.md")
+    return e, steps
+
+
+def test_export(args, rep):
+    from PIL import Image
+    work = Path(args.work)
+    root = Path(__file__).resolve().parents[2]
+    # the built-in model on its first demo scene, nothing downloaded
+    default = root / "assets/default"
+    demo = sorted((default / "demo").glob("*.png"))[0]
+    cfg = json.loads((default / "config.json").read_text())
+    pc = cfg["pretrained_cfg"]
+    w = reference.load_safetensors(default / "model.safetensors")
+    H = cfg["num_heads"]
+    D = w["cls_token"].shape[-1]
+    P = w["patch_embed.proj.weight"].shape[-1]
+    S = pc["input_size"][1]
+    g = S // P
+    sel1 = (2, H, g // 2, g // 3)  # layer, head, row, column from 1, as on screen
+    label = f"built-in model, {demo.name}, block {sel1[0]} head {sel1[1]} patch ({sel1[2]}, {sel1[3]})"
+    print(f"\n[{label}]")
+    e, steps = run_export(rep, label, args.vitlens, work / "export_default", [], demo, sel1)
+    if e is not None:
+        tr, _ = reference.eval_transform(S, pc["crop_pct"], pc["mean"], pc["std"])
+        x = tr(Image.open(demo).convert("RGB"))
+        patch = (sel1[2] - 1) * g + sel1[3] - 1
+        compare_lesson(rep, label, e, w, x, H, 1e-6, (sel1[0] - 1, sel1[1] - 1, 1 + patch, patch),
+                       control=args.control)
+        rep.check(steps["steps"][-1]["caption"].startswith("Final LayerNorm"), f"{label}: head step")
+    # bad input: a layer out of range is refused with a message naming the model's size
+    p = subprocess.run([str(args.vitlens), "--lesson-export", str(work / "export_bad"), "--layer", "99",
+                        str(demo)], capture_output=True, text=True)
+    print(f"  --layer 99: exit {p.returncode}: {p.stderr.strip()}")
+    rep.check(p.returncode == 1 and "layers" in p.stderr and "99" in p.stderr,
+              f"built-in model: --layer 99 gave exit {p.returncode}: {p.stderr}")
+    # a backbone (no head): the last step says so, no head arrays
+    f = spec("dino_timm_p8")
+    d = work / "export_backbone_model"
+    write_family(f, d, seed=3)
+    img = work / "backbone.png"
+    Image.fromarray((np.random.default_rng(0).random((60, 70, 3)) * 255).astype(np.uint8)).save(img)
+    label = "backbone (dino_timm_p8, random weights)"
+    print(f"\n[{label}]")
+    e, steps = run_export(rep, label, args.vitlens, work / "export_backbone",
+                          ["--model", d / "model.safetensors"], img, (1, 1, 1, 1))
+    if e is not None:
+        last = steps["steps"][-1]
+        print(f"  head step: {last['caption']}")
+        rep.check("no classification head" in last["caption"] and not last["arrays"],
+                  f"{label}: the head step of a backbone: {last}")
+    # DeiT-Tiny
+    model = Path(args.shared or "") / "models/deit-tiny/deit_tiny_patch16_224.safetensors"
+    photo = Path(args.shared or "") / "images/chelsea.png"
+    if not args.shared or not model.exists() or not photo.exists():
+        print("DeiT-Tiny: skipped (no SHARED)")
+        return None
+    sel1 = (6, 2, 6, 10)
+    label = f"DeiT-Tiny chelsea.png, block 6 head 2 patch (6, 10)"
+    print(f"\n[{label}]")
+    e, steps = run_export(rep, label, args.vitlens, work / "export_deit", ["--model", model], photo, sel1)
+    if e is not None:
+        tr, _ = reference.eval_transform(224, 0.875)
+        x = tr(Image.open(photo).convert("RGB"))
+        patch = 5 * 14 + 9
+        compare_lesson(rep, label, e, reference.load_safetensors(model), x, 3, 1e-6,
+                       (5, 1, 1 + patch, patch), control=args.control, kind="deit")
+    return None
 
 
 def timm_weights(f, seed):
@@ -292,9 +424,10 @@ def test_deit(args, rep):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("what", choices=["family", "deit"])
+    ap.add_argument("what", choices=["family", "deit", "export"])
     ap.add_argument("name", nargs="?")
-    ap.add_argument("--dump", required=True)
+    ap.add_argument("--dump")
+    ap.add_argument("--vitlens")
     ap.add_argument("--work", required=True)
     ap.add_argument("--shared")
     ap.add_argument("--control", choices=["sqrtD", "transpose"])
@@ -304,6 +437,8 @@ def main():
     Path(args.work).mkdir(parents=True, exist_ok=True)
     if args.what == "family":
         test_family(args.name, args, rep)
+    elif args.what == "export":
+        test_export(args, rep)
     elif test_deit(args, rep) == 77:
         return 77
     if args.control:  # the negative control: every selection must have been caught
