@@ -27,7 +27,7 @@ static void usage_head(FILE *f) {
           "               [--shard K/N] [--eval-steps N] [--no-sanity] --eval IMAGE|FOLDER...\n"
           "       vitlens [--eval-out DIR] --eval-merge DIR...\n"
           "       vitlens [--model PATH] [--size S|HxW] [--layer L] [--head H] [--patch ROW,COL]\n"
-          "               --lesson-export DIR IMAGE\n"
+          "               [--lesson FILE] --lesson-export DIR IMAGE\n"
           "\n",
           f);
     fputs("Runs a Vision Transformer (.safetensors) on a photo and shows the attention\n"
@@ -167,6 +167,9 @@ void options_usage(FILE *f) {
           "                  slides, then exit: every step's picture NN_STEP.png (1280x720),\n"
           "                  its numbers NN_STEP[_PART].npy (float32), steps.json (names,\n"
           "                  captions, shapes) and lesson.md (the captions and pictures)\n"
+          "  --lesson FILE   a lesson script (docs/lessons.md): the window opens in the lesson\n"
+          "                  view on its steps; with --lesson-export, its steps are written\n"
+          "                  (default: assets/default/lesson.txt, Page Down in the window)\n"
           "  --layer L       the lesson's block, from 1 (default 1)\n"
           "  --head H        the lesson's head, from 1 (default 1)\n"
           "  --patch ROW,COL the lesson's patch and query token, from 1 (default: the centre)\n",
@@ -215,6 +218,8 @@ static int parse_value(Options *o, const char *a, const char *val) {
         o->labels_path = val;
     } else if (!strcmp(a, "--export")) {
         o->export_dir = val;
+    } else if (!strcmp(a, "--lesson")) {
+        o->lesson_path = val;
     } else if (!strcmp(a, "--lesson-export")) {
         o->lesson_export_dir = val;
     } else if (!strcmp(a, "--layer") || !strcmp(a, "--head")) {
@@ -352,6 +357,10 @@ static int parse_check(Options *o) {
     }
     if (o->lesson_export_dir && o->n_image_args != 1) {
         fprintf(stderr, "vitlens: --lesson-export takes one IMAGE (got %d)\n", o->n_image_args);
+        return 2;
+    }
+    if (o->lesson_path && (o->top_k || o->export_dir || o->eval || o->eval_merge)) {
+        fprintf(stderr, "vitlens: --lesson goes with the window or --lesson-export\n");
         return 2;
     }
     if (!o->lesson_export_dir && (o->lesson_layer || o->lesson_head || o->lesson_row)) {

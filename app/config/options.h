@@ -27,6 +27,7 @@ typedef struct {
     int no_sanity;         /* --no-sanity: skip the cascading randomisation */
     /* --lesson-export DIR (headless/lesson.h) and its selection, 1-based, 0: the default */
     const char *lesson_export_dir;
+    const char *lesson_path; /* --lesson FILE: a lesson script (view/lessonfile.h) */
     int lesson_layer, lesson_head, lesson_row, lesson_col;
     VitLoadOptions load;   /* --heads, --size, --whole */
     VitAttStorage att;     /* VITLENS_ATT: how a run keeps the attention (auto, keep, recompute) */

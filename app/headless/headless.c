@@ -63,6 +63,22 @@ static int headless_lesson(const Options *o, Model *m) {
                 m->name, c->n_layers, c->n_heads, c->grid_h, c->grid_w, layer, head, row, col);
         return 1;
     }
+    /* --lesson FILE: its lines instead of every step; a bad line is named and left out */
+    LessonScript script = {0};
+    if (o->lesson_path) {
+        if (lesson_script_load(&script, o->lesson_path) < 0) {
+            fprintf(stderr, "vitlens: %s", script.msgs);
+            return 1;
+        }
+        lesson_script_check(&script, c->n_layers, c->n_heads, c->grid_h, c->grid_w,
+                            c->n_classes > 0);
+        if (script.msgs[0]) fprintf(stderr, "%s", script.msgs);
+        if (!script.n) {
+            fprintf(stderr, "vitlens: %s: no step to show\n", o->lesson_path);
+            lesson_script_free(&script);
+            return 1;
+        }
+    }
     Scene sc = {.ignore_orientation = o->ignore_orientation, .att = o->att};
     VitError err;
     int rc = 1;
@@ -70,8 +86,10 @@ static int headless_lesson(const Options *o, Model *m) {
         fprintf(stderr, "vitlens: %s\n", err.msg);
     else
         rc = lesson_export(stdout, o->lesson_export_dir, m, &sc, layer - 1, head - 1,
-                           (row - 1) * c->grid_w + col - 1, o->colormap);
+                           (row - 1) * c->grid_w + col - 1, o->colormap,
+                           o->lesson_path ? &script : NULL);
     scene_free(&sc);
+    lesson_script_free(&script);
     return rc;
 }
 

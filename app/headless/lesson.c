@@ -16,30 +16,26 @@
 #include <sys/stat.h>
 
 const LessonStepInfo LESSON_STEPS[LESSON_STEP_COUNT] = {
-    {"patches", "Patches", 0},
-    {"embedding", "Patch embedding", 0},
-    {"filters", "The embedding's filters", 0},
-    {"tokens", "CLS token + position embedding", 0},
-    {"position", "Position embedding similarity", 0},
-    {"layernorm", "LayerNorm", 1},
-    {"query", "Query", 1},
-    {"keys", "Keys", 1},
-    {"scores", "Scores q.k / sqrt(d)", 1},
-    {"softmax", "Softmax: the attention", 1},
-    {"weighted", "Weighted sum of values", 1},
-    {"projection", "Heads concatenated, projected", 1},
-    {"residual", "Residual add", 1},
-    {"mlp", "MLP: GELU", 1},
-    {"mlp-out", "MLP output", 1},
-    {"residual2", "Second residual add", 1},
-    {"head", "The head", 0},
+    {"Patches", 0},
+    {"Patch embedding", 0},
+    {"The embedding's filters", 0},
+    {"CLS token + position embedding", 0},
+    {"Position embedding similarity", 0},
+    {"LayerNorm", 1},
+    {"Query", 1},
+    {"Keys", 1},
+    {"Scores q.k / sqrt(d)", 1},
+    {"Softmax: the attention", 1},
+    {"Weighted sum of values", 1},
+    {"Heads concatenated, projected", 1},
+    {"Residual add", 1},
+    {"MLP: GELU", 1},
+    {"MLP output", 1},
+    {"Second residual add", 1},
+    {"The head", 0},
 };
 
-int lesson_step_find(const char *name) {
-    for (int i = 0; i < LESSON_STEP_COUNT; i++)
-        if (!strcmp(name, LESSON_STEPS[i].name)) return i;
-    return -1;
-}
+_Static_assert(LESSON_STEP_COUNT == LESSON_STEP_TOTAL, "lesson.h and lessonfile.h list the steps");
 
 /* --- the numbers ------------------------------------------------------------------- */
 
@@ -622,8 +618,17 @@ void lesson_draw(uint8_t *rgb, int w, int h, Text *font, const LessonData *ld, i
 
 /* --- the export ------------------------------------------------------------------- */
 
+VitStatus lesson_line_select(LessonData *ld, const LessonLine *l, VitError *err) {
+    const VitConfig *c = &ld->vit->cfg;
+    int row = l->row ? l->row - 1 : (c->grid_h - 1) / 2, col = l->col ? l->col - 1 : (c->grid_w - 1) / 2;
+    if (row >= c->grid_h || col >= c->grid_w)
+        return set_err(err, VIT_ERR_ARG, "patch %d,%d outside the %d x %d grid", row + 1, col + 1,
+                       c->grid_h, c->grid_w);
+    return lesson_select(ld, l->layer - 1, l->head - 1, row * c->grid_w + col, err);
+}
+
 int lesson_export(FILE *out, const char *dir, const Model *m, const Scene *sc, int layer, int head,
-                  int patch, int colormap) {
+                  int patch, int colormap, const LessonScript *script) {
     LessonData ld;
     VitError err;
     char msg[600], path[4096];
@@ -657,12 +662,21 @@ int lesson_export(FILE *out, const char *dir, const Model *m, const Scene *sc, i
     cJSON_AddItemToArray(pj, cJSON_CreateNumber(patch % c->grid_w + 1));
     fprintf(md, "# How %s computes, step by step, on %s\n\nBlock %d, head %d, patch (%d, %d).\n\n",
             m->name, sc->name, layer + 1, head + 1, patch / c->grid_w + 1, patch % c->grid_w + 1);
-    for (int s = 0; s < LESSON_STEP_COUNT; s++) {
+    int n_steps = script ? script->n : LESSON_STEP_COUNT;
+    for (int i = 0; i < n_steps; i++) {
         char stem[64], caption[512], name[128], sh[64];
-        snprintf(stem, sizeof stem, "%02d_%s", s + 1, LESSON_STEPS[s].name);
-        lesson_caption(caption, sizeof caption, &ld, s);
-        lesson_draw(rgb, LESSON_W, LESSON_H, has_font ? &font : NULL, &ld, s, LESSON_STEP_COUNT, s,
-                    caption, colormap);
+        int s = script ? script->lines[i].step : i;
+        if (script && lesson_line_select(&ld, &script->lines[i], &err)) {
+            fprintf(stderr, "vitlens: %s:%d: %s\n", script->name, script->lines[i].line, err.msg);
+            goto done;
+        }
+        snprintf(stem, sizeof stem, "%02d_%s", i + 1, LESSON_STEP_NAMES[s]);
+        if (script && script->lines[i].caption[0])
+            snprintf(caption, sizeof caption, "%s", script->lines[i].caption);
+        else
+            lesson_caption(caption, sizeof caption, &ld, s);
+        lesson_draw(rgb, LESSON_W, LESSON_H, has_font ? &font : NULL, &ld, s, n_steps, i, caption,
+                    colormap);
         snprintf(path, sizeof path, "%s/%s.png", dir, stem);
         if (export_png(path, rgb, LESSON_W, LESSON_H, msg, sizeof msg)) {
             fprintf(stderr, "vitlens: %s\n", msg);
@@ -671,29 +685,34 @@ int lesson_export(FILE *out, const char *dir, const Model *m, const Scene *sc, i
         n_png++;
         cJSON *js = cJSON_CreateObject();
         cJSON_AddItemToArray(steps, js);
-        cJSON_AddStringToObject(js, "name", LESSON_STEPS[s].name);
+        cJSON_AddStringToObject(js, "name", LESSON_STEP_NAMES[s]);
         cJSON_AddStringToObject(js, "title", LESSON_STEPS[s].title);
         cJSON_AddStringToObject(js, "caption", caption);
         snprintf(name, sizeof name, "%s.png", stem);
         cJSON_AddStringToObject(js, "picture", name);
+        cJSON_AddNumberToObject(js, "layer", ld.layer + 1);
+        cJSON_AddNumberToObject(js, "head", ld.head + 1);
+        cJSON *jp = cJSON_AddArrayToObject(js, "patch");
+        cJSON_AddItemToArray(jp, cJSON_CreateNumber(ld.patch / c->grid_w + 1));
+        cJSON_AddItemToArray(jp, cJSON_CreateNumber(ld.patch % c->grid_w + 1));
         cJSON *arrays = cJSON_AddArrayToObject(js, "arrays");
         LessonArray a[4];
         int na = step_arrays(&ld, s, a);
-        for (int i = 0; i < na; i++) {
-            snprintf(name, sizeof name, "%s%s%s.npy", stem, a[i].part[0] ? "_" : "", a[i].part);
-            if (npy_write(dir, name, a[i].data, a[i].shape, a[i].ndim, msg, sizeof msg)) {
+        for (int k = 0; k < na; k++) {
+            snprintf(name, sizeof name, "%s%s%s.npy", stem, a[k].part[0] ? "_" : "", a[k].part);
+            if (npy_write(dir, name, a[k].data, a[k].shape, a[k].ndim, msg, sizeof msg)) {
                 fprintf(stderr, "vitlens: %s\n", msg);
                 goto done;
             }
             n_npy++;
-            shape_str(sh, sizeof sh, &a[i]);
+            shape_str(sh, sizeof sh, &a[k]);
             cJSON *ja = cJSON_CreateObject();
             cJSON_AddItemToArray(arrays, ja);
             cJSON_AddStringToObject(ja, "file", name);
             cJSON_AddStringToObject(ja, "shape", sh);
-            cJSON_AddItemToObject(ja, "dims", cJSON_CreateIntArray(a[i].shape, a[i].ndim));
+            cJSON_AddItemToObject(ja, "dims", cJSON_CreateIntArray(a[k].shape, a[k].ndim));
         }
-        fprintf(md, "## %d. %s\n\n%s\n\n![%s](%s.png)\n\n", s + 1, LESSON_STEPS[s].title, caption,
+        fprintf(md, "## %d. %s\n\n%s\n\n![%s](%s.png)\n\n", i + 1, LESSON_STEPS[s].title, caption,
                 LESSON_STEPS[s].title, stem);
     }
     char *json = cJSON_Print(root);
@@ -707,7 +726,7 @@ int lesson_export(FILE *out, const char *dir, const Model *m, const Scene *sc, i
     free(json);
     rc = 0;
     fprintf(out, "%s: %d steps -> %s (%d PNG, %d .npy, steps.json, lesson.md)\n", sc->name,
-            LESSON_STEP_COUNT, dir, n_png, n_npy);
+            n_steps, dir, n_png, n_npy);
 done:
     if (md && fclose(md) && !rc) {
         fprintf(stderr, "vitlens: %s/lesson.md: write failed\n", dir);

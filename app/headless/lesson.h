@@ -8,6 +8,7 @@
 #ifndef VITLENS_LESSON_H
 #define VITLENS_LESSON_H
 
+#include "view/lessonfile.h"
 #include "view/scene.h"
 
 #include <stdint.h>
@@ -36,16 +37,13 @@ enum {
     LESSON_STEP_COUNT
 };
 
-/* A step's fixed part: its name (the lesson file's word and the files' stem) and title. */
+/* A step's fixed part: its title and whether it reads the block; its name (the lesson
+ * file's word and the files' stem) is LESSON_STEP_NAMES[step] (view/lessonfile.h). */
 typedef struct {
-    const char *name;  /* "patches", "embedding", ... */
     const char *title; /* "Patches", ... */
     int per_block;     /* 1: reads the block (layer, head, token) */
 } LessonStepInfo;
 extern const LessonStepInfo LESSON_STEPS[LESSON_STEP_COUNT];
-
-/* The step named name, or -1. */
-int lesson_step_find(const char *name);
 
 #define LESSON_FILTERS_MAX 28
 #define LESSON_TOP 5
@@ -92,12 +90,18 @@ void lesson_caption(char *buf, size_t n, const LessonData *ld, int step);
 void lesson_draw(uint8_t *rgb, int w, int h, struct Text *font, const LessonData *ld, int step,
                  int n_steps, int step_index, const char *caption, int colormap);
 
+/* Select a lesson script's line (1-based, row 0: the centre) in ld (lesson_select).
+ * Errors: VIT_ERR_ARG (out of range, the message saying what). */
+VitStatus lesson_line_select(LessonData *ld, const LessonLine *l, VitError *err);
+
 /* --lesson-export: into dir (created if missing) each step as NN_NAME.png and its arrays
  * as NN_NAME[_PART].npy (float32), steps.json (name, title, caption, layer, head, patch,
  * arrays with their shapes) and lesson.md (the captions in order, the pictures).
- * layer, head 0-based; patch 0 .. N-1. Prints one line to out. 0, or 1 with a message
+ * script NULL: every step in order at layer, head (0-based) and patch (0 .. N-1); else
+ * the script's lines (already checked against the model: lesson_script_check), each
+ * with its own selection and caption. Prints one line to out. 0, or 1 with a message
  * on stderr. */
 int lesson_export(FILE *out, const char *dir, const Model *m, const Scene *sc, int layer, int head,
-                  int patch, int colormap);
+                  int patch, int colormap, const LessonScript *script);
 
 #endif
