@@ -66,6 +66,7 @@ typedef struct {
     GLuint tex_image, tex_image_mip; /* the crop; tex_image_mip mipmapped, for thumbnails */
     GLuint tex_map, tex_lut, tex_atlas, tex_mask, tex_removed;
     int image_w, image_h;                         /* of the uploaded image; 0: none */
+    int image_plain; /* 1: ren_upload_picture's (no mipmaps: drawn with one bilinear sample) */
     int map_w, map_h;                             /* of the uploaded map */
     int map_rgba;                                 /* 1: it is colours (ren_upload_map with rgba) */
     int grid_w, grid_h;                           /* the patch grid the map is drawn over */
@@ -185,6 +186,10 @@ int ren_init(Ren *r, SDL_Window *win, char *msg, size_t msg_bytes, char *warn, s
 void ren_free(Ren *r);
 
 void ren_upload_image(Ren *r, const uint8_t *rgb, int w, int h); /* rgb [h, w, 3] */
+/* A picture for the single view only (the lesson's): no mipmapped copy (the overviews'
+ * thumbnails), half the upload; drawn smaller than its size with one bilinear sample, not
+ * the mipmaps (which still hold the last ren_upload_image). rgb [h, w, 3]. */
+void ren_upload_picture(Ren *r, const uint8_t *rgb, int w, int h);
 /* The view's map, drawn over the patch grid [grid_h, grid_w] (the same size for a patch
  * map, [Sh, Sw] for a pixel map). rgba 0: map [map_h, map_w] normalised to [0, 1], drawn
  * through the colormap; rgba 1: colours, map [map_h, map_w, 4] in [0, 1], A the

@@ -76,6 +76,17 @@ void ren_upload_image(Ren *r, const uint8_t *rgb, int w, int h) {
     r->gen_image = ++r->gen;
     r->image_w = w;
     r->image_h = h;
+    r->image_plain = 0;
+}
+
+void ren_upload_picture(Ren *r, const uint8_t *rgb, int w, int h) {
+    glPixelStorei(GL_UNPACK_ALIGNMENT, 1);
+    glBindTexture(GL_TEXTURE_2D, r->tex_image);
+    glTexImage2D(GL_TEXTURE_2D, 0, GL_RGB8, w, h, 0, GL_RGB, GL_UNSIGNED_BYTE, rgb);
+    r->gen_image = ++r->gen;
+    r->image_w = w;
+    r->image_h = h;
+    r->image_plain = 1;
 }
 
 /* map [map_h, map_w] normalised floats as R32F, or (rgba) colours [map_h, map_w, 4] in
