@@ -73,17 +73,18 @@ static void lesson_take_line(App *app, int from) {
     app->lesson.col = l->col ? l->col - 1 : (c->grid_w - 1) / 2;
 }
 
-/* The cache slot holding step `at` at the selection, or NULL. */
-static uint8_t *lesson_cached(App *app, int at, int layer, int head, int row, int col) {
+/* The cache slot (and the renderer's picture slot) holding step `at` at the selection,
+ * or -1. */
+static int lesson_cached(App *app, int at, int layer, int head, int row, int col) {
     for (int i = 0; i < LESSON_CACHE; i++) {
         LessonPicture *c = &app->lesson.cache[i];
         if (c->valid && c->at == at && c->layer == layer && c->head == head && c->row == row &&
             c->col == col && c->loads == app->loads && c->colormap == app->colormap) {
             c->used = ++app->lesson.cache_clock;
-            return c->rgb;
+            return i;
         }
     }
-    return NULL;
+    return -1;
 }
 
 /* The numbers for the selection (layer, head, row, col), computed when the photo or the
@@ -111,15 +112,17 @@ static int lesson_numbers(App *app, int layer, int head, int row, int col) {
     return 0;
 }
 
-/* Draw step `at` at the selection into the least recently used cache slot; NULL on error. */
-static uint8_t *lesson_picture(App *app, int at, int layer, int head, int row, int col) {
-    if (lesson_numbers(app, layer, head, row, col)) return NULL;
-    LessonPicture *c = &app->lesson.cache[0];
+/* Draw step `at` at the selection into the least recently used cache slot and upload it
+ * to the renderer's slot of the same number (not shown yet); the slot, or -1 on error. */
+static int lesson_picture(App *app, int at, int layer, int head, int row, int col) {
+    if (lesson_numbers(app, layer, head, row, col)) return -1;
+    int slot = 0;
     for (int i = 1; i < LESSON_CACHE; i++)
-        if (app->lesson.cache[i].used < c->used) c = &app->lesson.cache[i];
+        if (app->lesson.cache[i].used < app->lesson.cache[slot].used) slot = i;
+    LessonPicture *c = &app->lesson.cache[slot];
     if (!c->rgb && !(c->rgb = malloc((size_t)LESSON_W * LESSON_H * 3))) {
         app_set_error(app, "out of memory for the lesson");
-        return NULL;
+        return -1;
     }
     const LessonLine *l = &app->lesson.script.lines[at];
     /* the script's caption while its selection stands; the step's own once moved */
@@ -128,21 +131,22 @@ static uint8_t *lesson_picture(App *app, int at, int layer, int head, int row, i
                 &app->lesson.ld, l->step, app->lesson.script.n, at, own ? l->caption : NULL,
                 app->colormap);
     *c = (LessonPicture){c->rgb, 1, at, layer, head, row, col, app->colormap, app->loads,
-                          ++app->lesson.cache_clock};
-    return c->rgb;
+                         ++app->lesson.cache_clock};
+    ren_picture_upload(&app->ren, slot, c->rgb, LESSON_W, LESSON_H);
+    return slot;
 }
 
 /* Show the step on screen: its picture from the cache, or drawn now, uploaded. 0, or -1. */
 static int lesson_render(App *app) {
     Uint64 t0 = SDL_GetPerformanceCounter();
     int at = app->lesson.at;
-    uint8_t *rgb = lesson_cached(app, at, app->lesson.layer, app->lesson.head, app->lesson.row,
-                                 app->lesson.col);
-    if (!rgb && !(rgb = lesson_picture(app, at, app->lesson.layer, app->lesson.head,
-                                       app->lesson.row, app->lesson.col)))
+    int slot = lesson_cached(app, at, app->lesson.layer, app->lesson.head, app->lesson.row,
+                             app->lesson.col);
+    if (slot < 0 && (slot = lesson_picture(app, at, app->lesson.layer, app->lesson.head,
+                                           app->lesson.row, app->lesson.col)) < 0)
         return -1;
     Uint64 t1 = SDL_GetPerformanceCounter();
-    ren_upload_picture(&app->ren, rgb, LESSON_W, LESSON_H);
+    ren_picture_show(&app->ren, slot, LESSON_W, LESSON_H);
     Uint64 t2 = SDL_GetPerformanceCounter();
     double ms = 1e3 / (double)SDL_GetPerformanceFrequency();
     app->lesson.ms_picture = (float)((double)(t1 - t0) * ms);
@@ -166,7 +170,7 @@ void app_lesson_prefetch(App *app) {
                    l->col == cur->col;
         int layer = same ? app->lesson.layer : l->layer - 1, head = same ? app->lesson.head : l->head - 1;
         if (same) row = app->lesson.row, col = app->lesson.col;
-        if (!lesson_cached(app, at, layer, head, row, col))
+        if (lesson_cached(app, at, layer, head, row, col) < 0)
             lesson_picture(app, at, layer, head, row, col);
     }
 }
