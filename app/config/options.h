@@ -29,8 +29,8 @@ typedef struct {
     const char *lesson_export_dir;
     const char *lesson_path; /* --lesson FILE: a lesson script (view/lessonfile.h) */
     int lesson_layer, lesson_head, lesson_row, lesson_col;
-    VitLoadOptions load;   /* --heads, --size, --whole */
-    VitAttStorage att;     /* VITLENS_ATT: how a run keeps the attention (auto, keep, recompute) */
+    VitLoadOptions load; /* --heads, --size, --whole */
+    VitAttStorage att;   /* VITLENS_ATT: how a run keeps the attention (auto, keep, recompute) */
     float opacity;
     float discard;                     /* rollout's discard ratio, [0, 1) */
     char default_model[1024];          /* the built-in model ("" if not found) */

@@ -75,7 +75,8 @@ VitStatus lesson_select(LessonData *ld, int layer, int head, int patch, VitError
     if (patch != ld->patch &&
         (rc = vit_lesson_patch(ld->pixels, ld->embedding, &ld->sc->run, ld->vit, patch, err)))
         return rc;
-    if (layer != ld->blk.layer && (rc = vit_lesson_block(&ld->blk, &ld->sc->run, ld->vit, layer, err)))
+    if (layer != ld->blk.layer &&
+        (rc = vit_lesson_block(&ld->blk, &ld->sc->run, ld->vit, layer, err)))
         return rc;
     int token = c->n_prefix + patch;
     if ((head != ld->blk.head || token != ld->blk.token) &&
@@ -89,7 +90,8 @@ VitStatus lesson_compute(LessonData *ld, const Model *m, const Scene *sc, int la
                          int patch, VitError *err) {
     memset(ld, 0, sizeof *ld);
     const VitConfig *c = &m->vit.cfg;
-    size_t D = (size_t)c->dim, N = (size_t)c->n_patches, K = 3 * (size_t)c->patch_size * c->patch_size;
+    size_t D = (size_t)c->dim, N = (size_t)c->n_patches,
+           K = 3 * (size_t)c->patch_size * c->patch_size;
     ld->vit = &m->vit, ld->sc = sc, ld->labels = m->labels;
     ld->patch = -1;
     VitStatus rc = vit_lesson_init(&ld->blk, &m->vit, err);
@@ -104,7 +106,8 @@ VitStatus lesson_compute(LessonData *ld, const Model *m, const Scene *sc, int la
     }
     ld->embedding = ld->pixels + K;
     ld->filters_var = ld->filters + (size_t)LESSON_FILTERS_MAX * K;
-    ld->n_filters = vit_lesson_filters(ld->filters, ld->filters_var, &m->vit, LESSON_FILTERS_MAX, err);
+    ld->n_filters =
+        vit_lesson_filters(ld->filters, ld->filters_var, &m->vit, LESSON_FILTERS_MAX, err);
     if (ld->n_filters < 0) {
         lesson_data_free(ld);
         return err ? err->code : VIT_ERR_ARG;
@@ -113,7 +116,8 @@ VitStatus lesson_compute(LessonData *ld, const Model *m, const Scene *sc, int la
     VitError herr;
     ld->has_head = vit_lesson_head(ld->cls_norm, &sc->run, &m->vit, &herr) == VIT_OK;
     if (ld->has_head)
-        vit_top_k(ld->top, sc->run.probs, c->n_classes, c->n_classes < LESSON_TOP ? c->n_classes : LESSON_TOP);
+        vit_top_k(ld->top, sc->run.probs, c->n_classes,
+                  c->n_classes < LESSON_TOP ? c->n_classes : LESSON_TOP);
     else
         snprintf(ld->head_msg, sizeof ld->head_msg, "%s", herr.msg);
     if ((rc = lesson_select(ld, layer, head, patch, err))) lesson_data_free(ld);
@@ -139,9 +143,7 @@ static int step_arrays(const LessonData *ld, int step, LessonArray *out) {
     int T = c->n_tokens, D = c->dim, Dh = c->head_dim, F = c->mlp_dim, P = c->patch_size,
         N = c->n_patches, t = ld->token;
     switch (step) {
-    case LESSON_PATCHES:
-        out[0] = arr("", ld->pixels, 3, 3, P, P, 0);
-        return 1;
+    case LESSON_PATCHES: out[0] = arr("", ld->pixels, 3, 3, P, P, 0); return 1;
     case LESSON_EMBEDDING: out[0] = arr("", ld->embedding, 1, D, 0, 0, 0); return 1;
     case LESSON_FILTERS:
         out[0] = arr("", ld->filters, 4, ld->n_filters, 3, P, P);
@@ -204,46 +206,56 @@ void lesson_caption(char *buf, size_t n, const LessonData *ld, int step) {
                  c->grid_h, c->grid_w, P, r, col, 3 * P * P, sh);
         break;
     case LESSON_EMBEDDING:
-        snprintf(buf, n, "Patch (%d, %d) times the embedding matrix: %d numbers %s", r, col, c->dim, sh);
+        snprintf(buf, n, "Patch (%d, %d) times the embedding matrix: %d numbers %s", r, col, c->dim,
+                 sh);
         break;
     case LESSON_FILTERS:
         snprintf(buf, n, "The embedding's filters: their first %d principal components %s",
                  ld->n_filters, sh);
         break;
     case LESSON_TOKENS:
-        snprintf(buf, n, "The sequence: CLS token first%s, then %d patches, + position embedding %s",
+        snprintf(buf, n,
+                 "The sequence: CLS token first%s, then %d patches, + position embedding %s",
                  c->n_prefix > 1 ? " (and the other prefix tokens)" : "", c->n_patches, sh);
         break;
     case LESSON_POSITION:
         snprintf(buf, n, "Cosine similarity of the position embeddings, one grid per patch %s", sh);
         break;
     case LESSON_LAYERNORM:
-        snprintf(buf, n, "Block %d, LayerNorm of token (%d, %d): mean %.3f, std %.3f -> mean 0, std 1 %s",
+        snprintf(buf, n,
+                 "Block %d, LayerNorm of token (%d, %d): mean %.3f, std %.3f -> mean 0, std 1 %s",
                  l, r, col, b->ln_mean, b->ln_std, sh);
         break;
-    case LESSON_QUERY: snprintf(buf, n, "Block %d, head %d: the query of patch (%d, %d) %s", l, h, r, col, sh); break;
+    case LESSON_QUERY:
+        snprintf(buf, n, "Block %d, head %d: the query of patch (%d, %d) %s", l, h, r, col, sh);
+        break;
     case LESSON_KEYS: snprintf(buf, n, "Block %d, head %d: every token's key %s", l, h, sh); break;
     case LESSON_SCORES:
-        snprintf(buf, n, "Scores q.k_j / sqrt(%d) of patch (%d, %d) with every token %s", c->head_dim, r, col, sh);
+        snprintf(buf, n, "Scores q.k_j / sqrt(%d) of patch (%d, %d) with every token %s",
+                 c->head_dim, r, col, sh);
         break;
     case LESSON_SOFTMAX:
-        snprintf(buf, n, "Softmax of the scores: where patch (%d, %d) looks, block %d head %d %s", r,
-                 col, l, h, sh);
+        snprintf(buf, n, "Softmax of the scores: where patch (%d, %d) looks, block %d head %d %s",
+                 r, col, l, h, sh);
         break;
-    case LESSON_WEIGHTED: snprintf(buf, n, "The values weighted by the softmax and summed %s", sh); break;
+    case LESSON_WEIGHTED:
+        snprintf(buf, n, "The values weighted by the softmax and summed %s", sh);
+        break;
     case LESSON_PROJECTION:
         snprintf(buf, n, "%d heads concatenated, then projected %s", c->n_heads, sh);
         break;
     case LESSON_RESIDUAL1:
-        snprintf(buf, n, "Added to the residual stream: norm %.2f -> %.2f %s", b->norm_in, b->norm_mid, sh);
+        snprintf(buf, n, "Added to the residual stream: norm %.2f -> %.2f %s", b->norm_in,
+                 b->norm_mid, sh);
         break;
     case LESSON_MLP:
-        snprintf(buf, n, "MLP: GELU lets %.0f%% of the %d hidden units through %s", 100.0 * b->gelu_share,
-                 c->mlp_dim, sh);
+        snprintf(buf, n, "MLP: GELU lets %.0f%% of the %d hidden units through %s",
+                 100.0 * b->gelu_share, c->mlp_dim, sh);
         break;
     case LESSON_MLP_OUT: snprintf(buf, n, "The MLP's output %s", sh); break;
     case LESSON_RESIDUAL2:
-        snprintf(buf, n, "Added again: norm %.2f -> %.2f, block %d's output %s", b->norm_mid, b->norm_out, l, sh);
+        snprintf(buf, n, "Added again: norm %.2f -> %.2f, block %d's output %s", b->norm_mid,
+                 b->norm_out, l, sh);
         break;
     case LESSON_HEAD:
         if (ld->has_head)
@@ -328,7 +340,8 @@ static int draw_strip(Canvas *cv, const float *v, int n, int x, int y, int max_w
     for (int i = 0; i < n; i++) {
         uint8_t px[3];
         diverging(px, v[i] / scale);
-        fill(cv, x + (i % per_row) * cell, y + (i / per_row) * cell, cell - (cell > 6), cell - (cell > 6), px);
+        fill(cv, x + (i % per_row) * cell, y + (i / per_row) * cell, cell - (cell > 6),
+             cell - (cell > 6), px);
     }
     return y + rows * cell + 12;
 }
@@ -361,7 +374,8 @@ static void draw_photo(Canvas *cv, const LessonData *ld, int x, int y, int side,
     export_blend(tmp, w, w, h, ld->sc->crop_rgb, map ? map : &zero, map ? c->grid_w : 1,
                  map ? c->grid_h : 1, c, &st);
     for (int yy = 0; yy < h && y + yy < cv->h; yy++)
-        memcpy(cv->rgb + ((size_t)(y + yy) * cv->w + x) * 3, tmp + (size_t)yy * w * 3, (size_t)w * 3);
+        memcpy(cv->rgb + ((size_t)(y + yy) * cv->w + x) * 3, tmp + (size_t)yy * w * 3,
+               (size_t)w * 3);
     free(tmp);
     static const uint8_t line[3] = {255, 255, 255};
     if (grid) {
@@ -381,10 +395,12 @@ static void draw_token_map(Canvas *cv, const LessonData *ld, const float *v, int
     float *map = malloc((size_t)N * sizeof(float));
     if (!map) return;
     float lo = v[Np], hi = v[Np];
-    for (int i = 0; i < N; i++) lo = v[Np + i] < lo ? v[Np + i] : lo, hi = v[Np + i] > hi ? v[Np + i] : hi;
+    for (int i = 0; i < N; i++)
+        lo = v[Np + i] < lo ? v[Np + i] : lo, hi = v[Np + i] > hi ? v[Np + i] : hi;
     if (signed_scale) {
         float s = max_abs(v, (size_t)c->n_tokens);
-        draw_matrix(cv, v + Np, c->grid_h, c->grid_w, x, y, side * c->image_w / (c->image_h > c->image_w ? c->image_h : c->image_w),
+        draw_matrix(cv, v + Np, c->grid_h, c->grid_w, x, y,
+                    side * c->image_w / (c->image_h > c->image_w ? c->image_h : c->image_w),
                     side * c->image_h / (c->image_h > c->image_w ? c->image_h : c->image_w), s);
         legend(cv, s, x, y + side + 14);
     } else {
@@ -405,7 +421,10 @@ static void draw_token_map(Canvas *cv, const LessonData *ld, const float *v, int
         if (signed_scale)
             diverging(px, v[i] / max_abs(v, (size_t)c->n_tokens));
         else
-            memcpy(px, colormap_luts[colormap][colormap_index(hi > 0 ? v[i] / (hi > v[i] ? hi : v[i]) : 0)], 3);
+            memcpy(px,
+                   colormap_luts[colormap]
+                                [colormap_index(hi > 0 ? v[i] / (hi > v[i] ? hi : v[i]) : 0)],
+                   3);
         fill(cv, bx, y + i * 50, 40, 40, px);
         text(cv, buf, 26, bx + 52, y + i * 50 + 4, 300, FG);
     }
@@ -427,8 +446,9 @@ static void draw_step(Canvas *cv, const LessonData *ld, int step, int colormap) 
         int r = ld->patch / cc->grid_w, q = ld->patch % cc->grid_w;
         for (int yy = 0; yy < P * cell; yy++)
             for (int xx = 0; xx < P * cell; xx++) {
-                const uint8_t *s = ld->sc->crop_rgb +
-                                   (((size_t)(r * P + yy / cell)) * cc->image_w + q * P + xx / cell) * 3;
+                const uint8_t *s =
+                    ld->sc->crop_rgb +
+                    (((size_t)(r * P + yy / cell)) * cc->image_w + q * P + xx / cell) * 3;
                 memcpy(cv->rgb + ((size_t)(top + yy) * cv->w + x0 + xx) * 3, s, 3);
             }
         frame(cv, x0, top, P * cell, P * cell, 3, MARK);
@@ -436,7 +456,8 @@ static void draw_step(Canvas *cv, const LessonData *ld, int step, int colormap) 
         static const char *ch[3] = {"R", "G", "B"};
         int cw = 190;
         for (int k = 0; k < 3; k++) {
-            draw_matrix(cv, ld->pixels + (size_t)k * P * P, P, P, x0 + k * (cw + 16), top + 300, cw, cw, s);
+            draw_matrix(cv, ld->pixels + (size_t)k * P * P, P, P, x0 + k * (cw + 16), top + 300, cw,
+                        cw, s);
             text(cv, ch[k], 26, x0 + k * (cw + 16), top + 300 + cw + 4, 40, FG);
         }
         legend(cv, s, x0, top + 540);
@@ -445,7 +466,8 @@ static void draw_step(Canvas *cv, const LessonData *ld, int step, int colormap) 
     case LESSON_EMBEDDING: {
         draw_photo(cv, ld, left, top, 240, 1, NULL, colormap);
         float s = max_abs(ld->embedding, (size_t)D);
-        int y = draw_strip(cv, ld->embedding, D, left + 280, top, avail - 280, s, "embedding of the patch", STRIP_CELL);
+        int y = draw_strip(cv, ld->embedding, D, left + 280, top, avail - 280, s,
+                           "embedding of the patch", STRIP_CELL);
         legend(cv, s, left + 280, y + 10);
         break;
     }
@@ -488,7 +510,8 @@ static void draw_step(Canvas *cv, const LessonData *ld, int step, int colormap) 
                         top + (i / gw) * chh, cw - 1, chh - 1, 1.0f);
         int r = ld->patch / gw, q = ld->patch % gw;
         frame(cv, left + q * cw, top + r * chh, cw - 1, chh - 1, 2, MARK);
-        draw_matrix(cv, ld->pos_sim + (size_t)ld->patch * N, gh, gw, left + side + 60, top, 420, 420, 1.0f);
+        draw_matrix(cv, ld->pos_sim + (size_t)ld->patch * N, gh, gw, left + side + 60, top, 420,
+                    420, 1.0f);
         snprintf(buf, sizeof buf, "patch (%d, %d)'s row", r + 1, q + 1);
         text(cv, buf, 28, left + side + 60, top + 430, 420, FG);
         legend(cv, 1.0f, left + side + 60, top + 480);
@@ -496,10 +519,12 @@ static void draw_step(Canvas *cv, const LessonData *ld, int step, int colormap) 
     }
     case LESSON_LAYERNORM: {
         float s = max_abs(b->x + (size_t)t * D, (size_t)D);
-        int y = draw_strip(cv, b->x + (size_t)t * D, D, left, top, avail, s, "before (the residual stream)", STRIP_CELL);
+        int y = draw_strip(cv, b->x + (size_t)t * D, D, left, top, avail, s,
+                           "before (the residual stream)", STRIP_CELL);
         legend(cv, s, left, y);
         float s2 = max_abs(b->xn1 + (size_t)t * D, (size_t)D);
-        y = draw_strip(cv, b->xn1 + (size_t)t * D, D, left, y + 50, avail, s2, "after LayerNorm", STRIP_CELL);
+        y = draw_strip(cv, b->xn1 + (size_t)t * D, D, left, y + 50, avail, s2, "after LayerNorm",
+                       STRIP_CELL);
         legend(cv, s2, left, y);
         snprintf(buf, sizeof buf, "mean %.3f   std %.3f", b->ln_mean, b->ln_std);
         text(cv, buf, 34, left + 500, y, 600, FG);
@@ -530,7 +555,8 @@ static void draw_step(Canvas *cv, const LessonData *ld, int step, int colormap) 
         legend(cv, s, left + 100, top + 510);
         const float *o = b->ctx + (size_t)t * D + (size_t)ld->head * Dh;
         float so = max_abs(o, (size_t)Dh);
-        int y = draw_strip(cv, o, Dh, left + 660, top, avail - 660, so, "softmax . values", STRIP_CELL);
+        int y =
+            draw_strip(cv, o, Dh, left + 660, top, avail - 660, so, "softmax . values", STRIP_CELL);
         legend(cv, so, left + 660, y);
         break;
     }
@@ -549,7 +575,8 @@ static void draw_step(Canvas *cv, const LessonData *ld, int step, int colormap) 
                     *o = step == LESSON_RESIDUAL1 ? b->xm : b->out;
         float s = max_abs(o + (size_t)t * D, (size_t)D);
         int y = draw_strip(cv, in + (size_t)t * D, D, left, top, avail, s, "before", STRIP_CELL);
-        y = draw_strip(cv, o + (size_t)t * D, D, left, y + 20, avail, s, "after the add", STRIP_CELL);
+        y = draw_strip(cv, o + (size_t)t * D, D, left, y + 20, avail, s, "after the add",
+                       STRIP_CELL);
         legend(cv, s, left, y);
         snprintf(buf, sizeof buf, "norm %.2f -> %.2f",
                  step == LESSON_RESIDUAL1 ? b->norm_in : b->norm_mid,
@@ -560,7 +587,8 @@ static void draw_step(Canvas *cv, const LessonData *ld, int step, int colormap) 
     case LESSON_MLP: {
         const float *hh = b->hid + (size_t)t * c->mlp_dim;
         float s = max_abs(hh, (size_t)c->mlp_dim);
-        int y = draw_strip(cv, hh, c->mlp_dim, left, top, avail, s, "GELU(fc1(LayerNorm(x)))", STRIP_CELL);
+        int y = draw_strip(cv, hh, c->mlp_dim, left, top, avail, s, "GELU(fc1(LayerNorm(x)))",
+                           STRIP_CELL);
         legend(cv, s, left, y);
         snprintf(buf, sizeof buf, "%.0f%% of the hidden units pass", 100.0 * b->gelu_share);
         text(cv, buf, 40, left + 500, y, 700, FG);
@@ -579,7 +607,8 @@ static void draw_step(Canvas *cv, const LessonData *ld, int step, int colormap) 
             break;
         }
         float s = max_abs(ld->cls_norm, (size_t)D);
-        int y = draw_strip(cv, ld->cls_norm, D, left, top, avail, s, "LayerNorm of the CLS token", STRIP_CELL);
+        int y = draw_strip(cv, ld->cls_norm, D, left, top, avail, s, "LayerNorm of the CLS token",
+                           STRIP_CELL);
         legend(cv, s, left, y);
         y += 50;
         int k = c->n_classes < LESSON_TOP ? c->n_classes : LESSON_TOP;
@@ -589,8 +618,9 @@ static void draw_step(Canvas *cv, const LessonData *ld, int step, int colormap) 
             fill(cv, left, y + i * 52, (int)(p * 500), 40, colormap_luts[colormap][200]);
             snprintf(buf, sizeof buf, "%.1f%%  %s  (logit %.2f)", 100.0 * p,
                      ld->labels ? ld->labels[cls] : "", ld->sc->run.logits[cls]);
-            if (!ld->labels) snprintf(buf, sizeof buf, "%.1f%%  class %d  (logit %.2f)", 100.0 * p, cls,
-                                      ld->sc->run.logits[cls]);
+            if (!ld->labels)
+                snprintf(buf, sizeof buf, "%.1f%%  class %d  (logit %.2f)", 100.0 * p, cls,
+                         ld->sc->run.logits[cls]);
             text(cv, buf, 32, left + 520, y + i * 52 + 2, avail - 520, FG);
         }
         break;
@@ -620,7 +650,8 @@ void lesson_draw(uint8_t *rgb, int w, int h, Text *font, const LessonData *ld, i
 
 VitStatus lesson_line_select(LessonData *ld, const LessonLine *l, VitError *err) {
     const VitConfig *c = &ld->vit->cfg;
-    int row = l->row ? l->row - 1 : (c->grid_h - 1) / 2, col = l->col ? l->col - 1 : (c->grid_w - 1) / 2;
+    int row = l->row ? l->row - 1 : (c->grid_h - 1) / 2,
+        col = l->col ? l->col - 1 : (c->grid_w - 1) / 2;
     if (row >= c->grid_h || col >= c->grid_w)
         return set_err(err, VIT_ERR_ARG, "patch %d,%d outside the %d x %d grid", row + 1, col + 1,
                        c->grid_h, c->grid_w);
@@ -649,7 +680,8 @@ int lesson_export(FILE *out, const char *dir, const Model *m, const Scene *sc, i
     FILE *md = fopen(path, "w");
     int rc = 1, n_png = 0, n_npy = 0;
     if (!rgb || !root || !steps || !md) {
-        fprintf(stderr, "vitlens: %s: %s\n", md ? dir : path, md ? "out of memory" : strerror(errno));
+        fprintf(stderr, "vitlens: %s: %s\n", md ? dir : path,
+                md ? "out of memory" : strerror(errno));
         goto done;
     }
     const VitConfig *c = &m->vit.cfg;
@@ -725,8 +757,8 @@ int lesson_export(FILE *out, const char *dir, const Model *m, const Scene *sc, i
     }
     free(json);
     rc = 0;
-    fprintf(out, "%s: %d steps -> %s (%d PNG, %d .npy, steps.json, lesson.md)\n", sc->name,
-            n_steps, dir, n_png, n_npy);
+    fprintf(out, "%s: %d steps -> %s (%d PNG, %d .npy, steps.json, lesson.md)\n", sc->name, n_steps,
+            dir, n_png, n_npy);
 done:
     if (md && fclose(md) && !rc) {
         fprintf(stderr, "vitlens: %s/lesson.md: write failed\n", dir);

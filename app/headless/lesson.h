@@ -17,23 +17,23 @@
 struct Text;
 
 enum {
-    LESSON_PATCHES,     /* the photo cut into patches; the chosen one's P*P*3 values */
-    LESSON_EMBEDDING,   /* that patch's D-dim embedding */
-    LESSON_FILTERS,     /* the patch embedding's filters: first 28 principal components */
-    LESSON_TOKENS,      /* the sequence: CLS token first, + position embedding */
-    LESSON_POSITION,    /* the position embeddings' cosine similarity */
-    LESSON_LAYERNORM,   /* block l: norm1 of the query token */
-    LESSON_QUERY,       /* its query in head h */
-    LESSON_KEYS,        /* every token's key */
-    LESSON_SCORES,      /* q . k_j / sqrt(Dh) */
-    LESSON_SOFTMAX,     /* their softmax: the attention map */
-    LESSON_WEIGHTED,    /* the weighted sum of values */
-    LESSON_PROJECTION,  /* heads concatenated and projected */
-    LESSON_RESIDUAL1,   /* the residual add */
-    LESSON_MLP,         /* the MLP's hidden units after GELU */
-    LESSON_MLP_OUT,     /* the MLP's output */
-    LESSON_RESIDUAL2,   /* the second residual add: the block's output */
-    LESSON_HEAD,        /* final LayerNorm of the CLS token, logits, softmax, top-5 */
+    LESSON_PATCHES,    /* the photo cut into patches; the chosen one's P*P*3 values */
+    LESSON_EMBEDDING,  /* that patch's D-dim embedding */
+    LESSON_FILTERS,    /* the patch embedding's filters: first 28 principal components */
+    LESSON_TOKENS,     /* the sequence: CLS token first, + position embedding */
+    LESSON_POSITION,   /* the position embeddings' cosine similarity */
+    LESSON_LAYERNORM,  /* block l: norm1 of the query token */
+    LESSON_QUERY,      /* its query in head h */
+    LESSON_KEYS,       /* every token's key */
+    LESSON_SCORES,     /* q . k_j / sqrt(Dh) */
+    LESSON_SOFTMAX,    /* their softmax: the attention map */
+    LESSON_WEIGHTED,   /* the weighted sum of values */
+    LESSON_PROJECTION, /* heads concatenated and projected */
+    LESSON_RESIDUAL1,  /* the residual add */
+    LESSON_MLP,        /* the MLP's hidden units after GELU */
+    LESSON_MLP_OUT,    /* the MLP's output */
+    LESSON_RESIDUAL2,  /* the second residual add: the block's output */
+    LESSON_HEAD,       /* final LayerNorm of the CLS token, logits, softmax, top-5 */
     LESSON_STEP_COUNT
 };
 
@@ -46,7 +46,7 @@ typedef struct {
 extern const LessonStepInfo LESSON_STEPS[LESSON_STEP_COUNT];
 
 #define LESSON_FILTERS_MAX 28
-#define LESSON_TOP 5
+#define LESSON_TOP         5
 
 /* Every number of the lesson for one photo and one selection. 0-based inside. */
 typedef struct {
@@ -60,8 +60,8 @@ typedef struct {
     float *filters;                        /* [n_filters, 3, P, P] */
     float *filters_var;                    /* [n_filters] */
     int n_filters;
-    float *pos_sim;   /* [N, N] */
-    float *cls_norm;  /* [D], with a head */
+    float *pos_sim;  /* [N, N] */
+    float *cls_norm; /* [D], with a head */
     int has_head;
     int top[LESSON_TOP];
     char head_msg[512]; /* without a head: why the last step is empty */

@@ -66,13 +66,13 @@ typedef struct {
     char *vert_src, *heat_src;       /* the shaders' sources, kept for the variants */
     GLuint tex_image, tex_image_mip; /* the crop; tex_image_mip mipmapped, for thumbnails */
     GLuint tex_map, tex_lut, tex_atlas, tex_mask, tex_removed;
-    int image_w, image_h;                         /* of the uploaded image; 0: none */
-    int image_plain; /* 1: a picture's (no mipmaps: drawn with one bilinear sample) */
+    int image_w, image_h; /* of the uploaded image; 0: none */
+    int image_plain;      /* 1: a picture's (no mipmaps: drawn with one bilinear sample) */
     GLuint tex_picture[REN_PICTURES]; /* pictures kept on the GPU (the lesson's steps), 0: none */
     int picture_shown;                /* the slot drawn instead of the crop, -1: the crop */
-    int map_w, map_h;                             /* of the uploaded map */
-    int map_rgba;                                 /* 1: it is colours (ren_upload_map with rgba) */
-    int grid_w, grid_h;                           /* the patch grid the map is drawn over */
+    int map_w, map_h;                 /* of the uploaded map */
+    int map_rgba;                     /* 1: it is colours (ren_upload_map with rgba) */
+    int grid_w, grid_h;               /* the patch grid the map is drawn over */
     int atlas_maps, atlas_cols, atlas_w, atlas_h; /* maps in the atlas, atlas columns (in
                                                      maps), each map's size */
     int max_tex_px;                               /* GL_MAX_TEXTURE_SIZE */

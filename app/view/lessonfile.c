@@ -9,9 +9,9 @@
 #include <string.h>
 
 const char *const LESSON_STEP_NAMES[LESSON_STEP_TOTAL] = {
-    "patches", "embedding", "filters",  "tokens",     "position", "layernorm",
-    "query",   "keys",      "scores",   "softmax",    "weighted", "projection",
-    "residual", "mlp",      "mlp-out",  "residual2",  "head"};
+    "patches",  "embedding", "filters", "tokens",    "position", "layernorm",
+    "query",    "keys",      "scores",  "softmax",   "weighted", "projection",
+    "residual", "mlp",       "mlp-out", "residual2", "head"};
 
 int lesson_step_find(const char *name) {
     for (int i = 0; i < LESSON_STEP_TOTAL; i++)
@@ -59,7 +59,8 @@ static int parse_line(LessonScript *ls, char *s, int line, LessonLine *cur, Less
     }
     char *save = NULL, *tok = strtok_r(s, " \t\r", &save);
     if (!tok || tok[0] == '#') {
-        if (colon && !tok) problem(ls, line, "a caption without a step (expected STEP ... : caption)");
+        if (colon && !tok)
+            problem(ls, line, "a caption without a step (expected STEP ... : caption)");
         return 0;
     }
     int step = lesson_step_find(tok);
@@ -67,7 +68,8 @@ static int parse_line(LessonScript *ls, char *s, int line, LessonLine *cur, Less
         char known[512];
         size_t k = 0;
         for (int i = 0; i < LESSON_STEP_TOTAL && k < sizeof known; i++)
-            k += (size_t)snprintf(known + k, sizeof known - k, "%s%s", i ? ", " : "", LESSON_STEP_NAMES[i]);
+            k += (size_t)snprintf(known + k, sizeof known - k, "%s%s", i ? ", " : "",
+                                  LESSON_STEP_NAMES[i]);
         problem(ls, line, "unknown step '%s' (the steps: %s)", tok, known);
         return 0;
     }
@@ -136,8 +138,9 @@ int lesson_script_load(LessonScript *ls, const char *path) {
     FILE *f = fopen(path, "rb");
     char *text = NULL;
     long n = -1;
-    if (f && !fseek(f, 0, SEEK_END) && (n = ftell(f)) >= 0 && n <= (1 << 20) && !fseek(f, 0, SEEK_SET) &&
-        (text = malloc((size_t)n + 1)) && fread(text, 1, (size_t)n, f) == (size_t)n) {
+    if (f && !fseek(f, 0, SEEK_END) && (n = ftell(f)) >= 0 && n <= (1 << 20) &&
+        !fseek(f, 0, SEEK_SET) && (text = malloc((size_t)n + 1)) &&
+        fread(text, 1, (size_t)n, f) == (size_t)n) {
         text[n] = '\0';
         fclose(f);
         if (memchr(text, '\0', (size_t)n)) {
@@ -151,7 +154,9 @@ int lesson_script_load(LessonScript *ls, const char *path) {
         return rc;
     }
     snprintf(ls->msgs, sizeof ls->msgs, "%s: %s\n", path,
-             !f ? strerror(errno) : n > (1 << 20) ? "over 1 MB, not a lesson" : "cannot read");
+             !f              ? strerror(errno)
+             : n > (1 << 20) ? "over 1 MB, not a lesson"
+                             : "cannot read");
     ls->n_problems = 1;
     if (f) fclose(f);
     free(text);
@@ -177,7 +182,8 @@ int lesson_script_check(LessonScript *ls, int n_layers, int n_heads, int grid_h,
         if (!(l->given & 2)) l->head = good.head;
         if (!(l->given & 4)) l->row = good.row, l->col = good.col;
         if (l->layer > n_layers) {
-            problem(ls, l->line, "layer %d out of range: the model has %d layers", l->layer, n_layers);
+            problem(ls, l->line, "layer %d out of range: the model has %d layers", l->layer,
+                    n_layers);
             continue;
         }
         if (l->head > n_heads) {

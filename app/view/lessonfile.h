@@ -24,20 +24,20 @@ int lesson_step_find(const char *name);
 #define LESSON_MSG_BYTES     2048
 
 typedef struct {
-    int step;       /* 0 .. LESSON_STEP_TOTAL-1 */
+    int step;        /* 0 .. LESSON_STEP_TOTAL-1 */
     int layer, head; /* 1-based */
-    int row, col;   /* 1-based; 0: the grid's centre */
-    int line;       /* the line of the file it came from (0: built in) */
-    int given;      /* what the line sets itself: 1 layer, 2 head, 4 patch (else carried) */
+    int row, col;    /* 1-based; 0: the grid's centre */
+    int line;        /* the line of the file it came from (0: built in) */
+    int given;       /* what the line sets itself: 1 layer, 2 head, 4 patch (else carried) */
     char caption[LESSON_CAPTION_BYTES]; /* "" : the step's own */
 } LessonLine;
 
 typedef struct {
     LessonLine *lines; /* [n], owned */
     int n;
-    char name[256];               /* the file's name, for messages */
-    char msgs[LESSON_MSG_BYTES];  /* "NAME:LINE: what is wrong" lines, "" when none */
-    int n_problems;               /* lines reported in msgs */
+    char name[256];              /* the file's name, for messages */
+    char msgs[LESSON_MSG_BYTES]; /* "NAME:LINE: what is wrong" lines, "" when none */
+    int n_problems;              /* lines reported in msgs */
 } LessonScript;
 
 /* Parse a script's text: every good line becomes a step; a bad one (unknown step, a

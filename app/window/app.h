@@ -164,7 +164,7 @@ typedef struct App {
          * each [LESSON_H, LESSON_W, 3] for the selection it was drawn with */
         LessonPicture cache[LESSON_CACHE];
         unsigned long cache_clock;
-        int shown;           /* the picture on the GPU is the step's */
+        int shown;                   /* the picture on the GPU is the step's */
         float ms_picture, ms_upload; /* the last step's drawing on the CPU, its upload (trace) */
     } lesson;
     int running, dirty;

@@ -157,8 +157,10 @@ static void app_job_result(App *app) {
                 trace_startup(app, "scene");
                 ren_upload_image(&app->ren, sc->crop_rgb, sc->crop_w_px, sc->crop_h_px);
                 app_update_map(app);
-                if (app->opt->lesson_path && !app->lesson.loaded) app_lesson_open(app); /* --lesson */
-                else app_lesson_show(app); /* in the lesson view: its picture of the new photo */
+                if (app->opt->lesson_path && !app->lesson.loaded)
+                    app_lesson_open(app); /* --lesson */
+                else
+                    app_lesson_show(app); /* in the lesson view: its picture of the new photo */
                 if (app->busy && app->worker.maps) /* "ready" once its maps are on screen */
                     app->announce_maps = 1;
                 else

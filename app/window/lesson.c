@@ -49,9 +49,11 @@ static void lesson_check(App *app) {
     LessonScript *s = &app->lesson.script;
     s->msgs[0] = '\0';
     lesson_script_check(s, c->n_layers, c->n_heads, c->grid_h, c->grid_w, c->n_classes > 0);
-    if (s->msgs[0] && !app->error[0]) lesson_report(app, s->msgs);
-    else if (s->msgs[0]) fputs(s->msgs, stderr); /* the parser's first problem stays shown */
-    if (!s->n) { /* nothing left: every step instead */
+    if (s->msgs[0] && !app->error[0])
+        lesson_report(app, s->msgs);
+    else if (s->msgs[0])
+        fputs(s->msgs, stderr); /* the parser's first problem stays shown */
+    if (!s->n) {                /* nothing left: every step instead */
         lesson_script_free(s);
         lesson_script_default(s);
     }
@@ -130,8 +132,8 @@ static int lesson_picture(App *app, int at, int layer, int head, int row, int co
     lesson_draw(c->rgb, LESSON_W, LESSON_H, app->ren.has_text ? &app->ren.text : NULL,
                 &app->lesson.ld, l->step, app->lesson.script.n, at, own ? l->caption : NULL,
                 app->colormap);
-    *c = (LessonPicture){c->rgb, 1, at, layer, head, row, col, app->colormap, app->loads,
-                         ++app->lesson.cache_clock};
+    *c = (LessonPicture){
+        c->rgb, 1, at, layer, head, row, col, app->colormap, app->loads, ++app->lesson.cache_clock};
     ren_picture_upload(&app->ren, slot, c->rgb, LESSON_W, LESSON_H);
     return slot;
 }
@@ -168,7 +170,8 @@ void app_lesson_prefetch(App *app) {
         const LessonLine *cur = &app->lesson.script.lines[app->lesson.at];
         int same = l->layer == cur->layer && l->head == cur->head && l->row == cur->row &&
                    l->col == cur->col;
-        int layer = same ? app->lesson.layer : l->layer - 1, head = same ? app->lesson.head : l->head - 1;
+        int layer = same ? app->lesson.layer : l->layer - 1,
+            head = same ? app->lesson.head : l->head - 1;
         if (same) row = app->lesson.row, col = app->lesson.col;
         if (lesson_cached(app, at, layer, head, row, col) < 0)
             lesson_picture(app, at, layer, head, row, col);
@@ -280,9 +283,11 @@ void app_lesson_status(App *app) {
              "lesson \xc2\xb7 step %d of %d: %s \xc2\xb7 block %d, head %d, patch (%d, %d)",
              app->lesson.at + 1, s->n, LESSON_STEP_NAMES[l->step], app->lesson.layer + 1,
              app->lesson.head + 1, app->lesson.row + 1, app->lesson.col + 1);
-    snprintf(app->status_right, sizeof app->status_right, "%s",
-             app->busy ? "computing\xe2\x80\xa6"
-                       : "PgDn / PgUp step \xc2\xb7 \xe2\x86\x91\xe2\x86\x93 block \xc2\xb7 Esc explorer");
+    snprintf(
+        app->status_right, sizeof app->status_right, "%s",
+        app->busy
+            ? "computing\xe2\x80\xa6"
+            : "PgDn / PgUp step \xc2\xb7 \xe2\x86\x91\xe2\x86\x93 block \xc2\xb7 Esc explorer");
 }
 
 void app_lesson_free(App *app) {

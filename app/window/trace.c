@@ -96,8 +96,8 @@ static void trace_frame_state(const App *app, const RenFrame *f) {
            r->list_w, app->lesson.on ? app->lesson.at + 1 : 0,
            app->lesson.on ? app->lesson.script.n : 0,
            app->lesson.on ? LESSON_STEP_NAMES[app->lesson.script.lines[app->lesson.at].step] : "-",
-           app->lesson.layer, app->lesson.head, app->lesson.row, app->lesson.col,
-           app->lesson.shown, (double)app->lesson.ms_picture, (double)app->lesson.ms_upload);
+           app->lesson.layer, app->lesson.head, app->lesson.row, app->lesson.col, app->lesson.shown,
+           (double)app->lesson.ms_picture, (double)app->lesson.ms_upload);
 }
 
 void trace_frame(App *app, const RenFrame *f, const FrameTimes *t) {

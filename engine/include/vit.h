@@ -1181,34 +1181,34 @@ void vit_lesson_pos_similarity(float *out, const Vit *vit);
  * Buffers are [T, .] rows in token order; the selected token's view is at the end. */
 typedef struct {
     VitConfig cfg;
-    int layer;           /* the block whose internals are held, -1 before vit_lesson_block */
-    float *x;            /* [T, D] the block's input (tokens[layer]) */
-    float *xn1;          /* [T, D] norm1(x) */
-    float *qk;           /* [T, 2D] queries then keys, heads side by side (Dh columns each) */
-    float *v;            /* [T, D] values */
-    float *att;          /* [H, T, T] softmax(q k^T / sqrt(Dh)) per head */
-    float *ctx;          /* [T, D] every head's weighted sum of values, concatenated */
-    float *proj;         /* [T, D] proj(ctx), before LayerScale and the residual add */
-    float *xm;           /* [T, D] x + ls1 * proj(ctx): after the first residual add */
-    float *xn2;          /* [T, D] norm2(xm) */
-    float *hpre;         /* [T, F] fc1(xn2), before GELU */
-    float *hid;          /* [T, F] GELU(hpre) */
-    float *mlp;          /* [T, D] fc2(hid), before LayerScale and the residual add */
-    float *out;          /* [T, D] xm + ls2 * mlp: the block's output */
+    int layer;   /* the block whose internals are held, -1 before vit_lesson_block */
+    float *x;    /* [T, D] the block's input (tokens[layer]) */
+    float *xn1;  /* [T, D] norm1(x) */
+    float *qk;   /* [T, 2D] queries then keys, heads side by side (Dh columns each) */
+    float *v;    /* [T, D] values */
+    float *att;  /* [H, T, T] softmax(q k^T / sqrt(Dh)) per head */
+    float *ctx;  /* [T, D] every head's weighted sum of values, concatenated */
+    float *proj; /* [T, D] proj(ctx), before LayerScale and the residual add */
+    float *xm;   /* [T, D] x + ls1 * proj(ctx): after the first residual add */
+    float *xn2;  /* [T, D] norm2(xm) */
+    float *hpre; /* [T, F] fc1(xn2), before GELU */
+    float *hid;  /* [T, F] GELU(hpre) */
+    float *mlp;  /* [T, D] fc2(hid), before LayerScale and the residual add */
+    float *out;  /* [T, D] xm + ls2 * mlp: the block's output */
     /* the selected (head, token), written by vit_lesson_select */
-    int head, token;     /* -1 before vit_lesson_select */
-    float ln_mean;       /* norm1's mean of x[token] */
-    float ln_std;        /* norm1's sqrt(var + eps) of x[token] (biased variance) */
-    float *query;        /* [Dh] the token's query in this head */
-    float *keys;         /* [T, Dh] every token's key in this head */
-    float *values;       /* [T, Dh] every token's value in this head */
-    float *scores;       /* [T] q . k_j / sqrt(Dh), the forward pass's product before softmax */
-    float *probs;        /* [T] softmax(scores): the attention row, bit for bit what
-                            vit_map_attention (patches) and vit_prefix_share (prefix) read */
-    float norm_in;       /* |x[token]|, the residual stream before the attention add */
-    float norm_mid;      /* |xm[token]|, after it */
-    float norm_out;      /* |out[token]|, after the MLP add */
-    float gelu_share;    /* share of the F hidden units with GELU(hpre) > 0 at the token */
+    int head, token;  /* -1 before vit_lesson_select */
+    float ln_mean;    /* norm1's mean of x[token] */
+    float ln_std;     /* norm1's sqrt(var + eps) of x[token] (biased variance) */
+    float *query;     /* [Dh] the token's query in this head */
+    float *keys;      /* [T, Dh] every token's key in this head */
+    float *values;    /* [T, Dh] every token's value in this head */
+    float *scores;    /* [T] q . k_j / sqrt(Dh), the forward pass's product before softmax */
+    float *probs;     /* [T] softmax(scores): the attention row, bit for bit what
+                         vit_map_attention (patches) and vit_prefix_share (prefix) read */
+    float norm_in;    /* |x[token]|, the residual stream before the attention add */
+    float norm_mid;   /* |xm[token]|, after it */
+    float norm_out;   /* |out[token]|, after the MLP add */
+    float gelu_share; /* share of the F hidden units with GELU(hpre) > 0 at the token */
     /* private */
     float *mem;
     float *sel;

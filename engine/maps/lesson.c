@@ -115,8 +115,8 @@ VitStatus vit_lesson_init(VitLesson *ls, const Vit *vit, VitError *err) {
     ls->cfg = *c;
     ls->layer = ls->head = ls->token = -1;
     float *p = ls->mem;
-    float **td[] = {&ls->x,   &ls->xn1, &ls->v,   &ls->ctx, &ls->proj,
-                    &ls->xm,  &ls->xn2, &ls->mlp, &ls->out};
+    float **td[] = {&ls->x,  &ls->xn1, &ls->v,   &ls->ctx, &ls->proj,
+                    &ls->xm, &ls->xn2, &ls->mlp, &ls->out};
     for (size_t i = 0; i < sizeof td / sizeof *td; i++, p += T * D) *td[i] = p;
     ls->qk = p, p += T * 2 * D;
     ls->hpre = p, p += T * F;
@@ -210,8 +210,8 @@ VitStatus vit_lesson_select(VitLesson *ls, const VitRun *run, int head, int toke
         return vit_set_error(err, VIT_ERR_ARG, "lesson: head %d out of range [0, %d)", head,
                              c->n_heads);
     if (token < 0 || token >= T)
-        return vit_set_error(err, VIT_ERR_ARG, "lesson: query token %d out of range [0, %d)",
-                             token, T);
+        return vit_set_error(err, VIT_ERR_ARG, "lesson: query token %d out of range [0, %d)", token,
+                             T);
     size_t t = (size_t)token;
     /* norm1's moments, as vit_layernorm_rows computes them (double) */
     const float *x = ls->x + t * D;

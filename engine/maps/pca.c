@@ -108,7 +108,7 @@ static VitStatus top_eigen(double *w, double *z, double *a, int n, int k, VitErr
  * the rank the data can have is 0 with variance 0), each one's scatter var [k] (the
  * sum of its squared projections) and the total scatter (S's trace). */
 VitStatus vit_pca_top(double *vec, double *var, double *mean, double *total, const float *x,
-                         const uint8_t *sel, int n, int m, int d, int k, VitError *err) {
+                      const uint8_t *sel, int n, int m, int d, int k, VitError *err) {
     memset(mean, 0, (size_t)d * sizeof *mean);
     for (int i = 0; i < m; i++) {
         if (sel && !sel[i]) continue;

@@ -40,7 +40,8 @@ static void test_good(void) {
     CHECK(ls.lines[1].row == 3 && ls.lines[1].layer == 1 && !ls.lines[1].caption[0],
           "the patch carried to the next line, no caption");
     CHECK(ls.lines[2].layer == 5 && ls.lines[2].head == 2, "layer 5 head 2");
-    CHECK(ls.lines[3].layer == 5 && ls.lines[3].head == 2 && !strcmp(ls.lines[3].caption, "the keys"),
+    CHECK(ls.lines[3].layer == 5 && ls.lines[3].head == 2 &&
+              !strcmp(ls.lines[3].caption, "the keys"),
           "carried, caption trimmed: '%s'", ls.lines[3].caption);
     CHECK(ls.lines[4].row == 1 && ls.lines[4].layer == 5, "head at patch 1,1");
     lesson_script_free(&ls);
@@ -49,23 +50,26 @@ static void test_good(void) {
 static void test_bad(void) {
     LessonScript ls;
     int n = lesson_script_parse(&ls,
-                                "patches\n"             /* 1 good */
-                                "atention layer=2\n"    /* 2 unknown step */
-                                "softmax layer=0\n"     /* 3 not positive */
-                                "softmax layer=x\n"     /* 4 not a number */
-                                "softmax patch=3\n"     /* 5 no column */
-                                "softmax colour=red\n"  /* 6 unknown key */
-                                ": a caption alone\n"   /* 7 no step */
-                                "softmax layer=13\n"    /* 8 parses; out of range below */
-                                "keys patch=20,2\n"     /* 9 parses; outside the grid */
-                                "query head=4\n"        /* 10 parses; no such head */
-                                "head head=1\n",        /* 11 parses; no head in the model */
+                                "patches\n"            /* 1 good */
+                                "atention layer=2\n"   /* 2 unknown step */
+                                "softmax layer=0\n"    /* 3 not positive */
+                                "softmax layer=x\n"    /* 4 not a number */
+                                "softmax patch=3\n"    /* 5 no column */
+                                "softmax colour=red\n" /* 6 unknown key */
+                                ": a caption alone\n"  /* 7 no step */
+                                "softmax layer=13\n"   /* 8 parses; out of range below */
+                                "keys patch=20,2\n"    /* 9 parses; outside the grid */
+                                "query head=4\n"       /* 10 parses; no such head */
+                                "head head=1\n",       /* 11 parses; no head in the model */
                                 "bad.lesson");
     CHECK(n == 5, "5 lines parse, got %d", n);
     CHECK(ls.n_problems == 6, "6 problems, got %d: %s", ls.n_problems, ls.msgs);
-    const char *want[] = {"bad.lesson:2: unknown step 'atention'", "bad.lesson:3: 'layer=0'",
-                          "bad.lesson:4: 'layer=x'", "bad.lesson:5: 'patch=3'",
-                          "bad.lesson:6: 'colour=red'", "bad.lesson:7: a caption without a step"};
+    const char *want[] = {"bad.lesson:2: unknown step 'atention'",
+                          "bad.lesson:3: 'layer=0'",
+                          "bad.lesson:4: 'layer=x'",
+                          "bad.lesson:5: 'patch=3'",
+                          "bad.lesson:6: 'colour=red'",
+                          "bad.lesson:7: a caption without a step"};
     for (size_t i = 0; i < sizeof want / sizeof *want; i++)
         CHECK(strstr(ls.msgs, want[i]), "message '%s' missing from:\n%s", want[i], ls.msgs);
     /* the values carry over from line to line; a line dropped for its own value passes on
@@ -85,7 +89,8 @@ static void test_bad(void) {
         CHECK(strstr(ls.msgs, want2[i]), "message '%s' missing from:\n%s", want2[i], ls.msgs);
     lesson_script_free(&ls);
 
-    CHECK(lesson_script_load(&ls, "/nonexistent/x.lesson") == -1 && strstr(ls.msgs, "/nonexistent/x.lesson"),
+    CHECK(lesson_script_load(&ls, "/nonexistent/x.lesson") == -1 &&
+              strstr(ls.msgs, "/nonexistent/x.lesson"),
           "a missing file: -1 naming it, got '%s'", ls.msgs);
     lesson_script_free(&ls);
 }
@@ -95,7 +100,8 @@ static void test_default(const char *path) {
     int n = lesson_script_load(&ls, path);
     CHECK(n == LESSON_STEP_TOTAL && !ls.n_problems, "%s: %d steps, problems: %s", path, n, ls.msgs);
     for (int i = 0; i < n && i < LESSON_STEP_TOTAL; i++)
-        CHECK(ls.lines[i].step == i, "%s: step %d is %s", path, i + 1, LESSON_STEP_NAMES[ls.lines[i].step]);
+        CHECK(ls.lines[i].step == i, "%s: step %d is %s", path, i + 1,
+              LESSON_STEP_NAMES[ls.lines[i].step]);
     /* the built-in model: 4 layers, 4 heads, 12 x 12, a head */
     CHECK(lesson_script_check(&ls, 4, 4, 12, 12, 1) == LESSON_STEP_TOTAL && !ls.n_problems,
           "the default lesson fits the built-in model: %s", ls.msgs);

@@ -239,7 +239,6 @@ done:
     return rc;
 }
 
-
 /* --- the lesson's numbers (--lesson L,H,T,PATCH) ------------------------------------ */
 
 /* 0 written, 1 a file error (reported), -1 an engine error (in *err). */
