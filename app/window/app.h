@@ -165,6 +165,7 @@ typedef struct App {
         LessonPicture cache[LESSON_CACHE];
         unsigned long cache_clock;
         int shown;                   /* the picture on the GPU is the step's */
+        int ahead;                   /* neighbouring steps may still be drawn ahead */
         float ms_picture, ms_upload; /* the last step's drawing on the CPU, its upload (trace) */
     } lesson;
     int running, dirty;
@@ -263,9 +264,10 @@ void app_lesson_open(App *app);
 int app_lesson_key(App *app, const SDL_Keysym *ks);
 /* The step's numbers and picture again (a new photo or model, the worker done). */
 void app_lesson_show(App *app);
-/* After a frame: the neighbouring steps' pictures drawn ahead (the worker idle), so that
- * the next Page Down or Page Up is an upload and a frame. */
-void app_lesson_prefetch(App *app);
+/* Between events (the main loop, idle): one neighbouring step's picture drawn ahead and
+ * put on the GPU (the worker idle), so that the next Page Down or Page Up is a frame.
+ * 1 when it drew one (call again), 0 when there is nothing left (lesson.ahead cleared). */
+int app_lesson_prefetch(App *app);
 /* The frame in the lesson view: the picture alone, no overlay, panels or tooltip. */
 void app_lesson_frame(App *app, RenFrame *f);
 /* The status line in the lesson view: "lesson · step 4 of 17: ...". */

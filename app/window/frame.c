@@ -242,5 +242,4 @@ void app_draw(App *app) {
     }
     if (app->trace) trace_frame(app, &f, &t);
     fflush(stdout);
-    app_lesson_prefetch(app); /* after the frame is out: the next steps' pictures */
 }

@@ -154,12 +154,14 @@ static int lesson_render(App *app) {
     app->lesson.ms_picture = (float)((double)(t1 - t0) * ms);
     app->lesson.ms_upload = (float)((double)(t2 - t1) * ms);
     app->lesson.shown = 1;
+    app->lesson.ahead = 1; /* its neighbours next, between events */
     return 0;
 }
 
-void app_lesson_prefetch(App *app) {
-    if (!app->lesson.on || !app->lesson.shown || app->busy || !app_scene(app)) return;
+int app_lesson_prefetch(App *app) {
+    if (!app->lesson.on || !app->lesson.shown || app->busy || !app_scene(app)) return 0;
     const VitConfig *c = &app->model->vit.cfg;
+    const LessonLine *cur = &app->lesson.script.lines[app->lesson.at];
     for (int d = 1; d >= -1; d -= 2) { /* the next step first: lessons go forward */
         int at = app->lesson.at + d;
         if (at < 0 || at >= app->lesson.script.n) continue;
@@ -167,15 +169,19 @@ void app_lesson_prefetch(App *app) {
         int row = l->row ? l->row - 1 : (c->grid_h - 1) / 2;
         int col = l->col ? l->col - 1 : (c->grid_w - 1) / 2;
         /* a step keeps the keys' selection when its line does not change the script's */
-        const LessonLine *cur = &app->lesson.script.lines[app->lesson.at];
         int same = l->layer == cur->layer && l->head == cur->head && l->row == cur->row &&
                    l->col == cur->col;
-        int layer = same ? app->lesson.layer : l->layer - 1,
-            head = same ? app->lesson.head : l->head - 1;
+        int layer = same ? app->lesson.layer : l->layer - 1;
+        int head = same ? app->lesson.head : l->head - 1;
         if (same) row = app->lesson.row, col = app->lesson.col;
-        if (lesson_cached(app, at, layer, head, row, col) < 0)
-            lesson_picture(app, at, layer, head, row, col);
+        if (lesson_cached(app, at, layer, head, row, col) >= 0) continue;
+        lesson_picture(app, at, layer, head, row, col);
+        /* the numbers are at the neighbour's selection now: the shown step's again when
+         * it is drawn (a block rerun only when the two steps' layers differ) */
+        return 1; /* one picture at a time: a key waiting is handled first */
     }
+    app->lesson.ahead = 0;
+    return 0;
 }
 
 void app_lesson_show(App *app) {
