@@ -23,7 +23,9 @@ key press -> new frame: in one running app, a key event is sent to the X server
   frames. Medians and the 95th percentile, per kind of key too.
   Then the lesson view (Page Down): steps with Page Down / Right and Page Up / Left,
   the block with Up / Down, to the frame whose lesson= (or llayer=) is the new one
-  (--lesson-keys, 0: none); issue 24's target: a step change <= 16 ms median.
+  (--lesson-keys, 0: none); issue 24's target: a step change <= 16 ms median. Before
+  each step the window has drawn the neighbouring steps' pictures ahead (its "lesson
+  ahead" trace line), as it has between a presenter's keys, seconds apart.
   --fullscreen: the same after F, on the screen Xvfb was given (1920x1080 from
   bench/app_latency.sh), without the launches and class switches.
 class switch -> new map: keys 1 .. 5 (a class of the top-5) in turn, the view on
@@ -254,6 +256,7 @@ def lesson_session(app, xt, n_keys):
     _, line = app.wait(lambda l: (state(l) or {}).get("lesson", "0/0").startswith("1/")
                        and state(l)["lshown"] == "1")
     cur = state(line)
+    app.wait(lambda l: l.startswith("lesson ahead "))
     for i in range(n_keys):
         name, group = LESSON_CYCLE[i % len(LESSON_CYCLE)]
         time.sleep(0.1)
@@ -270,6 +273,9 @@ def lesson_session(app, xt, n_keys):
         cur = state(line)
         for k in INSIDE:
             per_key.setdefault(" " + k, []).append(float(cur[k] or "nan"))
+        # the neighbouring steps' pictures drawn ahead, as between a presenter's keys
+        # (seconds apart): the trace's "lesson ahead" line once they are on the GPU
+        app.wait(lambda l: l.startswith("lesson ahead "))
     xt.key("Escape")  # back to the explorer
     app.wait(lambda l: (state(l) or {}).get("lesson") == "0/0")
     return per_key

@@ -283,9 +283,13 @@ typedef struct {
 } Canvas;
 
 static void fill(Canvas *cv, int x, int y, int w, int h, const uint8_t c[3]) {
-    for (int yy = y < 0 ? 0 : y; yy < y + h && yy < cv->h; yy++)
-        for (int xx = x < 0 ? 0 : x; xx < x + w && xx < cv->w; xx++)
-            memcpy(cv->rgb + ((size_t)yy * cv->w + xx) * 3, c, 3);
+    int x0 = x < 0 ? 0 : x, x1 = x + w < cv->w ? x + w : cv->w;
+    int y0 = y < 0 ? 0 : y, y1 = y + h < cv->h ? y + h : cv->h;
+    if (x0 >= x1 || y0 >= y1) return;
+    uint8_t *first = cv->rgb + ((size_t)y0 * cv->w + x0) * 3;
+    for (int xx = x0; xx < x1; xx++) memcpy(first + (size_t)(xx - x0) * 3, c, 3);
+    for (int yy = y0 + 1; yy < y1; yy++) /* the other rows: copies of the first */
+        memcpy(cv->rgb + ((size_t)yy * cv->w + x0) * 3, first, (size_t)(x1 - x0) * 3);
 }
 
 static void frame(Canvas *cv, int x, int y, int w, int h, int t, const uint8_t c[3]) {
@@ -319,14 +323,21 @@ static float max_abs(const float *v, size_t n) {
  * value drawn darkest), nearest sampling when there are more cells than pixels. */
 static void draw_matrix(Canvas *cv, const float *v, int rows, int cols, int x, int y, int w, int h,
                         float scale) {
-    for (int yy = 0; yy < h; yy++)
-        for (int xx = 0; xx < w; xx++) {
-            int r = (int)((long long)yy * rows / h), c = (int)((long long)xx * cols / w);
-            uint8_t px[3];
-            diverging(px, v[(size_t)r * cols + c] / scale);
-            if (x + xx < cv->w && y + yy < cv->h)
-                memcpy(cv->rgb + ((size_t)(y + yy) * cv->w + x + xx) * 3, px, 3);
+    int prev_r = -1;
+    for (int yy = 0; yy < h && y + yy < cv->h; yy++) {
+        int r = (int)((long long)yy * rows / h);
+        uint8_t *row = cv->rgb + ((size_t)(y + yy) * cv->w + x) * 3;
+        int n = x + w < cv->w ? w : cv->w - x;
+        if (r == prev_r && n > 0) { /* the same matrix row: a copy of the line above */
+            memcpy(row, row - (size_t)cv->w * 3, (size_t)n * 3);
+            continue;
         }
+        prev_r = r;
+        for (int xx = 0; xx < n; xx++) {
+            int c = (int)((long long)xx * cols / w);
+            diverging(row + (size_t)xx * 3, v[(size_t)r * cols + c] / scale);
+        }
+    }
 }
 
 /* A vector v [n] as a strip wrapped into rows of `per_row` cells, each cell_px square. */
