@@ -35,7 +35,9 @@
 /* A lesson step's picture drawn ahead (lesson.c): step `at` at a selection, for the
  * photo of app->loads, in a colormap; used: when last shown or drawn (LRU) */
 typedef struct {
-    uint8_t *rgb; /* [LESSON_H, LESSON_W, 3] */
+    uint8_t *rgb; /* [LESSON_H, LESSON_W, 3] as lesson_draw draws it (and --lesson-export) */
+    uint8_t *fit; /* [h, w, 3] the same resampled to the size it is drawn at, or NULL */
+    int w, h;     /* the size on the GPU: the picture's place in the window (1:1 sampling) */
     int valid, at, layer, head, row, col, colormap;
     unsigned long loads, used;
 } LessonPicture;

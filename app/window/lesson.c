@@ -75,13 +75,62 @@ static void lesson_take_line(App *app, int from) {
     app->lesson.col = l->col ? l->col - 1 : (c->grid_w - 1) / 2;
 }
 
+/* The size to put a picture on the GPU at: where the last frame drew the lesson's picture
+ * (so that it is sampled 1:1, no texture larger than its place to read each frame), or
+ * the drawing's own size before any. */
+static void lesson_target(const App *app, int *w, int *h) {
+    const Ren *r = &app->ren;
+    int known = r->image_plain && r->image_w_px >= 64 && r->image_h_px >= 36;
+    *w = known ? r->image_w_px : LESSON_W, *h = known ? r->image_h_px : LESSON_H;
+}
+
+/* The picture's size fits the target (a pixel of rounding either way). */
+static int lesson_fits(const LessonPicture *c, int w, int h) {
+    return abs(c->w - w) <= 1 && abs(c->h - h) <= 1;
+}
+
+/* dst [dh, dw, 3] = src [sh, sw, 3] resampled by area: each destination pixel the mean of
+ * the source area it covers (weighted by overlap), rows then columns, in float. */
+static int resample_area(uint8_t *dst, int dw, int dh, const uint8_t *src, int sw, int sh) {
+    float *tmp = malloc((size_t)sh * dw * 3 * sizeof *tmp);
+    if (!tmp) return -1;
+    double fx = (double)sw / dw, fy = (double)sh / dh;
+    for (int x = 0; x < dw; x++) { /* columns: src [sh, sw] -> tmp [sh, dw] */
+        double a = x * fx, b = (x + 1) * fx;
+        for (int y = 0; y < sh; y++) {
+            float acc[3] = {0, 0, 0};
+            for (int i = (int)a; i < sw && i < b; i++) {
+                float wgt = (float)((i + 1 < b ? i + 1 : b) - (i > a ? i : a));
+                for (int k = 0; k < 3; k++) acc[k] += wgt * src[((size_t)y * sw + i) * 3 + k];
+            }
+            for (int k = 0; k < 3; k++) tmp[((size_t)y * dw + x) * 3 + k] = acc[k] / (float)fx;
+        }
+    }
+    for (int y = 0; y < dh; y++) { /* rows: tmp [sh, dw] -> dst [dh, dw] */
+        double a = y * fy, b = (y + 1) * fy;
+        for (int x = 0; x < dw * 3; x++) {
+            float acc = 0.0f;
+            for (int i = (int)a; i < sh && i < b; i++)
+                acc += (float)((i + 1 < b ? i + 1 : b) - (i > a ? i : a)) *
+                       tmp[(size_t)i * dw * 3 + x];
+            float v = acc / (float)fy;
+            dst[(size_t)y * dw * 3 + x] = (uint8_t)(v < 0.0f ? 0 : v > 255.0f ? 255 : v + 0.5f);
+        }
+    }
+    free(tmp);
+    return 0;
+}
+
 /* The cache slot (and the renderer's picture slot) holding step `at` at the selection,
- * or -1. */
+ * at the size it is drawn at, or -1. */
 static int lesson_cached(App *app, int at, int layer, int head, int row, int col) {
+    int tw, th;
+    lesson_target(app, &tw, &th);
     for (int i = 0; i < LESSON_CACHE; i++) {
         LessonPicture *c = &app->lesson.cache[i];
         if (c->valid && c->at == at && c->layer == layer && c->head == head && c->row == row &&
-            c->col == col && c->loads == app->loads && c->colormap == app->colormap) {
+            c->col == col && c->loads == app->loads && c->colormap == app->colormap &&
+            lesson_fits(c, tw, th)) {
             c->used = ++app->lesson.cache_clock;
             return i;
         }
@@ -132,9 +181,31 @@ static int lesson_picture(App *app, int at, int layer, int head, int row, int co
     lesson_draw(c->rgb, LESSON_W, LESSON_H, app->ren.has_text ? &app->ren.text : NULL,
                 &app->lesson.ld, l->step, app->lesson.script.n, at, own ? l->caption : NULL,
                 app->colormap);
-    *c = (LessonPicture){
-        c->rgb, 1, at, layer, head, row, col, app->colormap, app->loads, ++app->lesson.cache_clock};
-    ren_picture_upload(&app->ren, slot, c->rgb, LESSON_W, LESSON_H);
+    int w, h;
+    lesson_target(app, &w, &h);
+    const uint8_t *up = c->rgb;
+    if (w != LESSON_W || h != LESSON_H) { /* resampled once here, not by every frame */
+        uint8_t *fit = realloc(c->fit, (size_t)w * h * 3);
+        if (fit) c->fit = fit;
+        if (fit && !resample_area(fit, w, h, c->rgb, LESSON_W, LESSON_H))
+            up = fit;
+        else
+            w = LESSON_W, h = LESSON_H; /* out of memory: the GPU scales it */
+    }
+    *c = (LessonPicture){c->rgb,
+                         c->fit,
+                         w,
+                         h,
+                         1,
+                         at,
+                         layer,
+                         head,
+                         row,
+                         col,
+                         app->colormap,
+                         app->loads,
+                         ++app->lesson.cache_clock};
+    ren_picture_upload(&app->ren, slot, up, w, h);
     return slot;
 }
 
@@ -148,7 +219,7 @@ static int lesson_render(App *app) {
                                            app->lesson.row, app->lesson.col)) < 0)
         return -1;
     Uint64 t1 = SDL_GetPerformanceCounter();
-    ren_picture_show(&app->ren, slot, LESSON_W, LESSON_H);
+    ren_picture_show(&app->ren, slot, app->lesson.cache[slot].w, app->lesson.cache[slot].h);
     Uint64 t2 = SDL_GetPerformanceCounter();
     double ms = 1e3 / (double)SDL_GetPerformanceFrequency();
     app->lesson.ms_picture = (float)((double)(t1 - t0) * ms);
@@ -162,6 +233,17 @@ int app_lesson_prefetch(App *app) {
     if (!app->lesson.on || !app->lesson.shown || app->busy || !app_scene(app)) return 0;
     const VitConfig *c = &app->model->vit.cfg;
     const LessonLine *cur = &app->lesson.script.lines[app->lesson.at];
+    /* the step on screen first, at the size it is drawn at now (the first picture, or the
+     * window resized): sampled 1:1 from the next frame on */
+    if (lesson_cached(app, app->lesson.at, app->lesson.layer, app->lesson.head, app->lesson.row,
+                      app->lesson.col) < 0) {
+        int slot = lesson_picture(app, app->lesson.at, app->lesson.layer, app->lesson.head,
+                                  app->lesson.row, app->lesson.col);
+        if (slot < 0) return 0;
+        ren_picture_show(&app->ren, slot, app->lesson.cache[slot].w, app->lesson.cache[slot].h);
+        app->dirty = 1;
+        return 1;
+    }
     for (int d = 1; d >= -1; d -= 2) { /* the next step first: lessons go forward */
         int at = app->lesson.at + d;
         if (at < 0 || at >= app->lesson.script.n) continue;
@@ -305,6 +387,7 @@ void app_lesson_free(App *app) {
     lesson_script_free(&app->lesson.script);
     for (int i = 0; i < LESSON_CACHE; i++) {
         free(app->lesson.cache[i].rgb);
-        app->lesson.cache[i].rgb = NULL;
+        free(app->lesson.cache[i].fit);
+        app->lesson.cache[i].rgb = app->lesson.cache[i].fit = NULL;
     }
 }

@@ -1214,9 +1214,9 @@ typedef struct {
     float *sel;
 } VitLesson;
 
-/* Allocate a VitLesson for runs of vit: T*(9D + 2F) + H*T*T + (2T + 1)*Dh + 2T floats
- * (DeiT-Tiny: 3 MB). Errors: VIT_ERR_NOMEM. Free with vit_lesson_free (NULL-safe,
- * accepts a zeroed VitLesson). */
+/* Allocate a VitLesson for runs of vit: T*(11D + 2F) + H*T*T + (2T + 1)*Dh +
+ * (2 + VIT_ATT_BLOCK)*T floats (DeiT-Tiny: 3.6 MB). Errors: VIT_ERR_NOMEM. Free with
+ * vit_lesson_free (NULL-safe, accepts a zeroed VitLesson). */
 VitStatus vit_lesson_init(VitLesson *ls, const Vit *vit, VitError *err);
 void vit_lesson_free(VitLesson *ls);
 
