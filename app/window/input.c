@@ -435,6 +435,7 @@ void app_handle_event(App *app, const SDL_Event *e) {
             /* the window's pixels are lost: the partial present would leave stale areas */
             ren_expose(&app->ren);
             app->dirty = 1;
+            app->lesson.ahead = 1; /* the lesson's pictures again, at the new size */
         }
         if (e->window.event == SDL_WINDOWEVENT_LEAVE)
             app->hover_row = app->hover_col = app->hover_cell = -1, app->dirty = 1;
