@@ -348,7 +348,7 @@ int app_lesson_key(App *app, const SDL_Keysym *ks) {
     case SDLK_s: app->save_pending = 1; return 1;
     case SDLK_q: app->running = 0; return 1;
     case SDLK_g: app->grid = !app->grid; return 1; /* the explorer's, kept: a frame answers */
-    default: return 1; /* the explorer's other keys do nothing here */
+    default: return 1;                             /* the explorer's other keys do nothing here */
     }
     if (at != app->lesson.at) {
         int from = app->lesson.at;
