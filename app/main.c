@@ -26,7 +26,8 @@
 
 /* The window's loop: wait for events (or the animation's next step, or a spinner turn),
  * handle them, draw a frame when something changed. Idle, it sleeps; with shaders left
- * to build ahead, it builds one between events. */
+ * to build ahead, it builds one between events, and so the lesson view its next steps'
+ * pictures. */
 static void app_loop(App *app) {
     while (app->running) {
         SDL_Event e;
@@ -35,8 +36,11 @@ static void app_loop(App *app) {
         if (app->pert.phase == PERT_PLAYING && app_perturb_wait_ms(app) < wait)
             wait = app_perturb_wait_ms(app); /* the animation's next step */
         int warm = !app->dirty && !app->busy && app->has_scene && app->ren.warm_next >= 0;
-        int got = app->dirty || warm ? SDL_PollEvent(&e) : SDL_WaitEventTimeout(&e, wait);
+        /* the lesson view: the neighbouring steps' pictures, one between two events */
+        int ahead = !app->dirty && !app->busy && app->lesson.on && app->lesson.ahead;
+        int got = app->dirty || warm || ahead ? SDL_PollEvent(&e) : SDL_WaitEventTimeout(&e, wait);
         if (!got && warm && !ren_warm_step(&app->ren)) app->ren.warm_next = -1;
+        if (!got && ahead && !warm) app_lesson_prefetch(app);
         if (!got && app->busy) app->dirty = 1; /* timed out while working: turn the spinner */
         for (; got; got = SDL_PollEvent(&e)) app_handle_event(app, &e);
         app_perturb_tick(app);
@@ -53,7 +57,7 @@ int main(int argc, char **argv) {
     int rc = options_parse(&o, argc, argv);
     if (rc) return rc == 1 ? 0 : 2;
     if (o.eval_merge) return eval_merge(&o); /* reads folders only: no model, no settings */
-    int headless = o.top_k || o.export_dir || o.eval;
+    int headless = o.top_k || o.export_dir || o.eval || o.lesson_export_dir;
     options_apply_settings(&o, !headless); /* read only: the headless modes never write them */
     if (headless && o.settings_msg[0]) fprintf(stderr, "vitlens: %s\n", o.settings_msg);
     if (options_default_model(&o)) return 1;

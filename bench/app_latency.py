@@ -21,6 +21,11 @@ key press -> new frame: in one running app, a key event is sent to the X server
   head, mode (R), the overviews (T, A) and moves in them, panels (0, D),
   colormap (V) and the query patch (I J K L, C), each after a pause of a few
   frames. Medians and the 95th percentile, per kind of key too.
+  Then the lesson view (Page Down): steps with Page Down / Right and Page Up / Left,
+  the block with Up / Down, to the frame whose lesson= (or llayer=) is the new one
+  (--lesson-keys, 0: none); issue 24's target: a step change <= 16 ms median. Before
+  each step the window has drawn the neighbouring steps' pictures ahead (its "lesson
+  ahead" trace line), as it has between a presenter's keys, seconds apart.
   --fullscreen: the same after F, on the screen Xvfb was given (1920x1080 from
   bench/app_latency.sh), without the launches and class switches.
 class switch -> new map: keys 1 .. 5 (a class of the top-5) in turn, the view on
@@ -56,7 +61,8 @@ import threading
 import time
 
 KEYSYMS = {"Left": 0xFF51, "Up": 0xFF52, "Right": 0xFF53, "Down": 0xFF54, "r": 0x72,
-           "1": 0x31, "2": 0x32, "3": 0x33, "4": 0x34, "5": 0x35}
+           "1": 0x31, "2": 0x32, "3": 0x33, "4": 0x34, "5": 0x35, "Prior": 0xFF55,
+           "Next": 0xFF56, "Escape": 0xFF1B}
 TIMEOUT_S = 60.0
 
 
@@ -150,7 +156,7 @@ def window_floor():
 
 
 FIELDS = ("layer", "head", "kind", "overview", "colormap", "query", "preds", "distance",
-          "window", "fullscreen")
+          "window", "fullscreen", "lesson", "llayer", "lhead", "lpatch")
 
 
 def state(line):
@@ -158,7 +164,7 @@ def state(line):
     if not line.startswith("frame "):
         return None
     kv = dict(f.split("=", 1) for f in line.split()[2:] if "=" in f)
-    return {k: kv.get(k) for k in FIELDS + ("busy", "class", "shown") + INSIDE}
+    return {k: kv.get(k) for k in FIELDS + ("busy", "class", "shown", "lshown") + INSIDE}
 
 
 # where a frame's time went inside the app (its trace line): from the key handled to the
@@ -179,6 +185,15 @@ KEY_CYCLE = [("Left", "layer"), ("Right", "layer"), ("Down", "head"), ("Up", "he
              ("d", "panel (distance)"), ("v", "colormap"), ("k", "query patch"),
              ("l", "query patch"), ("i", "query patch"), ("j", "query patch"),
              ("c", "query patch")]
+
+
+# The lesson view (issue 24): Page Down opens the default lesson (untimed), then steps
+# forward through it with Page Down and Right, back with Page Up and Left (a step: its
+# picture drawn ahead, uploaded, one frame), and the block moved with Up / Down (one block
+# of the model rerun, the picture drawn). Each changes lesson= or llayer=.
+LESSON_CYCLE = ([("Next", "lesson step"), ("Right", "lesson step")] * 8 +
+                [("Prior", "lesson step"), ("Left", "lesson step")] * 8 +
+                [("Up", "lesson block"), ("Down", "lesson block")])
 
 
 def p95(ms):
@@ -234,6 +249,38 @@ def keys_session(app, xt, n_keys, n_classes):
     return per_key
 
 
+def lesson_session(app, xt, n_keys):
+    """Time n_keys keys of LESSON_CYCLE in the lesson view; {group: [ms]}."""
+    per_key = {}
+    xt.key("Next")  # open the lesson at step 1 (its numbers computed: untimed)
+    _, line = app.wait(lambda l: (state(l) or {}).get("lesson", "0/0").startswith("1/")
+                       and state(l)["lshown"] == "1")
+    cur = state(line)
+    app.wait(lambda l: l.startswith("lesson ahead "))
+    for i in range(n_keys):
+        name, group = LESSON_CYCLE[i % len(LESSON_CYCLE)]
+        time.sleep(0.1)
+        app.drain()
+        t0 = time.perf_counter()
+        xt.key(name)
+
+        def shows_it(line, cur=cur):
+            st = state(line)
+            return st is not None and st["busy"] == "0" and st["lshown"] == "1" and any(
+                st[k] != cur[k] for k in ("lesson", "llayer", "lhead", "lpatch"))
+        t, line = app.wait(shows_it)
+        per_key.setdefault(group, []).append((t - t0) * 1e3)
+        cur = state(line)
+        for k in INSIDE:
+            per_key.setdefault(" " + k, []).append(float(cur[k] or "nan"))
+        # the neighbouring steps' pictures drawn ahead, as between a presenter's keys
+        # (seconds apart): the trace's "lesson ahead" line once they are on the GPU
+        app.wait(lambda l: l.startswith("lesson ahead "))
+    xt.key("Escape")  # back to the explorer
+    app.wait(lambda l: (state(l) or {}).get("lesson") == "0/0")
+    return per_key
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--app")
@@ -242,6 +289,8 @@ def main():
     ap.add_argument("--launches", type=int, default=5)
     ap.add_argument("--keys", type=int, default=72)
     ap.add_argument("--classes", type=int, default=20, help="class switches to time")
+    ap.add_argument("--lesson-keys", type=int, default=36,
+                    help="keys to time in the lesson view (Page Down / Up, Right / Left, Up / Down)")
     ap.add_argument("--fullscreen", action="store_true",
                     help="press F first: the keys in fullscreen (no launches, no floor)")
     ap.add_argument("--floor-child", action="store_true", help=argparse.SUPPRESS)
@@ -289,6 +338,7 @@ def main():
         _, line = app.wait(lambda l: state(l) is not None)
         window = state(line)["window"].replace(",", "x")
         per_key = keys_session(app, xt, a.keys, 0 if a.fullscreen else a.classes)
+        lesson = lesson_session(app, xt, a.lesson_keys) if a.lesson_keys else {}
     finally:
         xt.close()
         app.close()
@@ -304,6 +354,16 @@ def main():
     for name, ms in per_key.items():
         summary(f"  {name}", ms)
     cls = summary("class switch -> new map", classes) if classes else float("nan")
+    lesson_inside = {k: lesson.pop(" " + k, []) for k in INSIDE}
+    lesson_med = float("nan")
+    if lesson:
+        lesson_med = summary("lesson step -> new frame", lesson["lesson step"])
+        summary("lesson block -> new frame", lesson["lesson block"])
+        print("  inside the app, lesson steps' medians: key handled -> frame done "
+              f"{statistics.median(lesson_inside['ms_input']):.1f} ms; drawing "
+              f"{statistics.median(lesson_inside['ms_draw']):.1f}, rasterising "
+              f"{statistics.median(lesson_inside['ms_raster']):.1f}, copy + swap "
+              f"{statistics.median(lesson_inside['ms_swap']):.1f}")
     print("  inside the app, medians: key handled -> frame done "
           f"{statistics.median(inside['ms_input']):.1f} ms; drawing "
           f"{statistics.median(inside['ms_draw']):.1f}, rasterising "
@@ -314,7 +374,8 @@ def main():
           f"(p95 {p95(keys):.1f})" +
           (f"; launch <= 300 ms (median {first:.0f}, {first - statistics.median(floor):.0f} "
            f"above the window floor)" if launch and floor else "") +
-          (f"; class switch <= 300 ms (median {cls:.0f})" if classes else ""))
+          (f"; class switch <= 300 ms (median {cls:.0f})" if classes else "") +
+          (f"; lesson step -> frame <= 16 ms median (median {lesson_med:.1f})" if lesson else ""))
     return 0
 
 

@@ -2,7 +2,8 @@
 # The app's latency under Xvfb (see bench/app_latency.py): launch -> first heatmap,
 # key press -> new frame and class switch -> new class-specific map in a window on a
 # 1280x960 screen, then key press -> new frame in fullscreen on a 1920x1080 one, on
-# random weights of DeiT-Small/16's exact shapes.
+# random weights of DeiT-Small/16's exact shapes; then steps of the lesson view (Page Down,
+# Right, Page Up, Left) and its block keys (Up, Down).
 #   bench/app_latency.sh [app_latency.py options]      e.g. --launches 10 --keys 120
 # Builds the app in build-bench/ (Release), writes the weights once (bench/make_weights.py).
 set -euo pipefail

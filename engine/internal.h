@@ -223,6 +223,19 @@ void vit_add_identity_rownorm(float *a, int T);
 /* v[T] <- v[T] . a[T, T]; tmp: [T] scratch. */
 void vit_row_times(double *v, double *tmp, const float *a, int T);
 
+/* --- PCA (engine/maps/pca.c), shared with the lesson's filters (lesson.c) --------- */
+
+/* +1 or -1: the sign that makes v [d]'s largest |loading| positive (the first within
+ * 1e-9 of the largest). */
+double vit_loading_sign(const double *v, int d);
+/* PCA of the n rows of x [m, d] that sel [m] selects (NULL: all m, n = m), in double:
+ * their mean [d], the top k components vec [k, d] (unit rows, decreasing variance, signs
+ * as dsyevr gives them; beyond the rank the data can have: 0 with variance 0), each
+ * one's scatter var [k] (sum of squared projections) and the total scatter (the trace).
+ * Errors: VIT_ERR_NOMEM, VIT_ERR_FORMAT (dsyevr failed). */
+VitStatus vit_pca_top(double *vec, double *var, double *mean, double *total, const float *x,
+                      const uint8_t *sel, int n, int m, int d, int k, VitError *err);
+
 /* The GEMM floor of vit_forward: exactly its cblas_sgemm calls, same shapes,
  * transposes, strides and buffers, and nothing else, for bench/ to time. The
  * buffers end up holding garbage; run vit_forward before reading any map. */

@@ -33,6 +33,7 @@ static const char *const KEYS_OTHER[][2] = {
     {"S", "save the view as PNG"},
     {"Shift+P", "perturbation test: remove the map's patches, most relevant first (again: least)"},
     {"F", "fullscreen (presenter mode)"},
+    {"Page Down / Page Up", "the lesson: the ViT step by step (in it: arrows, I J K L, Esc back)"},
     {"H", "this help on / off"},
     {"W", "the downloaded models (--model NAME): Up / Down, Enter opens one, Esc closes"},
     {"Esc / Q", "quit"},

@@ -26,6 +26,8 @@ static void usage_head(FILE *f) {
           "       vitlens [--model PATH] [--class ID|NAME] [--eval-out DIR] [--masks DIR]\n"
           "               [--shard K/N] [--eval-steps N] [--no-sanity] --eval IMAGE|FOLDER...\n"
           "       vitlens [--eval-out DIR] --eval-merge DIR...\n"
+          "       vitlens [--model PATH] [--size S|HxW] [--layer L] [--head H] [--patch ROW,COL]\n"
+          "               [--lesson FILE] --lesson-export DIR IMAGE\n"
           "\n",
           f);
     fputs("Runs a Vision Transformer (.safetensors) on a photo and shows the attention\n"
@@ -161,6 +163,17 @@ static void usage_keys(FILE *f) {
 void options_usage(FILE *f) {
     usage_head(f);
     usage_export(f);
+    fputs("  --lesson-export DIR  the lesson (how the ViT computes, step by step, on IMAGE) as\n"
+          "                  slides, then exit: every step's picture NN_STEP.png (1280x720),\n"
+          "                  its numbers NN_STEP[_PART].npy (float32), steps.json (names,\n"
+          "                  captions, shapes) and lesson.md (the captions and pictures)\n"
+          "  --lesson FILE   a lesson script (docs/lessons.md): the window opens in the lesson\n"
+          "                  view on its steps; with --lesson-export, its steps are written\n"
+          "                  (default: assets/default/lesson.txt, Page Down in the window)\n"
+          "  --layer L       the lesson's block, from 1 (default 1)\n"
+          "  --head H        the lesson's head, from 1 (default 1)\n"
+          "  --patch ROW,COL the lesson's patch and query token, from 1 (default: the centre)\n",
+          f);
     fputs("  --eval          which map can I trust? For every map kind with a value per patch\n"
           "                  (the last layer, mean of the heads, the CLS token as the query)\n"
           "                  and two baselines (random, centred Gaussian), on the class the\n"
@@ -205,6 +218,29 @@ static int parse_value(Options *o, const char *a, const char *val) {
         o->labels_path = val;
     } else if (!strcmp(a, "--export")) {
         o->export_dir = val;
+    } else if (!strcmp(a, "--lesson")) {
+        o->lesson_path = val;
+    } else if (!strcmp(a, "--lesson-export")) {
+        o->lesson_export_dir = val;
+    } else if (!strcmp(a, "--layer") || !strcmp(a, "--head")) {
+        long n = strtol(val, &end, 10);
+        if (errno || !*val || *end || n < 1 || n > 65536) {
+            fprintf(stderr, "vitlens: %s %s: expected a positive integer (from 1)\n", a, val);
+            return 2;
+        }
+        *(!strcmp(a, "--layer") ? &o->lesson_layer : &o->lesson_head) = (int)n;
+    } else if (!strcmp(a, "--patch")) {
+        long r = strtol(val, &end, 10), c = 0;
+        if (!errno && end != val && *end == ',') {
+            const char *cs = end + 1;
+            c = strtol(cs, &end, 10);
+            if (end == cs) c = 0;
+        }
+        if (errno || *end || r < 1 || c < 1 || r > 65536 || c > 65536) {
+            fprintf(stderr, "vitlens: --patch %s: expected ROW,COL from 1 (e.g. 7,8)\n", val);
+            return 2;
+        }
+        o->lesson_row = (int)r, o->lesson_col = (int)c;
     } else if (!strcmp(a, "--eval-out")) {
         o->eval_out = val;
     } else if (!strcmp(a, "--masks")) {
@@ -313,9 +349,22 @@ static int parse_check(Options *o) {
     }
     /* the headless modes exclude one another, and each option that only one mode reads is
      * refused without it rather than ignored */
-    int modes = !!o->top_k + !!o->export_dir + o->eval + o->eval_merge;
+    int modes = !!o->top_k + !!o->export_dir + o->eval + o->eval_merge + !!o->lesson_export_dir;
     if (modes > 1) {
-        fprintf(stderr, "vitlens: --top, --export, --eval and --eval-merge go one at a time\n");
+        fprintf(stderr, "vitlens: --top, --export, --lesson-export, --eval and --eval-merge go one "
+                        "at a time\n");
+        return 2;
+    }
+    if (o->lesson_export_dir && o->n_image_args != 1) {
+        fprintf(stderr, "vitlens: --lesson-export takes one IMAGE (got %d)\n", o->n_image_args);
+        return 2;
+    }
+    if (o->lesson_path && (o->top_k || o->export_dir || o->eval || o->eval_merge)) {
+        fprintf(stderr, "vitlens: --lesson goes with the window or --lesson-export\n");
+        return 2;
+    }
+    if (!o->lesson_export_dir && (o->lesson_layer || o->lesson_head || o->lesson_row)) {
+        fprintf(stderr, "vitlens: --layer, --head and --patch go with --lesson-export\n");
         return 2;
     }
     if ((o->eval || o->eval_merge) && !o->image_path) {

@@ -25,8 +25,12 @@ typedef struct {
     int shard_k, shard_n;  /* --shard K/N (K from 1); 0, 0: every image */
     int eval_steps;        /* --eval-steps: deletion / insertion steps (default 20) */
     int no_sanity;         /* --no-sanity: skip the cascading randomisation */
-    VitLoadOptions load;   /* --heads, --size, --whole */
-    VitAttStorage att;     /* VITLENS_ATT: how a run keeps the attention (auto, keep, recompute) */
+    /* --lesson-export DIR (headless/lesson.h) and its selection, 1-based, 0: the default */
+    const char *lesson_export_dir;
+    const char *lesson_path; /* --lesson FILE: a lesson script (view/lessonfile.h) */
+    int lesson_layer, lesson_head, lesson_row, lesson_col;
+    VitLoadOptions load; /* --heads, --size, --whole */
+    VitAttStorage att;   /* VITLENS_ATT: how a run keeps the attention (auto, keep, recompute) */
     float opacity;
     float discard;                     /* rollout's discard ratio, [0, 1) */
     char default_model[1024];          /* the built-in model ("" if not found) */

@@ -3,6 +3,7 @@
  * (export.c); several photos with the feature PCA over all of them. */
 #include "headless/headless.h"
 #include "headless/export.h"
+#include "headless/lesson.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -48,12 +49,61 @@ done:
     return rc;
 }
 
+/* --lesson-export: the photo run, then every step of the lesson (lesson.h); the
+ * selection checked against the model, 1-based in the messages. */
+static int headless_lesson(const Options *o, Model *m) {
+    const VitConfig *c = &m->vit.cfg;
+    int layer = o->lesson_layer ? o->lesson_layer : 1, head = o->lesson_head ? o->lesson_head : 1;
+    int row = o->lesson_row ? o->lesson_row : (c->grid_h + 1) / 2,
+        col = o->lesson_col ? o->lesson_col : (c->grid_w + 1) / 2;
+    if (layer > c->n_layers || head > c->n_heads || row > c->grid_h || col > c->grid_w) {
+        fprintf(stderr,
+                "vitlens: --lesson-export: %s has %d layers, %d heads and a %d x %d patch grid "
+                "(got layer %d, head %d, patch %d,%d)\n",
+                m->name, c->n_layers, c->n_heads, c->grid_h, c->grid_w, layer, head, row, col);
+        return 1;
+    }
+    /* --lesson FILE: its lines instead of every step; a bad line is named and left out */
+    LessonScript script = {0};
+    if (o->lesson_path) {
+        if (lesson_script_load(&script, o->lesson_path) < 0) {
+            fprintf(stderr, "vitlens: %s", script.msgs);
+            return 1;
+        }
+        lesson_script_check(&script, c->n_layers, c->n_heads, c->grid_h, c->grid_w,
+                            c->n_classes > 0);
+        if (script.msgs[0]) fprintf(stderr, "%s", script.msgs);
+        if (!script.n) {
+            fprintf(stderr, "vitlens: %s: no step to show\n", o->lesson_path);
+            lesson_script_free(&script);
+            return 1;
+        }
+    }
+    Scene sc = {.ignore_orientation = o->ignore_orientation, .att = o->att};
+    VitError err;
+    int rc = 1;
+    if (scene_run(&sc, &m->vit, o->image_path, &err))
+        fprintf(stderr, "vitlens: %s\n", err.msg);
+    else
+        rc = lesson_export(stdout, o->lesson_export_dir, m, &sc, layer - 1, head - 1,
+                           (row - 1) * c->grid_w + col - 1, o->colormap,
+                           o->lesson_path ? &script : NULL);
+    scene_free(&sc);
+    lesson_script_free(&script);
+    return rc;
+}
+
 int headless_run(const Options *o) {
     Model m;
     VitError err;
     if (model_load(&m, o->model_path, &o->load, o->labels_path, 1, &err)) {
         fprintf(stderr, "vitlens: %s\n", err.msg);
         return 1;
+    }
+    if (o->lesson_export_dir) {
+        int rc = headless_lesson(o, &m);
+        model_free(&m);
+        return rc;
     }
     /* one photo: its files straight into the folder (--top always comes here) */
     int rc = 0, n = o->n_image_args;

@@ -45,7 +45,9 @@ static void replay(Ren *r, const RenPrim *p) {
         glActiveTexture(GL_TEXTURE4);
         glBindTexture(GL_TEXTURE_2D, r->tex_removed);
         glActiveTexture(GL_TEXTURE0);
-        glBindTexture(GL_TEXTURE_2D, p->variant & REN_HV_MINIFY ? r->tex_image_mip : r->tex_image);
+        glBindTexture(GL_TEXTURE_2D, p->variant & REN_HV_MINIFY ? r->tex_image_mip
+                                     : r->picture_shown >= 0    ? r->tex_picture[r->picture_shown]
+                                                                : r->tex_image);
         glUniform2f(g->screen, W, H);
         glUniform4f(g->rect, p->rect[0], p->rect[1], p->rect[2], p->rect[3]);
         glUniform1f(g->opacity, p->opacity);

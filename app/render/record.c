@@ -196,7 +196,7 @@ void ren_heat(Ren *r, const RenFrame *f, float x, float y, float w, float h, int
     if (f->mask && main_view) v |= REN_HV_MASK;
     if (f->query_col >= 0 && f->query_row >= 0) v |= REN_HV_QUERY;
     /* drawn smaller than the crop (a thumbnail): the mipmapped crop, or it aliases */
-    if (w < (float)r->image_w || h < (float)r->image_h) v |= REN_HV_MINIFY;
+    if ((w < (float)r->image_w || h < (float)r->image_h) && !r->image_plain) v |= REN_HV_MINIFY;
     p->variant = v;
     p->cell = cell;
     p->opacity = f->overlay ? f->opacity : 0.0f;

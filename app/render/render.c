@@ -59,6 +59,8 @@ void ren_free(Ren *r) {
     if (!r) return;
     for (int i = 0; i < REN_TEXT_CACHE; i++)
         if (r->cache[i].tex) glDeleteTextures(1, &r->cache[i].tex);
+    for (int i = 0; i < REN_PICTURES; i++)
+        if (r->tex_picture[i]) glDeleteTextures(1, &r->tex_picture[i]);
     GLuint tex[7] = {r->tex_image, r->tex_image_mip, r->tex_map,    r->tex_lut,
                      r->tex_atlas, r->tex_mask,      r->tex_removed};
     for (int i = 0; i < 7; i++)

@@ -23,6 +23,7 @@
 #define REN_TEXT_CACHE 512 /* texts kept; one frame draws at most this many */
 #define REN_MAX_PREDS  5
 #define REN_MAX_LIST   32 /* rows of the list panel */
+#define REN_PICTURES   4  /* picture slots (ren_picture_upload) */
 
 typedef struct {
     GLuint tex;
@@ -65,10 +66,13 @@ typedef struct {
     char *vert_src, *heat_src;       /* the shaders' sources, kept for the variants */
     GLuint tex_image, tex_image_mip; /* the crop; tex_image_mip mipmapped, for thumbnails */
     GLuint tex_map, tex_lut, tex_atlas, tex_mask, tex_removed;
-    int image_w, image_h;                         /* of the uploaded image; 0: none */
-    int map_w, map_h;                             /* of the uploaded map */
-    int map_rgba;                                 /* 1: it is colours (ren_upload_map with rgba) */
-    int grid_w, grid_h;                           /* the patch grid the map is drawn over */
+    int image_w, image_h; /* of the uploaded image; 0: none */
+    int image_plain;      /* 1: a picture's (no mipmaps: drawn with one bilinear sample) */
+    GLuint tex_picture[REN_PICTURES]; /* pictures kept on the GPU (the lesson's steps), 0: none */
+    int picture_shown;                /* the slot drawn instead of the crop, -1: the crop */
+    int map_w, map_h;                 /* of the uploaded map */
+    int map_rgba;                     /* 1: it is colours (ren_upload_map with rgba) */
+    int grid_w, grid_h;               /* the patch grid the map is drawn over */
     int atlas_maps, atlas_cols, atlas_w, atlas_h; /* maps in the atlas, atlas columns (in
                                                      maps), each map's size */
     int max_tex_px;                               /* GL_MAX_TEXTURE_SIZE */
@@ -185,6 +189,13 @@ int ren_init(Ren *r, SDL_Window *win, char *msg, size_t msg_bytes, char *warn, s
 void ren_free(Ren *r);
 
 void ren_upload_image(Ren *r, const uint8_t *rgb, int w, int h); /* rgb [h, w, 3] */
+/* Pictures for the single view only (the lesson's steps), kept on the GPU in slots 0 ..
+ * REN_PICTURES-1, so that showing one is no upload: ren_picture_upload puts rgb [h, w, 3]
+ * into a slot (ahead of time), ren_picture_show draws that slot instead of the crop until
+ * the next ren_upload_image. No mipmaps: drawn smaller than its size with one bilinear
+ * sample. */
+void ren_picture_upload(Ren *r, int slot, const uint8_t *rgb, int w, int h);
+void ren_picture_show(Ren *r, int slot, int w, int h);
 /* The view's map, drawn over the patch grid [grid_h, grid_w] (the same size for a patch
  * map, [Sh, Sw] for a pixel map). rgba 0: map [map_h, map_w] normalised to [0, 1], drawn
  * through the colormap; rgba 1: colours, map [map_h, map_w, 4] in [0, 1], A the

@@ -35,6 +35,7 @@ int ren_make_textures(Ren *r, char *msg, size_t msg_bytes) {
     r->tex_mask = ren_make_texture(GL_NEAREST, GL_NEAREST);
     r->tex_lut = ren_make_texture(GL_NEAREST, GL_NEAREST);
     r->tex_removed = ren_make_texture(GL_NEAREST, GL_NEAREST);
+    r->picture_shown = -1; /* the picture slots are made when first used */
     glGetIntegerv(GL_MAX_TEXTURE_SIZE, &r->max_tex_px);
     ren_set_colormap(r, 0);
     /* placeholders of the formats the real ones will have (and sizes not a power of two,
@@ -76,6 +77,26 @@ void ren_upload_image(Ren *r, const uint8_t *rgb, int w, int h) {
     r->gen_image = ++r->gen;
     r->image_w = w;
     r->image_h = h;
+    r->image_plain = 0;
+    r->picture_shown = -1;
+}
+
+void ren_picture_upload(Ren *r, int slot, const uint8_t *rgb, int w, int h) {
+    if (slot < 0 || slot >= REN_PICTURES) return;
+    if (!r->tex_picture[slot]) r->tex_picture[slot] = ren_make_texture(GL_LINEAR, GL_LINEAR);
+    glPixelStorei(GL_UNPACK_ALIGNMENT, 1);
+    glBindTexture(GL_TEXTURE_2D, r->tex_picture[slot]);
+    glTexImage2D(GL_TEXTURE_2D, 0, GL_RGB8, w, h, 0, GL_RGB, GL_UNSIGNED_BYTE, rgb);
+    if (slot == r->picture_shown) r->gen_image = ++r->gen; /* the one on screen changed */
+}
+
+void ren_picture_show(Ren *r, int slot, int w, int h) {
+    if (slot < 0 || slot >= REN_PICTURES || !r->tex_picture[slot]) return;
+    r->picture_shown = slot;
+    r->gen_image = ++r->gen;
+    r->image_w = w;
+    r->image_h = h;
+    r->image_plain = 1;
 }
 
 /* map [map_h, map_w] normalised floats as R32F, or (rgba) colours [map_h, map_w, 4] in

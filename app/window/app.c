@@ -180,6 +180,7 @@ void app_free(App *app) {
     perturbation_free(&app->pert.ghost);
     free(app->pert.removed);
     if (app->gl) ren_free(&app->ren);
+    app_lesson_free(app); /* before the scenes: its block was read from the front one */
     scene_free(&app->scenes[0]);
     scene_free(&app->scenes[1]);
     free(app->map);

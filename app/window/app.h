@@ -25,11 +25,22 @@
 #include "config/keys.h"
 #include "config/models.h"
 #include "config/options.h"
+#include "headless/lesson.h"
 #include "render/render.h"
 #include "view/maps.h"
 #include "window/worker.h"
 
 #include <SDL.h>
+
+/* A lesson step's picture drawn ahead (lesson.c): step `at` at a selection, for the
+ * photo of app->loads, in a colormap; used: when last shown or drawn (LRU) */
+typedef struct {
+    uint8_t *rgb; /* [LESSON_H, LESSON_W, 3] as lesson_draw draws it (and --lesson-export) */
+    uint8_t *fit; /* [h, w, 3] the same resampled to the size it is drawn at, or NULL */
+    int w, h;     /* the size on the GPU: the picture's place in the window (1:1 sampling) */
+    int valid, at, layer, head, row, col, colormap;
+    unsigned long loads, used;
+} LessonPicture;
 
 /* Shift+P: where the perturbation test of the map on screen is */
 typedef enum { PERT_OFF = 0, PERT_COMPUTING, PERT_PLAYING, PERT_DONE } PerturbPhase;
@@ -140,6 +151,25 @@ typedef struct App {
         uint8_t *removed;     /* [N] 1: removed at `step` */
         char title[64], subtitle[160], caption[96], ghost_caption[96];
     } pert;
+    /* the lesson view (lesson.c): a mode of the window, Page Down opens it, Esc leaves */
+#define LESSON_CACHE 3
+    struct {
+        int on, loaded;      /* in the lesson view; its script read */
+        LessonScript script; /* the steps (--lesson FILE, else the default lesson) */
+        int at;              /* the step on screen, 0 .. script.n - 1 */
+        int layer, head;     /* the selection, 0-based: the script line's, moved by keys */
+        int row, col;        /* the patch (the query token inside the block) */
+        LessonData ld;       /* the numbers, for the front Scene of loads ld_loads */
+        int ld_ok;
+        unsigned long ld_loads;
+        /* pictures drawn ahead: the step shown and its neighbours (app_lesson_prefetch),
+         * each [LESSON_H, LESSON_W, 3] for the selection it was drawn with */
+        LessonPicture cache[LESSON_CACHE];
+        unsigned long cache_clock;
+        int shown;                   /* the picture on the GPU is the step's */
+        int ahead;                   /* neighbouring steps may still be drawn ahead */
+        float ms_picture, ms_upload; /* the last step's drawing on the CPU, its upload (trace) */
+    } lesson;
     int running, dirty;
     Uint64 t_input; /* when the first key since the last frame was handled, 0: none */
     int again;      /* ren_present asked for another frame */
@@ -222,6 +252,29 @@ void app_open(App *app, const char *path);
 
 /* The worker is done: its result; then a perturbation test asked for meanwhile. */
 void app_job_done(App *app);
+
+/* ---------------------------------------------------------------------------
+ * lesson.c: the lesson view */
+
+/* Open the lesson view (Page Down in the explorer, --lesson at start): the script's step
+ * where it was left, step 1 the first time. */
+void app_lesson_open(App *app);
+/* A key: in the lesson view its keys (Page Down / Right / Space next, Page Up / Left /
+ * Backspace previous, Home, End, Up / Down block, Shift+Up / Down head, I J K L patch,
+ * Esc back to the explorer at the same layer, head and query token, F, S, Q); in the
+ * explorer Page Down / Page Up open it. 1 when the key was the lesson's. */
+int app_lesson_key(App *app, const SDL_Keysym *ks);
+/* The step's numbers and picture again (a new photo or model, the worker done). */
+void app_lesson_show(App *app);
+/* Between events (the main loop, idle): one neighbouring step's picture drawn ahead and
+ * put on the GPU (the worker idle), so that the next Page Down or Page Up is a frame.
+ * 1 when it drew one (call again), 0 when there is nothing left (lesson.ahead cleared). */
+int app_lesson_prefetch(App *app);
+/* The frame in the lesson view: the picture alone, no overlay, panels or tooltip. */
+void app_lesson_frame(App *app, RenFrame *f);
+/* The status line in the lesson view: "lesson · step 4 of 17: ...". */
+void app_lesson_status(App *app);
+void app_lesson_free(App *app);
 
 /* ---------------------------------------------------------------------------
  * perturb.c: Shift+P's animation */

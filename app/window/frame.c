@@ -188,6 +188,7 @@ static RenFrame app_frame(App *app) {
     if (app->overview) app_overview_frame(app, &f);
     app_panels(app, &f);
     if (app->pert.phase != PERT_OFF && app->has_scene) app_perturb_frame(app, &f);
+    if (app->lesson.on) app_lesson_frame(app, &f);
     return f;
 }
 
@@ -212,8 +213,9 @@ static void app_tooltip(App *app, RenFrame *f) {
 
 void app_draw(App *app) {
     app_update_status(app);
+    if (app->lesson.on) app_lesson_status(app);
     RenFrame f = app_frame(app);
-    app_tooltip(app, &f);
+    if (!app->lesson.on) app_tooltip(app, &f);
     FrameTimes t;
     t.start = SDL_GetPerformanceCounter();
     ren_draw(&app->ren, &f);

@@ -320,6 +320,11 @@ static void app_key_action(App *app, const SDL_Keysym *ks) {
     int shift = (ks->mod & KMOD_SHIFT) != 0;
     int map_changed = 0;
     app->notice[0] = '\0'; /* a notice answers one key: the next one clears it */
+    /* the lesson view's keys, and Page Down / Up that open it */
+    if (!app->picking && app->has_scene && app_lesson_key(app, ks)) {
+        app->dirty = 1;
+        return;
+    }
     /* while W's list is open its keys (arrows, Enter, Esc) take precedence */
     if (app->picking && app_pick_key(app, key)) {
         app->dirty = 1;
@@ -364,7 +369,8 @@ static void app_key(App *app, const SDL_Keysym *ks) {
 static void app_hover(App *app, int x, int y) {
     app_mouse_px(app, x, y, &app->mouse_x, &app->mouse_y);
     int r = -1, c = -1, cell = -1;
-    if (app->has_scene && !app->overview) {
+    if (app->lesson.on) { /* the lesson's picture: no patch under the mouse */
+    } else if (app->has_scene && !app->overview) {
         if (ren_patch_at(&app->ren, (int)app->mouse_x, (int)app->mouse_y, &r, &c)) r = c = -1;
     } else if (app->has_scene) {
         cell = ren_cell_at(&app->ren, (int)app->mouse_x, (int)app->mouse_y);
@@ -378,7 +384,7 @@ static void app_hover(App *app, int x, int y) {
  * cell opens as the single view; on the single view the patch becomes the query token. */
 static void app_click_action(App *app, int x, int y) {
     app_hover(app, x, y);
-    if (!app->has_scene) return;
+    if (!app->has_scene || app->lesson.on) return;
     app->notice[0] = '\0';
     int rank = ren_pred_at(&app->ren, (int)app->mouse_x, (int)app->mouse_y);
     if (rank >= 0) { /* a row of the top-5 panel: explain that class */
@@ -429,6 +435,7 @@ void app_handle_event(App *app, const SDL_Event *e) {
             /* the window's pixels are lost: the partial present would leave stale areas */
             ren_expose(&app->ren);
             app->dirty = 1;
+            app->lesson.ahead = 1; /* the lesson's pictures again, at the new size */
         }
         if (e->window.event == SDL_WINDOWEVENT_LEAVE)
             app->hover_row = app->hover_col = app->hover_cell = -1, app->dirty = 1;

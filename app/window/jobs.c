@@ -147,6 +147,7 @@ static void app_job_result(App *app) {
             if (app->has_scene) app->front = !app->front;
             app->has_scene = 1;
         }
+        app->error[0] = '\0'; /* before the lesson view, which may report its script's lines */
         const Scene *sc = app_scene(app);
         if (sc) {
             if (app_scene_buffers(app, sc)) {
@@ -156,13 +157,16 @@ static void app_job_result(App *app) {
                 trace_startup(app, "scene");
                 ren_upload_image(&app->ren, sc->crop_rgb, sc->crop_w_px, sc->crop_h_px);
                 app_update_map(app);
+                if (app->opt->lesson_path && !app->lesson.loaded)
+                    app_lesson_open(app); /* --lesson */
+                else
+                    app_lesson_show(app); /* in the lesson view: its picture of the new photo */
                 if (app->busy && app->worker.maps) /* "ready" once its maps are on screen */
                     app->announce_maps = 1;
                 else
                     app->announce = 1;
             }
         }
-        app->error[0] = '\0';
     }
     app->dirty = 1;
     if (app->pending[0]) {
@@ -177,6 +181,8 @@ static void app_job_result(App *app) {
  * worker, unless the result started another job. */
 void app_job_done(App *app) {
     app_job_result(app);
+    /* a step asked for while the worker was busy: drawn now */
+    if (app->lesson.on && !app->lesson.shown && !app->busy) app_lesson_show(app);
     if (!app->busy && app->pert.queued) {
         Perturbation *p = app->pert.queued;
         app->pert.queued = NULL;

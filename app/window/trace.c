@@ -78,7 +78,9 @@ static void trace_frame_state(const App *app, const RenFrame *f) {
            "window=%d,%d query=%d overview=%d colormap=%s scale=%s bilinear=%d mask=%d "
            "fraction=%d kept=%d preds=%d distance=%d hover=%d,%d cell=%d fullscreen=%d "
            "image_at=%d saves=%lu cells=%d,%d,%d,%d,%d,%d panel=%d,%d class=%d explained=%d "
-           "shown=%s marked=%d joint=%d list=%d listmark=%d highnorm=%d picking=%d listw=%d ",
+           "shown=%s marked=%d joint=%d list=%d listmark=%d highnorm=%d picking=%d listw=%d "
+           "lesson=%d/%d lstep=%s llayer=%d lhead=%d lpatch=%d,%d lshown=%d ms_lpicture=%.2f "
+           "ms_lupload=%.2f ",
            app->frames, app->view.layer, app->view.head, app->view.kind == MAP_ROLLOUT,
            MAP_KINDS[app->view.kind].tag, app->view.target, (double)app->view.discard_ratio,
            app->overlay, (double)app->opacity, app->grid, app->help, app->busy, app->loads,
@@ -91,7 +93,11 @@ static void trace_frame_state(const App *app, const RenFrame *f) {
            sc ? view_class(&app->view, sc) : -1, sc ? sc->expl_target : -1,
            app->shown_kind >= 0 ? MAP_KINDS[app->shown_kind].tag : "none", f->pred_marked,
            app->view.joint, app->n_list, app->list_marked, app->n_high_norm, app->picking,
-           r->list_w);
+           r->list_w, app->lesson.on ? app->lesson.at + 1 : 0,
+           app->lesson.on ? app->lesson.script.n : 0,
+           app->lesson.on ? LESSON_STEP_NAMES[app->lesson.script.lines[app->lesson.at].step] : "-",
+           app->lesson.layer, app->lesson.head, app->lesson.row, app->lesson.col, app->lesson.shown,
+           (double)app->lesson.ms_picture, (double)app->lesson.ms_upload);
 }
 
 void trace_frame(App *app, const RenFrame *f, const FrameTimes *t) {

@@ -57,7 +57,7 @@ static double project(const float *x, const double *mean, const double *v, int d
 
 /* +1 or -1: the sign that makes v's largest |loading| positive; among loadings
  * within TIE_REL of the largest, the first. */
-static double loading_sign(const double *v, int d) {
+double vit_loading_sign(const double *v, int d) {
     double big = 0.0;
     for (int j = 0; j < d; j++) big = fmax(big, fabs(v[j]));
     for (int j = 0; j < d; j++)
@@ -107,8 +107,8 @@ static VitStatus top_eigen(double *w, double *z, double *a, int n, int k, VitErr
  * top k components vec [k, d] (unit rows, decreasing variance; a component beyond
  * the rank the data can have is 0 with variance 0), each one's scatter var [k] (the
  * sum of its squared projections) and the total scatter (S's trace). */
-static VitStatus pca_top(double *vec, double *var, double *mean, double *total, const float *x,
-                         const uint8_t *sel, int n, int m, int d, int k, VitError *err) {
+VitStatus vit_pca_top(double *vec, double *var, double *mean, double *total, const float *x,
+                      const uint8_t *sel, int n, int m, int d, int k, VitError *err) {
     memset(mean, 0, (size_t)d * sizeof *mean);
     for (int i = 0; i < m; i++) {
         if (sel && !sel[i]) continue;
@@ -171,7 +171,7 @@ static int no_variance(double var, double total) {
 static VitStatus foreground(uint8_t *sel, const float *x, int m, int d, const uint8_t *border,
                             double *mean, double *vec, double *p, VitError *err) {
     double var, total;
-    VitStatus rc = pca_top(vec, &var, mean, &total, x, NULL, m, m, d, 1, err);
+    VitStatus rc = vit_pca_top(vec, &var, mean, &total, x, NULL, m, m, d, 1, err);
     if (rc) return rc;
     double big = 0.0, sum_border = 0.0, sign;
     int n_border = 0, n_fg = 0;
@@ -180,7 +180,7 @@ static VitStatus foreground(uint8_t *sel, const float *x, int m, int d, const ui
         big = fmax(big, fabs(p[i]));
         if (border && border[i]) sum_border += p[i], n_border++;
     }
-    sign = loading_sign(vec, d);
+    sign = vit_loading_sign(vec, d);
     if (n_border > 0 && n_border < m) {
         double sum = 0.0;
         for (int i = 0; i < m; i++) sum += p[i];
@@ -236,12 +236,12 @@ VitStatus vit_feature_pca(float *rgb, uint8_t *fg, const float *x, int m, int d,
 
     /* 2. Three components of every image's foreground rows together, each min-max
      * scaled over them. */
-    if ((rc = pca_top(vec, var, mean, &total, x, sel, n_fg, m, d, 3, err))) goto done;
+    if ((rc = vit_pca_top(vec, var, mean, &total, x, sel, n_fg, m, d, 3, err))) goto done;
     memset(rgb, 0, (size_t)m * 3 * sizeof *rgb);
     for (int c = 0; c < 3; c++) {
         if (no_variance(var[c], total)) continue;
         const double *v = vec + (size_t)c * d;
-        double s = loading_sign(v, d), lo = HUGE_VAL, hi = -HUGE_VAL;
+        double s = vit_loading_sign(v, d), lo = HUGE_VAL, hi = -HUGE_VAL;
         for (int i = 0; i < m; i++) {
             if (!sel[i]) continue;
             p[i] = s * project(x, mean, v, d, i);

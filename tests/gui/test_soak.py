@@ -72,13 +72,14 @@ ROOT = os.path.realpath(os.path.join(os.path.dirname(__file__), "..", ".."))
 # The README's key table, Esc and Q left out (they quit), F too (fullscreen: without a
 # window manager the X window keeps its size, and the checkpoints set one), and S only
 # as Ctrl+S (each press writes a PNG, into the soak's folder); then keys the app ignores.
+# Not Page Down / Page Up: they open the lesson view, which only Esc leaves (gui_lesson).
 TABLE_KEYS = ["Left", "Right", "Up", "Down", "shift+Left", "shift+Right", "shift+Up",
               "shift+Down", "i", "j", "k", "l", "c", "e", "shift+e", "r", "bracketleft", "bracketright",
               "a", "t", "Return", "KP_Enter", "1", "2", "3", "4", "5", "KP_5", "0", "KP_0", "d", "m", "comma", "period", "v",
               "shift+v", "u", "b", "g", "plus", "minus", "KP_Add", "KP_Subtract", "equal",
               "o", "n", "shift+n", "p", "h"]
 OTHER_KEYS = ["z", "x", "y", "w", "9", "F1", "F5", "Tab", "space", "BackSpace",
-              "Delete", "Home", "End", "Page_Up", "ctrl+s", "ctrl+z", "alt+x", "ctrl+Right",
+              "Delete", "Home", "End", "F2", "ctrl+s", "ctrl+z", "alt+x", "ctrl+Right",
               "slash", "KP_Divide"]
 
 

@@ -93,6 +93,13 @@ def main():
           f"the staged vitlens --top 3 on the staged model and {demos[0]}: {top_s[:1]}"
           + (f"\n{staged.stderr}" if staged.returncode else ""))
     check(same_top(top_s, top_b), "the same predictions as the build tree's binary")
+    # the default lesson installed beside the built-in model: the staged binary exports it
+    lesson = os.path.join(assets, "default/lesson.txt")
+    r = subprocess.run([os.path.join(prefix, "bin/vitlens"), "--lesson", lesson, "--lesson-export",
+                        os.path.join(a.out, "lesson"), scene], capture_output=True, text=True,
+                       timeout=120, env=dict(env, VITLENS_ASSETS=assets), cwd=a.out)
+    check(r.returncode == 0 and not r.stderr and " 17 steps " in r.stdout,
+          f"the staged default lesson: 17 steps exported ({r.stdout.strip()}{r.stderr.strip()})")
     return check.done()
 
 

@@ -42,7 +42,7 @@ def expected_files(source):
     files |= {f"share/vitlens/shaders/{f}" for f in os.listdir(os.path.join(source, "shaders"))
               if f.endswith(".glsl")}
     files |= {f"share/vitlens/assets/default/{f}"
-              for f in ("model.safetensors", "config.json", "README.md")}
+              for f in ("model.safetensors", "config.json", "README.md", "lesson.txt")}
     files |= {f"share/vitlens/assets/default/demo/{f}"
               for f in os.listdir(os.path.join(source, "assets/default/demo"))}
     return files

@@ -40,6 +40,18 @@
  *                                   per layer (token, first layer) rows, the rest -1
  *   lens.npy       [L, C] f4        vit_logit_lens of the CLS token (with a head)
  *   lens_map.npy   [L, N] f4        vit_logit_lens_map of the top-1 class (with a head)
+ * --lesson L,H,T,PATCH writes the lesson's numbers (vit.h, "The lesson"), 0-based:
+ *   lesson_patch_pixels [3, P, P], lesson_patch_embedding [D]   vit_lesson_patch(PATCH)
+ *   lesson_filters [k, 3, P, P], lesson_filters_var [k]        vit_lesson_filters, k <= 28
+ *   lesson_pos_similarity [N, gh, gw]                           vit_lesson_pos_similarity
+ *   block L, head H, query token T (vit_lesson_block, vit_lesson_select): lesson_ln_in,
+ *   lesson_ln_out [D], lesson_query [Dh], lesson_keys, lesson_values [T, Dh],
+ *   lesson_scores, lesson_probs [T], lesson_head_out [Dh], lesson_concat, lesson_proj,
+ *   lesson_resid1, lesson_mlp, lesson_out [D], lesson_hidden [F], lesson_scalars [6]
+ *   (ln mean, ln std, |x|, |xm|, |out|, GELU share); lesson_map [N] and lesson_prefix
+ *   [Np] (vit_map_attention, vit_prefix_share of the same row); lesson_block_in [T, D]
+ *   the block's input; lesson_stream [L + 1, D]
+ *   the run's tokens[.][T]; lesson_cls_norm [D] (vit_lesson_head, with a head).
  * Errors: a message on stderr, exit 1 (2 for a usage error). */
 #include "vit.h"
 
@@ -66,6 +78,7 @@ static int usage(void) {
     fputs("usage: vit_dump --model M.safetensors [--heads N] [--config config.json]\n"
           "                [--size HxW] [--whole] [--att keep|recompute] [--threads K]\n"
           "                [--class C [--discard R]] [--tokens] [--ignore-orientation]\n"
+          "                [--lesson LAYER,HEAD,TOKEN,PATCH]\n"
           "                (--image PHOTO | --input RAW_F32) --out DIR\n",
           stderr);
     return 2;
@@ -226,11 +239,90 @@ done:
     return rc;
 }
 
+/* --- the lesson's numbers (--lesson L,H,T,PATCH) ------------------------------------ */
+
+/* 0 written, 1 a file error (reported), -1 an engine error (in *err). */
+static int write_lesson(const char *out, const VitRun *run, const Vit *vit, int layer, int head,
+                        int token, int patch, VitError *err) {
+    const VitConfig *c = &vit->cfg;
+    size_t T = (size_t)c->n_tokens, D = (size_t)c->dim, N = (size_t)c->n_patches,
+           P = (size_t)c->patch_size, F = (size_t)c->mlp_dim, Dh = (size_t)c->head_dim,
+           Np = (size_t)c->n_prefix, L = (size_t)c->n_layers, K = 3 * P * P, NF = 28;
+    VitLesson ls = {0};
+    float *buf = malloc((K + D + NF * K + NF + N * N + 2 * N + Np + D + 8) * sizeof(float));
+    int rc = -1;
+    if (!buf) {
+        fail("out of memory");
+        return 1;
+    }
+    float *pix = buf, *emb = pix + K, *filt = emb + D, *fvar = filt + NF * K, *sim = fvar + NF,
+          *map = sim + N * N, *pre = map + N, *cls = pre + Np, *sc = cls + D;
+    if (vit_lesson_patch(pix, emb, run, vit, patch, err)) goto done;
+    int nf = vit_lesson_filters(filt, fvar, vit, (int)NF, err);
+    if (nf < 0) goto done;
+    vit_lesson_pos_similarity(sim, vit);
+    if (vit_lesson_init(&ls, vit, err) || vit_lesson_block(&ls, run, vit, layer, err) ||
+        vit_lesson_select(&ls, run, head, token, err) ||
+        vit_map_attention(map, run, layer, head, token, err) ||
+        vit_prefix_share(pre, run, layer, head, VIT_FUSE_MEAN, 0, 0.0f, token, err))
+        goto done;
+    int has_head = c->n_classes > 0;
+    if (has_head && vit_lesson_head(cls, run, vit, err)) goto done;
+    rc = 1;
+    size_t t = (size_t)token;
+    sc[0] = ls.ln_mean, sc[1] = ls.ln_std, sc[2] = ls.norm_in, sc[3] = ls.norm_mid,
+    sc[4] = ls.norm_out, sc[5] = ls.gelu_share;
+    const size_t s_pix[3] = {3, P, P}, s_d[1] = {D}, s_filt[4] = {(size_t)nf, 3, P, P},
+                 s_nf[1] = {(size_t)nf}, s_sim[3] = {N, (size_t)c->grid_h, (size_t)c->grid_w},
+                 s_dh[1] = {Dh}, s_tdh[2] = {T, Dh}, s_t[1] = {T}, s_n[1] = {N}, s_np[1] = {Np},
+                 s_f[1] = {F}, s_sc[1] = {6}, s_tok[2] = {L + 1, D}, s_td[2] = {T, D};
+    /* the token's rows of the residual stream the forward pass kept, for comparison */
+    float *stream = malloc((L + 1) * D * sizeof(float));
+    if (!stream) {
+        fail("out of memory");
+        goto done;
+    }
+    for (size_t l = 0; l <= L; l++)
+        memcpy(stream + l * D, run->tokens + (l * T + t) * D, D * sizeof(float));
+    int bad = npy_f32(out, "lesson_patch_pixels.npy", pix, s_pix, 3) ||
+              npy_f32(out, "lesson_patch_embedding.npy", emb, s_d, 1) ||
+              npy_f32(out, "lesson_filters.npy", filt, s_filt, 4) ||
+              npy_f32(out, "lesson_filters_var.npy", fvar, s_nf, 1) ||
+              npy_f32(out, "lesson_pos_similarity.npy", sim, s_sim, 3) ||
+              npy_f32(out, "lesson_block_in.npy", ls.x, s_td, 2) ||
+              npy_f32(out, "lesson_ln_in.npy", ls.x + t * D, s_d, 1) ||
+              npy_f32(out, "lesson_ln_out.npy", ls.xn1 + t * D, s_d, 1) ||
+              npy_f32(out, "lesson_query.npy", ls.query, s_dh, 1) ||
+              npy_f32(out, "lesson_keys.npy", ls.keys, s_tdh, 2) ||
+              npy_f32(out, "lesson_values.npy", ls.values, s_tdh, 2) ||
+              npy_f32(out, "lesson_scores.npy", ls.scores, s_t, 1) ||
+              npy_f32(out, "lesson_probs.npy", ls.probs, s_t, 1) ||
+              npy_f32(out, "lesson_map.npy", map, s_n, 1) ||
+              npy_f32(out, "lesson_prefix.npy", pre, s_np, 1) ||
+              npy_f32(out, "lesson_head_out.npy", ls.ctx + t * D + (size_t)head * Dh, s_dh, 1) ||
+              npy_f32(out, "lesson_concat.npy", ls.ctx + t * D, s_d, 1) ||
+              npy_f32(out, "lesson_proj.npy", ls.proj + t * D, s_d, 1) ||
+              npy_f32(out, "lesson_resid1.npy", ls.xm + t * D, s_d, 1) ||
+              npy_f32(out, "lesson_hidden.npy", ls.hid + t * F, s_f, 1) ||
+              npy_f32(out, "lesson_mlp.npy", ls.mlp + t * D, s_d, 1) ||
+              npy_f32(out, "lesson_out.npy", ls.out + t * D, s_d, 1) ||
+              npy_f32(out, "lesson_scalars.npy", sc, s_sc, 1) ||
+              npy_f32(out, "lesson_stream.npy", stream, s_tok, 2) ||
+              (has_head && npy_f32(out, "lesson_cls_norm.npy", cls, s_d, 1));
+    free(stream);
+    if (bad) goto done;
+    rc = 0;
+done:
+    vit_lesson_free(&ls);
+    free(buf);
+    return rc;
+}
+
 /* --- main ------------------------------------------------------------------ */
 
 int main(int argc, char **argv) {
     const char *model = NULL, *config = NULL, *image = NULL, *raw = NULL, *out = NULL;
-    int heads = 0, size_h = 0, size_w = 0, whole = 0, target = -2;
+    int heads = 0, size_h = 0, size_w = 0, whole = 0, target = -2, lesson[4] = {-1, -1, -1, -1};
     float discard = 0.0f;
     VitRunOptions ropt = {0};
     VitImageOptions iopt = {0};
@@ -278,6 +370,9 @@ int main(int argc, char **argv) {
             long cl = strtol(v, &end, 10);
             if (*end || cl < -1 || cl > (1 << 20)) return usage();
             target = (int)cl;
+        } else if (!strcmp(a, "--lesson")) {
+            if (sscanf(v, "%d,%d,%d,%d", &lesson[0], &lesson[1], &lesson[2], &lesson[3]) != 4)
+                return usage();
         } else if (!strcmp(a, "--discard")) {
             discard = strtof(v, NULL);
         } else if (!strcmp(a, "--heads")) {
@@ -366,6 +461,11 @@ int main(int argc, char **argv) {
             if (npy_f32(out, name, map, vit_explain_pixels((VitExplain)m) ? s_px : s_grid, 2))
                 goto done;
         }
+    }
+    if (lesson[0] >= 0) {
+        int lrc = write_lesson(out, &run, &vit, lesson[0], lesson[1], lesson[2], lesson[3], &err);
+        if (lrc < 0) goto engine_fail;
+        if (lrc) goto done;
     }
     if (ropt.all_tokens) {
         int trc = write_tokens(out, &run, &vit, &err);

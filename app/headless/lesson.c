@@ -1,0 +1,783 @@
+/* lesson.c - the lesson's steps: their numbers from the engine (vit.h, "The lesson"), one
+ * CPU drawing per step (the PNGs of --lesson-export and the window's lesson view), and the
+ * export (PNG, .npy, steps.json, lesson.md). See lesson.h. */
+#include "headless/lesson.h"
+#include "headless/export.h"
+#include "headless/npy.h"
+#include "render/colormap.h"
+#include "render/text.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+const LessonStepInfo LESSON_STEPS[LESSON_STEP_COUNT] = {
+    {"Patches", 0},
+    {"Patch embedding", 0},
+    {"The embedding's filters", 0},
+    {"CLS token + position embedding", 0},
+    {"Position embedding similarity", 0},
+    {"LayerNorm", 1},
+    {"Query", 1},
+    {"Keys", 1},
+    {"Scores q.k / sqrt(d)", 1},
+    {"Softmax: the attention", 1},
+    {"Weighted sum of values", 1},
+    {"Heads concatenated, projected", 1},
+    {"Residual add", 1},
+    {"MLP: GELU", 1},
+    {"MLP output", 1},
+    {"Second residual add", 1},
+    {"The head", 0},
+};
+
+_Static_assert(LESSON_STEP_COUNT == LESSON_STEP_TOTAL, "lesson.h and lessonfile.h list the steps");
+
+/* --- the numbers ------------------------------------------------------------------- */
+
+/* Fill err (may be NULL) with code and a printf-style message; returns code. */
+static VitStatus set_err(VitError *err, VitStatus code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static VitStatus set_err(VitError *err, VitStatus code, const char *fmt, ...) {
+    if (err) {
+        va_list ap;
+        va_start(ap, fmt);
+        err->code = code;
+        vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+        va_end(ap);
+    }
+    return code;
+}
+
+void lesson_data_free(LessonData *ld) {
+    vit_lesson_free(&ld->blk);
+    free(ld->pixels);
+    free(ld->filters);
+    free(ld->pos_sim);
+    free(ld->cls_norm);
+    memset(ld, 0, sizeof *ld);
+}
+
+VitStatus lesson_select(LessonData *ld, int layer, int head, int patch, VitError *err) {
+    const VitConfig *c = &ld->vit->cfg;
+    if (layer < 0 || layer >= c->n_layers)
+        return set_err(err, VIT_ERR_ARG, "layer %d out of range 1 .. %d", layer + 1, c->n_layers);
+    if (head < 0 || head >= c->n_heads)
+        return set_err(err, VIT_ERR_ARG, "head %d out of range 1 .. %d", head + 1, c->n_heads);
+    if (patch < 0 || patch >= c->n_patches)
+        return set_err(err, VIT_ERR_ARG, "patch (%d, %d) outside the %d x %d grid",
+                       patch / c->grid_w + 1, patch % c->grid_w + 1, c->grid_h, c->grid_w);
+    VitStatus rc;
+    if (patch != ld->patch &&
+        (rc = vit_lesson_patch(ld->pixels, ld->embedding, &ld->sc->run, ld->vit, patch, err)))
+        return rc;
+    if (layer != ld->blk.layer &&
+        (rc = vit_lesson_block(&ld->blk, &ld->sc->run, ld->vit, layer, err)))
+        return rc;
+    int token = c->n_prefix + patch;
+    if ((head != ld->blk.head || token != ld->blk.token) &&
+        (rc = vit_lesson_select(&ld->blk, &ld->sc->run, head, token, err)))
+        return rc;
+    ld->layer = layer, ld->head = head, ld->patch = patch, ld->token = token;
+    return VIT_OK;
+}
+
+VitStatus lesson_compute(LessonData *ld, const Model *m, const Scene *sc, int layer, int head,
+                         int patch, VitError *err) {
+    memset(ld, 0, sizeof *ld);
+    const VitConfig *c = &m->vit.cfg;
+    size_t D = (size_t)c->dim, N = (size_t)c->n_patches,
+           K = 3 * (size_t)c->patch_size * c->patch_size;
+    ld->vit = &m->vit, ld->sc = sc, ld->labels = m->labels;
+    ld->patch = -1;
+    VitStatus rc = vit_lesson_init(&ld->blk, &m->vit, err);
+    if (rc) return rc;
+    ld->pixels = malloc((K + D) * sizeof(float));
+    ld->filters = malloc(((size_t)LESSON_FILTERS_MAX * (K + 1)) * sizeof(float));
+    ld->pos_sim = malloc(N * N * sizeof(float));
+    ld->cls_norm = malloc(D * sizeof(float));
+    if (!ld->pixels || !ld->filters || !ld->pos_sim || !ld->cls_norm) {
+        lesson_data_free(ld);
+        return set_err(err, VIT_ERR_NOMEM, "lesson: out of memory");
+    }
+    ld->embedding = ld->pixels + K;
+    ld->filters_var = ld->filters + (size_t)LESSON_FILTERS_MAX * K;
+    ld->n_filters =
+        vit_lesson_filters(ld->filters, ld->filters_var, &m->vit, LESSON_FILTERS_MAX, err);
+    if (ld->n_filters < 0) {
+        lesson_data_free(ld);
+        return err ? err->code : VIT_ERR_ARG;
+    }
+    vit_lesson_pos_similarity(ld->pos_sim, &m->vit);
+    VitError herr;
+    ld->has_head = vit_lesson_head(ld->cls_norm, &sc->run, &m->vit, &herr) == VIT_OK;
+    if (ld->has_head)
+        vit_top_k(ld->top, sc->run.probs, c->n_classes,
+                  c->n_classes < LESSON_TOP ? c->n_classes : LESSON_TOP);
+    else
+        snprintf(ld->head_msg, sizeof ld->head_msg, "%s", herr.msg);
+    if ((rc = lesson_select(ld, layer, head, patch, err))) lesson_data_free(ld);
+    return rc;
+}
+
+/* --- the steps' arrays and captions ------------------------------------------------ */
+
+typedef struct {
+    const char *part; /* "" or a suffix of the file name */
+    const float *data;
+    int shape[4], ndim;
+} LessonArray;
+
+static LessonArray arr(const char *part, const float *data, int ndim, int a, int b, int c, int d) {
+    return (LessonArray){part, data, {a, b, c, d}, ndim};
+}
+
+/* The arrays step shows, into out [4]; returns how many. */
+static int step_arrays(const LessonData *ld, int step, LessonArray *out) {
+    const VitConfig *c = &ld->vit->cfg;
+    const VitLesson *b = &ld->blk;
+    int T = c->n_tokens, D = c->dim, Dh = c->head_dim, F = c->mlp_dim, P = c->patch_size,
+        N = c->n_patches, t = ld->token;
+    switch (step) {
+    case LESSON_PATCHES: out[0] = arr("", ld->pixels, 3, 3, P, P, 0); return 1;
+    case LESSON_EMBEDDING: out[0] = arr("", ld->embedding, 1, D, 0, 0, 0); return 1;
+    case LESSON_FILTERS:
+        out[0] = arr("", ld->filters, 4, ld->n_filters, 3, P, P);
+        out[1] = arr("variance", ld->filters_var, 1, ld->n_filters, 0, 0, 0);
+        return 2;
+    case LESSON_TOKENS: out[0] = arr("", ld->sc->run.tokens, 2, T, D, 0, 0); return 1;
+    case LESSON_POSITION: out[0] = arr("", ld->pos_sim, 3, N, c->grid_h, c->grid_w, 0); return 1;
+    case LESSON_LAYERNORM:
+        out[0] = arr("in", b->x + (size_t)t * D, 1, D, 0, 0, 0);
+        out[1] = arr("", b->xn1 + (size_t)t * D, 1, D, 0, 0, 0);
+        out[2] = arr("stream", b->x, 2, T, D, 0, 0); /* every token entering the block */
+        return 3;
+    case LESSON_QUERY: out[0] = arr("", b->query, 1, Dh, 0, 0, 0); return 1;
+    case LESSON_KEYS: out[0] = arr("", b->keys, 2, T, Dh, 0, 0); return 1;
+    case LESSON_SCORES: out[0] = arr("", b->scores, 1, T, 0, 0, 0); return 1;
+    case LESSON_SOFTMAX: out[0] = arr("", b->probs, 1, T, 0, 0, 0); return 1;
+    case LESSON_WEIGHTED:
+        out[0] = arr("values", b->values, 2, T, Dh, 0, 0);
+        out[1] = arr("", b->ctx + (size_t)t * D + (size_t)ld->head * Dh, 1, Dh, 0, 0, 0);
+        return 2;
+    case LESSON_PROJECTION:
+        out[0] = arr("concat", b->ctx + (size_t)t * D, 1, D, 0, 0, 0);
+        out[1] = arr("", b->proj + (size_t)t * D, 1, D, 0, 0, 0);
+        return 2;
+    case LESSON_RESIDUAL1: out[0] = arr("", b->xm + (size_t)t * D, 1, D, 0, 0, 0); return 1;
+    case LESSON_MLP: out[0] = arr("", b->hid + (size_t)t * F, 1, F, 0, 0, 0); return 1;
+    case LESSON_MLP_OUT: out[0] = arr("", b->mlp + (size_t)t * D, 1, D, 0, 0, 0); return 1;
+    case LESSON_RESIDUAL2: out[0] = arr("", b->out + (size_t)t * D, 1, D, 0, 0, 0); return 1;
+    case LESSON_HEAD:
+        if (!ld->has_head) return 0;
+        out[0] = arr("cls_norm", ld->cls_norm, 1, D, 0, 0, 0);
+        out[1] = arr("logits", ld->sc->run.logits, 1, c->n_classes, 0, 0, 0);
+        out[2] = arr("", ld->sc->run.probs, 1, c->n_classes, 0, 0, 0);
+        return 3;
+    }
+    return 0;
+}
+
+/* "[197, 192]" */
+static void shape_str(char *buf, size_t n, const LessonArray *a) {
+    size_t k = (size_t)snprintf(buf, n, "[");
+    for (int i = 0; i < a->ndim && k < n; i++)
+        k += (size_t)snprintf(buf + k, n - k, "%s%d", i ? ", " : "", a->shape[i]);
+    if (k < n) snprintf(buf + k, n - k, "]");
+}
+
+void lesson_caption(char *buf, size_t n, const LessonData *ld, int step) {
+    const VitConfig *c = &ld->vit->cfg;
+    const VitLesson *b = &ld->blk;
+    int P = c->patch_size, r = ld->patch / c->grid_w + 1, col = ld->patch % c->grid_w + 1,
+        l = ld->layer + 1, h = ld->head + 1;
+    LessonArray a[4];
+    char sh[64] = "";
+    int na = step_arrays(ld, step, a);
+    for (int i = 0; i < na; i++) /* the step's own array: the one without a part name */
+        if (!a[i].part[0]) shape_str(sh, sizeof sh, &a[i]);
+    switch (step) {
+    case LESSON_PATCHES:
+        snprintf(buf, n, "%d x %d patches of %d px, row by row; patch (%d, %d): %d values %s",
+                 c->grid_h, c->grid_w, P, r, col, 3 * P * P, sh);
+        break;
+    case LESSON_EMBEDDING:
+        snprintf(buf, n, "Patch (%d, %d) times the embedding matrix: %d numbers %s", r, col, c->dim,
+                 sh);
+        break;
+    case LESSON_FILTERS:
+        snprintf(buf, n, "The embedding's filters: their first %d principal components %s",
+                 ld->n_filters, sh);
+        break;
+    case LESSON_TOKENS:
+        snprintf(buf, n,
+                 "The sequence: CLS token first%s, then %d patches, + position embedding %s",
+                 c->n_prefix > 1 ? " (and the other prefix tokens)" : "", c->n_patches, sh);
+        break;
+    case LESSON_POSITION:
+        snprintf(buf, n, "Cosine similarity of the position embeddings, one grid per patch %s", sh);
+        break;
+    case LESSON_LAYERNORM:
+        snprintf(buf, n,
+                 "Block %d, LayerNorm of token (%d, %d): mean %.3f, std %.3f -> mean 0, std 1 %s",
+                 l, r, col, b->ln_mean, b->ln_std, sh);
+        break;
+    case LESSON_QUERY:
+        snprintf(buf, n, "Block %d, head %d: the query of patch (%d, %d) %s", l, h, r, col, sh);
+        break;
+    case LESSON_KEYS: snprintf(buf, n, "Block %d, head %d: every token's key %s", l, h, sh); break;
+    case LESSON_SCORES:
+        snprintf(buf, n, "Scores q.k_j / sqrt(%d) of patch (%d, %d) with every token %s",
+                 c->head_dim, r, col, sh);
+        break;
+    case LESSON_SOFTMAX:
+        snprintf(buf, n, "Softmax of the scores: where patch (%d, %d) looks, block %d head %d %s",
+                 r, col, l, h, sh);
+        break;
+    case LESSON_WEIGHTED:
+        snprintf(buf, n, "The values weighted by the softmax and summed %s", sh);
+        break;
+    case LESSON_PROJECTION:
+        snprintf(buf, n, "%d heads concatenated, then projected %s", c->n_heads, sh);
+        break;
+    case LESSON_RESIDUAL1:
+        snprintf(buf, n, "Added to the residual stream: norm %.2f -> %.2f %s", b->norm_in,
+                 b->norm_mid, sh);
+        break;
+    case LESSON_MLP:
+        snprintf(buf, n, "MLP: GELU lets %.0f%% of the %d hidden units through %s",
+                 100.0 * b->gelu_share, c->mlp_dim, sh);
+        break;
+    case LESSON_MLP_OUT: snprintf(buf, n, "The MLP's output %s", sh); break;
+    case LESSON_RESIDUAL2:
+        snprintf(buf, n, "Added again: norm %.2f -> %.2f, block %d's output %s", b->norm_mid,
+                 b->norm_out, l, sh);
+        break;
+    case LESSON_HEAD:
+        if (ld->has_head)
+            snprintf(buf, n, "Final LayerNorm of the CLS token, %d logits, softmax: the top-%d %s",
+                     c->n_classes, LESSON_TOP, sh);
+        else
+            snprintf(buf, n, "This model has no classification head: nothing to predict");
+        break;
+    default: snprintf(buf, n, "?");
+    }
+}
+
+/* --- drawing ---------------------------------------------------------------------- */
+
+/* the largest cell of a strip, px: two strips and their legends fit one picture */
+enum { STRIP_CELL = 26 };
+
+static const uint8_t BG[3] = {15, 17, 21}, FG[3] = {236, 238, 241}, DIM[3] = {158, 166, 176},
+                     MARK[3] = {255, 214, 0};
+
+typedef struct {
+    uint8_t *rgb;
+    int w, h;
+    Text *font;
+} Canvas;
+
+static void fill(Canvas *cv, int x, int y, int w, int h, const uint8_t c[3]) {
+    int x0 = x < 0 ? 0 : x, x1 = x + w < cv->w ? x + w : cv->w;
+    int y0 = y < 0 ? 0 : y, y1 = y + h < cv->h ? y + h : cv->h;
+    if (x0 >= x1 || y0 >= y1) return;
+    uint8_t *first = cv->rgb + ((size_t)y0 * cv->w + x0) * 3;
+    for (int xx = x0; xx < x1; xx++) memcpy(first + (size_t)(xx - x0) * 3, c, 3);
+    for (int yy = y0 + 1; yy < y1; yy++) /* the other rows: copies of the first */
+        memcpy(cv->rgb + ((size_t)yy * cv->w + x0) * 3, first, (size_t)(x1 - x0) * 3);
+}
+
+static void frame(Canvas *cv, int x, int y, int w, int h, int t, const uint8_t c[3]) {
+    fill(cv, x - t, y - t, w + 2 * t, t, c);
+    fill(cv, x - t, y + h, w + 2 * t, t, c);
+    fill(cv, x - t, y, t, h, c);
+    fill(cv, x + w, y, t, h, c);
+}
+
+static void text(Canvas *cv, const char *s, int px, int x, int y, int max_w, const uint8_t c[3]) {
+    export_text(cv->rgb, cv->w, cv->h, cv->font, s, px, x, y, max_w, c);
+}
+
+/* Diverging blue - white - red (ColorBrewer RdBu's ends): v in [-1, 1]. */
+static void diverging(uint8_t out[3], float v) {
+    static const float neg[3] = {33, 102, 172}, mid[3] = {247, 247, 247}, pos[3] = {178, 24, 43};
+    if (!(v == v)) v = 0.0f;
+    v = v < -1.0f ? -1.0f : v > 1.0f ? 1.0f : v;
+    const float *end = v < 0.0f ? neg : pos;
+    float a = fabsf(v);
+    for (int i = 0; i < 3; i++) out[i] = (uint8_t)lrintf(mid[i] + a * (end[i] - mid[i]));
+}
+
+static float max_abs(const float *v, size_t n) {
+    float m = 0.0f;
+    for (size_t i = 0; i < n; i++) m = fabsf(v[i]) > m ? fabsf(v[i]) : m;
+    return m > 0.0f ? m : 1.0f;
+}
+
+/* A matrix v [rows, cols] as cells in the rectangle, diverging around 0 (scale: the
+ * value drawn darkest), nearest sampling when there are more cells than pixels. */
+static void draw_matrix(Canvas *cv, const float *v, int rows, int cols, int x, int y, int w, int h,
+                        float scale) {
+    int prev_r = -1;
+    for (int yy = 0; yy < h && y + yy < cv->h; yy++) {
+        int r = (int)((long long)yy * rows / h);
+        uint8_t *row = cv->rgb + ((size_t)(y + yy) * cv->w + x) * 3;
+        int n = x + w < cv->w ? w : cv->w - x;
+        if (r == prev_r && n > 0) { /* the same matrix row: a copy of the line above */
+            memcpy(row, row - (size_t)cv->w * 3, (size_t)n * 3);
+            continue;
+        }
+        prev_r = r;
+        for (int xx = 0; xx < n; xx++) {
+            int c = (int)((long long)xx * cols / w);
+            diverging(row + (size_t)xx * 3, v[(size_t)r * cols + c] / scale);
+        }
+    }
+}
+
+/* A vector v [n] as a strip wrapped into rows of `per_row` cells, each cell_px square. */
+static int draw_strip(Canvas *cv, const float *v, int n, int x, int y, int max_w, float scale,
+                      const char *label, int max_cell) {
+    int per_row = n <= 32 ? n : n <= 256 ? 32 : n <= 1024 ? 64 : 128;
+    int cell = max_w / per_row, rows = (n + per_row - 1) / per_row;
+    if (cell > max_cell) cell = max_cell;
+    if (cell < 4) cell = 4;
+    if (label) text(cv, label, 26, x, y, max_w, DIM), y += 36;
+    for (int i = 0; i < n; i++) {
+        uint8_t px[3];
+        diverging(px, v[i] / scale);
+        fill(cv, x + (i % per_row) * cell, y + (i / per_row) * cell, cell - (cell > 6),
+             cell - (cell > 6), px);
+    }
+    return y + rows * cell + 12;
+}
+
+/* The scale's legend: "-s  [bar]  +s". */
+static void legend(Canvas *cv, float scale, int x, int y) {
+    char buf[64];
+    for (int i = 0; i < 200; i++) {
+        uint8_t px[3];
+        diverging(px, (i - 100) / 100.0f);
+        fill(cv, x + 90 + i, y, 1, 24, px);
+    }
+    snprintf(buf, sizeof buf, "%+.3g", -scale);
+    text(cv, buf, 22, x, y, 88, DIM);
+    snprintf(buf, sizeof buf, "%+.3g", scale);
+    text(cv, buf, 22, x + 300, y, 120, DIM);
+}
+
+/* The crop the model saw at (x, y), side px on its longer side, the patch grid drawn and
+ * patch `mark` boxed; map [gh, gw] in [0, 1] blended over it (colormap) when not NULL. */
+static void draw_photo(Canvas *cv, const LessonData *ld, int x, int y, int side, int grid,
+                       const float *map, int colormap) {
+    const VitConfig *c = &ld->vit->cfg;
+    int S = c->image_h > c->image_w ? c->image_h : c->image_w;
+    int w = side * c->image_w / S, h = side * c->image_h / S;
+    uint8_t *tmp = malloc((size_t)w * h * 3);
+    if (!tmp) return;
+    float zero = 0.0f;
+    ExportStyle st = {map ? 0.65f : 0.0f, 0.0f, colormap, 0};
+    export_blend(tmp, w, w, h, ld->sc->crop_rgb, map ? map : &zero, map ? c->grid_w : 1,
+                 map ? c->grid_h : 1, c, &st);
+    for (int yy = 0; yy < h && y + yy < cv->h; yy++)
+        memcpy(cv->rgb + ((size_t)(y + yy) * cv->w + x) * 3, tmp + (size_t)yy * w * 3,
+               (size_t)w * 3);
+    free(tmp);
+    static const uint8_t line[3] = {255, 255, 255};
+    if (grid) {
+        for (int r = 1; r < c->grid_h; r++) fill(cv, x, y + r * h / c->grid_h, w, 1, line);
+        for (int q = 1; q < c->grid_w; q++) fill(cv, x + q * w / c->grid_w, y, 1, h, line);
+    }
+    int r = ld->patch / c->grid_w, q = ld->patch % c->grid_w;
+    frame(cv, x + q * w / c->grid_w, y + r * h / c->grid_h, w / c->grid_w, h / c->grid_h, 3, MARK);
+}
+
+/* Values over the tokens, v [T]: the patches as a map over the photo (min-max), the
+ * prefix tokens as labelled cells beside it. */
+static void draw_token_map(Canvas *cv, const LessonData *ld, const float *v, int x, int y, int side,
+                           int signed_scale, int colormap) {
+    const VitConfig *c = &ld->vit->cfg;
+    int N = c->n_patches, Np = c->n_prefix;
+    float *map = malloc((size_t)N * sizeof(float));
+    if (!map) return;
+    float lo = v[Np], hi = v[Np];
+    for (int i = 0; i < N; i++)
+        lo = v[Np + i] < lo ? v[Np + i] : lo, hi = v[Np + i] > hi ? v[Np + i] : hi;
+    if (signed_scale) {
+        float s = max_abs(v, (size_t)c->n_tokens);
+        draw_matrix(cv, v + Np, c->grid_h, c->grid_w, x, y,
+                    side * c->image_w / (c->image_h > c->image_w ? c->image_h : c->image_w),
+                    side * c->image_h / (c->image_h > c->image_w ? c->image_h : c->image_w), s);
+        legend(cv, s, x, y + side + 14);
+    } else {
+        for (int i = 0; i < N; i++) map[i] = hi > lo ? (v[Np + i] - lo) / (hi - lo) : 0.0f;
+        draw_photo(cv, ld, x, y, side, 0, map, colormap);
+        char buf[96];
+        snprintf(buf, sizeof buf, "patches: %.3g .. %.3g", lo, hi);
+        text(cv, buf, 22, x, y + side + 14, side, DIM);
+    }
+    free(map);
+    /* the prefix tokens */
+    int bx = x + side + 30;
+    for (int i = 0; i < Np && i < 8; i++) {
+        char name[16], buf[64];
+        vit_prefix_name(name, sizeof name, c, i);
+        snprintf(buf, sizeof buf, "%s  %.3g", name, v[i]);
+        uint8_t px[3];
+        if (signed_scale)
+            diverging(px, v[i] / max_abs(v, (size_t)c->n_tokens));
+        else
+            memcpy(px,
+                   colormap_luts[colormap]
+                                [colormap_index(hi > 0 ? v[i] / (hi > v[i] ? hi : v[i]) : 0)],
+                   3);
+        fill(cv, bx, y + i * 50, 40, 40, px);
+        text(cv, buf, 26, bx + 52, y + i * 50 + 4, 300, FG);
+    }
+}
+
+static void draw_step(Canvas *cv, const LessonData *ld, int step, int colormap) {
+    const VitConfig *c = &ld->vit->cfg;
+    const VitLesson *b = &ld->blk;
+    int D = c->dim, Dh = c->head_dim, T = c->n_tokens, P = c->patch_size, t = ld->token;
+    int top = 90, left = 40, avail = cv->w - 80;
+    char buf[256];
+    switch (step) {
+    case LESSON_PATCHES: {
+        draw_photo(cv, ld, left, top, 500, 1, NULL, colormap);
+        text(cv, "flattened row by row, left to right", 26, left, top + 510, 500, DIM);
+        /* the patch enlarged, then its three channels' normalised values */
+        int x0 = left + 580, cell = 230 / P < 1 ? 1 : 230 / P;
+        const VitConfig *cc = c;
+        int r = ld->patch / cc->grid_w, q = ld->patch % cc->grid_w;
+        for (int yy = 0; yy < P * cell; yy++)
+            for (int xx = 0; xx < P * cell; xx++) {
+                const uint8_t *s =
+                    ld->sc->crop_rgb +
+                    (((size_t)(r * P + yy / cell)) * cc->image_w + q * P + xx / cell) * 3;
+                memcpy(cv->rgb + ((size_t)(top + yy) * cv->w + x0 + xx) * 3, s, 3);
+            }
+        frame(cv, x0, top, P * cell, P * cell, 3, MARK);
+        float s = max_abs(ld->pixels, (size_t)3 * P * P);
+        static const char *ch[3] = {"R", "G", "B"};
+        int cw = 190;
+        for (int k = 0; k < 3; k++) {
+            draw_matrix(cv, ld->pixels + (size_t)k * P * P, P, P, x0 + k * (cw + 16), top + 300, cw,
+                        cw, s);
+            text(cv, ch[k], 26, x0 + k * (cw + 16), top + 300 + cw + 4, 40, FG);
+        }
+        legend(cv, s, x0, top + 540);
+        break;
+    }
+    case LESSON_EMBEDDING: {
+        draw_photo(cv, ld, left, top, 240, 1, NULL, colormap);
+        float s = max_abs(ld->embedding, (size_t)D);
+        int y = draw_strip(cv, ld->embedding, D, left + 280, top, avail - 280, s,
+                           "embedding of the patch", STRIP_CELL);
+        legend(cv, s, left + 280, y + 10);
+        break;
+    }
+    case LESSON_FILTERS: {
+        int K = 3 * P * P, cols = 7, cell = 130;
+        for (int i = 0; i < ld->n_filters; i++) {
+            const float *f = ld->filters + (size_t)i * K;
+            float lo = f[0], hi = f[0];
+            for (int j = 0; j < K; j++) lo = f[j] < lo ? f[j] : lo, hi = f[j] > hi ? f[j] : hi;
+            int x = left + (i % cols) * (cell + 40), y = top + (i / cols) * (cell + 16);
+            for (int yy = 0; yy < cell; yy++)
+                for (int xx = 0; xx < cell; xx++) {
+                    int py = yy * P / cell, pxx = xx * P / cell;
+                    uint8_t *d = cv->rgb + ((size_t)(y + yy) * cv->w + x + xx) * 3;
+                    for (int k = 0; k < 3; k++) {
+                        float v = f[(size_t)k * P * P + py * P + pxx];
+                        d[k] = (uint8_t)lrintf(hi > lo ? 255.0f * (v - lo) / (hi - lo) : 128.0f);
+                    }
+                }
+        }
+        break;
+    }
+    case LESSON_TOKENS: {
+        const float *x0 = ld->sc->run.tokens;
+        float s = max_abs(x0, (size_t)T * D);
+        draw_matrix(cv, x0, T, D, left + 100, top, avail - 140, 500, s);
+        text(cv, "CLS", 26, left, top, 90, MARK);
+        snprintf(buf, sizeof buf, "%d tokens", T);
+        text(cv, buf, 24, left, top + 260, 95, DIM);
+        snprintf(buf, sizeof buf, "%d numbers each", D);
+        text(cv, buf, 24, left + 100, top + 512, 400, DIM);
+        legend(cv, s, left + 600, top + 512);
+        break;
+    }
+    case LESSON_POSITION: {
+        int gh = c->grid_h, gw = c->grid_w, N = c->n_patches, side = 560;
+        int cw = side / gw, chh = side / gh;
+        for (int i = 0; i < N; i++)
+            draw_matrix(cv, ld->pos_sim + (size_t)i * N, gh, gw, left + (i % gw) * cw,
+                        top + (i / gw) * chh, cw - 1, chh - 1, 1.0f);
+        int r = ld->patch / gw, q = ld->patch % gw;
+        frame(cv, left + q * cw, top + r * chh, cw - 1, chh - 1, 2, MARK);
+        draw_matrix(cv, ld->pos_sim + (size_t)ld->patch * N, gh, gw, left + side + 60, top, 420,
+                    420, 1.0f);
+        snprintf(buf, sizeof buf, "patch (%d, %d)'s row", r + 1, q + 1);
+        text(cv, buf, 28, left + side + 60, top + 430, 420, FG);
+        legend(cv, 1.0f, left + side + 60, top + 480);
+        break;
+    }
+    case LESSON_LAYERNORM: {
+        float s = max_abs(b->x + (size_t)t * D, (size_t)D);
+        int y = draw_strip(cv, b->x + (size_t)t * D, D, left, top, avail, s,
+                           "before (the residual stream)", STRIP_CELL);
+        legend(cv, s, left, y);
+        float s2 = max_abs(b->xn1 + (size_t)t * D, (size_t)D);
+        y = draw_strip(cv, b->xn1 + (size_t)t * D, D, left, y + 50, avail, s2, "after LayerNorm",
+                       STRIP_CELL);
+        legend(cv, s2, left, y);
+        snprintf(buf, sizeof buf, "mean %.3f   std %.3f", b->ln_mean, b->ln_std);
+        text(cv, buf, 34, left + 500, y, 600, FG);
+        break;
+    }
+    case LESSON_QUERY: {
+        float s = max_abs(b->query, (size_t)Dh);
+        int y = draw_strip(cv, b->query, Dh, left, top + 60, avail, s, "q", STRIP_CELL);
+        legend(cv, s, left, y);
+        break;
+    }
+    case LESSON_KEYS: {
+        float s = max_abs(b->keys, (size_t)T * Dh);
+        draw_matrix(cv, b->keys, T, Dh, left + 100, top, 600, 500, s);
+        text(cv, "k_1 (CLS)", 24, left, top, 95, MARK);
+        legend(cv, s, left + 100, top + 512);
+        float sq = max_abs(b->query, (size_t)Dh);
+        text(cv, "q", 26, left + 760, top, 40, FG);
+        draw_matrix(cv, b->query, 1, Dh, left + 760, top + 40, 440, 40, sq);
+        break;
+    }
+    case LESSON_SCORES: draw_token_map(cv, ld, b->scores, left, top, 520, 1, colormap); break;
+    case LESSON_SOFTMAX: draw_token_map(cv, ld, b->probs, left, top, 520, 0, colormap); break;
+    case LESSON_WEIGHTED: {
+        float s = max_abs(b->values, (size_t)T * Dh);
+        draw_matrix(cv, b->values, T, Dh, left + 100, top, 500, 500, s);
+        text(cv, "values", 24, left, top, 95, DIM);
+        legend(cv, s, left + 100, top + 510);
+        const float *o = b->ctx + (size_t)t * D + (size_t)ld->head * Dh;
+        float so = max_abs(o, (size_t)Dh);
+        int y =
+            draw_strip(cv, o, Dh, left + 660, top, avail - 660, so, "softmax . values", STRIP_CELL);
+        legend(cv, so, left + 660, y);
+        break;
+    }
+    case LESSON_PROJECTION: {
+        const float *cc = b->ctx + (size_t)t * D, *p = b->proj + (size_t)t * D;
+        float s = max_abs(cc, (size_t)D), s2 = max_abs(p, (size_t)D);
+        int y = draw_strip(cv, cc, D, left, top, avail, s, "heads side by side", STRIP_CELL);
+        legend(cv, s, left, y);
+        y = draw_strip(cv, p, D, left, y + 50, avail, s2, "projected", STRIP_CELL);
+        legend(cv, s2, left, y);
+        break;
+    }
+    case LESSON_RESIDUAL1:
+    case LESSON_RESIDUAL2: {
+        const float *in = step == LESSON_RESIDUAL1 ? b->x : b->xm,
+                    *o = step == LESSON_RESIDUAL1 ? b->xm : b->out;
+        float s = max_abs(o + (size_t)t * D, (size_t)D);
+        int y = draw_strip(cv, in + (size_t)t * D, D, left, top, avail, s, "before", STRIP_CELL);
+        y = draw_strip(cv, o + (size_t)t * D, D, left, y + 20, avail, s, "after the add",
+                       STRIP_CELL);
+        legend(cv, s, left, y);
+        snprintf(buf, sizeof buf, "norm %.2f -> %.2f",
+                 step == LESSON_RESIDUAL1 ? b->norm_in : b->norm_mid,
+                 step == LESSON_RESIDUAL1 ? b->norm_mid : b->norm_out);
+        text(cv, buf, 40, left + 500, y, 700, FG);
+        break;
+    }
+    case LESSON_MLP: {
+        const float *hh = b->hid + (size_t)t * c->mlp_dim;
+        float s = max_abs(hh, (size_t)c->mlp_dim);
+        int y = draw_strip(cv, hh, c->mlp_dim, left, top, avail, s, "GELU(fc1(LayerNorm(x)))",
+                           STRIP_CELL);
+        legend(cv, s, left, y);
+        snprintf(buf, sizeof buf, "%.0f%% of the hidden units pass", 100.0 * b->gelu_share);
+        text(cv, buf, 40, left + 500, y, 700, FG);
+        break;
+    }
+    case LESSON_MLP_OUT: {
+        const float *m = b->mlp + (size_t)t * D;
+        float s = max_abs(m, (size_t)D);
+        int y = draw_strip(cv, m, D, left, top, avail, s, "fc2(...)", STRIP_CELL);
+        legend(cv, s, left, y);
+        break;
+    }
+    case LESSON_HEAD: {
+        if (!ld->has_head) {
+            text(cv, ld->head_msg, 32, left, top + 100, avail, FG);
+            break;
+        }
+        float s = max_abs(ld->cls_norm, (size_t)D);
+        int y = draw_strip(cv, ld->cls_norm, D, left, top, avail, s, "LayerNorm of the CLS token",
+                           STRIP_CELL);
+        legend(cv, s, left, y);
+        y += 50;
+        int k = c->n_classes < LESSON_TOP ? c->n_classes : LESSON_TOP;
+        for (int i = 0; i < k; i++) {
+            int cls = ld->top[i];
+            float p = ld->sc->run.probs[cls];
+            fill(cv, left, y + i * 52, (int)(p * 500), 40, colormap_luts[colormap][200]);
+            snprintf(buf, sizeof buf, "%.1f%%  %s  (logit %.2f)", 100.0 * p,
+                     ld->labels ? ld->labels[cls] : "", ld->sc->run.logits[cls]);
+            if (!ld->labels)
+                snprintf(buf, sizeof buf, "%.1f%%  class %d  (logit %.2f)", 100.0 * p, cls,
+                         ld->sc->run.logits[cls]);
+            text(cv, buf, 32, left + 520, y + i * 52 + 2, avail - 520, FG);
+        }
+        break;
+    }
+    }
+}
+
+void lesson_draw(uint8_t *rgb, int w, int h, Text *font, const LessonData *ld, int step,
+                 int n_steps, int step_index, const char *caption, int colormap) {
+    Canvas cv = {rgb, w, h, font};
+    fill(&cv, 0, 0, w, h, BG);
+    char buf[512];
+    snprintf(buf, sizeof buf, "%s", LESSON_STEPS[step].title);
+    text(&cv, buf, 44, 40, 18, w - 360, FG);
+    snprintf(buf, sizeof buf, "step %d of %d", step_index + 1, n_steps);
+    text(&cv, buf, 30, w - 260, 26, 240, DIM);
+    draw_step(&cv, ld, step, colormap);
+    if (!caption) {
+        lesson_caption(buf, sizeof buf, ld, step);
+        caption = buf;
+    }
+    fill(&cv, 0, h - 64, w, 64, BG);
+    text(&cv, caption, 30, 40, h - 52, w - 80, FG);
+}
+
+/* --- the export ------------------------------------------------------------------- */
+
+VitStatus lesson_line_select(LessonData *ld, const LessonLine *l, VitError *err) {
+    const VitConfig *c = &ld->vit->cfg;
+    int row = l->row ? l->row - 1 : (c->grid_h - 1) / 2,
+        col = l->col ? l->col - 1 : (c->grid_w - 1) / 2;
+    if (row >= c->grid_h || col >= c->grid_w)
+        return set_err(err, VIT_ERR_ARG, "patch %d,%d outside the %d x %d grid", row + 1, col + 1,
+                       c->grid_h, c->grid_w);
+    return lesson_select(ld, l->layer - 1, l->head - 1, row * c->grid_w + col, err);
+}
+
+int lesson_export(FILE *out, const char *dir, const Model *m, const Scene *sc, int layer, int head,
+                  int patch, int colormap, const LessonScript *script) {
+    LessonData ld;
+    VitError err;
+    char msg[600], path[4096];
+    if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
+        fprintf(stderr, "vitlens: %s: cannot create directory: %s\n", dir, strerror(errno));
+        return 1;
+    }
+    if (lesson_compute(&ld, m, sc, layer, head, patch, &err)) {
+        fprintf(stderr, "vitlens: --lesson-export: %s\n", err.msg);
+        return 1;
+    }
+    Text font = {0};
+    int has_font = text_init(&font, msg, sizeof msg) == 0;
+    if (!has_font) fprintf(stderr, "vitlens: no font, the pictures have no text: %s\n", msg);
+    uint8_t *rgb = malloc((size_t)LESSON_W * LESSON_H * 3);
+    cJSON *root = cJSON_CreateObject(), *steps = cJSON_AddArrayToObject(root, "steps");
+    snprintf(path, sizeof path, "%s/lesson.md", dir);
+    FILE *md = fopen(path, "w");
+    int rc = 1, n_png = 0, n_npy = 0;
+    if (!rgb || !root || !steps || !md) {
+        fprintf(stderr, "vitlens: %s: %s\n", md ? dir : path,
+                md ? "out of memory" : strerror(errno));
+        goto done;
+    }
+    const VitConfig *c = &m->vit.cfg;
+    cJSON_AddStringToObject(root, "model", m->name);
+    cJSON_AddStringToObject(root, "image", sc->path);
+    cJSON_AddNumberToObject(root, "layer", layer + 1);
+    cJSON_AddNumberToObject(root, "head", head + 1);
+    cJSON *pj = cJSON_AddArrayToObject(root, "patch");
+    cJSON_AddItemToArray(pj, cJSON_CreateNumber(patch / c->grid_w + 1));
+    cJSON_AddItemToArray(pj, cJSON_CreateNumber(patch % c->grid_w + 1));
+    fprintf(md, "# How %s computes, step by step, on %s\n\nBlock %d, head %d, patch (%d, %d).\n\n",
+            m->name, sc->name, layer + 1, head + 1, patch / c->grid_w + 1, patch % c->grid_w + 1);
+    int n_steps = script ? script->n : LESSON_STEP_COUNT;
+    for (int i = 0; i < n_steps; i++) {
+        char stem[64], caption[512], name[128], sh[64];
+        int s = script ? script->lines[i].step : i;
+        if (script && lesson_line_select(&ld, &script->lines[i], &err)) {
+            fprintf(stderr, "vitlens: %s:%d: %s\n", script->name, script->lines[i].line, err.msg);
+            goto done;
+        }
+        snprintf(stem, sizeof stem, "%02d_%s", i + 1, LESSON_STEP_NAMES[s]);
+        if (script && script->lines[i].caption[0])
+            snprintf(caption, sizeof caption, "%s", script->lines[i].caption);
+        else
+            lesson_caption(caption, sizeof caption, &ld, s);
+        lesson_draw(rgb, LESSON_W, LESSON_H, has_font ? &font : NULL, &ld, s, n_steps, i, caption,
+                    colormap);
+        snprintf(path, sizeof path, "%s/%s.png", dir, stem);
+        if (export_png(path, rgb, LESSON_W, LESSON_H, msg, sizeof msg)) {
+            fprintf(stderr, "vitlens: %s\n", msg);
+            goto done;
+        }
+        n_png++;
+        cJSON *js = cJSON_CreateObject();
+        cJSON_AddItemToArray(steps, js);
+        cJSON_AddStringToObject(js, "name", LESSON_STEP_NAMES[s]);
+        cJSON_AddStringToObject(js, "title", LESSON_STEPS[s].title);
+        cJSON_AddStringToObject(js, "caption", caption);
+        snprintf(name, sizeof name, "%s.png", stem);
+        cJSON_AddStringToObject(js, "picture", name);
+        cJSON_AddNumberToObject(js, "layer", ld.layer + 1);
+        cJSON_AddNumberToObject(js, "head", ld.head + 1);
+        cJSON *jp = cJSON_AddArrayToObject(js, "patch");
+        cJSON_AddItemToArray(jp, cJSON_CreateNumber(ld.patch / c->grid_w + 1));
+        cJSON_AddItemToArray(jp, cJSON_CreateNumber(ld.patch % c->grid_w + 1));
+        cJSON *arrays = cJSON_AddArrayToObject(js, "arrays");
+        LessonArray a[4];
+        int na = step_arrays(&ld, s, a);
+        for (int k = 0; k < na; k++) {
+            snprintf(name, sizeof name, "%s%s%s.npy", stem, a[k].part[0] ? "_" : "", a[k].part);
+            if (npy_write(dir, name, a[k].data, a[k].shape, a[k].ndim, msg, sizeof msg)) {
+                fprintf(stderr, "vitlens: %s\n", msg);
+                goto done;
+            }
+            n_npy++;
+            shape_str(sh, sizeof sh, &a[k]);
+            cJSON *ja = cJSON_CreateObject();
+            cJSON_AddItemToArray(arrays, ja);
+            cJSON_AddStringToObject(ja, "file", name);
+            cJSON_AddStringToObject(ja, "shape", sh);
+            cJSON_AddItemToObject(ja, "dims", cJSON_CreateIntArray(a[k].shape, a[k].ndim));
+        }
+        fprintf(md, "## %d. %s\n\n%s\n\n![%s](%s.png)\n\n", i + 1, LESSON_STEPS[s].title, caption,
+                LESSON_STEPS[s].title, stem);
+    }
+    char *json = cJSON_Print(root);
+    snprintf(path, sizeof path, "%s/steps.json", dir);
+    FILE *f = json ? fopen(path, "w") : NULL;
+    if (!f || fputs(json, f) < 0 || fclose(f)) {
+        fprintf(stderr, "vitlens: %s: cannot write: %s\n", path, strerror(errno));
+        free(json);
+        goto done;
+    }
+    free(json);
+    rc = 0;
+    fprintf(out, "%s: %d steps -> %s (%d PNG, %d .npy, steps.json, lesson.md)\n", sc->name, n_steps,
+            dir, n_png, n_npy);
+done:
+    if (md && fclose(md) && !rc) {
+        fprintf(stderr, "vitlens: %s/lesson.md: write failed\n", dir);
+        rc = 1;
+    }
+    cJSON_Delete(root);
+    free(rgb);
+    if (has_font) text_free(&font);
+    lesson_data_free(&ld);
+    return rc;
+}

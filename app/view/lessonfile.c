@@ -1,0 +1,210 @@
+/* lessonfile.c - lesson scripts (lessonfile.h). */
+#include "view/lessonfile.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *const LESSON_STEP_NAMES[LESSON_STEP_TOTAL] = {
+    "patches",  "embedding", "filters", "tokens",    "position", "layernorm",
+    "query",    "keys",      "scores",  "softmax",   "weighted", "projection",
+    "residual", "mlp",       "mlp-out", "residual2", "head"};
+
+int lesson_step_find(const char *name) {
+    for (int i = 0; i < LESSON_STEP_TOTAL; i++)
+        if (!strcmp(name, LESSON_STEP_NAMES[i])) return i;
+    return -1;
+}
+
+/* Append "NAME:LINE: message\n" to ls->msgs (cut when full). */
+static void problem(LessonScript *ls, int line, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void problem(LessonScript *ls, int line, const char *fmt, ...) {
+    size_t k = strlen(ls->msgs);
+    ls->n_problems++;
+    if (k + 2 >= sizeof ls->msgs) return;
+    k += (size_t)snprintf(ls->msgs + k, sizeof ls->msgs - k, "%s:%d: ", ls->name, line);
+    if (k >= sizeof ls->msgs) return;
+    va_list ap;
+    va_start(ap, fmt);
+    k += (size_t)vsnprintf(ls->msgs + k, sizeof ls->msgs - k, fmt, ap);
+    va_end(ap);
+    if (k + 1 < sizeof ls->msgs) strcat(ls->msgs, "\n");
+}
+
+/* A whole positive integer from s (up to 65536), or 0. */
+static int positive(const char *s, const char **end) {
+    char *e;
+    errno = 0;
+    long v = strtol(s, &e, 10);
+    if (e == s || errno || v < 1 || v > 65536) return 0;
+    *end = e;
+    return (int)v;
+}
+
+/* One line, already cut at its newline; *cur holds the selection carried over. 1 kept
+ * into *out, 0 skipped (blank, comment, or reported). */
+static int parse_line(LessonScript *ls, char *s, int line, LessonLine *cur, LessonLine *out) {
+    char *colon = strchr(s, ':'), caption[LESSON_CAPTION_BYTES] = "";
+    if (colon) {
+        *colon = '\0';
+        const char *c = colon + 1;
+        while (isspace((unsigned char)*c)) c++;
+        snprintf(caption, sizeof caption, "%s", c);
+        size_t n = strlen(caption);
+        while (n && isspace((unsigned char)caption[n - 1])) caption[--n] = '\0';
+    }
+    char *save = NULL, *tok = strtok_r(s, " \t\r", &save);
+    if (!tok || tok[0] == '#') {
+        if (colon && !tok)
+            problem(ls, line, "a caption without a step (expected STEP ... : caption)");
+        return 0;
+    }
+    int step = lesson_step_find(tok);
+    if (step < 0) {
+        char known[512];
+        size_t k = 0;
+        for (int i = 0; i < LESSON_STEP_TOTAL && k < sizeof known; i++)
+            k += (size_t)snprintf(known + k, sizeof known - k, "%s%s", i ? ", " : "",
+                                  LESSON_STEP_NAMES[i]);
+        problem(ls, line, "unknown step '%s' (the steps: %s)", tok, known);
+        return 0;
+    }
+    LessonLine l = *cur;
+    l.given = 0;
+    while ((tok = strtok_r(NULL, " \t\r", &save))) {
+        const char *end = NULL;
+        int ok = 0;
+        if (!strncmp(tok, "layer=", 6)) {
+            ok = (l.layer = positive(tok + 6, &end)) && !*end;
+            l.given |= 1;
+        } else if (!strncmp(tok, "head=", 5)) {
+            ok = (l.head = positive(tok + 5, &end)) && !*end;
+            l.given |= 2;
+        } else if (!strncmp(tok, "patch=", 6)) {
+            ok = (l.row = positive(tok + 6, &end)) && *end == ',' &&
+                 (l.col = positive(end + 1, &end)) && !*end;
+            l.given |= 4;
+        } else {
+            problem(ls, line, "'%s': expected layer=L, head=H or patch=ROW,COL", tok);
+            return 0;
+        }
+        if (!ok) {
+            problem(ls, line, "'%s': expected a whole number from 1%s", tok,
+                    !strncmp(tok, "patch=", 6) ? " for ROW and COL (patch=7,8)" : "");
+            return 0;
+        }
+    }
+    *cur = l;
+    l.step = step, l.line = line;
+    snprintf(l.caption, sizeof l.caption, "%s", caption);
+    *out = l;
+    return 1;
+}
+
+int lesson_script_parse(LessonScript *ls, const char *text, const char *name) {
+    memset(ls, 0, sizeof *ls);
+    snprintf(ls->name, sizeof ls->name, "%s", name);
+    size_t len = strlen(text);
+    char *buf = malloc(len + 1);
+    ls->lines = malloc(sizeof *ls->lines * LESSON_MAX_LINES);
+    if (!buf || !ls->lines) {
+        free(buf);
+        lesson_script_free(ls);
+        return -1;
+    }
+    memcpy(buf, text, len + 1);
+    LessonLine cur = {.layer = 1, .head = 1};
+    int line = 0;
+    for (char *s = buf, *next; s; s = next) {
+        next = strchr(s, '\n');
+        if (next) *next++ = '\0';
+        line++;
+        if (ls->n >= LESSON_MAX_LINES) {
+            problem(ls, line, "more than %d steps: the rest is left out", LESSON_MAX_LINES);
+            break;
+        }
+        ls->n += parse_line(ls, s, line, &cur, &ls->lines[ls->n]);
+    }
+    free(buf);
+    return ls->n;
+}
+
+int lesson_script_load(LessonScript *ls, const char *path) {
+    memset(ls, 0, sizeof *ls);
+    FILE *f = fopen(path, "rb");
+    char *text = NULL;
+    long n = -1;
+    if (f && !fseek(f, 0, SEEK_END) && (n = ftell(f)) >= 0 && n <= (1 << 20) &&
+        !fseek(f, 0, SEEK_SET) && (text = malloc((size_t)n + 1)) &&
+        fread(text, 1, (size_t)n, f) == (size_t)n) {
+        text[n] = '\0';
+        fclose(f);
+        if (memchr(text, '\0', (size_t)n)) {
+            free(text);
+            snprintf(ls->msgs, sizeof ls->msgs, "%s: not a text file (a NUL byte)\n", path);
+            ls->n_problems = 1;
+            return -1;
+        }
+        int rc = lesson_script_parse(ls, text, path);
+        free(text);
+        return rc;
+    }
+    snprintf(ls->msgs, sizeof ls->msgs, "%s: %s\n", path,
+             !f              ? strerror(errno)
+             : n > (1 << 20) ? "over 1 MB, not a lesson"
+                             : "cannot read");
+    ls->n_problems = 1;
+    if (f) fclose(f);
+    free(text);
+    return -1;
+}
+
+int lesson_script_default(LessonScript *ls) {
+    memset(ls, 0, sizeof *ls);
+    snprintf(ls->name, sizeof ls->name, "the default lesson");
+    if (!(ls->lines = calloc(LESSON_STEP_TOTAL, sizeof *ls->lines))) return -1;
+    for (int i = 0; i < LESSON_STEP_TOTAL; i++)
+        ls->lines[i] = (LessonLine){.step = i, .layer = 1, .head = 1};
+    return ls->n = LESSON_STEP_TOTAL;
+}
+
+int lesson_script_check(LessonScript *ls, int n_layers, int n_heads, int grid_h, int grid_w,
+                        int has_head) {
+    int k = 0;
+    LessonLine good = {.layer = 1, .head = 1}; /* the last line kept: what the others carry */
+    for (int i = 0; i < ls->n; i++) {
+        LessonLine *l = &ls->lines[i];
+        if (!(l->given & 1)) l->layer = good.layer;
+        if (!(l->given & 2)) l->head = good.head;
+        if (!(l->given & 4)) l->row = good.row, l->col = good.col;
+        if (l->layer > n_layers) {
+            problem(ls, l->line, "layer %d out of range: the model has %d layers", l->layer,
+                    n_layers);
+            continue;
+        }
+        if (l->head > n_heads) {
+            problem(ls, l->line, "head %d out of range: the model has %d heads", l->head, n_heads);
+            continue;
+        }
+        if (l->row > grid_h || l->col > grid_w) {
+            problem(ls, l->line, "patch %d,%d outside the %d x %d patch grid", l->row, l->col,
+                    grid_h, grid_w);
+            continue;
+        }
+        if (l->step == LESSON_STEP_TOTAL - 1 && !has_head)
+            problem(ls, l->line, "the model has no classification head: the head step shows none");
+        good = *l;
+        ls->lines[k++] = *l;
+    }
+    return ls->n = k;
+}
+
+void lesson_script_free(LessonScript *ls) {
+    free(ls->lines);
+    ls->lines = NULL;
+    ls->n = 0;
+}

@@ -1,0 +1,119 @@
+/* test_lessonfile.c - lesson scripts (app/view/lessonfile.c): good lines, the values carried
+ * from line to line, and every kind of bad input reported with its line while the rest of
+ * the lesson is kept; the shipped default lesson (assets/default/lesson.txt) parses clean
+ * with every step in the seeds' order. */
+#include "view/lessonfile.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static int failures;
+
+#define CHECK(cond, ...)                                                                           \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            failures++;                                                                            \
+            printf("FAIL %s:%d: ", __FILE__, __LINE__);                                            \
+            printf(__VA_ARGS__);                                                                   \
+            printf("\n");                                                                          \
+        }                                                                                          \
+    } while (0)
+
+static void test_good(void) {
+    LessonScript ls;
+    int n = lesson_script_parse(&ls,
+                                "# a comment\n"
+                                "\n"
+                                "patches patch=3,4 : Cut into patches\n"
+                                "embedding\n"
+                                "softmax layer=5 head=2\n"
+                                "  keys   :  the keys  \n"
+                                "head patch=1,1\n",
+                                "t.lesson");
+    CHECK(n == 5, "5 steps, got %d (%s)", n, ls.msgs);
+    CHECK(ls.n_problems == 0 && !ls.msgs[0], "no problems, got: %s", ls.msgs);
+    CHECK(ls.lines[0].step == lesson_step_find("patches") && ls.lines[0].row == 3 &&
+              ls.lines[0].col == 4 && ls.lines[0].line == 3 &&
+              !strcmp(ls.lines[0].caption, "Cut into patches"),
+          "line 3: patches 3,4 'Cut into patches', got step %d %d,%d '%s'", ls.lines[0].step,
+          ls.lines[0].row, ls.lines[0].col, ls.lines[0].caption);
+    CHECK(ls.lines[1].row == 3 && ls.lines[1].layer == 1 && !ls.lines[1].caption[0],
+          "the patch carried to the next line, no caption");
+    CHECK(ls.lines[2].layer == 5 && ls.lines[2].head == 2, "layer 5 head 2");
+    CHECK(ls.lines[3].layer == 5 && ls.lines[3].head == 2 &&
+              !strcmp(ls.lines[3].caption, "the keys"),
+          "carried, caption trimmed: '%s'", ls.lines[3].caption);
+    CHECK(ls.lines[4].row == 1 && ls.lines[4].layer == 5, "head at patch 1,1");
+    lesson_script_free(&ls);
+}
+
+static void test_bad(void) {
+    LessonScript ls;
+    int n = lesson_script_parse(&ls,
+                                "patches\n"            /* 1 good */
+                                "atention layer=2\n"   /* 2 unknown step */
+                                "softmax layer=0\n"    /* 3 not positive */
+                                "softmax layer=x\n"    /* 4 not a number */
+                                "softmax patch=3\n"    /* 5 no column */
+                                "softmax colour=red\n" /* 6 unknown key */
+                                ": a caption alone\n"  /* 7 no step */
+                                "softmax layer=13\n"   /* 8 parses; out of range below */
+                                "keys patch=20,2\n"    /* 9 parses; outside the grid */
+                                "query head=4\n"       /* 10 parses; no such head */
+                                "head head=1\n",       /* 11 parses; no head in the model */
+                                "bad.lesson");
+    CHECK(n == 5, "5 lines parse, got %d", n);
+    CHECK(ls.n_problems == 6, "6 problems, got %d: %s", ls.n_problems, ls.msgs);
+    const char *want[] = {"bad.lesson:2: unknown step 'atention'",
+                          "bad.lesson:3: 'layer=0'",
+                          "bad.lesson:4: 'layer=x'",
+                          "bad.lesson:5: 'patch=3'",
+                          "bad.lesson:6: 'colour=red'",
+                          "bad.lesson:7: a caption without a step"};
+    for (size_t i = 0; i < sizeof want / sizeof *want; i++)
+        CHECK(strstr(ls.msgs, want[i]), "message '%s' missing from:\n%s", want[i], ls.msgs);
+    /* the values carry over from line to line; a line dropped for its own value passes on
+     * the last good line's instead: 11 gets head 1 (given), layer 1 and patch 1,1 */
+    /* a model of 12 layers, 3 heads, a 14 x 14 grid, without head */
+    n = lesson_script_check(&ls, 12, 3, 14, 14, 0);
+    CHECK(n == 2, "2 steps left (patches, head), got %d", n);
+    CHECK(n == 2 && ls.lines[0].line == 1 && ls.lines[1].line == 11, "lines 1 and 11 kept");
+    CHECK(n == 2 && ls.lines[1].layer == 1 && ls.lines[1].row == 0,
+          "line 11 carries line 1's layer 1 and centre, not line 8's layer 13: %d, %d",
+          ls.lines[1].layer, ls.lines[1].row);
+    const char *want2[] = {"bad.lesson:8: layer 13 out of range: the model has 12 layers",
+                           "bad.lesson:9: patch 20,2 outside the 14 x 14 patch grid",
+                           "bad.lesson:10: head 4 out of range: the model has 3 heads",
+                           "bad.lesson:11: the model has no classification head"};
+    for (size_t i = 0; i < sizeof want2 / sizeof *want2; i++)
+        CHECK(strstr(ls.msgs, want2[i]), "message '%s' missing from:\n%s", want2[i], ls.msgs);
+    lesson_script_free(&ls);
+
+    CHECK(lesson_script_load(&ls, "/nonexistent/x.lesson") == -1 &&
+              strstr(ls.msgs, "/nonexistent/x.lesson"),
+          "a missing file: -1 naming it, got '%s'", ls.msgs);
+    lesson_script_free(&ls);
+}
+
+static void test_default(const char *path) {
+    LessonScript ls;
+    int n = lesson_script_load(&ls, path);
+    CHECK(n == LESSON_STEP_TOTAL && !ls.n_problems, "%s: %d steps, problems: %s", path, n, ls.msgs);
+    for (int i = 0; i < n && i < LESSON_STEP_TOTAL; i++)
+        CHECK(ls.lines[i].step == i, "%s: step %d is %s", path, i + 1,
+              LESSON_STEP_NAMES[ls.lines[i].step]);
+    /* the built-in model: 4 layers, 4 heads, 12 x 12, a head */
+    CHECK(lesson_script_check(&ls, 4, 4, 12, 12, 1) == LESSON_STEP_TOTAL && !ls.n_problems,
+          "the default lesson fits the built-in model: %s", ls.msgs);
+    lesson_script_free(&ls);
+    CHECK(lesson_script_default(&ls) == LESSON_STEP_TOTAL, "the built-in list");
+    lesson_script_free(&ls);
+}
+
+int main(int argc, char **argv) {
+    test_good();
+    test_bad();
+    if (argc > 1) test_default(argv[1]);
+    printf(failures ? "%d failure(s)\n" : "all lesson script checks passed\n", failures);
+    return failures != 0;
+}

@@ -1,0 +1,139 @@
+#!/usr/bin/python3
+"""The lesson view in the window (issue 24), on the built-in model and its first demo
+scene, so nothing from shared/ is needed:
+
+  1. Page Down opens the default lesson (assets/default/lesson.txt) at step 1 of 17; Page
+     Down / Right page through every step in the script's order and Page Up / Left back,
+     each step a frame (the trace's lesson=K/17 lstep=NAME); the picture on screen is
+     --lesson-export's PNG of that step (one drawing for both: the window shows it scaled).
+  2. Up / Down move the block, Shift+Up the head, I J K L the patch; Esc goes back to the
+     explorer at the same layer, head and query token, on the attention map.
+  3. --lesson FILE with bad lines: each named with its line on stderr, the rest of the
+     lesson runs (step 1 of the good lines), the window opens in the lesson view.
+
+    xvfb-run -a -s "-screen 0 1280x1024x24" /usr/bin/python3 test_lesson.py \\
+        --app build/vitlens --out DIR
+Exits 0 on success, 1 on a failed check, 77 without the built-in model.
+"""
+import argparse
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+from PIL import Image
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from test_gui import App, builtin_and_display, check, quit_app, run_checks  # noqa: E402
+
+ROOT = HERE.parent.parent
+STEPS = ["patches", "embedding", "filters", "tokens", "position", "layernorm", "query", "keys",
+         "scores", "softmax", "weighted", "projection", "residual", "mlp", "mlp-out",
+         "residual2", "head"]
+
+
+def env():
+    return dict(os.environ, VITLENS_TRACE="1")
+
+
+def picture_matches(app, png, what):
+    """The picture on screen against the exported PNG scaled to its size: the same drawing
+    (mean difference a few levels: scaling and the window's own filtering)."""
+    img = app.crop(app.shot()).astype(np.float32)
+    h, w = img.shape[:2]
+    ref = np.asarray(Image.open(png).convert("RGB").resize((w, h), Image.BILINEAR), np.float32)
+    d = float(np.abs(img - ref).mean())
+    other = float(np.abs(img - np.asarray(Image.open(png.parent / "01_patches.png").convert("RGB")
+                                          .resize((w, h), Image.BILINEAR), np.float32)).mean())
+    print(f"  {what}: mean |screen - {png.name}| = {d:.1f} levels (against step 1's: {other:.1f})")
+    check(d < 8.0 and (png.name.startswith("01_") or d < other / 2),
+          f"{what}: the window shows {png.name}")
+
+
+def test_default_lesson(app, out, demo):
+    app.start(demo)
+    # the export of the same lesson, for its pictures
+    exp = out / "export"
+    r = subprocess.run([app.argv0, "--lesson", str(ROOT / "assets/default/lesson.txt"),
+                        "--lesson-export", str(exp), demo], capture_output=True, text=True)
+    check(r.returncode == 0, f"--lesson-export of the default lesson: {r.stderr}")
+    app.key("Next", lesson="1/17", lstep="patches", lshown=1)
+    check(app.state["lpatch"] == "5,6" and app.state["llayer"] == "0",
+          f"step 1 at the script's patch 6,7 (0-based 5,6), block 1: {app.state['lpatch']}")
+    picture_matches(app, exp / "01_patches.png", "step 1")
+    for k in range(2, 18):  # Page Down and Right alternately
+        app.key("Next" if k % 2 else "Right", lesson=f"{k}/17", lstep=STEPS[k - 1], lshown=1)
+        if STEPS[k - 1] in ("softmax", "head"):
+            picture_matches(app, exp / f"{k:02d}_{STEPS[k - 1]}.png", f"step {k}")
+    check(app.state["llayer"] == "1", "the script's layer=2 from the layernorm step on")
+    app.key("Next", lesson="17/17")  # the last step stays
+    app.key("Prior", lesson="16/17", lstep="residual2")
+    app.key("Left", lesson="15/17", lstep="mlp-out")
+    for _ in range(5):
+        app.key("Left")
+    app.wait_state("step 10", lesson="10/17", lstep="softmax", lshown=1)
+    # block, head, patch
+    app.key("Up", llayer=0, lshown=1)
+    app.key("shift+Down", lhead=1, lshown=1)
+    app.key("l", lpatch="5,7", lshown=1)
+    app.key("k", lpatch="6,7", lshown=1)
+    status = app.wait_line(lambda s: s.startswith("status "), "the status line")
+    check("step 10 of 17" in status and "block 1, head 2, patch (7, 8)" in status,
+          f"the status line says where the lesson is: {status}")
+    # Esc: the explorer at the same layer, head and query token (1 prefix token: CLS)
+    app.key("Escape", lesson="0/0", kind="attention")
+    check(app.state["layer"] == "0" and app.state["head"] == "1" and
+          app.state["query"] == str(1 + 6 * 12 + 7),
+          f"Esc: explorer at layer 1, head 2, query patch (7, 8): {app.state['layer']}, "
+          f"{app.state['head']}, {app.state['query']}")
+    # Page Down again: back where the lesson was left
+    app.key("Next", lesson="10/17", lshown=1)
+    app.key("Escape", lesson="0/0")
+    quit_app(app)
+
+
+def test_bad_lesson(app, out, demo):
+    app.start(demo)
+    app.wait_state("the lesson view on its first good step", lesson="1/3", lstep="softmax",
+                   lshown=1)
+    check(app.stderr_has(lambda ls: any(":2: unknown step 'atention'" in s for s in ls)),
+          "the unknown step named with its line")
+    check(app.stderr_has(lambda ls: any(":4: layer 9 out of range: the model has 4 layers" in s
+                                        for s in ls)),
+          "the layer out of range named with its line")
+    check(app.state["error"] == "1", "the first problem on the error line")
+    app.key("Next", lesson="2/3", lstep="keys")
+    app.key("Next", lesson="3/3", lstep="head")
+    check(app.state["llayer"] == "2", f"line 5 carries line 3's layer 3: {app.state['llayer']}")
+    app.key("Escape", lesson="0/0")
+    quit_app(app)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--app", required=True)
+    ap.add_argument("--out", required=True)
+    args = ap.parse_args()
+    rc = builtin_and_display(str(ROOT))
+    if rc is not None:
+        return rc
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    demo = str(sorted((ROOT / "assets/default/demo").glob("*.png"))[0].resolve())
+    ok = run_checks(App([args.app], env()), lambda a: test_default_lesson(a, out, demo))
+    bad = out / "bad.lesson"
+    bad.write_text("softmax layer=1 patch=3,3 : where the patch looks\n"
+                   "atention\n"
+                   "keys layer=3\n"
+                   "query layer=9\n"
+                   "head\n")
+    ok &= run_checks(App([args.app, "--lesson", str(bad), demo], env()),
+                     lambda a: test_bad_lesson(a, out, demo))
+    print("all lesson view checks passed" if ok else "FAILED")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
