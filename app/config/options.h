@@ -4,6 +4,7 @@
 #define VITLENS_OPTIONS_H
 
 #include "config/settings.h"
+#include "view/interv.h"
 #include "vit.h"
 
 #include <stdio.h>
@@ -26,6 +27,8 @@ typedef struct {
     int eval_steps;        /* --eval-steps: deletion / insertion steps (default 20) */
     int no_sanity;         /* --no-sanity: skip the cascading randomisation */
     VitLoadOptions load;   /* --heads, --size, --whole */
+    IntervSpec interv;     /* --ablate, --drop-patches, --fill-patches, --pos-embed,
+                              --pos-seed, --temperature (checked against the model later) */
     VitAttStorage att;     /* VITLENS_ATT: how a run keeps the attention (auto, keep, recompute) */
     float opacity;
     float discard;                     /* rollout's discard ratio, [0, 1) */

@@ -11,9 +11,9 @@
 #include <sys/stat.h>
 
 /* --top and --export of one photo (dir: where its files go). */
-static int headless_photo(const Options *o, Model *m, const char *image, const char *dir,
-                          JointFeatures *joint) {
-    Scene sc = {.ignore_orientation = o->ignore_orientation, .att = o->att};
+static int headless_photo(const Options *o, Model *m, const Interv *iv, const char *image,
+                          const char *dir, JointFeatures *joint) {
+    Scene sc = {.ignore_orientation = o->ignore_orientation, .att = o->att, .interv = iv};
     VitError err;
     int rc = 1;
     if (scene_run(&sc, &m->vit, image, &err)) {
@@ -55,10 +55,19 @@ int headless_run(const Options *o) {
         fprintf(stderr, "vitlens: %s\n", err.msg);
         return 1;
     }
+    /* the interventions (--ablate, ...), checked against the model */
+    Interv iv = {0};
+    char msg[600];
+    if (interv_any(&o->interv) && interv_build(&iv, &o->interv, &m.vit.cfg, msg, sizeof msg)) {
+        fprintf(stderr, "vitlens: %s\n", msg);
+        model_free(&m);
+        return 1;
+    }
     /* one photo: its files straight into the folder (--top always comes here) */
     int rc = 0, n = o->n_image_args;
     if (n <= 1) {
-        rc = headless_photo(o, &m, o->image_path, o->export_dir, NULL);
+        rc = headless_photo(o, &m, &iv, o->image_path, o->export_dir, NULL);
+        interv_free(&iv);
         model_free(&m);
         return rc;
     }
@@ -68,6 +77,7 @@ int headless_run(const Options *o) {
     jf.paths = calloc((size_t)n, sizeof *jf.paths);
     if (!jf.paths) {
         fprintf(stderr, "vitlens: out of memory\n");
+        interv_free(&iv);
         model_free(&m);
         return 1;
     }
@@ -91,10 +101,11 @@ int headless_run(const Options *o) {
         char *dot = strrchr(stem, '.');
         if (dot && dot != stem) *dot = '\0';
         snprintf(dir, sizeof dir, "%s/%s", o->export_dir, stem);
-        rc = headless_photo(o, &m, jf.paths[i], dir, &jf);
+        rc = headless_photo(o, &m, &iv, jf.paths[i], dir, &jf);
     }
     joint_features_free(&jf);
     free(jf.paths);
+    interv_free(&iv);
     model_free(&m);
     return rc;
 }

@@ -132,6 +132,28 @@ static int run_fits(const VitRun *run, const VitConfig *c) {
            r->n_classes == c->n_classes;
 }
 
+/* The crop as the intervened model sees it: a filled patch in the mean colour (0 after
+ * normalisation: the mean, mean[ch] * 255), a dropped one hatched (diagonal stripes of
+ * dark grey over the photo dimmed), rgb [Sh, Sw, 3]. */
+static void paint_interventions(uint8_t *rgb, const VitIntervention *iv, const VitConfig *c) {
+    int P = c->patch_size, Sw = c->image_w;
+    for (int p = 0; p < c->n_patches; p++) {
+        int dropped = iv->drop && iv->drop[p], filled = iv->fill && iv->fill[p];
+        if (!dropped && !filled) continue;
+        int y0 = p / c->grid_w * P, x0 = p % c->grid_w * P;
+        for (int y = y0; y < y0 + P; y++)
+            for (int x = x0; x < x0 + P; x++) {
+                uint8_t *px = rgb + ((size_t)y * Sw + x) * 3;
+                for (int ch = 0; ch < 3; ch++) {
+                    if (dropped) /* hatched: stripes every 6 px */
+                        px[ch] = (x + y) % 6 < 2 ? 40 : (uint8_t)(px[ch] / 3 + 150);
+                    else
+                        px[ch] = (uint8_t)lrintf(c->mean[ch] * 255.0f);
+                }
+            }
+    }
+}
+
 VitStatus scene_run(Scene *sc, const Vit *vit, const char *path, VitError *err) {
     VitStatus rc;
     const VitConfig *c = &vit->cfg;
@@ -186,6 +208,8 @@ VitStatus scene_run(Scene *sc, const Vit *vit, const char *path, VitError *err) 
     sc->src_h = img.h;
     vit_image_free(&img);
     if (rc) return rc;
+    sc->run.intervention = interv_for(sc->interv, c);
+    if (sc->run.intervention) paint_interventions(sc->crop_rgb, sc->run.intervention, c);
     sc->run.control = sc->control; /* this thread's calls only: cleared before returning */
     vit_forward(&sc->run, vit);
     if (sc->control && vit_control_cancelled(sc->control)) {
@@ -357,6 +381,7 @@ VitStatus scene_perturb(Perturbation *p, const Scene *sc, VitError *err) {
         if (!rc) break;
     }
     if (rc) return rc;
+    b.intervention = sc->run.intervention; /* the intervened model's test */
     int *counts = malloc((size_t)n_inputs * sizeof *counts);
     float *probs = malloc((size_t)n_inputs * C * sizeof *probs);
     if (!counts || !probs) {

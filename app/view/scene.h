@@ -6,6 +6,7 @@
 #ifndef VITLENS_SCENE_H
 #define VITLENS_SCENE_H
 
+#include "view/interv.h"
 #include "vit.h"
 
 #include <stdint.h>
@@ -57,6 +58,10 @@ typedef struct {
     VitControl *control;      /* set by the owner, or NULL: the worker thread's flag that stops
                                  scene_run and view_slow_map early (VIT_ERR_CANCELLED). Only
                                  their own calls see it, never maps read on another thread */
+    const Interv *interv;     /* set by the owner, or NULL: the interventions scene_run,
+                                 scene_explain and scene_perturb apply (when built for the
+                                 model's shapes, interv_for); the crop shows a filled patch
+                                 as the model sees it, a dropped one hatched */
     int orientation;          /* the photo's EXIF orientation, 1..8 (1: upright or none) */
     const char *format;       /* its file format ("JPEG", ...; static) */
     float *distance;          /* [L, H] mean attention distance, px (vit_attention_distance) */

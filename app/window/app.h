@@ -44,6 +44,8 @@ typedef struct App {
 
     Model *model;    /* current model (heap) */
     Scene scenes[2]; /* scenes[front] is on screen, the other is the worker's back buffer */
+    Interv interv;   /* the interventions (--ablate, ...) for the model, the scenes' interv:
+                        applied to a model of the shapes they were built for (interv_for) */
     int front, has_scene;
     float *map;      /* [h, w] raw values of the current map (w x h: map_kind_size) */
     float *map_norm; /* [h, w] normalised for display */
