@@ -213,6 +213,17 @@ typedef struct {
     const VitAttMod *mod; /* the layer's temperature and dropped patches */
 } VitBlockIO;
 
+/* vit_forward_batch's steps (batch.c), for a caller that starts from tokens of its own
+ * (vit_head_importance): layers [l0, l1) on n inputs' tokens in b->x [n*T, D] (their
+ * input to layer l0), in place; l1 == L ends with the last block's head rows in b->xh.
+ * Each input's head masks from b->ablate_each, else b->intervention's. */
+void vit_batch_layers(VitBatch *b, const Vit *vit, int n, int l0, int l1);
+/* Before them: the patch embedding, prefix tokens and position embedding of inputs
+ * [n, 3, Sh, Sw] into b->x (b->intervention's fill and position embedding). */
+void vit_batch_embed(VitBatch *b, const Vit *vit, const float *inputs, int n);
+/* Then the final norm and the head on b->xh: logits, probs [n, C] (either may be NULL). */
+void vit_batch_head(VitBatch *b, const Vit *vit, int n, float *logits, float *probs);
+
 /* One block b of config c on the pool. Returns 0 when io->run was cancelled (the
  * outputs are undefined), else 1. */
 int vit_block(VitPool *pool, const VitBlock *b, const VitConfig *c, const VitBlockIO *io);

@@ -546,6 +546,35 @@ void vit_batch_free(VitBatch *b);
 VitStatus vit_forward_batch(VitBatch *b, const Vit *vit, const float *inputs, int n, float *logits,
                             float *probs, VitError *err);
 
+/* Head importance for class `target` (Michel et al. 2019, "Are Sixteen Heads Really Better
+ * than One?", §3-4, with the measured change rather than their gradient proxy):
+ *   importance[l, h] = p_target(model) - p_target(model with head (l, h) ablated)
+ * the drop in the class probability when that head alone is ablated (vit.h
+ * "Interventions": its output zeroed before proj), on top of b->intervention (a head it
+ * ablates already: 0). importance [L, H] caller's; base_prob (may be NULL): p_target of
+ * the model without the extra ablation. input [3, Sh, Sw] normalised pixels. The L*H
+ * passes run on b (made by vit_batch_init for vit, any max_batch >= 1) and share their
+ * start: the passes that ablate a head of layer l start from the unablated stream at layer
+ * l, H of them batched (up to max_batch); L*H*(L+1)/2 + L blocks in all, 0.54 of L*H full
+ * passes for L = 12. The values are those of vit_forward_batch on each ablated model,
+ * within its tolerance (tests/parity/test_interventions.py: against PyTorch). Allocates
+ * T*D floats and max_batch*(C + L*H) bytes of scratch, freed before it returns. Leaves
+ * b->intervention as it was. Errors: VIT_ERR_ARG (b not made for this model, no head, a
+ * class out of range, no input, an intervention vit_intervention_check refuses),
+ * VIT_ERR_NOMEM. */
+VitStatus vit_head_importance(float *importance, float *base_prob, VitBatch *b, const Vit *vit,
+                              const float *input, int target, VitError *err);
+
+/* The pruning curve (Michel et al. 2019, Fig. 2: heads pruned in increasing order of
+ * importance): order [L*H] the heads (l * H + h) by increasing importance (ties: the lower
+ * index first; vit_patch_order's rule), probs [L*H + 1] p_target with the first k of
+ * order ablated, k = 0 .. L*H (k = 0: the model; "keep the top L*H - k heads"), on top of
+ * b->intervention. importance [L, H] from vit_head_importance. L*H + 1 passes of
+ * vit_forward_batch, max_batch at a time. Errors: those of vit_head_importance, and a
+ * NaN or infinite importance. */
+VitStatus vit_head_pruning(float *probs, int *order, VitBatch *b, const Vit *vit,
+                           const float *input, const float *importance, int target, VitError *err);
+
 /* ---------------------------------------------------------------------------
  * Images and preprocessing */
 

@@ -136,29 +136,15 @@ static int same_shapes(const VitConfig *a, const VitConfig *c) {
            a->mlp_dim == c->mlp_dim && a->n_layers == c->n_layers && a->n_classes == c->n_classes;
 }
 
-/* --- entry point --------------------------------------------------------------- */
+/* --- the blocks and the head, from any layer ------------------------------------ */
 
-VitStatus vit_forward_batch(VitBatch *b, const Vit *vit, const float *inputs, int n, float *logits,
-                            float *probs, VitError *err) {
+void vit_batch_embed(VitBatch *b, const Vit *vit, const float *inputs, int n) {
     const VitConfig *c = &vit->cfg;
     const VitWeights *w = &vit->w;
-    if (!b || !b->mem || !same_shapes(&b->cfg, c) || !w->head_w)
-        return vit_set_error(err, VIT_ERR_ARG,
-                             "%s: batch buffers not made by vit_batch_init for this model",
-                             c->name);
-    if (n < 1 || n > b->max_batch || !inputs)
-        return vit_set_error(err, VIT_ERR_ARG,
-                             "%s: batch of %d inputs%s (expected 1 .. %d, the max_batch of "
-                             "vit_batch_init)",
-                             c->name, n, inputs ? "" : " at NULL", b->max_batch);
     const VitIntervention *iv = b->intervention;
-    VitStatus st = vit_intervention_check(iv, c, err);
-    if (st) return st;
     VitPool *pool = b->pool;
-    int N = c->n_patches, T = c->n_tokens, D = c->dim, L = c->n_layers, C = c->n_classes,
-        H = c->n_heads, K = 3 * c->patch_size * c->patch_size;
-    int hr = w->head_dist_w ? 2 : 1; /* rows the head reads: CLS (and distillation) token */
-    float *x = b->x, *xn = b->xn, *xh = b->xh;
+    int N = c->n_patches, T = c->n_tokens, D = c->dim, K = 3 * c->patch_size * c->patch_size;
+    float *x = b->x, *xn = b->xn;
 
     /* timm: x = self.patch_embed(x): one GEMM over the n*N patches of every image */
     vit_im2col(pool, b->patches, inputs, n, c);
@@ -174,8 +160,17 @@ VitStatus vit_forward_batch(VitBatch *b, const Vit *vit, const float *inputs, in
                                  .n_out = D});
     for (int i = 0; i < n; i++)
         embed_tokens(x + (size_t)i * T * D, xn + (size_t)i * N * D, vit, iv);
+}
 
-    for (int l = 0; l < L; l++) {
+void vit_batch_layers(VitBatch *b, const Vit *vit, int n, int l0, int l1) {
+    const VitConfig *c = &vit->cfg;
+    const VitWeights *w = &vit->w;
+    const VitIntervention *iv = b->intervention;
+    VitPool *pool = b->pool;
+    int T = c->n_tokens, D = c->dim, L = c->n_layers, H = c->n_heads;
+    int hr = w->head_dist_w ? 2 : 1; /* rows the head reads: CLS (and distillation) token */
+    float *x = b->x, *xn = b->xn, *xh = b->xh;
+    for (int l = l0; l < l1; l++) {
         int last = l == L - 1;
         /* the last block: only the head's rows go on, gathered (row r of image i at
          * r*n + i) into xh, where its residual stream continues */
@@ -210,7 +205,15 @@ VitStatus vit_forward_batch(VitBatch *b, const Vit *vit, const float *inputs, in
                          .mod = vit_att_mod(&mod, iv, c, l)};
         vit_block(pool, &w->blocks[l], c, &io);
     }
+}
 
+void vit_batch_head(VitBatch *b, const Vit *vit, int n, float *logits, float *probs) {
+    const VitConfig *c = &vit->cfg;
+    const VitWeights *w = &vit->w;
+    VitPool *pool = b->pool;
+    int D = c->dim, C = c->n_classes;
+    int hr = w->head_dist_w ? 2 : 1;
+    float *xn = b->xn, *xh = b->xh;
     /* timm: x = self.norm(x); x = x[:, 0]; x = self.head(x), on the head's rows of
      * every image; distilled: (head(x[:, 0]) + head_dist(x[:, 1])) / 2 */
     vit_layernorm(pool, xn, xh, w->norm_w, w->norm_b, hr * n, D, c->ln_eps);
@@ -239,5 +242,28 @@ VitStatus vit_forward_batch(VitBatch *b, const Vit *vit, const float *inputs, in
         memcpy(probs, b->logits, nC * sizeof(float));
         vit_softmax_rows(probs, n, C);
     }
+}
+
+/* --- entry point --------------------------------------------------------------- */
+
+VitStatus vit_forward_batch(VitBatch *b, const Vit *vit, const float *inputs, int n, float *logits,
+                            float *probs, VitError *err) {
+    const VitConfig *c = &vit->cfg;
+    const VitWeights *w = &vit->w;
+    if (!b || !b->mem || !same_shapes(&b->cfg, c) || !w->head_w)
+        return vit_set_error(err, VIT_ERR_ARG,
+                             "%s: batch buffers not made by vit_batch_init for this model",
+                             c->name);
+    if (n < 1 || n > b->max_batch || !inputs)
+        return vit_set_error(err, VIT_ERR_ARG,
+                             "%s: batch of %d inputs%s (expected 1 .. %d, the max_batch of "
+                             "vit_batch_init)",
+                             c->name, n, inputs ? "" : " at NULL", b->max_batch);
+    const VitIntervention *iv = b->intervention;
+    VitStatus st = vit_intervention_check(iv, c, err);
+    if (st) return st;
+    vit_batch_embed(b, vit, inputs, n);
+    vit_batch_layers(b, vit, n, 0, c->n_layers);
+    vit_batch_head(b, vit, n, logits, probs);
     return VIT_OK;
 }

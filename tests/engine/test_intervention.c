@@ -224,6 +224,41 @@ int main(int argc, char **argv) {
     check_refused(&vit, &pe, "edit 7", "a pos_embed value out of range");
     check(vit_intervention_check(NULL, c, &err) == VIT_OK, "NULL: nothing to check");
 
+    /* --- head importance: errors, and the same table whatever the batch size --------- */
+    {
+        float imp1[L * HEADS], imp4[L * HEADS], base1 = 0, base4 = 0, pr[L * HEADS + 1];
+        int order[L * HEADS];
+        VitBatch b1 = {0}, b4 = {0};
+        if (vit_batch_init(&b1, &vit, 1, 2, &err) == VIT_OK &&
+            vit_batch_init(&b4, &vit, 4, 2, &err) == VIT_OK) {
+            const char *kc[] = {"class 10 out of range", NULL}, *ki[] = {"no input", NULL};
+            float p_all[C];
+            int top = 0;
+            if (!vit_forward_batch(&b4, &vit, input, 1, NULL, p_all, &err))
+                vit_top_k(&top, p_all, C, 1);
+            check_err(vit_head_importance(imp1, NULL, &b1, &vit, input, C, &err), &err, VIT_ERR_ARG,
+                      NULL, kc, "vit_head_importance: a class out of range");
+            check_err(vit_head_importance(imp1, NULL, &b1, &vit, NULL, 0, &err), &err, VIT_ERR_ARG,
+                      NULL, ki, "vit_head_importance: no input");
+            if (check(!vit_head_importance(imp1, &base1, &b1, &vit, input, top, &err) &&
+                          !vit_head_importance(imp4, &base4, &b4, &vit, input, top, &err),
+                      "vit_head_importance at max_batch 1 and 4")) {
+                double d = fabs((double)base1 - base4);
+                for (int i = 0; i < L * HEADS; i++) d = fmax(d, fabs((double)imp1[i] - imp4[i]));
+                check(d <= 1e-6, "the same table at max_batch 1 and 4 (max diff %.1e)", d);
+                int prc = vit_head_pruning(pr, order, &b4, &vit, input, imp4, top, &err);
+                check(!prc && fabs((double)pr[0] - base4) <= 1e-6 && base4 > 1.0f / C,
+                      "vit_head_pruning: k = 0 is the model's probability (%.6f, %.6f)", pr[0],
+                      base4);
+            }
+            imp4[3] = NAN;
+            const char *kn[] = {"importance[3]", NULL};
+            check_err(vit_head_pruning(pr, order, &b4, &vit, input, imp4, 2, &err), &err,
+                      VIT_ERR_ARG, NULL, kn, "vit_head_pruning: a NaN importance");
+        }
+        vit_batch_free(&b1), vit_batch_free(&b4);
+    }
+
     /* --- helpers ----------------------------------------------------------------------- */
     vit_pos_permutation(perm, N, 42);
     vit_pos_permutation(perm2, N, 42);

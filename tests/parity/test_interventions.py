@@ -6,6 +6,7 @@ DeiT-Tiny with a photo.
 
     /usr/bin/python3 test_interventions.py families --dump vit_dump --work DIR
     /usr/bin/python3 test_interventions.py deit --dump vit_dump --work DIR --shared SHARED
+    /usr/bin/python3 test_interventions.py importance --dump vit_dump --work DIR
     /usr/bin/python3 test_interventions.py families --mistake NAME ...   (must fail)
 
 The reference (forward() below) follows timm's vision_transformer.py (Block,
@@ -25,6 +26,11 @@ patches' rows and columns 0), the CLS rows as the maps read them (vit_map_attent
 recomputed from queries and keys in the combined case, bit for bit the kept ones), vit_forward_batch's logits, and for the combined case
 the backward pass (dy_c/dA and dy_c/d input against autograd, relative 1e-5 / 5e-4 as
 test_backward.py).
+importance: vit_head_importance (the drop in the top-1 probability with each head
+ablated alone) and vit_head_pruning (the least important pruned first, Michel et al.
+2019 Fig. 2) against the reference's probabilities, on every family with a head, with
+max_batch 2 (the passes in several calls), one with an intervention on top; the engine's
+curve must be far from pruning the most important first.
 Mistakes (--mistake, each its own ctest that must fail on every model):
   after_proj   the head ablated after the projection (its slice of proj's output zeroed)
   shift        patches dropped, the kept ones given the first position embeddings in order
@@ -265,6 +271,74 @@ def test_families(args, rep):
                      args.mistake, grads, pos_grid=f["grid0"])
 
 
+def check_importance(rep, label, w, x, H, eps, base, out, iv, pos_grid):
+    """vit_head_importance and vit_head_pruning against the reference's probabilities:
+    each head ablated alone (and iv's changes) and the heads pruned in the engine's
+    order; the engine's order must be by increasing importance, and the curve far from
+    pruning the most important first (a plausible slip)."""
+    flags = dump_flags(iv)
+    eng, cfg = run_dump(base[0], base[1:] + ["--out", out, "--importance", "-1:2"] + flags)
+    if "seed" in iv:
+        iv = dict(iv, pos=eng["pos_perm"].tolist())
+    meta = __import__("json").loads((Path(out) / "importance.json").read_text())
+    c, L = meta["importance_class"], eng["importance"].shape[0]
+
+    def prob(ablate):
+        lg, _, _ = forward(w, x, H, eps, dict(iv, ablate=set(iv.get("ablate", set())) | ablate),
+                           pos_grid=pos_grid)
+        return float(torch.softmax(lg, 0)[c])
+
+    p0 = prob(set())
+    imp = np.array([[p0 - prob({(l, h)}) for h in range(H)] for l in range(L)])
+    for (l, h) in iv.get("ablate", ()):
+        imp[l, h] = 0.0
+    d_imp = np.abs(eng["importance"] - imp).max()
+    d_base = abs(meta["importance_base"] - p0)
+    order = eng["order"]
+    prune = np.array([prob({divmod(int(j), H) for j in order[:k]}) for k in range(L * H + 1)])
+    d_pr = np.abs(eng["prune"] - prune).max()
+    wrong = np.array([prob({divmod(int(j), H) for j in order[::-1][:k]}) for k in range(L * H + 1)])
+    far = np.abs(eng["prune"] - wrong).max()
+    tol = ATT_TOL["random"]
+    print(f"  [{label}] importance {d_imp:.1e}, base p {d_base:.1e}, pruning curve {d_pr:.1e} "
+          f"(tol {tol:.0e}); most important first is {far:.1e} away")
+    rep.check(d_imp <= tol and d_base <= tol and d_pr <= tol,
+              f"{label}: head importance differs by {max(d_imp, d_base, d_pr):.1e}", guard=label)
+    flat = eng["importance"].reshape(-1)[order]
+    rep.check(bool(np.all(np.diff(flat) >= 0)), f"{label}: pruning order not by increasing importance")
+    rep.check(far > 20 * tol, f"{label}: the curve is as close to pruning the most important first")
+
+
+def test_importance(args, rep):
+    """Every family with a head; one with an intervention on top."""
+    for name in FAMILIES:
+        f = spec(name)
+        if not f["C"]:
+            continue
+        d = Path(args.work) / name
+        d.mkdir(parents=True, exist_ok=True)
+        g = torch.Generator().manual_seed(sum(map(ord, name)))
+        w = random_timm(f, g)
+        write_safetensors(d / "model.safetensors", to_hf(w, f, g) if f["hf"] else w, "F32")
+        (d / "config.json").write_text(__import__("json").dumps(config_json(f)))
+        Sh, Sw = input_size(f)
+        x = torch.randn(3, Sh, Sw, generator=torch.Generator().manual_seed(11))
+        x.numpy().astype(np.float32).tofile(d / "input.f32")
+        base = [args.dump, "--model", d / "model.safetensors", "--input", d / "input.f32"]
+        w64 = {k: v.double() for k, v in w.items()}
+        if f["hf"] == "DeiTForImageClassification":
+            w64 = {k: v for k, v in w64.items() if not k.startswith("head_dist.")}
+        x64 = torch.from_numpy(x.numpy().astype(np.float32)).double()
+        eps = f["eps"] or 1e-6
+        print(f"\n[{name}] H={f['H']}, L={f['L']}")
+        check_importance(rep, f"{name}/importance", w64, x64, f["H"], eps, base, d / "imp", {},
+                         f["grid0"])
+        if name == "deit_distilled_timm":
+            iv = dict(ablate={(0, 1)}, fill={3}, temp=(1, 1.5))
+            check_importance(rep, f"{name}/importance+iv", w64, x64, f["H"], eps, base, d / "imp_iv",
+                             iv, f["grid0"])
+
+
 def test_deit(args, rep):
     shared = Path(args.shared)
     model = shared / "models/deit-tiny/deit_tiny_patch16_224.safetensors"
@@ -296,14 +370,15 @@ def test_deit(args, rep):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("part", choices=["families", "deit"])
+    ap.add_argument("part", choices=["families", "deit", "importance"])
     ap.add_argument("--dump", required=True)
     ap.add_argument("--work", required=True)
     ap.add_argument("--shared", default="")
     ap.add_argument("--mistake", choices=MISTAKES, help="a wrong reference: must fail")
     args = ap.parse_args()
     rep, t0 = Report(), time.time()
-    skip = (test_families if args.part == "families" else test_deit)(args, rep)
+    skip = {"families": test_families, "deit": test_deit, "importance": test_importance}[args.part](
+        args, rep)
     print(f"({time.time() - t0:.1f} s)")
     if skip is not None:
         return skip

@@ -48,6 +48,10 @@
  * head's CLS row over the patches through vit_map_attention: with --att recompute the
  * maps' recomputed attention), batch_logits.npy [3, C] f4 (vit_forward_batch on three
  * copies of the input, VitBatch.intervention set; with a head).
+ * --importance C:B (C a class, -1 the top-1; B the batch's max_batch) runs
+ * vit_head_importance and vit_head_pruning (with the interventions above, if any):
+ *   importance.npy [L, H] f4, prune.npy [L*H + 1] f4, order.npy [L*H] i4, and
+ *   "importance_base" (p of the class) and "importance_class" in importance.json.
  * Errors: a message on stderr, exit 1 (2 for a usage error). */
 #include "vit.h"
 
@@ -269,6 +273,7 @@ int main(int argc, char **argv) {
     float discard = 0.0f;
     VitRunOptions ropt = {0};
     VitImageOptions iopt = {0};
+    int imp_class = -2, imp_batch = 0;
     const char *s_ablate = NULL, *s_drop = NULL, *s_fill = NULL, *s_posedit = NULL, *s_temp = NULL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -316,6 +321,9 @@ int main(int argc, char **argv) {
             target = (int)cl;
         } else if (!strcmp(a, "--discard")) {
             discard = strtof(v, NULL);
+        } else if (!strcmp(a, "--importance")) {
+            if (sscanf(v, "%d:%d", &imp_class, &imp_batch) != 2 || imp_class < -1 || imp_batch < 1)
+                return usage();
         } else if (!strcmp(a, "--ablate")) {
             s_ablate = v;
         } else if (!strcmp(a, "--drop")) {
@@ -452,6 +460,37 @@ int main(int argc, char **argv) {
             batch.intervention = &iv;
             if (vit_forward_batch(&batch, &vit, inputs, 3, blogits, NULL, &err)) goto engine_fail;
             if (npy_f32(out, "batch_logits.npy", blogits, s_b, 2)) goto done;
+        }
+    }
+    if (imp_class != -2) {
+        size_t LH = L * H;
+        const size_t s_lh[2] = {L, H}, s_pr[1] = {LH + 1}, s_or[1] = {LH};
+        float *imp = malloc(LH * sizeof(float)), *pr = malloc((LH + 1) * sizeof(float)), base = 0;
+        int *ord = malloc(LH * sizeof(int)), cls = imp_class;
+        VitBatch ib = {0};
+        int bad = !imp || !pr || !ord;
+        if (cls == -1 && C) vit_top_k(&cls, run.probs, (int)C, 1);
+        if (!bad && !vit_batch_init(&ib, &vit, imp_batch, ropt.n_threads, &err)) {
+            ib.intervention = use_iv ? &iv : NULL;
+            bad = vit_head_importance(imp, &base, &ib, &vit, run.input, cls, &err) ||
+                  vit_head_pruning(pr, ord, &ib, &vit, run.input, imp, cls, &err);
+        } else {
+            bad = 1;
+        }
+        vit_batch_free(&ib);
+        char path[1200];
+        snprintf(path, sizeof path, "%s/importance.json", out);
+        FILE *f = bad ? NULL : fopen(path, "w");
+        if (f) fprintf(f, "{\"importance_base\": %.9g, \"importance_class\": %d}\n", base, cls);
+        if (f) fclose(f);
+        int wrc = bad || !f || npy_f32(out, "importance.npy", imp, s_lh, 2) ||
+                  npy_f32(out, "prune.npy", pr, s_pr, 1) ||
+                  npy_write(out, "order.npy", "<i4", ord, 4, s_or, 1);
+        free(imp), free(pr), free(ord);
+        if (wrc) {
+            if (bad && err.msg[0]) goto engine_fail;
+            fail("head importance: cannot write %s", out);
+            goto done;
         }
     }
     if (target != -2) {
