@@ -122,7 +122,10 @@ static void usage_export(FILE *f) {
           "                  contact_sheet_class281.png (a column per class-specific kind);\n"
           "                  logit_lens.csv and high_norm_tokens.csv. Several IMAGEs: each\n"
           "                  into DIR/NAME/, with the feature PCA over all of them as\n"
-          "                  L01_pca-joint\n",
+          "                  L01_pca-joint. With a head, which heads matter for the class:\n"
+          "                  head_importance.csv/.png (the drop in its probability with each\n"
+          "                  head ablated alone, layers x heads) and head_pruning.csv/.png (the\n"
+          "                  least important heads pruned first, Michel et al. 2019)\n",
           f);
 }
 

@@ -3,6 +3,7 @@
  * (export.c); several photos with the feature PCA over all of them. */
 #include "headless/headless.h"
 #include "headless/export.h"
+#include "headless/importance.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -43,6 +44,14 @@ static int headless_photo(const Options *o, Model *m, const Interv *iv, const ch
     if (o->top_k) rc |= export_top(stdout, m, &sc, o->top_k);
     ExportStyle st = {o->opacity, o->discard, o->colormap, o->bilinear};
     if (!rc && dir) rc |= export_maps(stdout, dir, m, &sc, target, &st, joint);
+    int n_png = 0; /* which heads matter for the class: CSV and PNG */
+    if (!rc && dir && target >= 0) {
+        rc |= export_importance(dir, m, &sc, target, &st, &n_png);
+        if (!rc)
+            printf("and the head importance table and pruning curve of class %d as CSV and "
+                   "PNG (head_importance, head_pruning)\n",
+                   target);
+    }
 done:
     scene_free(&sc);
     return rc;

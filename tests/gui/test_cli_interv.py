@@ -103,6 +103,29 @@ def main():
     check(d <= 1e-6, f"L{L:02d}_H01.npy elsewhere = vit_dump's CLS attention (max diff {d:.1e})")
     check(os.path.exists(os.path.join(ex, f"L{L:02d}_H01.png")), "the PNG is written beside it")
 
+    # --- --export's head importance table and pruning curve ------------------------------
+    # on the intervened model of the export above: vit_dump's, to the CSV's 7 decimals
+    eng, _ = dump(a, os.path.join(a.out, "d"), "--drop", f"{gw + 1},{gh * gw - 1}", "--ablate", "0:0",
+                  "--importance", "-1:3")
+    try:
+        rows = np.genfromtxt(os.path.join(ex, "head_importance.csv"), delimiter=",", skip_header=2)
+        pr = np.genfromtxt(os.path.join(ex, "head_pruning.csv"), delimiter=",", skip_header=1)
+    except OSError as e:
+        rows, pr = np.zeros((0, 4)), np.zeros((0, 5))
+        check(False, f"head_importance.csv, head_pruning.csv: {e}")
+    ok = rows.shape == (L * H, 4) and (rows[:, 0] == np.repeat(np.arange(1, L + 1), H)).all() and \
+        (rows[:, 1] == np.tile(np.arange(1, H + 1), L)).all()
+    d = float(np.abs(rows[:, 2] - eng["importance"].reshape(-1)).max()) if ok else 1.0
+    check(ok and d <= 2e-6, f"head_importance.csv: {L}x{H} rows, layer and head from 1, "
+          f"= vit_head_importance's (max diff {d:.1e}); head 1:1 (ablated already) 0: "
+          f"{rows[0, 2] if ok else None}")
+    ok = pr.shape == (L * H + 1, 5) and (pr[:, 0] == np.arange(L * H + 1)).all()
+    d = float(np.abs(pr[:, 4] - eng["prune"]).max()) if ok else 1.0
+    order = (pr[1:, 2] - 1) * H + (pr[1:, 3] - 1) if ok else None
+    check(ok and d <= 2e-6 and (order == eng["order"]).all(),
+          f"head_pruning.csv: {L * H + 1} rows, the heads in vit_head_pruning's order, its "
+          f"probabilities (max diff {d:.1e})")
+
     # --- --eval on the intervened model ------------------------------------------------
     ev = os.path.join(a.out, "eval")
     shutil.rmtree(ev, ignore_errors=True)
