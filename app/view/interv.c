@@ -109,6 +109,41 @@ int interv_parse(IntervSpec *s, const char *opt, const char *val, char *msg, siz
     return 1;
 }
 
+/* Index of (a, b) in items [n], or -1. */
+static int find_pair(const int (*items)[2], int n, int a, int b) {
+    for (int i = 0; i < n; i++)
+        if (items[i][0] == a && items[i][1] == b) return i;
+    return -1;
+}
+
+/* Put (a, b) in (on) or out of items [*n]: 0, or -1 when full. */
+static int set_pair(int (*items)[2], int *n, int a, int b, int on) {
+    int i = find_pair((const int(*)[2])items, *n, a, b);
+    if (on && i < 0) {
+        if (*n == INTERV_MAX_ITEMS) return -1;
+        items[*n][0] = a, items[*n][1] = b, (*n)++;
+    } else if (!on && i >= 0) {
+        memmove(items[i], items[i + 1], (size_t)(*n - i - 1) * sizeof items[0]);
+        (*n)--;
+    }
+    return 0;
+}
+
+int interv_toggle_ablate(IntervSpec *s, int layer, int head) {
+    int on = find_pair((const int(*)[2])s->ablate, s->n_ablate, layer, head) < 0;
+    return set_pair(s->ablate, &s->n_ablate, layer, head, on);
+}
+
+int interv_has_patch(const IntervSpec *s, int fill, int row, int col) {
+    return fill ? find_pair((const int(*)[2])s->fill, s->n_fill, row, col) >= 0
+                : find_pair((const int(*)[2])s->drop, s->n_drop, row, col) >= 0;
+}
+
+int interv_set_patch(IntervSpec *s, int fill, int row, int col, int on) {
+    return fill ? set_pair(s->fill, &s->n_fill, row, col, on)
+                : set_pair(s->drop, &s->n_drop, row, col, on);
+}
+
 int interv_any(const IntervSpec *s) {
     return s->n_ablate || s->n_drop || s->n_fill || s->pos != VIT_POS_KEEP || s->temp_layer;
 }

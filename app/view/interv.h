@@ -30,6 +30,13 @@ typedef struct {
  * ranges that depend on a model are checked by interv_build. */
 int interv_parse(IntervSpec *s, const char *opt, const char *val, char *msg, size_t n);
 
+/* Toggle (layer, head) in the ablated set (1-based); 0, or -1 when the set is full. */
+int interv_toggle_ablate(IntervSpec *s, int layer, int head);
+/* Is patch (row, col) (1-based) in the dropped (fill 0) or filled (1) set? Set it there
+ * (on 1) or take it out (0); 0, or -1 when the set is full. */
+int interv_has_patch(const IntervSpec *s, int fill, int row, int col);
+int interv_set_patch(IntervSpec *s, int fill, int row, int col, int on);
+
 /* Anything asked? */
 int interv_any(const IntervSpec *s);
 

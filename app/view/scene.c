@@ -208,9 +208,21 @@ VitStatus scene_run(Scene *sc, const Vit *vit, const char *path, VitError *err) 
     sc->src_h = img.h;
     vit_image_free(&img);
     if (rc) return rc;
-    sc->run.intervention = interv_for(sc->interv, c);
-    if (sc->run.intervention) paint_interventions(sc->crop_rgb, sc->run.intervention, c);
+    const VitIntervention *iv = interv_for(sc->interv, c);
     sc->run.control = sc->control; /* this thread's calls only: cleared before returning */
+    sc->has_plain = 0;
+    if (iv && c->n_classes) { /* the unchanged model first: the +/- of the predictions */
+        float *pp = realloc(sc->plain_probs, (size_t)c->n_classes * sizeof *pp);
+        if (pp) {
+            sc->plain_probs = pp;
+            sc->run.intervention = NULL;
+            vit_forward(&sc->run, vit);
+            memcpy(pp, sc->run.probs, (size_t)c->n_classes * sizeof *pp);
+            sc->has_plain = 1;
+        }
+    }
+    sc->run.intervention = iv;
+    if (iv) paint_interventions(sc->crop_rgb, iv, c);
     vit_forward(&sc->run, vit);
     if (sc->control && vit_control_cancelled(sc->control)) {
         sc->run.control = NULL;
@@ -556,5 +568,6 @@ void scene_free(Scene *sc) {
     vit_run_free(&sc->run);
     free(sc->crop_rgb);
     free(sc->distance);
+    free(sc->plain_probs);
     memset(sc, 0, sizeof *sc);
 }

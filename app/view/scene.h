@@ -62,12 +62,16 @@ typedef struct {
                                  scene_explain and scene_perturb apply (when built for the
                                  model's shapes, interv_for); the crop shows a filled patch
                                  as the model sees it, a dropped one hatched */
-    int orientation;          /* the photo's EXIF orientation, 1..8 (1: upright or none) */
-    const char *format;       /* its file format ("JPEG", ...; static) */
-    float *distance;          /* [L, H] mean attention distance, px (vit_attention_distance) */
-    char path[1024];          /* the photo */
-    const char *name;         /* last path component of path */
-    const Vit *vit;           /* the model that ran it */
+    float *plain_probs;       /* [C] the probabilities of the model without the interventions
+                                 (scene_run runs it first when some apply: has_plain), for
+                                 the +/- of the predictions panel */
+    int has_plain;
+    int orientation;    /* the photo's EXIF orientation, 1..8 (1: upright or none) */
+    const char *format; /* its file format ("JPEG", ...; static) */
+    float *distance;    /* [L, H] mean attention distance, px (vit_attention_distance) */
+    char path[1024];    /* the photo */
+    const char *name;   /* last path component of path */
+    const Vit *vit;     /* the model that ran it */
     /* The class-specific maps (vit_explain) of one class, double-buffered so that the
      * worker can compute the next class's while the window shows these:
      * expl[expl_front] holds every method's map for class expl_target (-1: none yet),

@@ -35,7 +35,14 @@ void app_open(App *app, const char *path) {
     /* the worker fills the back Scene while the front one stays on screen; the first photo
      * has no front yet, so it goes into scenes[front] */
     const Scene *sc = app_scene(app);
-    Scene *back = &app->scenes[app->has_scene ? !app->front : app->front];
+    int bi = app->has_scene ? !app->front : app->front;
+    Scene *back = &app->scenes[bi];
+    /* the interventions as asked now, for the back Scene only (checked when asked:
+     * interv_apply); a model of other shapes runs without them (interv_for) */
+    char msg[600];
+    if (!interv_any(&app->iv_spec) ||
+        interv_build(&app->interv[bi], &app->iv_spec, &app->model->vit.cfg, msg, sizeof msg))
+        interv_free(&app->interv[bi]);
     /* a model reruns the photo on screen, so the window shows the new model at once */
     if (ends_with(path, ".safetensors")) {
         worker_start(&app->worker, path, &app->opt->load,

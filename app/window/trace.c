@@ -2,7 +2,8 @@
  * the tests and bench/app_latency.py to read: "startup WHAT MS" along the launch,
  * "maps ..." when a view's maps go on screen (with a hash of them), "frame N ..." with
  * the state of every drawn frame and where its time went, "status LEFT | RIGHT", and
- * "perturb done ..." with a finished perturbation test's curve. */
+ * "error MSG" when the frame shows an error, and "perturb done ..." with a finished
+ * perturbation test's curve. */
 #include "window/trace.h"
 #include "window/app.h"
 #include "render/colormap.h"
@@ -66,6 +67,9 @@ static void trace_perturb_done(const App *app) {
 static void trace_frame_state(const App *app, const RenFrame *f) {
     const Ren *r = &app->ren;
     const Scene *sc = app_scene(app);
+    int top1 = -1; /* the prediction: what an intervention changes */
+    if (sc && sc->run.probs && sc->run.cfg.n_classes > 0)
+        vit_top_k(&top1, sc->run.probs, sc->run.cfg.n_classes, 1);
     /* the prefix tokens' share of the view's row: "CLS:0.1234,reg1:0.0567" */
     char prefix[VIT_MAX_PREFIX * 20] = "-";
     for (int i = 0, k = 0; sc && app->has_prefix && i < sc->run.cfg.n_prefix; i++)
@@ -78,7 +82,8 @@ static void trace_frame_state(const App *app, const RenFrame *f) {
            "window=%d,%d query=%d overview=%d colormap=%s scale=%s bilinear=%d mask=%d "
            "fraction=%d kept=%d preds=%d distance=%d hover=%d,%d cell=%d fullscreen=%d "
            "image_at=%d saves=%lu cells=%d,%d,%d,%d,%d,%d panel=%d,%d class=%d explained=%d "
-           "shown=%s marked=%d joint=%d list=%d listmark=%d highnorm=%d picking=%d listw=%d ",
+           "shown=%s marked=%d joint=%d list=%d listmark=%d highnorm=%d picking=%d listw=%d "
+           "whatif=%d,%d,%d,%d,%d:%g fill=%d plain=%d top1=%d:%.6f ",
            app->frames, app->view.layer, app->view.head, app->view.kind == MAP_ROLLOUT,
            MAP_KINDS[app->view.kind].tag, app->view.target, (double)app->view.discard_ratio,
            app->overlay, (double)app->opacity, app->grid, app->help, app->busy, app->loads,
@@ -91,7 +96,10 @@ static void trace_frame_state(const App *app, const RenFrame *f) {
            sc ? view_class(&app->view, sc) : -1, sc ? sc->expl_target : -1,
            app->shown_kind >= 0 ? MAP_KINDS[app->shown_kind].tag : "none", f->pred_marked,
            app->view.joint, app->n_list, app->list_marked, app->n_high_norm, app->picking,
-           r->list_w);
+           r->list_w, app->iv_spec.n_ablate, app->iv_spec.n_drop, app->iv_spec.n_fill,
+           (int)app->iv_spec.pos, app->iv_spec.temp_layer, (double)app->iv_spec.temperature,
+           app->patch_fill, sc ? sc->has_plain : 0, top1,
+           sc && top1 >= 0 ? (double)sc->run.probs[top1] : 0.0);
 }
 
 void trace_frame(App *app, const RenFrame *f, const FrameTimes *t) {
@@ -122,6 +130,7 @@ void trace_frame(App *app, const RenFrame *f, const FrameTimes *t) {
            on ? vit_perturb_count(app->pert.step, p->n_steps, p->n_patches) : 0, r->plot_x,
            r->plot_y, r->plot_w, r->plot_h);
     printf("status %s | %s\n", app->status_left, app->status_right);
+    if (app->error[0]) printf("error %s\n", app->error); /* the message the frame shows */
     if (app->pert.announce && app->pert.phase == PERT_DONE) trace_perturb_done(app);
     app->pert.announce = 0;
 }
