@@ -121,7 +121,7 @@ int export_importance(const char *dir, const Model *m, const Scene *sc, int targ
     }
     snprintf(path, sizeof path, "%s/head_importance.png", dir);
     snprintf(title, sizeof title,
-             "%s  \xc2\xb7  drop in p(%.60s) = %.3f with each head ablated alone", sc->name,
+             "%s  \xc2\xb7  p(%.60s) = %.3f: its drop with each head ablated alone", sc->name,
              label ? label : "class", (double)base);
     if (write_grid(path, imp, L, H, title, st)) goto done;
     snprintf(path, sizeof path, "%s/head_pruning.png", dir);
