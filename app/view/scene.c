@@ -211,7 +211,9 @@ VitStatus scene_run(Scene *sc, const Vit *vit, const char *path, VitError *err) 
     const VitIntervention *iv = interv_for(sc->interv, c);
     sc->run.control = sc->control; /* this thread's calls only: cleared before returning */
     sc->has_plain = 0;
-    if (iv && c->n_classes) { /* the unchanged model first: the +/- of the predictions */
+    if (iv && c->n_classes && sc->plain_given && sc->plain_probs) { /* known: the owner's */
+        sc->has_plain = 1;
+    } else if (iv && c->n_classes) { /* the unchanged model first: the +/- of the predictions */
         float *pp = realloc(sc->plain_probs, (size_t)c->n_classes * sizeof *pp);
         if (pp) {
             sc->plain_probs = pp;
@@ -221,6 +223,7 @@ VitStatus scene_run(Scene *sc, const Vit *vit, const char *path, VitError *err) 
             sc->has_plain = 1;
         }
     }
+    sc->plain_given = 0;
     sc->run.intervention = iv;
     if (iv) paint_interventions(sc->crop_rgb, iv, c);
     vit_forward(&sc->run, vit);

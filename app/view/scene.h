@@ -66,6 +66,8 @@ typedef struct {
                                  (scene_run runs it first when some apply: has_plain), for
                                  the +/- of the predictions panel */
     int has_plain;
+    int plain_given;    /* set by the owner before scene_run: plain_probs hold this photo's
+                           already (the same photo and model on screen), not run again */
     int orientation;    /* the photo's EXIF orientation, 1..8 (1: upright or none) */
     const char *format; /* its file format ("JPEG", ...; static) */
     float *distance;    /* [L, H] mean attention distance, px (vit_attention_distance) */

@@ -43,6 +43,21 @@ void app_open(App *app, const char *path) {
     if (!interv_any(&app->iv_spec) ||
         interv_build(&app->interv[bi], &app->iv_spec, &app->model->vit.cfg, msg, sizeof msg))
         interv_free(&app->interv[bi]);
+    /* the same photo again (an intervention changed): the unchanged model's probabilities
+     * are the ones on screen, its +/- need no second forward pass */
+    back->plain_given = 0;
+    int C = app->model->vit.cfg.n_classes;
+    if (sc && sc != back && C > 0 && sc->vit == &app->model->vit && !strcmp(sc->path, path) &&
+        !ends_with(path, ".safetensors")) {
+        const float *pp = sc->has_plain           ? sc->plain_probs
+                          : !sc->run.intervention ? sc->run.probs
+                                                  : NULL;
+        float *dst = pp ? realloc(back->plain_probs, (size_t)C * sizeof *dst) : NULL;
+        if (dst) {
+            memcpy(dst, pp, (size_t)C * sizeof *dst);
+            back->plain_probs = dst, back->plain_given = 1;
+        }
+    }
     /* a model reruns the photo on screen, so the window shows the new model at once */
     if (ends_with(path, ".safetensors")) {
         worker_start(&app->worker, path, &app->opt->load,

@@ -78,7 +78,7 @@ void app_update_status(App *app) {
     if (app->show_mask && !app->overview && !k->rgb && !k->outline)
         snprintf(mask, sizeof mask, "%smask %d%%: %d %s", dot, app->mask_pct, app->mask_kept,
                  k->pixels ? "px" : "patches");
-    char more[520] = "", extra[460] = "";
+    char more[300] = "", extra[240] = "";
     if (k->status && sc && app->shown_kind == v->kind) /* computed with the map */
         snprintf(extra, sizeof extra, "%s", app->shown.status);
     if (k->rgb && sc && app->shown_kind == v->kind && app->map_w > 0) { /* foreground patches */
@@ -94,7 +94,7 @@ void app_update_status(App *app) {
                  sc->orientation);
     }
     if (interv_any(&app->iv_spec)) { /* what if: the interventions asked */
-        char d[200];
+        char d[160];
         interv_describe(d, sizeof d, &app->iv_spec);
         size_t len = strlen(extra);
         snprintf(extra + len, sizeof extra - len, "%swhat if: %s", len ? dot : "", d);
