@@ -33,9 +33,12 @@ int main(int argc, char **argv) {
             batch = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--runs") && i + 1 < argc)
             runs = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--pruning"))
+            pruning = 1;
         else {
             fprintf(stderr,
-                    "usage: bench_importance --model M [--threads K] [--batch B] [--runs N]\n");
+                    "usage: bench_importance --model M [--threads K] [--batch B] [--runs N] "
+                    "[--pruning]\n");
             return 2;
         }
     }
