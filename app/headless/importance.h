@@ -14,7 +14,8 @@
  *   head_pruning.csv     pruned,kept,layer,head,prob: p with the `pruned` least important
  *                        heads ablated (Michel et al. 2019, Fig. 2), the head pruned last
  *   head_pruning.png     that curve over the heads pruned
- * Runs L*H + (L*H + 1) forward passes on a batch of H inputs. Adds the PNGs written to
+ * Runs 2 L*H + 1 ablated forward passes on a batch of H inputs, sharing their starts (about
+ * 1.1 L*H passes' work: DeiT-Tiny 1.5 + 1.5 s on 2 threads). Adds the PNGs written to
  * *n_png. Returns 0, or 1 with a message naming the file on stderr. */
 int export_importance(const char *dir, const Model *m, const Scene *sc, int target,
                       const ExportStyle *st, int *n_png);

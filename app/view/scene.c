@@ -213,7 +213,8 @@ VitStatus scene_run(Scene *sc, const Vit *vit, const char *path, VitError *err) 
     sc->has_plain = 0;
     if (iv && c->n_classes && sc->plain_given && sc->plain_probs) { /* known: the owner's */
         sc->has_plain = 1;
-    } else if (iv && c->n_classes) { /* the unchanged model first: the +/- of the predictions */
+    } else if (iv && c->n_classes &&
+               sc->want_plain) { /* the unchanged model first: the +/- of the predictions */
         float *pp = realloc(sc->plain_probs, (size_t)c->n_classes * sizeof *pp);
         if (pp) {
             sc->plain_probs = pp;

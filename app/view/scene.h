@@ -63,11 +63,13 @@ typedef struct {
                                  model's shapes, interv_for); the crop shows a filled patch
                                  as the model sees it, a dropped one hatched */
     float *plain_probs;       /* [C] the probabilities of the model without the interventions
-                                 (scene_run runs it first when some apply: has_plain), for
-                                 the +/- of the predictions panel */
+                                 (scene_run runs it first when some apply and want_plain:
+                                 has_plain), for the +/- of the predictions panel */
     int has_plain;
     int plain_given;    /* set by the owner before scene_run: plain_probs hold this photo's
                            already (the same photo and model on screen), not run again */
+    int want_plain;     /* set by the owner: with interventions, the unchanged model's
+                           probabilities too (the window's +/-; the headless modes need none) */
     int orientation;    /* the photo's EXIF orientation, 1..8 (1: upright or none) */
     const char *format; /* its file format ("JPEG", ...; static) */
     float *distance;    /* [L, H] mean attention distance, px (vit_attention_distance) */

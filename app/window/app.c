@@ -52,6 +52,7 @@ static int app_init_state(App *app, const Options *o) {
         app->scenes[i].att = o->att;
         app->scenes[i].control = &app->worker.control; /* the worker's jobs stop early */
         app->scenes[i].interv = &app->interv[i];
+        app->scenes[i].want_plain = 1; /* the top-5's +/- under interventions */
     }
     app->overlay = 1;
     app->opacity = o->opacity;

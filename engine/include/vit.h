@@ -569,9 +569,12 @@ VitStatus vit_head_importance(float *importance, float *base_prob, VitBatch *b, 
  * importance): order [L*H] the heads (l * H + h) by increasing importance (ties: the lower
  * index first; vit_patch_order's rule), probs [L*H + 1] p_target with the first k of
  * order ablated, k = 0 .. L*H (k = 0: the model; "keep the top L*H - k heads"), on top of
- * b->intervention. importance [L, H] from vit_head_importance. L*H + 1 passes of
- * vit_forward_batch, max_batch at a time. Errors: those of vit_head_importance, and a
- * NaN or infinite importance. */
+ * b->intervention. importance [L, H] from vit_head_importance. The L*H + 1 passes share
+ * their starts as vit_head_importance's do (passes k and k' compute the same input to
+ * layer l when the heads order[k .. k') all lie in layers >= l): at layer l one stream per
+ * distinct set of heads ablated below it, batched max_batch at a time, as much work as
+ * vit_head_importance. Allocates (L + 1) * max_batch * T*D floats of scratch. Errors:
+ * those of vit_head_importance, and a NaN or infinite importance. */
 VitStatus vit_head_pruning(float *probs, int *order, VitBatch *b, const Vit *vit,
                            const float *input, const float *importance, int target, VitError *err);
 

@@ -246,7 +246,15 @@ int main(int argc, char **argv) {
                 double d = fabs((double)base1 - base4);
                 for (int i = 0; i < L * HEADS; i++) d = fmax(d, fabs((double)imp1[i] - imp4[i]));
                 check(d <= 1e-6, "the same table at max_batch 1 and 4 (max diff %.1e)", d);
-                int prc = vit_head_pruning(pr, order, &b4, &vit, input, imp4, top, &err);
+                float pr1[L * HEADS + 1];
+                int order1[L * HEADS];
+                int prc = vit_head_pruning(pr, order, &b4, &vit, input, imp4, top, &err) ||
+                          vit_head_pruning(pr1, order1, &b1, &vit, input, imp4, top, &err);
+                double dp = 0.0;
+                for (int i = 0; !prc && i <= L * HEADS; i++)
+                    dp = fmax(dp, fabs((double)pr[i] - pr1[i]));
+                check(!prc && dp <= 1e-6 && !memcmp(order, order1, sizeof order),
+                      "vit_head_pruning: the same curve at max_batch 1 and 4 (max diff %.1e)", dp);
                 check(!prc && fabs((double)pr[0] - base4) <= 1e-6 && base4 > 1.0f / C,
                       "vit_head_pruning: k = 0 is the model's probability (%.6f, %.6f)", pr[0],
                       base4);
