@@ -95,6 +95,12 @@ def whatif(app, a, model, photo):
     drop = ";".join(f"{r + 1},{c + 1}" for r, c in cells)
     same_top1(app, a, model, photo, ["--ablate", "4:1", "--drop-patches", drop], "Ctrl+drag")
     save(app.shot(), os.path.join(a.out, "whatif_dropped.png"))
+    # Shift+P has no value to rank a dropped patch by: it says so, nothing starts
+    run(["xdotool", "key", "--clearmodifiers", "shift+p"])
+    line = app.wait_line(lambda s: s.startswith("status ") and "perturbation test" in s,
+                         "Shift+P's answer")
+    check("not with patches dropped" in line and app.state.get("perturb") == "off",
+          f"Shift+P with patches dropped: a notice, no test ({line.split(' | ')[-1]})")
     # 7, then Ctrl+click: one patch filled
     app.key("7", fill=1)
     n = loads(app)
