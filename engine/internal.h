@@ -73,12 +73,32 @@ void vit_pool_free(VitPool *p); /* joins the workers; NULL-safe */
 int vit_att_blocks(int T);
 int vit_att_block_start(int T, int b);
 
+/* What an intervention (vit.h) changes in one layer's attention: the temperature tau
+ * (0: none) and the dropped patches drop [N] (NULL: none) after n_prefix tokens. */
+typedef struct {
+    float temp;
+    const uint8_t *drop;
+    int n_prefix;
+} VitAttMod;
+
+/* Layer `layer`'s VitAttMod of iv into *m: m, or NULL when iv changes nothing there. */
+const VitAttMod *vit_att_mod(VitAttMod *m, const VitIntervention *iv, const VitConfig *c,
+                             int layer);
+
 /* out[r1 - r0, T] = softmax(q[r0:r1] . k^T / sqrt(Dh)) for one head: q, k point at
  * that head's first column in [T, ld] matrices. The forward pass and the maps
  * (recomputing) call this alone, so both get the same values. gemm_only: skip the
- * softmax (vit_forward_gemms). */
+ * softmax (vit_forward_gemms). m (NULL: none): softmax(s / tau), the dropped patches'
+ * columns -inf before the softmax and their rows 0 after it. */
 void vit_att_block(float *out, const float *q, const float *k, int ld, int r0, int r1, int T,
-                   int Dh, int gemm_only);
+                   int Dh, int gemm_only, const VitAttMod *m);
+
+/* x[Npos + N, D] += the position embedding as iv says (NULL: the model's): the rows of
+ * the tokens it covers, x pointing at the first (vit_forward and vit_forward_batch). */
+void vit_add_pos_embed(float *x, const Vit *vit, const VitIntervention *iv);
+
+/* Zero the im2col rows patches [N, 3*P*P] of iv's filled patches (none without fill). */
+void vit_fill_patches(float *patches, const VitIntervention *iv, const VitConfig *c);
 
 /* --- a block's steps (engine/passes/block.c), shared with the backward pass ------ */
 
@@ -135,9 +155,11 @@ void vit_values(VitPool *pool, float *v, const float *xn, const VitBlock *b, int
 
 /* dA[r1 - r0, T] = dctx_h[r0:r1] . v_h^T for one head (backward.c): dctx, v point at
  * that head's first column in [T, ld] matrices. The backward pass and the maps
- * (recomputing dA when it is not kept) call this alone, so both get the same values. */
+ * (recomputing dA when it is not kept) call this alone, so both get the same values.
+ * m (NULL: none): a dropped patch's row and column of dA are 0 (it is not in the
+ * sequence). */
 void vit_grad_att_block(float *out, const float *dctx, const float *v, int ld, int r0, int r1,
-                        int T, int Dh);
+                        int T, int Dh, const VitAttMod *m);
 
 /* --- one transformer block (engine/passes/block.c) ------------------------------- */
 
@@ -183,7 +205,24 @@ typedef struct {
     float *out;          /* [rows*n, D] the block's output */
     const VitRun *run;   /* its control (cancelled: the items left are skipped), or NULL */
     int gemm_only;       /* vit_forward_gemms: the cblas_sgemm calls alone */
+
+    /* an intervention's (vit.h), NULL: none */
+    const uint8_t *ablate; /* [H] input 0's heads, input i's at ablate + i * ablate_stride:
+                              non-zero: the head's ctx columns are 0 (head mask) */
+    size_t ablate_stride;
+    const VitAttMod *mod; /* the layer's temperature and dropped patches */
 } VitBlockIO;
+
+/* vit_forward_batch's steps (batch.c), for a caller that starts from tokens of its own
+ * (vit_head_importance): layers [l0, l1) on n inputs' tokens in b->x [n*T, D] (their
+ * input to layer l0), in place; l1 == L ends with the last block's head rows in b->xh.
+ * Each input's head masks from b->ablate_each, else b->intervention's. */
+void vit_batch_layers(VitBatch *b, const Vit *vit, int n, int l0, int l1);
+/* Before them: the patch embedding, prefix tokens and position embedding of inputs
+ * [n, 3, Sh, Sw] into b->x (b->intervention's fill and position embedding). */
+void vit_batch_embed(VitBatch *b, const Vit *vit, const float *inputs, int n);
+/* Then the final norm and the head on b->xh: logits, probs [n, C] (either may be NULL). */
+void vit_batch_head(VitBatch *b, const Vit *vit, int n, float *logits, float *probs);
 
 /* One block b of config c on the pool. Returns 0 when io->run was cancelled (the
  * outputs are undefined), else 1. */

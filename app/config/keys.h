@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#define KEYS_MAX 48
+#define KEYS_MAX 64
 
 typedef struct {
     const char *rows[KEYS_MAX][2]; /* [n] {key, what it does} */

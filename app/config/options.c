@@ -80,6 +80,19 @@ static void usage_head(FILE *f) {
         "                  one of its comma-separated names (\"tiger cat\"); default: the\n"
         "                  top-1 class. The window opens on a class-specific map\n"
         "  --save-dir DIR  where S saves the view (default: the current directory)\n"
+        "  --ablate L:H[,L:H...]  what if? Run the model with these heads ablated (layer,\n"
+        "                  head from 1): the head's output zeroed before the projection\n"
+        "                  (Michel et al. 2019; transformers' head_mask). The interventions\n"
+        "                  apply to --top, --export, --eval and the window\n"
+        "  --drop-patches R,C[;R,C...]  take these patches (row, column from 1) out of the\n"
+        "                  token sequence; the others keep their position embeddings. Maps\n"
+        "                  show a dropped patch hatched (NaN in the .npy files)\n"
+        "  --fill-patches R,C[;R,C...]  set these patches to the mean colour (0 after\n"
+        "                  normalisation, as --eval's deletion); they stay in the sequence\n"
+        "  --pos-embed MODE  shuffle: the patches' position embeddings shuffled among them\n"
+        "                  (seeded, --pos-seed); zero: no position embedding at all\n"
+        "  --pos-seed N    the seed of --pos-embed shuffle (default 0)\n"
+        "  --temperature L:TAU  attention of layer L as softmax(scores / TAU), TAU > 0\n"
         "  --top K         print the K most probable classes and exit, one per line:\n"
         "                    RANK PROB CLASS_ID LABEL     e.g. \"1 0.6123 281 tabby, tabby cat\"\n"
         "                  RANK from 1, PROB the softmax probability, CLASS_ID from 0,\n"
@@ -111,7 +124,10 @@ static void usage_export(FILE *f) {
           "                  contact_sheet_class281.png (a column per class-specific kind);\n"
           "                  logit_lens.csv and high_norm_tokens.csv. Several IMAGEs: each\n"
           "                  into DIR/NAME/, with the feature PCA over all of them as\n"
-          "                  L01_pca-joint\n",
+          "                  L01_pca-joint. With a head, which heads matter for the class:\n"
+          "                  head_importance.csv/.png (the drop in its probability with each\n"
+          "                  head ablated alone, layers x heads) and head_pruning.csv/.png (the\n"
+          "                  least important heads pruned first, Michel et al. 2019)\n",
           f);
 }
 
@@ -324,8 +340,11 @@ static int parse_value(Options *o, const char *a, const char *val) {
         }
         o->discard = f;
     } else {
-        fprintf(stderr, "vitlens: unknown option %s (see --help)\n", a);
-        return 2;
+        char msg[600];
+        int r = interv_parse(&o->interv, a, val, msg, sizeof msg);
+        if (r < 0) fprintf(stderr, "vitlens: %s\n", msg);
+        if (r > 0) fprintf(stderr, "vitlens: unknown option %s (see --help)\n", a);
+        if (r) return 2;
     }
     return 0;
 }
@@ -370,6 +389,11 @@ static int parse_check(Options *o) {
     if ((o->eval || o->eval_merge) && !o->image_path) {
         fprintf(stderr, "vitlens: %s needs %s\n", o->eval ? "--eval" : "--eval-merge",
                 o->eval ? "an IMAGE or FOLDER" : "the shards' --eval-out folders");
+        return 2;
+    }
+    if (o->eval_merge && interv_any(&o->interv)) {
+        fprintf(stderr, "vitlens: --eval-merge runs no model: the interventions go with --top, "
+                        "--export, --eval or the window\n");
         return 2;
     }
     if (!o->eval && !o->eval_merge && (o->eval_out || o->masks_dir || o->shard_n || o->no_sanity)) {

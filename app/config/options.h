@@ -4,6 +4,7 @@
 #define VITLENS_OPTIONS_H
 
 #include "config/settings.h"
+#include "view/interv.h"
 #include "vit.h"
 
 #include <stdio.h>
@@ -30,6 +31,8 @@ typedef struct {
     const char *lesson_path; /* --lesson FILE: a lesson script (view/lessonfile.h) */
     int lesson_layer, lesson_head, lesson_row, lesson_col;
     VitLoadOptions load; /* --heads, --size, --whole */
+    IntervSpec interv;   /* --ablate, --drop-patches, --fill-patches, --pos-embed,
+                            --pos-seed, --temperature (checked against the model later) */
     VitAttStorage att;   /* VITLENS_ATT: how a run keeps the attention (auto, keep, recompute) */
     float opacity;
     float discard;                     /* rollout's discard ratio, [0, 1) */

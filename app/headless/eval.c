@@ -28,7 +28,8 @@ typedef struct {
     const Options *o;
     Model *m;
     Rows *r;
-    VitBatch batch; /* the perturbed inputs' forward passes, batch_max at a time */
+    const Interv *iv; /* the interventions (--ablate, ...), built for the model */
+    VitBatch batch;   /* the perturbed inputs' forward passes, batch_max at a time */
     int batch_max;
     float *probs;   /* [counts, C]: every input of a family */
     float *blurred; /* [3, Sh, Sw] the normalised input blurred: insertion's start */
@@ -320,7 +321,7 @@ static void sanity_check(Eval *e, const Vit *vit, char **paths, const int *all, 
     size_t per_image = (size_t)r->n_methods * c->n_patches;
     VitError err;
     float *map = malloc((size_t)c->n_patches * sizeof *map);
-    Scene rs = {.ignore_orientation = o->ignore_orientation};
+    Scene rs = {.ignore_orientation = o->ignore_orientation, .interv = e->iv};
     int n_ok = 0;
     for (int s = 0; s < n_sel; s++) n_ok += ok[s];
     for (int b = 0; map && n_ok && b <= c->n_layers; b++) {
@@ -369,6 +370,7 @@ int eval_run(const Options *o) {
     Model m;
     VitError err;
     Scene sc = {.ignore_orientation = o->ignore_orientation};
+    Interv iv = {0};
     char **paths = NULL, msg[1200];
     int n_paths = 0, rc = 1, *sel = NULL, *all = NULL, n_sel = 0;
     float *maps = NULL;
@@ -378,6 +380,19 @@ int eval_run(const Options *o) {
     }
     const VitConfig *c = &m.vit.cfg;
     e.m = &m;
+    /* the interventions: the intervened model is evaluated (the sanity check's randomised
+     * models too); dropping patches does not go with the perturbation tests, which remove
+     * patches themselves, nor with maps that have no value there */
+    if (o->interv.n_drop) {
+        fprintf(stderr, "vitlens: --drop-patches does not go with --eval (its tests remove "
+                        "patches themselves; --fill-patches does)\n");
+        goto done;
+    }
+    if (interv_any(&o->interv) && interv_build(&iv, &o->interv, c, msg, sizeof msg)) {
+        fprintf(stderr, "vitlens: %s\n", msg);
+        goto done;
+    }
+    sc.interv = &iv, e.iv = &iv;
     if (c->n_classes == 0) {
         fprintf(stderr, "vitlens: %s: --eval needs a model with a classification head\n",
                 m.vit.path);
@@ -410,6 +425,7 @@ int eval_run(const Options *o) {
         fprintf(stderr, "vitlens: %s\n", err.msg);
         goto done;
     }
+    e.batch.intervention = interv_for(&iv, c);
     maps = malloc((size_t)(n_sel ? n_sel : 1) * r.n_methods * c->n_patches * sizeof *maps);
     if (eval_buffers(&e, c) || !maps) goto oom;
 
@@ -438,6 +454,7 @@ done:
     free(e.pixmask), free(e.patchmask), free(e.crop), free(maps), free(sel), free(all);
     if (paths) files_free_list(paths, n_paths);
     rows_free(&r);
+    interv_free(&iv);
     model_free(&m);
     return rc;
 }

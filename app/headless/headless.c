@@ -4,6 +4,7 @@
 #include "headless/headless.h"
 #include "headless/export.h"
 #include "headless/lesson.h"
+#include "headless/importance.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -12,9 +13,9 @@
 #include <sys/stat.h>
 
 /* --top and --export of one photo (dir: where its files go). */
-static int headless_photo(const Options *o, Model *m, const char *image, const char *dir,
-                          JointFeatures *joint) {
-    Scene sc = {.ignore_orientation = o->ignore_orientation, .att = o->att};
+static int headless_photo(const Options *o, Model *m, const Interv *iv, const char *image,
+                          const char *dir, JointFeatures *joint) {
+    Scene sc = {.ignore_orientation = o->ignore_orientation, .att = o->att, .interv = iv};
     VitError err;
     int rc = 1;
     if (scene_run(&sc, &m->vit, image, &err)) {
@@ -44,6 +45,14 @@ static int headless_photo(const Options *o, Model *m, const char *image, const c
     if (o->top_k) rc |= export_top(stdout, m, &sc, o->top_k);
     ExportStyle st = {o->opacity, o->discard, o->colormap, o->bilinear};
     if (!rc && dir) rc |= export_maps(stdout, dir, m, &sc, target, &st, joint);
+    int n_png = 0; /* which heads matter for the class: CSV and PNG */
+    if (!rc && dir && target >= 0) {
+        rc |= export_importance(dir, m, &sc, target, &st, &n_png);
+        if (!rc)
+            printf("and the head importance table and pruning curve of class %d as CSV and "
+                   "PNG (head_importance, head_pruning)\n",
+                   target);
+    }
 done:
     scene_free(&sc);
     return rc;
@@ -101,14 +110,30 @@ int headless_run(const Options *o) {
         return 1;
     }
     if (o->lesson_export_dir) {
+        if (interv_any(&o->interv)) { /* the lesson walks the model as trained */
+            fprintf(stderr, "vitlens: --lesson-export shows the unchanged model; --ablate, "
+                            "--drop-patches, --fill-patches, --pos-embed and --temperature go "
+                            "with --top, --export, --eval or the window\n");
+            model_free(&m);
+            return 2;
+        }
         int rc = headless_lesson(o, &m);
         model_free(&m);
         return rc;
     }
+    /* the interventions (--ablate, ...), checked against the model */
+    Interv iv = {0};
+    char msg[600];
+    if (interv_any(&o->interv) && interv_build(&iv, &o->interv, &m.vit.cfg, msg, sizeof msg)) {
+        fprintf(stderr, "vitlens: %s\n", msg);
+        model_free(&m);
+        return 1;
+    }
     /* one photo: its files straight into the folder (--top always comes here) */
     int rc = 0, n = o->n_image_args;
     if (n <= 1) {
-        rc = headless_photo(o, &m, o->image_path, o->export_dir, NULL);
+        rc = headless_photo(o, &m, &iv, o->image_path, o->export_dir, NULL);
+        interv_free(&iv);
         model_free(&m);
         return rc;
     }
@@ -118,6 +143,7 @@ int headless_run(const Options *o) {
     jf.paths = calloc((size_t)n, sizeof *jf.paths);
     if (!jf.paths) {
         fprintf(stderr, "vitlens: out of memory\n");
+        interv_free(&iv);
         model_free(&m);
         return 1;
     }
@@ -141,10 +167,11 @@ int headless_run(const Options *o) {
         char *dot = strrchr(stem, '.');
         if (dot && dot != stem) *dot = '\0';
         snprintf(dir, sizeof dir, "%s/%s", o->export_dir, stem);
-        rc = headless_photo(o, &m, jf.paths[i], dir, &jf);
+        rc = headless_photo(o, &m, &iv, jf.paths[i], dir, &jf);
     }
     joint_features_free(&jf);
     free(jf.paths);
+    interv_free(&iv);
     model_free(&m);
     return rc;
 }

@@ -3,6 +3,7 @@
  * kind's map, and everything the window shows of a view in one call (view_compute). */
 #include "view/maps.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,9 +47,37 @@ static const MapKindInfo *kind_of(const Scene *sc, const View *v, VitError *err)
     return k;
 }
 
+/* count maps of v's kind at out: a patch the intervention dropped (vit.h: not in the
+ * token sequence, its value meaningless) set to NaN, in a patch map [gh, gw] and over its
+ * P x P pixels in a pixel map [Sh, Sw]; colour maps keep their colours. */
+static void mask_dropped(float *out, const Scene *sc, const View *v, int count) {
+    const VitIntervention *iv = sc->run.intervention;
+    const VitConfig *c = &sc->run.cfg;
+    int w, h;
+    if (!iv || !iv->drop || map_kind_channels(v->kind) != 1) return;
+    map_kind_size(&w, &h, v->kind, c);
+    for (int i = 0; i < count; i++) {
+        float *m = out + (size_t)i * w * h;
+        if (w == c->grid_w && h == c->grid_h) {
+            vit_intervention_mask(m, iv, c);
+            continue;
+        }
+        if (w != c->image_w || h != c->image_h) continue;
+        int P = c->patch_size;
+        for (int p = 0; p < c->n_patches; p++)
+            if (iv->drop[p])
+                for (int y = p / c->grid_w * P; y < (p / c->grid_w + 1) * P; y++)
+                    for (int x = p % c->grid_w * P; x < (p % c->grid_w + 1) * P; x++)
+                        m[(size_t)y * w + x] = NAN;
+    }
+}
+
 VitStatus view_map(float *out, const Scene *sc, const View *v, VitError *err) {
     const MapKindInfo *k = kind_of(sc, v, err);
-    return k ? k->map(out, sc, v, err) : VIT_ERR_ARG;
+    if (!k) return VIT_ERR_ARG;
+    VitStatus rc = k->map(out, sc, v, err);
+    if (!rc) mask_dropped(out, sc, v, 1);
+    return rc;
 }
 
 /* The raw maps of every head and fusion of layers [l0, l1) with v's kind and other
@@ -60,8 +89,12 @@ static VitStatus layer_maps(float *out, const Scene *sc, const View *v, int l0, 
     if (!k->per_head) return fail(err, VIT_ERR_ARG, "has no per-head maps", k->title);
     /* a kind that computes a whole layer at once (its row's layer_maps) does so; the
      * others are asked for one head or fusion at a time, the progress per layer */
-    if (k->layer_maps) return k->layer_maps(out, sc, v, l0, l1 - l0, err);
     int K = sc->run.cfg.n_heads + VIEW_N_FUSIONS, w, h;
+    if (k->layer_maps) {
+        VitStatus rc = k->layer_maps(out, sc, v, l0, l1 - l0, err);
+        if (!rc) mask_dropped(out, sc, v, (l1 - l0) * K);
+        return rc;
+    }
     map_kind_size(&w, &h, v->kind, &sc->run.cfg);
     for (int l = l0; l < l1; l++) {
         if (sc->run.control) vit_control_report(sc->run.control, l - l0, l1 - l0);
@@ -70,6 +103,7 @@ static VitStatus layer_maps(float *out, const Scene *sc, const View *v, int l0, 
             u.layer = l, u.head = i;
             VitStatus rc = k->map(out + ((size_t)(l - l0) * K + i) * w * h, sc, &u, err);
             if (rc) return rc;
+            mask_dropped(out + ((size_t)(l - l0) * K + i) * w * h, sc, &u, 1);
         }
     }
     return VIT_OK;
@@ -91,9 +125,11 @@ VitStatus view_layer_range(float *lo, float *hi, const Scene *sc, const View *v,
     /* the range over every head and fusion of the layer (U, the shared scale), raw
      * values before normalisation */
     VitStatus rc = layer_maps(maps, sc, v, v->layer, v->layer + 1, err);
-    for (size_t i = 0; rc == VIT_OK && i < n; i++) {
-        if (i == 0 || maps[i] < *lo) *lo = maps[i];
-        if (i == 0 || maps[i] > *hi) *hi = maps[i];
+    for (size_t i = 0, first = 1; rc == VIT_OK && i < n; i++) {
+        if (isnan(maps[i])) continue; /* a dropped patch */
+        if (first || maps[i] < *lo) *lo = maps[i];
+        if (first || maps[i] > *hi) *hi = maps[i];
+        first = 0;
     }
     free(maps);
     return rc;
@@ -111,9 +147,11 @@ VitStatus overview_maps(float *out, float *lo, float *hi, const Scene *sc, const
     for (int l = l0; l < l1; l++) {
         float *first = out + (size_t)(l - l0) * K * N;
         float llo = 0, lhi = 0;
-        for (size_t i = 0; i < (size_t)K * N; i++) { /* the layer's range from its own maps */
-            if (i == 0 || first[i] < llo) llo = first[i];
-            if (i == 0 || first[i] > lhi) lhi = first[i];
+        for (size_t i = 0, got = 0; i < (size_t)K * N; i++) { /* the layer's range */
+            if (isnan(first[i])) continue;                    /* a dropped patch */
+            if (!got || first[i] < llo) llo = first[i];
+            if (!got || first[i] > lhi) lhi = first[i];
+            got = 1;
         }
         /* shared: every map of the layer on the layer's scale, so heads compare; else each
          * map on its own [min, max] */
@@ -121,7 +159,8 @@ VitStatus overview_maps(float *out, float *lo, float *hi, const Scene *sc, const
             float *mk = first + (size_t)k * N, a, b;
             if (shared) {
                 a = llo, b = lhi;
-                for (int p = 0; p < N; p++) mk[p] = b > a ? (mk[p] - a) / (b - a) : 0.0f;
+                for (int p = 0; p < N; p++)
+                    mk[p] = b > a && !isnan(mk[p]) ? (mk[p] - a) / (b - a) : 0.0f;
             } else {
                 map_normalize(mk, mk, N, &a, &b);
             }
@@ -159,6 +198,7 @@ VitStatus view_compute(ViewMaps *m, const Scene *sc, VitError *err) {
         memcpy(m->prefix, t, (size_t)c->n_prefix * sizeof *t);
         free(t);
         if (rc) return rc;
+        mask_dropped(m->map, sc, v, 1);
         m->n_prefix = c->n_prefix;
     } else {
         if ((rc = view_map(m->map, sc, v, err))) return rc;
@@ -173,7 +213,8 @@ VitStatus view_compute(ViewMaps *m, const Scene *sc, VitError *err) {
     if (m->shared && k->per_head) {
         if ((rc = view_layer_range(&m->lo, &m->hi, sc, v, err))) return rc;
         for (int p = 0; p < n; p++)
-            m->norm[p] = m->hi > m->lo ? (m->map[p] - m->lo) / (m->hi - m->lo) : 0.0f;
+            m->norm[p] =
+                m->hi > m->lo && !isnan(m->map[p]) ? (m->map[p] - m->lo) / (m->hi - m->lo) : 0.0f;
     }
     if (k->status) k->status(m->status, sizeof m->status, sc, v, m->labels);
     memset(&m->list, 0, sizeof m->list);

@@ -132,6 +132,28 @@ static int run_fits(const VitRun *run, const VitConfig *c) {
            r->n_classes == c->n_classes;
 }
 
+/* The crop as the intervened model sees it: a filled patch in the mean colour (0 after
+ * normalisation: the mean, mean[ch] * 255), a dropped one hatched (diagonal stripes of
+ * dark grey over the photo dimmed), rgb [Sh, Sw, 3]. */
+static void paint_interventions(uint8_t *rgb, const VitIntervention *iv, const VitConfig *c) {
+    int P = c->patch_size, Sw = c->image_w;
+    for (int p = 0; p < c->n_patches; p++) {
+        int dropped = iv->drop && iv->drop[p], filled = iv->fill && iv->fill[p];
+        if (!dropped && !filled) continue;
+        int y0 = p / c->grid_w * P, x0 = p % c->grid_w * P;
+        for (int y = y0; y < y0 + P; y++)
+            for (int x = x0; x < x0 + P; x++) {
+                uint8_t *px = rgb + ((size_t)y * Sw + x) * 3;
+                for (int ch = 0; ch < 3; ch++) {
+                    if (dropped) /* hatched: stripes every 6 px */
+                        px[ch] = (x + y) % 6 < 2 ? 40 : (uint8_t)(px[ch] / 3 + 150);
+                    else
+                        px[ch] = (uint8_t)lrintf(c->mean[ch] * 255.0f);
+                }
+            }
+    }
+}
+
 VitStatus scene_run(Scene *sc, const Vit *vit, const char *path, VitError *err) {
     VitStatus rc;
     const VitConfig *c = &vit->cfg;
@@ -186,7 +208,25 @@ VitStatus scene_run(Scene *sc, const Vit *vit, const char *path, VitError *err) 
     sc->src_h = img.h;
     vit_image_free(&img);
     if (rc) return rc;
+    const VitIntervention *iv = interv_for(sc->interv, c);
     sc->run.control = sc->control; /* this thread's calls only: cleared before returning */
+    sc->has_plain = 0;
+    if (iv && c->n_classes && sc->plain_given && sc->plain_probs) { /* known: the owner's */
+        sc->has_plain = 1;
+    } else if (iv && c->n_classes &&
+               sc->want_plain) { /* the unchanged model first: the +/- of the predictions */
+        float *pp = realloc(sc->plain_probs, (size_t)c->n_classes * sizeof *pp);
+        if (pp) {
+            sc->plain_probs = pp;
+            sc->run.intervention = NULL;
+            vit_forward(&sc->run, vit);
+            memcpy(pp, sc->run.probs, (size_t)c->n_classes * sizeof *pp);
+            sc->has_plain = 1;
+        }
+    }
+    sc->plain_given = 0;
+    sc->run.intervention = iv;
+    if (iv) paint_interventions(sc->crop_rgb, iv, c);
     vit_forward(&sc->run, vit);
     if (sc->control && vit_control_cancelled(sc->control)) {
         sc->run.control = NULL;
@@ -357,6 +397,7 @@ VitStatus scene_perturb(Perturbation *p, const Scene *sc, VitError *err) {
         if (!rc) break;
     }
     if (rc) return rc;
+    b.intervention = sc->run.intervention; /* the intervened model's test */
     int *counts = malloc((size_t)n_inputs * sizeof *counts);
     float *probs = malloc((size_t)n_inputs * C * sizeof *probs);
     if (!counts || !probs) {
@@ -531,5 +572,6 @@ void scene_free(Scene *sc) {
     vit_run_free(&sc->run);
     free(sc->crop_rgb);
     free(sc->distance);
+    free(sc->plain_probs);
     memset(sc, 0, sizeof *sc);
 }

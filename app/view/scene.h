@@ -6,6 +6,7 @@
 #ifndef VITLENS_SCENE_H
 #define VITLENS_SCENE_H
 
+#include "view/interv.h"
 #include "vit.h"
 
 #include <stdint.h>
@@ -57,12 +58,24 @@ typedef struct {
     VitControl *control;      /* set by the owner, or NULL: the worker thread's flag that stops
                                  scene_run and view_slow_map early (VIT_ERR_CANCELLED). Only
                                  their own calls see it, never maps read on another thread */
-    int orientation;          /* the photo's EXIF orientation, 1..8 (1: upright or none) */
-    const char *format;       /* its file format ("JPEG", ...; static) */
-    float *distance;          /* [L, H] mean attention distance, px (vit_attention_distance) */
-    char path[1024];          /* the photo */
-    const char *name;         /* last path component of path */
-    const Vit *vit;           /* the model that ran it */
+    const Interv *interv;     /* set by the owner, or NULL: the interventions scene_run,
+                                 scene_explain and scene_perturb apply (when built for the
+                                 model's shapes, interv_for); the crop shows a filled patch
+                                 as the model sees it, a dropped one hatched */
+    float *plain_probs;       /* [C] the probabilities of the model without the interventions
+                                 (scene_run runs it first when some apply and want_plain:
+                                 has_plain), for the +/- of the predictions panel */
+    int has_plain;
+    int plain_given;    /* set by the owner before scene_run: plain_probs hold this photo's
+                           already (the same photo and model on screen), not run again */
+    int want_plain;     /* set by the owner: with interventions, the unchanged model's
+                           probabilities too (the window's +/-; the headless modes need none) */
+    int orientation;    /* the photo's EXIF orientation, 1..8 (1: upright or none) */
+    const char *format; /* its file format ("JPEG", ...; static) */
+    float *distance;    /* [L, H] mean attention distance, px (vit_attention_distance) */
+    char path[1024];    /* the photo */
+    const char *name;   /* last path component of path */
+    const Vit *vit;     /* the model that ran it */
     /* The class-specific maps (vit_explain) of one class, double-buffered so that the
      * worker can compute the next class's while the window shows these:
      * expl[expl_front] holds every method's map for class expl_target (-1: none yet),

@@ -47,30 +47,39 @@ void map_normalize_signed(float *dst, const float *src, int n, float *min_out, f
     /* the percentile from a sorted copy of |src|; out of memory, the plain maximum (the
      * map is still drawn, only less contrasted) */
     if (mag) {
-        for (int i = 0; i < n; i++) mag[i] = fabsf(src[i]);
-        qsort(mag, (size_t)n, sizeof *mag, cmp_float);
-        s = mag[(int)((long long)(n - 1) * 995 / 1000)];
-        if (!(s > 0.0f)) s = mag[n - 1]; /* mostly zeros: the largest */
+        int m = 0; /* a NaN (a dropped patch: vit_intervention_mask) has no magnitude */
+        for (int i = 0; i < n; i++)
+            if (!isnan(src[i])) mag[m++] = fabsf(src[i]);
+        if (m > 0) {
+            qsort(mag, (size_t)m, sizeof *mag, cmp_float);
+            s = mag[(int)((long long)(m - 1) * 995 / 1000)];
+            if (!(s > 0.0f)) s = mag[m - 1]; /* mostly zeros: the largest */
+        }
         free(mag);
     } else {
         for (int i = 0; i < n; i++) s = fabsf(src[i]) > s ? fabsf(src[i]) : s;
     }
     for (int i = 0; i < n; i++) {
         float t = s > 0.0f ? 0.5f + 0.5f * src[i] / s : 0.5f;
-        dst[i] = t < 0.0f ? 0.0f : t > 1.0f ? 1.0f : t;
+        dst[i] = isnan(t) ? 0.5f : t < 0.0f ? 0.0f : t > 1.0f ? 1.0f : t;
     }
     if (min_out) *min_out = -s;
     if (max_out) *max_out = s;
 }
 
 void map_normalize(float *dst, const float *src, int n, float *min_out, float *max_out) {
-    float lo = n > 0 ? src[0] : 0.0f, hi = lo;
-    for (int i = 1; i < n; i++) {
+    /* the range of the values that are not NaN (a dropped patch, vit_intervention_mask),
+     * which are drawn at the scale's bottom */
+    int i0 = 0;
+    while (i0 < n && isnan(src[i0])) i0++;
+    float lo = i0 < n ? src[i0] : 0.0f, hi = lo;
+    for (int i = i0 + 1; i < n; i++) {
         if (src[i] < lo) lo = src[i];
         if (src[i] > hi) hi = src[i];
     }
     float range = hi - lo; /* a flat map (range 0) is drawn all at the scale's bottom */
-    for (int i = 0; i < n; i++) dst[i] = range > 0.0f ? (src[i] - lo) / range : 0.0f;
+    for (int i = 0; i < n; i++)
+        dst[i] = range > 0.0f && !isnan(src[i]) ? (src[i] - lo) / range : 0.0f;
     if (min_out) *min_out = lo;
     if (max_out) *max_out = hi;
 }

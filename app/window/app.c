@@ -51,6 +51,8 @@ static int app_init_state(App *app, const Options *o) {
         app->scenes[i].ignore_orientation = o->ignore_orientation;
         app->scenes[i].att = o->att;
         app->scenes[i].control = &app->worker.control; /* the worker's jobs stop early */
+        app->scenes[i].interv = &app->interv[i];
+        app->scenes[i].want_plain = 1; /* the top-5's +/- under interventions */
     }
     app->overlay = 1;
     app->opacity = o->opacity;
@@ -93,6 +95,15 @@ static int app_init_model(App *app, const Options *o) {
     }
     trace_startup(app, "model");
     const VitConfig *c = &app->model->vit.cfg;
+    app->iv_spec = o->interv;
+    if (interv_any(&o->interv)) { /* --ablate, ...: checked against the model */
+        char msg[600];
+        if (interv_build(&app->interv[0], &o->interv, c, msg, sizeof msg) ||
+            interv_build(&app->interv[1], &o->interv, c, msg, sizeof msg)) {
+            fprintf(stderr, "vitlens: %s\n", msg);
+            return -1;
+        }
+    }
     app->view = (View){.kind = MAP_ATTENTION,
                        .layer = c->n_layers - 1,
                        .head = c->n_heads + VIT_FUSE_MEAN,
@@ -183,6 +194,8 @@ void app_free(App *app) {
     app_lesson_free(app); /* before the scenes: its block was read from the front one */
     scene_free(&app->scenes[0]);
     scene_free(&app->scenes[1]);
+    interv_free(&app->interv[0]);
+    interv_free(&app->interv[1]);
     free(app->map);
     free(app->map_norm);
     free(app->mask);

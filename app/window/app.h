@@ -55,6 +55,14 @@ typedef struct App {
 
     Model *model;    /* current model (heap) */
     Scene scenes[2]; /* scenes[front] is on screen, the other is the worker's back buffer */
+    /* What if? The interventions asked (--ablate, ..., then the keys: Delete, 7, 8, 9,
+     * Backspace, Ctrl+click), and each Scene's own copy built for the model when its photo
+     * job starts (app_open), so that changing them never touches the Scene on screen */
+    IntervSpec iv_spec;
+    Interv interv[2]; /* scenes[i].interv */
+    int patch_fill;   /* Ctrl+click / drag: 0 drops patches, 1 fills them (key 7) */
+    int drag_on;      /* Ctrl+drag: the patches crossed get this state (1 set, 0 cleared) */
+    int drag_active, drag_moved;
     int front, has_scene;
     float *map;      /* [h, w] raw values of the current map (w x h: map_kind_size) */
     float *map_norm; /* [h, w] normalised for display */

@@ -24,18 +24,22 @@ static void app_panels(App *app, RenFrame *f) {
         vit_top_k(top, sc->run.probs, c->n_classes, k);
         for (int i = 0; i < k; i++) {
             const char *label = model_label(app->model, top[i]);
-            if (label)
-                snprintf(app->pred_text[i], sizeof app->pred_text[i], "%s", label);
-            else
-                snprintf(app->pred_text[i], sizeof app->pred_text[i], "class %d", top[i]);
+            char cls[32], delta[32] = "";
+            snprintf(cls, sizeof cls, "class %d", top[i]);
+            if (sc->has_plain) /* what if: the change from the model as it is, in points */
+                snprintf(delta, sizeof delta, "  %+.1f",
+                         100.0 * (double)(sc->run.probs[top[i]] - sc->plain_probs[top[i]]));
+            snprintf(app->pred_text[i], sizeof app->pred_text[i], "%.90s%s", label ? label : cls,
+                     delta);
             f->pred_labels[i] = app->pred_text[i];
             f->pred_probs[i] = sc->run.probs[top[i]];
             if (MAP_KINDS[app->view.kind].uses_target && top[i] == view_class(&app->view, sc))
                 f->pred_marked = i;
         }
         f->n_preds = k;
-        f->pred_title =
-            MAP_KINDS[app->view.kind].uses_target ? "top-5: click or 1-5 to explain" : NULL;
+        f->pred_title = MAP_KINDS[app->view.kind].uses_target ? "top-5: click or 1-5 to explain"
+                        : sc->has_plain                       ? "top-5, what if (+/- points)"
+                                                              : NULL;
     }
     const float *dist = sc->distance; /* computed by the worker (scene_run) */
     if (app->show_distance && dist) {
@@ -197,8 +201,13 @@ static RenFrame app_frame(App *app) {
 static void app_tooltip(App *app, RenFrame *f) {
     const Scene *sc = app_scene(app);
     if (sc && app->hover_row >= 0 && !app->overview && app->map_w > 0) {
-        snprintf(app->tooltip, sizeof app->tooltip, "row %d, col %d  \xc2\xb7  %.3g",
-                 app->hover_row + 1, app->hover_col + 1, (double)app_hover_value(app));
+        float v = app_hover_value(app);
+        if (isnan(v)) /* a patch an intervention took out of the sequence */
+            snprintf(app->tooltip, sizeof app->tooltip, "row %d, col %d  \xc2\xb7  dropped",
+                     app->hover_row + 1, app->hover_col + 1);
+        else
+            snprintf(app->tooltip, sizeof app->tooltip, "row %d, col %d  \xc2\xb7  %.3g",
+                     app->hover_row + 1, app->hover_col + 1, (double)v);
         f->tooltip = app->tooltip;
     } else if (sc && app->hover_cell >= 0 && app->overview) {
         int K = sc->run.cfg.n_heads + VIEW_N_FUSIONS;

@@ -313,6 +313,99 @@ static int app_display_key(App *app, SDL_Keycode key, int shift, int *changed) {
     return 1;
 }
 
+/* --- what if? the interventions ------------------------------------------------ */
+
+/* The interventions asked now, checked against the model: kept and the photo run again
+ * (its prediction and every map), or `before` back and the error on the status line,
+ * the model unchanged. */
+static void app_interv_apply(App *app, const IntervSpec *before) {
+    Interv t = {0};
+    char msg[600];
+    if (interv_any(&app->iv_spec) &&
+        interv_build(&t, &app->iv_spec, &app->model->vit.cfg, msg, sizeof msg)) {
+        app->iv_spec = *before;
+        app_set_error(app, msg);
+        return;
+    }
+    interv_free(&t);
+    const Scene *sc = app_scene(app);
+    if (sc) app_open(app, sc->path);
+    char d[400];
+    interv_describe(d, sizeof d, &app->iv_spec);
+    snprintf(app->notice, sizeof app->notice, "what if: %s", d[0] ? d : "the model as it is");
+}
+
+/* Delete, 7, 8, 9 / Shift+9, Backspace. 1 when the key is one of them. */
+static int app_interv_key(App *app, SDL_Keycode key, int shift) {
+    const VitConfig *c = &app->model->vit.cfg;
+    IntervSpec *s = &app->iv_spec;
+    static IntervSpec before; /* one key at a time, on the GUI thread */
+    before = *s;
+    switch (key) {
+    case SDLK_DELETE: /* ablate the head on screen, or bring it back */
+        if (app->view.head >= c->n_heads || app->overview) {
+            app_set_error(app, "Delete ablates one head: pick one with Up / Down (not a fusion, "
+                               "not an overview)");
+            return 1;
+        }
+        if (interv_toggle_ablate(s, app->view.layer + 1, app->view.head + 1)) {
+            app_set_error(app, "too many heads ablated");
+            return 1;
+        }
+        break;
+    case SDLK_7: /* what Ctrl+click / drag does to a patch */
+        app->patch_fill = !app->patch_fill;
+        snprintf(app->notice, sizeof app->notice, "Ctrl+click / drag: %s patches",
+                 app->patch_fill ? "fill (mean colour)" : "drop (out of the sequence)");
+        return 1;
+    case SDLK_8: /* position embedding: as trained -> shuffled -> none */
+        s->pos = s->pos == VIT_POS_KEEP      ? VIT_POS_SHUFFLE
+                 : s->pos == VIT_POS_SHUFFLE ? VIT_POS_ZERO
+                                             : VIT_POS_KEEP;
+        break;
+    case SDLK_9: /* the layer on screen's attention temperature x2 (Shift: / 2) */
+        if (s->temp_layer != app->view.layer + 1) {
+            s->temp_layer = app->view.layer + 1;
+            s->temperature = shift ? 0.5f : 2.0f;
+        } else {
+            s->temperature *= shift ? 0.5f : 2.0f;
+            if (s->temperature > 0.99f && s->temperature < 1.01f) s->temp_layer = 0;
+            if (s->temperature > 1024.0f || s->temperature < 1.0f / 1024.0f) {
+                app_set_error(app, "temperature: kept within 1/1024 .. 1024");
+                *s = before;
+                return 1;
+            }
+        }
+        break;
+    case SDLK_BACKSPACE: /* every intervention off */
+        if (!interv_any(s)) return 1;
+        memset(s, 0, sizeof *s);
+        break;
+    default: return 0;
+    }
+    app->error[0] = '\0';
+    app_interv_apply(app, &before);
+    return 1;
+}
+
+/* Ctrl+click on a patch: drop it (or fill it, key 7), or put it back; Ctrl+drag: every
+ * patch crossed the same way; the photo runs again on release. */
+static IntervSpec drag_before;
+static void app_interv_patch(App *app) {
+    if (app->hover_row < 0) return;
+    int r = app->hover_row + 1, c = app->hover_col + 1;
+    if (!app->drag_moved) { /* the first patch decides: set or clear */
+        drag_before = app->iv_spec;
+        app->drag_on = !interv_has_patch(&app->iv_spec, app->patch_fill, r, c);
+        app->drag_moved = 1;
+    }
+    if (interv_set_patch(&app->iv_spec, app->patch_fill, r, c, app->drag_on))
+        app_set_error(app, "too many patches");
+    snprintf(app->notice, sizeof app->notice, "%d patch%s dropped, %d filled (release: run)",
+             app->iv_spec.n_drop, app->iv_spec.n_drop == 1 ? "" : "es", app->iv_spec.n_fill);
+    app->dirty = 1;
+}
+
 /* A key's action: the models list's keys while it is open, a kind's own key, a view
  * key or a display key; an unknown key changes nothing (not even the frame). */
 static void app_key_action(App *app, const SDL_Keysym *ks) {
@@ -332,6 +425,10 @@ static void app_key_action(App *app, const SDL_Keysym *ks) {
     }
     if (app_kind_key(app, key, shift)) {
         app_update_map(app);
+        app->dirty = 1;
+        return;
+    }
+    if (app_interv_key(app, key, shift)) {
         app->dirty = 1;
         return;
     }
@@ -420,9 +517,28 @@ void app_handle_event(App *app, const SDL_Event *e) {
         if (!app->t_input) app->t_input = SDL_GetPerformanceCounter();
         app_key(app, &e->key.keysym);
         break;
-    case SDL_MOUSEMOTION: app_hover(app, e->motion.x, e->motion.y); break;
+    case SDL_MOUSEMOTION:
+        app_hover(app, e->motion.x, e->motion.y);
+        if (app->drag_active) app_interv_patch(app);
+        break;
     case SDL_MOUSEBUTTONDOWN:
-        if (e->button.button == SDL_BUTTON_LEFT) app_click(app, e->button.x, e->button.y);
+        if (e->button.button != SDL_BUTTON_LEFT) break;
+        if ((SDL_GetModState() & KMOD_CTRL) && app->has_scene && !app->overview) {
+            app_hover(app, e->button.x, e->button.y); /* Ctrl+click / drag: patches */
+            app->drag_active = 1, app->drag_moved = 0;
+            app_interv_patch(app);
+            break;
+        }
+        app_click(app, e->button.x, e->button.y);
+        break;
+    case SDL_MOUSEBUTTONUP:
+        if (e->button.button == SDL_BUTTON_LEFT && app->drag_active) {
+            app->drag_active = 0;
+            if (app->drag_moved) {
+                app->error[0] = '\0';
+                app_interv_apply(app, &drag_before);
+            }
+        }
         break;
     case SDL_DROPFILE:
         if (e->drop.file) app_open(app, e->drop.file);

@@ -35,7 +35,29 @@ void app_open(App *app, const char *path) {
     /* the worker fills the back Scene while the front one stays on screen; the first photo
      * has no front yet, so it goes into scenes[front] */
     const Scene *sc = app_scene(app);
-    Scene *back = &app->scenes[app->has_scene ? !app->front : app->front];
+    int bi = app->has_scene ? !app->front : app->front;
+    Scene *back = &app->scenes[bi];
+    /* the interventions as asked now, for the back Scene only (checked when asked:
+     * interv_apply); a model of other shapes runs without them (interv_for) */
+    char msg[600];
+    if (!interv_any(&app->iv_spec) ||
+        interv_build(&app->interv[bi], &app->iv_spec, &app->model->vit.cfg, msg, sizeof msg))
+        interv_free(&app->interv[bi]);
+    /* the same photo again (an intervention changed): the unchanged model's probabilities
+     * are the ones on screen, its +/- need no second forward pass */
+    back->plain_given = 0;
+    int C = app->model->vit.cfg.n_classes;
+    if (sc && sc != back && C > 0 && sc->vit == &app->model->vit && !strcmp(sc->path, path) &&
+        !ends_with(path, ".safetensors")) {
+        const float *pp = sc->has_plain           ? sc->plain_probs
+                          : !sc->run.intervention ? sc->run.probs
+                                                  : NULL;
+        float *dst = pp ? realloc(back->plain_probs, (size_t)C * sizeof *dst) : NULL;
+        if (dst) {
+            memcpy(dst, pp, (size_t)C * sizeof *dst);
+            back->plain_probs = dst, back->plain_given = 1;
+        }
+    }
     /* a model reruns the photo on screen, so the window shows the new model at once */
     if (ends_with(path, ".safetensors")) {
         worker_start(&app->worker, path, &app->opt->load,

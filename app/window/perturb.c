@@ -87,6 +87,12 @@ void app_perturb_key(App *app) {
         snprintf(app->notice, sizeof app->notice, "perturbation test: wait for the map");
         return;
     }
+    if (sc->run.intervention && sc->run.intervention->drop) { /* no value to rank them by */
+        snprintf(app->notice, sizeof app->notice,
+                 "perturbation test: not with patches dropped (Ctrl+click them back, or "
+                 "Backspace); filled ones are fine");
+        return;
+    }
     /* the first Shift+P removes the most relevant patches first; each next one flips the order */
     int w, h, most_first = app->pert.phase == PERT_OFF ? 1 : !app->pert.most_first;
     map_kind_size(&w, &h, app->view.kind, &sc->run.cfg);

@@ -93,6 +93,12 @@ void app_update_status(App *app) {
                  sc->ignore_orientation ? "as stored, ignoring" : "turned upright by its",
                  sc->orientation);
     }
+    if (interv_any(&app->iv_spec)) { /* what if: the interventions asked */
+        char d[160];
+        interv_describe(d, sizeof d, &app->iv_spec);
+        size_t len = strlen(extra);
+        snprintf(extra + len, sizeof extra - len, "%swhat if: %s", len ? dot : "", d);
+    }
     if (extra[0]) snprintf(more, sizeof more, "%s%s", dot, extra);
     snprintf(app->status_left, sizeof app->status_left, "%s%s%s%s%s%s%s%s%s%s%s", app->model->name,
              layer, head, dot, kind, query, target, more, mask, app->overlay ? "" : dot,

@@ -2,7 +2,8 @@
  * the tests and bench/app_latency.py to read: "startup WHAT MS" along the launch,
  * "maps ..." when a view's maps go on screen (with a hash of them), "frame N ..." with
  * the state of every drawn frame and where its time went, "status LEFT | RIGHT", and
- * "perturb done ..." with a finished perturbation test's curve. */
+ * "error MSG" when the frame shows an error, and "perturb done ..." with a finished
+ * perturbation test's curve. */
 #include "window/trace.h"
 #include "window/app.h"
 #include "render/colormap.h"
@@ -66,6 +67,9 @@ static void trace_perturb_done(const App *app) {
 static void trace_frame_state(const App *app, const RenFrame *f) {
     const Ren *r = &app->ren;
     const Scene *sc = app_scene(app);
+    int top1 = -1; /* the prediction: what an intervention changes */
+    if (sc && sc->run.probs && sc->run.cfg.n_classes > 0)
+        vit_top_k(&top1, sc->run.probs, sc->run.cfg.n_classes, 1);
     /* the prefix tokens' share of the view's row: "CLS:0.1234,reg1:0.0567" */
     char prefix[VIT_MAX_PREFIX * 20] = "-";
     for (int i = 0, k = 0; sc && app->has_prefix && i < sc->run.cfg.n_prefix; i++)
@@ -80,7 +84,8 @@ static void trace_frame_state(const App *app, const RenFrame *f) {
            "image_at=%d saves=%lu cells=%d,%d,%d,%d,%d,%d panel=%d,%d class=%d explained=%d "
            "shown=%s marked=%d joint=%d list=%d listmark=%d highnorm=%d picking=%d listw=%d "
            "lesson=%d/%d lstep=%s llayer=%d lhead=%d lpatch=%d,%d lshown=%d ms_lpicture=%.2f "
-           "ms_lupload=%.2f ",
+           "ms_lupload=%.2f "
+           "whatif=%d,%d,%d,%d,%d:%g fill=%d plain=%d top1=%d:%.6f ",
            app->frames, app->view.layer, app->view.head, app->view.kind == MAP_ROLLOUT,
            MAP_KINDS[app->view.kind].tag, app->view.target, (double)app->view.discard_ratio,
            app->overlay, (double)app->opacity, app->grid, app->help, app->busy, app->loads,
@@ -97,7 +102,10 @@ static void trace_frame_state(const App *app, const RenFrame *f) {
            app->lesson.on ? app->lesson.script.n : 0,
            app->lesson.on ? LESSON_STEP_NAMES[app->lesson.script.lines[app->lesson.at].step] : "-",
            app->lesson.layer, app->lesson.head, app->lesson.row, app->lesson.col, app->lesson.shown,
-           (double)app->lesson.ms_picture, (double)app->lesson.ms_upload);
+           (double)app->lesson.ms_picture, (double)app->lesson.ms_upload, app->iv_spec.n_ablate,
+           app->iv_spec.n_drop, app->iv_spec.n_fill, (int)app->iv_spec.pos, app->iv_spec.temp_layer,
+           (double)app->iv_spec.temperature, app->patch_fill, sc ? sc->has_plain : 0, top1,
+           sc && top1 >= 0 ? (double)sc->run.probs[top1] : 0.0);
 }
 
 void trace_frame(App *app, const RenFrame *f, const FrameTimes *t) {
@@ -128,6 +136,7 @@ void trace_frame(App *app, const RenFrame *f, const FrameTimes *t) {
            on ? vit_perturb_count(app->pert.step, p->n_steps, p->n_patches) : 0, r->plot_x,
            r->plot_y, r->plot_w, r->plot_h);
     printf("status %s | %s\n", app->status_left, app->status_right);
+    if (app->error[0]) printf("error %s\n", app->error); /* the message the frame shows */
     if (app->pert.announce && app->pert.phase == PERT_DONE) trace_perturb_done(app);
     app->pert.announce = 0;
 }

@@ -309,6 +309,90 @@ void vit_control_report(VitControl *c, int done, int total);
 /* The last progress reported: *done of *total (0 of 0: none yet). Any thread. */
 void vit_control_progress(const VitControl *c, int *done, int *total);
 
+/* ---------------------------------------------------------------------------
+ * Interventions: "what if?" on the running model
+ *
+ * A VitIntervention changes the model a forward pass runs: set VitRun.intervention
+ * (vit_forward, the maps that recompute the attention, vit_backward: class-specific
+ * maps of the intervened model) or VitBatch.intervention (vit_forward_batch). NULL,
+ * or one with nothing active (vit_intervention_active 0), runs the model as it is,
+ * bit for bit (tests/engine test_intervention). Give only one that
+ * vit_intervention_check accepts: vit_forward returns nothing and cannot refuse one
+ * (vit_forward_batch and vit_backward check it). Each part is tested against a
+ * PyTorch reference of timm's architecture with the change written into it
+ * (tests/parity/test_interventions.py):
+ *   ablate [L, H]  head ablation (Michel et al. 2019, "Are Sixteen Heads Really Better
+ *                  than One?", §2; transformers' head_mask): head h of layer l gives
+ *                  nothing to the block: its part of the attention output, ctx[:, h*Dh ..
+ *                  (h+1)*Dh), is 0 before proj (proj's bias stays). transformers multiplies
+ *                  the probabilities by the mask (attention_probs * head_mask), the same
+ *                  output; its returned attention is then 0, whereas VitRun.att (and the
+ *                  maps) keep what the ablated head computes: where it looks, unused.
+ *   drop [N]       patch removal: the patches are taken out of the token sequence, as if
+ *                  timm ran on the tokens [prefix, kept patches] with each kept patch's
+ *                  own position embedding (a ViT takes any number of tokens). The engine
+ *                  keeps T and masks instead, so that every buffer and map keeps its
+ *                  [gh, gw] shape: a score whose key is a dropped patch is -inf before
+ *                  the softmax (its probability exactly 0, the others normalised over the
+ *                  kept tokens), which gives every kept token the numbers of the shorter
+ *                  sequence (to the GEMMs' order of summation); a dropped patch's own
+ *                  attention row is set to 0. att[l, h] of a dropped patch p: row and
+ *                  column Np + p are 0. Its token and every map's value at p mean
+ *                  nothing: vit_intervention_mask sets them to NaN (the app draws the
+ *                  patch hatched). Rollout's discard ratio counts the zeros of the
+ *                  dropped columns among the smallest entries.
+ *   fill [N]       patch replacement: the patch's pixels are 0 after normalisation, the
+ *                  channels' means (vit_patch_mix with fill NULL: --eval's deletion), so
+ *                  its token is the patch embedding's bias plus its position embedding.
+ *                  Unlike a dropped patch it stays in the sequence and is attended to.
+ *                  A patch both dropped and filled is dropped.
+ *   pos_embed      VIT_POS_SHUFFLE: patch p gets the position embedding of patch
+ *                  pos_perm[p] (pos_perm [N] a permutation of 0 .. N-1, e.g. from
+ *                  vit_pos_permutation); the prefix tokens keep theirs. VIT_POS_ZERO:
+ *                  no position embedding is added at all (prefix tokens included).
+ *   temperature    A = softmax(s / tau), s = q k^T / sqrt(Dh) (the softmax temperature
+ *                  of Hinton et al. 2015), every head of layer temp_layer (0-based);
+ *                  tau > 1 flattens the attention, tau < 1 sharpens it; 0: none. The
+ *                  engine scales q by 1 / (sqrt(Dh) tau) in the score GEMM.
+ * Ownership: the arrays are the caller's, read during the calls only. */
+
+typedef enum {
+    VIT_POS_KEEP = 0, /* the model's position embedding */
+    VIT_POS_SHUFFLE,  /* patch p gets patch pos_perm[p]'s */
+    VIT_POS_ZERO      /* none added */
+} VitPosEdit;
+
+typedef struct {
+    const uint8_t *ablate; /* [L, H] non-zero: head ablated, or NULL */
+    const uint8_t *drop;   /* [N] non-zero: patch dropped from the sequence, or NULL */
+    const uint8_t *fill;   /* [N] non-zero: patch's pixels set to the mean (0), or NULL */
+    VitPosEdit pos_embed;  /* VIT_POS_KEEP (zero-initialised), _SHUFFLE, _ZERO */
+    const int *pos_perm;   /* [N] VIT_POS_SHUFFLE's permutation */
+    int temp_layer;        /* 0 .. L-1: the layer temperature applies to */
+    float temperature;     /* tau > 0, or 0: no temperature */
+} VitIntervention;
+
+/* Does iv change anything (NULL: 0)? An ablate / drop / fill array with no non-zero
+ * entry does not. Sizes from cfg. */
+int vit_intervention_active(const VitIntervention *iv, const VitConfig *cfg);
+
+/* Check iv against the model of cfg. Errors (VIT_ERR_ARG, the message names the part):
+ * every patch dropped, pos_embed not a VitPosEdit, VIT_POS_SHUFFLE without pos_perm or
+ * with one that is not a permutation of 0 .. N-1, a temperature that is not finite, or
+ * < 0, or given with temp_layer outside 0 .. L-1. NULL is fine (nothing to check). */
+VitStatus vit_intervention_check(const VitIntervention *iv, const VitConfig *cfg, VitError *err);
+
+/* A seeded permutation perm [n] of 0 .. n-1: Fisher-Yates (for i = n-1 down to 1, swap
+ * i with j = x mod (i + 1)), x the successive 64-bit outputs of splitmix64 seeded with
+ * seed (as vit_random_map), from the identity. The same seed gives the same permutation
+ * on every machine; the modulo's bias is below n / 2^64. n < 1: nothing written. */
+void vit_pos_permutation(int *perm, int n, uint64_t seed);
+
+/* map [N] over the patches: the dropped patches of iv (drop) set to NaN; nothing
+ * without drop. What a map of an intervened run shows at a patch that is not in the
+ * sequence. */
+void vit_intervention_mask(float *map, const VitIntervention *iv, const VitConfig *cfg);
+
 /* Options for vit_run_init_with; zero-initialised means the defaults. */
 typedef struct {
     int n_threads;     /* threads for vit_forward, 1 .. VIT_MAX_THREADS; 0: one per online core */
@@ -354,6 +438,10 @@ typedef struct {
                             on this run (see "Stopping early"); set by the caller. The maps
                             read the run as const: a caller may give one thread's calls a
                             copy of the VitRun with its own control */
+    const VitIntervention *intervention; /* NULL (vit_run_init's), or the changes to the
+                            model (see "Interventions") that vit_forward, the maps that
+                            recompute the attention and vit_backward apply; set by the
+                            caller, the same for all the calls on one forward pass */
     /* private */
     float *att_scratch; /* [n_threads, VIT_ATT_BLOCK, T] when att is not kept */
     int blocks_kept;    /* 1: qk, v [L, ...], xm and hpre hold every layer's (vit_backward) */
@@ -394,6 +482,11 @@ typedef struct {
     VitConfig cfg; /* copy of the model's config the buffers were sized for */
     int max_batch; /* B: the most inputs one vit_forward_batch call takes */
     int n_threads; /* threads vit_forward_batch uses */
+
+    /* NULL, or the changes to the model (see "Interventions") applied to every input;
+       set by the caller */
+    const VitIntervention *intervention;
+
     /* private */
     float *patches;     /* [B*N, 3*P*P] im2col of the inputs */
     float *x;           /* [B*T, D] the residual stream, image after image */
@@ -411,6 +504,10 @@ typedef struct {
     struct VitPool *pool;
     float *mem;
     size_t mem_floats;
+
+    /* [n, L, H] the heads ablated per input (vit_head_importance), or NULL: intervention's
+       for all */
+    const uint8_t *ablate_each;
 } VitBatch;
 
 /* Allocate the buffers of vit_forward_batch for up to max_batch inputs of `vit` and
@@ -441,10 +538,45 @@ void vit_batch_free(VitBatch *b);
  * vit_forward calls (docs/benchmarks.md): 1.03-1.1x at 1 thread (the pass is GEMM-bound),
  * more where the pool's hand-offs between threads are dear (DeiT-Tiny at 2 threads on a
  * busy machine: 1.6x at n = 8 to 32, since a batch makes them once for all n).
+ * With b->intervention set, every input runs on the intervened model (see
+ * "Interventions").
  * Errors: VIT_ERR_ARG (n out of range, inputs NULL, b not made by vit_batch_init for a
- * model of vit's shapes), with nothing written. */
+ * model of vit's shapes, an intervention vit_intervention_check refuses), with nothing
+ * written. */
 VitStatus vit_forward_batch(VitBatch *b, const Vit *vit, const float *inputs, int n, float *logits,
                             float *probs, VitError *err);
+
+/* Head importance for class `target` (Michel et al. 2019, "Are Sixteen Heads Really Better
+ * than One?", §3-4, with the measured change rather than their gradient proxy):
+ *   importance[l, h] = p_target(model) - p_target(model with head (l, h) ablated)
+ * the drop in the class probability when that head alone is ablated (vit.h
+ * "Interventions": its output zeroed before proj), on top of b->intervention (a head it
+ * ablates already: 0). importance [L, H] caller's; base_prob (may be NULL): p_target of
+ * the model without the extra ablation. input [3, Sh, Sw] normalised pixels. The L*H
+ * passes run on b (made by vit_batch_init for vit, any max_batch >= 1) and share their
+ * start: the passes that ablate a head of layer l start from the unablated stream at layer
+ * l, H of them batched (up to max_batch); L*H*(L+1)/2 + L blocks in all, 0.54 of L*H full
+ * passes for L = 12. The values are those of vit_forward_batch on each ablated model,
+ * within its tolerance (tests/parity/test_interventions.py: against PyTorch). Allocates
+ * T*D floats and max_batch*(C + L*H) bytes of scratch, freed before it returns. Leaves
+ * b->intervention as it was. Errors: VIT_ERR_ARG (b not made for this model, no head, a
+ * class out of range, no input, an intervention vit_intervention_check refuses),
+ * VIT_ERR_NOMEM. */
+VitStatus vit_head_importance(float *importance, float *base_prob, VitBatch *b, const Vit *vit,
+                              const float *input, int target, VitError *err);
+
+/* The pruning curve (Michel et al. 2019, Fig. 2: heads pruned in increasing order of
+ * importance): order [L*H] the heads (l * H + h) by increasing importance (ties: the lower
+ * index first; vit_patch_order's rule), probs [L*H + 1] p_target with the first k of
+ * order ablated, k = 0 .. L*H (k = 0: the model; "keep the top L*H - k heads"), on top of
+ * b->intervention. importance [L, H] from vit_head_importance. The L*H + 1 passes share
+ * their starts as vit_head_importance's do (passes k and k' compute the same input to
+ * layer l when the heads order[k .. k') all lie in layers >= l): at layer l one stream per
+ * distinct set of heads ablated below it, batched max_batch at a time, as much work as
+ * vit_head_importance. Allocates (L + 1) * max_batch * T*D floats of scratch. Errors:
+ * those of vit_head_importance, and a NaN or infinite importance. */
+VitStatus vit_head_pruning(float *probs, int *order, VitBatch *b, const Vit *vit,
+                           const float *input, const float *importance, int target, VitError *err);
 
 /* ---------------------------------------------------------------------------
  * Images and preprocessing */
@@ -746,8 +878,11 @@ void vit_grad_free(VitGrad *g);
  * previous call for the same class and forward pass (the caller's promise: nothing
  * can tell a new forward pass on the same run). g->what then says which passes'
  * results g holds. Allocates a few [T]-sized buffers per call.
+ * The gradients are those of the model run->intervention made (see "Interventions": an
+ * ablated head passes none back, a dropped patch's row and column of grad_att are 0, a
+ * filled patch's pixels get none; tests/parity/test_interventions.py against autograd).
  * Errors: VIT_ERR_ARG (class out of range, no head, g not made for this run, an
- * add for another class), VIT_ERR_NOMEM. */
+ * add for another class, an intervention vit_intervention_check refuses), VIT_ERR_NOMEM. */
 VitStatus vit_backward(VitGrad *g, const VitRun *run, const Vit *vit, int target, int what,
                        VitError *err);
 

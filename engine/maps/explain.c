@@ -63,8 +63,10 @@ static const float *grad_block(GradReader *gr, int layer, int head, int b) {
     int r0 = vit_att_block_start((int)T, b), r1 = vit_att_block_start((int)T, b + 1);
     if (gr->g->grad_att)
         return gr->g->grad_att + (((size_t)layer * c->n_heads + head) * T + r0) * T;
+    VitAttMod mod;
     vit_grad_att_block(gr->buf, gr->g->dctx + (size_t)layer * T * D + head * Dh,
-                       values_of(gr, layer) + head * Dh, (int)D, r0, r1, (int)T, (int)Dh);
+                       values_of(gr, layer) + head * Dh, (int)D, r0, r1, (int)T, (int)Dh,
+                       vit_att_mod(&mod, gr->run->intervention, c, layer));
     return gr->buf;
 }
 

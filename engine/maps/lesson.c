@@ -157,6 +157,8 @@ VitStatus vit_lesson_block(VitLesson *ls, const VitRun *run, const Vit *vit, int
     memcpy(ls->x, run->tokens + (size_t)layer * T * D, (size_t)T * D * sizeof(float));
     /* timm Block.forward, every query row, the attention kept; stopped after fc1 so
      * that proj's output (tmp) survives the MLP */
+    const VitIntervention *iv = run->intervention; /* the model the run ran */
+    VitAttMod mod;
     VitBlockIO io = {.n = 1,
                      .rows = T,
                      .x = ls->x,
@@ -172,7 +174,9 @@ VitStatus vit_lesson_block(VitLesson *ls, const VitRun *run, const Vit *vit, int
                      .hpre = ls->hpre,
                      .hid = NULL,
                      .out = ls->out,
-                     .run = run};
+                     .run = run,
+                     .ablate = iv && iv->ablate ? iv->ablate + (size_t)layer * c->n_heads : NULL,
+                     .mod = vit_att_mod(&mod, iv, c, layer)};
     if (!vit_block(run->pool, b, c, &io)) return vit_cancelled_error(err, "lesson");
     /* the block's last step as vit_block makes it: hid = GELU(hpre) (the same
      * arithmetic as its GELU epilogue), out = xm + ls2 * fc2(hid)
@@ -235,8 +239,9 @@ VitStatus vit_lesson_select(VitLesson *ls, const VitRun *run, int head, int toke
     int nb = vit_att_blocks(T), blk = 0;
     while (blk + 1 < nb && vit_att_block_start(T, blk + 1) <= token) blk++;
     int r0 = vit_att_block_start(T, blk), r1 = vit_att_block_start(T, blk + 1);
+    VitAttMod mod;
     vit_att_block(ls->sel, ls->qk + (size_t)head * Dh, ls->qk + D + (size_t)head * Dh, 2 * D, r0,
-                  r1, T, Dh, 1);
+                  r1, T, Dh, 1, vit_att_mod(&mod, run->intervention, c, ls->layer));
     memcpy(ls->scores, ls->sel + (t - (size_t)r0) * T, (size_t)T * sizeof(float));
     /* the probabilities as the maps read them */
     AttReader rd;

@@ -66,8 +66,9 @@ const float *vit_att_reader_block(AttReader *rd, int layer, int head, int b) {
         if (vit_cancelled(run)) return rd->buf; /* stale: the caller returns cancelled */
         int Dh = run->cfg.head_dim;
         const float *qk = run->qk + (size_t)layer * T * 2 * D;
+        VitAttMod mod;
         vit_att_block(rd->buf, qk + (size_t)head * Dh, qk + D + (size_t)head * Dh, (int)(2 * D), r0,
-                      r1, (int)T, Dh, 0);
+                      r1, (int)T, Dh, 0, vit_att_mod(&mod, run->intervention, &run->cfg, layer));
         rd->layer = layer, rd->head = head, rd->block = b;
     }
     return rd->buf;

@@ -243,9 +243,21 @@ static void gelu_back_task(void *arg, int item, int n_items, int thread) {
  * [T, D] matrices. The backward pass and the maps (recomputing it) call this
  * alone, so both get the same values. */
 void vit_grad_att_block(float *out, const float *dctx, const float *v, int ld, int r0, int r1,
-                        int T, int Dh) {
+                        int T, int Dh, const VitAttMod *m) {
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, r1 - r0, T, Dh, 1.0f,
                 dctx + (size_t)r0 * ld, ld, v, ld, 0.0f, out, T);
+    if (!m || !m->drop) return;
+    /* a dropped patch is not in the sequence: no gradient at its row or column */
+    int Np = m->n_prefix;
+    for (int r = r0; r < r1; r++) {
+        float *o = out + (size_t)(r - r0) * T;
+        if (r >= Np && m->drop[r - Np]) {
+            memset(o, 0, (size_t)T * sizeof(float));
+            continue;
+        }
+        for (int p = 0; p < T - Np; p++)
+            if (m->drop[p]) o[Np + p] = 0.0f;
+    }
 }
 
 /* --- one block ------------------------------------------------------------- */
@@ -271,9 +283,24 @@ static const float *att_of(Bw *bw, int h, int b, float *buf) {
     int T = run->cfg.n_tokens, D = run->cfg.dim, Dh = run->cfg.head_dim, H = run->cfg.n_heads;
     int r0 = vit_att_block_start(T, b), r1 = vit_att_block_start(T, b + 1);
     if (run->att) return run->att + (((size_t)bw->layer * H + h) * T + r0) * T;
+    VitAttMod mod;
     vit_att_block(buf, bw->qk + (size_t)h * Dh, bw->qk + D + (size_t)h * Dh, 2 * D, r0, r1, T, Dh,
-                  0);
+                  0, vit_att_mod(&mod, run->intervention, &run->cfg, bw->layer));
     return buf;
+}
+
+/* An intervention's head mask (vit.h): an ablated head's ctx columns are 0 in the forward
+ * pass, so the gradient at them is 0 too: dctx[R, D]'s columns of the layer's ablated heads
+ * zeroed (then dA, dS, dq, dk, dv of the head are 0). */
+static void mask_dctx(const Bw *bw, float *dctx, int R) {
+    const VitIntervention *iv = bw->run->intervention;
+    const VitConfig *c = &bw->run->cfg;
+    if (!iv || !iv->ablate) return;
+    int H = c->n_heads, Dh = c->head_dim, D = c->dim;
+    for (int h = 0; h < H; h++)
+        if (iv->ablate[(size_t)bw->layer * H + h])
+            for (int r = 0; r < R; r++)
+                memset(dctx + (size_t)r * D + (size_t)h * Dh, 0, (size_t)Dh * sizeof(float));
 }
 
 /* The attention's backward: from dctx to dqkv's columns of each head (dq, dk, dv),
@@ -288,6 +315,9 @@ static void att_back_task(void *arg, int item, int n_items, int thread) {
     int T = c->n_tokens, D = c->dim, Dh = c->head_dim, H = c->n_heads, nb = vit_att_blocks(T);
     int split = bw->run->att != NULL;
     float scale = 1.0f / sqrtf((float)Dh);
+    VitAttMod mod; /* scores = scale / tau * q k^T under an intervention's temperature */
+    const VitAttMod *m = vit_att_mod(&mod, bw->run->intervention, c, bw->layer);
+    if (m && m->temp > 0.0f) scale /= m->temp;
     float *abuf = bw->s.att + (size_t)thread * 2 * VIT_ATT_BLOCK * T;
     float *gbuf = abuf + (size_t)VIT_ATT_BLOCK * T;
     float *dqkv = bw->s.dqkv;
@@ -315,7 +345,7 @@ static void att_back_task(void *arg, int item, int n_items, int thread) {
         if (bw->lrp || !do_dqk) continue;
         float *ga = bw->g->grad_att; /* the exact pass keeps dA there when it can */
         float *da = ga ? ga + (((size_t)bw->layer * H + h) * T + r0) * T : gbuf;
-        vit_grad_att_block(da, dctx, v, D, r0, r1, T, Dh);
+        vit_grad_att_block(da, dctx, v, D, r0, r1, T, Dh, m);
         /* dS = A (.) (dA - rowsum(dA (.) A)), into gbuf */
         for (int r = 0; r < rb; r++) {
             const float *ar = a + (size_t)r * T, *dar = da + (size_t)r * T;
@@ -350,6 +380,7 @@ static void block_internals(Bw *bw, const VitBlock *b, int need_xn1) {
         return;
     }
     bw->qk = s->qk, bw->v = s->v, bw->xm = s->xm, bw->hpre = s->hpre;
+    VitAttMod mod;
     /* the forward pass's block (vit_block) up to fc1, on the same numbers */
     VitBlockIO io = {.n = 1,
                      .rows = bw->rows,
@@ -364,7 +395,11 @@ static void block_internals(Bw *bw, const VitBlock *b, int need_xn1) {
                      .tmp = s->dtmp,
                      .xm = s->xm,
                      .xn2 = s->xn2,
-                     .hpre = s->hpre};
+                     .hpre = s->hpre,
+                     .ablate = run->intervention && run->intervention->ablate
+                                   ? run->intervention->ablate + l * c->n_heads
+                                   : NULL,
+                     .mod = vit_att_mod(&mod, run->intervention, c, (int)l)};
     vit_block(bw->pool, b, c, &io);
 }
 
@@ -421,12 +456,14 @@ static void legrad_layer(Bw *bw, const VitBlock *b, int target) {
     float *dzs = bw->s.small + 2 * W, *dctx = bw->s.small + 4 * W, *row = bw->s.small + 6 * W;
     head_backward(bw, dzs, bw->run->tokens + (size_t)(bw->layer + 1) * T * D, target, 0);
     top_backward(bw, b, dzs, Nh, bw->s.dxm, dctx);
+    mask_dctx(bw, dctx, Nh);
     float *e = bw->g->legrad + (size_t)bw->layer * N;
+    VitAttMod mod;
     memset(e, 0, (size_t)N * sizeof(float));
     for (int h = 0; h < H; h++)
         for (int r = 0; r < Nh; r++) { /* the other T - Nh rows of ds_l/dA_l are 0 */
             vit_grad_att_block(row, dctx + (size_t)h * Dh, bw->v + (size_t)h * Dh, D, r, r + 1, T,
-                               Dh);
+                               Dh, vit_att_mod(&mod, bw->run->intervention, c, bw->layer));
             for (int p = 0; p < N; p++)
                 if (row[Np + p] > 0.0f) e[p] += row[Np + p];
         }
@@ -464,6 +501,7 @@ static void backward_pass(Bw *bw, int target) {
         }
         memset(bw->dctx, 0, (size_t)T * D * sizeof(float));
         top_backward(bw, b, s->dz, bw->rows, s->dxm, bw->dctx);
+        mask_dctx(bw, bw->dctx, bw->rows);
         if (exact && g->grad_att_kept && bw->rows < T)
             memset(g->grad_att + (size_t)l * c->n_heads * T * T, 0,
                    (size_t)c->n_heads * T * T * sizeof(float));
@@ -494,6 +532,7 @@ static void backward_pass(Bw *bw, int target) {
     back_linear(bw->pool, (BackLinear){s->dpatch, s->dz + (size_t)Np * D, vit->w.patch_w, K, D, N,
                                        D, K, 0.0f});
     float *out = bw->lrp ? g->lrp_input : g->grad_input;
+    vit_fill_patches(s->dpatch, run->intervention, c); /* a filled patch's pixels: not used */
     int Sw = c->image_w, gw = c->grid_w;
     size_t plane = (size_t)c->image_h * Sw;
     for (int n = 0; n < N; n++) {
@@ -519,6 +558,8 @@ VitStatus vit_backward(VitGrad *g, const VitRun *run, const Vit *vit, int target
         run->blocks_kept != vit_keep_blocks(c, g->grad_att_kept))
         return vit_set_error(err, VIT_ERR_ARG, "%s: backward buffers not made for this run",
                              c->name);
+    VitStatus st = vit_intervention_check(run->intervention, c, err);
+    if (st) return st;
     if (target == -1) vit_top_k(&target, run->probs, c->n_classes, 1);
     if (target < 0 || target >= c->n_classes)
         return vit_set_error(err, VIT_ERR_ARG, "%s: class %d out of range [0, %d)", c->name, target,

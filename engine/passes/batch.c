@@ -114,7 +114,7 @@ void vit_batch_free(VitBatch *b) {
  *   pos_embed covers the prefix (default): x = cat(to_cat + [x]) + pos_embed
  *   no_embed_class (registers):             x = cat(to_cat + [x + pos_embed])
  * the same sums, in the same order, as vit_forward's. */
-static void embed_tokens(float *x, const float *pe, const Vit *vit) {
+static void embed_tokens(float *x, const float *pe, const Vit *vit, const VitIntervention *iv) {
     const VitConfig *c = &vit->cfg;
     const VitWeights *w = &vit->w;
     size_t D = (size_t)c->dim, Np = (size_t)c->n_prefix, N = (size_t)c->n_patches;
@@ -124,8 +124,7 @@ static void embed_tokens(float *x, const float *pe, const Vit *vit) {
     if (w->reg_token)
         memcpy(x + (1 + (size_t)c->has_dist_token) * D, w->reg_token,
                (size_t)c->n_registers * D * sizeof(float));
-    float *xp = x + (Np - (size_t)w->pos_prefix) * D;
-    for (size_t i = 0; i < ((size_t)w->pos_prefix + N) * D; i++) xp[i] += w->pos_embed[i];
+    vit_add_pos_embed(x + (Np - (size_t)w->pos_prefix) * D, vit, iv);
 }
 
 /* Does b fit vit's shapes (a batch may serve another model of the same shapes)? */
@@ -137,29 +136,20 @@ static int same_shapes(const VitConfig *a, const VitConfig *c) {
            a->mlp_dim == c->mlp_dim && a->n_layers == c->n_layers && a->n_classes == c->n_classes;
 }
 
-/* --- entry point --------------------------------------------------------------- */
+/* --- the blocks and the head, from any layer ------------------------------------ */
 
-VitStatus vit_forward_batch(VitBatch *b, const Vit *vit, const float *inputs, int n, float *logits,
-                            float *probs, VitError *err) {
+void vit_batch_embed(VitBatch *b, const Vit *vit, const float *inputs, int n) {
     const VitConfig *c = &vit->cfg;
     const VitWeights *w = &vit->w;
-    if (!b || !b->mem || !same_shapes(&b->cfg, c) || !w->head_w)
-        return vit_set_error(err, VIT_ERR_ARG,
-                             "%s: batch buffers not made by vit_batch_init for this model",
-                             c->name);
-    if (n < 1 || n > b->max_batch || !inputs)
-        return vit_set_error(err, VIT_ERR_ARG,
-                             "%s: batch of %d inputs%s (expected 1 .. %d, the max_batch of "
-                             "vit_batch_init)",
-                             c->name, n, inputs ? "" : " at NULL", b->max_batch);
+    const VitIntervention *iv = b->intervention;
     VitPool *pool = b->pool;
-    int N = c->n_patches, T = c->n_tokens, D = c->dim, L = c->n_layers, C = c->n_classes,
-        K = 3 * c->patch_size * c->patch_size;
-    int hr = w->head_dist_w ? 2 : 1; /* rows the head reads: CLS (and distillation) token */
-    float *x = b->x, *xn = b->xn, *xh = b->xh;
+    int N = c->n_patches, T = c->n_tokens, D = c->dim, K = 3 * c->patch_size * c->patch_size;
+    float *x = b->x, *xn = b->xn;
 
     /* timm: x = self.patch_embed(x): one GEMM over the n*N patches of every image */
     vit_im2col(pool, b->patches, inputs, n, c);
+    for (int i = 0; i < n; i++) /* a filled patch: pixels 0 */
+        vit_fill_patches(b->patches + (size_t)i * N * K, iv, c);
     vit_linear(pool, (VitLinear){.out = xn,
                                  .ld_out = D,
                                  .inp = b->patches,
@@ -168,9 +158,19 @@ VitStatus vit_forward_batch(VitBatch *b, const Vit *vit, const float *inputs, in
                                  .T = n * N,
                                  .n_in = K,
                                  .n_out = D});
-    for (int i = 0; i < n; i++) embed_tokens(x + (size_t)i * T * D, xn + (size_t)i * N * D, vit);
+    for (int i = 0; i < n; i++)
+        embed_tokens(x + (size_t)i * T * D, xn + (size_t)i * N * D, vit, iv);
+}
 
-    for (int l = 0; l < L; l++) {
+void vit_batch_layers(VitBatch *b, const Vit *vit, int n, int l0, int l1) {
+    const VitConfig *c = &vit->cfg;
+    const VitWeights *w = &vit->w;
+    const VitIntervention *iv = b->intervention;
+    VitPool *pool = b->pool;
+    int T = c->n_tokens, D = c->dim, L = c->n_layers, H = c->n_heads;
+    int hr = w->head_dist_w ? 2 : 1; /* rows the head reads: CLS (and distillation) token */
+    float *x = b->x, *xn = b->xn, *xh = b->xh;
+    for (int l = l0; l < l1; l++) {
         int last = l == L - 1;
         /* the last block: only the head's rows go on, gathered (row r of image i at
          * r*n + i) into xh, where its residual stream continues */
@@ -180,6 +180,11 @@ VitStatus vit_forward_batch(VitBatch *b, const Vit *vit, const float *inputs, in
                     memcpy(xh + ((size_t)r * n + i) * D, x + ((size_t)i * T + r) * D,
                            (size_t)D * sizeof(float));
         float *xs = last ? xh : x; /* the stream, in place */
+        /* head masks: each input's own (vit_head_importance), or the intervention's */
+        const uint8_t *ab = b->ablate_each     ? b->ablate_each + (size_t)l * H
+                            : iv && iv->ablate ? iv->ablate + (size_t)l * H
+                                               : NULL;
+        VitAttMod mod;
         VitBlockIO io = {.n = n,
                          .rows = last ? hr : T,
                          .head_block = last,
@@ -194,10 +199,21 @@ VitStatus vit_forward_batch(VitBatch *b, const Vit *vit, const float *inputs, in
                          .xm = xs,
                          .xn2 = xn,
                          .hid = b->hid,
-                         .out = xs};
+                         .out = xs,
+                         .ablate = ab,
+                         .ablate_stride = b->ablate_each ? (size_t)L * H : 0,
+                         .mod = vit_att_mod(&mod, iv, c, l)};
         vit_block(pool, &w->blocks[l], c, &io);
     }
+}
 
+void vit_batch_head(VitBatch *b, const Vit *vit, int n, float *logits, float *probs) {
+    const VitConfig *c = &vit->cfg;
+    const VitWeights *w = &vit->w;
+    VitPool *pool = b->pool;
+    int D = c->dim, C = c->n_classes;
+    int hr = w->head_dist_w ? 2 : 1;
+    float *xn = b->xn, *xh = b->xh;
     /* timm: x = self.norm(x); x = x[:, 0]; x = self.head(x), on the head's rows of
      * every image; distilled: (head(x[:, 0]) + head_dist(x[:, 1])) / 2 */
     vit_layernorm(pool, xn, xh, w->norm_w, w->norm_b, hr * n, D, c->ln_eps);
@@ -226,5 +242,28 @@ VitStatus vit_forward_batch(VitBatch *b, const Vit *vit, const float *inputs, in
         memcpy(probs, b->logits, nC * sizeof(float));
         vit_softmax_rows(probs, n, C);
     }
+}
+
+/* --- entry point --------------------------------------------------------------- */
+
+VitStatus vit_forward_batch(VitBatch *b, const Vit *vit, const float *inputs, int n, float *logits,
+                            float *probs, VitError *err) {
+    const VitConfig *c = &vit->cfg;
+    const VitWeights *w = &vit->w;
+    if (!b || !b->mem || !same_shapes(&b->cfg, c) || !w->head_w)
+        return vit_set_error(err, VIT_ERR_ARG,
+                             "%s: batch buffers not made by vit_batch_init for this model",
+                             c->name);
+    if (n < 1 || n > b->max_batch || !inputs)
+        return vit_set_error(err, VIT_ERR_ARG,
+                             "%s: batch of %d inputs%s (expected 1 .. %d, the max_batch of "
+                             "vit_batch_init)",
+                             c->name, n, inputs ? "" : " at NULL", b->max_batch);
+    const VitIntervention *iv = b->intervention;
+    VitStatus st = vit_intervention_check(iv, c, err);
+    if (st) return st;
+    vit_batch_embed(b, vit, inputs, n);
+    vit_batch_layers(b, vit, n, 0, c->n_layers);
+    vit_batch_head(b, vit, n, logits, probs);
     return VIT_OK;
 }

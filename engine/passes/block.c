@@ -190,11 +190,25 @@ int vit_att_block_start(int T, int b) {
  *   attn = (q * scale) @ k.transpose(-2, -1); attn = attn.softmax(dim=-1)
  * out[r1 - r0, T]; q, k: that head's columns of [T, ld] matrices. */
 void vit_att_block(float *out, const float *q, const float *k, int ld, int r0, int r1, int T,
-                   int Dh, int gemm_only) {
+                   int Dh, int gemm_only, const VitAttMod *m) {
     float scale = 1.0f / sqrtf((float)Dh);
+    if (m && m->temp > 0.0f) scale /= m->temp; /* softmax(s / tau) */
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, r1 - r0, T, Dh, scale, q + (size_t)r0 * ld,
                 ld, k, ld, 0.0f, out, T);
-    if (!gemm_only) softmax_rows(out, r1 - r0, T);
+    if (gemm_only) return;
+    if (!m || !m->drop) {
+        softmax_rows(out, r1 - r0, T);
+        return;
+    }
+    /* dropped patches: no query sees them (score -inf: probability 0); their own rows 0 */
+    int Np = m->n_prefix;
+    for (int r = 0; r < r1 - r0; r++)
+        for (int p = 0; p < T - Np; p++)
+            if (m->drop[p]) out[(size_t)r * T + Np + p] = -INFINITY;
+    softmax_rows(out, r1 - r0, T);
+    for (int r = r0; r < r1; r++)
+        if (r >= Np && m->drop[r - Np])
+            memset(out + (size_t)(r - r0) * T, 0, (size_t)T * sizeof(float));
 }
 
 /* --- parallel steps -------------------------------------------------------- */
@@ -377,11 +391,17 @@ static void attention_task(void *arg, int item, int n_items, int thread) {
     } else {
         float *out = io->att ? io->att + ((size_t)h * T + r0) * T
                              : io->scratch + (size_t)thread * VIT_ATT_BLOCK * T;
-        vit_att_block(out, qk + h * Dh, qk + D + h * Dh, 2 * D, r0, r1, T, Dh, io->gemm_only);
+        vit_att_block(out, qk + h * Dh, qk + D + h * Dh, 2 * D, r0, r1, T, Dh, io->gemm_only,
+                      io->mod);
         p = out;
     }
     if (rows <= 0) return;
     size_t ld = io->rows < T ? (size_t)io->n * D : (size_t)D;
+    if (io->ablate && io->ablate[img * io->ablate_stride + h]) { /* head mask: ctx_h = 0 */
+        float *c0 = io->ctx + on_row(io, T, img, r0) * D + h * Dh;
+        for (int r = 0; r < rows; r++) memset(c0 + r * ld, 0, (size_t)Dh * sizeof(float));
+        return;
+    }
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, Dh, T, 1.0f, p, T, v + h * Dh, D,
                 0.0f, io->ctx + on_row(io, T, img, r0) * D + h * Dh, (int)ld);
 }

@@ -230,7 +230,9 @@ static void forward_pass(VitRun *run, const Vit *vit, int gemm_only) {
     int last_rows = run->all_tokens ? T : head_rows; /* rows of the last block computed */
 
     /* timm: x = self.patch_embed(x)  (Conv2d then flatten(2).transpose(1, 2)) */
+    const VitIntervention *iv = run->intervention;
     if (!gemm_only) vit_im2col(pool, run->patches, run->input, 1, c);
+    if (!gemm_only) vit_fill_patches(run->patches, iv, c); /* a filled patch: pixels 0 */
     vit_linear(pool, (VitLinear){.out = x + (size_t)Np * D,
                                  .ld_out = D,
                                  .inp = run->patches,
@@ -249,8 +251,7 @@ static void forward_pass(VitRun *run, const Vit *vit, int gemm_only) {
         if (w->reg_token)
             memcpy(x + (size_t)(1 + c->has_dist_token) * D, w->reg_token,
                    (size_t)c->n_registers * D * sizeof(float));
-        float *xp = x + (size_t)(Np - w->pos_prefix) * D;
-        for (size_t i = 0; i < (size_t)(w->pos_prefix + N) * D; i++) xp[i] += w->pos_embed[i];
+        vit_add_pos_embed(x + (size_t)(Np - w->pos_prefix) * D, vit, iv);
     }
 
     /* block l: tokens[l] through xm (the block's middle) into tokens[l + 1]; the block
@@ -261,6 +262,7 @@ static void forward_pass(VitRun *run, const Vit *vit, int gemm_only) {
         int kb = run->blocks_kept;
         size_t lTD = (size_t)l * T * D;
         const float *xin = run->tokens + lTD;
+        VitAttMod mod;
         VitBlockIO io = {.n = 1,
                          .rows = l == L - 1 ? last_rows : T,
                          .x = xin,
@@ -278,6 +280,8 @@ static void forward_pass(VitRun *run, const Vit *vit, int gemm_only) {
                          .hid = run->hid,
                          .out = run->tokens + lTD + (size_t)T * D,
                          .run = run,
+                         .ablate = iv && iv->ablate ? iv->ablate + (size_t)l * H : NULL,
+                         .mod = vit_att_mod(&mod, iv, c, l),
                          .gemm_only = gemm_only};
         if (!vit_block(pool, &w->blocks[l], c, &io)) return;
         if (io.rows == 0) break;

@@ -191,6 +191,13 @@ def npy_checks(app, dump, default, out):
     if r.returncode:
         return
     files = os.listdir(d)
+    # the head importance table and pruning curve (test_cli_interv.py checks them)
+    importance = {"head_importance", "head_pruning"}
+    check(importance <= {f[:-4] for f in files if f.endswith(".png")} and
+          {f"{n}.csv" for n in importance} <= set(files) and
+          "head importance table and pruning curve" in r.stdout,
+          "--export writes the head importance table and the pruning curve, CSV and PNG")
+    files = [f for f in files if f[:-4] not in importance]
     pngs = {f[:-4] for f in files if f.endswith(".png")}
     npys = {f[:-4] for f in files if f.endswith(".npy")}
     sheets = {p for p in pngs if p.endswith("_heads") or "_heads_" in p or
@@ -522,8 +529,9 @@ def main():
     want |= {f"L{l:02d}_{k}_entropy.png" for l in range(1, L + 1)
              for k in [f"H{h:02d}" for h in range(1, H + 1)] + ["mean", "max", "min", "heads"]}
     want |= {"contact_sheet_entropy.png"}
+    want |= {"head_importance.png", "head_pruning.png"}  # which heads matter for the class
     got = {f for f in os.listdir(out) if f.endswith(".png")} if os.path.isdir(out) else set()
-    check(len(want) == L * H + 3 * L + L + L + 2 + 7 + 6 * L + 1 + L * (H + 4) + 1 and
+    check(len(want) == L * H + 3 * L + L + L + 2 + 7 + 6 * L + 1 + L * (H + 4) + 1 + 2 and
           got == want,
           f"--export writes the {len(want)} expected PNGs (got {len(got)}, "
           f"{sorted(got ^ want)[:4]} differ)")

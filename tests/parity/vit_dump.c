@@ -52,6 +52,18 @@
  *   [Np] (vit_map_attention, vit_prefix_share of the same row); lesson_block_in [T, D]
  *   the block's input; lesson_stream [L + 1, D]
  *   the run's tokens[.][T]; lesson_cls_norm [D] (vit_lesson_head, with a head).
+ * Interventions (vit.h, VitRun.intervention), 0-based:
+ *   --ablate L:H[,L:H...]  heads ablated     --drop P[,P...]  patches dropped
+ *   --fill P[,P...]        patches filled    --pos shuffle:SEED | zero
+ *   --temp L:TAU           attention temperature of layer L
+ * then also written: pos_perm.npy [N] i4 (shuffle), cls_att.npy [L, H, N] f4 (every
+ * head's CLS row over the patches through vit_map_attention: with --att recompute the
+ * maps' recomputed attention), batch_logits.npy [3, C] f4 (vit_forward_batch on three
+ * copies of the input, VitBatch.intervention set; with a head).
+ * --importance C:B (C a class, -1 the top-1; B the batch's max_batch) runs
+ * vit_head_importance and vit_head_pruning (with the interventions above, if any):
+ *   importance.npy [L, H] f4, prune.npy [L*H + 1] f4, order.npy [L*H] i4, and
+ *   "importance_base" (p of the class) and "importance_class" in importance.json.
  * Errors: a message on stderr, exit 1 (2 for a usage error). */
 #include "vit.h"
 
@@ -318,6 +330,33 @@ done:
     return rc;
 }
 
+/* --- interventions ---------------------------------------------------------- */
+
+/* "a:b,a:b" (pairs) or "a,a" (pairs 0) into flags[a * stride + b]: 0, or -1 when a
+ * value is outside [0, n_a) x [0, n_b). */
+static int parse_set(uint8_t *flags, const char *v, int pairs, int n_a, int n_b) {
+    const char *p = v;
+    while (*p) {
+        char *end;
+        long a = strtol(p, &end, 10), b = 0;
+        if (end == p) return -1;
+        p = end;
+        if (pairs) {
+            if (*p++ != ':') return -1;
+            b = strtol(p, &end, 10);
+            if (end == p) return -1;
+            p = end;
+        }
+        if (a < 0 || a >= n_a || b < 0 || b >= (pairs ? n_b : 1)) return -1;
+        flags[a * (pairs ? n_b : 1) + b] = 1;
+        if (*p == ',')
+            p++;
+        else if (*p)
+            return -1;
+    }
+    return 0;
+}
+
 /* --- main ------------------------------------------------------------------ */
 
 int main(int argc, char **argv) {
@@ -326,6 +365,8 @@ int main(int argc, char **argv) {
     float discard = 0.0f;
     VitRunOptions ropt = {0};
     VitImageOptions iopt = {0};
+    int imp_class = -2, imp_batch = 0;
+    const char *s_ablate = NULL, *s_drop = NULL, *s_fill = NULL, *s_posedit = NULL, *s_temp = NULL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--whole")) {
@@ -375,6 +416,19 @@ int main(int argc, char **argv) {
                 return usage();
         } else if (!strcmp(a, "--discard")) {
             discard = strtof(v, NULL);
+        } else if (!strcmp(a, "--importance")) {
+            if (sscanf(v, "%d:%d", &imp_class, &imp_batch) != 2 || imp_class < -1 || imp_batch < 1)
+                return usage();
+        } else if (!strcmp(a, "--ablate")) {
+            s_ablate = v;
+        } else if (!strcmp(a, "--drop")) {
+            s_drop = v;
+        } else if (!strcmp(a, "--fill")) {
+            s_fill = v;
+        } else if (!strcmp(a, "--pos")) {
+            s_posedit = v;
+        } else if (!strcmp(a, "--temp")) {
+            s_temp = v;
         } else if (!strcmp(a, "--heads")) {
             char *end;
             long h = strtol(v, &end, 10);
@@ -391,6 +445,11 @@ int main(int argc, char **argv) {
     VitImage img = {0};
     float *map = NULL;
     VitError err = {0};
+    VitIntervention iv = {0};
+    uint8_t *ablate = NULL, *drop = NULL, *fill = NULL;
+    int *perm = NULL, use_iv = s_ablate || s_drop || s_fill || s_posedit || s_temp;
+    VitBatch batch = {0};
+    float *inputs = NULL, *blogits = NULL;
     uint8_t *rgb = NULL;
     int rc = 1;
     VitLoadOptions opt = {.n_heads = heads,
@@ -419,6 +478,36 @@ int main(int argc, char **argv) {
     } else if (read_raw(run.input, 3 * Sh * Sw, raw)) {
         goto done;
     }
+    if (use_iv) {
+        int N = c->n_patches;
+        ablate = calloc(L * H, 1), drop = calloc((size_t)N, 1), fill = calloc((size_t)N, 1);
+        perm = calloc((size_t)N, sizeof(int));
+        if (!ablate || !drop || !fill || !perm) {
+            fail("out of memory");
+            goto done;
+        }
+        if ((s_ablate && parse_set(ablate, s_ablate, 1, (int)L, (int)H)) ||
+            (s_drop && parse_set(drop, s_drop, 0, N, 1)) ||
+            (s_fill && parse_set(fill, s_fill, 0, N, 1))) {
+            fail("bad --ablate, --drop or --fill (0-based, in range)");
+            goto done;
+        }
+        iv.ablate = s_ablate ? ablate : NULL;
+        iv.drop = s_drop ? drop : NULL;
+        iv.fill = s_fill ? fill : NULL;
+        unsigned long long seed;
+        if (s_posedit && !strcmp(s_posedit, "zero")) {
+            iv.pos_embed = VIT_POS_ZERO;
+        } else if (s_posedit && sscanf(s_posedit, "shuffle:%llu", &seed) == 1) {
+            vit_pos_permutation(perm, N, seed);
+            iv.pos_embed = VIT_POS_SHUFFLE, iv.pos_perm = perm;
+        } else if (s_posedit) {
+            return usage();
+        }
+        if (s_temp && sscanf(s_temp, "%d:%f", &iv.temp_layer, &iv.temperature) != 2) return usage();
+        if (vit_intervention_check(&iv, c, &err)) goto engine_fail;
+        run.intervention = &iv;
+    }
     vit_forward(&run, &vit);
 
     if (mkdir(out, 0777) != 0 && errno != EEXIST) {
@@ -437,6 +526,68 @@ int main(int argc, char **argv) {
                npy_f32(out, "probs.npy", run.probs, s_cls, 1))) ||
         write_config(out, &run, &vit, target))
         goto done;
+    if (use_iv) {
+        size_t N = (size_t)c->n_patches;
+        const size_t s_perm[1] = {N}, s_cls_att[3] = {L, H, N}, s_b[2] = {3, C};
+        if (!(map = malloc(L * H * N * sizeof(float)))) {
+            fail("out of memory");
+            goto done;
+        }
+        for (size_t l = 0; l < L; l++)
+            for (size_t h = 0; h < H; h++)
+                if (vit_map_attention(map + (l * H + h) * N, &run, (int)l, (int)h, 0, &err))
+                    goto engine_fail;
+        if ((iv.pos_perm && npy_write(out, "pos_perm.npy", "<i4", perm, 4, s_perm, 1)) ||
+            npy_f32(out, "cls_att.npy", map, s_cls_att, 3))
+            goto done;
+        free(map);
+        map = NULL;
+        if (C) {
+            size_t in = 3 * Sh * Sw;
+            inputs = malloc(3 * in * sizeof(float));
+            blogits = malloc(3 * C * sizeof(float));
+            if (!inputs || !blogits) {
+                fail("out of memory");
+                goto done;
+            }
+            for (int k = 0; k < 3; k++) memcpy(inputs + k * in, run.input, in * sizeof(float));
+            if (vit_batch_init(&batch, &vit, 3, ropt.n_threads, &err)) goto engine_fail;
+            batch.intervention = &iv;
+            if (vit_forward_batch(&batch, &vit, inputs, 3, blogits, NULL, &err)) goto engine_fail;
+            if (npy_f32(out, "batch_logits.npy", blogits, s_b, 2)) goto done;
+        }
+    }
+    if (imp_class != -2) {
+        size_t LH = L * H;
+        const size_t s_lh[2] = {L, H}, s_pr[1] = {LH + 1}, s_or[1] = {LH};
+        float *imp = malloc(LH * sizeof(float)), *pr = malloc((LH + 1) * sizeof(float)), base = 0;
+        int *ord = malloc(LH * sizeof(int)), cls = imp_class;
+        VitBatch ib = {0};
+        int bad = !imp || !pr || !ord;
+        if (cls == -1 && C) vit_top_k(&cls, run.probs, (int)C, 1);
+        if (!bad && !vit_batch_init(&ib, &vit, imp_batch, ropt.n_threads, &err)) {
+            ib.intervention = use_iv ? &iv : NULL;
+            bad = vit_head_importance(imp, &base, &ib, &vit, run.input, cls, &err) ||
+                  vit_head_pruning(pr, ord, &ib, &vit, run.input, imp, cls, &err);
+        } else {
+            bad = 1;
+        }
+        vit_batch_free(&ib);
+        char path[1200];
+        snprintf(path, sizeof path, "%s/importance.json", out);
+        FILE *f = bad ? NULL : fopen(path, "w");
+        if (f) fprintf(f, "{\"importance_base\": %.9g, \"importance_class\": %d}\n", base, cls);
+        if (f) fclose(f);
+        int wrc = bad || !f || npy_f32(out, "importance.npy", imp, s_lh, 2) ||
+                  npy_f32(out, "prune.npy", pr, s_pr, 1) ||
+                  npy_write(out, "order.npy", "<i4", ord, 4, s_or, 1);
+        free(imp), free(pr), free(ord);
+        if (wrc) {
+            if (bad && err.msg[0]) goto engine_fail;
+            fail("head importance: cannot write %s", out);
+            goto done;
+        }
+    }
     if (target != -2) {
         const size_t s_grid[2] = {(size_t)c->grid_h, (size_t)c->grid_w}, s_px[2] = {Sh, Sw},
                      s_tok[3] = {L, T, D};
@@ -481,6 +632,8 @@ engine_fail:
     fail("%s (%s error)", err.msg, vit_status_name(err.code));
 done:
     free(rgb);
+    free(ablate), free(drop), free(fill), free(perm), free(inputs), free(blogits);
+    vit_batch_free(&batch);
     free(map);
     vit_grad_free(&grad);
     vit_image_free(&img);
