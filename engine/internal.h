@@ -73,12 +73,14 @@ void vit_pool_free(VitPool *p); /* joins the workers; NULL-safe */
 int vit_att_blocks(int T);
 int vit_att_block_start(int T, int b);
 
-/* out[r1 - r0, T] = softmax(q[r0:r1] . k^T / sqrt(Dh)) for one head: q, k point at
- * that head's first column in [T, ld] matrices. The forward pass and the maps
- * (recomputing) call this alone, so both get the same values. gemm_only: skip the
- * softmax (vit_forward_gemms). */
+/* out[r1 - r0, T] = softmax(q[r0:r1] . k^T * scale) for one head (scale: vit_att_scale): q, k point
+ * at that head's first column in [T, ld] matrices. The forward pass and the maps (recomputing) call
+ * this alone, so both get the same values. gemm_only: skip the softmax (vit_forward_gemms). */
 void vit_att_block(float *out, const float *q, const float *k, int ld, int r0, int r1, int T,
-                   int Dh, int gemm_only);
+                   int Dh, float scale, int gemm_only);
+
+/* The scale of the attention's scores for config c: c->att_scale, or 1/sqrt(Dh). */
+float vit_att_scale(const VitConfig *c);
 
 /* --- a block's steps (engine/passes/block.c), shared with the backward pass ------ */
 
@@ -282,8 +284,9 @@ typedef struct {
     int elem_bytes;
     int ndim;
     int64_t shape[ST_MAX_DIMS];
-    size_t n_elems;    /* prod(shape), overflow-checked */
-    size_t begin, end; /* byte offsets into the data area */
+    size_t n_elems;      /* prod(shape), overflow-checked */
+    size_t begin, end;   /* byte offsets into the data area */
+    const uint8_t *data; /* its bytes: the data area + begin, or a converted copy (layout.c) */
 } StTensor;
 
 typedef struct {
@@ -291,6 +294,8 @@ typedef struct {
     size_t data_bytes;
     StTensor *tensors; /* [n], owned */
     int n;
+    void *owned; /* what the table's data points into when it is not the mapping (a .pth's
+                    storages, a layout's converted tensors), freed by st_free; or NULL */
 } StFile;
 
 /* Parse and validate the header of a safetensors file held in memory
@@ -300,6 +305,23 @@ VitStatus st_parse(StFile *st, const uint8_t *file, size_t file_bytes, const cha
                    VitError *err);
 const StTensor *st_find(const StFile *st, const char *name);
 void st_free(StFile *st);
+
+/* --- PyTorch checkpoints (engine/load/pth.c) --------------------------------------- */
+
+/* Does the file start as a zip (torch.save since 1.6)? As PyTorch's legacy format (before
+ * 1.6, or _use_new_zipfile_serialization=False: a pickle starting with its magic number)? */
+int pth_is_zip(const uint8_t *file, size_t n);
+int pth_is_legacy(const uint8_t *file, size_t n);
+
+/* Read a torch.save zip held in memory [file, file + file_bytes) into st: the state dict's
+ * tensors (found alone or under a wrapper: "model", "state_dict", DINO's "teacher", ...;
+ * "module.", "_orig_mod." and DINO's "backbone." prefixes stripped), their storages copied
+ * into st->owned. data.pkl is read by a restricted unpickler (see the top of pth.c): any
+ * global other than those of a state dict is refused, nothing is called. `fname` is used
+ * in messages. Errors: VIT_ERR_FORMAT (the message names fname, the entry or global and
+ * what is wrong), VIT_ERR_NOMEM. Free with st_free. */
+VitStatus pth_parse(StFile *st, const uint8_t *file, size_t file_bytes, const char *fname,
+                    VitError *err);
 
 /* "[a, b, c]" into buf. */
 const char *st_shape_str(char *buf, size_t n, const int64_t *shape, int ndim);

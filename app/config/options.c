@@ -52,12 +52,17 @@ static void usage_head(FILE *f) {
         "options:\n"
         "  --model PATH|NAME  weights (.safetensors, timm or Hugging Face names: ViT, DeiT\n"
         "                  with or without distillation, DINO, DINOv2 with or without\n"
-        "                  registers); config.json beside it is read. A NAME is a model\n"
+        "                  registers; or a PyTorch checkpoint .pth / .bin: also\n"
+        "                  torchvision's ViTs and the notebooks' layouts, see --layout);\n"
+        "                  config.json beside it is read. A NAME is a model\n"
         "                  downloaded by scripts/download-model.sh: MODELS/NAME/, with\n"
         "                  its labels.txt (MODELS: see the environment below)\n"
         "                  (default: the built-in model, ASSETS/default/model.safetensors)\n"
         "  --labels FILE   class names, one per line (ImageNet synset lines are fine);\n"
         "                  default: the names in config.json, if any\n"
+        "  --layout FILE   a layout (JSON) naming the checkpoint's tensors, for a ViT of\n"
+        "                  your own (docs/your-own-vit.md); default: timm's, transformers'\n"
+        "                  or the first of ASSETS/layouts/ that matches\n"
         "  --heads N       number of attention heads (default: config.json, else width/64)\n"
         "  --size S|HxW    run the model at this input size in px, each side a multiple of\n"
         "                  the patch size (e.g. 320 or 224x336); the position embedding is\n"
@@ -203,6 +208,8 @@ static int parse_value(Options *o, const char *a, const char *val) {
         o->model_path = val;
     } else if (!strcmp(a, "--labels")) {
         o->labels_path = val;
+    } else if (!strcmp(a, "--layout")) { /* a layout file naming the checkpoint's tensors */
+        o->load.layout_path = val;
     } else if (!strcmp(a, "--export")) {
         o->export_dir = val;
     } else if (!strcmp(a, "--eval-out")) {

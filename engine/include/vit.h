@@ -154,6 +154,15 @@ typedef struct {
     float crop_pct;             /* eval resize to floor(S / crop_pct) per side (timm: 0.875) */
     float mean[3];              /* per-channel normalisation on [0, 1] pixels (ImageNet defaults) */
     float std[3];
+    float att_scale;        /* the attention's scores are q.k * att_scale: 1/sqrt(Dh) (timm,
+                               transformers, torchvision), or 1/sqrt(D) (some notebooks'
+                               "C ** -0.5"); 0: 1/sqrt(Dh) */
+    int head_tanh;          /* 1: logits = tanh(head(x)) (a notebook's Sequential(Linear,
+                               Tanh)); the probabilities are their softmax */
+    char layout[32];        /* the layout file that named the tensors (layout.c), e.g.
+                               "torchvision"; "" for timm's or transformers' own names */
+    int default_preprocess; /* 1: neither config.json nor the layout gave the preprocessing:
+                               ImageNet's mean/std and timm's crop are assumed */
 } VitConfig;
 
 /* Weights of one transformer block; pointers to F32 data (into the mapping, or
@@ -202,7 +211,8 @@ typedef struct {
     /* private */
     void *map_addr; /* read-only mmap of the file */
     size_t map_bytes;
-    float *owned; /* F16/BF16/unaligned tensors converted to F32 */
+    void *data_owned; /* a PyTorch checkpoint's storages, read from its zip */
+    float *owned;     /* F16/BF16/unaligned tensors converted to F32 */
     size_t owned_floats;
     float *pos_owned; /* the position embedding resampled to the input grid */
 } Vit;
@@ -215,6 +225,9 @@ typedef struct {
     int image_h, image_w;    /* > 0: run at this input size, px, each a multiple of P (the
                                 position embedding is resampled); 0: the config's or training size */
     int whole_image;         /* 1: keep the whole photo: crop_mode squash, crop_pct 1 */
+    const char *layout_path; /* a layout file (JSON, docs/your-own-vit.md) naming the
+                                checkpoint's tensors; NULL: timm's, transformers' or the first
+                                shipped layout (assets/layouts/) that matches */
 } VitLoadOptions;
 
 /* Load a .safetensors ViT in timm's or Hugging Face transformers' tensor names

@@ -272,7 +272,7 @@ static const float *att_of(Bw *bw, int h, int b, float *buf) {
     int r0 = vit_att_block_start(T, b), r1 = vit_att_block_start(T, b + 1);
     if (run->att) return run->att + (((size_t)bw->layer * H + h) * T + r0) * T;
     vit_att_block(buf, bw->qk + (size_t)h * Dh, bw->qk + D + (size_t)h * Dh, 2 * D, r0, r1, T, Dh,
-                  0);
+                  vit_att_scale(&run->cfg), 0);
     return buf;
 }
 
@@ -287,7 +287,7 @@ static void att_back_task(void *arg, int item, int n_items, int thread) {
     const VitConfig *c = &bw->run->cfg;
     int T = c->n_tokens, D = c->dim, Dh = c->head_dim, H = c->n_heads, nb = vit_att_blocks(T);
     int split = bw->run->att != NULL;
-    float scale = 1.0f / sqrtf((float)Dh);
+    float scale = vit_att_scale(c);
     float *abuf = bw->s.att + (size_t)thread * 2 * VIT_ATT_BLOCK * T;
     float *gbuf = abuf + (size_t)VIT_ATT_BLOCK * T;
     float *dqkv = bw->s.dqkv;
@@ -404,6 +404,13 @@ static void head_backward(Bw *bw, float *dz, const float *z, int target, int lrp
     int D = c->dim, Nh = vit->w.head_dist_w ? 2 : 1;
     float *dn = bw->s.small; /* [2, D] */
     float k = Nh == 2 ? 0.5f : 1.0f;
+    if (c->head_tanh) { /* y = tanh(s): dy/ds = 1 - y^2, s the head's output on norm(z) */
+        vit_layernorm_rows(dn, z, vit->w.norm_w, vit->w.norm_b, 0, Nh, D, c->ln_eps);
+        double s = vit->w.head_b ? vit->w.head_b[target] : 0.0;
+        for (int i = 0; i < D; i++) s += (double)dn[i] * vit->w.head_w[(size_t)target * D + i];
+        double y = tanh(s);
+        k *= (float)(1.0 - y * y);
+    }
     for (int i = 0; i < D; i++) dn[i] = k * vit->w.head_w[(size_t)target * D + i];
     if (Nh == 2)
         for (int i = 0; i < D; i++) dn[D + i] = k * vit->w.head_dist_w[(size_t)target * D + i];

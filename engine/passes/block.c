@@ -185,13 +185,16 @@ int vit_att_block_start(int T, int b) {
     return (int)((long long)b * T / nb); /* balanced: at most VIT_ATT_BLOCK rows each */
 }
 
+float vit_att_scale(const VitConfig *c) {
+    return c->att_scale > 0 ? c->att_scale : 1.0f / sqrtf((float)c->head_dim);
+}
+
 /* timm Attention.forward (explicit path, fused_attn=False), for query rows
  * [r0, r1) of one head:
  *   attn = (q * scale) @ k.transpose(-2, -1); attn = attn.softmax(dim=-1)
  * out[r1 - r0, T]; q, k: that head's columns of [T, ld] matrices. */
 void vit_att_block(float *out, const float *q, const float *k, int ld, int r0, int r1, int T,
-                   int Dh, int gemm_only) {
-    float scale = 1.0f / sqrtf((float)Dh);
+                   int Dh, float scale, int gemm_only) {
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, r1 - r0, T, Dh, scale, q + (size_t)r0 * ld,
                 ld, k, ld, 0.0f, out, T);
     if (!gemm_only) softmax_rows(out, r1 - r0, T);
@@ -353,6 +356,7 @@ static size_t on_row(const VitBlockIO *io, int T, int img, int r) {
 typedef struct {
     const VitBlockIO *io;
     int T, D, H;
+    float scale; /* vit_att_scale */
 } Attention;
 
 /* timm Attention.forward (fused_attn=False): attn = softmax((q * scale) @ k^T);
@@ -377,7 +381,8 @@ static void attention_task(void *arg, int item, int n_items, int thread) {
     } else {
         float *out = io->att ? io->att + ((size_t)h * T + r0) * T
                              : io->scratch + (size_t)thread * VIT_ATT_BLOCK * T;
-        vit_att_block(out, qk + h * Dh, qk + D + h * Dh, 2 * D, r0, r1, T, Dh, io->gemm_only);
+        vit_att_block(out, qk + h * Dh, qk + D + h * Dh, 2 * D, r0, r1, T, Dh, a->scale,
+                      io->gemm_only);
         p = out;
     }
     if (rows <= 0) return;
@@ -392,7 +397,7 @@ int vit_block(VitPool *pool, const VitBlock *b, const VitConfig *c, const VitBlo
     /* timm: x = x + self.ls1(self.attn(self.norm1(x))) */
     layernorm(pool, (LayerNorm){io->xn1, io->x, b->norm1_w, b->norm1_b, n * T, D, g, c->ln_eps});
     vit_qkv(pool, io->qk, io->v, io->xn1, b, n * T, D, g);
-    Attention at = {io, T, D, H};
+    Attention at = {io, T, D, H, vit_att_scale(c)};
     vit_pool_run(pool, attention_task, &at, n * H * (io->head_block ? 1 : vit_att_blocks(T)));
     if (io->run && vit_cancelled(io->run)) return 0;
     if (R == 0) return 1;
