@@ -323,6 +323,10 @@ int pth_is_legacy(const uint8_t *file, size_t n);
 VitStatus pth_parse(StFile *st, const uint8_t *file, size_t file_bytes, const char *fname,
                     VitError *err);
 
+/* pth_parse's unpickler, state-dict search and tensor checks on a data.pkl alone
+ * (pkl [n]), its storages' positions not checked: for tests/fuzz. */
+VitStatus pth_check_pickle(const uint8_t *pkl, size_t n, const char *fname, VitError *err);
+
 /* "[a, b, c]" into buf. */
 const char *st_shape_str(char *buf, size_t n, const int64_t *shape, int ndim);
 

@@ -41,8 +41,11 @@
 #define PKL_MAX_DEPTH  64          /* nesting of wrappers walked to find the state dict */
 /* Storages read: ViT-g/14 in F32 is 4.4 GB. */
 #define PTH_MAX_STORAGE_BYTES (16ull << 30)
-/* Deflated entries: float weights compress by ~1.1x; a ratio above this is a zip bomb. */
-#define PTH_MAX_INFLATE_RATIO 1000
+/* The storages may hold at most this many times the file's bytes, plus PTH_INFLATE_SLACK:
+ * torch.save stores them uncompressed (1x); float weights deflate by ~1.1x, a zero-filled
+ * head by ~1000x. More is a zip bomb, refused before anything is allocated or inflated. */
+#define PTH_MAX_INFLATE_RATIO 16
+#define PTH_INFLATE_SLACK     (64u << 20)
 
 /* --- values -------------------------------------------------------------------- */
 
@@ -293,6 +296,13 @@ static Val *make_global(Pkl *p, const char *mod, const char *name) {
                 }
                 return g;
             }
+    if (!strcmp(mod, "torch") && strstr(name, "Storage")) {
+        vit_set_error(p->err, VIT_ERR_FORMAT,
+                      "%s: data.pkl: storage type 'torch.%.60s' is not one vitlens reads (F32, "
+                      "F16, BF16; integers and F64 for tensors it does not use)",
+                      p->fname, name);
+        return NULL;
+    }
     /* A class of the user's own or of torch.nn: torch.save(model) pickled the module. */
     if (!strcmp(mod, "__main__") || !strncmp(mod, "torch.nn", 8) ||
         !strncmp(mod, "torchvision", 11) || !strncmp(mod, "timm", 4) ||
@@ -876,8 +886,8 @@ static VitStatus zip_error(VitError *err, const char *fname, const char *what, z
                          what, zip_error_strerror(ze));
 }
 
-/* Entry `name` into buf [want bytes]: refuses an entry shorter than want, and a compressed
- * one whose declared size is out of proportion to its compressed size. */
+/* Entry `name` into buf [want bytes]: refuses an entry shorter than want, or one that
+ * inflates to fewer bytes than it declares. */
 static VitStatus read_entry(zip_t *za, const char *name, uint8_t *buf, size_t want,
                             const char *fname, const char *what, VitError *err) {
     zip_stat_t zs;
@@ -890,12 +900,6 @@ static VitStatus read_entry(zip_t *za, const char *name, uint8_t *buf, size_t wa
         return vit_set_error(err, VIT_ERR_FORMAT,
                              "%s: %s: entry '%s' holds %llu bytes, the pickle says %zu", fname,
                              what, name, (unsigned long long)zs.size, want);
-    if (zs.comp_method != ZIP_CM_STORE && zs.size / PTH_MAX_INFLATE_RATIO > zs.comp_size + 4096)
-        return vit_set_error(err, VIT_ERR_FORMAT,
-                             "%s: %s: entry '%s' would inflate %llu bytes to %llu (over %dx: a zip "
-                             "bomb?)",
-                             fname, what, name, (unsigned long long)zs.comp_size,
-                             (unsigned long long)zs.size, PTH_MAX_INFLATE_RATIO);
     zip_file_t *zf = zip_fopen_index(za, (zip_uint64_t)idx, 0);
     if (!zf) return zip_error(err, fname, name, zip_get_error(za));
     size_t got = 0;
@@ -912,6 +916,21 @@ static VitStatus read_entry(zip_t *za, const char *name, uint8_t *buf, size_t wa
                           "damaged",
                           fname, what, name, got, want, zip_error_strerror(zip_file_get_error(zf)));
     zip_fclose(zf);
+    return rc;
+}
+
+VitStatus pth_check_pickle(const uint8_t *pkl, size_t n, const char *fname, VitError *err) {
+    Pkl p = {.fname = fname, .err = err};
+    StFile st = {0};
+    Val *root = NULL;
+    const char *how = NULL;
+    VitStatus rc = n > PKL_MAX_BYTES ? vit_set_error(err, VIT_ERR_FORMAT, "%s: too long", fname)
+                                     : unpickle(&p, pkl, n, &root);
+    const Val *sd = rc ? NULL : find_state_dict(root, &how, 0);
+    if (!rc && !sd) rc = vit_set_error(err, VIT_ERR_FORMAT, "%s: no state dict", fname);
+    if (!rc) rc = table_from_dict(&p, &st, sd);
+    st_free(&st);
+    free_vals(&p);
     return rc;
 }
 
@@ -1034,6 +1053,13 @@ VitStatus pth_parse(StFile *st, const uint8_t *file, size_t file_bytes, const ch
             goto done;
         }
         total += ((size_t)bytes + 63) & ~(size_t)63;
+    }
+    if (total / PTH_MAX_INFLATE_RATIO > file_bytes + PTH_INFLATE_SLACK / PTH_MAX_INFLATE_RATIO) {
+        rc = vit_set_error(err, VIT_ERR_FORMAT,
+                           "%s: data.pkl declares %zu bytes of storages in a %zu-byte file: "
+                           "more than %dx its size (a zip bomb?), refused before inflating",
+                           fname, total, file_bytes, PTH_MAX_INFLATE_RATIO);
+        goto done;
     }
     if ((rc = table_from_dict(&p, st, sd))) goto done;
     /* the storages the state dict uses, each from its entry */

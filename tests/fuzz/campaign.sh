@@ -3,7 +3,7 @@
 # SECONDS (default 600), at the lowest CPU priority, from the seeds, regress/ and
 # what earlier campaigns kept. Needs the fuzz build (scripts/test.sh --fuzz, or
 # cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DVITLENS_FUZZ=ON).
-# Usage: tests/fuzz/campaign.sh [SECONDS] [TARGET...]   (targets: safetensors config image)
+# Usage: tests/fuzz/campaign.sh [SECONDS] [TARGET...]   (targets: safetensors config image pth pickle)
 # Writes build-fuzz/campaign/<target>/ (the corpus, kept between runs), <target>.log and
 # artifacts/<target>-crash-* (an input that crashed: add it to tests/fuzz/regress/<target>/
 # once fixed). Prints one summary line per target; exits 1 if any target found something.
@@ -15,6 +15,7 @@ bin=build-fuzz/tests/fuzz
 out=build-fuzz/campaign
 mkdir -p "$out/artifacts"
 [ -d "$bin/seeds" ] || "$bin/fuzz_seeds" "$bin/seeds" >/dev/null
+[ -d "$bin/seeds/pth" ] || /usr/bin/python3 tests/fuzz/pth_seeds.py "$bin/seeds" >/dev/null
 export OPENBLAS_NUM_THREADS=1
 # leaks that are a library's own (lsan.supp: which and why), so that a campaign goes on past them
 export LSAN_OPTIONS=suppressions=$PWD/tests/fuzz/lsan.supp:print_suppressions=0
