@@ -100,6 +100,7 @@ typedef struct {
     const float *x_in;  /* VIT_EPI_RESIDUAL: [T, ld_out], or NULL: x itself (x += ...) */
     const float *gamma; /* LayerScale or NULL */
     int gemm_only;
+    VitActivation act; /* VIT_EPI_GELU, VIT_EPI_GELU_TO: the activation (0: exact GELU) */
 } VitLinear;
 void vit_linear(VitPool *pool, VitLinear a);
 
@@ -125,6 +126,10 @@ void vit_gelu_cols(float *x, int ld, int R, int c0, int c1);
 /* dh[r, :] *= GELU's derivative at hpre[r, :] (exact), or gelu(x)/x (lrp: AttnLRP's
  * identity rule), rows [r0, r1) of [., F]. */
 void vit_gelu_backward_rows(float *dh, const float *hpre, int r0, int r1, int F, int lrp);
+/* The same for the other activations (act != VIT_ACT_GELU): dh *= act'(x), or act(x) / x
+ * (lrp). */
+void vit_act_backward_rows(float *dh, const float *hpre, int r0, int r1, int F, int lrp,
+                           VitActivation act);
 
 /* The block's queries and keys qk[T, 2D] and values v[T, D] from its LayerNorm
  * output xn[T, D]: timm's fused qkv or transformers' query/key/value. */

@@ -124,6 +124,14 @@ typedef enum {
                        the whole photo is kept, its aspect ratio is not */
 } VitCropMode;
 
+/* The MLP's activation (a layout's "mlp_activation"). */
+typedef enum {
+    VIT_ACT_GELU = 0,  /* exact GELU, x Phi(x) (torch.nn.GELU(): timm, transformers, torchvision) */
+    VIT_ACT_GELU_TANH, /* GELU's tanh approximation (nn.GELU(approximate='tanh')) */
+    VIT_ACT_QUICK_GELU, /* x sigmoid(1.702 x) (OpenAI CLIP's QuickGELU) */
+    VIT_ACT_RELU        /* max(x, 0) */
+} VitActivation;
+
 /* Which library's tensor names a checkpoint uses. */
 typedef enum { VIT_NAMES_TIMM = 0, VIT_NAMES_HF } VitNaming;
 
@@ -157,6 +165,7 @@ typedef struct {
     float att_scale;        /* the attention's scores are q.k * att_scale: 1/sqrt(Dh) (timm,
                                transformers, torchvision), or 1/sqrt(D) (some notebooks'
                                "C ** -0.5"); 0: 1/sqrt(Dh) */
+    VitActivation mlp_act;  /* the MLP's activation (default exact GELU) */
     int head_tanh;          /* 1: logits = tanh(head(x)) (a notebook's Sequential(Linear,
                                Tanh)); the probabilities are their softmax */
     char layout[32];        /* the layout file that named the tensors (layout.c), e.g.

@@ -247,6 +247,7 @@ static void set_config(Loader *ld, const Arch *a, const VitLoadOptions *opt) {
     /* a layout's switches (layout.c) */
     c->att_scale = ld->att_scale_dim ? 1.0f / sqrtf((float)c->dim) : 0.0f;
     c->head_tanh = ld->head_tanh;
+    c->mlp_act = (VitActivation)ld->mlp_act;
     snprintf(c->layout, sizeof c->layout, "%s", ld->layout_name);
 }
 

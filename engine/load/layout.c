@@ -453,11 +453,15 @@ static VitStatus apply_switches(Loader *ld, const Layout *lay) {
                              "%s: \"attention_scale\": '%s', expected \"head_dim\" (1/sqrt(D/H)) "
                              "or \"dim\" (1/sqrt(D))",
                              lay->file, scale);
-    if (strcmp(act, "gelu"))
+    static const char *const acts[] = {"gelu", "gelu_tanh", "quick_gelu", "relu"};
+    int a = 0;
+    while (a < 4 && strcmp(act, acts[a])) a++;
+    if (a == 4)
         return vit_set_error(ld->err, VIT_ERR_FORMAT,
-                             "%s: \"mlp_activation\": '%s': vitlens implements \"gelu\" (exact, "
-                             "erf) only",
+                             "%s: \"mlp_activation\": '%s', expected \"gelu\" (exact, erf), "
+                             "\"gelu_tanh\", \"quick_gelu\" or \"relu\"",
                              lay->file, act);
+    ld->mlp_act = a;
     if (strcmp(hact, "none") && strcmp(hact, "tanh"))
         return vit_set_error(ld->err, VIT_ERR_FORMAT,
                              "%s: \"head_activation\": '%s', expected \"none\" or \"tanh\"",

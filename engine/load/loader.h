@@ -41,6 +41,7 @@ typedef struct {
     char layout_name[32]; /* VitConfig.layout */
     int att_scale_dim;    /* scores scaled by 1/sqrt(D), not 1/sqrt(Dh) */
     int head_tanh;        /* Tanh after the head */
+    int mlp_act;          /* VitActivation */
     int layout_heads;     /* H from per-head lists, or 0 */
     void *layout_owned;   /* the converted tensors (the Vit keeps them) */
 } Loader;

@@ -228,6 +228,7 @@ typedef struct {
     float *dh;
     const float *hpre;
     int T, F, lrp;
+    VitActivation act;
 } GeluBack;
 
 static void gelu_back_task(void *arg, int item, int n_items, int thread) {
@@ -235,7 +236,10 @@ static void gelu_back_task(void *arg, int item, int n_items, int thread) {
     const GeluBack *a = arg;
     int r0 = (int)((long long)a->T * item / n_items);
     int r1 = (int)((long long)a->T * (item + 1) / n_items);
-    vit_gelu_backward_rows(a->dh, a->hpre, r0, r1, a->F, a->lrp);
+    if (a->act)
+        vit_act_backward_rows(a->dh, a->hpre, r0, r1, a->F, a->lrp, a->act);
+    else
+        vit_gelu_backward_rows(a->dh, a->hpre, r0, r1, a->F, a->lrp);
 }
 
 /* dA[r1 - r0, T] = dctx_h[r0:r1] . v_h^T: the gradient at the attention
@@ -387,7 +391,7 @@ static void top_backward(Bw *bw, const VitBlock *b, const float *dz, int R, floa
     /* timm: x = x + ls2(fc2(gelu(fc1(norm2(x))))) */
     const float *dy2 = scaled(s->dtmp, dz, b->ls2, R, D);
     back_linear(bw->pool, (BackLinear){s->dh, dy2, b->fc2_w, F, D, R, D, F, 0.0f});
-    GeluBack gb = {s->dh, bw->hpre, R, F, bw->lrp};
+    GeluBack gb = {s->dh, bw->hpre, R, F, bw->lrp, bw->run->cfg.mlp_act};
     vit_pool_run(bw->pool, gelu_back_task, &gb, vit_pool_threads(bw->pool));
     back_linear(bw->pool, (BackLinear){s->dtmp, s->dh, b->fc1_w, D, F, R, F, D, 0.0f});
     ln_back(bw->pool, (LnBack){dxm, bw->xm, b->norm2_w, s->dtmp, R, D, bw->lrp, 1, c->ln_eps});

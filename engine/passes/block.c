@@ -131,6 +131,50 @@ static void gelu_cols_to(float *restrict dst, const float *restrict src, int ld,
     }
 }
 
+/* The other activations than exact GELU (a layout's "mlp_activation"), of src into dst
+ * (may be src) on columns [c0, c1) of [R, ld]:
+ *   gelu_tanh  0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))  (torch.nn.GELU('tanh'))
+ *   quick_gelu x sigmoid(1.702 x)                                (CLIP's QuickGELU)
+ *   relu       max(x, 0) */
+static float act_one(float x, VitActivation act) {
+    switch (act) {
+    case VIT_ACT_GELU_TANH:
+        return 0.5f * x * (1.0f + tanhf(0.79788456080286536f * (x + 0.044715f * x * x * x)));
+    case VIT_ACT_QUICK_GELU: return x / (1.0f + expf(-1.702f * x));
+    case VIT_ACT_RELU: return x > 0.0f ? x : 0.0f;
+    case VIT_ACT_GELU: break;
+    }
+    return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
+}
+
+static void act_cols_to(float *dst, const float *src, int ld, int R, int c0, int c1,
+                        VitActivation act) {
+    for (int r = 0; r < R; r++)
+        for (int i = c0; i < c1; i++)
+            dst[(size_t)r * ld + i] = act_one(src[(size_t)r * ld + i], act);
+}
+
+void vit_act_backward_rows(float *dh, const float *hpre, int r0, int r1, int F, int lrp,
+                           VitActivation act) {
+    for (int r = r0; r < r1; r++)
+        for (int i = 0; i < F; i++) {
+            float x = hpre[(size_t)r * F + i], g;
+            if (act == VIT_ACT_RELU) {
+                g = x > 0.0f ? 1.0f : 0.0f; /* relu' and relu(x) / x alike */
+            } else if (act == VIT_ACT_QUICK_GELU) {
+                float sg = 1.0f / (1.0f + expf(-1.702f * x));
+                g = lrp ? sg : sg + 1.702f * x * sg * (1.0f - sg);
+            } else { /* VIT_ACT_GELU_TANH */
+                const float k = 0.79788456080286536f;
+                float th = tanhf(k * (x + 0.044715f * x * x * x));
+                g = lrp ? 0.5f * (1.0f + th)
+                        : 0.5f * (1.0f + th) +
+                              0.5f * x * (1.0f - th * th) * k * (1.0f + 3.0f * 0.044715f * x * x);
+            }
+            dh[(size_t)r * F + i] *= g;
+        }
+}
+
 /* x[R, ld] = x_in + gamma * y[R, ld] on columns [c0, c1), or x_in + y without
  * LayerScale (x_in may be x itself).
  * timm: x = x + self.ls1(self.attn(...))   (LayerScale: x * gamma) */
@@ -225,8 +269,13 @@ static void linear_task(void *arg, int item, int n_items, int thread) {
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, a->T, c1 - c0, a->n_in, 1.0f, a->inp,
                 a->n_in, a->w + (size_t)c0 * a->n_in, a->n_in, 1.0f, a->out + c0, a->ld_out);
     if (a->gemm_only) return;
-    if (a->epilogue == VIT_EPI_GELU) vit_gelu_cols(a->out, a->ld_out, a->T, c0, c1);
-    if (a->epilogue == VIT_EPI_GELU_TO) gelu_cols_to(a->x, a->out, a->ld_out, a->T, c0, c1);
+    if (a->act && (a->epilogue == VIT_EPI_GELU || a->epilogue == VIT_EPI_GELU_TO))
+        act_cols_to(a->epilogue == VIT_EPI_GELU ? a->out : a->x, a->out, a->ld_out, a->T, c0, c1,
+                    a->act);
+    else if (a->epilogue == VIT_EPI_GELU)
+        vit_gelu_cols(a->out, a->ld_out, a->T, c0, c1);
+    else if (a->epilogue == VIT_EPI_GELU_TO)
+        gelu_cols_to(a->x, a->out, a->ld_out, a->T, c0, c1);
     if (a->epilogue == VIT_EPI_RESIDUAL)
         residual_cols(a->x, a->x_in ? a->x_in : a->x, a->out, a->gamma, a->ld_out, a->T, c0, c1);
 }
@@ -429,7 +478,8 @@ int vit_block(VitPool *pool, const VitBlock *b, const VitConfig *c, const VitBlo
                                       : io->hpre ? VIT_EPI_GELU_TO
                                                  : VIT_EPI_GELU,
                           .x = io->hid,
-                          .gemm_only = g});
+                          .gemm_only = g,
+                          .act = c->mlp_act});
     if (!io->hid) return 1;
     linear(pool, (Linear){.out = io->tmp,
                           .ld_out = D,

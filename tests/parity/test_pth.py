@@ -23,7 +23,8 @@ style:    a ViT written in PyTorch in one of the styles people write (STYLES bel
           --perturb makes the reference a plausible mistake: the run must then fail
           (CMake: WILL_FAIL): "scale" 1/sqrt(Dh) where the model uses 1/sqrt(D);
           "flatten" the linear patch embedding's input flattened (p1 p2 c) where the
-          model flattens (c p1 p2).
+          model flattens (c p1 p2); "act" exact GELU where the model's MLP uses GELU's tanh
+          approximation.
 backward: vit_dump --class (the backward pass) on a style: dy_c/d input and every
           layer's dy_c/dA against torch.autograd on the float64 module, relative error
           within BACK_TOL (test_backward.py's tolerance for random models).
@@ -154,12 +155,24 @@ class MultiHeadAttention(nn.Module):
         return self.proj(torch.cat([h(x) for h in self.heads], dim=-1))
 
 
+class QuickGELU(nn.Module):
+    """OpenAI CLIP's activation: x * sigmoid(1.702 x)."""
+
+    def forward(self, x):
+        return x * torch.sigmoid(1.702 * x)
+
+
+ACTIVATIONS = {"gelu": nn.GELU, "gelu_tanh": lambda: nn.GELU(approximate="tanh"),
+               "quick_gelu": QuickGELU, "relu": nn.ReLU}
+
+
 class Block(nn.Module):
-    def __init__(self, D, H, F_, scale_dim=True):
+    def __init__(self, D, H, F_, scale_dim=True, act="gelu"):
         super().__init__()
         self.ln1, self.ln2 = nn.LayerNorm(D), nn.LayerNorm(D)
         self.attn = MultiHeadAttention(D, H, scale_dim)
-        self.ffn = nn.Sequential(nn.Linear(D, F_), nn.GELU(), nn.Linear(F_, D), nn.Dropout(0.1))
+        self.ffn = nn.Sequential(nn.Linear(D, F_), ACTIVATIONS[act](), nn.Linear(F_, D),
+                                 nn.Dropout(0.1))
 
     def forward(self, x):
         x = x + self.attn(self.ln1(x))
@@ -170,13 +183,13 @@ class NotebookHeads(nn.Module):
     """patch_embedding.conv, class_embedding, position_embedding, blocks of per-head
     query/key/value lists, layer_norm, mlp_head."""
 
-    def __init__(self, S, P, D, H, F_, L, C, scale_dim=True):
+    def __init__(self, S, P, D, H, F_, L, C, scale_dim=True, act="gelu"):
         super().__init__()
         N = (S // P) ** 2
         self.patch_embedding = PatchEmbedding(P, D)
         self.class_embedding = nn.Parameter(torch.randn(1, 1, D))
         self.position_embedding = nn.Parameter(torch.randn(1, N + 1, D))
-        self.blocks = nn.ModuleList([Block(D, H, F_, scale_dim) for _ in range(L)])
+        self.blocks = nn.ModuleList([Block(D, H, F_, scale_dim, act) for _ in range(L)])
         self.layer_norm = nn.LayerNorm(D)
         self.mlp_head = nn.Linear(D, C)
 
@@ -303,7 +316,17 @@ STYLES = {
     "notebook_linear": (NotebookLinear, dict(S=32, P=8, D=64, H=4, F_=128, L=2, C=6), [], None),
     # the same flattened (p1 p2 c) as einops does, with the user's own layout file
     "notebook_linear_p1p2c": (NotebookLinear, dict(S=32, P=8, D=64, H=2, F_=128, L=2, C=6,
-                                                   flatten="p1 p2 c"), [], "p1 p2 c"),
+                                                   flatten="p1 p2 c"),
+                              [], ("notebook-linear", {"flatten": "p1 p2 c"})),
+    # the per-head style with the other MLP activations, each through a user's layout
+    "notebook_heads_relu": (NotebookHeads, dict(S=32, P=8, D=64, H=4, F_=128, L=2, C=5, act="relu"),
+                            [], ("notebook-heads", {"mlp_activation": "relu"})),
+    "notebook_heads_gelu_tanh": (NotebookHeads, dict(S=32, P=8, D=64, H=4, F_=128, L=2, C=5,
+                                                     act="gelu_tanh"),
+                                 [], ("notebook-heads", {"mlp_activation": "gelu_tanh"})),
+    "notebook_heads_quick_gelu": (NotebookHeads, dict(S=32, P=8, D=64, H=4, F_=128, L=2, C=5,
+                                                      act="quick_gelu"),
+                                  [], ("notebook-heads", {"mlp_activation": "quick_gelu"})),
     # torchvision's VisionTransformer, small (the ASan build runs it), then its ViT-B/16,
     # ViT-B/32 and ViT-L/16 shapes (random weights, 224 px)
     "torchvision_small": (torchvision_vit, dict(S=64, P=16, D=128, H=4, F_=256, L=2, C=10), ["--heads", "4"], None),
@@ -327,9 +350,11 @@ def build(name, seed=0, **over):
     return m, kw, extra, layout
 
 
-def user_layout(path, flatten):
-    lay = json.loads((ROOT / "assets/layouts/notebook-linear.json").read_text())
-    lay |= {"name": "my-vit", "flatten": flatten}
+def user_layout(path, layout):
+    """A user's own layout: a shipped one copied, changed, without its "detect"."""
+    base, changes = layout
+    lay = json.loads((ROOT / f"assets/layouts/{base}.json").read_text())
+    lay |= {"name": "my-vit"} | changes
     del lay["detect"]
     path.write_text(json.dumps(lay, indent=1))
 
@@ -373,7 +398,7 @@ def test_style(args, name, rep):
     torch.save(m.state_dict(), path)  # as every tutorial does
     lay = None
     if layout:
-        lay = d / "my-vit.json"
+        lay = d / f"{name}.json"
         user_layout(lay, layout)
     g = torch.Generator().manual_seed(1)
     x = torch.randn(3, kw["S"], kw["S"], generator=g)
@@ -386,6 +411,9 @@ def test_style(args, name, rep):
                 h.scale_dim = False
         for b in getattr(ref, "encoder", []):
             b.msa.hidden_dim = b.msa.q_weights[0].out_features
+    if args.perturb == "act":  # exact GELU where the model uses another activation
+        for b in ref.blocks:
+            b.ffn[1] = nn.GELU()
     if args.perturb == "flatten":
         ref.flatten = "p1 p2 c" if ref.flatten == "c p1 p2" else "c p1 p2"
     if hasattr(ref, "atts"):
@@ -415,6 +443,10 @@ def test_backward(args, name, rep):
     d.mkdir(parents=True, exist_ok=True)
     path = d / "model.pth"
     torch.save(m.state_dict(), path)
+    lay = None
+    if layout:
+        lay = d / f"{name}.json"
+        user_layout(lay, layout)
     x = torch.randn(3, kw["S"], kw["S"], generator=torch.Generator().manual_seed(2))
     ref = m.double()
     xi = x.double()[None].requires_grad_(True)
@@ -429,7 +461,7 @@ def test_backward(args, name, rep):
         H = len(heads[0])
         grads = [flat[0]] + [torch.stack(flat[1 + l * H: 1 + (l + 1) * H], dim=1)
                              for l in range(len(heads))]
-        eng = run_dump(args, path, x, d / f"out{cls}", extra, None, cls)
+        eng = run_dump(args, path, x, d / f"out{cls}", extra, lay, cls)
         gi = grads[0][0].numpy()
         e = float(np.abs(eng["grad_input"] - gi).max() / np.abs(gi).max())
         print(f"{name} class {cls}: grad_input relative error {e:.1e} (tol {BACK_TOL:.0e})")
@@ -494,7 +526,7 @@ def main():
     ap.add_argument("name", nargs="?")
     ap.add_argument("--dump")
     ap.add_argument("--work")
-    ap.add_argument("--perturb", choices=["scale", "flatten"])
+    ap.add_argument("--perturb", choices=["scale", "flatten", "act"])
     args = ap.parse_args()
     torch.set_num_threads(1)
     if args.part == "list":
