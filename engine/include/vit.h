@@ -160,6 +160,8 @@ typedef struct {
     float ln_eps;               /* LayerNorm epsilon (timm: 1e-6, transformers: 1e-12) */
     VitCropMode crop_mode;      /* eval resize, see VitCropMode (timm: center) */
     float crop_pct;             /* eval resize to floor(S / crop_pct) per side (timm: 0.875) */
+    int resize_bilinear;        /* 1: that resize is bilinear (torchvision's weights: Resize(256,
+                                   BILINEAR)); 0: bicubic (timm) */
     float mean[3];              /* per-channel normalisation on [0, 1] pixels (ImageNet defaults) */
     float std[3];
     float att_scale;        /* the attention's scores are q.k * att_scale: 1/sqrt(Dh) (timm,
@@ -170,8 +172,9 @@ typedef struct {
                                Tanh)); the probabilities are their softmax */
     char layout[32];        /* the layout file that named the tensors (layout.c), e.g.
                                "torchvision"; "" for timm's or transformers' own names */
-    int default_preprocess; /* 1: neither config.json nor the layout gave the preprocessing:
-                               ImageNet's mean/std and timm's crop are assumed */
+    int default_preprocess; /* 1: a PyTorch checkpoint for which neither config.json nor the
+                               layout gave the preprocessing: ImageNet's mean/std and timm's
+                               crop are assumed (the app says so) */
 } VitConfig;
 
 /* Weights of one transformer block; pointers to F32 data (into the mapping, or
@@ -220,8 +223,9 @@ typedef struct {
     /* private */
     void *map_addr; /* read-only mmap of the file */
     size_t map_bytes;
-    void *data_owned; /* a PyTorch checkpoint's storages, read from its zip */
-    float *owned;     /* F16/BF16/unaligned tensors converted to F32 */
+    void *data_owned;   /* a PyTorch checkpoint's storages, read from its zip */
+    void *layout_owned; /* tensors a layout converted (layout.c) */
+    float *owned;       /* F16/BF16/unaligned tensors converted to F32 */
     size_t owned_floats;
     float *pos_owned; /* the position embedding resampled to the input grid */
 } Vit;

@@ -172,11 +172,13 @@ static void to_f32(float *dst, const StTensor *t) {
     }
 }
 
-/* A new tensor `name` [ndim: shape] in the output table; its F32 data to fill. */
-static float *add_tensor(Build *b, const char *name, int ndim, const int64_t *shape) {
+/* A new tensor `name` [ndim: shape] in the output table: its F32 data to fill, in the
+ * build's buffer; or, `in_place` given, those F32 bytes as they are. */
+static float *add_tensor(Build *b, const char *name, int ndim, const int64_t *shape,
+                         const uint8_t *in_place) {
     size_t n = 1;
     for (int i = 0; i < ndim; i++) n *= (size_t)shape[i];
-    float *d = reserve(b, n);
+    float *d = in_place ? (float *)(uintptr_t)in_place : reserve(b, n);
     StTensor *t = &b->out.tensors[b->out.n];
     if (!d || !(t->name = strdup(name))) {
         vit_set_error(b->err, VIT_ERR_NOMEM, "%s: out of memory converting '%s'", b->fname, name);
@@ -189,7 +191,7 @@ static float *add_tensor(Build *b, const char *name, int ndim, const int64_t *sh
     memcpy(t->shape, shape, (size_t)ndim * sizeof *shape);
     t->n_elems = n;
     t->data = (const uint8_t *)d;
-    t->begin = (size_t)((const uint8_t *)d - (const uint8_t *)b->buf);
+    t->begin = in_place ? 0 : (size_t)((const uint8_t *)d - (const uint8_t *)b->buf);
     t->end = t->begin + 4 * n;
     return d;
 }
@@ -221,7 +223,12 @@ static int copy_as(Build *b, const char *name, const StTensor *t, int ndim) {
         for (int i = 0; i < ndim - nd; i++) sh[i] = 1;
         nd = ndim;
     }
-    float *d = add_tensor(b, name, nd, sh);
+    if (t->dtype == ST_F32 && (uintptr_t)t->data % sizeof(float) == 0) {
+        /* F32 in place: renamed and reshaped, not copied (the checkpoint's data stays) */
+        float *d = add_tensor(b, name, nd, sh, t->data);
+        return d != NULL;
+    }
+    float *d = add_tensor(b, name, nd, sh, NULL);
     if (!d) return 0;
     to_f32(d, t);
     return 1;
@@ -299,7 +306,7 @@ static int build_qkv(Build *b, const StFile *st, const cJSON *tensors, int l, in
     for (int wb = 0; wb < 1 + (have_b == 3); wb++) {
         snprintf(nm, sizeof nm, wb ? "blocks.%d.attn.qkv.bias" : "blocks.%d.attn.qkv.weight", l);
         int64_t sh[2] = {3 * in, in};
-        float *d = add_tensor(b, nm, wb ? 1 : 2, sh);
+        float *d = add_tensor(b, nm, wb ? 1 : 2, sh, NULL);
         if (!d) return 0;
         for (int j = 0; j < 3; j++)
             for (int h = 0; h < nh[wb][j]; h++) {
@@ -333,7 +340,7 @@ static int build_patch(Build *b, const StTensor *t, const char *kind, const char
         return 0;
     }
     int64_t sh[4] = {D, 3, P, P};
-    float *d = add_tensor(b, "patch_embed.proj.weight", 4, sh), *tmp = malloc((size_t)K * 4);
+    float *d = add_tensor(b, "patch_embed.proj.weight", 4, sh, NULL), *tmp = malloc((size_t)K * 4);
     if (!d || !tmp) {
         free(tmp);
         if (d) vit_set_error(b->err, VIT_ERR_NOMEM, "%s: out of memory", b->fname);
@@ -484,6 +491,14 @@ static VitStatus apply_switches(Loader *ld, const Layout *lay) {
         if (cJSON_IsNumber(rs) && cJSON_IsNumber(cr) && rs->valuedouble >= cr->valuedouble &&
             cr->valuedouble >= 1 && !ld->cv.has_crop)
             ld->cv.crop_pct = (float)(cr->valuedouble / rs->valuedouble), ld->cv.has_crop = 1;
+        const cJSON *ip = cJSON_GetObjectItemCaseSensitive(pp, "interpolation");
+        if (cJSON_IsString(ip) && strcmp(ip->valuestring, "bilinear") &&
+            strcmp(ip->valuestring, "bicubic"))
+            return vit_set_error(ld->err, VIT_ERR_FORMAT,
+                                 "%s: \"preprocess\": \"interpolation\" '%s', expected "
+                                 "\"bicubic\" or \"bilinear\"",
+                                 lay->file, ip->valuestring);
+        ld->resize_bilinear = cJSON_IsString(ip) && !strcmp(ip->valuestring, "bilinear");
         const char *k[2] = {"mean", "std"};
         for (int s = 0; s < 2; s++) {
             const cJSON *v = cJSON_GetObjectItemCaseSensitive(pp, k[s]);
@@ -548,7 +563,7 @@ static VitStatus apply(Loader *ld, const Layout *lay) {
     if (n_heads) ld->layout_heads = n_heads;
     st_free(&ld->st);
     ld->st = b.out;
-    /* the converted copy holds every weight: the checkpoint's own storages are not needed */
+    /* the converted tensors; the others still point into the checkpoint's data */
     ld->layout_owned = ld->st.owned;
     ld->st.owned = NULL;
     return VIT_OK;

@@ -42,6 +42,8 @@ typedef struct {
     int att_scale_dim;    /* scores scaled by 1/sqrt(D), not 1/sqrt(Dh) */
     int head_tanh;        /* Tanh after the head */
     int mlp_act;          /* VitActivation */
+    int resize_bilinear;  /* the layout's preprocessing resizes bilinearly */
+    int pth;              /* the file is a PyTorch checkpoint */
     int layout_heads;     /* H from per-head lists, or 0 */
     void *layout_owned;   /* the converted tensors (the Vit keeps them) */
 } Loader;

@@ -57,6 +57,7 @@ static VitStatus map_file(Loader *ld, const char *path) {
     if (!pth_is_zip(file, vit->map_bytes))
         return st_parse(&ld->st, file, vit->map_bytes, ld->fname, ld->err);
     /* a PyTorch checkpoint: its storages are read into memory, the mapping is not needed */
+    ld->pth = 1;
     VitStatus prc = pth_parse(&ld->st, file, vit->map_bytes, ld->fname, ld->err);
     munmap(vit->map_addr, vit->map_bytes);
     vit->map_addr = NULL, vit->map_bytes = 0;
@@ -253,10 +254,7 @@ VitStatus vit_load(Vit *vit, const char *path, const VitLoadOptions *opt, VitErr
     if ((rc = read_config(&ld, path, opt))) goto fail;
     /* other names than timm's or transformers': a layout converts them (layout.c) */
     if ((rc = ld_apply_layout(&ld, opt ? opt->layout_path : NULL))) goto fail;
-    if (ld.layout_owned) { /* every weight is in the converted copy now */
-        free(vit->data_owned);
-        vit->data_owned = ld.layout_owned;
-    }
+    vit->layout_owned = ld.layout_owned; /* the tensors a layout converted */
     if ((rc = alloc_converted(&ld))) goto fail;
     if ((rc = ld_detect_naming(&ld))) goto fail;
     /* the architecture from the tensor shapes, config.json and the options */
@@ -279,6 +277,7 @@ void vit_free(Vit *vit) {
     if (vit->map_addr) munmap(vit->map_addr, vit->map_bytes);
     free(vit->owned);
     free(vit->data_owned);
+    free(vit->layout_owned);
     free(vit->pos_owned);
     free(vit->w.blocks);
     free(vit->labels);

@@ -4,6 +4,7 @@ assets/layouts/, against the PyTorch modules themselves.
     /usr/bin/python3 test_pth.py reader       --dump vit_dump --work DIR
     /usr/bin/python3 test_pth.py style NAME [--perturb WRONG] --dump vit_dump --work DIR
     /usr/bin/python3 test_pth.py backward NAME --dump vit_dump --work DIR
+    /usr/bin/python3 test_pth.py preprocess   --dump vit_dump --work DIR
     /usr/bin/python3 test_pth.py list         (the style names, for CMake)
 
 reader:   one random timm-named ViT saved by torch.save as the tutorials and libraries do
@@ -25,6 +26,8 @@ style:    a ViT written in PyTorch in one of the styles people write (STYLES bel
           "flatten" the linear patch embedding's input flattened (p1 p2 c) where the
           model flattens (c p1 p2); "act" exact GELU where the model's MLP uses GELU's tanh
           approximation.
+preprocess: torchvision's layout brings its transform (Resize(256, bilinear), crop 224):
+          the engine's input equals ViT_B_16_Weights.IMAGENET1K_V1.transforms() on PIL.
 backward: vit_dump --class (the backward pass) on a style: dy_c/d input and every
           layer's dy_c/dA against torch.autograd on the float64 module, relative error
           within BACK_TOL (test_backward.py's tolerance for random models).
@@ -520,9 +523,41 @@ def test_reader(args, rep):
     case("hf_bin", hf, hf=True, bin_name="pytorch_model.bin")
 
 
+# --- preprocess -------------------------------------------------------------------------
+
+
+def test_preprocess(args, rep):
+    """torchvision's layout brings its weights' transform: ViT_B_16_Weights.IMAGENET1K_V1
+    .transforms() (Resize(256, BILINEAR), CenterCrop(224), ImageNet mean/std) on a PIL
+    image, against the engine's input for the same PNG, landscape and portrait."""
+    from PIL import Image
+    from torchvision.models import ViT_B_16_Weights
+    tf = ViT_B_16_Weights.IMAGENET1K_V1.transforms()
+    d = pathlib.Path(args.work) / "preprocess"
+    d.mkdir(parents=True, exist_ok=True)
+    m = torchvision_vit(S=224, P=32, D=64, H=1, F_=64, L=1, C=4)
+    torch.save(m.state_dict(), d / "model.pth")
+    g = np.random.default_rng(4)
+    for w, h in ((403, 301), (250, 377)):
+        yy, xx = np.mgrid[0:h, 0:w]
+        rgb = np.stack([(xx * 255 // w), (yy * 255 // h), g.integers(0, 256, (h, w))], -1)
+        png = d / f"photo_{w}x{h}.png"
+        Image.fromarray(rgb.astype(np.uint8)).save(png)
+        want = tf(Image.open(png).convert("RGB")).numpy()
+        out = d / f"out_{w}x{h}"
+        r = subprocess.run([str(args.dump), "--model", str(d / "model.pth"), "--image", str(png),
+                            "--out", str(out)], capture_output=True, text=True)
+        if not rep.check(r.returncode == 0, f"vit_dump: {r.stderr.strip()}"):
+            continue
+        got = np.load(out / "input.npy")
+        diff = float(np.abs(got - want).max()) if got.shape == want.shape else float("inf")
+        print(f"  {w}x{h}: engine's input vs torchvision's transforms(): max diff {diff:.1e}")
+        rep.check(diff <= 1e-6, f"preprocess {w}x{h}: differs by {diff:.1e}")
+
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("part", choices=["reader", "style", "backward", "list"])
+    ap.add_argument("part", choices=["reader", "style", "backward", "preprocess", "list"])
     ap.add_argument("name", nargs="?")
     ap.add_argument("--dump")
     ap.add_argument("--work")
@@ -535,6 +570,8 @@ def main():
     rep = Report()
     if args.part == "reader":
         test_reader(args, rep)
+    elif args.part == "preprocess":
+        test_preprocess(args, rep)
     elif args.part == "style":
         test_style(args, args.name, rep)
     else:
