@@ -17,8 +17,9 @@
 
 /* The synopsis and the description, with the map kinds' lists from the table. */
 static void usage_head(FILE *f) {
-    fputs("usage: vitlens [--model PATH] [--labels FILE] [--heads N] [--size S|HxW] [--whole]\n"
-          "               [--opacity A] [--discard R] [--colormap NAME] [--bilinear]\n"
+    fputs("usage: vitlens [--model PATH] [--labels FILE] [--layout FILE] [--heads N]\n"
+          "               [--size S|HxW] [--whole] [--opacity A] [--discard R]\n"
+          "               [--colormap NAME] [--bilinear]\n"
           "               [--class ID|NAME] [--save-dir DIR] [IMAGE|FOLDER ...]\n"
           "       vitlens [--model PATH] [--labels FILE] [--size S|HxW] [--whole] --top K IMAGE\n"
           "       vitlens [--model PATH] [--size S|HxW] [--whole] [--opacity A] [--discard R]\n"
