@@ -35,10 +35,11 @@
 /* data.pkl: ViT-L's state dict pickles to ~40 KB, a checkpoint with an optimizer's state
  * to a few MB. */
 #define PKL_MAX_BYTES  (64u << 20)
-#define PKL_MAX_VALUES (8u << 20)  /* values the unpickler makes */
-#define PKL_MAX_STACK  (1u << 20)  /* stack entries */
-#define PKL_MAX_MEMO   (16u << 20) /* memo index */
-#define PKL_MAX_DEPTH  64          /* nesting of wrappers walked to find the state dict */
+#define PKL_MAX_VALUES (8u << 20) /* values the unpickler makes */
+#define PKL_MAX_STACK  (1u << 20) /* stack entries */
+/* memo index: torch.save numbers them 0, 1, ...; ViT-L's state dict uses ~2000 */
+#define PKL_MAX_MEMO  (1u << 20)
+#define PKL_MAX_DEPTH 64 /* nesting of wrappers walked to find the state dict */
 /* Storages read: ViT-g/14 in F32 is 4.4 GB. */
 #define PTH_MAX_STORAGE_BYTES (16ull << 30)
 /* The storages may hold at most this many times the file's bytes, plus PTH_INFLATE_SLACK:
