@@ -42,8 +42,15 @@
  *   - any input size, square or not, with the position embedding resampled
  *     bicubically as the checkpoint's library does (timm: resample_abs_pos_embed,
  *     antialiased; transformers: interpolate_pos_encoding, not antialiased).
+ *   - PyTorch checkpoints (torch.save's zip, engine/load/pth.c: a restricted
+ *     unpickler, nothing in the file is run) and other tensor names through
+ *     layouts (JSON, engine/load/layout.c, assets/layouts/: torchvision's ViTs,
+ *     the notebooks' ViTs), converted at load into the layout above; what a
+ *     conversion cannot express is in VitConfig: the attention's scale
+ *     (att_scale), the MLP's activation (mlp_act), a Tanh after the head.
  * Not supported, refused with a message: SwiGLU MLPs (DINOv2 ViT-g), fc_norm /
- * average pooling, norm_pre, q/k norm, Hugging Face's Dinov2Model names.
+ * average pooling, norm_pre, q/k norm, Hugging Face's Dinov2Model names, heads
+ * whose size is not D / H.
  */
 #ifndef VIT_H
 #define VIT_H
@@ -243,9 +250,15 @@ typedef struct {
                                 shipped layout (assets/layouts/) that matches */
 } VitLoadOptions;
 
-/* Load a .safetensors ViT in timm's or Hugging Face transformers' tensor names
- * (see the top of this file for the families).
- * Memory-maps the file read-only; validates the header (length inside the
+/* Load a ViT: a .safetensors file, or a PyTorch checkpoint (a zip, told by its first
+ * bytes: .pth, .pt, pytorch_model.bin), in timm's or Hugging Face transformers' tensor
+ * names, or in a layout's (opt->layout_path, else the shipped ones; see the top of this
+ * file for the families). A checkpoint's data.pkl is read by pth.c's restricted
+ * unpickler (a state dict's globals only; anything else refused by name, nothing
+ * called), its storages copied out of the zip (VIT_ERR_FORMAT on a storage shorter than
+ * declared, a tensor past its storage, a non-contiguous tensor, more storage than 16x
+ * the file, the legacy format, a whole pickled model).
+ * A .safetensors is memory-mapped read-only; validates the header (length inside the
  * file, JSON, dtypes F32/F16/BF16, offsets inside the data area and not
  * overlapping, size = prod(shape) * dtype size) and every tensor's shape
  * against the architecture inferred from the CLS token, position embedding,
