@@ -15,8 +15,10 @@
  * Python's pickle runs whatever a file names (GLOBAL os system, REDUCE: os.system(...)).
  * This is not Python's unpickler: it knows the opcodes torch.save writes and a closed list
  * of globals, and builds plain values (dicts, lists, tuples, numbers, strings, storages,
- * tensors); any other global is refused when it is read, before anything could use it, with
- * a message naming the file and the global. Nothing in a checkpoint is ever called.
+ * tensors; an argparse.Namespace of a training script's args as an opaque value whose
+ * fields are dropped); any other global is refused when it is read, before anything could
+ * use it, with a message naming the file and the global. Nothing in a checkpoint is ever
+ * called.
  *
  * Every size comes from the file and is checked before use: the pickle's length, values and
  * memo (limits below), each storage's entry in the zip against the elements the pickle says
@@ -62,11 +64,18 @@ typedef enum {
     V_GLOBAL,
     V_STORAGE,
     V_TENSOR,
+    V_OPAQUE, /* an argparse.Namespace: kept as nothing, its attributes dropped */
     V_MARK
 } VKind;
 
 /* The globals a state dict needs; anything else is refused at GLOBAL. */
-typedef enum { G_ORDERED_DICT, G_REBUILD_TENSOR, G_REBUILD_PARAMETER, G_STORAGE_TYPE } GKind;
+typedef enum {
+    G_ORDERED_DICT,
+    G_REBUILD_TENSOR,
+    G_REBUILD_PARAMETER,
+    G_STORAGE_TYPE,
+    G_NAMESPACE /* argparse.Namespace: a training script's args beside the weights */
+} GKind;
 
 typedef struct Val Val;
 struct Val {
@@ -297,6 +306,12 @@ static Val *make_global(Pkl *p, const char *mod, const char *name) {
                 }
                 return g;
             }
+    if (!strcmp(mod, "argparse") && !strcmp(name, "Namespace")) {
+        /* timm's train.py and DINO save their args beside the weights: plain data, made
+         * here into an opaque value (nothing is constructed, its fields are not read) */
+        if ((g = new_val(p, V_GLOBAL))) g->i = G_NAMESPACE;
+        return g;
+    }
     if (!strcmp(mod, "torch") && strstr(name, "Storage")) {
         vit_set_error(p->err, VIT_ERR_FORMAT,
                       "%s: data.pkl: storage type 'torch.%.60s' is not one vitlens reads (F32, "
@@ -469,6 +484,7 @@ static Val *reduce(Pkl *p, const Val *fn, const Val *args, size_t at) {
                       "%s: data.pkl: _rebuild_parameter at byte %zu of something not a tensor",
                       p->fname, at);
         return NULL;
+    case G_NAMESPACE: return new_val(p, V_OPAQUE); /* Namespace(**kw): its fields dropped */
     case G_STORAGE_TYPE: break;
     }
     vit_set_error(p->err, VIT_ERR_FORMAT,
@@ -706,10 +722,21 @@ static VitStatus unpickle(Pkl *p, const uint8_t *buf, size_t n, Val **out) {
         case 'R': /* REDUCE */
             if (!(b = pop(p, at)) || !(a = pop(p, at)) || !push(p, reduce(p, a, b, at))) FAIL();
             break;
-        case 'b': /* BUILD: an OrderedDict's _metadata, a tensor's __dict__: not needed */
+        case 0x81: /* NEWOBJ cls args: only an argparse.Namespace (protocol 2's object()) */
+            if (!(b = pop(p, at)) || !(a = pop(p, at))) FAIL();
+            if (a->kind != V_GLOBAL || a->i != G_NAMESPACE || b->kind != V_TUPLE)
+                return vit_set_error(p->err, VIT_ERR_FORMAT,
+                                     "%s: data.pkl: NEWOBJ at byte %zu of something that is not "
+                                     "an argparse.Namespace: refused",
+                                     p->fname, at);
+            if (!push(p, new_val(p, V_OPAQUE))) FAIL();
+            break;
+        case 'b': /* BUILD: an OrderedDict's _metadata, a tensor's __dict__, a Namespace's
+                     fields: not needed */
             if (!(b = pop(p, at))) FAIL();
             if (p->sp == 0 ||
-                (p->stack[p->sp - 1]->kind != V_DICT && p->stack[p->sp - 1]->kind != V_TENSOR))
+                (p->stack[p->sp - 1]->kind != V_DICT && p->stack[p->sp - 1]->kind != V_TENSOR &&
+                 p->stack[p->sp - 1]->kind != V_OPAQUE))
                 return vit_set_error(p->err, VIT_ERR_FORMAT,
                                      "%s: data.pkl: BUILD at byte %zu on something that is not a "
                                      "dict or tensor",

@@ -509,6 +509,9 @@ def test_reader(args, rep):
     case("model_module", {"model": {"module." + k: v for k, v in w.items()}, "epoch": 3,
                           "optimizer": {"state": {}, "param_groups": [{"lr": 0.1, "params": [0, 1]}]}})
     case("state_dict_compiled", {"state_dict": {"_orig_mod." + k: v for k, v in w.items()}})
+    # timm's train.py: its args (an argparse.Namespace) beside the state dict
+    case("timm_train_args", {"epoch": 2, "arch": "vit", "state_dict": dict(w),
+                             "args": argparse.Namespace(lr=0.1, model="vit", drop=None)})
     case("dino_teacher", {"teacher": {**{"backbone." + k: v for k, v in w.items()},
                                       "head.last_layer.weight_g": torch.ones(5, 1)},
                           "student": {}, "epoch": 1})
