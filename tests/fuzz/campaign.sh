@@ -10,7 +10,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 secs=${1:-600}; shift || true
-targets=("$@"); [ ${#targets[@]} -gt 0 ] || targets=(safetensors config image)
+targets=("$@"); [ ${#targets[@]} -gt 0 ] || targets=(safetensors config image pth pickle)
 bin=build-fuzz/tests/fuzz
 out=build-fuzz/campaign
 mkdir -p "$out/artifacts"
