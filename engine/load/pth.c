@@ -848,15 +848,36 @@ static int contiguous(const Val *t) {
     return 1;
 }
 
+static int cmp_names(const void *a, const void *b) {
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* No name twice (a pickle can repeat a dict key; Python keeps the last, vitlens refuses):
+ * sorted, O(n log n), for a pickle of 65536 names. */
+static VitStatus no_duplicates(Pkl *p, const StFile *st) {
+    const char **names = malloc((size_t)(st->n ? st->n : 1) * sizeof *names);
+    if (!names) return vit_set_error(p->err, VIT_ERR_NOMEM, "%s: out of memory", p->fname);
+    for (int i = 0; i < st->n; i++) names[i] = st->tensors[i].name;
+    qsort(names, (size_t)st->n, sizeof *names, cmp_names);
+    VitStatus rc = VIT_OK;
+    for (int i = 1; i < st->n && !rc; i++)
+        if (!strcmp(names[i - 1], names[i]))
+            rc = vit_set_error(p->err, VIT_ERR_FORMAT,
+                               "%s: tensor '%s' appears twice in the state dict", p->fname,
+                               names[i]);
+    free(names);
+    return rc;
+}
+
 /* The tensors of dict sd into st (names, dtype, shape; data set once the storages are
  * read), each checked against its storage. */
 static VitStatus table_from_dict(Pkl *p, StFile *st, const Val *sd) {
     char sbuf[160];
-    st->tensors = calloc(sd->n ? sd->n : 1, sizeof *st->tensors);
-    if (!st->tensors) return vit_set_error(p->err, VIT_ERR_NOMEM, "%s: out of memory", p->fname);
     if (sd->n > VIT_MAX_TENSORS)
         return vit_set_error(p->err, VIT_ERR_FORMAT, "%s: %zu tensors exceeds the limit %d",
                              p->fname, sd->n, VIT_MAX_TENSORS);
+    st->tensors = calloc(sd->n ? sd->n : 1, sizeof *st->tensors);
+    if (!st->tensors) return vit_set_error(p->err, VIT_ERR_NOMEM, "%s: out of memory", p->fname);
     for (size_t i = 0; i < sd->n; i++) {
         const Val *k = sd->items[2 * i], *t = sd->items[2 * i + 1];
         if (k->kind != V_STR || t->kind != V_TENSOR) continue; /* not a tensor: not read */
@@ -865,11 +886,6 @@ static VitStatus table_from_dict(Pkl *p, StFile *st, const Val *sd) {
         if (!(o->name = strdup(k->s)))
             return vit_set_error(p->err, VIT_ERR_NOMEM, "%s: out of memory", p->fname);
         st->n++;
-        for (int j = 0; j < st->n - 1; j++)
-            if (!strcmp(st->tensors[j].name, o->name))
-                return vit_set_error(p->err, VIT_ERR_FORMAT,
-                                     "%s: tensor '%s' appears twice in the state dict", p->fname,
-                                     o->name);
         o->dtype = s->dtype, o->elem_bytes = s->elem_bytes;
         snprintf(o->dtype_name, sizeof o->dtype_name, "%s", s->dtype_name);
         o->ndim = t->ndim;
@@ -904,7 +920,7 @@ static VitStatus table_from_dict(Pkl *p, StFile *st, const Val *sd) {
         o->begin = s->at + (size_t)t->offset * (size_t)s->elem_bytes;
         o->end = o->begin + numel * (size_t)s->elem_bytes;
     }
-    return VIT_OK;
+    return no_duplicates(p, st);
 }
 
 /* --- the zip ------------------------------------------------------------------------- */
