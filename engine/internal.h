@@ -85,13 +85,16 @@ typedef struct {
 const VitAttMod *vit_att_mod(VitAttMod *m, const VitIntervention *iv, const VitConfig *c,
                              int layer);
 
-/* out[r1 - r0, T] = softmax(q[r0:r1] . k^T / sqrt(Dh)) for one head: q, k point at
- * that head's first column in [T, ld] matrices. The forward pass and the maps
- * (recomputing) call this alone, so both get the same values. gemm_only: skip the
+/* out[r1 - r0, T] = softmax(q[r0:r1] . k^T * scale) for one head (scale: vit_att_scale):
+ * q, k point at that head's first column in [T, ld] matrices. The forward pass and the
+ * maps (recomputing) call this alone, so both get the same values. gemm_only: skip the
  * softmax (vit_forward_gemms). m (NULL: none): softmax(s / tau), the dropped patches'
  * columns -inf before the softmax and their rows 0 after it. */
 void vit_att_block(float *out, const float *q, const float *k, int ld, int r0, int r1, int T,
-                   int Dh, int gemm_only, const VitAttMod *m);
+                   int Dh, float scale, int gemm_only, const VitAttMod *m);
+
+/* The scale of the attention's scores for config c: c->att_scale, or 1/sqrt(Dh). */
+float vit_att_scale(const VitConfig *c);
 
 /* x[Npos + N, D] += the position embedding as iv says (NULL: the model's): the rows of
  * the tokens it covers, x pointing at the first (vit_forward and vit_forward_batch). */
@@ -118,6 +121,7 @@ typedef struct {
     const float *x_in;  /* VIT_EPI_RESIDUAL: [T, ld_out], or NULL: x itself (x += ...) */
     const float *gamma; /* LayerScale or NULL */
     int gemm_only;
+    VitActivation act; /* VIT_EPI_GELU, VIT_EPI_GELU_TO: the activation (0: exact GELU) */
 } VitLinear;
 void vit_linear(VitPool *pool, VitLinear a);
 
@@ -143,6 +147,10 @@ void vit_gelu_cols(float *x, int ld, int R, int c0, int c1);
 /* dh[r, :] *= GELU's derivative at hpre[r, :] (exact), or gelu(x)/x (lrp: AttnLRP's
  * identity rule), rows [r0, r1) of [., F]. */
 void vit_gelu_backward_rows(float *dh, const float *hpre, int r0, int r1, int F, int lrp);
+/* The same for the other activations (act != VIT_ACT_GELU): dh *= act'(x), or act(x) / x
+ * (lrp). */
+void vit_act_backward_rows(float *dh, const float *hpre, int r0, int r1, int F, int lrp,
+                           VitActivation act);
 
 /* The block's queries and keys qk[T, 2D] and values v[T, D] from its LayerNorm
  * output xn[T, D]: timm's fused qkv or transformers' query/key/value. */
@@ -334,8 +342,9 @@ typedef struct {
     int elem_bytes;
     int ndim;
     int64_t shape[ST_MAX_DIMS];
-    size_t n_elems;    /* prod(shape), overflow-checked */
-    size_t begin, end; /* byte offsets into the data area */
+    size_t n_elems;      /* prod(shape), overflow-checked */
+    size_t begin, end;   /* byte offsets into the data area */
+    const uint8_t *data; /* its bytes: the data area + begin, or a converted copy (layout.c) */
 } StTensor;
 
 typedef struct {
@@ -343,6 +352,8 @@ typedef struct {
     size_t data_bytes;
     StTensor *tensors; /* [n], owned */
     int n;
+    void *owned; /* what the table's data points into when it is not the mapping (a .pth's
+                    storages, a layout's converted tensors), freed by st_free; or NULL */
 } StFile;
 
 /* Parse and validate the header of a safetensors file held in memory
@@ -352,6 +363,27 @@ VitStatus st_parse(StFile *st, const uint8_t *file, size_t file_bytes, const cha
                    VitError *err);
 const StTensor *st_find(const StFile *st, const char *name);
 void st_free(StFile *st);
+
+/* --- PyTorch checkpoints (engine/load/pth.c) --------------------------------------- */
+
+/* Does the file start as a zip (torch.save since 1.6)? As PyTorch's legacy format (before
+ * 1.6, or _use_new_zipfile_serialization=False: a pickle starting with its magic number)? */
+int pth_is_zip(const uint8_t *file, size_t n);
+int pth_is_legacy(const uint8_t *file, size_t n);
+
+/* Read a torch.save zip held in memory [file, file + file_bytes) into st: the state dict's
+ * tensors (found alone or under a wrapper: "model", "state_dict", DINO's "teacher", ...;
+ * "module.", "_orig_mod." and DINO's "backbone." prefixes stripped), their storages copied
+ * into st->owned. data.pkl is read by a restricted unpickler (see the top of pth.c): any
+ * global other than those of a state dict is refused, nothing is called. `fname` is used
+ * in messages. Errors: VIT_ERR_FORMAT (the message names fname, the entry or global and
+ * what is wrong), VIT_ERR_NOMEM. Free with st_free. */
+VitStatus pth_parse(StFile *st, const uint8_t *file, size_t file_bytes, const char *fname,
+                    VitError *err);
+
+/* pth_parse's unpickler, state-dict search and tensor checks on a data.pkl alone
+ * (pkl [n]), its storages' positions not checked: for tests/fuzz. */
+VitStatus pth_check_pickle(const uint8_t *pkl, size_t n, const char *fname, VitError *err);
 
 /* "[a, b, c]" into buf. */
 const char *st_shape_str(char *buf, size_t n, const int64_t *shape, int ndim);

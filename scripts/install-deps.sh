@@ -6,6 +6,7 @@ SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
 
 build=(build-essential cmake pkg-config
        libopenblas-dev liblapacke-dev libcjson-dev libstb-dev
+       libzip-dev  # PyTorch checkpoints (.pth: a zip), engine/load/pth.c
        libjpeg-dev libwebp-dev libtiff-dev libheif-dev libexif-dev  # image decoders (engine/image/codecs.c)
        libsdl2-dev libsdl2-ttf-dev libepoxy-dev libfontconfig-dev fonts-dejavu-core libgl1-mesa-dri
        curl)  # scripts/download-model.sh

@@ -66,10 +66,57 @@ int models_list(ModelEntry *out, int max) {
     return n;
 }
 
+/* torch.hub's checkpoint folder, as torch.hub.get_dir() finds it: $TORCH_HOME/hub, else
+ * $XDG_CACHE_HOME/torch/hub, else ~/.cache/torch/hub; then checkpoints/. 0 without HOME. */
+static int torch_hub_dir(char *out, size_t n) {
+    const char *th = getenv("TORCH_HOME"), *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+    int len;
+    if (th && *th)
+        len = snprintf(out, n, "%s/hub/checkpoints", th);
+    else if (xdg && *xdg)
+        len = snprintf(out, n, "%s/torch/hub/checkpoints", xdg);
+    else if (home && *home)
+        len = snprintf(out, n, "%s/.cache/torch/hub/checkpoints", home);
+    else
+        return 0;
+    return len > 0 && (size_t)len < n;
+}
+
+/* --model torchvision:NAME: torchvision's weights file NAME-<hash>.pth (vit_b_16-c867db91.pth)
+ * in torch.hub's cache, where torchvision.models.NAME(weights=...) downloads it. */
+static int resolve_torchvision(char *weights, size_t weights_bytes, const char *name, char *msg,
+                               size_t msg_bytes) {
+    char dir[1024];
+    size_t k = strlen(name);
+    if (!torch_hub_dir(dir, sizeof dir)) {
+        snprintf(msg, msg_bytes, "--model torchvision:%s: no torch hub folder (HOME unset)", name);
+        return -1;
+    }
+    DIR *d = opendir(dir);
+    int found = 0;
+    for (struct dirent *e; d && (e = readdir(d)) && !found;) {
+        size_t n = strlen(e->d_name);
+        if (n > k + 5 && !strncmp(e->d_name, name, k) && e->d_name[k] == '-' &&
+            !strcmp(e->d_name + n - 4, ".pth")) {
+            int len = snprintf(weights, weights_bytes, "%s/%s", dir, e->d_name);
+            found = len > 0 && (size_t)len < weights_bytes && is_file(weights);
+        }
+    }
+    if (d) closedir(d);
+    if (found) return 0;
+    snprintf(msg, msg_bytes,
+             "--model torchvision:%s: no %s-*.pth in %s (torch hub's cache: $TORCH_HOME, "
+             "~/.cache/torch); in Python, torchvision.models.%s(weights=\"DEFAULT\") downloads it",
+             name, name, dir, name);
+    return -1;
+}
+
 int models_resolve(char *weights, size_t weights_bytes, char *labels, size_t labels_bytes,
                    const char *arg, char *msg, size_t msg_bytes) {
     struct stat st;
     labels[0] = '\0';
+    if (!strncmp(arg, "torchvision:", 12) && stat(arg, &st) != 0)
+        return resolve_torchvision(weights, weights_bytes, arg + 12, msg, msg_bytes);
     if (stat(arg, &st) == 0 || strchr(arg, '/')) { /* a path: the loader names its errors */
         snprintf(weights, weights_bytes, "%s", arg);
         return 0;

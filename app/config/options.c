@@ -17,8 +17,9 @@
 
 /* The synopsis and the description, with the map kinds' lists from the table. */
 static void usage_head(FILE *f) {
-    fputs("usage: vitlens [--model PATH] [--labels FILE] [--heads N] [--size S|HxW] [--whole]\n"
-          "               [--opacity A] [--discard R] [--colormap NAME] [--bilinear]\n"
+    fputs("usage: vitlens [--model PATH] [--labels FILE] [--layout FILE] [--heads N]\n"
+          "               [--size S|HxW] [--whole] [--opacity A] [--discard R]\n"
+          "               [--colormap NAME] [--bilinear]\n"
           "               [--class ID|NAME] [--save-dir DIR] [IMAGE|FOLDER ...]\n"
           "       vitlens [--model PATH] [--labels FILE] [--size S|HxW] [--whole] --top K IMAGE\n"
           "       vitlens [--model PATH] [--size S|HxW] [--whole] [--opacity A] [--discard R]\n"
@@ -45,59 +46,67 @@ static void usage_head(FILE *f) {
     strcat(names, ".");
     fputs("What the tokens hold:", f);
     keys_print_wrapped(f, names, 0, 21);
-    fputs(
-        "Without --model it uses the built-in model, a small ViT trained by this project to\n"
-        "tell which of six shapes a cluttered scene holds; without an IMAGE it opens on the\n"
-        "first of that model's demo scenes (N steps through them). Several images, or a\n"
-        "folder, make a slideshow: N / P step through them and keep the view.\n"
-        "\n"
-        "options:\n"
-        "  --model PATH|NAME  weights (.safetensors, timm or Hugging Face names: ViT, DeiT\n"
-        "                  with or without distillation, DINO, DINOv2 with or without\n"
-        "                  registers); config.json beside it is read. A NAME is a model\n"
-        "                  downloaded by scripts/download-model.sh: MODELS/NAME/, with\n"
-        "                  its labels.txt (MODELS: see the environment below)\n"
-        "                  (default: the built-in model, ASSETS/default/model.safetensors)\n"
-        "  --labels FILE   class names, one per line (ImageNet synset lines are fine);\n"
-        "                  default: the names in config.json, if any\n"
-        "  --heads N       number of attention heads (default: config.json, else width/64)\n"
-        "  --size S|HxW    run the model at this input size in px, each side a multiple of\n"
-        "                  the patch size (e.g. 320 or 224x336); the position embedding is\n"
-        "                  resampled bicubically as timm (or transformers) does\n"
-        "                  (default: config.json's size, else the training size)\n"
-        "  --whole         keep the whole photo: resize it to the input size without\n"
-        "                  cropping (timm's crop_mode squash, crop_pct 1)\n"
-        "  --opacity A     heatmap opacity in [0, 1] (default 0.6)\n"
-        "  --discard R     rollout's discard ratio in [0, 1): that fraction of the smallest\n"
-        "                  fused attention weights to patches is zeroed per layer (default 0)\n"
-        "  --colormap NAME viridis (default), inferno, magma, turbo or greys\n"
-        "  --bilinear      upsample maps bilinearly between patch centres (default: nearest,\n"
-        "                  every patch one flat cell)\n"
-        "  --ignore-orientation  run on a photo's pixels as stored, not turned upright by\n"
-        "                  its EXIF orientation (as PIL and timm do; default: upright)\n"
-        "  --class ID|NAME the class the class-specific maps explain (the kinds above):\n"
-        "                  a class index from 0, or a name as the labels give it, whole or\n"
-        "                  one of its comma-separated names (\"tiger cat\"); default: the\n"
-        "                  top-1 class. The window opens on a class-specific map\n"
-        "  --save-dir DIR  where S saves the view (default: the current directory)\n"
-        "  --ablate L:H[,L:H...]  what if? Run the model with these heads ablated (layer,\n"
-        "                  head from 1): the head's output zeroed before the projection\n"
-        "                  (Michel et al. 2019; transformers' head_mask). The interventions\n"
-        "                  apply to --top, --export, --eval and the window\n"
-        "  --drop-patches R,C[;R,C...]  take these patches (row, column from 1) out of the\n"
-        "                  token sequence; the others keep their position embeddings. Maps\n"
-        "                  show a dropped patch hatched (NaN in the .npy files)\n"
-        "  --fill-patches R,C[;R,C...]  set these patches to the mean colour (0 after\n"
-        "                  normalisation, as --eval's deletion); they stay in the sequence\n"
-        "  --pos-embed MODE  shuffle: the patches' position embeddings shuffled among them\n"
-        "                  (seeded, --pos-seed); zero: no position embedding at all\n"
-        "  --pos-seed N    the seed of --pos-embed shuffle (default 0)\n"
-        "  --temperature L:TAU  attention of layer L as softmax(scores / TAU), TAU > 0\n"
-        "  --top K         print the K most probable classes and exit, one per line:\n"
-        "                    RANK PROB CLASS_ID LABEL     e.g. \"1 0.6123 281 tabby, tabby cat\"\n"
-        "                  RANK from 1, PROB the softmax probability, CLASS_ID from 0,\n"
-        "                  LABEL the rest of the line (absent without class names)\n",
-        f);
+    fputs("Without --model it uses the built-in model, a small ViT trained by this project to\n"
+          "tell which of six shapes a cluttered scene holds; without an IMAGE it opens on the\n"
+          "first of that model's demo scenes (N steps through them). Several images, or a\n"
+          "folder, make a slideshow: N / P step through them and keep the view.\n"
+          "\n"
+          "options:\n"
+          "  --model PATH|NAME  weights (.safetensors, timm or Hugging Face names: ViT, DeiT\n"
+          "                  with or without distillation, DINO, DINOv2 with or without\n"
+          "                  registers; or a PyTorch checkpoint .pth / .bin: also\n"
+          "                  torchvision's ViTs and the notebooks' layouts, see --layout);\n"
+          "                  config.json beside it is read. A NAME is a model\n"
+          "                  downloaded by scripts/download-model.sh: MODELS/NAME/, with\n"
+          "                  its labels.txt (MODELS: see the environment below)\n"
+          "                  (default: the built-in model, ASSETS/default/model.safetensors)\n"
+          "  --labels FILE   class names, one per line (ImageNet synset lines are fine);\n"
+          "                  default: the names in config.json, if any\n"
+          "  --layout FILE   a layout (JSON) naming the checkpoint's tensors, for a ViT of\n"
+          "                  your own (docs/your-own-vit.md); default: timm's, transformers'\n"
+          "                  or the first of ASSETS/layouts/ that matches\n"
+          "  --heads N       number of attention heads (default: config.json, else width/64)\n"
+          "  --size S|HxW    run the model at this input size in px, each side a multiple of\n"
+          "                  the patch size (e.g. 320 or 224x336); the position embedding is\n"
+          "                  resampled bicubically as timm (or transformers) does\n"
+          "                  (default: config.json's size, else the training size)\n"
+          "  --whole         keep the whole photo: resize it to the input size without\n"
+          "                  cropping (timm's crop_mode squash, crop_pct 1)\n"
+          "  --opacity A     heatmap opacity in [0, 1] (default 0.6)\n"
+          "  --discard R     rollout's discard ratio in [0, 1): that fraction of the smallest\n"
+          "                  fused attention weights to patches is zeroed per layer (default 0)\n"
+          "  --colormap NAME viridis (default), inferno, magma, turbo or greys\n"
+          "  --bilinear      upsample maps bilinearly between patch centres (default: nearest,\n"
+          "                  every patch one flat cell)\n"
+          "  --ignore-orientation  run on a photo's pixels as stored, not turned upright by\n"
+          "                  its EXIF orientation (as PIL and timm do; default: upright)\n"
+          "  --class ID|NAME the class the class-specific maps explain (the kinds above):\n"
+          "                  a class index from 0, or a name as the labels give it, whole or\n"
+          "                  one of its comma-separated names (\"tiger cat\"); default: the\n"
+          "                  top-1 class. The window opens on a class-specific map\n"
+          "  --save-dir DIR  where S saves the view (default: the current directory)\n",
+          f);
+    fputs(/* the interventions (app/view/interv.c), in a string of their own: C99 only
+             promises 4095 characters a literal */
+          "  --ablate L:H[,L:H...]  what if? Run the model with these heads ablated (layer,\n"
+          "                  head from 1): the head's output zeroed before the projection\n"
+          "                  (Michel et al. 2019; transformers' head_mask). The interventions\n"
+          "                  apply to --top, --export, --eval and the window\n"
+          "  --drop-patches R,C[;R,C...]  take these patches (row, column from 1) out of the\n"
+          "                  token sequence; the others keep their position embeddings. Maps\n"
+          "                  show a dropped patch hatched (NaN in the .npy files)\n"
+          "  --fill-patches R,C[;R,C...]  set these patches to the mean colour (0 after\n"
+          "                  normalisation, as --eval's deletion); they stay in the sequence\n"
+          "  --pos-embed MODE  shuffle: the patches' position embeddings shuffled among them\n"
+          "                  (seeded, --pos-seed); zero: no position embedding at all\n"
+          "  --pos-seed N    the seed of --pos-embed shuffle (default 0)\n"
+          "  --temperature L:TAU  attention of layer L as softmax(scores / TAU), TAU > 0\n"
+          "  --top K         print the K most probable classes and exit, one per line:\n"
+          "                    RANK PROB CLASS_ID LABEL     e.g. \"1 0.6123 281 tabby, tabby "
+          "cat\"\n"
+          "                  RANK from 1, PROB the softmax probability, CLASS_ID from 0,\n"
+          "                  LABEL the rest of the line (absent without class names)\n",
+          f);
 }
 
 /* --export: the files, with every kind's tag from the table. */
@@ -232,6 +241,8 @@ static int parse_value(Options *o, const char *a, const char *val) {
         o->model_path = val;
     } else if (!strcmp(a, "--labels")) {
         o->labels_path = val;
+    } else if (!strcmp(a, "--layout")) { /* a layout file naming the checkpoint's tensors */
+        o->load.layout_path = val;
     } else if (!strcmp(a, "--export")) {
         o->export_dir = val;
     } else if (!strcmp(a, "--lesson")) {

@@ -1,6 +1,6 @@
 /* jobs.c - photos and models opened on the worker thread, and the worker's results.
  *
- * app_open hands a photo (or a .safetensors model, which the photo then runs through) to
+ * app_open hands a photo (or a model: .safetensors, .pth, which the photo then runs through) to
  * the worker, or keeps it pending while a job runs; app_job_done takes the worker's
  * event: a new Scene swapped in front, a new model in place of the old one, the
  * class-specific or worker maps shown, a view job's maps uploaded, an error on the
@@ -20,15 +20,21 @@ static int ends_with(const char *s, const char *suffix) {
     return n >= k && SDL_strcasecmp(s + n - k, suffix) == 0;
 }
 
+/* A weights file: .safetensors, or a PyTorch checkpoint (.pth, .pt, Hugging Face's .bin). */
+static int is_model(const char *path) {
+    return ends_with(path, ".safetensors") || ends_with(path, ".pth") || ends_with(path, ".pt") ||
+           ends_with(path, ".bin");
+}
+
 void app_open(App *app, const char *path) {
-    if (!ends_with(path, ".safetensors")) snprintf(app->photo, sizeof app->photo, "%s", path);
+    if (!is_model(path)) snprintf(app->photo, sizeof app->photo, "%s", path);
     if (app->busy) {
         snprintf(app->pending, sizeof app->pending, "%s", path);
         /* a newer photo makes the running view job, worker map or photo's forward pass
          * useless: stopped, it ends at once and the pending photo starts (app_job_done) */
         const Worker *w = &app->worker;
         if (w->maps || w->slow ||
-            (!w->explain && !w->perturb && !w->model_path[0] && !ends_with(path, ".safetensors")))
+            (!w->explain && !w->perturb && !w->model_path[0] && !is_model(path)))
             worker_cancel(&app->worker);
         return;
     }
@@ -59,7 +65,7 @@ void app_open(App *app, const char *path) {
         }
     }
     /* a model reruns the photo on screen, so the window shows the new model at once */
-    if (ends_with(path, ".safetensors")) {
+    if (is_model(path)) {
         worker_start(&app->worker, path, &app->opt->load,
                      app->next_labels[0] ? app->next_labels : app->opt->labels_path, app->model,
                      sc ? sc->path : NULL, back);

@@ -99,6 +99,11 @@ void app_update_status(App *app) {
         size_t len = strlen(extra);
         snprintf(extra + len, sizeof extra - len, "%swhat if: %s", len ? dot : "", d);
     }
+    if (c && c->default_preprocess) { /* a .pth without config.json nor a layout's */
+        size_t len = strlen(extra);
+        snprintf(extra + len, sizeof extra - len, "%sno config: ImageNet mean/std, crop 0.875",
+                 len ? dot : "");
+    }
     if (extra[0]) snprintf(more, sizeof more, "%s%s", dot, extra);
     snprintf(app->status_left, sizeof app->status_left, "%s%s%s%s%s%s%s%s%s%s%s", app->model->name,
              layer, head, dot, kind, query, target, more, mask, app->overlay ? "" : dot,

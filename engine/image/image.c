@@ -6,6 +6,8 @@
  *                       ResizeKeepRatio(scale) (non-square S; bilinear)
  *   crop_mode 'squash': Resize((scale_h, scale_w), BICUBIC)
  *   then CenterCrop(S), ToTensor(), Normalize(mean, std), on a PIL image.
+ * torchvision's own weights (ImageClassification: Resize(256, BILINEAR), CenterCrop(224))
+ * are the 'center' mode with crop_pct 224/256 and the bilinear filter (resize_bilinear).
  * Resize of a PIL image is Pillow's Image.resize, a separable convolution with
  * 8-bit rounding after each pass (libImaging/Resample.c). It is reproduced
  * here bit for bit so that, from the same decoded pixels, the model sees the
@@ -226,7 +228,7 @@ static Geometry eval_geometry(const VitConfig *cfg, int w, int h) {
     int sh = scale_size(Sh, cfg->crop_pct), sw = scale_size(Sw, cfg->crop_pct);
     int saved = fegetround();
     fesetround(FE_TONEAREST);
-    g.filter = &FILTER_BICUBIC;
+    g.filter = cfg->resize_bilinear ? &FILTER_BILINEAR : &FILTER_BICUBIC;
     if (cfg->crop_mode == VIT_CROP_SQUASH) { /* Resize((sh, sw)) */
         g.rw = sw, g.rh = sh;
     } else if (sh == sw) { /* Resize(sh): the shorter side to sh, the longer truncated */

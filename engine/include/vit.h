@@ -42,8 +42,15 @@
  *   - any input size, square or not, with the position embedding resampled
  *     bicubically as the checkpoint's library does (timm: resample_abs_pos_embed,
  *     antialiased; transformers: interpolate_pos_encoding, not antialiased).
+ *   - PyTorch checkpoints (torch.save's zip, engine/load/pth.c: a restricted
+ *     unpickler, nothing in the file is run) and other tensor names through
+ *     layouts (JSON, engine/load/layout.c, assets/layouts/: torchvision's ViTs,
+ *     the notebooks' ViTs), converted at load into the layout above; what a
+ *     conversion cannot express is in VitConfig: the attention's scale
+ *     (att_scale), the MLP's activation (mlp_act), a Tanh after the head.
  * Not supported, refused with a message: SwiGLU MLPs (DINOv2 ViT-g), fc_norm /
- * average pooling, norm_pre, q/k norm, Hugging Face's Dinov2Model names.
+ * average pooling, norm_pre, q/k norm, Hugging Face's Dinov2Model names, heads
+ * whose size is not D / H.
  */
 #ifndef VIT_H
 #define VIT_H
@@ -124,6 +131,14 @@ typedef enum {
                        the whole photo is kept, its aspect ratio is not */
 } VitCropMode;
 
+/* The MLP's activation (a layout's "mlp_activation"). */
+typedef enum {
+    VIT_ACT_GELU = 0,  /* exact GELU, x Phi(x) (torch.nn.GELU(): timm, transformers, torchvision) */
+    VIT_ACT_GELU_TANH, /* GELU's tanh approximation (nn.GELU(approximate='tanh')) */
+    VIT_ACT_QUICK_GELU, /* x sigmoid(1.702 x) (OpenAI CLIP's QuickGELU) */
+    VIT_ACT_RELU        /* max(x, 0) */
+} VitActivation;
+
 /* Which library's tensor names a checkpoint uses. */
 typedef enum { VIT_NAMES_TIMM = 0, VIT_NAMES_HF } VitNaming;
 
@@ -152,8 +167,21 @@ typedef struct {
     float ln_eps;               /* LayerNorm epsilon (timm: 1e-6, transformers: 1e-12) */
     VitCropMode crop_mode;      /* eval resize, see VitCropMode (timm: center) */
     float crop_pct;             /* eval resize to floor(S / crop_pct) per side (timm: 0.875) */
+    int resize_bilinear;        /* 1: that resize is bilinear (torchvision's weights: Resize(256,
+                                   BILINEAR)); 0: bicubic (timm) */
     float mean[3];              /* per-channel normalisation on [0, 1] pixels (ImageNet defaults) */
     float std[3];
+    float att_scale;        /* the attention's scores are q.k * att_scale: 1/sqrt(Dh) (timm,
+                               transformers, torchvision), or 1/sqrt(D) (some notebooks'
+                               "C ** -0.5"); 0: 1/sqrt(Dh) */
+    VitActivation mlp_act;  /* the MLP's activation (default exact GELU) */
+    int head_tanh;          /* 1: logits = tanh(head(x)) (a notebook's Sequential(Linear,
+                               Tanh)); the probabilities are their softmax */
+    char layout[32];        /* the layout file that named the tensors (layout.c), e.g.
+                               "torchvision"; "" for timm's or transformers' own names */
+    int default_preprocess; /* 1: a PyTorch checkpoint for which neither config.json nor the
+                               layout gave the preprocessing: ImageNet's mean/std and timm's
+                               crop are assumed (the app says so) */
 } VitConfig;
 
 /* Weights of one transformer block; pointers to F32 data (into the mapping, or
@@ -202,7 +230,9 @@ typedef struct {
     /* private */
     void *map_addr; /* read-only mmap of the file */
     size_t map_bytes;
-    float *owned; /* F16/BF16/unaligned tensors converted to F32 */
+    void *data_owned;   /* a PyTorch checkpoint's storages, read from its zip */
+    void *layout_owned; /* tensors a layout converted (layout.c) */
+    float *owned;       /* F16/BF16/unaligned tensors converted to F32 */
     size_t owned_floats;
     float *pos_owned; /* the position embedding resampled to the input grid */
 } Vit;
@@ -215,11 +245,20 @@ typedef struct {
     int image_h, image_w;    /* > 0: run at this input size, px, each a multiple of P (the
                                 position embedding is resampled); 0: the config's or training size */
     int whole_image;         /* 1: keep the whole photo: crop_mode squash, crop_pct 1 */
+    const char *layout_path; /* a layout file (JSON, docs/your-own-vit.md) naming the
+                                checkpoint's tensors; NULL: timm's, transformers' or the first
+                                shipped layout (assets/layouts/) that matches */
 } VitLoadOptions;
 
-/* Load a .safetensors ViT in timm's or Hugging Face transformers' tensor names
- * (see the top of this file for the families).
- * Memory-maps the file read-only; validates the header (length inside the
+/* Load a ViT: a .safetensors file, or a PyTorch checkpoint (a zip, told by its first
+ * bytes: .pth, .pt, pytorch_model.bin), in timm's or Hugging Face transformers' tensor
+ * names, or in a layout's (opt->layout_path, else the shipped ones; see the top of this
+ * file for the families). A checkpoint's data.pkl is read by pth.c's restricted
+ * unpickler (a state dict's globals only; anything else refused by name, nothing
+ * called), its storages copied out of the zip (VIT_ERR_FORMAT on a storage shorter than
+ * declared, a tensor past its storage, a non-contiguous tensor, more storage than 16x
+ * the file, the legacy format, a whole pickled model).
+ * A .safetensors is memory-mapped read-only; validates the header (length inside the
  * file, JSON, dtypes F32/F16/BF16, offsets inside the data area and not
  * overlapping, size = prod(shape) * dtype size) and every tensor's shape
  * against the architecture inferred from the CLS token, position embedding,

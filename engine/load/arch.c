@@ -200,6 +200,7 @@ static VitStatus infer_mlp_width(Loader *ld, Arch *a) {
 /* H: the options', else config.json's, else D/64 (ViTs' 64-wide heads). */
 static VitStatus head_count(Loader *ld, Arch *a, const VitLoadOptions *opt) {
     int H = (int)(a->D / 64);
+    if (ld->layout_heads) H = ld->layout_heads; /* per-head lists: one tensor per head */
     if (ld->cv.n_heads) H = ld->cv.n_heads;
     if (opt && opt->n_heads > 0) H = opt->n_heads;
     if (H < 1 || a->D % H)
@@ -242,6 +243,13 @@ static void set_config(Loader *ld, const Arch *a, const VitLoadOptions *opt) {
     const float mean[3] = {0.485f, 0.456f, 0.406f}, std[3] = {0.229f, 0.224f, 0.225f};
     memcpy(c->mean, cv->has_mean ? cv->mean : mean, sizeof mean);
     memcpy(c->std, cv->has_std ? cv->std : std, sizeof std);
+    c->default_preprocess = ld->pth && !cv->has_mean && !cv->has_std && !cv->has_crop;
+    /* a layout's switches (layout.c) */
+    c->att_scale = ld->att_scale_dim ? 1.0f / sqrtf((float)c->dim) : 0.0f;
+    c->head_tanh = ld->head_tanh;
+    c->mlp_act = (VitActivation)ld->mlp_act;
+    c->resize_bilinear = ld->resize_bilinear && !cv->crop_mode && !(opt && opt->whole_image);
+    snprintf(c->layout, sizeof c->layout, "%s", ld->layout_name);
 }
 
 VitStatus ld_infer_arch(Loader *ld, Arch *a, const VitLoadOptions *opt) {

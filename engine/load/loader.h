@@ -37,6 +37,15 @@ typedef struct {
     const char *what;         /* "timm ViT", for messages */
     int teacher;              /* transformers' DeiT with a distillation head */
     char name[160];           /* the last slot_name */
+    /* a layout (layout.c) applied: its name and switches */
+    char layout_name[32]; /* VitConfig.layout */
+    int att_scale_dim;    /* scores scaled by 1/sqrt(D), not 1/sqrt(Dh) */
+    int head_tanh;        /* Tanh after the head */
+    int mlp_act;          /* VitActivation */
+    int resize_bilinear;  /* the layout's preprocessing resizes bilinearly */
+    int pth;              /* the file is a PyTorch checkpoint */
+    int layout_heads;     /* H from per-head lists, or 0 */
+    void *layout_owned;   /* the converted tensors (the Vit keeps them) */
 } Loader;
 
 /* The architecture read from the tensor shapes (vit_load's infer_* steps), in
@@ -86,6 +95,17 @@ const float *ld_slot1(Loader *ld, Slot s, int l, int64_t n0);
 const float *ld_slot2(Loader *ld, Slot s, int l, int64_t n0, int64_t n1);
 /* An optional tensor: NULL without error when absent; *bad set on a real error. */
 const float *ld_slot1_opt(Loader *ld, Slot s, int l, int64_t n0, int *bad);
+
+/* F16 bits to float, exactly. */
+float ld_half_to_float(uint16_t h);
+
+/* --- layout.c: layouts as data ------------------------------------------------------- */
+
+/* When ld->st is not in timm's or Hugging Face's names: the user's layout (a JSON file),
+ * or the first shipped layout that matches, converts it into timm's names (ld->st
+ * replaced; the switches into ld). Errors: VIT_ERR_SHAPE naming the role nothing matched
+ * and listing the tensors, VIT_ERR_FORMAT (a bad layout file or dtype), VIT_ERR_NOMEM. */
+VitStatus ld_apply_layout(Loader *ld, const char *user_layout);
 
 /* --- config.c: config.json ------------------------------------------------------------ */
 

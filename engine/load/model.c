@@ -18,7 +18,8 @@
 /* Each returns VIT_OK, or a VitStatus with ld->err set; vit_load frees what they
  * leave in ld and vit. A NULL from ld_tensor() has set ld->err: they return its code. */
 
-/* Map the weights file read-only and parse its safetensors header into ld->st. */
+/* Map the weights file read-only and parse its safetensors header into ld->st; or read a
+ * PyTorch checkpoint (pth.c) into ld->st, its storages then owned by the Vit. */
 static VitStatus map_file(Loader *ld, const char *path) {
     Vit *vit = ld->vit;
     VitStatus rc = VIT_OK;
@@ -44,7 +45,26 @@ static VitStatus map_file(Loader *ld, const char *path) {
     }
     close(fd); /* the mapping outlives it */
     if (rc) return rc;
-    return st_parse(&ld->st, vit->map_addr, vit->map_bytes, ld->fname, ld->err);
+    const uint8_t *file = vit->map_addr;
+    if (pth_is_legacy(file, vit->map_bytes))
+        return vit_set_error(ld->err, VIT_ERR_FORMAT,
+                             "%s: a PyTorch checkpoint in the legacy format (before PyTorch 1.6, "
+                             "or _use_new_zipfile_serialization=False), which vitlens does not "
+                             "read: in Python, torch.save(torch.load(path), \"model.pth\") "
+                             "writes the current format (for a whole model, save "
+                             "model.state_dict())",
+                             ld->fname);
+    if (!pth_is_zip(file, vit->map_bytes))
+        return st_parse(&ld->st, file, vit->map_bytes, ld->fname, ld->err);
+    /* a PyTorch checkpoint: its storages are read into memory, the mapping is not needed */
+    ld->pth = 1;
+    VitStatus prc = pth_parse(&ld->st, file, vit->map_bytes, ld->fname, ld->err);
+    munmap(vit->map_addr, vit->map_bytes);
+    vit->map_addr = NULL, vit->map_bytes = 0;
+    if (prc) return prc;
+    vit->data_owned = ld->st.owned; /* the weights point into it: the Vit keeps it */
+    ld->st.owned = NULL;
+    return VIT_OK;
 }
 
 /* Storage for the tensors that cannot be used in place (F16/BF16, unaligned
@@ -231,8 +251,11 @@ VitStatus vit_load(Vit *vit, const char *path, const VitLoadOptions *opt, VitErr
 
     snprintf(vit->path, sizeof vit->path, "%s", path);
     if ((rc = map_file(&ld, path))) goto fail;
-    if ((rc = alloc_converted(&ld))) goto fail;
     if ((rc = read_config(&ld, path, opt))) goto fail;
+    /* other names than timm's or transformers': a layout converts them (layout.c) */
+    if ((rc = ld_apply_layout(&ld, opt ? opt->layout_path : NULL))) goto fail;
+    vit->layout_owned = ld.layout_owned; /* the tensors a layout converted */
+    if ((rc = alloc_converted(&ld))) goto fail;
     if ((rc = ld_detect_naming(&ld))) goto fail;
     /* the architecture from the tensor shapes, config.json and the options */
     if ((rc = ld_infer_arch(&ld, &a, opt))) goto fail;
@@ -253,6 +276,8 @@ void vit_free(Vit *vit) {
     if (!vit) return;
     if (vit->map_addr) munmap(vit->map_addr, vit->map_bytes);
     free(vit->owned);
+    free(vit->data_owned);
+    free(vit->layout_owned);
     free(vit->pos_owned);
     free(vit->w.blocks);
     free(vit->labels);

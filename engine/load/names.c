@@ -24,7 +24,7 @@
 
 /* --- one tensor's data ------------------------------------------------------- */
 
-static float half_to_float(uint16_t h) {
+float ld_half_to_float(uint16_t h) {
     uint32_t sign = (uint32_t)(h >> 15) << 31, exp = (h >> 10) & 0x1f, man = h & 0x3ff, bits;
     if (exp == 0) {
         if (man == 0)
@@ -49,9 +49,10 @@ static float half_to_float(uint16_t h) {
 
 /* Bytes of F32 storage needed for a tensor that cannot be used in place. */
 size_t ld_needs_copy(const Loader *ld, const StTensor *t) {
+    (void)ld;
     if (t->dtype == ST_OTHER) return 0;
     if (t->dtype != ST_F32) return t->n_elems;
-    return ((uintptr_t)(ld->st.data + t->begin) % sizeof(float)) ? t->n_elems : 0;
+    return ((uintptr_t)t->data % sizeof(float)) ? t->n_elems : 0;
 }
 
 /* Index of the first NaN or infinity in w[0..n), or n. Tested on the bits, in
@@ -115,7 +116,7 @@ const float *ld_tensor(Loader *ld, const char *name, int ndim, int64_t *shape) {
         return NULL;
     }
     for (int i = 0; i < ndim; i++) shape[i] = t->shape[i];
-    const uint8_t *src = ld->st.data + t->begin;
+    const uint8_t *src = t->data;
     if (!ld_needs_copy(ld, t)) return finite_or_null(ld, t, (const float *)(const void *)src);
 
     Vit *vit = ld->vit;
@@ -127,7 +128,7 @@ const float *ld_tensor(Loader *ld, const char *name, int ndim, int64_t *shape) {
         } else {
             uint16_t h = (uint16_t)(src[2 * i] | (src[2 * i + 1] << 8));
             if (t->dtype == ST_F16) {
-                dst[i] = half_to_float(h);
+                dst[i] = ld_half_to_float(h);
             } else {
                 uint32_t bits = (uint32_t)h << 16;
                 memcpy(&dst[i], &bits, 4);

@@ -269,6 +269,7 @@ VitStatus st_parse(StFile *st, const uint8_t *file, size_t file_bytes, const cha
         if ((rc = parse_entry(t, e, st->data_bytes, name, err))) goto fail;
     }
     if ((rc = check_layout(st, order, name, err))) goto fail;
+    for (int i = 0; i < st->n; i++) st->tensors[i].data = st->data + st->tensors[i].begin;
 
     free(order);
     cJSON_Delete(root);
@@ -291,5 +292,6 @@ void st_free(StFile *st) {
     if (!st) return;
     for (int i = 0; i < st->n; i++) free(st->tensors[i].name);
     free(st->tensors);
+    free(st->owned);
     memset(st, 0, sizeof *st);
 }

@@ -241,7 +241,8 @@ VitStatus vit_lesson_select(VitLesson *ls, const VitRun *run, int head, int toke
     int r0 = vit_att_block_start(T, blk), r1 = vit_att_block_start(T, blk + 1);
     VitAttMod mod;
     vit_att_block(ls->sel, ls->qk + (size_t)head * Dh, ls->qk + D + (size_t)head * Dh, 2 * D, r0,
-                  r1, T, Dh, 1, vit_att_mod(&mod, run->intervention, c, ls->layer));
+                  r1, T, Dh, vit_att_scale(c), 1,
+                  vit_att_mod(&mod, run->intervention, c, ls->layer));
     memcpy(ls->scores, ls->sel + (t - (size_t)r0) * T, (size_t)T * sizeof(float));
     /* the probabilities as the maps read them */
     AttReader rd;

@@ -68,7 +68,8 @@ const float *vit_att_reader_block(AttReader *rd, int layer, int head, int b) {
         const float *qk = run->qk + (size_t)layer * T * 2 * D;
         VitAttMod mod;
         vit_att_block(rd->buf, qk + (size_t)head * Dh, qk + D + (size_t)head * Dh, (int)(2 * D), r0,
-                      r1, (int)T, Dh, 0, vit_att_mod(&mod, run->intervention, &run->cfg, layer));
+                      r1, (int)T, Dh, vit_att_scale(&run->cfg), 0,
+                      vit_att_mod(&mod, run->intervention, &run->cfg, layer));
         rd->layer = layer, rd->head = head, rd->block = b;
     }
     return rd->buf;

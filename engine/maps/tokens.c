@@ -151,6 +151,8 @@ VitStatus vit_logit_lens(float *probs, const VitRun *run, const Vit *vit, int la
         head_logits(logits, vit->w.head_dist_w, vit->w.head_dist_b, f + D, C, D);
         for (int k = 0; k < C; k++) logits[k] /= 2;
     }
+    if (c->head_tanh)
+        for (int k = 0; k < C; k++) logits[k] = tanh(logits[k]);
     softmax_to(probs, logits, C);
     free(f), free(logits);
     return VIT_OK;
@@ -180,6 +182,8 @@ VitStatus vit_logit_lens_map(float *out, const VitRun *run, const Vit *vit, int 
             memset(lg + (size_t)p * C, 0, (size_t)C * sizeof *lg);
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, C, D, 1.0f, f, D, vit->w.head_w, D,
                 1.0f, lg, C);
+    if (c->head_tanh)
+        for (size_t i = 0; i < (size_t)N * C; i++) lg[i] = tanhf(lg[i]);
     for (int p = 0; p < N; p++) {
         const float *l = lg + (size_t)p * C;
         double mx = l[0], s = 0.0;

@@ -228,6 +228,7 @@ typedef struct {
     float *dh;
     const float *hpre;
     int T, F, lrp;
+    VitActivation act;
 } GeluBack;
 
 static void gelu_back_task(void *arg, int item, int n_items, int thread) {
@@ -235,7 +236,10 @@ static void gelu_back_task(void *arg, int item, int n_items, int thread) {
     const GeluBack *a = arg;
     int r0 = (int)((long long)a->T * item / n_items);
     int r1 = (int)((long long)a->T * (item + 1) / n_items);
-    vit_gelu_backward_rows(a->dh, a->hpre, r0, r1, a->F, a->lrp);
+    if (a->act)
+        vit_act_backward_rows(a->dh, a->hpre, r0, r1, a->F, a->lrp, a->act);
+    else
+        vit_gelu_backward_rows(a->dh, a->hpre, r0, r1, a->F, a->lrp);
 }
 
 /* dA[r1 - r0, T] = dctx_h[r0:r1] . v_h^T: the gradient at the attention
@@ -285,7 +289,8 @@ static const float *att_of(Bw *bw, int h, int b, float *buf) {
     if (run->att) return run->att + (((size_t)bw->layer * H + h) * T + r0) * T;
     VitAttMod mod;
     vit_att_block(buf, bw->qk + (size_t)h * Dh, bw->qk + D + (size_t)h * Dh, 2 * D, r0, r1, T, Dh,
-                  0, vit_att_mod(&mod, run->intervention, &run->cfg, bw->layer));
+                  vit_att_scale(&run->cfg), 0,
+                  vit_att_mod(&mod, run->intervention, &run->cfg, bw->layer));
     return buf;
 }
 
@@ -314,7 +319,7 @@ static void att_back_task(void *arg, int item, int n_items, int thread) {
     const VitConfig *c = &bw->run->cfg;
     int T = c->n_tokens, D = c->dim, Dh = c->head_dim, H = c->n_heads, nb = vit_att_blocks(T);
     int split = bw->run->att != NULL;
-    float scale = 1.0f / sqrtf((float)Dh);
+    float scale = vit_att_scale(c);
     VitAttMod mod; /* scores = scale / tau * q k^T under an intervention's temperature */
     const VitAttMod *m = vit_att_mod(&mod, bw->run->intervention, c, bw->layer);
     if (m && m->temp > 0.0f) scale /= m->temp;
@@ -422,7 +427,7 @@ static void top_backward(Bw *bw, const VitBlock *b, const float *dz, int R, floa
     /* timm: x = x + ls2(fc2(gelu(fc1(norm2(x))))) */
     const float *dy2 = scaled(s->dtmp, dz, b->ls2, R, D);
     back_linear(bw->pool, (BackLinear){s->dh, dy2, b->fc2_w, F, D, R, D, F, 0.0f});
-    GeluBack gb = {s->dh, bw->hpre, R, F, bw->lrp};
+    GeluBack gb = {s->dh, bw->hpre, R, F, bw->lrp, bw->run->cfg.mlp_act};
     vit_pool_run(bw->pool, gelu_back_task, &gb, vit_pool_threads(bw->pool));
     back_linear(bw->pool, (BackLinear){s->dtmp, s->dh, b->fc1_w, D, F, R, F, D, 0.0f});
     ln_back(bw->pool, (LnBack){dxm, bw->xm, b->norm2_w, s->dtmp, R, D, bw->lrp, 1, c->ln_eps});
@@ -439,6 +444,13 @@ static void head_backward(Bw *bw, float *dz, const float *z, int target, int lrp
     int D = c->dim, Nh = vit->w.head_dist_w ? 2 : 1;
     float *dn = bw->s.small; /* [2, D] */
     float k = Nh == 2 ? 0.5f : 1.0f;
+    if (c->head_tanh) { /* y = tanh(s): dy/ds = 1 - y^2, s the head's output on norm(z) */
+        vit_layernorm_rows(dn, z, vit->w.norm_w, vit->w.norm_b, 0, Nh, D, c->ln_eps);
+        double s = vit->w.head_b ? vit->w.head_b[target] : 0.0;
+        for (int i = 0; i < D; i++) s += (double)dn[i] * vit->w.head_w[(size_t)target * D + i];
+        double y = tanh(s);
+        k *= (float)(1.0 - y * y);
+    }
     for (int i = 0; i < D; i++) dn[i] = k * vit->w.head_w[(size_t)target * D + i];
     if (Nh == 2)
         for (int i = 0; i < D; i++) dn[D + i] = k * vit->w.head_dist_w[(size_t)target * D + i];

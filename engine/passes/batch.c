@@ -20,6 +20,7 @@
 #include "internal.h"
 
 #include <cblas.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -237,6 +238,8 @@ void vit_batch_head(VitBatch *b, const Vit *vit, int n, float *logits, float *pr
                                      .n_out = C});
         for (size_t i = 0; i < nC; i++) b->logits[i] = (b->logits[i] + b->logits_dist[i]) / 2;
     }
+    if (c->head_tanh) /* a notebook's Sequential(Linear, Tanh) */
+        for (size_t i = 0; i < nC; i++) b->logits[i] = tanhf(b->logits[i]);
     if (logits) memcpy(logits, b->logits, nC * sizeof(float));
     if (probs) {
         memcpy(probs, b->logits, nC * sizeof(float));

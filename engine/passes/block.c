@@ -131,6 +131,50 @@ static void gelu_cols_to(float *restrict dst, const float *restrict src, int ld,
     }
 }
 
+/* The other activations than exact GELU (a layout's "mlp_activation"), of src into dst
+ * (may be src) on columns [c0, c1) of [R, ld]:
+ *   gelu_tanh  0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))  (torch.nn.GELU('tanh'))
+ *   quick_gelu x sigmoid(1.702 x)                                (CLIP's QuickGELU)
+ *   relu       max(x, 0) */
+static float act_one(float x, VitActivation act) {
+    switch (act) {
+    case VIT_ACT_GELU_TANH:
+        return 0.5f * x * (1.0f + tanhf(0.79788456080286536f * (x + 0.044715f * x * x * x)));
+    case VIT_ACT_QUICK_GELU: return x / (1.0f + expf(-1.702f * x));
+    case VIT_ACT_RELU: return x > 0.0f ? x : 0.0f;
+    case VIT_ACT_GELU: break;
+    }
+    return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
+}
+
+static void act_cols_to(float *dst, const float *src, int ld, int R, int c0, int c1,
+                        VitActivation act) {
+    for (int r = 0; r < R; r++)
+        for (int i = c0; i < c1; i++)
+            dst[(size_t)r * ld + i] = act_one(src[(size_t)r * ld + i], act);
+}
+
+void vit_act_backward_rows(float *dh, const float *hpre, int r0, int r1, int F, int lrp,
+                           VitActivation act) {
+    for (int r = r0; r < r1; r++)
+        for (int i = 0; i < F; i++) {
+            float x = hpre[(size_t)r * F + i], g;
+            if (act == VIT_ACT_RELU) {
+                g = x > 0.0f ? 1.0f : 0.0f; /* relu' and relu(x) / x alike */
+            } else if (act == VIT_ACT_QUICK_GELU) {
+                float sg = 1.0f / (1.0f + expf(-1.702f * x));
+                g = lrp ? sg : sg + 1.702f * x * sg * (1.0f - sg);
+            } else { /* VIT_ACT_GELU_TANH */
+                const float k = 0.79788456080286536f;
+                float th = tanhf(k * (x + 0.044715f * x * x * x));
+                g = lrp ? 0.5f * (1.0f + th)
+                        : 0.5f * (1.0f + th) +
+                              0.5f * x * (1.0f - th * th) * k * (1.0f + 3.0f * 0.044715f * x * x);
+            }
+            dh[(size_t)r * F + i] *= g;
+        }
+}
+
 /* x[R, ld] = x_in + gamma * y[R, ld] on columns [c0, c1), or x_in + y without
  * LayerScale (x_in may be x itself).
  * timm: x = x + self.ls1(self.attn(...))   (LayerScale: x * gamma) */
@@ -185,13 +229,16 @@ int vit_att_block_start(int T, int b) {
     return (int)((long long)b * T / nb); /* balanced: at most VIT_ATT_BLOCK rows each */
 }
 
+float vit_att_scale(const VitConfig *c) {
+    return c->att_scale > 0 ? c->att_scale : 1.0f / sqrtf((float)c->head_dim);
+}
+
 /* timm Attention.forward (explicit path, fused_attn=False), for query rows
  * [r0, r1) of one head:
  *   attn = (q * scale) @ k.transpose(-2, -1); attn = attn.softmax(dim=-1)
  * out[r1 - r0, T]; q, k: that head's columns of [T, ld] matrices. */
 void vit_att_block(float *out, const float *q, const float *k, int ld, int r0, int r1, int T,
-                   int Dh, int gemm_only, const VitAttMod *m) {
-    float scale = 1.0f / sqrtf((float)Dh);
+                   int Dh, float scale, int gemm_only, const VitAttMod *m) {
     if (m && m->temp > 0.0f) scale /= m->temp; /* softmax(s / tau) */
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, r1 - r0, T, Dh, scale, q + (size_t)r0 * ld,
                 ld, k, ld, 0.0f, out, T);
@@ -236,8 +283,13 @@ static void linear_task(void *arg, int item, int n_items, int thread) {
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, a->T, c1 - c0, a->n_in, 1.0f, a->inp,
                 a->n_in, a->w + (size_t)c0 * a->n_in, a->n_in, 1.0f, a->out + c0, a->ld_out);
     if (a->gemm_only) return;
-    if (a->epilogue == VIT_EPI_GELU) vit_gelu_cols(a->out, a->ld_out, a->T, c0, c1);
-    if (a->epilogue == VIT_EPI_GELU_TO) gelu_cols_to(a->x, a->out, a->ld_out, a->T, c0, c1);
+    if (a->act && (a->epilogue == VIT_EPI_GELU || a->epilogue == VIT_EPI_GELU_TO))
+        act_cols_to(a->epilogue == VIT_EPI_GELU ? a->out : a->x, a->out, a->ld_out, a->T, c0, c1,
+                    a->act);
+    else if (a->epilogue == VIT_EPI_GELU)
+        vit_gelu_cols(a->out, a->ld_out, a->T, c0, c1);
+    else if (a->epilogue == VIT_EPI_GELU_TO)
+        gelu_cols_to(a->x, a->out, a->ld_out, a->T, c0, c1);
     if (a->epilogue == VIT_EPI_RESIDUAL)
         residual_cols(a->x, a->x_in ? a->x_in : a->x, a->out, a->gamma, a->ld_out, a->T, c0, c1);
 }
@@ -367,6 +419,7 @@ static size_t on_row(const VitBlockIO *io, int T, int img, int r) {
 typedef struct {
     const VitBlockIO *io;
     int T, D, H;
+    float scale; /* vit_att_scale */
 } Attention;
 
 /* timm Attention.forward (fused_attn=False): attn = softmax((q * scale) @ k^T);
@@ -391,8 +444,8 @@ static void attention_task(void *arg, int item, int n_items, int thread) {
     } else {
         float *out = io->att ? io->att + ((size_t)h * T + r0) * T
                              : io->scratch + (size_t)thread * VIT_ATT_BLOCK * T;
-        vit_att_block(out, qk + h * Dh, qk + D + h * Dh, 2 * D, r0, r1, T, Dh, io->gemm_only,
-                      io->mod);
+        vit_att_block(out, qk + h * Dh, qk + D + h * Dh, 2 * D, r0, r1, T, Dh, a->scale,
+                      io->gemm_only, io->mod);
         p = out;
     }
     if (rows <= 0) return;
@@ -412,7 +465,7 @@ int vit_block(VitPool *pool, const VitBlock *b, const VitConfig *c, const VitBlo
     /* timm: x = x + self.ls1(self.attn(self.norm1(x))) */
     layernorm(pool, (LayerNorm){io->xn1, io->x, b->norm1_w, b->norm1_b, n * T, D, g, c->ln_eps});
     vit_qkv(pool, io->qk, io->v, io->xn1, b, n * T, D, g);
-    Attention at = {io, T, D, H};
+    Attention at = {io, T, D, H, vit_att_scale(c)};
     vit_pool_run(pool, attention_task, &at, n * H * (io->head_block ? 1 : vit_att_blocks(T)));
     if (io->run && vit_cancelled(io->run)) return 0;
     if (R == 0) return 1;
@@ -444,7 +497,8 @@ int vit_block(VitPool *pool, const VitBlock *b, const VitConfig *c, const VitBlo
                                       : io->hpre ? VIT_EPI_GELU_TO
                                                  : VIT_EPI_GELU,
                           .x = io->hid,
-                          .gemm_only = g});
+                          .gemm_only = g,
+                          .act = c->mlp_act});
     if (!io->hid) return 1;
     linear(pool, (Linear){.out = io->tmp,
                           .ld_out = D,

@@ -19,6 +19,7 @@
 #include "internal.h"
 
 #include <cblas.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -325,6 +326,8 @@ static void forward_pass(VitRun *run, const Vit *vit, int gemm_only) {
             for (int i = 0; i < C; i++) run->logits[i] = (run->logits[i] + run->logits_dist[i]) / 2;
     }
     if (!gemm_only) {
+        if (c->head_tanh) /* a notebook's Sequential(Linear, Tanh) */
+            for (int i = 0; i < C; i++) run->logits[i] = tanhf(run->logits[i]);
         memcpy(run->probs, run->logits, (size_t)C * sizeof(float));
         vit_softmax_rows(run->probs, 1, C);
     }

@@ -8,7 +8,7 @@ int main(void) {
     VitRun run = {0};
     VitImage img = {0};
     VitError err = {VIT_OK, ""};
-    VitLoadOptions opt = {0, NULL, 0, 0, 0};
+    VitLoadOptions opt = {0, NULL, 0, 0, 0, NULL};
     VitFusion fusion = VIT_FUSE_MIN;
     VitBlock block = {0};
     (void)opt;

@@ -23,6 +23,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <zip.h>
 
 #define KEYS(...) ((const char *const[]){__VA_ARGS__, NULL})
 
@@ -1038,6 +1039,203 @@ static void case_png_rgba(Ctx *c) {
     png_works(c, "rgba.png", 2, 1, 8, 6, s, want);
 }
 
+/* --- the cases: PyTorch checkpoints ---------------------------------------- */
+
+/* A protocol-2 pickle, written byte by byte as torch.save would (nothing here is ever
+ * unpickled by Python). */
+typedef struct {
+    uint8_t b[1024];
+    size_t n;
+} Pk;
+
+static void pk_raw(Pk *p, const void *s, size_t n) {
+    if (p->n + n <= sizeof p->b) memcpy(p->b + p->n, s, n);
+    p->n += n;
+}
+static void pk_str(Pk *p, const char *s) {
+    pk_raw(p, s, strlen(s));
+}
+static void pk_unicode(Pk *p, const char *s) { /* BINUNICODE */
+    uint32_t n = (uint32_t)strlen(s);
+    uint8_t h[5] = {'X', (uint8_t)n, (uint8_t)(n >> 8), (uint8_t)(n >> 16), (uint8_t)(n >> 24)};
+    pk_raw(p, h, 5);
+    pk_raw(p, s, n);
+}
+static void pk_int(Pk *p, int32_t v) { /* BININT */
+    uint32_t u = (uint32_t)v;
+    uint8_t h[5] = {'J', (uint8_t)u, (uint8_t)(u >> 8), (uint8_t)(u >> 16), (uint8_t)(u >> 24)};
+    pk_raw(p, h, 5);
+}
+static void pk_ints(Pk *p, int n, const int32_t *v) { /* a tuple */
+    pk_str(p, "(");
+    for (int i = 0; i < n; i++) pk_int(p, v[i]);
+    pk_str(p, "t");
+}
+
+/* {name: tensor} as torch.save writes a state dict of one tensor: shape [n0, n1] with the
+ * given strides, at `offset` elements in storage `key` of `numel` elements of `stype`
+ * (torch.FloatStorage, ...). */
+static void pk_state_dict(Pk *p, const char *name, const char *stype, int32_t numel, int32_t offset,
+                          const int32_t shape[2], const int32_t stride[2]) {
+    pk_str(p, "\x80\x02}(");
+    pk_unicode(p, name);
+    pk_str(p, "ctorch._utils\n_rebuild_tensor_v2\n((");
+    pk_unicode(p, "storage");
+    pk_str(p, "ctorch\n");
+    pk_str(p, stype);
+    pk_str(p, "\n");
+    pk_unicode(p, "0");
+    pk_unicode(p, "cpu");
+    pk_int(p, numel);
+    pk_str(p, "tQ");
+    pk_int(p, offset);
+    pk_ints(p, 2, shape);
+    pk_ints(p, 2, stride);
+    pk_str(p, "\x89"
+              "ccollections\nOrderedDict\n)RtRu.");
+}
+
+/* A torch.save zip: archive/data.pkl, archive/data/0 (bytes [n_data]), archive/version;
+ * deflated or stored. */
+static void write_pth(const char *path, const Pk *pkl, const void *data, size_t n_data,
+                      int deflate) {
+    int zerr = 0;
+    zip_t *za = zip_open(path, ZIP_CREATE | ZIP_TRUNCATE, &zerr);
+    if (!za) {
+        check(0, "%s: cannot create the zip (libzip error %d)", path, zerr);
+        return;
+    }
+    const char *names[3] = {"archive/data.pkl", "archive/data/0", "archive/version"};
+    const void *bufs[3] = {pkl->b, data, "3\n"};
+    size_t lens[3] = {pkl->n, n_data, 2};
+    for (int i = 0; i < 3; i++) {
+        zip_source_t *src = zip_source_buffer(za, bufs[i], lens[i], 0);
+        zip_int64_t idx = src ? zip_file_add(za, names[i], src, ZIP_FL_ENC_UTF_8) : -1;
+        if (idx < 0 || zip_set_file_compression(za, (zip_uint64_t)idx,
+                                                deflate ? ZIP_CM_DEFLATE : ZIP_CM_STORE, 9))
+            check(0, "%s: cannot add %s", path, names[i]);
+    }
+    if (zip_close(za) != 0) check(0, "%s: cannot write the zip", path);
+}
+
+/* model.pth holding data.pkl = pk and one storage of n_data bytes; loaded, refused. */
+static void pth_expect(Ctx *c, const Pk *pk, size_t n_data, int deflate, VitStatus want,
+                       const char *const *keys) {
+    char path[1100];
+    in_dir(c, path, sizeof path, "model.pth");
+    void *data = calloc(n_data ? n_data : 1, 1);
+    write_pth(path, pk, data, n_data, deflate);
+    free(data);
+    load_expect(c, path, want, keys);
+}
+
+/* os.system or builtins.eval called by REDUCE on a command that would create a file:
+ * refused by name, and the file is not there. */
+static void pth_code_expect(Ctx *c, const char *global, const char *const *keys) {
+    char marker[1100], cmd[1200];
+    in_dir(c, marker, sizeof marker, "pwned");
+    remove(marker);
+    snprintf(cmd, sizeof cmd, "touch %s", marker);
+    Pk pk = {0};
+    pk_str(&pk, "\x80\x02}(");
+    pk_unicode(&pk, "cls_token");
+    pk_str(&pk, global);
+    pk_unicode(&pk, cmd);
+    pk_str(&pk, "\x85Ru.");
+    pth_expect(c, &pk, 16, 0, VIT_ERR_FORMAT, keys);
+    check(access(marker, F_OK) != 0, "%s: the command in the checkpoint ran", c->def->input);
+}
+
+static void case_pth_os_system(Ctx *c) {
+    pth_code_expect(c, "cos\nsystem\n", KEYS("'os.system'", "nothing was run"));
+}
+
+static void case_pth_builtins_eval(Ctx *c) {
+    pth_code_expect(c, "cbuiltins\neval\n", KEYS("'builtins.eval'", "nothing was run"));
+}
+
+static void case_pth_whole_model(Ctx *c) {
+    Pk pk = {0};
+    pk_str(&pk, "\x80\x02"
+                "c__main__\nViT\n)\x81}b.");
+    pth_expect(c, &pk, 16, 0, VIT_ERR_FORMAT,
+               KEYS("'__main__.ViT'", "whole pickled model", "model.state_dict()"));
+}
+
+static void case_pth_legacy(Ctx *c) {
+    static const uint8_t legacy[] = {0x80, 0x02, 0x8a, 0x0a, 0x6c, 0xfc, 0x9c, 0x46,
+                                     0xf9, 0x20, 0x6a, 0xa8, 0x50, 0x19, 0x2e};
+    char path[1100];
+    in_dir(c, path, sizeof path, "old.pth");
+    write_bytes(path, legacy, sizeof legacy);
+    load_expect(c, path, VIT_ERR_FORMAT, KEYS("legacy format", "torch.save"));
+}
+
+static void case_pth_storage_short(Ctx *c) {
+    Pk pk = {0};
+    pk_state_dict(&pk, "cls_token", "FloatStorage", 1000, 0, (int32_t[2]){10, 100},
+                  (int32_t[2]){100, 1});
+    pth_expect(c, &pk, 40, 0, VIT_ERR_FORMAT,
+               KEYS("'archive/data/0' holds 40 bytes", "the pickle says 4000"));
+}
+
+static void case_pth_offset_past_end(Ctx *c) {
+    Pk pk = {0};
+    pk_state_dict(&pk, "cls_token", "FloatStorage", 10, 8, (int32_t[2]){2, 2}, (int32_t[2]){2, 1});
+    pth_expect(c, &pk, 40, 0, VIT_ERR_FORMAT,
+               KEYS("tensor 'cls_token'", "[8, 12)", "past the end of its storage", "10 elements"));
+}
+
+static void case_pth_not_contiguous(Ctx *c) {
+    Pk pk = {0};
+    pk_state_dict(&pk, "cls_token", "FloatStorage", 4, 0, (int32_t[2]){2, 2}, (int32_t[2]){1, 2});
+    pth_expect(c, &pk, 16, 0, VIT_ERR_FORMAT, KEYS("tensor 'cls_token'", "not contiguous"));
+}
+
+static void case_pth_zip_bomb(Ctx *c) {
+    Pk pk = {0}; /* 20 M floats: 80 MiB of zeros, deflated to ~80 KB */
+    pk_state_dict(&pk, "cls_token", "FloatStorage", 20 << 20, 0, (int32_t[2]){1, 20 << 20},
+                  (int32_t[2]){20 << 20, 1});
+    pth_expect(c, &pk, (size_t)80 << 20, 1, VIT_ERR_FORMAT,
+               KEYS("declares 83886080 bytes of storages", "zip bomb"));
+}
+
+static void case_pth_wrong_dtype(Ctx *c) {
+    Pk pk = {0};
+    pk_state_dict(&pk, "cls_token", "LongStorage", 4, 0, (int32_t[2]){1, 4}, (int32_t[2]){4, 1});
+    pth_expect(c, &pk, 32, 0, VIT_ERR_FORMAT, KEYS("tensor 'cls_token'", "dtype I64"));
+}
+
+static void case_pth_unknown_storage(Ctx *c) {
+    Pk pk = {0};
+    pk_state_dict(&pk, "cls_token", "ComplexFloatStorage", 4, 0, (int32_t[2]){1, 4},
+                  (int32_t[2]){4, 1});
+    pth_expect(c, &pk, 32, 0, VIT_ERR_FORMAT, KEYS("'torch.ComplexFloatStorage'"));
+}
+
+static void case_pth_truncated(Ctx *c) {
+    Pk pk = {0};
+    pk_state_dict(&pk, "cls_token", "FloatStorage", 64, 0, (int32_t[2]){1, 64},
+                  (int32_t[2]){64, 1});
+    char path[1100];
+    in_dir(c, path, sizeof path, "cut.pth");
+    float data[64] = {0};
+    write_pth(path, &pk, data, sizeof data, 0);
+    size_t n;
+    uint8_t *b = read_bytes(path, &n);
+    if (!check(b != NULL, "%s: cannot read back", path)) return;
+    write_bytes(path, b, n / 2);
+    free(b);
+    load_expect(c, path, VIT_ERR_FORMAT, KEYS("cut.pth", "not a readable zip"));
+}
+
+static void case_pth_no_layout(Ctx *c) {
+    Pk pk = {0};
+    pk_state_dict(&pk, "my_token", "FloatStorage", 4, 0, (int32_t[2]){1, 4}, (int32_t[2]){4, 1});
+    pth_expect(c, &pk, 16, 0, VIT_ERR_SHAPE,
+               KEYS("tensor 'cls_token' is missing", "my_token [1, 4]", "--layout FILE"));
+}
+
 /* --- the table ------------------------------------------------------------- */
 
 /* One line per case; CMake reads the names from the lines that start with CASE. */
@@ -1072,6 +1270,18 @@ static const Case cases[] = {
     CASE(tensor_missing, "a required tensor missing", NULL),
     CASE(activations_huge, "256 KB of weights declaring 65537 tokens (16 GiB of attention)",
          NULL),
+    CASE(pth_os_system, "checkpoint: a `GLOBAL os system` called by REDUCE on a shell command", NULL),
+    CASE(pth_builtins_eval, "checkpoint: a `GLOBAL builtins eval` called by REDUCE", NULL),
+    CASE(pth_whole_model, "checkpoint: a whole pickled model (`torch.save(model)`)", NULL),
+    CASE(pth_legacy, "checkpoint: PyTorch's legacy format (before 1.6)", NULL),
+    CASE(pth_storage_short, "checkpoint: a storage of 1000 floats whose entry holds 40 bytes", NULL),
+    CASE(pth_offset_past_end, "checkpoint: a tensor at offset 8 of a 10-element storage, 4 elements", NULL),
+    CASE(pth_not_contiguous, "checkpoint: a transposed (non-contiguous) tensor", NULL),
+    CASE(pth_zip_bomb, "checkpoint: a deflated storage of 80 MiB of zeros in an 80 KB file", NULL),
+    CASE(pth_wrong_dtype, "checkpoint: the CLS token as int64 (LongStorage)", NULL),
+    CASE(pth_unknown_storage, "checkpoint: a storage type vitlens does not read (complex)", NULL),
+    CASE(pth_truncated, "checkpoint: a .pth cut in half", NULL),
+    CASE(pth_no_layout, "checkpoint: names no layout matches", NULL),
     CASE(config_heads_string, "config.json: `\"num_heads\": \"four\"`", NULL),
     CASE(config_mean_two, "config.json: `mean` with 2 entries", NULL),
     CASE(config_eps_underflow, "config.json: `layer_norm_eps` 1e-90, 0 as a float", NULL),

@@ -3,18 +3,19 @@
 # SECONDS (default 600), at the lowest CPU priority, from the seeds, regress/ and
 # what earlier campaigns kept. Needs the fuzz build (scripts/test.sh --fuzz, or
 # cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DVITLENS_FUZZ=ON).
-# Usage: tests/fuzz/campaign.sh [SECONDS] [TARGET...]   (targets: safetensors config image)
+# Usage: tests/fuzz/campaign.sh [SECONDS] [TARGET...]   (targets: safetensors config image pth pickle)
 # Writes build-fuzz/campaign/<target>/ (the corpus, kept between runs), <target>.log and
 # artifacts/<target>-crash-* (an input that crashed: add it to tests/fuzz/regress/<target>/
 # once fixed). Prints one summary line per target; exits 1 if any target found something.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 secs=${1:-600}; shift || true
-targets=("$@"); [ ${#targets[@]} -gt 0 ] || targets=(safetensors config image)
+targets=("$@"); [ ${#targets[@]} -gt 0 ] || targets=(safetensors config image pth pickle)
 bin=build-fuzz/tests/fuzz
 out=build-fuzz/campaign
 mkdir -p "$out/artifacts"
 [ -d "$bin/seeds" ] || "$bin/fuzz_seeds" "$bin/seeds" >/dev/null
+[ -d "$bin/seeds/pth" ] || /usr/bin/python3 tests/fuzz/pth_seeds.py "$bin/seeds" >/dev/null
 export OPENBLAS_NUM_THREADS=1
 # leaks that are a library's own (lsan.supp: which and why), so that a campaign goes on past them
 export LSAN_OPTIONS=suppressions=$PWD/tests/fuzz/lsan.supp:print_suppressions=0

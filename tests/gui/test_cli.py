@@ -414,6 +414,52 @@ def malformed_checks(app, default, out):
           f"a PNG declaring 100000x100000 px: exit {r.returncode}, {r.stderr.strip()}")
 
 
+def pth_checks(app, default, out):
+    """PyTorch checkpoints through the binary: the built-in model saved by torch.save (a
+    state dict under {"model": ...} with DataParallel's "module.") gives --top's lines of
+    the .safetensors exactly; a checkpoint whose pickle calls os.system is refused with
+    the engine's message and the command does not run; --model torchvision:NAME without
+    the file in torch hub's cache says where it looked."""
+    import torch
+    d = os.path.join(out, "pth")
+    os.makedirs(d, exist_ok=True)
+    demo = os.path.join(default, "demo", sorted(os.listdir(os.path.join(default, "demo")))[0])
+    with open(os.path.join(default, "model.safetensors"), "rb") as f:
+        data = f.read()
+    n = struct.unpack("<Q", data[:8])[0]
+    sd = {}
+    for k, e in json.loads(data[8:8 + n]).items():
+        if k != "__metadata__":
+            a, b = e["data_offsets"]
+            sd["module." + k] = torch.from_numpy(
+                np.frombuffer(data[8 + n + a:8 + n + b], np.float32).reshape(e["shape"]).copy())
+    torch.save({"model": sd, "epoch": 9}, os.path.join(d, "builtin.pth"))
+    shutil.copy(os.path.join(default, "config.json"), d)
+    want = vitlens(app, "--model", os.path.join(default, "model.safetensors"), "--top", "6", demo)
+    got = vitlens(app, "--model", os.path.join(d, "builtin.pth"), "--top", "6", demo)
+    check(got.returncode == 0 and got.stdout == want.stdout and want.stdout,
+          f"the built-in model as .pth: --top as the .safetensors ({got.stderr.strip()})")
+
+    marker = os.path.join(d, "pwned")
+    cmd = f"touch {marker}".encode()
+    pkl = (b"\x80\x02}(X\x09\x00\x00\x00cls_tokencos\nsystem\nX" + struct.pack("<I", len(cmd)) +
+           cmd + b"\x85Ru.")
+    import zipfile
+    evil = os.path.join(d, "evil.pth")
+    with zipfile.ZipFile(evil, "w") as z:
+        z.writestr("evil/data.pkl", pkl)
+        z.writestr("evil/version", "3\n")
+    r = vitlens(app, "--model", evil, "--top", "1", demo)
+    check(r.returncode == 1 and "evil.pth: data.pkl names the global 'os.system'" in r.stderr
+          and not os.path.exists(marker),
+          f"a checkpoint calling os.system: exit {r.returncode}, {r.stderr.strip()}, "
+          f"command ran: {os.path.exists(marker)}")
+    r = vitlens(app, "--model", "torchvision:vit_b_99", "--top", "1", demo,
+                env={"TORCH_HOME": d})
+    check(r.returncode != 0 and f"no vit_b_99-*.pth in {d}/hub/checkpoints" in r.stderr,
+          f"torchvision:vit_b_99 not cached: exit {r.returncode}, {r.stderr.strip()}")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--app", required=True)
@@ -430,6 +476,7 @@ def main():
         default_checks(a.app, default, a.assets or "")
         models_settings_checks(a.app, default, a.out, a.assets or "")
         malformed_checks(a.app, default, a.out)
+        pth_checks(a.app, default, a.out)
         npy_checks(a.app, a.dump, default, a.out)
     mdir = os.path.join(a.shared, "models", "deit-tiny")
     model = os.path.join(mdir, "deit_tiny_patch16_224.safetensors")

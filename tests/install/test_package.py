@@ -43,7 +43,7 @@ SONAME_PACKAGES = {
     "libSDL2-2.0.so.0": "libsdl2-2.0-0", "libSDL2_ttf-2.0.so.0": "libsdl2-ttf-2.0-0",
     "libepoxy.so.0": "libepoxy0", "libfontconfig.so.1": "libfontconfig1",
     "libopenblas.so.0": "libopenblas0", "liblapacke.so.3": "liblapacke",
-    "libcjson.so.1": "libcjson1", "libjpeg.so.62": "libjpeg62-turbo", "libwebp.so.7": "libwebp7",
+    "libcjson.so.1": "libcjson1", "libzip.so.4": "libzip4", "libjpeg.so.62": "libjpeg62-turbo", "libwebp.so.7": "libwebp7",
     "libwebpdemux.so.2": "libwebpdemux2", "libtiff.so.6": "libtiff6", "libheif.so.1": "libheif1",
     "libexif.so.12": "libexif12", "libX11.so.6": "libx11-6"}
 RUNTIME_PACKAGES = ["libgl1", "libgl1-mesa-dri", "fonts-dejavu-core"]

@@ -33,7 +33,7 @@ class Checks:
 
 def expected_files(source):
     """Paths relative to the install prefix that `cmake --install` must write, and only
-    them: the app, its shaders and built-in model, the desktop integration."""
+    them: the app, its shaders, built-in model and layouts, the desktop integration."""
     files = {"bin/vitlens", f"share/applications/{APP_ID}.desktop",
              f"share/metainfo/{APP_ID}.metainfo.xml",
              f"share/icons/hicolor/scalable/apps/{APP_ID}.svg",
@@ -45,6 +45,8 @@ def expected_files(source):
               for f in ("model.safetensors", "config.json", "README.md", "lesson.txt")}
     files |= {f"share/vitlens/assets/default/demo/{f}"
               for f in os.listdir(os.path.join(source, "assets/default/demo"))}
+    files |= {f"share/vitlens/layouts/{f}"
+              for f in os.listdir(os.path.join(source, "assets/layouts")) if f.endswith(".json")}
     return files
 
 

@@ -1,7 +1,7 @@
 /* vit_dump.c - run the engine once and write what it computed as .npy files,
  * for test_parity.py to compare with a PyTorch reference.
  *
- *   vit_dump --model M.safetensors [--heads N] [--config config.json]
+ *   vit_dump --model M.safetensors|M.pth [--heads N] [--config config.json] [--layout L.json]
  *            [--size HxW] [--whole] [--att keep|recompute] [--threads K]
  *            [--class C [--discard R]] [--tokens] [--ignore-orientation]
  *            (--image PHOTO | --input RAW) --out DIR
@@ -172,13 +172,15 @@ static int write_config(const char *dir, const VitRun *run, const Vit *vit, int 
             "\"n_heads\": %d, \"head_dim\": %d, \"mlp_dim\": %d, \"n_layers\": %d, "
             "\"n_classes\": %d, \"ln_eps\": %.9g, \"crop_mode\": %d, \"crop_pct\": %.9g,\n"
             " \"mean\": [%.9g, %.9g, %.9g], \"std\": [%.9g, %.9g, %.9g],\n"
+            " \"layout\": \"%s\", \"att_scale\": %.9g, \"head_tanh\": %d,\n"
             " \"crop\": [%d, %d, %d, %d], \"top5\": [",
             c->name, c->naming == VIT_NAMES_HF ? "hf" : "timm", c->image_h, c->image_w,
             c->patch_size, c->grid_h, c->grid_w, c->n_patches, c->n_prefix, c->has_dist_token,
             c->n_registers, c->n_tokens, c->pos_grid_h, c->pos_grid_w, vit->w.pos_prefix, c->dim,
             c->n_heads, c->head_dim, c->mlp_dim, c->n_layers, c->n_classes, c->ln_eps,
             (int)c->crop_mode, c->crop_pct, c->mean[0], c->mean[1], c->mean[2], c->std[0],
-            c->std[1], c->std[2], run->crop_x, run->crop_y, run->crop_w, run->crop_h);
+            c->std[1], c->std[2], c->layout, c->att_scale, c->head_tanh, run->crop_x, run->crop_y,
+            run->crop_w, run->crop_h);
     int top[5], k = c->n_classes < 5 ? c->n_classes : 5;
     if (k) vit_top_k(top, run->probs, c->n_classes, k);
     for (int i = 0; i < k; i++) fprintf(f, "%s%d", i ? ", " : "", top[i]);
@@ -360,7 +362,8 @@ static int parse_set(uint8_t *flags, const char *v, int pairs, int n_a, int n_b)
 /* --- main ------------------------------------------------------------------ */
 
 int main(int argc, char **argv) {
-    const char *model = NULL, *config = NULL, *image = NULL, *raw = NULL, *out = NULL;
+    const char *model = NULL, *config = NULL, *image = NULL, *raw = NULL, *out = NULL,
+               *layout = NULL;
     int heads = 0, size_h = 0, size_w = 0, whole = 0, target = -2, lesson[4] = {-1, -1, -1, -1};
     float discard = 0.0f;
     VitRunOptions ropt = {0};
@@ -387,6 +390,8 @@ int main(int argc, char **argv) {
             model = v;
         else if (!strcmp(a, "--config"))
             config = v;
+        else if (!strcmp(a, "--layout"))
+            layout = v;
         else if (!strcmp(a, "--image"))
             image = v;
         else if (!strcmp(a, "--input"))
@@ -456,7 +461,8 @@ int main(int argc, char **argv) {
                           .config_path = config,
                           .image_h = size_h,
                           .image_w = size_w,
-                          .whole_image = whole};
+                          .whole_image = whole,
+                          .layout_path = layout};
     if (vit_load(&vit, model, &opt, &err) || vit_run_init_with(&run, &vit, &ropt, &err))
         goto engine_fail;
     const VitConfig *c = &vit.cfg;

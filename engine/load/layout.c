@@ -1,0 +1,622 @@
+/* layout.c - layouts as data (engine/load/): a JSON file maps each role of a ViT (patch
+ * embedding, CLS token, position embedding, each block's norms, attention, output
+ * projection, MLP, the final norm, the head) to the tensor names of a checkpoint, and
+ * gives the switches the name alone cannot (attention scale, LayerNorm eps, activation
+ * after the head, how a linear patch embedding flattens a patch, preprocessing).
+ * vit_load applies a layout before it reads the architecture: the checkpoint's tensors are
+ * converted, once, into timm's names and layout, so that the forward pass stays one code
+ * path. What a layout converts:
+ *   - the CLS token [D] or [1, D], the position embedding [T, D]: to [1, 1, D], [1, T, D];
+ *   - a linear patch embedding [D, 3*P*P] on flattened patches: permuted into the
+ *     convolution's [D, 3, P, P] (flatten "c p1 p2": torch's unfold / a conv's own order,
+ *     the identity; "p1 p2 c": einops' rearrange('b c (h p1) (w p2) -> b (h w) (p1 p2 c)'));
+ *   - attention as separate query/key/value (Hugging Face), per-head lists ("{h}": the
+ *     notebooks' ModuleList of heads, concatenated head by head) or nn.MultiheadAttention's
+ *     in_proj_weight [3D, D] (already timm's fused qkv rows): to timm's fused qkv;
+ *   - every tensor to F32.
+ * Layouts shipped in assets/layouts/ are compiled in (layouts.c, made by CMake) and tried
+ * in turn when the names are neither timm's nor Hugging Face's; a user's own is given with
+ * VitLoadOptions.layout_path (--layout FILE). The format: docs/your-own-vit.md. */
+#include "loader.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The shipped layouts (layouts.c, generated from assets/layouts/ *.json). */
+extern const char *const vit_layouts[];
+extern const char *const vit_layout_files[];
+extern const int vit_n_layouts;
+
+#define LAYOUT_MAX_HEADS 1024
+
+/* The roles, in timm's names ({l}: the block). Required ones must match. The attention's
+ * q/k/v are not timm names: they become blocks.{l}.attn.qkv. */
+static const struct {
+    const char *role;
+    int required;
+} roles[] = {
+    {"cls_token", 1},
+    {"pos_embed", 1},
+    {"patch_embed.proj.weight", 1},
+    {"patch_embed.proj.bias", 0},
+    {"blocks.{l}.norm1.weight", 1},
+    {"blocks.{l}.norm1.bias", 1},
+    {"blocks.{l}.attn.qkv.weight", 0}, /* fused, or in_proj_weight */
+    {"blocks.{l}.attn.qkv.bias", 0},
+    {"blocks.{l}.attn.q.weight", 0}, /* separate or per-head ({h}) */
+    {"blocks.{l}.attn.k.weight", 0},
+    {"blocks.{l}.attn.v.weight", 0},
+    {"blocks.{l}.attn.q.bias", 0},
+    {"blocks.{l}.attn.k.bias", 0},
+    {"blocks.{l}.attn.v.bias", 0},
+    {"blocks.{l}.attn.proj.weight", 1},
+    {"blocks.{l}.attn.proj.bias", 0},
+    {"blocks.{l}.norm2.weight", 1},
+    {"blocks.{l}.norm2.bias", 1},
+    {"blocks.{l}.mlp.fc1.weight", 1},
+    {"blocks.{l}.mlp.fc1.bias", 1},
+    {"blocks.{l}.mlp.fc2.weight", 1},
+    {"blocks.{l}.mlp.fc2.bias", 1},
+    {"norm.weight", 1},
+    {"norm.bias", 1},
+    {"head.weight", 0},
+    {"head.bias", 0},
+};
+#define N_ROLES ((int)(sizeof roles / sizeof *roles))
+
+/* --- names ------------------------------------------------------------------- */
+
+/* pattern with {l} and {h} replaced; 0 when it does not fit. */
+static int expand(char *out, size_t n, const char *pat, int l, int h) {
+    size_t k = 0;
+    for (const char *s = pat; *s; s++) {
+        int v = -1;
+        if (!strncmp(s, "{l}", 3)) v = l;
+        if (!strncmp(s, "{h}", 3)) v = h;
+        if (v >= 0) {
+            int w = snprintf(out + k, n - k, "%d", v);
+            if (w < 0 || (size_t)w >= n - k) return 0;
+            k += (size_t)w, s += 2;
+        } else {
+            if (k + 1 >= n) return 0;
+            out[k++] = *s;
+        }
+    }
+    out[k] = 0;
+    return 1;
+}
+
+static const char *role_pattern(const cJSON *tensors, const char *role) {
+    const cJSON *j = cJSON_GetObjectItemCaseSensitive(tensors, role);
+    return cJSON_IsString(j) ? j->valuestring : NULL;
+}
+
+static const StTensor *find_at(const StFile *st, const char *pat, int l, int h) {
+    char nm[256];
+    return expand(nm, sizeof nm, pat, l, h) ? st_find(st, nm) : NULL;
+}
+
+/* --- the layout's switches ---------------------------------------------------------- */
+
+typedef struct {
+    const cJSON *root, *tensors;
+    const char *name;
+    const char *file; /* for messages: the user's file, or "assets/layouts/x.json" */
+} Layout;
+
+static VitStatus layout_parse(Layout *lay, cJSON *root, const char *file, VitError *err) {
+    lay->root = root, lay->file = file;
+    const cJSON *nm = cJSON_GetObjectItemCaseSensitive(root, "name");
+    lay->tensors = cJSON_GetObjectItemCaseSensitive(root, "tensors");
+    if (!cJSON_IsObject(root) || !cJSON_IsString(nm) || !cJSON_IsObject(lay->tensors))
+        return vit_set_error(err, VIT_ERR_FORMAT,
+                             "%s: a layout needs \"name\" (a string) and \"tensors\" (an object "
+                             "of role: tensor name)",
+                             file);
+    lay->name = nm->valuestring;
+    for (const cJSON *t = lay->tensors->child; t; t = t->next) {
+        int known = 0;
+        for (int r = 0; r < N_ROLES && !known; r++) known = !strcmp(t->string, roles[r].role);
+        if (!known || !cJSON_IsString(t))
+            return vit_set_error(err, VIT_ERR_FORMAT, "%s: \"tensors\": '%s' is %s", file,
+                                 t->string,
+                                 known ? "not a string" : "not a role (see docs/your-own-vit.md)");
+    }
+    return VIT_OK;
+}
+
+static const char *layout_str(const Layout *lay, const char *k, const char *dflt) {
+    const cJSON *j = cJSON_GetObjectItemCaseSensitive(lay->root, k);
+    return cJSON_IsString(j) ? j->valuestring : dflt;
+}
+
+/* Does the checkpoint hold the layout's block-0 norm1 and its CLS token? */
+static int layout_matches(const Layout *lay, const StFile *st) {
+    const char *detect = layout_str(lay, "detect", NULL);
+    if (detect) return st_find(st, detect) != NULL;
+    const char *a = role_pattern(lay->tensors, "cls_token");
+    const char *b = role_pattern(lay->tensors, "blocks.{l}.norm1.weight");
+    return a && b && find_at(st, a, 0, 0) && find_at(st, b, 0, 0);
+}
+
+/* --- building the timm table ----------------------------------------------------------- */
+
+typedef struct {
+    StFile out;
+    float *buf;
+    size_t used, cap; /* floats */
+    const char *fname;
+    VitError *err;
+} Build;
+
+static float *reserve(Build *b, size_t n) {
+    size_t at = (b->used + 15) & ~(size_t)15; /* 64-byte aligned */
+    if (at + n > b->cap || at + n < at) return NULL;
+    b->used = at + n;
+    return b->buf + at;
+}
+
+static void to_f32(float *dst, const StTensor *t) {
+    const uint8_t *src = t->data;
+    for (size_t i = 0; i < t->n_elems; i++) {
+        if (t->dtype == ST_F32) {
+            memcpy(&dst[i], src + 4 * i, 4);
+        } else if (t->dtype == ST_BF16) {
+            uint32_t bits = (uint32_t)(src[2 * i] | (src[2 * i + 1] << 8)) << 16;
+            memcpy(&dst[i], &bits, 4);
+        } else {
+            dst[i] = ld_half_to_float((uint16_t)(src[2 * i] | (src[2 * i + 1] << 8)));
+        }
+    }
+}
+
+/* A new tensor `name` [ndim: shape] in the output table: its F32 data to fill, in the
+ * build's buffer; or, `in_place` given, those F32 bytes as they are. */
+static float *add_tensor(Build *b, const char *name, int ndim, const int64_t *shape,
+                         const uint8_t *in_place) {
+    size_t n = 1;
+    for (int i = 0; i < ndim; i++) n *= (size_t)shape[i];
+    float *d = in_place ? (float *)(uintptr_t)in_place : reserve(b, n);
+    StTensor *t = &b->out.tensors[b->out.n];
+    if (!d || !(t->name = strdup(name))) {
+        vit_set_error(b->err, VIT_ERR_NOMEM, "%s: out of memory converting '%s'", b->fname, name);
+        return NULL;
+    }
+    b->out.n++;
+    t->dtype = ST_F32, t->elem_bytes = 4;
+    snprintf(t->dtype_name, sizeof t->dtype_name, "F32");
+    t->ndim = ndim;
+    memcpy(t->shape, shape, (size_t)ndim * sizeof *shape);
+    t->n_elems = n;
+    t->data = (const uint8_t *)d;
+    t->begin = in_place ? 0 : (size_t)((const uint8_t *)d - (const uint8_t *)b->buf);
+    t->end = t->begin + 4 * n;
+    return d;
+}
+
+static int usable(Build *b, const StTensor *t) {
+    if (t->dtype != ST_OTHER) return 1;
+    vit_set_error(b->err, VIT_ERR_FORMAT, "%s: tensor '%s': dtype %s, expected F32, F16 or BF16",
+                  b->fname, t->name, t->dtype_name);
+    return 0;
+}
+
+/* Copy tensor t as `name`, with its shape, or reshaped to [1, ..., rest] (`lead` leading
+ * ones added until ndim dims). */
+static int copy_as(Build *b, const char *name, const StTensor *t, int ndim) {
+    if (!usable(b, t)) return 0;
+    int64_t sh[ST_MAX_DIMS];
+    int nd = t->ndim;
+    if (ndim && nd > ndim) { /* drop leading 1s */
+        int k = 0;
+        while (nd - k > ndim && t->shape[k] == 1) k++;
+        if (nd - k != ndim) goto bad;
+        memcpy(sh, t->shape + k, (size_t)(nd - k) * sizeof *sh);
+        nd -= k;
+    } else {
+        memcpy(sh, t->shape, (size_t)nd * sizeof *sh);
+    }
+    if (ndim && nd < ndim) {
+        memmove(sh + (ndim - nd), sh, (size_t)nd * sizeof *sh);
+        for (int i = 0; i < ndim - nd; i++) sh[i] = 1;
+        nd = ndim;
+    }
+    if (t->dtype == ST_F32 && (uintptr_t)t->data % sizeof(float) == 0) {
+        /* F32 in place: renamed and reshaped, not copied (the checkpoint's data stays) */
+        float *d = add_tensor(b, name, nd, sh, t->data);
+        return d != NULL;
+    }
+    float *d = add_tensor(b, name, nd, sh, NULL);
+    if (!d) return 0;
+    to_f32(d, t);
+    return 1;
+bad:
+    vit_set_error(b->err, VIT_ERR_SHAPE, "%s: tensor '%s' has %d dims, expected %d for %s",
+                  b->fname, t->name, t->ndim, ndim, name);
+    return 0;
+}
+
+/* The attention's q, k, v of block l: fused / in_proj as is; separate or per-head lists
+ * concatenated into timm's qkv [3D, D] (bias [3D] when all three have one). */
+static int build_qkv(Build *b, const StFile *st, const cJSON *tensors, int l, int *n_heads) {
+    char nm[96];
+    const char *fw = role_pattern(tensors, "blocks.{l}.attn.qkv.weight");
+    if (fw) {
+        const StTensor *w = find_at(st, fw, l, 0), *bb;
+        const char *fb = role_pattern(tensors, "blocks.{l}.attn.qkv.bias");
+        if (!w) return -1;
+        snprintf(nm, sizeof nm, "blocks.%d.attn.qkv.weight", l);
+        if (!copy_as(b, nm, w, 2)) return 0;
+        if (fb && (bb = find_at(st, fb, l, 0))) {
+            snprintf(nm, sizeof nm, "blocks.%d.attn.qkv.bias", l);
+            if (!copy_as(b, nm, bb, 1)) return 0;
+        }
+        return 1;
+    }
+    static const char *const wr[3] = {"blocks.{l}.attn.q.weight", "blocks.{l}.attn.k.weight",
+                                      "blocks.{l}.attn.v.weight"};
+    static const char *const br[3] = {"blocks.{l}.attn.q.bias", "blocks.{l}.attn.k.bias",
+                                      "blocks.{l}.attn.v.bias"};
+    const StTensor *parts[2][3][LAYOUT_MAX_HEADS];
+    int nh[2][3] = {{0}}, have_b = 0;
+    int64_t rows[2][3] = {{0}}, in = -1;
+    for (int wb = 0; wb < 2; wb++)
+        for (int j = 0; j < 3; j++) {
+            const char *pat = role_pattern(tensors, wb ? br[j] : wr[j]);
+            if (!pat) {
+                if (!wb) return -1;
+                continue;
+            }
+            int per_head = strstr(pat, "{h}") != NULL;
+            for (int h = 0; h < (per_head ? LAYOUT_MAX_HEADS : 1); h++) {
+                const StTensor *t = find_at(st, pat, l, h);
+                if (!t) break;
+                if (!usable(b, t)) return 0;
+                if (t->ndim != (wb ? 1 : 2) || (!wb && in >= 0 && t->shape[1] != in)) {
+                    vit_set_error(b->err, VIT_ERR_SHAPE,
+                                  "%s: tensor '%s' is not a %s of the attention's input", b->fname,
+                                  t->name, wb ? "bias [Dh]" : "Linear weight [Dh, D]");
+                    return 0;
+                }
+                if (!wb) in = t->shape[1];
+                parts[wb][j][nh[wb][j]++] = t;
+                rows[wb][j] += t->shape[0];
+            }
+            if (!nh[wb][j] && !wb) return -1;
+            have_b += wb && nh[wb][j];
+        }
+    if (nh[0][0] != nh[0][1] || nh[0][0] != nh[0][2] || (have_b && have_b != 3) ||
+        (have_b && (nh[1][0] != nh[0][0] || nh[1][1] != nh[0][0] || nh[1][2] != nh[0][0]))) {
+        vit_set_error(b->err, VIT_ERR_SHAPE,
+                      "%s: block %d: query, key and value come in %d, %d and %d parts (%d of "
+                      "them with biases): expected the same for each",
+                      b->fname, l, nh[0][0], nh[0][1], nh[0][2], have_b);
+        return 0;
+    }
+    if (rows[0][0] != in || rows[0][1] != in || rows[0][2] != in) {
+        vit_set_error(b->err, VIT_ERR_SHAPE,
+                      "%s: block %d: the %d heads' queries have %lld rows in all, the width is "
+                      "%lld: a head size other than D / H, which vitlens does not support yet",
+                      b->fname, l, nh[0][0], (long long)rows[0][0], (long long)in);
+        return 0;
+    }
+    if (nh[0][0] > 1) *n_heads = nh[0][0];
+    for (int wb = 0; wb < 1 + (have_b == 3); wb++) {
+        snprintf(nm, sizeof nm, wb ? "blocks.%d.attn.qkv.bias" : "blocks.%d.attn.qkv.weight", l);
+        int64_t sh[2] = {3 * in, in};
+        float *d = add_tensor(b, nm, wb ? 1 : 2, sh, NULL);
+        if (!d) return 0;
+        for (int j = 0; j < 3; j++)
+            for (int h = 0; h < nh[wb][j]; h++) {
+                to_f32(d, parts[wb][j][h]);
+                d += parts[wb][j][h]->n_elems;
+            }
+    }
+    return 1;
+}
+
+/* The patch embedding: a convolution's [D, 3, P, P] as is; a linear layer's [D, 3*P*P]
+ * permuted from the layout's flatten order into the convolution's. */
+static int build_patch(Build *b, const StTensor *t, const char *kind, const char *flatten,
+                       const char *file) {
+    if (!usable(b, t)) return 0;
+    if (strcmp(kind, "linear") != 0) return copy_as(b, "patch_embed.proj.weight", t, 4);
+    int64_t D = t->shape[0], K = t->ndim == 2 ? t->shape[1] : 0,
+            P = (int64_t)llround(sqrt(K / 3.0));
+    if (t->ndim != 2 || P < 1 || 3 * P * P != K) {
+        vit_set_error(b->err, VIT_ERR_SHAPE,
+                      "%s: tensor '%s' (the linear patch embedding) is not [D, 3*P*P]", b->fname,
+                      t->name);
+        return 0;
+    }
+    int cpp = !strcmp(flatten, "c p1 p2"), ppc = !strcmp(flatten, "p1 p2 c");
+    if (!cpp && !ppc) {
+        vit_set_error(b->err, VIT_ERR_FORMAT,
+                      "%s: \"flatten\": '%s', expected \"c p1 p2\" (torch's unfold, a "
+                      "convolution's order) or \"p1 p2 c\" (einops' rearrange)",
+                      file, flatten);
+        return 0;
+    }
+    int64_t sh[4] = {D, 3, P, P};
+    float *d = add_tensor(b, "patch_embed.proj.weight", 4, sh, NULL), *tmp = malloc((size_t)K * 4);
+    if (!d || !tmp) {
+        free(tmp);
+        if (d) vit_set_error(b->err, VIT_ERR_NOMEM, "%s: out of memory", b->fname);
+        return 0;
+    }
+    to_f32(d, t);
+    if (ppc)
+        for (int64_t o = 0; o < D; o++) {
+            float *row = d + o * K;
+            for (int64_t c = 0; c < 3; c++)
+                for (int64_t i = 0; i < P * P; i++) tmp[c * P * P + i] = row[i * 3 + c];
+            memcpy(row, tmp, (size_t)K * 4);
+        }
+    free(tmp);
+    return 1;
+}
+
+/* st's tensors as the layout names them, into b->out in timm's names. */
+static VitStatus build(Build *b, const Layout *lay, const StFile *st, int *n_heads) {
+    char nm[128];
+    size_t total = 0;
+    for (int i = 0; i < st->n; i++) total += st->tensors[i].n_elems + 16;
+    b->cap = total;
+    b->buf = malloc((total ? total : 1) * sizeof(float));
+    b->out.tensors = calloc((size_t)st->n + 1, sizeof *b->out.tensors);
+    if (!b->buf || !b->out.tensors)
+        return vit_set_error(b->err, VIT_ERR_NOMEM, "%s: out of memory converting %zu weights",
+                             b->fname, total);
+    b->out.owned = b->buf;
+    b->out.data = (const uint8_t *)b->buf;
+    b->out.data_bytes = total * sizeof(float);
+    /* global roles */
+    for (int r = 0; r < N_ROLES; r++) {
+        const char *role = roles[r].role;
+        if (strstr(role, "{l}")) continue;
+        const char *pat = role_pattern(lay->tensors, role);
+        const StTensor *t = pat ? find_at(st, pat, 0, 0) : NULL;
+        if (!t) {
+            if (!roles[r].required) continue;
+            return VIT_ERR_SHAPE; /* reported by the caller */
+        }
+        int ok = !strcmp(role, "cls_token")   ? copy_as(b, role, t, 3)
+                 : !strcmp(role, "pos_embed") ? copy_as(b, role, t, 3)
+                 : !strcmp(role, "patch_embed.proj.weight")
+                     ? build_patch(b, t, layout_str(lay, "patch_embedding", "conv"),
+                                   layout_str(lay, "flatten", "c p1 p2"), lay->file)
+                     : copy_as(b, role, t, 0);
+        if (!ok) return b->err->code;
+    }
+    /* blocks 0, 1, ... while norm1 is there */
+    const char *n1 = role_pattern(lay->tensors, "blocks.{l}.norm1.weight");
+    if (!n1 || !find_at(st, n1, 0, 0)) return VIT_ERR_SHAPE;
+    for (int l = 0; l < VIT_MAX_LAYERS && find_at(st, n1, l, 0); l++) {
+        for (int r = 0; r < N_ROLES; r++) {
+            const char *role = roles[r].role;
+            if (!strstr(role, "{l}") || strstr(role, ".attn.q") || strstr(role, ".attn.k.") ||
+                strstr(role, ".attn.v."))
+                continue;
+            const char *pat = role_pattern(lay->tensors, role);
+            const StTensor *t = pat ? find_at(st, pat, l, 0) : NULL;
+            if (!t) {
+                if (!roles[r].required) continue;
+                return VIT_ERR_SHAPE;
+            }
+            expand(nm, sizeof nm, role, l, 0);
+            if (!copy_as(b, nm, t, 0)) return b->err->code;
+        }
+        int q = build_qkv(b, st, lay->tensors, l, n_heads);
+        if (q < 0) return VIT_ERR_SHAPE;
+        if (!q) return b->err->code;
+    }
+    return VIT_OK;
+}
+
+/* The first role the layout names that the checkpoint lacks, as "role ('pattern')". */
+static void unmatched_role(char *out, size_t n, const Layout *lay, const StFile *st) {
+    out[0] = 0;
+    for (int r = 0; r < N_ROLES; r++) {
+        const char *pat = role_pattern(lay->tensors, roles[r].role);
+        int need = roles[r].required;
+        if (strstr(roles[r].role, ".attn.q.weight"))
+            need = !role_pattern(lay->tensors, "blocks.{l}.attn.qkv.weight");
+        if (strstr(roles[r].role, ".attn.qkv.weight"))
+            need = !role_pattern(lay->tensors, "blocks.{l}.attn.q.weight");
+        if (!need) continue;
+        if (!pat || !find_at(st, pat, 0, 0)) {
+            snprintf(out, n, "%s ('%s')", roles[r].role, pat ? pat : "not in the layout");
+            return;
+        }
+    }
+}
+
+/* "name [shape], ..." of st's tensors, cut to fit. */
+static void list_tensors(char *out, size_t n, const StFile *st) {
+    size_t k = 0;
+    char sh[64];
+    out[0] = 0;
+    for (int i = 0; i < st->n && k + 1 < n; i++) {
+        int w = snprintf(out + k, n - k, "%s%s %s", i ? ", " : "", st->tensors[i].name,
+                         st_shape_str(sh, sizeof sh, st->tensors[i].shape, st->tensors[i].ndim));
+        if (w < 0 || (size_t)w >= n - k) {
+            if (n > 5) snprintf(out + n - 5, 5, "...");
+            return;
+        }
+        k += (size_t)w;
+    }
+}
+
+/* --- the switches into the loader ------------------------------------------------------ */
+
+static VitStatus apply_switches(Loader *ld, const Layout *lay) {
+    const char *scale = layout_str(lay, "attention_scale", "head_dim");
+    const char *act = layout_str(lay, "mlp_activation", "gelu");
+    const char *hact = layout_str(lay, "head_activation", "none");
+    if (strcmp(scale, "head_dim") && strcmp(scale, "dim"))
+        return vit_set_error(ld->err, VIT_ERR_FORMAT,
+                             "%s: \"attention_scale\": '%s', expected \"head_dim\" (1/sqrt(D/H)) "
+                             "or \"dim\" (1/sqrt(D))",
+                             lay->file, scale);
+    static const char *const acts[] = {"gelu", "gelu_tanh", "quick_gelu", "relu"};
+    int a = 0;
+    while (a < 4 && strcmp(act, acts[a])) a++;
+    if (a == 4)
+        return vit_set_error(ld->err, VIT_ERR_FORMAT,
+                             "%s: \"mlp_activation\": '%s', expected \"gelu\" (exact, erf), "
+                             "\"gelu_tanh\", \"quick_gelu\" or \"relu\"",
+                             lay->file, act);
+    ld->mlp_act = a;
+    if (strcmp(hact, "none") && strcmp(hact, "tanh"))
+        return vit_set_error(ld->err, VIT_ERR_FORMAT,
+                             "%s: \"head_activation\": '%s', expected \"none\" or \"tanh\"",
+                             lay->file, hact);
+    ld->att_scale_dim = !strcmp(scale, "dim");
+    ld->head_tanh = !strcmp(hact, "tanh");
+    const cJSON *eps = cJSON_GetObjectItemCaseSensitive(lay->root, "layer_norm_eps");
+    if (eps && !ld->cv.has_eps) {
+        if (!cJSON_IsNumber(eps) || !(eps->valuedouble > 0) || eps->valuedouble > 1 ||
+            (float)eps->valuedouble <= 0)
+            return vit_set_error(ld->err, VIT_ERR_FORMAT,
+                                 "%s: \"layer_norm_eps\" must be a number in (0, 1]", lay->file);
+        ld->cv.ln_eps = (float)eps->valuedouble, ld->cv.has_eps = 1;
+    }
+    /* preprocessing: {"resize": 256, "crop": 224, "mean": [..], "std": [..]} */
+    const cJSON *pp = cJSON_GetObjectItemCaseSensitive(lay->root, "preprocess");
+    if (cJSON_IsObject(pp)) {
+        const cJSON *rs = cJSON_GetObjectItemCaseSensitive(pp, "resize");
+        const cJSON *cr = cJSON_GetObjectItemCaseSensitive(pp, "crop");
+        if (cJSON_IsNumber(rs) && cJSON_IsNumber(cr) && rs->valuedouble >= cr->valuedouble &&
+            cr->valuedouble >= 1 && !ld->cv.has_crop)
+            ld->cv.crop_pct = (float)(cr->valuedouble / rs->valuedouble), ld->cv.has_crop = 1;
+        const cJSON *ip = cJSON_GetObjectItemCaseSensitive(pp, "interpolation");
+        if (cJSON_IsString(ip) && strcmp(ip->valuestring, "bilinear") &&
+            strcmp(ip->valuestring, "bicubic"))
+            return vit_set_error(ld->err, VIT_ERR_FORMAT,
+                                 "%s: \"preprocess\": \"interpolation\" '%s', expected "
+                                 "\"bicubic\" or \"bilinear\"",
+                                 lay->file, ip->valuestring);
+        ld->resize_bilinear = cJSON_IsString(ip) && !strcmp(ip->valuestring, "bilinear");
+        const char *k[2] = {"mean", "std"};
+        for (int s = 0; s < 2; s++) {
+            const cJSON *v = cJSON_GetObjectItemCaseSensitive(pp, k[s]);
+            if (!cJSON_IsArray(v) || cJSON_GetArraySize(v) != 3 ||
+                (s ? ld->cv.has_std : ld->cv.has_mean))
+                continue;
+            float *o = s ? ld->cv.std : ld->cv.mean;
+            int i = 0, ok = 1;
+            for (const cJSON *e = v->child; e; e = e->next, i++)
+                ok &= cJSON_IsNumber(e) && e->valuedouble > (s ? 0 : -10) && e->valuedouble < 10,
+                    o[i] = (float)e->valuedouble;
+            if (!ok)
+                return vit_set_error(ld->err, VIT_ERR_FORMAT, "%s: \"preprocess\": bad \"%s\"",
+                                     lay->file, k[s]);
+            *(s ? &ld->cv.has_std : &ld->cv.has_mean) = 1;
+        }
+    }
+    snprintf(ld->layout_name, sizeof ld->layout_name, "%s", lay->name);
+    return VIT_OK;
+}
+
+/* --- entry point ------------------------------------------------------------------------ */
+
+static char *read_text(const char *path, VitError *err) {
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        vit_set_error(err, VIT_ERR_IO, "%s: cannot open the layout", path);
+        return NULL;
+    }
+    char *s = malloc(VIT_MAX_CONFIG_BYTES + 1);
+    size_t n = s ? fread(s, 1, VIT_MAX_CONFIG_BYTES + 1, f) : 0;
+    fclose(f);
+    if (!s || n > VIT_MAX_CONFIG_BYTES) {
+        free(s);
+        vit_set_error(err, s ? VIT_ERR_FORMAT : VIT_ERR_NOMEM, "%s: layout over %u bytes", path,
+                      VIT_MAX_CONFIG_BYTES);
+        return NULL;
+    }
+    s[n] = 0;
+    return s;
+}
+
+/* Apply one layout; VIT_OK and ld->st replaced, or an error (ld->err). */
+static VitStatus apply(Loader *ld, const Layout *lay) {
+    Build b = {.fname = ld->fname, .err = ld->err};
+    int n_heads = 0;
+    VitStatus rc = build(&b, lay, &ld->st, &n_heads);
+    if (rc == VIT_ERR_SHAPE && ld->err->code != VIT_ERR_SHAPE) {
+        char role[256], list[300];
+        unmatched_role(role, sizeof role, lay, &ld->st);
+        list_tensors(list, sizeof list, &ld->st);
+        rc = vit_set_error(ld->err, VIT_ERR_SHAPE,
+                           "%s: layout '%s' (%s): nothing matches the role %s; the checkpoint's "
+                           "tensors: %s",
+                           ld->fname, lay->name, lay->file, role[0] ? role : "(a block's)", list);
+    }
+    if (!rc) rc = apply_switches(ld, lay);
+    if (rc) {
+        st_free(&b.out);
+        return rc;
+    }
+    if (n_heads) ld->layout_heads = n_heads;
+    st_free(&ld->st);
+    ld->st = b.out;
+    /* the converted tensors; the others still point into the checkpoint's data */
+    ld->layout_owned = ld->st.owned;
+    ld->st.owned = NULL;
+    return VIT_OK;
+}
+
+VitStatus ld_apply_layout(Loader *ld, const char *user_layout) {
+    VitStatus rc = VIT_OK;
+    ld->err->code = VIT_OK;
+    if (user_layout) {
+        char *txt = read_text(user_layout, ld->err);
+        if (!txt) return ld->err->code;
+        cJSON *root = cJSON_Parse(txt);
+        free(txt);
+        Layout lay;
+        if (!root)
+            rc = vit_set_error(ld->err, VIT_ERR_FORMAT, "%s: not valid JSON", user_layout);
+        else if (!(rc = layout_parse(&lay, root, vit_basename(user_layout), ld->err)))
+            rc = apply(ld, &lay);
+        cJSON_Delete(root);
+        return rc;
+    }
+    /* timm's and Hugging Face's names: names.c reads them as they are */
+    if (st_find(&ld->st, "cls_token")) return VIT_OK;
+    static const char *const hf[] = {"vit.embeddings.cls_token", "deit.embeddings.cls_token",
+                                     "embeddings.cls_token"};
+    for (size_t i = 0; i < sizeof hf / sizeof *hf; i++)
+        if (st_find(&ld->st, hf[i])) return VIT_OK;
+    for (int i = 0; i < vit_n_layouts; i++) {
+        cJSON *root = cJSON_Parse(vit_layouts[i]);
+        Layout lay;
+        char file[96];
+        snprintf(file, sizeof file, "assets/layouts/%s.json", vit_layout_files[i]);
+        if (!root || layout_parse(&lay, root, file, ld->err)) {
+            cJSON_Delete(root); /* a shipped layout is tested: cannot happen */
+            continue;
+        }
+        if (layout_matches(&lay, &ld->st)) {
+            rc = apply(ld, &lay);
+            cJSON_Delete(root);
+            return rc;
+        }
+        cJSON_Delete(root);
+    }
+    char list[300], names[160] = "";
+    size_t k = 0;
+    for (int i = 0; i < vit_n_layouts && k < sizeof names; i++)
+        k += (size_t)snprintf(names + k, sizeof names - k, "%s%s", i ? ", " : "",
+                              vit_layout_files[i]);
+    list_tensors(list, sizeof list, &ld->st);
+    return vit_set_error(ld->err, VIT_ERR_SHAPE,
+                         "%s: tensor 'cls_token' is missing: not timm's names, nor Hugging "
+                         "Face's ('embeddings.cls_token'), nor a layout of assets/layouts/ (%s); "
+                         "its tensors: %s. Write a layout and pass --layout FILE "
+                         "(docs/your-own-vit.md)",
+                         ld->fname, names, list);
+}
