@@ -34,6 +34,7 @@ static const char *const KEYS_OTHER[][2] = {
     {"Shift+P", "perturbation test: remove the map's patches, most relevant first (again: least)"},
     {"F", "fullscreen (presenter mode)"},
     {"H", "this help on / off"},
+    {"Tab", "the on-screen buttons on / off (a clean screen; remembered)"},
     {"W", "the downloaded models (--model NAME): Up / Down, Enter opens one, Esc closes"},
     {"Esc / Q", "quit"},
     {"drop a file", "open a photo, or a .safetensors model"},

@@ -4,6 +4,7 @@
  * tooltip and the status bar. Each records primitives (record.c); the layout is
  * render.c's. */
 #include "render/internal.h"
+#include "render/bar.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -474,10 +475,70 @@ void ren_draw_tooltip(Ren *r, const RenFrame *f, const RenLayout *l) {
     float pad = (float)tpx * 0.4f, tw = (float)t->w + 2 * pad, th = (float)t->h + pad;
     float tx = f->tip_x + (float)font_px, ty = f->tip_y + (float)font_px;
     if (tx + tw > l->W) tx = f->tip_x - tw - (float)font_px * 0.5f;
-    if (ty + th > l->H - l->bar_h - l->err_h) ty = f->tip_y - th - (float)font_px * 0.5f;
+    if (f->tip_above || ty + th > l->H - l->bar_h - l->err_h)
+        ty = f->tip_y - th - (float)font_px * 0.5f;
     ren_fill(r, tx, ty, tw, th, COL_TIP);
     ren_frame_rect(r, tx, ty, tw, th, 1, COL_DIM);
     ren_text_draw(r, t, tx + pad, ty + pad * 0.5f, 1.0f, COL_TEXT);
+}
+
+/* --- the controls' strip ------------------------------------------------------- */
+
+/* The on-screen controls in the strip above the status bar: each button a face (lighter
+ * under the mouse, white while held down, the accent colour for the choice on screen,
+ * dark with grey text when it would change nothing) with its label centred; a read-out
+ * just its text. At the status line's text size, so that they scale with the window; a
+ * row wider than the window is shrunk as a whole (bar.h). */
+void ren_draw_controls(Ren *r, const RenFrame *f, const RenLayout *l) {
+    r->n_control_boxes = 0; /* none drawn: none can be hit */
+    int n = f->n_controls < REN_MAX_CONTROLS ? f->n_controls : REN_MAX_CONTROLS;
+    if (n <= 0 || l->ctrl_h <= 0) return;
+    int px = l->font_px;
+    float pad = roundf((float)px * 0.6f), w[REN_MAX_CONTROLS];
+    int group[REN_MAX_CONTROLS];
+    for (int i = 0; i < n; i++) {
+        const RenControl *c = &f->controls[i];
+        float tw = ren_text_width(r, c->label, px);
+        if (c->sizer) tw = fmaxf(tw, ren_text_width(r, c->sizer, px));
+        w[i] = tw + 2 * pad;
+        if (c->button && w[i] < l->ctrl_h * 1.1f) w[i] = roundf(l->ctrl_h * 1.1f); /* "?", arrows */
+        group[i] = c->group;
+    }
+    float s = bar_layout(r->control_box, w, group, n, l->margin, l->ctrl_y, l->W - 2 * l->margin,
+                         l->ctrl_h, roundf((float)px * 0.2f), roundf((float)px * 1.1f));
+    r->n_control_boxes = n;
+    int tpx = s < 1.0f ? (int)((float)px * s) : px; /* a shrunk row: a smaller font, not a blur */
+    float edge = floorf((float)px * 0.06f) + 1;
+    for (int i = 0; i < n; i++) {
+        const RenControl *c = &f->controls[i];
+        const DlBox *b = &r->control_box[i];
+        float bx = (float)b->x0, by = (float)b->y0, bw = (float)(b->x1 - b->x0);
+        float bh = (float)(b->y1 - b->y0);
+        const float *text = COL_TEXT;
+        if (c->button) {
+            const float *face = COL_BTN;
+            if (!c->enabled)
+                face = COL_SIDE, text = COL_BTN_OFF;
+            else if (i == f->control_pressed)
+                face = COL_BTN_DOWN, text = COL_BG;
+            else if (c->active)
+                face = COL_ACCENT, text = COL_BG;
+            else if (i == f->control_hover)
+                face = COL_BTN_HOVER;
+            ren_fill(r, bx, by, bw, bh, face);
+            if (c->enabled && !c->active && i != f->control_pressed) /* an edge: a button */
+                ren_frame_rect(r, bx + edge, by + edge, bw - 2 * edge, bh - 2 * edge, edge,
+                               COL_BTN_EDGE);
+        } else if (!c->enabled) {
+            text = COL_BTN_OFF;
+        }
+        const RenText *t = ren_text_get(r, c->label, tpx);
+        if (t) {
+            float ts = (float)t->w > bw - 2 ? (bw - 2) / (float)t->w : 1.0f;
+            ren_text_draw(r, t, floorf(bx + (bw - (float)t->w * ts) / 2),
+                          floorf(by + (bh - (float)t->h * ts) / 2), ts, text);
+        }
+    }
 }
 
 /* The status bar at the bottom (status_left, status_right, a spinner while busy) and the

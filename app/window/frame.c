@@ -184,18 +184,23 @@ static RenFrame app_frame(App *app) {
         .n_prefix = app->has_scene && app->has_prefix ? app_scene(app)->run.cfg.n_prefix : 0,
         .prefix_share = app->prefix_share,
         .prefix_names = app->prefix_names,
+        .control_hover = -1,
+        .control_pressed = -1,
     };
+    app_controls_frame(app, &f);
     if (app->overview) app_overview_frame(app, &f);
     app_panels(app, &f);
     if (app->pert.phase != PERT_OFF && app->has_scene) app_perturb_frame(app, &f);
     return f;
 }
 
-/* The tooltip under the mouse: the map's value at a patch of the single view, or the
- * overview cell's layer and head. */
+/* The tooltip under the mouse: an on-screen control's (what it does, its key), the map's
+ * value at a patch of the single view, or the overview cell's layer and head. */
 static void app_tooltip(App *app, RenFrame *f) {
     const Scene *sc = app_scene(app);
-    if (sc && app->hover_row >= 0 && !app->overview && app->map_w > 0) {
+    if (app_control_tip(app)) {
+        f->tooltip = app_control_tip(app);
+    } else if (sc && app->hover_row >= 0 && !app->overview && app->map_w > 0) {
         snprintf(app->tooltip, sizeof app->tooltip, "row %d, col %d  \xc2\xb7  %.3g",
                  app->hover_row + 1, app->hover_col + 1, (double)app_hover_value(app));
         f->tooltip = app->tooltip;
@@ -208,6 +213,10 @@ static void app_tooltip(App *app, RenFrame *f) {
         f->tooltip = app->tooltip;
     }
     f->tip_x = app->mouse_x, f->tip_y = app->mouse_y;
+    /* a control's from the strip's top: the renderer puts it above the strip, whose
+     * buttons it would hide from below the pointer */
+    if (app_control_tip(app) && app->ren.n_control_boxes > 0)
+        f->tip_y = (float)app->ren.control_box[0].y0, f->tip_above = 1;
 }
 
 void app_draw(App *app) {

@@ -1,6 +1,7 @@
 /* trace.c - VITLENS_TRACE=1: what the window did, on stdout, one line per event, for
  * the tests and bench/app_latency.py to read: "startup WHAT MS" along the launch,
- * "maps ..." when a view's maps go on screen (with a hash of them), "frame N ..." with
+ * "maps ..." when a view's maps go on screen (with a hash of them), "controls ..." where
+ * the on-screen buttons are when that changed, "frame N ..." with
  * the state of every drawn frame and where its time went, "status LEFT | RIGHT", and
  * "perturb done ..." with a finished perturbation test's curve. */
 #include "window/trace.h"
@@ -8,6 +9,7 @@
 #include "render/colormap.h"
 
 #include <stdio.h>
+#include <string.h>
 
 static Uint64 t_main; /* the launch's time 0 */
 
@@ -78,7 +80,8 @@ static void trace_frame_state(const App *app, const RenFrame *f) {
            "window=%d,%d query=%d overview=%d colormap=%s scale=%s bilinear=%d mask=%d "
            "fraction=%d kept=%d preds=%d distance=%d hover=%d,%d cell=%d fullscreen=%d "
            "image_at=%d saves=%lu cells=%d,%d,%d,%d,%d,%d panel=%d,%d class=%d explained=%d "
-           "shown=%s marked=%d joint=%d list=%d listmark=%d highnorm=%d picking=%d listw=%d ",
+           "shown=%s marked=%d joint=%d list=%d listmark=%d highnorm=%d picking=%d listw=%d "
+           "controls=%d chover=%s cpressed=%s ",
            app->frames, app->view.layer, app->view.head, app->view.kind == MAP_ROLLOUT,
            MAP_KINDS[app->view.kind].tag, app->view.target, (double)app->view.discard_ratio,
            app->overlay, (double)app->opacity, app->grid, app->help, app->busy, app->loads,
@@ -91,11 +94,32 @@ static void trace_frame_state(const App *app, const RenFrame *f) {
            sc ? view_class(&app->view, sc) : -1, sc ? sc->expl_target : -1,
            app->shown_kind >= 0 ? MAP_KINDS[app->shown_kind].tag : "none", f->pred_marked,
            app->view.joint, app->n_list, app->list_marked, app->n_high_norm, app->picking,
-           r->list_w);
+           r->list_w, f->n_controls, app_control_name(app->ctrl_hover),
+           app_control_name(app->ctrl_pressed));
+}
+
+/* "controls NAME=x,y,w,h,enabled,active ...": the on-screen controls as drawn, framebuffer
+ * px (the tests click them there), before the frame line it belongs to, when it changed
+ * since the last one printed ("controls" alone: none shown). */
+static void trace_controls(const App *app, const RenFrame *f) {
+    static char last[REN_MAX_CONTROLS * 64] = "-";
+    char line[sizeof last];
+    int len = snprintf(line, sizeof line, "controls");
+    for (int k = 0; k < f->n_controls && k < app->ren.n_control_boxes; k++) {
+        const DlBox *b = &app->ren.control_box[k];
+        len += snprintf(line + len, sizeof line - (size_t)len, " %s=%d,%d,%d,%d,%d,%d",
+                        app_control_name(app->ctrl_row[k]), b->x0, b->y0, b->x1 - b->x0,
+                        b->y1 - b->y0, f->controls[k].enabled, f->controls[k].active);
+        if (len >= (int)sizeof line) break;
+    }
+    if (strcmp(line, last) == 0) return;
+    snprintf(last, sizeof last, "%s", line);
+    printf("%s\n", line);
 }
 
 void trace_frame(App *app, const RenFrame *f, const FrameTimes *t) {
     const Ren *r = &app->ren;
+    trace_controls(app, f);
     trace_frame_state(app, f);
     /* the perturbation test: its order, phase, step, the probability there, the plot */
     const Perturbation *p = &app->pert.run;
