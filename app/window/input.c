@@ -4,7 +4,9 @@
  * the display (panels, mask, colours, opacity) or the photo and model; what changed the
  * map asks for it again (app_update_map). A key or click that moves the view also ends
  * a perturbation test, whose picture is of the view it started on. The key list that
- * --help and the help overlay show is config/keys.c's keys_list. */
+ * --help and the help overlay show is config/keys.c's keys_list. The actions the
+ * on-screen controls share with the keys (app_step_layer, ...) are here, and a click on
+ * a control calls the one its key calls (controls.c). */
 #include "window/app.h"
 #include "config/files.h"
 #include "render/colormap.h"
@@ -401,8 +403,8 @@ static void app_hover(App *app, int x, int y) {
 }
 
 /* A left click at window point (x, y): an on-screen control performs its action; a top-5
- * row explains that class; in an overview a
- * cell opens as the single view; on the single view the patch becomes the query token. */
+ * row explains that class; in an overview a cell opens as the single view; on the single
+ * view the patch becomes the query token. */
 static void app_click_action(App *app, int x, int y) {
     app_hover(app, x, y);
     if (app->ctrl_hover >= 0) { /* an on-screen control: what its key does */
