@@ -29,6 +29,21 @@ float bar_layout(DlBox *box, const float *w, const int *group, int n, float x, f
     return s;
 }
 
+void bar_column(DlBox *box, int n, float x, float bottom, float top, float w, float row_h) {
+    if (n <= 0) return;
+    if (row_h * (float)n > bottom - top) row_h = (bottom - top) / (float)n;
+    if (row_h < 1.0f) row_h = 1.0f;
+    int x0 = (int)floorf(x), x1 = (int)floorf(x + w);
+    if (x1 <= x0) x1 = x0 + 1;
+    for (int i = 0; i < n; i++) {
+        int y0 = (int)floorf(bottom - row_h * (float)(n - i));
+        int y1 = (int)floorf(bottom - row_h * (float)(n - i - 1));
+        if (i > 0 && y0 < box[i - 1].y1) y0 = box[i - 1].y1;
+        if (y1 <= y0) y1 = y0 + 1;
+        box[i] = (DlBox){x0, y0, x1, y1};
+    }
+}
+
 int bar_hit(const DlBox *box, int n, int x, int y) {
     for (int i = 0; i < n; i++)
         if (x >= box[i].x0 && x < box[i].x1 && y >= box[i].y0 && y < box[i].y1) return i;

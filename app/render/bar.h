@@ -17,6 +17,11 @@
 float bar_layout(DlBox *box, const float *w, const int *group, int n, float x, float y, float width,
                  float h, float gap, float group_gap);
 
+/* A menu of n rows above a strip's item: a column w px wide from x, its last row ending at
+ * `bottom`, each row row_h px high (shrunk so that the column starts no higher than `top`),
+ * into box[n], first row at the top, on whole pixels, never overlapping. */
+void bar_column(DlBox *box, int n, float x, float bottom, float top, float w, float row_h);
+
 /* The item whose box (box[n], as bar_layout made them) holds pixel (x, y), or -1. */
 int bar_hit(const DlBox *box, int n, int x, int y);
 

@@ -467,7 +467,8 @@ void ren_draw_side(Ren *r, const RenFrame *f, const RenLayout *l) {
 /* --- over everything: tooltip and status bar ---------------------------------- */
 
 /* The tooltip f->tooltip below and right of the pointer (tip_x, tip_y), flipped to its
- * left or above it where it would leave the window or cover the status bar. */
+ * left or above it where it would leave the window or cover the status bar; or above or
+ * left of the point as f->tip_side asks (a control's, a menu row's). */
 void ren_draw_tooltip(Ren *r, const RenFrame *f, const RenLayout *l) {
     int font_px = l->font_px, tpx = (int)((float)font_px * 0.85f);
     const RenText *t = ren_text_get(r, f->tooltip, tpx);
@@ -475,8 +476,10 @@ void ren_draw_tooltip(Ren *r, const RenFrame *f, const RenLayout *l) {
     float pad = (float)tpx * 0.4f, tw = (float)t->w + 2 * pad, th = (float)t->h + pad;
     float tx = f->tip_x + (float)font_px, ty = f->tip_y + (float)font_px;
     if (tx + tw > l->W) tx = f->tip_x - tw - (float)font_px * 0.5f;
-    if (f->tip_above || ty + th > l->H - l->bar_h - l->err_h)
+    if (f->tip_side == 1 || (f->tip_side == 0 && ty + th > l->H - l->bar_h - l->err_h))
         ty = f->tip_y - th - (float)font_px * 0.5f;
+    if (f->tip_side == 2) tx = f->tip_x - tw - (float)font_px * 0.25f, ty = f->tip_y;
+    tx = tx < 0 ? 0 : tx;
     ren_fill(r, tx, ty, tw, th, COL_TIP);
     ren_frame_rect(r, tx, ty, tw, th, 1, COL_DIM);
     ren_text_draw(r, t, tx + pad, ty + pad * 0.5f, 1.0f, COL_TEXT);
@@ -484,13 +487,78 @@ void ren_draw_tooltip(Ren *r, const RenFrame *f, const RenLayout *l) {
 
 /* --- the controls' strip ------------------------------------------------------- */
 
-/* The on-screen controls in the strip above the status bar: each button a face (lighter
- * under the mouse, white while held down, the accent colour for the choice on screen,
- * dark with grey text when it would change nothing) with its label centred; a read-out
- * just its text. At the status line's text size, so that they scale with the window; a
- * row wider than the window is shrunk as a whole (bar.h). */
+/* One item of the strip or a menu in box b: a button's face (lighter under the mouse,
+ * white while held down, the accent colour for the choice on screen, dark with grey text
+ * when it would change nothing) with its label (centred, or from the left in a menu, its
+ * hint dim at the right); a read-out just its text. Text at tpx. */
+static void draw_item(Ren *r, const RenControl *c, const DlBox *b, int hover, int pressed, int tpx,
+                      int left) {
+    float bx = (float)b->x0, by = (float)b->y0, bw = (float)(b->x1 - b->x0);
+    float bh = (float)(b->y1 - b->y0), edge = floorf((float)tpx * 0.06f) + 1;
+    const float *text = COL_TEXT, *hint = COL_DIM;
+    if (c->button) {
+        const float *face = COL_BTN;
+        if (!c->enabled)
+            face = COL_SIDE, text = hint = COL_BTN_OFF;
+        else if (pressed)
+            face = COL_BTN_DOWN, text = hint = COL_BG;
+        else if (c->active)
+            face = COL_ACCENT, text = hint = COL_BG;
+        else if (hover)
+            face = COL_BTN_HOVER;
+        ren_fill(r, bx, by, bw, bh, face);
+        if (c->enabled && !c->active && !pressed) /* an edge: a button */
+            ren_frame_rect(r, bx + edge, by + edge, bw - 2 * edge, bh - 2 * edge, edge,
+                           COL_BTN_EDGE);
+    } else if (!c->enabled) {
+        text = COL_BTN_OFF;
+    }
+    float pad = roundf((float)tpx * 0.6f), hint_w = 0.0f;
+    if (c->hint) {
+        const RenText *h = ren_text_get(r, c->hint, tpx);
+        if (h) {
+            hint_w = (float)h->w + pad;
+            ren_text_draw(r, h, bx + bw - pad - (float)h->w, floorf(by + (bh - (float)h->h) / 2),
+                          1.0f, hint);
+        }
+    }
+    const RenText *t = ren_text_get(r, c->label, tpx);
+    if (!t) return;
+    float room = left ? bw - 2 * pad - hint_w : bw - 2;
+    float ts = (float)t->w > room ? room / (float)t->w : 1.0f;
+    float tx = left ? bx + pad : bx + (bw - (float)t->w * ts) / 2;
+    ren_text_draw(r, t, floorf(tx), floorf(by + (bh - (float)t->h * ts) / 2), ts, text);
+}
+
+/* An open menu (f->menu) in a column above control f->menu_of, left-aligned with it (kept
+ * inside the window), as wide as its widest row, over the main area; its rows' boxes kept
+ * for ren_menu_at. */
+static void draw_menu(Ren *r, const RenFrame *f, const RenLayout *l, int tpx) {
+    int n = f->n_menu < REN_MAX_MENU ? f->n_menu : REN_MAX_MENU;
+    if (n <= 0 || f->menu_of < 0 || f->menu_of >= r->n_control_boxes) return;
+    float pad = roundf((float)tpx * 0.6f), w = 0.0f;
+    for (int i = 0; i < n; i++) {
+        float rw = ren_text_width(r, f->menu[i].label, tpx) + 2 * pad;
+        if (f->menu[i].hint) rw += ren_text_width(r, f->menu[i].hint, tpx) + 2 * pad;
+        w = fmaxf(w, rw);
+    }
+    const DlBox *of = &r->control_box[f->menu_of];
+    float x = fminf((float)of->x0, l->W - l->margin - w), gap = roundf(l->margin * 0.25f);
+    x = fmaxf(x, 0.0f);
+    bar_column(r->menu_box, n, x, (float)of->y0 - gap, l->margin, w, roundf(l->ctrl_h * 0.8f));
+    r->n_menu_boxes = n;
+    float top = (float)r->menu_box[0].y0, bottom = (float)r->menu_box[n - 1].y1;
+    ren_fill(r, x - gap, top - gap, w + 2 * gap, bottom - top + 2 * gap, COL_PANEL);
+    ren_frame_rect(r, x - gap, top - gap, w + 2 * gap, bottom - top + 2 * gap, 1, COL_BTN_EDGE);
+    for (int i = 0; i < n; i++)
+        draw_item(r, &f->menu[i], &r->menu_box[i], i == f->menu_hover, 0, tpx, 1);
+}
+
+/* The on-screen controls in the strip above the status bar, at the status line's text size
+ * (they scale with the window); a row wider than the window is shrunk as a whole (bar.h);
+ * then an open menu above its control. */
 void ren_draw_controls(Ren *r, const RenFrame *f, const RenLayout *l) {
-    r->n_control_boxes = 0; /* none drawn: none can be hit */
+    r->n_control_boxes = r->n_menu_boxes = 0; /* none drawn: none can be hit */
     int n = f->n_controls < REN_MAX_CONTROLS ? f->n_controls : REN_MAX_CONTROLS;
     if (n <= 0 || l->ctrl_h <= 0) return;
     int px = l->font_px;
@@ -508,37 +576,10 @@ void ren_draw_controls(Ren *r, const RenFrame *f, const RenLayout *l) {
                          l->ctrl_h, roundf((float)px * 0.2f), roundf((float)px * 1.1f));
     r->n_control_boxes = n;
     int tpx = s < 1.0f ? (int)((float)px * s) : px; /* a shrunk row: a smaller font, not a blur */
-    float edge = floorf((float)px * 0.06f) + 1;
-    for (int i = 0; i < n; i++) {
-        const RenControl *c = &f->controls[i];
-        const DlBox *b = &r->control_box[i];
-        float bx = (float)b->x0, by = (float)b->y0, bw = (float)(b->x1 - b->x0);
-        float bh = (float)(b->y1 - b->y0);
-        const float *text = COL_TEXT;
-        if (c->button) {
-            const float *face = COL_BTN;
-            if (!c->enabled)
-                face = COL_SIDE, text = COL_BTN_OFF;
-            else if (i == f->control_pressed)
-                face = COL_BTN_DOWN, text = COL_BG;
-            else if (c->active)
-                face = COL_ACCENT, text = COL_BG;
-            else if (i == f->control_hover)
-                face = COL_BTN_HOVER;
-            ren_fill(r, bx, by, bw, bh, face);
-            if (c->enabled && !c->active && i != f->control_pressed) /* an edge: a button */
-                ren_frame_rect(r, bx + edge, by + edge, bw - 2 * edge, bh - 2 * edge, edge,
-                               COL_BTN_EDGE);
-        } else if (!c->enabled) {
-            text = COL_BTN_OFF;
-        }
-        const RenText *t = ren_text_get(r, c->label, tpx);
-        if (t) {
-            float ts = (float)t->w > bw - 2 ? (bw - 2) / (float)t->w : 1.0f;
-            ren_text_draw(r, t, floorf(bx + (bw - (float)t->w * ts) / 2),
-                          floorf(by + (bh - (float)t->h * ts) / 2), ts, text);
-        }
-    }
+    for (int i = 0; i < n; i++)
+        draw_item(r, &f->controls[i], &r->control_box[i], i == f->control_hover,
+                  i == f->control_pressed, tpx, 0);
+    draw_menu(r, f, l, tpx);
 }
 
 /* The status bar at the bottom (status_left, status_right, a spinner while busy) and the

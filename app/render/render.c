@@ -205,6 +205,10 @@ int ren_control_at(const Ren *r, int x, int y) {
     return bar_hit(r->control_box, r->n_control_boxes, x, y);
 }
 
+int ren_menu_at(const Ren *r, int x, int y) {
+    return bar_hit(r->menu_box, r->n_menu_boxes, x, y);
+}
+
 int ren_cell_at(const Ren *r, int x, int y) {
     if (r->n_cells <= 0 || r->cell_step_x <= 0 || r->cell_step_y <= 0 || x < r->cells_x ||
         y < r->cells_y)

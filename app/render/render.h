@@ -24,6 +24,7 @@
 #define REN_MAX_PREDS    5
 #define REN_MAX_LIST     32 /* rows of the list panel */
 #define REN_MAX_CONTROLS 24 /* items of the on-screen controls' strip */
+#define REN_MAX_MENU     32 /* rows of a control's menu */
 
 typedef struct {
     GLuint tex;
@@ -114,6 +115,8 @@ typedef struct {
     int list_x, list_y, list_w, list_h;   /* the list panel as drawn, 0 wide when not */
     DlBox control_box[REN_MAX_CONTROLS];  /* the controls' strip as drawn (bar.h), for */
     int n_control_boxes;                  /* ren_control_at; 0: no strip */
+    DlBox menu_box[REN_MAX_MENU];         /* an open menu's rows as drawn, for ren_menu_at */
+    int n_menu_boxes;                     /* 0: no menu */
     int plot_x, plot_y, plot_w, plot_h;   /* the perturbation plot's axes box (x 0..1 left to
                                              right, y 0..1 bottom to top), 0 wide when not */
     char shader_dir[1024];
@@ -129,6 +132,7 @@ typedef struct {
     int button;        /* 1: a button; 0: a read-out, drawn without a face */
     int enabled;       /* 0: dimmed (it would change nothing) */
     int active;        /* 1: the choice on screen (the fusion shown), in the accent colour */
+    const char *hint;  /* NULL, or a second text drawn dim at its right (a menu row's key) */
 } RenControl;
 
 /* What to draw besides the image and map (strings UTF-8, NULL: none). */
@@ -168,11 +172,11 @@ typedef struct {
     int dist_layers, dist_heads, dist_layer, dist_head; /* dist_head >= H: a fusion */
     float dist_max_px;                                  /* y axis top */
     const char *dist_caption;
-    /* a tooltip at (tip_x, tip_y) framebuffer px: below and right of it, or above it
-     * when tip_above is 1 */
+    /* a tooltip at (tip_x, tip_y) framebuffer px: below and right of it (tip_side 0),
+     * above it (1), or left of it, its top there (2) */
     const char *tooltip;
     float tip_x, tip_y;
-    int tip_above;
+    int tip_side;
     /* The prefix tokens' share of the map's row (registers, distillation token),
      * drawn as one bar each left of the crop (single view) when n_prefix > 1; the map shows the
      * patches only. share[n_prefix], names[n_prefix] ("CLS", "reg1", ...). */
@@ -200,6 +204,11 @@ typedef struct {
     int n_controls;
     const RenControl *controls;
     int control_hover, control_pressed;
+    /* An open menu of control menu_of (its index in controls): n_menu rows (buttons; the
+     * active one the choice on screen) in a column above it, over the main area while it is
+     * open; menu_hover: the row under the mouse (-1: none). n_menu 0: none. */
+    int n_menu, menu_of, menu_hover;
+    const RenControl *menu;
 } RenFrame;
 
 /* Compile the shaders (found in $VITLENS_SHADER_DIR, else the source tree's
@@ -249,6 +258,8 @@ int ren_cell_at(const Ren *r, int x, int y);
 int ren_pred_at(const Ren *r, int x, int y);
 /* The item of the controls' strip (RenFrame.controls' index) under (x, y), or -1. */
 int ren_control_at(const Ren *r, int x, int y);
+/* The row of the open menu (RenFrame.menu's index) under (x, y), or -1. */
+int ren_menu_at(const Ren *r, int x, int y);
 
 /* The framebuffer as drawn (call after ren_draw, before the swap): RGB
  * [fb_h, fb_w, 3], top row first, malloc'd (free()), or NULL. */

@@ -60,7 +60,7 @@ static int app_init_state(App *app, const Options *o) {
     app->show_preds = o->settings.show_preds >= 0 ? o->settings.show_preds : 1;
     app->show_distance = o->settings.show_distance > 0;
     app->show_controls = o->settings.show_controls != 0; /* on unless the settings say off */
-    app->ctrl_hover = app->ctrl_pressed = -1;
+    app->ctrl_hover = app->ctrl_pressed = app->menu_hover = -1;
     snprintf(app->notice, sizeof app->notice, "%s", o->settings_msg); /* read problems */
     snprintf(app->model_path, sizeof app->model_path, "%s", o->model_path);
     snprintf(app->labels_path, sizeof app->labels_path, "%s", o->labels_path ? o->labels_path : "");

@@ -96,6 +96,10 @@ typedef struct App {
     RenControl ctrl[REN_MAX_CONTROLS];
     char ctrl_label[REN_MAX_CONTROLS][64], ctrl_sizer[REN_MAX_CONTROLS][64];
     int ctrl_hover, ctrl_pressed;
+    /* the map kinds' menu (a click on the kind's name): open; its rows as last drawn, the
+     * kind of each (MAP_KINDS' order) and the row under the mouse (-1: none) */
+    int kind_menu, n_menu, menu_hover;
+    RenControl menu[REN_MAX_MENU];
     int save_pending;
     unsigned long saves;
 
@@ -214,6 +218,10 @@ int app_set_fusion(App *app, int fusion); /* the VitFusion of the heads (Up / Do
  * why. Returns 1. */
 int app_step_kind(App *app, int step);
 int app_toggle_help(App *app, int unused); /* H: the help overlay on / off; returns 0 */
+/* The map kind `kind` (a row of MAP_KINDS), as its own key or E lands on it: 0 when it is on
+ * screen already or the model cannot have it (map_kind_usable: a class-specific kind without
+ * a classification head), else 1. */
+int app_set_kind(App *app, int kind);
 /* The lesson's next / previous step (step +1 / -1): what Page Down / Page Up do, through
  * the key's own path. Returns 0 (that path asks for the map itself). */
 int app_lesson_key(App *app, int step);
@@ -240,6 +248,15 @@ const char *app_control_tip(const App *app);
 
 /* A control row's name for the trace ("layer-next"), "-" for none. */
 const char *app_control_name(int row);
+
+/* The kind of the map kinds' menu row under framebuffer point (x, y) in the last frame, or
+ * -1 (no menu open, or not on a row). */
+int app_menu_at(const App *app, float x, float y);
+
+/* A click while the kinds' menu is open: on a row, that kind (app_set_kind) and the menu
+ * closes; on the kind's button, the menu closes; elsewhere too, and the click does nothing
+ * more. */
+void app_menu_click(App *app, float x, float y);
 
 /* ---------------------------------------------------------------------------
  * requests.c: view -> requests */

@@ -110,6 +110,20 @@ static void kind_label(char *buf, size_t n, const App *app, int arg, int widest)
     snprintf(buf, n, "%s", MAP_KINDS[k].name);
 }
 
+/* --- the map kinds' menu ---------------------------------------------------------- */
+
+/* A click on the kind's name: the menu of every kind (MAP_KINDS) above it, or closed. */
+static int toggle_kind_menu(App *app, int unused) {
+    (void)unused;
+    app->kind_menu = !app->kind_menu, app->menu_hover = -1;
+    return 0;
+}
+
+static int kind_menu_open(const App *app, int arg) {
+    (void)arg;
+    return app->kind_menu;
+}
+
 /* --- the table ------------------------------------------------------------------- */
 
 #define LEFT  "\xe2\x97\x80" /* U+25C0 */
@@ -137,8 +151,9 @@ static const AppControl APP_CONTROLS[] = {
      app_set_fusion, VIT_FUSE_MIN, NULL, reads_head, fusion_on},
     {"kind-prev", G_KIND, LEFT, NULL, "previous map kind (Shift+E)", app_step_kind, -1, NULL, NULL,
      NULL},
-    {"kind", G_KIND, NULL, kind_label, "the map kind (E / Shift+E; H lists their own keys)", NULL,
-     0, NULL, NULL, NULL},
+    {"kind", G_KIND, NULL, kind_label,
+     "the map kinds: click to pick one from their list (E / Shift+E step through them)",
+     toggle_kind_menu, 0, NULL, NULL, kind_menu_open},
     {"kind-next", G_KIND, RIGHT, NULL, "next map kind (E)", app_step_kind, 1, NULL, NULL, NULL},
     {"lesson-prev", G_LESSON, LEFT " step", NULL, "the lesson's previous step (Page Up)",
      app_lesson_key, -1, lesson_shown, NULL, NULL},
@@ -176,8 +191,36 @@ void app_controls_frame(App *app, RenFrame *f) {
                            .active = c->active && c->active(app, c->arg)};
         if (i == app->ctrl_hover) f->control_hover = k;
         if (i == app->ctrl_pressed) f->control_pressed = k;
+        if (c->act == toggle_kind_menu && app->kind_menu) f->menu_of = k;
     }
     f->n_controls = app->n_ctrl, f->controls = app->ctrl;
+    /* the kinds' menu: a row per kind of the table (no second list of them), its own key at
+     * its right; one the model cannot have dimmed, the one on screen marked */
+    app->n_menu = 0;
+    if (f->menu_of < 0) return;
+    _Static_assert(MAP_KIND_COUNT <= REN_MAX_MENU, "REN_MAX_MENU too small for the map kinds");
+    for (int k = 0; k < MAP_KIND_COUNT; k++)
+        app->menu[k] = (RenControl){.label = MAP_KINDS[k].name,
+                                    .hint = MAP_KINDS[k].key ? MAP_KINDS[k].key_name : NULL,
+                                    .button = 1,
+                                    .enabled = map_kind_usable(k, &app->model->vit.cfg),
+                                    .active = k == app->view.kind && !app->view.joint};
+    app->n_menu = MAP_KIND_COUNT;
+    f->n_menu = app->n_menu, f->menu = app->menu, f->menu_hover = app->menu_hover;
+}
+
+int app_menu_at(const App *app, float x, float y) {
+    if (!app->kind_menu || !app->show_controls) return -1;
+    int k = ren_menu_at(&app->ren, (int)x, (int)y);
+    return k >= 0 && k < app->n_menu ? k : -1;
+}
+
+void app_menu_click(App *app, float x, float y) {
+    int kind = app_menu_at(app, x, y);
+    if (kind >= 0 && !app->menu[kind].enabled) return; /* a dimmed row: the menu stays */
+    app->kind_menu = 0, app->menu_hover = -1, app->dirty = 1;
+    app->notice[0] = '\0';
+    if (kind >= 0 && app_set_kind(app, kind)) app_update_map(app);
 }
 
 int app_control_at(const App *app, float x, float y) {

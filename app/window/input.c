@@ -118,6 +118,16 @@ int app_toggle_help(App *app, int unused) {
     return 0;
 }
 
+int app_set_kind(App *app, int kind) {
+    View *v = &app->view;
+    if (kind < 0 || kind >= MAP_KIND_COUNT || !map_kind_usable(kind, &app->model->vit.cfg) ||
+        (v->kind == kind && !v->joint))
+        return 0;
+    v->kind = kind, v->joint = 0;
+    if (MAP_KINDS[kind].uses_target) app->class_kind = kind;
+    return 1;
+}
+
 int app_step_kind(App *app, int step) {
     View *v = &app->view;
     int skipped = 0;
@@ -189,9 +199,11 @@ static int app_kind_key(App *app, SDL_Keycode key, int shift) {
             v->kind = on ? k : MAP_ATTENTION, v->joint = on;
             return 1;
         }
-        if (shift == m->shift) {
-            v->kind = v->kind == k ? MAP_ATTENTION : k;
-            v->joint = 0;
+        if (shift == m->shift) { /* on (as the kinds' menu picks it), or back to the first */
+            if (v->kind == k)
+                v->kind = MAP_ATTENTION, v->joint = 0;
+            else
+                app_set_kind(app, k);
             return 1;
         }
     }
@@ -317,6 +329,7 @@ static int app_display_key(App *app, SDL_Keycode key, int shift, int *changed) {
     case SDLK_h: app_toggle_help(app, 0); break;
     case SDLK_TAB: /* the on-screen controls on / off: the main area takes their room */
         app->show_controls = !app->show_controls, app->ctrl_hover = app->ctrl_pressed = -1;
+        app->kind_menu = 0;
         break;
     case SDLK_w: app_toggle_models(app); break;
     case SDLK_PLUS:
@@ -340,6 +353,10 @@ static void app_key_action(App *app, const SDL_Keysym *ks) {
     int shift = (ks->mod & KMOD_SHIFT) != 0;
     int map_changed = 0;
     app->notice[0] = '\0'; /* a notice answers one key: the next one clears it */
+    if (app->kind_menu && key == SDLK_ESCAPE) { /* Esc closes the kinds' menu, not the app */
+        app->kind_menu = 0, app->dirty = 1;
+        return;
+    }
     /* while W's list is open its keys (arrows, Enter, Esc) take precedence */
     if (app->picking && app_pick_key(app, key)) {
         app->dirty = 1;
@@ -391,6 +408,8 @@ static void app_hover(App *app, int x, int y) {
     app_mouse_px(app, x, y, &app->mouse_x, &app->mouse_y);
     int ctrl = app_control_at(app, app->mouse_x, app->mouse_y); /* a button: its tooltip */
     if (ctrl != app->ctrl_hover) app->ctrl_hover = ctrl, app->dirty = 1;
+    int row = app_menu_at(app, app->mouse_x, app->mouse_y);
+    if (row != app->menu_hover) app->menu_hover = row, app->dirty = 1;
     int r = -1, c = -1, cell = -1;
     if (app->has_scene && !app->overview) {
         if (ren_patch_at(&app->ren, (int)app->mouse_x, (int)app->mouse_y, &r, &c)) r = c = -1;
@@ -407,6 +426,10 @@ static void app_hover(App *app, int x, int y) {
  * view the patch becomes the query token. */
 static void app_click_action(App *app, int x, int y) {
     app_hover(app, x, y);
+    if (app->kind_menu) { /* the kinds' menu open: the click is its */
+        app_menu_click(app, app->mouse_x, app->mouse_y);
+        return;
+    }
     if (app->ctrl_hover >= 0) { /* an on-screen control: what its key does */
         app_control_press(app, app->ctrl_hover);
         return;

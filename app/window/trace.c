@@ -81,7 +81,7 @@ static void trace_frame_state(const App *app, const RenFrame *f) {
            "fraction=%d kept=%d preds=%d distance=%d hover=%d,%d cell=%d fullscreen=%d "
            "image_at=%d saves=%lu cells=%d,%d,%d,%d,%d,%d panel=%d,%d class=%d explained=%d "
            "shown=%s marked=%d joint=%d list=%d listmark=%d highnorm=%d picking=%d listw=%d "
-           "controls=%d chover=%s cpressed=%s ",
+           "controls=%d chover=%s cpressed=%s kmenu=%d ",
            app->frames, app->view.layer, app->view.head, app->view.kind == MAP_ROLLOUT,
            MAP_KINDS[app->view.kind].tag, app->view.target, (double)app->view.discard_ratio,
            app->overlay, (double)app->opacity, app->grid, app->help, app->busy, app->loads,
@@ -95,14 +95,15 @@ static void trace_frame_state(const App *app, const RenFrame *f) {
            app->shown_kind >= 0 ? MAP_KINDS[app->shown_kind].tag : "none", f->pred_marked,
            app->view.joint, app->n_list, app->list_marked, app->n_high_norm, app->picking,
            r->list_w, f->n_controls, app_control_name(app->ctrl_hover),
-           app_control_name(app->ctrl_pressed));
+           app_control_name(app->ctrl_pressed), f->n_menu > 0);
 }
 
 /* "controls NAME=x,y,w,h,enabled,active ...": the on-screen controls as drawn, framebuffer
- * px (the tests click them there), before the frame line it belongs to, when it changed
+ * px (the tests click them there), then the kinds' menu's rows when it is open
+ * ("menu-TAG=..."), before the frame line it belongs to, when it changed
  * since the last one printed ("controls" alone: none shown). */
 static void trace_controls(const App *app, const RenFrame *f) {
-    static char last[REN_MAX_CONTROLS * 64] = "-";
+    static char last[(REN_MAX_CONTROLS + REN_MAX_MENU) * 64] = "-";
     char line[sizeof last];
     int len = snprintf(line, sizeof line, "controls");
     for (int k = 0; k < f->n_controls && k < app->ren.n_control_boxes; k++) {
@@ -111,6 +112,12 @@ static void trace_controls(const App *app, const RenFrame *f) {
                         app_control_name(app->ctrl_row[k]), b->x0, b->y0, b->x1 - b->x0,
                         b->y1 - b->y0, f->controls[k].enabled, f->controls[k].active);
         if (len >= (int)sizeof line) break;
+    }
+    for (int k = 0; k < f->n_menu && k < app->ren.n_menu_boxes && len < (int)sizeof line; k++) {
+        const DlBox *b = &app->ren.menu_box[k];
+        len += snprintf(line + len, sizeof line - (size_t)len, " menu-%s=%d,%d,%d,%d,%d,%d",
+                        MAP_KINDS[k].tag, b->x0, b->y0, b->x1 - b->x0, b->y1 - b->y0,
+                        f->menu[k].enabled, f->menu[k].active);
     }
     if (strcmp(line, last) == 0) return;
     snprintf(last, sizeof last, "%s", line);

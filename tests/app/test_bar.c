@@ -3,8 +3,9 @@
  * Checked: a row that fits keeps its widths (scale 1), is centred, keeps the gaps (the
  * wider one between groups), stays inside the strip; a row too wide is scaled to fit, its
  * boxes still in order, inside the strip, never overlapping, each at least 1 px; on
- * random rows of random widths and strips, the same; and the hit test finds item i at
- * every pixel of its box, and nothing in the gaps, above, below or beside the row. */
+ * random rows of random widths and strips, the same; the hit test finds item i at every
+ * pixel of its box, and nothing in the gaps, above, below or beside the row; a menu's
+ * column of rows ends at its bottom, shrinks to fit below its top, and is hit row by row. */
 #include "render/bar.h"
 
 #include <math.h>
@@ -92,6 +93,25 @@ int main(void) {
         int g[1] = {0};
         bar_layout(b, w, g, 1, 5, 5, 100, 10, 1, 2);
         check_row(b, 1, 5, 5, 100, 10, "one huge item");
+    }
+    /* a menu's column: rows stacked up to `bottom`, shrunk to start no higher than `top` */
+    {
+        DlBox b[15];
+        bar_column(b, 15, 100.5f, 900, 20, 300, 40);
+        CHECK(b[14].y1 == 900 && b[0].y0 == 300 && b[0].x0 == 100 && b[0].x1 == 400,
+              "15 rows of 40 px end at 900: %d..%d, x %d..%d", b[0].y0, b[14].y1, b[0].x0, b[0].x1);
+        bar_column(b, 15, 0, 500, 20, 300, 40);
+        CHECK(b[0].y0 >= 20 && b[14].y1 == 500,
+              "no room for 40 px rows: shrunk into 20..500 "
+              "(%d..%d)",
+              b[0].y0, b[14].y1);
+        for (int i = 0; i < 15; i++) {
+            CHECK(b[i].y1 > b[i].y0 && (i == 0 || b[i].y0 >= b[i - 1].y1), "menu row %d", i);
+            CHECK(bar_hit(b, 15, 150, (b[i].y0 + b[i].y1) / 2) == i, "menu row %d hit", i);
+        }
+        CHECK(bar_hit(b, 15, 150, 19) == -1 && bar_hit(b, 15, 150, 500) == -1 &&
+                  bar_hit(b, 15, 300, 300) == -1,
+              "above, below and beside the menu: nothing");
     }
     /* random rows: widths 0.2 .. 300 px, 1 .. 24 items, strips 20 .. 2000 px, fractional
      * origins (a scaled row's rounding must still never overlap or leave the strip) */

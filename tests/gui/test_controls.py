@@ -6,11 +6,13 @@ The app prints where it drew each control ("controls NAME=x,y,w,h,enabled,active
 VITLENS_TRACE), so that the test clicks them where they are. For layer -/+, head -/+, the
 max fusion and map kind -/+, a click is compared with the keys that reach the same view
 (Left / Right, Up / Down, E / Shift+E): the whole frame line (every field but timings and
-the pointer), the status line and the hash of the map on screen must be equal. Also: the
-strip lies below the picture and above the status line, its boxes disjoint; a dimmed
-button (the next layer at the last one) changes nothing; hover and pressed states; the
-help button; Tab hides the strip (the picture takes its room, a click there does
-nothing), and that is remembered by the next start; F scales the buttons with the screen.
+the pointer), the status line and the hash of the map on screen must be equal; so must a
+kind picked from the kinds' menu and its key (R). Also: the strip lies below the picture
+and above the status line, its boxes disjoint; a dimmed button (the next layer at the last
+one) changes nothing; hover and pressed states; the help button; the menu lists every kind
+of the table, Esc or a click beside it closes it; Tab hides the strip (the picture takes
+its room, a click there does nothing), and that is remembered by the next start; F scales
+the buttons with the screen.
 Synchronisation: the trace's lines only, never a sleep.
 
   xvfb-run -a -s "-screen 0 1280x1024x24" /usr/bin/python3 test_controls.py \
@@ -19,6 +21,7 @@ Exits 0, 1 on a failed check, 77 without the built-in model.
 """
 import argparse
 import os
+import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
@@ -168,6 +171,28 @@ def main():
         app.key("e", kind="rollout")
         app.key("shift+e", kind="attention")
         same(c, app.snapshot("Shift+E"), "kind-prev vs Shift+E")
+
+        # the kind's name opens the menu of every kind (--list-kinds' rows, in order); a row
+        # picks that kind as its own key does; Esc, or a click elsewhere, closes it
+        app.click("kind", kmenu=1)
+        rows = [n[5:] for n in app.controls if n.startswith("menu-")]
+        tags = [ln.split("\t")[0] for ln in subprocess.run(
+            [a.app, "--list-kinds"], check=True, capture_output=True, text=True).stdout.splitlines()]
+        check(rows == tags and app.box("menu-attention")[5] == 1,
+              f"the kinds' menu lists the table's kinds, attention marked: {rows}")
+        app.click("menu-rollout", kind="rollout", kmenu=0)
+        c = app.snapshot("the menu's rollout")
+        app.key("r", kind="attention")
+        app.key("r", kind="rollout")
+        same(c, app.snapshot("R"), "the menu's rollout vs R")
+        app.key("r", kind="attention")
+        app.click("kind", kmenu=1)
+        app.key("Escape", kmenu=0)
+        check(app.proc.poll() is None, "Esc closes the menu, not the app")
+        app.click("kind", kmenu=1)
+        app.click("layer-prev", kmenu=0)
+        check(app.state["layer"] == str(L - 1) and app.state["kind"] == "attention",
+              "a click beside the open menu closes it and does nothing else")
 
         # a dimmed button does nothing: G after it shows the click was handled first
         app.click("layer-next", layer=L - 1)  # (changes nothing: no frame to wait for)
