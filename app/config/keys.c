@@ -41,6 +41,7 @@ static const char *const KEYS_OTHER[][2] = {
     {"F", "fullscreen (presenter mode)"},
     {"Page Down / Page Up", "the lesson: the ViT step by step (in it: arrows, I J K L, Esc back)"},
     {"H", "this help on / off"},
+    {"Tab", "the on-screen buttons on / off (a clean screen; remembered)"},
     {"W", "the downloaded models (--model NAME): Up / Down, Enter opens one, Esc closes"},
     {"Esc / Q", "quit"},
     {"drop a file", "open a photo, or a .safetensors model"},

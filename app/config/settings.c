@@ -13,7 +13,7 @@
 void settings_init(Settings *s) {
     memset(s, 0, sizeof *s);
     /* -1: not in the file, so the app's own default applies (0 would be a choice) */
-    s->colormap = s->bilinear = s->show_preds = s->show_distance = -1;
+    s->colormap = s->bilinear = s->show_preds = s->show_distance = s->show_controls = -1;
     s->opacity = -1.0f;
 }
 
@@ -60,6 +60,7 @@ static int parse_line(Settings *s, const char *key, const char *v, const char **
     int *flag = !strcmp(key, "bilinear")      ? &s->bilinear
                 : !strcmp(key, "predictions") ? &s->show_preds
                 : !strcmp(key, "distance")    ? &s->show_distance
+                : !strcmp(key, "controls")    ? &s->show_controls
                                               : NULL;
     if (flag) {
         *why = "expected 0 or 1";
@@ -82,8 +83,8 @@ static int parse_line(Settings *s, const char *key, const char *v, const char **
         snprintf(path, sizeof s->model, "%s", v);
         return 0;
     }
-    *why = "unknown setting (colormap, opacity, bilinear, predictions, distance, model, labels, "
-           "image, photo)";
+    *why = "unknown setting (colormap, opacity, bilinear, predictions, distance, controls, model, "
+           "labels, image, photo)";
     return -1;
 }
 
@@ -177,6 +178,7 @@ int settings_save(const Settings *s, const char *path, char *msg, size_t msg_byt
     if (s->bilinear >= 0) fprintf(f, "bilinear=%d\n", s->bilinear);
     if (s->show_preds >= 0) fprintf(f, "predictions=%d\n", s->show_preds);
     if (s->show_distance >= 0) fprintf(f, "distance=%d\n", s->show_distance);
+    if (s->show_controls >= 0) fprintf(f, "controls=%d\n", s->show_controls);
     /* a path with a newline would not read back: left out */
     if (s->model[0] && !strchr(s->model, '\n')) fprintf(f, "model=%s\n", s->model);
     if (s->labels[0] && !strchr(s->labels, '\n')) fprintf(f, "labels=%s\n", s->labels);

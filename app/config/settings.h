@@ -1,5 +1,6 @@
 /* settings.h - what the window remembers between runs: colormap, opacity, upsampling,
- * the side panels, the last model and the photos it showed, in $XDG_CONFIG_HOME/vitlens/settings
+ * the side panels, the on-screen controls, the last model and the photos it showed, in
+ * $XDG_CONFIG_HOME/vitlens/settings
  * (default
  * ~/.config/vitlens/settings), one key=value a line:
  *
@@ -7,7 +8,7 @@
  *   opacity=0.60         in [0, 1]                  model=PATH   the last model's weights
  *   bilinear=0           upsampling, 0 or 1         labels=PATH  its --labels, if any
  *   predictions=1        the top-5 panel        image=PATH   the last model's photos (the
- *                                                            command line's IMAGEs, one a line)
+ *   controls=1           the on-screen buttons               command line's IMAGEs, one a line)
  *                                                photo=PATH   the photo it showed last
  *
  * '#' starts a comment line. A line that does not parse is ignored and reported (the
@@ -28,6 +29,7 @@ typedef struct {
     float opacity;                 /* [0, 1], -1: not set */
     int bilinear;                  /* 0 / 1, -1: not set */
     int show_preds, show_distance; /* 0 / 1, -1: not set */
+    int show_controls;             /* the on-screen controls (Tab), 0 / 1, -1: not set */
     char model[1200];              /* the last model's weights, "": not set */
     char labels[1200];             /* its labels file, "": none */
     /* the photos the last model showed, with it only (the built-in model opens on its demo

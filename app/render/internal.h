@@ -27,6 +27,12 @@ static const float COL_TIP[4] = {0.0f, 0.0f, 0.0f, 0.85f};        /* tooltip, ce
  * other part of the window uses, so they tell the curve apart) */
 static const float COL_CURVE[2][4] = {{0.30f, 0.80f, 1.0f, 1.0f}, {1.0f, 0.55f, 0.20f, 1.0f}};
 static const float COL_GHOST[4] = {0.50f, 0.53f, 0.58f, 1.0f}; /* the other order's curve */
+/* the controls' buttons: their face, under the mouse, held down; a dimmed one's text */
+static const float COL_BTN[4] = {0.20f, 0.22f, 0.27f, 1.0f};
+static const float COL_BTN_HOVER[4] = {0.32f, 0.35f, 0.42f, 1.0f};
+static const float COL_BTN_DOWN[4] = {0.93f, 0.94f, 0.95f, 1.0f};
+static const float COL_BTN_EDGE[4] = {0.42f, 0.45f, 0.51f, 1.0f};
+static const float COL_BTN_OFF[4] = {0.45f, 0.47f, 0.51f, 1.0f};
 
 /* ---------------------------------------------------------------------------
  * The frame as a list of primitives (record.c) */
@@ -109,11 +115,12 @@ typedef struct {
     float prefix_w, left_w;     /* the prefix bars' width; what is left of the crop */
     float area_h, panel_w;      /* the main area's height; the side panel's width (0: none) */
     float ix, iy, iw, ih;       /* the crop (or the overview) */
+    float ctrl_y, ctrl_h;       /* the controls' strip (0 high: none) */
     int font_px, single, legend, prefix; /* the status bar's font; what is drawn */
 } RenLayout;
 
 /* The help overlay at font size px, centred. */
-void ren_draw_help(Ren *r, const RenFrame *f, int px);
+void ren_draw_help(Ren *r, const RenFrame *f, int px, float bottom);
 /* The legend (colour bar, its range and caption) at (x, y), h high. */
 void ren_draw_legend(Ren *r, const RenFrame *f, float x, float y, float h, int font_px);
 /* The prefix tokens' bars in (x, y, w, h). */
@@ -124,6 +131,8 @@ void ren_draw_cells(Ren *r, const RenFrame *f, float x, float y, float w, float 
 void ren_draw_side(Ren *r, const RenFrame *f, const RenLayout *l);
 /* f->tooltip beside the mouse, kept inside the window and above the status bar. */
 void ren_draw_tooltip(Ren *r, const RenFrame *f, const RenLayout *l);
+/* The controls' strip (f->controls) in l's strip, their boxes kept for ren_control_at. */
+void ren_draw_controls(Ren *r, const RenFrame *f, const RenLayout *l);
 /* The error line (when f->error) and the status bar, with the spinner while busy. */
 void ren_draw_status(Ren *r, const RenFrame *f, const RenLayout *l);
 

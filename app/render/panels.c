@@ -4,6 +4,7 @@
  * tooltip and the status bar. Each records primitives (record.c); the layout is
  * render.c's. */
 #include "render/internal.h"
+#include "render/bar.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -45,58 +46,84 @@ static int help_lines(Ren *r, const char *str, int px, float max_w, char lines[]
     return n;
 }
 
-/* Size of the help panel at font size px: width, height; key column width. A row is
- * 1.5 px high, and 1.2 px more per wrapped line of its description. */
-static void help_size(Ren *r, const RenFrame *f, int px, float *w, float *h, float *key_w) {
-    float kw = 0, ww = 0, rows = 0;
-    for (int i = 0; i < f->n_help; i++) {
-        const RenText *k = ren_text_get(r, f->help_rows[i][0], px);
-        if (k && k->w > kw) kw = (float)k->w;
-        char lines[HELP_LINES][256];
-        float lw;
-        int n = help_lines(r, f->help_rows[i][1], px, (float)(HELP_WRAP_EM * px), lines, &lw);
-        if (lw > ww) ww = lw;
-        rows += 1.5f + 1.2f * (float)(n > 0 ? n - 1 : 0);
+/* The help panel's rows in `cols` columns, the first rows first: column c holds rows
+ * [c * per, (c + 1) * per), per = ceil(n / cols). */
+#define HELP_COLS 2
+
+/* Size of the help panel at font size px in cols columns: width, height; each column's
+ * key width and width. A row is 1.5 px high, and 1.2 px more per wrapped line of its
+ * description; columns are 2 px apart. */
+static void help_size(Ren *r, const RenFrame *f, int px, int cols, float *w, float *h, float *key_w,
+                      float *col_w) {
+    int per = (f->n_help + cols - 1) / cols;
+    float most = 0, sum_w = 0;
+    for (int c = 0; c < cols; c++) {
+        float kw = 0, ww = 0, rows = 0;
+        for (int i = c * per; i < f->n_help && i < (c + 1) * per; i++) {
+            const RenText *k = ren_text_get(r, f->help_rows[i][0], px);
+            if (k && k->w > kw) kw = (float)k->w;
+            char lines[HELP_LINES][256];
+            float lw;
+            int n = help_lines(r, f->help_rows[i][1], px, (float)(HELP_WRAP_EM * px), lines, &lw);
+            if (lw > ww) ww = lw;
+            rows += 1.5f + 1.2f * (float)(n > 0 ? n - 1 : 0);
+        }
+        key_w[c] = kw, col_w[c] = kw + (float)px * 1.5f + ww;
+        sum_w += col_w[c];
+        if (rows > most) most = rows;
     }
-    *key_w = kw;
-    *w = (float)px * (1.2f * 2 + 1.5f) + kw + ww;
-    *h = (float)px * (1.2f * 2 + 2.2f + rows);
+    *w = (float)px * (1.2f * 2 + 2.0f * (float)(cols - 1)) + sum_w;
+    *h = (float)px * (1.2f * 2 + 2.2f + most);
 }
 
-/* The key list in a panel centred on the window; smaller text if it does not fit. A long
- * description wraps onto lines 1.2 px apart, so that the panel stays about as wide as
- * its other rows. */
-void ren_draw_help(Ren *r, const RenFrame *f, int px) {
-    float pw, ph, key_w;
-    help_size(r, f, px, &pw, &ph, &key_w);
-    float room_w = (float)r->fb_w * 0.96f, room_h = (float)r->fb_h * 0.94f;
+/* The key list in a panel centred on the window above y = bottom (px), in one column or,
+ * when that would take smaller text (a projector's readers at the back), two; smaller text
+ * if it does not fit.
+ * A long description wraps onto lines 1.2 px apart, so that the panel stays about as wide
+ * as its other rows. */
+void ren_draw_help(Ren *r, const RenFrame *f, int px, float bottom) {
+    float room_w = (float)r->fb_w * 0.96f, room_h = bottom * 0.94f;
+    float pw, ph, key_w[HELP_COLS], col_w[HELP_COLS], best = 0.0f;
+    int cols = 1;
+    for (int c = 1; c <= HELP_COLS; c++) { /* the column count that keeps the text largest */
+        help_size(r, f, px, c, &pw, &ph, key_w, col_w);
+        float s = fminf(1.0f, fminf(room_w / pw, room_h / ph));
+        if (s > best + 1e-3f) best = s, cols = c;
+    }
+    help_size(r, f, px, cols, &pw, &ph, key_w, col_w);
     /* too large for the window: one smaller font size that fits both ways, measured again
      * because the wrapping changes with it; never below 6 px */
     if (pw > room_w || ph > room_h) {
         float s = room_w / pw < room_h / ph ? room_w / pw : room_h / ph;
         px = (int)((float)px * s);
         if (px < 6) px = 6;
-        help_size(r, f, px, &pw, &ph, &key_w);
+        help_size(r, f, px, cols, &pw, &ph, key_w, col_w);
     }
     float pad = (float)px * 1.2f, gap = (float)px * 1.5f, row_h = (float)px * 1.5f;
     float line_h = (float)px * 1.2f;
-    float x = floorf(((float)r->fb_w - pw) / 2), y = floorf(((float)r->fb_h - ph) / 2);
+    float x = floorf(((float)r->fb_w - pw) / 2), y = floorf((bottom - ph) / 2);
     if (x < 0) x = 0;
     if (y < 0) y = 0;
     ren_fill(r, x, y, pw, ph, COL_PANEL);
     ren_fill(r, x, y, pw, roundf((float)px * 0.15f) + 1, COL_ACCENT);
     ren_text_line(r, "vitlens \xe2\x80\x94 keys", (int)((float)px * 1.3f), x + pad, y + pad,
                   (float)px * 1.8f, COL_ACCENT);
-    for (int i = 0, wrapped = 0; i < f->n_help; i++) { /* wrapped: extra lines above */
-        char lines[HELP_LINES][256];
-        float lw;
-        int n = help_lines(r, f->help_rows[i][1], px, (float)(HELP_WRAP_EM * px), lines, &lw);
-        float ry = y + pad + (float)px * 2.2f + row_h * (float)i + line_h * (float)wrapped;
-        ren_text_line(r, f->help_rows[i][0], px, x + pad, ry, row_h, COL_ACCENT);
-        for (int j = 0; j < n; j++)
-            ren_text_line(r, lines[j], px, x + pad + key_w + gap, ry + line_h * (float)j, row_h,
-                          COL_TEXT);
-        wrapped += n > 0 ? n - 1 : 0;
+    int per = (f->n_help + cols - 1) / cols;
+    float cx = x + pad;
+    for (int c = 0; c < cols; c++) {
+        for (int i = c * per, wrapped = 0; i < f->n_help && i < (c + 1) * per; i++) {
+            char lines[HELP_LINES][256]; /* wrapped: extra lines above in this column */
+            float lw;
+            int n = help_lines(r, f->help_rows[i][1], px, (float)(HELP_WRAP_EM * px), lines, &lw);
+            float ry =
+                y + pad + (float)px * 2.2f + row_h * (float)(i - c * per) + line_h * (float)wrapped;
+            ren_text_line(r, f->help_rows[i][0], px, cx, ry, row_h, COL_ACCENT);
+            for (int j = 0; j < n; j++)
+                ren_text_line(r, lines[j], px, cx + key_w[c] + gap, ry + line_h * (float)j, row_h,
+                              COL_TEXT);
+            wrapped += n > 0 ? n - 1 : 0;
+        }
+        cx += col_w[c] + (float)px * 2.0f;
     }
 }
 
@@ -466,7 +493,8 @@ void ren_draw_side(Ren *r, const RenFrame *f, const RenLayout *l) {
 /* --- over everything: tooltip and status bar ---------------------------------- */
 
 /* The tooltip f->tooltip below and right of the pointer (tip_x, tip_y), flipped to its
- * left or above it where it would leave the window or cover the status bar. */
+ * left or above it where it would leave the window or cover the status bar; or above or
+ * left of the point as f->tip_side asks (a control's, a menu row's). */
 void ren_draw_tooltip(Ren *r, const RenFrame *f, const RenLayout *l) {
     int font_px = l->font_px, tpx = (int)((float)font_px * 0.85f);
     const RenText *t = ren_text_get(r, f->tooltip, tpx);
@@ -474,10 +502,110 @@ void ren_draw_tooltip(Ren *r, const RenFrame *f, const RenLayout *l) {
     float pad = (float)tpx * 0.4f, tw = (float)t->w + 2 * pad, th = (float)t->h + pad;
     float tx = f->tip_x + (float)font_px, ty = f->tip_y + (float)font_px;
     if (tx + tw > l->W) tx = f->tip_x - tw - (float)font_px * 0.5f;
-    if (ty + th > l->H - l->bar_h - l->err_h) ty = f->tip_y - th - (float)font_px * 0.5f;
+    if (f->tip_side == 1 || (f->tip_side == 0 && ty + th > l->H - l->bar_h - l->err_h))
+        ty = f->tip_y - th - (float)font_px * 0.5f;
+    if (f->tip_side == 2) tx = f->tip_x - tw - (float)font_px * 0.25f, ty = f->tip_y;
+    tx = tx < 0 ? 0 : tx;
     ren_fill(r, tx, ty, tw, th, COL_TIP);
     ren_frame_rect(r, tx, ty, tw, th, 1, COL_DIM);
     ren_text_draw(r, t, tx + pad, ty + pad * 0.5f, 1.0f, COL_TEXT);
+}
+
+/* --- the controls' strip ------------------------------------------------------- */
+
+/* One item of the strip or a menu in box b: a button's face (lighter under the mouse,
+ * white while held down, the accent colour for the choice on screen, dark with grey text
+ * when it would change nothing) with its label (centred, or from the left in a menu, its
+ * hint dim at the right); a read-out just its text. Text at tpx. */
+static void draw_item(Ren *r, const RenControl *c, const DlBox *b, int hover, int pressed, int tpx,
+                      int left) {
+    float bx = (float)b->x0, by = (float)b->y0, bw = (float)(b->x1 - b->x0);
+    float bh = (float)(b->y1 - b->y0), edge = floorf((float)tpx * 0.06f) + 1;
+    const float *text = COL_TEXT, *hint = COL_DIM;
+    if (c->button) {
+        const float *face = COL_BTN;
+        if (!c->enabled)
+            face = COL_SIDE, text = hint = COL_BTN_OFF;
+        else if (pressed)
+            face = COL_BTN_DOWN, text = hint = COL_BG;
+        else if (c->active)
+            face = COL_ACCENT, text = hint = COL_BG;
+        else if (hover)
+            face = COL_BTN_HOVER;
+        ren_fill(r, bx, by, bw, bh, face);
+        if (c->enabled && !c->active && !pressed) /* an edge: a button */
+            ren_frame_rect(r, bx + edge, by + edge, bw - 2 * edge, bh - 2 * edge, edge,
+                           COL_BTN_EDGE);
+    } else if (!c->enabled) {
+        text = COL_BTN_OFF;
+    }
+    float pad = roundf((float)tpx * 0.6f), hint_w = 0.0f;
+    if (c->hint) {
+        const RenText *h = ren_text_get(r, c->hint, tpx);
+        if (h) {
+            hint_w = (float)h->w + pad;
+            ren_text_draw(r, h, bx + bw - pad - (float)h->w, floorf(by + (bh - (float)h->h) / 2),
+                          1.0f, hint);
+        }
+    }
+    const RenText *t = ren_text_get(r, c->label, tpx);
+    if (!t) return;
+    float room = left ? bw - 2 * pad - hint_w : bw - 2;
+    float ts = (float)t->w > room ? room / (float)t->w : 1.0f;
+    float tx = left ? bx + pad : bx + (bw - (float)t->w * ts) / 2;
+    ren_text_draw(r, t, floorf(tx), floorf(by + (bh - (float)t->h * ts) / 2), ts, text);
+}
+
+/* An open menu (f->menu) in a column above control f->menu_of, left-aligned with it (kept
+ * inside the window), as wide as its widest row, over the main area; its rows' boxes kept
+ * for ren_menu_at. */
+static void draw_menu(Ren *r, const RenFrame *f, const RenLayout *l, int tpx) {
+    int n = f->n_menu < REN_MAX_MENU ? f->n_menu : REN_MAX_MENU;
+    if (n <= 0 || f->menu_of < 0 || f->menu_of >= r->n_control_boxes) return;
+    float pad = roundf((float)tpx * 0.6f), w = 0.0f;
+    for (int i = 0; i < n; i++) {
+        float rw = ren_text_width(r, f->menu[i].label, tpx) + 2 * pad;
+        if (f->menu[i].hint) rw += ren_text_width(r, f->menu[i].hint, tpx) + 2 * pad;
+        w = fmaxf(w, rw);
+    }
+    const DlBox *of = &r->control_box[f->menu_of];
+    float x = fminf((float)of->x0, l->W - l->margin - w), gap = roundf(l->margin * 0.25f);
+    x = fmaxf(x, 0.0f);
+    bar_column(r->menu_box, n, x, (float)of->y0 - gap, l->margin, w, roundf(l->ctrl_h * 0.8f));
+    r->n_menu_boxes = n;
+    float top = (float)r->menu_box[0].y0, bottom = (float)r->menu_box[n - 1].y1;
+    ren_fill(r, x - gap, top - gap, w + 2 * gap, bottom - top + 2 * gap, COL_PANEL);
+    ren_frame_rect(r, x - gap, top - gap, w + 2 * gap, bottom - top + 2 * gap, 1, COL_BTN_EDGE);
+    for (int i = 0; i < n; i++)
+        draw_item(r, &f->menu[i], &r->menu_box[i], i == f->menu_hover, 0, tpx, 1);
+}
+
+/* The on-screen controls in the strip above the status bar, at the status line's text size
+ * (they scale with the window); a row wider than the window is shrunk as a whole (bar.h);
+ * then an open menu above its control. */
+void ren_draw_controls(Ren *r, const RenFrame *f, const RenLayout *l) {
+    r->n_control_boxes = r->n_menu_boxes = 0; /* none drawn: none can be hit */
+    int n = f->n_controls < REN_MAX_CONTROLS ? f->n_controls : REN_MAX_CONTROLS;
+    if (n <= 0 || l->ctrl_h <= 0) return;
+    int px = l->font_px;
+    float pad = roundf((float)px * 0.6f), w[REN_MAX_CONTROLS];
+    int group[REN_MAX_CONTROLS];
+    for (int i = 0; i < n; i++) {
+        const RenControl *c = &f->controls[i];
+        float tw = ren_text_width(r, c->label, px);
+        if (c->sizer) tw = fmaxf(tw, ren_text_width(r, c->sizer, px));
+        w[i] = tw + 2 * pad;
+        if (c->button && w[i] < l->ctrl_h * 1.1f) w[i] = roundf(l->ctrl_h * 1.1f); /* "?", arrows */
+        group[i] = c->group;
+    }
+    float s = bar_layout(r->control_box, w, group, n, l->margin, l->ctrl_y, l->W - 2 * l->margin,
+                         l->ctrl_h, roundf((float)px * 0.2f), roundf((float)px * 1.1f));
+    r->n_control_boxes = n;
+    int tpx = s < 1.0f ? (int)((float)px * s) : px; /* a shrunk row: a smaller font, not a blur */
+    for (int i = 0; i < n; i++)
+        draw_item(r, &f->controls[i], &r->control_box[i], i == f->control_hover,
+                  i == f->control_pressed, tpx, 0);
+    draw_menu(r, f, l, tpx);
 }
 
 /* The status bar at the bottom (status_left, status_right, a spinner while busy) and the

@@ -3,6 +3,7 @@
  * replayed by canvas.c), hit tests against the last frame and the read-back for S. All
  * positions are framebuffer px, origin top-left. */
 #include "render/internal.h"
+#include "render/bar.h"
 
 #if defined(SDL_VIDEO_DRIVER_X11) && defined(VITLENS_X11)
 #include <epoxy/glx.h> /* GLX_MESA_copy_sub_buffer: show only what changed */
@@ -80,10 +81,11 @@ void ren_free(Ren *r) {
 /* --- the frame ------------------------------------------------------------------ */
 
 /* The frame's layout, framebuffer px: the status bar (and the error line) at the bottom,
- * never over the image; above it the crop at its aspect ratio (or the overview), the
- * legend to its right, the prefix tokens' bars to its left (single view, models with
- * register or distillation tokens) and the side panels (predictions, attention distance)
- * at the right when the window is wide enough. Sizes follow the height, for projectors. */
+ * never over the image; above it the controls' strip (when there are controls), then the crop at
+ * its aspect ratio (or the overview), the legend to its right, the prefix tokens' bars to its left
+ * (single view, models with register or distillation tokens) and the side panels (predictions,
+ * attention distance) at the right when the window is wide enough. Sizes follow the height, for
+ * projectors. */
 static void layout(RenLayout *l, const Ren *r, const RenFrame *f) {
     const float W = (float)r->fb_w, H = (float)r->fb_h;
     l->W = W, l->H = H;
@@ -97,7 +99,12 @@ static void layout(RenLayout *l, const Ren *r, const RenFrame *f) {
     l->legend_w = roundf((float)l->font_px * 4.0f), l->legend_gap = roundf(l->margin * 1.2f);
     l->prefix_w = roundf((float)l->font_px * 5.0f);
     float area_w = W - 2 * l->margin;
-    l->area_h = H - l->bar_h - l->err_h - 2 * l->margin;
+    /* the controls' strip between the main area and the status bar, as high as the status
+     * bar (a large target), half a margin above it: never over the map */
+    float ctrl_gap = f->n_controls > 0 ? roundf(l->margin * 0.5f) : 0.0f;
+    l->ctrl_h = f->n_controls > 0 ? l->bar_h : 0.0f;
+    l->ctrl_y = H - l->bar_h - l->err_h - ctrl_gap - l->ctrl_h;
+    l->area_h = H - l->bar_h - l->err_h - 2 * l->margin - l->ctrl_h - ctrl_gap;
     int has_panel = f->n_preds > 0 || f->distance || f->n_list > 0 || f->plot;
     l->panel_w = has_panel ? roundf((float)l->font_px * 13.0f) : 0.0f;
     if (has_panel && area_w - l->panel_w - l->legend_gap < l->area_h * 0.55f)
@@ -167,9 +174,12 @@ void ren_draw(Ren *r, const RenFrame *f) {
     r->n_cells = 0;
     draw_main(r, f, &l);
     ren_draw_side(r, f, &l);
+    ren_draw_controls(r, f, &l);
     if (f->tooltip) ren_draw_tooltip(r, f, &l);
     int help_px = (int)(l.H * 0.022f) < 11 ? 11 : (int)(l.H * 0.022f); /* 2.2% of H, >= 11 */
-    if (f->help && f->n_help) ren_draw_help(r, f, help_px);
+    /* above the controls' strip, whose buttons stay usable ("?" closes it) */
+    if (f->help && f->n_help)
+        ren_draw_help(r, f, help_px, l.ctrl_h > 0 ? l.ctrl_y : (float)r->fb_h);
     ren_draw_status(r, f, &l);
     ren_flush(r);
 }
@@ -193,6 +203,14 @@ int ren_pred_at(const Ren *r, int x, int y) {
         return -1;
     int row = (y - r->pred_y0) / r->pred_row_h;
     return row < r->n_pred_rows ? row : -1;
+}
+
+int ren_control_at(const Ren *r, int x, int y) {
+    return bar_hit(r->control_box, r->n_control_boxes, x, y);
+}
+
+int ren_menu_at(const Ren *r, int x, int y) {
+    return bar_hit(r->menu_box, r->n_menu_boxes, x, y);
 }
 
 int ren_cell_at(const Ren *r, int x, int y) {

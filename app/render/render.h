@@ -20,10 +20,12 @@
 #include <epoxy/gl.h>
 #include <stdint.h>
 
-#define REN_TEXT_CACHE 512 /* texts kept; one frame draws at most this many */
-#define REN_MAX_PREDS  5
-#define REN_MAX_LIST   32 /* rows of the list panel */
-#define REN_PICTURES   4  /* picture slots (ren_picture_upload) */
+#define REN_TEXT_CACHE   512 /* texts kept; one frame draws at most this many */
+#define REN_MAX_PREDS    5
+#define REN_MAX_LIST     32 /* rows of the list panel */
+#define REN_PICTURES     4  /* picture slots (ren_picture_upload) */
+#define REN_MAX_CONTROLS 24 /* items of the on-screen controls' strip */
+#define REN_MAX_MENU     32 /* rows of a control's menu */
 
 typedef struct {
     GLuint tex;
@@ -115,10 +117,27 @@ typedef struct {
     int panel_x, panel_w;                 /* side panel, 0 wide when not drawn */
     int pred_y0, pred_row_h, n_pred_rows; /* the predictions' rows, for ren_pred_at */
     int list_x, list_y, list_w, list_h;   /* the list panel as drawn, 0 wide when not */
+    DlBox control_box[REN_MAX_CONTROLS];  /* the controls' strip as drawn (bar.h), for */
+    int n_control_boxes;                  /* ren_control_at; 0: no strip */
+    DlBox menu_box[REN_MAX_MENU];         /* an open menu's rows as drawn, for ren_menu_at */
+    int n_menu_boxes;                     /* 0: no menu */
     int plot_x, plot_y, plot_w, plot_h;   /* the perturbation plot's axes box (x 0..1 left to
                                              right, y 0..1 bottom to top), 0 wide when not */
     char shader_dir[1024];
 } Ren;
+
+/* One item of the on-screen controls' strip (RenFrame.controls): a button, or a read-out
+ * between two buttons ("layer 5 / 12"). */
+typedef struct {
+    const char *label; /* the text on it */
+    const char *sizer; /* NULL, or the widest text it may show: its width is kept, so that
+                          the items do not move when a label changes */
+    int group;         /* items of one group sit close together, groups further apart */
+    int button;        /* 1: a button; 0: a read-out, drawn without a face */
+    int enabled;       /* 0: dimmed (it would change nothing) */
+    int active;        /* 1: the choice on screen (the fusion shown), in the accent colour */
+    const char *hint;  /* NULL, or a second text drawn dim at its right (a menu row's key) */
+} RenControl;
 
 /* What to draw besides the image and map (strings UTF-8, NULL: none). */
 typedef struct {
@@ -157,9 +176,11 @@ typedef struct {
     int dist_layers, dist_heads, dist_layer, dist_head; /* dist_head >= H: a fusion */
     float dist_max_px;                                  /* y axis top */
     const char *dist_caption;
-    /* a tooltip at (tip_x, tip_y) framebuffer px */
+    /* a tooltip at (tip_x, tip_y) framebuffer px: below and right of it (tip_side 0),
+     * above it (1), or left of it, its top there (2) */
     const char *tooltip;
     float tip_x, tip_y;
+    int tip_side;
     /* The prefix tokens' share of the map's row (registers, distillation token),
      * drawn as one bar each left of the crop (single view) when n_prefix > 1; the map shows the
      * patches only. share[n_prefix], names[n_prefix] ("CLS", "reg1", ...). */
@@ -179,6 +200,19 @@ typedef struct {
     int plot, plot_n, plot_steps, plot_alt;
     const float *plot_y, *plot_ghost;
     const char *plot_title, *plot_subtitle, *plot_caption, *plot_ghost_caption;
+    /* The on-screen controls: n_controls items in a strip between the main area and the
+     * status bar, at the status line's text size (they scale with the window: readable in
+     * fullscreen on a projector); 0: no strip (the main area takes its room). Their boxes
+     * are kept for ren_control_at. control_hover, control_pressed: the item under the
+     * mouse, the one held down (-1: none). */
+    int n_controls;
+    const RenControl *controls;
+    int control_hover, control_pressed;
+    /* An open menu of control menu_of (its index in controls): n_menu rows (buttons; the
+     * active one the choice on screen) in a column above it, over the main area while it is
+     * open; menu_hover: the row under the mouse (-1: none). n_menu 0: none. */
+    int n_menu, menu_of, menu_hover;
+    const RenControl *menu;
 } RenFrame;
 
 /* Compile the shaders (found in $VITLENS_SHADER_DIR, else the source tree's
@@ -233,6 +267,10 @@ int ren_patch_at(const Ren *r, int x, int y, int *row, int *col);
 int ren_cell_at(const Ren *r, int x, int y);
 /* The row (0: most probable) of the predictions panel under (x, y), or -1. */
 int ren_pred_at(const Ren *r, int x, int y);
+/* The item of the controls' strip (RenFrame.controls' index) under (x, y), or -1. */
+int ren_control_at(const Ren *r, int x, int y);
+/* The row of the open menu (RenFrame.menu's index) under (x, y), or -1. */
+int ren_menu_at(const Ren *r, int x, int y);
 
 /* The framebuffer as drawn (call after ren_draw, before the swap): RGB
  * [fb_h, fb_w, 3], top row first, malloc'd (free()), or NULL. */

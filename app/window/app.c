@@ -61,6 +61,8 @@ static int app_init_state(App *app, const Options *o) {
     app->mask_pct = 60; /* DINO's figures */
     app->show_preds = o->settings.show_preds >= 0 ? o->settings.show_preds : 1;
     app->show_distance = o->settings.show_distance > 0;
+    app->show_controls = o->settings.show_controls != 0; /* on unless the settings say off */
+    app->ctrl_hover = app->ctrl_pressed = app->menu_hover = -1;
     snprintf(app->notice, sizeof app->notice, "%s", o->settings_msg); /* read problems */
     snprintf(app->model_path, sizeof app->model_path, "%s", o->model_path);
     snprintf(app->labels_path, sizeof app->labels_path, "%s", o->labels_path ? o->labels_path : "");
@@ -171,6 +173,7 @@ void app_save_settings(const App *app) {
     Settings s = o->settings; /* keeps what this run did not change */
     s.colormap = app->colormap, s.opacity = app->opacity, s.bilinear = app->bilinear;
     s.show_preds = app->show_preds, s.show_distance = app->show_distance;
+    s.show_controls = app->show_controls;
     /* the built-in model is not remembered: with no model in the file, the next start
      * opens on it and its demo scenes anyway */
     int builtin = o->default_model[0] && !strcmp(app->model_path, o->default_model);

@@ -10,6 +10,7 @@
  *   app.c       the state: made from the options, saved on quit, freed
  *   window.c    the SDL window, its OpenGL context and renderer, fullscreen, stdin drops
  *   input.c     every key and mouse event: the one event switch
+ *   controls.c  the on-screen controls: buttons for what the keys do most
  *   requests.c  view -> requests: what the view on screen needs computed, here or on
  *               the worker, and its maps uploaded once they are there
  *   jobs.c      photos and models opened on the worker, and the worker's results
@@ -106,6 +107,18 @@ typedef struct App {
     int hover_cell;             /* the overview cell under the mouse, -1: none */
     float mouse_x, mouse_y;     /* framebuffer px */
     int fullscreen;
+    /* the on-screen controls (controls.c): on / off (Tab, remembered); the items of the
+     * last frame (RenFrame.controls) with the table row each shows; the row under the
+     * mouse and the one held down (-1: none) */
+    int show_controls;
+    int n_ctrl, ctrl_row[REN_MAX_CONTROLS];
+    RenControl ctrl[REN_MAX_CONTROLS];
+    char ctrl_label[REN_MAX_CONTROLS][64], ctrl_sizer[REN_MAX_CONTROLS][64];
+    int ctrl_hover, ctrl_pressed;
+    /* the map kinds' menu (a click on the kind's name): open; its rows as last drawn, the
+     * kind of each (MAP_KINDS' order) and the row under the mouse (-1: none) */
+    int kind_menu, n_menu, menu_hover;
+    RenControl menu[REN_MAX_MENU];
     int save_pending;
     unsigned long saves;
 
@@ -226,10 +239,62 @@ void app_toggle_fullscreen(App *app);
 void app_mouse_px(const App *app, int x, int y, float *fx, float *fy);
 
 /* ---------------------------------------------------------------------------
- * input.c: the one event switch */
+ * input.c: the one event switch, and the actions keys and the on-screen controls share */
 
 /* A key, a click, a mouse move, a dropped file, a window event or the worker's event. */
 void app_handle_event(App *app, const SDL_Event *e);
+
+/* The actions a key and an on-screen button both perform (controls.c's table holds them):
+ * each changes the View and returns 1 when the map changed (the caller then asks for it:
+ * app_update_map), 0 when it changed nothing (the end of the layers, ...). */
+int app_step_layer(App *app, int step);   /* Left / Right: the layer -1 / +1 */
+int app_step_head(App *app, int step);    /* Up / Down: the head -1 / +1, past the last head
+                                             the fusions (mean, max, min) */
+int app_set_fusion(App *app, int fusion); /* the VitFusion of the heads (Up / Down reach it) */
+/* E / Shift+E: the next / previous kind of the table (step +1 / -1); without a
+ * classification head the class-specific ones are passed over, and the status line says
+ * why. Returns 1. */
+int app_step_kind(App *app, int step);
+int app_toggle_help(App *app, int unused); /* H: the help overlay on / off; returns 0 */
+/* The map kind `kind` (a row of MAP_KINDS), as its own key or E lands on it: 0 when it is on
+ * screen already or the model cannot have it (map_kind_usable: a class-specific kind without
+ * a classification head), else 1. */
+int app_set_kind(App *app, int kind);
+/* The lesson's next / previous step (step +1 / -1): what Page Down / Page Up do, through
+ * the key's own path. Returns 0 (that path asks for the map itself). */
+int app_lesson_step(App *app, int step);
+
+/* ---------------------------------------------------------------------------
+ * controls.c: the on-screen controls */
+
+/* Is a lesson on screen (its steps' buttons shown)? 0 until the lesson view is merged. */
+int app_lesson_active(const App *app);
+
+/* The controls shown (none when app->show_controls is 0) into f, with their labels made
+ * from the View; the items and their rows kept in the App for the mouse. */
+void app_controls_frame(App *app, RenFrame *f);
+
+/* The table row of the control under framebuffer point (x, y) in the last frame, or -1. */
+int app_control_at(const App *app, float x, float y);
+
+/* A click on control `row`: its action, the one its key performs (nothing for a read-out
+ * or a dimmed button); the map asked for when it changed. */
+void app_control_press(App *app, int row);
+
+/* The tooltip of the control under the mouse (what it does and its key), or NULL. */
+const char *app_control_tip(const App *app);
+
+/* A control row's name for the trace ("layer-next"), "-" for none. */
+const char *app_control_name(int row);
+
+/* The kind of the map kinds' menu row under framebuffer point (x, y) in the last frame, or
+ * -1 (no menu open, or not on a row). */
+int app_menu_at(const App *app, float x, float y);
+
+/* A click while the kinds' menu is open: on a row, that kind (app_set_kind) and the menu
+ * closes; on the kind's button, the menu closes; elsewhere too, and the click does nothing
+ * more. */
+void app_menu_click(App *app, float x, float y);
 
 /* ---------------------------------------------------------------------------
  * requests.c: view -> requests */

@@ -188,7 +188,12 @@ static RenFrame app_frame(App *app) {
         .n_prefix = app->has_scene && app->has_prefix ? app_scene(app)->run.cfg.n_prefix : 0,
         .prefix_share = app->prefix_share,
         .prefix_names = app->prefix_names,
+        .control_hover = -1,
+        .control_pressed = -1,
+        .menu_of = -1,
+        .menu_hover = -1,
     };
+    app_controls_frame(app, &f);
     if (app->overview) app_overview_frame(app, &f);
     app_panels(app, &f);
     if (app->pert.phase != PERT_OFF && app->has_scene) app_perturb_frame(app, &f);
@@ -196,11 +201,16 @@ static RenFrame app_frame(App *app) {
     return f;
 }
 
-/* The tooltip under the mouse: the map's value at a patch of the single view, or the
- * overview cell's layer and head. */
+/* The tooltip under the mouse: a map kind's title on its row of the kinds' menu, an
+ * on-screen control's (what it does, its key), the map's
+ * value at a patch of the single view, or the overview cell's layer and head. */
 static void app_tooltip(App *app, RenFrame *f) {
     const Scene *sc = app_scene(app);
-    if (sc && app->hover_row >= 0 && !app->overview && app->map_w > 0) {
+    if (app->menu_hover >= 0 && f->n_menu > 0) { /* a row of the kinds' menu: its title */
+        f->tooltip = MAP_KINDS[app->menu_hover].title;
+    } else if (app_control_tip(app)) {
+        f->tooltip = app_control_tip(app);
+    } else if (sc && app->hover_row >= 0 && !app->overview && app->map_w > 0) {
         float v = app_hover_value(app);
         if (isnan(v)) /* a patch an intervention took out of the sequence */
             snprintf(app->tooltip, sizeof app->tooltip, "row %d, col %d  \xc2\xb7  dropped",
@@ -218,6 +228,15 @@ static void app_tooltip(App *app, RenFrame *f) {
         f->tooltip = app->tooltip;
     }
     f->tip_x = app->mouse_x, f->tip_y = app->mouse_y;
+    /* a control's from the strip's top: the renderer puts it above the strip, whose
+     * buttons it would hide from below the pointer */
+    if (f->tooltip && f->tooltip == app_control_tip(app) && app->ren.n_control_boxes > 0)
+        f->tip_y = (float)app->ren.control_box[0].y0, f->tip_side = 1;
+    /* a menu row's left of the menu, level with the row: the rows stay readable */
+    const Ren *r = &app->ren;
+    if (app->menu_hover >= 0 && f->n_menu > 0 && app->menu_hover < r->n_menu_boxes)
+        f->tip_x = (float)r->menu_box[0].x0, f->tip_y = (float)r->menu_box[app->menu_hover].y0,
+        f->tip_side = 2;
 }
 
 void app_draw(App *app) {

@@ -4,7 +4,9 @@
  * the display (panels, mask, colours, opacity) or the photo and model; what changed the
  * map asks for it again (app_update_map). A key or click that moves the view also ends
  * a perturbation test, whose picture is of the view it started on. The key list that
- * --help and the help overlay show is config/keys.c's keys_list. */
+ * --help and the help overlay show is config/keys.c's keys_list. The actions the
+ * on-screen controls share with the keys (app_step_layer, ...) are here, and a click on
+ * a control calls the one its key calls (controls.c). */
 #include "window/app.h"
 #include "config/files.h"
 #include "render/colormap.h"
@@ -89,9 +91,44 @@ static void app_target_rank(App *app, int rank) {
     app_update_map(app);
 }
 
-/* E / Shift+E: the next / previous kind of the table; without a classification
- * head the class-specific ones are passed over, and the status line says why. */
-static void app_step_kind(App *app, int step) {
+int app_step_layer(App *app, int step) {
+    int layer = app->view.layer + step;
+    if (layer < 0 || layer >= app->model->vit.cfg.n_layers) return 0;
+    app->view.layer = layer;
+    return 1;
+}
+
+int app_step_head(App *app, int step) {
+    int head = app->view.head + step;
+    if (head < 0 || head >= app->model->vit.cfg.n_heads + VIEW_N_FUSIONS) return 0;
+    app->view.head = head;
+    return 1;
+}
+
+int app_set_fusion(App *app, int fusion) {
+    int head = app->model->vit.cfg.n_heads + fusion;
+    if (fusion < 0 || fusion >= VIEW_N_FUSIONS || app->view.head == head) return 0;
+    app->view.head = head;
+    return 1;
+}
+
+int app_toggle_help(App *app, int unused) {
+    (void)unused;
+    app->help = !app->help;
+    return 0;
+}
+
+int app_set_kind(App *app, int kind) {
+    View *v = &app->view;
+    if (kind < 0 || kind >= MAP_KIND_COUNT || !map_kind_usable(kind, &app->model->vit.cfg) ||
+        (v->kind == kind && !v->joint))
+        return 0;
+    v->kind = kind, v->joint = 0;
+    if (MAP_KINDS[kind].uses_target) app->class_kind = kind;
+    return 1;
+}
+
+int app_step_kind(App *app, int step) {
     View *v = &app->view;
     int skipped = 0;
     for (int i = 0; i < MAP_KIND_COUNT; i++) {
@@ -103,6 +140,7 @@ static void app_step_kind(App *app, int step) {
     if (skipped)
         snprintf(app->notice, sizeof app->notice,
                  "%s has no classification head: no class-specific maps", app->model->name);
+    return 1;
 }
 
 /* W: open or close the list of the downloaded models (models.h). */
@@ -161,9 +199,11 @@ static int app_kind_key(App *app, SDL_Keycode key, int shift) {
             v->kind = on ? k : MAP_ATTENTION, v->joint = on;
             return 1;
         }
-        if (shift == m->shift) {
-            v->kind = v->kind == k ? MAP_ATTENTION : k;
-            v->joint = 0;
+        if (shift == m->shift) { /* on (as the kinds' menu picks it), or back to the first */
+            if (v->kind == k)
+                v->kind = MAP_ATTENTION, v->joint = 0;
+            else
+                app_set_kind(app, k);
             return 1;
         }
     }
@@ -195,38 +235,27 @@ static int app_view_key(App *app, SDL_Keycode key, int shift, int *changed) {
     const VitConfig *c = &app->model->vit.cfg;
     View *v = &app->view;
     switch (key) {
+    /* the arrows' steps are the on-screen controls' too (controls.c): one function each */
     case SDLK_LEFT:
-        if (shift)
-            app_move_cursor(app, 0, -1), *changed = 1;
-        else if (v->layer > 0)
-            v->layer--, *changed = 1;
-        break;
     case SDLK_RIGHT:
         if (shift)
-            app_move_cursor(app, 0, 1), *changed = 1;
-        else if (v->layer < c->n_layers - 1)
-            v->layer++, *changed = 1;
+            app_move_cursor(app, 0, key == SDLK_LEFT ? -1 : 1), *changed = 1;
+        else
+            *changed = app_step_layer(app, key == SDLK_LEFT ? -1 : 1);
         break;
     case SDLK_UP:
-        if (shift)
-            app_move_cursor(app, -1, 0), *changed = 1;
-        else if (v->head > 0)
-            v->head--, *changed = 1;
-        break;
     case SDLK_DOWN:
         if (shift)
-            app_move_cursor(app, 1, 0), *changed = 1;
-        else if (v->head < c->n_heads + VIEW_N_FUSIONS - 1)
-            v->head++, *changed = 1;
+            app_move_cursor(app, key == SDLK_UP ? -1 : 1, 0), *changed = 1;
+        else
+            *changed = app_step_head(app, key == SDLK_UP ? -1 : 1);
         break;
     case SDLK_i: app_move_cursor(app, -1, 0), *changed = 1; break;
     case SDLK_k: app_move_cursor(app, 1, 0), *changed = 1; break;
     case SDLK_j: app_move_cursor(app, 0, -1), *changed = 1; break;
     case SDLK_l: app_move_cursor(app, 0, 1), *changed = 1; break;
     case SDLK_c: *changed = v->query != 0, v->query = 0; break;
-    case SDLK_e: /* the next / previous row of the map kinds' table */
-        app_step_kind(app, shift ? -1 : 1), *changed = 1;
-        break;
+    case SDLK_e: *changed = app_step_kind(app, shift ? -1 : 1); break; /* the table's rows */
     case SDLK_1:
     case SDLK_2:
     case SDLK_3:
@@ -297,7 +326,11 @@ static int app_display_key(App *app, SDL_Keycode key, int shift, int *changed) {
     case SDLK_f: app_toggle_fullscreen(app); break;
     case SDLK_g: app->grid = !app->grid; break;
     case SDLK_o: app->overlay = !app->overlay; break;
-    case SDLK_h: app->help = !app->help; break;
+    case SDLK_h: app_toggle_help(app, 0); break;
+    case SDLK_TAB: /* the on-screen controls on / off: the main area takes their room */
+        app->show_controls = !app->show_controls, app->ctrl_hover = app->ctrl_pressed = -1;
+        app->kind_menu = 0;
+        break;
     case SDLK_w: app_toggle_models(app); break;
     case SDLK_PLUS:
     case SDLK_EQUALS: /* '+' is shift+'=' on most layouts */
@@ -413,6 +446,10 @@ static void app_key_action(App *app, const SDL_Keysym *ks) {
     int shift = (ks->mod & KMOD_SHIFT) != 0;
     int map_changed = 0;
     app->notice[0] = '\0'; /* a notice answers one key: the next one clears it */
+    if (app->kind_menu && key == SDLK_ESCAPE) { /* Esc closes the kinds' menu, not the app */
+        app->kind_menu = 0, app->dirty = 1;
+        return;
+    }
     /* the lesson view's keys, and Page Down / Up that open it */
     if (!app->picking && app->has_scene && app_lesson_key(app, ks)) {
         app->dirty = 1;
@@ -437,6 +474,12 @@ static void app_key_action(App *app, const SDL_Keysym *ks) {
         return;
     if (map_changed) app_update_map(app);
     app->dirty = 1;
+}
+
+int app_lesson_step(App *app, int step) {
+    SDL_Keysym ks = {.sym = step > 0 ? SDLK_PAGEDOWN : SDLK_PAGEUP};
+    app_key_action(app, &ks); /* a key the lesson view handles: asks for its map itself */
+    return 0;
 }
 
 /* Did the view change from `before`: another map (the fields its kind reads), class or
@@ -465,6 +508,10 @@ static void app_key(App *app, const SDL_Keysym *ks) {
  * framebuffer px (app_mouse_px: window points times the HiDPI scale). */
 static void app_hover(App *app, int x, int y) {
     app_mouse_px(app, x, y, &app->mouse_x, &app->mouse_y);
+    int ctrl = app_control_at(app, app->mouse_x, app->mouse_y); /* a button: its tooltip */
+    if (ctrl != app->ctrl_hover) app->ctrl_hover = ctrl, app->dirty = 1;
+    int row = app_menu_at(app, app->mouse_x, app->mouse_y);
+    if (row != app->menu_hover) app->menu_hover = row, app->dirty = 1;
     int r = -1, c = -1, cell = -1;
     if (app->lesson.on) { /* the lesson's picture: no patch under the mouse */
     } else if (app->has_scene && !app->overview) {
@@ -477,10 +524,19 @@ static void app_hover(App *app, int x, int y) {
     if (app->hover_row >= 0 || app->hover_cell >= 0) app->dirty = 1; /* the tooltip follows */
 }
 
-/* A left click at window point (x, y): a top-5 row explains that class; in an overview a
- * cell opens as the single view; on the single view the patch becomes the query token. */
+/* A left click at window point (x, y): an on-screen control performs its action; a top-5
+ * row explains that class; in an overview a cell opens as the single view; on the single
+ * view the patch becomes the query token. */
 static void app_click_action(App *app, int x, int y) {
     app_hover(app, x, y);
+    if (app->kind_menu) { /* the kinds' menu open: the click is its */
+        app_menu_click(app, app->mouse_x, app->mouse_y);
+        return;
+    }
+    if (app->ctrl_hover >= 0) { /* an on-screen control: what its key does */
+        app_control_press(app, app->ctrl_hover);
+        return;
+    }
     if (!app->has_scene || app->lesson.on) return;
     app->notice[0] = '\0';
     int rank = ren_pred_at(&app->ren, (int)app->mouse_x, (int)app->mouse_y);
@@ -523,7 +579,8 @@ void app_handle_event(App *app, const SDL_Event *e) {
         break;
     case SDL_MOUSEBUTTONDOWN:
         if (e->button.button != SDL_BUTTON_LEFT) break;
-        if ((SDL_GetModState() & KMOD_CTRL) && app->has_scene && !app->overview) {
+        if ((SDL_GetModState() & KMOD_CTRL) && app->has_scene && !app->overview &&
+            !app->lesson.on && app->ctrl_hover < 0) {
             app_hover(app, e->button.x, e->button.y); /* Ctrl+click / drag: patches */
             app->drag_active = 1, app->drag_moved = 0;
             app_interv_patch(app);
@@ -539,6 +596,8 @@ void app_handle_event(App *app, const SDL_Event *e) {
                 app_interv_apply(app, &drag_before);
             }
         }
+        /* a control held down is drawn pressed until here */
+        if (app->ctrl_pressed >= 0) app->ctrl_pressed = -1, app->dirty = 1;
         break;
     case SDL_DROPFILE:
         if (e->drop.file) app_open(app, e->drop.file);
@@ -554,7 +613,8 @@ void app_handle_event(App *app, const SDL_Event *e) {
             app->lesson.ahead = 1; /* the lesson's pictures again, at the new size */
         }
         if (e->window.event == SDL_WINDOWEVENT_LEAVE)
-            app->hover_row = app->hover_col = app->hover_cell = -1, app->dirty = 1;
+            app->hover_row = app->hover_col = app->hover_cell = app->ctrl_hover = -1,
+            app->dirty = 1;
         break;
     default:
         if (e->type == app->ev_done) app_job_done(app); /* the worker's job finished */

@@ -1,6 +1,7 @@
 /* trace.c - VITLENS_TRACE=1: what the window did, on stdout, one line per event, for
  * the tests and bench/app_latency.py to read: "startup WHAT MS" along the launch,
- * "maps ..." when a view's maps go on screen (with a hash of them), "frame N ..." with
+ * "maps ..." when a view's maps go on screen (with a hash of them), "controls ..." where
+ * the on-screen buttons are when that changed, "frame N ..." with
  * the state of every drawn frame and where its time went, "status LEFT | RIGHT", and
  * "error MSG" when the frame shows an error, and "perturb done ..." with a finished
  * perturbation test's curve. */
@@ -9,6 +10,7 @@
 #include "render/colormap.h"
 
 #include <stdio.h>
+#include <string.h>
 
 static Uint64 t_main; /* the launch's time 0 */
 
@@ -85,7 +87,8 @@ static void trace_frame_state(const App *app, const RenFrame *f) {
            "shown=%s marked=%d joint=%d list=%d listmark=%d highnorm=%d picking=%d listw=%d "
            "lesson=%d/%d lstep=%s llayer=%d lhead=%d lpatch=%d,%d lshown=%d ms_lpicture=%.2f "
            "ms_lupload=%.2f "
-           "whatif=%d,%d,%d,%d,%d:%g fill=%d plain=%d top1=%d:%.6f ",
+           "whatif=%d,%d,%d,%d,%d:%g fill=%d plain=%d top1=%d:%.6f "
+           "controls=%d chover=%s cpressed=%s kmenu=%d ",
            app->frames, app->view.layer, app->view.head, app->view.kind == MAP_ROLLOUT,
            MAP_KINDS[app->view.kind].tag, app->view.target, (double)app->view.discard_ratio,
            app->overlay, (double)app->opacity, app->grid, app->help, app->busy, app->loads,
@@ -105,11 +108,39 @@ static void trace_frame_state(const App *app, const RenFrame *f) {
            (double)app->lesson.ms_picture, (double)app->lesson.ms_upload, app->iv_spec.n_ablate,
            app->iv_spec.n_drop, app->iv_spec.n_fill, (int)app->iv_spec.pos, app->iv_spec.temp_layer,
            (double)app->iv_spec.temperature, app->patch_fill, sc ? sc->has_plain : 0, top1,
-           sc && top1 >= 0 ? (double)sc->run.probs[top1] : 0.0);
+           sc && top1 >= 0 ? (double)sc->run.probs[top1] : 0.0, f->n_controls,
+           app_control_name(app->ctrl_hover), app_control_name(app->ctrl_pressed), f->n_menu > 0);
+}
+
+/* "controls NAME=x,y,w,h,enabled,active ...": the on-screen controls as drawn, framebuffer
+ * px (the tests click them there), then the kinds' menu's rows when it is open
+ * ("menu-TAG=..."), before the frame line it belongs to, when it changed
+ * since the last one printed ("controls" alone: none shown). */
+static void trace_controls(const App *app, const RenFrame *f) {
+    static char last[(REN_MAX_CONTROLS + REN_MAX_MENU) * 64] = "-";
+    char line[sizeof last];
+    int len = snprintf(line, sizeof line, "controls");
+    for (int k = 0; k < f->n_controls && k < app->ren.n_control_boxes; k++) {
+        const DlBox *b = &app->ren.control_box[k];
+        len += snprintf(line + len, sizeof line - (size_t)len, " %s=%d,%d,%d,%d,%d,%d",
+                        app_control_name(app->ctrl_row[k]), b->x0, b->y0, b->x1 - b->x0,
+                        b->y1 - b->y0, f->controls[k].enabled, f->controls[k].active);
+        if (len >= (int)sizeof line) break;
+    }
+    for (int k = 0; k < f->n_menu && k < app->ren.n_menu_boxes && len < (int)sizeof line; k++) {
+        const DlBox *b = &app->ren.menu_box[k];
+        len += snprintf(line + len, sizeof line - (size_t)len, " menu-%s=%d,%d,%d,%d,%d,%d",
+                        MAP_KINDS[k].tag, b->x0, b->y0, b->x1 - b->x0, b->y1 - b->y0,
+                        f->menu[k].enabled, f->menu[k].active);
+    }
+    if (strcmp(line, last) == 0) return;
+    snprintf(last, sizeof last, "%s", line);
+    printf("%s\n", line);
 }
 
 void trace_frame(App *app, const RenFrame *f, const FrameTimes *t) {
     const Ren *r = &app->ren;
+    trace_controls(app, f);
     trace_frame_state(app, f);
     /* the perturbation test: its order, phase, step, the probability there, the plot */
     const Perturbation *p = &app->pert.run;

@@ -61,6 +61,7 @@ int main(int argc, char **argv) {
     Settings w;
     settings_init(&w);
     w.colormap = 3, w.opacity = 0.35f, w.bilinear = 1, w.show_preds = 0, w.show_distance = 1;
+    w.show_controls = 0;
     snprintf(w.model, sizeof w.model, "/m/deit tiny/model.safetensors");
     check(settings_save(&w, path, msg, sizeof msg) == 0, "saved (%s)", msg);
     check(n_files(dir) == 1, "one file in %s: %d", dir, n_files(dir));
@@ -68,10 +69,12 @@ int main(int argc, char **argv) {
     settings_init(&r);
     check(settings_load(&r, path, msg, sizeof msg) == 0, "read back cleanly");
     check(r.colormap == 3 && r.opacity > 0.34f && r.opacity < 0.36f && r.bilinear == 1 &&
-              r.show_preds == 0 && r.show_distance == 1 && !strcmp(r.model, w.model) &&
-              !r.labels[0],
-          "the same values: colormap %d opacity %.2f bilinear %d preds %d distance %d model %s",
-          r.colormap, (double)r.opacity, r.bilinear, r.show_preds, r.show_distance, r.model);
+              r.show_preds == 0 && r.show_distance == 1 && r.show_controls == 0 &&
+              !strcmp(r.model, w.model) && !r.labels[0],
+          "the same values: colormap %d opacity %.2f bilinear %d preds %d distance %d "
+          "controls %d model %s",
+          r.colormap, (double)r.opacity, r.bilinear, r.show_preds, r.show_distance, r.show_controls,
+          r.model);
 
     /* atomic: a write that fails (its temporary name taken by a folder) leaves the old */
     char tmp[1400];
@@ -97,16 +100,16 @@ int main(int argc, char **argv) {
     /* corrupt: reported once (the first bad line, how many), the good lines kept */
     static const char corrupt[] = "# comment\n\ncolormap=turbo\nopacity=abc\ngarbage\n"
                                   "bilinear=1\nfuture=7\nbin\0ary=1\ndistance=2\r\n"
-                                  "predictions=0\r\n";
+                                  "predictions=0\r\ncontrols=yes\n";
     write_bytes(path, corrupt, sizeof corrupt - 1);
     settings_init(&r);
     msg[0] = '\0';
     int rc = settings_load(&r, path, msg, sizeof msg);
     check(rc == 1 && strstr(msg, "line 4") && strstr(msg, "opacity=abc") &&
-              strstr(msg, "and 4 more lines"),
+              strstr(msg, "and 5 more lines"),
           "the first bad line and how many more: %d, %s", rc, msg);
     check(r.colormap == 3 && r.bilinear == 1 && r.opacity < 0 && r.show_distance == -1 &&
-              r.show_preds == 0,
+              r.show_preds == 0 && r.show_controls == -1,
           "the good lines kept: colormap %d bilinear %d opacity %.2f distance %d preds %d",
           r.colormap, r.bilinear, (double)r.opacity, r.show_distance, r.show_preds);
     unsigned char junk[4096];

@@ -162,6 +162,10 @@ def explain(app, a, photo, ids):
     px, pw = (int(v) for v in app.state["panel"].split(","))
     panel = img[:, px:px + pw].astype(np.int32)
     track = (np.abs(panel - np.array([48, 54, 64])).max(-1) <= 6).sum(1) > pw // 3
+    # above the on-screen controls' strip, which lies below the picture (its buttons' faces
+    # are the same dark grey)
+    iy = int(app.state["image"].split(",")[1])
+    track[iy + int(app.state["image_h"]):] = False
     track_rows = np.flatnonzero(track)
     starts = [int(r) for i, r in enumerate(track_rows) if i == 0 or r - track_rows[i - 1] > 2]
     check(len(starts) == 5, f"the panel's five bars found at y = {starts}")

@@ -404,7 +404,7 @@ def explore(app, a, model, chelsea, coffee, saves):
     panel = full[ys.min():ys.max() + 1, xs.min():xs.max() + 1]
     inside = changed[ys.min():ys.max() + 1, xs.min():xs.max() + 1]
 
-    def lines(mask, gap=6):  # bands of rows with text pixels, [first, last] row
+    def lines(mask, gap=2):  # bands of rows with text pixels, [first, last] row
         rows, out = np.flatnonzero(mask.any(axis=1)), []
         for r in rows:
             if out and r - out[-1][1] <= gap:  # a glyph's thin rows, not a new line
@@ -412,7 +412,7 @@ def explore(app, a, model, chelsea, coffee, saves):
             else:
                 out.append([r, r])
         return out
-    keys = lines(near(panel, (252, 232, 38), 60) & inside)  # accent bar, title, keys
+    keys = lines(near(panel, (252, 232, 38), 60) & inside, gap=4)  # accent bar, title, keys
     what = lines(near(panel, (237, 240, 242), 60) & inside)
     # the overlay and --help show one list (keys_list: the fixed keys and the map kinds')
     usage = subprocess.run([a.app, "--help"], capture_output=True, text=True).stdout
