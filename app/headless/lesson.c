@@ -231,8 +231,11 @@ void lesson_caption(char *buf, size_t n, const LessonData *ld, int step) {
         break;
     case LESSON_KEYS: snprintf(buf, n, "Block %d, head %d: every token's key %s", l, h, sh); break;
     case LESSON_SCORES:
-        snprintf(buf, n, "Scores q.k_j / sqrt(%d) of patch (%d, %d) with every token %s",
-                 c->head_dim, r, col, sh);
+        /* the model's own divisor: sqrt(d_h), or sqrt(D) for a layout that scales so */
+        snprintf(buf, n, "Scores q.k_j / sqrt(%ld) of patch (%d, %d) with every token %s",
+                 c->att_scale > 0.0f ? lroundf(1.0f / (c->att_scale * c->att_scale))
+                                     : (long)c->head_dim,
+                 r, col, sh);
         break;
     case LESSON_SOFTMAX:
         snprintf(buf, n, "Softmax of the scores: where patch (%d, %d) looks, block %d head %d %s",
