@@ -438,6 +438,12 @@ def test_style(args, name, rep):
           f"logits: {dl:.1e} (tol {LOGIT_TOL:.0e}), |logits| up to {np.abs(logits).max():.2f}")
     rep.check(worst <= ATT_TOL, f"{name}: attention differs by {worst:.1e}")
     rep.check(dl <= LOGIT_TOL, f"{name}: logits differ by {dl:.1e}")
+    # torchvision's layout names ImageNet's classes for a head of 1000 (its weights'
+    # meta["categories"]), and none for a head of another size
+    if c["layout"] == "torchvision":
+        from torchvision.models._meta import _IMAGENET_CATEGORIES as cats
+        want = [cats[0], cats[-1]] if c["n_classes"] == 1000 else []
+        rep.check(c["labels"] == want, f"{name}: labels {c['labels']}, expected {want}")
 
 
 def test_backward(args, name, rep):
