@@ -139,6 +139,10 @@ typedef enum {
     VIT_ACT_RELU        /* max(x, 0) */
 } VitActivation;
 
+/* The activation's name as the field writes it: "GELU", "GELU (tanh)", "QuickGELU",
+ * "ReLU". Static string. */
+const char *vit_activation_name(VitActivation a);
+
 /* Which library's tensor names a checkpoint uses. */
 typedef enum { VIT_NAMES_TIMM = 0, VIT_NAMES_HF } VitNaming;
 
