@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
 # CLIP's text tower (vit_text_embed) against PyTorch's encode_text (the published module,
 # bench/torch_text.py) on the same random B/32 text weights (W 512, 8 heads, 12 layers,
-# 77 positions, E 512: B/16's text tower is the same) and N prompts of 8 to 16 tokens
-# (a template and a class name: "a photo of a {}." with SOT and EOT is 8 and more), in
-# turns, 1 and 2 threads, in one run:
+# 77 positions, E 512: B/16's text tower is the same) and N prompts, 8 templates times N/8
+# class names as zero-shot labels make them (7 to 15 tokens: "a photo of a {}." with SOT
+# and EOT is 8 and more), in turns, 1 and 2 threads, in one run:
 #   bench/text.sh [ROUNDS] [N]     (default 3 rounds, 64 prompts)
 # Builds build-bench/ (Release), writes the weights (.safetensors for the engine, the same
 # as .pth for PyTorch) and the prompts once, then per thread count alternates the engine
 # and PyTorch batched three ways (torch_text.py --pad: clip.tokenize's 77 positions,
-# padded to the longest prompt, grouped by length) ROUNDS times, and prints the medians
-# and the ratios, wall and CPU time. Compare the ratios of one run, not absolute times
+# padded to the longest prompt, grouped by length: the tokens the engine computes before
+# it shares the templates' rows) ROUNDS times, and prints the medians and the ratios,
+# wall and CPU time. Compare the ratios of one run, not absolute times
 # across runs: these 2-core machines are shared.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -33,12 +34,19 @@ torch.save(sd, d / "clip_text_b32.pth")
 PY
 fi
 /usr/bin/python3 - "$W/prompts_$N.txt" "$N" <<'PY'
+# N/8 class names of 1 to 4 tokens in 8 templates of 3 to 7 tokens before the class name
+# and 1 or 2 after it ("a photo of a {}.": 4 and 1; "a bad photo of the {}." 5 and 1; ...),
+# [SOT] template [EOT]: 7 to 15 tokens, random ids (they do not change the time)
 import sys, random
 r = random.Random(27)
+n = int(sys.argv[2])
+ids = lambda k: [r.randrange(49406) for _ in range(k)]
+templates = [(ids(r.randint(3, 7)), ids(r.randint(1, 2))) for _ in range(8)]
+classes = [ids(r.randint(1, 4)) for _ in range(max(1, n // 8))]
 with open(sys.argv[1], "w") as f:
-    for i in range(int(sys.argv[2])):
-        n = r.randint(8, 16)
-        f.write(" ".join(map(str, [49406] + [r.randrange(49406) for _ in range(n - 2)] + [49407])) + "\n")
+    for i in range(n):
+        pre, post = templates[i % 8]
+        f.write(" ".join(map(str, [49406] + pre + classes[i // 8 % len(classes)] + post + [49407])) + "\n")
 PY
 M=$W/clip_text_b32
 IDS=$W/prompts_$N.txt
@@ -67,10 +75,11 @@ for line in open(sys.argv[1]):
     key = (K, f[0])
     rows.setdefault(key, []).extend(float(x) for x in f[1:f.index("cpu")])
     cpu.setdefault(key, []).append(float(f[f.index("cpu") + 1]))
-    tok[key] = int(f[f.index("tokens") + 1])
+    tok[key] = int(f[f.index("rows" if "rows" in f else "tokens") + 1])
 model = subprocess.run(["sh", "-c", "lscpu | sed -n 's/^Model name: *//p'"], capture_output=True,
                        text=True).stdout.strip()
-print(f"\nCLIP B/32 text tower, {sys.argv[2]} prompts of 8 to 16 tokens, {model}")
+print(f"\nCLIP B/32 text tower, {sys.argv[2]} prompts (8 templates x {int(sys.argv[2]) // 8} class "
+      f"names, 7 to 15 tokens), {model}; tokens: the rows computed")
 names = {"text": "engine (vit_text_embed)", "torch_grouped": "PyTorch, grouped by length",
          "torch_longest": "PyTorch, padded to the longest", "torch_pad77": "PyTorch, 77 (clip.tokenize)"}
 for K in sorted({k for k, _ in rows}):

@@ -15,8 +15,9 @@ RUN (one model each, random weights, saved by the test):
           GELU) and text_cfg.heads, and OpenCLIP's LayerScale (ls_1, ls_2)
 Shapes: the B/32 and B/16 text tower (the same for both): V 49408, ctx 77, W 512, 8
 heads, 12 layers, F 2048, E 512; --small (the ASan build): W 128, 2 heads, 2 layers, F
-512, the same vocabulary and context. Each model runs 13 token sequences of lengths 2 ..
-77 ([SOT, ..., EOT], some with zeros after EOT, one with EOT twice, one of 77 tokens), on
+512, the same vocabulary and context. Each model runs 20 token sequences of lengths 2 ..
+77 ([SOT, ..., EOT], some with zeros after EOT, one with EOT twice, one of 77 tokens, a
+template with four class names, one prompt twice, one sequence pooled inside another), on
 1 and 2 threads (openai: the .safetensors on 2, the .pth on 1): every embedding within TOL of the float64 reference, relative to the
 embedding's largest value (max|engine - ref| / max|ref|, per sequence); torch's own
 float32 run is printed as the yardstick. The reference runs each sequence at its own
@@ -200,6 +201,15 @@ def sequences(s, g):
         seqs.append([sot] + torch.randint(0, V - 2, (n - 2,), generator=g).tolist() + [eot] + [0] * pad)
     two = [sot] + torch.randint(0, V - 2, (9,), generator=g).tolist()  # EOT twice: the first
     seqs.append(two[:5] + [eot] + two[5:] + [eot])
+    # a template and class names ("a photo of a {}."): the engine's prefix tree shares
+    # the template's rows; one prompt twice; one sequence (no EOT: pooled at its largest
+    # id) that the next one extends past its pooled token
+    tpl = torch.randint(0, V - 2, (5,), generator=g).tolist()
+    for n in (1, 2, 1, 3):
+        seqs.append([sot] + tpl[:4] + torch.randint(0, V - 2, (n,), generator=g).tolist()
+                    + tpl[4:] + [eot])
+    seqs.append(list(seqs[-2]))
+    seqs += [[40, 900, 7], [40, 900, 7, 3000, 12]]
     return seqs
 
 
