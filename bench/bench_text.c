@@ -81,7 +81,7 @@ int main(int argc, char **argv) {
         ids[n] = ids_n, lens[n++] = k;
     }
     fclose(f);
-    /* the distinct prefixes: the rows vit_text_embed computes (in batches of up to 512 rows
+    /* the distinct prefixes: the rows vit_text_embed computes (in batches of up to 256 rows
      * it computes a prefix again in each batch that needs it; not counted) */
     qsort(seq, (size_t)n, sizeof *seq, by_tokens);
     for (int i = 0; i < n; i++) {

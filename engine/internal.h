@@ -96,8 +96,9 @@ const VitAttMod *vit_att_mod(VitAttMod *m, const VitIntervention *iv, const VitC
  * q, k point at that head's first column in [T, ld] matrices. The forward pass and the
  * maps (recomputing) call this alone, so both get the same values. gemm_only: skip the
  * softmax (vit_forward_gemms). m (NULL: none): softmax(s / tau), the dropped patches'
- * columns -inf before the softmax and their rows 0 after it; parent: row r's columns
- * other than r and its ancestors -inf before the softmax (probability exactly 0). */
+ * columns -inf before the softmax and their rows 0 after it; parent (drop and temp not
+ * used with it): row r's columns other than r and its ancestors -inf before the softmax
+ * (probability exactly 0), the scores of columns >= r1 not computed (they are 0). */
 void vit_att_block(float *out, const float *q, const float *k, int ld, int r0, int r1, int T,
                    int Dh, float scale, int gemm_only, const VitAttMod *m);
 

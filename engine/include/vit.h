@@ -1512,10 +1512,10 @@ void vit_text_free(VitText *t);
  * alone, so (1) the tokens after the pooled one change nothing it computes and are not
  * computed, and (2) sequences that start with the same tokens have the same rows there:
  * the sequences are merged into a prefix tree, each distinct prefix computed once (a
- * template's "a photo of a" once for all its class names), up to 512 rows a batch run as
+ * template's "a photo of a" once for all its class names), up to 256 rows a batch run as
  * one sequence through vit_forward's block with the tree as its causal mask (a row sees
  * itself and its ancestors; every other key's probability exactly 0). Each linear layer
- * is one GEMM over the batch's rows. Allocates about 512 (8W + F + E) floats of
+ * is one GEMM over the batch's rows. Allocates about 256 (8W + F + E) floats of
  * activations and a thread pool, freed before it returns. Thread-safe on one VitText.
  * Errors: VIT_ERR_ARG (a NULL array, n < 0, a length or id out of range naming the
  * sequence and position, H not dividing W), VIT_ERR_NOMEM; out is then undefined. */

@@ -400,6 +400,55 @@ static void case_f16(const char *dir, const char *input) {
     vit_text_free(&b);
 }
 
+/* 300 prompts (templates x class names, a few padded after EOT, some twice) in one call,
+ * more rows than one batch of the prefix tree holds, against each prompt alone: the same
+ * embeddings (to float rounding: the GEMMs' row counts differ), wherever the batches
+ * cut the tree. */
+static void case_many_prompts(const char *dir, const char *input) {
+    Model m = {0};
+    text_tower(&m, 0);
+    char path[1100];
+    write_model(&m, dir, "clip.safetensors", path, sizeof path);
+    VitText t;
+    VitError err = {0};
+    VitStatus rc = vit_text_load(&t, path, &err);
+    if (!check_err(rc, &err, VIT_OK, NULL, NULL, input)) return;
+    enum { N = 300 };
+    static int ids[N][CTX];
+    static float all[N][E], one[N][E];
+    int lens[N];
+    const int *rows[N];
+    uint64_t s = 27;
+    for (int i = 0; i < N; i++) {
+        int tpl = i % 7, cls = i / 7 % 23, k = 0;
+        ids[i][k++] = V - 2; /* SOT */
+        for (int j = 0; j < 1 + tpl % 4; j++) ids[i][k++] = 1 + (tpl * 5 + j) % 50;
+        for (int j = 0; j < 1 + cls % 3; j++) ids[i][k++] = 1 + (cls * 7 + j) % 60;
+        ids[i][k++] = V - 1; /* EOT */
+        s = s * 6364136223846793005ull + 1442695040888963407ull;
+        int pad = (int)(s >> 60) % 4; /* zeros after EOT */
+        while (pad-- && k < CTX) ids[i][k++] = 0;
+        lens[i] = k, rows[i] = ids[i];
+    }
+    rc = vit_text_embed(&all[0][0], &t, rows, lens, N, 2, &err);
+    for (int i = 0; i < N && !rc; i++)
+        rc = vit_text_embed(one[i], &t, &rows[i], &lens[i], 1, 1, &err);
+    if (check_err(rc, &err, VIT_OK, NULL, NULL, input)) {
+        double worst = 0;
+        for (int i = 0; i < N; i++) {
+            double mx = 0, d = 0;
+            for (int j = 0; j < E; j++) {
+                mx = fmax(mx, fabs(one[i][j]));
+                d = fmax(d, fabs(all[i][j] - one[i][j]));
+            }
+            worst = fmax(worst, d / mx);
+        }
+        check(worst <= 1e-5, "%s: 300 at once against one by one: max relative difference %.1e",
+              input, worst);
+    }
+    vit_text_free(&t);
+}
+
 /* One line per case; CMake reads the names from the lines that start with CASE. */
 #define CASE(name, input)                                                                          \
     { #name, input, case_##name }
@@ -424,6 +473,7 @@ static const Case cases[] = {
     CASE(config_read, "config.json's GELU and heads, and the caller's override (works)"),
     CASE(embed_args, "vit_text_embed: ids out of range, lengths, NULL"),
     CASE(f16, "an F16 text tower (works)"),
+    CASE(many_prompts, "300 prompts at once, several batches of the prefix tree (works)"),
     /* clang-format on */
 };
 
