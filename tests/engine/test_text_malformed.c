@@ -33,6 +33,8 @@ static void text_tower(Model *m, int hf) {
     add(m, hf ? "text_model.embeddings.token_embedding.weight" : "token_embedding.weight", 2, V, W);
     add(m, hf ? "text_model.embeddings.position_embedding.weight" : "positional_embedding", 2, CTX,
         W);
+    if (hf) /* transformers' buffer, int64 in its files: not a weight, passed over */
+        model_add(m, "text_model.embeddings.position_ids", "I64", 2, (int64_t[]){1, CTX});
     for (int l = 0; l < L; l++) {
 #define N(fmt) (snprintf(n, sizeof n, fmt, l), n)
         if (hf) {

@@ -24,7 +24,8 @@ float32 run is printed as the yardstick. The reference runs each sequence at its
 length (transformers' way; clip.tokenize's padding to 77 only adds positions after the
 ones a causal model pools, and costs the test 3x).
 bad_pth: the small tower's .pth cut in half, and an image tower's state dict alone:
-          refused with a message naming the file (the whole .pth loads).
+          refused with a message naming the file; the whole .pth and the same weights as
+          transformers' pytorch_model.bin (int64 position_ids) load and embed alike.
 --control MISTAKE runs the reference with a plausible mistake; the test passes only when
 the comparison then fails (the mistake is caught) and the run did not crash:
   gelu      exact GELU where the model uses QuickGELU
@@ -242,10 +243,21 @@ def bad_pth(a, work):
         ok = r.returncode == 1 and all(k in r.stderr for k in keys)
         print(f"{'ok  ' if ok else 'FAIL'} - {name}: exit {r.returncode}: {r.stderr.strip()}")
         bad += not ok
-    r = subprocess.run([a.dump, "--model", str(work / "full.pth"), "--ids", str(work / "ids.txt"),
-                        "--out", str(work / "o.f32")], capture_output=True, text=True)
-    print(f"{'ok  ' if r.returncode == 0 else 'FAIL'} - full.pth loads: {r.stderr.strip()}")
-    return 1 if bad or r.returncode else 0
+    # what must load: the whole .pth, and transformers' pytorch_model.bin (its int64
+    # position_ids buffer passed over), giving the same embedding
+    hf = hf_state(m, SHAPES["small"])
+    hf["text_model.embeddings.position_ids"] = hf["text_model.embeddings.position_ids"].long()
+    torch.save(hf, work / "pytorch_model.bin")
+    embs = []
+    for name in ("full.pth", "pytorch_model.bin"):
+        r = subprocess.run([a.dump, "--model", str(work / name), "--ids", str(work / "ids.txt"),
+                            "--out", str(work / "o.f32")], capture_output=True, text=True)
+        print(f"{'ok  ' if r.returncode == 0 else 'FAIL'} - {name} loads: {r.stderr.strip()}")
+        bad += r.returncode != 0
+        embs.append(np.fromfile(work / "o.f32", dtype=np.float32) if r.returncode == 0 else None)
+    same = embs[0] is not None and embs[1] is not None and np.array_equal(embs[0], embs[1])
+    print(f"{'ok  ' if same else 'FAIL'} - both names give the same embedding, bit for bit")
+    return 1 if bad or not same else 0
 
 
 def main():
