@@ -503,6 +503,20 @@ def check_views(rep, label, args, ref, w, H, names, x, head, d):
     print(f"  logit lens max|engine - f64| {e1:.1e}, its map {e2:.1e} (tol 5e-5)")
     rep.check(max(e1, e2) <= 5e-5, f"{label}: logit lens differs ({e1:.1e}, map {e2:.1e})",
               guard=label)
+    # a second phrase set on the same forward pass (vit_text_logits), explained
+    text2 = torch.randn(C_PHRASES, s["E"], generator=torch.Generator().manual_seed(99))
+    text2.numpy().astype(np.float32).tofile(d / "text2.f32")
+    ref2 = ClipRef(w, H, names, text2, 100.0, ref.mistake)
+    c = 1
+    e2, _ = run_dump(args.dump, head + ["--out", d / "then", "--then-text-head", d / "text2.f32",
+                                        "--class", c])
+    g64 = clip_grads(ref2, x, c)
+    dl = np.abs(e2["logits"] - g64["logits"]).max()
+    print(f"  --then-text-head (vit_text_logits, no new forward pass): logits {dl:.1e}")
+    rep.check(dl <= LOGIT_TOL, f"{label}: vit_text_logits' logits differ by {dl:.1e}", guard=label)
+    worst = tb.compare_grads(rep, f"{label} second head, phrase {c}", e2, g64, g64, GRAD_TOL)
+    if max(worst.values(), default=0) > GRAD_TOL:
+        rep.caught.add(label)
 
 
 # --- bad input ------------------------------------------------------------------------------
