@@ -901,9 +901,15 @@ typedef enum {
     VIT_GRAD_EXACT = 1, /* the true gradients (grad_att, grad_tokens, grad_input, ...) */
     VIT_GRAD_LRP = 2,   /* AttnLRP's modified gradient at the input (lrp_input) */
     VIT_GRAD_ALL = 3,
-    VIT_GRAD_ADD = 4 /* with a pass: keep the other pass's results of the last call (the same
-                        run, forward pass and class), e.g. AttnLRP's pass only once its map is
-                        asked for; without it they are dropped */
+    VIT_GRAD_ADD = 4,   /* with a pass: keep the other pass's results of the last call (the same
+                           run, forward pass and class), e.g. AttnLRP's pass only once its map is
+                           asked for; without it they are dropped */
+    VIT_GRAD_LEGRAD = 8 /* LeGrad's E_l alone (g->legrad, what VIT_EXPLAIN_LEGRAD reads), the
+                           same numbers as the exact pass's: per layer the head's gradient
+                           through the block's top on the rows the head reads (1 or 2), not a
+                           whole backward pass (ViT-B/16: a few ms, against ~2 forward passes);
+                           a run that recomputes its attention recomputes each block too. The
+                           exact pass makes them as well (g->what then says VIT_GRAD_EXACT) */
 } VitGradWhat;
 
 typedef struct {

@@ -498,6 +498,21 @@ static void legrad_layer(Bw *bw, const VitBlock *b, int target) {
 
 /* --- the pass -------------------------------------------------------------- */
 
+/* LeGrad's E_l alone (VIT_GRAD_LEGRAD): legrad_layer on each block's internals, as the
+ * exact pass calls it (the same rows recomputed when the run does not keep them), without
+ * the rest of the backward pass. */
+static void legrad_pass(Bw *bw, int target) {
+    const VitConfig *c = &bw->vit->cfg;
+    int L = c->n_layers, T = c->n_tokens, Nh = bw->vit->w.head_dist_w ? 2 : 1;
+    for (int l = L - 1; l >= 0; l--) {
+        const VitBlock *b = &bw->vit->w.blocks[l];
+        bw->layer = l;
+        bw->rows = l == L - 1 ? Nh : T;
+        block_internals(bw, b, 0);
+        legrad_layer(bw, b, target);
+    }
+}
+
 /* One backward pass, exact (lrp 0) or AttnLRP's (lrp 1), for class target. */
 static void backward_pass(Bw *bw, int target) {
     const VitRun *run = bw->run;
@@ -596,10 +611,10 @@ VitStatus vit_backward(VitGrad *g, const VitRun *run, const Vit *vit, int target
     if (target < 0 || target >= c->n_classes)
         return vit_set_error(err, VIT_ERR_ARG, "%s: class %d out of range [0, %d)", c->name, target,
                              c->n_classes);
-    int passes = what & VIT_GRAD_ALL, add = (what & VIT_GRAD_ADD) != 0;
-    if (!passes || (what & ~(VIT_GRAD_ALL | VIT_GRAD_ADD)))
-        return vit_set_error(err, VIT_ERR_ARG, "backward: what %d, expected passes 1 .. 3 (+ 4)",
-                             what);
+    int passes = what & (VIT_GRAD_ALL | VIT_GRAD_LEGRAD), add = (what & VIT_GRAD_ADD) != 0;
+    if (!passes || (what & ~(VIT_GRAD_ALL | VIT_GRAD_ADD | VIT_GRAD_LEGRAD)))
+        return vit_set_error(err, VIT_ERR_ARG,
+                             "backward: what %d, expected passes 1 .. 3 or 8 (+ 4)", what);
     if (add && g->target != target)
         return vit_set_error(err, VIT_ERR_ARG,
                              "backward: adds a pass to class %d's gradients, but asks for class %d",
@@ -607,9 +622,13 @@ VitStatus vit_backward(VitGrad *g, const VitRun *run, const Vit *vit, int target
     Bw bw = {.run = run, .vit = vit, .g = g, .pool = run->pool};
     size_t n;
     carve(g, &bw.s, c, g->grad_att_kept, g->n_threads, &n);
+    if (passes & VIT_GRAD_EXACT) passes &= ~VIT_GRAD_LEGRAD; /* the exact pass makes E_l */
     int kept = add ? g->what & ~passes : 0; /* a pass each writes only its own outputs */
     g->target = -1;
-    if (passes & VIT_GRAD_EXACT) bw.lrp = 0, backward_pass(&bw, target);
+    if (passes & VIT_GRAD_EXACT)
+        bw.lrp = 0, backward_pass(&bw, target);
+    else if (passes & VIT_GRAD_LEGRAD)
+        bw.lrp = 0, legrad_pass(&bw, target);
     if (passes & VIT_GRAD_LRP) bw.lrp = 1, backward_pass(&bw, target);
     g->target = target;
     g->what = kept | passes;

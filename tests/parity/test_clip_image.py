@@ -460,6 +460,17 @@ def test_model(kind, names, args, rep, grads=True, yardstick=True):
     te.compare_maps(rep, f"{label} phrase {c}", gd, maps64, maps32, {m: MAP_TOL for m in te.METHODS})
     if len(rep.failures) > before:
         rep.caught.add(label)
+    # LeGrad's own pass (VIT_GRAD_LEGRAD): the exact pass's map, bit for bit
+    same = "legrad_only" in gd and np.array_equal(gd["legrad_only"], gd["expl_legrad"])
+    print(f"  LeGrad's own pass (VIT_GRAD_LEGRAD): {'bit-identical to' if same else 'DIFFERS from'} "
+          f"the exact pass's map")
+    rep.check(same, f"{label}: VIT_GRAD_LEGRAD's map differs from the exact pass's")
+    if kind == "small":  # and with the attention recomputed (each block recomputed)
+        gr, _ = run_dump(args.dump, head + ["--out", d / "grad_rc", "--class", c, "--att", "recompute"])
+        same = np.array_equal(gr["legrad_only"], gd["expl_legrad"]) and np.array_equal(
+            gr["expl_legrad"], gd["expl_legrad"]) and np.array_equal(gr["grad_input"], gd["grad_input"])
+        print(f"  --att recompute: LeGrad (both passes) and grad_input {'bit-identical' if same else 'DIFFER'}")
+        rep.check(same, f"{label}: --att recompute changes LeGrad or grad_input")
     # LeGrad's s_l: the same text head on every layer's CLS token, not y_c's gradient alone
     wrong = te.legrad(g64["grad_att"], 1).reshape(grid)
     far = rel(gd["expl_legrad"], wrong)

@@ -681,6 +681,14 @@ int main(int argc, char **argv) {
             if (npy_f32(out, name, map, vit_explain_pixels((VitExplain)m) ? s_px : s_grid, 2))
                 goto done;
         }
+        if (c->clip) { /* CLIP: LeGrad's map from its own pass (VIT_GRAD_LEGRAD) too */
+            vit_grad_free(&grad);
+            if (vit_grad_init(&grad, &vit, &run, &err) ||
+                vit_backward(&grad, &run, &vit, target, VIT_GRAD_LEGRAD, &err) ||
+                vit_explain(map, VIT_EXPLAIN_LEGRAD, &run, &grad, &vit, 0.0f, &err))
+                goto engine_fail;
+            if (npy_f32(out, "legrad_only.npy", map, s_grid, 2)) goto done;
+        }
     }
     if (lesson[0] >= 0) {
         int lrc = write_lesson(out, &run, &vit, lesson[0], lesson[1], lesson[2], lesson[3], &err);
