@@ -580,6 +580,17 @@ def test_errors(args, rep):
     refused(rep, args.dump, ["--model", path, "--input", d / "input.f32", "--text-head",
                              f"{d / 'zero.f32'}:2", "--out", d / "o"],
             "a zero text embedding", "embedding 0 is zero")
+    # broken configs beside a CLIP checkpoint: refused, naming the file and the key
+    side = path.parent
+    for name, text, needle in (("preprocessor_config.json", '{"image_mean": "red"}', "image_mean"),
+                               ("preprocessor_config.json", '{"size": {"longest": 3}}', "'size'"),
+                               ("open_clip_config.json", '{"model_cfg": {"quick_gelu": 1}}',
+                                "quick_gelu"),
+                               ("open_clip_config.json", '{"preprocess_cfg": [', "not a JSON object")):
+        (side / name).write_text(text)
+        refused(rep, args.dump, ["--model", path, "--input", d / "input.f32", "--out", d / "o"],
+                f"{name} {text}", needle)
+        (side / name).unlink()
     # the tower alone, no text head: every image view, no class to explain
     engine, cfg = run_dump(args.dump, ["--model", path, "--input", d / "input.f32", "--tokens",
                                        "--out", d / "notext"])
