@@ -118,7 +118,7 @@ VitStatus vit_set_text_head(Vit *vit, const float *emb, int C, const char *const
             free(t), free(lab);
             return vit_set_error(err, VIT_ERR_ARG,
                                  "%s: text head: embedding %d is %s: it has no direction", c->name,
-                                 i, n2 > 0.0 ? "not finite" : "zero");
+                                 i, isfinite(n2) ? "zero" : "not finite");
         }
         double k = 1.0 / sqrt(n2); /* F.normalize / text_features.norm(dim=-1) */
         for (int j = 0; j < E; j++) t[(size_t)i * E + j] = (float)(r[j] * k);
