@@ -224,8 +224,9 @@ def clip_visual(w, x, H, names, dtype=torch.float64, tap=tb.reference.no_tap, op
         P = w["visual.conv1.weight"].shape[-1]
         t = F.conv2d(x, w["visual.conv1.weight"], None, stride=P)
         t = t.reshape(1, t.shape[1], -1).permute(0, 2, 1)
+        gh = x.shape[-2] // P, x.shape[-1] // P
         t = torch.cat([w["visual.class_embedding"] + torch.zeros(1, 1, t.shape[-1], dtype=dtype), t], 1)
-        t = t + w["visual.positional_embedding"]
+        t = t + resample_pos(w["visual.positional_embedding"], gh, mistake != "antialias_flip")
         pre, post, proj = "visual.ln_pre.", "visual.ln_post.", w["visual.proj"]
         L = sum(k.endswith("attn.in_proj_weight") for k in w)
     else:  # modeling_clip.py CLIPVisionEmbeddings, CLIPVisionTransformer
@@ -233,12 +234,33 @@ def clip_visual(w, x, H, names, dtype=torch.float64, tap=tb.reference.no_tap, op
         t = F.conv2d(x, w["vision_model.embeddings.patch_embedding.weight"], None, stride=P)
         t = t.flatten(2).transpose(1, 2)
         cls = w["vision_model.embeddings.class_embedding"].expand(1, 1, -1)
-        t = torch.cat([cls, t], 1) + w["vision_model.embeddings.position_embedding.weight"][None]
+        gh = x.shape[-2] // P, x.shape[-1] // P
+        t = torch.cat([cls, t], 1) + resample_pos(
+            w["vision_model.embeddings.position_embedding.weight"], gh, mistake == "antialias_flip")[None]
         pre, post = "vision_model.pre_layrnorm.", "vision_model.post_layernorm."
         proj = w["visual_projection.weight"].t()
         L = sum(k.endswith("self_attn.q_proj.weight") for k in w)
     if mistake != "no_ln_pre":
         t = ln(t, pre)
+    return blocks(w, t, H, names, tap, ln, softmax, act, post, proj, L)
+
+
+def resample_pos(pos, grid, antialias):
+    """pos [1 + g0*g0, D] to [1 + gh*gw, D]: the CLS row kept, the grid resized by
+    F.interpolate(bicubic, align_corners=False): antialiased as OpenCLIP's resize_pos_embed
+    (antialias=True by default), not as transformers' interpolate_pos_encoding."""
+    g0 = math.isqrt(pos.shape[0] - 1)
+    if (g0, g0) == tuple(grid):
+        return pos
+    D = pos.shape[1]
+    img = pos[1:].reshape(1, g0, g0, D).permute(0, 3, 1, 2)
+    img = F.interpolate(img, size=tuple(grid), mode="bicubic", antialias=antialias,
+                        align_corners=False)
+    return torch.cat([pos[:1], img.permute(0, 2, 3, 1).reshape(-1, D)])
+
+
+def blocks(w, t, H, names, tap, ln, softmax, act, post, proj, L):
+    """clip_visual's blocks, ln_post and the projection on the embedded tokens t [1, T, D]."""
     T, D = t.shape[1], t.shape[2]
     Dh = D // H
     att = []
@@ -529,6 +551,21 @@ def check_views(rep, label, args, ref, w, H, names, x, head, d):
     # probabilities of 100 cos: measured <= 3.9e-6 (small_hf's map), tolerance 5e-5
     print(f"  logit lens max|engine - f64| {e1:.1e}, its map {e2:.1e} (tol 5e-5)")
     rep.check(max(e1, e2) <= 5e-5, f"{label}: logit lens differs ({e1:.1e}, map {e2:.1e})",
+              guard=label)
+    # another input size: the position embedding resampled as each library does
+    x96 = torch.randn(3, 96, 96, generator=torch.Generator().manual_seed(5))
+    x96.numpy().astype(np.float32).tofile(d / "input96.f32")
+    i = head.index("--input")
+    a96 = head[:i] + ["--input", d / "input96.f32"] + head[i + 2:] + ["--size", "96x96"]
+    e96, _ = run_dump(args.dump, a96 + ["--out", d / "size96"])
+    with torch.no_grad():
+        r96 = clip_visual(w, x96, H, names, mistake=ref.mistake)[0].numpy()
+        wrong = clip_visual(w, x96, H, names, mistake="antialias_flip")[0].numpy()
+    err, far = rel(e96["embed"], r96), rel(e96["embed"], wrong)
+    print(f"  96 px (position embedding resampled, antialias {names == 'openai'}): embedding rel "
+          f"err {err:.1e}; the other library's resampling {far:.1e} away")
+    rep.check(err <= EMBED_TOL and far > 20 * EMBED_TOL,
+              f"{label}: at 96 px the embedding differs by {err:.1e} (other resampling {far:.1e})",
               guard=label)
     # a second phrase set on the same forward pass (vit_text_logits), explained
     text2 = torch.randn(C_PHRASES, s["E"], generator=torch.Generator().manual_seed(99))
