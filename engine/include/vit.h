@@ -1617,9 +1617,15 @@ VitStatus vit_text_embed(float *out, const VitText *t, const int *const *ids, co
  * Preprocessing is CLIP's: the short side resized bicubically to S, centre crop S,
  * mean (0.48145466, 0.4578275, 0.40821073), std (0.26862954, 0.26130258, 0.27577711);
  * preprocessor_config.json (HF) or open_clip_config.json's preprocess_cfg beside the
- * weights override them. Without a text head C = 0 and every image view works; the
- * class-specific ones need a head: vit_set_text_head. timm's own CLIP ViTs (norm_pre,
- * the projection as a 512-class head) open as timm ViTs with norm_pre. */
+ * weights override them. At another input size (VitLoadOptions) the position embedding
+ * is resampled as the checkpoint's library does: antialiased (OpenCLIP's resize_pos_embed)
+ * for OpenAI's names, not (transformers' interpolate_pos_encoding) for Hugging Face's.
+ * Without a text head C = 0 and every image view works; the class-specific ones need a
+ * head: vit_set_text_head. timm's own CLIP ViTs (norm_pre, the projection as a 512-class
+ * head) open as timm ViTs with norm_pre, LayerNorm eps 1e-5, and QuickGELU when
+ * config.json's architecture names it (vit_*_clip_quickgelu_*).
+ * Tested against a PyTorch reference of the published architecture at ViT-B/32's and
+ * ViT-B/16's shapes in both names (tests/parity/test_clip_image.py). */
 
 /* Make the head CLIP's zero-shot head (CLIP's model.py forward: logit_scale *
  * image_features @ text_features.t() on normalised features):

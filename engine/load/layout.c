@@ -531,6 +531,9 @@ static VitStatus apply_switches(Loader *ld, const Layout *lay) {
         }
         if (ld->cv.act) ld->mlp_act = ld->cv.act - 1;
     }
+    /* how the library resamples the position embedding for another input size */
+    const cJSON *pa = cJSON_GetObjectItemCaseSensitive(lay->root, "position_antialias");
+    ld->pos_plain = cJSON_IsFalse(pa);
     ld->att_scale_dim = !strcmp(scale, "dim");
     ld->head_tanh = !strcmp(hact, "tanh");
     const cJSON *eps = cJSON_GetObjectItemCaseSensitive(lay->root, "layer_norm_eps");

@@ -45,6 +45,8 @@ typedef struct {
     int head_tanh;        /* Tanh after the head */
     int mlp_act;          /* VitActivation */
     int resize_bilinear;  /* the layout's preprocessing resizes bilinearly */
+    int pos_plain;        /* the layout's position embedding resamples without antialiasing
+                             ("position_antialias": false: transformers' CLIP) */
     int pth;              /* the file is a PyTorch checkpoint */
     int layout_heads;     /* H from per-head lists, or 0 */
     void *layout_owned;   /* the converted tensors (the Vit keeps them) */

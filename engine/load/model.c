@@ -281,9 +281,10 @@ static VitStatus fit_pos_embed(Loader *ld) {
     if (c->grid_h == c->pos_grid_h && c->grid_w == c->pos_grid_w) return VIT_OK;
     vit->pos_owned =
         malloc(((size_t)w->pos_prefix + (size_t)c->n_patches) * (size_t)c->dim * sizeof(float));
-    if (!vit->pos_owned || !ld_resample_pos_embed(vit->pos_owned, w->pos_embed, w->pos_prefix,
-                                                  c->pos_grid_h, c->pos_grid_w, c->grid_h,
-                                                  c->grid_w, c->dim, ld->naming == VIT_NAMES_TIMM))
+    if (!vit->pos_owned ||
+        !ld_resample_pos_embed(vit->pos_owned, w->pos_embed, w->pos_prefix, c->pos_grid_h,
+                               c->pos_grid_w, c->grid_h, c->grid_w, c->dim,
+                               ld->naming == VIT_NAMES_TIMM && !ld->pos_plain))
         return vit_set_error(ld->err, VIT_ERR_NOMEM,
                              "%s: out of memory resampling the position embedding", ld->fname);
     w->pos_embed = vit->pos_owned;
