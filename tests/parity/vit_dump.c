@@ -184,7 +184,15 @@ static int write_config(const char *dir, const VitRun *run, const Vit *vit, int 
     int top[5], k = c->n_classes < 5 ? c->n_classes : 5;
     if (k) vit_top_k(top, run->probs, c->n_classes, k);
     for (int i = 0; i < k; i++) fprintf(f, "%s%d", i ? ", " : "", top[i]);
-    fprintf(f, "], \"target\": %d}\n", target);
+    fprintf(f, "], \"target\": %d,\n \"labels\": [", target);
+    /* the class names the engine attached (config.json's, or a layout's): first and last */
+    for (int i = 0; vit->labels && i < 2; i++) {
+        fputs(i ? ", \"" : "\"", f);
+        for (const char *p = vit->labels[i ? c->n_classes - 1 : 0]; *p; p++)
+            fprintf(f, (*p == '"' || *p == '\\') ? "\\%c" : "%c", *p);
+        fputc('"', f);
+    }
+    fputs("]}\n", f);
     if (ferror(f) | fclose(f)) return fail("%s: write failed", path);
     return 0;
 }
