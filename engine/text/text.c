@@ -2,7 +2,8 @@
  * Face's or OpenAI/OpenCLIP's names with vit_load's readers (engine/load/: the mapping or
  * the .pth's storages, every tensor's dtype, shape and values checked by ld_tensor);
  * vit_text_embed runs it on token sequences with vit_forward's own block
- * (engine/passes/block.c) and the causal mask (VitAttMod.causal).
+ * (engine/passes/block.c) and the causal mask (VitAttMod.parent), the sequences merged
+ * into a prefix tree (see "embedding" below).
  *
  * Row-major. Linear weights keep PyTorch's [out, in] layout: out[T, O] = inp[T, I] .
  * w[O, I]^T + b[O] (vit_linear). OpenAI's text_projection [W, E], used as x @ P, is

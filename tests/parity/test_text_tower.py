@@ -26,6 +26,8 @@ ones a causal model pools, and costs the test 3x).
 bad_pth: the small tower's .pth cut in half, and an image tower's state dict alone:
           refused with a message naming the file; the whole .pth and the same weights as
           transformers' pytorch_model.bin (int64 position_ids) load and embed alike.
+zero_shot: a whole small CLIP (test_clip_image.py's image tower, this text tower): the
+          zero-shot logits through text_dump and vit_dump's text head against CLIP.forward.
 --control MISTAKE runs the reference with a plausible mistake; the test passes only when
 the comparison then fails (the mistake is caught) and the run did not crash:
   gelu      exact GELU where the model uses QuickGELU
@@ -35,7 +37,9 @@ the comparison then fails (the mistake is caught) and the run did not crash:
 import argparse
 import collections
 import json
+import math
 import pathlib
+import shutil
 import subprocess
 import sys
 
@@ -47,6 +51,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).parent))
 from test_parity import write_safetensors  # noqa: E402
 
 TOL = 1e-5
+LOGIT_TOL = 1e-4  # absolute: zero-shot logits are 100 cos, |logit| <= 100
 SHAPES = {
     "full": dict(V=49408, ctx=77, W=512, H=8, L=12, E=512),
     "small": dict(V=49408, ctx=77, W=128, H=2, L=2, E=96),
@@ -260,9 +265,52 @@ def bad_pth(a, work):
     return 1 if bad or not same else 0
 
 
+def zero_shot(a, work, vit_dump):
+    """A whole CLIP: test_clip_image.py's random image tower and this file's text tower in
+    its small shape (E 32 both), OpenAI's names, one .safetensors with logit_scale
+    log(100). text_dump's embeddings of five prompts (a template and class names) become
+    vit_dump's text head (vit_set_text_head, the checkpoint's logit scale) on a random
+    input: the zero-shot logits the app shows, against CLIP.forward's logits_per_image
+    (logit_scale.exp() * normalised image features @ normalised text features.T) in
+    float64, within LOGIT_TOL absolute."""
+    import test_clip_image as tci
+    g = torch.Generator().manual_seed(11)
+    si = tci.SHAPES["small"]
+    w_img = tci.random_clip(si, g)
+    m = random_tower(dict(SHAPES["small"], E=si["E"]), QuickGELU(), False, seed=12)
+    write_safetensors(work / "clip.safetensors", {**openai_state(m), **w_img}, "F32")
+    V = SHAPES["small"]["V"]
+    tpl = torch.randint(0, V - 2, (4,), generator=g).tolist()
+    seqs = [[V - 2] + tpl + torch.randint(0, V - 2, (k,), generator=g).tolist() + [V - 1]
+            for k in (1, 2, 1, 3, 2)]
+    (work / "ids.txt").write_text("".join(" ".join(map(str, q)) + "\n" for q in seqs))
+    cfg = run_dump(a.dump, work / "clip.safetensors", work / "ids.txt", work / "emb.f32", 2)
+    x = torch.randn(3, si["S"], si["S"], generator=g)
+    x.numpy().astype(np.float32).tofile(work / "input.f32")
+    r = subprocess.run([vit_dump, "--model", work / "clip.safetensors", "--input",
+                        work / "input.f32", "--text-head", f"{work / 'emb.f32'}:{len(seqs)}",
+                        "--out", work / "image"], capture_output=True, text=True)
+    if r.returncode != 0:
+        sys.exit(f"vit_dump failed ({r.returncode}): {r.stderr.strip()}")
+    logits = np.load(work / "image" / "logits.npy").astype(np.float64)
+    with torch.no_grad():
+        m.double()
+        t = torch.cat([m(torch.tensor([q])) for q in seqs])
+        e = tci.clip_visual(w_img, x, si["H"], "openai")[0]
+        scale = math.exp(float(w_img["logit_scale"]))
+        ref = (scale * (t / t.norm(dim=-1, keepdim=True)) @ (e / e.norm())).numpy()
+    d = np.abs(logits - ref).max()
+    ok = d <= LOGIT_TOL and abs(cfg["logit_scale"] - scale) <= 1e-4 * scale
+    print(f"zero-shot logits {np.round(logits, 3)}, reference {np.round(ref, 3)}: max |engine - "
+          f"f64| {d:.2e} (tol {LOGIT_TOL:.0e}); text tower's logit_scale {cfg['logit_scale']:.4f}")
+    print("ok" if ok else "FAIL")
+    return 0 if ok else 1
+
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("run", choices=["hf", "openai", "openclip_gelu", "bad_pth"])
+    ap.add_argument("run", choices=["hf", "openai", "openclip_gelu", "bad_pth", "zero_shot"])
+    ap.add_argument("--vit-dump", help="vit_dump, for zero_shot")
     ap.add_argument("--small", action="store_true")
     ap.add_argument("--control", choices=["gelu", "last", "nocausal"])
     ap.add_argument("--dump", required=True)
@@ -271,12 +319,13 @@ def main():
     s = SHAPES["small" if a.small else "full"]
     work = pathlib.Path(a.work) / (a.run + ("_small" if a.small else "")
                                    + (f"_control_{a.control}" if a.control else ""))
-    work.mkdir(parents=True, exist_ok=True)
-    for f in work.iterdir():
-        f.unlink()
+    shutil.rmtree(work, ignore_errors=True)  # nothing stale from an earlier run
+    work.mkdir(parents=True)
     torch.set_num_threads(1)
     if a.run == "bad_pth":
         return bad_pth(a, work)
+    if a.run == "zero_shot":
+        return zero_shot(a, work, a.vit_dump)
     gelu = a.run == "openclip_gelu"
     m = random_tower(s, nn.GELU() if gelu else QuickGELU(), layer_scale=gelu, seed=27)
     want = dict(V=s["V"], ctx=s["ctx"], W=s["W"], H=s["H"], L=s["L"], F=4 * s["W"], E=s["E"],
