@@ -267,8 +267,9 @@ typedef struct {
  * this file for the families; VIT_ERR_SHAPE naming the tensor, role and layout nothing
  * matched, with the checkpoint's tensors, or a variant the layout says is unsupported).
  * A checkpoint's data.pkl is read by pth.c's restricted unpickler (a state dict's
- * globals only; anything else refused by name, nothing called), its storages copied out of the zip (VIT_ERR_FORMAT on a storage shorter than
- * declared, a tensor past its storage, a non-contiguous tensor, more storage than 16x
+ * globals only; anything else refused by name, nothing called), its storages copied
+ * out of the zip (VIT_ERR_FORMAT on a storage shorter than declared, a tensor past its
+ * storage, a non-contiguous tensor, more storage than 16x
  * the file, the legacy format, a whole pickled model).
  * A .safetensors is memory-mapped read-only; validates the header (length inside the
  * file, JSON, dtypes F32/F16/BF16, offsets inside the data area and not
