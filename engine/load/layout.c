@@ -169,12 +169,15 @@ static VitStatus layout_parse(Layout *lay, cJSON *root, const char *file, VitErr
     for (const cJSON *t = lay->tensors->child; t; t = t->next) {
         int known = 0;
         for (int r = 0; r < N_ROLES && !known; r++) known = !strcmp(t->string, roles[r].role);
-        if (!known || !is_names(t))
-            return vit_set_error(err, VIT_ERR_FORMAT, "%s: \"tensors\": '%s' is %s", file,
-                                 t->string,
-                                 known ? "not a tensor name (a string, or an array of "
-                                         "alternatives) of at most 140 characters"
-                                       : "not a role (see docs/your-own-vit.md)");
+        if (!known)
+            return vit_set_error(err, VIT_ERR_FORMAT,
+                                 "%s: \"tensors\": '%s' is not a role (see docs/your-own-vit.md)",
+                                 file, t->string);
+        if (!is_names(t))
+            return vit_set_error(err, VIT_ERR_FORMAT,
+                                 "%s: \"tensors\": '%s' is not a tensor name (a string, or an "
+                                 "array of alternatives) under %d characters",
+                                 file, t->string, LD_NAME_BYTES - 16);
     }
     const cJSON *pre = cJSON_GetObjectItemCaseSensitive(root, "prefix");
     if (pre && (!is_names(pre) || cJSON_GetArraySize(pre) > LAYOUT_MAX_PREFIXES))

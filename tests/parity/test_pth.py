@@ -654,6 +654,10 @@ def test_layouts(args, rep):
     lay["naming"] = "jax"
     swapped.write_text(json.dumps(lay, indent=1))
     refused(nd / "model.safetensors", ["swapped.json", '"naming"', '"hf"'], "a bad naming", swapped)
+    lay["naming"], lay["tensors"]["norm.weight"] = "timm", 5
+    swapped.write_text(json.dumps(lay, indent=1))
+    refused(nd / "model.safetensors", ["swapped.json", "'norm.weight' is not a tensor name"],
+            "a role's name not a string", swapped)
     dv = d / "dinov2"
     dv.mkdir(parents=True, exist_ok=True)
     wh = test_families.write_family(fh, dv)
