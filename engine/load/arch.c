@@ -36,8 +36,9 @@ static VitStatus infer_embeddings(Loader *ld, Arch *a) {
         a->R = sr[1];
         if (a->R < 1 || 1 + has_dist + a->R > VIT_MAX_PREFIX)
             return vit_set_error(ld->err, VIT_ERR_SHAPE,
-                                 "%s: tensor 'reg_token': %lld register tokens, expected 1 to %d",
-                                 ld->fname, (long long)a->R, VIT_MAX_PREFIX - 1 - has_dist);
+                                 "%s: tensor '%s': %lld register tokens, expected 1 to %d",
+                                 ld->fname, ld_slot_name(ld, S_REG, 0), (long long)a->R,
+                                 VIT_MAX_PREFIX - 1 - has_dist);
     }
     a->Np = 1 + has_dist + (int)a->R;
     int64_t sp[4] = {D, 3, -1, -1};
