@@ -74,11 +74,18 @@ int vit_att_blocks(int T);
 int vit_att_block_start(int T, int b);
 
 /* What an intervention (vit.h) changes in one layer's attention: the temperature tau
- * (0: none) and the dropped patches drop [N] (NULL: none) after n_prefix tokens. */
+ * (0: none) and the dropped patches drop [N] (NULL: none) after n_prefix tokens.
+ * parent [T] (NULL: none), the causal mask of CLIP's text tower (engine/text/text.c) over
+ * a tree of token sequences: query r sees key r and its ancestors parent[r],
+ * parent[parent[r]], ... (parent[r] < r, -1 for a root), every other key's score -inf
+ * before the softmax. One sequence is the chain parent[r] = r - 1: OpenAI CLIP's
+ * build_attention_mask (-inf above the diagonal, added to the scores); sequences that
+ * share their first tokens share those rows (a prefix tree, rows in depth-first order). */
 typedef struct {
     float temp;
     const uint8_t *drop;
     int n_prefix;
+    const int *parent;
 } VitAttMod;
 
 /* Layer `layer`'s VitAttMod of iv into *m: m, or NULL when iv changes nothing there. */
@@ -89,7 +96,9 @@ const VitAttMod *vit_att_mod(VitAttMod *m, const VitIntervention *iv, const VitC
  * q, k point at that head's first column in [T, ld] matrices. The forward pass and the
  * maps (recomputing) call this alone, so both get the same values. gemm_only: skip the
  * softmax (vit_forward_gemms). m (NULL: none): softmax(s / tau), the dropped patches'
- * columns -inf before the softmax and their rows 0 after it. */
+ * columns -inf before the softmax and their rows 0 after it; parent (drop and temp not
+ * used with it): row r's columns other than r and its ancestors -inf before the softmax
+ * (probability exactly 0), the scores of columns >= r1 not computed (they are 0). */
 void vit_att_block(float *out, const float *q, const float *k, int ld, int r0, int r1, int T,
                    int Dh, float scale, int gemm_only, const VitAttMod *m);
 
@@ -238,6 +247,21 @@ void vit_batch_head(VitBatch *b, const Vit *vit, int n, float *logits, float *pr
 /* One block b of config c on the pool. Returns 0 when io->run was cancelled (the
  * outputs are undefined), else 1. */
 int vit_block(VitPool *pool, const VitBlock *b, const VitConfig *c, const VitBlockIO *io);
+
+/* --- CLIP's head (engine/passes/head.c) ------------------------------------------- */
+
+/* Does the model have a head to differentiate: C > 0 and a classifier (head_w) or a
+ * text head (text_emb)? */
+int vit_has_head(const Vit *vit);
+/* CLIP's image embeddings e [n, E] = xn [n, D] . img_proj_w^T of n rows of the final
+ * norm's output, then (logits not NULL and a text head set) logits [n, C] = text_scale *
+ * (e / |e|) . text_emb^T. On the pool; gemm_only: the GEMMs alone (vit_forward_gemms). */
+void vit_text_head(VitPool *pool, float *logits, float *e, const float *xn, int n, const Vit *vit,
+                   int gemm_only);
+/* dxn [D] = d logits[target] / d xn of one row xn [D] of the final norm's output, through
+ * the text head (exact; lrp: |e| held constant, AttnLRP). scratch: [2E]. */
+void vit_text_head_grad(float *dxn, const float *xn, int target, const Vit *vit, int lrp,
+                        float *scratch);
 
 /* --- reading the attention (engine/maps/maps.c), shared with explain.c ---------- */
 

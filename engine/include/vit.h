@@ -53,8 +53,10 @@
  *     to copy). Read in place, or converted at load into the layout above; what a
  *     conversion cannot express is in VitConfig: the attention's scale
  *     (att_scale), the MLP's activation (mlp_act), a Tanh after the head.
+ *   - CLIP's image tower (norm_pre, an image projection, a text head: see "CLIP"
+ *     at the end of this file).
  * Not supported, refused with a message: SwiGLU MLPs (DINOv2 ViT-g), fc_norm /
- * average pooling, norm_pre, q/k norm, Hugging Face's Dinov2Model names, heads
+ * average pooling, q/k norm, Hugging Face's Dinov2Model names, heads
  * whose size is not D / H.
  */
 #ifndef VIT_H
@@ -149,8 +151,9 @@ typedef enum {
 const char *vit_activation_name(VitActivation a);
 
 /* Whose conventions a checkpoint follows: its layout's "naming" (hf.json: Hugging Face
- * transformers'; every other shipped layout: timm's). */
-typedef enum { VIT_NAMES_TIMM = 0, VIT_NAMES_HF } VitNaming;
+ * transformers'; every other shipped layout: timm's); VIT_NAMES_OPENAI: a CLIP text tower
+ * in OpenAI's names (vit_text_load). */
+typedef enum { VIT_NAMES_TIMM = 0, VIT_NAMES_HF, VIT_NAMES_OPENAI } VitNaming;
 
 /* Everything the forward pass needs to know about a model's shapes and its
  * preprocessing. Inferred from tensor shapes, then config.json beside the
@@ -192,6 +195,13 @@ typedef struct {
     int default_preprocess; /* 1: a PyTorch checkpoint for which neither config.json nor the
                                layout gave the preprocessing: ImageNet's mean/std and timm's
                                crop are assumed (the app says so) */
+    /* CLIP's image tower (issue 27; see "CLIP" at the end of this file) */
+    int norm_pre;      /* 1: a LayerNorm on the embedded tokens before the first block (CLIP's
+                          ln_pre, transformers' pre_layrnorm, timm's norm_pre) */
+    int embed_dim;     /* E: the image projection's output (CLIP: 512 for B/32 and B/16), 0
+                          without an image projection */
+    float logit_scale; /* exp() of the checkpoint's logit_scale (CLIP: 100), 0 when it has none */
+    int clip;          /* 1: a CLIP image tower (its head is a text head, vit_set_text_head) */
 } VitConfig;
 
 /* Weights of one transformer block; pointers to F32 data (into the mapping, or
@@ -219,7 +229,7 @@ typedef struct {
     int pos_prefix;           /* Npos: prefix tokens with a position embedding, Np or 0 (timm
                                  no_embed_class: registers, DeiT III) */
     const float *patch_w;     /* [D, 3, P, P] (= [D, 3*P*P]) */
-    const float *patch_b;     /* [D] */
+    const float *patch_b;     /* [D], or NULL: no bias (CLIP's conv1) */
     VitBlock *blocks;         /* [L], owned */
     const float *norm_w;      /* [D] */
     const float *norm_b;      /* [D] */
@@ -227,6 +237,14 @@ typedef struct {
     const float *head_b;      /* [C],    NULL when C == 0 */
     const float *head_dist_w; /* [C, D] the distillation token's head, or NULL */
     const float *head_dist_b; /* [C] */
+    /* CLIP (cfg.norm_pre, cfg.embed_dim; see "CLIP" at the end of this file) */
+    const float *norm_pre_w, *norm_pre_b; /* [D] LayerNorm after the position embedding, or
+                                             NULL */
+    const float *img_proj_w;              /* [E, D] the image projection, a Linear without bias
+                                             (OpenAI's visual.proj [D, E] is transposed at load), or NULL */
+    const float *text_emb; /* [C, E] the text head's embeddings, unit rows (vit_set_text_head),
+                              or NULL: head_w is the head */
+    float text_scale;      /* the text head's logit scale */
 } VitWeights;
 
 /* A loaded model. Zero-initialise before vit_load; vit_free accepts a zeroed or
@@ -244,7 +262,9 @@ typedef struct {
     void *layout_owned; /* tensors a layout converted (layout.c) */
     float *owned;       /* F16/BF16/unaligned tensors converted to F32 */
     size_t owned_floats;
-    float *pos_owned; /* the position embedding resampled to the input grid */
+    float *pos_owned;  /* the position embedding resampled to the input grid */
+    float *text_owned; /* the text head's embeddings (vit_set_text_head) */
+    void *text_labels; /* the text head's labels (vit->labels points here), or NULL */
 } Vit;
 
 /* Options for vit_load; pass NULL for the defaults. */
@@ -482,6 +502,8 @@ typedef struct {
     float *probs;       /* [C] softmax of logits (NULL when C == 0) */
     float *logits_dist; /* [C] the distillation head's own logits, written when the model has
                            one (w.head_dist_w); NULL when C == 0 */
+    float *img_embed;   /* [E] CLIP's image embedding img_proj(norm(z_L)[CLS]), not normalised
+                           (vit_image_embed); NULL when E == 0 */
     int crop_x, crop_y, crop_w, crop_h; /* source-image px rectangle the model saw */
     int n_threads;                      /* threads vit_forward uses */
     int att_kept;                       /* 1: att holds [L, H, T, T]; 0: recomputed from qk */
@@ -500,6 +522,8 @@ typedef struct {
     float *xm;          /* [L, T, D] the residual stream between attention and MLP (last
                            layer: the head's rows), when blocks_kept */
     float *hpre;        /* [L, T, F] fc1's output before GELU (the same rows), when blocks_kept */
+    float *pre;         /* [T, D] the embedded tokens before norm_pre (cfg.norm_pre), for the
+                           backward pass; NULL without norm_pre */
     struct VitPool *pool;
     float *mem;
     size_t mem_floats;
@@ -552,6 +576,7 @@ typedef struct {
                            token, then every image's distillation token */
     float *logits;      /* [B, C] */
     float *logits_dist; /* [B, C] the distillation head's */
+    float *embed;       /* [B, E] CLIP's image embeddings (a text head) */
     float *att_scratch; /* [n_threads, VIT_ATT_BLOCK, T] */
     struct VitPool *pool;
     float *mem;
@@ -565,7 +590,7 @@ typedef struct {
 /* Allocate the buffers of vit_forward_batch for up to max_batch inputs of `vit` and
  * start n_threads threads (1 .. VIT_MAX_THREADS, the caller's included; 0: one per
  * online core, as VitRunOptions). One allocation of
- *   B*(N*3*P*P + T*(6D + F) + 2D + 2C) + n_threads*VIT_ATT_BLOCK*T   floats
+ *   B*(N*3*P*P + T*(6D + F) + 2D + 2C + E) + n_threads*VIT_ATT_BLOCK*T   floats
  * (DeiT-Tiny: 2.0 MiB per input, 65 MiB for B = 32).
  * Errors: VIT_ERR_ARG (max_batch < 1, n_threads out of range, a model without head:
  * C == 0), VIT_ERR_NOMEM (the size overflows or is over VIT_MAX_ACTIVATION_BYTES, or
@@ -890,9 +915,15 @@ typedef enum {
     VIT_GRAD_EXACT = 1, /* the true gradients (grad_att, grad_tokens, grad_input, ...) */
     VIT_GRAD_LRP = 2,   /* AttnLRP's modified gradient at the input (lrp_input) */
     VIT_GRAD_ALL = 3,
-    VIT_GRAD_ADD = 4 /* with a pass: keep the other pass's results of the last call (the same
-                        run, forward pass and class), e.g. AttnLRP's pass only once its map is
-                        asked for; without it they are dropped */
+    VIT_GRAD_ADD = 4,   /* with a pass: keep the other pass's results of the last call (the same
+                           run, forward pass and class), e.g. AttnLRP's pass only once its map is
+                           asked for; without it they are dropped */
+    VIT_GRAD_LEGRAD = 8 /* LeGrad's E_l alone (g->legrad, what VIT_EXPLAIN_LEGRAD reads), the
+                           same numbers as the exact pass's: per layer the head's gradient
+                           through the block's top on the rows the head reads (1 or 2), not a
+                           whole backward pass (ViT-B/16: a few ms, against ~2 forward passes);
+                           a run that recomputes its attention recomputes each block too. The
+                           exact pass makes them as well (g->what then says VIT_GRAD_EXACT) */
 } VitGradWhat;
 
 typedef struct {
@@ -992,12 +1023,14 @@ VitStatus vit_explain(float *out, VitExplain m, const VitRun *run, const VitGrad
  * L-n_blocks) are re-initialised as timm initialises a VisionTransformer: linear
  * weights N(0, 0.02^2) (trunc_normal_(std=.02): redrawn beyond +-2), biases 0,
  * LayerNorm weight 1 and bias 0; LayerScale is kept (its init value is not in the
- * checkpoint). n_blocks 0: the head only (the cascade's first step); the trained
+ * checkpoint); with a CLIP text head (vit_set_text_head) the image projection is
+ * re-initialised in the head's place (the text embeddings are the phrase, not weights
+ * of the image model). n_blocks 0: the head only (the cascade's first step); the trained
  * model is src itself. The patch embedding, tokens, position embedding and final
  * norm are kept. Same seed, same weights on every machine (splitmix64 + Box-Muller in
  * double, engine/eval/randomize.c). dst shares src's other tensors: free it (vit_free)
  * before src. dst->labels is NULL. Memory: n_blocks * (4D^2 + D^2 + 2FD + ...) + 2CD
- * floats. Errors: VIT_ERR_ARG (n_blocks outside 0 .. L), VIT_ERR_NOMEM; on error dst
+ * + ED floats. Errors: VIT_ERR_ARG (n_blocks outside 0 .. L), VIT_ERR_NOMEM; on error dst
  * is zeroed. */
 VitStatus vit_randomized(Vit *dst, const Vit *src, int n_blocks, uint64_t seed, VitError *err);
 
@@ -1426,6 +1459,209 @@ VitStatus vit_lesson_select(VitLesson *ls, const VitRun *run, int head, int toke
  * timm's inference), vit_top_k gives the top-5. Errors: VIT_ERR_ARG (a model without
  * head, C == 0: "the model has no classification head"; no forward pass). */
 VitStatus vit_lesson_head(float *cls_norm, const VitRun *run, const Vit *vit, VitError *err);
+
+/* ---------------------------------------------------------------------------
+ * The CLIP tokenizer (engine/text/tokenizer.c)
+ *
+ * OpenAI CLIP's byte-level BPE (clip/simple_tokenizer.py, Radford et al. 2021): the text
+ * cleaned (a fixed part of ftfy.fix_text, html.unescape twice, whitespace collapsed,
+ * lower-cased), split by CLIP's pattern, each piece's UTF-8 bytes merged by rank, then
+ * [<|startoftext|>, ..., <|endoftext|>]. The exact cleaning, and what of ftfy it leaves
+ * out, is at the top of tokenizer.c; tests/text checks the ids against a reference
+ * written from the published algorithm on 10 000 strings. */
+
+#define VIT_TEXT_CONTEXT   77    /* CLIP's context length, tokens including SOT and EOT */
+#define VIT_TEXT_MAX_BYTES 16384 /* a longer text is refused (77 tokens read far less) */
+
+typedef struct VitTokenizer VitTokenizer; /* read-only after load: threads may share it */
+
+/* Load CLIP's vocabulary: OpenAI's bpe_simple_vocab_16e6.txt.gz (gzip: zlib), or Hugging
+ * Face's vocab.json + merges.txt (path: either file, or their folder; a folder with the
+ * .gz works too). 49 408 ids: the 256 byte symbols, the same with "</w>", one per merge,
+ * <|startoftext|> and <|endoftext|>. *tok is the caller's: free with vit_tokenizer_free.
+ * Errors: VIT_ERR_IO (missing file, naming it), VIT_ERR_FORMAT (a corrupt or cut gzip,
+ * a merge line that is not two known symbols, naming file and line; a vocab.json entry
+ * that is not a new id), VIT_ERR_ARG (not a vocabulary's name), VIT_ERR_NOMEM. */
+VitStatus vit_tokenizer_load(VitTokenizer **tok, const char *path, VitError *err);
+void vit_tokenizer_free(VitTokenizer *tok); /* NULL-safe */
+
+/* The vocabulary that came with a model file: beside it or in its "tokenizer" folder,
+ * vocab.json + merges.txt (the path of vocab.json) or bpe_simple_vocab_16e6.txt.gz.
+ * 1 and the path in path[n], or 0. */
+int vit_tokenizer_find(char *path, size_t n, const char *model_path);
+
+/* text (a C string of UTF-8, at most VIT_TEXT_MAX_BYTES) -> ids[*n]: [SOT, ..., EOT], *n <= max_ids
+ * (VIT_TEXT_CONTEXT for CLIP's text tower). A text with more tokens is cut as
+ * clip.tokenize(truncate=True) cuts it: the first max_ids - 2 and EOT, *truncated = 1
+ * (NULL: not asked). The text "<|endoftext|>" in it is that token, as in the original.
+ * Errors: VIT_ERR_ARG (empty or whitespace-only text, invalid UTF-8, too long,
+ * max_ids < 2), VIT_ERR_NOMEM. */
+VitStatus vit_tokenize(int *ids, int *n, int *truncated, const VitTokenizer *tok, const char *text,
+                       int max_ids, VitError *err);
+int vit_token_sot(const VitTokenizer *tok); /* <|startoftext|>: 49406 in CLIP's */
+int vit_token_eot(const VitTokenizer *tok); /* <|endoftext|>: 49407 */
+
+/* ---------------------------------------------------------------------------
+ * The CLIP text tower (engine/text/text.c): a phrase's embedding, to compare with an
+ * image embedding (Radford et al. 2021, "Learning Transferable Visual Models From
+ * Natural Language Supervision", §2.4; OpenAI CLIP's clip/model.py encode_text):
+ *   x = token_embedding[ids] + positional_embedding[:n]            [n, W]
+ *   L pre-norm blocks with a causal mask: x = x + attn(ln_1(x)); x = x + mlp(ln_2(x)),
+ *       mlp = c_proj(act(c_fc(.))), act QuickGELU for OpenAI's weights
+ *   e = ln_final(x)[argmax(ids)] @ text_projection                 [E]
+ * argmax(ids) is the first end-of-text token: EOT (49407) is the largest id.
+ * Symbols: V vocabulary, ctx context (77), W width, H heads, Dh = W / H, F MLP width,
+ * L layers, E embedding (text_projection's output). The blocks are vit_forward's own
+ * (engine/passes/block.c) with the causal mask as an option of the attention. */
+
+#define VIT_TEXT_MAX_CONTEXT 4096      /* ctx: rows of the position embedding */
+#define VIT_TEXT_MAX_VOCAB   (1 << 22) /* V: rows of the token embedding */
+
+typedef struct {
+    int vocab_size;    /* V (49408) */
+    int context;       /* ctx, tokens including SOT and EOT (77) */
+    int width;         /* W (512 for B/32 and B/16) */
+    int n_heads;       /* H: config.json's text_config.num_attention_heads, open_clip_config.json's
+                          model_cfg.text_cfg.heads, else W / 64 (OpenAI's rule) */
+    int n_layers;      /* L */
+    int mlp_dim;       /* F (4 W) */
+    int embed_dim;     /* E: text_projection's output (512) */
+    float ln_eps;      /* LayerNorm eps: 1e-5 (config.json's text_config.layer_norm_eps) */
+    VitActivation act; /* the MLP's activation, see act_from */
+    VitNaming naming;  /* VIT_NAMES_HF (CLIPModel: text_model.*) or VIT_NAMES_OPENAI (OpenAI and
+                          OpenCLIP: token_embedding, transformer.resblocks.N.*) */
+    const char *act_from; /* static string: where act came from (for the app to show) */
+} VitTextConfig;
+
+/* A loaded text tower. Zero-initialise before vit_text_load; vit_text_free accepts a
+ * zeroed or half-built VitText. Read-only after load (several threads may embed with it
+ * at once), except that a caller may change cfg.act and cfg.n_heads before embedding
+ * (an option that overrides the checkpoint's rule): vit_text_embed reads them and
+ * checks W % H. Linear weights are [out, in] (vit.h's convention). */
+typedef struct {
+    VitTextConfig cfg;
+    const float *token_embed;     /* [V, W] */
+    const float *pos_embed;       /* [ctx, W] */
+    VitBlock *blocks;             /* [L], owned: norm1 = ln_1, q/k/v (OpenAI's fused
+                                     in_proj: qkv_w), proj = out_proj, norm2 = ln_2,
+                                     fc1 = c_fc, fc2 = c_proj */
+    const float *norm_w, *norm_b; /* ln_final [W] */
+    const float *proj_w;          /* [E, W]: OpenAI's text_projection [W, E] transposed at
+                                     load, so that e = proj_w . x */
+    const float *proj_b;          /* [E] (OpenCLIP's proj_bias), or NULL */
+    float logit_scale;            /* exp() of the checkpoint's logit_scale (CLIP's learned
+                                     temperature, 100 for OpenAI's); 0 when it has none */
+    char path[1024];              /* the weights file */
+    /* private */
+    Vit file;          /* the mapping or the checkpoint's storages the weights point into, and
+                          the F16/BF16 tensors converted to F32, held as vit_load holds them */
+    float *proj_owned; /* OpenAI's text_projection transposed */
+} VitText;
+
+/* Load the text tower of a CLIP checkpoint: .safetensors or a PyTorch checkpoint (.pth,
+ * .pt, .bin: torch.save's zip, read by vit_load's readers with their checks), the same
+ * file as the image tower or one holding the text tower alone, in either naming:
+ *   Hugging Face CLIPModel (modeling_clip.py): text_model.embeddings.token_embedding.weight
+ *     [V, W], text_model.embeddings.position_embedding.weight [ctx, W],
+ *     text_model.encoder.layers.N.{layer_norm1, self_attn.{q,k,v,out}_proj, layer_norm2,
+ *     mlp.fc1, mlp.fc2}, text_model.final_layer_norm, text_projection.weight [E, W]
+ *   OpenAI / OpenCLIP (clip/model.py, open_clip's TextTransformer): token_embedding.weight,
+ *     positional_embedding [ctx, W], transformer.resblocks.N.{ln_1, attn.in_proj_weight
+ *     [3W, W], attn.in_proj_bias, attn.out_proj, ln_2, mlp.c_fc, mlp.c_proj}, ln_final,
+ *     text_projection [W, E] (used as x @ P; OpenCLIP's linear text_projection.weight [E, W]
+ *     and .bias also read)
+ * and logit_scale (a scalar; optional). L counts the blocks; every shape is checked
+ * against W, F, E. The activation, heads and eps (the rule; the caller may override act
+ * and n_heads afterwards, see VitText):
+ *   Hugging Face names: config.json beside the weights, its text_config's hidden_act
+ *     ("quick_gelu", "gelu", "gelu_new" / "gelu_pytorch_tanh"), num_attention_heads,
+ *     layer_norm_eps; without them CLIPTextConfig's defaults: QuickGELU, eps 1e-5.
+ *   OpenAI names: open_clip_config.json beside the weights: model_cfg.quick_gelu true ->
+ *     QuickGELU, else GELU (open_clip's default); text_cfg.heads, text_cfg.norm_kwargs.eps.
+ *     Without it QuickGELU: OpenAI's own weights (and OpenCLIP's "-quickgelu" models); an
+ *     OpenCLIP model trained with GELU needs its open_clip_config.json, or cfg.act set.
+ *   H: those configs, else W / 64 (OpenAI's build_model).
+ * open_clip_config.json asking for what this tower does not do (pool_type other than
+ * "argmax", no_causal_mask, embed_cls) is refused by name.
+ * Errors: VIT_ERR_IO (cannot open), VIT_ERR_FORMAT (a malformed file or config, a NaN
+ * weight; "FILE: no text tower ..." when the file has none, saying whether it holds an
+ * image tower only), VIT_ERR_SHAPE (a tensor missing or of the wrong shape, named with
+ * its file, got and expected), VIT_ERR_NOMEM. Free with vit_text_free. */
+VitStatus vit_text_load(VitText *t, const char *path, VitError *err);
+void vit_text_free(VitText *t);
+
+/* Embeddings out [n, E] (projected, NOT normalised; row i for sequence i) of n token
+ * sequences ids[i] [lens[i]] (1 <= lens[i] <= ctx, ids in [0, V): vit_tokenize's [SOT,
+ * ..., EOT]; padding after EOT allowed), each pooled at its first largest id (OpenAI:
+ * text.argmax(dim=-1), the first EOT), on n_threads threads (0: one per online core,
+ * at most VIT_MAX_THREADS). The published model's values on the sequence padded to ctx,
+ * computed with less work, exactly: with the causal mask token t depends on tokens 0 .. t
+ * alone, so (1) the tokens after the pooled one change nothing it computes and are not
+ * computed, and (2) sequences that start with the same tokens have the same rows there:
+ * the sequences are merged into a prefix tree, each distinct prefix computed once (a
+ * template's "a photo of a" once for all its class names), up to 256 rows a batch run as
+ * one sequence through vit_forward's block with the tree as its causal mask (a row sees
+ * itself and its ancestors; every other key's probability exactly 0). Each linear layer
+ * is one GEMM over the batch's rows. Allocates about 256 (8W + F + E) floats of
+ * activations and a thread pool, freed before it returns. Thread-safe on one VitText.
+ * Errors: VIT_ERR_ARG (a NULL array, n < 0, a length or id out of range naming the
+ * sequence and position, H not dividing W), VIT_ERR_NOMEM; out is then undefined. */
+VitStatus vit_text_embed(float *out, const VitText *t, const int *const *ids, const int *lens,
+                         int n, int n_threads, VitError *err);
+
+/* ---------------------------------------------------------------------------
+ * CLIP: the image tower and the phrase as a head (issue 27, clip-img)
+ *
+ * vit_load opens CLIP's image tower (Radford et al. 2021, openai/CLIP model.py
+ * VisionTransformer; transformers' CLIPVisionModel) from a whole CLIP checkpoint,
+ * .safetensors or .pth, in Hugging Face's CLIPModel names (vision_model.*,
+ * visual_projection, logit_scale) or OpenAI's / OpenCLIP's (visual.*, logit_scale),
+ * through the layouts assets/layouts/clip-hf.json and clip-openai.json; the text
+ * tensors are ignored (the text tower: vit_text_load). The tower is timm's ViT with
+ *   x = ln_pre(cat(cls, conv1(x)) + pos)   (cfg.norm_pre; conv1 without bias)
+ *   blocks with QuickGELU (x sigmoid(1.702 x)) for OpenAI's weights, LayerNorm eps 1e-5
+ *   e = norm(z_L)[CLS] @ proj             (ln_post, then img_proj_w [E, D])
+ * The activation: config.json's vision_config.hidden_act (HF), open_clip_config.json's
+ * model_cfg.quick_gelu (OpenCLIP: absent means GELU, as open_clip's own default); a
+ * checkpoint in OpenAI's names without open_clip_config.json is OpenAI's: QuickGELU.
+ * Preprocessing is CLIP's: the short side resized bicubically to S, centre crop S,
+ * mean (0.48145466, 0.4578275, 0.40821073), std (0.26862954, 0.26130258, 0.27577711);
+ * preprocessor_config.json (HF) or open_clip_config.json's preprocess_cfg beside the
+ * weights override them. Without a text head C = 0 and every image view works; the
+ * class-specific ones need a head: vit_set_text_head. timm's own CLIP ViTs (norm_pre,
+ * the projection as a 512-class head) open as timm ViTs with norm_pre. */
+
+/* Make the head CLIP's zero-shot head (CLIP's model.py forward: logit_scale *
+ * image_features @ text_features.t() on normalised features):
+ *   logits[c] = logit_scale * cos(e, emb[c]),  e = img_proj(norm(z_L)[CLS]),
+ * emb [C, E] text embeddings (vit_text_embed; normalised here, copied), labels [C]
+ * (copied, NULL: none; vit->labels then points at the copy, or is NULL). C >= 1,
+ * logit_scale > 0 and finite (the checkpoint's: cfg.logit_scale). Replaces the
+ * previous head; a VitRun, VitBatch or VitGrad made before must be made again when C
+ * changes (they are sized for C). vit_backward differentiates logits[c] through the
+ * normalisation of e; so every class-specific map (vit_explain) explains the phrase c,
+ * and LeGrad's s_l is the same head on norm(z_l)[CLS] (LeGrad's compute_legrad_clip).
+ * The AttnLRP pass holds |e| constant, as its LayerNorm rule holds the standard
+ * deviation. Not thread-safe: no other call may use vit meanwhile.
+ * Errors: VIT_ERR_ARG (no image projection, embed_dim 0: "has no image projection";
+ * emb NULL, C out of 1 .. VIT_MAX_CLASSES, a zero or non-finite embedding, a bad
+ * logit_scale), VIT_ERR_NOMEM; on error the previous head stays. */
+VitStatus vit_set_text_head(Vit *vit, const float *emb, int C, const char *const *labels,
+                            float logit_scale, VitError *err);
+
+/* A new phrase for the same photo without another forward pass: after vit_set_text_head
+ * with the C that run was made for, run->logits and run->probs [C] of the new head from
+ * the image embedding the last vit_forward kept (run->img_embed): C*E multiply-adds. The
+ * forward pass's other buffers do not depend on the head (a CLIP tower computes its CLS
+ * row with or without one), so vit_backward and vit_explain then explain the new phrases
+ * on the same pass. Errors: VIT_ERR_ARG (no text head, a run made for another C or
+ * model). */
+VitStatus vit_text_logits(VitRun *run, const Vit *vit, VitError *err);
+
+/* e [E] (caller's) = the image embedding of the last vit_forward on run: img_proj(
+ * norm(z_L)[CLS]), not normalised (CLIP's encode_image). Errors: VIT_ERR_ARG (a model
+ * without image projection, a run not made for vit). */
+VitStatus vit_image_embed(float *e, const VitRun *run, const Vit *vit, VitError *err);
 
 #ifdef __cplusplus
 }

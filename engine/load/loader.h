@@ -21,6 +21,7 @@ typedef enum {
     S_PROJ_W, S_PROJ_B, S_LS1, S_NORM2_W, S_NORM2_B, S_FC1_W, S_FC1_B, S_FC2_W, S_FC2_B,
     S_LS2,                                                                    /* block l */
     S_NORM_W, S_NORM_B, S_HEAD_W, S_HEAD_B, S_HDIST_W, S_HDIST_B,             /* norm, heads */
+    S_NORM_PRE_W, S_NORM_PRE_B, S_IMG_PROJ_W, S_LOGIT_SCALE,                  /* CLIP */
     N_SLOTS
 } Slot;
 /* clang-format on */
@@ -33,6 +34,8 @@ typedef struct {
     int crop_mode; /* 0: absent, else VitCropMode + 1 */
     float ln_eps, crop_pct, mean[3], std[3];
     int has_eps, has_crop, has_mean, has_std;
+    int act;       /* 0: not given, else VitActivation + 1 (hidden_act, quick_gelu, a timm
+                      architecture named *quickgelu*) */
     cJSON *labels; /* array of strings, or object "0": "name" (detached copy) */
 } CfgValues;
 
@@ -53,6 +56,8 @@ typedef struct {
     char layout_name[32]; /* VitConfig.layout */
     char layout_file[96]; /* for messages: the user's file, or "assets/layouts/x.json" */
     VitNaming naming;     /* whose conventions: the layout's "naming" */
+    const char *what;     /* without a layout (engine/text/text.c): "CLIP text tower", for
+                             ld_tensor's messages */
     int att_scale_dim;    /* scores scaled by 1/sqrt(D), not 1/sqrt(Dh) */
     int head_tanh;        /* Tanh after the head */
     int mlp_act;          /* VitActivation */
@@ -76,6 +81,15 @@ typedef struct {
     int64_t gh, gw;   /* the input grid */
     int L, H;         /* blocks, heads */
 } Arch;
+
+/* --- model.c: vit_load's first steps, shared with engine/text/text.c ---------------- */
+
+/* Map the weights file (or read a PyTorch checkpoint's storages) into ld->st, the
+ * mapping or storages held in ld->vit (vit_free releases them). Errors: VIT_ERR_IO,
+ * VIT_ERR_FORMAT naming the file, VIT_ERR_NOMEM. */
+VitStatus ld_map_file(Loader *ld, const char *path);
+/* ld->vit->owned sized for every tensor ld_tensor must convert (F16, BF16, unaligned). */
+VitStatus ld_alloc_converted(Loader *ld);
 
 /* --- names.c: tensors by name and by slot ------------------------------------------ */
 
@@ -118,9 +132,17 @@ VitStatus ld_missing(Loader *ld, Slot s, const char *name);
 
 /* --- config.c: config.json ------------------------------------------------------------ */
 
+/* Read a whole file of at most max_bytes into *out (malloc'd, NUL-terminated, *n_out
+ * bytes): 0, or -1 with errno set (EFBIG over the limit). */
+int ld_read_file(const char *path, char **out, size_t *n_out, size_t max_bytes);
 /* Parse config.json at path into cv (its labels a detached copy the caller frees with
  * cJSON_Delete). Errors: VIT_ERR_IO, VIT_ERR_FORMAT naming the key. */
 VitStatus ld_parse_config(CfgValues *cv, const char *path, VitError *err);
+/* The CLIP configs beside the weights (kind 0: Hugging Face's preprocessor_config.json,
+ * 1: OpenCLIP's open_clip_config.json), into what cv does not hold yet: mean, std, the
+ * crop, and (open_clip_config.json) the activation. Errors: VIT_ERR_IO, VIT_ERR_FORMAT
+ * naming the key. */
+VitStatus ld_parse_clip_config(CfgValues *cv, const char *path, int kind, VitError *err);
 /* Fill vit->labels [C] from a label_names array or an id2label object. */
 VitStatus ld_labels_from_json(Vit *vit, const cJSON *lab, const char *fname, VitError *err);
 

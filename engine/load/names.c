@@ -11,9 +11,11 @@
  *   blocks.N.attn.proj.{weight [D,D], bias [D]}  blocks.N.ls{1,2}.gamma [D]?
  *   blocks.N.mlp.fc1.{weight [F,D], bias [F]}  blocks.N.mlp.fc2.{weight [D,F], bias [D]}
  *   norm.{weight,bias} [D]  head.{weight [C,D], bias [C]}  head_dist.{weight, bias}?
+ *   norm_pre.{weight,bias} [D]? (CLIP's ln_pre: timm's pre_norm models)
+ *   image_proj.weight [E,D]? logit_scale []? (CLIP, from a layout: not timm's own names)
  * Each library's names for them: assets/layouts/timm.json (vision_transformer.py,
  * deit.py), hf.json (transformers' modeling_vit.py, modeling_deit.py), torchvision.json,
- * notebook-*.json. */
+ * clip-hf.json, clip-openai.json, notebook-*.json. */
 #include "loader.h"
 
 #include <math.h>
@@ -92,8 +94,13 @@ const float *ld_tensor(Loader *ld, const char *name, int ndim, int64_t *shape) {
     char got[160], want[160];
     const StTensor *t = st_find(&ld->st, name);
     if (!t) {
-        vit_set_error(ld->err, VIT_ERR_SHAPE, "%s: tensor '%s' is missing (layout '%s', %s)",
-                      ld->fname, name, ld->layout_name, ld->layout_file);
+        if (!ld->layout_name[0]) /* engine/text/text.c: no layout */
+            vit_set_error(ld->err, VIT_ERR_SHAPE, "%s: tensor '%s' is missing (not a %s?)",
+                          ld->fname, name, ld->what ? ld->what : "ViT");
+        else
+            vit_set_error(ld->err, VIT_ERR_SHAPE,
+                          "%s: tensor '%s' is missing (layout '%s', %s)", ld->fname, name,
+                          ld->layout_name, ld->layout_file);
         return NULL;
     }
     if (t->dtype == ST_OTHER) {

@@ -150,7 +150,10 @@ VitStatus vit_explain(float *out, VitExplain m, const VitRun *run, const VitGrad
     const VitConfig *c = &vit->cfg;
     if (m < 0 || m >= VIT_EXPLAIN_COUNT)
         return vit_set_error(err, VIT_ERR_ARG, "explain: unknown method %d", (int)m);
-    int need = m == VIT_EXPLAIN_ATTNLRP ? VIT_GRAD_LRP : VIT_GRAD_EXACT;
+    /* LeGrad's E_l: from the exact pass or its own (VIT_GRAD_LEGRAD) */
+    int need = m == VIT_EXPLAIN_ATTNLRP  ? VIT_GRAD_LRP
+               : m == VIT_EXPLAIN_LEGRAD ? VIT_GRAD_EXACT | VIT_GRAD_LEGRAD
+                                         : VIT_GRAD_EXACT;
     if (g->target < 0 || !(g->what & need) || (!run->att && !run->qk))
         return vit_set_error(err, VIT_ERR_ARG, "%s: no %sbackward pass has been run",
                              vit_explain_name(m), need == VIT_GRAD_LRP ? "AttnLRP " : "");

@@ -250,6 +250,29 @@ float vit_att_scale(const VitConfig *c) {
     return c->att_scale > 0 ? c->att_scale : 1.0f / sqrtf((float)c->head_dim);
 }
 
+/* The causal mask over a prefix tree (VitAttMod.parent, CLIP's text tower): row r sees
+ * itself and its ancestors, which come before it (parent[r] < r), so no row of [r0, r1)
+ * sees a key past r1 - 1: the scores of columns [0, r1) alone, the rest of each row 0.
+ * OpenAI CLIP: attn_mask = empty(T, T).fill_(-inf).triu_(1), added to the scores; over
+ * the tree every key but the row's ancestors -inf too (indices decreasing along the
+ * chain: one pass from the last column down). */
+static void att_block_tree(float *out, const float *q, const float *k, int ld, int r0, int r1,
+                           int T, int Dh, float scale, int gemm_only, const int *parent) {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, r1 - r0, r1, Dh, scale,
+                q + (size_t)r0 * ld, ld, k, ld, 0.0f, out, T);
+    if (gemm_only) return;
+    for (int r = r0; r < r1; r++) {
+        float *row = out + (size_t)(r - r0) * T;
+        for (int j = r1 - 1, a = r; j >= 0; j--)
+            if (j == a)
+                a = parent[a];
+            else
+                row[j] = -INFINITY;
+        softmax_rows(row, 1, r1);
+        memset(row + r1, 0, (size_t)(T - r1) * sizeof(float));
+    }
+}
+
 /* timm Attention.forward (explicit path, fused_attn=False), for query rows
  * [r0, r1) of one head:
  *   attn = (q * scale) @ k.transpose(-2, -1); attn = attn.softmax(dim=-1)
@@ -257,6 +280,10 @@ float vit_att_scale(const VitConfig *c) {
 void vit_att_block(float *out, const float *q, const float *k, int ld, int r0, int r1, int T,
                    int Dh, float scale, int gemm_only, const VitAttMod *m) {
     if (m && m->temp > 0.0f) scale /= m->temp; /* softmax(s / tau) */
+    if (m && m->parent) {
+        att_block_tree(out, q, k, ld, r0, r1, T, Dh, scale, gemm_only, m->parent);
+        return;
+    }
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, r1 - r0, T, Dh, scale, q + (size_t)r0 * ld,
                 ld, k, ld, 0.0f, out, T);
     if (gemm_only) return;
@@ -472,8 +499,10 @@ static void attention_task(void *arg, int item, int n_items, int thread) {
         for (int r = 0; r < rows; r++) memset(c0 + r * ld, 0, (size_t)Dh * sizeof(float));
         return;
     }
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, Dh, T, 1.0f, p, T, v + h * Dh, D,
-                0.0f, io->ctx + on_row(io, T, img, r0) * D + h * Dh, (int)ld);
+    /* under a prefix tree's mask the probabilities past column r1 - 1 are 0: not summed */
+    int n_keys = io->mod && io->mod->parent ? r1 : T;
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, Dh, n_keys, 1.0f, p, T, v + h * Dh,
+                D, 0.0f, io->ctx + on_row(io, T, img, r0) * D + h * Dh, (int)ld);
 }
 
 int vit_block(VitPool *pool, const VitBlock *b, const VitConfig *c, const VitBlockIO *io) {
