@@ -98,9 +98,8 @@ const float *ld_tensor(Loader *ld, const char *name, int ndim, int64_t *shape) {
             vit_set_error(ld->err, VIT_ERR_SHAPE, "%s: tensor '%s' is missing (not a %s?)",
                           ld->fname, name, ld->what ? ld->what : "ViT");
         else
-            vit_set_error(ld->err, VIT_ERR_SHAPE,
-                          "%s: tensor '%s' is missing (layout '%s', %s)", ld->fname, name,
-                          ld->layout_name, ld->layout_file);
+            vit_set_error(ld->err, VIT_ERR_SHAPE, "%s: tensor '%s' is missing (layout '%s', %s)",
+                          ld->fname, name, ld->layout_name, ld->layout_file);
         return NULL;
     }
     if (t->dtype == ST_OTHER) {
