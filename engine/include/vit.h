@@ -43,9 +43,14 @@
  *     bicubically as the checkpoint's library does (timm: resample_abs_pos_embed,
  *     antialiased; transformers: interpolate_pos_encoding, not antialiased).
  *   - PyTorch checkpoints (torch.save's zip, engine/load/pth.c: a restricted
- *     unpickler, nothing in the file is run) and other tensor names through
- *     layouts (JSON, engine/load/layout.c, assets/layouts/: torchvision's ViTs,
- *     the notebooks' ViTs), converted at load into the layout above; what a
+ *     unpickler, nothing in the file is run);
+ *   - every checkpoint's tensor names through a layout (JSON, engine/load/layout.c),
+ *     the shipped ones in assets/layouts/, tried in this order: timm.json (timm's
+ *     names), hf.json (transformers': "vit." / "deit." / no prefix; "naming": "hf"
+ *     for its conventions), torchvision.json (torchvision's ViTs),
+ *     notebook-heads.json, notebook-linear.json, notebook-msa.json (the notebooks'
+ *     ViTs); a user's own with VitLoadOptions.layout_path (timm.json is the template
+ *     to copy). Read in place, or converted at load into the layout above; what a
  *     conversion cannot express is in VitConfig: the attention's scale
  *     (att_scale), the MLP's activation (mlp_act), a Tanh after the head.
  *   - CLIP's image tower (norm_pre, an image projection, a text head: see "CLIP"
@@ -145,7 +150,9 @@ typedef enum {
  * "ReLU". Static string. */
 const char *vit_activation_name(VitActivation a);
 
-/* Which library's tensor names a checkpoint uses. */
+/* Whose conventions a checkpoint follows: its layout's "naming" (hf.json: Hugging Face
+ * transformers'; every other shipped layout: timm's); VIT_NAMES_OPENAI: a CLIP text tower
+ * in OpenAI's names (vit_text_load). */
 typedef enum { VIT_NAMES_TIMM = 0, VIT_NAMES_HF, VIT_NAMES_OPENAI } VitNaming;
 
 /* Everything the forward pass needs to know about a model's shapes and its
@@ -153,7 +160,7 @@ typedef enum { VIT_NAMES_TIMM = 0, VIT_NAMES_HF, VIT_NAMES_OPENAI } VitNaming;
  * weights, then VitLoadOptions (later wins). */
 typedef struct {
     char name[128];             /* file name without directory and extension */
-    VitNaming naming;           /* timm or Hugging Face tensor names */
+    VitNaming naming;           /* timm's or Hugging Face's conventions (the layout's) */
     int image_h, image_w;       /* Sh, Sw: input px = P * (gh, gw) */
     int patch_size;             /* P, px */
     int grid_h, grid_w;         /* gh, gw */
@@ -183,8 +190,8 @@ typedef struct {
     VitActivation mlp_act;  /* the MLP's activation (default exact GELU) */
     int head_tanh;          /* 1: logits = tanh(head(x)) (a notebook's Sequential(Linear,
                                Tanh)); the probabilities are their softmax */
-    char layout[32];        /* the layout file that named the tensors (layout.c), e.g.
-                               "torchvision"; "" for timm's or transformers' own names */
+    char layout[32];        /* the layout that named the tensors (layout.c): its "name",
+                               e.g. "timm", "hf", "torchvision", or a user's */
     int default_preprocess; /* 1: a PyTorch checkpoint for which neither config.json nor the
                                layout gave the preprocessing: ImageNet's mean/std and timm's
                                crop are assumed (the app says so) */
@@ -269,17 +276,20 @@ typedef struct {
                                 position embedding is resampled); 0: the config's or training size */
     int whole_image;         /* 1: keep the whole photo: crop_mode squash, crop_pct 1 */
     const char *layout_path; /* a layout file (JSON, docs/your-own-vit.md) naming the
-                                checkpoint's tensors; NULL: timm's, transformers' or the first
-                                shipped layout (assets/layouts/) that matches */
+                                checkpoint's tensors, used whether the shipped ones match or
+                                not; NULL: the first shipped layout (assets/layouts/: timm's,
+                                transformers', torchvision's, the notebooks') that matches */
 } VitLoadOptions;
 
 /* Load a ViT: a .safetensors file, or a PyTorch checkpoint (a zip, told by its first
- * bytes: .pth, .pt, pytorch_model.bin), in timm's or Hugging Face transformers' tensor
- * names, or in a layout's (opt->layout_path, else the shipped ones; see the top of this
- * file for the families). A checkpoint's data.pkl is read by pth.c's restricted
- * unpickler (a state dict's globals only; anything else refused by name, nothing
- * called), its storages copied out of the zip (VIT_ERR_FORMAT on a storage shorter than
- * declared, a tensor past its storage, a non-contiguous tensor, more storage than 16x
+ * bytes: .pth, .pt, pytorch_model.bin), its tensors named by a layout (opt->layout_path,
+ * else the first shipped one that matches: timm's, transformers', ...; see the top of
+ * this file for the families; VIT_ERR_SHAPE naming the tensor, role and layout nothing
+ * matched, with the checkpoint's tensors, or a variant the layout says is unsupported).
+ * A checkpoint's data.pkl is read by pth.c's restricted unpickler (a state dict's
+ * globals only; anything else refused by name, nothing called), its storages copied
+ * out of the zip (VIT_ERR_FORMAT on a storage shorter than declared, a tensor past its
+ * storage, a non-contiguous tensor, more storage than 16x
  * the file, the legacy format, a whole pickled model).
  * A .safetensors is memory-mapped read-only; validates the header (length inside the
  * file, JSON, dtypes F32/F16/BF16, offsets inside the data area and not
@@ -287,8 +297,8 @@ typedef struct {
  * against the architecture inferred from the CLS token, position embedding,
  * patch embedding, blocks and heads. F16/BF16 are converted to F32. When the
  * input size is not the training size, the position embedding is resampled
- * into memory owned by vit (timm: F.interpolate bicubic, antialias=True as
- * resample_abs_pos_embed; transformers: antialias=False as
+ * into memory owned by vit (timm's conventions: F.interpolate bicubic, antialias=True
+ * as resample_abs_pos_embed; a layout's "naming": "hf": antialias=False as
  * interpolate_pos_encoding; align_corners=False, computed in double).
  * Files over the limits above (header, tensors, config, L, D, F, P, T, C, and
  * the activations vit_run_init would allocate) are refused.

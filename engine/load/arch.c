@@ -1,8 +1,9 @@
 /* arch.c - the architecture from the tensor shapes (engine/load/): the variants vit_load
  * refuses, then width, prefix tokens, patch size, the position embedding's grid, the
  * input grid, blocks, MLP width and heads (config.json and the options where the shapes
- * cannot tell), into the Vit's VitConfig. Each step returns VIT_OK, or a VitStatus with
- * ld->err set naming the tensor, what it holds and what was expected. */
+ * cannot tell), into the Vit's VitConfig. The variants vitlens does not implement are
+ * refused by the layouts' "unsupported" tensors (layout.c). Each step returns VIT_OK, or a
+ * VitStatus with ld->err set naming the tensor, what it holds and what was expected. */
 #include "loader.h"
 
 #include <math.h>
@@ -15,27 +16,6 @@ static int is_square(int64_t n, int64_t *side) {
     int64_t s = (int64_t)llround(sqrt((double)n));
     *side = s;
     return s * s == n;
-}
-
-/* Variants this loader does not implement: refuse rather than compute
- * something else than the model does. */
-static VitStatus refuse_variants(const Loader *ld) {
-    static const char *unsupported[][2] = {
-        {"fc_norm.weight", "average pooling with fc_norm"},
-        {"attn_pool.latent", "attention pooling"},
-        {"blocks.0.attn.q_norm.weight", "q/k norm"},
-        {"blocks.0.mlp.fc1_g.weight", "a SwiGLU MLP"},
-        {"blocks.0.mlp.w12.weight", "a SwiGLU MLP"},
-        {"blocks.0.mlp.norm.weight", "a norm inside the MLP"},
-    };
-    if (ld->naming != VIT_NAMES_TIMM) return VIT_OK;
-    for (size_t i = 0; i < sizeof unsupported / sizeof *unsupported; i++)
-        if (st_find(&ld->st, unsupported[i][0]))
-            return vit_set_error(ld->err, VIT_ERR_SHAPE,
-                                 "%s: tensor '%s' belongs to a ViT variant (%s) that vitlens does "
-                                 "not support",
-                                 ld->fname, unsupported[i][0], unsupported[i][1]);
-    return VIT_OK;
 }
 
 /* The width D from the CLS token; the prefix tokens [CLS, dist?, reg_0 .. reg_{R-1}]
@@ -56,8 +36,9 @@ static VitStatus infer_embeddings(Loader *ld, Arch *a) {
         a->R = sr[1];
         if (a->R < 1 || 1 + has_dist + a->R > VIT_MAX_PREFIX)
             return vit_set_error(ld->err, VIT_ERR_SHAPE,
-                                 "%s: tensor 'reg_token': %lld register tokens, expected 1 to %d",
-                                 ld->fname, (long long)a->R, VIT_MAX_PREFIX - 1 - has_dist);
+                                 "%s: tensor '%s': %lld register tokens, expected 1 to %d",
+                                 ld->fname, ld_slot_name(ld, S_REG, 0), (long long)a->R,
+                                 VIT_MAX_PREFIX - 1 - has_dist);
     }
     a->Np = 1 + has_dist + (int)a->R;
     int64_t sp[4] = {D, 3, -1, -1};
@@ -146,8 +127,7 @@ static VitStatus input_grid(Loader *ld, Arch *a, const VitLoadOptions *opt) {
     return VIT_OK;
 }
 
-/* L: the blocks numbered 0..L-1. A block after a gap would otherwise be silently
- * dropped and the model run with fewer layers than it has. */
+/* L: the blocks numbered 0..L-1 (layout.c has checked that no block follows a gap). */
 static VitStatus count_blocks(Loader *ld, Arch *a) {
     int L = 0;
     for (; L <= VIT_MAX_LAYERS && ld_has_slot(ld, S_NORM1_W, L);) L++;
@@ -156,23 +136,8 @@ static VitStatus count_blocks(Loader *ld, Arch *a) {
                              VIT_MAX_LAYERS);
     if (L == 0)
         return vit_set_error(ld->err, VIT_ERR_SHAPE,
-                             "%s: tensor '%s' is missing (no transformer blocks; not a %s?)",
-                             ld->fname, ld_slot_name(ld, S_NORM1_W, 0), ld->what);
-    char blk[64];
-    snprintf(blk, sizeof blk, ld->naming == VIT_NAMES_TIMM ? "%sblocks." : "%sencoder.layer.",
-             ld->prefix);
-    size_t blk_n = strlen(blk);
-    for (int i = 0; i < ld->st.n; i++) {
-        const char *tn = ld->st.tensors[i].name;
-        if (strncmp(tn, blk, blk_n) != 0 || tn[blk_n] < '0' || tn[blk_n] > '9') continue;
-        char *end;
-        long k = strtol(tn + blk_n, &end, 10);
-        if (*end == '.' && k >= L)
-            return vit_set_error(ld->err, VIT_ERR_SHAPE,
-                                 "%s: tensor '%s' belongs to block %ld, but '%s' is missing "
-                                 "(blocks must be numbered 0..L-1 without gaps)",
-                                 ld->fname, tn, k, ld_slot_name(ld, S_NORM1_W, L));
-    }
+                             "%s: tensor '%s' is missing (no transformer blocks; layout '%s')",
+                             ld->fname, ld_slot_name(ld, S_NORM1_W, 0), ld->layout_name);
     a->L = L;
     return VIT_OK;
 }
@@ -236,11 +201,9 @@ static void set_config(Loader *ld, const Arch *a, const VitLoadOptions *opt) {
     c->head_dim = (int)a->D / a->H;
     c->mlp_dim = (int)a->F;
     c->n_layers = a->L;
-    /* timm's CLIP ViTs (pre_norm: norm_pre) use nn.LayerNorm's default eps, 1e-5 */
-    c->ln_eps = cv->has_eps                        ? cv->ln_eps
-                : ld->naming == VIT_NAMES_HF       ? 1e-12f
-                : ld_has_slot(ld, S_NORM_PRE_W, 0) ? 1e-5f
-                                                   : 1e-6f;
+    /* config.json's, else the layout's "layer_norm_eps" (hf.json: transformers' 1e-12);
+       timm's CLIP ViTs (pre_norm: norm_pre) use nn.LayerNorm's default, 1e-5; timm's 1e-6 */
+    c->ln_eps = cv->has_eps ? cv->ln_eps : ld_has_slot(ld, S_NORM_PRE_W, 0) ? 1e-5f : 1e-6f;
     c->crop_mode = cv->crop_mode ? (VitCropMode)(cv->crop_mode - 1) : VIT_CROP_CENTER;
     c->crop_pct = cv->has_crop ? cv->crop_pct : 0.875f;
     if (opt && opt->whole_image) c->crop_mode = VIT_CROP_SQUASH, c->crop_pct = 1.0f;
@@ -258,7 +221,6 @@ static void set_config(Loader *ld, const Arch *a, const VitLoadOptions *opt) {
 
 VitStatus ld_infer_arch(Loader *ld, Arch *a, const VitLoadOptions *opt) {
     VitStatus rc;
-    if ((rc = refuse_variants(ld))) return rc;
     if ((rc = infer_embeddings(ld, a))) return rc;
     if ((rc = infer_pos_grid(ld, a))) return rc;
     if ((rc = input_grid(ld, a, opt))) return rc;

@@ -1,22 +1,26 @@
 /* layout.c - layouts as data (engine/load/): a JSON file maps each role of a ViT (patch
  * embedding, CLS token, position embedding, each block's norms, attention, output
  * projection, MLP, the final norm, the head) to the tensor names of a checkpoint, and
- * gives the switches the name alone cannot (attention scale, LayerNorm eps, activation
- * after the head, how a linear patch embedding flattens a patch, preprocessing).
- * vit_load applies a layout before it reads the architecture: the checkpoint's tensors are
- * converted, once, into timm's names and layout, so that the forward pass stays one code
- * path. What a layout converts:
+ * gives the switches the name alone cannot (whose conventions, attention scale, LayerNorm
+ * eps, activation after the head, how a linear patch embedding flattens a patch,
+ * preprocessing). Every checkpoint's tensors are named by one: timm's (timm.json),
+ * Hugging Face transformers' (hf.json: "vit." / "deit." / no prefix, "naming": "hf"),
+ * torchvision's and the notebooks' ship in assets/layouts/, are compiled in (layouts.c,
+ * made by CMake) and tried in turn (timm's and Hugging Face's first); a user's own is given
+ * with VitLoadOptions.layout_path (--layout FILE). The format: docs/your-own-vit.md.
+ *
+ * A layout's tensors are read in place (names.c, through the slots' patterns) when they
+ * are as the engine reads them: timm's fused qkv or separate query/key/value, a CLS token
+ * [1, 1, D], a convolution's patch embedding. Otherwise the checkpoint's tensors are
+ * converted, once, into the roles' names, so that the forward pass stays one code path:
  *   - the CLS token [D] or [1, D], the position embedding [T, D]: to [1, 1, D], [1, T, D];
  *   - a linear patch embedding [D, 3*P*P] on flattened patches: permuted into the
  *     convolution's [D, 3, P, P] (flatten "c p1 p2": torch's unfold / a conv's own order,
  *     the identity; "p1 p2 c": einops' rearrange('b c (h p1) (w p2) -> b (h w) (p1 p2 c)'));
- *   - attention as separate query/key/value (Hugging Face), per-head lists ("{h}": the
- *     notebooks' ModuleList of heads, concatenated head by head) or nn.MultiheadAttention's
- *     in_proj_weight [3D, D] (already timm's fused qkv rows): to timm's fused qkv;
- *   - every tensor to F32.
- * Layouts shipped in assets/layouts/ are compiled in (layouts.c, made by CMake) and tried
- * in turn when the names are neither timm's nor Hugging Face's; a user's own is given with
- * VitLoadOptions.layout_path (--layout FILE). The format: docs/your-own-vit.md. */
+ *   - attention as per-head lists ("{h}": the notebooks' ModuleList of heads, concatenated
+ *     head by head), separate query/key/value, or nn.MultiheadAttention's in_proj_weight
+ *     [3D, D] (already timm's fused qkv rows): to timm's fused qkv;
+ *   - every tensor to F32. */
 #include "loader.h"
 
 #include <math.h>
@@ -29,47 +33,60 @@ extern const char *const vit_layouts[];
 extern const char *const vit_layout_files[];
 extern const int vit_n_layouts;
 
-#define LAYOUT_MAX_HEADS 1024
+#define LAYOUT_MAX_HEADS    1024
+#define LAYOUT_MAX_PREFIXES 8
 
-/* The roles, in timm's names ({l}: the block). Required ones must match. The attention's
- * q/k/v are not timm names: they become blocks.{l}.attn.qkv. */
+/* The roles, one per slot (loader.h), in timm's names ({l}: the block). Required ones must
+ * match. The attention's separate q/k/v are not timm names: converted, they become
+ * blocks.{l}.attn.qkv; read in place, transformers' separate query, key, value. */
 static const struct {
     const char *role;
     int required;
-} roles[] = {
-    {"cls_token", 1},
-    {"pos_embed", 1},
-    {"patch_embed.proj.weight", 1},
-    {"patch_embed.proj.bias", 0},
-    {"blocks.{l}.norm1.weight", 1},
-    {"blocks.{l}.norm1.bias", 1},
-    {"blocks.{l}.attn.qkv.weight", 0}, /* fused, or in_proj_weight */
-    {"blocks.{l}.attn.qkv.bias", 0},
-    {"blocks.{l}.attn.q.weight", 0}, /* separate or per-head ({h}) */
-    {"blocks.{l}.attn.k.weight", 0},
-    {"blocks.{l}.attn.v.weight", 0},
-    {"blocks.{l}.attn.q.bias", 0},
-    {"blocks.{l}.attn.k.bias", 0},
-    {"blocks.{l}.attn.v.bias", 0},
-    {"blocks.{l}.attn.proj.weight", 1},
-    {"blocks.{l}.attn.proj.bias", 0},
-    {"blocks.{l}.norm2.weight", 1},
-    {"blocks.{l}.norm2.bias", 1},
-    {"blocks.{l}.mlp.fc1.weight", 1},
-    {"blocks.{l}.mlp.fc1.bias", 1},
-    {"blocks.{l}.mlp.fc2.weight", 1},
-    {"blocks.{l}.mlp.fc2.bias", 1},
-    {"norm.weight", 1},
-    {"norm.bias", 1},
-    {"head.weight", 0},
-    {"head.bias", 0},
-    {"norm_pre.weight", 0}, /* CLIP's ln_pre: a LayerNorm before the blocks */
-    {"norm_pre.bias", 0},
-    {"image_proj.weight", 0}, /* CLIP's image projection: [E, D], or [D, E] with
-                                 "image_proj": "x @ proj" (OpenAI's visual.proj) */
-    {"logit_scale", 0},       /* CLIP's log logit scale, a scalar */
+} roles[N_SLOTS] = {
+    [S_CLS] = {"cls_token", 1},
+    [S_DIST] = {"dist_token", 0}, /* DeiT's distillation token */
+    [S_REG] = {"reg_token", 0},   /* register tokens */
+    [S_POS] = {"pos_embed", 1},
+    [S_PATCH_W] = {"patch_embed.proj.weight", 1},
+    [S_PATCH_B] = {"patch_embed.proj.bias", 0},
+    [S_NORM1_W] = {"blocks.{l}.norm1.weight", 1},
+    [S_NORM1_B] = {"blocks.{l}.norm1.bias", 1},
+    [S_QKV_W] = {"blocks.{l}.attn.qkv.weight", 0}, /* fused, or in_proj_weight */
+    [S_QKV_B] = {"blocks.{l}.attn.qkv.bias", 0},
+    [S_Q_W] = {"blocks.{l}.attn.q.weight", 0}, /* separate or per-head ({h}) */
+    [S_K_W] = {"blocks.{l}.attn.k.weight", 0},
+    [S_V_W] = {"blocks.{l}.attn.v.weight", 0},
+    [S_Q_B] = {"blocks.{l}.attn.q.bias", 0},
+    [S_K_B] = {"blocks.{l}.attn.k.bias", 0},
+    [S_V_B] = {"blocks.{l}.attn.v.bias", 0},
+    [S_PROJ_W] = {"blocks.{l}.attn.proj.weight", 1},
+    [S_PROJ_B] = {"blocks.{l}.attn.proj.bias", 0},
+    [S_LS1] = {"blocks.{l}.ls1.gamma", 0}, /* LayerScale */
+    [S_NORM2_W] = {"blocks.{l}.norm2.weight", 1},
+    [S_NORM2_B] = {"blocks.{l}.norm2.bias", 1},
+    [S_FC1_W] = {"blocks.{l}.mlp.fc1.weight", 1},
+    [S_FC1_B] = {"blocks.{l}.mlp.fc1.bias", 1},
+    [S_FC2_W] = {"blocks.{l}.mlp.fc2.weight", 1},
+    [S_FC2_B] = {"blocks.{l}.mlp.fc2.bias", 1},
+    [S_LS2] = {"blocks.{l}.ls2.gamma", 0},
+    [S_NORM_W] = {"norm.weight", 1},
+    [S_NORM_B] = {"norm.bias", 1},
+    [S_HEAD_W] = {"head.weight", 0},
+    [S_HEAD_B] = {"head.bias", 0},
+    [S_HDIST_W] = {"head_dist.weight", 0}, /* DeiT's distillation head */
+    [S_HDIST_B] = {"head_dist.bias", 0},
+    [S_NORM_PRE_W] = {"norm_pre.weight", 0}, /* CLIP's ln_pre: a LayerNorm before the blocks */
+    [S_NORM_PRE_B] = {"norm_pre.bias", 0},
+    [S_IMG_PROJ_W] = {"image_proj.weight", 0}, /* CLIP's image projection: [E, D], or [D, E]
+                                                  with "image_proj": "x @ proj" (OpenAI's
+                                                  visual.proj) */
+    [S_LOGIT_SCALE] = {"logit_scale", 0},      /* CLIP's log logit scale, a scalar */
 };
-#define N_ROLES ((int)(sizeof roles / sizeof *roles))
+#define N_ROLES N_SLOTS
+
+const char *ld_role(Slot s) {
+    return roles[s].role;
+}
 
 /* --- names ------------------------------------------------------------------- */
 
@@ -93,9 +110,22 @@ static int expand(char *out, size_t n, const char *pat, int l, int h) {
     return 1;
 }
 
-static const char *role_pattern(const cJSON *tensors, const char *role) {
-    const cJSON *j = cJSON_GetObjectItemCaseSensitive(tensors, role);
-    return cJSON_IsString(j) ? j->valuestring : NULL;
+/* pattern with {p} replaced by prefix, into out [LD_NAME_BYTES] with room left for the
+ * digits of {l} and {h}; 0 when it does not fit. */
+static int with_prefix(char *out, const char *pat, const char *prefix) {
+    size_t k = 0, np = strlen(prefix), room = LD_NAME_BYTES - 16;
+    for (const char *s = pat; *s; s++) {
+        if (!strncmp(s, "{p}", 3)) {
+            if (k + np > room) return 0;
+            memcpy(out + k, prefix, np);
+            k += np, s += 2;
+        } else {
+            if (k + 1 > room) return 0;
+            out[k++] = *s;
+        }
+    }
+    out[k] = 0;
+    return 1;
 }
 
 static const StTensor *find_at(const StFile *st, const char *pat, int l, int h) {
@@ -108,11 +138,32 @@ static const StTensor *find_at(const StFile *st, const char *pat, int l, int h) 
 typedef struct {
     const cJSON *root, *tensors;
     const char *name;
-    const char *file; /* for messages: the user's file, or "assets/layouts/x.json" */
+    const char *file;   /* for messages: the user's file, or "assets/layouts/x.json" */
+    const char *prefix; /* the "prefix" the patterns' {p} stands for */
+    VitNaming naming;   /* "naming": whose conventions (the position embedding's resampling,
+                           VitConfig.naming) */
+    int library;        /* "naming" given: a library's own checkpoints, read as it saves them */
+    char pat[N_ROLES][LD_NAME_BYTES]; /* each role's pattern, {p} replaced; "" if none */
 } Layout;
 
+static const char *role_pattern(const Layout *lay, const char *role) {
+    for (int r = 0; r < N_ROLES; r++)
+        if (!strcmp(roles[r].role, role)) return lay->pat[r][0] ? lay->pat[r] : NULL;
+    return NULL;
+}
+
+/* A string, or an array of strings (alternatives: "tensors"' values, "prefix"), none
+ * longer than a name may be. */
+static int is_names(const cJSON *j) {
+    if (cJSON_IsString(j)) return strlen(j->valuestring) < LD_NAME_BYTES - 16;
+    if (!cJSON_IsArray(j) || !j->child) return 0;
+    for (const cJSON *e = j->child; e; e = e->next)
+        if (!cJSON_IsString(e) || strlen(e->valuestring) >= LD_NAME_BYTES - 16) return 0;
+    return 1;
+}
+
 static VitStatus layout_parse(Layout *lay, cJSON *root, const char *file, VitError *err) {
-    lay->root = root, lay->file = file;
+    lay->root = root, lay->file = file, lay->prefix = "";
     const cJSON *nm = cJSON_GetObjectItemCaseSensitive(root, "name");
     lay->tensors = cJSON_GetObjectItemCaseSensitive(root, "tensors");
     if (!cJSON_IsObject(root) || !cJSON_IsString(nm) || !cJSON_IsObject(lay->tensors))
@@ -124,11 +175,40 @@ static VitStatus layout_parse(Layout *lay, cJSON *root, const char *file, VitErr
     for (const cJSON *t = lay->tensors->child; t; t = t->next) {
         int known = 0;
         for (int r = 0; r < N_ROLES && !known; r++) known = !strcmp(t->string, roles[r].role);
-        if (!known || !cJSON_IsString(t))
-            return vit_set_error(err, VIT_ERR_FORMAT, "%s: \"tensors\": '%s' is %s", file,
-                                 t->string,
-                                 known ? "not a string" : "not a role (see docs/your-own-vit.md)");
+        if (!known)
+            return vit_set_error(err, VIT_ERR_FORMAT,
+                                 "%s: \"tensors\": '%s' is not a role (see docs/your-own-vit.md)",
+                                 file, t->string);
+        if (!is_names(t))
+            return vit_set_error(err, VIT_ERR_FORMAT,
+                                 "%s: \"tensors\": '%s' is not a tensor name (a string, or an "
+                                 "array of alternatives) under %d characters",
+                                 file, t->string, LD_NAME_BYTES - 16);
     }
+    const cJSON *pre = cJSON_GetObjectItemCaseSensitive(root, "prefix");
+    if (pre && (!is_names(pre) || cJSON_GetArraySize(pre) > LAYOUT_MAX_PREFIXES))
+        return vit_set_error(err, VIT_ERR_FORMAT,
+                             "%s: \"prefix\" must be a string or an array of at most %d strings "
+                             "(what {p} in the tensor names stands for)",
+                             file, LAYOUT_MAX_PREFIXES);
+    const cJSON *naming = cJSON_GetObjectItemCaseSensitive(root, "naming");
+    if (naming && !(cJSON_IsString(naming) &&
+                    (!strcmp(naming->valuestring, "timm") || !strcmp(naming->valuestring, "hf"))))
+        return vit_set_error(err, VIT_ERR_FORMAT,
+                             "%s: \"naming\" must be \"timm\" (timm's conventions, the default) "
+                             "or \"hf\" (Hugging Face transformers')",
+                             file);
+    lay->naming = naming && !strcmp(naming->valuestring, "hf") ? VIT_NAMES_HF : VIT_NAMES_TIMM;
+    lay->library = naming != NULL;
+    const cJSON *uns = cJSON_GetObjectItemCaseSensitive(root, "unsupported");
+    int ok = !uns || cJSON_IsObject(uns);
+    for (const cJSON *u = ok && uns ? uns->child : NULL; u; u = u->next)
+        ok &= cJSON_IsString(u) && strlen(u->string) < LD_NAME_BYTES - 16;
+    if (!ok)
+        return vit_set_error(err, VIT_ERR_FORMAT,
+                             "%s: \"unsupported\" must be an object of tensor name: the variant "
+                             "it belongs to",
+                             file);
     return VIT_OK;
 }
 
@@ -137,13 +217,46 @@ static const char *layout_str(const Layout *lay, const char *k, const char *dflt
     return cJSON_IsString(j) ? j->valuestring : dflt;
 }
 
-/* Does the checkpoint hold the layout's block-0 norm1 and its CLS token? */
+/* Each role's pattern with {p} standing for `prefix`: of alternatives, the first whose
+ * block 0 (head 0) the checkpoint holds, else the last. */
+static void layout_resolve(Layout *lay, const StFile *st, const char *prefix) {
+    lay->prefix = prefix;
+    for (int r = 0; r < N_ROLES; r++) {
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(lay->tensors, roles[r].role);
+        lay->pat[r][0] = 0;
+        for (const cJSON *e = cJSON_IsArray(v) ? v->child : v; e; e = e->next) {
+            if (!with_prefix(lay->pat[r], e->valuestring, prefix)) lay->pat[r][0] = 0;
+            if (!cJSON_IsArray(v) || !e->next || find_at(st, lay->pat[r], 0, 0)) break;
+        }
+    }
+}
+
+/* Does the checkpoint hold the layout's "detect" tensor, or else its CLS token and block
+ * 0's norm1? */
 static int layout_matches(const Layout *lay, const StFile *st) {
     const char *detect = layout_str(lay, "detect", NULL);
-    if (detect) return st_find(st, detect) != NULL;
-    const char *a = role_pattern(lay->tensors, "cls_token");
-    const char *b = role_pattern(lay->tensors, "blocks.{l}.norm1.weight");
+    char nm[LD_NAME_BYTES];
+    if (detect) return with_prefix(nm, detect, lay->prefix) && st_find(st, nm) != NULL;
+    const char *a = role_pattern(lay, "cls_token");
+    const char *b = role_pattern(lay, "blocks.{l}.norm1.weight");
     return a && b && find_at(st, a, 0, 0) && find_at(st, b, 0, 0);
+}
+
+/* Resolve the layout for the first of its prefixes with which it matches the checkpoint;
+ * 1 when one does. Without a match the first prefix stays (for the messages). */
+static int layout_choose(Layout *lay, const StFile *st) {
+    const cJSON *pre = cJSON_GetObjectItemCaseSensitive(lay->root, "prefix");
+    const cJSON *e = cJSON_IsArray(pre) ? pre->child : pre;
+    if (!e) {
+        layout_resolve(lay, st, "");
+        return layout_matches(lay, st);
+    }
+    for (const cJSON *p = e; p; p = cJSON_IsArray(pre) ? p->next : NULL) {
+        layout_resolve(lay, st, p->valuestring);
+        if (layout_matches(lay, st)) return 1;
+    }
+    layout_resolve(lay, st, e->valuestring);
+    return 0;
 }
 
 /* --- building the timm table ----------------------------------------------------------- */
@@ -245,12 +358,12 @@ bad:
 
 /* The attention's q, k, v of block l: fused / in_proj as is; separate or per-head lists
  * concatenated into timm's qkv [3D, D] (bias [3D] when all three have one). */
-static int build_qkv(Build *b, const StFile *st, const cJSON *tensors, int l, int *n_heads) {
+static int build_qkv(Build *b, const StFile *st, const Layout *lay, int l, int *n_heads) {
     char nm[96];
-    const char *fw = role_pattern(tensors, "blocks.{l}.attn.qkv.weight");
+    const char *fw = role_pattern(lay, "blocks.{l}.attn.qkv.weight");
     if (fw) {
         const StTensor *w = find_at(st, fw, l, 0), *bb;
-        const char *fb = role_pattern(tensors, "blocks.{l}.attn.qkv.bias");
+        const char *fb = role_pattern(lay, "blocks.{l}.attn.qkv.bias");
         if (!w) return -1;
         snprintf(nm, sizeof nm, "blocks.%d.attn.qkv.weight", l);
         if (!copy_as(b, nm, w, 2)) return 0;
@@ -269,7 +382,7 @@ static int build_qkv(Build *b, const StFile *st, const cJSON *tensors, int l, in
     int64_t rows[2][3] = {{0}}, in = -1;
     for (int wb = 0; wb < 2; wb++)
         for (int j = 0; j < 3; j++) {
-            const char *pat = role_pattern(tensors, wb ? br[j] : wr[j]);
+            const char *pat = role_pattern(lay, wb ? br[j] : wr[j]);
             if (!pat) {
                 if (!wb) return -1;
                 continue;
@@ -396,6 +509,15 @@ static int build_proj(Build *b, const StTensor *t, const char *how, const char *
     return 1;
 }
 
+/* Block l lacks the tensor of a role (pattern pat); block 0's were checked before
+ * (unmatched_role). */
+static VitStatus missing_in_block(Build *b, const Layout *lay, const char *pat, int l) {
+    char nm[256];
+    expand(nm, sizeof nm, pat ? pat : "?", l, 0);
+    return vit_set_error(b->err, VIT_ERR_SHAPE, "%s: tensor '%s' is missing (layout '%s', %s)",
+                         b->fname, nm, lay->name, lay->file);
+}
+
 /* st's tensors as the layout names them, into b->out in timm's names. */
 static VitStatus build(Build *b, const Layout *lay, const StFile *st, int *n_heads) {
     char nm[128];
@@ -414,11 +536,11 @@ static VitStatus build(Build *b, const Layout *lay, const StFile *st, int *n_hea
     for (int r = 0; r < N_ROLES; r++) {
         const char *role = roles[r].role;
         if (strstr(role, "{l}")) continue;
-        const char *pat = role_pattern(lay->tensors, role);
+        const char *pat = role_pattern(lay, role);
         const StTensor *t = pat ? find_at(st, pat, 0, 0) : NULL;
         if (!t) {
             if (!roles[r].required) continue;
-            return VIT_ERR_SHAPE; /* reported by the caller */
+            return missing_in_block(b, lay, pat, 0);
         }
         int ok = !strcmp(role, "cls_token")   ? copy_as(b, role, t, 3)
                  : !strcmp(role, "pos_embed") ? copy_as(b, role, t, 3)
@@ -431,46 +553,32 @@ static VitStatus build(Build *b, const Layout *lay, const StFile *st, int *n_hea
         if (!ok) return b->err->code;
     }
     /* blocks 0, 1, ... while norm1 is there */
-    const char *n1 = role_pattern(lay->tensors, "blocks.{l}.norm1.weight");
-    if (!n1 || !find_at(st, n1, 0, 0)) return VIT_ERR_SHAPE;
+    const char *n1 = role_pattern(lay, "blocks.{l}.norm1.weight");
+    if (!n1 || !find_at(st, n1, 0, 0)) return missing_in_block(b, lay, n1, 0);
     for (int l = 0; l < VIT_MAX_LAYERS && find_at(st, n1, l, 0); l++) {
         for (int r = 0; r < N_ROLES; r++) {
             const char *role = roles[r].role;
             if (!strstr(role, "{l}") || strstr(role, ".attn.q") || strstr(role, ".attn.k.") ||
                 strstr(role, ".attn.v."))
                 continue;
-            const char *pat = role_pattern(lay->tensors, role);
+            const char *pat = role_pattern(lay, role);
             const StTensor *t = pat ? find_at(st, pat, l, 0) : NULL;
             if (!t) {
                 if (!roles[r].required) continue;
-                return VIT_ERR_SHAPE;
+                return missing_in_block(b, lay, pat, l);
             }
             expand(nm, sizeof nm, role, l, 0);
             if (!copy_as(b, nm, t, 0)) return b->err->code;
         }
-        int q = build_qkv(b, st, lay->tensors, l, n_heads);
-        if (q < 0) return VIT_ERR_SHAPE;
+        int q = build_qkv(b, st, lay, l, n_heads);
+        if (q < 0) {
+            const char *qp = role_pattern(lay, "blocks.{l}.attn.qkv.weight");
+            return missing_in_block(b, lay, qp ? qp : role_pattern(lay, "blocks.{l}.attn.q.weight"),
+                                    l);
+        }
         if (!q) return b->err->code;
     }
     return VIT_OK;
-}
-
-/* The first role the layout names that the checkpoint lacks, as "role ('pattern')". */
-static void unmatched_role(char *out, size_t n, const Layout *lay, const StFile *st) {
-    out[0] = 0;
-    for (int r = 0; r < N_ROLES; r++) {
-        const char *pat = role_pattern(lay->tensors, roles[r].role);
-        int need = roles[r].required;
-        if (strstr(roles[r].role, ".attn.q.weight"))
-            need = !role_pattern(lay->tensors, "blocks.{l}.attn.qkv.weight");
-        if (strstr(roles[r].role, ".attn.qkv.weight"))
-            need = !role_pattern(lay->tensors, "blocks.{l}.attn.q.weight");
-        if (!need) continue;
-        if (!pat || !find_at(st, pat, 0, 0)) {
-            snprintf(out, n, "%s ('%s')", roles[r].role, pat ? pat : "not in the layout");
-            return;
-        }
-    }
 }
 
 /* "name [shape], ..." of st's tensors, cut to fit. */
@@ -487,6 +595,36 @@ static void list_tensors(char *out, size_t n, const StFile *st) {
         }
         k += (size_t)w;
     }
+}
+
+/* A role's tensor is missing: the message names it, the role and the layout, and lists
+ * the checkpoint's tensors. */
+static VitStatus missing_error(VitError *err, const char *fname, const char *nm, const char *role,
+                               const char *lay_name, const char *lay_file, const StFile *st) {
+    char list[300];
+    list_tensors(list, sizeof list, st);
+    return vit_set_error(err, VIT_ERR_SHAPE,
+                         "%s: tensor '%s' is missing: nothing matches the role %s of layout "
+                         "'%s' (%s); the checkpoint's tensors: %s",
+                         fname, nm, role, lay_name, lay_file, list);
+}
+
+VitStatus ld_missing(Loader *ld, Slot s, const char *name) {
+    return missing_error(ld->err, ld->fname, name, roles[s].role, ld->layout_name, ld->layout_file,
+                         &ld->st);
+}
+
+/* The first required role whose block-0 tensor the checkpoint lacks, or that the layout
+ * does not name; -1 when there is none. */
+static int unmatched_role(const Layout *lay, const StFile *st) {
+    for (int r = 0; r < N_ROLES; r++) {
+        const char *pat = role_pattern(lay, roles[r].role);
+        int need = roles[r].required;
+        if (r == S_Q_W) need = !role_pattern(lay, "blocks.{l}.attn.qkv.weight");
+        if (r == S_QKV_W) need = !role_pattern(lay, "blocks.{l}.attn.q.weight");
+        if (need && (!pat || !find_at(st, pat, 0, 0))) return r;
+    }
+    return -1;
 }
 
 /* --- the switches into the loader ------------------------------------------------------ */
@@ -612,25 +750,100 @@ static char *read_text(const char *path, VitError *err) {
     return s;
 }
 
-/* Apply one layout; VIT_OK and ld->st replaced, or an error (ld->err). */
+/* A tensor the layout says belongs to a variant vitlens does not implement ("unsupported":
+ * timm's fc_norm, transformers' Dinov2Model, ...): refused rather than run as another
+ * model than it is. */
+static VitStatus check_unsupported(Loader *ld, const Layout *lay) {
+    const cJSON *uns = cJSON_GetObjectItemCaseSensitive(lay->root, "unsupported");
+    char nm[LD_NAME_BYTES];
+    for (const cJSON *u = uns ? uns->child : NULL; u; u = u->next)
+        if (with_prefix(nm, u->string, lay->prefix) && st_find(&ld->st, nm))
+            return vit_set_error(ld->err, VIT_ERR_SHAPE,
+                                 "%s: tensor '%s' belongs to a ViT variant (%s) that vitlens "
+                                 "does not support",
+                                 ld->fname, nm, u->valuestring);
+    return VIT_OK;
+}
+
+/* The blocks are numbered 0..L-1 without gaps: a block after a gap would otherwise be
+ * silently dropped and the model run with fewer layers than it has. L: the blocks with a
+ * norm1; any other tensor named like a block (the norm1 pattern up to {l}, a number, a
+ * dot) must be one of them. */
+static VitStatus check_blocks(Loader *ld, const Layout *lay) {
+    const char *n1 = lay->pat[S_NORM1_W], *at = strstr(n1, "{l}");
+    int L = 0;
+    while (L <= VIT_MAX_LAYERS && find_at(&ld->st, n1, L, 0)) L++;
+    if (!at || L > VIT_MAX_LAYERS) return VIT_OK; /* arch.c says so */
+    size_t blk_n = (size_t)(at - n1);
+    for (int i = 0; i < ld->st.n; i++) {
+        const char *tn = ld->st.tensors[i].name;
+        if (strncmp(tn, n1, blk_n) != 0 || tn[blk_n] < '0' || tn[blk_n] > '9') continue;
+        char *end, want[256];
+        long k = strtol(tn + blk_n, &end, 10);
+        if (*end == '.' && k >= L) {
+            expand(want, sizeof want, n1, L, 0);
+            return vit_set_error(ld->err, VIT_ERR_SHAPE,
+                                 "%s: tensor '%s' belongs to block %ld, but '%s' is missing "
+                                 "(blocks must be numbered 0..L-1 without gaps)",
+                                 ld->fname, tn, k, want);
+        }
+    }
+    return VIT_OK;
+}
+
+/* Can names.c read the layout's tensors where they are? Not when a role needs converting:
+ * a linear patch embedding, per-head lists, an image projection to transpose, a CLS token
+ * or position embedding without their leading 1s (which a library's own checkpoints,
+ * "naming", always have). */
+static int in_place(const Layout *lay, const StFile *st) {
+    if (!strcmp(layout_str(lay, "patch_embedding", "conv"), "linear")) return 0;
+    if (lay->pat[S_IMG_PROJ_W][0] && strcmp(layout_str(lay, "image_proj", "linear"), "linear"))
+        return 0; /* OpenAI's visual.proj [D, E], transposed */
+    for (int r = S_Q_W; r <= S_V_B; r++)
+        if (strstr(lay->pat[r], "{h}")) return 0;
+    if (lay->library) return 1;
+    const StTensor *c = find_at(st, lay->pat[S_CLS], 0, 0), *p = find_at(st, lay->pat[S_POS], 0, 0);
+    return c && p && c->ndim == 3 && p->ndim == 3;
+}
+
+/* Apply one layout: its slots' patterns into ld->pat (ld->st read in place, or replaced by
+ * its tensors converted into the roles' names), its switches into ld; or an error
+ * (ld->err). */
 static VitStatus apply(Loader *ld, const Layout *lay) {
+    VitStatus rc = check_unsupported(ld, lay);
+    if (!rc) rc = check_blocks(ld, lay);
+    if (rc) return rc;
+    snprintf(ld->layout_file, sizeof ld->layout_file, "%s", lay->file);
+    ld->naming = lay->naming;
+    if (in_place(lay, &ld->st)) { /* names.c reads them, and says what is missing */
+        memcpy(ld->pat, lay->pat, sizeof ld->pat);
+        return apply_switches(ld, lay);
+    }
+    int r = unmatched_role(lay, &ld->st);
+    if (r >= 0) {
+        char nm[256];
+        const char *pat = role_pattern(lay, roles[r].role);
+        if (pat && expand(nm, sizeof nm, pat, 0, 0))
+            return missing_error(ld->err, ld->fname, nm, roles[r].role, lay->name, lay->file,
+                                 &ld->st);
+        list_tensors(nm, sizeof nm, &ld->st);
+        return vit_set_error(ld->err, VIT_ERR_SHAPE,
+                             "%s: layout '%s' (%s) names no tensor for the role %s; the "
+                             "checkpoint's tensors: %s",
+                             ld->fname, lay->name, lay->file, roles[r].role, nm);
+    }
     Build b = {.fname = ld->fname, .err = ld->err};
     int n_heads = 0;
-    VitStatus rc = build(&b, lay, &ld->st, &n_heads);
-    if (rc == VIT_ERR_SHAPE && ld->err->code != VIT_ERR_SHAPE) {
-        char role[256], list[300];
-        unmatched_role(role, sizeof role, lay, &ld->st);
-        list_tensors(list, sizeof list, &ld->st);
-        rc = vit_set_error(ld->err, VIT_ERR_SHAPE,
-                           "%s: layout '%s' (%s): nothing matches the role %s; the checkpoint's "
-                           "tensors: %s",
-                           ld->fname, lay->name, lay->file, role[0] ? role : "(a block's)", list);
-    }
+    rc = build(&b, lay, &ld->st, &n_heads);
     if (!rc) rc = apply_switches(ld, lay);
     if (rc) {
         st_free(&b.out);
         return rc;
     }
+    /* read as converted: the roles' own names, query/key/value fused into qkv */
+    for (int s = 0; s < N_SLOTS; s++)
+        snprintf(ld->pat[s], sizeof ld->pat[s], "%s",
+                 s >= S_Q_W && s <= S_V_B ? "" : roles[s].role);
     if (n_heads) ld->layout_heads = n_heads;
     st_free(&ld->st);
     ld->st = b.out;
@@ -651,17 +864,14 @@ VitStatus ld_apply_layout(Loader *ld, const char *user_layout) {
         Layout lay;
         if (!root)
             rc = vit_set_error(ld->err, VIT_ERR_FORMAT, "%s: not valid JSON", user_layout);
-        else if (!(rc = layout_parse(&lay, root, vit_basename(user_layout), ld->err)))
+        else if (!(rc = layout_parse(&lay, root, vit_basename(user_layout), ld->err))) {
+            layout_choose(&lay, &ld->st); /* the user's layout applies, matched or not */
             rc = apply(ld, &lay);
+        }
         cJSON_Delete(root);
         return rc;
     }
-    /* timm's and Hugging Face's names: names.c reads them as they are */
-    if (st_find(&ld->st, "cls_token")) return VIT_OK;
-    static const char *const hf[] = {"vit.embeddings.cls_token", "deit.embeddings.cls_token",
-                                     "embeddings.cls_token"};
-    for (size_t i = 0; i < sizeof hf / sizeof *hf; i++)
-        if (st_find(&ld->st, hf[i])) return VIT_OK;
+    /* the shipped layouts, timm's and Hugging Face's first (CMakeLists.txt) */
     for (int i = 0; i < vit_n_layouts; i++) {
         cJSON *root = cJSON_Parse(vit_layouts[i]);
         Layout lay;
@@ -671,7 +881,7 @@ VitStatus ld_apply_layout(Loader *ld, const char *user_layout) {
             cJSON_Delete(root); /* a shipped layout is tested: cannot happen */
             continue;
         }
-        if (layout_matches(&lay, &ld->st)) {
+        if (layout_choose(&lay, &ld->st)) {
             rc = apply(ld, &lay);
             cJSON_Delete(root);
             return rc;
@@ -694,9 +904,8 @@ VitStatus ld_apply_layout(Loader *ld, const char *user_layout) {
                               vit_layout_files[i]);
     list_tensors(list, sizeof list, &ld->st);
     return vit_set_error(ld->err, VIT_ERR_SHAPE,
-                         "%s: tensor 'cls_token' is missing: not timm's names, nor Hugging "
-                         "Face's ('embeddings.cls_token'), nor a layout of assets/layouts/ (%s); "
-                         "its tensors: %s. Write a layout and pass --layout FILE "
-                         "(docs/your-own-vit.md)",
+                         "%s: tensor 'cls_token' is missing: neither timm's names nor those of "
+                         "another layout of assets/layouts/ (%s); its tensors: %s. Write a "
+                         "layout and pass --layout FILE (docs/your-own-vit.md)",
                          ld->fname, names, list);
 }

@@ -1,6 +1,7 @@
 /* loader.h - what the files of engine/load/ that make vit_load share (model.c, arch.c,
- * names.c, config.c, posembed.c): the loading context, the architecture read from the
- * shapes, the tensor slots and their functions. Private to engine/load/. */
+ * names.c, layout.c, config.c, posembed.c): the loading context, the architecture read
+ * from the shapes, the tensor slots (the roles of a layout) and their functions. Private to
+ * engine/load/. */
 #ifndef VIT_LOADER_H
 #define VIT_LOADER_H
 
@@ -10,6 +11,22 @@
 #include <stdint.h>
 
 /* --- loading context ------------------------------------------------------- */
+
+/* The tensors vit_load reads, one slot each: the roles a layout names (layout.c's roles[],
+ * where each slot has its role, timm's name of the tensor). */
+/* clang-format off */
+typedef enum {
+    S_CLS, S_DIST, S_REG, S_POS, S_PATCH_W, S_PATCH_B,                        /* embeddings */
+    S_NORM1_W, S_NORM1_B, S_QKV_W, S_QKV_B, S_Q_W, S_Q_B, S_K_W, S_K_B, S_V_W, S_V_B,
+    S_PROJ_W, S_PROJ_B, S_LS1, S_NORM2_W, S_NORM2_B, S_FC1_W, S_FC1_B, S_FC2_W, S_FC2_B,
+    S_LS2,                                                                    /* block l */
+    S_NORM_W, S_NORM_B, S_HEAD_W, S_HEAD_B, S_HDIST_W, S_HDIST_B,             /* norm, heads */
+    S_NORM_PRE_W, S_NORM_PRE_B, S_IMG_PROJ_W, S_LOGIT_SCALE,                  /* CLIP */
+    N_SLOTS
+} Slot;
+/* clang-format on */
+
+#define LD_NAME_BYTES 160 /* a tensor name, or a layout's pattern of one */
 
 /* What config.json says (ld_parse_config). */
 typedef struct {
@@ -32,15 +49,15 @@ typedef struct {
     CfgValues cv;
     const char *cfg_file; /* the config read, or NULL */
     char cfg_path[1100];  /* the default one: config.json beside the weights */
-    /* tensor names (detect_naming) */
-    VitNaming naming;
-    const char *const *names; /* [N_SLOTS] printf formats */
-    const char *prefix;       /* transformers: "vit.", "deit." or "" */
-    const char *what;         /* "timm ViT", for messages */
-    int teacher;              /* transformers' DeiT with a distillation head */
-    char name[160];           /* the last slot_name */
-    /* a layout (layout.c) applied: its name and switches */
+    /* tensor names: the layout's pattern of each slot (layout.c), "" when it names none */
+    char pat[N_SLOTS][LD_NAME_BYTES];
+    char name[LD_NAME_BYTES]; /* the last slot_name */
+    /* the layout (layout.c) applied: its name, file and switches */
     char layout_name[32]; /* VitConfig.layout */
+    char layout_file[96]; /* for messages: the user's file, or "assets/layouts/x.json" */
+    VitNaming naming;     /* whose conventions: the layout's "naming" */
+    const char *what;     /* without a layout (engine/text/text.c): "CLIP text tower", for
+                             ld_tensor's messages */
     int att_scale_dim;    /* scores scaled by 1/sqrt(D), not 1/sqrt(Dh) */
     int head_tanh;        /* Tanh after the head */
     int mlp_act;          /* VitActivation */
@@ -67,20 +84,6 @@ typedef struct {
     int L, H;         /* blocks, heads */
 } Arch;
 
-/* The tensors vit_load reads, one slot each. */
-/* clang-format off */
-typedef enum {
-    S_CLS, S_DIST, S_REG, S_POS, S_PATCH_W, S_PATCH_B,                        /* embeddings */
-    S_NORM1_W, S_NORM1_B, S_QKV_W, S_QKV_B, S_Q_W, S_Q_B, S_K_W, S_K_B, S_V_W, S_V_B,
-    S_PROJ_W, S_PROJ_B, S_LS1, S_NORM2_W, S_NORM2_B, S_FC1_W, S_FC1_B, S_FC2_W, S_FC2_B,
-    S_LS2,                                                                    /* block l */
-    S_NORM_W, S_NORM_B, S_HEAD_W, S_HEAD_B, S_HDIST_W, S_HDIST_B,             /* norm, heads */
-    S_NORM_PRE_W, S_NORM_PRE_B, S_IMG_PROJ_W, S_LOGIT_SCALE,                  /* CLIP */
-    N_SLOTS
-} Slot;
-
-/* clang-format on */
-
 /* --- model.c: vit_load's first steps, shared with engine/text/text.c ---------------- */
 
 /* Map the weights file (or read a PyTorch checkpoint's storages) into ld->st, the
@@ -99,10 +102,8 @@ const float *ld_tensor(Loader *ld, const char *name, int ndim, int64_t *shape);
 /* Floats of F32 storage a tensor needs when it cannot be used in place (F16, BF16,
  * unaligned F32); 0 otherwise. */
 size_t ld_needs_copy(const Loader *ld, const StTensor *t);
-/* Pick the naming (timm, transformers) from the CLS token's name. */
-VitStatus ld_detect_naming(Loader *ld);
-/* Name of slot s (block l) in the loader's naming, into ld->name; NULL when the naming
- * has no such tensor. */
+/* Name of slot s (block l) in the layout's names, into ld->name; NULL when the layout
+ * names no such tensor. */
 const char *ld_slot_name(Loader *ld, Slot s, int l);
 int ld_has_slot(Loader *ld, Slot s, int l);
 /* ld_tensor of slot s, of 1 or 2 dims, or any; NULL (ld->err set) on error. */
@@ -117,11 +118,19 @@ float ld_half_to_float(uint16_t h);
 
 /* --- layout.c: layouts as data ------------------------------------------------------- */
 
-/* When ld->st is not in timm's or Hugging Face's names: the user's layout (a JSON file),
- * or the first shipped layout that matches, converts it into timm's names (ld->st
- * replaced; the switches into ld). Errors: VIT_ERR_SHAPE naming the role nothing matched
- * and listing the tensors, VIT_ERR_FORMAT (a bad layout file or dtype), VIT_ERR_NOMEM. */
+/* Name ld->st's tensors: the user's layout (a JSON file), or the first shipped layout that
+ * matches (timm's, Hugging Face's, torchvision's, the notebooks'), gives each slot its
+ * pattern (ld->pat) and its switches (into ld). Read in place when the tensors are as the
+ * engine reads them; else converted, once, into the roles' names (ld->st replaced).
+ * Errors: VIT_ERR_SHAPE naming the tensor and role nothing matched and listing the
+ * tensors, or a variant the layout says vitlens lacks; VIT_ERR_FORMAT (a bad layout file
+ * or dtype), VIT_ERR_NOMEM. */
 VitStatus ld_apply_layout(Loader *ld, const char *user_layout);
+/* Slot s's role: timm's name of the tensor ("blocks.{l}.norm1.weight"). */
+const char *ld_role(Slot s);
+/* Slot s's tensor `name` is not in ld->st: VIT_ERR_SHAPE, the message naming it, its role
+ * and the layout, and listing the checkpoint's tensors. */
+VitStatus ld_missing(Loader *ld, Slot s, const char *name);
 
 /* --- config.c: config.json ------------------------------------------------------------ */
 

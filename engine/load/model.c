@@ -1,8 +1,8 @@
 /* model.c - vit_load and vit_free: map a .safetensors file, read config.json
- * (config.c), pick the tensor names (names.c), infer the architecture from the shapes
- * (arch.c), point the weights into the mapping (or the converted copies), resample the
- * position embedding for another input grid (posembed.c) and attach the class names.
- * loader.h holds what these files share: the Loader, the Arch, the tensor slots. */
+ * (config.c), name the tensors by a layout (layout.c: timm's, transformers', ...), infer
+ * the architecture from the shapes (arch.c), point the weights into the mapping (or the converted
+ * copies), resample the position embedding for another input grid (posembed.c) and attach the class
+ * names. loader.h holds what these files share: the Loader, the Arch, the tensor slots. */
 #include "loader.h"
 
 #include <errno.h>
@@ -104,11 +104,11 @@ static VitStatus read_config(Loader *ld, const char *path, const VitLoadOptions 
     return ld->cfg_file ? ld_parse_config(&ld->cv, ld->cfg_file, ld->err) : VIT_OK;
 }
 
-/* Block l's query, key and value: timm's fused qkv (rows q, k, v, D each), or
- * transformers' separate query, key, value (biases if qkv_bias). */
+/* Block l's query, key and value: timm's fused qkv (rows q, k, v, D each) when the layout
+ * names one, else separate query, key, value (transformers'; biases if qkv_bias). */
 static VitStatus bind_qkv(Loader *ld, VitBlock *b, int l, int64_t D) {
     int bad = 0;
-    if (ld->naming == VIT_NAMES_TIMM) {
+    if (ld->pat[S_QKV_W][0]) {
         if (!(b->qkv_w = ld_slot2(ld, S_QKV_W, l, 3 * D, D))) return ld->err->code;
         b->qkv_b = ld_slot1_opt(ld, S_QKV_B, l, 3 * D, &bad);
         if (bad) return ld->err->code;
@@ -317,11 +317,10 @@ VitStatus vit_load(Vit *vit, const char *path, const VitLoadOptions *opt, VitErr
     snprintf(vit->path, sizeof vit->path, "%s", path);
     if ((rc = map_file(&ld, path))) goto fail;
     if ((rc = read_config(&ld, path, opt))) goto fail;
-    /* other names than timm's or transformers': a layout converts them (layout.c) */
+    /* the layout that names the tensors (layout.c): timm's, transformers', ... */
     if ((rc = ld_apply_layout(&ld, opt ? opt->layout_path : NULL))) goto fail;
     vit->layout_owned = ld.layout_owned; /* the tensors a layout converted */
     if ((rc = alloc_converted(&ld))) goto fail;
-    if ((rc = ld_detect_naming(&ld))) goto fail;
     /* the architecture from the tensor shapes, config.json and the options */
     if ((rc = ld_infer_arch(&ld, &a, opt))) goto fail;
     /* the weights */

@@ -1,23 +1,21 @@
-/* names.c - the tensors vit_load reads (engine/load/): their names in timm's and Hugging
- * Face transformers' layouts, one slot per tensor (Slot, loader.h), the naming picked from
- * the CLS token's name; and the F32 data of one tensor, its dtype and shape checked,
- * F16/BF16 or unaligned F32 converted into the Vit's own storage, every value checked
- * finite.
+/* names.c - the tensors vit_load reads (engine/load/), one slot per tensor (Slot,
+ * loader.h), by the names the layout gives them (layout.c: timm's, Hugging Face's, ...:
+ * assets/layouts/); and the F32 data of one tensor, its dtype and shape checked, F16/BF16
+ * or unaligned F32 converted into the Vit's own storage, every value checked finite.
  *
- * timm names (timm/models/vision_transformer.py, deit.py):
+ * The shapes each role's tensor must have (the roles are timm's names):
  *   cls_token [1,1,D]  dist_token [1,1,D]?  reg_token [1,R,D]?
  *   pos_embed [1,Npos+N,D]  patch_embed.proj.{weight [D,3,P,P], bias [D]}
  *   blocks.N.{norm1,norm2}.{weight,bias} [D]  blocks.N.attn.qkv.{weight [3D,D], bias [3D]}
+ *     or blocks.N.attn.{q,k,v}.{weight [D,D], bias [D]} (transformers' separate ones)
  *   blocks.N.attn.proj.{weight [D,D], bias [D]}  blocks.N.ls{1,2}.gamma [D]?
  *   blocks.N.mlp.fc1.{weight [F,D], bias [F]}  blocks.N.mlp.fc2.{weight [D,F], bias [D]}
  *   norm.{weight,bias} [D]  head.{weight [C,D], bias [C]}  head_dist.{weight, bias}?
  *   norm_pre.{weight,bias} [D]? (CLIP's ln_pre: timm's pre_norm models)
  *   image_proj.weight [E,D]? logit_scale []? (CLIP, from a layout: not timm's own names)
- * transformers names (models/vit/modeling_vit.py, models/deit/modeling_deit.py):
- *   see names_hf below: embeddings.*, encoder.layer.N.{layernorm_before,
- *   attention.attention.{query,key,value}, attention.output.dense, layernorm_after,
- *   intermediate.dense, output.dense}, layernorm, classifier (or cls_classifier and
- *   distillation_classifier), under "vit." / "deit." or no prefix. */
+ * Each library's names for them: assets/layouts/timm.json (vision_transformer.py,
+ * deit.py), hf.json (transformers' modeling_vit.py, modeling_deit.py), torchvision.json,
+ * clip-hf.json, clip-openai.json, notebook-*.json. */
 #include "loader.h"
 
 #include <math.h>
@@ -96,8 +94,12 @@ const float *ld_tensor(Loader *ld, const char *name, int ndim, int64_t *shape) {
     char got[160], want[160];
     const StTensor *t = st_find(&ld->st, name);
     if (!t) {
-        vit_set_error(ld->err, VIT_ERR_SHAPE, "%s: tensor '%s' is missing (not a %s?)", ld->fname,
-                      name, ld->what);
+        if (!ld->layout_name[0]) /* engine/text/text.c: no layout */
+            vit_set_error(ld->err, VIT_ERR_SHAPE, "%s: tensor '%s' is missing (not a %s?)",
+                          ld->fname, name, ld->what ? ld->what : "ViT");
+        else
+            vit_set_error(ld->err, VIT_ERR_SHAPE, "%s: tensor '%s' is missing (layout '%s', %s)",
+                          ld->fname, name, ld->layout_name, ld->layout_file);
         return NULL;
     }
     if (t->dtype == ST_OTHER) {
@@ -140,69 +142,24 @@ const float *ld_tensor(Loader *ld, const char *name, int ndim, int64_t *shape) {
     return finite_or_null(ld, t, dst);
 }
 
-/* --- tensor names: timm and Hugging Face transformers ----------------------- */
+/* --- tensors by slot: the names the layout gives (layout.c) --------------------------- */
 
-/* clang-format off */
-/* printf formats taking (prefix, block index); NULL: the naming has no such tensor.
- * timm: vision_transformer.py / deit.py state dicts. transformers: modeling_vit.py,
- * modeling_deit.py, where the prefix is "vit." (ViTForImageClassification),
- * "deit." (DeiTForImageClassification[WithTeacher]) or "" (ViTModel, as
- * facebook/dino-vits16); heads have no prefix. With a teacher the heads are
- * cls_classifier and distillation_classifier (names_hf_teacher). */
-#define TB "%sblocks.%d."
-static const char *const names_timm[N_SLOTS] = {
-    [S_CLS] = "%scls_token",                [S_DIST] = "%sdist_token",
-    [S_REG] = "%sreg_token",                [S_POS] = "%spos_embed",
-    [S_PATCH_W] = "%spatch_embed.proj.weight", [S_PATCH_B] = "%spatch_embed.proj.bias",
-    [S_NORM1_W] = TB "norm1.weight",        [S_NORM1_B] = TB "norm1.bias",
-    [S_QKV_W] = TB "attn.qkv.weight",       [S_QKV_B] = TB "attn.qkv.bias",
-    [S_PROJ_W] = TB "attn.proj.weight",     [S_PROJ_B] = TB "attn.proj.bias",
-    [S_LS1] = TB "ls1.gamma",               [S_LS2] = TB "ls2.gamma",
-    [S_NORM2_W] = TB "norm2.weight",        [S_NORM2_B] = TB "norm2.bias",
-    [S_FC1_W] = TB "mlp.fc1.weight",        [S_FC1_B] = TB "mlp.fc1.bias",
-    [S_FC2_W] = TB "mlp.fc2.weight",        [S_FC2_B] = TB "mlp.fc2.bias",
-    [S_NORM_W] = "%snorm.weight",           [S_NORM_B] = "%snorm.bias",
-    [S_HEAD_W] = "%shead.weight",           [S_HEAD_B] = "%shead.bias",
-    [S_HDIST_W] = "%shead_dist.weight",     [S_HDIST_B] = "%shead_dist.bias",
-    [S_NORM_PRE_W] = "%snorm_pre.weight",   [S_NORM_PRE_B] = "%snorm_pre.bias",
-    [S_IMG_PROJ_W] = "%simage_proj.weight", [S_LOGIT_SCALE] = "%slogit_scale",
-};
-#define HB "%sencoder.layer.%d."
-#define HA HB "attention.attention."
-static const char *const names_hf[N_SLOTS] = {
-    [S_CLS] = "%sembeddings.cls_token",     [S_DIST] = "%sembeddings.distillation_token",
-    [S_POS] = "%sembeddings.position_embeddings",
-    [S_PATCH_W] = "%sembeddings.patch_embeddings.projection.weight",
-    [S_PATCH_B] = "%sembeddings.patch_embeddings.projection.bias",
-    [S_NORM1_W] = HB "layernorm_before.weight", [S_NORM1_B] = HB "layernorm_before.bias",
-    [S_Q_W] = HA "query.weight",            [S_Q_B] = HA "query.bias",
-    [S_K_W] = HA "key.weight",              [S_K_B] = HA "key.bias",
-    [S_V_W] = HA "value.weight",            [S_V_B] = HA "value.bias",
-    [S_PROJ_W] = HB "attention.output.dense.weight",
-    [S_PROJ_B] = HB "attention.output.dense.bias",
-    [S_NORM2_W] = HB "layernorm_after.weight", [S_NORM2_B] = HB "layernorm_after.bias",
-    [S_FC1_W] = HB "intermediate.dense.weight", [S_FC1_B] = HB "intermediate.dense.bias",
-    [S_FC2_W] = HB "output.dense.weight",   [S_FC2_B] = HB "output.dense.bias",
-    [S_NORM_W] = "%slayernorm.weight",      [S_NORM_B] = "%slayernorm.bias",
-    [S_HEAD_W] = "%.0sclassifier.weight",   [S_HEAD_B] = "%.0sclassifier.bias",
-};
-static const char *const names_hf_teacher[N_SLOTS] = {
-    [S_HEAD_W] = "%.0scls_classifier.weight",
-    [S_HEAD_B] = "%.0scls_classifier.bias",
-    [S_HDIST_W] = "%.0sdistillation_classifier.weight",
-    [S_HDIST_B] = "%.0sdistillation_classifier.bias",
-};
-#undef TB
-#undef HB
-#undef HA
-/* clang-format on */
-
-/* Name of slot s (block l) in the loader's naming, into ld->name; NULL when
- * the naming has no such tensor. */
+/* Name of slot s (block l) in the layout's names, into ld->name; NULL when the layout
+ * names no such tensor. */
 const char *ld_slot_name(Loader *ld, Slot s, int l) {
-    const char *fmt = ld->teacher && names_hf_teacher[s] ? names_hf_teacher[s] : ld->names[s];
-    if (!fmt) return NULL;
-    snprintf(ld->name, sizeof ld->name, fmt, ld->prefix, l);
+    const char *pat = ld->pat[s];
+    if (!pat[0]) return NULL;
+    size_t k = 0;
+    for (; *pat && k + 1 < sizeof ld->name; pat++) {
+        if (strncmp(pat, "{l}", 3) != 0) {
+            ld->name[k++] = *pat;
+            continue;
+        }
+        int w = snprintf(ld->name + k, sizeof ld->name - k, "%d", l);
+        if (w < 0 || (size_t)w >= sizeof ld->name - k) break;
+        k += (size_t)w, pat += 2;
+    }
+    ld->name[k] = 0; /* a pattern is at most LD_NAME_BYTES - 8 (layout.c): never cut */
     return ld->name;
 }
 
@@ -213,7 +170,19 @@ int ld_has_slot(Loader *ld, Slot s, int l) {
 
 /* ld_tensor() of slot s: F32 data of the given shape, NULL (err set) on error. */
 const float *ld_slot_tensor(Loader *ld, Slot s, int l, int ndim, int64_t *shape) {
-    return ld_tensor(ld, ld_slot_name(ld, s, l), ndim, shape);
+    const char *name = ld_slot_name(ld, s, l);
+    if (!name) {
+        vit_set_error(ld->err, VIT_ERR_SHAPE,
+                      "%s: layout '%s' (%s) names no tensor for the role %s, which this model "
+                      "needs (docs/your-own-vit.md)",
+                      ld->fname, ld->layout_name, ld->layout_file, ld_role(s));
+        return NULL;
+    }
+    if (!st_find(&ld->st, name)) {
+        ld_missing(ld, s, name);
+        return NULL;
+    }
+    return ld_tensor(ld, name, ndim, shape);
 }
 const float *ld_slot1(Loader *ld, Slot s, int l, int64_t n0) {
     int64_t sh[1] = {n0};
@@ -229,33 +198,4 @@ const float *ld_slot1_opt(Loader *ld, Slot s, int l, int64_t n0, int *bad) {
     const float *p = ld_slot1(ld, s, l, n0);
     if (!p) *bad = 1;
     return p;
-}
-
-/* Pick the naming from the CLS token's name. 0, or VitStatus with err set. */
-VitStatus ld_detect_naming(Loader *ld) {
-    static const char *const hf_prefixes[] = {"vit.", "deit.", ""};
-    char n[96];
-    if (st_find(&ld->st, "cls_token")) {
-        ld->naming = VIT_NAMES_TIMM, ld->names = names_timm, ld->prefix = "";
-        ld->what = "timm ViT";
-        return VIT_OK;
-    }
-    for (size_t i = 0; i < sizeof hf_prefixes / sizeof hf_prefixes[0]; i++) {
-        snprintf(n, sizeof n, "%sembeddings.cls_token", hf_prefixes[i]);
-        if (!st_find(&ld->st, n)) continue;
-        snprintf(n, sizeof n, "%sencoder.layer.0.norm1.weight", hf_prefixes[i]);
-        if (st_find(&ld->st, n))
-            return vit_set_error(ld->err, VIT_ERR_SHAPE,
-                                 "%s: tensor '%s' is Hugging Face's Dinov2Model naming, which "
-                                 "vitlens does not support: use timm's vit_*_dinov2 checkpoint",
-                                 ld->fname, n);
-        ld->naming = VIT_NAMES_HF, ld->names = names_hf, ld->prefix = hf_prefixes[i];
-        ld->what = "Hugging Face ViT";
-        ld->teacher = st_find(&ld->st, "cls_classifier.weight") != NULL;
-        return VIT_OK;
-    }
-    return vit_set_error(ld->err, VIT_ERR_SHAPE,
-                         "%s: tensor 'cls_token' is missing (not a timm ViT, nor a Hugging Face "
-                         "one with 'embeddings.cls_token')",
-                         ld->fname);
 }

@@ -3,8 +3,9 @@
  * vit_load sees a zip (its first bytes "PK\3\4") and reads it as torch.save's format:
  * libzip opens it (ZIP_CHECKCONS), data.pkl goes through the restricted unpickler, the
  * state dict is searched under its wrappers, each storage entry is read into memory after
- * its size (and, compressed, its ratio) is checked, then a layout (assets/layouts/)
- * converts the tensors when the names are not timm's. The checks after the load are
+ * its size (and, compressed, its ratio) is checked, then the layout (assets/layouts/)
+ * that matches names the tensors (timm's, transformers', ...), converting them where it
+ * must. The checks after the load are
  * fuzz_safetensors's (fuzzlib.c fuzz_model_input): a converted model runs every map too.
  *
  * The zip's CRCs stop most mutations inside data.pkl at the zip layer: fuzz_pickle feeds

@@ -5,6 +5,7 @@ assets/layouts/, against the PyTorch modules themselves.
     /usr/bin/python3 test_pth.py style NAME [--perturb WRONG] --dump vit_dump --work DIR
     /usr/bin/python3 test_pth.py backward NAME --dump vit_dump --work DIR
     /usr/bin/python3 test_pth.py preprocess   --dump vit_dump --work DIR
+    /usr/bin/python3 test_pth.py layouts      --dump vit_dump --work DIR
     /usr/bin/python3 test_pth.py list         (the style names, for CMake)
 
 reader:   one random timm-named ViT saved by torch.save as the tutorials and libraries do
@@ -29,6 +30,15 @@ style:    a ViT written in PyTorch in one of the styles people write (STYLES bel
           approximation.
 preprocess: torchvision's layout brings its transform (Resize(256, bilinear), crop 224):
           the engine's input equals ViT_B_16_Weights.IMAGENET1K_V1.transforms() on PIL.
+layouts:  timm's and Hugging Face's names are layouts too (assets/layouts/timm.json,
+          hf.json): a timm ViT and the same in transformers' names (ViTModel: no prefix,
+          no layer_norm_eps in its config: hf.json's 1e-12) report their layout and
+          conventions; timm.json copied as a user's template, its names under a "{p}"
+          prefix and a head given as alternatives, opens the same weights renamed bit for
+          bit equal to timm's own names, and the same template with norm1 and norm2
+          swapped (a plausible slip) must move the logits; the messages: a role nothing
+          matches (the tensor, the role, the layout and the checkpoint's tensors), a bad
+          "naming", Hugging Face's Dinov2Model names, --layout overriding detection.
 backward: vit_dump --class (the backward pass) on a style: dy_c/d input and every
           layer's dy_c/dA against torch.autograd on the float64 module, relative error
           within BACK_TOL (test_backward.py's tolerance for random models).
@@ -561,6 +571,104 @@ def test_reader(args, rep):
     case("hf_bin", hf, hf=True, bin_name="pytorch_model.bin")
 
 
+# --- layouts ---------------------------------------------------------------------------
+
+
+def dump_error(args, model, x, out, layout=None):
+    """vit_dump's message when it refuses the model; "" when it opens it."""
+    out.mkdir(parents=True, exist_ok=True)
+    x.numpy().astype(np.float32).tofile(out / "input.f32")
+    cmd = [args.dump, "--model", model, "--input", out / "input.f32", "--out", out]
+    if layout:
+        cmd += ["--layout", layout]
+    r = subprocess.run([str(c) for c in cmd], capture_output=True, text=True)
+    return (r.stdout + r.stderr).strip() if r.returncode else ""
+
+
+def test_layouts(args, rep):
+    f = test_families.spec("vit_timm")
+    d = pathlib.Path(args.work) / "layouts"
+    base = d / "timm"
+    w = test_families.write_family(f, base)
+    x = torch.randn(3, 80, 80, generator=torch.Generator().manual_seed(4))
+    want = run_dump(args, base / "model.safetensors", x, d / "out_timm", [])
+    c = want["config"]
+    rep.check((c["layout"], c["naming"]) == ("timm", "timm"),
+              f"timm's names: layout '{c['layout']}', naming '{c['naming']}'")
+
+    # transformers' ViTModel (no prefix) without layer_norm_eps: hf.json's conventions
+    fh = test_families.spec("dino_hf")
+    hd = d / "hf"
+    test_families.write_family(fh, hd)
+    cfg = json.loads((hd / "config.json").read_text())
+    del cfg["layer_norm_eps"]
+    (hd / "config.json").write_text(json.dumps(cfg))
+    xh = torch.randn(3, 48, 48, generator=torch.Generator().manual_seed(5))
+    c = run_dump(args, hd / "model.safetensors", xh, d / "out_hf", [])["config"]
+    print(f"  ViTModel: layout '{c['layout']}', naming '{c['naming']}', eps {c['ln_eps']:g}")
+    rep.check((c["layout"], c["naming"]) == ("hf", "hf") and abs(c["ln_eps"] - 1e-12) < 1e-15,
+              "transformers' names: layout hf, its conventions and eps 1e-12")
+
+    # timm.json as a user's template: the same weights under "net.", the head as alternatives
+    nd = d / "renamed"
+    nd.mkdir(parents=True, exist_ok=True)
+    test_families.write_safetensors(nd / "model.safetensors", {"net." + k: v for k, v in w.items()},
+                                    "F32")
+    (nd / "config.json").write_text((base / "config.json").read_text())
+    lay = json.loads((ROOT / "assets/layouts/timm.json").read_text())
+    lay["tensors"] = {k: "{p}" + v for k, v in lay["tensors"].items()}
+    lay["tensors"]["head.weight"] = ["{p}classifier.weight", "{p}head.weight"]
+    lay |= {"name": "my-vit", "prefix": "net."}
+    del lay["detect"]
+    mine = d / "my-vit.json"
+    mine.write_text(json.dumps(lay, indent=1))
+    got = run_dump(args, nd / "model.safetensors", x, d / "out_mine", [], layout=mine)
+    same = all(np.array_equal(got[k], want[k]) for k in ("att", "logits"))
+    print(f"  timm.json as a template, names under 'net.': "
+          f"{'bit for bit equal' if same else 'DIFFERENT'} to timm's own names")
+    rep.check(same and got["config"]["layout"] == "my-vit", "the user's copy of timm.json")
+    # the control: norm1 and norm2 swapped must show
+    t = lay["tensors"]
+    for p_ in ("weight", "bias"):
+        a_, b_ = f"blocks.{{l}}.norm1.{p_}", f"blocks.{{l}}.norm2.{p_}"
+        t[a_], t[b_] = t[b_], t[a_]
+    swapped = d / "swapped.json"
+    swapped.write_text(json.dumps(lay, indent=1))
+    bad = run_dump(args, nd / "model.safetensors", x, d / "out_swapped", [], layout=swapped)
+    moved = float(np.abs(bad["logits"] - want["logits"]).max())
+    print(f"  control: norm1 and norm2 swapped moves the logits by {moved:.2e}")
+    rep.check(moved > 1e-2, f"swapping the norms moved the logits by {moved:.1e} only")
+
+    # the messages
+    def refused(model, keys, what, layout=None, x=x):
+        msg = dump_error(args, model, x, d / "out_refused", layout)
+        print(f"  {what}: {msg}")
+        rep.check(msg and all(k in msg for k in keys), f"{what}: the message lacks {keys}")
+
+    t["blocks.{l}.attn.proj.weight"] = "{p}blocks.{l}.attn.out.weight"
+    swapped.write_text(json.dumps(lay, indent=1))
+    refused(nd / "model.safetensors",
+            ["tensor 'net.blocks.0.attn.out.weight' is missing", "role blocks.{l}.attn.proj.weight",
+             "'my-vit' (swapped.json)", "net.cls_token [1, 1, 128]"], "a role nothing matches",
+            swapped)
+    lay["naming"] = "jax"
+    swapped.write_text(json.dumps(lay, indent=1))
+    refused(nd / "model.safetensors", ["swapped.json", '"naming"', '"hf"'], "a bad naming", swapped)
+    lay["naming"], lay["tensors"]["norm.weight"] = "timm", 5
+    swapped.write_text(json.dumps(lay, indent=1))
+    refused(nd / "model.safetensors", ["swapped.json", "'norm.weight' is not a tensor name"],
+            "a role's name not a string", swapped)
+    dv = d / "dinov2"
+    dv.mkdir(parents=True, exist_ok=True)
+    wh = test_families.write_family(fh, dv)
+    wh["encoder.layer.0.norm1.weight"] = torch.ones(fh["D"])
+    test_families.write_safetensors(dv / "model.safetensors", wh, "F32")
+    refused(dv / "model.safetensors", ["'encoder.layer.0.norm1.weight'", "Dinov2Model"],
+            "Hugging Face's Dinov2Model names", x=xh)
+    refused(base / "model.safetensors", ["tensor 'class_token' is missing", "'torchvision'"],
+            "--layout overrides detection", ROOT / "assets/layouts/torchvision.json")
+
+
 # --- preprocess -------------------------------------------------------------------------
 
 
@@ -595,7 +703,8 @@ def test_preprocess(args, rep):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("part", choices=["reader", "style", "backward", "preprocess", "list"])
+    ap.add_argument("part", choices=["reader", "style", "backward", "preprocess", "layouts",
+                                     "list"])
     ap.add_argument("name", nargs="?")
     ap.add_argument("--dump")
     ap.add_argument("--work")
@@ -612,6 +721,8 @@ def main():
         test_reader(args, rep)
     elif args.part == "preprocess":
         test_preprocess(args, rep)
+    elif args.part == "layouts":
+        test_layouts(args, rep)
     elif args.part == "style":
         test_style(args, args.name, rep)
     else:
