@@ -1452,8 +1452,9 @@ int vit_tokenizer_find(char *path, size_t n, const char *model_path);
  * (VIT_TEXT_CONTEXT for CLIP's text tower). A text with more tokens is cut as
  * clip.tokenize(truncate=True) cuts it: the first max_ids - 2 and EOT, *truncated = 1
  * (NULL: not asked). The text "<|endoftext|>" in it is that token, as in the original.
- * Errors: VIT_ERR_ARG (empty or whitespace-only text, invalid UTF-8, too long,
- * max_ids < 2), VIT_ERR_NOMEM. */
+ * Errors: VIT_ERR_ARG (empty or whitespace-only text, nothing left after the cleaning,
+ * invalid UTF-8 with the offset of its first bad byte, too long, max_ids < 2, NULL
+ * arguments), VIT_ERR_NOMEM. */
 VitStatus vit_tokenize(int *ids, int *n, int *truncated, const VitTokenizer *tok, const char *text,
                        int max_ids, VitError *err);
 int vit_token_sot(const VitTokenizer *tok); /* <|startoftext|>: 49406 in CLIP's */
