@@ -963,13 +963,14 @@ static int ftfy_fix(Cps *a) {
         cur.n = e - s;
         for (int pass = 0; pass < 64; pass++) {
             if (!ftfy_pass(&nxt, &tmp, cur.p, cur.n, html) || !icu_apply(&nxt, 0)) goto done;
-            int same = nxt.n == cur.n && !memcmp(nxt.p, cur.p, (size_t)cur.n * sizeof *cur.p);
+            int same =
+                nxt.n == cur.n && (!cur.n || !memcmp(nxt.p, cur.p, (size_t)cur.n * sizeof *cur.p));
             Cps t = cur;
             cur = nxt, nxt = t;
             if (same) break;
         }
         if (!cps_reserve(&out, cur.n)) goto done;
-        memcpy(out.p + out.n, cur.p, (size_t)cur.n * sizeof *cur.p);
+        if (cur.n) memcpy(out.p + out.n, cur.p, (size_t)cur.n * sizeof *cur.p);
         out.n += cur.n;
         s = e;
     }
