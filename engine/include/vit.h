@@ -1444,8 +1444,9 @@ VitStatus vit_tokenizer_load(VitTokenizer **tok, const char *path, VitError *err
 void vit_tokenizer_free(VitTokenizer *tok); /* NULL-safe */
 
 /* The vocabulary that came with a model file: beside it or in its "tokenizer" folder,
- * vocab.json + merges.txt (the path of vocab.json) or bpe_simple_vocab_16e6.txt.gz.
- * 1 and the path in path[n], or 0. */
+ * vocab.json + merges.txt (the path of vocab.json) or bpe_simple_vocab_16e6.txt.gz, in
+ * that order; model_path may also be the model's folder. 1 and the path in path[n], or 0
+ * (none, or a path that does not fit). */
 int vit_tokenizer_find(char *path, size_t n, const char *model_path);
 
 /* text (a C string of UTF-8, at most VIT_TEXT_MAX_BYTES) -> ids[*n]: [SOT, ..., EOT], *n <= max_ids

@@ -306,7 +306,9 @@ static VitStatus add_merge(VitTokenizer *t, char *line, int rank, int lineno, co
     int im = text_find(t, cat, la + lb);
     if (make) {
         if (im >= 0)
-            return vit_set_error(err, VIT_ERR_FORMAT, "%s: line %d: merge '%.40s %.40s' twice",
+            return vit_set_error(err, VIT_ERR_FORMAT,
+                                 "%s: line %d: merge '%.40s %.40s' makes a symbol an "
+                                 "earlier line made",
                                  file, lineno, a, b);
         im = (*next_id)++;
         if (!(t->token[im] = strdup(cat)))
@@ -542,12 +544,15 @@ VitStatus vit_tokenizer_load(VitTokenizer **out, const char *path, VitError *err
 
 int vit_tokenizer_find(char *path, size_t n, const char *model_path) {
     char dir[1100];
+    if (!path || !n || !model_path || strlen(model_path) >= sizeof dir) return 0;
     snprintf(dir, sizeof dir, "%s", model_path);
-    char *slash = strrchr(dir, '/');
-    if (slash)
-        slash[0] = 0;
-    else
-        snprintf(dir, sizeof dir, ".");
+    if (!is_dir(model_path)) { /* a model file: its folder (else the folder itself) */
+        char *slash = strrchr(dir, '/');
+        if (slash)
+            slash[0] = 0;
+        else
+            snprintf(dir, sizeof dir, ".");
+    }
     static const char *const sub[] = {"", "/tokenizer"};
     for (int s = 0; s < 2; s++) {
         char d[1200], a[1300], b[1300];

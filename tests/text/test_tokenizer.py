@@ -6,11 +6,13 @@ published algorithm (OpenAI's clip/simple_tokenizer.py, Radford et al. 2021).
                                        --work DIR [--n 10000] [--control no_w|rank]
 
 The reference: bytes_to_unicode; the vocabulary from the merges (lines 2 .. 48895 of the
-file); the cleaning (the part of ftfy.fix_text tokenizer.c documents, written with
-unicodedata and str.translate; html.unescape twice for the entities tokenizer.c documents;
-strip; `re.sub(r'\\s+', ' ')`;
-str.lower()); the split with the `regex` module's pattern (re.IGNORECASE); BPE by rank;
-[SOT] + ids + [EOT] cut as clip.tokenize(truncate=True) cuts it.
+file); the cleaning: ftfy.fix_text's deterministic steps written here from ftfy 6's source
+(ftfy is not in Debian; fix_encoding, its mojibake repair, is left out on both sides),
+Python's own html.unescape twice, strip, the regex module's `\\s+` -> ' ', str.lower(); the
+split with the `regex` module's pattern (IGNORECASE); BPE by rank; [SOT] + ids + [EOT] cut
+as clip.tokenize(truncate=True) cuts it. Checked once by hand against ftfy 6 (git 74dd045)
+and OpenAI's clip/simple_tokenizer.py themselves on these 10 000 strings: 0 differ with
+fix_encoding off, 6 with it on (strings that look like mojibake, e.g. "&Atilde;—" -> "×").
 
 Checks, on N strings drawn with a fixed seed (words, punctuation, digits, accents
 composed and decomposed, emoji, CJK, Greek's final sigma, ligatures, full-width letters,
@@ -19,6 +21,7 @@ special tokens' text, 100+ word sentences that must be cut):
   - the ids equal the reference's, and so does the "cut" flag;
   - the same ids from Hugging Face's form of the vocabulary (vocab.json + merges.txt,
     written here from the .gz), given as a folder and as the vocab.json;
+  - vit_tokenizer_find beside a model, in its tokenizer/ folder, for a model's folder;
   - bad input: empty and whitespace-only text, invalid UTF-8, a text over the limit;
   - bad vocabularies: missing, a cut gzip, a merge line of one symbol, a merge of
     unknown symbols, a vocab.json that is not an object: a message naming the file.
@@ -115,12 +118,18 @@ CONTROL = {c: None for c in [*range(0x00, 0x09), 0x0B, *range(0x0E, 0x20), 0x7F,
                              *range(0x206A, 0x2070), 0xFEFF, *range(0xFFF9, 0xFFFD)]}
 
 
+# ftfy's per-character steps in its order, composed into one table (each maps characters
+# alone, so chaining the tables on one character is chaining them on the text)
+CHAR_FIXES = {c: chr(c).translate(C1).translate(LIGATURES).translate(WIDTH).translate(QUOTES)
+              for c in {**C1, **LIGATURES, **WIDTH, **QUOTES}}
+
+
 def fix_segment(text, html_on):
     while True:
         orig = text
         if html_on:
             text = ftfy_unescape(text)
-        text = text.translate(C1).translate(LIGATURES).translate(WIDTH).translate(QUOTES)
+        text = text.translate(CHAR_FIXES)  # fix_c1_controls .. uncurl_quotes, in turn
         text = (text.replace("\r\n", "\n").replace("\r", "\n").replace("\u2028", "\n")
                 .replace("\u2029", "\n").replace("\u0085", "\n"))
         text = ANSI_RE.sub("", text).translate(CONTROL)
@@ -368,6 +377,35 @@ def main():
         check(r2.returncode == 0 and r2.stdout.splitlines() == r.stdout.splitlines()[:2000],
               f"{v.name}: the same ids on 2000 strings as the .gz gives")
 
+    # vit_tokenizer_find: beside the model, in its tokenizer/ folder, a model's folder;
+    # vocab.json + merges.txt before the .gz; one of the pair alone is not a vocabulary
+    fd = work / "find"
+    for sub, files in [("m1", ["model.safetensors", "vocab.json", "merges.txt"]),
+                       ("m2", ["model.pth", "tokenizer/bpe_simple_vocab_16e6.txt.gz"]),
+                       ("m3", ["model.safetensors", "vocab.json", "tokenizer/merges.txt"]),
+                       ("m4", ["model.safetensors", "bpe_simple_vocab_16e6.txt.gz", "vocab.json",
+                               "merges.txt"])]:
+        for name in files:
+            f = fd / sub / name
+            f.parent.mkdir(parents=True, exist_ok=True)
+            if name.endswith(".gz"):
+                f.unlink(missing_ok=True)
+                f.symlink_to(gz.resolve())
+            else:
+                f.write_text("")
+    for model, want in [("m1/model.safetensors", "m1/vocab.json"),
+                        ("m2/model.pth", "m2/tokenizer/bpe_simple_vocab_16e6.txt.gz"),
+                        ("m3/model.safetensors", "none"), ("m4/model.safetensors", "m4/vocab.json"),
+                        ("m1", "m1/vocab.json"), ("m2", "m2/tokenizer/bpe_simple_vocab_16e6.txt.gz"),
+                        ("missing/model.safetensors", "none")]:
+        rf = subprocess.run([str(a.dump), "--find", str(fd / model)], capture_output=True, text=True)
+        got_path = rf.stdout.strip()
+        check(got_path == (want if want == "none" else str(fd / want)),
+              f"vit_tokenizer_find({model}): {got_path.replace(str(fd) + '/', '')}")
+    r5 = run_dump(a.dump, fd / "m2/tokenizer/bpe_simple_vocab_16e6.txt.gz", texts[:200], work, "found")
+    check(r5.returncode == 0 and r5.stdout.splitlines() == r.stdout.splitlines()[:200],
+          "the vocabulary found loads and gives the same ids")
+
     # bad text
     bad = ["", "   \t\n ", "\x01\x07", b"caf\xe9".decode("latin-1").encode("latin-1"), "x" * 20000]
     f = work / "bad.hex"
@@ -376,7 +414,7 @@ def main():
     lines = r3.stdout.splitlines()
     errs = r3.stderr.splitlines()
     check(lines == ["err argument"] * 5, f"empty, whitespace, controls only, invalid UTF-8, 20000 bytes: {lines}")
-    check(len(errs) == 5 and "empty" in errs[0] and "UTF-8" in errs[3] and "16384" in errs[4],
+    check(len(errs) == 5 and "empty" in errs[0] and "UTF-8" in errs[3] and "0xE9 at offset 3" in errs[3] and "16384" in errs[4],
           f"their messages: {errs}")
     r4 = subprocess.run([str(a.dump), str(gz), str(work / "texts.hex"), "1"], capture_output=True, text=True)
     check("err argument" in r4.stdout, "room for 1 id: refused")
