@@ -230,6 +230,13 @@ static char *read_all(const char *path, int gz, size_t *len, VitError *err) {
         vit_set_error(err, VIT_ERR_NOMEM, "%s: out of memory reading the vocabulary", path);
         goto done;
     }
+    if (gz && gzdirect(f)) { /* zlib reads a file that is not gzip as it is: refuse it */
+        vit_set_error(err, VIT_ERR_FORMAT, "%s: not a gzip file (OpenAI's vocabulary is gzip'd)",
+                      path);
+        free(buf);
+        buf = NULL;
+        goto done;
+    }
     if (gz) { /* gzread returns 0 at a truncated stream too: ask whether it ended well */
         int zerr;
         gzerror(f, &zerr);

@@ -441,7 +441,7 @@ def main():
     (nomerges / "vocab.json").write_text("{}")
     cases = [(work / "missing.txt.gz", "missing.txt.gz", "cannot open"),
              (work / "cut.txt.gz", "cut.txt.gz", ""),
-             (work / "notgz.txt.gz", "notgz.txt.gz", ""),
+             (work / "notgz.txt.gz", "notgz.txt.gz", "not a gzip file"),
              (one, "merges.txt", "line 8"),
              (unk, "merges.txt", "line 4"),
              (notobj, "vocab.json", "object"),
