@@ -5,7 +5,8 @@
  *      stripped, every run of whitespace one space, lower-cased (Python's str.lower: full
  *      Unicode mapping, final sigma included; ICU's root-locale u_strToLower);
  *   2. split by the pattern  <\|startoftext\|>|<\|endoftext\|>|'s|'t|'re|'ve|'m|'ll|'d|
- *      [\p{L}]+|[\p{N}]|[^\s\p{L}\p{N}]+  (case-insensitive; PCRE2 with UTF and UCP);
+ *      [\p{L}]+|[\p{N}]|[^\s\p{L}\p{N}]+  (case-insensitive; PCRE2 with UTF and UCP; its
+ *      \s as ' ', the only whitespace step 1 leaves: PCRE2's \s also takes U+180E);
  *   3. each piece's UTF-8 bytes mapped to symbols (bytes_to_unicode: 256 symbols, the
  *      piece's last one the "</w>" variant), then merged by BPE: the adjacent pair of
  *      lowest merge rank, every occurrence left to right, until no pair has a rank;
@@ -533,8 +534,10 @@ VitStatus vit_tokenizer_load(VitTokenizer **out, const char *path, VitError *err
             rc = vit_set_error(err, VIT_ERR_FORMAT, "%s: no %s / %s token", path, SOT, EOT);
     }
     if (!rc) {
+        /* CLIP's pattern with its \s written as ' ': after whitespace_clean ' ' is the only
+           \s left, and PCRE2's \s (\h) also takes U+180E, which the regex module's does not */
         static const char pat[] = "<\\|startoftext\\|>|<\\|endoftext\\|>|'s|'t|'re|'ve|'m|'ll|'d|"
-                                  "[\\p{L}]+|[\\p{N}]|[^\\s\\p{L}\\p{N}]+";
+                                  "[\\p{L}]+|[\\p{N}]|[^ \\p{L}\\p{N}]+";
         int ecode;
         PCRE2_SIZE eoff;
         t->pattern = pcre2_compile((PCRE2_SPTR)pat, PCRE2_ZERO_TERMINATED,
