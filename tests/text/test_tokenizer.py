@@ -12,7 +12,7 @@ Python's own html.unescape twice, strip, the regex module's `\\s+` -> ' ', str.l
 split with the `regex` module's pattern (IGNORECASE); BPE by rank; [SOT] + ids + [EOT] cut
 as clip.tokenize(truncate=True) cuts it. Checked once by hand against ftfy 6 (git 74dd045)
 and OpenAI's clip/simple_tokenizer.py themselves on these 10 000 strings: 0 differ with
-fix_encoding off, 6 with it on (strings that look like mojibake, e.g. "&Atilde;—" -> "×").
+fix_encoding off, 8 with it on (strings that look like mojibake, e.g. "&Atilde;—" -> "×").
 
 Checks, on N strings drawn with a fixed seed (words, punctuation, digits, accents
 composed and decomposed, emoji, CJK, Greek's final sigma, ligatures, full-width letters,
