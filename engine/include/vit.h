@@ -1533,13 +1533,16 @@ void vit_text_free(VitText *t);
  * sequences ids[i] [lens[i]] (1 <= lens[i] <= ctx, ids in [0, V): vit_tokenize's [SOT,
  * ..., EOT]; padding after EOT allowed), each pooled at its first largest id (OpenAI:
  * text.argmax(dim=-1), the first EOT), on n_threads threads (0: one per online core,
- * at most VIT_MAX_THREADS). The same as the published model on the sequence padded to
- * ctx: with the causal mask token t depends on tokens 0 .. t only, so the tokens after
- * the pooled one change nothing it computes, and only the first argmax + 1 tokens of
- * each sequence are computed (padding adds exact zeros to its attention: -inf scores).
- * Sequences are sorted by that length and stacked into batches of similar lengths, each
- * linear layer one GEMM over the batch's rows. Allocates O(512 (6W + F)) floats of
- * activations and a thread pool, freed before it returns.
+ * at most VIT_MAX_THREADS). The published model's values on the sequence padded to ctx,
+ * computed with less work, exactly: with the causal mask token t depends on tokens 0 .. t
+ * alone, so (1) the tokens after the pooled one change nothing it computes and are not
+ * computed, and (2) sequences that start with the same tokens have the same rows there:
+ * the sequences are merged into a prefix tree, each distinct prefix computed once (a
+ * template's "a photo of a" once for all its class names), up to 512 rows a batch run as
+ * one sequence through vit_forward's block with the tree as its causal mask (a row sees
+ * itself and its ancestors; every other key's probability exactly 0). Each linear layer
+ * is one GEMM over the batch's rows. Allocates about 512 (8W + F + E) floats of
+ * activations and a thread pool, freed before it returns. Thread-safe on one VitText.
  * Errors: VIT_ERR_ARG (a NULL array, n < 0, a length or id out of range naming the
  * sequence and position, H not dividing W), VIT_ERR_NOMEM; out is then undefined. */
 VitStatus vit_text_embed(float *out, const VitText *t, const int *const *ids, const int *lens,

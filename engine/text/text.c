@@ -499,37 +499,54 @@ void vit_text_free(VitText *t) {
 
 /* --- embedding ------------------------------------------------------------------ */
 
-/* Rows of one batch: every sequence padded to the batch's longest. About 20 KB of
- * activations a row at W 512; 512 rows make each GEMM tall enough that the weights are
- * read once for many rows. */
+/* With the causal mask a token's row depends on its own prefix only: the tokens
+ * [ids[0] .. ids[t]] give row t the same values in every sequence that starts with them.
+ * So the sequences are sorted and merged into a prefix tree, each distinct prefix one row
+ * (the template of "a photo of a {}." computed once for all the class names), and the
+ * rows of a batch run through vit_block as one sequence whose attention mask is the tree
+ * (VitAttMod.parent): a row sees itself and its ancestors, exactly the keys it sees in
+ * its own sequence, every other key's probability exactly 0. Each sequence ends at its
+ * pooled token (its first largest id): what follows cannot change it. */
+
+/* Rows of one batch: about 20 KB of activations a row at W 512; 512 rows make each GEMM
+ * tall enough that the weights are read once for many rows, and keep the tree's
+ * attention (rows x rows scores) a few percent of the linear layers' work. */
 enum { BATCH_ROWS = 512 };
 
 typedef struct {
-    int idx;  /* the sequence */
-    int need; /* tokens to compute: its pooled position + 1 */
+    const int *ids;
+    int need; /* tokens to compute: the pooled position + 1 */
+    int idx;  /* the sequence's index in the caller's arrays */
 } Seq;
 
-static int by_need(const void *a, const void *b) {
+/* Lexicographic order of the computed tokens (a prefix before its extensions). */
+static int by_tokens(const void *a, const void *b) {
     const Seq *x = a, *y = b;
-    return x->need != y->need ? (x->need > y->need) - (x->need < y->need)
-                              : (x->idx > y->idx) - (x->idx < y->idx);
+    int n = x->need < y->need ? x->need : y->need;
+    for (int i = 0; i < n; i++)
+        if (x->ids[i] != y->ids[i]) return x->ids[i] < y->ids[i] ? -1 : 1;
+    if (x->need != y->need) return x->need < y->need ? -1 : 1;
+    return (x->idx > y->idx) - (x->idx < y->idx);
 }
 
-/* Buffers for BATCH_ROWS rows (or more, when one sequence is longer). */
+/* Buffers for `rows` tree rows and as many sequences. */
 typedef struct {
     float *x, *xn, *qk, *v, *ctx, *hid, *scratch, *pooled, *pooled_n, *emb;
+    int *tok, *depth, *parent, *path, *at; /* rows' token, position, parent; a sequence's
+                                              rows by depth [ctx]; pooled rows [rows] */
     float *mem;
+    int *imem;
 } TextBufs;
 
-static int bufs_alloc(TextBufs *b, size_t rows, const VitTextConfig *c, int n_threads,
-                      int max_batch) {
+static int bufs_alloc(TextBufs *b, size_t rows, const VitTextConfig *c, int n_threads) {
     size_t W = (size_t)c->width, F = (size_t)c->mlp_dim, E = (size_t)c->embed_dim,
-           ctx = (size_t)c->context, B = (size_t)max_batch, n = 0;
-    if (!vit_add_product(&n, rows, 6 * W + F) ||
-        !vit_add_product(&n, (size_t)n_threads * VIT_ATT_BLOCK, ctx) ||
-        !vit_add_product(&n, B, 2 * W + E))
+           ctx = (size_t)c->context, n = 0;
+    if (!vit_add_product(&n, rows, 8 * W + F + E) ||
+        !vit_add_product(&n, (size_t)n_threads * VIT_ATT_BLOCK, rows))
         return 0;
-    if (!(b->mem = malloc(n * sizeof(float)))) return 0;
+    if (!(b->mem = malloc(n * sizeof(float))) ||
+        !(b->imem = malloc((4 * rows + ctx) * sizeof(int))))
+        return 0;
     float *p = b->mem;
     b->x = p, p += rows * W;
     b->xn = p, p += rows * W;
@@ -537,29 +554,57 @@ static int bufs_alloc(TextBufs *b, size_t rows, const VitTextConfig *c, int n_th
     b->v = p, p += rows * W;
     b->ctx = p, p += rows * W;
     b->hid = p, p += rows * F;
-    b->scratch = p, p += (size_t)n_threads * VIT_ATT_BLOCK * ctx;
-    b->pooled = p, p += B * W;
-    b->pooled_n = p, p += B * W;
+    b->scratch = p, p += (size_t)n_threads * VIT_ATT_BLOCK * rows;
+    b->pooled = p, p += rows * W;
+    b->pooled_n = p, p += rows * W;
     b->emb = p;
+    int *q = b->imem;
+    b->tok = q, q += rows;
+    b->depth = q, q += rows;
+    b->parent = q, q += rows;
+    b->at = q, q += rows;
+    b->path = q;
     return 1;
 }
 
-/* One batch: sequences seq[0 .. n) (each padded to T tokens) through the tower, their
- * embeddings into out. */
-static void embed_batch(float *out, const VitText *t, VitPool *pool, TextBufs *bf,
-                        const int *const *ids, const int *lens, const Seq *seq, int n, int T) {
+/* The tree of sequences seq[0 .. n) (sorted): rows [T] in depth-first order into bf
+ * (token, position, parent), each sequence's pooled row into bf->at. Takes sequences
+ * while their new rows fit `rows` (at least one); returns how many it took, T in *T. */
+static int build_tree(TextBufs *bf, const Seq *seq, int n, int rows, int *T) {
+    int t = 0, k = 0;
+    for (; k < n && k < rows; k++) {
+        int lcp = 0; /* shared with the sequence before (sorted: with any earlier one) */
+        if (k > 0)
+            while (lcp < seq[k].need && lcp < seq[k - 1].need &&
+                   seq[k].ids[lcp] == seq[k - 1].ids[lcp])
+                lcp++;
+        if (k > 0 && t + seq[k].need - lcp > rows) break;
+        for (int d = lcp; d < seq[k].need; d++, t++) {
+            bf->tok[t] = seq[k].ids[d], bf->depth[t] = d;
+            bf->parent[t] = d ? bf->path[d - 1] : -1;
+            bf->path[d] = t;
+        }
+        bf->at[k] = bf->path[seq[k].need - 1];
+    }
+    *T = t;
+    return k;
+}
+
+/* One batch: the tree's T rows through the tower, the pooled rows' embeddings into out
+ * (row seq[i].idx). */
+static void embed_batch(float *out, const VitText *t, VitPool *pool, TextBufs *bf, const Seq *seq,
+                        int n, int T) {
     const VitTextConfig *tc = &t->cfg;
     size_t W = (size_t)tc->width, E = (size_t)tc->embed_dim;
-    /* OpenAI: x = self.token_embedding(text) + self.positional_embedding; the tokens past
-     * a sequence's length are 0, as clip.tokenize pads */
-    for (int i = 0; i < n; i++)
-        for (int r = 0; r < T; r++) {
-            int k = seq[i].idx, id = r < lens[k] ? ids[k][r] : 0;
-            const float *te = t->token_embed + (size_t)id * W, *pe = t->pos_embed + (size_t)r * W;
-            float *x = bf->x + ((size_t)i * T + r) * W;
-            for (size_t d = 0; d < W; d++) x[d] = te[d] + pe[d];
-        }
-    /* the blocks: vit_forward's, on every row of every sequence (rows = T), in place */
+    /* OpenAI: x = self.token_embedding(text) + self.positional_embedding */
+    for (int r = 0; r < T; r++) {
+        const float *te = t->token_embed + (size_t)bf->tok[r] * W,
+                    *pe = t->pos_embed + (size_t)bf->depth[r] * W;
+        float *x = bf->x + (size_t)r * W;
+        for (size_t d = 0; d < W; d++) x[d] = te[d] + pe[d];
+    }
+    /* the blocks: vit_forward's, the T rows one sequence under the tree's causal mask, the
+     * stream in place */
     VitConfig c = {.n_tokens = T,
                    .dim = tc->width,
                    .n_heads = tc->n_heads,
@@ -568,8 +613,8 @@ static void embed_batch(float *out, const VitText *t, VitPool *pool, TextBufs *b
                    .n_layers = tc->n_layers,
                    .ln_eps = tc->ln_eps,
                    .mlp_act = tc->act};
-    VitAttMod causal = {.causal = 1};
-    VitBlockIO io = {.n = n,
+    VitAttMod causal = {.parent = bf->parent};
+    VitBlockIO io = {.n = 1,
                      .rows = T,
                      .x = bf->x,
                      .res = bf->x,
@@ -588,8 +633,7 @@ static void embed_batch(float *out, const VitText *t, VitPool *pool, TextBufs *b
     /* x = ln_final(x)[arange(B), text.argmax(-1)] @ text_projection: LayerNorm is per row,
      * so the pooled rows alone */
     for (int i = 0; i < n; i++)
-        memcpy(bf->pooled + (size_t)i * W, bf->x + ((size_t)i * T + seq[i].need - 1) * W,
-               W * sizeof(float));
+        memcpy(bf->pooled + (size_t)i * W, bf->x + (size_t)bf->at[i] * W, W * sizeof(float));
     vit_layernorm(pool, bf->pooled_n, bf->pooled, t->norm_w, t->norm_b, n, tc->width, tc->ln_eps);
     vit_linear(pool, (VitLinear){.out = bf->emb,
                                  .ld_out = tc->embed_dim,
@@ -641,42 +685,32 @@ VitStatus vit_text_embed(float *out, const VitText *t, const int *const *ids, co
             }
             if (ids[i][r] > ids[i][at]) at = r;
         }
-        seq[i] = (Seq){i, at + 1};
+        seq[i] = (Seq){ids[i], at + 1, i};
     }
-    qsort(seq, (size_t)n, sizeof *seq, by_need);
+    qsort(seq, (size_t)n, sizeof *seq, by_tokens);
     if (!n_threads) {
         long nc = sysconf(_SC_NPROCESSORS_ONLN);
         n_threads = nc < 1 ? 1 : nc > VIT_MAX_THREADS ? VIT_MAX_THREADS : (int)nc;
     }
-    int longest = seq[n - 1].need;
-    size_t rows = (size_t)(longest > BATCH_ROWS ? longest : BATCH_ROWS);
-    int max_batch = (int)(rows < (size_t)n ? rows : (size_t)n);
+    int rows = c->context > BATCH_ROWS ? c->context : BATCH_ROWS;
     TextBufs bf = {0};
     VitPool *pool = NULL;
     VitStatus rc = VIT_OK;
-    if (!bufs_alloc(&bf, rows, c, n_threads, max_batch) || !(pool = vit_pool_new(n_threads))) {
+    if (!bufs_alloc(&bf, (size_t)rows, c, n_threads) || !(pool = vit_pool_new(n_threads))) {
         rc = vit_set_error(err, VIT_ERR_NOMEM, "%s: out of memory for %d text sequences", name, n);
         goto done;
     }
     /* OpenBLAS's own threads would wait for work beside the pool's: one pool only */
     openblas_set_num_threads(1);
-    /* batches of sequences of similar lengths (sorted): a batch closes when the next
-     * sequence would not fit BATCH_ROWS rows padded, or would pad the batch by more than
-     * an eighth of its rows */
-    for (int i0 = 0; i0 < n;) {
-        int i1 = i0 + 1;
-        long sum = seq[i0].need;
-        while (i1 < n) {
-            long T = seq[i1].need, rows_after = T * (i1 - i0 + 1);
-            if (rows_after > (long)rows || 8 * (rows_after - sum - T) > rows_after) break;
-            sum += T, i1++;
-        }
-        embed_batch(out, t, pool, &bf, ids, lens, seq + i0, i1 - i0, seq[i1 - 1].need);
-        i0 = i1;
+    for (int i0 = 0, T = 0; i0 < n;) {
+        int k = build_tree(&bf, seq + i0, n - i0, rows, &T);
+        embed_batch(out, t, pool, &bf, seq + i0, k, T);
+        i0 += k;
     }
 done:
     vit_pool_free(pool);
     free(bf.mem);
+    free(bf.imem);
     free(seq);
     return rc;
 }

@@ -15,13 +15,16 @@ RUN (one model each, random weights, saved by the test):
           GELU) and text_cfg.heads, and OpenCLIP's LayerScale (ls_1, ls_2)
 Shapes: the B/32 and B/16 text tower (the same for both): V 49408, ctx 77, W 512, 8
 heads, 12 layers, F 2048, E 512; --small (the ASan build): W 128, 2 heads, 2 layers, F
-512, the same vocabulary and context. Each model runs 13 token sequences of lengths 2 ..
-77 ([SOT, ..., EOT], some with zeros after EOT, one with EOT twice, one of 77 tokens), on
+512, the same vocabulary and context. Each model runs 20 token sequences of lengths 2 ..
+77 ([SOT, ..., EOT], some with zeros after EOT, one with EOT twice, one of 77 tokens, a
+template with four class names, one prompt twice, one sequence pooled inside another), on
 1 and 2 threads (openai: the .safetensors on 2, the .pth on 1): every embedding within TOL of the float64 reference, relative to the
 embedding's largest value (max|engine - ref| / max|ref|, per sequence); torch's own
 float32 run is printed as the yardstick. The reference runs each sequence at its own
 length (transformers' way; clip.tokenize's padding to 77 only adds positions after the
 ones a causal model pools, and costs the test 3x).
+bad_pth: the small tower's .pth cut in half, and an image tower's state dict alone:
+          refused with a message naming the file (the whole .pth loads).
 --control MISTAKE runs the reference with a plausible mistake; the test passes only when
 the comparison then fails (the mistake is caught) and the run did not crash:
   gelu      exact GELU where the model uses QuickGELU
@@ -198,6 +201,15 @@ def sequences(s, g):
         seqs.append([sot] + torch.randint(0, V - 2, (n - 2,), generator=g).tolist() + [eot] + [0] * pad)
     two = [sot] + torch.randint(0, V - 2, (9,), generator=g).tolist()  # EOT twice: the first
     seqs.append(two[:5] + [eot] + two[5:] + [eot])
+    # a template and class names ("a photo of a {}."): the engine's prefix tree shares
+    # the template's rows; one prompt twice; one sequence (no EOT: pooled at its largest
+    # id) that the next one extends past its pooled token
+    tpl = torch.randint(0, V - 2, (5,), generator=g).tolist()
+    for n in (1, 2, 1, 3):
+        seqs.append([sot] + tpl[:4] + torch.randint(0, V - 2, (n,), generator=g).tolist()
+                    + tpl[4:] + [eot])
+    seqs.append(list(seqs[-2]))
+    seqs += [[40, 900, 7], [40, 900, 7, 3000, 12]]
     return seqs
 
 
@@ -212,9 +224,33 @@ def run_dump(dump, model, ids_path, out, threads):
     return json.loads(r.stdout)
 
 
+def bad_pth(a, work):
+    """PyTorch checkpoints the loader must refuse with a message naming the file: the
+    small tower's .pth cut in half, and a state dict of an image tower only."""
+    m = random_tower(SHAPES["small"], QuickGELU(), False, seed=5)
+    torch.save(openai_state(m), work / "full.pth")
+    data = (work / "full.pth").read_bytes()
+    (work / "cut.pth").write_bytes(data[:len(data) // 2])
+    torch.save({"visual.conv1.weight": torch.zeros(8, 3, 4, 4), "visual.proj": torch.zeros(8, 4),
+                "visual.class_embedding": torch.zeros(8)}, work / "image.pth")
+    (work / "ids.txt").write_text("49406 1 49407\n")
+    bad = 0
+    for name, keys in (("cut.pth", ["cut.pth"]),
+                       ("image.pth", ["image.pth", "no text tower", "an image tower only"])):
+        r = subprocess.run([a.dump, "--model", str(work / name), "--ids", str(work / "ids.txt"),
+                            "--out", str(work / "o.f32")], capture_output=True, text=True)
+        ok = r.returncode == 1 and all(k in r.stderr for k in keys)
+        print(f"{'ok  ' if ok else 'FAIL'} - {name}: exit {r.returncode}: {r.stderr.strip()}")
+        bad += not ok
+    r = subprocess.run([a.dump, "--model", str(work / "full.pth"), "--ids", str(work / "ids.txt"),
+                        "--out", str(work / "o.f32")], capture_output=True, text=True)
+    print(f"{'ok  ' if r.returncode == 0 else 'FAIL'} - full.pth loads: {r.stderr.strip()}")
+    return 1 if bad or r.returncode else 0
+
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("run", choices=["hf", "openai", "openclip_gelu"])
+    ap.add_argument("run", choices=["hf", "openai", "openclip_gelu", "bad_pth"])
     ap.add_argument("--small", action="store_true")
     ap.add_argument("--control", choices=["gelu", "last", "nocausal"])
     ap.add_argument("--dump", required=True)
@@ -227,6 +263,8 @@ def main():
     for f in work.iterdir():
         f.unlink()
     torch.set_num_threads(1)
+    if a.run == "bad_pth":
+        return bad_pth(a, work)
     gelu = a.run == "openclip_gelu"
     m = random_tower(s, nn.GELU() if gelu else QuickGELU(), layer_scale=gelu, seed=27)
     want = dict(V=s["V"], ctx=s["ctx"], W=s["W"], H=s["H"], L=s["L"], F=4 * s["W"], E=s["E"],
