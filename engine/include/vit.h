@@ -1588,6 +1588,15 @@ VitStatus vit_text_embed(float *out, const VitText *t, const int *const *ids, co
 VitStatus vit_set_text_head(Vit *vit, const float *emb, int C, const char *const *labels,
                             float logit_scale, VitError *err);
 
+/* A new phrase for the same photo without another forward pass: after vit_set_text_head
+ * with the C that run was made for, run->logits and run->probs [C] of the new head from
+ * the image embedding the last vit_forward kept (run->img_embed): C*E multiply-adds. The
+ * forward pass's other buffers do not depend on the head (a CLIP tower computes its CLS
+ * row with or without one), so vit_backward and vit_explain then explain the new phrases
+ * on the same pass. Errors: VIT_ERR_ARG (no text head, a run made for another C or
+ * model). */
+VitStatus vit_text_logits(VitRun *run, const Vit *vit, VitError *err);
+
 /* e [E] (caller's) = the image embedding of the last vit_forward on run: img_proj(
  * norm(z_L)[CLS]), not normalised (CLIP's encode_image). Errors: VIT_ERR_ARG (a model
  * without image projection, a run not made for vit). */

@@ -139,6 +139,31 @@ VitStatus vit_set_text_head(Vit *vit, const float *emb, int C, const char *const
     return VIT_OK;
 }
 
+VitStatus vit_text_logits(VitRun *run, const Vit *vit, VitError *err) {
+    const VitConfig *c = &vit->cfg;
+    if (!vit->w.text_emb)
+        return vit_set_error(err, VIT_ERR_ARG, "%s: no text head (vit_set_text_head)", c->name);
+    if (!run || !run->img_embed || !run->logits || run->cfg.n_classes != c->n_classes ||
+        run->cfg.embed_dim != c->embed_dim || run->cfg.dim != c->dim)
+        return vit_set_error(err, VIT_ERR_ARG,
+                             "%s: text logits: the run was not made for this model and its %d "
+                             "phrases",
+                             c->name, c->n_classes);
+    int C = c->n_classes, E = c->embed_dim;
+    vit_linear(NULL, (VitLinear){.out = run->logits,
+                                 .ld_out = C,
+                                 .inp = run->img_embed,
+                                 .w = vit->w.text_emb,
+                                 .T = 1,
+                                 .n_in = E,
+                                 .n_out = C});
+    float k = inv_norm(run->img_embed, E, vit->w.text_scale);
+    for (int j = 0; j < C; j++) run->logits[j] *= k;
+    memcpy(run->probs, run->logits, (size_t)C * sizeof(float));
+    vit_softmax_rows(run->probs, 1, C);
+    return VIT_OK;
+}
+
 VitStatus vit_image_embed(float *e, const VitRun *run, const Vit *vit, VitError *err) {
     const VitConfig *c = &vit->cfg;
     if (c->embed_dim <= 0 || !vit->w.img_proj_w)

@@ -67,7 +67,9 @@
  * CLIP (vit.h, "CLIP"): --text-head RAW:C sets CLIP's text head (vit_set_text_head) from
  * RAW, float32 [C, E] text embeddings in host byte order, with the logit scale of
  * --logit-scale S (default: the checkpoint's, cfg.logit_scale); then --class explains
- * phrase C. A model with an image projection also writes
+ * phrase C. --then-text-head RAW2 (the same C): after the forward pass, a second text head
+ * from RAW2 and vit_text_logits (no new forward pass); what follows is the second head's.
+ * A model with an image projection also writes
  *   embed.npy [E] f4 vit_image_embed (not normalised)
  * and config.json has "norm_pre", "embed_dim", "logit_scale", "clip", "mlp_act".
  * Errors: a message on stderr, exit 1 (2 for a usage error). */
@@ -97,7 +99,7 @@ static int usage(void) {
           "                [--size HxW] [--whole] [--att keep|recompute] [--threads K]\n"
           "                [--class C [--discard R]] [--tokens] [--ignore-orientation]\n"
           "                [--lesson LAYER,HEAD,TOKEN,PATCH] [--text-head RAW:C]\n"
-          "                [--logit-scale S]\n"
+          "                [--logit-scale S] [--then-text-head RAW2]\n"
           "                (--image PHOTO | --input RAW_F32) --out DIR\n",
           stderr);
     return 2;
@@ -380,7 +382,7 @@ int main(int argc, char **argv) {
     VitImageOptions iopt = {0};
     int imp_class = -2, imp_batch = 0;
     const char *s_ablate = NULL, *s_drop = NULL, *s_fill = NULL, *s_posedit = NULL, *s_temp = NULL;
-    const char *s_text = NULL;
+    const char *s_text = NULL, *s_text2 = NULL;
     float logit_scale = 0.0f;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -446,6 +448,8 @@ int main(int argc, char **argv) {
             s_posedit = v;
         } else if (!strcmp(a, "--temp")) {
             s_temp = v;
+        } else if (!strcmp(a, "--then-text-head")) {
+            s_text2 = v;
         } else if (!strcmp(a, "--text-head")) {
             s_text = v;
         } else if (!strcmp(a, "--logit-scale")) {
@@ -553,6 +557,18 @@ int main(int argc, char **argv) {
         run.intervention = &iv;
     }
     vit_forward(&run, &vit);
+    if (s_text2) { /* a new phrase set for the same pass: vit_text_logits */
+        size_t ne = (size_t)c->n_classes * (size_t)(c->embed_dim > 0 ? c->embed_dim : 1);
+        float *emb = malloc(ne * sizeof *emb);
+        if (!emb || !s_text || read_raw(emb, ne, s_text2)) {
+            free(emb);
+            if (!s_text) fail("--then-text-head needs --text-head");
+            goto done;
+        }
+        VitStatus st = vit_set_text_head(&vit, emb, c->n_classes, NULL, vit.w.text_scale, &err);
+        free(emb);
+        if (st || vit_text_logits(&run, &vit, &err)) goto engine_fail;
+    }
 
     if (mkdir(out, 0777) != 0 && errno != EEXIST) {
         fail("%s: cannot create directory: %s", out, strerror(errno));
