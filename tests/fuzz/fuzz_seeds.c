@@ -313,6 +313,26 @@ static void seeds_image(void) {
     free(pic);
 }
 
+/* Texts for CLIP's tokenizer: words, contractions, digits, accents, emoji, entities,
+ * full-width letters, ligatures, the special tokens' text. */
+static void seeds_tokenize(void) {
+    static const char *const texts[] = {
+        "a photo of a cat.",
+        "It's the RED umbrella, isn't it?",
+        "3.14 x86_64 ViT-B/16 224px",
+        "caf\xc3\xa9 na\xc3\xafve S\xc3\xa3o Paulo \xce\x9f\xce\x94\xce\x9f\xce\xa3",
+        "\xf0\x9f\x98\x80\xf0\x9f\x91\xa9\xe2\x80\x8d\xf0\x9f\x92\xbb \xe6\x9d\xb1\xe4\xba\xac",
+        "&amp;lt; &#233; &#x1F600; &nbsp;&quot;",
+        "\xef\xbd\x86\xef\xbd\x95\xef\xbd\x8c\xef\xbd\x8c \xef\xac\x81sh",
+        "<|startoftext|>two<|endoftext|> three",
+        " \t\n  spaced \xe2\x80\x83 out  "};
+    for (size_t i = 0; i < sizeof texts / sizeof *texts; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "text_%zu.txt", i);
+        seed_text("tokenize", name, texts[i]);
+    }
+}
+
 int main(int argc, char **argv) {
     if (argc != 2) {
         fprintf(stderr, "usage: fuzz_seeds OUT_DIR\n");
@@ -323,9 +343,11 @@ int main(int argc, char **argv) {
     clear_kind("safetensors");
     clear_kind("config");
     clear_kind("image");
+    clear_kind("tokenize");
     seeds_safetensors();
     seeds_config();
     seeds_image();
+    seeds_tokenize();
     printf("fuzz_seeds: %d seeds in %s, %d that do not load\n", n_seeds, out_dir, n_bad);
     return n_bad ? 1 : 0;
 }
