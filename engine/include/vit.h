@@ -1632,16 +1632,18 @@ VitStatus vit_tokenizer_load(VitTokenizer **tok, const char *path, VitError *err
 void vit_tokenizer_free(VitTokenizer *tok); /* NULL-safe */
 
 /* The vocabulary that came with a model file: beside it or in its "tokenizer" folder,
- * vocab.json + merges.txt (the path of vocab.json) or bpe_simple_vocab_16e6.txt.gz.
- * 1 and the path in path[n], or 0. */
+ * vocab.json + merges.txt (the path of vocab.json) or bpe_simple_vocab_16e6.txt.gz, in
+ * that order; model_path may also be the model's folder. 1 and the path in path[n], or 0
+ * (none, or a path that does not fit). */
 int vit_tokenizer_find(char *path, size_t n, const char *model_path);
 
 /* text (a C string of UTF-8, at most VIT_TEXT_MAX_BYTES) -> ids[*n]: [SOT, ..., EOT], *n <= max_ids
  * (VIT_TEXT_CONTEXT for CLIP's text tower). A text with more tokens is cut as
  * clip.tokenize(truncate=True) cuts it: the first max_ids - 2 and EOT, *truncated = 1
  * (NULL: not asked). The text "<|endoftext|>" in it is that token, as in the original.
- * Errors: VIT_ERR_ARG (empty or whitespace-only text, invalid UTF-8, too long,
- * max_ids < 2), VIT_ERR_NOMEM. */
+ * Errors: VIT_ERR_ARG (empty or whitespace-only text, nothing left after the cleaning,
+ * invalid UTF-8 with the offset of its first bad byte, too long, max_ids < 2, NULL
+ * arguments), VIT_ERR_NOMEM. */
 VitStatus vit_tokenize(int *ids, int *n, int *truncated, const VitTokenizer *tok, const char *text,
                        int max_ids, VitError *err);
 int vit_token_sot(const VitTokenizer *tok); /* <|startoftext|>: 49406 in CLIP's */

@@ -314,7 +314,9 @@ static void seeds_image(void) {
 }
 
 /* Texts for CLIP's tokenizer: words, contractions, digits, accents, emoji, entities,
- * full-width letters, ligatures, the special tokens' text. */
+ * full-width letters, ligatures, the special tokens' text; ftfy's steps (references it
+ * decodes until none is left, C1 controls, half-width katakana, terminal escapes, a '<'
+ * that turns its HTML step off for the lines after it). */
 static void seeds_tokenize(void) {
     static const char *const texts[] = {
         "a photo of a cat.",
@@ -325,7 +327,10 @@ static void seeds_tokenize(void) {
         "&amp;lt; &#233; &#x1F600; &nbsp;&quot;",
         "\xef\xbd\x86\xef\xbd\x95\xef\xbd\x8c\xef\xbd\x8c \xef\xac\x81sh",
         "<|startoftext|>two<|endoftext|> three",
-        " \t\n  spaced \xe2\x80\x83 out  "};
+        " \t\n  spaced \xe2\x80\x83 out  ",
+        "&amp;amp;amp; &EACUTE; &notit; &copy2024 &#128; &#0; &#xD800; \x1b[1;32mgreen\x1b[0m",
+        "\xc2\x93quoted\xc2\x94 \xc2\x85 \xc5\x89 \xef\xbe\x8a\xef\xbe\x9f\xef\xbe\x9d\r\n",
+        "a < b &amp;lt; c\n&lt;"};
     for (size_t i = 0; i < sizeof texts / sizeof *texts; i++) {
         char name[32];
         snprintf(name, sizeof name, "text_%zu.txt", i);

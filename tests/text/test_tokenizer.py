@@ -6,11 +6,13 @@ published algorithm (OpenAI's clip/simple_tokenizer.py, Radford et al. 2021).
                                        --work DIR [--n 10000] [--control no_w|rank]
 
 The reference: bytes_to_unicode; the vocabulary from the merges (lines 2 .. 48895 of the
-file); the cleaning (the part of ftfy.fix_text tokenizer.c documents, written with
-unicodedata and str.translate; html.unescape twice for the entities tokenizer.c documents;
-strip; `re.sub(r'\\s+', ' ')`;
-str.lower()); the split with the `regex` module's pattern (re.IGNORECASE); BPE by rank;
-[SOT] + ids + [EOT] cut as clip.tokenize(truncate=True) cuts it.
+file); the cleaning: ftfy.fix_text's deterministic steps written here from ftfy 6's source
+(ftfy is not in Debian; fix_encoding, its mojibake repair, is left out on both sides),
+Python's own html.unescape twice, strip, the regex module's `\\s+` -> ' ', str.lower(); the
+split with the `regex` module's pattern (IGNORECASE); BPE by rank; [SOT] + ids + [EOT] cut
+as clip.tokenize(truncate=True) cuts it. Checked once by hand against ftfy 6 (git 74dd045)
+and OpenAI's clip/simple_tokenizer.py themselves on these 10 000 strings: 0 differ with
+fix_encoding off, 6 with it on (strings that look like mojibake, e.g. "&Atilde;—" -> "×").
 
 Checks, on N strings drawn with a fixed seed (words, punctuation, digits, accents
 composed and decomposed, emoji, CJK, Greek's final sigma, ligatures, full-width letters,
@@ -19,6 +21,7 @@ special tokens' text, 100+ word sentences that must be cut):
   - the ids equal the reference's, and so does the "cut" flag;
   - the same ids from Hugging Face's form of the vocabulary (vocab.json + merges.txt,
     written here from the .gz), given as a folder and as the vocab.json;
+  - vit_tokenizer_find beside a model, in its tokenizer/ folder, for a model's folder;
   - bad input: empty and whitespace-only text, invalid UTF-8, a text over the limit;
   - bad vocabularies: missing, a cut gzip, a merge line of one symbol, a merge of
     unknown symbols, a vocab.json that is not an object: a message naming the file.
@@ -28,6 +31,8 @@ it merges the first pair that has a rank instead of the lowest-ranked. The run t
 """
 import argparse
 import gzip
+import html
+import html.entities
 import json
 import random
 import re
@@ -60,36 +65,89 @@ def bytes_to_unicode():
     return {b: out[b] for b in keep + [b for b in range(256) if b not in keep]}
 
 
-CONTROL = ([*range(0x00, 0x09), 0x0B, *range(0x0E, 0x20), 0x7F, *range(0x206A, 0x2070), 0xFEFF,
-            *range(0xFFF9, 0xFFFD), *range(0x1D173, 0x1D17B), *range(0xE0000, 0xE0080)])
-LIGATURES = "ĲĳĿŀŉǄǅǆǇǈǉǊǋǌǱǲǳﬀﬁﬂﬃﬄﬅﬆ"
-FTFY = str.maketrans({**{c: None for c in CONTROL},
-                      **{ord(c): unicodedata.normalize("NFKC", c) for c in LIGATURES}})
-WIDTH_QUOTES = str.maketrans({**{c: c - 0xFEE0 for c in range(0xFF01, 0xFF5F)}, 0x3000: " ",
-                              0x02BC: "'", **{c: "'" for c in range(0x2018, 0x201C)},
-                              **{c: '"' for c in range(0x201C, 0x2020)}})
+# ftfy.fix_text's steps that tokenizer.c does, written here from ftfy 6's source
+# (ftfy/__init__.py fix_text and fix_and_explain, fixes.py, chardata.py); ftfy itself is not
+# in Debian 12. Not done, on both sides: fix_encoding (mojibake), fix_surrogates (UTF-8
+# has none).
+def _ftfy_entities():
+    ent = {}
+    for name, char in html.entities.html5.items():
+        if name.endswith(";"):
+            ent["&" + name] = char
+            if name == name.lower():
+                up = "&" + name.upper()
+                if html.unescape(up) == up:
+                    ent[up] = char.upper()
+    return ent
 
 
-NAMED = {"amp": "&", "lt": "<", "gt": ">", "quot": '"', "apos": "'", "nbsp": "\u00a0"}
-ENTITY = re.compile(r"&(?:#([0-9]{1,8});|#[xX]([0-9a-fA-F]{1,8});|(amp|lt|gt|quot|apos|nbsp);)")
+FTFY_ENTITIES = _ftfy_entities()
+FTFY_ENTITY_RE = re.compile(r"&#?[0-9A-Za-z]{1,24};")
 
 
-def unescape(t):
-    """html.unescape for the entities tokenizer.c knows: numeric ones that name a valid
-    character, and six names; the others stay text (html.unescape knows 2231 names)."""
+def ftfy_unescape(text):
     def one(m):
-        if m.group(3):
-            return NAMED[m.group(3)]
-        v = int(m.group(1)) if m.group(1) else int(m.group(2), 16)
-        ok = 0x20 <= v < 0x7F or 0xA0 <= v < 0xD800 or 0xE000 <= v <= 0xFFFD or 0x10000 <= v <= 0x10FFFF
-        return chr(v) if ok else m.group(0)
-    return ENTITY.sub(one, t)
+        t = m.group(0)
+        if t in FTFY_ENTITIES:
+            return FTFY_ENTITIES[t]
+        if t.startswith("&#"):
+            u = html.unescape(t)
+            return t if ";" in u else u
+        return t
+    return FTFY_ENTITY_RE.sub(one, text)
 
 
-def fix_text(t):
-    """ftfy.fix_text's steps that tokenizer.c does: control characters, ligatures, width,
-    quotes, NFC."""
-    return unicodedata.normalize("NFC", t.translate(FTFY).translate(WIDTH_QUOTES))
+def _sloppy_1252(b):
+    try:
+        return bytes([b]).decode("cp1252")
+    except UnicodeDecodeError:  # 0x81, 0x8D, 0x8F, 0x90, 0x9D: themselves
+        return chr(b)
+
+
+C1 = {c: _sloppy_1252(c) for c in range(0x80, 0xA0)}
+LIGATURES = {ord(k): v for k, v in {"Ĳ": "IJ", "ĳ": "ij", "ŉ": "ʼn", "Ǳ": "DZ", "ǲ": "Dz",
+             "ǳ": "dz", "Ǆ": "DŽ", "ǅ": "Dž", "ǆ": "dž", "Ǉ": "LJ", "ǈ": "Lj", "ǉ": "lj",
+             "Ǌ": "NJ", "ǋ": "Nj", "ǌ": "nj", "ﬀ": "ff", "ﬁ": "fi", "ﬂ": "fl", "ﬃ": "ffi",
+             "ﬄ": "ffl", "ﬅ": "ſt", "ﬆ": "st"}.items()}
+WIDTH = {0x3000: " ", **{c: unicodedata.normalize("NFKC", chr(c)) for c in range(0xFF01, 0xFFF0)
+                         if unicodedata.normalize("NFKC", chr(c)) != chr(c)}}
+QUOTES = {0x2BC: "'", **{c: "'" for c in range(0x2018, 0x201C)},
+          **{c: '"' for c in range(0x201C, 0x2020)}}
+ANSI_RE = re.compile("\033\\[((?:\\d|;)*)([a-zA-Z])")
+CONTROL = {c: None for c in [*range(0x00, 0x09), 0x0B, *range(0x0E, 0x20), 0x7F,
+                             *range(0x206A, 0x2070), 0xFEFF, *range(0xFFF9, 0xFFFD)]}
+
+
+# ftfy's per-character steps in its order, composed into one table (each maps characters
+# alone, so chaining the tables on one character is chaining them on the text)
+CHAR_FIXES = {c: chr(c).translate(C1).translate(LIGATURES).translate(WIDTH).translate(QUOTES)
+              for c in {**C1, **LIGATURES, **WIDTH, **QUOTES}}
+
+
+def fix_segment(text, html_on):
+    while True:
+        orig = text
+        if html_on:
+            text = ftfy_unescape(text)
+        text = text.translate(CHAR_FIXES)  # fix_c1_controls .. uncurl_quotes, in turn
+        text = (text.replace("\r\n", "\n").replace("\r", "\n").replace("\u2028", "\n")
+                .replace("\u2029", "\n").replace("\u0085", "\n"))
+        text = ANSI_RE.sub("", text).translate(CONTROL)
+        text = unicodedata.normalize("NFC", text)
+        if text == orig:
+            return text
+
+
+def fix_text(text):
+    """ftfy.fix_text: line by line (each with its \\n), HTML off from a line with '<' on."""
+    out, pos, html_on = [], 0, True
+    while pos < len(text):
+        end = text.find("\n", pos) + 1 or len(text)
+        seg = text[pos:end]
+        html_on = html_on and "<" not in seg
+        out.append(fix_segment(seg, html_on))
+        pos = end
+    return "".join(out)
 
 
 class Reference:
@@ -131,8 +189,9 @@ class Reference:
         return word
 
     def encode(self, text, max_ids=77):
-        text = unescape(unescape(fix_text(text))).strip()
-        text = re.sub(r"\s+", " ", text).strip().lower()
+        # basic_clean, whitespace_clean (simple_tokenizer.py imports regex as re), lower
+        text = html.unescape(html.unescape(fix_text(text))).strip()
+        text = regex.sub(r"\s+", " ", text).strip().lower()
         ids = []
         for piece in self.pat.findall(text):
             piece = "".join(self.byte_encoder[b] for b in piece.encode("utf-8"))
@@ -159,7 +218,16 @@ OTHER = ["東京タワー", "北京", "한국어", "ひらがな", "العربي
          "ｆｕｌｌｗｉｄｔｈ", "ＡＢＣ１２３", "ﬁsh ﬂower ﬀ ﬃ ﬅ", "Ĳssel ŉ Ǆ", "“quoted” ‘single’ ʼtis",
          "„low“ ‚low‘", "½ ⅔ ² ³ ①", "Ⅻ", "٣٤٥", "১২৩"]
 ENTITIES = ["&amp;", "&lt;", "&gt;", "&quot;", "&apos;", "&nbsp;", "&#233;", "&#x1F600;", "&#65;",
-            "&amp;lt;", "&#x27;", "&#8220;", "AT&T", "&unknown;", "&copy;", "& amp;"]
+            "&amp;lt;", "&#x27;", "&#8220;", "AT&T", "&unknown;", "&copy;", "& amp;",
+            "&amp;amp;amp;", "&amp;amp;amp;amp;lt;", "&notit;", "&copy2024", "&ampx", "&#59;",
+            "&#x3b;", "&#0;", "&#128;", "&#x9d;", "&#xD800;", "&#99999999999999999999;", "&#1;",
+            "&#65279;", "&#x;", "&#;", "&#12ab;", "&EACUTE;", "&SZLIG;", "&AMP;", "&Eacute",
+            "&eacute", "&AElig", "&frac12;", "&NotNestedGreaterGreater;", "&acE;", "&fjlig;",
+            "a < b &amp;lt; c", "&lt;b&gt;", "&#x41;&#X42;&#67", "&&amp;;"]
+HTML5 = sorted(html.entities.html5)
+ANSI = ["\x1b[31m", "\x1b[1;32m", "\x1b[0m", "\x1b[m", "\x1b[٣m", "\x1b[", "\x1b[12"]
+C1_TEXT = ["\x80", "\x81", "\x85", "\x91", "\x92", "\x93", "\x94", "\x96", "\x9d", "\x9f"]
+HALFWIDTH = ["ﾊﾟﾝ", "ｶﾞｷﾞ", "ｱｲｳ", "￥100", "￠", "｟x｠", "｡｢｣", "ﾡﾢ", "ￂￃ", "￨￩"]
 SPACES = [" ", "  ", "\t", "\n", "\r\n", "\u00a0", "\u2003", "\u3000", "\u2028", " \t \n "]
 CONTROLS = ["\x01", "\x07", "\x0b", "\x1b", "\x7f", "\ufeff", "\u206b", "\U000e0041", "\x0c", "\x85"]
 PUNCT = [".", ",", "!", "?", "...", "--", "(", ")", "[x]", "{", "}", "#", "@", "$", "%", "^", "*",
@@ -170,15 +238,33 @@ DIGITS = ["0", "42", "3.14", "1,000,000", "2024-11-26", "v2", "x86_64", "ViT-B/1
 SPECIAL = [SOT, EOT, "<|ENDOFTEXT|>", "<|endoftext", "|>"]
 
 
+def entity(rng):
+    """A random HTML reference: a name of the standard's (cut, upper-cased, without its
+    ';'), or a number from the ranges html.unescape treats apart."""
+    r = rng.random()
+    if r < 0.5:
+        name = rng.choice(HTML5)
+        if rng.random() < 0.2:
+            name = name.upper()
+        if rng.random() < 0.2:
+            name = name[:rng.randint(1, len(name))] + rng.choice(["", "x", "9;", ";"])
+        return "&" + name
+    v = rng.choice([rng.randint(0, 0x20), rng.randint(0x7E, 0xA0), rng.randint(0xD7F0, 0xE010),
+                    rng.randint(0xFDC0, 0xFFFF), rng.randint(0x10000, 0x10FFFF),
+                    rng.randint(0x10FFF0, 0x110010), rng.randint(0x20, 0x3000)])
+    num = f"#x{v:x}" if r < 0.7 else f"#X{v:X}" if r < 0.75 else f"#{v}"
+    return "&" + ("amp;" if rng.random() < 0.1 else "") + num + (";" if rng.random() < 0.85 else "")
+
+
 def draw(rng):
     """One string: a mix of parts, sometimes long."""
     kinds = [WORDS, WORDS, WORDS, ACCENTED, EMOJI, OTHER, ENTITIES, PUNCT, CONTRACTIONS, DIGITS,
-             SPECIAL]
+             SPECIAL, ANSI, C1_TEXT, HALFWIDTH, None]
     n = rng.choice([1, 2, 3, 5, 8, 13]) if rng.random() < 0.9 else rng.randint(100, 160)
     parts = []
     for _ in range(n):
         k = rng.choice(kinds)
-        w = rng.choice(k)
+        w = entity(rng) if k is None else rng.choice(k)
         if k is ACCENTED and rng.random() < 0.5:
             w = unicodedata.normalize("NFD", w)  # decomposed: NFC must compose it again
         if k is WORDS and rng.random() < 0.2:
@@ -291,6 +377,35 @@ def main():
         check(r2.returncode == 0 and r2.stdout.splitlines() == r.stdout.splitlines()[:2000],
               f"{v.name}: the same ids on 2000 strings as the .gz gives")
 
+    # vit_tokenizer_find: beside the model, in its tokenizer/ folder, a model's folder;
+    # vocab.json + merges.txt before the .gz; one of the pair alone is not a vocabulary
+    fd = work / "find"
+    for sub, files in [("m1", ["model.safetensors", "vocab.json", "merges.txt"]),
+                       ("m2", ["model.pth", "tokenizer/bpe_simple_vocab_16e6.txt.gz"]),
+                       ("m3", ["model.safetensors", "vocab.json", "tokenizer/merges.txt"]),
+                       ("m4", ["model.safetensors", "bpe_simple_vocab_16e6.txt.gz", "vocab.json",
+                               "merges.txt"])]:
+        for name in files:
+            f = fd / sub / name
+            f.parent.mkdir(parents=True, exist_ok=True)
+            if name.endswith(".gz"):
+                f.unlink(missing_ok=True)
+                f.symlink_to(gz.resolve())
+            else:
+                f.write_text("")
+    for model, want in [("m1/model.safetensors", "m1/vocab.json"),
+                        ("m2/model.pth", "m2/tokenizer/bpe_simple_vocab_16e6.txt.gz"),
+                        ("m3/model.safetensors", "none"), ("m4/model.safetensors", "m4/vocab.json"),
+                        ("m1", "m1/vocab.json"), ("m2", "m2/tokenizer/bpe_simple_vocab_16e6.txt.gz"),
+                        ("missing/model.safetensors", "none")]:
+        rf = subprocess.run([str(a.dump), "--find", str(fd / model)], capture_output=True, text=True)
+        got_path = rf.stdout.strip()
+        check(got_path == (want if want == "none" else str(fd / want)),
+              f"vit_tokenizer_find({model}): {got_path.replace(str(fd) + '/', '')}")
+    r5 = run_dump(a.dump, fd / "m2/tokenizer/bpe_simple_vocab_16e6.txt.gz", texts[:200], work, "found")
+    check(r5.returncode == 0 and r5.stdout.splitlines() == r.stdout.splitlines()[:200],
+          "the vocabulary found loads and gives the same ids")
+
     # bad text
     bad = ["", "   \t\n ", "\x01\x07", b"caf\xe9".decode("latin-1").encode("latin-1"), "x" * 20000]
     f = work / "bad.hex"
@@ -299,7 +414,7 @@ def main():
     lines = r3.stdout.splitlines()
     errs = r3.stderr.splitlines()
     check(lines == ["err argument"] * 5, f"empty, whitespace, controls only, invalid UTF-8, 20000 bytes: {lines}")
-    check(len(errs) == 5 and "empty" in errs[0] and "UTF-8" in errs[3] and "16384" in errs[4],
+    check(len(errs) == 5 and "empty" in errs[0] and "UTF-8" in errs[3] and "0xE9 at offset 3" in errs[3] and "16384" in errs[4],
           f"their messages: {errs}")
     r4 = subprocess.run([str(a.dump), str(gz), str(work / "texts.hex"), "1"], capture_output=True, text=True)
     check("err argument" in r4.stdout, "room for 1 id: refused")
@@ -326,7 +441,7 @@ def main():
     (nomerges / "vocab.json").write_text("{}")
     cases = [(work / "missing.txt.gz", "missing.txt.gz", "cannot open"),
              (work / "cut.txt.gz", "cut.txt.gz", ""),
-             (work / "notgz.txt.gz", "notgz.txt.gz", ""),
+             (work / "notgz.txt.gz", "notgz.txt.gz", "not a gzip file"),
              (one, "merges.txt", "line 8"),
              (unk, "merges.txt", "line 4"),
              (notobj, "vocab.json", "object"),

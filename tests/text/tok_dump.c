@@ -6,7 +6,11 @@
  * that a text may hold any byte, newlines included). For each, one line on stdout:
  *   ok ID ID ...    the ids (cut: "cut ID ...")
  *   err STATUS      vit_tokenize refused it (VitStatus name), the message on stderr
- * A vocabulary it cannot load: the message on stderr, exit 1. MAX_IDS: default 77. */
+ * A vocabulary it cannot load: the message on stderr, exit 1. MAX_IDS: default 77.
+ *
+ *   tok_dump --find MODEL_PATH
+ *
+ * prints what vit_tokenizer_find gives for a model file or folder ("none": nothing). */
 #define _POSIX_C_SOURCE 200809L /* getline */
 #include "vit.h"
 
@@ -22,6 +26,11 @@ int main(int argc, char **argv) {
     if (argc < 3) {
         fputs("usage: tok_dump VOCAB TEXTS [MAX_IDS]\n", stderr);
         return 2;
+    }
+    if (!strcmp(argv[1], "--find")) {
+        char path[1024];
+        puts(vit_tokenizer_find(path, sizeof path, argv[2]) ? path : "none");
+        return 0;
     }
     int max_ids = argc > 3 ? atoi(argv[3]) : VIT_TEXT_CONTEXT;
     VitTokenizer *tok;
