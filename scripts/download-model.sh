@@ -6,7 +6,10 @@
 # ~/.local/share/vitlens/models); else the source tree's models/. vitlens looks in all
 # three for --model NAME. $HF_ENDPOINT replaces https://huggingface.co, e.g. for a
 # mirror. The families: DeiT (with and without distillation token), ViT augreg, DINO
-# (patch 16 and 8), DINOv2 (patch 14, with and without registers).
+# (patch 16 and 8), DINOv2 (patch 14, with and without registers); and CLIP (image and text
+# towers, with the tokenizer's vocab.json + merges.txt): OpenAI's B/32 and B/16 in Hugging
+# Face's CLIPModel names, and an OpenCLIP B/32 (LAION-2B) in OpenAI / OpenCLIP names, its
+# open_clip_model.safetensors saved as model.safetensors beside its open_clip_config.json.
 #
 # Usage: scripts/download-model.sh [--user] [NAME ...]      (no NAME: list the models)
 # Then:  build/vitlens --model NAME IMAGE   (or --model MODELS/NAME/model.safetensors)
@@ -36,6 +39,9 @@ declare -A REPO=(
   [dino-vitb16]=timm/vit_base_patch16_224.dino
   [dinov2-vits14]=timm/vit_small_patch14_dinov2.lvd142m
   [dinov2-vits14-reg4]=timm/vit_small_patch14_reg4_dinov2.lvd142m
+  [clip-vit-b32]=openai/clip-vit-base-patch32
+  [clip-vit-b16]=openai/clip-vit-base-patch16
+  [openclip-vit-b32-laion2b]=laion/CLIP-ViT-B-32-laion2B-s34B-b79K
 )
 # ImageNet-1k class names in index order, as id2label of a hub config.
 LABELS_CONFIG=google/vit-base-patch16-224
@@ -58,10 +64,25 @@ for name in "$@"; do
   [ -n "$repo" ] || { echo "$0: unknown model '$name' (run without arguments for the list)" >&2; exit 2; }
   dir=$models/$name; mkdir -p "$dir"
   echo "== $name ($repo)"
-  [ -s "$dir/model.safetensors" ] || fetch "$HUB/$repo/resolve/main/model.safetensors" "$dir/model.safetensors"
-  [ -s "$dir/config.json" ] || fetch "$HUB/$repo/resolve/main/config.json" "$dir/config.json"
   case $name in
-    dino-*|dinov2-*) ;; # self-supervised backbones: no classifier, no labels
+    clip-*) # Hugging Face CLIPModel: weights, config, preprocessing, the tokenizer's files
+      for f in model.safetensors config.json preprocessor_config.json vocab.json merges.txt; do
+        [ -s "$dir/$f" ] || fetch "$HUB/$repo/resolve/main/$f" "$dir/$f"
+      done ;;
+    openclip-*) # OpenCLIP's own file (OpenAI names), its config, the tokenizer's files; not
+      # the repository's config.json, which describes its Hugging Face copy
+      [ -s "$dir/model.safetensors" ] ||
+        fetch "$HUB/$repo/resolve/main/open_clip_model.safetensors" "$dir/model.safetensors"
+      for f in open_clip_config.json vocab.json merges.txt; do
+        [ -s "$dir/$f" ] || fetch "$HUB/$repo/resolve/main/$f" "$dir/$f"
+      done ;;
+    *)
+      [ -s "$dir/model.safetensors" ] || fetch "$HUB/$repo/resolve/main/model.safetensors" "$dir/model.safetensors"
+      [ -s "$dir/config.json" ] || fetch "$HUB/$repo/resolve/main/config.json" "$dir/config.json" ;;
+  esac
+  case $name in
+    dino-*|dinov2-*|clip-*|openclip-*) ;; # backbones and CLIP: no ImageNet labels (CLIP's
+      # zero-shot classes come from --classes, --prompts, --classes imagenet)
     *)
       if [ ! -s "$dir/labels.txt" ]; then
         fetch "$HUB/$LABELS_CONFIG/resolve/main/config.json" "$dir/.labels-config.json"
@@ -77,6 +98,12 @@ PY
   esac
   # DINOv2 is trained at 518 px (37x37 patches, 1370 tokens); at 224 px it has 16x16
   size=; case $name in dinov2-*) size=" --size 224" ;; esac
+  case $name in
+    clip-*|openclip-*)
+      echo "   build/vitlens --model $dir/model.safetensors --classes imagenet IMAGE   (then / and a phrase)"
+      echo "   build/vitlens --model $name --text \"a red umbrella\" --export DIR IMAGE"
+      continue ;;
+  esac
   echo "   build/vitlens --model $dir/model.safetensors$([ -s "$dir/labels.txt" ] && echo " --labels $dir/labels.txt")$size IMAGE"
   echo "   or: build/vitlens --model $name$size IMAGE"
 done

@@ -19,6 +19,7 @@ static const char *const KEYS_OTHER[][2] = {
     {"A", "all heads of the layer as thumbnails (click or Enter opens one)"},
     {"T", "the whole table: a column per layer, a row per head"},
     {"1 - 5, click a class", "explain that class of the top-5 (a class-specific map)"},
+    {"/", "CLIP: type a phrase, Enter: the class-specific map finds it (Esc cancels)"},
     {"0", "top-5 predictions panel on / off"},
     {"D", "mean attention distance panel (ViT paper, Fig. 7)"},
     {"M", "mask: the fewest patches holding 60% of the attention (DINO)"},

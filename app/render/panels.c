@@ -626,6 +626,20 @@ void ren_draw_status(Ren *r, const RenFrame *f, const RenLayout *l) {
     float by = H - bar_h;
     ren_fill(r, 0, by, W, bar_h, COL_BAR);
     ren_fill(r, 0, by, W, 1, COL_BG);
+    if (f->input) { /* the text box: prompt, text, caret; a long text shrinks to fit */
+        ren_fill(r, pad * 0.5f, by + bar_h * 0.1f, W - pad, bar_h * 0.8f, COL_SIDE);
+        ren_frame_rect(r, pad * 0.5f, by + bar_h * 0.1f, W - pad, bar_h * 0.8f, 2, COL_ACCENT);
+        const RenText *tp = ren_text_get(r, f->input_prompt, font_px);
+        const RenText *ti = f->input[0] ? ren_text_get(r, f->input, font_px) : NULL;
+        float x = pad, pw = tp ? (float)tp->w + pad * 0.5f : 0.0f;
+        float tw = ti ? (float)ti->w : 0.0f, room = W - 2 * pad - pw - pad;
+        float s = tw > room && tw > 0 ? room / tw : 1.0f;
+        if (tp) ren_text_draw(r, tp, x, by + (bar_h - tp->h) / 2, 1.0f, COL_ACCENT);
+        if (ti) ren_text_draw(r, ti, x + pw, by + (bar_h - ti->h * s) / 2, s, COL_TEXT);
+        ren_fill(r, x + pw + tw * s + 2, by + bar_h * 0.22f, roundf(bar_h * 0.06f) + 1,
+                 bar_h * 0.56f, COL_ACCENT);
+        return;
+    }
     const RenText *tl = ren_text_get(r, f->status_left, font_px);
     const RenText *tr = ren_text_get(r, f->status_right, font_px);
     float spin_w = f->busy ? bar_h : 0.0f;

@@ -144,6 +144,9 @@ typedef struct {
     int overlay, grid, help, busy;
     float opacity;
     const char *status_left, *status_right, *error, *placeholder;
+    /* a text box on the status bar instead of its texts (CLIP's phrase, /): input_prompt,
+     * then input (UTF-8) with a caret after it; NULL: none */
+    const char *input, *input_prompt;
     const char *(*help_rows)[2]; /* [n_help] {key, what} */
     int n_help;
     float spinner_turns; /* spinner phase while busy */

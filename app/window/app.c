@@ -96,6 +96,14 @@ static int app_init_model(App *app, const Options *o) {
         return -1;
     }
     trace_startup(app, "model");
+    char text_msg[1200]; /* CLIP: --classes, --prompts, --text as the head */
+    if (model_open_text(app->model, &o->clip, 1, text_msg, sizeof text_msg)) {
+        fprintf(stderr, "vitlens: %s\n", text_msg);
+        return -1;
+    }
+    if (app->model->clip && app->model->clip->phrase_truncated)
+        fprintf(stderr, "vitlens: --text: cut to CLIP's %d tokens; the rest is not read\n",
+                VIT_TEXT_CONTEXT);
     const VitConfig *c = &app->model->vit.cfg;
     app->iv_spec = o->interv;
     if (interv_any(&o->interv)) { /* --ablate, ...: checked against the model */
@@ -114,7 +122,10 @@ static int app_init_model(App *app, const Options *o) {
     app->shown_kind = -1;                         /* no map on screen yet */
     for (int k = MAP_KIND_COUNT - 1; k >= 0; k--) /* the first class-specific row */
         if (MAP_KINDS[k].group == MAP_GROUP_CLASS) app->class_kind = k;
-    if (o->class_arg) { /* --class: open on the first class-specific map, for that class */
+    if (model_phrase_class(app->model) >= 0) { /* --text: open on its map */
+        app->view.target = model_phrase_class(app->model);
+        app->view.kind = app->class_kind;
+    } else if (o->class_arg) { /* --class: open on the first class-specific map, for that class */
         char msg[600];
         if (model_find_class(app->model, o->class_arg, &app->view.target, msg, sizeof msg)) {
             fprintf(stderr, "vitlens: %s\n", msg);
@@ -139,6 +150,7 @@ static int app_init_worker(App *app, const Options *o) {
         fprintf(stderr, "vitlens: cannot start the worker thread: %s\n", SDL_GetError());
         return -1;
     }
+    app->worker.clip = &o->clip; /* a model dropped later gets the command line's classes */
     for (int i = 0; o->start_photo && i < app->n_images; i++) /* where the last run left off */
         if (!strcmp(app->images[i], o->start_photo)) app->image_at = i;
     if (o->start_photo && (!app->n_images || strcmp(app->images[app->image_at], o->start_photo)))

@@ -11,6 +11,7 @@
  *   window.c    the SDL window, its OpenGL context and renderer, fullscreen, stdin drops
  *   input.c     every key and mouse event: the one event switch
  *   controls.c  the on-screen controls: buttons for what the keys do most
+ *   textbox.c   CLIP's text box (/): a phrase typed becomes the class the maps explain
  *   requests.c  view -> requests: what the view on screen needs computed, here or on
  *               the worker, and its maps uploaded once they are there
  *   jobs.c      photos and models opened on the worker, and the worker's results
@@ -191,6 +192,12 @@ typedef struct App {
         int ahead;                   /* neighbouring steps may still be drawn ahead */
         float ms_picture, ms_upload; /* the last step's drawing on the CPU, its upload (trace) */
     } lesson;
+    /* CLIP's text box (textbox.c): / opens it on the status line, Enter applies, Esc
+     * cancels; the phrase's embedding is a worker job, its head made when it is done */
+    int typing;                          /* the box is open: the keys type */
+    char typed[CLIP_TEXT_BYTES];         /* its text, UTF-8 */
+    char queued_phrase[CLIP_TEXT_BYTES]; /* applied while the worker was busy: next, "" none */
+    Uint64 t_phrase; /* when Enter applied the phrase whose map is awaited (trace), 0: none */
     int running, dirty;
     Uint64 t_input; /* when the first key since the last frame was handled, 0: none */
     int again;      /* ren_present asked for another frame */
@@ -295,6 +302,26 @@ int app_menu_at(const App *app, float x, float y);
  * closes; on the kind's button, the menu closes; elsewhere too, and the click does nothing
  * more. */
 void app_menu_click(App *app, float x, float y);
+
+/* ---------------------------------------------------------------------------
+ * textbox.c: CLIP's text box */
+
+/* /: open the text box (the phrase on screen in it, to edit); for a model that cannot
+ * embed a phrase (not CLIP, no text tower, no vocabulary) the status line says why.
+ * Returns 0 (the map changes when the phrase is applied). */
+int app_text_open(App *app, int unused);
+/* Can the model on screen embed a phrase (a CLIP model with its text tower and vocabulary)? */
+int app_text_can(const App *app);
+/* A key while the box is open: Esc, Enter, Backspace, Ctrl+U (clear), Ctrl+V (paste);
+ * every key is the box's then. 1 when it was open. */
+int app_text_key(App *app, const SDL_Keysym *ks);
+/* SDL_TEXTINPUT while the box is open: the characters typed, appended. */
+void app_text_input(App *app, const char *utf8);
+/* The phrase's embedding on the worker, or after the running job when busy. */
+void app_phrase_start(App *app, const char *phrase);
+/* The worker's phrase job is done: the phrase becomes the head's last class, the view
+ * explains it (the photo runs again when the head's size changed). */
+void app_phrase_done(App *app);
 
 /* ---------------------------------------------------------------------------
  * requests.c: view -> requests */

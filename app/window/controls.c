@@ -13,7 +13,7 @@
 #include <string.h>
 
 /* The groups of the strip: items of one group sit close together. */
-enum { G_LAYER = 0, G_HEAD, G_FUSION, G_KIND, G_LESSON, G_HELP };
+enum { G_LAYER = 0, G_HEAD, G_FUSION, G_KIND, G_LESSON, G_FIND, G_HELP };
 
 typedef struct {
     const char *name; /* for VITLENS_TRACE's "controls" line: [a-z-] */
@@ -72,6 +72,22 @@ static int head_can(const App *app, int arg) {
 
 static int fusion_on(const App *app, int arg) {
     return reads_head(app, 0) && app->view.head == app->model->vit.cfg.n_heads + arg;
+}
+
+/* A CLIP model in the explorer: its text box's button shows (enabled when a phrase can be
+ * embedded; else a click says why, as / does). */
+static int find_shown(const App *app, int arg) {
+    return explorer_shown(app, arg) && app->model->clip;
+}
+
+static int find_can(const App *app, int arg) {
+    (void)arg;
+    return app_text_can(app);
+}
+
+static int typing(const App *app, int arg) {
+    (void)arg;
+    return app->typing;
 }
 
 /* --- the labels ------------------------------------------------------------------ */
@@ -165,6 +181,9 @@ static const AppControl APP_CONTROLS[] = {
      app_lesson_step, -1, lesson_shown, NULL, NULL},
     {"lesson-next", G_LESSON, "step " RIGHT, NULL, "the lesson's next step (Page Down)",
      app_lesson_step, 1, lesson_shown, NULL, NULL},
+    {"find", G_FIND, "find\xe2\x80\xa6", NULL,
+     "CLIP: type a phrase, Enter: the class-specific map shows where it is (/)", app_text_open, 0,
+     find_shown, find_can, typing},
     {"help", G_HELP, "?", NULL, "the keys (H); Tab hides these buttons", app_toggle_help, 0, NULL,
      NULL, NULL},
 };

@@ -19,9 +19,12 @@ static void app_panels(App *app, RenFrame *f) {
     const Scene *sc = app_scene(app);
     const VitConfig *c = &app->model->vit.cfg;
     if (!sc) return;
-    if (app->show_preds && c->n_classes > 0 && sc->run.probs) {
-        int top[REN_MAX_PREDS], k = c->n_classes < REN_MAX_PREDS ? c->n_classes : REN_MAX_PREDS;
-        vit_top_k(top, sc->run.probs, c->n_classes, k);
+    /* the run's classes: a CLIP head just made larger (a first phrase) is the model's before
+     * the photo's pass has run again */
+    int C = sc->run.cfg.n_classes;
+    if (app->show_preds && C > 0 && sc->run.probs) {
+        int top[REN_MAX_PREDS], k = C < REN_MAX_PREDS ? C : REN_MAX_PREDS;
+        vit_top_k(top, sc->run.probs, C, k);
         for (int i = 0; i < k; i++) {
             const char *label = model_label(app->model, top[i]);
             char cls[32], delta[32] = "";
@@ -39,6 +42,7 @@ static void app_panels(App *app, RenFrame *f) {
         f->n_preds = k;
         f->pred_title = MAP_KINDS[app->view.kind].uses_target ? "top-5: click or 1-5 to explain"
                         : sc->has_plain                       ? "top-5, what if (+/- points)"
+                        : app->model->clip                    ? "zero-shot top-5 (/: a phrase)"
                                                               : NULL;
     }
     const float *dist = sc->distance; /* computed by the worker (scene_run) */
@@ -159,6 +163,8 @@ static RenFrame app_frame(App *app) {
         .opacity = app->opacity,
         .status_left = app->status_left,
         .status_right = app->status_right,
+        .input = app->typing ? app->typed : NULL, /* CLIP's text box, on the status line */
+        .input_prompt = "find:",
         .error = app->error[0] ? app->error : NULL,
         .placeholder = app->busy ? "loading\xe2\x80\xa6" : "drop a photo here",
         .help_rows = app->keys.rows,

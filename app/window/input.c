@@ -82,9 +82,10 @@ static void app_target_rank(App *app, int rank) {
                  "%s has no classification head: no class to explain", app->model->name);
         return;
     }
-    int top[REN_MAX_PREDS], k = c->n_classes < REN_MAX_PREDS ? c->n_classes : REN_MAX_PREDS;
+    int C = sc->run.cfg.n_classes; /* the run's: a CLIP head may have grown since */
+    int top[REN_MAX_PREDS], k = C < REN_MAX_PREDS ? C : REN_MAX_PREDS;
     if (rank < 0 || rank >= k) return;
-    vit_top_k(top, sc->run.probs, c->n_classes, k);
+    vit_top_k(top, sc->run.probs, C, k);
     app->view.target = top[rank];
     if (!MAP_KINDS[app->view.kind].uses_target) app->view.kind = app->class_kind;
     app->overview = VIEW_SINGLE;
@@ -460,6 +461,11 @@ static void app_key_action(App *app, const SDL_Keysym *ks) {
         app->dirty = 1;
         return;
     }
+    if (key == SDLK_SLASH || key == SDLK_KP_DIVIDE) { /* CLIP: type what to find */
+        app_text_open(app, 0);
+        app->dirty = 1;
+        return;
+    }
     if (app_kind_key(app, key, shift)) {
         app_update_map(app);
         app->dirty = 1;
@@ -571,8 +577,10 @@ void app_handle_event(App *app, const SDL_Event *e) {
     case SDL_KEYDOWN:
         /* the first key since the last frame: VITLENS_TRACE's key-to-frame latency */
         if (!app->t_input) app->t_input = SDL_GetPerformanceCounter();
+        if (app_text_key(app, &e->key.keysym)) break; /* the text box open: it types */
         app_key(app, &e->key.keysym);
         break;
+    case SDL_TEXTINPUT: app_text_input(app, e->text.text); break;
     case SDL_MOUSEMOTION:
         app_hover(app, e->motion.x, e->motion.y);
         if (app->drag_active) app_interv_patch(app);

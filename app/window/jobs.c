@@ -54,6 +54,7 @@ void app_open(App *app, const char *path) {
     back->plain_given = 0;
     int C = app->model->vit.cfg.n_classes;
     if (sc && sc != back && C > 0 && sc->vit == &app->model->vit && !strcmp(sc->path, path) &&
+        sc->run.cfg.n_classes == C && /* a CLIP head of another size: not its probabilities */
         !ends_with(path, ".safetensors")) {
         const float *pp = sc->has_plain           ? sc->plain_probs
                           : !sc->run.intervention ? sc->run.probs
@@ -116,6 +117,17 @@ static void app_job_result(App *app) {
                                      : w->slow    ? "slow"
                                      : w->explain ? "explain"
                                                   : "forward");
+    if (w->phrase) { /* CLIP: the phrase's embedding becomes the head */
+        app_phrase_done(app);
+        app->dirty = 1;
+        if (app->pending[0] && !app->busy) {
+            char path[1024];
+            snprintf(path, sizeof path, "%s", app->pending);
+            app->pending[0] = '\0';
+            app_open(app, path);
+        }
+        return;
+    }
     if (w->perturb || w->explain || w->slow || w->maps) { /* a job on the front Scene */
         if (w->perturb) {
             app_perturb_done(app);
@@ -166,6 +178,7 @@ static void app_job_result(App *app) {
             w->new_model = NULL;
             snprintf(app->model_path, sizeof app->model_path, "%s", w->model_path);
             snprintf(app->labels_path, sizeof app->labels_path, "%s", w->labels_path);
+            if (w->text_msg[0]) snprintf(app->notice, sizeof app->notice, "%s", w->text_msg);
             model_free(old);
             free(old);
             joint_features_free(&app->joint); /* of the old model */
@@ -211,6 +224,11 @@ void app_job_done(App *app) {
     app_job_result(app);
     /* a step asked for while the worker was busy: drawn now */
     if (app->lesson.on && !app->lesson.shown && !app->busy) app_lesson_show(app);
+    if (!app->busy && app->queued_phrase[0]) { /* Enter pressed while the worker was busy */
+        char phrase[CLIP_TEXT_BYTES];
+        snprintf(phrase, sizeof phrase, "%s", app->queued_phrase);
+        app_phrase_start(app, phrase);
+    }
     if (!app->busy && app->pert.queued) {
         Perturbation *p = app->pert.queued;
         app->pert.queued = NULL;

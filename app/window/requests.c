@@ -160,6 +160,13 @@ void app_show_maps(App *app, const char *by) {
     if (m->n_atlas) t = app->atlas, app->atlas = m->atlas, m->atlas = t;
     app->shown = *m; /* its result (its buffer pointers are the ones now in vm: unused) */
     trace_maps(app, m, by);
+    if (app->t_phrase && MAP_KINDS[m->view.kind].uses_target && /* CLIP: Enter -> its map */
+        m->view.target == model_phrase_class(app->model)) {
+        if (app->trace)
+            printf("phrase shown ms=%.1f\n", (double)(SDL_GetPerformanceCounter() - app->t_phrase) *
+                                                 1e3 / (double)SDL_GetPerformanceFrequency());
+        app->t_phrase = 0;
+    }
     app->map_w = w, app->map_h = h;
     app->has_prefix = m->n_prefix > 0;
     memset(app->prefix_share, 0, sizeof app->prefix_share);

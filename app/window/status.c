@@ -25,6 +25,8 @@ static void app_job_status(const App *app, char *buf, size_t n) {
         snprintf(what, sizeof what, "backward pass");
     } else if (w->perturb) {
         snprintf(what, sizeof what, "perturbation test");
+    } else if (w->phrase) {
+        snprintf(what, sizeof what, "text tower");
     } else {
         snprintf(what, sizeof what, "%s", w->model_path[0] ? "loading the model" : "forward pass");
     }
@@ -117,9 +119,9 @@ void app_update_status(App *app) {
         app_job_status(app, app->status_right, sizeof app->status_right);
     } else if (app->notice[0]) {
         snprintf(app->status_right, sizeof app->status_right, "%.250s", app->notice);
-    } else if (sc && c->n_classes > 0 && sc->run.probs) {
+    } else if (sc && sc->run.cfg.n_classes > 0 && sc->run.probs) {
         int top;
-        vit_top_k(&top, sc->run.probs, c->n_classes, 1);
+        vit_top_k(&top, sc->run.probs, sc->run.cfg.n_classes, 1);
         const char *label = model_label(app->model, top);
         char cls[32];
         snprintf(cls, sizeof cls, "class %d", top);

@@ -88,7 +88,7 @@ static void trace_frame_state(const App *app, const RenFrame *f) {
            "lesson=%d/%d lstep=%s llayer=%d lhead=%d lpatch=%d,%d lshown=%d ms_lpicture=%.2f "
            "ms_lupload=%.2f "
            "whatif=%d,%d,%d,%d,%d:%g fill=%d plain=%d top1=%d:%.6f "
-           "controls=%d chover=%s cpressed=%s kmenu=%d ",
+           "controls=%d chover=%s cpressed=%s kmenu=%d typing=%d ",
            app->frames, app->view.layer, app->view.head, app->view.kind == MAP_ROLLOUT,
            MAP_KINDS[app->view.kind].tag, app->view.target, (double)app->view.discard_ratio,
            app->overlay, (double)app->opacity, app->grid, app->help, app->busy, app->loads,
@@ -109,7 +109,8 @@ static void trace_frame_state(const App *app, const RenFrame *f) {
            app->iv_spec.n_drop, app->iv_spec.n_fill, (int)app->iv_spec.pos, app->iv_spec.temp_layer,
            (double)app->iv_spec.temperature, app->patch_fill, sc ? sc->has_plain : 0, top1,
            sc && top1 >= 0 ? (double)sc->run.probs[top1] : 0.0, f->n_controls,
-           app_control_name(app->ctrl_hover), app_control_name(app->ctrl_pressed), f->n_menu > 0);
+           app_control_name(app->ctrl_hover), app_control_name(app->ctrl_pressed), f->n_menu > 0,
+           app->typing);
 }
 
 /* "controls NAME=x,y,w,h,enabled,active ...": the on-screen controls as drawn, framebuffer

@@ -152,6 +152,9 @@ int app_open_window(App *app) {
         return -1;
     }
     SDL_SetWindowMinimumSize(app->win, 320, 320);
+    /* text input only while CLIP's text box is open (textbox.c): the key that opens it is
+     * then not typed into it, and no other key makes text events */
+    SDL_StopTextInput();
     trace_startup(app, "window");
     if (!(app->gl = SDL_GL_CreateContext(app->win))) {
         fprintf(stderr, "vitlens: cannot create an OpenGL 3.3 core context: %s\n", SDL_GetError());

@@ -18,6 +18,15 @@ static void run_job(Worker *w) {
     w->status = VIT_OK;
     w->err.code = VIT_OK;
     w->err.msg[0] = '\0';
+    w->text_msg[0] = '\0';
+    if (w->phrase) { /* the text tower only reads the model: the GUI makes the head */
+        Uint64 t0 = SDL_GetPerformanceCounter();
+        w->status = clip_embed(w->phrase_emb, &w->phrase_tokens, &w->phrase_truncated,
+                               w->model->clip, w->phrase_text, model_text_threads(), &w->err);
+        w->phrase_ms = (double)(SDL_GetPerformanceCounter() - t0) * 1e3 /
+                       (double)SDL_GetPerformanceFrequency();
+        return;
+    }
     if (w->perturb) {
         w->status = scene_perturb(w->perturb, w->scene, &w->err);
         return;
@@ -52,6 +61,12 @@ static void run_job(Worker *w) {
             free(m);
             return;
         }
+        /* a CLIP model's text side, with the command line's classes: what cannot be had is
+         * said (text_msg), and the image views go on */
+        if (w->clip && model_open_text(m, w->clip, 0, w->text_msg, sizeof w->text_msg))
+            m->clip = NULL;
+        else if (m->clip && m->clip->why[0] && clip_spec_any(w->clip))
+            snprintf(w->text_msg, sizeof w->text_msg, "%s", m->clip->why);
         w->new_model = m;
         model = m;
     }
@@ -131,6 +146,7 @@ static void begin_job(Worker *w) {
     w->slow = 0;
     w->perturb = NULL;
     w->maps = NULL;
+    w->phrase = 0;
 }
 
 void worker_start(Worker *w, const char *model_path, const VitLoadOptions *load_opt,
@@ -179,6 +195,19 @@ void worker_start_maps(Worker *w, const Scene *scene, ViewMaps *m) {
     hand_over(w);
 }
 
+int worker_start_phrase(Worker *w, const Model *model, const char *phrase) {
+    /* the worker is idle: its buffer is the GUI's to size */
+    float *e = realloc(w->phrase_emb, (size_t)model->clip->E * sizeof *e);
+    if (!e) return -1;
+    w->phrase_emb = e;
+    begin_job(w);
+    w->phrase = 1;
+    w->model = model;
+    snprintf(w->phrase_text, sizeof w->phrase_text, "%s", phrase);
+    hand_over(w);
+    return 0;
+}
+
 void worker_cancel(Worker *w) {
     vit_control_cancel(&w->control);
 }
@@ -199,6 +228,7 @@ void worker_free(Worker *w) {
         model_free(w->new_model);
         free(w->new_model);
     }
+    free(w->phrase_emb);
     SDL_DestroyCond(w->wake);
     SDL_DestroyMutex(w->lock);
     memset(w, 0, sizeof *w);

@@ -6,8 +6,9 @@
  * (view_slow_map); or everything the window shows of a view when that is too slow
  * for a frame (view_compute: the large-input path, where the attention is recomputed);
  * or the class probabilities of a perturbation test of the front
- * Scene's photo (scene_perturb). When done it pushes one SDL user event
- * (type `event`, user.code = VitStatus) and goes back to waiting; the GUI
+ * Scene's photo (scene_perturb); or a CLIP phrase's text embedding (clip_embed), which
+ * the GUI thread then makes the head (it changes the model: with the worker idle). When done it
+ * pushes one SDL user event (type `event`, user.code = VitStatus) and goes back to waiting; the GUI
  * thread then reads the result and swaps the back Scene in.
  *
  * Ownership: between worker_start and that event, the back Scene and the
@@ -48,12 +49,21 @@ typedef struct {
     JointFeatures *joint;    /* the slideshow's features for a joint feature PCA, or NULL */
     Perturbation *perturb;   /* non-NULL: a perturbation job (scene_perturb(scene, perturb)) */
     ViewMaps *maps;          /* non-NULL: a view job (view_compute(maps, &maps_scene)) */
-    Scene maps_scene;        /* its Scene: a copy of the front one whose run has `control` */
-    VitControl control;      /* the running job's cancel flag and progress (any thread) */
+    int phrase;              /* 1: a phrase job (clip_embed of phrase_text, model->clip) */
+    char phrase_text[CLIP_TEXT_BYTES];
+    const ClipSpec *clip; /* the command line's text options, for a model the worker loads
+                             (model_open_text, not strict); set once by the owner */
+    Scene maps_scene;     /* its Scene: a copy of the front one whose run has `control` */
+    VitControl control;   /* the running job's cancel flag and progress (any thread) */
     /* the result, valid once the event has arrived */
-    Model *new_model; /* loaded from model_path (heap; the receiver owns it), or NULL */
-    int ran;          /* 1: scene holds a new forward pass */
-    int explained;    /* 1: scene's back class-specific buffer holds a new class */
+    Model *new_model;  /* loaded from model_path (heap; the receiver owns it), or NULL */
+    int ran;           /* 1: scene holds a new forward pass */
+    int explained;     /* 1: scene's back class-specific buffer holds a new class */
+    float *phrase_emb; /* [E] the phrase's embedding (worker_start_phrase sizes it; freed by
+                          worker_free), with its token count and whether it was cut */
+    int phrase_tokens, phrase_truncated;
+    double phrase_ms;   /* the embedding took this long */
+    char text_msg[600]; /* a loaded model's text side that could not be had, "" */
     VitStatus status;
     VitError err;
 } Worker;
@@ -83,6 +93,10 @@ void worker_start_perturb(Worker *w, Scene *scene, Perturbation *p);
  * carries the worker's control. m and its buffers belong to the worker until the event;
  * the window may go on reading the Scene meanwhile. */
 void worker_start_maps(Worker *w, const Scene *scene, ViewMaps *m);
+
+/* Hand a phrase job to the idle worker: clip_embed(phrase_emb, ..., model->clip, phrase)
+ * (model->clip non-NULL). 0, or -1 out of memory (no job started). */
+int worker_start_phrase(Worker *w, const Model *model, const char *phrase);
 
 /* Ask the running job, if any, to stop early (any job: each checks what it can). */
 void worker_cancel(Worker *w);

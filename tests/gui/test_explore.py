@@ -414,6 +414,9 @@ def explore(app, a, model, chelsea, coffee, saves):
         return out
     keys = lines(near(panel, (252, 232, 38), 60) & inside, gap=4)  # accent bar, title, keys
     what = lines(near(panel, (237, 240, 242), 60) & inside)
+    # a description wrapped to a second line (E's list of kinds): that line is no key's; whether
+    # it merges with the first at gap 2 depends on the font size the row count gives
+    what = [w for w in what if any(k[0] <= w[1] and w[0] <= k[1] for k in keys[2:])]
     # the overlay and --help show one list (keys_list: the fixed keys and the map kinds')
     usage = subprocess.run([a.app, "--help"], capture_output=True, text=True).stdout
     n_keys = len(usage.split("\nkeys:\n", 1)[1].split("\n\n", 1)[0].splitlines())

@@ -148,5 +148,67 @@ for name in $names; do
   fi
 done
 
+# --- CLIP (issue 27): OpenAI's in Hugging Face names with their tokenizer files, OpenCLIP's in
+# OpenAI names; tiny random stand-ins (tests/gui/clip_models.py) with the real vocabulary
+vocab_gz=$shared/clip/bpe_simple_vocab_16e6.txt.gz
+declare -A CLIPS=(  # name -> "hub repository|naming scheme"
+  [clip-vit-b32]="openai/clip-vit-base-patch32|hf"
+  [clip-vit-b16]="openai/clip-vit-base-patch16|hf"
+  [openclip-vit-b32-laion2b]="laion/CLIP-ViT-B-32-laion2B-s34B-b79K|openai"
+)
+if [ -f "$vocab_gz" ]; then
+  OMP_WAIT_POLICY=PASSIVE /usr/bin/python3 - "$src/tests/gui" "$hub" "$vocab_gz" "${CLIPS[@]}" <<'PY'
+import json, sys
+from pathlib import Path
+sys.path.insert(0, sys.argv[1])
+import clip_models as cm
+for entry in sys.argv[4:]:
+    repo, scheme = entry.split("|")
+    d = Path(sys.argv[2]) / repo / "resolve/main"
+    cm.write(d, scheme, seed=2)
+    cm.write_hf_vocab(sys.argv[3], d)
+    if scheme == "hf":
+        (d / "preprocessor_config.json").write_text(json.dumps({
+            "crop_size": cm.SHAPE["S"], "do_center_crop": True, "do_resize": True,
+            "size": cm.SHAPE["S"], "image_mean": [0.48145466, 0.4578275, 0.40821073],
+            "image_std": [0.26862954, 0.26130258, 0.27577711], "resample": 3}))
+    else:  # OpenCLIP's own file names; its repository's config.json is the HF copy's
+        (d / "model.safetensors").rename(d / "open_clip_model.safetensors")
+        (d / "open_clip_config.json").write_text(json.dumps({"model_cfg": {
+            "embed_dim": cm.SHAPE["E"], "quick_gelu": True,
+            "vision_cfg": {"image_size": cm.SHAPE["S"], "layers": cm.SHAPE["LV"],
+                           "width": cm.SHAPE["D"], "patch_size": cm.SHAPE["P"]},
+            "text_cfg": {"context_length": 77, "vocab_size": 49408, "width": cm.SHAPE["W"],
+                         "heads": cm.SHAPE["HT"], "layers": cm.SHAPE["LT"]}}}))
+        (d / "config.json").write_text("{}")
+PY
+  n0=$(wc -l < "$work/server.log")
+  names=$(printf '%s\n' "${!CLIPS[@]}" | sort)
+  out=$("$dl" $names 2>&1); rc=$?
+  check '[ $rc -eq 0 ]' "download-model.sh $(echo $names) exits 0"
+  got=$(tail -n +"$((n0 + 1))" "$work/server.log" | grep -o '"GET [^ ]*' | cut -c6- | sort)
+  want=$(for name in $names; do
+    IFS='|' read -r repo scheme <<<"${CLIPS[$name]}"
+    if [ "$scheme" = hf ]; then files="model.safetensors config.json preprocessor_config.json"
+    else files="open_clip_model.safetensors open_clip_config.json"; fi
+    for f in $files vocab.json merges.txt; do echo "/$repo/resolve/main/$f"; done
+  done | sort)
+  check '[ "$got" = "$want" ]' "it asks the hub for exactly the CLIP files ($(echo "$got" | wc -l) files)"
+  [ "$got" = "$want" ] || diff <(echo "$want") <(echo "$got") | sed 's/^/     /'
+  for name in $names; do
+    IFS='|' read -r repo scheme <<<"${CLIPS[$name]}"
+    d=$work/models/$name w=model.safetensors
+    [ "$scheme" = openai ] && w=open_clip_model.safetensors
+    check 'cmp -s "$hub/$repo/resolve/main/$w" "$d/model.safetensors" && [ -s "$d/vocab.json" ] && [ -s "$d/merges.txt" ] && [ ! -e "$d/labels.txt" ]' \
+      "$name: the weights (as model.safetensors) and the tokenizer's files arrive, no labels"
+    check 'grep -qF -- "--model $d/model.safetensors --classes imagenet" <<<"$out"' "$name: it prints the CLIP command"
+    top=$("$app" --model "$d/model.safetensors" --classes "cat, dog" --text "a red umbrella" --top 3 "$photo" 2>&1)
+    check '[ "$(grep -c "^[123] 0\.[0-9]* [012] " <<<"$top")" -eq 3 ]' \
+      "$name: vitlens --classes, --text, --top 3 runs on the download (its vocabulary found beside it): $(echo $top)"
+  done
+else
+  echo "SKIP the CLIP downloads: no $vocab_gz"
+fi
+
 [ $fails -eq 0 ] && echo "download: all checks passed" || echo "download: $fails checks failed"
 [ $fails -eq 0 ]
