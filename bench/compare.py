@@ -361,7 +361,8 @@ def main():
                   f"+{rss - weights:.0f} MB)   torch {tor_rss:.0f} MB", flush=True)
             summary.append((model, threads, e[0], t[0], e[0] / t[0], e[1] / t[1], g[0],
                             e[0] / g[0], rss - weights,
-                            (o[0], e[0] / o[0], e[1] / o[1]) if o else None))
+                            (o[0], e[0] / o[0], e[1] / o[1]) if o else None,
+                            (ce, statistics.median(cpus["vitlens GEMMs"]), ct, co)))
 
     bsummary = []
     for model in models if backward else []:
@@ -385,10 +386,19 @@ def main():
               + (", vitlens/ORT <= 1.00" if a.ort else ""))
         print(f"{'model':<26} thr  vitlens ms  torch ms  vitlens/torch (min)  GEMM ms  "
               f"vitlens/GEMM  RSS-weights MB" + ("   ORT ms  vitlens/ORT (min)" if a.ort else ""))
-    for m, th, e, t, r, rmin, g, rg, extra, o in summary:
+    for m, th, e, t, r, rmin, g, rg, extra, o, _ in summary:
         print(f"{m:<26} {th:>3}  {e:10.2f}  {t:8.2f}  {r:9.2f} ({rmin:4.2f})    {g:7.2f}  "
               f"{rg:12.2f}  {extra:14.0f}"
               + (f"  {o[0]:7.2f}  {o[1]:11.2f} ({o[2]:4.2f})" if o else ""))
+    if summary:
+        print("\nCPU time per run (medians of the turns' means, ms; at 1 thread the time on a core, "
+              "which other load stretches less than the wall time)")
+        print(f"{'model':<26} thr  vitlens  GEMMs   torch" + ("     ORT  vitlens/ORT  ORT/GEMMs"
+                                                           if a.ort else "") + "  vitlens/GEMMs")
+    for m, th, *_, (ce, cg, ct, co) in summary:
+        print(f"{m:<26} {th:>3}  {ce:7.2f} {cg:7.2f} {ct:7.2f}"
+              + (f" {co:7.2f}  {ce / co:11.2f}  {co / cg:9.2f}" if co else "")
+              + f"  {ce / cg:13.2f}")
     if bsummary:
         print("\nbackward summary (medians; ratio min: of the minima)    targets: fwd+bwd "
               "vitlens/torch <= 0.80, vitlens bwd/fwd <= 2.0")

@@ -16,6 +16,9 @@
 //   memory    ->  "memory peak_rss_mb <r>"
 //   version   ->  "version <onnxruntime-node version>"
 //   quit (or end of input)
+// VITLENS_ORT_EXTRA='{"session": {"disable_prepacking": "1"}}' (JSON): session config entries
+// (onnxruntime_session_options_config_keys.h) for experiments, e.g. without the weights'
+// pre-packing or with the intra-op threads' spinning off ("intra_op": {"allow_spinning": "0"}).
 // Errors: one line "error <what>", then exit 1.
 "use strict";
 const fs = require("fs");
@@ -43,6 +46,7 @@ async function main() {
     intraOpNumThreads: threads,
     interOpNumThreads: 1,
     executionMode: "sequential",
+    ...(process.env.VITLENS_ORT_EXTRA ? { extra: JSON.parse(process.env.VITLENS_ORT_EXTRA) } : {}),
   });
   const S = 224; // bench/make_weights.py's models: 224 px
   const n = 3 * S * S;
