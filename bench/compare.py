@@ -1,9 +1,9 @@
 #!/usr/bin/python3
-"""The engine against PyTorch, in turns, in one run: bench/run.sh calls this.
+"""The engine against PyTorch and ONNX Runtime, in turns, in one run: bench/run.sh calls this.
 
   /usr/bin/python3 bench/compare.py --bench build-bench/bench/bench_forward \\
       --weights build-bench/weights [--models a,b] [--threads 1,2] [--rounds 6] [--per-round 5]
-      [--large] [--backward | --backward-only]
+      [--large] [--backward | --backward-only] [--ort NODE_MODULES]
 
 For each model and thread count it starts two servers on the same checkpoint, the
 engine (bench_forward --serve) and PyTorch (torch_forward.py), and asks them in
@@ -12,9 +12,14 @@ else the machine is doing falls on both alike. Per round, in an order that
 alternates: the engine's forward pass (every attention map kept), the engine's
 GEMMs alone (the same cblas_sgemm calls and nothing else: the floor), PyTorch's
 explicit-attention forward (tests/parity/reference.py, probabilities kept), and
-torchvision's fused forward (for information). It prints each one's median, min
-and max over all rounds, the ratios engine / PyTorch and engine / GEMM floor, and
-the engine's peak resident memory against the weights file. Each server also
+torchvision's fused forward (for information), and with --ort ONNX Runtime (issue 28:
+torchvision's model on the same weights exported at opset 14 by bench/onnx_export.py as
+NAME.onnx, served by bench/ort_forward.js with the npm package onnxruntime-node found in
+NODE_MODULES, intraOpNumThreads = K; it keeps no attention map, the engine keeps them
+all). Before the ONNX Runtime turns, a check line: its logits against PyTorch's on the
+same input (NAME.onnx.check), so that both run the same model. It prints each one's
+median, min and max over all rounds, the ratios engine / PyTorch, engine / ONNX Runtime
+and engine / GEMM floor, and the engine's peak resident memory against the weights file. Each server also
 reports the CPU time its process spent per run: at 1 thread that is the time on
 a core, which other processes on a busy machine do not stretch as they do the
 wall time, so its ratio is the steadier one there.
@@ -45,6 +50,7 @@ memory against 2 GB, and the times of that one run.
 """
 import argparse
 import ctypes
+import json
 import os
 import platform
 import statistics
@@ -102,8 +108,14 @@ def machine():
         ob = ctypes.CDLL("libopenblas.so.0")
         ob.openblas_get_corename.restype = ctypes.c_char_p
         ob.openblas_get_config.restype = ctypes.c_char_p
-        blas = (f"{ob.openblas_get_config().decode().split(' NO_')[0]}, kernels "
-                f"{ob.openblas_get_corename().decode()}")
+        core = ob.openblas_get_corename().decode()
+        blas = f"{ob.openblas_get_config().decode().split(' NO_')[0]}, kernels {core}"
+        if core.lower() == "prescott" and isa != "no AVX2":
+            # Debian's OpenBLAS 0.3.21 does not know some CPU models (e.g. a VM's generic
+            # "Intel Xeon Processor") and falls back to SSE3: 3-4x slower GEMMs
+            blas += (f" (SSE3 on an {isa} CPU: OpenBLAS did not recognise it; "
+                     f"OPENBLAS_CORETYPE={'SkylakeX' if isa == 'AVX-512' else 'Haswell'} "
+                     f"gives its {isa} kernels to the engine and PyTorch alike)")
     except OSError:
         blas = "OpenBLAS not found by ctypes"
     torch_v = subprocess.run([sys.executable, "-c", "import torch; print(torch.__version__)"],
@@ -132,16 +144,40 @@ BACKWARD_TURNS = [("vitlens forward", "eng", "forward"), ("vitlens fwd+bwd", "en
                   ("torch forward", "tor", "attn"), ("torch fwd+bwd", "tor", "fwdbwd")]
 
 
+ORT_TURN = ("onnxruntime", "ort", "ort")
+ORT_CHECK_TOL = 1e-3  # largest |logit difference| from PyTorch's accepted as the same model
+
+
 def run_config(args, model, threads, turn_spec=FORWARD_TURNS, eng_args=()):
     env = dict(os.environ, OPENBLAS_NUM_THREADS=str(threads), OMP_NUM_THREADS=str(threads),
                OMP_WAIT_POLICY="PASSIVE")
     path = Path(args.weights) / f"{model}.safetensors"
+    onnx = Path(args.weights) / f"{model}.onnx"
+    ort = None
+    if args.ort and turn_spec is FORWARD_TURNS:
+        if not onnx.exists():
+            raise RuntimeError(f"--ort: {onnx} is missing (bench/onnx_export.py writes it)")
+        ort = Server(["node", str(HERE / "ort_forward.js"), "--model", str(onnx), "--threads",
+                      str(threads)], dict(env, NODE_PATH=str(Path(args.ort).resolve())))
+        chk = ort.ask("check")  # max_abs_diff d max_abs_logit m top1 i torch_top1 j
+        diff, top, ttop = float(chk[1]), chk[5], chk[7]
+        ok = diff <= ORT_CHECK_TOL and top == ttop
+        print(f"  check {model}, {threads} thr: ONNX Runtime's logits against PyTorch's "
+              f"(reference.py, float32) on the same input: max |difference| {diff:.2e} "
+              f"(largest |logit| {float(chk[3]):.2f}), top-1 {top} / {ttop}: "
+              f"{'the same model' if ok else 'DIFFERENT'}", flush=True)
+        if not ok:
+            ort.close()
+            raise RuntimeError(f"ONNX Runtime's {onnx} does not compute PyTorch's logits "
+                               f"(tolerance {ORT_CHECK_TOL})")
+        turn_spec = turn_spec + [ORT_TURN]
     eng = Server([args.bench, "--model", str(path), "--threads", str(threads), "--serve",
                   *eng_args], env)
     tor = Server([sys.executable, str(HERE / "torch_forward.py"), "--model", str(path),
                   "--threads", str(threads)], env)
+    sides = {"eng": eng, "tor": tor, "ort": ort}
     try:
-        turns = [(name, eng if side == "eng" else tor, cmd) for name, side, cmd in turn_spec]
+        turns = [(name, sides[side], cmd) for name, side, cmd in turn_spec]
         times = {name: [] for name, _, _ in turns}
         cpus = {name: [] for name, _, _ in turns}  # CPU ms per run, one value per turn
         for name, srv, cmd in turns:  # warm-up: page faults, thread start, packing buffers
@@ -159,6 +195,8 @@ def run_config(args, model, threads, turn_spec=FORWARD_TURNS, eng_args=()):
     finally:
         eng.close()
         tor.close()
+        if ort:
+            ort.close()
     return eng.header, times, cpus, rss, weights, tor_rss
 
 
@@ -277,12 +315,18 @@ def main():
                     "forward + backward()")
     ap.add_argument("--backward-only", action="store_true",
                     help="the backward pass alone (no forward table, no GEMM floor)")
+    ap.add_argument("--ort", default="", help="a node_modules folder holding onnxruntime-node: "
+                    "also ONNX Runtime on NAME.onnx (bench/onnx_export.py), forward only")
     a = ap.parse_args()
     forward, backward = not a.backward_only, a.backward or a.backward_only
     models = [m for m in a.models.split(",") if m]
     thread_counts = list(map(int, a.threads.split(",")))
     for line in machine():
         print(line)
+    if a.ort:
+        ver = json.loads((Path(a.ort) / "onnxruntime-node" / "package.json").read_text())
+        print(f"onnxrt   onnxruntime-node {ver['version']} (npm, its own CPU build), CPU provider, "
+              f"intraOpNumThreads = threads, interOpNumThreads 1, graph optimisation 'all'")
     print(f"runs     {a.rounds} rounds x {a.per_round} per side, in turns, after {a.warmup} "
           f"warm-up runs; times in ms")
     print(f"start    {load_line()}", flush=True)
@@ -301,15 +345,24 @@ def main():
             e, g, t = (stats(times[k]) for k in ("vitlens forward", "vitlens GEMMs",
                                                  "torch attention"))
             print(f"  ratio vitlens / torch attention  median {e[0] / t[0]:.2f}  min {e[1] / t[1]:.2f}")
+            o = stats(times[ORT_TURN[0]]) if times.get(ORT_TURN[0]) else None
+            if o:
+                print(f"  ratio vitlens / onnxruntime      median {e[0] / o[0]:.2f}  "
+                      f"min {e[1] / o[1]:.2f}   (onnxruntime / vitlens's GEMM floor "
+                      f"{o[0] / g[0]:.2f})")
             print(f"  ratio vitlens / its GEMM floor   median {e[0] / g[0]:.2f}  min {e[1] / g[1]:.2f}")
             ce, ct = (statistics.median(cpus[k]) for k in ("vitlens forward", "torch attention"))
+            co = statistics.median(cpus[ORT_TURN[0]]) if o else None
             print(f"  ratio of CPU time per run, vitlens / torch attention  {ce / ct:.2f}"
+                  + (f", vitlens / onnxruntime {ce / co:.2f}" if o else "")
                   + ("   (1 thread: the time on a core, which other load does not stretch)"
                      if threads == 1 else "   (all threads, waiting included)"))
             print(f"  peak resident memory  vitlens {rss:.0f} MB (weights file {weights:.0f} MB, "
                   f"+{rss - weights:.0f} MB)   torch {tor_rss:.0f} MB", flush=True)
             summary.append((model, threads, e[0], t[0], e[0] / t[0], e[1] / t[1], g[0],
-                            e[0] / g[0], rss - weights))
+                            e[0] / g[0], rss - weights,
+                            (o[0], e[0] / o[0], e[1] / o[1]) if o else None,
+                            (ce, statistics.median(cpus["vitlens GEMMs"]), ct, co)))
 
     bsummary = []
     for model in models if backward else []:
@@ -329,12 +382,23 @@ def main():
     print(f"\nend      {load_line()}")
     if summary:
         print("\nsummary (medians; ratio min: of the minima)    targets: vitlens/torch <= 0.80, "
-              "vitlens/GEMM <= 1.10 (ViT-B), RSS - weights <= 100 MB (ViT-B)")
+              "vitlens/GEMM <= 1.10 (ViT-B), RSS - weights <= 100 MB (ViT-B)"
+              + (", vitlens/ORT <= 1.00" if a.ort else ""))
         print(f"{'model':<26} thr  vitlens ms  torch ms  vitlens/torch (min)  GEMM ms  "
-              f"vitlens/GEMM  RSS-weights MB")
-    for m, th, e, t, r, rmin, g, rg, extra in summary:
+              f"vitlens/GEMM  RSS-weights MB" + ("   ORT ms  vitlens/ORT (min)" if a.ort else ""))
+    for m, th, e, t, r, rmin, g, rg, extra, o, _ in summary:
         print(f"{m:<26} {th:>3}  {e:10.2f}  {t:8.2f}  {r:9.2f} ({rmin:4.2f})    {g:7.2f}  "
-              f"{rg:12.2f}  {extra:14.0f}")
+              f"{rg:12.2f}  {extra:14.0f}"
+              + (f"  {o[0]:7.2f}  {o[1]:11.2f} ({o[2]:4.2f})" if o else ""))
+    if summary:
+        print("\nCPU time per run (medians of the turns' means, ms; at 1 thread the time on a core, "
+              "which other load stretches less than the wall time)")
+        print(f"{'model':<26} thr  vitlens  GEMMs   torch" + ("     ORT  vitlens/ORT  ORT/GEMMs"
+                                                           if a.ort else "") + "  vitlens/GEMMs")
+    for m, th, *_, (ce, cg, ct, co) in summary:
+        print(f"{m:<26} {th:>3}  {ce:7.2f} {cg:7.2f} {ct:7.2f}"
+              + (f" {co:7.2f}  {ce / co:11.2f}  {co / cg:9.2f}" if co else "")
+              + f"  {ce / cg:13.2f}")
     if bsummary:
         print("\nbackward summary (medians; ratio min: of the minima)    targets: fwd+bwd "
               "vitlens/torch <= 0.80, vitlens bwd/fwd <= 2.0")

@@ -17,6 +17,7 @@ build=(build-essential cmake pkg-config
 # tools for tests/install.
 tests=(python3-torch python3-numpy python3-pil python3-torchvision python3-networkx
        python3-regex  # tests/text: CLIP's tokenizer's reference (its split pattern)
+       python3-onnx  # bench/run.sh: the models exported for ONNX Runtime (bench/onnx_export.py)
        xvfb xauth xdotool x11-utils imagemagick clang-format
        clang libclang-rt-14-dev valgrind
        libheif-examples  # heif-enc / heif-convert: HEIC and AVIF by hand (the tests encode their own)
@@ -28,6 +29,11 @@ tests=(python3-torch python3-numpy python3-pil python3-torchvision python3-netwo
 
 pkgs=("${build[@]}")
 [ "${1:-}" = "--runtime" ] || pkgs+=("${tests[@]}")
+# bench/run.sh's ONNX Runtime column (npm's onnxruntime-node): Debian's nodejs and npm, unless
+# a node and npm are already there (e.g. NodeSource's nodejs, which ships npm and conflicts)
+if [ "${1:-}" != "--runtime" ] && ! { command -v node && command -v npm; } >/dev/null; then
+  pkgs+=(nodejs npm)
+fi
 
 missing=()
 for p in "${pkgs[@]}"; do
