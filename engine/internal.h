@@ -236,6 +236,21 @@ void vit_batch_head(VitBatch *b, const Vit *vit, int n, float *logits, float *pr
  * outputs are undefined), else 1. */
 int vit_block(VitPool *pool, const VitBlock *b, const VitConfig *c, const VitBlockIO *io);
 
+/* --- CLIP's head (engine/passes/head.c) ------------------------------------------- */
+
+/* Does the model have a head to differentiate: C > 0 and a classifier (head_w) or a
+ * text head (text_emb)? */
+int vit_has_head(const Vit *vit);
+/* CLIP's image embeddings e [n, E] = xn [n, D] . img_proj_w^T of n rows of the final
+ * norm's output, then (logits not NULL and a text head set) logits [n, C] = text_scale *
+ * (e / |e|) . text_emb^T. On the pool; gemm_only: the GEMMs alone (vit_forward_gemms). */
+void vit_text_head(VitPool *pool, float *logits, float *e, const float *xn, int n, const Vit *vit,
+                   int gemm_only);
+/* dxn [D] = d logits[target] / d xn of one row xn [D] of the final norm's output, through
+ * the text head (exact; lrp: |e| held constant, AttnLRP). scratch: [2E]. */
+void vit_text_head_grad(float *dxn, const float *xn, int target, const Vit *vit, int lrp,
+                        float *scratch);
+
 /* --- reading the attention (engine/maps/maps.c), shared with explain.c ---------- */
 
 /* Reads att[layer, head] a block of query rows at a time (vit_att_blocks): a

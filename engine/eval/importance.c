@@ -22,7 +22,7 @@ static VitStatus check_args(VitBatch *b, const Vit *vit, const float *input, int
     const VitConfig *c = &vit->cfg;
     if (!b || !b->mem || b->cfg.n_tokens != c->n_tokens || b->cfg.dim != c->dim ||
         b->cfg.n_layers != c->n_layers || b->cfg.n_heads != c->n_heads ||
-        b->cfg.n_classes != c->n_classes || !vit->w.head_w)
+        b->cfg.n_classes != c->n_classes || !vit_has_head(vit))
         return vit_set_error(err, VIT_ERR_ARG,
                              "%s: head importance: batch buffers not made by vit_batch_init for "
                              "this model (one with a head)",

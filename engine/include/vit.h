@@ -48,8 +48,10 @@
  *     the notebooks' ViTs), converted at load into the layout above; what a
  *     conversion cannot express is in VitConfig: the attention's scale
  *     (att_scale), the MLP's activation (mlp_act), a Tanh after the head.
+ *   - CLIP's image tower (norm_pre, an image projection, a text head: see "CLIP"
+ *     at the end of this file).
  * Not supported, refused with a message: SwiGLU MLPs (DINOv2 ViT-g), fc_norm /
- * average pooling, norm_pre, q/k norm, Hugging Face's Dinov2Model names, heads
+ * average pooling, q/k norm, Hugging Face's Dinov2Model names, heads
  * whose size is not D / H.
  */
 #ifndef VIT_H
@@ -182,6 +184,13 @@ typedef struct {
     int default_preprocess; /* 1: a PyTorch checkpoint for which neither config.json nor the
                                layout gave the preprocessing: ImageNet's mean/std and timm's
                                crop are assumed (the app says so) */
+    /* CLIP's image tower (issue 27; see "CLIP" at the end of this file) */
+    int norm_pre;      /* 1: a LayerNorm on the embedded tokens before the first block (CLIP's
+                          ln_pre, transformers' pre_layrnorm, timm's norm_pre) */
+    int embed_dim;     /* E: the image projection's output (CLIP: 512 for B/32 and B/16), 0
+                          without an image projection */
+    float logit_scale; /* exp() of the checkpoint's logit_scale (CLIP: 100), 0 when it has none */
+    int clip;          /* 1: a CLIP image tower (its head is a text head, vit_set_text_head) */
 } VitConfig;
 
 /* Weights of one transformer block; pointers to F32 data (into the mapping, or
@@ -209,7 +218,7 @@ typedef struct {
     int pos_prefix;           /* Npos: prefix tokens with a position embedding, Np or 0 (timm
                                  no_embed_class: registers, DeiT III) */
     const float *patch_w;     /* [D, 3, P, P] (= [D, 3*P*P]) */
-    const float *patch_b;     /* [D] */
+    const float *patch_b;     /* [D], or NULL: no bias (CLIP's conv1) */
     VitBlock *blocks;         /* [L], owned */
     const float *norm_w;      /* [D] */
     const float *norm_b;      /* [D] */
@@ -217,6 +226,14 @@ typedef struct {
     const float *head_b;      /* [C],    NULL when C == 0 */
     const float *head_dist_w; /* [C, D] the distillation token's head, or NULL */
     const float *head_dist_b; /* [C] */
+    /* CLIP (cfg.norm_pre, cfg.embed_dim; see "CLIP" at the end of this file) */
+    const float *norm_pre_w, *norm_pre_b; /* [D] LayerNorm after the position embedding, or
+                                             NULL */
+    const float *img_proj_w;              /* [E, D] the image projection, a Linear without bias
+                                             (OpenAI's visual.proj [D, E] is transposed at load), or NULL */
+    const float *text_emb; /* [C, E] the text head's embeddings, unit rows (vit_set_text_head),
+                              or NULL: head_w is the head */
+    float text_scale;      /* the text head's logit scale */
 } VitWeights;
 
 /* A loaded model. Zero-initialise before vit_load; vit_free accepts a zeroed or
@@ -234,7 +251,9 @@ typedef struct {
     void *layout_owned; /* tensors a layout converted (layout.c) */
     float *owned;       /* F16/BF16/unaligned tensors converted to F32 */
     size_t owned_floats;
-    float *pos_owned; /* the position embedding resampled to the input grid */
+    float *pos_owned;  /* the position embedding resampled to the input grid */
+    float *text_owned; /* the text head's embeddings (vit_set_text_head) */
+    void *text_labels; /* the text head's labels (vit->labels points here), or NULL */
 } Vit;
 
 /* Options for vit_load; pass NULL for the defaults. */
@@ -469,6 +488,8 @@ typedef struct {
     float *probs;       /* [C] softmax of logits (NULL when C == 0) */
     float *logits_dist; /* [C] the distillation head's own logits, written when the model has
                            one (w.head_dist_w); NULL when C == 0 */
+    float *img_embed;   /* [E] CLIP's image embedding img_proj(norm(z_L)[CLS]), not normalised
+                           (vit_image_embed); NULL when E == 0 */
     int crop_x, crop_y, crop_w, crop_h; /* source-image px rectangle the model saw */
     int n_threads;                      /* threads vit_forward uses */
     int att_kept;                       /* 1: att holds [L, H, T, T]; 0: recomputed from qk */
@@ -487,6 +508,8 @@ typedef struct {
     float *xm;          /* [L, T, D] the residual stream between attention and MLP (last
                            layer: the head's rows), when blocks_kept */
     float *hpre;        /* [L, T, F] fc1's output before GELU (the same rows), when blocks_kept */
+    float *pre;         /* [T, D] the embedded tokens before norm_pre (cfg.norm_pre), for the
+                           backward pass; NULL without norm_pre */
     struct VitPool *pool;
     float *mem;
     size_t mem_floats;
@@ -539,6 +562,7 @@ typedef struct {
                            token, then every image's distillation token */
     float *logits;      /* [B, C] */
     float *logits_dist; /* [B, C] the distillation head's */
+    float *embed;       /* [B, E] CLIP's image embeddings (a text head) */
     float *att_scratch; /* [n_threads, VIT_ATT_BLOCK, T] */
     struct VitPool *pool;
     float *mem;
@@ -552,7 +576,7 @@ typedef struct {
 /* Allocate the buffers of vit_forward_batch for up to max_batch inputs of `vit` and
  * start n_threads threads (1 .. VIT_MAX_THREADS, the caller's included; 0: one per
  * online core, as VitRunOptions). One allocation of
- *   B*(N*3*P*P + T*(6D + F) + 2D + 2C) + n_threads*VIT_ATT_BLOCK*T   floats
+ *   B*(N*3*P*P + T*(6D + F) + 2D + 2C + E) + n_threads*VIT_ATT_BLOCK*T   floats
  * (DeiT-Tiny: 2.0 MiB per input, 65 MiB for B = 32).
  * Errors: VIT_ERR_ARG (max_batch < 1, n_threads out of range, a model without head:
  * C == 0), VIT_ERR_NOMEM (the size overflows or is over VIT_MAX_ACTIVATION_BYTES, or
@@ -979,12 +1003,14 @@ VitStatus vit_explain(float *out, VitExplain m, const VitRun *run, const VitGrad
  * L-n_blocks) are re-initialised as timm initialises a VisionTransformer: linear
  * weights N(0, 0.02^2) (trunc_normal_(std=.02): redrawn beyond +-2), biases 0,
  * LayerNorm weight 1 and bias 0; LayerScale is kept (its init value is not in the
- * checkpoint). n_blocks 0: the head only (the cascade's first step); the trained
+ * checkpoint); with a CLIP text head (vit_set_text_head) the image projection is
+ * re-initialised in the head's place (the text embeddings are the phrase, not weights
+ * of the image model). n_blocks 0: the head only (the cascade's first step); the trained
  * model is src itself. The patch embedding, tokens, position embedding and final
  * norm are kept. Same seed, same weights on every machine (splitmix64 + Box-Muller in
  * double, engine/eval/randomize.c). dst shares src's other tensors: free it (vit_free)
  * before src. dst->labels is NULL. Memory: n_blocks * (4D^2 + D^2 + 2FD + ...) + 2CD
- * floats. Errors: VIT_ERR_ARG (n_blocks outside 0 .. L), VIT_ERR_NOMEM; on error dst
+ * + ED floats. Errors: VIT_ERR_ARG (n_blocks outside 0 .. L), VIT_ERR_NOMEM; on error dst
  * is zeroed. */
 VitStatus vit_randomized(Vit *dst, const Vit *src, int n_blocks, uint64_t seed, VitError *err);
 
@@ -1413,6 +1439,60 @@ VitStatus vit_lesson_select(VitLesson *ls, const VitRun *run, int head, int toke
  * timm's inference), vit_top_k gives the top-5. Errors: VIT_ERR_ARG (a model without
  * head, C == 0: "the model has no classification head"; no forward pass). */
 VitStatus vit_lesson_head(float *cls_norm, const VitRun *run, const Vit *vit, VitError *err);
+
+/* ---------------------------------------------------------------------------
+ * CLIP: the image tower and the phrase as a head (issue 27, clip-img)
+ *
+ * vit_load opens CLIP's image tower (Radford et al. 2021, openai/CLIP model.py
+ * VisionTransformer; transformers' CLIPVisionModel) from a whole CLIP checkpoint,
+ * .safetensors or .pth, in Hugging Face's CLIPModel names (vision_model.*,
+ * visual_projection, logit_scale) or OpenAI's / OpenCLIP's (visual.*, logit_scale),
+ * through the layouts assets/layouts/clip-hf.json and clip-openai.json; the text
+ * tensors are ignored (the text tower: vit_text_load). The tower is timm's ViT with
+ *   x = ln_pre(cat(cls, conv1(x)) + pos)   (cfg.norm_pre; conv1 without bias)
+ *   blocks with QuickGELU (x sigmoid(1.702 x)) for OpenAI's weights, LayerNorm eps 1e-5
+ *   e = norm(z_L)[CLS] @ proj             (ln_post, then img_proj_w [E, D])
+ * The activation: config.json's vision_config.hidden_act (HF), open_clip_config.json's
+ * model_cfg.quick_gelu (OpenCLIP: absent means GELU, as open_clip's own default); a
+ * checkpoint in OpenAI's names without open_clip_config.json is OpenAI's: QuickGELU.
+ * Preprocessing is CLIP's: the short side resized bicubically to S, centre crop S,
+ * mean (0.48145466, 0.4578275, 0.40821073), std (0.26862954, 0.26130258, 0.27577711);
+ * preprocessor_config.json (HF) or open_clip_config.json's preprocess_cfg beside the
+ * weights override them. Without a text head C = 0 and every image view works; the
+ * class-specific ones need a head: vit_set_text_head. timm's own CLIP ViTs (norm_pre,
+ * the projection as a 512-class head) open as timm ViTs with norm_pre. */
+
+/* Make the head CLIP's zero-shot head (CLIP's model.py forward: logit_scale *
+ * image_features @ text_features.t() on normalised features):
+ *   logits[c] = logit_scale * cos(e, emb[c]),  e = img_proj(norm(z_L)[CLS]),
+ * emb [C, E] text embeddings (vit_text_embed; normalised here, copied), labels [C]
+ * (copied, NULL: none; vit->labels then points at the copy, or is NULL). C >= 1,
+ * logit_scale > 0 and finite (the checkpoint's: cfg.logit_scale). Replaces the
+ * previous head; a VitRun, VitBatch or VitGrad made before must be made again when C
+ * changes (they are sized for C). vit_backward differentiates logits[c] through the
+ * normalisation of e; so every class-specific map (vit_explain) explains the phrase c,
+ * and LeGrad's s_l is the same head on norm(z_l)[CLS] (LeGrad's compute_legrad_clip).
+ * The AttnLRP pass holds |e| constant, as its LayerNorm rule holds the standard
+ * deviation. Not thread-safe: no other call may use vit meanwhile.
+ * Errors: VIT_ERR_ARG (no image projection, embed_dim 0: "has no image projection";
+ * emb NULL, C out of 1 .. VIT_MAX_CLASSES, a zero or non-finite embedding, a bad
+ * logit_scale), VIT_ERR_NOMEM; on error the previous head stays. */
+VitStatus vit_set_text_head(Vit *vit, const float *emb, int C, const char *const *labels,
+                            float logit_scale, VitError *err);
+
+/* A new phrase for the same photo without another forward pass: after vit_set_text_head
+ * with the C that run was made for, run->logits and run->probs [C] of the new head from
+ * the image embedding the last vit_forward kept (run->img_embed): C*E multiply-adds. The
+ * forward pass's other buffers do not depend on the head (a CLIP tower computes its CLS
+ * row with or without one), so vit_backward and vit_explain then explain the new phrases
+ * on the same pass. Errors: VIT_ERR_ARG (no text head, a run made for another C or
+ * model). */
+VitStatus vit_text_logits(VitRun *run, const Vit *vit, VitError *err);
+
+/* e [E] (caller's) = the image embedding of the last vit_forward on run: img_proj(
+ * norm(z_L)[CLS]), not normalised (CLIP's encode_image). Errors: VIT_ERR_ARG (a model
+ * without image projection, a run not made for vit). */
+VitStatus vit_image_embed(float *e, const VitRun *run, const Vit *vit, VitError *err);
 
 #ifdef __cplusplus
 }

@@ -22,7 +22,6 @@ static int is_square(int64_t n, int64_t *side) {
 static VitStatus refuse_variants(const Loader *ld) {
     static const char *unsupported[][2] = {
         {"fc_norm.weight", "average pooling with fc_norm"},
-        {"norm_pre.weight", "a norm before the blocks (norm_pre)"},
         {"attn_pool.latent", "attention pooling"},
         {"blocks.0.attn.q_norm.weight", "q/k norm"},
         {"blocks.0.mlp.fc1_g.weight", "a SwiGLU MLP"},
@@ -70,7 +69,8 @@ static VitStatus infer_embeddings(Loader *ld, Arch *a) {
                              ld->fname, ld_slot_name(ld, S_PATCH_W, 0), (long long)sp[2],
                              (long long)sp[3], VIT_MAX_PATCH);
     a->P = (int)sp[2];
-    if (!ld_slot1(ld, S_PATCH_B, 0, D)) return ld->err->code;
+    /* CLIP's conv1 (timm's pre_norm models) has no bias */
+    if (ld_has_slot(ld, S_PATCH_B, 0) && !ld_slot1(ld, S_PATCH_B, 0, D)) return ld->err->code;
     return VIT_OK;
 }
 
@@ -236,7 +236,11 @@ static void set_config(Loader *ld, const Arch *a, const VitLoadOptions *opt) {
     c->head_dim = (int)a->D / a->H;
     c->mlp_dim = (int)a->F;
     c->n_layers = a->L;
-    c->ln_eps = cv->has_eps ? cv->ln_eps : ld->naming == VIT_NAMES_HF ? 1e-12f : 1e-6f;
+    /* timm's CLIP ViTs (pre_norm: norm_pre) use nn.LayerNorm's default eps, 1e-5 */
+    c->ln_eps = cv->has_eps                        ? cv->ln_eps
+                : ld->naming == VIT_NAMES_HF       ? 1e-12f
+                : ld_has_slot(ld, S_NORM_PRE_W, 0) ? 1e-5f
+                                                   : 1e-6f;
     c->crop_mode = cv->crop_mode ? (VitCropMode)(cv->crop_mode - 1) : VIT_CROP_CENTER;
     c->crop_pct = cv->has_crop ? cv->crop_pct : 0.875f;
     if (opt && opt->whole_image) c->crop_mode = VIT_CROP_SQUASH, c->crop_pct = 1.0f;
@@ -247,7 +251,7 @@ static void set_config(Loader *ld, const Arch *a, const VitLoadOptions *opt) {
     /* a layout's switches (layout.c) */
     c->att_scale = ld->att_scale_dim ? 1.0f / sqrtf((float)c->dim) : 0.0f;
     c->head_tanh = ld->head_tanh;
-    c->mlp_act = (VitActivation)ld->mlp_act;
+    c->mlp_act = cv->act ? (VitActivation)(cv->act - 1) : (VitActivation)ld->mlp_act;
     c->resize_bilinear = ld->resize_bilinear && !cv->crop_mode && !(opt && opt->whole_image);
     snprintf(c->layout, sizeof c->layout, "%s", ld->layout_name);
 }

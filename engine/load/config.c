@@ -132,7 +132,11 @@ static const char *cfg_expected(const char *key) {
     if (strstr(key, "size")) return "a positive integer, or [H, W] or [3, H, W], at most 16384";
     if (strcmp(key, "crop_mode") == 0)
         return "\"center\" or \"squash\" (\"border\" is not supported)";
-    if (strcmp(key, "hidden_act") == 0) return "\"gelu\" (the exact GELU vitlens computes)";
+    if (strcmp(key, "hidden_act") == 0)
+        return "\"gelu\" (the exact GELU), \"quick_gelu\" (CLIP's), \"gelu_pytorch_tanh\" or "
+               "\"relu\"";
+    if (strcmp(key, "quick_gelu") == 0) return "true or false";
+    if (strcmp(key, "architecture") == 0) return "a string";
     if (strstr(key, "eps") || strcmp(key, "crop_pct") == 0) return "a number in (0, 1]";
     if (strstr(key, "mean")) return "3 numbers in (-10, 10]";
     if (strstr(key, "std")) return "3 numbers in (0, 10]";
@@ -172,11 +176,20 @@ VitStatus ld_parse_config(CfgValues *cv, const char *path, VitError *err) {
         cJSON_Delete(root);
         return vit_set_error(err, VIT_ERR_FORMAT, "%s: is JSON but not an object", fname);
     }
-    const cJSON *objs[2] = {root, cJSON_GetObjectItemCaseSensitive(root, "pretrained_cfg")};
-    if (objs[1] && !cJSON_IsObject(objs[1])) objs[1] = NULL;
+    /* transformers' CLIPConfig: the image tower's keys in vision_config */
+    const cJSON *objs[3] = {root, cJSON_GetObjectItemCaseSensitive(root, "pretrained_cfg"),
+                            cJSON_GetObjectItemCaseSensitive(root, "vision_config")};
+    for (int o = 1; o < 3; o++)
+        if (objs[o] && !cJSON_IsObject(objs[o])) objs[o] = NULL;
     const char *bad = NULL;     /* the first key with a wrong value */
     const cJSON *bad_in = NULL; /* the object holding it */
-    for (int o = 0; o < 2 && !bad; o++) {
+    /* timm's hub config: {"architecture": "vit_base_patch16_clip_quickgelu_224", ...} */
+    const cJSON *arch = cJSON_GetObjectItemCaseSensitive(root, "architecture");
+    if (arch && !cJSON_IsString(arch))
+        bad = "architecture", bad_in = root;
+    else if (arch && strstr(arch->valuestring, "quickgelu"))
+        cv->act = VIT_ACT_QUICK_GELU + 1;
+    for (int o = 0; o < 3 && !bad; o++) {
         const cJSON *j = objs[o];
         if (!j) continue;
         static const char *heads_keys[] = {"num_heads", "n_heads", "num_attention_heads"};
@@ -189,9 +202,12 @@ VitStatus ld_parse_config(CfgValues *cv, const char *path, VitError *err) {
         int r_mode = bad ? 0 : cfg_enum(j, "crop_mode", crop_modes);
         if (r_mode < 0) bad = "crop_mode";
         if (r_mode > 0) cv->crop_mode = r_mode;
-        /* transformers: "gelu" is the exact erf GELU; "gelu_new", "quick_gelu", ... are not */
-        static const char *const acts[] = {"gelu", NULL};
-        if (!bad && cfg_enum(j, "hidden_act", acts) < 0) bad = "hidden_act";
+        /* transformers' ACT2FN: "gelu" is the exact erf GELU, "quick_gelu" CLIP's
+         * x sigmoid(1.702 x), "gelu_pytorch_tanh" the tanh approximation */
+        static const char *const acts[] = {"gelu", "gelu_pytorch_tanh", "quick_gelu", "relu", NULL};
+        int r_act = bad ? 0 : cfg_enum(j, "hidden_act", acts);
+        if (r_act < 0) bad = "hidden_act";
+        if (r_act > 0) cv->act = r_act; /* the order of VitActivation, + 1 */
         int r = 0;
         static const char *eps_keys[] = {"layer_norm_eps", "ln_eps"};
         for (int i = 0; i < 2 && !bad; i++) {
@@ -235,10 +251,101 @@ VitStatus ld_parse_config(CfgValues *cv, const char *path, VitError *err) {
     if (bad) {
         char *got = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(bad_in, bad));
         rc = vit_set_error(err, VIT_ERR_FORMAT, "%s: key '%s%s' is %.60s%s, expected %s", fname,
-                           bad_in == root ? "" : "pretrained_cfg.", bad, got ? got : "?",
-                           got && strlen(got) > 60 ? "..." : "", cfg_expected(bad));
+                           bad_in == root      ? ""
+                           : bad_in == objs[1] ? "pretrained_cfg."
+                                               : "vision_config.",
+                           bad, got ? got : "?", got && strlen(got) > 60 ? "..." : "",
+                           cfg_expected(bad));
         free(got);
     }
+    cJSON_Delete(root);
+    return rc;
+}
+
+/* A size of preprocessor_config.json: an int, {"shortest_edge": n} or {"height": h,
+ * "width": w} (h == w); 0 absent, -1 otherwise. */
+static int pp_size(const cJSON *obj, const char *k, int *out) {
+    const cJSON *j = cJSON_GetObjectItemCaseSensitive(obj, k);
+    if (!j) return 0;
+    if (cJSON_IsObject(j)) {
+        int s = 0, h = 0, w = 0;
+        if (cfg_int(j, "shortest_edge", &s) > 0) return *out = s, 1;
+        if (cfg_int(j, "height", &h) > 0 && cfg_int(j, "width", &w) > 0 && h == w)
+            return *out = h, 1;
+        return -1;
+    }
+    return cfg_int(obj, k, out);
+}
+
+VitStatus ld_parse_clip_config(CfgValues *cv, const char *path, int kind, VitError *err) {
+    char *text = NULL;
+    size_t n = 0;
+    const char *fname = vit_basename(path);
+    if (read_file(path, &text, &n, VIT_MAX_CONFIG_BYTES))
+        return vit_set_error(err, errno == EFBIG ? VIT_ERR_FORMAT : VIT_ERR_IO,
+                             "%s: cannot read: %s", path,
+                             errno == EFBIG ? "larger than the limit" : strerror(errno));
+    cJSON *root = cJSON_ParseWithLength(text, n);
+    free(text);
+    if (!cJSON_IsObject(root)) {
+        cJSON_Delete(root);
+        return vit_set_error(err, VIT_ERR_FORMAT, "%s: not a JSON object", fname);
+    }
+    const char *bad = NULL;
+    float mean[3], std[3];
+    int r;
+    /* transformers' CLIPImageProcessor: resize the short side to `size`, centre crop
+     * `crop_size`, normalise; OpenCLIP: preprocess_cfg {"mean", "std", "resize_mode"} and
+     * model_cfg {"quick_gelu"} (absent: false, open_clip's default GELU) */
+    const cJSON *pp = kind ? cJSON_GetObjectItemCaseSensitive(root, "preprocess_cfg") : root;
+    const char *mk = kind ? "mean" : "image_mean", *sk = kind ? "std" : "image_std";
+    if (pp && !cJSON_IsObject(pp)) bad = "preprocess_cfg";
+    if (!bad && pp && (r = cfg_vec3(pp, mk, mean, -10.0, 10.0)) != 0) {
+        if (r < 0)
+            bad = mk;
+        else if (!cv->has_mean)
+            memcpy(cv->mean, mean, sizeof mean), cv->has_mean = 1;
+    }
+    if (!bad && pp && (r = cfg_vec3(pp, sk, std, 0.0, 10.0)) != 0) {
+        if (r < 0)
+            bad = sk;
+        else if (!cv->has_std)
+            memcpy(cv->std, std, sizeof std), cv->has_std = 1;
+    }
+    if (!bad && !kind) {
+        int size = 0, crop = 0, rs = pp_size(root, "size", &size),
+            rc = pp_size(root, "crop_size", &crop);
+        if (rs < 0)
+            bad = "size";
+        else if (rc < 0)
+            bad = "crop_size";
+        else if (rs > 0 && rc > 0 && crop <= size && !cv->has_crop)
+            cv->crop_pct = (float)crop / (float)size, cv->has_crop = 1;
+    }
+    if (!bad && kind) {
+        static const char *const modes[] = {"shortest", "squash", NULL};
+        int m = pp ? cfg_enum(pp, "resize_mode", modes) : 0;
+        if (m < 0) bad = "resize_mode";
+        if (m > 0 && !cv->crop_mode) cv->crop_mode = m; /* VIT_CROP_CENTER, _SQUASH + 1 */
+        if (m == 2 && !cv->has_crop) cv->crop_pct = 1.0f, cv->has_crop = 1;
+        const cJSON *mc = cJSON_GetObjectItemCaseSensitive(root, "model_cfg");
+        const cJSON *q =
+            cJSON_IsObject(mc) ? cJSON_GetObjectItemCaseSensitive(mc, "quick_gelu") : NULL;
+        if (q && !cJSON_IsBool(q))
+            bad = "quick_gelu";
+        else if (!cv->act)
+            cv->act = 1 + (cJSON_IsTrue(q) ? VIT_ACT_QUICK_GELU : VIT_ACT_GELU);
+    }
+    VitStatus rc = VIT_OK;
+    if (bad)
+        rc = vit_set_error(err, VIT_ERR_FORMAT, "%s: key '%s' has a wrong value, expected %s",
+                           fname, bad,
+                           !strcmp(bad, "resize_mode")      ? "\"shortest\" or \"squash\""
+                           : !strcmp(bad, "preprocess_cfg") ? "an object"
+                           : !strcmp(bad, "size") || !strcmp(bad, "crop_size")
+                               ? "a positive integer, {\"shortest_edge\": n} or {\"height\": n, "
+                                 "\"width\": n}"
+                               : cfg_expected(bad));
     cJSON_Delete(root);
     return rc;
 }

@@ -63,6 +63,11 @@ static const struct {
     {"norm.bias", 1},
     {"head.weight", 0},
     {"head.bias", 0},
+    {"norm_pre.weight", 0}, /* CLIP's ln_pre: a LayerNorm before the blocks */
+    {"norm_pre.bias", 0},
+    {"image_proj.weight", 0}, /* CLIP's image projection: [E, D], or [D, E] with
+                                 "image_proj": "x @ proj" (OpenAI's visual.proj) */
+    {"logit_scale", 0},       /* CLIP's log logit scale, a scalar */
 };
 #define N_ROLES ((int)(sizeof roles / sizeof *roles))
 
@@ -358,6 +363,39 @@ static int build_patch(Build *b, const StTensor *t, const char *kind, const char
     return 1;
 }
 
+/* The image projection: a Linear weight [E, D] as is, or OpenAI's visual.proj [D, E]
+ * (x @ proj) transposed into one. */
+static int build_proj(Build *b, const StTensor *t, const char *how, const char *file) {
+    if (!usable(b, t)) return 0;
+    int linear = !strcmp(how, "linear"), matmul = !strcmp(how, "x @ proj");
+    if (!linear && !matmul) {
+        vit_set_error(b->err, VIT_ERR_FORMAT,
+                      "%s: \"image_proj\": '%s', expected \"linear\" (a weight [E, D]) or "
+                      "\"x @ proj\" (a matrix [D, E])",
+                      file, how);
+        return 0;
+    }
+    if (t->ndim != 2) {
+        vit_set_error(b->err, VIT_ERR_SHAPE,
+                      "%s: tensor '%s' (the image projection) has %d dims, expected 2", b->fname,
+                      t->name, t->ndim);
+        return 0;
+    }
+    if (linear) return copy_as(b, "image_proj.weight", t, 2);
+    int64_t D = t->shape[0], E = t->shape[1], sh[2] = {E, D};
+    float *d = add_tensor(b, "image_proj.weight", 2, sh, NULL), *tmp = malloc(t->n_elems * 4);
+    if (!d || !tmp) {
+        free(tmp);
+        if (d) vit_set_error(b->err, VIT_ERR_NOMEM, "%s: out of memory", b->fname);
+        return 0;
+    }
+    to_f32(tmp, t);
+    for (int64_t i = 0; i < D; i++)
+        for (int64_t j = 0; j < E; j++) d[j * D + i] = tmp[i * E + j];
+    free(tmp);
+    return 1;
+}
+
 /* st's tensors as the layout names them, into b->out in timm's names. */
 static VitStatus build(Build *b, const Layout *lay, const StFile *st, int *n_heads) {
     char nm[128];
@@ -387,6 +425,8 @@ static VitStatus build(Build *b, const Layout *lay, const StFile *st, int *n_hea
                  : !strcmp(role, "patch_embed.proj.weight")
                      ? build_patch(b, t, layout_str(lay, "patch_embedding", "conv"),
                                    layout_str(lay, "flatten", "c p1 p2"), lay->file)
+                 : !strcmp(role, "image_proj.weight")
+                     ? build_proj(b, t, layout_str(lay, "image_proj", "linear"), lay->file)
                      : copy_as(b, role, t, 0);
         if (!ok) return b->err->code;
     }
@@ -473,6 +513,24 @@ static VitStatus apply_switches(Loader *ld, const Layout *lay) {
         return vit_set_error(ld->err, VIT_ERR_FORMAT,
                              "%s: \"head_activation\": '%s', expected \"none\" or \"tanh\"",
                              lay->file, hact);
+    /* CLIP's own configs beside the weights (vit.h, "CLIP"), before the layout's defaults:
+     * what they give wins over the layout's preprocessing and activation */
+    const cJSON *clip = cJSON_GetObjectItemCaseSensitive(lay->root, "clip_configs");
+    if (cJSON_IsTrue(clip)) {
+        static const char *const side[2] = {"preprocessor_config.json", "open_clip_config.json"};
+        const char *path = ld->vit->path;
+        size_t dir = (size_t)(vit_basename(path) - path);
+        for (int k = 0; k < 2; k++) {
+            char p[1100];
+            snprintf(p, sizeof p, "%.*s%s", (int)dir, path, side[k]);
+            FILE *f = fopen(p, "rb");
+            if (!f) continue;
+            fclose(f);
+            VitStatus rc = ld_parse_clip_config(&ld->cv, p, k, ld->err);
+            if (rc) return rc;
+        }
+        if (ld->cv.act) ld->mlp_act = ld->cv.act - 1;
+    }
     ld->att_scale_dim = !strcmp(scale, "dim");
     ld->head_tanh = !strcmp(hact, "tanh");
     const cJSON *eps = cJSON_GetObjectItemCaseSensitive(lay->root, "layer_norm_eps");
@@ -607,6 +665,15 @@ VitStatus ld_apply_layout(Loader *ld, const char *user_layout) {
         }
         cJSON_Delete(root);
     }
+    /* a CLIP checkpoint's text tower alone */
+    static const char *const text_only[] = {"text_model.embeddings.token_embedding.weight",
+                                            "token_embedding.weight"};
+    for (size_t i = 0; i < sizeof text_only / sizeof *text_only; i++)
+        if (st_find(&ld->st, text_only[i]))
+            return vit_set_error(ld->err, VIT_ERR_SHAPE,
+                                 "%s: a CLIP text tower only (tensor '%s'), no image tower "
+                                 "(vision_model.* or visual.*): it cannot run on a photo",
+                                 ld->fname, text_only[i]);
     char list[300], names[160] = "";
     size_t k = 0;
     for (int i = 0; i < vit_n_layouts && k < sizeof names; i++)

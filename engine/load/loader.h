@@ -17,6 +17,8 @@ typedef struct {
     int crop_mode; /* 0: absent, else VitCropMode + 1 */
     float ln_eps, crop_pct, mean[3], std[3];
     int has_eps, has_crop, has_mean, has_std;
+    int act;       /* 0: not given, else VitActivation + 1 (hidden_act, quick_gelu, a timm
+                      architecture named *quickgelu*) */
     cJSON *labels; /* array of strings, or object "0": "name" (detached copy) */
 } CfgValues;
 
@@ -69,6 +71,7 @@ typedef enum {
     S_PROJ_W, S_PROJ_B, S_LS1, S_NORM2_W, S_NORM2_B, S_FC1_W, S_FC1_B, S_FC2_W, S_FC2_B,
     S_LS2,                                                                    /* block l */
     S_NORM_W, S_NORM_B, S_HEAD_W, S_HEAD_B, S_HDIST_W, S_HDIST_B,             /* norm, heads */
+    S_NORM_PRE_W, S_NORM_PRE_B, S_IMG_PROJ_W, S_LOGIT_SCALE,                  /* CLIP */
     N_SLOTS
 } Slot;
 
@@ -112,6 +115,11 @@ VitStatus ld_apply_layout(Loader *ld, const char *user_layout);
 /* Parse config.json at path into cv (its labels a detached copy the caller frees with
  * cJSON_Delete). Errors: VIT_ERR_IO, VIT_ERR_FORMAT naming the key. */
 VitStatus ld_parse_config(CfgValues *cv, const char *path, VitError *err);
+/* The CLIP configs beside the weights (kind 0: Hugging Face's preprocessor_config.json,
+ * 1: OpenCLIP's open_clip_config.json), into what cv does not hold yet: mean, std, the
+ * crop, and (open_clip_config.json) the activation. Errors: VIT_ERR_IO, VIT_ERR_FORMAT
+ * naming the key. */
+VitStatus ld_parse_clip_config(CfgValues *cv, const char *path, int kind, VitError *err);
 /* Fill vit->labels [C] from a label_names array or an id2label object. */
 VitStatus ld_labels_from_json(Vit *vit, const cJSON *lab, const char *fname, VitError *err);
 

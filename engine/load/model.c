@@ -6,6 +6,7 @@
 #include "loader.h"
 
 #include <errno.h>
+#include <math.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -170,6 +171,51 @@ static VitStatus bind_heads(Loader *ld, const Arch *a) {
     return VIT_OK;
 }
 
+/* CLIP's parts (vit.h, "CLIP"): the LayerNorm before the blocks (ln_pre, timm's
+ * norm_pre), the image projection [E, D] and the logit scale (stored as its log). */
+static VitStatus bind_clip(Loader *ld, const Arch *a) {
+    Vit *vit = ld->vit;
+    VitWeights *w = &vit->w;
+    VitConfig *c = &vit->cfg;
+    int64_t D = a->D;
+    int bad = 0;
+    w->norm_pre_w = ld_slot1_opt(ld, S_NORM_PRE_W, 0, D, &bad);
+    w->norm_pre_b = ld_slot1_opt(ld, S_NORM_PRE_B, 0, D, &bad);
+    if (bad) return ld->err->code;
+    if (!w->norm_pre_w != !w->norm_pre_b)
+        return vit_set_error(ld->err, VIT_ERR_SHAPE,
+                             "%s: the norm before the blocks (norm_pre / ln_pre) has %s but not "
+                             "its %s",
+                             ld->fname, w->norm_pre_w ? "a weight" : "a bias",
+                             w->norm_pre_w ? "bias" : "weight");
+    c->norm_pre = w->norm_pre_w != NULL;
+    if (ld_has_slot(ld, S_IMG_PROJ_W, 0)) {
+        int64_t sh[2] = {-1, D};
+        if (!(w->img_proj_w = ld_slot_tensor(ld, S_IMG_PROJ_W, 0, 2, sh))) return ld->err->code;
+        if (sh[0] < 1 || sh[0] > VIT_MAX_WIDTH)
+            return vit_set_error(ld->err, VIT_ERR_SHAPE,
+                                 "%s: the image projection has %lld outputs, expected 1 to %d",
+                                 ld->fname, (long long)sh[0], VIT_MAX_WIDTH);
+        c->embed_dim = (int)sh[0];
+        c->clip = 1;
+    }
+    if (ld_has_slot(ld, S_LOGIT_SCALE, 0)) {
+        const StTensor *t = st_find(&ld->st, ld_slot_name(ld, S_LOGIT_SCALE, 0));
+        int64_t sh[1] = {1};
+        const float *v = t->ndim == 0 ? ld_tensor(ld, t->name, 0, sh)
+                                      : ld_slot_tensor(ld, S_LOGIT_SCALE, 0, 1, sh);
+        if (!v) return ld->err->code;
+        /* CLIP's model.py: logit_scale.exp(); trained to ln(100), clamped there */
+        if (!(*v > -30.0f && *v < 30.0f))
+            return vit_set_error(ld->err, VIT_ERR_FORMAT,
+                                 "%s: tensor '%s' is %g: expected the log of a scale, in "
+                                 "(-30, 30) (CLIP: ln 100 = 4.605)",
+                                 ld->fname, t->name, (double)*v);
+        c->logit_scale = expf(*v);
+    }
+    return VIT_OK;
+}
+
 /* Every tensor into vit->w, its shape checked against the architecture and its
  * values finite; F16/BF16 and unaligned F32 converted into vit->owned. */
 static VitStatus bind_weights(Loader *ld, const Arch *a) {
@@ -188,9 +234,12 @@ static VitStatus bind_weights(Loader *ld, const Arch *a) {
         !(w->pos_embed = ld_slot_tensor(ld, S_POS, 0, 3, (int64_t[3]){1, a->Tp, D})))
         return ld->err->code;
     w->pos_prefix = a->Npos;
-    if (!(w->patch_w = ld_slot_tensor(ld, S_PATCH_W, 0, 4, (int64_t[4]){D, 3, a->P, a->P})) ||
-        !(w->patch_b = ld_slot1(ld, S_PATCH_B, 0, D)))
+    int bad = 0;
+    if (!(w->patch_w = ld_slot_tensor(ld, S_PATCH_W, 0, 4, (int64_t[4]){D, 3, a->P, a->P})))
         return ld->err->code;
+    w->patch_b = ld_slot1_opt(ld, S_PATCH_B, 0, D, &bad); /* CLIP's conv1: none */
+    if (bad) return ld->err->code;
+    if ((rc = bind_clip(ld, a))) return rc;
     for (int l = 0; l < a->L; l++)
         if ((rc = bind_block(ld, &w->blocks[l], l, D, a->F))) return rc;
     if (!(w->norm_w = ld_slot1(ld, S_NORM_W, 0, D)) || !(w->norm_b = ld_slot1(ld, S_NORM_B, 0, D)))
@@ -280,6 +329,8 @@ void vit_free(Vit *vit) {
     free(vit->layout_owned);
     free(vit->pos_owned);
     free(vit->w.blocks);
-    free(vit->labels);
+    if ((void *)vit->labels != vit->text_labels) free(vit->labels);
+    free(vit->text_owned);
+    free(vit->text_labels);
     memset(vit, 0, sizeof *vit);
 }

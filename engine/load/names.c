@@ -11,6 +11,8 @@
  *   blocks.N.attn.proj.{weight [D,D], bias [D]}  blocks.N.ls{1,2}.gamma [D]?
  *   blocks.N.mlp.fc1.{weight [F,D], bias [F]}  blocks.N.mlp.fc2.{weight [D,F], bias [D]}
  *   norm.{weight,bias} [D]  head.{weight [C,D], bias [C]}  head_dist.{weight, bias}?
+ *   norm_pre.{weight,bias} [D]? (CLIP's ln_pre: timm's pre_norm models)
+ *   image_proj.weight [E,D]? logit_scale []? (CLIP, from a layout: not timm's own names)
  * transformers names (models/vit/modeling_vit.py, models/deit/modeling_deit.py):
  *   see names_hf below: embeddings.*, encoder.layer.N.{layernorm_before,
  *   attention.attention.{query,key,value}, attention.output.dense, layernorm_after,
@@ -162,6 +164,8 @@ static const char *const names_timm[N_SLOTS] = {
     [S_NORM_W] = "%snorm.weight",           [S_NORM_B] = "%snorm.bias",
     [S_HEAD_W] = "%shead.weight",           [S_HEAD_B] = "%shead.bias",
     [S_HDIST_W] = "%shead_dist.weight",     [S_HDIST_B] = "%shead_dist.bias",
+    [S_NORM_PRE_W] = "%snorm_pre.weight",   [S_NORM_PRE_B] = "%snorm_pre.bias",
+    [S_IMG_PROJ_W] = "%simage_proj.weight", [S_LOGIT_SCALE] = "%slogit_scale",
 };
 #define HB "%sencoder.layer.%d."
 #define HA HB "attention.attention."

@@ -123,7 +123,7 @@ static VitStatus check_head(const VitRun *run, const Vit *vit, int layer, const 
     VitStatus rc = check_layer(run, layer, what, err);
     if (!rc) rc = check_model(run, vit, what, err);
     if (rc) return rc;
-    if (run->cfg.n_classes <= 0 || !vit->w.head_w)
+    if (run->cfg.n_classes <= 0 || !vit_has_head(vit) || run->cfg.n_classes != vit->cfg.n_classes)
         return vit_set_error(err, VIT_ERR_ARG, "%s: the model has no classification head", what);
     return VIT_OK;
 }
@@ -146,7 +146,18 @@ VitStatus vit_logit_lens(float *probs, const VitRun *run, const Vit *vit, int la
     }
     /* deit.py forward_head: (head(x[:, 0]) + head_dist(x[:, 1])) / 2 */
     features_rows(f, run, vit, layer, token, token + 1 + distilled);
-    head_logits(logits, vit->w.head_w, vit->w.head_b, f, C, D);
+    if (vit->w.text_emb) { /* CLIP's text head on the token (head.c) */
+        float *e = malloc(((size_t)c->embed_dim + C) * sizeof *e);
+        if (!e) {
+            free(f), free(logits);
+            return vit_set_error(err, VIT_ERR_NOMEM, "logit lens: out of memory");
+        }
+        vit_text_head(NULL, e + c->embed_dim, e, f, 1, vit, 0);
+        for (int k = 0; k < C; k++) logits[k] = e[c->embed_dim + k];
+        free(e);
+    } else {
+        head_logits(logits, vit->w.head_w, vit->w.head_b, f, C, D);
+    }
     if (distilled) {
         head_logits(logits, vit->w.head_dist_w, vit->w.head_dist_b, f + D, C, D);
         for (int k = 0; k < C; k++) logits[k] /= 2;
@@ -168,20 +179,26 @@ VitStatus vit_logit_lens_map(float *out, const VitRun *run, const Vit *vit, int 
         return vit_set_error(err, VIT_ERR_ARG, "logit lens: class %d out of range [0, %d)", cls, C);
     float *f = malloc((size_t)N * D * sizeof *f);
     float *lg = malloc((size_t)N * C * sizeof *lg);
-    if (!f || !lg) {
-        free(f), free(lg);
+    float *e = vit->w.text_emb ? malloc((size_t)N * c->embed_dim * sizeof *e) : NULL;
+    if (!f || !lg || (vit->w.text_emb && !e)) {
+        free(f), free(lg), free(e);
         return vit_set_error(err, VIT_ERR_NOMEM, "logit lens: out of memory for %d x %d logits", N,
                              C);
     }
     features_rows(f, run, vit, layer, c->n_prefix, c->n_tokens);
-    /* lg[N, C] = f[N, D] . head_w[C, D]^T + head_b, as the forward pass's head */
-    for (int p = 0; p < N; p++)
-        if (vit->w.head_b)
-            memcpy(lg + (size_t)p * C, vit->w.head_b, (size_t)C * sizeof *lg);
-        else
-            memset(lg + (size_t)p * C, 0, (size_t)C * sizeof *lg);
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, C, D, 1.0f, f, D, vit->w.head_w, D,
-                1.0f, lg, C);
+    /* lg[N, C] = f[N, D] . head_w[C, D]^T + head_b, as the forward pass's head; CLIP's text
+     * head (head.c) on every patch token */
+    if (e) {
+        vit_text_head(NULL, lg, e, f, N, vit, 0);
+    } else {
+        for (int p = 0; p < N; p++)
+            if (vit->w.head_b)
+                memcpy(lg + (size_t)p * C, vit->w.head_b, (size_t)C * sizeof *lg);
+            else
+                memset(lg + (size_t)p * C, 0, (size_t)C * sizeof *lg);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, C, D, 1.0f, f, D, vit->w.head_w, D,
+                    1.0f, lg, C);
+    }
     if (c->head_tanh)
         for (size_t i = 0; i < (size_t)N * C; i++) lg[i] = tanhf(lg[i]);
     for (int p = 0; p < N; p++) {
@@ -192,7 +209,7 @@ VitStatus vit_logit_lens_map(float *out, const VitRun *run, const Vit *vit, int 
         for (int k = 0; k < C; k++) s += exp((double)l[k] - mx);
         out[p] = (float)(exp((double)l[cls] - mx) / s);
     }
-    free(f), free(lg);
+    free(f), free(lg), free(e);
     return VIT_OK;
 }
 

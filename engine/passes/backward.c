@@ -59,8 +59,14 @@ typedef struct {
     float *dctx;   /* [T, D] at ctx (when g->dctx does not keep it) */
     float *att;    /* [n_threads, 2, VIT_ATT_BLOCK, T] attention / gradient blocks */
     float *dpatch; /* [N, 3*P*P] at the im2col rows */
-    float *small;  /* [8, max(D, T)] LeGrad's rows */
+    float *small;  /* [11, max(D, T, E)] LeGrad's rows, the text head's (rows 8 .. 10) */
 } Scratch;
+
+/* The row width of Scratch.small: max(D, T, E). */
+static size_t small_width(const VitConfig *c) {
+    size_t W = (size_t)(c->dim > c->n_tokens ? c->dim : c->n_tokens);
+    return (size_t)c->embed_dim > W ? (size_t)c->embed_dim : W;
+}
 
 /* Floats of the buffers: kept ones (into g->...) and scratch; p NULL counts only. */
 static int carve(VitGrad *g, Scratch *s, const VitConfig *c, int kept, int n_threads,
@@ -69,7 +75,7 @@ static int carve(VitGrad *g, Scratch *s, const VitConfig *c, int kept, int n_thr
     size_t T = (size_t)c->n_tokens, D = (size_t)c->dim, F = (size_t)c->mlp_dim,
            L = (size_t)c->n_layers, H = (size_t)c->n_heads, N = (size_t)c->n_patches,
            P = (size_t)c->patch_size, S = (size_t)c->image_h * (size_t)c->image_w;
-    size_t W = D > T ? D : T;
+    size_t W = small_width(c);
     /* name, rows, cols: in this order in memory */
     size_t LH = 0, TT = 0, LT = 0, TB = 0, PP = 0;
     if (!vit_add_product(&LH, L, H) || !vit_add_product(&TT, T, T) || !vit_add_product(&LT, L, T) ||
@@ -103,7 +109,7 @@ static int carve(VitGrad *g, Scratch *s, const VitConfig *c, int kept, int n_thr
         {&s->dctx, T, D},
         {&s->att, TB, 1},
         {&s->dpatch, N, PP},
-        {&s->small, 8, W},
+        {&s->small, 11, W},
     };
     size_t n = 0;
     for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
@@ -118,10 +124,10 @@ static int carve(VitGrad *g, Scratch *s, const VitConfig *c, int kept, int n_thr
 VitStatus vit_grad_init(VitGrad *g, const Vit *vit, const VitRun *run, VitError *err) {
     memset(g, 0, sizeof *g);
     const VitConfig *c = &vit->cfg;
-    if (!c->n_classes || !vit->w.head_w)
+    if (!vit_has_head(vit))
         return vit_set_error(err, VIT_ERR_ARG,
-                             "%s: a backbone without a classification head: no class to explain",
-                             c->name);
+                             "%s: a backbone without a classification head: no class to explain%s",
+                             c->name, c->clip ? " (a CLIP tower: give it a text head)" : "");
     if (run->cfg.n_tokens != c->n_tokens || run->cfg.dim != c->dim ||
         run->cfg.n_layers != c->n_layers || run->cfg.mlp_dim != c->mlp_dim ||
         run->cfg.image_h != c->image_h || run->cfg.image_w != c->image_w || !run->pool)
@@ -444,6 +450,13 @@ static void head_backward(Bw *bw, float *dz, const float *z, int target, int lrp
     int D = c->dim, Nh = vit->w.head_dist_w ? 2 : 1;
     float *dn = bw->s.small; /* [2, D] */
     float k = Nh == 2 ? 0.5f : 1.0f;
+    if (vit->w.text_emb) { /* CLIP: y = s cos(img_proj(norm(z_0)), t_c) (head.c) */
+        float *xn = bw->s.small + 8 * small_width(c); /* rows 8, then 9 .. 10: [2E] */
+        vit_layernorm_rows(xn, z, vit->w.norm_w, vit->w.norm_b, 0, 1, D, c->ln_eps);
+        vit_text_head_grad(dn, xn, target, vit, lrp, xn + small_width(c));
+        layernorm_backward_rows(dz, z, vit->w.norm_w, dn, 0, 1, D, c->ln_eps, lrp, 0);
+        return;
+    }
     if (c->head_tanh) { /* y = tanh(s): dy/ds = 1 - y^2, s the head's output on norm(z) */
         vit_layernorm_rows(dn, z, vit->w.norm_w, vit->w.norm_b, 0, Nh, D, c->ln_eps);
         double s = vit->w.head_b ? vit->w.head_b[target] : 0.0;
@@ -464,7 +477,7 @@ static void legrad_layer(Bw *bw, const VitBlock *b, int target) {
     const VitConfig *c = &bw->run->cfg;
     int T = c->n_tokens, D = c->dim, H = c->n_heads, Dh = c->head_dim, Np = c->n_prefix,
         N = c->n_patches, Nh = bw->vit->w.head_dist_w ? 2 : 1;
-    size_t W = (size_t)(D > T ? D : T);
+    size_t W = small_width(c);
     float *dzs = bw->s.small + 2 * W, *dctx = bw->s.small + 4 * W, *row = bw->s.small + 6 * W;
     head_backward(bw, dzs, bw->run->tokens + (size_t)(bw->layer + 1) * T * D, target, 0);
     top_backward(bw, b, dzs, Nh, bw->s.dxm, dctx);
@@ -540,9 +553,16 @@ static void backward_pass(Bw *bw, int target) {
                                    D, bw->lrp, 1, c->ln_eps});
     }
 
+    /* CLIP's ln_pre: tokens[0] = norm_pre(pre), back to the embedded tokens */
+    const float *dx0 = s->dz;
+    if (c->norm_pre) {
+        ln_back(bw->pool,
+                (LnBack){s->dxm, run->pre, vit->w.norm_pre_w, s->dz, T, D, bw->lrp, 0, c->ln_eps});
+        dx0 = s->dxm;
+    }
     /* the patch embedding: a linear layer over im2col rows, then back to pixels */
-    back_linear(bw->pool, (BackLinear){s->dpatch, s->dz + (size_t)Np * D, vit->w.patch_w, K, D, N,
-                                       D, K, 0.0f});
+    back_linear(bw->pool,
+                (BackLinear){s->dpatch, dx0 + (size_t)Np * D, vit->w.patch_w, K, D, N, D, K, 0.0f});
     float *out = bw->lrp ? g->lrp_input : g->grad_input;
     vit_fill_patches(s->dpatch, run->intervention, c); /* a filled patch's pixels: not used */
     int Sw = c->image_w, gw = c->grid_w;
@@ -560,14 +580,14 @@ static void backward_pass(Bw *bw, int target) {
 VitStatus vit_backward(VitGrad *g, const VitRun *run, const Vit *vit, int target, int what,
                        VitError *err) {
     const VitConfig *c = &vit->cfg;
-    if (!c->n_classes || !vit->w.head_w)
+    if (!vit_has_head(vit))
         return vit_set_error(err, VIT_ERR_ARG,
-                             "%s: a backbone without a classification head: no class to explain",
-                             c->name);
+                             "%s: a backbone without a classification head: no class to explain%s",
+                             c->name, c->clip ? " (a CLIP tower: give it a text head)" : "");
     if (!g->mem || g->cfg.n_tokens != c->n_tokens || g->cfg.dim != c->dim ||
         g->cfg.n_layers != c->n_layers || g->cfg.n_classes != c->n_classes ||
         g->grad_att_kept != run->att_kept || run->n_threads > g->n_threads || !run->tokens ||
-        run->blocks_kept != vit_keep_blocks(c, g->grad_att_kept))
+        (c->norm_pre && !run->pre) || run->blocks_kept != vit_keep_blocks(c, g->grad_att_kept))
         return vit_set_error(err, VIT_ERR_ARG, "%s: backward buffers not made for this run",
                              c->name);
     VitStatus st = vit_intervention_check(run->intervention, c, err);

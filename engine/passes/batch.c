@@ -27,7 +27,7 @@
 
 /* --- buffers ----------------------------------------------------------------- */
 
-/* The floats of vit_batch_init (vit.h): B*(N*3P^2 + T*(6D + F) + 2D + 2C) +
+/* The floats of vit_batch_init (vit.h): B*(N*3P^2 + T*(6D + F) + 2D + 2C + E) +
  * n_threads*VIT_ATT_BLOCK*T into *n; 0 when that overflows size_t. */
 static int batch_floats(size_t *n, const VitConfig *c, int max_batch, int n_threads) {
     size_t B = (size_t)max_batch, N = (size_t)c->n_patches, T = (size_t)c->n_tokens,
@@ -35,8 +35,8 @@ static int batch_floats(size_t *n, const VitConfig *c, int max_batch, int n_thre
            P = (size_t)c->patch_size, per = 0;
     *n = 0;
     return vit_add_product(&per, N, 3 * P * P) && vit_add_product(&per, T, 6 * D + F) &&
-           vit_add_product(&per, 2, D + C) && vit_add_product(n, B, per) &&
-           vit_add_product(n, (size_t)n_threads * VIT_ATT_BLOCK, T);
+           vit_add_product(&per, 2, D + C) && vit_add_product(&per, 1, (size_t)c->embed_dim) &&
+           vit_add_product(n, B, per) && vit_add_product(n, (size_t)n_threads * VIT_ATT_BLOCK, T);
 }
 
 static int default_threads(void) {
@@ -52,7 +52,7 @@ VitStatus vit_batch_init(VitBatch *b, const Vit *vit, int max_batch, int n_threa
                              "%s: batch of up to %d inputs on %d threads (expected at least 1 "
                              "input, 0 .. %d threads)",
                              c->name, max_batch, n_threads, VIT_MAX_THREADS);
-    if (!c->n_classes || !vit->w.head_w)
+    if (!vit_has_head(vit))
         return vit_set_error(err, VIT_ERR_ARG,
                              "%s: a backbone without classification head: no class "
                              "probabilities to compute",
@@ -92,6 +92,7 @@ VitStatus vit_batch_init(VitBatch *b, const Vit *vit, int max_batch, int n_threa
     b->xh = p, p += 2 * B * D;
     b->logits = p, p += B * C;
     b->logits_dist = p, p += B * C;
+    b->embed = p, p += B * (size_t)c->embed_dim;
     b->att_scratch = p, p += (size_t)n_threads * VIT_ATT_BLOCK * T;
     memset(b->mem, 0, n * sizeof(float));
     b->cfg = *c;
@@ -134,7 +135,8 @@ static int same_shapes(const VitConfig *a, const VitConfig *c) {
            a->grid_w == c->grid_w && a->n_patches == c->n_patches && a->n_prefix == c->n_prefix &&
            a->has_dist_token == c->has_dist_token && a->n_registers == c->n_registers &&
            a->n_tokens == c->n_tokens && a->dim == c->dim && a->n_heads == c->n_heads &&
-           a->mlp_dim == c->mlp_dim && a->n_layers == c->n_layers && a->n_classes == c->n_classes;
+           a->mlp_dim == c->mlp_dim && a->n_layers == c->n_layers && a->n_classes == c->n_classes &&
+           a->norm_pre == c->norm_pre;
 }
 
 /* --- the blocks and the head, from any layer ------------------------------------ */
@@ -159,8 +161,12 @@ void vit_batch_embed(VitBatch *b, const Vit *vit, const float *inputs, int n) {
                                  .T = n * N,
                                  .n_in = K,
                                  .n_out = D});
+    /* with norm_pre (CLIP's ln_pre) the embedded tokens go into ctx first, then
+     * x = norm_pre(ctx) */
+    float *e = c->norm_pre ? b->ctx : x;
     for (int i = 0; i < n; i++)
-        embed_tokens(x + (size_t)i * T * D, xn + (size_t)i * N * D, vit, iv);
+        embed_tokens(e + (size_t)i * T * D, xn + (size_t)i * N * D, vit, iv);
+    if (c->norm_pre) vit_layernorm(pool, x, e, w->norm_pre_w, w->norm_pre_b, n * T, D, c->ln_eps);
 }
 
 void vit_batch_layers(VitBatch *b, const Vit *vit, int n, int l0, int l1) {
@@ -218,14 +224,18 @@ void vit_batch_head(VitBatch *b, const Vit *vit, int n, float *logits, float *pr
     /* timm: x = self.norm(x); x = x[:, 0]; x = self.head(x), on the head's rows of
      * every image; distilled: (head(x[:, 0]) + head_dist(x[:, 1])) / 2 */
     vit_layernorm(pool, xn, xh, w->norm_w, w->norm_b, hr * n, D, c->ln_eps);
-    vit_linear(pool, (VitLinear){.out = b->logits,
-                                 .ld_out = C,
-                                 .inp = xn,
-                                 .w = w->head_w,
-                                 .b = w->head_b,
-                                 .T = n,
-                                 .n_in = D,
-                                 .n_out = C});
+    /* CLIP's text head (head.c), through the image embeddings [n, E] */
+    if (w->text_emb)
+        vit_text_head(pool, b->logits, b->embed, xn, n, vit, 0);
+    else
+        vit_linear(pool, (VitLinear){.out = b->logits,
+                                     .ld_out = C,
+                                     .inp = xn,
+                                     .w = w->head_w,
+                                     .b = w->head_b,
+                                     .T = n,
+                                     .n_in = D,
+                                     .n_out = C});
     size_t nC = (size_t)n * C;
     if (w->head_dist_w) {
         vit_linear(pool, (VitLinear){.out = b->logits_dist,
@@ -252,8 +262,7 @@ void vit_batch_head(VitBatch *b, const Vit *vit, int n, float *logits, float *pr
 VitStatus vit_forward_batch(VitBatch *b, const Vit *vit, const float *inputs, int n, float *logits,
                             float *probs, VitError *err) {
     const VitConfig *c = &vit->cfg;
-    const VitWeights *w = &vit->w;
-    if (!b || !b->mem || !same_shapes(&b->cfg, c) || !w->head_w)
+    if (!b || !b->mem || !same_shapes(&b->cfg, c) || !vit_has_head(vit))
         return vit_set_error(err, VIT_ERR_ARG,
                              "%s: batch buffers not made by vit_batch_init for this model",
                              c->name);

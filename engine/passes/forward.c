@@ -109,7 +109,9 @@ int vit_run_floats(const VitConfig *c, int keep_att, int n_threads, size_t *n_fl
              vit_add_product(&n, N, PP) && vit_add_product(&n, 4 * T, D) &&
              vit_add_product(&n, T, F) && vit_add_product(&LT1, L + 1, T) &&
              vit_add_product(&n, LT1, D) && att_floats(&n, c, keep_att, n_threads) &&
-             (!vit_keep_blocks(c, keep_att) || block_floats(&n, c)) && vit_add_product(&n, 3, C);
+             (!vit_keep_blocks(c, keep_att) || block_floats(&n, c)) && vit_add_product(&n, 3, C) &&
+             vit_add_product(&n, 1, (size_t)c->embed_dim) &&
+             vit_add_product(&n, c->norm_pre ? T : 0, D);
     *n_floats = ok ? n : SIZE_MAX;
     return ok;
 }
@@ -198,6 +200,14 @@ VitStatus vit_run_init_with(VitRun *run, const Vit *vit, const VitRunOptions *op
         run->logits_dist = p; /* a run may serve another model of the same shapes */
         p += C;
     }
+    if (c->embed_dim > 0) {
+        run->img_embed = p;
+        p += (size_t)c->embed_dim;
+    }
+    if (c->norm_pre) {
+        run->pre = p;
+        p += T * D;
+    }
     memset(run->mem, 0, n * sizeof(float));
     run->crop_w = c->image_w;
     run->crop_h = c->image_h;
@@ -225,9 +235,14 @@ static void forward_pass(VitRun *run, const Vit *vit, int gemm_only) {
     VitPool *pool = run->pool;
     int N = c->n_patches, T = c->n_tokens, D = c->dim, H = c->n_heads, F = c->mlp_dim,
         Np = c->n_prefix, L = c->n_layers, K = 3 * c->patch_size * c->patch_size;
-    float *x = run->tokens, *xn = run->xn; /* the residual stream: tokens[l] into block l */
-    /* rows of the last block's output the head reads: CLS (and distillation) token */
-    int head_rows = c->n_classes ? (w->head_dist_w ? 2 : 1) : 0;
+    float *xn = run->xn;
+    /* the embedded tokens: tokens[0], block 0's input; with norm_pre (CLIP's ln_pre) they
+     * go into run->pre first, and tokens[0] = norm_pre(pre) */
+    float *x = c->norm_pre ? run->pre : run->tokens;
+    /* rows of the last block's output the head reads: CLS (and distillation) token; a
+     * CLIP tower's image embedding reads the CLS token even without a text head */
+    int clip = w->img_proj_w && run->img_embed;
+    int head_rows = c->n_classes || clip ? (w->head_dist_w ? 2 : 1) : 0;
     int last_rows = run->all_tokens ? T : head_rows; /* rows of the last block computed */
 
     /* timm: x = self.patch_embed(x)  (Conv2d then flatten(2).transpose(1, 2)) */
@@ -253,6 +268,9 @@ static void forward_pass(VitRun *run, const Vit *vit, int gemm_only) {
             memcpy(x + (size_t)(1 + c->has_dist_token) * D, w->reg_token,
                    (size_t)c->n_registers * D * sizeof(float));
         vit_add_pos_embed(x + (size_t)(Np - w->pos_prefix) * D, vit, iv);
+        /* CLIP's model.py: x = self.ln_pre(x) (transformers: pre_layrnorm) */
+        if (c->norm_pre)
+            vit_layernorm(pool, run->tokens, x, w->norm_pre_w, w->norm_pre_b, T, D, c->ln_eps);
     }
 
     /* block l: tokens[l] through xm (the block's middle) into tokens[l + 1]; the block
@@ -300,18 +318,23 @@ static void forward_pass(VitRun *run, const Vit *vit, int gemm_only) {
      * same numbers. Distilled (deit.py forward_head, transformers'
      * DeiTForImageClassificationWithTeacher): (head(x[:, 0]) + head_dist(x[:, 1])) / 2 */
     vit_report(run, L, L);
-    if (!c->n_classes || vit_cancelled(run)) return;
+    if ((!c->n_classes && !clip) || vit_cancelled(run)) return;
     int C = c->n_classes;
     if (!gemm_only) vit_layernorm_rows(xn, x, w->norm_w, w->norm_b, 0, head_rows, D, c->ln_eps);
-    vit_linear(pool, (VitLinear){.out = run->logits,
-                                 .ld_out = C,
-                                 .inp = xn,
-                                 .w = w->head_w,
-                                 .b = w->head_b,
-                                 .T = 1,
-                                 .n_in = D,
-                                 .n_out = C,
-                                 .gemm_only = gemm_only});
+    /* CLIP: the image embedding e = norm(x)[CLS] @ proj, and with a text head
+     * logits = logit_scale * cos(e, t_c) (head.c) */
+    if (clip) vit_text_head(pool, C ? run->logits : NULL, run->img_embed, xn, 1, vit, gemm_only);
+    if (!C) return;
+    if (!w->text_emb)
+        vit_linear(pool, (VitLinear){.out = run->logits,
+                                     .ld_out = C,
+                                     .inp = xn,
+                                     .w = w->head_w,
+                                     .b = w->head_b,
+                                     .T = 1,
+                                     .n_in = D,
+                                     .n_out = C,
+                                     .gemm_only = gemm_only});
     if (w->head_dist_w) {
         vit_linear(pool, (VitLinear){.out = run->logits_dist,
                                      .ld_out = C,

@@ -64,6 +64,14 @@
  * vit_head_importance and vit_head_pruning (with the interventions above, if any):
  *   importance.npy [L, H] f4, prune.npy [L*H + 1] f4, order.npy [L*H] i4, and
  *   "importance_base" (p of the class) and "importance_class" in importance.json.
+ * CLIP (vit.h, "CLIP"): --text-head RAW:C sets CLIP's text head (vit_set_text_head) from
+ * RAW, float32 [C, E] text embeddings in host byte order, with the logit scale of
+ * --logit-scale S (default: the checkpoint's, cfg.logit_scale); then --class explains
+ * phrase C. --then-text-head RAW2 (the same C): after the forward pass, a second text head
+ * from RAW2 and vit_text_logits (no new forward pass); what follows is the second head's.
+ * A model with an image projection also writes
+ *   embed.npy [E] f4 vit_image_embed (not normalised)
+ * and config.json has "norm_pre", "embed_dim", "logit_scale", "clip", "mlp_act".
  * Errors: a message on stderr, exit 1 (2 for a usage error). */
 #include "vit.h"
 
@@ -90,7 +98,8 @@ static int usage(void) {
     fputs("usage: vit_dump --model M.safetensors [--heads N] [--config config.json]\n"
           "                [--size HxW] [--whole] [--att keep|recompute] [--threads K]\n"
           "                [--class C [--discard R]] [--tokens] [--ignore-orientation]\n"
-          "                [--lesson LAYER,HEAD,TOKEN,PATCH]\n"
+          "                [--lesson LAYER,HEAD,TOKEN,PATCH] [--text-head RAW:C]\n"
+          "                [--logit-scale S] [--then-text-head RAW2]\n"
           "                (--image PHOTO | --input RAW_F32) --out DIR\n",
           stderr);
     return 2;
@@ -184,7 +193,10 @@ static int write_config(const char *dir, const VitRun *run, const Vit *vit, int 
     int top[5], k = c->n_classes < 5 ? c->n_classes : 5;
     if (k) vit_top_k(top, run->probs, c->n_classes, k);
     for (int i = 0; i < k; i++) fprintf(f, "%s%d", i ? ", " : "", top[i]);
-    fprintf(f, "], \"target\": %d}\n", target);
+    fprintf(f,
+            "], \"target\": %d,\n \"norm_pre\": %d, \"embed_dim\": %d, \"logit_scale\": %.9g, "
+            "\"clip\": %d, \"mlp_act\": %d}\n",
+            target, c->norm_pre, c->embed_dim, c->logit_scale, c->clip, (int)c->mlp_act);
     if (ferror(f) | fclose(f)) return fail("%s: write failed", path);
     return 0;
 }
@@ -370,6 +382,8 @@ int main(int argc, char **argv) {
     VitImageOptions iopt = {0};
     int imp_class = -2, imp_batch = 0;
     const char *s_ablate = NULL, *s_drop = NULL, *s_fill = NULL, *s_posedit = NULL, *s_temp = NULL;
+    const char *s_text = NULL, *s_text2 = NULL;
+    float logit_scale = 0.0f;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--whole")) {
@@ -434,6 +448,12 @@ int main(int argc, char **argv) {
             s_posedit = v;
         } else if (!strcmp(a, "--temp")) {
             s_temp = v;
+        } else if (!strcmp(a, "--then-text-head")) {
+            s_text2 = v;
+        } else if (!strcmp(a, "--text-head")) {
+            s_text = v;
+        } else if (!strcmp(a, "--logit-scale")) {
+            logit_scale = strtof(v, NULL);
         } else if (!strcmp(a, "--heads")) {
             char *end;
             long h = strtol(v, &end, 10);
@@ -463,8 +483,30 @@ int main(int argc, char **argv) {
                           .image_w = size_w,
                           .whole_image = whole,
                           .layout_path = layout};
-    if (vit_load(&vit, model, &opt, &err) || vit_run_init_with(&run, &vit, &ropt, &err))
-        goto engine_fail;
+    if (vit_load(&vit, model, &opt, &err)) goto engine_fail;
+    if (s_text) { /* CLIP's text head, before the run: the run is sized for C */
+        char path[1024];
+        int nc = 0;
+        const char *colon = strrchr(s_text, ':');
+        if (!colon || colon - s_text >= (long)sizeof path || sscanf(colon + 1, "%d", &nc) != 1 ||
+            nc < 1 || nc > (1 << 20))
+            return usage();
+        snprintf(path, sizeof path, "%.*s", (int)(colon - s_text), s_text);
+        size_t ne = (size_t)nc * (size_t)(vit.cfg.embed_dim > 0 ? vit.cfg.embed_dim : 1);
+        float *emb = malloc(ne * sizeof *emb);
+        if (!emb || (vit.cfg.embed_dim > 0 && read_raw(emb, ne, path))) {
+            free(emb);
+            goto done;
+        }
+        VitStatus st = vit_set_text_head(&vit, emb, nc, NULL,
+                                         logit_scale > 0           ? logit_scale
+                                         : vit.cfg.logit_scale > 0 ? vit.cfg.logit_scale
+                                                                   : 100.0f,
+                                         &err);
+        free(emb);
+        if (st) goto engine_fail;
+    }
+    if (vit_run_init_with(&run, &vit, &ropt, &err)) goto engine_fail;
     const VitConfig *c = &vit.cfg;
     size_t Sh = (size_t)c->image_h, Sw = (size_t)c->image_w, L = (size_t)c->n_layers,
            H = (size_t)c->n_heads, T = (size_t)c->n_tokens, C = (size_t)c->n_classes,
@@ -515,6 +557,18 @@ int main(int argc, char **argv) {
         run.intervention = &iv;
     }
     vit_forward(&run, &vit);
+    if (s_text2) { /* a new phrase set for the same pass: vit_text_logits */
+        size_t ne = (size_t)c->n_classes * (size_t)(c->embed_dim > 0 ? c->embed_dim : 1);
+        float *emb = malloc(ne * sizeof *emb);
+        if (!emb || !s_text || read_raw(emb, ne, s_text2)) {
+            free(emb);
+            if (!s_text) fail("--then-text-head needs --text-head");
+            goto done;
+        }
+        VitStatus st = vit_set_text_head(&vit, emb, c->n_classes, NULL, vit.w.text_scale, &err);
+        free(emb);
+        if (st || vit_text_logits(&run, &vit, &err)) goto engine_fail;
+    }
 
     if (mkdir(out, 0777) != 0 && errno != EEXIST) {
         fail("%s: cannot create directory: %s", out, strerror(errno));
@@ -532,6 +586,15 @@ int main(int argc, char **argv) {
                npy_f32(out, "probs.npy", run.probs, s_cls, 1))) ||
         write_config(out, &run, &vit, target))
         goto done;
+    if (c->embed_dim > 0) { /* CLIP's image embedding */
+        float *e = malloc((size_t)c->embed_dim * sizeof *e);
+        const size_t s_e[1] = {(size_t)c->embed_dim};
+        int bad = !e || vit_image_embed(e, &run, &vit, &err);
+        if (!bad && npy_f32(out, "embed.npy", e, s_e, 1)) bad = 2;
+        free(e);
+        if (bad == 1) goto engine_fail;
+        if (bad) goto done;
+    }
     if (use_iv) {
         size_t N = (size_t)c->n_patches;
         const size_t s_perm[1] = {N}, s_cls_att[3] = {L, H, N}, s_b[2] = {3, C};
