@@ -74,11 +74,18 @@ int vit_att_blocks(int T);
 int vit_att_block_start(int T, int b);
 
 /* What an intervention (vit.h) changes in one layer's attention: the temperature tau
- * (0: none) and the dropped patches drop [N] (NULL: none) after n_prefix tokens. */
+ * (0: none) and the dropped patches drop [N] (NULL: none) after n_prefix tokens.
+ * parent [T] (NULL: none), the causal mask of CLIP's text tower (engine/text/text.c) over
+ * a tree of token sequences: query r sees key r and its ancestors parent[r],
+ * parent[parent[r]], ... (parent[r] < r, -1 for a root), every other key's score -inf
+ * before the softmax. One sequence is the chain parent[r] = r - 1: OpenAI CLIP's
+ * build_attention_mask (-inf above the diagonal, added to the scores); sequences that
+ * share their first tokens share those rows (a prefix tree, rows in depth-first order). */
 typedef struct {
     float temp;
     const uint8_t *drop;
     int n_prefix;
+    const int *parent;
 } VitAttMod;
 
 /* Layer `layer`'s VitAttMod of iv into *m: m, or NULL when iv changes nothing there. */
@@ -89,7 +96,8 @@ const VitAttMod *vit_att_mod(VitAttMod *m, const VitIntervention *iv, const VitC
  * q, k point at that head's first column in [T, ld] matrices. The forward pass and the
  * maps (recomputing) call this alone, so both get the same values. gemm_only: skip the
  * softmax (vit_forward_gemms). m (NULL: none): softmax(s / tau), the dropped patches'
- * columns -inf before the softmax and their rows 0 after it. */
+ * columns -inf before the softmax and their rows 0 after it; parent: row r's columns
+ * other than r and its ancestors -inf before the softmax (probability exactly 0). */
 void vit_att_block(float *out, const float *q, const float *k, int ld, int r0, int r1, int T,
                    int Dh, float scale, int gemm_only, const VitAttMod *m);
 

@@ -142,7 +142,7 @@ typedef enum {
 } VitActivation;
 
 /* Which library's tensor names a checkpoint uses. */
-typedef enum { VIT_NAMES_TIMM = 0, VIT_NAMES_HF } VitNaming;
+typedef enum { VIT_NAMES_TIMM = 0, VIT_NAMES_HF, VIT_NAMES_OPENAI } VitNaming;
 
 /* Everything the forward pass needs to know about a model's shapes and its
  * preprocessing. Inferred from tensor shapes, then config.json beside the
@@ -1493,6 +1493,114 @@ VitStatus vit_text_logits(VitRun *run, const Vit *vit, VitError *err);
  * norm(z_L)[CLS]), not normalised (CLIP's encode_image). Errors: VIT_ERR_ARG (a model
  * without image projection, a run not made for vit). */
 VitStatus vit_image_embed(float *e, const VitRun *run, const Vit *vit, VitError *err);
+
+/* ---------------------------------------------------------------------------
+ * The CLIP text tower (engine/text/text.c): a phrase's embedding, to compare with an
+ * image embedding (Radford et al. 2021, "Learning Transferable Visual Models From
+ * Natural Language Supervision", §2.4; OpenAI CLIP's clip/model.py encode_text):
+ *   x = token_embedding[ids] + positional_embedding[:n]            [n, W]
+ *   L pre-norm blocks with a causal mask: x = x + attn(ln_1(x)); x = x + mlp(ln_2(x)),
+ *       mlp = c_proj(act(c_fc(.))), act QuickGELU for OpenAI's weights
+ *   e = ln_final(x)[argmax(ids)] @ text_projection                 [E]
+ * argmax(ids) is the first end-of-text token: EOT (49407) is the largest id.
+ * Symbols: V vocabulary, ctx context (77), W width, H heads, Dh = W / H, F MLP width,
+ * L layers, E embedding (text_projection's output). The blocks are vit_forward's own
+ * (engine/passes/block.c) with the causal mask as an option of the attention. */
+
+#define VIT_TEXT_MAX_CONTEXT 4096      /* ctx: rows of the position embedding */
+#define VIT_TEXT_MAX_VOCAB   (1 << 22) /* V: rows of the token embedding */
+
+typedef struct {
+    int vocab_size;    /* V (49408) */
+    int context;       /* ctx, tokens including SOT and EOT (77) */
+    int width;         /* W (512 for B/32 and B/16) */
+    int n_heads;       /* H: config.json's text_config.num_attention_heads, open_clip_config.json's
+                          model_cfg.text_cfg.heads, else W / 64 (OpenAI's rule) */
+    int n_layers;      /* L */
+    int mlp_dim;       /* F (4 W) */
+    int embed_dim;     /* E: text_projection's output (512) */
+    float ln_eps;      /* LayerNorm eps: 1e-5 (config.json's text_config.layer_norm_eps) */
+    VitActivation act; /* the MLP's activation, see act_from */
+    VitNaming naming;  /* VIT_NAMES_HF (CLIPModel: text_model.*) or VIT_NAMES_OPENAI (OpenAI and
+                          OpenCLIP: token_embedding, transformer.resblocks.N.*) */
+    const char *act_from; /* static string: where act came from (for the app to show) */
+} VitTextConfig;
+
+/* A loaded text tower. Zero-initialise before vit_text_load; vit_text_free accepts a
+ * zeroed or half-built VitText. Read-only after load (several threads may embed with it
+ * at once), except that a caller may change cfg.act and cfg.n_heads before embedding
+ * (an option that overrides the checkpoint's rule): vit_text_embed reads them and
+ * checks W % H. Linear weights are [out, in] (vit.h's convention). */
+typedef struct {
+    VitTextConfig cfg;
+    const float *token_embed;     /* [V, W] */
+    const float *pos_embed;       /* [ctx, W] */
+    VitBlock *blocks;             /* [L], owned: norm1 = ln_1, q/k/v (OpenAI's fused
+                                     in_proj: qkv_w), proj = out_proj, norm2 = ln_2,
+                                     fc1 = c_fc, fc2 = c_proj */
+    const float *norm_w, *norm_b; /* ln_final [W] */
+    const float *proj_w;          /* [E, W]: OpenAI's text_projection [W, E] transposed at
+                                     load, so that e = proj_w . x */
+    const float *proj_b;          /* [E] (OpenCLIP's proj_bias), or NULL */
+    float logit_scale;            /* exp() of the checkpoint's logit_scale (CLIP's learned
+                                     temperature, 100 for OpenAI's); 0 when it has none */
+    char path[1024];              /* the weights file */
+    /* private */
+    Vit file;          /* the mapping or the checkpoint's storages the weights point into, and
+                          the F16/BF16 tensors converted to F32, held as vit_load holds them */
+    float *proj_owned; /* OpenAI's text_projection transposed */
+} VitText;
+
+/* Load the text tower of a CLIP checkpoint: .safetensors or a PyTorch checkpoint (.pth,
+ * .pt, .bin: torch.save's zip, read by vit_load's readers with their checks), the same
+ * file as the image tower or one holding the text tower alone, in either naming:
+ *   Hugging Face CLIPModel (modeling_clip.py): text_model.embeddings.token_embedding.weight
+ *     [V, W], text_model.embeddings.position_embedding.weight [ctx, W],
+ *     text_model.encoder.layers.N.{layer_norm1, self_attn.{q,k,v,out}_proj, layer_norm2,
+ *     mlp.fc1, mlp.fc2}, text_model.final_layer_norm, text_projection.weight [E, W]
+ *   OpenAI / OpenCLIP (clip/model.py, open_clip's TextTransformer): token_embedding.weight,
+ *     positional_embedding [ctx, W], transformer.resblocks.N.{ln_1, attn.in_proj_weight
+ *     [3W, W], attn.in_proj_bias, attn.out_proj, ln_2, mlp.c_fc, mlp.c_proj}, ln_final,
+ *     text_projection [W, E] (used as x @ P; OpenCLIP's linear text_projection.weight [E, W]
+ *     and .bias also read)
+ * and logit_scale (a scalar; optional). L counts the blocks; every shape is checked
+ * against W, F, E. The activation, heads and eps (the rule; the caller may override act
+ * and n_heads afterwards, see VitText):
+ *   Hugging Face names: config.json beside the weights, its text_config's hidden_act
+ *     ("quick_gelu", "gelu", "gelu_new" / "gelu_pytorch_tanh"), num_attention_heads,
+ *     layer_norm_eps; without them CLIPTextConfig's defaults: QuickGELU, eps 1e-5.
+ *   OpenAI names: open_clip_config.json beside the weights: model_cfg.quick_gelu true ->
+ *     QuickGELU, else GELU (open_clip's default); text_cfg.heads, text_cfg.norm_kwargs.eps.
+ *     Without it QuickGELU: OpenAI's own weights (and OpenCLIP's "-quickgelu" models); an
+ *     OpenCLIP model trained with GELU needs its open_clip_config.json, or cfg.act set.
+ *   H: those configs, else W / 64 (OpenAI's build_model).
+ * open_clip_config.json asking for what this tower does not do (pool_type other than
+ * "argmax", no_causal_mask, embed_cls) is refused by name.
+ * Errors: VIT_ERR_IO (cannot open), VIT_ERR_FORMAT (a malformed file or config, a NaN
+ * weight; "FILE: no text tower ..." when the file has none, saying whether it holds an
+ * image tower only), VIT_ERR_SHAPE (a tensor missing or of the wrong shape, named with
+ * its file, got and expected), VIT_ERR_NOMEM. Free with vit_text_free. */
+VitStatus vit_text_load(VitText *t, const char *path, VitError *err);
+void vit_text_free(VitText *t);
+
+/* Embeddings out [n, E] (projected, NOT normalised; row i for sequence i) of n token
+ * sequences ids[i] [lens[i]] (1 <= lens[i] <= ctx, ids in [0, V): vit_tokenize's [SOT,
+ * ..., EOT]; padding after EOT allowed), each pooled at its first largest id (OpenAI:
+ * text.argmax(dim=-1), the first EOT), on n_threads threads (0: one per online core,
+ * at most VIT_MAX_THREADS). The published model's values on the sequence padded to ctx,
+ * computed with less work, exactly: with the causal mask token t depends on tokens 0 .. t
+ * alone, so (1) the tokens after the pooled one change nothing it computes and are not
+ * computed, and (2) sequences that start with the same tokens have the same rows there:
+ * the sequences are merged into a prefix tree, each distinct prefix computed once (a
+ * template's "a photo of a" once for all its class names), up to 512 rows a batch run as
+ * one sequence through vit_forward's block with the tree as its causal mask (a row sees
+ * itself and its ancestors; every other key's probability exactly 0). Each linear layer
+ * is one GEMM over the batch's rows. Allocates about 512 (8W + F + E) floats of
+ * activations and a thread pool, freed before it returns. Thread-safe on one VitText.
+ * Errors: VIT_ERR_ARG (a NULL array, n < 0, a length or id out of range naming the
+ * sequence and position, H not dividing W), VIT_ERR_NOMEM; out is then undefined. */
+VitStatus vit_text_embed(float *out, const VitText *t, const int *const *ids, const int *lens,
+                         int n, int n_threads, VitError *err);
 
 #ifdef __cplusplus
 }

@@ -55,6 +55,10 @@ static int read_file(const char *path, char **out, size_t *n_out, size_t max_byt
     return 0;
 }
 
+int ld_read_file(const char *path, char **out, size_t *n_out, size_t max_bytes) {
+    return read_file(path, out, n_out, max_bytes);
+}
+
 /* Positive integer value of key `k` in obj, 0 if absent, -1 if of the wrong type. */
 static int cfg_int(const cJSON *obj, const char *k, int *out) {
     const cJSON *j = cJSON_GetObjectItemCaseSensitive(obj, k);

@@ -77,6 +77,15 @@ typedef enum {
 
 /* clang-format on */
 
+/* --- model.c: vit_load's first steps, shared with engine/text/text.c ---------------- */
+
+/* Map the weights file (or read a PyTorch checkpoint's storages) into ld->st, the
+ * mapping or storages held in ld->vit (vit_free releases them). Errors: VIT_ERR_IO,
+ * VIT_ERR_FORMAT naming the file, VIT_ERR_NOMEM. */
+VitStatus ld_map_file(Loader *ld, const char *path);
+/* ld->vit->owned sized for every tensor ld_tensor must convert (F16, BF16, unaligned). */
+VitStatus ld_alloc_converted(Loader *ld);
+
 /* --- names.c: tensors by name and by slot ------------------------------------------ */
 
 /* Find `name`, check its dtype and shape against `shape` (ndim dims; -1 matches
@@ -112,6 +121,9 @@ VitStatus ld_apply_layout(Loader *ld, const char *user_layout);
 
 /* --- config.c: config.json ------------------------------------------------------------ */
 
+/* Read a whole file of at most max_bytes into *out (malloc'd, NUL-terminated, *n_out
+ * bytes): 0, or -1 with errno set (EFBIG over the limit). */
+int ld_read_file(const char *path, char **out, size_t *n_out, size_t max_bytes);
 /* Parse config.json at path into cv (its labels a detached copy the caller frees with
  * cJSON_Delete). Errors: VIT_ERR_IO, VIT_ERR_FORMAT naming the key. */
 VitStatus ld_parse_config(CfgValues *cv, const char *path, VitError *err);

@@ -83,6 +83,15 @@ static VitStatus alloc_converted(Loader *ld) {
     return VIT_OK;
 }
 
+/* The two steps above for the CLIP text tower's loader (engine/text/text.c): the file
+ * read as vit_load reads it, into ld->st, the storage held in ld->vit. */
+VitStatus ld_map_file(Loader *ld, const char *path) {
+    return map_file(ld, path);
+}
+VitStatus ld_alloc_converted(Loader *ld) {
+    return alloc_converted(ld);
+}
+
 /* config.json into ld->cv: the options' path, or the one beside the weights when
  * there is one. */
 static VitStatus read_config(Loader *ld, const char *path, const VitLoadOptions *opt) {

@@ -243,7 +243,23 @@ void vit_att_block(float *out, const float *q, const float *k, int ld, int r0, i
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, r1 - r0, T, Dh, scale, q + (size_t)r0 * ld,
                 ld, k, ld, 0.0f, out, T);
     if (gemm_only) return;
-    if (!m || !m->drop) {
+    if (!m || (!m->drop && !m->parent)) {
+        softmax_rows(out, r1 - r0, T);
+        return;
+    }
+    /* OpenAI CLIP: attn_mask = empty(T, T).fill_(-inf).triu_(1), added to the scores; over a
+     * prefix tree, every key but the query's own row and its ancestors (indices decreasing
+     * along the chain: one pass from the last column down) */
+    if (m->parent)
+        for (int r = r0; r < r1; r++) {
+            float *row = out + (size_t)(r - r0) * T;
+            for (int j = T - 1, a = r; j >= 0; j--)
+                if (j == a)
+                    a = m->parent[a];
+                else
+                    row[j] = -INFINITY;
+        }
+    if (!m->drop) {
         softmax_rows(out, r1 - r0, T);
         return;
     }
