@@ -350,6 +350,39 @@ def captions(objs):
     return out
 
 
+def hard_negative(text, spec, rng):
+    """A caption one word away from `text` (NegCLIP's hard negatives, Yuksekgonul et al.
+    2023): one requirement's shape or colour changed, or, in "a red circle and a blue
+    star", the two colours swapped ("a blue circle and a red star"). -> (text, spec); its
+    truth for every scene is computed like any caption's (it may be true of another one).
+    No colour or shape starts with a vowel, so the article stays right."""
+    words = text.rstrip(".").split(" ")
+    dot = "." if text.endswith(".") else ""
+    reqs = [list(r) for r in spec]
+
+    def where(k, field):  # the word index of requirement k's colour (1) or shape (2)
+        val = reqs[k][field]
+        form = PLURAL[val] if field == 2 and reqs[k][0] == 2 else val
+        nth = sum(1 for j in range(k) if reqs[j][field] == val)
+        hits = [i for i, w in enumerate(words) if w == form]
+        return hits[nth]
+    choices = [(k, f) for k in range(len(reqs)) for f in (1, 2) if reqs[k][f] is not None]
+    swap = len(reqs) == 2 and reqs[0][1] != reqs[1][1]
+    pick = int(rng.integers(len(choices) + (2 if swap else 0)))
+    if pick >= len(choices):  # swap the colours of the two objects
+        i0, i1 = where(0, 1), where(1, 1)
+        words[i0], words[i1] = words[i1], words[i0]
+        reqs[0][1], reqs[1][1] = reqs[1][1], reqs[0][1]
+    else:
+        k, f = choices[pick]
+        i = where(k, f)
+        pool = CNAMES if f == 1 else SHAPES
+        new = pool[(pool.index(reqs[k][f]) + 1 + int(rng.integers(len(pool) - 1))) % len(pool)]
+        words[i] = PLURAL[new] if f == 2 and reqs[k][0] == 2 else new
+        reqs[k][f] = new
+    return " ".join(words) + dot, tuple(tuple(r) for r in reqs)
+
+
 def all_texts():
     """Every caption text the generator can make (for the vocabulary rows used)."""
     texts = set()
@@ -553,13 +586,15 @@ def make_set(split, count, level, say):
 
 # --- the loss ----------------------------------------------------------------------------
 
-def multi_positive_loss(logits, truth):
-    """logits [B, B] (image i, caption j), truth [B, B] bool (caption j true of image i;
-    the diagonal always): -log sum of softmax over the positives, images -> captions and
+def multi_positive_loss(logits, truth, B):
+    """logits [B, B + K] (image i, caption j: the batch's B captions, then K hard
+    negatives), truth [B, B + K] bool (caption j true of image i; the diagonal always):
+    -log of the softmax's sum over the positives, images -> all captions and the batch's
     captions -> images, averaged."""
     neg = torch.finfo(logits.dtype).min
-    li = torch.logsumexp(logits.masked_fill(~truth, neg), 1) - torch.logsumexp(logits, 1)
-    lt = torch.logsumexp(logits.masked_fill(~truth, neg), 0) - torch.logsumexp(logits, 0)
+    pos = logits.masked_fill(~truth, neg)
+    li = torch.logsumexp(pos, 1) - torch.logsumexp(logits, 1)
+    lt = torch.logsumexp(pos[:, :B], 0) - torch.logsumexp(logits[:, :B], 0)
     return -(li.mean() + lt.mean()) / 2
 
 
@@ -744,6 +779,9 @@ def main():
     ap.add_argument("--text-layers", type=int, default=3)
     ap.add_argument("--embed", type=int, default=64)
     ap.add_argument("--eval", type=int, default=400, help="held-out scenes of each kind")
+    ap.add_argument("--negatives", type=int, default=1,
+                    help="1: a hard-negative caption per scene (NegCLIP): a shape or colour "
+                         "changed, or two objects' colours swapped")
     ap.add_argument("--eval-every", type=int, default=0, help="also evaluate every N steps")
     ap.add_argument("--init", choices=("openai", "mimetic"), default="openai",
                     help="the image tower's attention and position embedding: OpenAI's random "
@@ -800,8 +838,10 @@ def main():
         for i, f in zip(idx, flip):
             cs = caps_flip[i] if f else caps[i]
             chosen.append(cs[int(g.integers(len(cs)))])
+        if a.negatives:
+            chosen += [hard_negative(t, spec, g) for t, spec in chosen]
         truth = torch.tensor([[true_of(spec, so) for _, spec in chosen] for so in sobjs])
-        assert bool(truth.diagonal().all())
+        assert bool(truth[:, :a.batch].diagonal().all())
         ids = pad([tok.encode(t) for t, _ in chosen])
         with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bool(a.bf16)):
             ie = model.encode_image(to_tensor(x))
@@ -810,7 +850,7 @@ def main():
         ie = ie / ie.norm(dim=-1, keepdim=True)
         te = te / te.norm(dim=-1, keepdim=True)
         logits = model.logit_scale.exp() * ie @ te.T
-        loss = multi_positive_loss(logits, truth)
+        loss = multi_positive_loss(logits, truth, a.batch)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         nn.utils.clip_grad_norm_(model.parameters(), 1.0)
