@@ -477,12 +477,16 @@ class VisionTransformer(nn.Module):
         self.ln_post = LayerNorm(width)
         self.proj = nn.Parameter(scale * torch.randn(width, embed))
 
-    def forward(self, x):
-        """x [B, 3, S, S] normalised -> image embedding [B, E] (not normalised)."""
+    def forward(self, x, patches=False):
+        """x [B, 3, S, S] normalised -> image embedding [B, E] (not normalised); with
+        patches, also each patch token through the same ln_post and proj [B, N, E]."""
         x = self.conv1(x).flatten(2).transpose(1, 2)  # [B, N, W]
         cls = self.class_embedding.to(x.dtype).expand(x.shape[0], 1, -1)
         x = torch.cat([cls, x], 1) + self.positional_embedding.to(x.dtype)
         x = self.transformer(self.ln_pre(x))
+        if patches:
+            x = self.ln_post(x) @ self.proj
+            return x[:, 0], x[:, 1:]
         return self.ln_post(x[:, 0]) @ self.proj
 
 
@@ -572,16 +576,22 @@ def flip_objs(objs):
     return [Obj(o.colour, o.shape, SIZE - o.cx, o.cy, o.r) for o in objs]
 
 
-def make_set(split, count, level, say):
+def make_set(split, count, level, patch, say):
+    """-> images uint8 [n, S, S, 3], objects, owner int8 [n, G, G] (the object covering
+    more than half of each patch, -1 none)."""
     t = time.time()
+    G = SIZE // patch
     imgs = np.empty((count, SIZE, SIZE, 3), np.uint8)
+    owner = np.full((count, G, G), -1, np.int8)
     objs = []
     for i in range(count):
-        lv = level if np.isscalar(level) else level(i)
-        imgs[i], o, _, _ = make_scene(split, i, lv)
+        imgs[i], o, cov, _ = make_scene(split, i, level)
         objs.append(o)
+        frac = cov.reshape(len(o), G, patch, G, patch).mean((2, 4))
+        for k in range(len(o)):
+            owner[i][frac[k] > 0.5] = k
     say(f"{count} {split} scenes in {time.time() - t:.0f} s")
-    return imgs, objs
+    return imgs, objs, owner
 
 
 # --- the loss ----------------------------------------------------------------------------
@@ -765,7 +775,7 @@ def main():
                                                     "bpe_simple_vocab_16e6.txt.gz"))
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--train", type=int, default=12000, help="training scenes")
-    ap.add_argument("--steps", type=int, default=1500)
+    ap.add_argument("--steps", type=int, default=700)
     ap.add_argument("--batch", type=int, default=128)
     ap.add_argument("--lr", type=float, default=1e-3)
     ap.add_argument("--wd", type=float, default=0.1)
@@ -782,6 +792,9 @@ def main():
     ap.add_argument("--negatives", type=int, default=1,
                     help="1: a hard-negative caption per scene (NegCLIP): a shape or colour "
                          "changed, or two objects' colours swapped")
+    ap.add_argument("--dense", type=float, default=1.0,
+                    help="weight of the patch tokens' loss: each patch of an object, through "
+                         "ln_post and proj, against the 36 colour-shape phrases (0: off)")
     ap.add_argument("--eval-every", type=int, default=0, help="also evaluate every N steps")
     ap.add_argument("--init", choices=("openai", "mimetic"), default="openai",
                     help="the image tower's attention and position embedding: OpenAI's random "
@@ -807,7 +820,9 @@ def main():
     say(" ".join(sys.argv))
     t0, c0 = time.time(), time.process_time()
     tok = Tokenizer(a.vocab)
-    imgs, objs = make_set("train", a.train, a.level, say)
+    imgs, objs, owner = make_set("train", a.train, a.level, a.patch, say)
+    pairs = [(c, sh) for c in CNAMES for sh in SHAPES]
+    pair_ids = pad([tok.encode(phrase(c, sh)) for c, sh in pairs])
     caps = [captions(o) for o in objs]
     data = eval_scenes(a.eval, a.level, say)
     caps_flip = [captions(flip_objs(o)) for o in objs]
@@ -844,13 +859,25 @@ def main():
         assert bool(truth[:, :a.batch].diagonal().all())
         ids = pad([tok.encode(t) for t, _ in chosen])
         with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bool(a.bf16)):
-            ie = model.encode_image(to_tensor(x))
+            ie, pe = model.visual(to_tensor(x), patches=True)
             te = model.encode_text(ids)
+            if a.dense:
+                de = model.encode_text(pair_ids)
         ie, te = ie.float(), te.float()
         ie = ie / ie.norm(dim=-1, keepdim=True)
         te = te / te.norm(dim=-1, keepdim=True)
         logits = model.logit_scale.exp() * ie @ te.T
         loss = multi_positive_loss(logits, truth, a.batch)
+        if a.dense:  # each patch of an object against the 36 "a {colour} {shape}" phrases
+            own = np.where(flip[:, None, None], owner[idx][:, :, ::-1], owner[idx]).reshape(a.batch, -1)
+            b, n = np.nonzero(own >= 0)
+            target = torch.tensor([pairs.index((sobjs[i][own[i, j]].colour,
+                                                sobjs[i][own[i, j]].shape))
+                                   for i, j in zip(b, n)], dtype=torch.long)
+            pv = F.normalize(pe.float()[torch.from_numpy(b), torch.from_numpy(n)], dim=-1)
+            dl = F.cross_entropy(model.logit_scale.exp() * pv @ F.normalize(de.float(), dim=-1).T,
+                                 target)
+            loss = loss + a.dense * dl
         opt.zero_grad(set_to_none=True)
         loss.backward()
         nn.utils.clip_grad_norm_(model.parameters(), 1.0)
