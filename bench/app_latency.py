@@ -207,14 +207,13 @@ def summary(name, ms):
     return statistics.median(ms)
 
 
-def keys_session(app, xt, n_keys, n_classes):
-    """Time n_keys keys of KEY_CYCLE (and n_classes class switches); {group: [ms]}."""
+def time_keys(app, xt, cycle, n_keys, cur, changed, after=None):
+    """Time n_keys keys of cycle [(key, group)] from the shown state cur: each until the
+    app shows a settled state that changed(state, cur) says is the key's; then after().
+    {group: [ms]}, with the app's own timings of INSIDE under " name"."""
     per_key = {}
-    xt.key("Left")  # ask for a frame and read the state the app shows now
-    _, line = app.wait(lambda l: state(l) is not None)
-    cur = state(line)
     for i in range(n_keys):
-        name, group = KEY_CYCLE[i % len(KEY_CYCLE)]
+        name, group = cycle[i % len(cycle)]
         time.sleep(0.1)
         app.drain()
         t0 = time.perf_counter()
@@ -222,13 +221,23 @@ def keys_session(app, xt, n_keys, n_classes):
 
         def shows_it(line, cur=cur):
             st = state(line)
-            return st is not None and st["busy"] == "0" and any(
-                st[k] != cur[k] for k in FIELDS)
+            return st is not None and st["busy"] == "0" and changed(st, cur)
         t, line = app.wait(shows_it)
         per_key.setdefault(group, []).append((t - t0) * 1e3)
         cur = state(line)
         for k in INSIDE:
             per_key.setdefault(" " + k, []).append(float(cur[k] or "nan"))
+        if after:
+            after()
+    return per_key
+
+
+def keys_session(app, xt, n_keys, n_classes):
+    """Time n_keys keys of KEY_CYCLE (and n_classes class switches); {group: [ms]}."""
+    xt.key("Left")  # ask for a frame and read the state the app shows now
+    _, line = app.wait(lambda l: state(l) is not None)
+    per_key = time_keys(app, xt, KEY_CYCLE, n_keys, state(line),
+                        lambda st, cur: any(st[k] != cur[k] for k in FIELDS))
     if n_classes:
         # class switches: 1 .. 5 in turn on Chefer et al.'s map (the first switch also
         # makes the view class-specific; not timed)
@@ -251,31 +260,17 @@ def keys_session(app, xt, n_keys, n_classes):
 
 def lesson_session(app, xt, n_keys):
     """Time n_keys keys of LESSON_CYCLE in the lesson view; {group: [ms]}."""
-    per_key = {}
     xt.key("Next")  # open the lesson at step 1 (its numbers computed: untimed)
     _, line = app.wait(lambda l: (state(l) or {}).get("lesson", "0/0").startswith("1/")
                        and state(l)["lshown"] == "1")
-    cur = state(line)
     app.wait(lambda l: l.startswith("lesson ahead "))
-    for i in range(n_keys):
-        name, group = LESSON_CYCLE[i % len(LESSON_CYCLE)]
-        time.sleep(0.1)
-        app.drain()
-        t0 = time.perf_counter()
-        xt.key(name)
-
-        def shows_it(line, cur=cur):
-            st = state(line)
-            return st is not None and st["busy"] == "0" and st["lshown"] == "1" and any(
-                st[k] != cur[k] for k in ("lesson", "llayer", "lhead", "lpatch"))
-        t, line = app.wait(shows_it)
-        per_key.setdefault(group, []).append((t - t0) * 1e3)
-        cur = state(line)
-        for k in INSIDE:
-            per_key.setdefault(" " + k, []).append(float(cur[k] or "nan"))
-        # the neighbouring steps' pictures drawn ahead, as between a presenter's keys
-        # (seconds apart): the trace's "lesson ahead" line once they are on the GPU
-        app.wait(lambda l: l.startswith("lesson ahead "))
+    # after each key, the neighbouring steps' pictures drawn ahead, as between a
+    # presenter's keys (seconds apart): the trace's "lesson ahead" line once they are on the GPU
+    per_key = time_keys(
+        app, xt, LESSON_CYCLE, n_keys, state(line),
+        lambda st, cur: st["lshown"] == "1" and any(
+            st[k] != cur[k] for k in ("lesson", "llayer", "lhead", "lpatch")),
+        after=lambda: app.wait(lambda l: l.startswith("lesson ahead ")))
     xt.key("Escape")  # back to the explorer
     app.wait(lambda l: (state(l) or {}).get("lesson") == "0/0")
     return per_key
@@ -358,7 +353,8 @@ def main():
     lesson_med = float("nan")
     if lesson:
         lesson_med = summary("lesson step -> new frame", lesson["lesson step"])
-        summary("lesson block -> new frame", lesson["lesson block"])
+        if "lesson block" in lesson:  # fewer keys than LESSON_CYCLE may change no block
+            summary("lesson block -> new frame", lesson["lesson block"])
         print("  inside the app, lesson steps' medians: key handled -> frame done "
               f"{statistics.median(lesson_inside['ms_input']):.1f} ms; drawing "
               f"{statistics.median(lesson_inside['ms_draw']):.1f}, rasterising "

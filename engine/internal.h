@@ -151,6 +151,9 @@ void vit_im2col(VitPool *pool, float *patches, const float *inputs, int n_images
 
 /* Exact GELU in place on columns [c0, c1) of x[R, ld]. */
 void vit_gelu_cols(float *x, int ld, int R, int c0, int c1);
+/* The MLP's activation act (VitConfig.mlp_act) in place on columns [c0, c1) of x[R, ld]:
+ * the same arithmetic as vit_block's epilogue, so the same values. */
+void vit_act_cols(float *x, int ld, int R, int c0, int c1, VitActivation act);
 
 /* dh[r, :] *= GELU's derivative at hpre[r, :] (exact), or gelu(x)/x (lrp: AttnLRP's
  * identity rule), rows [r0, r1) of [., F]. */

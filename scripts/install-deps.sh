@@ -7,6 +7,7 @@ SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
 build=(build-essential cmake pkg-config
        libopenblas-dev liblapacke-dev libcjson-dev libstb-dev
        libzip-dev  # PyTorch checkpoints (.pth: a zip), engine/load/pth.c
+       zlib1g-dev libpcre2-dev libicu-dev  # CLIP's tokenizer: its .gz vocabulary, split, lower-casing
        libjpeg-dev libwebp-dev libtiff-dev libheif-dev libexif-dev  # image decoders (engine/image/codecs.c)
        libsdl2-dev libsdl2-ttf-dev libepoxy-dev libfontconfig-dev fonts-dejavu-core libgl1-mesa-dri
        curl)  # scripts/download-model.sh
@@ -15,6 +16,7 @@ build=(build-essential cmake pkg-config
 # libclang_rt.fuzzer) for tests/fuzz, valgrind for the memcheck tests, and the packaging
 # tools for tests/install.
 tests=(python3-torch python3-numpy python3-pil python3-torchvision python3-networkx
+       python3-regex  # tests/text: CLIP's tokenizer's reference (its split pattern)
        xvfb xauth xdotool x11-utils imagemagick clang-format
        clang libclang-rt-14-dev valgrind
        libheif-examples  # heif-enc / heif-convert: HEIC and AVIF by hand (the tests encode their own)

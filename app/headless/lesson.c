@@ -230,13 +230,19 @@ void lesson_caption(char *buf, size_t n, const LessonData *ld, int step) {
         snprintf(buf, n, "Block %d, head %d: the query of patch (%d, %d) %s", l, h, r, col, sh);
         break;
     case LESSON_KEYS: snprintf(buf, n, "Block %d, head %d: every token's key %s", l, h, sh); break;
-    case LESSON_SCORES:
-        /* the model's own divisor: sqrt(d_h), or sqrt(D) for a layout that scales so */
-        snprintf(buf, n, "Scores q.k_j / sqrt(%ld) of patch (%d, %d) with every token %s",
+    case LESSON_SCORES: {
+        /* the model's own divisor: sqrt(d_h), or sqrt(D) for a layout that scales so; and
+         * the temperature a "what if?" put on this block (the scores the softmax reads) */
+        const VitIntervention *iv = ld->sc ? ld->sc->run.intervention : NULL;
+        char tau[32] = "";
+        if (iv && iv->temperature > 0.0f && iv->temp_layer == ld->layer)
+            snprintf(tau, sizeof tau, " / %.2g (temperature)", iv->temperature);
+        snprintf(buf, n, "Scores q.k_j / sqrt(%ld)%s of patch (%d, %d) with every token %s",
                  c->att_scale > 0.0f ? lroundf(1.0f / (c->att_scale * c->att_scale))
                                      : (long)c->head_dim,
-                 r, col, sh);
+                 tau, r, col, sh);
         break;
+    }
     case LESSON_SOFTMAX:
         snprintf(buf, n, "Softmax of the scores: where patch (%d, %d) looks, block %d head %d %s",
                  r, col, l, h, sh);
@@ -252,8 +258,8 @@ void lesson_caption(char *buf, size_t n, const LessonData *ld, int step) {
                  b->norm_mid, sh);
         break;
     case LESSON_MLP:
-        snprintf(buf, n, "MLP: GELU lets %.0f%% of the %d hidden units through %s",
-                 100.0 * b->gelu_share, c->mlp_dim, sh);
+        snprintf(buf, n, "MLP: %s lets %.0f%% of the %d hidden units through %s",
+                 vit_activation_name(c->mlp_act), 100.0 * b->gelu_share, c->mlp_dim, sh);
         break;
     case LESSON_MLP_OUT: snprintf(buf, n, "The MLP's output %s", sh); break;
     case LESSON_RESIDUAL2:
@@ -601,8 +607,9 @@ static void draw_step(Canvas *cv, const LessonData *ld, int step, int colormap) 
     case LESSON_MLP: {
         const float *hh = b->hid + (size_t)t * c->mlp_dim;
         float s = max_abs(hh, (size_t)c->mlp_dim);
-        int y = draw_strip(cv, hh, c->mlp_dim, left, top, avail, s, "GELU(fc1(LayerNorm(x)))",
-                           STRIP_CELL);
+        char what[64];
+        snprintf(what, sizeof what, "%s(fc1(LayerNorm(x)))", vit_activation_name(c->mlp_act));
+        int y = draw_strip(cv, hh, c->mlp_dim, left, top, avail, s, what, STRIP_CELL);
         legend(cv, s, left, y);
         snprintf(buf, sizeof buf, "%.0f%% of the hidden units pass", 100.0 * b->gelu_share);
         text(cv, buf, 40, left + 500, y, 700, FG);

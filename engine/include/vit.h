@@ -141,6 +141,10 @@ typedef enum {
     VIT_ACT_RELU        /* max(x, 0) */
 } VitActivation;
 
+/* The activation's name as the field writes it: "GELU", "GELU (tanh)", "QuickGELU",
+ * "ReLU". Static string. */
+const char *vit_activation_name(VitActivation a);
+
 /* Which library's tensor names a checkpoint uses. */
 typedef enum { VIT_NAMES_TIMM = 0, VIT_NAMES_HF, VIT_NAMES_OPENAI } VitNaming;
 
@@ -1601,6 +1605,49 @@ void vit_text_free(VitText *t);
  * sequence and position, H not dividing W), VIT_ERR_NOMEM; out is then undefined. */
 VitStatus vit_text_embed(float *out, const VitText *t, const int *const *ids, const int *lens,
                          int n, int n_threads, VitError *err);
+
+/* ---------------------------------------------------------------------------
+ * The CLIP tokenizer (engine/text/tokenizer.c)
+ *
+ * OpenAI CLIP's byte-level BPE (clip/simple_tokenizer.py, Radford et al. 2021): the text
+ * cleaned (a fixed part of ftfy.fix_text, html.unescape twice, whitespace collapsed,
+ * lower-cased), split by CLIP's pattern, each piece's UTF-8 bytes merged by rank, then
+ * [<|startoftext|>, ..., <|endoftext|>]. The exact cleaning, and what of ftfy it leaves
+ * out, is at the top of tokenizer.c; tests/text checks the ids against a reference
+ * written from the published algorithm on 10 000 strings. */
+
+#define VIT_TEXT_CONTEXT   77    /* CLIP's context length, tokens including SOT and EOT */
+#define VIT_TEXT_MAX_BYTES 16384 /* a longer text is refused (77 tokens read far less) */
+
+typedef struct VitTokenizer VitTokenizer; /* read-only after load: threads may share it */
+
+/* Load CLIP's vocabulary: OpenAI's bpe_simple_vocab_16e6.txt.gz (gzip: zlib), or Hugging
+ * Face's vocab.json + merges.txt (path: either file, or their folder; a folder with the
+ * .gz works too). 49 408 ids: the 256 byte symbols, the same with "</w>", one per merge,
+ * <|startoftext|> and <|endoftext|>. *tok is the caller's: free with vit_tokenizer_free.
+ * Errors: VIT_ERR_IO (missing file, naming it), VIT_ERR_FORMAT (a corrupt or cut gzip,
+ * a merge line that is not two known symbols, naming file and line; a vocab.json entry
+ * that is not a new id), VIT_ERR_ARG (not a vocabulary's name), VIT_ERR_NOMEM. */
+VitStatus vit_tokenizer_load(VitTokenizer **tok, const char *path, VitError *err);
+void vit_tokenizer_free(VitTokenizer *tok); /* NULL-safe */
+
+/* The vocabulary that came with a model file: beside it or in its "tokenizer" folder,
+ * vocab.json + merges.txt (the path of vocab.json) or bpe_simple_vocab_16e6.txt.gz, in
+ * that order; model_path may also be the model's folder. 1 and the path in path[n], or 0
+ * (none, or a path that does not fit). */
+int vit_tokenizer_find(char *path, size_t n, const char *model_path);
+
+/* text (a C string of UTF-8, at most VIT_TEXT_MAX_BYTES) -> ids[*n]: [SOT, ..., EOT], *n <= max_ids
+ * (VIT_TEXT_CONTEXT for CLIP's text tower). A text with more tokens is cut as
+ * clip.tokenize(truncate=True) cuts it: the first max_ids - 2 and EOT, *truncated = 1
+ * (NULL: not asked). The text "<|endoftext|>" in it is that token, as in the original.
+ * Errors: VIT_ERR_ARG (empty or whitespace-only text, nothing left after the cleaning,
+ * invalid UTF-8 with the offset of its first bad byte, too long, max_ids < 2, NULL
+ * arguments), VIT_ERR_NOMEM. */
+VitStatus vit_tokenize(int *ids, int *n, int *truncated, const VitTokenizer *tok, const char *text,
+                       int max_ids, VitError *err);
+int vit_token_sot(const VitTokenizer *tok); /* <|startoftext|>: 49406 in CLIP's */
+int vit_token_eot(const VitTokenizer *tok); /* <|endoftext|>: 49407 */
 
 #ifdef __cplusplus
 }

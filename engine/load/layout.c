@@ -574,6 +574,16 @@ static VitStatus apply_switches(Loader *ld, const Layout *lay) {
             *(s ? &ld->cv.has_std : &ld->cv.has_mean) = 1;
         }
     }
+    /* class names for the head the layout's models are published with (torchvision's
+       ImageNet-1k), kept for attach_labels: a fine-tuned head of another size gets none */
+    const cJSON *lab = cJSON_GetObjectItemCaseSensitive(lay->root, "labels");
+    if (lab) {
+        if (!cJSON_IsArray(lab))
+            return vit_set_error(ld->err, VIT_ERR_FORMAT,
+                                 "%s: \"labels\" must be an array of class names", lay->file);
+        if (!(ld->layout_labels = cJSON_Duplicate(lab, 1)))
+            return vit_set_error(ld->err, VIT_ERR_NOMEM, "%s: out of memory", lay->file);
+    }
     snprintf(ld->layout_name, sizeof ld->layout_name, "%s", lay->name);
     return VIT_OK;
 }

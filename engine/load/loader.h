@@ -48,6 +48,8 @@ typedef struct {
     int pth;              /* the file is a PyTorch checkpoint */
     int layout_heads;     /* H from per-head lists, or 0 */
     void *layout_owned;   /* the converted tensors (the Vit keeps them) */
+    cJSON *layout_labels; /* the layout's "labels" (a copy), used when C matches and
+                             config.json names none */
 } Loader;
 
 /* The architecture read from the tensor shapes (vit_load's infer_* steps), in

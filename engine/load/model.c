@@ -290,11 +290,17 @@ static VitStatus fit_pos_embed(Loader *ld) {
     return VIT_OK;
 }
 
-/* Class names from config.json, for a model with a classifier head. */
+/* Class names from config.json, else the layout's when their number is the head's, for a
+ * model with a classifier head. */
 static VitStatus attach_labels(Loader *ld) {
-    if (!ld->cv.labels || !ld->vit->cfg.n_classes) return VIT_OK;
-    return ld_labels_from_json(ld->vit, ld->cv.labels,
-                               ld->cfg_file ? vit_basename(ld->cfg_file) : "config", ld->err);
+    int C = ld->vit->cfg.n_classes;
+    if (!C) return VIT_OK;
+    if (ld->cv.labels)
+        return ld_labels_from_json(ld->vit, ld->cv.labels,
+                                   ld->cfg_file ? vit_basename(ld->cfg_file) : "config", ld->err);
+    if (ld->layout_labels && cJSON_GetArraySize(ld->layout_labels) == C)
+        return ld_labels_from_json(ld->vit, ld->layout_labels, ld->layout_name, ld->err);
+    return VIT_OK;
 }
 
 /* --- entry points ---------------------------------------------------------- */
@@ -325,6 +331,7 @@ VitStatus vit_load(Vit *vit, const char *path, const VitLoadOptions *opt, VitErr
 
 fail: /* and success: the header table and config.json's values are not kept */
     cJSON_Delete(ld.cv.labels);
+    cJSON_Delete(ld.layout_labels);
     st_free(&ld.st);
     if (rc) vit_free(vit);
     return rc;

@@ -178,11 +178,11 @@ VitStatus vit_lesson_block(VitLesson *ls, const VitRun *run, const Vit *vit, int
                      .ablate = iv && iv->ablate ? iv->ablate + (size_t)layer * c->n_heads : NULL,
                      .mod = vit_att_mod(&mod, iv, c, layer)};
     if (!vit_block(run->pool, b, c, &io)) return vit_cancelled_error(err, "lesson");
-    /* the block's last step as vit_block makes it: hid = GELU(hpre) (the same
-     * arithmetic as its GELU epilogue), out = xm + ls2 * fc2(hid)
+    /* the block's last step as vit_block makes it: hid = act(hpre) (the same
+     * arithmetic as its epilogue: GELU, or the layout's activation), out = xm + ls2 * fc2(hid)
      * timm: x = x + self.ls2(self.mlp.fc2(self.mlp.act(self.mlp.fc1(self.norm2(x))))) */
     memcpy(ls->hid, ls->hpre, (size_t)T * F * sizeof(float));
-    vit_gelu_cols(ls->hid, F, T, 0, F);
+    vit_act_cols(ls->hid, F, T, 0, F, c->mlp_act);
     vit_linear(run->pool, (VitLinear){.out = ls->mlp,
                                       .ld_out = D,
                                       .inp = ls->hid,

@@ -147,11 +147,28 @@ static float act_one(float x, VitActivation act) {
     return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
 }
 
+const char *vit_activation_name(VitActivation a) {
+    switch (a) {
+    case VIT_ACT_GELU_TANH: return "GELU (tanh)";
+    case VIT_ACT_QUICK_GELU: return "QuickGELU";
+    case VIT_ACT_RELU: return "ReLU";
+    case VIT_ACT_GELU: break;
+    }
+    return "GELU";
+}
+
 static void act_cols_to(float *dst, const float *src, int ld, int R, int c0, int c1,
                         VitActivation act) {
     for (int r = 0; r < R; r++)
         for (int i = c0; i < c1; i++)
             dst[(size_t)r * ld + i] = act_one(src[(size_t)r * ld + i], act);
+}
+
+void vit_act_cols(float *x, int ld, int R, int c0, int c1, VitActivation act) {
+    if (act == VIT_ACT_GELU)
+        vit_gelu_cols(x, ld, R, c0, c1);
+    else
+        act_cols_to(x, x, ld, R, c0, c1, act);
 }
 
 void vit_act_backward_rows(float *dh, const float *hpre, int r0, int r1, int F, int lrp,

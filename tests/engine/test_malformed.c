@@ -1,7 +1,7 @@
 /* test_malformed.c - the catalogue of malformed inputs (docs/malformed-inputs.md).
  *
  * One case per file a user may hand vitlens by mistake or on purpose: weights,
- * config.json, labels, images. Each case writes its input under
+ * config.json, labels, images, CLIP's vocabulary and text. Each case writes its input under
  * SCRATCH_DIR/<case>/, calls the engine's public API as the app does, and
  * checks the status and that the message names the file and says what is
  * wrong; or, for an input that should work, that it works and gives the right
@@ -24,6 +24,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include <zip.h>
+#include <zlib.h>
 
 #define KEYS(...) ((const char *const[]){__VA_ARGS__, NULL})
 
@@ -1236,6 +1237,190 @@ static void case_pth_no_layout(Ctx *c) {
                KEYS("tensor 'cls_token' is missing", "my_token [1, 4]", "--layout FILE"));
 }
 
+/* --- CLIP's vocabulary and text ------------------------------------------------ */
+
+/* bytes_to_unicode's symbol of byte b (OpenAI's simple_tokenizer.py) as UTF-8 in s, JSON-
+ * escaped when json. */
+static void byte_symbol(char *s, int b, int json) {
+    int printable = (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || b >= 0xAE, n = 0;
+    for (int i = 0; i < b; i++)
+        n += !((i >= '!' && i <= '~') || (i >= 0xA1 && i <= 0xAC) || i >= 0xAE);
+    unsigned cp = printable ? (unsigned)b : 256u + (unsigned)n;
+    if (json && (cp == '"' || cp == '\\'))
+        s[0] = '\\', s[1] = (char)cp, s[2] = 0;
+    else if (cp < 0x80)
+        s[0] = (char)cp, s[1] = 0;
+    else
+        s[0] = (char)(0xC0 | cp >> 6), s[1] = (char)(0x80 | (cp & 63)), s[2] = 0;
+}
+
+/* A tiny Hugging Face vocabulary in c->dir: vocab.json with the 512 byte symbols, "ab</w>",
+ * <|startoftext|> and <|endoftext|> (515 ids); merges.txt with "#version: 0.2", "a b</w>"
+ * and `extra` (NULL: none) as its third line. */
+static void write_tiny_vocab(Ctx *c, const char *extra) {
+    char path[1100], sym[8];
+    size_t cap = 32768, n = 0;
+    char *js = malloc(cap);
+    if (!js) exit(2);
+    n += (size_t)snprintf(js + n, cap - n, "{");
+    for (int i = 0; i < 512; i++) {
+        byte_symbol(sym, i & 255, 1);
+        n += (size_t)snprintf(js + n, cap - n, "\"%s%s\": %d, ", sym, i < 256 ? "" : "</w>", i);
+    }
+    n += (size_t)snprintf(js + n, cap - n,
+                          "\"ab</w>\": 512, \"<|startoftext|>\": 513, \"<|endoftext|>\": 514}");
+    in_dir(c, path, sizeof path, "vocab.json");
+    write_bytes(path, js, n);
+    n = (size_t)snprintf(js, cap, "#version: 0.2\na b</w>\n%s%s", extra ? extra : "",
+                         extra ? "\n" : "");
+    in_dir(c, path, sizeof path, "merges.txt");
+    write_bytes(path, js, n);
+    free(js);
+}
+
+static void vocab_expect(Ctx *c, const char *path, VitStatus want, const char *file,
+                         const char *const *keys) {
+    VitTokenizer *tok = NULL;
+    VitError err = {0};
+    VitStatus rc = vit_tokenizer_load(&tok, path, &err);
+    check_err(rc, &err, want, file, keys, c->def->input);
+    check(rc != VIT_OK || tok, "%s: a tokenizer when it loads", c->def->input);
+    c->done = 1, c->rc = rc;
+    snprintf(c->msg, sizeof c->msg, "%s", rc == VIT_OK ? "" : err.msg);
+    vit_tokenizer_free(tok);
+}
+
+/* OpenAI's file (gzip): "#version" and n merges of two byte symbols; cut to `keep` bytes of
+ * the compressed file (0: whole). */
+static void write_gz_vocab(Ctx *c, const char *path, int n, size_t keep) {
+    char tmp[1100], a[8], b[8];
+    in_dir(c, tmp, sizeof tmp, "whole.gz");
+    gzFile f = gzopen(tmp, "wb");
+    if (!f) exit(2);
+    gzprintf(f, "\"bpe_simple_vocab_16e6.txt#version: 0.2\n");
+    for (int i = 0; i < n; i++) { /* distinct pairs of byte symbols ("!" .. "~") */
+        byte_symbol(a, '!' + i % 90, 0), byte_symbol(b, '!' + i / 90 % 90, 0);
+        gzprintf(f, "%s %s\n", a, b);
+    }
+    gzclose(f);
+    size_t len;
+    uint8_t *data = read_bytes(tmp, &len);
+    if (!data) exit(2);
+    write_bytes(path, data, keep ? keep : len);
+    free(data);
+}
+
+static void case_vocab_missing(Ctx *c) {
+    char path[1100];
+    in_dir(c, path, sizeof path, "bpe_simple_vocab_16e6.txt.gz");
+    vocab_expect(c, path, VIT_ERR_IO, "bpe_simple_vocab_16e6.txt.gz", KEYS("cannot open"));
+}
+
+static void case_vocab_not_gzip(Ctx *c) {
+    char path[1100];
+    in_dir(c, path, sizeof path, "bpe_simple_vocab_16e6.txt.gz");
+    write_bytes(path, "a b\nab c\n", 9);
+    vocab_expect(c, path, VIT_ERR_FORMAT, "bpe_simple_vocab_16e6.txt.gz", KEYS("not a gzip file"));
+}
+
+static void case_vocab_gz_truncated(Ctx *c) {
+    char path[1100];
+    in_dir(c, path, sizeof path, "bpe_simple_vocab_16e6.txt.gz");
+    write_gz_vocab(c, path, 4000, 300);
+    vocab_expect(c, path, VIT_ERR_FORMAT, "bpe_simple_vocab_16e6.txt.gz",
+                 KEYS("corrupt or cut short"));
+}
+
+static void case_vocab_gz_short(Ctx *c) {
+    char path[1100];
+    in_dir(c, path, sizeof path, "bpe_simple_vocab_16e6.txt.gz");
+    write_gz_vocab(c, path, 3, 0);
+    vocab_expect(c, path, VIT_ERR_FORMAT, "bpe_simple_vocab_16e6.txt.gz",
+                 KEYS("3 merges", "48894"));
+}
+
+static void case_merges_one_symbol(Ctx *c) {
+    write_tiny_vocab(c, "ab");
+    vocab_expect(c, c->dir, VIT_ERR_FORMAT, "merges.txt", KEYS("line 3", "two symbols"));
+}
+
+static void case_merges_unknown_symbol(Ctx *c) {
+    write_tiny_vocab(c, "\xe4\xb8\x80 x");
+    vocab_expect(c, c->dir, VIT_ERR_FORMAT, "merges.txt", KEYS("line 3", "no earlier line"));
+}
+
+static void case_merges_missing(Ctx *c) {
+    char path[1100];
+    write_tiny_vocab(c, NULL);
+    in_dir(c, path, sizeof path, "merges.txt");
+    remove(path);
+    in_dir(c, path, sizeof path, "vocab.json");
+    vocab_expect(c, path, VIT_ERR_IO, "vocab.json", KEYS("merges.txt side by side"));
+}
+
+static void case_vocab_json_not_object(Ctx *c) {
+    char path[1100];
+    write_tiny_vocab(c, NULL);
+    in_dir(c, path, sizeof path, "vocab.json");
+    write_bytes(path, "[1, 2, 3]", 9);
+    vocab_expect(c, c->dir, VIT_ERR_FORMAT, "vocab.json", KEYS("not a JSON object"));
+}
+
+/* vit_tokenize of text with the tiny vocabulary: refused with `keys` (want != VIT_OK), or
+ * the ids [SOT, ids..., EOT] of want_ids. */
+static void text_expect(Ctx *c, const char *text, VitStatus want, const char *const *keys,
+                        const int *want_ids, int n_want) {
+    VitTokenizer *tok = NULL;
+    VitError err = {0};
+    write_tiny_vocab(c, NULL);
+    if (!check(vit_tokenizer_load(&tok, c->dir, &err) == VIT_OK, "the tiny vocabulary: %s",
+               err.msg))
+        return;
+    int ids[VIT_TEXT_CONTEXT], n = 0, cut = 0;
+    VitStatus rc = vit_tokenize(ids, &n, &cut, tok, text, VIT_TEXT_CONTEXT, &err);
+    if (want != VIT_OK) {
+        check_err(rc, &err, want, NULL, keys, c->def->input);
+    } else {
+        int same = rc == VIT_OK && n == n_want && !cut;
+        for (int i = 0; same && i < n; i++) same = ids[i] == want_ids[i];
+        check(same, "%s: %d ids", c->def->input, n);
+    }
+    c->done = 1, c->rc = rc;
+    snprintf(c->msg, sizeof c->msg, "%s", rc == VIT_OK ? "" : err.msg);
+    vit_tokenizer_free(tok);
+}
+
+static void case_text_empty(Ctx *c) {
+    text_expect(c, "", VIT_ERR_ARG, KEYS("the text is empty"), NULL, 0);
+}
+
+static void case_text_whitespace(Ctx *c) {
+    text_expect(c, " \t\n\xe3\x80\x80 ", VIT_ERR_ARG, KEYS("only whitespace"), NULL, 0);
+}
+
+static void case_text_controls(Ctx *c) {
+    text_expect(c, "\x01\x1b[31m&#7;", VIT_ERR_ARG, KEYS("nothing is left"), NULL, 0);
+}
+
+static void case_text_invalid_utf8(Ctx *c) {
+    text_expect(c, "caf\xe9 au lait", VIT_ERR_ARG, KEYS("not valid UTF-8", "0xE9 at offset 3"),
+                NULL, 0);
+}
+
+static void case_text_too_long(Ctx *c) {
+    char *t = malloc(20001);
+    if (!t) exit(2);
+    memset(t, 'a', 20000);
+    t[20000] = 0;
+    text_expect(c, t, VIT_ERR_ARG, KEYS("20000 bytes", "16384"), NULL, 0);
+    free(t);
+}
+
+static void case_vocab_tiny(Ctx *c) {
+    static const int want[] = {513, 512, 514}; /* ab</w>: the merge, between SOT and EOT */
+    text_expect(c, "AB", VIT_OK, NULL, want, 3);
+}
+
 /* --- the table ------------------------------------------------------------- */
 
 /* One line per case; CMake reads the names from the lines that start with CASE. */
@@ -1287,6 +1472,21 @@ static const Case cases[] = {
     CASE(config_eps_underflow, "config.json: `layer_norm_eps` 1e-90, 0 as a float", NULL),
     CASE(config_invalid_json, "config.json: invalid JSON (a missing comma)", NULL),
     CASE(labels_too_few, "labels file with 3 lines for 10 classes", NULL),
+    CASE(vocab_missing, "CLIP vocabulary: a missing `bpe_simple_vocab_16e6.txt.gz`", NULL),
+    CASE(vocab_not_gzip, "CLIP vocabulary: a text file named `.txt.gz`", NULL),
+    CASE(vocab_gz_truncated, "CLIP vocabulary: a `.txt.gz` cut to its first 300 bytes", NULL),
+    CASE(vocab_gz_short, "CLIP vocabulary: a whole `.txt.gz` of 3 merges", NULL),
+    CASE(merges_one_symbol, "CLIP vocabulary: a `merges.txt` line of one symbol", NULL),
+    CASE(merges_unknown_symbol, "CLIP vocabulary: a merge of a symbol no line made", NULL),
+    CASE(merges_missing, "CLIP vocabulary: `vocab.json` without its `merges.txt`", NULL),
+    CASE(vocab_json_not_object, "CLIP vocabulary: a `vocab.json` that is a list", NULL),
+    CASE(vocab_tiny, "CLIP vocabulary: 515 ids in `vocab.json` + `merges.txt`; the text `AB`",
+         "`[SOT, ab</w>, EOT]`: lower-cased, merged, the word's end marked"),
+    CASE(text_empty, "CLIP text: empty", NULL),
+    CASE(text_whitespace, "CLIP text: spaces, a tab, a newline, an ideographic space", NULL),
+    CASE(text_controls, "CLIP text: control characters, a terminal escape, `&#7;`", NULL),
+    CASE(text_invalid_utf8, "CLIP text: Latin-1 `café au lait`", NULL),
+    CASE(text_too_long, "CLIP text: 20000 bytes", NULL),
     CASE(image_empty, "image: a zero-byte `.png`", NULL),
     CASE(image_text, "image: a text file named `.jpg`", NULL),
     CASE(image_directory, "image: a directory", NULL),
@@ -1381,7 +1581,7 @@ static int doc_has(const char *doc, const char *row, int prefix_only) {
 }
 
 int main(int argc, char **argv) {
-    static Ctx ctx[96];
+    static Ctx ctx[128];
     _Static_assert(sizeof ctx / sizeof ctx[0] >= N_CASES, "ctx too small");
     if (argc >= 2 && strcmp(argv[1], "--registered") == 0) {
         int n_found = 0;

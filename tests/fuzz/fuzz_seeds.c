@@ -313,6 +313,31 @@ static void seeds_image(void) {
     free(pic);
 }
 
+/* Texts for CLIP's tokenizer: words, contractions, digits, accents, emoji, entities,
+ * full-width letters, ligatures, the special tokens' text; ftfy's steps (references it
+ * decodes until none is left, C1 controls, half-width katakana, terminal escapes, a '<'
+ * that turns its HTML step off for the lines after it). */
+static void seeds_tokenize(void) {
+    static const char *const texts[] = {
+        "a photo of a cat.",
+        "It's the RED umbrella, isn't it?",
+        "3.14 x86_64 ViT-B/16 224px",
+        "caf\xc3\xa9 na\xc3\xafve S\xc3\xa3o Paulo \xce\x9f\xce\x94\xce\x9f\xce\xa3",
+        "\xf0\x9f\x98\x80\xf0\x9f\x91\xa9\xe2\x80\x8d\xf0\x9f\x92\xbb \xe6\x9d\xb1\xe4\xba\xac",
+        "&amp;lt; &#233; &#x1F600; &nbsp;&quot;",
+        "\xef\xbd\x86\xef\xbd\x95\xef\xbd\x8c\xef\xbd\x8c \xef\xac\x81sh",
+        "<|startoftext|>two<|endoftext|> three",
+        " \t\n  spaced \xe2\x80\x83 out  ",
+        "&amp;amp;amp; &EACUTE; &notit; &copy2024 &#128; &#0; &#xD800; \x1b[1;32mgreen\x1b[0m",
+        "\xc2\x93quoted\xc2\x94 \xc2\x85 \xc5\x89 \xef\xbe\x8a\xef\xbe\x9f\xef\xbe\x9d\r\n",
+        "a < b &amp;lt; c\n&lt;"};
+    for (size_t i = 0; i < sizeof texts / sizeof *texts; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "text_%zu.txt", i);
+        seed_text("tokenize", name, texts[i]);
+    }
+}
+
 int main(int argc, char **argv) {
     if (argc != 2) {
         fprintf(stderr, "usage: fuzz_seeds OUT_DIR\n");
@@ -323,9 +348,11 @@ int main(int argc, char **argv) {
     clear_kind("safetensors");
     clear_kind("config");
     clear_kind("image");
+    clear_kind("tokenize");
     seeds_safetensors();
     seeds_config();
     seeds_image();
+    seeds_tokenize();
     printf("fuzz_seeds: %d seeds in %s, %d that do not load\n", n_seeds, out_dir, n_bad);
     return n_bad ? 1 : 0;
 }

@@ -31,4 +31,11 @@ void memfile_set(MemFile *f, const uint8_t *data, size_t n);
  * message is NUL-terminated and not empty. Aborts (a finding) otherwise. */
 void fuzz_check_error(VitStatus rc, const VitError *err, const char *what);
 
+/* One model-file input, as `vitlens --heads 2` loads it: data written to f (made on the
+ * first call, named `name`; vit_load tells .safetensors from a checkpoint's zip by the
+ * first bytes). A refusal must keep the error contract and leave the Vit zeroed; a
+ * loaded model must have a config that adds up and, when small enough to run quickly,
+ * run a forward pass and every kind of map. Aborts (a finding) otherwise. */
+void fuzz_model_input(MemFile *f, const char *name, const uint8_t *data, size_t size);
+
 #endif

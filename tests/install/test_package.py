@@ -45,7 +45,9 @@ SONAME_PACKAGES = {
     "libopenblas.so.0": "libopenblas0", "liblapacke.so.3": "liblapacke",
     "libcjson.so.1": "libcjson1", "libzip.so.4": "libzip4", "libjpeg.so.62": "libjpeg62-turbo", "libwebp.so.7": "libwebp7",
     "libwebpdemux.so.2": "libwebpdemux2", "libtiff.so.6": "libtiff6", "libheif.so.1": "libheif1",
-    "libexif.so.12": "libexif12", "libX11.so.6": "libx11-6"}
+    "libexif.so.12": "libexif12", "libX11.so.6": "libx11-6",
+    "libz.so.1": "zlib1g", "libpcre2-8.so.0": "libpcre2-8-0", "libicuuc.so.72": "libicu72",
+    "libicudata.so.72": "libicu72"}
 RUNTIME_PACKAGES = ["libgl1", "libgl1-mesa-dri", "fonts-dejavu-core"]
 
 def run(cmd, **kw):

@@ -7,6 +7,7 @@ sum of values, heads concatenated and projected, the residual, the MLP with GELU
 second residual, the final LayerNorm of the CLS token and the head. float64 throughout.
 
     /usr/bin/python3 test_lesson.py family NAME --dump vit_dump --work DIR [--control C]
+    /usr/bin/python3 test_lesson.py variant interv|act --dump vit_dump --work DIR
     /usr/bin/python3 test_lesson.py deit --dump vit_dump --work DIR --shared SHARED [--control C]
     /usr/bin/python3 test_lesson.py export --vitlens vitlens --work DIR [--shared SHARED]
 
@@ -15,6 +16,10 @@ family: a random tiny model of each family the engine loads (test_families.py's
         LayerScale, resampled position embeddings), two selections each (the last
         block at a patch token, block 0 at the CLS token), and once with the attention
         recomputed rather than kept.
+variant: the lesson on a run a user changed. interv: a distilled DeiT whose lesson block
+        has another head ablated, a temperature (the scores shown are those the softmax
+        reads, q.k / sqrt(d_h) / tau) and two patches dropped (their columns masked in
+        every layer); act: a --layout of timm's names whose MLP uses QuickGELU.
 deit:   DeiT-Tiny (SHARED/models/deit-tiny) on chelsea.png (exit 77 without SHARED).
 export: `vitlens --lesson-export` on the built-in model (its first demo scene) and on
         DeiT-Tiny (skipped without SHARED): the same comparisons on the .npy files it
@@ -91,10 +96,19 @@ def embed(w, x, n_heads, eps, pos_grid=None, control=None):
     return dict(patches=patches, emb=emb, tokens=tokens, pos_sim=pg @ pg.T, Np=Np, gh=gh, gw=gw)
 
 
-def block(w, l, x, n_heads, eps, control=None):
-    """Block l on tokens x [T, D], every step kept."""
+ACTS = {"gelu": F.gelu, "quick_gelu": lambda x: x * torch.sigmoid(1.702 * x)}
+
+
+def block(w, l, x, n_heads, eps, control=None, mods=None):
+    """Block l on tokens x [T, D], every step kept. mods (the run's interventions and the
+    layout's switches, vit.h "Interventions"): "tau" {layer: temperature}, "ablate"
+    {layer: heads}, "drop" [tokens], "act" the MLP's activation."""
     T, D = x.shape
     Dh = D // n_heads
+    mods = mods or {}
+    tau = mods.get("tau", {}).get(l, 1.0)
+    ablated = mods.get("ablate", {}).get(l, ())
+    drop = list(mods.get("drop", ()))
     b = f"blocks.{l}."
     ls1, ls2 = (w.get(b + k, torch.ones(D, dtype=x.dtype)) for k in ("ls1.gamma", "ls2.gamma"))
     s = {}
@@ -106,17 +120,26 @@ def block(w, l, x, n_heads, eps, control=None):
     for h in range(n_heads):
         qh, kh, vh = (t[:, h * Dh:(h + 1) * Dh] for t in (q, k, v))  # [T, Dh]
         scores = qh @ kh.T * scale  # [T, T]
-        e = torch.exp(scores - scores.max(-1, keepdim=True).values)
+        sm = scores / tau  # a temperature divides the scores before the softmax
+        if drop:  # a dropped patch: nothing attends to it, and its own row is 0
+            sm = sm.clone()
+            sm[:, drop] = float("-inf")
+        e = torch.exp(sm - sm.max(-1, keepdim=True).values)
         probs = e / e.sum(-1, keepdim=True)
-        outs.append(probs @ vh)
-        for n, t in (("q", qh), ("k", kh), ("v", vh), ("scores", scores), ("probs", probs)):
+        if drop:
+            probs[drop, :] = 0
+        # an ablated head: its output is 0 before the projection (transformers' head_mask)
+        outs.append(torch.zeros_like(probs @ vh) if h in ablated else probs @ vh)
+        # the scores the softmax reads: divided by a temperature; a dropped patch's column
+        # is masked in the softmax only (the lesson shows its score)
+        for n, t in (("q", qh), ("k", kh), ("v", vh), ("scores", scores / tau), ("probs", probs)):
             s[n].append(t)
     s["heads"] = outs
     s["concat"] = torch.cat(outs, -1)  # [T, D]
     s["proj"] = s["concat"] @ w[b + "attn.proj.weight"].T + w[b + "attn.proj.bias"]
     s["xm"] = x + ls1 * s["proj"]
     xn2, _, _ = layer_norm(s["xm"], w[b + "norm2.weight"], w[b + "norm2.bias"], eps)
-    s["hid"] = F.gelu(xn2 @ w[b + "mlp.fc1.weight"].T + w[b + "mlp.fc1.bias"])
+    s["hid"] = ACTS[mods.get("act", "gelu")](xn2 @ w[b + "mlp.fc1.weight"].T + w[b + "mlp.fc1.bias"])
     s["mlp"] = s["hid"] @ w[b + "mlp.fc2.weight"].T + w[b + "mlp.fc2.bias"]
     s["out"] = s["xm"] + ls2 * s["mlp"]
     return s
@@ -162,7 +185,8 @@ def check(rep, label, what, eng, ref, tol=REL_TOL):
               guard=label)
 
 
-def compare_lesson(rep, label, e, w, x, n_heads, eps, sel, pos_grid=None, control=None, kind="random"):
+def compare_lesson(rep, label, e, w, x, n_heads, eps, sel, pos_grid=None, control=None, kind="random",
+                   mods=None):
     layer, h, t, patch = sel
     w = {k: v.double() for k, v in w.items()}
     x = torch.as_tensor(x).double()
@@ -190,7 +214,7 @@ def compare_lesson(rep, label, e, w, x, n_heads, eps, sel, pos_grid=None, contro
     check(rep, label, "filter variance share", e["lesson_filters_var"], share)
     # step 4, from the engine's input to block `layer`
     xin = torch.from_numpy(e["lesson_block_in"]).double()
-    s = block(w, layer, xin, n_heads, eps, control)
+    s = block(w, layer, xin, n_heads, eps, control, mods)
     check(rep, label, "LayerNorm in", e["lesson_ln_in"], xin[t])
     sc = e.get("lesson_scalars")
     if sc is not None:
@@ -232,13 +256,13 @@ def compare_lesson(rep, label, e, w, x, n_heads, eps, sel, pos_grid=None, contro
     # the block's input against the reference's own whole pass (the blocks below)
     xr = emb["tokens"]
     for l in range(layer):
-        xr = block(w, l, xr, n_heads, eps)["out"]
+        xr = block(w, l, xr, n_heads, eps, mods=mods)["out"]
     check(rep, label, "block input (whole)", e["lesson_block_in"], xr, STREAM_TOL[kind])
     # step 5
     if "head.weight" in w:
         n_layers = sum(1 for k in w if k.startswith("blocks.") and k.endswith(".norm1.weight"))
         for l in range(layer, n_layers):
-            xr = block(w, l, xr, n_heads, eps)["out"]
+            xr = block(w, l, xr, n_heads, eps, mods=mods)["out"]
         cls_ref, logits, pr = head(w, xr, eps)
         check(rep, label, "final LayerNorm (CLS)", e["lesson_cls_norm"], cls_ref, STREAM_TOL[kind])
         check(rep, label, "logits", e["logits"], logits, STREAM_TOL[kind])
@@ -403,6 +427,49 @@ def test_family(name, args, rep):
                        pos_grid=f["grid0"], control=args.control)
 
 
+def test_variant(name, args, rep):
+    """The lesson on a run a user changed: "interv" the interventions at the lesson's block
+    (another head ablated, a temperature, two patches dropped), "act" a layout whose MLP
+    uses QuickGELU (a user's --layout: timm's names, the activation switched)."""
+    fam = {"interv": "deit_distilled_timm", "act": "vit_timm"}[name]
+    f = spec(fam)
+    seed = sum(map(ord, fam))
+    d = Path(args.work) / f"variant_{name}"
+    write_family(f, d, seed=seed)
+    w = timm_weights(f, seed)
+    Sh, Sw = input_size(f)
+    x = torch.randn(3, Sh, Sw, generator=torch.Generator().manual_seed(11))
+    x.numpy().astype(np.float32).tofile(d / "input.f32")
+    gh, gw = Sh // f["P"], Sw // f["P"]
+    Np, N = 1 + f["dist"] + f["R"], gh * gw
+    layer, h, patch = f["L"] // 2, f["H"] - 1, (gh // 2) * gw + gw // 3
+    t = Np + patch
+    extra, mods = [], {}
+    if name == "interv":
+        other, drops = 0, [patch + 1, N - 1]
+        extra = ["--ablate", f"{layer}:{other}", "--temp", f"{layer}:1.7",
+                 "--drop", ",".join(map(str, drops))]
+        mods = {"ablate": {layer: (other,)}, "tau": {layer: 1.7}, "drop": [Np + p for p in drops]}
+    else:
+        roles = [r for r in w if not r.startswith("blocks.") or r.startswith("blocks.0.")]
+        lay = {"name": "timm-quick-gelu", "tensors": {r.replace("blocks.0.", "blocks.{l}."):
+                                                       r.replace("blocks.0.", "blocks.{l}.")
+                                                       for r in roles},
+               "mlp_activation": "quick_gelu", "layer_norm_eps": f["eps"] or 1e-6}
+        (d / "layout.json").write_text(json.dumps(lay, indent=1))
+        extra = ["--layout", d / "layout.json"]
+        mods = {"act": "quick_gelu"}
+    label = f"{fam} ({name}: {' '.join(map(str, extra))}) block {layer} head {h} token {t}"
+    print(f"\n[{label}]")
+    e, cfg = run_dump(args.dump, ["--model", d / "model.safetensors", "--input", d / "input.f32",
+                                  "--out", d / "out", "--lesson", f"{layer},{h},{t},{patch}", *extra])
+    compare_lesson(rep, label, e, w, x, f["H"], f["eps"] or 1e-6, (layer, h, t, patch),
+                   pos_grid=f["grid0"], control=args.control, mods=mods)
+    if name == "interv":  # the ablated head's columns of the concatenation are 0
+        Dh = w["cls_token"].shape[-1] // f["H"]
+        rep.check(not e["lesson_concat"][:Dh].any(), f"{label}: the ablated head's output is not 0")
+
+
 def test_deit(args, rep):
     shared = Path(args.shared)
     model = shared / "models/deit-tiny/deit_tiny_patch16_224.safetensors"
@@ -424,7 +491,7 @@ def test_deit(args, rep):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("what", choices=["family", "deit", "export"])
+    ap.add_argument("what", choices=["family", "variant", "deit", "export"])
     ap.add_argument("name", nargs="?")
     ap.add_argument("--dump")
     ap.add_argument("--vitlens")
@@ -437,6 +504,8 @@ def main():
     Path(args.work).mkdir(parents=True, exist_ok=True)
     if args.what == "family":
         test_family(args.name, args, rep)
+    elif args.what == "variant":
+        test_variant(args.name, args, rep)
     elif args.what == "export":
         test_export(args, rep)
     elif test_deit(args, rep) == 77:

@@ -21,8 +21,9 @@ style:    a ViT written in PyTorch in one of the styles people write (STYLES bel
           attention within ATT_TOL of the module itself in float64 (its attention read
           from the module: the notebooks' modules keep it, nn.MultiheadAttention is asked
           for it with need_weights=True on the same input).
-          --perturb makes the reference a plausible mistake: the run must then fail
-          (CMake: WILL_FAIL): "scale" 1/sqrt(Dh) where the model uses 1/sqrt(D);
+          --perturb makes the reference a plausible mistake: the run then exits 0 only
+          when both comparisons (attention, logits) caught it and nothing else failed
+          (a crash fails the control): "scale" 1/sqrt(Dh) where the model uses 1/sqrt(D);
           "flatten" the linear patch embedding's input flattened (p1 p2 c) where the
           model flattens (c p1 p2); "act" exact GELU where the model's MLP uses GELU's tanh
           approximation.
@@ -382,12 +383,40 @@ def run_dump(args, model, x, out, extra, layout=None, cls=None):
 class Report:
     def __init__(self):
         self.failed = 0
+        self.compared, self.caught = [], []  # the comparisons with the reference
 
     def check(self, ok, msg):
         if not ok:
             print("FAIL: " + msg)
             self.failed += 1
         return ok
+
+    def compare(self, ok, what, msg):
+        """A comparison of the engine with the reference: a failure is a finding, or what a
+        control (--perturb) must see."""
+        self.compared.append(what)
+        if not ok:
+            print(("caught: " if PERTURBED else "FAIL: ") + msg)
+            self.caught.append(what)
+        return ok
+
+    def exit_code(self):
+        if not PERTURBED:
+            failed = self.failed + len(self.caught)
+            print("ok" if not failed else f"{failed} check(s) failed")
+            return 1 if failed else 0
+        # the negative control: every comparison must have caught the mistake, and nothing
+        # else may have gone wrong (a crash or a missing output fails the control too)
+        missed = [w for w in self.compared if w not in self.caught]
+        if self.failed or not self.compared or missed:
+            print(f"CONTROL FAILED: {self.failed} other check(s) failed; with the mistake "
+                  f"'{PERTURBED}' the comparisons passed on {missed or 'nothing compared'}")
+            return 1
+        print(f"control ok: the mistake '{PERTURBED}' failed all of {', '.join(self.compared)}")
+        return 0
+
+
+PERTURBED = None  # --perturb: the plausible mistake the reference makes
 
 
 # --- style ------------------------------------------------------------------------------
@@ -436,8 +465,14 @@ def test_style(args, name, rep):
     dl = float(np.abs(eng["logits"] - logits).max())
     print(f"  attention: max |engine - module f64| = {worst:.1e} (tol {ATT_TOL:.0e}); "
           f"logits: {dl:.1e} (tol {LOGIT_TOL:.0e}), |logits| up to {np.abs(logits).max():.2f}")
-    rep.check(worst <= ATT_TOL, f"{name}: attention differs by {worst:.1e}")
-    rep.check(dl <= LOGIT_TOL, f"{name}: logits differ by {dl:.1e}")
+    rep.compare(worst <= ATT_TOL, "attention", f"{name}: attention differs by {worst:.1e}")
+    rep.compare(dl <= LOGIT_TOL, "logits", f"{name}: logits differ by {dl:.1e}")
+    # torchvision's layout names ImageNet's classes for a head of 1000 (its weights'
+    # meta["categories"]), and none for a head of another size
+    if c["layout"] == "torchvision":
+        from torchvision.models._meta import _IMAGENET_CATEGORIES as cats
+        want = [cats[0], cats[-1]] if c["n_classes"] == 1000 else []
+        rep.check(c["labels"] == want, f"{name}: labels {c['labels']}, expected {want}")
 
 
 def test_backward(args, name, rep):
@@ -570,6 +605,8 @@ def main():
     if args.part == "list":
         print("\n".join(STYLES))
         return 0
+    global PERTURBED
+    PERTURBED = args.perturb
     rep = Report()
     if args.part == "reader":
         test_reader(args, rep)
@@ -579,8 +616,7 @@ def main():
         test_style(args, args.name, rep)
     else:
         test_backward(args, args.name, rep)
-    print("ok" if not rep.failed else f"{rep.failed} check(s) failed")
-    return 1 if rep.failed else 0
+    return rep.exit_code()
 
 
 if __name__ == "__main__":

@@ -195,8 +195,16 @@ static int write_config(const char *dir, const VitRun *run, const Vit *vit, int 
     for (int i = 0; i < k; i++) fprintf(f, "%s%d", i ? ", " : "", top[i]);
     fprintf(f,
             "], \"target\": %d,\n \"norm_pre\": %d, \"embed_dim\": %d, \"logit_scale\": %.9g, "
-            "\"clip\": %d, \"mlp_act\": %d}\n",
+            "\"clip\": %d, \"mlp_act\": %d,\n \"labels\": [",
             target, c->norm_pre, c->embed_dim, c->logit_scale, c->clip, (int)c->mlp_act);
+    /* the class names the engine attached (config.json's, or a layout's): first and last */
+    for (int i = 0; vit->labels && i < 2; i++) {
+        fputs(i ? ", \"" : "\"", f);
+        for (const char *p = vit->labels[i ? c->n_classes - 1 : 0]; *p; p++)
+            fprintf(f, (*p == '"' || *p == '\\') ? "\\%c" : "%c", *p);
+        fputc('"', f);
+    }
+    fputs("]}\n", f);
     if (ferror(f) | fclose(f)) return fail("%s: write failed", path);
     return 0;
 }
