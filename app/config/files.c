@@ -58,6 +58,20 @@ int files_default_model(char *model, size_t model_bytes, char *demo_dir, size_t 
     return -1;
 }
 
+int files_asset(char *out, size_t out_bytes, const char *rel, char *msg, size_t msg_bytes) {
+    const char *env = getenv("VITLENS_ASSETS");
+    const char *dirs[2] = {VITLENS_ASSETS_DIR_DEFAULT, VITLENS_ASSETS_DIR_INSTALLED};
+    if (env && *env) dirs[0] = dirs[1] = env; /* set: only it, as for the built-in model */
+    for (int i = 0; i < 2; i++) {
+        snprintf(out, out_bytes, "%s/%s", dirs[i], rel);
+        if (is_file(out)) return 0;
+    }
+    snprintf(msg, msg_bytes, "cannot find %s in %s%s%s (VITLENS_ASSETS names the folder)", rel,
+             dirs[0], strcmp(dirs[0], dirs[1]) ? " or " : "",
+             strcmp(dirs[0], dirs[1]) ? dirs[1] : "");
+    return -1;
+}
+
 /* --- stepping through a folder --------------------------------------------- */
 
 /* What the engine decodes (engine/image/decode.c), by extension, any case. */

@@ -24,6 +24,10 @@
 int files_default_model(char *model, size_t model_bytes, char *demo_dir, size_t demo_bytes,
                         char *msg, size_t msg_bytes);
 
+/* A file the project ships under ASSETS (rel: e.g. "clip/imagenet_classes.txt"), looked
+ * for as the built-in model is. 0 and its path, or -1 with msg naming where it looked. */
+int files_asset(char *out, size_t out_bytes, const char *rel, char *msg, size_t msg_bytes);
+
 /* The image `step` places (+1 next, -1 previous, wrapping around) after `path`
  * among the image files (by extension, any case: png, jpg, jpeg, bmp, gif, tga,
  * ppm, pgm, pnm, webp, tif, tiff, heic, heif, avif; names starting with '.'

@@ -1,5 +1,6 @@
 /* options.c - the command line: parsing, --help, and the key list shown by
  * --help and by the help overlay. */
+#define _POSIX_C_SOURCE 200809L /* isatty */
 #include "config/options.h"
 #include "config/keys.h"
 #include "render/colormap.h"
@@ -11,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 /* ---------------------------------------------------------------------------
  * Usage and parsing */
@@ -22,6 +24,9 @@ static void usage_head(FILE *f) {
           "               [--colormap NAME] [--bilinear]\n"
           "               [--class ID|NAME] [--save-dir DIR] [IMAGE|FOLDER ...]\n"
           "       vitlens [--model PATH] [--labels FILE] [--size S|HxW] [--whole] --top K IMAGE\n"
+          "       vitlens --model CLIP [--classes NAMES|imagenet | --prompts FILE]\n"
+          "               [--template T|--templates FILE] [--text PHRASE] [--vocab PATH]\n"
+          "               [--top K | --export DIR | --eval] IMAGE    (or the window: /)\n"
           "       vitlens [--model PATH] [--size S|HxW] [--whole] [--opacity A] [--discard R]\n"
           "               [--colormap NAME] [--bilinear] [--class ID|NAME] --export DIR IMAGE...\n"
           "       vitlens [--model PATH] [--class ID|NAME] [--eval-out DIR] [--masks DIR]\n"
@@ -85,6 +90,26 @@ static void usage_head(FILE *f) {
           "                  one of its comma-separated names (\"tiger cat\"); default: the\n"
           "                  top-1 class. The window opens on a class-specific map\n"
           "  --save-dir DIR  where S saves the view (default: the current directory)\n",
+          f);
+    fputs(/* CLIP (view/clip.h): zero-shot labels and a phrase to explain */
+          "  --classes NAMES CLIP: zero-shot classes, comma-separated (\"cat, dog, espresso\n"
+          "                  cup\"), each put in the template and embedded by the text\n"
+          "                  tower; the top-5 panel and\n"
+          "                  --top give softmax(logit_scale * cos(image, text)) over them.\n"
+          "                  --classes imagenet: the 1000 ImageNet classes with the 7\n"
+          "                  templates the CLIP authors selected; imagenet80: the paper's 80\n"
+          "                  (80000 texts: minutes; the lists are ASSETS/clip/, MIT licence)\n"
+          "  --prompts FILE  CLIP: the classes from a file, one per line (# comments)\n"
+          "  --template T    the classes' template, {} the name (default \"a photo of a {}.\")\n"
+          "  --templates FILE  several templates, one per line: each class's embedding is\n"
+          "                  the mean of their normalised embeddings (the CLIP paper's\n"
+          "                  prompt ensembling)\n"
+          "  --text PHRASE   CLIP: the class-specific maps explain this phrase (its logit is\n"
+          "                  the score; it joins the classes, last) for --export, --eval,\n"
+          "                  --top and the window; text past 77 tokens is cut, with a notice\n"
+          "  --vocab PATH    CLIP's vocabulary: vocab.json + merges.txt (a file or their\n"
+          "                  folder) or bpe_simple_vocab_16e6.txt.gz (default: beside the\n"
+          "                  model, or in its tokenizer/ folder)\n",
           f);
     fputs(/* the interventions (app/view/interv.c), in a string of their own: C99 only
              promises 4095 characters a literal */
@@ -299,6 +324,18 @@ static int parse_value(Options *o, const char *a, const char *val) {
         o->class_arg = val;
     } else if (!strcmp(a, "--save-dir")) {
         o->save_dir = val;
+    } else if (!strcmp(a, "--classes")) {
+        o->clip.classes = val;
+    } else if (!strcmp(a, "--prompts")) {
+        o->clip.prompts = val;
+    } else if (!strcmp(a, "--template")) {
+        o->clip.template_ = val;
+    } else if (!strcmp(a, "--templates")) {
+        o->clip.templates = val;
+    } else if (!strcmp(a, "--text")) {
+        o->clip.text = val;
+    } else if (!strcmp(a, "--vocab")) {
+        o->clip.vocab = val;
     } else if (!strcmp(a, "--colormap")) {
         int found = -1;
         for (int k = 0; k < COLORMAP_COUNT; k++)
@@ -411,6 +448,20 @@ static int parse_check(Options *o) {
         fprintf(stderr, "vitlens: --eval-out, --masks, --shard and --no-sanity go with --eval\n");
         return 2;
     }
+    char msg[600];
+    if (clip_spec_check(&o->clip, msg, sizeof msg)) {
+        fprintf(stderr, "vitlens: %s\n", msg);
+        return 2;
+    }
+    if (clip_spec_any(&o->clip) && (o->lesson_export_dir || o->eval_merge)) {
+        fprintf(stderr, "vitlens: --classes, --prompts, --template(s), --text and --vocab go with "
+                        "the window, --top, --export or --eval\n");
+        return 2;
+    }
+    if (o->clip.text && o->class_arg) {
+        fprintf(stderr, "vitlens: --class and --text both say what the maps explain: give one\n");
+        return 2;
+    }
     if ((o->top_k || o->export_dir) && !o->image_path) {
         fprintf(stderr, "vitlens: --%s needs an IMAGE\n", o->top_k ? "top" : "export");
         return 2;
@@ -423,8 +474,28 @@ static int parse_check(Options *o) {
     return 0;
 }
 
+/* CLIP's zero-shot classes through the text tower (--classes imagenet: 7000 texts, a minute
+ * or more the first time): how far, on stderr; on a terminal one line rewritten. */
+static void clip_progress(int done, int total, int n_classes, int n_templates) {
+    static int last_pct = -1;
+    int tty = isatty(2), pct = (int)(100.0 * done / total);
+    if (done == 0) {
+        fprintf(stderr,
+                "vitlens: embedding %d classes x %d templates (%d texts) with the text "
+                "tower; kept in the cache for the next run\n",
+                n_classes, n_templates, total);
+        last_pct = -1;
+    }
+    if (tty ? pct != last_pct : (pct / 25 != last_pct / 25 || done == total))
+        fprintf(stderr,
+                tty ? "\rvitlens: %d / %d texts (%d%%)%s" : "vitlens: %d / %d texts (%d%%)%s", done,
+                total, pct, tty ? (done == total ? "\n" : "") : "\n");
+    last_pct = pct;
+}
+
 int options_parse(Options *o, int argc, char **argv) {
     memset(o, 0, sizeof *o);
+    o->clip.progress = clip_progress;
     o->opacity = 0.6f; /* --help's default; the settings may replace it later */
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -513,8 +584,32 @@ void options_apply_settings(Options *o, int window) {
     }
 }
 
+/* --classes imagenet / imagenet80: the names and templates shipped in ASSETS/clip/. 0, or
+ * -1 (message printed). */
+static int options_imagenet(Options *o) {
+    const char *c = o->clip.classes;
+    if (!c || (strcmp(c, CLIP_IMAGENET) && strcmp(c, CLIP_IMAGENET_80))) return 0;
+    char msg[1200];
+    if (files_asset(o->clip_classes_buf, sizeof o->clip_classes_buf, CLIP_IMAGENET_CLASSES, msg,
+                    sizeof msg)) {
+        fprintf(stderr, "vitlens: --classes %s: %s\n", c, msg);
+        return -1;
+    }
+    o->clip.prompts = o->clip_classes_buf, o->clip.classes = NULL;
+    if (o->clip.template_ || o->clip.templates) return 0; /* the user's templates instead */
+    const char *t =
+        strcmp(c, CLIP_IMAGENET) ? CLIP_IMAGENET_TEMPLATES_80 : CLIP_IMAGENET_TEMPLATES_7;
+    if (files_asset(o->clip_templates_buf, sizeof o->clip_templates_buf, t, msg, sizeof msg)) {
+        fprintf(stderr, "vitlens: --classes %s: %s\n", c, msg);
+        return -1;
+    }
+    o->clip.templates = o->clip_templates_buf;
+    return 0;
+}
+
 int options_default_model(Options *o) {
     char msg[4800];
+    if (options_imagenet(o)) return -1;
     if (o->model_path) { /* model_path and labels_path may point into model_buf, labels_buf */
         char weights[sizeof o->model_buf], labels[sizeof o->labels_buf];
         if (models_resolve(weights, sizeof weights, labels, sizeof labels, o->model_path, msg,

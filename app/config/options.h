@@ -4,6 +4,7 @@
 #define VITLENS_OPTIONS_H
 
 #include "config/settings.h"
+#include "view/clip.h"
 #include "view/interv.h"
 #include "vit.h"
 
@@ -33,7 +34,9 @@ typedef struct {
     VitLoadOptions load; /* --heads, --size, --whole */
     IntervSpec interv;   /* --ablate, --drop-patches, --fill-patches, --pos-embed,
                             --pos-seed, --temperature (checked against the model later) */
-    VitAttStorage att;   /* VITLENS_ATT: how a run keeps the attention (auto, keep, recompute) */
+    ClipSpec clip;       /* --classes, --prompts, --template(s), --text, --vocab (clip.h) */
+    char clip_classes_buf[1100], clip_templates_buf[1100]; /* --classes imagenet's files */
+    VitAttStorage att; /* VITLENS_ATT: how a run keeps the attention (auto, keep, recompute) */
     float opacity;
     float discard;                     /* rollout's discard ratio, [0, 1) */
     char default_model[1024];          /* the built-in model ("" if not found) */
@@ -61,7 +64,8 @@ void options_apply_settings(Options *o, int window);
 
 /* --model NAME: a downloaded model's weights, and its labels.txt when --labels is not
  * given (models.h); without --model, the built-in model, and the first of its demo
- * scenes when the window gets no photo either. 0, or -1 (message printed). */
+ * scenes when the window gets no photo either; --classes imagenet's files (assets/clip/).
+ * 0, or -1 (message printed). */
 int options_default_model(Options *o);
 
 /* The usage text, options, keys (keys_list) and environment, to f. */

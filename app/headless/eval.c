@@ -219,7 +219,9 @@ static int eval_image(Eval *e, Scene *sc, int image, const char *path, float *ma
         return 1;
     }
     int target;
-    if (e->o->class_arg) {
+    if (model_phrase_class(e->m) >= 0) { /* --text: the phrase */
+        target = model_phrase_class(e->m);
+    } else if (e->o->class_arg) {
         char msg[600];
         if (model_find_class(e->m, e->o->class_arg, &target, msg, sizeof msg)) {
             snprintf(q->status, sizeof q->status, "%.600s", msg);
@@ -378,6 +380,10 @@ int eval_run(const Options *o) {
         fprintf(stderr, "vitlens: %s\n", err.msg);
         return 1;
     }
+    if (model_open_text(&m, &o->clip, 1, msg, sizeof msg)) { /* CLIP: --classes, --text */
+        fprintf(stderr, "vitlens: %s\n", msg);
+        goto done;
+    }
     const VitConfig *c = &m.vit.cfg;
     e.m = &m;
     /* the interventions: the intervened model is evaluated (the sanity check's randomised
@@ -394,8 +400,8 @@ int eval_run(const Options *o) {
     }
     sc.interv = &iv, e.iv = &iv;
     if (c->n_classes == 0) {
-        fprintf(stderr, "vitlens: %s: --eval needs a model with a classification head\n",
-                m.vit.path);
+        fprintf(stderr, "vitlens: %s: --eval needs a model with a classification head%s\n",
+                m.vit.path, m.clip ? " (a CLIP model: give --classes, --prompts or --text)" : "");
         goto done;
     }
     if (files_expand(&paths, &n_paths, o->image_args, o->n_image_args, msg, sizeof msg)) {

@@ -19,10 +19,14 @@
 int export_top(FILE *out, const Model *m, const Scene *sc, int k) {
     int C = m->vit.cfg.n_classes;
     if (C == 0) {
-        fprintf(stderr, "vitlens: %s: model has no classification head, no predictions\n",
-                m->vit.path);
+        fprintf(stderr, "vitlens: %s: model has no classification head, no predictions%s\n",
+                m->vit.path,
+                m->clip ? " (a CLIP model: its zero-shot classes come from --classes, --prompts "
+                          "or --text)"
+                        : "");
         return 1;
     }
+    if (m->clip && k > C) k = C; /* zero-shot: as many as were given */
     if (k < 1 || k > C) {
         fprintf(stderr, "vitlens: --top %d: expected 1 to %d (the model's classes)\n", k, C);
         return 1;

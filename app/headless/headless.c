@@ -24,7 +24,9 @@ static int headless_photo(const Options *o, Model *m, const Interv *iv, const ch
     }
     /* --class, or the top-1: the class-specific maps that --export writes */
     int target = -1;
-    if (o->class_arg) {
+    if (model_phrase_class(m) >= 0) { /* --text: the phrase, the head's last class */
+        target = model_phrase_class(m);
+    } else if (o->class_arg) {
         char msg[600];
         if (model_find_class(m, o->class_arg, &target, msg, sizeof msg)) {
             fprintf(stderr, "vitlens: %s\n", msg);
@@ -102,11 +104,33 @@ static int headless_lesson(const Options *o, Model *m) {
     return rc;
 }
 
+/* A CLIP model's text side: --classes / --prompts as the head, --text after them; a phrase
+ * past the context is cut, with a notice. 0, or 1 (message printed). */
+static int headless_text(const Options *o, Model *m) {
+    char msg[1200];
+    if (model_open_text(m, &o->clip, 1, msg, sizeof msg)) {
+        fprintf(stderr, "vitlens: %s\n", msg);
+        return 1;
+    }
+    const ClipText *ct = m->clip;
+    if (ct && ct->phrase_truncated)
+        fprintf(stderr, "vitlens: --text: cut to CLIP's %d tokens; the rest is not read\n",
+                VIT_TEXT_CONTEXT);
+    if (ct && ct->n_classes && getenv("VITLENS_TRACE"))
+        fprintf(stderr, "vitlens: %d classes x %d templates embedded in %.0f ms%s\n", ct->n_classes,
+                ct->n_templates, ct->ms_classes, ct->from_cache ? " (read from the cache)" : "");
+    return 0;
+}
+
 int headless_run(const Options *o) {
     Model m;
     VitError err;
     if (model_load(&m, o->model_path, &o->load, o->labels_path, 1, &err)) {
         fprintf(stderr, "vitlens: %s\n", err.msg);
+        return 1;
+    }
+    if (headless_text(o, &m)) {
+        model_free(&m);
         return 1;
     }
     if (o->lesson_export_dir) {

@@ -1,11 +1,13 @@
 /* scene.c - Model and Scene: the engine calls the app makes, with no SDL or GL, so that
  * the window, its worker thread and the headless modes share them. */
+#define _POSIX_C_SOURCE 200809L /* sysconf */
 #include "view/scene.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* --- Model ----------------------------------------------------------------- */
 
@@ -56,9 +58,34 @@ VitStatus model_load(Model *m, const char *path, const VitLoadOptions *opt, cons
 
 void model_free(Model *m) {
     if (!m) return;
+    clip_free(m->clip);
     free(m->owned_labels);
     vit_free(&m->vit);
     memset(m, 0, sizeof *m);
+}
+
+int model_text_threads(void) {
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n < 1 ? 1 : n > VIT_MAX_THREADS ? VIT_MAX_THREADS : (int)n;
+}
+
+int model_open_text(Model *m, const ClipSpec *spec, int strict, char *msg, size_t n) {
+    if (clip_open(&m->clip, &m->vit, m->vit.path, spec, strict, model_text_threads(), msg, n))
+        return -1;
+    ClipText *ct = m->clip;
+    if (!ct || clip_head_size(ct, ct->phrase[0] != 0) == 0) return 0; /* no head to make */
+    VitError err;
+    if (clip_apply(ct, &m->vit, ct->phrase, ct->phrase[0] ? ct->phrase_emb : NULL,
+                   ct->phrase_truncated, ct->phrase_tokens, &err)) {
+        snprintf(msg, n, "%s", err.msg);
+        return -1;
+    }
+    m->labels = (const char(*)[VIT_LABEL_BYTES])ct->labels;
+    return 0;
+}
+
+int model_phrase_class(const Model *m) {
+    return clip_phrase_class(m->clip);
 }
 
 const char *model_label(const Model *m, int c) {

@@ -6,6 +6,7 @@
 #ifndef VITLENS_SCENE_H
 #define VITLENS_SCENE_H
 
+#include "view/clip.h"
 #include "view/interv.h"
 #include "vit.h"
 
@@ -20,6 +21,7 @@ typedef struct {
                        folder's name for a generic "model.safetensors" */
     const char (*labels)[VIT_LABEL_BYTES]; /* [C] or NULL: owned_labels or vit.labels */
     char (*owned_labels)[VIT_LABEL_BYTES]; /* from a --labels file, free()d by model_free */
+    ClipText *clip;                        /* a CLIP model's text side (model_open_text), or NULL */
 } Model;
 
 /* Load weights (opt: head count, input size, whole image; NULL for the
@@ -31,6 +33,19 @@ typedef struct {
 VitStatus model_load(Model *m, const char *path, const VitLoadOptions *opt, const char *labels_path,
                      int labels_required, VitError *err);
 void model_free(Model *m);
+
+/* A CLIP model's text side (clip_open: its text tower, vocabulary, spec's classes and
+ * phrase) and its head made of them (clip_apply): the labels become the classes' names and
+ * the phrase's. Nothing for a model that is not CLIP (unless strict and spec asks: an
+ * error). strict: see clip_open. 0, or -1 with msg. */
+int model_open_text(Model *m, const ClipSpec *spec, int strict, char *msg, size_t n);
+
+/* Threads for the text tower: one per online core. */
+int model_text_threads(void);
+
+/* The class-specific maps' target that spec asks for: the phrase's class (--text), else
+ * -1 (the caller's --class or the top-1). */
+int model_phrase_class(const Model *m);
 
 /* Class name of class c, or NULL when the model has no names. */
 const char *model_label(const Model *m, int c);

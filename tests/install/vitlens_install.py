@@ -33,7 +33,8 @@ class Checks:
 
 def expected_files(source):
     """Paths relative to the install prefix that `cmake --install` must write, and only
-    them: the app, its shaders, built-in model and layouts, the desktop integration."""
+    them: the app, its shaders, built-in model and layouts, CLIP's ImageNet lists, the
+    desktop integration."""
     files = {"bin/vitlens", f"share/applications/{APP_ID}.desktop",
              f"share/metainfo/{APP_ID}.metainfo.xml",
              f"share/icons/hicolor/scalable/apps/{APP_ID}.svg",
@@ -47,6 +48,8 @@ def expected_files(source):
               for f in os.listdir(os.path.join(source, "assets/default/demo"))}
     files |= {f"share/vitlens/layouts/{f}"
               for f in os.listdir(os.path.join(source, "assets/layouts")) if f.endswith(".json")}
+    files |= {f"share/vitlens/assets/clip/{f}"  # CLIP's ImageNet names and templates
+              for f in os.listdir(os.path.join(source, "assets/clip"))}
     return files
 
 
