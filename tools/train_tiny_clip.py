@@ -350,6 +350,39 @@ def captions(objs):
     return out
 
 
+def hard_negative(text, spec, rng):
+    """A caption one word away from `text` (NegCLIP's hard negatives, Yuksekgonul et al.
+    2023): one requirement's shape or colour changed, or, in "a red circle and a blue
+    star", the two colours swapped ("a blue circle and a red star"). -> (text, spec); its
+    truth for every scene is computed like any caption's (it may be true of another one).
+    No colour or shape starts with a vowel, so the article stays right."""
+    words = text.rstrip(".").split(" ")
+    dot = "." if text.endswith(".") else ""
+    reqs = [list(r) for r in spec]
+
+    def where(k, field):  # the word index of requirement k's colour (1) or shape (2)
+        val = reqs[k][field]
+        form = PLURAL[val] if field == 2 and reqs[k][0] == 2 else val
+        nth = sum(1 for j in range(k) if reqs[j][field] == val)
+        hits = [i for i, w in enumerate(words) if w == form]
+        return hits[nth]
+    choices = [(k, f) for k in range(len(reqs)) for f in (1, 2) if reqs[k][f] is not None]
+    swap = len(reqs) == 2 and reqs[0][1] != reqs[1][1]
+    pick = int(rng.integers(len(choices) + (2 if swap else 0)))
+    if pick >= len(choices):  # swap the colours of the two objects
+        i0, i1 = where(0, 1), where(1, 1)
+        words[i0], words[i1] = words[i1], words[i0]
+        reqs[0][1], reqs[1][1] = reqs[1][1], reqs[0][1]
+    else:
+        k, f = choices[pick]
+        i = where(k, f)
+        pool = CNAMES if f == 1 else SHAPES
+        new = pool[(pool.index(reqs[k][f]) + 1 + int(rng.integers(len(pool) - 1))) % len(pool)]
+        words[i] = PLURAL[new] if f == 2 and reqs[k][0] == 2 else new
+        reqs[k][f] = new
+    return " ".join(words) + dot, tuple(tuple(r) for r in reqs)
+
+
 def all_texts():
     """Every caption text the generator can make (for the vocabulary rows used)."""
     texts = set()
@@ -444,12 +477,16 @@ class VisionTransformer(nn.Module):
         self.ln_post = LayerNorm(width)
         self.proj = nn.Parameter(scale * torch.randn(width, embed))
 
-    def forward(self, x):
-        """x [B, 3, S, S] normalised -> image embedding [B, E] (not normalised)."""
+    def forward(self, x, patches=False):
+        """x [B, 3, S, S] normalised -> image embedding [B, E] (not normalised); with
+        patches, also each patch token through the same ln_post and proj [B, N, E]."""
         x = self.conv1(x).flatten(2).transpose(1, 2)  # [B, N, W]
         cls = self.class_embedding.to(x.dtype).expand(x.shape[0], 1, -1)
         x = torch.cat([cls, x], 1) + self.positional_embedding.to(x.dtype)
         x = self.transformer(self.ln_pre(x))
+        if patches:
+            x = self.ln_post(x) @ self.proj
+            return x[:, 0], x[:, 1:]
         return self.ln_post(x[:, 0]) @ self.proj
 
 
@@ -539,27 +576,35 @@ def flip_objs(objs):
     return [Obj(o.colour, o.shape, SIZE - o.cx, o.cy, o.r) for o in objs]
 
 
-def make_set(split, count, level, say):
+def make_set(split, count, level, patch, say):
+    """-> images uint8 [n, S, S, 3], objects, owner int8 [n, G, G] (the object covering
+    more than half of each patch, -1 none)."""
     t = time.time()
+    G = SIZE // patch
     imgs = np.empty((count, SIZE, SIZE, 3), np.uint8)
+    owner = np.full((count, G, G), -1, np.int8)
     objs = []
     for i in range(count):
-        lv = level if np.isscalar(level) else level(i)
-        imgs[i], o, _, _ = make_scene(split, i, lv)
+        imgs[i], o, cov, _ = make_scene(split, i, level)
         objs.append(o)
+        frac = cov.reshape(len(o), G, patch, G, patch).mean((2, 4))
+        for k in range(len(o)):
+            owner[i][frac[k] > 0.5] = k
     say(f"{count} {split} scenes in {time.time() - t:.0f} s")
-    return imgs, objs
+    return imgs, objs, owner
 
 
 # --- the loss ----------------------------------------------------------------------------
 
-def multi_positive_loss(logits, truth):
-    """logits [B, B] (image i, caption j), truth [B, B] bool (caption j true of image i;
-    the diagonal always): -log sum of softmax over the positives, images -> captions and
+def multi_positive_loss(logits, truth, B):
+    """logits [B, B + K] (image i, caption j: the batch's B captions, then K hard
+    negatives), truth [B, B + K] bool (caption j true of image i; the diagonal always):
+    -log of the softmax's sum over the positives, images -> all captions and the batch's
     captions -> images, averaged."""
     neg = torch.finfo(logits.dtype).min
-    li = torch.logsumexp(logits.masked_fill(~truth, neg), 1) - torch.logsumexp(logits, 1)
-    lt = torch.logsumexp(logits.masked_fill(~truth, neg), 0) - torch.logsumexp(logits, 0)
+    pos = logits.masked_fill(~truth, neg)
+    li = torch.logsumexp(pos, 1) - torch.logsumexp(logits, 1)
+    lt = torch.logsumexp(pos[:, :B], 0) - torch.logsumexp(logits[:, :B], 0)
     return -(li.mean() + lt.mean()) / 2
 
 
@@ -730,7 +775,7 @@ def main():
                                                     "bpe_simple_vocab_16e6.txt.gz"))
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--train", type=int, default=12000, help="training scenes")
-    ap.add_argument("--steps", type=int, default=1500)
+    ap.add_argument("--steps", type=int, default=700)
     ap.add_argument("--batch", type=int, default=128)
     ap.add_argument("--lr", type=float, default=1e-3)
     ap.add_argument("--wd", type=float, default=0.1)
@@ -744,6 +789,12 @@ def main():
     ap.add_argument("--text-layers", type=int, default=3)
     ap.add_argument("--embed", type=int, default=64)
     ap.add_argument("--eval", type=int, default=400, help="held-out scenes of each kind")
+    ap.add_argument("--negatives", type=int, default=1,
+                    help="1: a hard-negative caption per scene (NegCLIP): a shape or colour "
+                         "changed, or two objects' colours swapped")
+    ap.add_argument("--dense", type=float, default=1.0,
+                    help="weight of the patch tokens' loss: each patch of an object, through "
+                         "ln_post and proj, against the 36 colour-shape phrases (0: off)")
     ap.add_argument("--eval-every", type=int, default=0, help="also evaluate every N steps")
     ap.add_argument("--init", choices=("openai", "mimetic"), default="openai",
                     help="the image tower's attention and position embedding: OpenAI's random "
@@ -769,7 +820,9 @@ def main():
     say(" ".join(sys.argv))
     t0, c0 = time.time(), time.process_time()
     tok = Tokenizer(a.vocab)
-    imgs, objs = make_set("train", a.train, a.level, say)
+    imgs, objs, owner = make_set("train", a.train, a.level, a.patch, say)
+    pairs = [(c, sh) for c in CNAMES for sh in SHAPES]
+    pair_ids = pad([tok.encode(phrase(c, sh)) for c, sh in pairs])
     caps = [captions(o) for o in objs]
     data = eval_scenes(a.eval, a.level, say)
     caps_flip = [captions(flip_objs(o)) for o in objs]
@@ -800,17 +853,31 @@ def main():
         for i, f in zip(idx, flip):
             cs = caps_flip[i] if f else caps[i]
             chosen.append(cs[int(g.integers(len(cs)))])
+        if a.negatives:
+            chosen += [hard_negative(t, spec, g) for t, spec in chosen]
         truth = torch.tensor([[true_of(spec, so) for _, spec in chosen] for so in sobjs])
-        assert bool(truth.diagonal().all())
+        assert bool(truth[:, :a.batch].diagonal().all())
         ids = pad([tok.encode(t) for t, _ in chosen])
         with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bool(a.bf16)):
-            ie = model.encode_image(to_tensor(x))
+            ie, pe = model.visual(to_tensor(x), patches=True)
             te = model.encode_text(ids)
+            if a.dense:
+                de = model.encode_text(pair_ids)
         ie, te = ie.float(), te.float()
         ie = ie / ie.norm(dim=-1, keepdim=True)
         te = te / te.norm(dim=-1, keepdim=True)
         logits = model.logit_scale.exp() * ie @ te.T
-        loss = multi_positive_loss(logits, truth)
+        loss = multi_positive_loss(logits, truth, a.batch)
+        if a.dense:  # each patch of an object against the 36 "a {colour} {shape}" phrases
+            own = np.where(flip[:, None, None], owner[idx][:, :, ::-1], owner[idx]).reshape(a.batch, -1)
+            b, n = np.nonzero(own >= 0)
+            target = torch.tensor([pairs.index((sobjs[i][own[i, j]].colour,
+                                                sobjs[i][own[i, j]].shape))
+                                   for i, j in zip(b, n)], dtype=torch.long)
+            pv = F.normalize(pe.float()[torch.from_numpy(b), torch.from_numpy(n)], dim=-1)
+            dl = F.cross_entropy(model.logit_scale.exp() * pv @ F.normalize(de.float(), dim=-1).T,
+                                 target)
+            loss = loss + a.dense * dl
         opt.zero_grad(set_to_none=True)
         loss.backward()
         nn.utils.clip_grad_norm_(model.parameters(), 1.0)

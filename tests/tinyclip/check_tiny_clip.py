@@ -17,11 +17,16 @@ The model is trained here first, small and in seconds (2 steps; its numbers are 
 point, its file is): tools/train_tiny_clip.py --out WORK with CLIP's vocabulary from
 SHARED/clip (exit 77, a skip, without it).
 
+With --text-dump and --vit-dump (tests/parity's drivers of vit_text_embed and vit_forward
+with vit_set_text_head), the C engine too: its text embeddings of the same ids, its image
+embedding of scene.png and its logits against the same numbers (<= 1e-5 relative, 1e-4).
+
 --control gelu (GELU for QuickGELU) or nomask (no causal mask) makes the reference wrong
 in a plausible way: the comparison must then fail, and the run passes only then (a crash
 fails it).
 
     check_tiny_clip.py --shared SHARED --work WORK [--control gelu|nomask]
+                       [--text-dump text_dump --vit-dump vit_dump]
 """
 import argparse
 import json
@@ -135,6 +140,8 @@ def main():
     ap.add_argument("--shared", required=True)
     ap.add_argument("--work", required=True)
     ap.add_argument("--control", choices=("gelu", "nomask"))
+    ap.add_argument("--text-dump", help="tests/parity's text_dump: check the C engine too")
+    ap.add_argument("--vit-dump", help="tests/parity's vit_dump")
     a = ap.parse_args()
     torch.set_num_threads(1)
     vocab = os.path.join(a.shared, "clip", "bpe_simple_vocab_16e6.txt.gz")
@@ -186,6 +193,29 @@ def main():
     for t, v in zip(ref["texts"], logits[0].tolist()):
         print(f"  {v:8.3f}  {t}")
     ok = e_img <= 1e-5 and e_txt <= 1e-5 and e_log <= 1e-4 and math.isfinite(e_log)
+    if a.text_dump and a.vit_dump:  # the engine: the same ids and scene, the same numbers
+        w = a.work
+        with open(os.path.join(w, "ids.txt"), "w") as f:
+            f.write("".join(" ".join(map(str, t)) + "\n" for t in ref["ids"]))
+        subprocess.run([a.text_dump, "--model", os.path.join(w, "model.safetensors"),
+                        "--ids", os.path.join(w, "ids.txt"), "--out",
+                        os.path.join(w, "text.f32")], check=True)
+        # the head: the reference's own text embeddings, so the two towers are checked apart
+        emb = np.asarray(ref["text_embeddings"], "<f4")
+        emb.tofile(os.path.join(w, "ref_text.f32"))
+        subprocess.run([a.vit_dump, "--model", os.path.join(w, "model.safetensors"),
+                        "--image", os.path.join(w, ref["image"]), "--text-head",
+                        f"{os.path.join(w, 'ref_text.f32')}:{len(emb)}", "--out",
+                        os.path.join(w, "vit")], check=True, stdout=subprocess.DEVNULL)
+        c_txt = torch.from_numpy(np.fromfile(os.path.join(w, "text.f32"), "<f4").reshape(emb.shape))
+        c_img = torch.from_numpy(np.load(os.path.join(w, "vit", "embed.npy")))
+        c_log = torch.from_numpy(np.load(os.path.join(w, "vit", "logits.npy")).reshape(-1))
+        # against this file's PyTorch: a wrong reference (--control) differs from the engine too
+        ce_txt, ce_img = rel(c_txt, te), rel(c_img, ie[0])
+        ce_log = float((c_log - logits[0]).abs().max())
+        print(f"engine: image embedding rel {ce_img:.2e}, text embeddings rel {ce_txt:.2e}, "
+              f"logits abs {ce_log:.2e}")
+        ok = ok and ce_img <= 1e-5 and ce_txt <= 1e-5 and ce_log <= 1e-4
     if a.control:  # the negative control passes only when the comparison caught the mistake
         print(f"control {a.control}: " + ("NOT caught: FAIL" if ok else "caught: OK"))
         return 1 if ok else 0
