@@ -268,8 +268,8 @@ int main(int argc, char **argv) {
     fflush(stdout);
 
     if (vit_run_init_with(&run, &vit, &ropt, &err)) goto fail_err;
-    printf("run threads=%d attention=%s\n", run.n_threads,
-           run.att_kept ? "kept" : "recomputed from queries and keys");
+    printf("run threads=%d attention=%s blas=%s\n", run.n_threads,
+           run.att_kept ? "kept" : "recomputed from queries and keys", vit_blas_core());
     uint32_t seed = 12345; /* pixels roughly as normalised ones: uniform in [-2, 2) */
     for (size_t i = 0; i < (size_t)3 * c->image_h * c->image_w; i++) {
         seed = seed * 1664525u + 1013904223u;

@@ -56,8 +56,15 @@ typedef struct VitPool VitPool;
  * computes must not depend on the thread that runs it). */
 typedef void (*VitTask)(void *ctx, int item, int n_items, int thread);
 
-/* Start n_threads - 1 workers (the caller is thread 0). NULL on failure. */
+/* Start n_threads - 1 workers (the caller is thread 0). NULL on failure. Turns
+ * OpenBLAS's own threads off first (vit_blas_setup). */
 VitPool *vit_pool_new(int n_threads);
+
+/* OpenBLAS inside the engine (engine/passes/blas.c): its own threads off, process-wide
+ * (the pool's threads call it instead). Linking blas.c also makes a program start again
+ * with OpenBLAS's AVX2 or AVX-512 kernels when the library fell back to SSE3 ones on a
+ * CPU it does not know (vit.h, "Threads"). */
+void vit_blas_setup(void);
 /* Run items 0 .. n_items - 1 of fn on p's threads, each once, in any order and on any
  * thread (NULL p: all on the caller); returns when all are done. The caller works on
  * the items itself and never waits for a worker that has not started on any. */

@@ -338,6 +338,13 @@ void vit_free(Vit *vit);
  * one, so on a machine busy with other work the pass is no slower than on one
  * thread. Idle pool threads spin for a few microseconds, then sleep.
  *
+ * BLAS kernels. OpenBLAS picks its kernels from the CPU's model when it is loaded, and
+ * falls back to its SSE3 ("Prescott") ones on a CPU newer than the library (Debian 12's
+ * 0.3.21 on recent Xeons: about 3x slower). Every program linked with the engine's pool
+ * then starts itself again, before main, with OPENBLAS_CORETYPE set to the kernels the
+ * CPU can run (SkylakeX for AVX-512, Haswell for AVX2 + FMA); a user's own
+ * OPENBLAS_CORETYPE is kept. vit_blas_core() names the kernels in use.
+ *
  * Stopping early. A window runs these calls on a worker thread and must be able to drop
  * one that nobody waits for any more (a newer request, or quitting): VitRun.control,
  * when set, points at a VitControl that vit_forward checks before each layer and each
@@ -536,6 +543,10 @@ typedef struct {
  * range). Free with vit_run_free (NULL-safe, accepts a zeroed VitRun). */
 VitStatus vit_run_init_with(VitRun *run, const Vit *vit, const VitRunOptions *opt, VitError *err);
 VitStatus vit_run_init(VitRun *run, const Vit *vit, VitError *err); /* opt NULL */
+
+/* The name of OpenBLAS's kernels in use ("SkylakeX", "Haswell", "Zen", "Prescott", ...;
+ * see "BLAS kernels" above), a static string; for benchmarks and bug reports. */
+const char *vit_blas_core(void);
 void vit_run_free(VitRun *run);
 
 /* Run the model on run->input [3, Sh, Sw]. Fills the attention (run->att

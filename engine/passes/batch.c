@@ -71,8 +71,6 @@ VitStatus vit_batch_init(VitBatch *b, const Vit *vit, int max_batch, int n_threa
         return vit_set_error(err, VIT_ERR_NOMEM,
                              "%s: cannot allocate %zu MB of activations for %d inputs", c->name,
                              n * sizeof(float) >> 20, max_batch);
-    /* OpenBLAS's own threads would wait for work beside this pool's: one pool only. */
-    openblas_set_num_threads(1);
     if (!(b->pool = vit_pool_new(n_threads))) {
         free(b->mem);
         b->mem = NULL;

@@ -147,8 +147,6 @@ VitStatus vit_run_init_with(VitRun *run, const Vit *vit, const VitRunOptions *op
     if (!run->mem)
         return vit_set_error(err, VIT_ERR_NOMEM, "%s: cannot allocate %zu MB of activations",
                              c->name, n * sizeof(float) >> 20);
-    /* OpenBLAS's own threads would wait for work beside this pool's: one pool only. */
-    openblas_set_num_threads(1);
     if (!(run->pool = vit_pool_new(n_threads))) {
         free(run->mem);
         run->mem = NULL;

@@ -7,7 +7,7 @@
  * OpenBLAS threads yield-spin for about 0.1 s after each GEMM: the two fight over
  * the cores (PyTorch at 2 threads: 166 ms -> 460 ms for ViT-B/16 unless
  * OMP_WAIT_POLICY=PASSIVE). So OpenBLAS runs single-threaded inside the tasks
- * (vit_run_init sets openblas_set_num_threads(1)) and this pool is the only one.
+ * (vit_pool_new calls vit_blas_setup, blas.c) and this pool is the only one.
  *
  * Items, not shares: a task is n_items independent items, and every thread that is
  * running takes the next one until none is left. What an item computes depends on
@@ -122,6 +122,7 @@ static void *worker_main(void *arg) {
 }
 
 VitPool *vit_pool_new(int n_threads) {
+    vit_blas_setup();
     VitPool *p = calloc(1, sizeof *p);
     if (!p) return NULL;
     p->n_threads = n_threads < 1 ? 1 : n_threads;

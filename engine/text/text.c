@@ -702,8 +702,6 @@ VitStatus vit_text_embed(float *out, const VitText *t, const int *const *ids, co
         rc = vit_set_error(err, VIT_ERR_NOMEM, "%s: out of memory for %d text sequences", name, n);
         goto done;
     }
-    /* OpenBLAS's own threads would wait for work beside the pool's: one pool only */
-    openblas_set_num_threads(1);
     for (int i0 = 0, T = 0; i0 < n;) {
         int k = build_tree(&bf, seq + i0, n - i0, rows, &T);
         embed_batch(out, t, pool, &bf, seq + i0, k, T);
