@@ -110,20 +110,24 @@ def machine():
         ob.openblas_get_config.restype = ctypes.c_char_p
         core = ob.openblas_get_corename().decode()
         blas = f"{ob.openblas_get_config().decode().split(' NO_')[0]}, kernels {core}"
-        if core.lower() == "prescott" and isa != "no AVX2":
+        if core.lower() == "prescott" and isa != "no AVX2" and not os.environ.get("OPENBLAS_CORETYPE"):
             # Debian's OpenBLAS 0.3.21 does not know some CPU models (e.g. a VM's generic
-            # "Intel Xeon Processor") and falls back to SSE3: 3-4x slower GEMMs
-            blas += (f" (SSE3 on an {isa} CPU: OpenBLAS did not recognise it; "
-                     f"OPENBLAS_CORETYPE={'SkylakeX' if isa == 'AVX-512' else 'Haswell'} "
-                     f"gives its {isa} kernels to the engine and PyTorch alike)")
+            # "Intel Xeon Processor") and falls back to SSE3: 3-4x slower GEMMs. The engine's
+            # programs then start again with the CPU's kernels (engine/passes/blas.c); the
+            # same variable gives them to PyTorch (and numpy) in this run too.
+            want = "SkylakeX" if isa == "AVX-512" else "Haswell"
+            blas = (f"{blas.split(', kernels')[0]}, kernels {want}: OpenBLAS did not recognise this "
+                    f"{isa} CPU and fell back to its SSE3 ones (Prescott); the engine and PyTorch "
+                    f"both run with OPENBLAS_CORETYPE={want}")
+            os.environ["OPENBLAS_CORETYPE"] = want
+        elif os.environ.get("OPENBLAS_CORETYPE"):
+            blas += f" (OPENBLAS_CORETYPE={os.environ['OPENBLAS_CORETYPE']})"
     except OSError:
         blas = "OpenBLAS not found by ctypes"
     torch_v = subprocess.run([sys.executable, "-c", "import torch; print(torch.__version__)"],
                              capture_output=True, text=True).stdout.strip()
     lines = [f"machine  {os.cpu_count()} cores, {cpu} ({isa}), Linux {platform.release()}",
-             f"blas     {blas}"
-             + (f" (OPENBLAS_CORETYPE={os.environ['OPENBLAS_CORETYPE']})"
-                if os.environ.get("OPENBLAS_CORETYPE") else ""),
+             f"blas     {blas}",
              f"torch    {torch_v} (Debian python3-torch), OMP_WAIT_POLICY=PASSIVE"]
     return lines
 

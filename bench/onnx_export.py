@@ -16,6 +16,11 @@ that PyTorch computes from it with tests/parity/reference.py vit_forward (the ex
 attention model the engine's parity tests check against), float32 little-endian, no
 header. bench/ort_forward.js "check" runs ONNX Runtime on that input and reports the
 largest difference from those logits, so that the benchmark compares the same model.
+
+Also NAME.batch.onnx: the same model with the batch axis free ("pixels" [B, 3, S, S],
+"logits" [B, C]) for bench/batch_ort.sh, beside bench_batch's vit_forward_batch. The
+single-image benchmark keeps the fixed [1, 3, S, S] export, as a user who exports one
+image's model gets.
 """
 import sys
 from pathlib import Path
@@ -30,7 +35,8 @@ def export(weights_dir, name):
     src = Path(weights_dir) / f"{name}.safetensors"
     out = Path(weights_dir) / f"{name}.onnx"
     check = out.with_name(out.name + ".check")
-    if out.exists() and check.exists() and out.stat().st_mtime >= src.stat().st_mtime:
+    batch = out.with_name(f"{name}.batch.onnx")
+    if all(p.exists() and p.stat().st_mtime >= src.stat().st_mtime for p in (out, check, batch)):
         return out
     w = {k: v.float() for k, v in reference.load_safetensors(str(src)).items()}
     heads = w["cls_token"].shape[-1] // 64
@@ -42,8 +48,9 @@ def export(weights_dir, name):
     tmp = out.with_suffix(".tmp")
     # grad mode on (no torch.no_grad here): nn.MultiheadAttention's inference fast path
     # (aten::_native_multi_head_attention) has no ONNX export at opset 14
-    torch.onnx.export(m, x, str(tmp), opset_version=14, input_names=["pixels"],
-                      output_names=["logits"], do_constant_folding=True)
+    for path, axes in ((batch, {"pixels": {0: "batch"}, "logits": {0: "batch"}}), (tmp, None)):
+        torch.onnx.export(m, x, str(path), opset_version=14, input_names=["pixels"],
+                          output_names=["logits"], do_constant_folding=True, dynamic_axes=axes)
     check.write_bytes(x.contiguous().numpy().astype("<f4").tobytes()
                       + logits.reshape(-1).contiguous().numpy().astype("<f4").tobytes())
     tmp.rename(out)  # a cut run leaves no half file behind under the final name

@@ -3,6 +3,7 @@
 // are.
 //
 //   NODE_PATH=build-bench/ort/node_modules node bench/ort_forward.js --model M.onnx --threads K
+//                                                       [--check FILE (default M.onnx.check)]
 //
 // onnxruntime-node (npm: ONNX Runtime's own Linux x64 CPU build), the CPU execution
 // provider, graph optimisation level "all" (its fusions of attention, LayerNorm, GELU and
@@ -11,6 +12,9 @@
 // [C]). Reads commands on stdin and answers each with one line:
 //   ort N     ->  "ort <ms> ... <ms> cpu <c>"   N timed session.run calls; c: the mean CPU
 //                 time per call of the process (all threads, user + system), ms
+//   batch B N ->  "batch <ms> ... <ms> cpu <c>"  the same on B copies of that input at once
+//                 ([B, 3, S, S]; needs a model with a free batch axis, NAME.batch.onnx:
+//                 bench/batch_ort.sh)
 //   check     ->  "check max_abs_diff <d> max_abs_logit <m> top1 <i> torch_top1 <j>"
 //                 ONNX Runtime's logits on that input against PyTorch's
 //   memory    ->  "memory peak_rss_mb <r>"
@@ -50,12 +54,25 @@ async function main() {
   });
   const S = 224; // bench/make_weights.py's models: 224 px
   const n = 3 * S * S;
-  const buf = fs.readFileSync(model + ".check");
+  const checkFile = arg("--check", model + ".check");
+  const buf = fs.readFileSync(checkFile);
   const all = new Float32Array(buf.buffer.slice(buf.byteOffset, buf.byteOffset + buf.length));
-  if (all.length <= n) throw new Error(`${model}.check: ${all.length} floats, expected more than ${n}`);
+  if (all.length <= n) throw new Error(`${checkFile}: ${all.length} floats, expected more than ${n}`);
   const pixels = all.slice(0, n), torchLogits = all.slice(n);
   const feeds = { [session.inputNames[0]]: new ort.Tensor("float32", pixels, [1, 3, S, S]) };
   const out = session.outputNames[0];
+
+  // k timed runs: "<ms> ... <ms> cpu <mean CPU ms per run, all threads>"
+  async function timed(f, k) {
+    const ms = [], c0 = process.cpuUsage();
+    for (let i = 0; i < k; i++) {
+      const t0 = process.hrtime.bigint();
+      await session.run(f);
+      ms.push(Number(process.hrtime.bigint() - t0) / 1e6);
+    }
+    const c = process.cpuUsage(c0);
+    return `${ms.map((t) => t.toFixed(3)).join(" ")} cpu ${((c.user + c.system) / 1e3 / k).toFixed(3)}`;
+  }
 
   const rl = readline.createInterface({ input: process.stdin });
   for await (const line of rl) {
@@ -78,15 +95,13 @@ async function main() {
       console.log(`check max_abs_diff ${d.toExponential(3)} max_abs_logit ${m.toFixed(4)} ` +
                   `top1 ${argmax(got)} torch_top1 ${argmax(torchLogits)}`);
     } else if (words[0] === "ort" && words.length === 2 && parseInt(words[1], 10) > 0) {
-      const k = parseInt(words[1], 10), ms = [];
-      const c0 = process.cpuUsage();
-      for (let i = 0; i < k; i++) {
-        const t0 = process.hrtime.bigint();
-        await session.run(feeds);
-        ms.push(Number(process.hrtime.bigint() - t0) / 1e6);
-      }
-      const c = process.cpuUsage(c0);
-      console.log(`ort ${ms.map((t) => t.toFixed(3)).join(" ")} cpu ${((c.user + c.system) / 1e3 / k).toFixed(3)}`);
+      console.log(`ort ${await timed(feeds, parseInt(words[1], 10))}`);
+    } else if (words[0] === "batch" && words.length === 3 && parseInt(words[1], 10) > 0 &&
+               parseInt(words[2], 10) > 0) {
+      const B = parseInt(words[1], 10), many = new Float32Array(B * n);
+      for (let b = 0; b < B; b++) many.set(pixels, b * n);
+      const batchFeeds = { [session.inputNames[0]]: new ort.Tensor("float32", many, [B, 3, S, S]) };
+      console.log(`batch ${await timed(batchFeeds, parseInt(words[2], 10))}`);
     } else {
       console.log(`error unknown command: ${line.trim()}`);
     }

@@ -15,7 +15,9 @@
 # script only fetches GPU builds) is installed once into build-bench/ort/, each checkpoint is
 # exported once as torchvision's ViT at opset 14 (bench/onnx_export.py, Debian's python3-onnx)
 # and ONNX Runtime takes its turns beside the others (VITLENS_BENCH_NO_ORT=1 leaves it out).
-# Without them: one "skipped: ..." line and the rest as before.
+# Without them: one "skipped: ..." line and the rest as before. Batches: bench/batch_ort.sh
+# (vit_forward_batch against ONNX Runtime on [B, 3, S, S]) after this has set things up.
+# The backward pass has no ONNX Runtime column: its CPU provider runs inference only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cmake -S . -B build-bench -DCMAKE_BUILD_TYPE=Release -DVITLENS_BUILD_APP=ON \
@@ -33,6 +35,8 @@ elif ! /usr/bin/python3 -c "import onnx" 2>/dev/null; then
 else
   if [ ! -f build-bench/ort/node_modules/onnxruntime-node/package.json ]; then
     mkdir -p build-bench/ort
+    # a package.json of its own, or npm installs into the nearest parent folder that has one
+    [ -f build-bench/ort/package.json ] || echo '{"private": true}' >build-bench/ort/package.json
     (cd build-bench/ort && npm install --ignore-scripts --no-audit --no-fund onnxruntime-node \
       >npm.log 2>&1) || { echo "bench/run.sh: npm install onnxruntime-node failed, see" \
       "build-bench/ort/npm.log" >&2; exit 1; }
