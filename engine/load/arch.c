@@ -162,17 +162,35 @@ static VitStatus infer_mlp_width(Loader *ld, Arch *a) {
     return VIT_OK;
 }
 
-/* H: the options', else config.json's, else D/64 (ViTs' 64-wide heads). */
+/* A: the attention's width H * Dh, the rows of block 0's queries (a third of a fused
+ * qkv's); D for timm's and transformers' ViTs, H * Dh for a notebook's per-head
+ * Linear(D, Dh) lists with Dh != D / H. */
+static VitStatus attention_width(Loader *ld, Arch *a) {
+    int64_t D = a->D, s[2] = {-1, D};
+    int fused = ld->pat[S_QKV_W][0] != 0;
+    if (!ld_slot_tensor(ld, fused ? S_QKV_W : S_Q_W, 0, 2, s)) return ld->err->code;
+    int64_t A = fused ? s[0] / 3 : s[0];
+    if (A < 1 || A > VIT_MAX_WIDTH || (fused && s[0] % 3))
+        return vit_set_error(ld->err, VIT_ERR_SHAPE,
+                             "%s: tensor '%s' has %lld rows: not %s queries' width in [1, %d]",
+                             ld->fname, ld_slot_name(ld, fused ? S_QKV_W : S_Q_W, 0),
+                             (long long)s[0], fused ? "three times the" : "the", VIT_MAX_WIDTH);
+    a->A = A;
+    return VIT_OK;
+}
+
+/* H: the options', else config.json's, else the layout's per-head lists', else A/64
+ * (ViTs' 64-wide heads); it must divide the attention's width A. */
 static VitStatus head_count(Loader *ld, Arch *a, const VitLoadOptions *opt) {
-    int H = (int)(a->D / 64);
+    int H = (int)(a->A / 64);
     if (ld->layout_heads) H = ld->layout_heads; /* per-head lists: one tensor per head */
     if (ld->cv.n_heads) H = ld->cv.n_heads;
     if (opt && opt->n_heads > 0) H = opt->n_heads;
-    if (H < 1 || a->D % H)
+    if (H < 1 || a->A % H)
         return vit_set_error(ld->err, VIT_ERR_SHAPE,
-                             "%s: width %lld cannot be split into %d heads; give "
+                             "%s: attention width %lld cannot be split into %d heads; give "
                              "the head count (--heads, or num_heads in config.json)",
-                             ld->fname, (long long)a->D, H);
+                             ld->fname, (long long)a->A, H);
     a->H = H;
     return VIT_OK;
 }
@@ -198,7 +216,7 @@ static void set_config(Loader *ld, const Arch *a, const VitLoadOptions *opt) {
     c->n_tokens = (int)T;
     c->dim = (int)a->D;
     c->n_heads = a->H;
-    c->head_dim = (int)a->D / a->H;
+    c->head_dim = (int)(a->A / a->H);
     c->mlp_dim = (int)a->F;
     c->n_layers = a->L;
     /* config.json's, else the layout's "layer_norm_eps" (hf.json: transformers' 1e-12);
@@ -226,6 +244,7 @@ VitStatus ld_infer_arch(Loader *ld, Arch *a, const VitLoadOptions *opt) {
     if ((rc = input_grid(ld, a, opt))) return rc;
     if ((rc = count_blocks(ld, a))) return rc;
     if ((rc = infer_mlp_width(ld, a))) return rc;
+    if ((rc = attention_width(ld, a))) return rc;
     if ((rc = head_count(ld, a, opt))) return rc;
     set_config(ld, a, opt);
     return VIT_OK;
