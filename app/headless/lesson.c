@@ -251,7 +251,11 @@ void lesson_caption(char *buf, size_t n, const LessonData *ld, int step) {
         snprintf(buf, n, "The values weighted by the softmax and summed %s", sh);
         break;
     case LESSON_PROJECTION:
-        snprintf(buf, n, "%d heads concatenated, then projected %s", c->n_heads, sh);
+        if (c->n_heads * c->head_dim != c->dim) /* heads not D / H wide: A = H * Dh */
+            snprintf(buf, n, "%d heads of %d concatenated [%d], then projected %s", c->n_heads,
+                     c->head_dim, c->n_heads * c->head_dim, sh);
+        else
+            snprintf(buf, n, "%d heads concatenated, then projected %s", c->n_heads, sh);
         break;
     case LESSON_RESIDUAL1:
         snprintf(buf, n, "Added to the residual stream: norm %.2f -> %.2f %s", b->norm_in,
