@@ -27,7 +27,11 @@ style:    a ViT written in PyTorch in one of the styles people write (STYLES bel
           (a crash fails the control): "scale" 1/sqrt(Dh) where the model uses 1/sqrt(D);
           "flatten" the linear patch embedding's input flattened (p1 p2 c) where the
           model flattens (c p1 p2); "act" exact GELU where the model's MLP uses GELU's tanh
-          approximation.
+          approximation; "dh" 1/sqrt(D/H) (a loader that assumes D/H-sized heads) where
+          the model's heads are Dh wide (the styles with hs: Dh != D/H, whose attention's
+          width is A = H*Dh). Those styles also run every map kind (check_maps: vit_dump's
+          explanations and token views with the attention kept and recomputed, and
+          `vitlens --export` given --vitlens).
 preprocess: torchvision's layout brings its transform (Resize(256, bilinear), crop 224):
           the engine's input equals ViT_B_16_Weights.IMAGENET1K_V1.transforms() on PIL.
 layouts:  timm's and Hugging Face's names are layouts too (assets/layouts/timm.json,
@@ -740,6 +744,22 @@ def test_layouts(args, rep):
             "Hugging Face's Dinov2Model names", x=xh)
     refused(base / "model.safetensors", ["tensor 'class_token' is missing", "'torchvision'"],
             "--layout overrides detection", ROOT / "assets/layouts/torchvision.json")
+    # per-head lists whose heads differ in size (one head's Linear(D, 12) among Linear(D, 20))
+    # and an attention width the heads count does not divide (--heads against fused rows)
+    m, kw, _, _ = build("notebook_heads_dh20")
+    sd = m.state_dict()
+    for r in ("query", "key", "value"):
+        sd[f"blocks.1.attn.heads.2.{r}.weight"] = sd[f"blocks.1.attn.heads.2.{r}.weight"][:12]
+    uneven = d / "uneven_heads.pth"
+    torch.save(sd, uneven)
+    xs = torch.randn(3, kw["S"], kw["S"])
+    refused(uneven, ["uneven_heads.pth", "block 1", "not all the same size"],
+            "heads of different sizes", x=xs)
+    m, kw, _, _ = build("notebook_linear_wide")
+    wide = d / "wide.pth"
+    torch.save(m.state_dict(), wide)
+    msg = dump_error(args, wide, xs, d / "out_refused")
+    rep.check(msg == "", f"seed 004's Linear(D, D) per head refused: {msg}")
 
 
 # --- preprocess -------------------------------------------------------------------------
