@@ -164,17 +164,23 @@ static VitStatus infer_mlp_width(Loader *ld, Arch *a) {
 
 /* A: the attention's width H * Dh, the rows of block 0's queries (a third of a fused
  * qkv's); D for timm's and transformers' ViTs, H * Dh for a notebook's per-head
- * Linear(D, Dh) lists with Dh != D / H. */
+ * Linear(D, Dh) lists with Dh != D / H. A tensor that is not [rows, D] (rows a multiple
+ * of 3 when fused) leaves A = D: binding the weights then names it and the shape
+ * expected. */
 static VitStatus attention_width(Loader *ld, Arch *a) {
-    int64_t D = a->D, s[2] = {-1, D};
     int fused = ld->pat[S_QKV_W][0] != 0;
-    if (!ld_slot_tensor(ld, fused ? S_QKV_W : S_Q_W, 0, 2, s)) return ld->err->code;
-    int64_t A = fused ? s[0] / 3 : s[0];
-    if (A < 1 || A > VIT_MAX_WIDTH || (fused && s[0] % 3))
+    const StTensor *t = st_find(&ld->st, ld_slot_name(ld, fused ? S_QKV_W : S_Q_W, 0));
+    a->A = a->D;
+    if (!t || t->ndim != 2 || t->shape[1] != a->D || t->shape[0] < (fused ? 3 : 1) ||
+        (fused && t->shape[0] % 3))
+        return VIT_OK;
+    int64_t A = fused ? t->shape[0] / 3 : t->shape[0];
+    if (A > VIT_MAX_WIDTH)
         return vit_set_error(ld->err, VIT_ERR_SHAPE,
-                             "%s: tensor '%s' has %lld rows: not %s queries' width in [1, %d]",
-                             ld->fname, ld_slot_name(ld, fused ? S_QKV_W : S_Q_W, 0),
-                             (long long)s[0], fused ? "three times the" : "the", VIT_MAX_WIDTH);
+                             "%s: tensor '%s' is [%lld, %lld]: an attention width of %lld, over "
+                             "the limit of %d",
+                             ld->fname, t->name, (long long)t->shape[0], (long long)t->shape[1],
+                             (long long)A, VIT_MAX_WIDTH);
     a->A = A;
     return VIT_OK;
 }
