@@ -357,6 +357,8 @@ STYLES = {
     # H = 3 without bias (/ sqrt(D)); and with bias scaled by 1/sqrt(Dh) (a user's layout)
     "notebook_linear_wide": (NotebookLinear, dict(S=32, P=8, D=48, H=3, F_=96, L=2, C=6, hs=48), [], None),
     "notebook_heads_dh20": (NotebookHeads, dict(S=32, P=8, D=48, H=3, F_=96, L=2, C=5, hs=20), [], None),
+    # narrower heads than D/H: Dh = 8, A = 24 < D = 48
+    "notebook_heads_narrow": (NotebookHeads, dict(S=32, P=8, D=48, H=3, F_=96, L=2, C=5, hs=8), [], None),
     "notebook_linear_dh20_hd": (NotebookLinear, dict(S=32, P=8, D=48, H=3, F_=96, L=2, C=6, hs=20,
                                                      scale_dim=False),
                                 [], ("notebook-linear", {"attention_scale": "head_dim"})),
