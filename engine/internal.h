@@ -112,6 +112,13 @@ void vit_att_block(float *out, const float *q, const float *k, int ld, int r0, i
 /* The scale of the attention's scores for config c: c->att_scale, or 1/sqrt(Dh). */
 float vit_att_scale(const VitConfig *c);
 
+/* A = H * Dh, the attention's width: the columns of the queries, keys, values and ctx,
+ * proj's input. D for timm's and transformers' ViTs; a notebook's per-head
+ * Linear(D, Dh) lists may have any Dh (seed 004: Dh = D, A = H * D). */
+static inline int vit_att_width(const VitConfig *c) {
+    return c->n_heads * c->head_dim;
+}
+
 /* x[Npos + N, D] += the position embedding as iv says (NULL: the model's): the rows of
  * the tokens it covers, x pointing at the first (vit_forward and vit_forward_batch). */
 void vit_add_pos_embed(float *x, const Vit *vit, const VitIntervention *iv);
@@ -171,13 +178,13 @@ void vit_gelu_backward_rows(float *dh, const float *hpre, int r0, int r1, int F,
 void vit_act_backward_rows(float *dh, const float *hpre, int r0, int r1, int F, int lrp,
                            VitActivation act);
 
-/* The block's queries and keys qk[T, 2D] and values v[T, D] from its LayerNorm
- * output xn[T, D]: timm's fused qkv or transformers' query/key/value. */
+/* The block's queries and keys qk[T, 2A] and values v[T, A] from its LayerNorm
+ * output xn[T, D]: timm's fused qkv or transformers' query/key/value (A: vit_att_width). */
 void vit_qkv(VitPool *pool, float *qk, float *v, const float *xn, const VitBlock *b, int T, int D,
-             int gemm_only);
-/* Its values alone, v[T, D] (the same call vit_qkv makes): the maps recompute a
+             int A, int gemm_only);
+/* Its values alone, v[T, A] (the same call vit_qkv makes): the maps recompute a
  * layer's values with it when the backward pass did not keep them (explain.c). */
-void vit_values(VitPool *pool, float *v, const float *xn, const VitBlock *b, int T, int D,
+void vit_values(VitPool *pool, float *v, const float *xn, const VitBlock *b, int T, int D, int A,
                 int gemm_only);
 
 /* dA[r1 - r0, T] = dctx_h[r0:r1] . v_h^T for one head (backward.c): dctx, v point at
@@ -217,13 +224,13 @@ typedef struct {
     const float *res;    /* [rows*n, D] proj's residual input: x's rows that go on (x itself
                             when stacked or n = 1) */
     float *xn1;          /* [n*T, D] norm1's output */
-    float *qk, *v;       /* [n*T, 2D] queries then keys, [n*T, D] values */
+    float *qk, *v;       /* [n*T, 2A] queries then keys, [n*T, A] values (A: vit_att_width) */
     float *att;          /* n = 1: [H, T, T] the probabilities, kept (every block computed),
                             or NULL: computed a block at a time into scratch */
     const float *att_in; /* n = 1: [H, T, T] the probabilities already computed (read, not
                             recomputed), or NULL */
     float *scratch;      /* [threads, VIT_ATT_BLOCK, T] when att and att_in are NULL */
-    float *ctx;          /* [rows*n, D] (rows of each input < rows only) */
+    float *ctx;          /* [rows*n, A] (rows of each input < rows only) */
     float *tmp;          /* [rows*n, D] proj's and fc2's outputs before the residual */
     float *xm;           /* [rows*n, D] between attention and MLP */
     float *xn2;          /* [rows*n, D] norm2's output */

@@ -141,7 +141,7 @@ static int step_arrays(const LessonData *ld, int step, LessonArray *out) {
     const VitConfig *c = &ld->vit->cfg;
     const VitLesson *b = &ld->blk;
     int T = c->n_tokens, D = c->dim, Dh = c->head_dim, F = c->mlp_dim, P = c->patch_size,
-        N = c->n_patches, t = ld->token;
+        N = c->n_patches, t = ld->token, A = c->n_heads * c->head_dim; /* heads side by side */
     switch (step) {
     case LESSON_PATCHES: out[0] = arr("", ld->pixels, 3, 3, P, P, 0); return 1;
     case LESSON_EMBEDDING: out[0] = arr("", ld->embedding, 1, D, 0, 0, 0); return 1;
@@ -162,10 +162,10 @@ static int step_arrays(const LessonData *ld, int step, LessonArray *out) {
     case LESSON_SOFTMAX: out[0] = arr("", b->probs, 1, T, 0, 0, 0); return 1;
     case LESSON_WEIGHTED:
         out[0] = arr("values", b->values, 2, T, Dh, 0, 0);
-        out[1] = arr("", b->ctx + (size_t)t * D + (size_t)ld->head * Dh, 1, Dh, 0, 0, 0);
+        out[1] = arr("", b->ctx + (size_t)t * A + (size_t)ld->head * Dh, 1, Dh, 0, 0, 0);
         return 2;
     case LESSON_PROJECTION:
-        out[0] = arr("concat", b->ctx + (size_t)t * D, 1, D, 0, 0, 0);
+        out[0] = arr("concat", b->ctx + (size_t)t * A, 1, A, 0, 0, 0);
         out[1] = arr("", b->proj + (size_t)t * D, 1, D, 0, 0, 0);
         return 2;
     case LESSON_RESIDUAL1: out[0] = arr("", b->xm + (size_t)t * D, 1, D, 0, 0, 0); return 1;
@@ -251,7 +251,11 @@ void lesson_caption(char *buf, size_t n, const LessonData *ld, int step) {
         snprintf(buf, n, "The values weighted by the softmax and summed %s", sh);
         break;
     case LESSON_PROJECTION:
-        snprintf(buf, n, "%d heads concatenated, then projected %s", c->n_heads, sh);
+        if (c->n_heads * c->head_dim != c->dim) /* heads not D / H wide: A = H * Dh */
+            snprintf(buf, n, "%d heads of %d concatenated [%d], then projected %s", c->n_heads,
+                     c->head_dim, c->n_heads * c->head_dim, sh);
+        else
+            snprintf(buf, n, "%d heads concatenated, then projected %s", c->n_heads, sh);
         break;
     case LESSON_RESIDUAL1:
         snprintf(buf, n, "Added to the residual stream: norm %.2f -> %.2f %s", b->norm_in,
@@ -453,7 +457,8 @@ static void draw_token_map(Canvas *cv, const LessonData *ld, const float *v, int
 static void draw_step(Canvas *cv, const LessonData *ld, int step, int colormap) {
     const VitConfig *c = &ld->vit->cfg;
     const VitLesson *b = &ld->blk;
-    int D = c->dim, Dh = c->head_dim, T = c->n_tokens, P = c->patch_size, t = ld->token;
+    int D = c->dim, Dh = c->head_dim, T = c->n_tokens, P = c->patch_size, t = ld->token,
+        A = c->n_heads * c->head_dim; /* ctx: the heads side by side */
     int top = 90, left = 40, avail = cv->w - 80;
     char buf[256];
     switch (step) {
@@ -573,7 +578,7 @@ static void draw_step(Canvas *cv, const LessonData *ld, int step, int colormap) 
         draw_matrix(cv, b->values, T, Dh, left + 100, top, 500, 500, s);
         text(cv, "values", 24, left, top, 95, DIM);
         legend(cv, s, left + 100, top + 510);
-        const float *o = b->ctx + (size_t)t * D + (size_t)ld->head * Dh;
+        const float *o = b->ctx + (size_t)t * A + (size_t)ld->head * Dh;
         float so = max_abs(o, (size_t)Dh);
         int y =
             draw_strip(cv, o, Dh, left + 660, top, avail - 660, so, "softmax . values", STRIP_CELL);
@@ -581,9 +586,9 @@ static void draw_step(Canvas *cv, const LessonData *ld, int step, int colormap) 
         break;
     }
     case LESSON_PROJECTION: {
-        const float *cc = b->ctx + (size_t)t * D, *p = b->proj + (size_t)t * D;
-        float s = max_abs(cc, (size_t)D), s2 = max_abs(p, (size_t)D);
-        int y = draw_strip(cv, cc, D, left, top, avail, s, "heads side by side", STRIP_CELL);
+        const float *cc = b->ctx + (size_t)t * A, *p = b->proj + (size_t)t * D;
+        float s = max_abs(cc, (size_t)A), s2 = max_abs(p, (size_t)D);
+        int y = draw_strip(cv, cc, A, left, top, avail, s, "heads side by side", STRIP_CELL);
         legend(cv, s, left, y);
         y = draw_strip(cv, p, D, left, y + 50, avail, s2, "projected", STRIP_CELL);
         legend(cv, s2, left, y);

@@ -75,27 +75,27 @@ static const float *fresh_const(Carve *c, size_t n, float value, const float *ha
     return p;
 }
 
-/* Floats that re-initialising one block takes. */
+/* Floats that re-initialising one block takes (A: the attention's width H * Dh). */
 static size_t block_floats(const VitConfig *c) {
-    size_t D = (size_t)c->dim, F = (size_t)c->mlp_dim;
-    return 4 * D * D + 3 * D        /* q, k, v (fused or not) and their biases */
-           + D * D + D              /* proj */
+    size_t D = (size_t)c->dim, F = (size_t)c->mlp_dim, A = (size_t)vit_att_width(c);
+    return 3 * A * D + 3 * A        /* q, k, v (fused or not) and their biases */
+           + D * A + D              /* proj */
            + 4 * D                  /* norm1, norm2 */
            + F * D + F + D * F + D; /* fc1, fc2 */
 }
 
 static void reinit_block(VitBlock *b, const VitConfig *cfg, Carve *c) {
-    size_t D = (size_t)cfg->dim, F = (size_t)cfg->mlp_dim;
+    size_t D = (size_t)cfg->dim, F = (size_t)cfg->mlp_dim, A = (size_t)vit_att_width(cfg);
     b->norm1_w = fresh_const(c, D, 1.0f, b->norm1_w),
     b->norm1_b = fresh_const(c, D, 0.0f, b->norm1_b);
-    /* queries, keys and values as one [3D, D] block (the fused layout), rows of it */
-    const float *qkv = fresh_normal(c, 3 * D * D);
+    /* queries, keys and values as one [3A, D] block (the fused layout), rows of it */
+    const float *qkv = fresh_normal(c, 3 * A * D);
     int had_bias = b->q_b != NULL;
-    const float *qkv_b = had_bias ? fresh_const(c, 3 * D, 0.0f, b->q_b) : NULL;
+    const float *qkv_b = had_bias ? fresh_const(c, 3 * A, 0.0f, b->q_b) : NULL;
     b->qkv_w = qkv, b->qkv_b = qkv_b; /* contiguous now: the fused GEMM, whatever the naming */
-    b->q_w = qkv, b->k_w = qkv + D * D, b->v_w = qkv + 2 * D * D;
-    b->q_b = qkv_b, b->k_b = had_bias ? qkv_b + D : NULL, b->v_b = had_bias ? qkv_b + 2 * D : NULL;
-    b->proj_w = fresh_normal(c, D * D), b->proj_b = fresh_const(c, D, 0.0f, b->proj_b);
+    b->q_w = qkv, b->k_w = qkv + A * D, b->v_w = qkv + 2 * A * D;
+    b->q_b = qkv_b, b->k_b = had_bias ? qkv_b + A : NULL, b->v_b = had_bias ? qkv_b + 2 * A : NULL;
+    b->proj_w = fresh_normal(c, D * A), b->proj_b = fresh_const(c, D, 0.0f, b->proj_b);
     b->norm2_w = fresh_const(c, D, 1.0f, b->norm2_w),
     b->norm2_b = fresh_const(c, D, 0.0f, b->norm2_b);
     b->fc1_w = fresh_normal(c, F * D), b->fc1_b = fresh_const(c, F, 0.0f, b->fc1_b);

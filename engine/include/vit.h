@@ -21,7 +21,8 @@
  *   gh, gw  patch grid rows, columns                    N  = gh * gw patches
  *   Np number of prefix tokens: the CLS token, DeiT's distillation token,
  *      register tokens                                  T  = Np + N tokens
- *   R  register tokens   D width   H heads   Dh = D / H   F MLP width
+ *   R  register tokens   D width   H heads   Dh head size (D / H but for a notebook's
+ *   per-head Linear(D, Dh) lists)   A = H * Dh the attention's width   F MLP width
  *   L  layers   C classes
  * Token order is timm's: [CLS, dist?, reg_0 .. reg_{R-1}, patch(0,0), patch(0,1),
  * ..., patch(gh-1,gw-1)]. A "map" is a float array [gh, gw] over the patches,
@@ -56,8 +57,7 @@
  *   - CLIP's image tower (norm_pre, an image projection, a text head: see "CLIP"
  *     at the end of this file).
  * Not supported, refused with a message: SwiGLU MLPs (DINOv2 ViT-g), fc_norm /
- * average pooling, q/k norm, Hugging Face's Dinov2Model names, heads
- * whose size is not D / H.
+ * average pooling, q/k norm, Hugging Face's Dinov2Model names.
  */
 #ifndef VIT_H
 #define VIT_H
@@ -173,7 +173,9 @@ typedef struct {
                                    resampled to (gh, gw) at load when they differ */
     int dim;                    /* D */
     int n_heads;                /* H (default D / 64) */
-    int head_dim;               /* Dh = D / H */
+    int head_dim;               /* Dh: D / H, or a notebook's per-head Linear(D, Dh) size
+                                   (any; the attention's width A = H * Dh, e.g. seed 004's
+                                   Linear(D, D) per head: A = H * D) */
     int mlp_dim;                /* F */
     int n_layers;               /* L */
     int n_classes;              /* C, 0 for a backbone without head */
@@ -208,12 +210,12 @@ typedef struct {
  * owned converted copies). Linear weights are [out, in]. */
 typedef struct {
     const float *norm1_w, *norm1_b; /* [D] */
-    const float *qkv_w, *qkv_b;     /* [3D, D], [3D] when q, k, v lie back to back (timm's fused
-                                       qkv: one GEMM), else NULL */
-    const float *q_w, *k_w, *v_w;   /* [D, D] each: rows of qkv_w, or transformers' separate
+    const float *qkv_w, *qkv_b;     /* [3A, D], [3A] when q, k, v lie back to back (timm's fused
+                                       qkv: one GEMM), else NULL; A = H * Dh (D for timm's) */
+    const float *q_w, *k_w, *v_w;   /* [A, D] each: rows of qkv_w, or transformers' separate
                                        query, key, value */
-    const float *q_b, *k_b, *v_b;   /* [D] each, NULL without qkv bias */
-    const float *proj_w, *proj_b;   /* [D, D], [D] */
+    const float *q_b, *k_b, *v_b;   /* [A] each, NULL without qkv bias */
+    const float *proj_w, *proj_b;   /* [D, A], [D] */
     const float *ls1, *ls2;         /* [D] LayerScale gamma after attention / MLP, or NULL */
     const float *norm2_w, *norm2_b; /* [D] */
     const float *fc1_w, *fc1_b;     /* [F, D], [F] */
@@ -491,11 +493,11 @@ typedef struct {
     float *x;           /* [T, D] the residual stream between a block's attention and its
                            MLP (scratch; per layer in xm when blocks_kept) */
     float *xn;          /* [T, D] LayerNorm output, then proj/fc2 output */
-    float *qk;          /* [T, 2D] queries, keys of the current layer; [L, T, 2D] every
+    float *qk;          /* [T, 2A] queries, keys of the current layer; [L, T, 2A] every
                            layer's when the attention is not kept (for the maps) or the block
                            internals are (blocks_kept, for the backward pass) */
-    float *v;           /* [T, D] values; [L, T, D] every layer's when blocks_kept */
-    float *ctx;         /* [T, D] attention output before proj */
+    float *v;           /* [T, A] values; [L, T, A] every layer's when blocks_kept */
+    float *ctx;         /* [T, A] attention output before proj */
     float *hid;         /* [T, F] MLP hidden */
     float *patches;     /* [N, 3*P*P] im2col of the input */
     float *tokens;      /* [L + 1, T, D] the residual stream: tokens[0] the embedded input
@@ -579,9 +581,9 @@ typedef struct {
     float *x;           /* [B*T, D] the residual stream, image after image */
     float *xn;          /* [B*T, D] LayerNorm output, then proj/fc2 output; first the patch
                            embedding [B*N, D] */
-    float *qk;          /* [B*T, 2D] queries, keys of the current layer */
-    float *v;           /* [B*T, D] values */
-    float *ctx;         /* [B*T, D] attention output before proj */
+    float *qk;          /* [B*T, 2A] queries, keys of the current layer */
+    float *v;           /* [B*T, A] values */
+    float *ctx;         /* [B*T, A] attention output before proj */
     float *hid;         /* [B*T, F] MLP hidden */
     float *xh;          /* [2, B, D] the last block's rows the head reads: every image's CLS
                            token, then every image's distillation token */
@@ -601,7 +603,7 @@ typedef struct {
 /* Allocate the buffers of vit_forward_batch for up to max_batch inputs of `vit` and
  * start n_threads threads (1 .. VIT_MAX_THREADS, the caller's included; 0: one per
  * online core, as VitRunOptions). One allocation of
- *   B*(N*3*P*P + T*(6D + F) + 2D + 2C + E) + n_threads*VIT_ATT_BLOCK*T   floats
+ *   B*(N*3*P*P + T*(2D + 3A + max(A, D) + F) + 2D + 2C + E) + n_threads*VIT_ATT_BLOCK*T   floats
  * (DeiT-Tiny: 2.0 MiB per input, 65 MiB for B = 32).
  * Errors: VIT_ERR_ARG (max_batch < 1, n_threads out of range, a model without head:
  * C == 0), VIT_ERR_NOMEM (the size overflows or is over VIT_MAX_ACTIVATION_BYTES, or
@@ -910,7 +912,7 @@ VitStatus vit_attention_distance(float *out, const VitRun *run, VitError *err);
  * tokens (VitRun.tokens), one block at a time from the top (the same numbers), so
  * its memory is one block's activations plus what it keeps:
  *   - att kept by the run (att_kept 1): grad_att [L, H, T, T] dy_c/dA_l;
- *     otherwise the attention output's gradient dctx [L, T, D], from which a map
+ *     otherwise the attention output's gradient dctx [L, T, A], from which a map
  *     recomputes dA = dctx_h . v_h^T block by block, with layer l's values v
  *     recomputed once per layer from VitRun.tokens[l] (norm1, then the value
  *     projection: the same calls on the same pool and numbers, so the maps are the
@@ -953,7 +955,7 @@ typedef struct {
     float *legrad;      /* [L, N] LeGrad's E_l: mean over heads and query rows of
                            ReLU(ds_l/dA_l) at the patch columns, s_l = head(norm(z_l))_c */
     /* private */
-    float *dctx;   /* [L, T, D] when grad_att is not kept */
+    float *dctx;   /* [L, T, A] when grad_att is not kept (A = H * Dh) */
     int n_threads; /* the most threads a run may have (per-thread scratch) */
     float *mem;
     size_t mem_floats;
@@ -1415,10 +1417,10 @@ typedef struct {
     int layer;   /* the block whose internals are held, -1 before vit_lesson_block */
     float *x;    /* [T, D] the block's input (tokens[layer]) */
     float *xn1;  /* [T, D] norm1(x) */
-    float *qk;   /* [T, 2D] queries then keys, heads side by side (Dh columns each) */
-    float *v;    /* [T, D] values */
+    float *qk;   /* [T, 2A] queries then keys, heads side by side (Dh columns each) */
+    float *v;    /* [T, A] values */
     float *att;  /* [H, T, T] softmax(q k^T / sqrt(Dh)) per head */
-    float *ctx;  /* [T, D] every head's weighted sum of values, concatenated */
+    float *ctx;  /* [T, A] every head's weighted sum of values, concatenated */
     float *proj; /* [T, D] proj(ctx), before LayerScale and the residual add */
     float *xm;   /* [T, D] x + ls1 * proj(ctx): after the first residual add */
     float *xn2;  /* [T, D] norm2(xm) */

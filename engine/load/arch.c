@@ -162,17 +162,41 @@ static VitStatus infer_mlp_width(Loader *ld, Arch *a) {
     return VIT_OK;
 }
 
-/* H: the options', else config.json's, else D/64 (ViTs' 64-wide heads). */
+/* A: the attention's width H * Dh, the rows of block 0's queries (a third of a fused
+ * qkv's); D for timm's and transformers' ViTs, H * Dh for a notebook's per-head
+ * Linear(D, Dh) lists with Dh != D / H. A tensor that is not [rows, D] (rows a multiple
+ * of 3 when fused) leaves A = D: binding the weights then names it and the shape
+ * expected. */
+static VitStatus attention_width(Loader *ld, Arch *a) {
+    int fused = ld->pat[S_QKV_W][0] != 0;
+    const StTensor *t = st_find(&ld->st, ld_slot_name(ld, fused ? S_QKV_W : S_Q_W, 0));
+    a->A = a->D;
+    if (!t || t->ndim != 2 || t->shape[1] != a->D || t->shape[0] < (fused ? 3 : 1) ||
+        (fused && t->shape[0] % 3))
+        return VIT_OK;
+    int64_t A = fused ? t->shape[0] / 3 : t->shape[0];
+    if (A > VIT_MAX_WIDTH)
+        return vit_set_error(ld->err, VIT_ERR_SHAPE,
+                             "%s: tensor '%s' is [%lld, %lld]: an attention width of %lld, over "
+                             "the limit of %d",
+                             ld->fname, t->name, (long long)t->shape[0], (long long)t->shape[1],
+                             (long long)A, VIT_MAX_WIDTH);
+    a->A = A;
+    return VIT_OK;
+}
+
+/* H: the options', else config.json's, else the layout's per-head lists', else A/64
+ * (ViTs' 64-wide heads); it must divide the attention's width A. */
 static VitStatus head_count(Loader *ld, Arch *a, const VitLoadOptions *opt) {
-    int H = (int)(a->D / 64);
+    int H = (int)(a->A / 64);
     if (ld->layout_heads) H = ld->layout_heads; /* per-head lists: one tensor per head */
     if (ld->cv.n_heads) H = ld->cv.n_heads;
     if (opt && opt->n_heads > 0) H = opt->n_heads;
-    if (H < 1 || a->D % H)
+    if (H < 1 || a->A % H)
         return vit_set_error(ld->err, VIT_ERR_SHAPE,
-                             "%s: width %lld cannot be split into %d heads; give "
+                             "%s: attention width %lld cannot be split into %d heads; give "
                              "the head count (--heads, or num_heads in config.json)",
-                             ld->fname, (long long)a->D, H);
+                             ld->fname, (long long)a->A, H);
     a->H = H;
     return VIT_OK;
 }
@@ -198,7 +222,7 @@ static void set_config(Loader *ld, const Arch *a, const VitLoadOptions *opt) {
     c->n_tokens = (int)T;
     c->dim = (int)a->D;
     c->n_heads = a->H;
-    c->head_dim = (int)a->D / a->H;
+    c->head_dim = (int)(a->A / a->H);
     c->mlp_dim = (int)a->F;
     c->n_layers = a->L;
     /* config.json's, else the layout's "layer_norm_eps" (hf.json: transformers' 1e-12);
@@ -226,6 +250,7 @@ VitStatus ld_infer_arch(Loader *ld, Arch *a, const VitLoadOptions *opt) {
     if ((rc = input_grid(ld, a, opt))) return rc;
     if ((rc = count_blocks(ld, a))) return rc;
     if ((rc = infer_mlp_width(ld, a))) return rc;
+    if ((rc = attention_width(ld, a))) return rc;
     if ((rc = head_count(ld, a, opt))) return rc;
     set_config(ld, a, opt);
     return VIT_OK;

@@ -19,7 +19,8 @@
  *     the identity; "p1 p2 c": einops' rearrange('b c (h p1) (w p2) -> b (h w) (p1 p2 c)'));
  *   - attention as per-head lists ("{h}": the notebooks' ModuleList of heads, concatenated
  *     head by head), separate query/key/value, or nn.MultiheadAttention's in_proj_weight
- *     [3D, D] (already timm's fused qkv rows): to timm's fused qkv;
+ *     [3D, D] (already timm's fused qkv rows): to timm's fused qkv [3A, D], A = H * Dh
+ *     the attention's width (a notebook's per-head Linear(D, Dh) may have any Dh);
  *   - every tensor to F32. */
 #include "loader.h"
 
@@ -357,7 +358,9 @@ bad:
 }
 
 /* The attention's q, k, v of block l: fused / in_proj as is; separate or per-head lists
- * concatenated into timm's qkv [3D, D] (bias [3D] when all three have one). */
+ * concatenated into timm's qkv [3A, D] (bias [3A] when all three have one), A = H * Dh
+ * the attention's width (D / H-sized heads: A = D; a notebook's Linear(D, Dh) per head
+ * with any Dh: A = H * Dh). */
 static int build_qkv(Build *b, const StFile *st, const Layout *lay, int l, int *n_heads) {
     char nm[96];
     const char *fw = role_pattern(lay, "blocks.{l}.attn.qkv.weight");
@@ -413,17 +416,25 @@ static int build_qkv(Build *b, const StFile *st, const Layout *lay, int l, int *
                       b->fname, l, nh[0][0], nh[0][1], nh[0][2], have_b);
         return 0;
     }
-    if (rows[0][0] != in || rows[0][1] != in || rows[0][2] != in) {
+    /* the attention's width A = H * Dh: the same for query, key and value, every head
+     * Dh rows (a notebook's per-head Linear(D, Dh) with any Dh, seed 004's Dh = D) */
+    int64_t A = rows[0][0], Dh = A / nh[0][0];
+    int uneven = rows[0][1] != A || rows[0][2] != A;
+    for (int wb = 0; wb < 1 + (have_b == 3) && !uneven; wb++)
+        for (int j = 0; j < 3; j++)
+            for (int h = 0; h < nh[wb][j]; h++) uneven |= parts[wb][j][h]->shape[0] != Dh;
+    if (uneven || A % nh[0][0]) {
         vit_set_error(b->err, VIT_ERR_SHAPE,
-                      "%s: block %d: the %d heads' queries have %lld rows in all, the width is "
-                      "%lld: a head size other than D / H, which vitlens does not support yet",
-                      b->fname, l, nh[0][0], (long long)rows[0][0], (long long)in);
+                      "%s: block %d: the %d heads' queries, keys and values (and their biases) "
+                      "are not all the same size: %lld, %lld and %lld rows in all",
+                      b->fname, l, nh[0][0], (long long)rows[0][0], (long long)rows[0][1],
+                      (long long)rows[0][2]);
         return 0;
     }
     if (nh[0][0] > 1) *n_heads = nh[0][0];
     for (int wb = 0; wb < 1 + (have_b == 3); wb++) {
         snprintf(nm, sizeof nm, wb ? "blocks.%d.attn.qkv.bias" : "blocks.%d.attn.qkv.weight", l);
-        int64_t sh[2] = {3 * in, in};
+        int64_t sh[2] = {3 * A, in};
         float *d = add_tensor(b, nm, wb ? 1 : 2, sh, NULL);
         if (!d) return 0;
         for (int j = 0; j < 3; j++)

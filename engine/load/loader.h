@@ -75,6 +75,7 @@ typedef struct {
  * vit.h's symbols; int64_t as the header's shapes are, until checked. */
 typedef struct {
     int64_t D, R, F;  /* width, register tokens, MLP width */
+    int64_t A;        /* the attention's width H * Dh (queries' rows; D for timm's ViTs) */
     int has_dist, Np; /* distillation token; prefix tokens Np = 1 + has_dist + R */
     int P;            /* patch px */
     int64_t Tp;       /* rows of the position embedding: Npos + gh0*gw0 */

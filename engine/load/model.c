@@ -104,24 +104,25 @@ static VitStatus read_config(Loader *ld, const char *path, const VitLoadOptions 
     return ld->cfg_file ? ld_parse_config(&ld->cv, ld->cfg_file, ld->err) : VIT_OK;
 }
 
-/* Block l's query, key and value: timm's fused qkv (rows q, k, v, D each) when the layout
- * names one, else separate query, key, value (transformers'; biases if qkv_bias). */
-static VitStatus bind_qkv(Loader *ld, VitBlock *b, int l, int64_t D) {
+/* Block l's query, key and value: timm's fused qkv (rows q, k, v, A each) when the layout
+ * names one, else separate query, key, value (transformers'; biases if qkv_bias). A: the
+ * attention's width H * Dh (D but for a notebook's per-head lists, layout.c). */
+static VitStatus bind_qkv(Loader *ld, VitBlock *b, int l, int64_t D, int64_t A) {
     int bad = 0;
     if (ld->pat[S_QKV_W][0]) {
-        if (!(b->qkv_w = ld_slot2(ld, S_QKV_W, l, 3 * D, D))) return ld->err->code;
-        b->qkv_b = ld_slot1_opt(ld, S_QKV_B, l, 3 * D, &bad);
+        if (!(b->qkv_w = ld_slot2(ld, S_QKV_W, l, 3 * A, D))) return ld->err->code;
+        b->qkv_b = ld_slot1_opt(ld, S_QKV_B, l, 3 * A, &bad);
         if (bad) return ld->err->code;
-        b->q_w = b->qkv_w, b->k_w = b->qkv_w + D * D, b->v_w = b->qkv_w + 2 * D * D;
-        if (b->qkv_b) b->q_b = b->qkv_b, b->k_b = b->qkv_b + D, b->v_b = b->qkv_b + 2 * D;
+        b->q_w = b->qkv_w, b->k_w = b->qkv_w + A * D, b->v_w = b->qkv_w + 2 * A * D;
+        if (b->qkv_b) b->q_b = b->qkv_b, b->k_b = b->qkv_b + A, b->v_b = b->qkv_b + 2 * A;
         return VIT_OK;
     }
-    if (!(b->q_w = ld_slot2(ld, S_Q_W, l, D, D)) || !(b->k_w = ld_slot2(ld, S_K_W, l, D, D)) ||
-        !(b->v_w = ld_slot2(ld, S_V_W, l, D, D)))
+    if (!(b->q_w = ld_slot2(ld, S_Q_W, l, A, D)) || !(b->k_w = ld_slot2(ld, S_K_W, l, A, D)) ||
+        !(b->v_w = ld_slot2(ld, S_V_W, l, A, D)))
         return ld->err->code;
-    b->q_b = ld_slot1_opt(ld, S_Q_B, l, D, &bad);
-    b->k_b = ld_slot1_opt(ld, S_K_B, l, D, &bad);
-    b->v_b = ld_slot1_opt(ld, S_V_B, l, D, &bad);
+    b->q_b = ld_slot1_opt(ld, S_Q_B, l, A, &bad);
+    b->k_b = ld_slot1_opt(ld, S_K_B, l, A, &bad);
+    b->v_b = ld_slot1_opt(ld, S_V_B, l, A, &bad);
     if (bad) return ld->err->code;
     if (!b->q_b != !b->k_b || !b->q_b != !b->v_b)
         return vit_set_error(ld->err, VIT_ERR_SHAPE,
@@ -131,13 +132,13 @@ static VitStatus bind_qkv(Loader *ld, VitBlock *b, int l, int64_t D) {
 }
 
 /* Block l's tensors, in the order of the block's forward pass. */
-static VitStatus bind_block(Loader *ld, VitBlock *b, int l, int64_t D, int64_t F) {
+static VitStatus bind_block(Loader *ld, VitBlock *b, int l, int64_t D, int64_t A, int64_t F) {
     VitStatus rc;
     if (!(b->norm1_w = ld_slot1(ld, S_NORM1_W, l, D)) ||
         !(b->norm1_b = ld_slot1(ld, S_NORM1_B, l, D)))
         return ld->err->code;
-    if ((rc = bind_qkv(ld, b, l, D))) return rc;
-    if (!(b->proj_w = ld_slot2(ld, S_PROJ_W, l, D, D)) ||
+    if ((rc = bind_qkv(ld, b, l, D, A))) return rc;
+    if (!(b->proj_w = ld_slot2(ld, S_PROJ_W, l, D, A)) ||
         !(b->proj_b = ld_slot1(ld, S_PROJ_B, l, D)) ||
         !(b->norm2_w = ld_slot1(ld, S_NORM2_W, l, D)) ||
         !(b->norm2_b = ld_slot1(ld, S_NORM2_B, l, D)) ||
@@ -250,7 +251,7 @@ static VitStatus bind_weights(Loader *ld, const Arch *a) {
     if (bad) return ld->err->code;
     if ((rc = bind_clip(ld, a))) return rc;
     for (int l = 0; l < a->L; l++)
-        if ((rc = bind_block(ld, &w->blocks[l], l, D, a->F))) return rc;
+        if ((rc = bind_block(ld, &w->blocks[l], l, D, a->A, a->F))) return rc;
     if (!(w->norm_w = ld_slot1(ld, S_NORM_W, 0, D)) || !(w->norm_b = ld_slot1(ld, S_NORM_B, 0, D)))
         return ld->err->code;
     return bind_heads(ld, a);

@@ -36,7 +36,7 @@ typedef struct {
     const VitGrad *g;
     const Vit *vit;
     float *buf;    /* [VIT_ATT_BLOCK, T] when recomputing */
-    float *v, *xn; /* [T, D] each when recomputing: layer v_layer's values, its norm1 output */
+    float *v, *xn; /* [T, A], [T, D] when recomputing: layer v_layer's values, its norm1 output */
     int v_layer;   /* the layer v holds, -1: none yet */
 } GradReader;
 
@@ -45,12 +45,12 @@ typedef struct {
  * pool (the same thread split, so the same bits). Once per layer. */
 static const float *values_of(GradReader *gr, int layer) {
     const VitConfig *c = &gr->run->cfg;
-    int T = c->n_tokens, D = c->dim;
+    int T = c->n_tokens, D = c->dim, A = vit_att_width(c);
     if (gr->v_layer != layer) {
         const VitBlock *b = &gr->vit->w.blocks[layer];
         vit_layernorm(gr->run->pool, gr->xn, gr->run->tokens + (size_t)layer * T * D, b->norm1_w,
                       b->norm1_b, T, D, c->ln_eps);
-        vit_values(gr->run->pool, gr->v, gr->xn, b, T, D, 0);
+        vit_values(gr->run->pool, gr->v, gr->xn, b, T, D, A, 0);
         gr->v_layer = layer;
     }
     return gr->v;
@@ -59,13 +59,13 @@ static const float *values_of(GradReader *gr, int layer) {
 /* Block b of dA[layer, head]: [rows of the block, T]. */
 static const float *grad_block(GradReader *gr, int layer, int head, int b) {
     const VitConfig *c = &gr->run->cfg;
-    size_t T = (size_t)c->n_tokens, D = (size_t)c->dim, Dh = (size_t)c->head_dim;
+    size_t T = (size_t)c->n_tokens, A = (size_t)vit_att_width(c), Dh = (size_t)c->head_dim;
     int r0 = vit_att_block_start((int)T, b), r1 = vit_att_block_start((int)T, b + 1);
     if (gr->g->grad_att)
         return gr->g->grad_att + (((size_t)layer * c->n_heads + head) * T + r0) * T;
     VitAttMod mod;
-    vit_grad_att_block(gr->buf, gr->g->dctx + (size_t)layer * T * D + head * Dh,
-                       values_of(gr, layer) + head * Dh, (int)D, r0, r1, (int)T, (int)Dh,
+    vit_grad_att_block(gr->buf, gr->g->dctx + (size_t)layer * T * A + head * Dh,
+                       values_of(gr, layer) + head * Dh, (int)A, r0, r1, (int)T, (int)Dh,
                        vit_att_mod(&mod, gr->run->intervention, c, layer));
     return gr->buf;
 }
@@ -108,8 +108,8 @@ static VitStatus cls_row_product(float *out, VitExplain m, const VitRun *run, co
     Entry *scratch = discard ? malloc(TT * sizeof(Entry)) : NULL;
     if (!g->grad_att) {
         gr.buf = malloc((size_t)VIT_ATT_BLOCK * T * sizeof(float));
-        gr.v = malloc(2 * (size_t)T * c->dim * sizeof(float));
-        gr.xn = gr.v ? gr.v + (size_t)T * c->dim : NULL;
+        gr.v = malloc((size_t)T * ((size_t)vit_att_width(c) + (size_t)c->dim) * sizeof(float));
+        gr.xn = gr.v ? gr.v + (size_t)T * vit_att_width(c) : NULL;
     }
     if (!a || !v || (discard && !scratch) || (!g->grad_att && (!gr.buf || !gr.v))) {
         rc = vit_set_error(err, VIT_ERR_NOMEM, "%s: out of memory for [%d, %d]",

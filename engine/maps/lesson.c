@@ -95,30 +95,31 @@ void vit_lesson_pos_similarity(float *out, const Vit *vit) {
 
 /* --- step 4: inside a block ---------------------------------------------------------- */
 
-/* Floats of a VitLesson's buffers: the block [T, 11D + 2F] and [H, T, T], the selection
- * (2T + 1) Dh + 2T and a block of scores [VIT_ATT_BLOCK, T]. */
+/* Floats of a VitLesson's buffers: the block [T, 7D + 4A + 2F] and [H, T, T] (A:
+ * vit_att_width), the selection (2T + 1) Dh + 2T and a block of scores [VIT_ATT_BLOCK, T]. */
 static size_t lesson_floats(const VitConfig *c, size_t *sel) {
     size_t T = (size_t)c->n_tokens, D = (size_t)c->dim, F = (size_t)c->mlp_dim,
-           H = (size_t)c->n_heads, Dh = (size_t)c->head_dim;
+           H = (size_t)c->n_heads, Dh = (size_t)c->head_dim, A = (size_t)vit_att_width(c);
     *sel = (2 * T + 1) * Dh + 2 * T + (size_t)VIT_ATT_BLOCK * T;
-    return T * (11 * D + 2 * F) + H * T * T + *sel;
+    return T * (7 * D + 4 * A + 2 * F) + H * T * T + *sel;
 }
 
 VitStatus vit_lesson_init(VitLesson *ls, const Vit *vit, VitError *err) {
     memset(ls, 0, sizeof *ls);
     const VitConfig *c = &vit->cfg;
     size_t sel, n = lesson_floats(c, &sel), T = (size_t)c->n_tokens, D = (size_t)c->dim,
-                F = (size_t)c->mlp_dim, Dh = (size_t)c->head_dim;
+                F = (size_t)c->mlp_dim, Dh = (size_t)c->head_dim, A = (size_t)vit_att_width(c);
     if (n > VIT_MAX_ACTIVATION_BYTES / sizeof(float) || !(ls->mem = calloc(n, sizeof(float))))
         return vit_set_error(err, VIT_ERR_NOMEM, "%s: cannot allocate %zu MB for the lesson",
                              c->name, n * sizeof(float) >> 20);
     ls->cfg = *c;
     ls->layer = ls->head = ls->token = -1;
     float *p = ls->mem;
-    float **td[] = {&ls->x,  &ls->xn1, &ls->v,   &ls->ctx, &ls->proj,
-                    &ls->xm, &ls->xn2, &ls->mlp, &ls->out};
+    float **td[] = {&ls->x, &ls->xn1, &ls->proj, &ls->xm, &ls->xn2, &ls->mlp, &ls->out};
     for (size_t i = 0; i < sizeof td / sizeof *td; i++, p += T * D) *td[i] = p;
-    ls->qk = p, p += T * 2 * D;
+    ls->v = p, p += T * A;
+    ls->ctx = p, p += T * A;
+    ls->qk = p, p += T * 2 * A;
     ls->hpre = p, p += T * F;
     ls->hid = p, p += T * F;
     ls->att = p, p += (size_t)c->n_heads * T * T;
@@ -140,6 +141,7 @@ void vit_lesson_free(VitLesson *ls) {
 
 static int same_shapes(const VitConfig *a, const VitConfig *b) {
     return a->n_tokens == b->n_tokens && a->dim == b->dim && a->n_heads == b->n_heads &&
+           a->head_dim == b->head_dim &&
            a->mlp_dim == b->mlp_dim && a->n_layers == b->n_layers && a->n_prefix == b->n_prefix;
 }
 
@@ -207,7 +209,8 @@ static float row_norm(const float *x, int D) {
 
 VitStatus vit_lesson_select(VitLesson *ls, const VitRun *run, int head, int token, VitError *err) {
     const VitConfig *c = &ls->cfg;
-    int T = c->n_tokens, D = c->dim, F = c->mlp_dim, Dh = c->head_dim, l = ls->layer;
+    int T = c->n_tokens, D = c->dim, F = c->mlp_dim, Dh = c->head_dim, l = ls->layer,
+        A = vit_att_width(c);
     if (l < 0 || !same_shapes(&run->cfg, c))
         return vit_set_error(err, VIT_ERR_ARG, "lesson: no block computed for this run");
     if (head < 0 || head >= c->n_heads)
@@ -227,11 +230,11 @@ VitStatus vit_lesson_select(VitLesson *ls, const VitRun *run, int head, int toke
     ls->ln_mean = (float)m;
     ls->ln_std = (float)sqrt(var + c->ln_eps);
     /* this head's query, keys, values: its Dh columns */
-    memcpy(ls->query, ls->qk + t * 2 * D + (size_t)head * Dh, (size_t)Dh * sizeof(float));
+    memcpy(ls->query, ls->qk + t * 2 * A + (size_t)head * Dh, (size_t)Dh * sizeof(float));
     for (int j = 0; j < T; j++) {
-        memcpy(ls->keys + (size_t)j * Dh, ls->qk + (size_t)j * 2 * D + D + (size_t)head * Dh,
+        memcpy(ls->keys + (size_t)j * Dh, ls->qk + (size_t)j * 2 * A + A + (size_t)head * Dh,
                (size_t)Dh * sizeof(float));
-        memcpy(ls->values + (size_t)j * Dh, ls->v + (size_t)j * D + (size_t)head * Dh,
+        memcpy(ls->values + (size_t)j * Dh, ls->v + (size_t)j * A + (size_t)head * Dh,
                (size_t)Dh * sizeof(float));
     }
     /* the scores: the forward pass's product of the token's block of query rows,
@@ -240,7 +243,7 @@ VitStatus vit_lesson_select(VitLesson *ls, const VitRun *run, int head, int toke
     while (blk + 1 < nb && vit_att_block_start(T, blk + 1) <= token) blk++;
     int r0 = vit_att_block_start(T, blk), r1 = vit_att_block_start(T, blk + 1);
     VitAttMod mod;
-    vit_att_block(ls->sel, ls->qk + (size_t)head * Dh, ls->qk + D + (size_t)head * Dh, 2 * D, r0,
+    vit_att_block(ls->sel, ls->qk + (size_t)head * Dh, ls->qk + A + (size_t)head * Dh, 2 * A, r0,
                   r1, T, Dh, vit_att_scale(c), 1,
                   vit_att_mod(&mod, run->intervention, c, ls->layer));
     memcpy(ls->scores, ls->sel + (t - (size_t)r0) * T, (size_t)T * sizeof(float));

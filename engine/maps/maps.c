@@ -59,15 +59,15 @@ void vit_att_reader_free(AttReader *rd) {
 /* Block b of att[layer, head]: [rows of the block, T]. */
 const float *vit_att_reader_block(AttReader *rd, int layer, int head, int b) {
     const VitRun *run = rd->run;
-    size_t T = (size_t)run->cfg.n_tokens, D = (size_t)run->cfg.dim;
+    size_t T = (size_t)run->cfg.n_tokens, A = (size_t)vit_att_width(&run->cfg);
     int r0 = vit_att_block_start((int)T, b), r1 = vit_att_block_start((int)T, b + 1);
     if (run->att) return run->att + (((size_t)layer * run->cfg.n_heads + head) * T + r0) * T;
     if (rd->block != b || rd->layer != layer || rd->head != head) {
         if (vit_cancelled(run)) return rd->buf; /* stale: the caller returns cancelled */
         int Dh = run->cfg.head_dim;
-        const float *qk = run->qk + (size_t)layer * T * 2 * D;
+        const float *qk = run->qk + (size_t)layer * T * 2 * A;
         VitAttMod mod;
-        vit_att_block(rd->buf, qk + (size_t)head * Dh, qk + D + (size_t)head * Dh, (int)(2 * D), r0,
+        vit_att_block(rd->buf, qk + (size_t)head * Dh, qk + A + (size_t)head * Dh, (int)(2 * A), r0,
                       r1, (int)T, Dh, vit_att_scale(&run->cfg), 0,
                       vit_att_mod(&mod, run->intervention, &run->cfg, layer));
         rd->layer = layer, rd->head = head, rd->block = b;

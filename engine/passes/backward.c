@@ -62,9 +62,10 @@ typedef struct {
     float *small;  /* [11, max(D, T, E)] LeGrad's rows, the text head's (rows 8 .. 10) */
 } Scratch;
 
-/* The row width of Scratch.small: max(D, T, E). */
+/* The row width of Scratch.small: max(D, A, T, E) (A: vit_att_width). */
 static size_t small_width(const VitConfig *c) {
     size_t W = (size_t)(c->dim > c->n_tokens ? c->dim : c->n_tokens);
+    if ((size_t)vit_att_width(c) > W) W = (size_t)vit_att_width(c);
     return (size_t)c->embed_dim > W ? (size_t)c->embed_dim : W;
 }
 
@@ -74,7 +75,8 @@ static int carve(VitGrad *g, Scratch *s, const VitConfig *c, int kept, int n_thr
     int redo = !vit_keep_blocks(c, kept); /* the block internals recomputed here */
     size_t T = (size_t)c->n_tokens, D = (size_t)c->dim, F = (size_t)c->mlp_dim,
            L = (size_t)c->n_layers, H = (size_t)c->n_heads, N = (size_t)c->n_patches,
-           P = (size_t)c->patch_size, S = (size_t)c->image_h * (size_t)c->image_w;
+           P = (size_t)c->patch_size, S = (size_t)c->image_h * (size_t)c->image_w,
+           A = (size_t)vit_att_width(c);
     size_t W = small_width(c);
     /* name, rows, cols: in this order in memory */
     size_t LH = 0, TT = 0, LT = 0, TB = 0, PP = 0;
@@ -87,7 +89,7 @@ static int carve(VitGrad *g, Scratch *s, const VitConfig *c, int kept, int n_thr
         size_t a, b;
     } parts[] = {
         {&g->grad_att, kept ? LH : 0, TT},
-        {&g->dctx, kept ? 0 : LT, D},
+        {&g->dctx, kept ? 0 : LT, A},
         {&g->grad_tokens, LT, D},
         {&g->grad_input, 3, S},
         {&g->lrp_input, 3, S},
@@ -95,9 +97,9 @@ static int carve(VitGrad *g, Scratch *s, const VitConfig *c, int kept, int n_thr
         {&g->cam_grad, N, D},
         {&g->legrad, L, N},
         {&s->xn1, T, D},
-        {&s->qk, redo ? T : 0, 2 * D},
-        {&s->v, redo ? T : 0, D},
-        {&s->ctx, redo ? T : 0, D},
+        {&s->qk, redo ? T : 0, 2 * A},
+        {&s->v, redo ? T : 0, A},
+        {&s->ctx, redo ? T : 0, A},
         {&s->xm, redo ? T : 0, D},
         {&s->xn2, redo ? T : 0, D},
         {&s->hpre, redo ? T : 0, F},
@@ -105,8 +107,8 @@ static int carve(VitGrad *g, Scratch *s, const VitConfig *c, int kept, int n_thr
         {&s->dxm, T, D},
         {&s->dtmp, T, D},
         {&s->dh, T, F},
-        {&s->dqkv, T, 3 * D},
-        {&s->dctx, T, D},
+        {&s->dqkv, T, 3 * A},
+        {&s->dctx, T, A},
         {&s->att, TB, 1},
         {&s->dpatch, N, PP},
         {&s->small, 11, W},
@@ -129,7 +131,7 @@ VitStatus vit_grad_init(VitGrad *g, const Vit *vit, const VitRun *run, VitError 
                              "%s: a backbone without a classification head: no class to explain%s",
                              c->name, c->clip ? " (a CLIP tower: give it a text head)" : "");
     if (run->cfg.n_tokens != c->n_tokens || run->cfg.dim != c->dim ||
-        run->cfg.n_layers != c->n_layers || run->cfg.mlp_dim != c->mlp_dim ||
+        vit_att_width(&run->cfg) != vit_att_width(c) || run->cfg.n_layers != c->n_layers || run->cfg.mlp_dim != c->mlp_dim ||
         run->cfg.image_h != c->image_h || run->cfg.image_w != c->image_w || !run->pool)
         return vit_set_error(err, VIT_ERR_ARG, "%s: the run was not made for this model", c->name);
     Scratch s;
@@ -281,37 +283,38 @@ typedef struct {
     int lrp;
     /* the current block */
     int layer, rows; /* rows: the rows with a gradient at the output (T, or the head's) */
-    const float *qk, *v, *xm, *hpre; /* [T, 2D], [T, D], [T, D], [T, F]: the run's (kept) or
-                                        the scratch's (recomputed) */
-    float *dctx;                     /* [T, D]: g->dctx of the layer, or scratch */
+    const float *qk, *v, *xm, *hpre; /* [T, 2A], [T, A], [T, D], [T, F]: the run's (kept) or
+                                        the scratch's (recomputed); A: vit_att_width */
+    float *dctx;                     /* [T, A]: g->dctx of the layer, or scratch */
 } Bw;
 
 /* The attention probabilities of block b of head h in the current layer: a pointer
  * into run->att, or recomputed into buf as the forward pass computed them. */
 static const float *att_of(Bw *bw, int h, int b, float *buf) {
     const VitRun *run = bw->run;
-    int T = run->cfg.n_tokens, D = run->cfg.dim, Dh = run->cfg.head_dim, H = run->cfg.n_heads;
+    int T = run->cfg.n_tokens, A = vit_att_width(&run->cfg), Dh = run->cfg.head_dim,
+        H = run->cfg.n_heads;
     int r0 = vit_att_block_start(T, b), r1 = vit_att_block_start(T, b + 1);
     if (run->att) return run->att + (((size_t)bw->layer * H + h) * T + r0) * T;
     VitAttMod mod;
-    vit_att_block(buf, bw->qk + (size_t)h * Dh, bw->qk + D + (size_t)h * Dh, 2 * D, r0, r1, T, Dh,
+    vit_att_block(buf, bw->qk + (size_t)h * Dh, bw->qk + A + (size_t)h * Dh, 2 * A, r0, r1, T, Dh,
                   vit_att_scale(&run->cfg), 0,
                   vit_att_mod(&mod, run->intervention, &run->cfg, bw->layer));
     return buf;
 }
 
 /* An intervention's head mask (vit.h): an ablated head's ctx columns are 0 in the forward
- * pass, so the gradient at them is 0 too: dctx[R, D]'s columns of the layer's ablated heads
+ * pass, so the gradient at them is 0 too: dctx[R, A]'s columns of the layer's ablated heads
  * zeroed (then dA, dS, dq, dk, dv of the head are 0). */
 static void mask_dctx(const Bw *bw, float *dctx, int R) {
     const VitIntervention *iv = bw->run->intervention;
     const VitConfig *c = &bw->run->cfg;
     if (!iv || !iv->ablate) return;
-    int H = c->n_heads, Dh = c->head_dim, D = c->dim;
+    int H = c->n_heads, Dh = c->head_dim, A = vit_att_width(c);
     for (int h = 0; h < H; h++)
         if (iv->ablate[(size_t)bw->layer * H + h])
             for (int r = 0; r < R; r++)
-                memset(dctx + (size_t)r * D + (size_t)h * Dh, 0, (size_t)Dh * sizeof(float));
+                memset(dctx + (size_t)r * A + (size_t)h * Dh, 0, (size_t)Dh * sizeof(float));
 }
 
 /* The attention's backward: from dctx to dqkv's columns of each head (dq, dk, dv),
@@ -323,7 +326,8 @@ static void att_back_task(void *arg, int item, int n_items, int thread) {
     (void)n_items;
     Bw *bw = arg;
     const VitConfig *c = &bw->run->cfg;
-    int T = c->n_tokens, D = c->dim, Dh = c->head_dim, H = c->n_heads, nb = vit_att_blocks(T);
+    int T = c->n_tokens, A = vit_att_width(c), Dh = c->head_dim, H = c->n_heads,
+        nb = vit_att_blocks(T);
     int split = bw->run->att != NULL;
     float scale = vit_att_scale(c);
     VitAttMod mod; /* scores = scale / tau * q k^T under an intervention's temperature */
@@ -332,9 +336,9 @@ static void att_back_task(void *arg, int item, int n_items, int thread) {
     float *abuf = bw->s.att + (size_t)thread * 2 * VIT_ATT_BLOCK * T;
     float *gbuf = abuf + (size_t)VIT_ATT_BLOCK * T;
     float *dqkv = bw->s.dqkv;
-    size_t ld = 3 * (size_t)D;
+    size_t ld = 3 * (size_t)A;
     int h = item % H, do_dv = !split || item >= H, do_dqk = !split || item < H;
-    float *dq = dqkv + (size_t)h * Dh, *dk = dq + D, *dv = dq + 2 * D;
+    float *dq = dqkv + (size_t)h * Dh, *dk = dq + A, *dv = dq + 2 * A;
     for (int t = 0; t < T; t++) {
         if (do_dqk) {
             memset(dq + t * ld, 0, (size_t)Dh * sizeof(float));
@@ -343,7 +347,7 @@ static void att_back_task(void *arg, int item, int n_items, int thread) {
         if (do_dv) memset(dv + t * ld, 0, (size_t)Dh * sizeof(float));
     }
     if (!do_dv && bw->lrp) return; /* CP-LRP: A is a constant, dq = dk = 0 */
-    const float *q = bw->qk + (size_t)h * Dh, *k = q + D, *v = bw->v + (size_t)h * Dh;
+    const float *q = bw->qk + (size_t)h * Dh, *k = q + A, *v = bw->v + (size_t)h * Dh;
     const float *dctx = bw->dctx + (size_t)h * Dh;
     for (int b = 0; b < nb; b++) {
         int r0 = vit_att_block_start(T, b), r1 = vit_att_block_start(T, b + 1), rb = r1 - r0;
@@ -352,11 +356,11 @@ static void att_back_task(void *arg, int item, int n_items, int thread) {
         /* dv_h += A^T . dctx_h */
         if (do_dv)
             cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, Dh, rb, 1.0f, a, T,
-                        dctx + (size_t)r0 * D, D, 1.0f, dv, (int)ld);
+                        dctx + (size_t)r0 * A, A, 1.0f, dv, (int)ld);
         if (bw->lrp || !do_dqk) continue;
         float *ga = bw->g->grad_att; /* the exact pass keeps dA there when it can */
         float *da = ga ? ga + (((size_t)bw->layer * H + h) * T + r0) * T : gbuf;
-        vit_grad_att_block(da, dctx, v, D, r0, r1, T, Dh, m);
+        vit_grad_att_block(da, dctx, v, A, r0, r1, T, Dh, m);
         /* dS = A (.) (dA - rowsum(dA (.) A)), into gbuf */
         for (int r = 0; r < rb; r++) {
             const float *ar = a + (size_t)r * T, *dar = da + (size_t)r * T;
@@ -367,10 +371,10 @@ static void att_back_task(void *arg, int item, int n_items, int thread) {
             for (int j = 0; j < T; j++) ds[j] = ar[j] * (dar[j] - fdot);
         }
         /* scores = scale * q k^T: dq = scale dS . k, dk += scale dS^T . q */
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rb, Dh, T, scale, gbuf, T, k, 2 * D,
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rb, Dh, T, scale, gbuf, T, k, 2 * A,
                     0.0f, dq + (size_t)r0 * ld, (int)ld);
         cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, Dh, rb, scale, gbuf, T,
-                    q + (size_t)r0 * 2 * D, 2 * D, 1.0f, dk, (int)ld);
+                    q + (size_t)r0 * 2 * A, 2 * A, 1.0f, dk, (int)ld);
     }
 }
 
@@ -380,12 +384,12 @@ static void att_back_task(void *arg, int item, int n_items, int thread) {
 static void block_internals(Bw *bw, const VitBlock *b, int need_xn1) {
     const VitRun *run = bw->run;
     const VitConfig *c = &run->cfg;
-    int T = c->n_tokens, D = c->dim;
+    int T = c->n_tokens, D = c->dim, A = vit_att_width(c);
     size_t l = (size_t)bw->layer;
     const float *x = run->tokens + l * T * D;
     Scratch *s = &bw->s;
     if (run->blocks_kept) {
-        bw->qk = run->qk + l * T * 2 * D, bw->v = run->v + l * T * D;
+        bw->qk = run->qk + l * T * 2 * A, bw->v = run->v + l * T * A;
         bw->xm = run->xm + l * T * D, bw->hpre = run->hpre + l * T * c->mlp_dim;
         if (need_xn1) vit_layernorm(bw->pool, s->xn1, x, b->norm1_w, b->norm1_b, T, D, c->ln_eps);
         return;
@@ -423,11 +427,11 @@ static const float *scaled(float *out, const float *x, const float *gamma, int R
 }
 
 /* From dz[R, D], the gradient at the block's output, through the MLP and proj:
- * dxm[R, D] at the residual between them and dctx[R, D] at the attention output. */
+ * dxm[R, D] at the residual between them and dctx[R, A] at the attention output. */
 static void top_backward(Bw *bw, const VitBlock *b, const float *dz, int R, float *dxm,
                          float *dctx) {
     const VitConfig *c = &bw->run->cfg;
-    int D = c->dim, F = c->mlp_dim;
+    int D = c->dim, F = c->mlp_dim, A = vit_att_width(c);
     Scratch *s = &bw->s;
     memcpy(dxm, dz, (size_t)R * D * sizeof(float));
     /* timm: x = x + ls2(fc2(gelu(fc1(norm2(x))))) */
@@ -439,7 +443,7 @@ static void top_backward(Bw *bw, const VitBlock *b, const float *dz, int R, floa
     ln_back(bw->pool, (LnBack){dxm, bw->xm, b->norm2_w, s->dtmp, R, D, bw->lrp, 1, c->ln_eps});
     /* timm: x = x + ls1(proj(ctx)) */
     const float *dy1 = scaled(s->dtmp, dxm, b->ls1, R, D);
-    back_linear(bw->pool, (BackLinear){dctx, dy1, b->proj_w, D, D, R, D, D, 0.0f});
+    back_linear(bw->pool, (BackLinear){dctx, dy1, b->proj_w, A, D, R, D, A, 0.0f});
 }
 
 /* The head's gradient at the final norm's input, rows 0 .. Nh-1 of z [., D]:
@@ -476,7 +480,7 @@ static void head_backward(Bw *bw, float *dz, const float *z, int target, int lrp
 static void legrad_layer(Bw *bw, const VitBlock *b, int target) {
     const VitConfig *c = &bw->run->cfg;
     int T = c->n_tokens, D = c->dim, H = c->n_heads, Dh = c->head_dim, Np = c->n_prefix,
-        N = c->n_patches, Nh = bw->vit->w.head_dist_w ? 2 : 1;
+        N = c->n_patches, Nh = bw->vit->w.head_dist_w ? 2 : 1, A = vit_att_width(c);
     size_t W = small_width(c);
     float *dzs = bw->s.small + 2 * W, *dctx = bw->s.small + 4 * W, *row = bw->s.small + 6 * W;
     head_backward(bw, dzs, bw->run->tokens + (size_t)(bw->layer + 1) * T * D, target, 0);
@@ -487,7 +491,7 @@ static void legrad_layer(Bw *bw, const VitBlock *b, int target) {
     memset(e, 0, (size_t)N * sizeof(float));
     for (int h = 0; h < H; h++)
         for (int r = 0; r < Nh; r++) { /* the other T - Nh rows of ds_l/dA_l are 0 */
-            vit_grad_att_block(row, dctx + (size_t)h * Dh, bw->v + (size_t)h * Dh, D, r, r + 1, T,
+            vit_grad_att_block(row, dctx + (size_t)h * Dh, bw->v + (size_t)h * Dh, A, r, r + 1, T,
                                Dh, vit_att_mod(&mod, bw->run->intervention, c, bw->layer));
             for (int p = 0; p < N; p++)
                 if (row[Np + p] > 0.0f) e[p] += row[Np + p];
@@ -521,7 +525,7 @@ static void backward_pass(Bw *bw, int target) {
     VitGrad *g = bw->g;
     Scratch *s = &bw->s;
     int T = c->n_tokens, D = c->dim, L = c->n_layers, N = c->n_patches, Np = c->n_prefix,
-        P = c->patch_size, K = 3 * P * P, Nh = vit->w.head_dist_w ? 2 : 1;
+        P = c->patch_size, K = 3 * P * P, Nh = vit->w.head_dist_w ? 2 : 1, A = vit_att_width(c);
     int exact = !bw->lrp;
 
     /* the head: dz at the last block's output, its head rows */
@@ -533,13 +537,13 @@ static void backward_pass(Bw *bw, int target) {
         bw->layer = l;
         bw->rows = l == L - 1 ? Nh : T;
         int keep = exact && !g->grad_att_kept; /* dctx for the maps' dA */
-        bw->dctx = keep ? g->dctx + (size_t)l * T * D : s->dctx;
+        bw->dctx = keep ? g->dctx + (size_t)l * T * A : s->dctx;
         block_internals(bw, b, exact && l == L - 1);
         if (exact) {
             memcpy(g->grad_tokens + (size_t)l * T * D, s->dz, (size_t)T * D * sizeof(float));
             legrad_layer(bw, b, target);
         }
-        memset(bw->dctx, 0, (size_t)T * D * sizeof(float));
+        memset(bw->dctx, 0, (size_t)T * A * sizeof(float));
         top_backward(bw, b, s->dz, bw->rows, s->dxm, bw->dctx);
         mask_dctx(bw, bw->dctx, bw->rows);
         if (exact && g->grad_att_kept && bw->rows < T)
@@ -549,12 +553,12 @@ static void backward_pass(Bw *bw, int target) {
         /* dxn1 = [dq dk dv] . qkv_w */
         if (b->qkv_w) {
             back_linear(bw->pool,
-                        (BackLinear){s->dtmp, s->dqkv, b->qkv_w, D, 3 * D, T, 3 * D, D, 0.0f});
+                        (BackLinear){s->dtmp, s->dqkv, b->qkv_w, D, 3 * A, T, 3 * A, D, 0.0f});
         } else {
             const float *ws[3] = {b->q_w, b->k_w, b->v_w};
             for (int i = 0; i < 3; i++)
-                back_linear(bw->pool, (BackLinear){s->dtmp, s->dqkv + (size_t)i * D, ws[i], D,
-                                                   3 * D, T, D, D, i ? 1.0f : 0.0f});
+                back_linear(bw->pool, (BackLinear){s->dtmp, s->dqkv + (size_t)i * A, ws[i], D,
+                                                   3 * A, T, A, D, i ? 1.0f : 0.0f});
         }
         if (exact && l == L - 1) { /* Grad-CAM's target layer: blocks[-1].norm1 */
             memcpy(g->cam_act, s->xn1 + (size_t)Np * D, (size_t)N * D * sizeof(float));
@@ -600,7 +604,7 @@ VitStatus vit_backward(VitGrad *g, const VitRun *run, const Vit *vit, int target
                              "%s: a backbone without a classification head: no class to explain%s",
                              c->name, c->clip ? " (a CLIP tower: give it a text head)" : "");
     if (!g->mem || g->cfg.n_tokens != c->n_tokens || g->cfg.dim != c->dim ||
-        g->cfg.n_layers != c->n_layers || g->cfg.n_classes != c->n_classes ||
+        vit_att_width(&g->cfg) != vit_att_width(c) || g->cfg.n_layers != c->n_layers || g->cfg.n_classes != c->n_classes ||
         g->grad_att_kept != run->att_kept || run->n_threads > g->n_threads || !run->tokens ||
         (c->norm_pre && !run->pre) || run->blocks_kept != vit_keep_blocks(c, g->grad_att_kept))
         return vit_set_error(err, VIT_ERR_ARG, "%s: backward buffers not made for this run",

@@ -27,14 +27,22 @@
 
 /* --- buffers ----------------------------------------------------------------- */
 
-/* The floats of vit_batch_init (vit.h): B*(N*3P^2 + T*(6D + F) + 2D + 2C + E) +
- * n_threads*VIT_ATT_BLOCK*T into *n; 0 when that overflows size_t. */
+/* ctx's columns: the attention's width A (vit_att_width), or D when wider (it holds the
+ * embedded tokens before norm_pre, [T, D]). */
+static size_t ctx_cols(const VitConfig *c) {
+    int A = vit_att_width(c);
+    return (size_t)(A > c->dim ? A : c->dim);
+}
+
+/* The floats of vit_batch_init (vit.h): B*(N*3P^2 + T*(2D + 3A + ctx_cols + F) + 2D + 2C
+ * + E) + n_threads*VIT_ATT_BLOCK*T into *n; 0 when that overflows size_t. */
 static int batch_floats(size_t *n, const VitConfig *c, int max_batch, int n_threads) {
     size_t B = (size_t)max_batch, N = (size_t)c->n_patches, T = (size_t)c->n_tokens,
            D = (size_t)c->dim, F = (size_t)c->mlp_dim, C = (size_t)c->n_classes,
-           P = (size_t)c->patch_size, per = 0;
+           P = (size_t)c->patch_size, A = (size_t)vit_att_width(c), per = 0;
     *n = 0;
-    return vit_add_product(&per, N, 3 * P * P) && vit_add_product(&per, T, 6 * D + F) &&
+    return vit_add_product(&per, N, 3 * P * P) &&
+           vit_add_product(&per, T, 2 * D + 3 * A + ctx_cols(c) + F) &&
            vit_add_product(&per, 2, D + C) && vit_add_product(&per, 1, (size_t)c->embed_dim) &&
            vit_add_product(n, B, per) && vit_add_product(n, (size_t)n_threads * VIT_ATT_BLOCK, T);
 }
@@ -78,14 +86,14 @@ VitStatus vit_batch_init(VitBatch *b, const Vit *vit, int max_batch, int n_threa
     }
     size_t B = (size_t)max_batch, N = (size_t)c->n_patches, T = (size_t)c->n_tokens,
            D = (size_t)c->dim, F = (size_t)c->mlp_dim, C = (size_t)c->n_classes,
-           P = (size_t)c->patch_size;
+           P = (size_t)c->patch_size, A = (size_t)vit_att_width(c);
     float *p = b->mem;
     b->patches = p, p += B * N * 3 * P * P;
     b->x = p, p += B * T * D;
     b->xn = p, p += B * T * D;
-    b->qk = p, p += B * T * 2 * D;
-    b->v = p, p += B * T * D;
-    b->ctx = p, p += B * T * D;
+    b->qk = p, p += B * T * 2 * A;
+    b->v = p, p += B * T * A;
+    b->ctx = p, p += B * T * ctx_cols(c);
     b->hid = p, p += B * T * F;
     b->xh = p, p += 2 * B * D;
     b->logits = p, p += B * C;

@@ -346,16 +346,16 @@ static void linear(VitPool *pool, Linear a) {
     vit_linear(pool, a);
 }
 
-void vit_values(VitPool *pool, float *v, const float *xn, const VitBlock *b, int T, int D,
+void vit_values(VitPool *pool, float *v, const float *xn, const VitBlock *b, int T, int D, int A,
                 int gemm_only) {
     linear(pool, (Linear){.out = v,
-                          .ld_out = D,
+                          .ld_out = A,
                           .inp = xn,
                           .w = b->v_w,
                           .b = b->v_b,
                           .T = T,
                           .n_in = D,
-                          .n_out = D,
+                          .n_out = A,
                           .gemm_only = gemm_only});
 }
 
@@ -373,23 +373,23 @@ static void linears_task(void *arg, int item, int n_items, int thread) {
 }
 
 void vit_qkv(VitPool *pool, float *qk, float *v, const float *xn, const VitBlock *b, int T, int D,
-             int gemm_only) {
-    Linear in = {.inp = xn, .T = T, .n_in = D, .n_out = D, .ld_out = 2 * D, .gemm_only = gemm_only};
+             int A, int gemm_only) {
+    Linear in = {.inp = xn, .T = T, .n_in = D, .n_out = A, .ld_out = 2 * A, .gemm_only = gemm_only};
     Linears ls = {.n_each = vit_pool_threads(pool)};
     int n = 0;
     if (b->qkv_w) { /* fused: queries and keys in one GEMM, values in another */
         ls.layer[n] = in;
         ls.layer[n].out = qk, ls.layer[n].w = b->qkv_w, ls.layer[n].b = b->qkv_b;
-        ls.layer[n++].n_out = 2 * D;
+        ls.layer[n++].n_out = 2 * A;
     } else { /* transformers: query, key, then value */
         const float *ws[2] = {b->q_w, b->k_w}, *bs[2] = {b->q_b, b->k_b};
         for (int i = 0; i < 2; i++, n++) {
             ls.layer[n] = in;
-            ls.layer[n].out = qk + (size_t)i * D, ls.layer[n].w = ws[i], ls.layer[n].b = bs[i];
+            ls.layer[n].out = qk + (size_t)i * A, ls.layer[n].w = ws[i], ls.layer[n].b = bs[i];
         }
     }
     ls.layer[n] = in;
-    ls.layer[n].out = v, ls.layer[n].ld_out = D, ls.layer[n].w = b->v_w, ls.layer[n++].b = b->v_b;
+    ls.layer[n].out = v, ls.layer[n].ld_out = A, ls.layer[n].w = b->v_w, ls.layer[n++].b = b->v_b;
     vit_pool_run(pool, linears_task, &ls, n * ls.n_each);
 }
 
@@ -462,56 +462,57 @@ static size_t on_row(const VitBlockIO *io, int T, int img, int r) {
 
 typedef struct {
     const VitBlockIO *io;
-    int T, D, H;
+    int T, A, H; /* A = H * Dh: the attention's width (D but for a notebook's wider heads) */
     float scale; /* vit_att_scale */
 } Attention;
 
 /* timm Attention.forward (fused_attn=False): attn = softmax((q * scale) @ k^T);
- * x = (attn @ v).transpose(1, 2).reshape(B, T, D): one item per (input, head, block of
+ * x = (attn @ v).transpose(1, 2).reshape(B, T, A): one item per (input, head, block of
  * query rows), heads side by side in ctx; only the rows < io->rows go into ctx. A block
  * with no such row is skipped unless its probabilities are kept (io->att). */
 static void attention_task(void *arg, int item, int n_items, int thread) {
     (void)n_items;
     const Attention *a = arg;
     const VitBlockIO *io = a->io;
-    int T = a->T, D = a->D, H = a->H, Dh = D / H, nb = io->head_block ? 1 : vit_att_blocks(T);
+    int T = a->T, A = a->A, H = a->H, Dh = A / H, nb = io->head_block ? 1 : vit_att_blocks(T);
     if (io->run && vit_cancelled(io->run)) return;
     int img = item / (H * nb), h = item / nb % H, blk = item % nb;
     int r0 = io->head_block ? 0 : vit_att_block_start(T, blk);
     int r1 = io->head_block ? io->rows : vit_att_block_start(T, blk + 1);
     int rows = (r1 < io->rows ? r1 : io->rows) - r0; /* of this block, into ctx */
     if (rows <= 0 && !io->att) return;
-    const float *qk = io->qk + (size_t)img * T * 2 * D, *v = io->v + (size_t)img * T * D;
+    const float *qk = io->qk + (size_t)img * T * 2 * A, *v = io->v + (size_t)img * T * A;
     const float *p;
     if (io->att_in) {
         p = io->att_in + ((size_t)h * T + r0) * T;
     } else {
         float *out = io->att ? io->att + ((size_t)h * T + r0) * T
                              : io->scratch + (size_t)thread * VIT_ATT_BLOCK * T;
-        vit_att_block(out, qk + h * Dh, qk + D + h * Dh, 2 * D, r0, r1, T, Dh, a->scale,
+        vit_att_block(out, qk + h * Dh, qk + A + h * Dh, 2 * A, r0, r1, T, Dh, a->scale,
                       io->gemm_only, io->mod);
         p = out;
     }
     if (rows <= 0) return;
-    size_t ld = io->rows < T ? (size_t)io->n * D : (size_t)D;
+    size_t ld = io->rows < T ? (size_t)io->n * A : (size_t)A;
     if (io->ablate && io->ablate[img * io->ablate_stride + h]) { /* head mask: ctx_h = 0 */
-        float *c0 = io->ctx + on_row(io, T, img, r0) * D + h * Dh;
+        float *c0 = io->ctx + on_row(io, T, img, r0) * A + h * Dh;
         for (int r = 0; r < rows; r++) memset(c0 + r * ld, 0, (size_t)Dh * sizeof(float));
         return;
     }
     /* under a prefix tree's mask the probabilities past column r1 - 1 are 0: not summed */
     int n_keys = io->mod && io->mod->parent ? r1 : T;
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, Dh, n_keys, 1.0f, p, T, v + h * Dh,
-                D, 0.0f, io->ctx + on_row(io, T, img, r0) * D + h * Dh, (int)ld);
+                A, 0.0f, io->ctx + on_row(io, T, img, r0) * A + h * Dh, (int)ld);
 }
 
 int vit_block(VitPool *pool, const VitBlock *b, const VitConfig *c, const VitBlockIO *io) {
     int T = c->n_tokens, D = c->dim, H = c->n_heads, F = c->mlp_dim, n = io->n, g = io->gemm_only;
+    int A = vit_att_width(c);
     int R = io->rows * n; /* rows after the attention */
     /* timm: x = x + self.ls1(self.attn(self.norm1(x))) */
     layernorm(pool, (LayerNorm){io->xn1, io->x, b->norm1_w, b->norm1_b, n * T, D, g, c->ln_eps});
-    vit_qkv(pool, io->qk, io->v, io->xn1, b, n * T, D, g);
-    Attention at = {io, T, D, H, vit_att_scale(c)};
+    vit_qkv(pool, io->qk, io->v, io->xn1, b, n * T, D, A, g);
+    Attention at = {io, T, A, H, vit_att_scale(c)};
     vit_pool_run(pool, attention_task, &at, n * H * (io->head_block ? 1 : vit_att_blocks(T)));
     if (io->run && vit_cancelled(io->run)) return 0;
     if (R == 0) return 1;
@@ -521,7 +522,7 @@ int vit_block(VitPool *pool, const VitBlock *b, const VitConfig *c, const VitBlo
                           .w = b->proj_w,
                           .b = b->proj_b,
                           .T = R,
-                          .n_in = D,
+                          .n_in = A,
                           .n_out = D,
                           .epilogue = VIT_EPI_RESIDUAL,
                           .x = io->xm,

@@ -27,26 +27,26 @@
 /* --- buffers --------------------------------------------------------------- */
 
 /* The attention's share of the buffers: [L, H, T, T] kept with the current layer's
- * queries and keys [T, 2D], or queries and keys [L, T, 2D] and a [VIT_ATT_BLOCK, T]
- * block per thread. */
+ * queries and keys [T, 2A], or queries and keys [L, T, 2A] and a [VIT_ATT_BLOCK, T]
+ * block per thread (A: vit_att_width). */
 static int att_floats(size_t *n, const VitConfig *c, int keep, int n_threads) {
-    size_t T = (size_t)c->n_tokens, D = (size_t)c->dim, L = (size_t)c->n_layers,
+    size_t T = (size_t)c->n_tokens, A = (size_t)vit_att_width(c), L = (size_t)c->n_layers,
            H = (size_t)c->n_heads, LH = 0, TT = 0, LT = 0;
     if (!vit_add_product(&TT, T, T)) return 0;
     if (keep)
         return vit_add_product(&LH, L, H) && vit_add_product(n, LH, TT) &&
-               vit_add_product(n, T, 2 * D);
-    return vit_add_product(&LT, L, T) && vit_add_product(n, LT, 2 * D) &&
+               vit_add_product(n, T, 2 * A);
+    return vit_add_product(&LT, L, T) && vit_add_product(n, LT, 2 * A) &&
            vit_add_product(n, (size_t)n_threads * VIT_ATT_BLOCK, T);
 }
 
 /* What keeping the block internals adds to att_floats(keep 1): queries and keys
- * of the other L - 1 layers, values [L, T, D] instead of [T, D], xm [L, T, D] and
+ * of the other L - 1 layers, values [L, T, A] instead of [T, A], xm [L, T, D] and
  * hpre [L, T, F]. */
 static int block_floats(size_t *n, const VitConfig *c) {
     size_t T = (size_t)c->n_tokens, D = (size_t)c->dim, L = (size_t)c->n_layers,
-           F = (size_t)c->mlp_dim, L1T = 0, LT = 0;
-    return L >= 1 && vit_add_product(&L1T, L - 1, T) && vit_add_product(n, L1T, 3 * D) &&
+           F = (size_t)c->mlp_dim, A = (size_t)vit_att_width(c), L1T = 0, LT = 0;
+    return L >= 1 && vit_add_product(&L1T, L - 1, T) && vit_add_product(n, L1T, 3 * A) &&
            vit_add_product(&LT, L, T) && vit_add_product(n, LT, D + F);
 }
 
@@ -103,10 +103,12 @@ int vit_keep_blocks(const VitConfig *c, int keep_att) {
 int vit_run_floats(const VitConfig *c, int keep_att, int n_threads, size_t *n_floats) {
     size_t Sh = (size_t)c->image_h, Sw = (size_t)c->image_w, T = (size_t)c->n_tokens,
            D = (size_t)c->dim, F = (size_t)c->mlp_dim, N = (size_t)c->n_patches,
-           P = (size_t)c->patch_size, C = (size_t)c->n_classes, L = (size_t)c->n_layers;
+           P = (size_t)c->patch_size, C = (size_t)c->n_classes, L = (size_t)c->n_layers,
+           A = (size_t)vit_att_width(c);
     size_t n = 0, PP = 0, LT1 = 0;
     int ok = vit_add_product(&PP, 3 * P, P) && vit_add_product(&n, 3 * Sh, Sw) &&
-             vit_add_product(&n, N, PP) && vit_add_product(&n, 4 * T, D) &&
+             vit_add_product(&n, N, PP) && vit_add_product(&n, 2 * T, D) &&
+             vit_add_product(&n, 2 * T, A) &&
              vit_add_product(&n, T, F) && vit_add_product(&LT1, L + 1, T) &&
              vit_add_product(&n, LT1, D) && att_floats(&n, c, keep_att, n_threads) &&
              (!vit_keep_blocks(c, keep_att) || block_floats(&n, c)) && vit_add_product(&n, 3, C) &&
@@ -136,7 +138,7 @@ VitStatus vit_run_init_with(VitRun *run, const Vit *vit, const VitRunOptions *op
     size_t Sh = (size_t)c->image_h, Sw = (size_t)c->image_w, T = (size_t)c->n_tokens,
            D = (size_t)c->dim, F = (size_t)c->mlp_dim, N = (size_t)c->n_patches,
            P = (size_t)c->patch_size, L = (size_t)c->n_layers, H = (size_t)c->n_heads,
-           C = (size_t)c->n_classes;
+           C = (size_t)c->n_classes, A = (size_t)vit_att_width(c);
     size_t n = 0;
     if (!vit_run_floats(c, keep, n_threads, &n) || n > VIT_MAX_ACTIVATION_BYTES / sizeof(float))
         return vit_set_error(err, VIT_ERR_NOMEM,
@@ -168,15 +170,15 @@ VitStatus vit_run_init_with(VitRun *run, const Vit *vit, const VitRunOptions *op
     run->xn = p;
     p += T * D;
     run->ctx = p;
-    p += T * D;
+    p += T * A;
     run->v = p;
-    p += (blocks ? L : 1) * T * D;
+    p += (blocks ? L : 1) * T * A;
     run->hid = p;
     p += T * F;
     run->tokens = p;
     p += (L + 1) * T * D;
     run->qk = p;
-    p += (keep && !blocks ? 1 : L) * T * 2 * D;
+    p += (keep && !blocks ? 1 : L) * T * 2 * A;
     if (blocks) {
         run->xm = p;
         p += L * T * D;
@@ -232,7 +234,8 @@ static void forward_pass(VitRun *run, const Vit *vit, int gemm_only) {
     const VitWeights *w = &vit->w;
     VitPool *pool = run->pool;
     int N = c->n_patches, T = c->n_tokens, D = c->dim, H = c->n_heads, F = c->mlp_dim,
-        Np = c->n_prefix, L = c->n_layers, K = 3 * c->patch_size * c->patch_size;
+        Np = c->n_prefix, L = c->n_layers, K = 3 * c->patch_size * c->patch_size,
+        A = vit_att_width(c);
     float *xn = run->xn;
     /* the embedded tokens: tokens[0], block 0's input; with norm_pre (CLIP's ln_pre) they
      * go into run->pre first, and tokens[0] = norm_pre(pre) */
@@ -277,7 +280,7 @@ static void forward_pass(VitRun *run, const Vit *vit, int gemm_only) {
         if (vit_cancelled(run)) return; /* the outputs are undefined: the caller knows */
         vit_report(run, l, L);
         int kb = run->blocks_kept;
-        size_t lTD = (size_t)l * T * D;
+        size_t lTD = (size_t)l * T * D, lTA = (size_t)l * T * A;
         const float *xin = run->tokens + lTD;
         VitAttMod mod;
         VitBlockIO io = {.n = 1,
@@ -285,8 +288,8 @@ static void forward_pass(VitRun *run, const Vit *vit, int gemm_only) {
                          .x = xin,
                          .res = xin,
                          .xn1 = xn,
-                         .qk = run->att_kept && !kb ? run->qk : run->qk + 2 * lTD,
-                         .v = kb ? run->v + lTD : run->v,
+                         .qk = run->att_kept && !kb ? run->qk : run->qk + 2 * lTA,
+                         .v = kb ? run->v + lTA : run->v,
                          .att = run->att ? run->att + (size_t)l * H * T * T : NULL,
                          .scratch = run->att_scratch,
                          .ctx = run->ctx,

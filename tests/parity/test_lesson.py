@@ -7,7 +7,7 @@ sum of values, heads concatenated and projected, the residual, the MLP with GELU
 second residual, the final LayerNorm of the CLS token and the head. float64 throughout.
 
     /usr/bin/python3 test_lesson.py family NAME --dump vit_dump --work DIR [--control C]
-    /usr/bin/python3 test_lesson.py variant interv|act --dump vit_dump --work DIR
+    /usr/bin/python3 test_lesson.py variant interv|act|heads --dump vit_dump --work DIR [--control dh]
     /usr/bin/python3 test_lesson.py deit --dump vit_dump --work DIR --shared SHARED [--control C]
     /usr/bin/python3 test_lesson.py export --vitlens vitlens --work DIR [--shared SHARED]
 
@@ -19,7 +19,9 @@ family: a random tiny model of each family the engine loads (test_families.py's
 variant: the lesson on a run a user changed. interv: a distilled DeiT whose lesson block
         has another head ablated, a temperature (the scores shown are those the softmax
         reads, q.k / sqrt(d_h) / tau) and two patches dropped (their columns masked in
-        every layer); act: a --layout of timm's names whose MLP uses QuickGELU.
+        every layer); act: a --layout of timm's names whose MLP uses QuickGELU; heads: a
+        notebook's per-head Linear(D, Dh) lists with Dh = 20 != D / H (D 48, H 3) as .pth,
+        scores / sqrt(D): q, k, v [T, Dh], the heads concatenated [A = H * Dh].
 deit:   DeiT-Tiny (SHARED/models/deit-tiny) on chelsea.png (exit 77 without SHARED).
 export: `vitlens --lesson-export` on the built-in model (its first demo scene) and on
         DeiT-Tiny (skipped without SHARED): the same comparisons on the .npy files it
@@ -38,6 +40,8 @@ the run computed them.
 
 --control sqrtD:     the reference scales the scores by 1/sqrt(D), as one of the seeds
                      does, instead of 1/sqrt(d_h): the test must fail.
+--control dh:        the reference scales the scores by 1/sqrt(D / H), a loader that
+                     assumes D / H-sized heads (variant heads: the model divides by sqrt(D)).
 --control transpose: the reference flattens the patches column-major (the grid
                      transposed) instead of row-major: the test must fail.
 With --control the run exits 0 only when the comparisons failed on every selection
@@ -102,9 +106,13 @@ ACTS = {"gelu": F.gelu, "quick_gelu": lambda x: x * torch.sigmoid(1.702 * x)}
 def block(w, l, x, n_heads, eps, control=None, mods=None):
     """Block l on tokens x [T, D], every step kept. mods (the run's interventions and the
     layout's switches, vit.h "Interventions"): "tau" {layer: temperature}, "ablate"
-    {layer: heads}, "drop" [tokens], "act" the MLP's activation."""
+    {layer: heads}, "drop" [tokens], "act" the MLP's activation, "head_dim" Dh when it is not
+    D / H (a notebook's per-head Linear(D, Dh): q, k, v [T, H * Dh]), "scale" the scores'
+    scale when it is not 1/sqrt(Dh) (a notebook's 1/sqrt(D))."""
     T, D = x.shape
-    Dh = D // n_heads
+    mods = mods or {}
+    Dh = mods.get("head_dim", D // n_heads)
+    A = n_heads * Dh  # the attention's width
     mods = mods or {}
     tau = mods.get("tau", {}).get(l, 1.0)
     ablated = mods.get("ablate", {}).get(l, ())
@@ -113,9 +121,12 @@ def block(w, l, x, n_heads, eps, control=None, mods=None):
     ls1, ls2 = (w.get(b + k, torch.ones(D, dtype=x.dtype)) for k in ("ls1.gamma", "ls2.gamma"))
     s = {}
     s["xn1"], s["mean"], s["std"] = layer_norm(x, w[b + "norm1.weight"], w[b + "norm1.bias"], eps)
-    qkv = s["xn1"] @ w[b + "attn.qkv.weight"].T + w[b + "attn.qkv.bias"]  # [T, 3D]
-    q, k, v = qkv[:, :D], qkv[:, D:2 * D], qkv[:, 2 * D:]
-    scale = D ** -0.5 if control == "sqrtD" else Dh ** -0.5
+    qkv = s["xn1"] @ w[b + "attn.qkv.weight"].T  # [T, 3A]
+    if b + "attn.qkv.bias" in w:
+        qkv = qkv + w[b + "attn.qkv.bias"]
+    q, k, v = qkv[:, :A], qkv[:, A:2 * A], qkv[:, 2 * A:]
+    scale = (D ** -0.5 if control == "sqrtD" else (D // n_heads) ** -0.5 if control == "dh"
+             else mods.get("scale", Dh ** -0.5))
     s["q"], s["k"], s["v"], s["scores"], s["probs"], outs = [], [], [], [], [], []
     for h in range(n_heads):
         qh, kh, vh = (t[:, h * Dh:(h + 1) * Dh] for t in (q, k, v))  # [T, Dh]
@@ -135,7 +146,7 @@ def block(w, l, x, n_heads, eps, control=None, mods=None):
         for n, t in (("q", qh), ("k", kh), ("v", vh), ("scores", scores / tau), ("probs", probs)):
             s[n].append(t)
     s["heads"] = outs
-    s["concat"] = torch.cat(outs, -1)  # [T, D]
+    s["concat"] = torch.cat(outs, -1)  # [T, A]
     s["proj"] = s["concat"] @ w[b + "attn.proj.weight"].T + w[b + "attn.proj.bias"]
     s["xm"] = x + ls1 * s["proj"]
     xn2, _, _ = layer_norm(s["xm"], w[b + "norm2.weight"], w[b + "norm2.bias"], eps)
@@ -470,6 +481,55 @@ def test_variant(name, args, rep):
         rep.check(not e["lesson_concat"][:Dh].any(), f"{label}: the ablated head's output is not 0")
 
 
+def notebook_as_timm(sd, L):
+    """A notebook's per-head state dict (test_pth.py's NotebookHeads) in timm's names, the
+    heads' query, key, value concatenated into qkv [3A, D], for the reference."""
+    w = {"cls_token": sd["class_embedding"], "pos_embed": sd["position_embedding"],
+         "patch_embed.proj.weight": sd["patch_embedding.conv.weight"],
+         "patch_embed.proj.bias": sd["patch_embedding.conv.bias"],
+         "norm.weight": sd["layer_norm.weight"], "norm.bias": sd["layer_norm.bias"],
+         "head.weight": sd["mlp_head.weight"], "head.bias": sd["mlp_head.bias"]}
+    for l in range(L):
+        b, n = f"blocks.{l}.", f"blocks.{l}."
+        heads = sorted({int(k.split(".")[4]) for k in sd if k.startswith(b + "attn.heads.")})
+        w[n + "attn.qkv.weight"] = torch.cat([sd[f"{b}attn.heads.{h}.{r}.weight"]
+                                              for r in ("query", "key", "value") for h in heads])
+        for mine, theirs in (("norm1", "ln1"), ("norm2", "ln2"), ("attn.proj", "attn.proj"),
+                             ("mlp.fc1", "ffn.0"), ("mlp.fc2", "ffn.2")):
+            for p in ("weight", "bias"):
+                w[f"{n}{mine}.{p}"] = sd[f"{b}{theirs}.{p}"]
+    return w
+
+
+def test_heads(args, rep):
+    """The lesson on a notebook's ViT whose heads are not D/H wide (test_pth.py's
+    NotebookHeads, per-head Linear(D, Dh), Dh = 20 for D = 48, H = 3, no q/k/v bias, scores
+    / sqrt(D)), saved as .pth: the query, keys, values [T, Dh], the concatenation [A = 60]."""
+    import test_pth
+    D, H, Dh, L, S, P = 48, 3, 20, 2, 32, 8
+    torch.manual_seed(5)
+    m = test_pth.NotebookHeads(S=S, P=P, D=D, H=H, F_=96, L=L, C=5, hs=Dh).eval()
+    d = Path(args.work) / "variant_heads"
+    d.mkdir(parents=True, exist_ok=True)
+    torch.save(m.state_dict(), d / "model.pth")
+    w = notebook_as_timm(m.state_dict(), L)
+    x = torch.randn(3, S, S, generator=torch.Generator().manual_seed(11))
+    x.numpy().astype(np.float32).tofile(d / "input.f32")
+    g = S // P
+    mods = {"head_dim": Dh, "scale": D ** -0.5}
+    for layer, h, patch in ((L - 1, H - 1, (g // 2) * g + g // 3), (0, 1, g * g - 2)):
+        t = 1 + patch
+        label = f"notebook heads Dh {Dh} (D {D}, H {H}) block {layer} head {h} token {t}"
+        print(f"\n[{label}]")
+        e, cfg = run_dump(args.dump, ["--model", d / "model.pth", "--input", d / "input.f32",
+                                      "--out", d / "out", "--lesson", f"{layer},{h},{t},{patch}"])
+        rep.check(cfg.get("head_dim", Dh) == Dh and e["lesson_query"].shape == (Dh,)
+                  and e["lesson_concat"].shape == (H * Dh,),
+                  f"{label}: query {e['lesson_query'].shape}, concat {e['lesson_concat'].shape}")
+        compare_lesson(rep, label, e, w, x, H, 1e-5, (layer, h, t, patch), control=args.control,
+                       mods=mods)
+
+
 def test_deit(args, rep):
     shared = Path(args.shared)
     model = shared / "models/deit-tiny/deit_tiny_patch16_224.safetensors"
@@ -497,7 +557,7 @@ def main():
     ap.add_argument("--vitlens")
     ap.add_argument("--work", required=True)
     ap.add_argument("--shared")
-    ap.add_argument("--control", choices=["sqrtD", "transpose"])
+    ap.add_argument("--control", choices=["sqrtD", "transpose", "dh"])
     args = ap.parse_args()
     torch.set_num_threads(1)
     rep = Report()
@@ -505,7 +565,10 @@ def main():
     if args.what == "family":
         test_family(args.name, args, rep)
     elif args.what == "variant":
-        test_variant(args.name, args, rep)
+        if args.name == "heads":
+            test_heads(args, rep)
+        else:
+            test_variant(args.name, args, rep)
     elif args.what == "export":
         test_export(args, rep)
     elif test_deit(args, rep) == 77:

@@ -27,7 +27,11 @@ style:    a ViT written in PyTorch in one of the styles people write (STYLES bel
           (a crash fails the control): "scale" 1/sqrt(Dh) where the model uses 1/sqrt(D);
           "flatten" the linear patch embedding's input flattened (p1 p2 c) where the
           model flattens (c p1 p2); "act" exact GELU where the model's MLP uses GELU's tanh
-          approximation.
+          approximation; "dh" 1/sqrt(D/H) (a loader that assumes D/H-sized heads) where
+          the model's heads are Dh wide (the styles with hs: Dh != D/H, whose attention's
+          width is A = H*Dh). Those styles also run every map kind (check_maps: vit_dump's
+          explanations and token views with the attention kept and recomputed, and
+          `vitlens --export` given --vitlens).
 preprocess: torchvision's layout brings its transform (Resize(256, bilinear), crop 224):
           the engine's input equals ViT_B_16_Weights.IMAGENET1K_V1.transforms() on PIL.
 layouts:  timm's and Hugging Face's names are layouts too (assets/layouts/timm.json,
@@ -47,6 +51,7 @@ import argparse
 import json
 import math
 import pathlib
+import shutil
 import subprocess
 import sys
 
@@ -149,19 +154,23 @@ class Head(nn.Module):
         self.query = nn.Linear(n_embed, head_size, bias=False)
         self.value = nn.Linear(n_embed, head_size, bias=False)
         self.scale_dim = scale_dim
+        self.divisor = None  # --perturb dh: the reference's own divisor
 
     def forward(self, x):
         B, T, C = x.shape
         k, q, v = self.key(x), self.query(x), self.value(x)
-        wei = q @ k.transpose(-2, -1) * ((C if self.scale_dim else k.shape[-1]) ** -0.5)
+        d = self.divisor or (C if self.scale_dim else k.shape[-1])
+        wei = q @ k.transpose(-2, -1) * (d ** -0.5)
         self.att = F.softmax(wei, dim=-1)
         return self.att @ v
 
 
 class MultiHeadAttention(nn.Module):
-    def __init__(self, n_embed, n_heads, scale_dim=True):
+    """hs: each head's size (None: n_embed // n_heads; a notebook may pick any)."""
+
+    def __init__(self, n_embed, n_heads, scale_dim=True, hs=None):
         super().__init__()
-        hs = n_embed // n_heads
+        hs = hs or n_embed // n_heads
         self.heads = nn.ModuleList([Head(n_embed, hs, scale_dim) for _ in range(n_heads)])
         self.proj = nn.Linear(hs * n_heads, n_embed)
 
@@ -181,10 +190,10 @@ ACTIVATIONS = {"gelu": nn.GELU, "gelu_tanh": lambda: nn.GELU(approximate="tanh")
 
 
 class Block(nn.Module):
-    def __init__(self, D, H, F_, scale_dim=True, act="gelu"):
+    def __init__(self, D, H, F_, scale_dim=True, act="gelu", hs=None):
         super().__init__()
         self.ln1, self.ln2 = nn.LayerNorm(D), nn.LayerNorm(D)
-        self.attn = MultiHeadAttention(D, H, scale_dim)
+        self.attn = MultiHeadAttention(D, H, scale_dim, hs)
         self.ffn = nn.Sequential(nn.Linear(D, F_), ACTIVATIONS[act](), nn.Linear(F_, D),
                                  nn.Dropout(0.1))
 
@@ -197,13 +206,13 @@ class NotebookHeads(nn.Module):
     """patch_embedding.conv, class_embedding, position_embedding, blocks of per-head
     query/key/value lists, layer_norm, mlp_head."""
 
-    def __init__(self, S, P, D, H, F_, L, C, scale_dim=True, act="gelu"):
+    def __init__(self, S, P, D, H, F_, L, C, scale_dim=True, act="gelu", hs=None):
         super().__init__()
         N = (S // P) ** 2
         self.patch_embedding = PatchEmbedding(P, D)
         self.class_embedding = nn.Parameter(torch.randn(1, 1, D))
         self.position_embedding = nn.Parameter(torch.randn(1, N + 1, D))
-        self.blocks = nn.ModuleList([Block(D, H, F_, scale_dim, act) for _ in range(L)])
+        self.blocks = nn.ModuleList([Block(D, H, F_, scale_dim, act, hs) for _ in range(L)])
         self.layer_norm = nn.LayerNorm(D)
         self.mlp_head = nn.Linear(D, C)
 
@@ -221,12 +230,14 @@ class NotebookHeads(nn.Module):
 
 class MultiHeadSelfAttention(nn.Module):
     """Per-head q_weights / k_weights / v_weights lists (as nn.ModuleList, so that the
-    state dict holds them), scores / hidden_dim ** 0.5, heads concatenated into `linear`."""
+    state dict holds them), scores / hidden_dim ** 0.5, heads concatenated into `linear`.
+    hs: each head's size (None: hidden_dim // num_heads; seed 004: hidden_dim itself);
+    scale_dim False: scores / hs ** 0.5."""
 
-    def __init__(self, hidden_dim, num_heads):
+    def __init__(self, hidden_dim, num_heads, hs=None, scale_dim=True):
         super().__init__()
-        hs = hidden_dim // num_heads
-        self.hidden_dim = hidden_dim
+        hs = hs or hidden_dim // num_heads
+        self.hidden_dim = hidden_dim if scale_dim else hs  # the scores' divisor, squared
         self.q_weights = nn.ModuleList([nn.Linear(hidden_dim, hs) for _ in range(num_heads)])
         self.k_weights = nn.ModuleList([nn.Linear(hidden_dim, hs) for _ in range(num_heads)])
         self.v_weights = nn.ModuleList([nn.Linear(hidden_dim, hs) for _ in range(num_heads)])
@@ -243,10 +254,10 @@ class MultiHeadSelfAttention(nn.Module):
 
 
 class EncoderBlock(nn.Module):
-    def __init__(self, D, H, F_):
+    def __init__(self, D, H, F_, hs=None, scale_dim=True):
         super().__init__()
         self.norm1, self.norm2 = nn.LayerNorm(D), nn.LayerNorm(D)
-        self.msa = MultiHeadSelfAttention(D, H)
+        self.msa = MultiHeadSelfAttention(D, H, hs, scale_dim)
         self.mlp = nn.Sequential(nn.Linear(D, F_), nn.GELU(), nn.Linear(F_, D))
 
     def forward(self, x):
@@ -273,14 +284,14 @@ class NotebookLinear(nn.Module):
     """linear_patching on flattened patches, class_embedding [1, D], positional_embedding
     [1+N, D], encoder of per-head blocks, mlp_head = Sequential(LayerNorm, Linear, Tanh)."""
 
-    def __init__(self, S, P, D, H, F_, L, C, flatten="c p1 p2"):
+    def __init__(self, S, P, D, H, F_, L, C, flatten="c p1 p2", hs=None, scale_dim=True):
         super().__init__()
         N = (S // P) ** 2
         self.P, self.flatten = P, flatten
         self.linear_patching = nn.Linear(3 * P * P, D)
         self.class_embedding = nn.Parameter(torch.rand(1, D))
         self.positional_embedding = nn.Parameter(torch.rand(1 + N, D))
-        self.encoder = nn.ModuleList([EncoderBlock(D, H, F_) for _ in range(L)])
+        self.encoder = nn.ModuleList([EncoderBlock(D, H, F_, hs, scale_dim) for _ in range(L)])
         self.mlp_head = nn.Sequential(nn.LayerNorm(D), nn.Linear(D, C), nn.Tanh())
 
     def forward(self, x):
@@ -341,6 +352,16 @@ STYLES = {
     "notebook_heads_quick_gelu": (NotebookHeads, dict(S=32, P=8, D=64, H=4, F_=128, L=2, C=5,
                                                       act="quick_gelu"),
                                   [], ("notebook-heads", {"mlp_activation": "quick_gelu"})),
+    # per-head projections whose size is not D/H (the attention's width A = H * Dh != D):
+    # seed 004's Linear(D, D) per head (with bias, / sqrt(D)); an odd Dh = 20 for D = 48,
+    # H = 3 without bias (/ sqrt(D)); and with bias scaled by 1/sqrt(Dh) (a user's layout)
+    "notebook_linear_wide": (NotebookLinear, dict(S=32, P=8, D=48, H=3, F_=96, L=2, C=6, hs=48), [], None),
+    "notebook_heads_dh20": (NotebookHeads, dict(S=32, P=8, D=48, H=3, F_=96, L=2, C=5, hs=20), [], None),
+    # narrower heads than D/H: Dh = 8, A = 24 < D = 48
+    "notebook_heads_narrow": (NotebookHeads, dict(S=32, P=8, D=48, H=3, F_=96, L=2, C=5, hs=8), [], None),
+    "notebook_linear_dh20_hd": (NotebookLinear, dict(S=32, P=8, D=48, H=3, F_=96, L=2, C=6, hs=20,
+                                                     scale_dim=False),
+                                [], ("notebook-linear", {"attention_scale": "head_dim"})),
     # torchvision's VisionTransformer, small (the ASan build runs it), then its ViT-B/16,
     # ViT-B/32 and ViT-L/16 shapes (random weights, 224 px)
     "torchvision_small": (torchvision_vit, dict(S=64, P=16, D=128, H=4, F_=256, L=2, C=10), ["--heads", "4"], None),
@@ -453,6 +474,13 @@ def test_style(args, name, rep):
                 h.scale_dim = False
         for b in getattr(ref, "encoder", []):
             b.msa.hidden_dim = b.msa.q_weights[0].out_features
+    if args.perturb == "dh":  # 1/sqrt(D/H), a loader that assumes D/H-sized heads, where the
+        H = kw["H"]           # module divides by sqrt(Dh)
+        for b in getattr(ref, "encoder", []):
+            b.msa.hidden_dim = kw["D"] / H
+        for b in getattr(ref, "blocks", []):
+            for h in b.attn.heads:
+                h.divisor = kw["D"] / H
     if args.perturb == "act":  # exact GELU where the model uses another activation
         for b in ref.blocks:
             b.ffn[1] = nn.GELU()
@@ -477,12 +505,63 @@ def test_style(args, name, rep):
           f"logits: {dl:.1e} (tol {LOGIT_TOL:.0e}), |logits| up to {np.abs(logits).max():.2f}")
     rep.compare(worst <= ATT_TOL, "attention", f"{name}: attention differs by {worst:.1e}")
     rep.compare(dl <= LOGIT_TOL, "logits", f"{name}: logits differ by {dl:.1e}")
+    if "hs" in kw and not PERTURBED:  # heads not D/H wide: every map kind on it too
+        check_maps(args, name, path, x, extra, lay, d, rep)
     # torchvision's layout names ImageNet's classes for a head of 1000 (its weights'
     # meta["categories"]), and none for a head of another size
     if c["layout"] == "torchvision":
         from torchvision.models._meta import _IMAGENET_CATEGORIES as cats
         want = [cats[0], cats[-1]] if c["n_classes"] == 1000 else []
         rep.check(c["labels"] == want, f"{name}: labels {c['labels']}, expected {want}")
+
+
+def check_maps(args, name, path, x, extra, lay, d, rep):
+    """Every map kind on a model whose heads are not D/H wide: vit_dump's explanations and
+    token views (--class: the backward pass; --tokens) with the attention kept and
+    recomputed (recomputing reads the queries, keys, values and dctx at the attention's
+    width A = H * Dh: the same maps, within float rounding), each finite; and, given
+    --vitlens, `vitlens --model model.pth --export` writes every kind a user sees."""
+    outs = {}
+    for att in ("keep", "recompute"):
+        outs[att] = run_dump(args, path, x, d / f"maps_{att}", extra + ["--tokens", "--att", att], lay, -1)
+    names = sorted(k for k in outs["keep"] if k.startswith("expl_")) + \
+        ["features", "norms", "similarity", "tokenrank", "lens", "lens_map", "grad_input", "lrp_input"]
+    rep.check(len(names) > 8 and all(n in outs["recompute"] for n in names),
+              f"{name}: maps missing: {[n for n in names if n not in outs['recompute']]}")
+    worst = 0.0
+    for n in names:
+        a, b = outs["keep"].get(n), outs["recompute"].get(n)
+        if a is None or b is None:
+            continue
+        ok = np.isfinite(a).all() and np.isfinite(b).all() and np.abs(a).max() > 0
+        rep.check(ok, f"{name}: {n} not finite, or all 0")
+        e = float(np.abs(a - b).max() / max(np.abs(a).max(), 1e-30))
+        worst = max(worst, e)
+        rep.check(e <= 1e-5, f"{name}: {n} kept vs recomputed attention differs by {e:.1e}")
+    print(f"  {len(names)} maps ({', '.join(n[5:] for n in names if n.startswith('expl_'))} and "
+          f"the token views): finite, kept = recomputed within {worst:.1e}")
+    if not args.vitlens:
+        return
+    from PIL import Image
+    img = d / "scene.png"
+    rng = np.random.default_rng(3)
+    Image.fromarray(rng.integers(0, 256, (40, 56, 3), dtype=np.uint8)).save(img)
+    exp = d / "export"
+    shutil.rmtree(exp, ignore_errors=True)
+    cmd = [args.vitlens, "--model", path, *extra, "--export", exp, img]
+    if lay:
+        cmd[3:3] = ["--layout", lay]
+    r = subprocess.run([str(c) for c in cmd], capture_output=True, text=True)
+    files = sorted(p.name for p in exp.glob("*.npy")) if exp.exists() else []
+    L, H = outs["keep"]["config"]["n_layers"], outs["keep"]["config"]["n_heads"]
+    tags = {f.split("_", 1)[-1].rsplit(".", 1)[0] for f in files}
+    want = [f"L{L:02d}_H{H:02d}.npy", f"L{L:02d}_mean.npy"]
+    ok = r.returncode == 0 and all(w in files for w in want) and len(files) > L * (H + 3)
+    rep.check(ok, f"{name}: vitlens --export exit {r.returncode}, {len(files)} maps "
+              f"({r.stderr.strip()[-300:]})")
+    bad = [f for f in files if not np.isfinite(np.load(exp / f)).all()]
+    rep.check(not bad, f"{name}: vitlens --export maps not finite: {bad}")
+    print(f"  vitlens --export: {len(files)} maps, kinds {sorted(tags)[:12]}...")
 
 
 def test_backward(args, name, rep):
@@ -667,6 +746,22 @@ def test_layouts(args, rep):
             "Hugging Face's Dinov2Model names", x=xh)
     refused(base / "model.safetensors", ["tensor 'class_token' is missing", "'torchvision'"],
             "--layout overrides detection", ROOT / "assets/layouts/torchvision.json")
+    # per-head lists whose heads differ in size (one head's Linear(D, 12) among Linear(D, 20))
+    # and an attention width the heads count does not divide (--heads against fused rows)
+    m, kw, _, _ = build("notebook_heads_dh20")
+    sd = m.state_dict()
+    for r in ("query", "key", "value"):
+        sd[f"blocks.1.attn.heads.2.{r}.weight"] = sd[f"blocks.1.attn.heads.2.{r}.weight"][:12]
+    uneven = d / "uneven_heads.pth"
+    torch.save(sd, uneven)
+    xs = torch.randn(3, kw["S"], kw["S"])
+    refused(uneven, ["uneven_heads.pth", "block 1", "not all the same size"],
+            "heads of different sizes", x=xs)
+    m, kw, _, _ = build("notebook_linear_wide")
+    wide = d / "wide.pth"
+    torch.save(m.state_dict(), wide)
+    msg = dump_error(args, wide, xs, d / "out_refused")
+    rep.check(msg == "", f"seed 004's Linear(D, D) per head refused: {msg}")
 
 
 # --- preprocess -------------------------------------------------------------------------
@@ -708,7 +803,8 @@ def main():
     ap.add_argument("name", nargs="?")
     ap.add_argument("--dump")
     ap.add_argument("--work")
-    ap.add_argument("--perturb", choices=["scale", "flatten", "act"])
+    ap.add_argument("--perturb", choices=["scale", "flatten", "act", "dh"])
+    ap.add_argument("--vitlens", help="style: also `vitlens --export` every map kind")
     args = ap.parse_args()
     torch.set_num_threads(1)
     if args.part == "list":

@@ -46,7 +46,7 @@
  *   lesson_pos_similarity [N, gh, gw]                           vit_lesson_pos_similarity
  *   block L, head H, query token T (vit_lesson_block, vit_lesson_select): lesson_ln_in,
  *   lesson_ln_out [D], lesson_query [Dh], lesson_keys, lesson_values [T, Dh],
- *   lesson_scores, lesson_probs [T], lesson_head_out [Dh], lesson_concat, lesson_proj,
+ *   lesson_scores, lesson_probs [T], lesson_head_out [Dh], lesson_concat [A], lesson_proj,
  *   lesson_resid1, lesson_mlp, lesson_out [D], lesson_hidden [F], lesson_scalars [6]
  *   (ln mean, ln std, |x|, |xm|, |out|, GELU share); lesson_map [N] and lesson_prefix
  *   [Np] (vit_map_attention, vit_prefix_share of the same row); lesson_block_in [T, D]
@@ -281,7 +281,8 @@ static int write_lesson(const char *out, const VitRun *run, const Vit *vit, int 
     const VitConfig *c = &vit->cfg;
     size_t T = (size_t)c->n_tokens, D = (size_t)c->dim, N = (size_t)c->n_patches,
            P = (size_t)c->patch_size, F = (size_t)c->mlp_dim, Dh = (size_t)c->head_dim,
-           Np = (size_t)c->n_prefix, L = (size_t)c->n_layers, K = 3 * P * P, NF = 28;
+           Np = (size_t)c->n_prefix, L = (size_t)c->n_layers, K = 3 * P * P, NF = 28,
+           A = (size_t)c->n_heads * Dh; /* the attention's width: ctx [T, A] */
     VitLesson ls = {0};
     float *buf = malloc((K + D + NF * K + NF + N * N + 2 * N + Np + D + 8) * sizeof(float));
     int rc = -1;
@@ -333,8 +334,8 @@ static int write_lesson(const char *out, const VitRun *run, const Vit *vit, int 
               npy_f32(out, "lesson_probs.npy", ls.probs, s_t, 1) ||
               npy_f32(out, "lesson_map.npy", map, s_n, 1) ||
               npy_f32(out, "lesson_prefix.npy", pre, s_np, 1) ||
-              npy_f32(out, "lesson_head_out.npy", ls.ctx + t * D + (size_t)head * Dh, s_dh, 1) ||
-              npy_f32(out, "lesson_concat.npy", ls.ctx + t * D, s_d, 1) ||
+              npy_f32(out, "lesson_head_out.npy", ls.ctx + t * A + (size_t)head * Dh, s_dh, 1) ||
+              npy_f32(out, "lesson_concat.npy", ls.ctx + t * A, (size_t[]){A}, 1) ||
               npy_f32(out, "lesson_proj.npy", ls.proj + t * D, s_d, 1) ||
               npy_f32(out, "lesson_resid1.npy", ls.xm + t * D, s_d, 1) ||
               npy_f32(out, "lesson_hidden.npy", ls.hid + t * F, s_f, 1) ||
