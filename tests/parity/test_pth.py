@@ -45,7 +45,8 @@ layouts:  timm's and Hugging Face's names are layouts too (assets/layouts/timm.j
           "naming", Hugging Face's Dinov2Model names, --layout overriding detection.
 backward: vit_dump --class (the backward pass) on a style: dy_c/d input and every
           layer's dy_c/dA against torch.autograd on the float64 module, relative error
-          within BACK_TOL (test_backward.py's tolerance for random models).
+          within BACK_TOL (test_backward.py's tolerance for random models); dy_c/d input
+          within 1.5x PyTorch's own float32 error where that is larger than BACK_TOL.
 """
 import argparse
 import json
@@ -591,8 +592,18 @@ def test_backward(args, name, rep):
         eng = run_dump(args, path, x, d / f"out{cls}", extra, lay, cls)
         gi = grads[0][0].numpy()
         e = float(np.abs(eng["grad_input"] - gi).max() / np.abs(gi).max())
-        print(f"{name} class {cls}: grad_input relative error {e:.1e} (tol {BACK_TOL:.0e})")
-        rep.check(e <= BACK_TOL, f"{name}: grad_input differs by {e:.1e} (relative)")
+        # PyTorch's own float32 autograd on the same module and input, against the same
+        # float64 one: where float32 itself cannot reach BACK_TOL (a near one-hot softmax
+        # amplifies rounding), the engine must be within 1.5x of what PyTorch reaches
+        m32 = build(name)[0].float().eval()
+        m32.load_state_dict({k: v.float() for k, v in ref.state_dict().items()})
+        x32 = x.float()[None].requires_grad_(True)
+        g32 = torch.autograd.grad(m32(x32)[0, cls], x32)[0][0].double().numpy()
+        e32 = float(np.abs(g32 - gi).max() / np.abs(gi).max())
+        tol = max(BACK_TOL, 1.5 * e32)
+        print(f"{name} class {cls}: grad_input relative error {e:.1e} (tol {tol:.1e}; PyTorch "
+              f"float32's own {e32:.1e})")
+        rep.check(e <= tol, f"{name}: grad_input differs by {e:.1e} (relative)")
         for l, ga in enumerate(grads[1:]):
             ga = ga[0].numpy()
             e = float(np.abs(eng["grad_att"][l] - ga).max() / max(np.abs(ga).max(), 1e-30))
