@@ -141,8 +141,8 @@ void vit_lesson_free(VitLesson *ls) {
 
 static int same_shapes(const VitConfig *a, const VitConfig *b) {
     return a->n_tokens == b->n_tokens && a->dim == b->dim && a->n_heads == b->n_heads &&
-           a->head_dim == b->head_dim &&
-           a->mlp_dim == b->mlp_dim && a->n_layers == b->n_layers && a->n_prefix == b->n_prefix;
+           a->head_dim == b->head_dim && a->mlp_dim == b->mlp_dim && a->n_layers == b->n_layers &&
+           a->n_prefix == b->n_prefix;
 }
 
 VitStatus vit_lesson_block(VitLesson *ls, const VitRun *run, const Vit *vit, int layer,

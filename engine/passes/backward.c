@@ -131,8 +131,9 @@ VitStatus vit_grad_init(VitGrad *g, const Vit *vit, const VitRun *run, VitError 
                              "%s: a backbone without a classification head: no class to explain%s",
                              c->name, c->clip ? " (a CLIP tower: give it a text head)" : "");
     if (run->cfg.n_tokens != c->n_tokens || run->cfg.dim != c->dim ||
-        vit_att_width(&run->cfg) != vit_att_width(c) || run->cfg.n_layers != c->n_layers || run->cfg.mlp_dim != c->mlp_dim ||
-        run->cfg.image_h != c->image_h || run->cfg.image_w != c->image_w || !run->pool)
+        vit_att_width(&run->cfg) != vit_att_width(c) || run->cfg.n_layers != c->n_layers ||
+        run->cfg.mlp_dim != c->mlp_dim || run->cfg.image_h != c->image_h ||
+        run->cfg.image_w != c->image_w || !run->pool)
         return vit_set_error(err, VIT_ERR_ARG, "%s: the run was not made for this model", c->name);
     Scratch s;
     size_t n = 0;
@@ -604,9 +605,10 @@ VitStatus vit_backward(VitGrad *g, const VitRun *run, const Vit *vit, int target
                              "%s: a backbone without a classification head: no class to explain%s",
                              c->name, c->clip ? " (a CLIP tower: give it a text head)" : "");
     if (!g->mem || g->cfg.n_tokens != c->n_tokens || g->cfg.dim != c->dim ||
-        vit_att_width(&g->cfg) != vit_att_width(c) || g->cfg.n_layers != c->n_layers || g->cfg.n_classes != c->n_classes ||
-        g->grad_att_kept != run->att_kept || run->n_threads > g->n_threads || !run->tokens ||
-        (c->norm_pre && !run->pre) || run->blocks_kept != vit_keep_blocks(c, g->grad_att_kept))
+        vit_att_width(&g->cfg) != vit_att_width(c) || g->cfg.n_layers != c->n_layers ||
+        g->cfg.n_classes != c->n_classes || g->grad_att_kept != run->att_kept ||
+        run->n_threads > g->n_threads || !run->tokens || (c->norm_pre && !run->pre) ||
+        run->blocks_kept != vit_keep_blocks(c, g->grad_att_kept))
         return vit_set_error(err, VIT_ERR_ARG, "%s: backward buffers not made for this run",
                              c->name);
     VitStatus st = vit_intervention_check(run->intervention, c, err);

@@ -108,9 +108,9 @@ int vit_run_floats(const VitConfig *c, int keep_att, int n_threads, size_t *n_fl
     size_t n = 0, PP = 0, LT1 = 0;
     int ok = vit_add_product(&PP, 3 * P, P) && vit_add_product(&n, 3 * Sh, Sw) &&
              vit_add_product(&n, N, PP) && vit_add_product(&n, 2 * T, D) &&
-             vit_add_product(&n, 2 * T, A) &&
-             vit_add_product(&n, T, F) && vit_add_product(&LT1, L + 1, T) &&
-             vit_add_product(&n, LT1, D) && att_floats(&n, c, keep_att, n_threads) &&
+             vit_add_product(&n, 2 * T, A) && vit_add_product(&n, T, F) &&
+             vit_add_product(&LT1, L + 1, T) && vit_add_product(&n, LT1, D) &&
+             att_floats(&n, c, keep_att, n_threads) &&
              (!vit_keep_blocks(c, keep_att) || block_floats(&n, c)) && vit_add_product(&n, 3, C) &&
              vit_add_product(&n, 1, (size_t)c->embed_dim) &&
              vit_add_product(&n, c->norm_pre ? T : 0, D);
