@@ -203,6 +203,15 @@ int lesson_script_check(LessonScript *ls, int n_layers, int n_heads, int grid_h,
     return ls->n = k;
 }
 
+void lesson_script_fit(LessonScript *ls, int n_layers, int n_heads, int grid_h, int grid_w) {
+    for (int i = 0; i < ls->n; i++) {
+        LessonLine *l = &ls->lines[i];
+        if (l->layer > n_layers) l->layer = n_layers;
+        if (l->head > n_heads) l->head = n_heads;
+        if (l->row > grid_h || l->col > grid_w) l->row = l->col = 0; /* the centre */
+    }
+}
+
 void lesson_script_free(LessonScript *ls) {
     free(ls->lines);
     ls->lines = NULL;

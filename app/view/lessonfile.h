@@ -56,6 +56,12 @@ int lesson_script_default(LessonScript *ls);
  * picture says so). Returns the steps left. */
 int lesson_script_check(LessonScript *ls, int n_layers, int n_heads, int grid_h, int grid_w,
                         int has_head);
+/* The lesson that ships beside the built-in model, opened on another model (no --lesson
+ * given): a line's layer, head or patch that the model does not have becomes the nearest
+ * one it has (the last layer or head, the grid's centre), silently, so that every step
+ * stays and nothing is reported for a file the user did not choose. Call before
+ * lesson_script_check. */
+void lesson_script_fit(LessonScript *ls, int n_layers, int n_heads, int grid_h, int grid_w);
 void lesson_script_free(LessonScript *ls);
 
 #endif

@@ -43,11 +43,14 @@ static void lesson_load_script(App *app) {
     app->lesson.loaded = 1;
 }
 
-/* The script checked against the model (a bad line: named, left out). */
+/* The script checked against the model (a bad line of --lesson FILE: named, left out; the
+ * default lesson: fitted to the model). */
 static void lesson_check(App *app) {
     const VitConfig *c = &app->model->vit.cfg;
     LessonScript *s = &app->lesson.script;
     s->msgs[0] = '\0';
+    /* the built-in model's lesson on another model: fitted, not reported (lessonfile.h) */
+    if (!app->opt->lesson_path) lesson_script_fit(s, c->n_layers, c->n_heads, c->grid_h, c->grid_w);
     lesson_script_check(s, c->n_layers, c->n_heads, c->grid_h, c->grid_w, c->n_classes > 0);
     if (s->msgs[0] && !app->error[0])
         lesson_report(app, s->msgs);

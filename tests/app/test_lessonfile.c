@@ -106,6 +106,25 @@ static void test_default(const char *path) {
     CHECK(lesson_script_check(&ls, 4, 4, 12, 12, 1) == LESSON_STEP_TOTAL && !ls.n_problems,
           "the default lesson fits the built-in model: %s", ls.msgs);
     lesson_script_free(&ls);
+    /* on a model of 1 layer, 2 heads and a 4 x 4 grid (a notebook's): fitted, every step
+     * kept, nothing reported; without the fit its first line (patch 6,7) is dropped */
+    lesson_script_load(&ls, path);
+    lesson_script_fit(&ls, 1, 2, 4, 4);
+    n = lesson_script_check(&ls, 1, 2, 4, 4, 1);
+    CHECK(n == LESSON_STEP_TOTAL && !ls.n_problems,
+          "the default lesson fitted to a 1-layer 4 x 4 "
+          "model: %d steps, problems: %s",
+          n, ls.msgs);
+    for (int i = 0; i < n; i++)
+        CHECK(ls.lines[i].layer == 1 && ls.lines[i].head <= 2 && ls.lines[i].row <= 4 &&
+                  ls.lines[i].col <= 4,
+              "step %d fitted: layer %d head %d patch %d,%d", i + 1, ls.lines[i].layer,
+              ls.lines[i].head, ls.lines[i].row, ls.lines[i].col);
+    lesson_script_free(&ls);
+    lesson_script_load(&ls, path);
+    CHECK(lesson_script_check(&ls, 1, 2, 4, 4, 1) < LESSON_STEP_TOTAL && ls.n_problems,
+          "unfitted, the default lesson does not fit a 4 x 4 grid (the control)");
+    lesson_script_free(&ls);
     CHECK(lesson_script_default(&ls) == LESSON_STEP_TOTAL, "the built-in list");
     lesson_script_free(&ls);
 }
