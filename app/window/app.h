@@ -65,6 +65,9 @@ typedef struct App {
     int patch_fill;   /* Ctrl+click / drag: 0 drops patches, 1 fills them (key 7) */
     int drag_on;      /* Ctrl+drag: the patches crossed get this state (1 set, 0 cleared) */
     int drag_active, drag_moved;
+    /* the modifiers as of the last key event handled: a click is read with the keys held when
+     * it happened (SDL_GetModState() is already past the queued key-ups when events pile up) */
+    SDL_Keymod key_mod;
     int front, has_scene;
     float *map;      /* [h, w] raw values of the current map (w x h: map_kind_size) */
     float *map_norm; /* [h, w] normalised for display */

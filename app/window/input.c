@@ -574,7 +574,9 @@ static void app_click(App *app, int x, int y) {
 void app_handle_event(App *app, const SDL_Event *e) {
     switch (e->type) {
     case SDL_QUIT: app->running = 0; break;
+    case SDL_KEYUP: app->key_mod = e->key.keysym.mod; break;
     case SDL_KEYDOWN:
+        app->key_mod = e->key.keysym.mod;
         /* the first key since the last frame: VITLENS_TRACE's key-to-frame latency */
         if (!app->t_input) app->t_input = SDL_GetPerformanceCounter();
         if (app_text_key(app, &e->key.keysym)) break; /* the text box open: it types */
@@ -587,8 +589,8 @@ void app_handle_event(App *app, const SDL_Event *e) {
         break;
     case SDL_MOUSEBUTTONDOWN:
         if (e->button.button != SDL_BUTTON_LEFT) break;
-        if ((SDL_GetModState() & KMOD_CTRL) && app->has_scene && !app->overview &&
-            !app->lesson.on && app->ctrl_hover < 0) {
+        if ((app->key_mod & KMOD_CTRL) && app->has_scene && !app->overview && !app->lesson.on &&
+            app->ctrl_hover < 0) {
             app_hover(app, e->button.x, e->button.y); /* Ctrl+click / drag: patches */
             app->drag_active = 1, app->drag_moved = 0;
             app_interv_patch(app);

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """What if? The interventions in the window (issue 25), end to end on the built-in model:
 Delete ablates the head on screen, Ctrl+drag drops patches, 7 + Ctrl+click fills one, 8
-shuffles the position embedding, 9 / Shift+9 the layer's temperature, Backspace resets;
+shuffles the position embedding, 9 / Shift+9 the layer's temperature, Backspace resets (a Ctrl+click whose events arrive all at once included);
 after each the window's top-1 (VITLENS_TRACE's top1=) equals `vitlens --top` with the
 same interventions as options, the status line lists them, the top-5 panel shows the
 change (plain=1), and bad input (Delete on a fusion, a temperature past 1024) shows an
@@ -11,6 +11,7 @@ error with the interventions unchanged. Screenshots go to --out.
 """
 import argparse
 import os
+import signal
 import subprocess
 import sys
 
@@ -69,6 +70,19 @@ def ctrl_drag(app, cells, gh, gw):
     run(["xdotool", "mouseup", "1", "keyup", "ctrl"])
 
 
+def ctrl_click_queued(app, cell, gh, gw):
+    """Ctrl+click on `cell` with the app stopped (SIGSTOP) until the whole press, click and
+    release are queued, as on a busy machine: the click must be read with the keys held when it
+    happened, not with SDL_GetModState(), which is already past the queued Ctrl release."""
+    x, y = patch_xy(app, *cell, gh, gw)
+    os.kill(app.proc.pid, signal.SIGSTOP)
+    try:
+        run(["xdotool", "keydown", "ctrl", "mousemove", "--window", app.wid, str(int(x)), str(int(y)),
+             "click", "1", "keyup", "ctrl"])
+    finally:
+        os.kill(app.proc.pid, signal.SIGCONT)
+
+
 def whatif(app, a, model, photo):
     app.start(photo)
     gh = gw = 12
@@ -101,10 +115,10 @@ def whatif(app, a, model, photo):
                          "Shift+P's answer")
     check("not with patches dropped" in line and app.state.get("perturb") == "off",
           f"Shift+P with patches dropped: a notice, no test ({line.split(' | ')[-1]})")
-    # 7, then Ctrl+click: one patch filled
+    # 7, then Ctrl+click (all its events queued at once): one patch filled
     app.key("7", fill=1)
     n = loads(app)
-    ctrl_drag(app, [(9, 9)], gh, gw)
+    ctrl_click_queued(app, (9, 9), gh, gw)
     settle(app, "one patch filled", n, whatif="1,4,1,0,0:0")
     base = ["--ablate", "4:1", "--drop-patches", drop, "--fill-patches", "10,10"]
     same_top1(app, a, model, photo, base, "7 + Ctrl+click")
