@@ -308,6 +308,74 @@ class NotebookLinear(nn.Module):
         return [torch.stack(b.msa.att, dim=1) for b in self.encoder]
 
 
+class TimmAttention(nn.Module):
+    """timm's names (attn.qkv fused [3A, D], q, k, v in that order, each head's Dh columns
+    together; attn.proj [D, A]) with heads of any size: A = H * Dh need not be D (timm's own
+    Attention ties Dh to D / H, a user's module written after it may not). Scores scaled by
+    1 / sqrt(Dh), as timm does."""
+
+    def __init__(self, D, H, hs):
+        super().__init__()
+        self.H, self.hs = H, hs
+        self.qkv = nn.Linear(D, 3 * H * hs)
+        self.proj = nn.Linear(H * hs, D)
+        self.divisor = None  # --perturb dh: the reference's own divisor
+
+    def forward(self, x):
+        B, T, _ = x.shape
+        q, k, v = self.qkv(x).reshape(B, T, 3, self.H, self.hs).permute(2, 0, 3, 1, 4)
+        self.att = torch.softmax(q @ k.transpose(-2, -1) * (self.divisor or self.hs) ** -0.5, dim=-1)
+        return self.proj((self.att @ v).transpose(1, 2).reshape(B, T, -1))
+
+
+class TimmMlp(nn.Module):
+    def __init__(self, D, F_):
+        super().__init__()
+        self.fc1, self.act, self.fc2 = nn.Linear(D, F_), nn.GELU(), nn.Linear(F_, D)
+
+    def forward(self, x):
+        return self.fc2(self.act(self.fc1(x)))
+
+
+class TimmBlock(nn.Module):
+    def __init__(self, D, H, F_, hs):
+        super().__init__()
+        self.norm1, self.norm2 = nn.LayerNorm(D, eps=1e-6), nn.LayerNorm(D, eps=1e-6)
+        self.attn = TimmAttention(D, H, hs)
+        self.mlp = TimmMlp(D, F_)
+
+    def forward(self, x):
+        x = x + self.attn(self.norm1(x))
+        return x + self.mlp(self.norm2(x))
+
+
+class TimmFused(nn.Module):
+    """timm's VisionTransformer names (patch_embed.proj, cls_token, pos_embed, blocks.N,
+    norm, head; LayerNorm eps 1e-6) around TimmAttention: timm.json's layout, the head
+    count from --heads (nothing in the weights says how A splits)."""
+
+    def __init__(self, S, P, D, H, F_, L, C, hs):
+        super().__init__()
+        N = (S // P) ** 2
+        self.patch_embed = nn.Module()
+        self.patch_embed.proj = nn.Conv2d(3, D, kernel_size=P, stride=P)
+        self.cls_token = nn.Parameter(torch.randn(1, 1, D) * 0.5)
+        self.pos_embed = nn.Parameter(torch.randn(1, N + 1, D) * 0.5)
+        self.blocks = nn.ModuleList([TimmBlock(D, H, F_, hs) for _ in range(L)])
+        self.norm = nn.LayerNorm(D, eps=1e-6)
+        self.head = nn.Linear(D, C)
+
+    def forward(self, x):
+        x = self.patch_embed.proj(x).flatten(2).transpose(1, 2)
+        x = torch.cat([self.cls_token.expand(x.shape[0], -1, -1), x], dim=1) + self.pos_embed
+        for b in self.blocks:
+            x = b(x)
+        return self.head(self.norm(x)[:, 0])
+
+    def attentions(self):
+        return [b.attn.att for b in self.blocks]
+
+
 def torchvision_vit(S, P, D, H, F_, L, C):
     """torchvision.models.VisionTransformer, its attention read by asking each block's
     nn.MultiheadAttention for it on the block's own input."""
@@ -363,6 +431,8 @@ STYLES = {
     "notebook_linear_dh20_hd": (NotebookLinear, dict(S=32, P=8, D=48, H=3, F_=96, L=2, C=6, hs=20,
                                                      scale_dim=False),
                                 [], ("notebook-linear", {"attention_scale": "head_dim"})),
+    # timm's names with a fused qkv whose heads are 20 wide (A = 60 != D = 48)
+    "timm_fused_dh20": (TimmFused, dict(S=32, P=8, D=48, H=3, F_=96, L=2, C=5, hs=20), ["--heads", "3"], None),
     # torchvision's VisionTransformer, small (the ASan build runs it), then its ViT-B/16,
     # ViT-B/32 and ViT-L/16 shapes (random weights, 224 px)
     "torchvision_small": (torchvision_vit, dict(S=64, P=16, D=128, H=4, F_=256, L=2, C=10), ["--heads", "4"], None),
@@ -480,7 +550,7 @@ def test_style(args, name, rep):
         for b in getattr(ref, "encoder", []):
             b.msa.hidden_dim = kw["D"] / H
         for b in getattr(ref, "blocks", []):
-            for h in b.attn.heads:
+            for h in getattr(b.attn, "heads", [b.attn]):
                 h.divisor = kw["D"] / H
     if args.perturb == "act":  # exact GELU where the model uses another activation
         for b in ref.blocks:
@@ -585,13 +655,17 @@ def test_backward(args, name, rep):
     for cls in (int(logits.argmax()), int(logits.argmin())):
         xi = x.double()[None].requires_grad_(True)
         y = ref(xi)[0, cls]
-        # the per-head probabilities the module computed (the leaves of its graph), by layer
-        heads = ([[h.att for h in b.attn.heads] for b in ref.blocks] if hasattr(ref, "blocks")
-                 else [list(b.msa.att) for b in ref.encoder])
+        # the probabilities the module computed (in its graph), by layer: one [B, T, T] per
+        # head, or timm's one [B, H, T, T]
+        heads = ([list(b.msa.att) for b in ref.encoder] if hasattr(ref, "encoder") else
+                 [[h.att for h in b.attn.heads] if hasattr(b.attn, "heads") else [b.attn.att]
+                  for b in ref.blocks])
         flat = torch.autograd.grad(y, [xi] + [a for layer in heads for a in layer])
-        H = len(heads[0])
-        grads = [flat[0]] + [torch.stack(flat[1 + l * H: 1 + (l + 1) * H], dim=1)
-                             for l in range(len(heads))]
+        grads, i = [flat[0]], 1
+        for layer in heads:
+            parts = flat[i:i + len(layer)]
+            grads.append(torch.cat([g if g.dim() == 4 else g[:, None] for g in parts], dim=1))
+            i += len(layer)
         eng = run_dump(args, path, x, d / f"out{cls}", extra, lay, cls)
         gi = grads[0][0].numpy()
         e = float(np.abs(eng["grad_input"] - gi).max() / np.abs(gi).max())
