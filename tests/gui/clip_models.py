@@ -167,32 +167,9 @@ def write(d, scheme="hf", seed=0, vocab=None, part="both", shape=SHAPE):
     return path
 
 
-def bytes_to_unicode():
-    """CLIP's byte -> printable character table (openai/CLIP simple_tokenizer.py, GPT-2's)."""
-    bs = (list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) +
-          list(range(ord("®"), ord("ÿ") + 1)))
-    cs, n = bs[:], 0
-    for b in range(256):
-        if b not in bs:
-            bs.append(b)
-            cs.append(256 + n)
-            n += 1
-    return dict(zip(bs, [chr(c) for c in cs]))
-
-
 def write_hf_vocab(gz, d):
     """Hugging Face's vocab.json + merges.txt made from OpenAI's bpe_simple_vocab_16e6.txt.gz,
-    as a CLIP download carries them: the 256 byte characters, the same with </w>, a token per
-    merge in rank order, then <|startoftext|> and <|endoftext|> (49 408 ids)."""
-    import gzip
-    lines = gzip.open(gz).read().decode("utf-8").split("\n")
-    merges = [tuple(m.split()) for m in lines[1:49152 - 256 - 2 + 1]]
-    vocab = list(bytes_to_unicode().values())
-    vocab += [v + "</w>" for v in vocab]
-    vocab += ["".join(m) for m in merges]
-    vocab += ["<|startoftext|>", "<|endoftext|>"]
-    d = Path(d)
-    (d / "vocab.json").write_text(json.dumps({v: i for i, v in enumerate(vocab)}), "utf-8")
-    (d / "merges.txt").write_text("#version: 0.2\n" + "".join(f"{a} {b}\n" for a, b in merges),
-                                  "utf-8")
-    return len(vocab)
+    as a CLIP download carries them (tests/text/clip_bpe.py); returns the ids' count (49 408)."""
+    sys.path.insert(0, str(HERE.parent / "text"))
+    import clip_bpe
+    return clip_bpe.write_hf(clip_bpe.Reference(gz), d)

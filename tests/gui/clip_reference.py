@@ -4,65 +4,28 @@ Transformer with its causal mask, QuickGELU, the projections and logit_scale) an
 notebook's prompt ensembling (Prompt_Engineering_for_ImageNet: zeroshot_classifier), on the
 weights in OpenAI's names as clip_models.random_clip makes them.
 
-The tokenizer is the published byte-level BPE (simple_tokenizer.py) for ASCII text only: the
-tests' classes and phrases are plain English, and ftfy and the `regex` module are not here
-(the tokenizer's own parity test covers the rest).
+The tokenizer is the tests' one Python reference of CLIP's (tests/text/clip_bpe.py, the one
+tests/text/test_tokenizer.py checks engine/text/tokenizer.c against).
 """
-import gzip
-import re
+import sys
+from pathlib import Path
 
 import torch
 
-from clip_models import bytes_to_unicode
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "text"))
+import clip_bpe  # noqa: E402
+
 
 MEAN = (0.48145466, 0.4578275, 0.40821073)  # CLIP's normalisation
 STD = (0.26862954, 0.26130258, 0.27577711)
 
 
-class Bpe:
-    """CLIP's tokenizer on ASCII text: lower case, whitespace collapsed, the published split,
-    BPE by merge rank with </w>, <|startoftext|> and <|endoftext|> around (49406, 49407)."""
-
-    PAT = re.compile(r"<\|startoftext\|>|<\|endoftext\|>|'s|'t|'re|'ve|'m|'ll|'d|[a-z]+|[0-9]|"
-                     r"[^\sa-z0-9]+")
-
-    def __init__(self, gz):
-        merges = gzip.open(gz).read().decode("utf-8").split("\n")[1:49152 - 256 - 2 + 1]
-        merges = [tuple(m.split()) for m in merges]
-        vocab = list(bytes_to_unicode().values())
-        vocab += [v + "</w>" for v in vocab] + ["".join(m) for m in merges]
-        vocab += ["<|startoftext|>", "<|endoftext|>"]
-        self.ids = {v: i for i, v in enumerate(vocab)}
-        self.ranks = {m: i for i, m in enumerate(merges)}
-        self.byte = bytes_to_unicode()
-
-    def bpe(self, token):
-        word = list(token[:-1]) + [token[-1] + "</w>"]
-        while len(word) > 1:  # the lowest-ranked pair present, merged everywhere
-            pairs = [p for p in zip(word, word[1:]) if p in self.ranks]
-            if not pairs:
-                break
-            first, second = min(pairs, key=self.ranks.get)
-            out, i = [], 0
-            while i < len(word):  # every occurrence of the pair, left to right
-                if i < len(word) - 1 and word[i] == first and word[i + 1] == second:
-                    out.append(first + second)
-                    i += 2
-                else:
-                    out.append(word[i])
-                    i += 1
-            word = out
-        return word
+class Bpe(clip_bpe.Reference):
+    """CLIP's tokenizer (tests/text/clip_bpe.py): a prompt's ids, [SOT] + ids + [EOT], cut at
+    `context` as clip.tokenize(truncate=True) cuts it."""
 
     def encode(self, text, context=77):
-        assert text.isascii(), "the reference tokenizer reads ASCII only"
-        text = re.sub(r"\s+", " ", text).strip().lower()
-        ids = [49406]
-        for token in self.PAT.findall(text):
-            token = "".join(self.byte[b] for b in token.encode("utf-8"))
-            ids += [self.ids[t] for t in self.bpe(token)]
-        ids = ids[:context - 1] + [49407]  # clip.tokenize(truncate=True)
-        return ids
+        return super().encode(text, context)[0]
 
 
 def quick_gelu(x):
