@@ -16,6 +16,7 @@
  * the batch to that of the recomputing run, the least noisy of the numbers on a busy
  * machine; one untimed round first. Threads: K for all three (default 2). A benchmark, not a test:
  * it checks nothing but that each call succeeds. */
+#include "bench.h"
 #include "vit.h"
 
 #include <stdio.h>
@@ -40,13 +41,8 @@ static double cpu_s(void) {
     return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 static double median(double *v, int n) {
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    bench_sort(v, n);
     return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 

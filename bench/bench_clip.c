@@ -15,29 +15,13 @@
  *   load, forward   vit_load, vit_forward (the photo's pass: a fixed pseudo-random input)
  * Prints "stage <name> median_ms <x> min_ms <y> max_ms <z> iters <n>" per stage, as
  * bench_forward does. A benchmark, not a test: it checks that each call succeeds. */
+#include "bench.h"
 #include "vit.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static void report(const char *stage, double *ms, int n) {
-    qsort(ms, (size_t)n, sizeof *ms, cmp_double);
-    printf("stage %-10s median_ms %9.3f min_ms %9.3f max_ms %9.3f iters %d\n", stage, ms[n / 2],
-           ms[0], ms[n - 1], n);
-}
 
 /* splitmix64 -> a uniform float in [-1, 1) */
 static float rnd(uint64_t *s) {
@@ -85,9 +69,9 @@ int main(int argc, char **argv) {
     VitRun run = {0};
     VitGrad g = {0};
     VitError err = {0};
-    double t0 = now_ms(), ms_load, ms_fwd;
+    double t0 = now_ms(CLOCK_MONOTONIC), ms_load, ms_fwd;
     if (vit_load(&vit, model, NULL, &err)) goto fail;
-    ms_load = now_ms() - t0;
+    ms_load = now_ms(CLOCK_MONOTONIC) - t0;
     int E = vit.cfg.embed_dim, N = vit.cfg.n_patches;
     float *emb = malloc((size_t)C * (E > 0 ? E : 1) * sizeof *emb);
     float *map = malloc((size_t)N * sizeof *map);
@@ -105,9 +89,9 @@ int main(int argc, char **argv) {
         goto fail;
     size_t n_in = (size_t)3 * vit.cfg.image_h * vit.cfg.image_w;
     for (size_t i = 0; i < n_in; i++) run.input[i] = rnd(&seed);
-    t0 = now_ms();
+    t0 = now_ms(CLOCK_MONOTONIC);
     vit_forward(&run, &vit);
-    ms_fwd = now_ms() - t0;
+    ms_fwd = now_ms(CLOCK_MONOTONIC) - t0;
     printf("stage %-10s median_ms %9.3f iters 1\n", "load", ms_load);
     printf("stage %-10s median_ms %9.3f iters 1\n", "forward", ms_fwd);
     static const VitExplain maps[4] = {VIT_EXPLAIN_CHEFER, VIT_EXPLAIN_LEGRAD, VIT_EXPLAIN_GRADCAM,
@@ -115,21 +99,21 @@ int main(int argc, char **argv) {
     for (int it = 0; it < iters; it++) {
         for (int i = 0; i < C * E; i++) emb[i] = rnd(&seed);
         double t[N_STAGES + 1];
-        t[0] = now_ms();
+        t[0] = now_ms(CLOCK_MONOTONIC);
         if (vit_set_text_head(&vit, emb, C, NULL, 100.0f, &err) ||
             vit_text_logits(&run, &vit, &err))
             goto fail;
-        t[1] = now_ms();
+        t[1] = now_ms(CLOCK_MONOTONIC);
         if (vit_backward(&g, &run, &vit, 0, VIT_GRAD_EXACT, &err)) goto fail;
-        t[2] = now_ms();
+        t[2] = now_ms(CLOCK_MONOTONIC);
         for (int m = 0; m < 4; m++) {
             if (vit_explain(map, maps[m], &run, &g, &vit, 0.0f, &err)) goto fail;
-            t[3 + m] = now_ms();
+            t[3 + m] = now_ms(CLOCK_MONOTONIC);
         }
         if (vit_backward(&g1, &run, &vit, 0, VIT_GRAD_LEGRAD, &err) ||
             vit_explain(map, VIT_EXPLAIN_LEGRAD, &run, &g1, &vit, 0.0f, &err))
             goto fail;
-        t[7] = now_ms();
+        t[7] = now_ms(CLOCK_MONOTONIC);
         for (int s = 0; s < S_TOTAL; s++) ms[s * iters + it] = t[s + 1] - t[s];
         ms[S_TOTAL * iters + it] =
             ms[S_PHRASE * iters + it] + ms[S_BACKWARD * iters + it] + ms[S_CHEFER * iters + it];
@@ -138,7 +122,7 @@ int main(int argc, char **argv) {
     static const char *const names[N_STAGES] = {"phrase",  "backward", "chefer",
                                                 "legrad",  "gradcam",  "rollout",
                                                 "legrad1", "total",    "total1"};
-    for (int s = 0; s < N_STAGES; s++) report(names[s], ms + (size_t)s * iters, iters);
+    for (int s = 0; s < N_STAGES; s++) report_stage(names[s], ms + (size_t)s * iters, iters);
     printf("model %s D %d L %d T %d E %d phrases %d threads %d\n", vit.cfg.name, vit.cfg.dim,
            vit.cfg.n_layers, vit.cfg.n_tokens, E, C, run.n_threads);
     free(emb), free(map), free(ms);

@@ -7,6 +7,7 @@
  * the median and the fastest run of each, in ms, and the largest difference between the
  * two decoders' pixels. stb_image is compiled here, with its JPEG decoder, static: the
  * engine's copy is built without one. */
+#include "bench.h"
 #include "internal.h" /* vit_decode_jpeg */
 
 #define STB_IMAGE_IMPLEMENTATION
@@ -21,19 +22,8 @@
 
 #define MAX_RUNS 101
 
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 static void report(const char *what, double *t, int n) {
-    qsort(t, (size_t)n, sizeof *t, cmp_double);
+    bench_sort(t, n);
     printf("%-34s median %8.1f ms   fastest %8.1f ms   (%d runs)\n", what, t[n / 2], t[0], n);
 }
 
@@ -62,14 +52,14 @@ int main(int argc, char **argv) {
     int max_diff = 0, w = 0, h = 0;
     for (int r = 0; r < runs; r++) {
         int c;
-        double t0 = now_ms();
+        double t0 = now_ms(CLOCK_MONOTONIC);
         uint8_t *a = stbi_load_from_memory(data, (int)n, &w, &h, &c, 3);
-        t_stb[r] = now_ms() - t0;
+        t_stb[r] = now_ms(CLOCK_MONOTONIC) - t0;
         Decoded d = {0};
         VitError err;
-        t0 = now_ms();
+        t0 = now_ms(CLOCK_MONOTONIC);
         VitStatus rc = vit_decode_jpeg(&d, argv[1], data, (size_t)n, VIT_MAX_IMAGE_PIXELS, &err);
-        t_turbo[r] = now_ms() - t0;
+        t_turbo[r] = now_ms(CLOCK_MONOTONIC) - t0;
         if (!a || rc) {
             fprintf(stderr, "decode failed: %s\n", rc ? err.msg : stbi_failure_reason());
             return 1;
@@ -82,9 +72,9 @@ int main(int argc, char **argv) {
         stbi_image_free(a);
         free(d.rgb);
         VitImage img;
-        t0 = now_ms();
+        t0 = now_ms(CLOCK_MONOTONIC);
         rc = vit_image_load(&img, argv[1], &err);
-        t_load[r] = now_ms() - t0;
+        t_load[r] = now_ms(CLOCK_MONOTONIC) - t0;
         vit_image_free(&img);
         if (rc) {
             fprintf(stderr, "%s\n", err.msg);

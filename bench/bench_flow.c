@@ -12,6 +12,7 @@
  * same run for scale. --layer (default the last block) and --query (default 0, the CLS
  * token) choose the map. A benchmark, not a test: it checks only that each call
  * succeeds. */
+#include "bench.h"
 #include "vit.h"
 
 #include <stdio.h>
@@ -19,19 +20,8 @@
 #include <string.h>
 #include <time.h>
 
-static double now_ms(clockid_t clock) {
-    struct timespec ts;
-    clock_gettime(clock, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 static void report(const char *what, int threads, double *ms, int n, double cpu_ms) {
-    qsort(ms, (size_t)n, sizeof *ms, cmp_double);
+    bench_sort(ms, n);
     printf("%-8s threads %d median_ms %8.1f min_ms %8.1f max_ms %8.1f iters %d cpu_ms %8.1f\n",
            what, threads, ms[n / 2], ms[0], ms[n - 1], n, cpu_ms);
     fflush(stdout);

@@ -43,6 +43,7 @@
  * --threads: the run's thread count (VitRunOptions; default one per core); --att: how
  * the attention is kept for the maps (default auto: kept up to VIT_ATT_KEEP_MAX_BYTES).
  * A benchmark, not a test: it checks nothing but that each call succeeds. */
+#include "bench.h"
 #include "internal.h"
 #include "vit.h"
 
@@ -52,31 +53,6 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
-
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
-/* CPU time of the whole process, all threads: on a busy machine the wall time of
- * a single-threaded run swells with the waits, this does not. */
-static double cpu_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static void report(const char *stage, double *ms, int n) {
-    qsort(ms, (size_t)n, sizeof *ms, cmp_double);
-    printf("stage %-10s median_ms %9.3f min_ms %9.3f max_ms %9.3f iters %d\n", stage, ms[n / 2],
-           ms[0], ms[n - 1], n);
-}
 
 static void report_memory(const char *line, const char *model) {
     struct rusage ru;
@@ -96,9 +72,9 @@ typedef enum { CALL_FORWARD, CALL_GEMM, CALL_FWDBWD, CALL_BACKWARD, CALL_LRP } C
 static double time_calls(double *ms, int n, Call what, VitRun *run, const Vit *vit, VitGrad *g,
                          VitError *err) {
     if (what == CALL_BACKWARD || what == CALL_LRP) vit_forward(run, vit);
-    double c0 = cpu_ms();
+    double c0 = now_ms(CLOCK_PROCESS_CPUTIME_ID);
     for (int i = 0; i < n; i++) {
-        double t0 = now_ms();
+        double t0 = now_ms(CLOCK_MONOTONIC);
         VitStatus st = VIT_OK;
         switch (what) {
         case CALL_FORWARD: vit_forward(run, vit); break;
@@ -110,10 +86,10 @@ static double time_calls(double *ms, int n, Call what, VitRun *run, const Vit *v
         case CALL_BACKWARD: st = vit_backward(g, run, vit, -1, VIT_GRAD_EXACT, err); break;
         case CALL_LRP: st = vit_backward(g, run, vit, -1, VIT_GRAD_LRP, err); break;
         }
-        ms[i] = now_ms() - t0;
+        ms[i] = now_ms(CLOCK_MONOTONIC) - t0;
         if (st) return -1.0;
     }
-    return (cpu_ms() - c0) / n;
+    return (now_ms(CLOCK_PROCESS_CPUTIME_ID) - c0) / n;
 }
 
 /* --maps: time the maps of the set described at the top (iters times), write them
@@ -127,7 +103,7 @@ static int write_maps(const char *path, double *ms, int iters, const VitRun *run
     int rc = 2;
     if (!maps || !ms_roll) goto out;
     for (int it = 0; it < iters; it++) {
-        double t0 = now_ms();
+        double t0 = now_ms(CLOCK_MONOTONIC);
         float *m = maps;
         const int layers[3] = {0, L / 2, L - 1};
         for (int i = 0; i < 3; i++, m += 4 * (size_t)N)
@@ -138,20 +114,20 @@ static int write_maps(const char *path, double *ms, int iters, const VitRun *run
                 rc = 1;
                 goto out;
             }
-        double t1 = now_ms();
+        double t1 = now_ms(CLOCK_MONOTONIC);
         if (vit_rollout(m, run, L - 1, -1, VIT_FUSE_MEAN, 0.0f, 0, err)) {
             rc = 1;
             goto out;
         }
-        ms_roll[it] = now_ms() - t1;
+        ms_roll[it] = now_ms(CLOCK_MONOTONIC) - t1;
         if (vit_rollout(m + N, run, L - 1, 0, VIT_FUSE_MEAN, 0.9f, 0, err)) {
             rc = 1;
             goto out;
         }
-        ms[it] = now_ms() - t0;
+        ms[it] = now_ms(CLOCK_MONOTONIC) - t0;
     }
-    report("maps", ms, iters);
-    report("rollout", ms_roll, iters);
+    report_stage("maps", ms, iters);
+    report_stage("rollout", ms_roll, iters);
     FILE *f = fopen(path, "wb");
     if (!f) {
         fprintf(stderr, "bench_forward: cannot write %s\n", path);
@@ -255,12 +231,12 @@ int main(int argc, char **argv) {
     if (!ms) goto fail;
 
     for (int i = 0; i < (serve_mode ? 1 : iters); i++) {
-        double t0 = now_ms();
+        double t0 = now_ms(CLOCK_MONOTONIC);
         if (vit_load(&vit, model, NULL, &err)) goto fail_err;
-        ms[i] = now_ms() - t0;
+        ms[i] = now_ms(CLOCK_MONOTONIC) - t0;
         if (i + 1 < iters && !serve_mode) vit_free(&vit);
     }
-    if (!serve_mode) report("load", ms, iters);
+    if (!serve_mode) report_stage("load", ms, iters);
     const VitConfig *c = &vit.cfg;
     printf("model %s S=%dx%d P=%d grid=%dx%d T=%d D=%d H=%d L=%d C=%d\n", c->name, c->image_h,
            c->image_w, c->patch_size, c->grid_h, c->grid_w, c->n_tokens, c->dim, c->n_heads,
@@ -287,16 +263,16 @@ int main(int argc, char **argv) {
     if (image) {
         if (vit_image_load(&img, image, &err)) goto fail_err;
         for (int i = 0; i < iters; i++) {
-            double t0 = now_ms();
+            double t0 = now_ms(CLOCK_MONOTONIC);
             if (vit_preprocess(run.input, NULL, NULL, NULL, NULL, c, &img, &err)) goto fail_err;
-            ms[i] = now_ms() - t0;
+            ms[i] = now_ms(CLOCK_MONOTONIC) - t0;
         }
-        report("preprocess", ms, iters);
+        report_stage("preprocess", ms, iters);
     }
 
     for (int i = 0; i < warmup; i++) vit_forward(&run, &vit);
     double cpu = time_calls(ms, iters, CALL_FORWARD, &run, &vit, NULL, &err);
-    report("forward", ms, iters);
+    report_stage("forward", ms, iters);
     printf("cpu   forward    mean_ms %9.3f (all threads)\n", cpu);
     if (backward) {
         static const char *const names[] = {"backward", "lrp"};
@@ -307,7 +283,7 @@ int main(int argc, char **argv) {
                 if (vit_backward(&grad, &run, &vit, -1, k ? VIT_GRAD_LRP : VIT_GRAD_EXACT, &err))
                     goto fail_err;
             if ((cpu = time_calls(ms, iters, what, &run, &vit, &grad, &err)) < 0) goto fail_err;
-            report(names[k], ms, iters);
+            report_stage(names[k], ms, iters);
             printf("cpu   %-10s mean_ms %9.3f (all threads)\n", names[k], cpu);
             if (!k) report_memory("memory", model); /* forward + vit_grad_init + vit_backward */
         }
@@ -321,18 +297,18 @@ int main(int argc, char **argv) {
         goto done;
     }
     cpu = time_calls(ms, iters, CALL_GEMM, &run, &vit, NULL, &err);
-    report("gemm", ms, iters);
+    report_stage("gemm", ms, iters);
     printf("cpu   gemm       mean_ms %9.3f (all threads)\n", cpu);
 
     vit_forward(&run, &vit); /* the GEMM floor left garbage behind */
     if (!(map = malloc((size_t)c->n_patches * sizeof *map))) goto fail;
     for (int i = 0; i < iters; i++) {
-        double t0 = now_ms();
+        double t0 = now_ms(CLOCK_MONOTONIC);
         if (vit_rollout(map, &run, c->n_layers - 1, -1, VIT_FUSE_MEAN, 0.0f, 0, &err))
             goto fail_err;
-        ms[i] = now_ms() - t0;
+        ms[i] = now_ms(CLOCK_MONOTONIC) - t0;
     }
-    report("rollout", ms, iters);
+    report_stage("rollout", ms, iters);
     report_memory("memory", model);
     rc = 0;
     goto done;

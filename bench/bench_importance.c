@@ -8,18 +8,13 @@
  * CPU time per run) and with --pruning "pruning <ms>" (vit_head_pruning once, L*H + 1
  * full passes, for information). The
  * input is fixed pseudo-random pixels: the time does not depend on them. */
+#include "bench.h"
 #include "vit.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-static double now_ms(clockid_t clk) {
-    struct timespec ts;
-    clock_gettime(clk, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
 
 int main(int argc, char **argv) {
     const char *model = NULL;

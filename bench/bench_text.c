@@ -9,6 +9,7 @@
  * over every prompt, the mean process CPU time per run, the tokens up to each prompt's
  * end-of-text token, and the distinct prefixes among them (the rows the engine's prefix
  * tree computes). Loading is not timed. */
+#include "bench.h"
 #include "vit.h"
 
 #include <stdio.h>
@@ -28,12 +29,6 @@ static int by_tokens(const void *a, const void *b) {
     for (int i = 0; i < x->need && i < y->need; i++)
         if (x->ids[i] != y->ids[i]) return x->ids[i] < y->ids[i] ? -1 : 1;
     return (x->need > y->need) - (x->need < y->need);
-}
-
-static double now_ms(clockid_t clk) {
-    struct timespec ts;
-    clock_gettime(clk, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
 int main(int argc, char **argv) {
