@@ -17,6 +17,7 @@
 #include <time.h>
 
 int main(int argc, char **argv) {
+    int bad = 0;
     const char *model = NULL;
     int n_threads = 0, batch = 0, runs = 3, pruning = 0;
     for (int i = 1; i < argc; i++) {
@@ -31,13 +32,15 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--pruning"))
             pruning = 1;
         else {
-            fprintf(stderr,
-                    "usage: bench_importance --model M [--threads K] [--batch B] [--runs N] "
-                    "[--pruning]\n");
-            return 2;
+            bad = 1; /* an unknown option: the usage below */
+            break;
         }
     }
-    if (!model || runs < 1) return 2;
+    if (!model || runs < 1 || bad) {
+        fprintf(stderr, "usage: bench_importance --model M [--threads K] [--batch B] [--runs N] "
+                        "[--pruning]\n");
+        return 2;
+    }
     Vit vit = {0};
     VitBatch b = {0};
     VitError err;

@@ -32,6 +32,7 @@ static int by_tokens(const void *a, const void *b) {
 }
 
 int main(int argc, char **argv) {
+    int bad = 0;
     const char *model = NULL, *ids_path = NULL;
     int n_threads = 1, runs = 3;
     for (int i = 1; i < argc; i++) {
@@ -44,11 +45,14 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--runs") && i + 1 < argc)
             runs = atoi(argv[++i]);
         else {
-            fprintf(stderr, "usage: bench_text --model M --ids IDS.txt [--threads K] [--runs N]\n");
-            return 2;
+            bad = 1; /* an unknown option: the usage below */
+            break;
         }
     }
-    if (!model || !ids_path || runs < 1) return 2;
+    if (!model || !ids_path || runs < 1 || bad) {
+        fprintf(stderr, "usage: bench_text --model M --ids IDS.txt [--threads K] [--runs N]\n");
+        return 2;
+    }
     VitText t = {0};
     VitError err;
     if (vit_text_load(&t, model, &err)) {
