@@ -22,7 +22,6 @@ docs/screenshot-explain.png: the collage explained for both classes.
       --app build/vitlens --shared ../shared --out build/tests/gui/explain
 Exits 0, 1 on a failed check, 77 (skip) without DeiT-Tiny.
 """
-import argparse
 import json
 import os
 import subprocess
@@ -37,7 +36,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent / "parity"))
 import test_families as tf  # noqa: E402
-from test_gui import (App, check, run_checks, colormap_lut, diff, quit_app, run,  # noqa: E402
+from test_gui import (App, check, deit_setup, run_checks, colormap_lut, diff, quit_app, run,  # noqa: E402
                       save)
 
 ESPRESSO, CATS = 967, (281, 282, 285)
@@ -73,18 +72,10 @@ def halves(h):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--app", required=True)
-    ap.add_argument("--shared", required=True)
-    ap.add_argument("--out", required=True)
-    a = ap.parse_args()
-    mdir = os.path.join(a.shared, "models", "deit-tiny")
-    model = os.path.join(mdir, "deit_tiny_patch16_224.safetensors")
-    labels = os.path.join(mdir, "imagenet_synset_words.txt")
-    if not os.path.exists(model):
-        print("SKIP: no DeiT-Tiny")
+    got = deit_setup()
+    if not got:
         return 77
-    os.makedirs(a.out, exist_ok=True)
+    a, model, labels, _, _ = got
     photo = os.path.join(a.out, "chelsea_coffee.png")
     collage(a.shared, photo)
     top = subprocess.run([a.app, "--model", model, "--top", "5", photo], capture_output=True,

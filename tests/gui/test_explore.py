@@ -14,7 +14,6 @@ README's docs/screenshot.png.
       --app build/vitlens --shared ../shared --out build/tests/gui/explore
 Exits 0, 1 on a failed check, 77 (skip) without DeiT-Tiny.
 """
-import argparse
 import os
 import subprocess
 import sys
@@ -23,7 +22,7 @@ import numpy as np
 from PIL import Image
 
 sys.path.insert(0, os.path.dirname(__file__))
-from test_gui import App, check, run_checks, colormap_lut, diff, quit_app, run, save  # noqa: E402
+from test_gui import App, check, deit_setup, run_checks, colormap_lut, diff, quit_app, run, save  # noqa: E402
 
 PINK = np.array([255, 46, 140])
 NAMES = ("viridis", "inferno", "magma", "turbo", "greys")
@@ -78,20 +77,10 @@ def detail(app, img, G=14):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--app", required=True)
-    ap.add_argument("--shared", required=True)
-    ap.add_argument("--out", required=True)
-    a = ap.parse_args()
-    mdir = os.path.join(a.shared, "models", "deit-tiny")
-    model = os.path.join(mdir, "deit_tiny_patch16_224.safetensors")
-    labels = os.path.join(mdir, "imagenet_synset_words.txt")
-    chelsea = os.path.join(a.shared, "images", "chelsea.png")
-    coffee = os.path.join(a.shared, "images", "coffee.png")
-    if not (os.path.exists(model) and os.path.exists(chelsea)):
-        print("SKIP: no DeiT-Tiny")
+    got = deit_setup()
+    if not got:
         return 77
-    os.makedirs(a.out, exist_ok=True)
+    a, model, labels, chelsea, coffee = got
     saves = os.path.join(a.out, "saved")
     os.makedirs(saves, exist_ok=True)
     for f in os.listdir(saves):

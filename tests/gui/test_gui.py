@@ -379,6 +379,27 @@ def builtin_and_display(root):
     return None
 
 
+def deit_setup():
+    """The command line of the GUI tests on ../shared's DeiT-Tiny (--app, --shared, --out) and
+    its files: (args, weights, labels, chelsea.png, coffee.png), the --out folder made; None
+    when the weights or the photos are not there (the test then exits 77: skipped)."""
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--app", required=True)
+    ap.add_argument("--shared", required=True)
+    ap.add_argument("--out", required=True)
+    a = ap.parse_args()
+    mdir = os.path.join(a.shared, "models", "deit-tiny")
+    files = [os.path.join(mdir, "deit_tiny_patch16_224.safetensors"),
+             os.path.join(mdir, "imagenet_synset_words.txt"),
+             os.path.join(a.shared, "images", "chelsea.png"),
+             os.path.join(a.shared, "images", "coffee.png")]
+    if not all(os.path.exists(f) for f in files):
+        print(f"SKIP: no DeiT-Tiny or its photos under {a.shared}")
+        return None
+    os.makedirs(a.out, exist_ok=True)
+    return (a, *files)
+
+
 def run_checks(app, fn):
     """fn(app), the checks of one run of the app: False (and FAIL printed) when one
     fails. The app is killed if it is still running at the end, whatever happened."""

@@ -26,7 +26,6 @@ Writes one screenshot per view into OUT (tokens_norms.png, ...): the README's pi
       --app build/vitlens --shared ../shared --out build/tests/gui/tokens
 Exits 0, 1 on a failed check, 77 (skip) without DeiT-Tiny.
 """
-import argparse
 import csv
 import os
 import subprocess
@@ -37,7 +36,7 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from test_gui import App, check, colormap_lut, quit_app, run, run_checks, save  # noqa: E402
+from test_gui import App, check, colormap_lut, deit_setup, quit_app, run, run_checks, save  # noqa: E402
 
 
 def centres(app, img, gh, gw):
@@ -175,19 +174,10 @@ def views(app, a, photos, ref, joint):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--app", required=True)
-    ap.add_argument("--shared", required=True)
-    ap.add_argument("--out", required=True)
-    a = ap.parse_args()
-    mdir = os.path.join(a.shared, "models", "deit-tiny")
-    model = os.path.join(mdir, "deit_tiny_patch16_224.safetensors")
-    labels = os.path.join(mdir, "imagenet_synset_words.txt")
-    if not os.path.exists(model):
-        print("SKIP: no DeiT-Tiny")
+    got = deit_setup()
+    if not got:
         return 77
-    os.makedirs(a.out, exist_ok=True)
-    photos = [os.path.join(a.shared, "images", p) for p in ("chelsea.png", "coffee.png")]
+    a, model, labels, *photos = got
     # what the window must show, as --export writes it: one photo, then both together
     ex = os.path.join(a.out, "export")
     subprocess.run([a.app, "--model", model, "--labels", labels, "--export", ex, photos[0]],
