@@ -112,13 +112,6 @@ void vit_att_block(float *out, const float *q, const float *k, int ld, int r0, i
 /* The scale of the attention's scores for config c: c->att_scale, or 1/sqrt(Dh). */
 float vit_att_scale(const VitConfig *c);
 
-/* A = H * Dh, the attention's width: the columns of the queries, keys, values and ctx,
- * proj's input. D for timm's and transformers' ViTs; a notebook's per-head
- * Linear(D, Dh) lists may have any Dh (seed 004: Dh = D, A = H * D). */
-static inline int vit_att_width(const VitConfig *c) {
-    return c->n_heads * c->head_dim;
-}
-
 /* x[Npos + N, D] += the position embedding as iv says (NULL: the model's): the rows of
  * the tokens it covers, x pointing at the first (vit_forward and vit_forward_batch). */
 void vit_add_pos_embed(float *x, const Vit *vit, const VitIntervention *iv);

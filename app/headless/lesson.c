@@ -141,7 +141,7 @@ static int step_arrays(const LessonData *ld, int step, LessonArray *out) {
     const VitConfig *c = &ld->vit->cfg;
     const VitLesson *b = &ld->blk;
     int T = c->n_tokens, D = c->dim, Dh = c->head_dim, F = c->mlp_dim, P = c->patch_size,
-        N = c->n_patches, t = ld->token, A = c->n_heads * c->head_dim; /* heads side by side */
+        N = c->n_patches, t = ld->token, A = vit_att_width(c); /* heads side by side */
     switch (step) {
     case LESSON_PATCHES: out[0] = arr("", ld->pixels, 3, 3, P, P, 0); return 1;
     case LESSON_EMBEDDING: out[0] = arr("", ld->embedding, 1, D, 0, 0, 0); return 1;
@@ -251,9 +251,9 @@ void lesson_caption(char *buf, size_t n, const LessonData *ld, int step) {
         snprintf(buf, n, "The values weighted by the softmax and summed %s", sh);
         break;
     case LESSON_PROJECTION:
-        if (c->n_heads * c->head_dim != c->dim) /* heads not D / H wide: A = H * Dh */
+        if (vit_att_width(c) != c->dim) /* heads not D / H wide */
             snprintf(buf, n, "%d heads of %d concatenated [%d], then projected %s", c->n_heads,
-                     c->head_dim, c->n_heads * c->head_dim, sh);
+                     c->head_dim, vit_att_width(c), sh);
         else
             snprintf(buf, n, "%d heads concatenated, then projected %s", c->n_heads, sh);
         break;
@@ -458,7 +458,7 @@ static void draw_step(Canvas *cv, const LessonData *ld, int step, int colormap) 
     const VitConfig *c = &ld->vit->cfg;
     const VitLesson *b = &ld->blk;
     int D = c->dim, Dh = c->head_dim, T = c->n_tokens, P = c->patch_size, t = ld->token,
-        A = c->n_heads * c->head_dim; /* ctx: the heads side by side */
+        A = vit_att_width(c); /* ctx: the heads side by side */
     int top = 90, left = 40, avail = cv->w - 80;
     char buf[256];
     switch (step) {

@@ -206,6 +206,13 @@ typedef struct {
     int clip;          /* 1: a CLIP image tower (its head is a text head, vit_set_text_head) */
 } VitConfig;
 
+/* A = H * Dh (units: floats per token), the attention's width: the columns of the queries, keys,
+ * values and ctx, proj's input. D for timm's and transformers' ViTs; a notebook's per-head
+ * Linear(D, Dh) lists may have any Dh (seed 004: Dh = D, A = H * D). */
+static inline int vit_att_width(const VitConfig *c) {
+    return c->n_heads * c->head_dim;
+}
+
 /* Weights of one transformer block; pointers to F32 data (into the mapping, or
  * owned converted copies). Linear weights are [out, in]. */
 typedef struct {
