@@ -91,6 +91,15 @@ typedef struct {
 /* Short name of a status, e.g. "format". Static string. */
 const char *vit_status_name(VitStatus s);
 
+/* Text from a file made safe to print on a terminal: `in` copied into out [cap bytes,
+ * NUL-terminated] with every byte a terminal would act on written as \xNN: the C0
+ * controls (ESC, BEL, CR, newline, ...), DEL, the C1 controls in UTF-8 (U+0080 to
+ * U+009F: CSI is U+009B) and every byte that is not part of valid UTF-8; a backslash
+ * stays one. Valid UTF-8 text is kept as it is. Cut before an escape that would not fit,
+ * never inside one or inside a character. Returns out. Every VitError message passes
+ * through it (names from a checkpoint are in them), and so do the labels a model brings. */
+char *vit_escape(char *out, size_t cap, const char *in);
+
 /* ---------------------------------------------------------------------------
  * Limits. A file is checked against these before anything sized by it is
  * allocated, and refused with a message naming the limit. Each is far above

@@ -378,7 +378,7 @@ VitStatus ld_labels_from_json(Vit *vit, const cJSON *lab, const char *fname, Vit
         }
         if (!cJSON_IsString(e))
             return vit_set_error(err, VIT_ERR_FORMAT, "%s: label %d is not a string", fname, idx);
-        snprintf(vit->labels[idx], VIT_LABEL_BYTES, "%s", e->valuestring);
+        vit_escape(vit->labels[idx], VIT_LABEL_BYTES, e->valuestring); /* printed by --top */
     }
     return VIT_OK;
 }

@@ -51,12 +51,8 @@ VitStatus vit_labels_load(char (**labels)[VIT_LABEL_BYTES], const char *path, in
             line[--len] = 0;
         const char *name = strip_wnid(line);
         if (!*name) continue; /* blank lines (e.g. a trailing newline) are not classes */
-        if (n < n_classes) {  /* a longer name is cut to VIT_LABEL_BYTES - 1 bytes */
-            size_t nl = strlen(name);
-            if (nl > VIT_LABEL_BYTES - 1) nl = VIT_LABEL_BYTES - 1;
-            memcpy(out[n], name, nl);
-            out[n][nl] = 0;
-        }
+        /* a longer name is cut to VIT_LABEL_BYTES - 1 bytes; terminal codes escaped */
+        if (n < n_classes) vit_escape(out[n], VIT_LABEL_BYTES, name);
         n++;
     }
     if (ferror(f)) {

@@ -16,13 +16,51 @@
 
 /* --- errors ---------------------------------------------------------------- */
 
+/* Bytes of the UTF-8 character at s (1 to 4) when it is valid and not a C1 control,
+ * else 0. */
+static int utf8_char(const unsigned char *s) {
+    int n = s[0] < 0xc2 ? 0 : s[0] < 0xe0 ? 2 : s[0] < 0xf0 ? 3 : s[0] < 0xf5 ? 4 : 0;
+    if (!n) return 0;
+    for (int i = 1; i < n; i++)
+        if ((s[i] & 0xc0) != 0x80) return 0;
+    if (n == 2 && s[0] == 0xc2 && s[1] < 0xa0) return 0;  /* C1: U+0080..U+009F */
+    if (n == 3 && s[0] == 0xe0 && s[1] < 0xa0) return 0;  /* overlong */
+    if (n == 3 && s[0] == 0xed && s[1] >= 0xa0) return 0; /* surrogate */
+    if (n == 4 && s[0] == 0xf0 && s[1] < 0x90) return 0;  /* overlong */
+    if (n == 4 && s[0] == 0xf4 && s[1] >= 0x90) return 0; /* past U+10FFFF */
+    return n;
+}
+
+char *vit_escape(char *out, size_t cap, const char *in) {
+    static const char hex[] = "0123456789abcdef";
+    if (!cap) return out;
+    const unsigned char *s = (const unsigned char *)in;
+    size_t k = 0;
+    while (*s) {
+        int n = *s >= 0x20 && *s < 0x7f ? 1 : *s >= 0x80 ? utf8_char(s) : 0;
+        if (n) {
+            if (k + (size_t)n >= cap) break;
+            memcpy(out + k, s, (size_t)n);
+            k += (size_t)n, s += n;
+        } else {
+            if (k + 4 >= cap) break;
+            out[k++] = '\\', out[k++] = 'x', out[k++] = hex[*s >> 4], out[k++] = hex[*s & 15];
+            s++;
+        }
+    }
+    out[k] = '\0';
+    return out;
+}
+
 VitStatus vit_set_error(VitError *err, VitStatus code, const char *fmt, ...) {
     if (err) {
         err->code = code;
+        char raw[sizeof err->msg];
         va_list ap;
         va_start(ap, fmt);
-        vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+        vsnprintf(raw, sizeof raw, fmt, ap);
         va_end(ap);
+        vit_escape(err->msg, sizeof err->msg, raw); /* names from the file: no terminal codes */
     }
     return code;
 }

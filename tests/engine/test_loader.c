@@ -980,6 +980,78 @@ static void test_fuzz(int iterations) {
 
 /* --- vit_free -------------------------------------------------------------- */
 
+/* --- terminal codes from a file ------------------------------------------------ */
+
+/* No byte a terminal acts on: C0 controls, DEL, C1 in UTF-8 (C2 80..9F). */
+static int printable(const char *s) {
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+        if (*p < 0x20 || *p == 0x7f || (p[0] == 0xc2 && p[1] >= 0x80 && p[1] < 0xa0)) return 0;
+    return 1;
+}
+
+static void test_escape(void) {
+    static const struct {
+        const char *in, *want;
+    } cases[] = {
+        {"plain text [1, 2]", "plain text [1, 2]"},
+        {"\x1b]0;OWNED\x07\x1b[2J", "\\x1b]0;OWNED\\x07\\x1b[2J"}, /* OSC title, clear */
+        {"\x1b]52;c;cm0gLXJm\x07", "\\x1b]52;c;cm0gLXJm\\x07"},    /* OSC 52 clipboard */
+        {"a\nb\rc\td\x7f", "a\\x0ab\\x0dc\\x09d\\x7f"},
+        {"csi \xc2\x9b"
+         "31m",
+         "csi \\xc2\\x9b31m"}, /* U+009B, the C1 CSI */
+        {"caf\xc3\xa9 \xe6\x97\xa5 \xf0\x9f\x90\x88", "caf\xc3\xa9 \xe6\x97\xa5 \xf0\x9f\x90\x88"},
+        {"bad \xff\xc3 \xed\xa0\x80", "bad \\xff\\xc3 \\xed\\xa0\\x80"}, /* not UTF-8, surrogate */
+        {"back\\slash", "back\\slash"},
+    };
+    char out[64];
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        vit_escape(out, sizeof out, cases[i].in);
+        check(!strcmp(out, cases[i].want) && printable(out), "vit_escape case %zu: '%s'", i, out);
+    }
+    /* cut before an escape or a character that does not fit, never inside one */
+    vit_escape(out, 6,
+               "ab\x1b"
+               "cd");
+    check(!strcmp(out, "ab"), "vit_escape cut before \\x1b: '%s'", out);
+    vit_escape(out, 4, "ab\xc3\xa9");
+    check(!strcmp(out, "ab"), "vit_escape cut before a 2-byte character: '%s'", out);
+    /* a control byte that reaches a message (here the path of a labels file) is escaped */
+    VitError err = {0};
+    char(*none)[VIT_LABEL_BYTES] = NULL;
+    vit_labels_load(&none, "/nonexistent/\x1b[2J\x07.txt", 3, &err);
+    check(strstr(err.msg, "/nonexistent/\\x1b[2J\\x07.txt: cannot open") == err.msg &&
+              printable(err.msg),
+          "a message escapes the path's terminal codes: '%s'", err.msg);
+
+    /* labels from config.json and from a labels file: printed by --top, so escaped */
+    char dir[1024], path[1100], cfg[1100], lab[1100];
+    path_join(dir, sizeof dir, g_dir, "escape");
+    make_dir(dir);
+    Model m;
+    model_tiny(&m, 64, 1, 8, 2, 128, 3);
+    path_join(path, sizeof path, dir, "tiny.safetensors");
+    model_write(&m, path);
+    path_join(cfg, sizeof cfg, dir, "config.json");
+    write_text(cfg, "{\"num_heads\": 4, \"label_names\": [\"zero\", \"\\u001b]0;x\\u0007one\","
+                    " \"t\\u009bwo\"]}");
+    Vit vit = {0};
+    VitStatus rc = vit_load(&vit, path, NULL, &err);
+    if (check_err(rc, &err, VIT_OK, NULL, NULL, "config.json with terminal codes in labels"))
+        check(vit.labels && !strcmp(vit.labels[1], "\\x1b]0;x\\x07one") &&
+                  !strcmp(vit.labels[2], "t\\xc2\\x9bwo"),
+              "config.json labels escaped: '%s', '%s'", vit.labels ? vit.labels[1] : "",
+              vit.labels ? vit.labels[2] : "");
+    path_join(lab, sizeof lab, dir, "labels.txt");
+    write_text(lab, "zero\n\x1b[2Jone\ntwo\n");
+    char(*labels)[VIT_LABEL_BYTES] = NULL;
+    rc = vit_labels_load(&labels, lab, 3, &err);
+    if (check_err(rc, &err, VIT_OK, NULL, NULL, "labels file with terminal codes"))
+        check(!strcmp(labels[1], "\\x1b[2Jone"), "labels file escaped: '%s'", labels[1]);
+    free(labels);
+    vit_free(&vit);
+}
+
 static void test_free(void) {
     Vit vit;
     memset(&vit, 0, sizeof vit);
@@ -1028,5 +1100,6 @@ int main(int argc, char **argv) {
     test_truncated();
     test_fuzz(iterations);
     test_free();
+    test_escape();
     return t_finish("test_loader");
 }
