@@ -248,7 +248,9 @@ void options_usage(FILE *f) {
           "  --list-kinds    print the map kinds, one per line, and exit: TAG, KEY (- for E\n"
           "                  only), GROUP (attention, class, tokens), NAME and TITLE,\n"
           "                  separated by tabs\n"
+          "  --version       print the version and exit\n"
           "  -h, --help      this help\n"
+          "  --              what follows is an IMAGE or FOLDER, even if it starts with -\n"
           "\n"
           "keys:\n",
           f);
@@ -496,12 +498,25 @@ static void clip_progress(int done, int total, int n_classes, int n_templates) {
 int options_parse(Options *o, int argc, char **argv) {
     memset(o, 0, sizeof *o);
     o->clip.progress = clip_progress;
-    o->opacity = 0.6f; /* --help's default; the settings may replace it later */
+    o->opacity = 0.6f;   /* --help's default; the settings may replace it later */
+    int only_images = 0; /* after "--" */
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *val = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+        if (only_images || a[0] != '-') { /* an IMAGE or FOLDER */
+            if (o->n_image_args >= OPTIONS_MAX_IMAGES) {
+                fprintf(stderr, "vitlens: more than %d images\n", OPTIONS_MAX_IMAGES);
+                return 2;
+            }
+            if (!o->image_path) o->image_path = a;
+            o->image_args[o->n_image_args++] = a;
+        } else if (!strcmp(a, "--")) {
+            only_images = 1;
+        } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             options_usage(stdout);
+            return 1;
+        } else if (!strcmp(a, "--version")) {
+            printf("vitlens %s\n", VITLENS_VERSION);
             return 1;
         } else if (!strcmp(a, "--list-kinds")) {
             keys_list_kinds(stdout);
@@ -527,11 +542,11 @@ int options_parse(Options *o, int argc, char **argv) {
             }
             if (parse_value(o, a, val)) return 2;
             i++;
-        } else if (o->n_image_args < OPTIONS_MAX_IMAGES) { /* an IMAGE or FOLDER */
-            if (!o->image_path) o->image_path = a;
-            o->image_args[o->n_image_args++] = a;
-        } else {
-            fprintf(stderr, "vitlens: more than %d images\n", OPTIONS_MAX_IMAGES);
+        } else { /* "-v", "-", "-model": no such option (a file named so: after "--") */
+            fprintf(stderr,
+                    "vitlens: unknown option %s (see --help; a file whose name starts with -: "
+                    "after --)\n",
+                    a);
             return 2;
         }
     }

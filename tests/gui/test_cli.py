@@ -68,6 +68,25 @@ def default_checks(app, default, assets):
     r = vitlens(app, "--help")
     check("N / Shift+N" in r.stdout and "VITLENS_ASSETS" in r.stdout,
           "--help mentions N / Shift+N and VITLENS_ASSETS")
+    # --version: the project's version (CMakeLists.txt's project(VERSION)); an option that
+    # does not exist is refused by name, not taken for a photo; after --, a file named -x is one
+    with open(os.path.join(os.path.dirname(__file__), "..", "..", "CMakeLists.txt")) as f:
+        version = re.search(r"project\(vitlens VERSION ([0-9.]+)", f.read()).group(1)
+    r = vitlens(app, "--version")
+    check(r.returncode == 0 and r.stdout == f"vitlens {version}\n", f"--version: {r.stdout!r}")
+    first = os.path.join(default, "demo", demos[0]["file"])
+    for bad in ("-v", "-", "-top", "-h1"):
+        r = vitlens(app, bad, "--top", "1", first, env=plain)
+        check(r.returncode == 2 and f"unknown option {bad} " in r.stderr and not r.stdout,
+              f"{bad}: refused by name ({r.returncode}, {r.stderr.strip()!r})")
+    with tempfile.TemporaryDirectory() as tmp:
+        dashed = os.path.join(tmp, "-scene.png")
+        shutil.copy(first, dashed)
+        r = subprocess.run([app, "--top", "1", "--", "-scene.png"], capture_output=True,
+                           text=True, cwd=tmp, timeout=600,
+                           env=dict(os.environ, VITLENS_ASSETS=assets) if assets else None)
+        check(r.returncode == 0 and r.stdout.startswith("1 "),
+              f"--top 1 -- -scene.png: the file after -- ({r.stderr.strip()!r})")
     nowhere = "/no/such/assets"
     r = vitlens(app, "--top", "1", os.path.join(default, "demo", demos[0]["file"]),
                 env={"VITLENS_ASSETS": nowhere})
