@@ -2,6 +2,7 @@
 #define _XOPEN_SOURCE 700 /* realpath */
 #include "config/settings.h"
 #include "render/colormap.h"
+#include "vit.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -115,8 +116,12 @@ int settings_load(Settings *s, const char *path, char *msg, size_t msg_bytes) {
         if (eq) *eq = '\0';
         if (!bad && (!eq || parse_line(s, line, eq + 1, &why))) bad = 1;
         if (eq) *eq = '=';
-        if (bad && n_bad++ == 0)
-            snprintf(msg, msg_bytes, "%s: line %d: '%.60s': %s", path, n_line, line, why);
+        if (bad && n_bad++ == 0) {
+            char shown[256]; /* the line as it is, its terminal codes escaped */
+            if (strlen(line) > 60) line[60] = '\0';
+            snprintf(msg, msg_bytes, "%s: line %d: '%s': %s", path, n_line,
+                     vit_escape(shown, sizeof shown, line), why);
+        }
     }
     free(line);
     int err = ferror(f);

@@ -1,5 +1,6 @@
 /* lessonfile.c - lesson scripts (lessonfile.h). */
 #include "view/lessonfile.h"
+#include "vit.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -28,10 +29,12 @@ static void problem(LessonScript *ls, int line, const char *fmt, ...) {
     if (k + 2 >= sizeof ls->msgs) return;
     k += (size_t)snprintf(ls->msgs + k, sizeof ls->msgs - k, "%s:%d: ", ls->name, line);
     if (k >= sizeof ls->msgs) return;
+    char raw[512]; /* quotes the file: a shared lesson must not send terminal codes */
     va_list ap;
     va_start(ap, fmt);
-    k += (size_t)vsnprintf(ls->msgs + k, sizeof ls->msgs - k, fmt, ap);
+    vsnprintf(raw, sizeof raw, fmt, ap);
     va_end(ap);
+    k += strlen(vit_escape(ls->msgs + k, sizeof ls->msgs - k, raw));
     if (k + 1 < sizeof ls->msgs) strcat(ls->msgs, "\n");
 }
 

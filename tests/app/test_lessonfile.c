@@ -89,6 +89,13 @@ static void test_bad(void) {
         CHECK(strstr(ls.msgs, want2[i]), "message '%s' missing from:\n%s", want2[i], ls.msgs);
     lesson_script_free(&ls);
 
+    /* a shared lesson's text is quoted in the messages: its terminal codes escaped */
+    lesson_script_parse(&ls, "\x1b]0;OWNED\x07\x1b[2J layer=2\n", "esc.lesson");
+    CHECK(strstr(ls.msgs, "esc.lesson:1: unknown step '\\x1b]0;OWNED\\x07\\x1b[2J'") &&
+              !strchr(ls.msgs, '\x1b') && !strchr(ls.msgs, '\x07'),
+          "terminal codes escaped, got '%s'", ls.msgs);
+    lesson_script_free(&ls);
+
     CHECK(lesson_script_load(&ls, "/nonexistent/x.lesson") == -1 &&
               strstr(ls.msgs, "/nonexistent/x.lesson"),
           "a missing file: -1 naming it, got '%s'", ls.msgs);
