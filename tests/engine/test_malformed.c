@@ -1556,6 +1556,22 @@ static void case_pth_stack_global_nul(Ctx *c) {
     pth_expect(c, &pk, 16, 0, VIT_ERR_FORMAT, KEYS("STACK_GLOBAL at byte", "a NUL byte"));
 }
 
+/* A GLOBAL whose module is terminal escapes: OSC 0 (the window title), ED (clear the
+ * screen), SGR, OSC 52 (set the clipboard), each ended by BEL. The message names the
+ * global with every control byte escaped: nothing below 0x20 but '\n', no DEL.
+ * (vit_set_error escapes them: issue 34, on main.) */
+static void case_pth_global_ansi(Ctx *c) {
+    Pk pk = {0};
+    pk_str(&pk, "\x80\x02"
+                "c\x1b]0;OWNED\x07\x1b[2J\x1b[1;31m\x1b]52;c;b3duZWQ=\x07\x7fos\nsystem\n"
+                ")R.");
+    pth_expect(c, &pk, 16, 0, VIT_ERR_FORMAT, KEYS("names the global", "\\x1b"));
+    int clean = 1;
+    for (const char *s = c->msg; *s; s++)
+        clean &= ((unsigned char)*s >= 0x20 || *s == '\n') && *s != 0x7f;
+    check(clean, "%s: the message holds raw control bytes: %s", c->def->input, c->msg);
+}
+
 /* --- CLIP's vocabulary and text ------------------------------------------------ */
 
 /* bytes_to_unicode's symbol of byte b (OpenAI's simple_tokenizer.py) as UTF-8 in s, JSON-
@@ -1796,6 +1812,7 @@ static const Case cases[] = {
     CASE(pth_encrypted, "checkpoint: a zip whose entries are encrypted", NULL),
     CASE(pth_global_nul, "checkpoint: `GLOBAL collections\\0os OrderedDict` (a NUL in the module)", NULL),
     CASE(pth_stack_global_nul, "checkpoint: `STACK_GLOBAL` of `collections` and `OrderedDict\\0os`", NULL),
+    CASE(pth_global_ansi, "checkpoint: a GLOBAL named by terminal escapes (OSC 0, OSC 52, ED, BEL)", NULL),
     CASE(config_heads_string, "config.json: `\"num_heads\": \"four\"`", NULL),
     CASE(config_mean_two, "config.json: `mean` with 2 entries", NULL),
     CASE(config_eps_underflow, "config.json: `layer_norm_eps` 1e-90, 0 as a float", NULL),
