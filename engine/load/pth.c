@@ -20,33 +20,67 @@
  * use it, with a message naming the file and the global. Nothing in a checkpoint is ever
  * called.
  *
- * Every size comes from the file and is checked before use: the pickle's length, values and
- * memo (limits below), each storage's entry in the zip against the elements the pickle says
- * it holds, a compressed entry's declared size against its compressed size (a zip bomb is
- * refused before it is inflated), each tensor's offset, size and stride against its
- * storage. The storages are read into one buffer the StFile owns. */
+ * Every size comes from the file and is checked before use, and a hostile file is refused
+ * in time linear in its size and memory bounded by it (issue 34):
+ *   - data.pkl: at most PKL_MAX_BYTES, and a compressed one at most PTH_MAX_INFLATE_RATIO
+ *     times its compressed size plus PKL_INFLATE_SLACK (torch.save stores it; ViT-L's deflates
+ *     4x), checked before it is inflated.
+ *   - what the unpickler keeps (values, 40 bytes each, made in blocks; strings, which are
+ *     copies of the pickle's bytes; the item arrays of tuples, lists and dicts, whose items
+ *     a memo'd value can repeat at 2 bytes each; tensors' shapes) is counted as it is made,
+ *     malloc's overhead included: at most PKL_MEM_PER_BYTE bytes per byte of the file plus
+ *     PKL_MEM_SLACK, and never PKL_MAX_MEM. ViT-L's state dict (31 KB of pickle) needs
+ *     0.2 MB, a checkpoint with AdamW's state beside it (100 KB) 0.6 MB; a 1 MB file gets
+ *     at most 96 MB. The stack and the memo have limits of their own (8 MB each).
+ *   - the search for the state dict under its wrappers visits each dict once (a dict may
+ *     hold itself, or many keys one child); storages are found by key in a hash table.
+ *   - each storage's entry must hold exactly the bytes the pickle says (torch.save writes
+ *     numel * element size, no more: a longer entry is refused too), must not inflate to
+ *     more than PTH_MAX_INFLATE_RATIO times its compressed size plus PTH_INFLATE_SLACK, nor
+ *     all of them together to more than that of their summed compressed sizes (a zip bomb,
+ *     or a file padded with other entries, is refused before anything is allocated); only
+ *     the storages a tensor of the state dict uses are allocated and read.
+ *   - every entry read (data.pkl, byteorder, the storages) is read whole and its CRC-32
+ *     checked against the zip's directory (a damaged download); an encrypted entry is
+ *     refused by name.
+ *   - a global's module and name are taken whole: one that is empty, longer than 127
+ *     bytes or holds a NUL byte is refused (C's strings would cut it to another name).
+ * The storages are read into one buffer the StFile owns. */
 #include "internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zip.h>
+#include <zlib.h>
 
 /* --- limits ------------------------------------------------------------------ */
 
-/* data.pkl: ViT-L's state dict pickles to ~40 KB, a checkpoint with an optimizer's state
- * to a few MB. */
-#define PKL_MAX_BYTES  (64u << 20)
-#define PKL_MAX_VALUES (8u << 20) /* values the unpickler makes */
-#define PKL_MAX_STACK  (1u << 20) /* stack entries */
+/* data.pkl: ViT-L's state dict pickles to ~31 KB, a checkpoint with an optimizer's state
+ * to ~100 KB (a few MB for bigger models). */
+#define PKL_MAX_BYTES     (64u << 20)
+#define PKL_INFLATE_SLACK (1u << 20)
+/* The unpickler's memory (see the top): PKL_MEM_PER_BYTE per byte of the file, plus
+ * PKL_MEM_SLACK, at most PKL_MAX_MEM. */
+#define PKL_MEM_PER_BYTE 64u
+#define PKL_MEM_SLACK    (32u << 20)
+#define PKL_MAX_MEM      ((size_t)1 << 30)
+#define ALLOC_OVERHEAD   16u        /* malloc's own bytes per block, counted too */
+#define PKL_MAX_STACK    (1u << 20) /* stack entries */
 /* memo index: torch.save numbers them 0, 1, ...; ViT-L's state dict uses ~2000 */
 #define PKL_MAX_MEMO  (1u << 20)
-#define PKL_MAX_DEPTH 64 /* nesting of wrappers walked to find the state dict */
+#define PKL_MAX_DEPTH 64  /* nesting of wrappers walked to find the state dict */
+#define PKL_MAX_NAME  128 /* a GLOBAL's module or name, NUL included */
+/* Probes of the storages' hash table for one key: torch.save's keys ("0", "1", ...) and
+ * any others need a few; keys made to collide are refused past this, so that looking up
+ * 65536 storages stays linear. */
+#define PKL_MAX_PROBES 256
 /* Storages read: ViT-g/14 in F32 is 4.4 GB. */
 #define PTH_MAX_STORAGE_BYTES (16ull << 30)
-/* The storages may hold at most this many times the file's bytes, plus PTH_INFLATE_SLACK:
- * torch.save stores them uncompressed (1x); float weights deflate by ~1.1x, a zero-filled
- * head by ~1000x. More is a zip bomb, refused before anything is allocated or inflated. */
+/* A compressed entry may inflate to at most this many times its compressed size, plus
+ * PTH_INFLATE_SLACK (the storages: each, and all together): torch.save stores them
+ * uncompressed (1x); float weights deflate by ~1.1x, a zero-filled head by ~1000x. More is
+ * a zip bomb, refused before anything is allocated or inflated. */
 #define PTH_MAX_INFLATE_RATIO 16
 #define PTH_INFLATE_SLACK     (64u << 20)
 
@@ -77,23 +111,39 @@ typedef enum {
     G_NAMESPACE /* argparse.Namespace: a training script's args beside the weights */
 } GKind;
 
+/* A tensor's view of its storage (V_TENSOR): allocated for tensors only. */
+typedef struct {
+    int storage; /* index into Pkl.storages */
+    int ndim;
+    int64_t offset; /* storage offset, elements */
+    int64_t shape[ST_MAX_DIMS], stride[ST_MAX_DIMS];
+} Tensor;
+
+/* A value: 40 bytes, made VALS_PER_BLOCK at a time (ValBlock). */
 typedef struct Val Val;
 struct Val {
     VKind kind;
-    Val *next_alloc; /* every value, for freeing */
-    int64_t i;       /* V_BOOL, V_INT; V_GLOBAL: GKind */
-    double f;
-    char *s;  /* V_STR (NUL-terminated; n bytes) */
-    size_t n; /* V_STR bytes; V_TUPLE / V_LIST / V_DICT items (a dict: 2n) */
-    size_t cap;
-    Val **items; /* V_TUPLE, V_LIST: [n]; V_DICT: [2n] key, value */
-    int dtype;   /* V_GLOBAL of a storage type, V_STORAGE: StDtype */
-    int elem_bytes;
-    const char *dtype_name;
-    int storage;    /* V_STORAGE: index into Pkl.storages; V_TENSOR: its storage */
-    int64_t offset; /* V_TENSOR: storage offset, elements */
-    int ndim;       /* V_TENSOR */
-    int64_t shape[ST_MAX_DIMS], stride[ST_MAX_DIMS];
+    int aux; /* V_GLOBAL: GKind; V_STORAGE: index into Pkl.storages; V_DICT: 1 once
+                find_state_dict has searched it */
+    union {
+        int64_t i; /* V_BOOL, V_INT; V_GLOBAL of a storage type: index into storage_types */
+        double f;  /* V_FLOAT */
+    };
+    size_t n;   /* V_STR bytes; V_TUPLE / V_LIST / V_DICT items (a dict: 2n) */
+    size_t cap; /* items allocated */
+    union {
+        char *s;     /* V_STR: n bytes, NUL-terminated (a NUL may sit inside) */
+        Val **items; /* V_TUPLE, V_LIST: [n]; V_DICT: [2n] key, value */
+        Tensor *t;   /* V_TENSOR */
+    };
+};
+
+#define VALS_PER_BLOCK 1024
+typedef struct ValBlock ValBlock;
+struct ValBlock {
+    ValBlock *next;
+    size_t used;
+    Val v[VALS_PER_BLOCK];
 };
 
 typedef struct {
@@ -101,66 +151,112 @@ typedef struct {
     int dtype, elem_bytes;
     const char *dtype_name;
     int64_t numel;
-    size_t at; /* byte offset in the storage buffer */
+    int used;           /* a tensor of the state dict has elements in it: read */
+    size_t at;          /* used: byte offset in the storage buffer */
+    zip_uint64_t entry; /* used: its entry in the zip */
 } Storage;
 
 typedef struct {
     const char *fname; /* for messages */
     VitError *err;
-    Val *all;
-    size_t n_vals;
+    size_t file_bytes;   /* the checkpoint's, for the memory budget */
+    size_t mem, mem_max; /* bytes the unpickler keeps (charge), and its budget */
+    ValBlock *blocks;
     Val **stack;
     size_t sp, stack_cap;
     Val **memo;
     size_t memo_cap;
     Storage *storages;
     int n_storages, storages_cap;
+    int *slots;     /* the storages by key: open addressing, index + 1 (0: empty) */
+    size_t n_slots; /* a power of 2, at least 2 * n_storages */
+    Val mark;       /* what MARK pushes: one value for all */
 } Pkl;
 
+static Pkl pkl_new(const char *fname, size_t file_bytes, VitError *err) {
+    Pkl p = {.fname = fname, .err = err, .file_bytes = file_bytes, .mark = {.kind = V_MARK}};
+    size_t per = file_bytes > (PKL_MAX_MEM - PKL_MEM_SLACK) / PKL_MEM_PER_BYTE
+                     ? PKL_MAX_MEM
+                     : file_bytes * PKL_MEM_PER_BYTE + PKL_MEM_SLACK;
+    p.mem_max = per < PKL_MAX_MEM ? per : PKL_MAX_MEM;
+    return p;
+}
+
+/* Count `bytes` more that the unpickler keeps; 0 (err set) past its budget. */
+static int charge(Pkl *p, size_t bytes) {
+    if (bytes <= p->mem_max - p->mem) {
+        p->mem += bytes;
+        return 1;
+    }
+    vit_set_error(p->err, VIT_ERR_FORMAT,
+                  "%s: data.pkl makes more values than a %zu-byte file may (over %zu MiB): "
+                  "refused, a state dict needs far less",
+                  p->fname, p->file_bytes, p->mem_max >> 20);
+    return 0;
+}
+
+static void *nomem(Pkl *p) {
+    vit_set_error(p->err, VIT_ERR_NOMEM, "%s: out of memory reading data.pkl", p->fname);
+    return NULL;
+}
+
+/* malloc(n), counted (charge). */
+static void *pkl_alloc(Pkl *p, size_t n) {
+    if (!charge(p, n + ALLOC_OVERHEAD)) return NULL;
+    void *m = malloc(n ? n : 1);
+    return m ? m : nomem(p);
+}
+
 static Val *new_val(Pkl *p, VKind k) {
-    if (p->n_vals >= PKL_MAX_VALUES) {
-        vit_set_error(p->err, VIT_ERR_FORMAT,
-                      "%s: data.pkl makes more than %u values, over the limit for a state dict",
-                      p->fname, PKL_MAX_VALUES);
-        return NULL;
+    ValBlock *b = p->blocks;
+    if (!b || b->used == VALS_PER_BLOCK) {
+        if (!(b = pkl_alloc(p, sizeof *b))) return NULL;
+        b->next = p->blocks;
+        b->used = 0;
+        p->blocks = b;
     }
-    Val *v = calloc(1, sizeof *v);
-    if (!v) {
-        vit_set_error(p->err, VIT_ERR_NOMEM, "%s: out of memory reading data.pkl", p->fname);
-        return NULL;
-    }
+    Val *v = &b->v[b->used++];
+    memset(v, 0, sizeof *v);
     v->kind = k;
-    v->next_alloc = p->all;
-    p->all = v;
-    p->n_vals++;
     return v;
 }
 
 static void free_vals(Pkl *p) {
-    for (Val *v = p->all, *nx; v; v = nx) {
-        nx = v->next_alloc;
-        free(v->s);
-        free(v->items);
-        free(v);
+    for (ValBlock *b = p->blocks, *nx; b; b = nx) {
+        nx = b->next;
+        for (size_t j = 0; j < b->used; j++) {
+            Val *v = &b->v[j];
+            if (v->kind == V_STR)
+                free(v->s);
+            else if (v->kind == V_TENSOR)
+                free(v->t);
+            else if (v->kind == V_TUPLE || v->kind == V_LIST || v->kind == V_DICT)
+                free(v->items);
+        }
+        free(b);
     }
-    p->all = NULL;
+    p->blocks = NULL;
     free(p->stack);
     free(p->memo);
     free(p->storages);
+    free(p->slots);
 }
 
 static int push_item(Pkl *p, Val *c, Val *x) {
     if (c->n >= c->cap) {
         size_t nc = c->cap ? 2 * c->cap : 8;
+        if (!charge(p, (nc - c->cap) * sizeof *c->items + ALLOC_OVERHEAD)) return 0;
         Val **ni = realloc(c->items, nc * sizeof *ni);
-        if (!ni) {
-            vit_set_error(p->err, VIT_ERR_NOMEM, "%s: out of memory reading data.pkl", p->fname);
-            return 0;
-        }
+        if (!ni) return nomem(p) != NULL;
         c->items = ni, c->cap = nc;
     }
     c->items[c->n++] = x;
     return 1;
+}
+
+/* Is v the string lit, byte for byte (a NUL inside v is not an end)? */
+static int str_is(const Val *v, const char *lit) {
+    return v->kind == V_STR && v->n == strlen(lit) && !memcmp(v->s, lit, v->n);
 }
 
 /* --- the stack ------------------------------------------------------------------ */
@@ -211,11 +307,7 @@ static Val *collect(Pkl *p, VKind k, size_t at) {
     if (!c) return NULL;
     size_t n = p->sp - (size_t)m - 1;
     if (n) {
-        c->items = malloc(n * sizeof *c->items);
-        if (!c->items) {
-            vit_set_error(p->err, VIT_ERR_NOMEM, "%s: out of memory reading data.pkl", p->fname);
-            return NULL;
-        }
+        if (!(c->items = pkl_alloc(p, n * sizeof *c->items))) return NULL;
         memcpy(c->items, p->stack + m + 1, n * sizeof *c->items);
     }
     c->n = c->cap = n;
@@ -280,36 +372,50 @@ static const struct {
     {"BoolStorage", ST_OTHER, 1, "BOOL"},
 };
 
+/* A GLOBAL's module or name [n bytes] (`part`), from GLOBAL or STACK_GLOBAL (`op`): taken
+ * whole or refused, never cut to fit a buffer or at a NUL byte, where C's string functions
+ * would end it ("collections\0os" would compare as "collections"). 0: refused, err set. */
+static int global_part_ok(Pkl *p, const char *op, const char *part, const char *s, size_t n,
+                          size_t at) {
+    const char *bad = n == 0                 ? "is empty"
+                      : n >= PKL_MAX_NAME    ? "is longer than 127 bytes"
+                      : memchr(s, 0, n) != 0 ? "holds a NUL byte"
+                                             : NULL;
+    if (bad)
+        vit_set_error(p->err, VIT_ERR_FORMAT,
+                      "%s: data.pkl: %s at byte %zu: the global's %s %s: refused", p->fname, op, at,
+                      part, bad);
+    return !bad;
+}
+
 /* GLOBAL module name: one of the allowed globals, else refused with a message. */
 static Val *make_global(Pkl *p, const char *mod, const char *name) {
     Val *g = NULL;
     if (!strcmp(mod, "collections") && !strcmp(name, "OrderedDict")) {
-        if ((g = new_val(p, V_GLOBAL))) g->i = G_ORDERED_DICT;
+        if ((g = new_val(p, V_GLOBAL))) g->aux = G_ORDERED_DICT;
         return g;
     }
     if (!strcmp(mod, "torch._utils") && !strcmp(name, "_rebuild_tensor_v2")) {
-        if ((g = new_val(p, V_GLOBAL))) g->i = G_REBUILD_TENSOR;
+        if ((g = new_val(p, V_GLOBAL))) g->aux = G_REBUILD_TENSOR;
         return g;
     }
     if (!strcmp(mod, "torch._utils") && !strcmp(name, "_rebuild_parameter")) {
-        if ((g = new_val(p, V_GLOBAL))) g->i = G_REBUILD_PARAMETER;
+        if ((g = new_val(p, V_GLOBAL))) g->aux = G_REBUILD_PARAMETER;
         return g;
     }
     if (!strcmp(mod, "torch"))
         for (size_t i = 0; i < sizeof storage_types / sizeof *storage_types; i++)
             if (!strcmp(name, storage_types[i].name)) {
                 if ((g = new_val(p, V_GLOBAL))) {
-                    g->i = G_STORAGE_TYPE;
-                    g->dtype = storage_types[i].dtype;
-                    g->elem_bytes = storage_types[i].bytes;
-                    g->dtype_name = storage_types[i].dtype_name;
+                    g->aux = G_STORAGE_TYPE;
+                    g->i = (int64_t)i;
                 }
                 return g;
             }
     if (!strcmp(mod, "argparse") && !strcmp(name, "Namespace")) {
         /* timm's train.py and DINO save their args beside the weights: plain data, made
          * here into an opaque value (nothing is constructed, its fields are not read) */
-        if ((g = new_val(p, V_GLOBAL))) g->i = G_NAMESPACE;
+        if ((g = new_val(p, V_GLOBAL))) g->aux = G_NAMESPACE;
         return g;
     }
     if (!strcmp(mod, "torch") && strstr(name, "Storage")) {
@@ -346,19 +452,64 @@ static int as_int(const Val *v, int64_t *out) {
     return 1;
 }
 
+/* --- the storages, by key --------------------------------------------------------- */
+
+/* FNV-1a, then mixed so that the table's low bits depend on every byte. */
+static uint32_t key_hash(const char *k) {
+    uint32_t h = 2166136261u;
+    for (; *k; k++) h = (h ^ (uint8_t)*k) * 16777619u;
+    h ^= h >> 16;
+    h *= 0x7feb352du;
+    h ^= h >> 15;
+    return h;
+}
+
+/* The storage keyed `key`: its index, or -1 with *slot the empty slot where it would go;
+ * -2 (err set) when PKL_MAX_PROBES slots are taken by other keys (keys made to collide). */
+static int storage_find(Pkl *p, const char *key, size_t *slot) {
+    size_t mask = p->n_slots - 1, h = key_hash(key) & mask;
+    for (int probe = 0; probe < PKL_MAX_PROBES; probe++, h = (h + 1) & mask) {
+        int s = p->slots[h] - 1;
+        if (s < 0 || !strcmp(p->storages[s].key, key)) {
+            *slot = h;
+            return s;
+        }
+    }
+    vit_set_error(p->err, VIT_ERR_FORMAT,
+                  "%s: data.pkl: storage key '%s' collides with %d others in the table of "
+                  "storages (keys made to collide?): refused",
+                  p->fname, key, PKL_MAX_PROBES);
+    return -2;
+}
+
+/* Room in the table for one more storage: at most half its slots taken. */
+static int slots_reserve(Pkl *p) {
+    if (2 * ((size_t)p->n_storages + 1) <= p->n_slots) return 1;
+    size_t ns = p->n_slots ? 2 * p->n_slots : 128, h;
+    int *sl = calloc(ns, sizeof *sl);
+    if (!sl) return nomem(p) != NULL;
+    free(p->slots);
+    p->slots = sl, p->n_slots = ns;
+    for (int s = 0; s < p->n_storages; s++) {
+        if (storage_find(p, p->storages[s].key, &h) != -1) return 0;
+        p->slots[h] = s + 1;
+    }
+    return 1;
+}
+
 /* persistent id ('storage', storage_type, key, location, numel) -> a storage. */
 static Val *persistent_load(Pkl *p, const Val *pid, size_t at) {
-    if (pid->kind != V_TUPLE || pid->n != 5 || pid->items[0]->kind != V_STR ||
-        strcmp(pid->items[0]->s, "storage") != 0 || pid->items[1]->kind != V_GLOBAL ||
-        pid->items[1]->i != G_STORAGE_TYPE || pid->items[2]->kind != V_STR ||
-        pid->items[3]->kind != V_STR || pid->items[4]->kind != V_INT) {
+    if (pid->kind != V_TUPLE || pid->n != 5 || !str_is(pid->items[0], "storage") ||
+        pid->items[1]->kind != V_GLOBAL || pid->items[1]->aux != G_STORAGE_TYPE ||
+        pid->items[2]->kind != V_STR || pid->items[3]->kind != V_STR ||
+        pid->items[4]->kind != V_INT) {
         vit_set_error(p->err, VIT_ERR_FORMAT,
                       "%s: data.pkl: persistent id at byte %zu is not ('storage', type, key, "
                       "location, numel)",
                       p->fname, at);
         return NULL;
     }
-    const Val *ty = pid->items[1];
+    const int ty = (int)pid->items[1]->i; /* index into storage_types */
     const char *key = pid->items[2]->s;
     int64_t numel = pid->items[4]->i;
     if (numel < 0 || pid->items[2]->n == 0 || pid->items[2]->n >= sizeof p->storages[0].key ||
@@ -368,17 +519,17 @@ static Val *persistent_load(Pkl *p, const Val *pid, size_t at) {
                       p->fname, key, at, (long long)numel);
         return NULL;
     }
-    int s = 0;
-    for (; s < p->n_storages; s++)
-        if (!strcmp(p->storages[s].key, key)) break;
-    if (s < p->n_storages) {
+    size_t slot;
+    int s = slots_reserve(p) ? storage_find(p, key, &slot) : -2;
+    if (s == -2) return NULL;
+    if (s >= 0) {
         const Storage *o = &p->storages[s];
-        if (o->dtype_name != ty->dtype_name || o->numel != numel) {
+        if (strcmp(o->dtype_name, storage_types[ty].dtype_name) != 0 || o->numel != numel) {
             vit_set_error(p->err, VIT_ERR_FORMAT,
                           "%s: data.pkl: storage '%s' is declared twice, as %s x %lld and %s x "
                           "%lld",
-                          p->fname, key, o->dtype_name, (long long)o->numel, ty->dtype_name,
-                          (long long)numel);
+                          p->fname, key, o->dtype_name, (long long)o->numel,
+                          storage_types[ty].dtype_name, (long long)numel);
             return NULL;
         }
     } else {
@@ -390,20 +541,20 @@ static Val *persistent_load(Pkl *p, const Val *pid, size_t at) {
         if (p->n_storages == p->storages_cap) {
             int nc = p->storages_cap ? 2 * p->storages_cap : 64;
             Storage *ns = realloc(p->storages, (size_t)nc * sizeof *ns);
-            if (!ns) {
-                vit_set_error(p->err, VIT_ERR_NOMEM, "%s: out of memory", p->fname);
-                return NULL;
-            }
+            if (!ns) return nomem(p);
             p->storages = ns, p->storages_cap = nc;
         }
-        Storage *st = &p->storages[p->n_storages++];
+        s = p->n_storages++;
+        p->slots[slot] = s + 1;
+        Storage *st = &p->storages[s];
         memset(st, 0, sizeof *st);
         snprintf(st->key, sizeof st->key, "%s", key);
-        st->dtype = ty->dtype, st->elem_bytes = ty->elem_bytes, st->dtype_name = ty->dtype_name;
+        st->dtype = storage_types[ty].dtype, st->elem_bytes = storage_types[ty].bytes;
+        st->dtype_name = storage_types[ty].dtype_name;
         st->numel = numel;
     }
     Val *v = new_val(p, V_STORAGE);
-    if (v) v->storage = s;
+    if (v) v->aux = s;
     return v;
 }
 
@@ -418,9 +569,11 @@ static Val *rebuild_tensor(Pkl *p, const Val *args, size_t at) {
         return NULL;
     }
     const Val *sz = args->items[2], *sd = args->items[3];
-    Val *t = new_val(p, V_TENSOR);
-    if (!t) return NULL;
-    t->storage = args->items[0]->storage;
+    Val *v = new_val(p, V_TENSOR);
+    if (!v || !(v->t = pkl_alloc(p, sizeof *v->t))) return NULL;
+    Tensor *t = v->t;
+    memset(t, 0, sizeof *t);
+    t->storage = args->items[0]->aux;
     if (!as_int(args->items[1], &t->offset) || t->offset < 0 || sz->n != sd->n ||
         sz->n > ST_MAX_DIMS) {
         vit_set_error(p->err, VIT_ERR_FORMAT,
@@ -439,7 +592,7 @@ static Val *rebuild_tensor(Pkl *p, const Val *args, size_t at) {
                           p->fname, at, d);
             return NULL;
         }
-    return t;
+    return v;
 }
 
 /* dict[k] = v, a dict's items kept as pairs (n pairs, 2n items). */
@@ -459,7 +612,7 @@ static Val *reduce(Pkl *p, const Val *fn, const Val *args, size_t at) {
                       p->fname, at);
         return NULL;
     }
-    switch ((GKind)fn->i) {
+    switch ((GKind)fn->aux) {
     case G_ORDERED_DICT: { /* OrderedDict() or OrderedDict([(k, v), ...]) */
         Val *d = new_val(p, V_DICT);
         if (!d) return NULL;
@@ -530,7 +683,7 @@ static VitStatus unpickle(Pkl *p, const uint8_t *buf, size_t n, Val **out) {
             *out = p->stack[0];
             return VIT_OK;
         case '(':
-            if (!push(p, new_val(p, V_MARK))) FAIL();
+            if (!push(p, &p->mark)) FAIL();
             break;
         case '}':
             if (!push(p, new_val(p, V_DICT))) FAIL();
@@ -684,10 +837,7 @@ static VitStatus unpickle(Pkl *p, const uint8_t *buf, size_t n, Val **out) {
             uint64_t len = le(buf + i, k);
             i += (size_t)k;
             NEED(len);
-            if (!(v = new_val(p, V_STR)) || !(v->s = malloc((size_t)len + 1))) {
-                if (v) vit_set_error(p->err, VIT_ERR_NOMEM, "%s: out of memory", p->fname);
-                FAIL();
-            }
+            if (!(v = new_val(p, V_STR)) || !(v->s = pkl_alloc(p, (size_t)len + 1))) FAIL();
             memcpy(v->s, buf + i, (size_t)len);
             v->s[len] = 0;
             v->n = (size_t)len;
@@ -701,9 +851,15 @@ static VitStatus unpickle(Pkl *p, const uint8_t *buf, size_t n, Val **out) {
             if (!nl2)
                 return vit_set_error(p->err, VIT_ERR_FORMAT,
                                      "%s: data.pkl: GLOBAL at byte %zu is cut short", p->fname, at);
-            char mod[128], name[128];
-            snprintf(mod, sizeof mod, "%.*s", (int)(nl1 - (buf + i)), (const char *)buf + i);
-            snprintf(name, sizeof name, "%.*s", (int)(nl2 - nl1 - 1), (const char *)nl1 + 1);
+            char mod[PKL_MAX_NAME], name[PKL_MAX_NAME];
+            size_t mod_n = (size_t)(nl1 - (buf + i)), name_n = (size_t)(nl2 - nl1 - 1);
+            if (!global_part_ok(p, "GLOBAL", "module", (const char *)buf + i, mod_n, at) ||
+                !global_part_ok(p, "GLOBAL", "name", (const char *)nl1 + 1, name_n, at))
+                FAIL();
+            memcpy(mod, buf + i, mod_n);
+            mod[mod_n] = 0;
+            memcpy(name, nl1 + 1, name_n);
+            name[name_n] = 0;
             i = (size_t)(nl2 + 1 - buf);
             if (!push(p, make_global(p, mod, name))) FAIL();
             break;
@@ -714,7 +870,10 @@ static VitStatus unpickle(Pkl *p, const uint8_t *buf, size_t n, Val **out) {
                 return vit_set_error(p->err, VIT_ERR_FORMAT,
                                      "%s: data.pkl: STACK_GLOBAL at byte %zu without two strings",
                                      p->fname, at);
-            if (!push(p, make_global(p, a->s, b->s))) FAIL();
+            if (!global_part_ok(p, "STACK_GLOBAL", "module", a->s, a->n, at) ||
+                !global_part_ok(p, "STACK_GLOBAL", "name", b->s, b->n, at) ||
+                !push(p, make_global(p, a->s, b->s)))
+                FAIL();
             break;
         case 'Q': /* BINPERSID */
             if (!(a = pop(p, at)) || !push(p, persistent_load(p, a, at))) FAIL();
@@ -724,7 +883,7 @@ static VitStatus unpickle(Pkl *p, const uint8_t *buf, size_t n, Val **out) {
             break;
         case 0x81: /* NEWOBJ cls args: only an argparse.Namespace (protocol 2's object()) */
             if (!(b = pop(p, at)) || !(a = pop(p, at))) FAIL();
-            if (a->kind != V_GLOBAL || a->i != G_NAMESPACE || b->kind != V_TUPLE)
+            if (a->kind != V_GLOBAL || a->aux != G_NAMESPACE || b->kind != V_TUPLE)
                 return vit_set_error(p->err, VIT_ERR_FORMAT,
                                      "%s: data.pkl: NEWOBJ at byte %zu of something that is not "
                                      "an argparse.Namespace: refused",
@@ -775,22 +934,24 @@ static int dict_has_tensor(const Val *d) {
     return 0;
 }
 
-static const Val *dict_get(const Val *d, const char *key) {
+static Val *dict_get(const Val *d, const char *key) {
     for (size_t i = 0; i < d->n; i++)
-        if (d->items[2 * i]->kind == V_STR && !strcmp(d->items[2 * i]->s, key))
-            return d->items[2 * i + 1];
+        if (str_is(d->items[2 * i], key)) return d->items[2 * i + 1];
     return NULL;
 }
 
 /* The dict of tensors: the object itself, or under a wrapper's key (timm/DeiT "model",
- * Lightning "state_dict", DINO "teacher", ...), depth-first. *how: the wrapper key. */
-static const Val *find_state_dict(const Val *v, const char **how, int depth) {
+ * Lightning "state_dict", DINO "teacher", ...), depth-first. *how: the wrapper key. Each
+ * dict is searched once (marked): one met again, shared by two keys or holding itself
+ * through the memo, has nothing new, so the search is linear in the items. */
+static const Val *find_state_dict(Val *v, const char **how, int depth) {
     static const char *const keys[] = {"state_dict", "model_state_dict", "model", "teacher",
                                        "student",    "module",           "net",   "model_ema"};
-    if (v->kind != V_DICT || depth > PKL_MAX_DEPTH) return NULL;
+    if (v->kind != V_DICT || v->aux || depth > PKL_MAX_DEPTH) return NULL;
+    v->aux = 1;
     if (dict_has_tensor(v)) return v;
     for (size_t k = 0; k < sizeof keys / sizeof *keys; k++) {
-        const Val *c = dict_get(v, keys[k]);
+        Val *c = dict_get(v, keys[k]);
         const Val *r = c ? find_state_dict(c, how, depth + 1) : NULL;
         if (r) {
             if (!*how) *how = keys[k];
@@ -798,6 +959,34 @@ static const Val *find_state_dict(const Val *v, const char **how, int depth) {
         }
     }
     return NULL;
+}
+
+/* Which storages the tensors of sd use (an element or more), and where each goes in the
+ * storage buffer (64-byte aligned) whose size is *total: the storages no tensor uses are
+ * neither allocated nor read. */
+static VitStatus layout_storages(Pkl *p, const Val *sd, size_t *total) {
+    for (size_t i = 0; i < sd->n; i++) {
+        const Val *k = sd->items[2 * i], *v = sd->items[2 * i + 1];
+        if (k->kind != V_STR || v->kind != V_TENSOR) continue;
+        int empty = 0;
+        for (int d = 0; d < v->t->ndim; d++) empty |= v->t->shape[d] == 0;
+        if (!empty) p->storages[v->t->storage].used = 1;
+    }
+    *total = 0;
+    for (int s = 0; s < p->n_storages; s++) {
+        Storage *sg = &p->storages[s];
+        if (!sg->used) continue;
+        sg->at = *total;
+        uint64_t bytes = (uint64_t)sg->numel * (uint64_t)sg->elem_bytes;
+        if ((uint64_t)sg->numel > PTH_MAX_STORAGE_BYTES || bytes > PTH_MAX_STORAGE_BYTES - *total)
+            return vit_set_error(p->err, VIT_ERR_FORMAT,
+                                 "%s: the storages hold more than %llu GiB (storage '%s': %lld x "
+                                 "%d bytes)",
+                                 p->fname, PTH_MAX_STORAGE_BYTES >> 30, sg->key,
+                                 (long long)sg->numel, sg->elem_bytes);
+        *total += ((size_t)bytes + 63) & ~(size_t)63;
+    }
+    return VIT_OK;
 }
 
 /* A prefix every tensor name carries (DataParallel's "module.", torch.compile's
@@ -839,7 +1028,7 @@ static void strip_prefixes(StFile *st) {
 }
 
 /* Contiguous row-major (a dim of size 1 may have any stride, as torch allows). */
-static int contiguous(const Val *t) {
+static int contiguous(const Tensor *t) {
     int64_t want = 1;
     for (int d = t->ndim - 1; d >= 0; d--) {
         if (t->shape[d] != 1 && t->stride[d] != want) return 0;
@@ -870,7 +1059,7 @@ static VitStatus no_duplicates(Pkl *p, const StFile *st) {
 }
 
 /* The tensors of dict sd into st (names, dtype, shape; data set once the storages are
- * read), each checked against its storage. */
+ * read), each checked against its storage (laid out by layout_storages). */
 static VitStatus table_from_dict(Pkl *p, StFile *st, const Val *sd) {
     char sbuf[160];
     if (sd->n > VIT_MAX_TENSORS)
@@ -879,8 +1068,12 @@ static VitStatus table_from_dict(Pkl *p, StFile *st, const Val *sd) {
     st->tensors = calloc(sd->n ? sd->n : 1, sizeof *st->tensors);
     if (!st->tensors) return vit_set_error(p->err, VIT_ERR_NOMEM, "%s: out of memory", p->fname);
     for (size_t i = 0; i < sd->n; i++) {
-        const Val *k = sd->items[2 * i], *t = sd->items[2 * i + 1];
-        if (k->kind != V_STR || t->kind != V_TENSOR) continue; /* not a tensor: not read */
+        const Val *k = sd->items[2 * i], *v = sd->items[2 * i + 1];
+        if (k->kind != V_STR || v->kind != V_TENSOR) continue; /* not a tensor: not read */
+        if (strlen(k->s) != k->n)
+            return vit_set_error(p->err, VIT_ERR_FORMAT,
+                                 "%s: the name of tensor '%s' holds a NUL byte", p->fname, k->s);
+        const Tensor *t = v->t;
         const Storage *s = &p->storages[t->storage];
         StTensor *o = &st->tensors[st->n];
         if (!(o->name = strdup(k->s)))
@@ -916,6 +1109,7 @@ static VitStatus table_from_dict(Pkl *p, StFile *st, const Val *sd) {
                                  p->fname, o->name, (long long)t->offset,
                                  (long long)(t->offset + (int64_t)numel), s->key,
                                  (long long)s->numel);
+        if (!numel) continue; /* no bytes: begin = end = 0 */
         /* begin: the byte offset in the storage buffer, set when it is read */
         o->begin = s->at + (size_t)t->offset * (size_t)s->elem_bytes;
         o->end = o->begin + numel * (size_t)s->elem_bytes;
@@ -930,48 +1124,76 @@ static VitStatus zip_error(VitError *err, const char *fname, const char *what, z
                          what, zip_error_strerror(ze));
 }
 
-/* Entry `name` into buf [want bytes]: refuses an entry shorter than want, or one that
- * inflates to fewer bytes than it declares. */
-static VitStatus read_entry(zip_t *za, const char *name, uint8_t *buf, size_t want,
+/* Entry `name`: its index and stat (sizes, CRC-32), or an error naming it: missing, or
+ * encrypted (torch.save never encrypts; libzip would need a password, and without one a
+ * read fails as if the entry were damaged). */
+static VitStatus stat_entry(zip_t *za, const char *name, zip_uint64_t *idx, zip_stat_t *zs,
                             const char *fname, const char *what, VitError *err) {
-    zip_stat_t zs;
-    zip_int64_t idx = zip_name_locate(za, name, 0);
-    if (idx < 0 || zip_stat_index(za, (zip_uint64_t)idx, 0, &zs) != 0 ||
-        !(zs.valid & ZIP_STAT_SIZE) || !(zs.valid & ZIP_STAT_COMP_SIZE))
+    const zip_uint64_t need = ZIP_STAT_SIZE | ZIP_STAT_COMP_SIZE | ZIP_STAT_CRC;
+    zip_int64_t i = zip_name_locate(za, name, 0);
+    if (i < 0 || zip_stat_index(za, (zip_uint64_t)i, 0, zs) != 0 || (zs->valid & need) != need)
         return vit_set_error(err, VIT_ERR_FORMAT, "%s: %s: entry '%s' is missing from the zip",
                              fname, what, name);
-    if (zs.size < want)
+    if ((zs->valid & ZIP_STAT_ENCRYPTION_METHOD) && zs->encryption_method != ZIP_EM_NONE)
         return vit_set_error(err, VIT_ERR_FORMAT,
-                             "%s: %s: entry '%s' holds %llu bytes, the pickle says %zu", fname,
-                             what, name, (unsigned long long)zs.size, want);
-    zip_file_t *zf = zip_fopen_index(za, (zip_uint64_t)idx, 0);
+                             "%s: entry '%s' is encrypted: vitlens reads plain torch.save zips",
+                             fname, name);
+    *idx = (zip_uint64_t)i;
+    return VIT_OK;
+}
+
+/* Does a compressed entry of `size` bytes inflate from `comp` bytes by more than
+ * PTH_MAX_INFLATE_RATIO, beyond `slack`? */
+static int inflates_too_much(uint64_t size, uint64_t comp, uint64_t slack) {
+    return size / PTH_MAX_INFLATE_RATIO > comp + slack / PTH_MAX_INFLATE_RATIO;
+}
+
+/* Entry idx (`name`, stat_entry'd by the caller, who checked that it holds `size` bytes)
+ * whole into buf [size], its CRC-32 checked against the zip's directory: libzip checks it
+ * only when a read asks past the entry's end, which a read of its size never does. A
+ * stored entry is read raw (ZIP_FL_COMPRESSED: its bytes as they are, without libzip's
+ * own pass over them), so that its CRC is computed once. */
+static VitStatus read_entry(zip_t *za, zip_uint64_t idx, const char *name, uint8_t *buf,
+                            size_t size, const char *fname, const char *what, VitError *err) {
+    zip_stat_t zs;
+    if (zip_stat_index(za, idx, 0, &zs) != 0) return zip_error(err, fname, name, zip_get_error(za));
+    int raw = (zs.valid & ZIP_STAT_COMP_METHOD) && zs.comp_method == ZIP_CM_STORE;
+    zip_file_t *zf = zip_fopen_index(za, idx, raw ? ZIP_FL_COMPRESSED : 0);
     if (!zf) return zip_error(err, fname, name, zip_get_error(za));
     size_t got = 0;
-    while (got < want) {
-        zip_int64_t r = zip_fread(zf, buf + got, want - got);
+    while (got < size) {
+        zip_int64_t r = zip_fread(zf, buf + got, size - got);
         if (r <= 0) break;
         got += (size_t)r;
     }
     VitStatus rc = VIT_OK;
-    if (got < want)
+    uint32_t crc = got == size ? (uint32_t)crc32_z(crc32(0, Z_NULL, 0), buf, size) : 0;
+    if (got < size)
         rc =
             vit_set_error(err, VIT_ERR_FORMAT,
                           "%s: %s: entry '%s' ends after %zu of %zu bytes (%s): truncated or "
                           "damaged",
-                          fname, what, name, got, want, zip_error_strerror(zip_file_get_error(zf)));
+                          fname, what, name, got, size, zip_error_strerror(zip_file_get_error(zf)));
+    else if (crc != zs.crc)
+        rc = vit_set_error(err, VIT_ERR_FORMAT,
+                           "%s: entry '%s': CRC-32 mismatch (stored 0x%08x, computed 0x%08x): the "
+                           "download is damaged",
+                           fname, name, (unsigned)zs.crc, (unsigned)crc);
     zip_fclose(zf);
     return rc;
 }
 
 VitStatus pth_check_pickle(const uint8_t *pkl, size_t n, const char *fname, VitError *err) {
-    Pkl p = {.fname = fname, .err = err};
+    Pkl p = pkl_new(fname, n, err);
     StFile st = {0};
     Val *root = NULL;
     const char *how = NULL;
+    size_t total = 0;
     VitStatus rc = n > PKL_MAX_BYTES ? vit_set_error(err, VIT_ERR_FORMAT, "%s: too long", fname)
                                      : unpickle(&p, pkl, n, &root);
     const Val *sd = rc ? NULL : find_state_dict(root, &how, 0);
     if (!rc && !sd) rc = vit_set_error(err, VIT_ERR_FORMAT, "%s: no state dict", fname);
+    if (!rc) rc = layout_storages(&p, sd, &total);
     if (!rc) rc = table_from_dict(&p, &st, sd);
     st_free(&st);
     free_vals(&p);
@@ -992,7 +1214,7 @@ int pth_is_legacy(const uint8_t *file, size_t n) {
 VitStatus pth_parse(StFile *st, const uint8_t *file, size_t file_bytes, const char *fname,
                     VitError *err) {
     memset(st, 0, sizeof *st);
-    Pkl p = {.fname = fname, .err = err};
+    Pkl p = pkl_new(fname, file_bytes, err);
     zip_error_t ze;
     zip_error_init(&ze);
     zip_t *za = NULL;
@@ -1037,39 +1259,44 @@ VitStatus pth_parse(StFile *st, const uint8_t *file, size_t file_bytes, const ch
                            fname);
         goto done;
     }
+    zip_uint64_t idx;
+    zip_stat_t zs;
     snprintf(entry, sizeof entry, "%s/byteorder", prefix);
     if (zip_name_locate(za, entry, 0) >= 0) {
-        char bo[8] = {0};
-        zip_stat_t zs;
-        if (zip_stat(za, entry, 0, &zs) == 0 && zs.size == 6 &&
-            read_entry(za, entry, (uint8_t *)bo, 6, fname, "byteorder", err) == VIT_OK &&
-            !memcmp(bo, "little", 6)) {
-            /* little-endian: as read */
-        } else {
+        char bo[6];
+        if ((rc = stat_entry(za, entry, &idx, &zs, fname, "byteorder", err))) goto done;
+        if (zs.size == sizeof bo &&
+            (rc = read_entry(za, idx, entry, (uint8_t *)bo, sizeof bo, fname, "byteorder", err)))
+            goto done;
+        if (zs.size != sizeof bo || memcmp(bo, "little", 6) != 0) {
             rc = vit_set_error(err, VIT_ERR_FORMAT,
                                "%s: the storages are not little-endian ('%s' says otherwise)",
                                fname, entry);
             goto done;
         }
     }
-    zip_stat_t zs;
-    if (zip_stat_index(za, (zip_uint64_t)pkl_idx, 0, &zs) != 0 || !(zs.valid & ZIP_STAT_SIZE)) {
-        rc = zip_error(err, fname, "data.pkl", zip_get_error(za));
-        goto done;
-    }
+    snprintf(entry, sizeof entry, "%s/data.pkl", prefix);
+    if ((rc = stat_entry(za, entry, &idx, &zs, fname, "data.pkl", err))) goto done;
     if (zs.size > PKL_MAX_BYTES || zs.size == 0) {
         rc = vit_set_error(err, VIT_ERR_FORMAT,
                            "%s: data.pkl is %llu bytes, expected 1 to %u (the limit)", fname,
                            (unsigned long long)zs.size, PKL_MAX_BYTES);
         goto done;
     }
+    if (inflates_too_much(zs.size, zs.comp_size, PKL_INFLATE_SLACK)) {
+        rc = vit_set_error(err, VIT_ERR_FORMAT,
+                           "%s: data.pkl inflates to %llu bytes from %llu: more than %dx its "
+                           "compressed size (a zip bomb?), refused before inflating",
+                           fname, (unsigned long long)zs.size, (unsigned long long)zs.comp_size,
+                           PTH_MAX_INFLATE_RATIO);
+        goto done;
+    }
     size_t pkl_n = (size_t)zs.size;
-    snprintf(entry, sizeof entry, "%s/data.pkl", prefix);
     if (!(pkl = malloc(pkl_n))) {
         rc = vit_set_error(err, VIT_ERR_NOMEM, "%s: out of memory", fname);
         goto done;
     }
-    if ((rc = read_entry(za, entry, pkl, pkl_n, fname, "data.pkl", err))) goto done;
+    if ((rc = read_entry(za, idx, entry, pkl, pkl_n, fname, "data.pkl", err))) goto done;
 
     Val *root = NULL;
     if ((rc = unpickle(&p, pkl, pkl_n, &root))) goto done;
@@ -1082,31 +1309,43 @@ VitStatus pth_parse(StFile *st, const uint8_t *file, size_t file_bytes, const ch
                            fname);
         goto done;
     }
-    /* storage buffer layout: each storage 64-byte aligned */
     size_t total = 0;
+    if ((rc = layout_storages(&p, sd, &total)) || (rc = table_from_dict(&p, st, sd))) goto done;
+    /* each storage used: its entry holds exactly its bytes and is no zip bomb, nor are
+       they all together (whatever else the zip holds), before anything is allocated */
+    uint64_t sum_bytes = 0, sum_comp = 0;
     for (int s = 0; s < p.n_storages; s++) {
         Storage *sg = &p.storages[s];
-        sg->at = total;
+        if (!sg->used) continue;
         uint64_t bytes = (uint64_t)sg->numel * (uint64_t)sg->elem_bytes;
-        if ((uint64_t)sg->numel > PTH_MAX_STORAGE_BYTES || bytes > PTH_MAX_STORAGE_BYTES - total) {
-            rc = vit_set_error(err, VIT_ERR_FORMAT,
-                               "%s: the storages hold more than %llu GiB (storage '%s': %lld x %d "
-                               "bytes)",
-                               fname, PTH_MAX_STORAGE_BYTES >> 30, sg->key, (long long)sg->numel,
-                               sg->elem_bytes);
+        snprintf(entry, sizeof entry, "%s/data/%s", prefix, sg->key);
+        if ((rc = stat_entry(za, entry, &sg->entry, &zs, fname, "storage", err))) goto done;
+        if (zs.size != bytes) {
+            rc =
+                vit_set_error(err, VIT_ERR_FORMAT,
+                              "%s: storage: entry '%s' holds %llu bytes, the pickle says %llu",
+                              fname, entry, (unsigned long long)zs.size, (unsigned long long)bytes);
             goto done;
         }
-        total += ((size_t)bytes + 63) & ~(size_t)63;
+        if (inflates_too_much(bytes, zs.comp_size, PTH_INFLATE_SLACK)) {
+            rc = vit_set_error(err, VIT_ERR_FORMAT,
+                               "%s: entry '%s' inflates to %llu bytes from %llu: more than %dx "
+                               "its compressed size (a zip bomb?), refused before inflating",
+                               fname, entry, (unsigned long long)bytes,
+                               (unsigned long long)zs.comp_size, PTH_MAX_INFLATE_RATIO);
+            goto done;
+        }
+        sum_bytes += bytes;
+        sum_comp += zs.comp_size;
     }
-    if (total / PTH_MAX_INFLATE_RATIO > file_bytes + PTH_INFLATE_SLACK / PTH_MAX_INFLATE_RATIO) {
+    if (inflates_too_much(sum_bytes, sum_comp, PTH_INFLATE_SLACK)) {
         rc = vit_set_error(err, VIT_ERR_FORMAT,
-                           "%s: data.pkl declares %zu bytes of storages in a %zu-byte file: "
-                           "more than %dx its size (a zip bomb?), refused before inflating",
-                           fname, total, file_bytes, PTH_MAX_INFLATE_RATIO);
+                           "%s: the storages inflate to %llu bytes from %llu: more than %dx "
+                           "their compressed size (a zip bomb?), refused before inflating",
+                           fname, (unsigned long long)sum_bytes, (unsigned long long)sum_comp,
+                           PTH_MAX_INFLATE_RATIO);
         goto done;
     }
-    if ((rc = table_from_dict(&p, st, sd))) goto done;
-    /* the storages the state dict uses, each from its entry */
     if (!(data = calloc(total ? total : 1, 1))) {
         rc = vit_set_error(err, VIT_ERR_NOMEM, "%s: out of memory for %zu bytes of weights", fname,
                            total);
@@ -1115,13 +1354,10 @@ VitStatus pth_parse(StFile *st, const uint8_t *file, size_t file_bytes, const ch
     for (int s = 0; s < p.n_storages; s++) {
         Storage *sg = &p.storages[s];
         size_t bytes = (size_t)sg->numel * (size_t)sg->elem_bytes;
-        int used = 0;
-        for (int i = 0; i < st->n && !used; i++)
-            used = st->tensors[i].begin >= sg->at && st->tensors[i].end <= sg->at + bytes &&
-                   st->tensors[i].n_elems;
-        if (!used || !bytes) continue;
+        if (!sg->used) continue;
         snprintf(entry, sizeof entry, "%s/data/%s", prefix, sg->key);
-        if ((rc = read_entry(za, entry, data + sg->at, bytes, fname, "storage", err))) goto done;
+        if ((rc = read_entry(za, sg->entry, entry, data + sg->at, bytes, fname, "storage", err)))
+            goto done;
     }
     st->data = data;
     st->data_bytes = total;

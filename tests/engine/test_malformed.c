@@ -12,6 +12,7 @@
  *        test_malformed --markdown SCRATCH_DIR    the docs table's rows, from real runs
  *        test_malformed --doc DOC SCRATCH_DIR     every row is in DOC, as printed
  *        test_malformed --registered CASE...      CMake registered exactly the table */
+#define _DEFAULT_SOURCE /* wait4: a child's CPU time and peak RSS (load_bounded) */
 #include "encode.h"
 #include "testlib.h"
 
@@ -1043,18 +1044,32 @@ static void case_png_rgba(Ctx *c) {
 /* --- the cases: PyTorch checkpoints ---------------------------------------- */
 
 /* A protocol-2 pickle, written byte by byte as torch.save would (nothing here is ever
- * unpickled by Python). */
+ * unpickled by Python); grown as needed, freed by pth_expect (or pk_free). */
 typedef struct {
-    uint8_t b[1024];
-    size_t n;
+    uint8_t *b;
+    size_t n, cap;
 } Pk;
 
 static void pk_raw(Pk *p, const void *s, size_t n) {
-    if (p->n + n <= sizeof p->b) memcpy(p->b + p->n, s, n);
+    if (p->n + n > p->cap) {
+        size_t nc = p->cap ? p->cap : 1024;
+        while (nc < p->n + n) nc *= 2;
+        uint8_t *nb = realloc(p->b, nc);
+        if (!nb) exit(2);
+        p->b = nb, p->cap = nc;
+    }
+    memcpy(p->b + p->n, s, n);
     p->n += n;
+}
+static void pk_free(Pk *p) {
+    free(p->b);
+    memset(p, 0, sizeof *p);
 }
 static void pk_str(Pk *p, const char *s) {
     pk_raw(p, s, strlen(s));
+}
+static void pk_repeat(Pk *p, const char *s, size_t times) {
+    for (size_t i = 0; i < times; i++) pk_str(p, s);
 }
 static void pk_unicode(Pk *p, const char *s) { /* BINUNICODE */
     uint32_t n = (uint32_t)strlen(s);
@@ -1072,12 +1087,19 @@ static void pk_ints(Pk *p, int n, const int32_t *v) { /* a tuple */
     for (int i = 0; i < n; i++) pk_int(p, v[i]);
     pk_str(p, "t");
 }
+static void pk_memo(Pk *p, char op, uint32_t idx) { /* LONG_BINPUT 'r', LONG_BINGET 'j' */
+    uint8_t h[5] = {(uint8_t)op, (uint8_t)idx, (uint8_t)(idx >> 8), (uint8_t)(idx >> 16),
+                    (uint8_t)(idx >> 24)};
+    pk_raw(p, h, 5);
+}
 
 /* {name: tensor} as torch.save writes a state dict of one tensor: shape [n0, n1] with the
  * given strides, at `offset` elements in storage `key` of `numel` elements of `stype`
- * (torch.FloatStorage, ...). */
-static void pk_state_dict(Pk *p, const char *name, const char *stype, int32_t numel, int32_t offset,
-                          const int32_t shape[2], const int32_t stride[2]) {
+ * (torch.FloatStorage, ...). `od` [od_n]: the GLOBAL that makes the dict (collections
+ * OrderedDict; it may hold a NUL). */
+static void pk_state_dict_of(Pk *p, const char *name, const char *stype, int32_t numel,
+                             int32_t offset, const int32_t shape[2], const int32_t stride[2],
+                             const char *od, size_t od_n) {
     pk_str(p, "\x80\x02}(");
     pk_unicode(p, name);
     pk_str(p, "ctorch._utils\n_rebuild_tensor_v2\n((");
@@ -1092,42 +1114,126 @@ static void pk_state_dict(Pk *p, const char *name, const char *stype, int32_t nu
     pk_int(p, offset);
     pk_ints(p, 2, shape);
     pk_ints(p, 2, stride);
-    pk_str(p, "\x89"
-              "ccollections\nOrderedDict\n)RtRu.");
+    pk_str(p, "\x89");
+    pk_raw(p, od, od_n);
+    pk_str(p, ")RtRu.");
+}
+static void pk_state_dict(Pk *p, const char *name, const char *stype, int32_t numel, int32_t offset,
+                          const int32_t shape[2], const int32_t stride[2]) {
+    pk_state_dict_of(p, name, stype, numel, offset, shape, stride, "ccollections\nOrderedDict\n",
+                     25);
 }
 
-/* A torch.save zip: archive/data.pkl, archive/data/0 (bytes [n_data]), archive/version;
- * deflated or stored. */
-static void write_pth(const char *path, const Pk *pkl, const void *data, size_t n_data,
-                      int deflate) {
+/* One entry of a zip: stored or deflated, plain or encrypted (traditional PKWARE). */
+typedef struct {
+    const char *name;
+    const void *data;
+    size_t n;
+    int deflate, encrypt;
+} ZipEntry;
+
+static void write_zip(const char *path, const ZipEntry *e, int n) {
     int zerr = 0;
     zip_t *za = zip_open(path, ZIP_CREATE | ZIP_TRUNCATE, &zerr);
     if (!za) {
         check(0, "%s: cannot create the zip (libzip error %d)", path, zerr);
         return;
     }
-    const char *names[3] = {"archive/data.pkl", "archive/data/0", "archive/version"};
-    const void *bufs[3] = {pkl->b, data, "3\n"};
-    size_t lens[3] = {pkl->n, n_data, 2};
-    for (int i = 0; i < 3; i++) {
-        zip_source_t *src = zip_source_buffer(za, bufs[i], lens[i], 0);
-        zip_int64_t idx = src ? zip_file_add(za, names[i], src, ZIP_FL_ENC_UTF_8) : -1;
-        if (idx < 0 || zip_set_file_compression(za, (zip_uint64_t)idx,
-                                                deflate ? ZIP_CM_DEFLATE : ZIP_CM_STORE, 9))
-            check(0, "%s: cannot add %s", path, names[i]);
+    for (int i = 0; i < n; i++) {
+        zip_source_t *src = zip_source_buffer(za, e[i].data, e[i].n, 0);
+        zip_int64_t idx = src ? zip_file_add(za, e[i].name, src, ZIP_FL_ENC_UTF_8) : -1;
+        if (idx < 0 ||
+            zip_set_file_compression(za, (zip_uint64_t)idx,
+                                     e[i].deflate ? ZIP_CM_DEFLATE : ZIP_CM_STORE, 9) ||
+            (e[i].encrypt &&
+             zip_file_set_encryption(za, (zip_uint64_t)idx, ZIP_EM_TRAD_PKWARE, "vitlens")))
+            check(0, "%s: cannot add %s: %s", path, e[i].name, zip_strerror(za));
     }
-    if (zip_close(za) != 0) check(0, "%s: cannot write the zip", path);
+    if (zip_close(za) != 0) check(0, "%s: cannot write the zip: %s", path, zip_strerror(za));
 }
 
-/* model.pth holding data.pkl = pk and one storage of n_data bytes; loaded, refused. */
-static void pth_expect(Ctx *c, const Pk *pk, size_t n_data, int deflate, VitStatus want,
+/* A torch.save zip: archive/data.pkl, archive/data/0 (bytes [n_data]), archive/version;
+ * deflated or stored. */
+static void write_pth(const char *path, const Pk *pkl, const void *data, size_t n_data,
+                      int deflate) {
+    const ZipEntry e[] = {{"archive/data.pkl", pkl->b, pkl->n, deflate, 0},
+                          {"archive/data/0", data, n_data, deflate, 0},
+                          {"archive/version", "3\n", 2, deflate, 0}};
+    write_zip(path, e, 3);
+}
+
+/* model.pth holding data.pkl = pk (freed) and one storage of n_data zero bytes; loaded. */
+static void pth_expect(Ctx *c, Pk *pk, size_t n_data, int deflate, VitStatus want,
                        const char *const *keys) {
     char path[1100];
     in_dir(c, path, sizeof path, "model.pth");
     void *data = calloc(n_data ? n_data : 1, 1);
     write_pth(path, pk, data, n_data, deflate);
     free(data);
+    pk_free(pk);
     load_expect(c, path, want, keys);
+}
+
+/* A hostile file under 1 MB is refused (VIT_ERR_FORMAT, the message holding keys) within
+ * 1 s of CPU and 256 MB: vit_load runs in a child process limited to 256 MB of data space
+ * (more is a failure to allocate, VIT_ERR_NOMEM) and 20 s of CPU (more kills it), whose
+ * CPU time and peak RSS are checked. The sanitizer builds, whose allocator and shadow
+ * memory need room of their own, load in the process: bounded only by ctest's timeout. */
+static void load_bounded(Ctx *c, const char *path, const char *const *keys) {
+    char what[1200];
+    snprintf(what, sizeof what, "%s (%s)", c->def->input, base_name(path));
+#if defined(__SANITIZE_ADDRESS__)
+    (void)what;
+    load_expect(c, path, VIT_ERR_FORMAT, keys);
+#else
+    VitError err = {0};
+    int fd[2];
+    if (!check(pipe(fd) == 0, "%s: pipe", what)) return;
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+        struct rlimit mem = {256u << 20, 256u << 20}, cpu = {20, 20};
+        setrlimit(RLIMIT_DATA, &mem);
+        setrlimit(RLIMIT_CPU, &cpu);
+        close(fd[0]);
+        Vit vit;
+        vit_load(&vit, path, NULL, &err);
+        _exit(write(fd[1], &err, sizeof err) == (ssize_t)sizeof err ? 0 : 1);
+    }
+    close(fd[1]);
+    size_t got = 0;
+    for (ssize_t r; pid > 0 && got < sizeof err &&
+                    (r = read(fd[0], (char *)&err + got, sizeof err - got)) > 0;)
+        got += (size_t)r;
+    close(fd[0]);
+    int status = 0;
+    struct rusage ru = {0};
+    int ok = pid > 0 && wait4(pid, &status, 0, &ru) == pid && WIFEXITED(status) &&
+             WEXITSTATUS(status) == 0 && got == sizeof err;
+    check(ok, "%s: the load finishes (signal %d: over 20 s of CPU?)", what,
+          WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+    double cpu_s = (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+                   (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e-6;
+    check(cpu_s <= 1.0, "%s: %.2f s of CPU, at most 1 s", what, cpu_s);
+    check(ru.ru_maxrss <= 256 * 1024, "%s: peak RSS %ld MB, at most 256 MB", what,
+          ru.ru_maxrss / 1024);
+    if (!ok) {
+        err.code = VIT_ERR_IO;
+        snprintf(err.msg, sizeof err.msg, "(the load did not finish)");
+    }
+    expect_refused(c, err.code, &err, VIT_ERR_FORMAT, path, keys);
+#endif
+}
+
+/* model.pth of data.pkl = pk (freed), nothing else but a version; loaded within bounds. */
+static void pth_bounded(Ctx *c, Pk *pk, int deflate, const char *const *keys) {
+    char path[1100];
+    in_dir(c, path, sizeof path, "model.pth");
+    const ZipEntry e[] = {{"archive/data.pkl", pk->b, pk->n, deflate, 0},
+                          {"archive/version", "3\n", 2, 0, 0}};
+    write_zip(path, e, 2);
+    pk_free(pk);
+    load_bounded(c, path, keys);
 }
 
 /* os.system or builtins.eval called by REDUCE on a command that would create a file:
@@ -1198,7 +1304,7 @@ static void case_pth_zip_bomb(Ctx *c) {
     pk_state_dict(&pk, "cls_token", "FloatStorage", 20 << 20, 0, (int32_t[2]){1, 20 << 20},
                   (int32_t[2]){20 << 20, 1});
     pth_expect(c, &pk, (size_t)80 << 20, 1, VIT_ERR_FORMAT,
-               KEYS("declares 83886080 bytes of storages", "zip bomb"));
+               KEYS("'archive/data/0' inflates to 83886080 bytes", "zip bomb"));
 }
 
 static void case_pth_wrong_dtype(Ctx *c) {
@@ -1222,6 +1328,7 @@ static void case_pth_truncated(Ctx *c) {
     in_dir(c, path, sizeof path, "cut.pth");
     float data[64] = {0};
     write_pth(path, &pk, data, sizeof data, 0);
+    pk_free(&pk);
     size_t n;
     uint8_t *b = read_bytes(path, &n);
     if (!check(b != NULL, "%s: cannot read back", path)) return;
@@ -1235,6 +1342,234 @@ static void case_pth_no_layout(Ctx *c) {
     pk_state_dict(&pk, "my_token", "FloatStorage", 4, 0, (int32_t[2]){1, 4}, (int32_t[2]){4, 1});
     pth_expect(c, &pk, 16, 0, VIT_ERR_SHAPE,
                KEYS("tensor 'cls_token' is missing", "my_token [1, 4]", "--layout FILE"));
+}
+
+/* --- the cases: hostile checkpoints (issue 34) -------------------------------------- */
+
+/* {'model': d, 'state_dict': d} where d is the dict itself (its memo entry): a search of
+ * the wrappers that follows every key never ends. */
+static void case_pth_dict_cycle(Ctx *c) {
+    Pk pk = {0};
+    pk_str(&pk, "\x80\x02}");
+    pk_memo(&pk, 'r', 0);
+    pk_str(&pk, "(");
+    pk_unicode(&pk, "model");
+    pk_memo(&pk, 'j', 0);
+    pk_unicode(&pk, "state_dict");
+    pk_memo(&pk, 'j', 0);
+    pk_str(&pk, "u.");
+    pth_bounded(c, &pk, 0, KEYS("no state dict in the checkpoint"));
+}
+
+/* 60 levels of dicts, each holding the one below under 'model' and 'state_dict', the
+ * last empty: 2^60 paths through 60 dicts. */
+static void case_pth_dict_dag(Ctx *c) {
+    enum { LEVELS = 60 };
+    Pk pk = {0};
+    pk_str(&pk, "\x80\x02}");
+    pk_memo(&pk, 'r', 0);
+    pk_str(&pk, "0");
+    for (uint32_t k = 1; k < LEVELS; k++) {
+        pk_str(&pk, "}");
+        pk_memo(&pk, 'r', k);
+        pk_str(&pk, "(");
+        pk_unicode(&pk, "model");
+        pk_memo(&pk, 'j', k - 1);
+        pk_unicode(&pk, "state_dict");
+        pk_memo(&pk, 'j', k - 1);
+        pk_str(&pk, "u0");
+    }
+    pk_memo(&pk, 'j', LEVELS - 1);
+    pk_str(&pk, ".");
+    pth_bounded(c, &pk, 0, KEYS("no state dict in the checkpoint"));
+}
+
+/* VIT_MAX_TENSORS tensors, each of its own storage (the pickle deflated: ~300 KB; what
+ * repeats memo'd, as torch.save would): the first 65535 empty, the last of one element in
+ * a storage whose entry is missing. Found by a linear search each, the storages cost
+ * 65536^2 / 2 key comparisons. */
+static void case_pth_many_storages(Ctx *c) {
+    enum { N = 65536 };
+    Pk pk = {0};
+    char key[16];
+    pk_str(&pk, "\x80\x02}(");
+    for (int i = 0; i < N; i++) {
+        int last = i == N - 1;
+        snprintf(key, sizeof key, "t%d", i);
+        pk_unicode(&pk, key);
+        if (i == 0) { /* memo 1: the rebuilder, 2: 'storage', 3: the type, 4: 'cpu' */
+            pk_str(&pk, "ctorch._utils\n_rebuild_tensor_v2\nq\x01((");
+            pk_unicode(&pk, "storage");
+            pk_str(&pk, "q\x02"
+                        "ctorch\nFloatStorage\nq\x03");
+        } else {
+            pk_str(&pk, "h\x01((h\x02h\x03");
+        }
+        snprintf(key, sizeof key, "%d", i);
+        pk_unicode(&pk, key);
+        if (i == 0) { /* 4: 'cpu', 5: 0, 6: (0,), 7: (1,) */
+            pk_unicode(&pk, "cpu");
+            pk_str(&pk, "q\x04");
+            pk_int(&pk, 0);
+            pk_str(&pk, "q\x05tQh\x05");
+            pk_ints(&pk, 1, (int32_t[1]){0});
+            pk_str(&pk, "q\x06");
+            pk_ints(&pk, 1, (int32_t[1]){1});
+            pk_str(&pk, "q\x07tR");
+        } else if (!last) {
+            pk_str(&pk, "h\x04h\x05tQh\x05h\x06h\x07tR");
+        } else { /* numel 1, size (1,) */
+            pk_str(&pk, "h\x04");
+            pk_int(&pk, 1);
+            pk_str(&pk, "tQh\x05h\x07h\x07tR");
+        }
+    }
+    pk_str(&pk, "u.");
+    pth_bounded(c, &pk, 1, KEYS("entry 'archive/data/65535' is missing"));
+}
+
+/* data.pkl of 8 M opcodes (")0": an empty tuple, popped) deflated into a 16 KB file: at
+ * ~240 bytes a value, 2 GB. */
+static void case_pth_pickle_inflate(Ctx *c) {
+    Pk pk = {0};
+    pk_str(&pk, "\x80\x02");
+    pk_repeat(&pk, ")0", (size_t)8 << 20);
+    pk_str(&pk, "}.");
+    pth_bounded(c, &pk, 1, KEYS("data.pkl inflates to 16777220 bytes", "refused before inflating"));
+}
+
+/* A 41 KB data.pkl, stored: a list of 8192 pairs (one memo'd tuple), then 4000 times
+ * OrderedDict(that list): each REDUCE of 6 bytes makes a dict of 8192 items, 4000 of them
+ * 0.5 GB of item arrays. */
+static void case_pth_pickle_values(Ctx *c) {
+    Pk pk = {0};
+    pk_str(&pk, "\x80\x02"
+                "ccollections\nOrderedDict\nq\x01"
+                "0");
+    pk_unicode(&pk, "k");
+    pk_str(&pk, "N\x86q\x02"
+                "0(");
+    pk_repeat(&pk, "h\x02", 8192);
+    pk_str(&pk, "l\x85q\x03"
+                "0");
+    pk_repeat(&pk, "h\x01h\x03R0", 4000);
+    pk_str(&pk, "}.");
+    pth_bounded(c, &pk, 0, KEYS("data.pkl makes more values than", "refused"));
+}
+
+/* Two storages of 40 MiB of zeros, deflated (~80 KB), beside 1.5 MB of stored padding:
+ * 80 MiB is not 16x the whole file (+ 64 MiB), but it is 1000x the storages' entries. */
+static void case_pth_padding_bomb(Ctx *c) {
+    enum { NUMEL = 10 << 20, PAD = 1536 << 10 };
+    Pk pk = {0};
+    pk_str(&pk, "\x80\x02}(");
+    for (int s = 0; s < 2; s++) {
+        pk_unicode(&pk, s ? "pos_embed" : "cls_token");
+        pk_str(&pk, "ctorch._utils\n_rebuild_tensor_v2\n((");
+        pk_unicode(&pk, "storage");
+        pk_str(&pk, "ctorch\nFloatStorage\n");
+        pk_unicode(&pk, s ? "1" : "0");
+        pk_unicode(&pk, "cpu");
+        pk_int(&pk, NUMEL);
+        pk_str(&pk, "tQ");
+        pk_int(&pk, 0);
+        pk_ints(&pk, 2, (int32_t[2]){1, NUMEL});
+        pk_ints(&pk, 2, (int32_t[2]){NUMEL, 1});
+        pk_str(&pk, "tR");
+    }
+    pk_str(&pk, "u.");
+    uint8_t *zeros = calloc((size_t)NUMEL * 4, 1);
+    if (!zeros) exit(2);
+    const ZipEntry e[] = {{"archive/data.pkl", pk.b, pk.n, 0, 0},
+                          {"archive/data/0", zeros, (size_t)NUMEL * 4, 1, 0},
+                          {"archive/data/1", zeros, (size_t)NUMEL * 4, 1, 0},
+                          {"archive/padding", zeros, PAD, 0, 0},
+                          {"archive/version", "3\n", 2, 0, 0}};
+    char path[1100];
+    in_dir(c, path, sizeof path, "padded.pth");
+    write_zip(path, e, 5);
+    free(zeros);
+    pk_free(&pk);
+    load_bounded(c, path, KEYS("the storages inflate to 83886080 bytes", "zip bomb"));
+}
+
+/* A stored storage whose bytes no longer match the CRC-32 in the zip's directory: one
+ * byte changed, as a damaged download would. */
+static void case_pth_crc_mismatch(Ctx *c) {
+    Pk pk = {0};
+    pk_state_dict(&pk, "cls_token", "FloatStorage", 16, 0, (int32_t[2]){1, 16},
+                  (int32_t[2]){16, 1});
+    uint8_t data[64];
+    for (int i = 0; i < 64; i++) data[i] = (uint8_t)(i * 7 + 1);
+    char path[1100];
+    in_dir(c, path, sizeof path, "damaged.pth");
+    write_pth(path, &pk, data, sizeof data, 0);
+    pk_free(&pk);
+    size_t n;
+    uint8_t *b = read_bytes(path, &n);
+    if (!check(b != NULL, "%s: cannot read back", path)) return;
+    uint8_t *at = NULL;
+    for (size_t i = 0; !at && i + sizeof data <= n; i++)
+        if (!memcmp(b + i, data, sizeof data)) at = b + i;
+    if (check(at != NULL, "%s: the storage's bytes are in the file", path)) at[10] ^= 0x40;
+    write_bytes(path, b, n);
+    free(b);
+    load_expect(c, path, VIT_ERR_FORMAT,
+                KEYS("entry 'archive/data/0': CRC-32 mismatch", "the download is damaged"));
+}
+
+/* Every entry encrypted (zip -e), as torch.load cannot read either. */
+static void case_pth_encrypted(Ctx *c) {
+    Pk pk = {0};
+    pk_state_dict(&pk, "cls_token", "FloatStorage", 4, 0, (int32_t[2]){1, 4}, (int32_t[2]){4, 1});
+    float data[4] = {1, 2, 3, 4};
+    const ZipEntry e[] = {{"archive/data.pkl", pk.b, pk.n, 0, 1},
+                          {"archive/byteorder", "little", 6, 0, 1},
+                          {"archive/data/0", data, sizeof data, 0, 1},
+                          {"archive/version", "3\n", 2, 0, 1}};
+    char path[1100];
+    in_dir(c, path, sizeof path, "secret.pth");
+    write_zip(path, e, 4);
+    pk_free(&pk);
+    load_expect(c, path, VIT_ERR_FORMAT,
+                KEYS("entry 'archive/byteorder' is encrypted", "plain torch.save zips"));
+}
+
+/* GLOBAL "collections\0os\nOrderedDict\n": compared as a C string, the module would read
+ * as "collections". */
+static void case_pth_global_nul(Ctx *c) {
+    static const char od[] = "ccollections\0os\nOrderedDict\n";
+    Pk pk = {0};
+    pk_state_dict_of(&pk, "cls_token", "FloatStorage", 4, 0, (int32_t[2]){1, 4}, (int32_t[2]){4, 1},
+                     od, sizeof od - 1);
+    pth_expect(c, &pk, 16, 0, VIT_ERR_FORMAT, KEYS("GLOBAL at byte", "a NUL byte"));
+}
+
+/* STACK_GLOBAL of the strings "collections" and "OrderedDict\0os" (13 + 1 + 2 bytes). */
+static void case_pth_stack_global_nul(Ctx *c) {
+    static const char od[] = "\x8c\x0b"
+                             "collections\x8c\x0e"
+                             "OrderedDict\0os\x93";
+    Pk pk = {0};
+    pk_state_dict_of(&pk, "cls_token", "FloatStorage", 4, 0, (int32_t[2]){1, 4}, (int32_t[2]){4, 1},
+                     od, sizeof od - 1);
+    pth_expect(c, &pk, 16, 0, VIT_ERR_FORMAT, KEYS("STACK_GLOBAL at byte", "a NUL byte"));
+}
+
+/* A GLOBAL whose module is terminal escapes: OSC 0 (the window title), ED (clear the
+ * screen), SGR, OSC 52 (set the clipboard), each ended by BEL. The message names the
+ * global with every control byte escaped: nothing below 0x20 but '\n', no DEL.
+ * (vit_set_error escapes them: issue 34, on main.) */
+static void case_pth_global_ansi(Ctx *c) {
+    Pk pk = {0};
+    pk_str(&pk, "\x80\x02"
+                "c\x1b]0;OWNED\x07\x1b[2J\x1b[1;31m\x1b]52;c;b3duZWQ=\x07\x7fos\nsystem\n"
+                ")R.");
+    pth_expect(c, &pk, 16, 0, VIT_ERR_FORMAT, KEYS("names the global", "\\x1b"));
+    int clean = 1;
+    for (const char *s = c->msg; *s; s++)
+        clean &= ((unsigned char)*s >= 0x20 || *s == '\n') && *s != 0x7f;
+    check(clean, "%s: the message holds raw control bytes: %s", c->def->input, c->msg);
 }
 
 /* --- CLIP's vocabulary and text ------------------------------------------------ */
@@ -1467,6 +1802,17 @@ static const Case cases[] = {
     CASE(pth_unknown_storage, "checkpoint: a storage type vitlens does not read (complex)", NULL),
     CASE(pth_truncated, "checkpoint: a .pth cut in half", NULL),
     CASE(pth_no_layout, "checkpoint: names no layout matches", NULL),
+    CASE(pth_dict_cycle, "checkpoint: a dict holding itself under `model` and `state_dict` (memo)", NULL),
+    CASE(pth_dict_dag, "checkpoint: 60 levels of dicts, each holding the next under two wrapper keys", NULL),
+    CASE(pth_many_storages, "checkpoint: 65536 tensors in 65536 storages (a 320 KB file)", NULL),
+    CASE(pth_pickle_inflate, "checkpoint: a 16 KB file whose deflated data.pkl holds 8 M opcodes", NULL),
+    CASE(pth_pickle_values, "checkpoint: a 41 KB data.pkl making 4000 dicts of 8192 items (memo)", NULL),
+    CASE(pth_padding_bomb, "checkpoint: 80 MiB of zeros in two deflated storages beside 1.5 MB of padding", NULL),
+    CASE(pth_crc_mismatch, "checkpoint: a storage whose bytes do not match its CRC-32", NULL),
+    CASE(pth_encrypted, "checkpoint: a zip whose entries are encrypted", NULL),
+    CASE(pth_global_nul, "checkpoint: `GLOBAL collections\\0os OrderedDict` (a NUL in the module)", NULL),
+    CASE(pth_stack_global_nul, "checkpoint: `STACK_GLOBAL` of `collections` and `OrderedDict\\0os`", NULL),
+    CASE(pth_global_ansi, "checkpoint: a GLOBAL named by terminal escapes (OSC 0, OSC 52, ED, BEL)", NULL),
     CASE(config_heads_string, "config.json: `\"num_heads\": \"four\"`", NULL),
     CASE(config_mean_two, "config.json: `mean` with 2 entries", NULL),
     CASE(config_eps_underflow, "config.json: `layer_norm_eps` 1e-90, 0 as a float", NULL),
