@@ -8,12 +8,35 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* --- sizes read from a file ------------------------------------------------------------- */
+/* Every product or sum of sizes a file declares (a tensor's shape, a header's counts) goes
+ * through these before any loop or allocation sized by it: a hostile file's [2^53, 0]
+ * or 1024 heads of 2^53 rows must not wrap. Each returns 1 with the result in *out, or 0
+ * when it overflows size_t, *out then SIZE_MAX (so that a size checked against a limit
+ * afterwards is refused too). */
+static inline int vit_size_mul(size_t *out, size_t a, size_t b) {
+    if (__builtin_mul_overflow(a, b, out)) return *out = SIZE_MAX, 0;
+    return 1;
+}
+static inline int vit_size_add(size_t *out, size_t a, size_t b) {
+    if (__builtin_add_overflow(a, b, out)) return *out = SIZE_MAX, 0;
+    return 1;
+}
+/* The elements of a shape [ndim] as a header holds it (int64): 0 when a dimension is
+ * negative or the product overflows size_t. */
+static inline int vit_shape_elems(size_t *out, const int64_t *shape, int ndim) {
+    size_t n = 1;
+    for (int i = 0; i < ndim; i++)
+        if (shape[i] < 0 || !vit_size_mul(&n, n, (size_t)shape[i])) return *out = SIZE_MAX, 0;
+    *out = n;
+    return 1;
+}
 /* *acc += a * b, with the overflow checked: 0 (and *acc unchanged) when it overflows
  * size_t, else 1. For buffer sizes: a chain of them && together. */
 static inline int vit_add_product(size_t *acc, size_t a, size_t b) {
-    if (b && a > SIZE_MAX / b) return 0;
-    if (*acc > SIZE_MAX - a * b) return 0;
-    *acc += a * b;
+    size_t ab, sum;
+    if (!vit_size_mul(&ab, a, b) || !vit_size_add(&sum, *acc, ab)) return 0;
+    *acc = sum;
     return 1;
 }
 
@@ -395,6 +418,7 @@ typedef struct {
  * its table; free with st_free. Errors: VIT_ERR_FORMAT, VIT_ERR_NOMEM. */
 VitStatus st_parse(StFile *st, const uint8_t *file, size_t file_bytes, const char *name,
                    VitError *err);
+/* The tensor named `name`, or NULL (also for a NULL name). */
 const StTensor *st_find(const StFile *st, const char *name);
 void st_free(StFile *st);
 

@@ -129,6 +129,7 @@ static VitStatus input_grid(Loader *ld, Arch *a, const VitLoadOptions *opt) {
 
 /* L: the blocks numbered 0..L-1 (layout.c has checked that no block follows a gap). */
 static VitStatus count_blocks(Loader *ld, Arch *a) {
+    if (!ld_slot_name(ld, S_NORM1_W, 0)) return ld_unnamed(ld, S_NORM1_W); /* a user's layout */
     int L = 0;
     for (; L <= VIT_MAX_LAYERS && ld_has_slot(ld, S_NORM1_W, L);) L++;
     if (L > VIT_MAX_LAYERS)
@@ -152,8 +153,8 @@ static VitStatus infer_mlp_width(Loader *ld, Arch *a) {
                              "%s: tensor '%s': MLP width %lld out of range [1, %d]", ld->fname,
                              ld_slot_name(ld, S_FC1_W, 0), (long long)F, VIT_MAX_WIDTH);
     /* timm's SwiGLUPacked (DINOv2 ViT-g): fc1 holds both halves, fc2 takes F/2 */
-    const StTensor *fc2 = st_find(&ld->st, ld_slot_name(ld, S_FC2_W, 0));
-    if (fc2 && fc2->ndim == 2 && fc2->shape[0] == D && 2 * fc2->shape[1] == F)
+    const StTensor *fc2 = st_find(&ld->st, ld_slot_name(ld, S_FC2_W, 0)); /* NULL: unnamed */
+    if (fc2 && fc2->ndim == 2 && fc2->shape[0] == D && F % 2 == 0 && fc2->shape[1] == F / 2)
         return vit_set_error(ld->err, VIT_ERR_SHAPE,
                              "%s: tensor '%s' is [%lld, %lld], half of fc1's width: a SwiGLU "
                              "MLP (DINOv2 ViT-g), which vitlens does not support",

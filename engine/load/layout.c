@@ -271,9 +271,9 @@ typedef struct {
 } Build;
 
 static float *reserve(Build *b, size_t n) {
-    size_t at = (b->used + 15) & ~(size_t)15; /* 64-byte aligned */
-    if (at + n > b->cap || at + n < at) return NULL;
-    b->used = at + n;
+    size_t at = (b->used + 15) & ~(size_t)15, end; /* 64-byte aligned */
+    if (!vit_size_add(&end, at, n) || end > b->cap) return NULL;
+    b->used = end;
     return b->buf + at;
 }
 
@@ -295,9 +295,9 @@ static void to_f32(float *dst, const StTensor *t) {
  * build's buffer; or, `in_place` given, those F32 bytes as they are. */
 static float *add_tensor(Build *b, const char *name, int ndim, const int64_t *shape,
                          const uint8_t *in_place) {
-    size_t n = 1;
-    for (int i = 0; i < ndim; i++) n *= (size_t)shape[i];
-    float *d = in_place ? (float *)(uintptr_t)in_place : reserve(b, n);
+    size_t n, n_bytes;
+    int sized = vit_shape_elems(&n, shape, ndim) && vit_size_mul(&n_bytes, n, 4);
+    float *d = !sized ? NULL : in_place ? (float *)(uintptr_t)in_place : reserve(b, n);
     StTensor *t = &b->out.tensors[b->out.n];
     if (!d || !(t->name = strdup(name))) {
         vit_set_error(b->err, VIT_ERR_NOMEM, "%s: out of memory converting '%s'", b->fname, name);
@@ -311,15 +311,28 @@ static float *add_tensor(Build *b, const char *name, int ndim, const int64_t *sh
     t->n_elems = n;
     t->data = (const uint8_t *)d;
     t->begin = in_place ? 0 : (size_t)((const uint8_t *)d - (const uint8_t *)b->buf);
-    t->end = t->begin + 4 * n;
+    t->end = t->begin + n_bytes;
     return d;
 }
 
+/* A tensor a role can take: F32, F16 or BF16, and not empty. Every role's weight has rows
+ * (a scalar [] has one element): a dimension of 0 makes a tensor of no bytes whatever
+ * its other dimensions say, [2^53, 0] or [0, 3 * 2^50], whose sizes must not reach a
+ * loop or an allocation. */
 static int usable(Build *b, const StTensor *t) {
-    if (t->dtype != ST_OTHER) return 1;
-    vit_set_error(b->err, VIT_ERR_FORMAT, "%s: tensor '%s': dtype %s, expected F32, F16 or BF16",
-                  b->fname, t->name, t->dtype_name);
-    return 0;
+    char sh[160];
+    if (t->dtype == ST_OTHER) {
+        vit_set_error(b->err, VIT_ERR_FORMAT,
+                      "%s: tensor '%s': dtype %s, expected F32, F16 or BF16", b->fname, t->name,
+                      t->dtype_name);
+        return 0;
+    }
+    if (t->n_elems == 0) {
+        vit_set_error(b->err, VIT_ERR_SHAPE, "%s: tensor '%s': shape %s: an empty weight", b->fname,
+                      t->name, st_shape_str(sh, sizeof sh, t->shape, t->ndim));
+        return 0;
+    }
+    return 1;
 }
 
 /* Copy tensor t as `name`, with its shape, or reshaped to [1, ..., rest] (`lead` leading
@@ -403,7 +416,17 @@ static int build_qkv(Build *b, const StFile *st, const Layout *lay, int l, int *
                 }
                 if (!wb) in = t->shape[1];
                 parts[wb][j][nh[wb][j]++] = t;
-                rows[wb][j] += t->shape[0];
+                /* non-empty (usable), so at most the file's size: checked all the same */
+                size_t sum;
+                if (!vit_size_add(&sum, (size_t)rows[wb][j], (size_t)t->shape[0]) ||
+                    sum > INT64_MAX / 3) {
+                    vit_set_error(b->err, VIT_ERR_SHAPE,
+                                  "%s: block %d: the heads' %s rows add up to more than a shape "
+                                  "holds (at '%s')",
+                                  b->fname, l, wb ? "bias" : "weight", t->name);
+                    return 0;
+                }
+                rows[wb][j] = (int64_t)sum;
             }
             if (!nh[wb][j] && !wb) return -1;
             have_b += wb && nh[wb][j];
@@ -434,7 +457,7 @@ static int build_qkv(Build *b, const StFile *st, const Layout *lay, int l, int *
     if (nh[0][0] > 1) *n_heads = nh[0][0];
     for (int wb = 0; wb < 1 + (have_b == 3); wb++) {
         snprintf(nm, sizeof nm, wb ? "blocks.%d.attn.qkv.bias" : "blocks.%d.attn.qkv.weight", l);
-        int64_t sh[2] = {3 * A, in};
+        int64_t sh[2] = {3 * A, in}; /* A <= INT64_MAX / 3: the sums above */
         float *d = add_tensor(b, nm, wb ? 1 : 2, sh, NULL);
         if (!d) return 0;
         for (int j = 0; j < 3; j++)
@@ -452,9 +475,12 @@ static int build_patch(Build *b, const StTensor *t, const char *kind, const char
                        const char *file) {
     if (!usable(b, t)) return 0;
     if (strcmp(kind, "linear") != 0) return copy_as(b, "patch_embed.proj.weight", t, 4);
+    /* D, K >= 1 (usable); P bounded before its square is taken */
     int64_t D = t->shape[0], K = t->ndim == 2 ? t->shape[1] : 0,
-            P = (int64_t)llround(sqrt(K / 3.0));
-    if (t->ndim != 2 || P < 1 || 3 * P * P != K) {
+            P = (int64_t)llround(sqrt((double)K / 3.0));
+    size_t PP3 = 0;
+    if (t->ndim != 2 || P < 1 || P > VIT_MAX_PATCH ||
+        !vit_size_mul(&PP3, 3 * (size_t)P, (size_t)P) || PP3 != (size_t)K) {
         vit_set_error(b->err, VIT_ERR_SHAPE,
                       "%s: tensor '%s' (the linear patch embedding) is not [D, 3*P*P]", b->fname,
                       t->name);
@@ -469,7 +495,7 @@ static int build_patch(Build *b, const StTensor *t, const char *kind, const char
         return 0;
     }
     int64_t sh[4] = {D, 3, P, P};
-    float *d = add_tensor(b, "patch_embed.proj.weight", 4, sh, NULL), *tmp = malloc((size_t)K * 4);
+    float *d = add_tensor(b, "patch_embed.proj.weight", 4, sh, NULL), *tmp = malloc(PP3 * 4);
     if (!d || !tmp) {
         free(tmp);
         if (d) vit_set_error(b->err, VIT_ERR_NOMEM, "%s: out of memory", b->fname);
@@ -481,7 +507,7 @@ static int build_patch(Build *b, const StTensor *t, const char *kind, const char
             float *row = d + o * K;
             for (int64_t c = 0; c < 3; c++)
                 for (int64_t i = 0; i < P * P; i++) tmp[c * P * P + i] = row[i * 3 + c];
-            memcpy(row, tmp, (size_t)K * 4);
+            memcpy(row, tmp, PP3 * 4);
         }
     free(tmp);
     return 1;
@@ -506,8 +532,11 @@ static int build_proj(Build *b, const StTensor *t, const char *how, const char *
         return 0;
     }
     if (linear) return copy_as(b, "image_proj.weight", t, 2);
+    /* D, E >= 1 (usable): D * E = n_elems, a size the file holds */
     int64_t D = t->shape[0], E = t->shape[1], sh[2] = {E, D};
-    float *d = add_tensor(b, "image_proj.weight", 2, sh, NULL), *tmp = malloc(t->n_elems * 4);
+    size_t n_bytes;
+    float *d = add_tensor(b, "image_proj.weight", 2, sh, NULL);
+    float *tmp = vit_size_mul(&n_bytes, t->n_elems, 4) ? malloc(n_bytes) : NULL;
     if (!d || !tmp) {
         free(tmp);
         if (d) vit_set_error(b->err, VIT_ERR_NOMEM, "%s: out of memory", b->fname);
@@ -532,17 +561,21 @@ static VitStatus missing_in_block(Build *b, const Layout *lay, const char *pat, 
 /* st's tensors as the layout names them, into b->out in timm's names. */
 static VitStatus build(Build *b, const Layout *lay, const StFile *st, int *n_heads) {
     char nm[128];
-    size_t total = 0;
-    for (int i = 0; i < st->n; i++) total += st->tensors[i].n_elems + 16;
+    size_t total = 0, n_bytes = 0;
+    int sized = 1;
+    for (int i = 0; i < st->n && sized; i++) /* + 16: reserve's alignment */
+        sized =
+            vit_size_add(&total, total, st->tensors[i].n_elems) && vit_size_add(&total, total, 16);
+    sized = sized && vit_size_mul(&n_bytes, total ? total : 1, sizeof(float));
     b->cap = total;
-    b->buf = malloc((total ? total : 1) * sizeof(float));
+    b->buf = sized ? malloc(n_bytes) : NULL;
     b->out.tensors = calloc((size_t)st->n + 1, sizeof *b->out.tensors);
     if (!b->buf || !b->out.tensors)
         return vit_set_error(b->err, VIT_ERR_NOMEM, "%s: out of memory converting %zu weights",
                              b->fname, total);
     b->out.owned = b->buf;
     b->out.data = (const uint8_t *)b->buf;
-    b->out.data_bytes = total * sizeof(float);
+    b->out.data_bytes = n_bytes;
     /* global roles */
     for (int r = 0; r < N_ROLES; r++) {
         const char *role = roles[r].role;
@@ -640,6 +673,14 @@ static int unmatched_role(const Layout *lay, const StFile *st) {
 
 /* --- the switches into the loader ------------------------------------------------------ */
 
+/* A JSON value for a message: the number, or what it is instead. */
+static const char *number_str(char *out, size_t n, const cJSON *j) {
+    if (!j) return "missing";
+    if (!cJSON_IsNumber(j)) return "not a number";
+    snprintf(out, n, "%g", j->valuedouble);
+    return out;
+}
+
 static VitStatus apply_switches(Loader *ld, const Layout *lay) {
     const char *scale = layout_str(lay, "attention_scale", "head_dim");
     const char *act = layout_str(lay, "mlp_activation", "gelu");
@@ -698,8 +739,19 @@ static VitStatus apply_switches(Loader *ld, const Layout *lay) {
     if (cJSON_IsObject(pp)) {
         const cJSON *rs = cJSON_GetObjectItemCaseSensitive(pp, "resize");
         const cJSON *cr = cJSON_GetObjectItemCaseSensitive(pp, "crop");
-        if (cJSON_IsNumber(rs) && cJSON_IsNumber(cr) && rs->valuedouble >= cr->valuedouble &&
-            cr->valuedouble >= 1 && !ld->cv.has_crop)
+        /* crop_pct = crop / resize: a crop of 1 px from a resize of 1e300 was 0 as a float,
+           and every photo then "too elongated" to resize; refused here, by its keys */
+        if ((rs || cr) &&
+            !(cJSON_IsNumber(rs) && cJSON_IsNumber(cr) && cr->valuedouble >= 1 &&
+              rs->valuedouble >= cr->valuedouble && rs->valuedouble <= VIT_MAX_INPUT)) {
+            char rv[32], cv[32];
+            return vit_set_error(ld->err, VIT_ERR_FORMAT,
+                                 "%s: \"preprocess\": \"resize\" %s and \"crop\" %s: expected "
+                                 "sizes in px with 1 <= crop <= resize <= %d",
+                                 lay->file, number_str(rv, sizeof rv, rs),
+                                 number_str(cv, sizeof cv, cr), VIT_MAX_INPUT);
+        }
+        if (rs && !ld->cv.has_crop)
             ld->cv.crop_pct = (float)(cr->valuedouble / rs->valuedouble), ld->cv.has_crop = 1;
         const cJSON *ip = cJSON_GetObjectItemCaseSensitive(pp, "interpolation");
         if (cJSON_IsString(ip) && strcmp(ip->valuestring, "bilinear") &&

@@ -44,7 +44,12 @@ typedef struct {
     StFile st;
     const char *fname; /* basename for messages */
     VitError *err;
+    /* F16/BF16/unaligned tensors converted to F32 into vit->owned [vit->owned_floats], each
+       once (ld_tensor): the first owned_used floats are taken; converted[i] is tensor i's
+       copy (ld->st.tensors[i]), NULL until made. Sized by ld_alloc_converted, for the table
+       ld->st holds then; the caller frees `converted` */
     size_t owned_used;
+    const float **converted;
     /* config.json (read_config) */
     CfgValues cv;
     const char *cfg_file; /* the config read, or NULL */
@@ -91,14 +96,17 @@ typedef struct {
  * mapping or storages held in ld->vit (vit_free releases them). Errors: VIT_ERR_IO,
  * VIT_ERR_FORMAT naming the file, VIT_ERR_NOMEM. */
 VitStatus ld_map_file(Loader *ld, const char *path);
-/* ld->vit->owned sized for every tensor ld_tensor must convert (F16, BF16, unaligned). */
+/* ld->vit->owned sized for every tensor of ld->st that ld_tensor must convert (F16, BF16,
+ * unaligned), and ld->converted [ld->st.n] (the caller frees it; ld->st must not change
+ * after). Errors: VIT_ERR_NOMEM, VIT_ERR_FORMAT (the sizes overflow). */
 VitStatus ld_alloc_converted(Loader *ld);
 
 /* --- names.c: tensors by name and by slot ------------------------------------------ */
 
 /* Find `name`, check its dtype and shape against `shape` (ndim dims; -1 matches
  * any size and is filled in), check that every value is finite, return F32
- * data. NULL (with ld->err set) on error. */
+ * data: in place, or converted once into ld->vit->owned (a tensor read for several roles,
+ * or probed before it is bound, shares its one copy). NULL (with ld->err set) on error. */
 const float *ld_tensor(Loader *ld, const char *name, int ndim, int64_t *shape);
 /* Floats of F32 storage a tensor needs when it cannot be used in place (F16, BF16,
  * unaligned F32); 0 otherwise. */
@@ -107,6 +115,9 @@ size_t ld_needs_copy(const Loader *ld, const StTensor *t);
  * names no such tensor. */
 const char *ld_slot_name(Loader *ld, Slot s, int l);
 int ld_has_slot(Loader *ld, Slot s, int l);
+/* The layout names no tensor for slot s, which the model needs: VIT_ERR_SHAPE, the message
+ * naming the layout, its file and the role. */
+VitStatus ld_unnamed(Loader *ld, Slot s);
 /* ld_tensor of slot s, of 1 or 2 dims, or any; NULL (ld->err set) on error. */
 const float *ld_slot_tensor(Loader *ld, Slot s, int l, int ndim, int64_t *shape);
 const float *ld_slot1(Loader *ld, Slot s, int l, int64_t n0);

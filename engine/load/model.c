@@ -72,11 +72,17 @@ static VitStatus map_file(Loader *ld, const char *path) {
  * F32): ld_tensor() converts them to F32 into it. */
 static VitStatus alloc_converted(Loader *ld) {
     Vit *vit = ld->vit;
-    size_t n_owned = 0;
-    for (int i = 0; i < ld->st.n; i++) n_owned += ld_needs_copy(ld, &ld->st.tensors[i]);
+    size_t n_owned = 0, n_bytes;
+    for (int i = 0; i < ld->st.n; i++)
+        if (!vit_size_add(&n_owned, n_owned, ld_needs_copy(ld, &ld->st.tensors[i]))) break;
     if (!n_owned) return VIT_OK;
-    vit->owned = malloc(n_owned * sizeof(float));
-    if (!vit->owned)
+    if (!vit_size_mul(&n_bytes, n_owned, sizeof(float)))
+        return vit_set_error(ld->err, VIT_ERR_FORMAT,
+                             "%s: the tensors to convert to F32 add up to more than memory holds",
+                             ld->fname);
+    vit->owned = malloc(n_bytes);
+    ld->converted = calloc((size_t)ld->st.n, sizeof *ld->converted);
+    if (!vit->owned || !ld->converted)
         return vit_set_error(ld->err, VIT_ERR_NOMEM,
                              "%s: out of memory converting %zu weights to F32", ld->fname, n_owned);
     vit->owned_floats = n_owned;
@@ -110,13 +116,26 @@ static VitStatus read_config(Loader *ld, const char *path, const VitLoadOptions 
 static VitStatus bind_qkv(Loader *ld, VitBlock *b, int l, int64_t D, int64_t A) {
     int bad = 0;
     if (ld->pat[S_QKV_W][0]) {
-        if (!(b->qkv_w = ld_slot2(ld, S_QKV_W, l, 3 * A, D))) return ld->err->code;
-        b->qkv_b = ld_slot1_opt(ld, S_QKV_B, l, 3 * A, &bad);
+        /* A and D are at most VIT_MAX_WIDTH (arch.c), but read from the file: checked */
+        size_t A3, AD;
+        if (A < 1 || D < 1 || !vit_size_mul(&A3, 3, (size_t)A) ||
+            !vit_size_mul(&AD, (size_t)A, (size_t)D) || A3 > INT64_MAX)
+            return vit_set_error(ld->err, VIT_ERR_SHAPE,
+                                 "%s: block %d: an attention of width %lld on an input of %lld",
+                                 ld->fname, l, (long long)A, (long long)D);
+        if (!(b->qkv_w = ld_slot2(ld, S_QKV_W, l, (int64_t)A3, D))) return ld->err->code;
+        b->qkv_b = ld_slot1_opt(ld, S_QKV_B, l, (int64_t)A3, &bad);
         if (bad) return ld->err->code;
-        b->q_w = b->qkv_w, b->k_w = b->qkv_w + A * D, b->v_w = b->qkv_w + 2 * A * D;
-        if (b->qkv_b) b->q_b = b->qkv_b, b->k_b = b->qkv_b + A, b->v_b = b->qkv_b + 2 * A;
+        b->q_w = b->qkv_w, b->k_w = b->qkv_w + AD, b->v_w = b->k_w + AD;
+        if (b->qkv_b) b->q_b = b->qkv_b, b->k_b = b->qkv_b + A, b->v_b = b->k_b + A;
         return VIT_OK;
     }
+    if (!ld->pat[S_Q_W][0]) /* a user's layout, read in place */
+        return vit_set_error(ld->err, VIT_ERR_SHAPE,
+                             "%s: layout '%s' (%s) names no tensor for the attention: the role "
+                             "blocks.{l}.attn.qkv.weight (fused), or blocks.{l}.attn.q.weight "
+                             "and its key and value (docs/your-own-vit.md)",
+                             ld->fname, ld->layout_name, ld->layout_file);
     if (!(b->q_w = ld_slot2(ld, S_Q_W, l, A, D)) || !(b->k_w = ld_slot2(ld, S_K_W, l, A, D)) ||
         !(b->v_w = ld_slot2(ld, S_V_W, l, A, D)))
         return ld->err->code;
@@ -170,11 +189,13 @@ static VitStatus bind_heads(Loader *ld, const Arch *a) {
     if (!(w->head_b = ld_slot1(ld, S_HEAD_B, 0, sh[0]))) return ld->err->code;
     /* DeiT distilled: a second head on the distillation token */
     if (!ld_has_slot(ld, S_HDIST_W, 0) && !ld_has_slot(ld, S_HDIST_B, 0)) return VIT_OK;
-    if (!a->has_dist)
+    if (!a->has_dist) { /* named by the one the checkpoint holds: a layout may name one */
+        Slot s = ld_has_slot(ld, S_HDIST_W, 0) ? S_HDIST_W : S_HDIST_B;
         return vit_set_error(ld->err, VIT_ERR_SHAPE,
                              "%s: tensor '%s' is a distillation head, but there is no "
                              "distillation token",
-                             ld->fname, ld_slot_name(ld, S_HDIST_W, 0));
+                             ld->fname, ld_slot_name(ld, s, 0));
+    }
     if (!(w->head_dist_w = ld_slot2(ld, S_HDIST_W, 0, sh[0], D)) ||
         !(w->head_dist_b = ld_slot1(ld, S_HDIST_B, 0, sh[0])))
         return ld->err->code;
@@ -234,9 +255,6 @@ static VitStatus bind_weights(Loader *ld, const Arch *a) {
     VitStatus rc;
     w->blocks = calloc((size_t)a->L, sizeof *w->blocks);
     if (!w->blocks) return vit_set_error(ld->err, VIT_ERR_NOMEM, "%s: out of memory", ld->fname);
-    /* The shape probes of the infer_* steps may have converted a few tensors
-     * already: convert again from the start so each tensor has exactly one slot. */
-    ld->owned_used = 0;
     if (!(w->cls_token = ld_slot_tensor(ld, S_CLS, 0, 3, (int64_t[3]){1, 1, D})) ||
         (a->has_dist &&
          !(w->dist_token = ld_slot_tensor(ld, S_DIST, 0, 3, (int64_t[3]){1, 1, D}))) ||
@@ -280,8 +298,10 @@ static VitStatus fit_pos_embed(Loader *ld) {
     const VitConfig *c = &vit->cfg;
     VitWeights *w = &vit->w;
     if (c->grid_h == c->pos_grid_h && c->grid_w == c->pos_grid_w) return VIT_OK;
-    vit->pos_owned =
-        malloc(((size_t)w->pos_prefix + (size_t)c->n_patches) * (size_t)c->dim * sizeof(float));
+    size_t rows, n;
+    if (vit_size_add(&rows, (size_t)w->pos_prefix, (size_t)c->n_patches) &&
+        vit_size_mul(&n, rows, (size_t)c->dim) && vit_size_mul(&n, n, sizeof(float)))
+        vit->pos_owned = malloc(n);
     if (!vit->pos_owned ||
         !ld_resample_pos_embed(vit->pos_owned, w->pos_embed, w->pos_prefix, c->pos_grid_h,
                                c->pos_grid_w, c->grid_h, c->grid_w, c->dim,
@@ -331,6 +351,7 @@ VitStatus vit_load(Vit *vit, const char *path, const VitLoadOptions *opt, VitErr
     rc = attach_labels(&ld);
 
 fail: /* and success: the header table and config.json's values are not kept */
+    free(ld.converted);
     cJSON_Delete(ld.cv.labels);
     cJSON_Delete(ld.layout_labels);
     st_free(&ld.st);

@@ -123,7 +123,19 @@ const float *ld_tensor(Loader *ld, const char *name, int ndim, int64_t *shape) {
     const uint8_t *src = t->data;
     if (!ld_needs_copy(ld, t)) return finite_or_null(ld, t, (const float *)(const void *)src);
 
+    /* converted once: a layout may name one tensor for several roles (tied weights), and
+       arch.c's probes read a few before bind_weights does */
+    size_t at = (size_t)(t - ld->st.tensors);
+    if (ld->converted && ld->converted[at]) return ld->converted[at];
     Vit *vit = ld->vit;
+    if (!ld->converted || ld->owned_used > vit->owned_floats ||
+        t->n_elems > vit->owned_floats - ld->owned_used) {
+        vit_set_error(ld->err, VIT_ERR_FORMAT,
+                      "%s: tensor '%s': no room for its %zu converted floats (%zu of %zu taken): "
+                      "a bug in vitlens, please report it",
+                      ld->fname, name, t->n_elems, ld->owned_used, vit->owned_floats);
+        return NULL;
+    }
     float *dst = vit->owned + ld->owned_used;
     ld->owned_used += t->n_elems;
     for (size_t i = 0; i < t->n_elems; i++) {
@@ -139,7 +151,8 @@ const float *ld_tensor(Loader *ld, const char *name, int ndim, int64_t *shape) {
             }
         }
     }
-    return finite_or_null(ld, t, dst);
+    if (!finite_or_null(ld, t, dst)) return NULL;
+    return ld->converted[at] = dst;
 }
 
 /* --- tensors by slot: the names the layout gives (layout.c) --------------------------- */
@@ -168,14 +181,18 @@ int ld_has_slot(Loader *ld, Slot s, int l) {
     return n && st_find(&ld->st, n);
 }
 
+VitStatus ld_unnamed(Loader *ld, Slot s) {
+    return vit_set_error(ld->err, VIT_ERR_SHAPE,
+                         "%s: layout '%s' (%s) names no tensor for the role %s, which this model "
+                         "needs (docs/your-own-vit.md)",
+                         ld->fname, ld->layout_name, ld->layout_file, ld_role(s));
+}
+
 /* ld_tensor() of slot s: F32 data of the given shape, NULL (err set) on error. */
 const float *ld_slot_tensor(Loader *ld, Slot s, int l, int ndim, int64_t *shape) {
     const char *name = ld_slot_name(ld, s, l);
     if (!name) {
-        vit_set_error(ld->err, VIT_ERR_SHAPE,
-                      "%s: layout '%s' (%s) names no tensor for the role %s, which this model "
-                      "needs (docs/your-own-vit.md)",
-                      ld->fname, ld->layout_name, ld->layout_file, ld_role(s));
+        ld_unnamed(ld, s);
         return NULL;
     }
     if (!st_find(&ld->st, name)) {

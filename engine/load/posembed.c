@@ -55,9 +55,16 @@ static void bicubic_weights(double *w, int n_in, int n_out, int antialias) {
  * 0 on out of memory. */
 int ld_resample_pos_embed(float *out, const float *pos, int n_prefix, int gh0, int gw0, int gh,
                           int gw, int D, int antialias) {
-    double *wy = malloc((size_t)gh * gh0 * sizeof *wy), *wx = malloc((size_t)gw * gw0 * sizeof *wx);
-    double *tmp = malloc((size_t)gh * gw0 * D * sizeof *tmp),
-           *acc = malloc((size_t)D * sizeof *acc);
+    /* the grids and D are bounded by vit.h's limits, but checked as sizes from a file */
+    size_t n_wy, n_wx, n_tmp, n_acc;
+    int sized =
+        vit_size_mul(&n_wy, (size_t)gh, (size_t)gh0) && vit_size_mul(&n_wy, n_wy, sizeof(double)) &&
+        vit_size_mul(&n_wx, (size_t)gw, (size_t)gw0) && vit_size_mul(&n_wx, n_wx, sizeof(double)) &&
+        vit_size_mul(&n_tmp, (size_t)gh, (size_t)gw0) && vit_size_mul(&n_tmp, n_tmp, (size_t)D) &&
+        vit_size_mul(&n_tmp, n_tmp, sizeof(double)) &&
+        vit_size_mul(&n_acc, (size_t)D, sizeof(double));
+    double *wy = sized ? malloc(n_wy) : NULL, *wx = sized ? malloc(n_wx) : NULL;
+    double *tmp = sized ? malloc(n_tmp) : NULL, *acc = sized ? malloc(n_acc) : NULL;
     int ok = wy && wx && tmp && acc;
     if (ok) {
         memcpy(out, pos, (size_t)n_prefix * D * sizeof *out);

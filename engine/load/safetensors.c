@@ -155,21 +155,17 @@ static VitStatus parse_entry(StTensor *t, const cJSON *e, size_t data_bytes, con
         return vit_set_error(err, VIT_ERR_FORMAT,
                              "%s: tensor '%s': 'shape' must be an array of at most %d sizes", name,
                              tn, ST_MAX_DIMS);
-    size_t n_elems = 1;
-    int overflow = 0;
     for (const cJSON *d = js->child; d; d = d->next) {
-        uint64_t v;
+        uint64_t v; /* at most 2^53 */
         if (!json_uint(d, &v))
             return vit_set_error(err, VIT_ERR_FORMAT,
                                  "%s: tensor '%s': shape entries must be non-negative integers",
                                  name, tn);
         t->shape[t->ndim++] = (int64_t)v;
-        if (v && n_elems > SIZE_MAX / v)
-            overflow = 1;
-        else
-            n_elems *= (size_t)v;
     }
-    if (overflow || n_elems > SIZE_MAX / (size_t)t->elem_bytes)
+    size_t n_elems, n_bytes;
+    if (!vit_shape_elems(&n_elems, t->shape, t->ndim) ||
+        !vit_size_mul(&n_bytes, n_elems, (size_t)t->elem_bytes))
         return vit_set_error(err, VIT_ERR_FORMAT, "%s: tensor '%s': shape %s overflows", name, tn,
                              st_shape_str(sbuf, sizeof sbuf, t->shape, t->ndim));
     t->n_elems = n_elems;
@@ -191,11 +187,11 @@ static VitStatus parse_entry(StTensor *t, const cJSON *e, size_t data_bytes, con
                              name, tn, (unsigned long long)b, (unsigned long long)en, data_bytes);
     t->begin = (size_t)b;
     t->end = (size_t)en;
-    if (t->end - t->begin != n_elems * (size_t)t->elem_bytes)
+    if (t->end - t->begin != n_bytes)
         return vit_set_error(err, VIT_ERR_FORMAT,
                              "%s: tensor '%s': %zu bytes in data_offsets, expected %zu "
                              "(shape %s x %d bytes per %s)",
-                             name, tn, t->end - t->begin, n_elems * (size_t)t->elem_bytes,
+                             name, tn, t->end - t->begin, n_bytes,
                              st_shape_str(sbuf, sizeof sbuf, t->shape, t->ndim), t->elem_bytes,
                              t->dtype_name);
     return VIT_OK;
@@ -321,6 +317,7 @@ fail:
 }
 
 const StTensor *st_find(const StFile *st, const char *name) {
+    if (!name) return NULL; /* a role the layout names no tensor for (ld_slot_name) */
     for (int i = 0; i < st->n; i++)
         if (strcmp(st->tensors[i].name, name) == 0) return &st->tensors[i];
     return NULL;

@@ -434,11 +434,6 @@ static VitStatus bind_weights(TextLoader *tl, VitText *t) {
                              "1 .. %d",
                              ld->fname, bname(tl, B_FC1_W, 0), (long long)fc1[0], VIT_MAX_WIDTH);
     c->mlp_dim = (int)fc1[0];
-    /* the probe above may have converted fc1: convert again from the start */
-    ld->owned_used = 0;
-    if (!(t->token_embed = ld_tensor(ld, nm->tok, 2, tok)) ||
-        !(t->pos_embed = ld_tensor(ld, nm->pos, 2, pos)))
-        return ld->err->code;
     if (!(t->blocks = calloc((size_t)L, sizeof *t->blocks)))
         return vit_set_error(ld->err, VIT_ERR_NOMEM, "%s: out of memory", ld->fname);
     for (int l = 0; l < L; l++)
@@ -485,6 +480,7 @@ VitStatus vit_text_load(VitText *t, const char *path, VitError *err) {
         goto fail;
     }
 fail: /* and success: the header table is not kept */
+    free(ld->converted);
     st_free(&ld->st);
     if (rc) vit_text_free(t);
     return rc;

@@ -383,6 +383,365 @@ static void case_activations_huge(Ctx *c) {
                 KEYS("would need 16.0 GiB of activations", "limit of 4 GiB"));
 }
 
+/* --- the cases: layouts (weights named by a layout file or a shipped layout) --------- */
+
+/* timm's roles, each named as itself: the layout of model_tiny's tensors. */
+/* clang-format off */
+static const char *const TIMM_ROLES[] = {
+    "cls_token", "pos_embed", "patch_embed.proj.weight", "patch_embed.proj.bias",
+    "blocks.{l}.norm1.weight", "blocks.{l}.norm1.bias", "blocks.{l}.attn.qkv.weight",
+    "blocks.{l}.attn.qkv.bias", "blocks.{l}.attn.proj.weight", "blocks.{l}.attn.proj.bias",
+    "blocks.{l}.norm2.weight", "blocks.{l}.norm2.bias", "blocks.{l}.mlp.fc1.weight",
+    "blocks.{l}.mlp.fc1.bias", "blocks.{l}.mlp.fc2.weight", "blocks.{l}.mlp.fc2.bias",
+    "norm.weight", "norm.bias", "head.weight", "head.bias", NULL};
+/* clang-format on */
+
+/* A layout file `name`.json in timm's names ("naming": "timm": read in place), each role
+ * its own tensor but for the pairs of `as` (role, tensor; a NULL tensor leaves the role
+ * out); `extra`: more top-level keys. Its path into out. */
+static void layout_write(Ctx *c, char *out, size_t n, const char *name, const char *const *as,
+                         const char *extra) {
+    char file[96], json[4096];
+    size_t k = 0;
+    snprintf(file, sizeof file, "%s.json", name);
+    in_dir(c, out, n, file);
+    k += (size_t)snprintf(json + k, sizeof json - k,
+                          "{\"name\": \"%s\", \"naming\": \"timm\", %s%s\"tensors\": {", name,
+                          extra, extra[0] ? ", " : "");
+    int first = 1;
+    for (const char *const *r = TIMM_ROLES; *r; r++) {
+        const char *t = *r;
+        for (const char *const *a = as; a && *a; a += 2)
+            if (!strcmp(a[0], *r)) t = a[1];
+        if (!t) continue;
+        k += (size_t)snprintf(json + k, sizeof json - k, "%s\"%s\": \"%s\"", first ? "" : ", ", *r,
+                              t);
+        first = 0;
+    }
+    for (const char *const *a = as; a && *a; a += 2) { /* roles model_tiny has no tensor for */
+        int timm = 0;
+        for (const char *const *r = TIMM_ROLES; *r && !timm; r++) timm = !strcmp(a[0], *r);
+        if (!timm && a[1])
+            k += (size_t)snprintf(json + k, sizeof json - k, ", \"%s\": \"%s\"", a[0], a[1]);
+    }
+    snprintf(json + k, sizeof json - k, "}}\n");
+    write_bytes(out, json, strlen(json));
+}
+
+/* vit_load(weights, --layout lay): refused with `want`, the message naming `named`. */
+static void layout_expect(Ctx *c, const char *weights, const char *lay, VitStatus want,
+                          const char *named, const char *const *keys) {
+    Vit vit;
+    VitError err = {0};
+    VitLoadOptions opt = {.layout_path = lay};
+    VitStatus rc = vit_load(&vit, weights, lay ? &opt : NULL, &err);
+    expect_refused(c, rc, &err, want, named, keys);
+    vit_free(&vit);
+}
+
+/* The finding of issue 34: a layout naming one F16 tensor for several roles (blocks.l's
+ * norm1.weight as its norm1 and norm2 weights and biases, its projection's and fc2's bias;
+ * block 0's as the final norm). Each role converted its own F32 copy into a buffer sized
+ * for one copy per tensor: a heap overflow (ASan: WRITE in ld_tensor). Now the tensor is
+ * converted once and its roles share the copy. */
+static void case_layout_aliased_f16(Ctx *c) {
+    /* clang-format off */
+    static const char *const as[] = { /* role, the tensor it reads */
+        "blocks.{l}.norm1.bias",     "blocks.{l}.norm1.weight",
+        "blocks.{l}.attn.proj.bias", "blocks.{l}.norm1.weight",
+        "blocks.{l}.norm2.weight",   "blocks.{l}.norm1.weight",
+        "blocks.{l}.norm2.bias",     "blocks.{l}.norm1.weight",
+        "blocks.{l}.mlp.fc2.bias",   "blocks.{l}.norm1.weight",
+        "norm.weight",               "blocks.0.norm1.weight",
+        "norm.bias",                 "blocks.0.norm1.weight", NULL};
+    /* clang-format on */
+    Model m;
+    base_model(&m);
+    model_set_dtype(&m, "F16");
+    /* the checkpoint holds the tensors the layout reads, no more (as the finding's) */
+    char nm[64];
+    for (const char *const *a = as; *a; a += 2) {
+        for (int l = 0; l < 2 && strstr(a[0], "{l}"); l++) {
+            snprintf(nm, sizeof nm, "blocks.%d.%s", l, a[0] + strlen("blocks.{l}."));
+            model_remove(&m, nm);
+        }
+        if (!strstr(a[0], "{l}")) model_remove(&m, a[0]);
+    }
+    char path[1100], lay[1100];
+    in_dir(c, path, sizeof path, "model.safetensors");
+    model_write(&m, path);
+    layout_write(c, lay, sizeof lay, "aliased", as, "");
+    Vit vit;
+    VitError err = {0};
+    VitLoadOptions opt = {.layout_path = lay};
+    VitStatus rc = vit_load(&vit, path, &opt, &err);
+    int shared = rc == VIT_OK, values = rc == VIT_OK;
+    for (int l = 0; shared && l < vit.cfg.n_layers; l++) {
+        const VitBlock *b = &vit.w.blocks[l];
+        shared = b->norm1_b == b->norm1_w && b->proj_b == b->norm1_w && b->norm2_w == b->norm1_w &&
+                 b->norm2_b == b->norm1_w && b->fc2_b == b->norm1_w &&
+                 (l == 0 || b->norm1_w != vit.w.blocks[0].norm1_w);
+    }
+    shared = shared && vit.w.norm_w == vit.w.blocks[0].norm1_w &&
+             vit.w.norm_b == vit.w.blocks[0].norm1_w;
+    for (int i = 0; values && i < vit.cfg.dim; i++)
+        values = vit.w.norm_b[i] == model_value("blocks.0.norm1.weight", "F16", (size_t)i) &&
+                 vit.w.blocks[1].fc2_b[i] == model_value("blocks.1.norm1.weight", "F16", (size_t)i);
+    expect_works(c, rc, &err, shared && values,
+                 "every role of a block's norm1.weight reads its one F32 copy, with its values");
+    vit_free(&vit);
+}
+
+/* A layout file naming no tensor for the blocks' first norm (read in place: its roles
+ * are not matched before the architecture is read). The message said tensor '(null)'. */
+static void case_layout_no_norm1(Ctx *c) {
+    Model m;
+    base_model(&m);
+    char path[1100], lay[1100];
+    in_dir(c, path, sizeof path, "model.safetensors");
+    model_write(&m, path);
+    layout_write(c, lay, sizeof lay, "no-norm1", KEYS("blocks.{l}.norm1.weight", NULL), "");
+    layout_expect(c, path, lay, VIT_ERR_SHAPE, path,
+                  KEYS("layout 'no-norm1' (no-norm1.json) names no tensor for the role "
+                       "blocks.{l}.norm1.weight"));
+}
+
+/* A layout naming no tensor for a block's attention (neither a fused qkv nor a query) or
+ * for its second MLP layer: arch.c looked the unnamed tensor up by a NULL name (a crash
+ * in strcmp). */
+static void no_role_expect(Ctx *c, const char *name, const char *role, const char *what) {
+    Model m;
+    base_model(&m);
+    char path[1100], lay[1100], key[160];
+    in_dir(c, path, sizeof path, "model.safetensors");
+    model_write(&m, path);
+    layout_write(c, lay, sizeof lay, name, KEYS(role, NULL), "");
+    snprintf(key, sizeof key, "layout '%s' (%s.json) names no tensor %s", name, name, what);
+    layout_expect(c, path, lay, VIT_ERR_SHAPE, path, KEYS(key));
+}
+
+static void case_layout_no_qkv(Ctx *c) {
+    no_role_expect(c, "no-qkv", "blocks.{l}.attn.qkv.weight", "for the attention");
+}
+
+static void case_layout_no_fc2(Ctx *c) {
+    no_role_expect(c, "no-fc2", "blocks.{l}.mlp.fc2.weight",
+                   "for the role blocks.{l}.mlp.fc2.weight");
+}
+
+/* A layout naming a distillation head's bias and not its weight, on a model without a
+ * distillation token: the message named the weight the layout does not name, '(null)'. */
+static void case_layout_dist_bias_only(Ctx *c) {
+    Model m;
+    base_model(&m);
+    model_add(&m, "head_dist.bias", "F32", 1, (int64_t[]){10});
+    char path[1100], lay[1100];
+    in_dir(c, path, sizeof path, "model.safetensors");
+    model_write(&m, path);
+    layout_write(c, lay, sizeof lay, "dist-bias", KEYS("head_dist.bias", "head_dist.bias"), "");
+    layout_expect(c, path, lay, VIT_ERR_SHAPE, path,
+                  KEYS("tensor 'head_dist.bias' is a distillation head, but there is no "
+                       "distillation token"));
+}
+
+/* A layout whose "preprocess" crops 1 px of a 1e300 px resize: crop_pct 0 as a float, and
+ * every photo was then refused as "too elongated", the layout not named. */
+static void case_layout_crop_zero(Ctx *c) {
+    Model m;
+    base_model(&m);
+    char path[1100], lay[1100];
+    in_dir(c, path, sizeof path, "model.safetensors");
+    model_write(&m, path);
+    layout_write(c, lay, sizeof lay, "crop", NULL,
+                 "\"preprocess\": {\"resize\": 1e300, \"crop\": 1}");
+    layout_expect(
+        c, path, lay, VIT_ERR_FORMAT, lay,
+        KEYS("\"preprocess\": \"resize\" 1e+300 and \"crop\" 1", "1 <= crop <= resize <= 16384"));
+}
+
+/* --- hostile shapes through the shipped layouts' conversions (layout.c) ------------- */
+
+/* A .safetensors of specs[n], every value 0: more tensors than a Model holds. The
+ * shapes' element counts must not overflow (a 0 dimension makes any shape empty). */
+static void specs_write(const char *path, const TSpec *specs, int n) {
+    size_t cap = (size_t)n * 200 + 64, k = 0, off = 0;
+    char *json = malloc(cap);
+    if (!json) exit(2);
+    k += (size_t)snprintf(json + k, cap - k, "{");
+    for (int i = 0; i < n; i++) {
+        const TSpec *t = &specs[i];
+        size_t ne = 1; /* [2^53, 0]: 0 */
+        for (int d = 0; d < t->ndim; d++) ne *= (size_t)t->shape[d];
+        size_t nb = ne * (strcmp(t->dtype, "F32") ? 2 : 4);
+        k += (size_t)snprintf(json + k, cap - k, "%s\"%s\": {\"dtype\": \"%s\", \"shape\": [",
+                              i ? ", " : "", t->name, t->dtype);
+        for (int d = 0; d < t->ndim; d++)
+            k += (size_t)snprintf(json + k, cap - k, "%s%lld", d ? ", " : "",
+                                  (long long)t->shape[d]);
+        k += (size_t)snprintf(json + k, cap - k, "], \"data_offsets\": [%zu, %zu]}", off, off + nb);
+        off += nb;
+    }
+    snprintf(json + k, cap - k, "}");
+    write_st(path, json, off);
+    free(json);
+}
+
+#define TWO_53 9007199254740992LL /* the largest size a safetensors header holds exactly */
+
+/* CLIP's image tower in OpenAI's names (the shipped layout clip-openai), width 64, one
+ * block, patch 8 on a 2x2 grid, MLP 128, projection [64, 32]. */
+static void clip_openai_model(Model *m) {
+    const int64_t D = 64, F = 128;
+    memset(m, 0, sizeof *m);
+#define V(s) "visual." s
+#define R(s) "visual.transformer.resblocks.0." s
+    model_add(m, V("class_embedding"), "F32", 1, (int64_t[]){D});
+    model_add(m, V("positional_embedding"), "F32", 2, (int64_t[]){5, D});
+    model_add(m, V("conv1.weight"), "F32", 4, (int64_t[]){D, 3, 8, 8});
+    model_add(m, V("ln_pre.weight"), "F32", 1, (int64_t[]){D});
+    model_add(m, V("ln_pre.bias"), "F32", 1, (int64_t[]){D});
+    model_add(m, R("ln_1.weight"), "F32", 1, (int64_t[]){D});
+    model_add(m, R("ln_1.bias"), "F32", 1, (int64_t[]){D});
+    model_add(m, R("attn.in_proj_weight"), "F32", 2, (int64_t[]){3 * D, D});
+    model_add(m, R("attn.in_proj_bias"), "F32", 1, (int64_t[]){3 * D});
+    model_add(m, R("attn.out_proj.weight"), "F32", 2, (int64_t[]){D, D});
+    model_add(m, R("attn.out_proj.bias"), "F32", 1, (int64_t[]){D});
+    model_add(m, R("ln_2.weight"), "F32", 1, (int64_t[]){D});
+    model_add(m, R("ln_2.bias"), "F32", 1, (int64_t[]){D});
+    model_add(m, R("mlp.c_fc.weight"), "F32", 2, (int64_t[]){F, D});
+    model_add(m, R("mlp.c_fc.bias"), "F32", 1, (int64_t[]){F});
+    model_add(m, R("mlp.c_proj.weight"), "F32", 2, (int64_t[]){D, F});
+    model_add(m, R("mlp.c_proj.bias"), "F32", 1, (int64_t[]){D});
+    model_add(m, V("ln_post.weight"), "F32", 1, (int64_t[]){D});
+    model_add(m, V("ln_post.bias"), "F32", 1, (int64_t[]){D});
+    model_add(m, V("proj"), "F32", 2, (int64_t[]){D, 32});
+#undef V
+#undef R
+}
+
+/* OpenAI's visual.proj [2^53, 0]: no bytes, and the layout's transpose into [E, D] looped
+ * over its 2^53 rows. */
+static void case_clip_proj_zero_dim(Ctx *c) {
+    Model m;
+    clip_openai_model(&m);
+    TSpec *p = model_find(&m, "visual.proj");
+    p->shape[0] = TWO_53, p->shape[1] = 0;
+    char path[1100];
+    in_dir(c, path, sizeof path, "model.safetensors");
+    model_write(&m, path);
+    load_expect(c, path, VIT_ERR_SHAPE,
+                KEYS("tensor 'visual.proj': shape [9007199254740992, 0]: an empty weight"));
+}
+
+/* A notebook's ViT with per-head attention (the shipped layout notebook-heads: a
+ * ModuleList of heads, each a Linear(D, Dh) query, key, value), width 64, heads 16 wide,
+ * one block, patch 8 on a 2x2 grid, MLP 128, 10 classes; each head's query, key and
+ * value [rows, in] into specs (at most 3 * n_heads + 20). Returns how many. */
+static int notebook_heads_specs(TSpec *s, int n_heads, int64_t rows, int64_t in) {
+    const int64_t D = 64, F = 128;
+    Model m;
+    memset(&m, 0, sizeof m);
+    model_add(&m, "class_embedding", "F32", 3, (int64_t[]){1, 1, D});
+    model_add(&m, "position_embedding", "F32", 3, (int64_t[]){1, 5, D});
+    model_add(&m, "patch_embedding.conv.weight", "F32", 4, (int64_t[]){D, 3, 8, 8});
+    model_add(&m, "patch_embedding.conv.bias", "F32", 1, (int64_t[]){D});
+    model_add(&m, "blocks.0.ln1.weight", "F32", 1, (int64_t[]){D});
+    model_add(&m, "blocks.0.ln1.bias", "F32", 1, (int64_t[]){D});
+    model_add(&m, "blocks.0.attn.proj.weight", "F32", 2, (int64_t[]){D, D});
+    model_add(&m, "blocks.0.attn.proj.bias", "F32", 1, (int64_t[]){D});
+    model_add(&m, "blocks.0.ln2.weight", "F32", 1, (int64_t[]){D});
+    model_add(&m, "blocks.0.ln2.bias", "F32", 1, (int64_t[]){D});
+    model_add(&m, "blocks.0.ffn.0.weight", "F32", 2, (int64_t[]){F, D});
+    model_add(&m, "blocks.0.ffn.0.bias", "F32", 1, (int64_t[]){F});
+    model_add(&m, "blocks.0.ffn.2.weight", "F32", 2, (int64_t[]){D, F});
+    model_add(&m, "blocks.0.ffn.2.bias", "F32", 1, (int64_t[]){D});
+    model_add(&m, "layer_norm.weight", "F32", 1, (int64_t[]){D});
+    model_add(&m, "layer_norm.bias", "F32", 1, (int64_t[]){D});
+    model_add(&m, "mlp_head.weight", "F32", 2, (int64_t[]){10, D});
+    model_add(&m, "mlp_head.bias", "F32", 1, (int64_t[]){10});
+    memcpy(s, m.t, (size_t)m.n * sizeof *s);
+    int n = m.n;
+    static const char *const qkv[3] = {"query", "key", "value"};
+    for (int h = 0; h < n_heads; h++)
+        for (int j = 0; j < 3; j++, n++) {
+            memset(&s[n], 0, sizeof s[n]);
+            snprintf(s[n].name, sizeof s[n].name, "blocks.0.attn.heads.%d.%s.weight", h, qkv[j]);
+            snprintf(s[n].dtype, sizeof s[n].dtype, "F32");
+            s[n].ndim = 2, s[n].shape[0] = rows, s[n].shape[1] = in;
+        }
+    return n;
+}
+
+/* Per-head queries, keys and values of no rows, [0, 64]: heads of width 0. */
+static void case_notebook_q_zero_dim(Ctx *c) {
+    TSpec s[3 * 4 + 20];
+    int n = notebook_heads_specs(s, 4, 0, 64);
+    char path[1100];
+    in_dir(c, path, sizeof path, "model.safetensors");
+    specs_write(path, s, n);
+    load_expect(c, path, VIT_ERR_SHAPE,
+                KEYS("tensor 'blocks.0.attn.heads.0.query.weight': shape [0, 64]: an empty "
+                     "weight"));
+}
+
+/* 512 heads, each query, key and value [2^53, 0] (no bytes): the attention's width A, the
+ * heads' rows added up, is 2^62, and the fused qkv's 3 * A rows overflowed int64 (UBSan
+ * stopped there; the release build said "shape [-4611686018427387904, 0]"). */
+static void case_qkv_3a_overflow(Ctx *c) {
+    enum { H = 512 };
+    TSpec *s = calloc(3 * H + 20, sizeof *s);
+    if (!s) exit(2);
+    int n = notebook_heads_specs(s, H, TWO_53, 0);
+    char path[1100];
+    in_dir(c, path, sizeof path, "model.safetensors");
+    specs_write(path, s, n);
+    free(s);
+    load_expect(c, path, VIT_ERR_SHAPE,
+                KEYS("tensor 'blocks.0.attn.heads.0.query.weight': shape [9007199254740992, 0]: "
+                     "an empty weight"));
+}
+
+/* The other notebook's linear patch embedding (the shipped layout notebook-linear),
+ * linear_patching.weight [0, 3 * P * P] with P = 2^25: no bytes, and the permutation's
+ * row buffer of 3 * P * P floats (12 PiB) was allocated (ASan stopped there). */
+static void case_linear_patch_zero_dim(Ctx *c) {
+    const int64_t D = 64, F = 128, P = 1 << 25;
+    Model m;
+    memset(&m, 0, sizeof m);
+    model_add(&m, "class_embedding", "F32", 3, (int64_t[]){1, 1, D});
+    model_add(&m, "positional_embedding", "F32", 3, (int64_t[]){1, 5, D});
+    model_add(&m, "linear_patching.weight", "F32", 2, (int64_t[]){0, 3 * P * P});
+    model_add(&m, "linear_patching.bias", "F32", 1, (int64_t[]){D});
+    model_add(&m, "encoder.0.norm1.weight", "F32", 1, (int64_t[]){D});
+    model_add(&m, "encoder.0.norm1.bias", "F32", 1, (int64_t[]){D});
+    static const char *const qkv[3] = {"q", "k", "v"};
+    char nm[64];
+    for (int j = 0; j < 3; j++) {
+        snprintf(nm, sizeof nm, "encoder.0.msa.%s_weights.0.weight", qkv[j]);
+        model_add(&m, nm, "F32", 2, (int64_t[]){D, D});
+        snprintf(nm, sizeof nm, "encoder.0.msa.%s_weights.0.bias", qkv[j]);
+        model_add(&m, nm, "F32", 1, (int64_t[]){D});
+    }
+    model_add(&m, "encoder.0.msa.linear.weight", "F32", 2, (int64_t[]){D, D});
+    model_add(&m, "encoder.0.msa.linear.bias", "F32", 1, (int64_t[]){D});
+    model_add(&m, "encoder.0.norm2.weight", "F32", 1, (int64_t[]){D});
+    model_add(&m, "encoder.0.norm2.bias", "F32", 1, (int64_t[]){D});
+    model_add(&m, "encoder.0.mlp.0.weight", "F32", 2, (int64_t[]){F, D});
+    model_add(&m, "encoder.0.mlp.0.bias", "F32", 1, (int64_t[]){F});
+    model_add(&m, "encoder.0.mlp.2.weight", "F32", 2, (int64_t[]){D, F});
+    model_add(&m, "encoder.0.mlp.2.bias", "F32", 1, (int64_t[]){D});
+    model_add(&m, "mlp_head.0.weight", "F32", 1, (int64_t[]){D});
+    model_add(&m, "mlp_head.0.bias", "F32", 1, (int64_t[]){D});
+    model_add(&m, "mlp_head.1.weight", "F32", 2, (int64_t[]){10, D});
+    model_add(&m, "mlp_head.1.bias", "F32", 1, (int64_t[]){10});
+    char path[1100];
+    in_dir(c, path, sizeof path, "model.safetensors");
+    model_write(&m, path);
+    load_expect(c, path, VIT_ERR_SHAPE,
+                KEYS("tensor 'linear_patching.weight': shape [0, 3377699720527872]: an empty "
+                     "weight"));
+}
+
 /* --- the cases: config.json and labels ------------------------------------- */
 
 static void case_config_heads_string(Ctx *c) {
@@ -1795,6 +2154,18 @@ static const Case cases[] = {
     CASE(tensor_missing, "a required tensor missing", NULL),
     CASE(activations_huge, "256 KB of weights declaring 65537 tokens (16 GiB of attention)",
          NULL),
+    CASE(layout_aliased_f16, "layout: one F16 tensor named for seven roles",
+         "loads; the tensor is converted to F32 once and its roles share the copy"),
+    CASE(layout_no_norm1, "layout: no tensor named for the blocks' first norm", NULL),
+    CASE(layout_no_qkv, "layout: no tensor named for the blocks' attention", NULL),
+    CASE(layout_no_fc2, "layout: no tensor named for the blocks' second MLP layer", NULL),
+    CASE(layout_dist_bias_only, "layout: a distillation head's bias named, not its weight", NULL),
+    CASE(layout_crop_zero, "layout: `\"preprocess\"` crops 1 px of a 1e300 px resize", NULL),
+    CASE(clip_proj_zero_dim, "CLIP (OpenAI's names): `visual.proj` of shape [2^53, 0]", NULL),
+    CASE(notebook_q_zero_dim, "notebook's per-head attention: queries of shape [0, 64]", NULL),
+    CASE(qkv_3a_overflow, "notebook's per-head attention: 512 heads of [2^53, 0] (3 x 2^62 rows)",
+         NULL),
+    CASE(linear_patch_zero_dim, "notebook's linear patch embedding of shape [0, 3 x 2^50]", NULL),
     CASE(pth_os_system, "checkpoint: a `GLOBAL os system` called by REDUCE on a shell command", NULL),
     CASE(pth_builtins_eval, "checkpoint: a `GLOBAL builtins eval` called by REDUCE", NULL),
     CASE(pth_whole_model, "checkpoint: a whole pickled model (`torch.save(model)`)", NULL),
