@@ -4,8 +4,13 @@
 # the same in an ASan + UBSan build in build-asan/, then the libFuzzer targets' smoke
 # runs in a clang build in build-fuzz/ (docs/robustness.md). .ci/run runs exactly this,
 # with CI=true: then a test that skips (exit 77: no ../shared, a tool missing) fails.
+# After the plain run, its numeric tests (NUMERIC: parity, backward, .pth checkpoints, on
+# the models the tests write) run again with a second family of OpenBLAS's kernels
+# (other_kernels): their sums go in another order, and the tolerances must hold on any CPU.
 # Usage: scripts/test.sh                          everything
 #        scripts/test.sh --plain [ctest args...]  only build/      (e.g. -R parity)
+#        scripts/test.sh --kernels                 only build/'s numeric tests with the second
+#                                                 kernel family (build/ as it is built)
 #        scripts/test.sh --sanitize [ctest args...] only build-asan/
 #        scripts/test.sh --fuzz [ctest args...]   only build-fuzz/ (20 s per fuzz target)
 set -euo pipefail
@@ -26,6 +31,34 @@ run() {  # run DIR [cmake flags...] -- [ctest args...]
   # a job per core; the window tests (RUN_SERIAL) run alone
   (cd "$dir" && ctest --output-on-failure -j"$(nproc)" "$@")
 }
+# The numeric tests on the models the tests write (not the controls, DeiT-Tiny or ViT-B)
+NUMERIC='^(parity_(random|family_|resize|dtype|preprocess)|backward_(family_|random)|pth_backward_|pth_style_(notebook|timm|torchvision_small))'
+
+# The kernel family to run NUMERIC with besides the machine's own pick (test_blas names the
+# one the engine runs, after blas.c's start again): Prescott, the SSE3 kernels every
+# x86-64 CPU runs, unless that is the pick (a CPU without AVX2 and FMA): then Sandybridge
+# (AVX) where the CPU has AVX, else none.
+other_kernels() {
+  local pick
+  pick=$(env -u OPENBLAS_CORETYPE build/tests/engine/test_blas "two words" "é" |
+         sed -n 's/^kernels \([^ ]*\).*/\1/p')
+  if [ -z "$pick" ]; then return 0; fi  # not x86-64 or no OpenBLAS name: nothing to choose
+  if [ "$pick" != Prescott ]; then echo Prescott
+  elif grep -qw avx /proc/cpuinfo; then echo Sandybridge
+  fi
+}
+
+second_kernels() {  # NUMERIC in build/ again with the other kernel family
+  local other
+  other=$(other_kernels)
+  if [ -z "$other" ]; then
+    echo "test.sh: no second OpenBLAS kernel family for this CPU; the numeric tests ran once"
+    return 0
+  fi
+  echo "test.sh: the numeric tests again with OPENBLAS_CORETYPE=$other"
+  (cd build && OPENBLAS_CORETYPE=$other ctest --output-on-failure -j"$(nproc)" -R "$NUMERIC" -E _control)
+}
+
 plain=(build --)
 asan=(build-asan -DVITLENS_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug --)
 fuzz=(build-fuzz -DCMAKE_C_COMPILER=clang -DVITLENS_FUZZ=ON --)
@@ -34,9 +67,12 @@ case "${1:-}" in
   --plain) shift; run "${plain[@]}" "$@" ;;
   --sanitize) shift; run "${asan[@]}" "$@" ;;
   --fuzz) shift; run "${fuzz[@]}" "$@" ;;
+  --kernels) second_kernels ;;
   "") scripts/install-deps.sh
       run "${plain[@]}"
+      second_kernels
       run "${asan[@]}"
       run "${fuzz[@]}" ;;
-  *) echo "usage: scripts/test.sh [--plain | --sanitize | --fuzz [ctest args...]]" >&2; exit 2 ;;
+  *) echo "usage: scripts/test.sh [--plain | --sanitize | --fuzz [ctest args...] | --kernels]" >&2
+     exit 2 ;;
 esac

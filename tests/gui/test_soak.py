@@ -3,7 +3,8 @@
 dropped files, seeded, for a bounded time; checks no crash, no hang, no memory growth.
 
 Starts `vitlens --stdin-drops` on the built-in model (no photo argument: the first demo
-scene) with VITLENS_TRACE=1, and repeats random actions until --seconds have passed:
+scene) with VITLENS_TRACE=1, and repeats random actions until --seconds have passed and
+the memory has enough samples (below):
   key     every key of the README's key table (but Esc and Q) and others the app ignores
           (letters, digits, F1, Tab, space, Return, Ctrl/Alt chords), sent with xdotool
   click   a left, middle or right click anywhere in the window
@@ -22,15 +23,25 @@ worker thread, so the window must always answer. When a G gets no answer in 10 s
 draws, the app is alive and X lost the key (it happens, rarely, without a window manager),
 which is counted and the ping sent again; if not, it is a hang, and gdb's backtraces of
 every thread are printed.
-Every 10 s a checkpoint: the window is set to 800 x 700 and, once a frame is drawn at
+Checkpoints go by the soak's own progress, not the clock: after the tour, and then every
+--check-every (40) actions, the window is set to 800 x 700 and, once a frame is drawn at
 that size, the resident memory (VmRSS in /proc/PID/status) is read; at one size the GL
 driver's window buffers weigh the same in every sample. Before the first checkpoint a
 tour drops every file, presses every key and takes every window size once (SIZES: a fixed
-set, since each new size makes the driver and the text cache allocate anew).
+set, since each new size makes the driver and the text cache allocate anew). A loaded
+machine makes fewer actions a second (the tour once took 56 of the 60 s, leaving two
+checkpoints), so the soak goes on past --seconds until it has made --min-actions (520,
+what 60 s make on an idle machine) after the tour and the second half of its checkpoints
+holds 4 over 200 actions (MIN_HALF, MIN_HALF_ACTIONS): a loaded run and an idle one are
+judged on the same seeded actions, as VmRSS still climbs over the first few hundred
+actions after the tour (161 -> 171 MB over 520, then +9 KB per action measured to 1934).
+When --max-seconds (480) pass first, the memory check fails as "too few samples to judge",
+never with a slope fitted through one or two points.
 
-Memory must not keep growing: over the second half of the checkpoints, the least-squares
-slope must stay under --max-slope (2 MB/min) or the growth per action under
---max-per-action (20 KB); only both together fail. The app runs with glibc's mmap
+Memory must not keep growing: over the second half of the checkpoints, the
+least-squares slope of VmRSS must stay under --max-slope (2 MB/min) against time or under
+--max-per-action (20 KB) against the number of actions; only both together fail
+(judge_growth; --selftest checks it on made-up checkpoints). The app runs with glibc's mmap
 threshold fixed at 128 KB (MALLOC_MMAP_THRESHOLD_): by default glibc raises it to each
 large block freed, and the run buffers of later jobs then stay in the heap once freed,
 20 to 40 MB of growth over a long soak that is no leak. Why both limits: VmRSS still rises
@@ -47,6 +58,7 @@ design: --no-rss-check).
 Run by ctest as:
   xvfb-run -a -s "-screen 0 1280x1024x24" /usr/bin/python3 test_soak.py \\
       --app build/vitlens --out build/tests/gui/soak --seconds 60
+  /usr/bin/python3 test_soak.py --selftest       (judge_growth and the stop rule alone)
 Prints the numbers (actions by kind, keys sent, RSS at start and end, slope, response
 times) and exits 0, or 1 on a failed check.
 """
@@ -136,11 +148,96 @@ def rss_mb(pid):
     raise Fail("no VmRSS in /proc/PID/status")
 
 
-def slope_mb_per_min(samples):
-    """Least-squares slope of (t s, rss MB) samples, in MB per minute."""
-    t = np.array([s[0] for s in samples])
-    r = np.array([s[1] for s in samples])  # (t s, rss MB, jobs, actions)
-    return float(np.polyfit(t, r, 1)[0] * 60.0)
+# --- the memory's verdict -------------------------------------------------------
+
+# The second half of the checkpoints must hold MIN_HALF of them (a slope with 2 degrees of
+# freedom) spanning MIN_HALF_ACTIONS actions: VmRSS moves by 2 to 4 MB up and down as the
+# allocator and the driver meet new states, which over fewer actions looks like a leak
+# (measured beside two busy loops: +4.4 MB over 126 actions, 40 KB per action, that
+# levelled off after).
+MIN_HALF, MIN_HALF_ACTIONS = 4, 200
+
+
+def half_of(checkpoints):
+    """The second half of the checkpoints and the actions it spans."""
+    half = checkpoints[len(checkpoints) // 2:]
+    return half, (half[-1][3] - half[0][3] if half else 0)
+
+
+def judge_growth(checkpoints, max_slope, max_per_action):
+    """checkpoints: [(t s, VmRSS MB, jobs, actions)] from the tour's end on. Over the second
+    half: the least-squares slopes of VmRSS against time (MB/min) and against actions (KB
+    per action). Returns (verdict, message, stats): verdict True (not growing), False (over
+    both limits), or None: too few samples to judge (no slope is fitted then)."""
+    half, span = half_of(checkpoints)
+    if len(half) < MIN_HALF or span < MIN_HALF_ACTIONS:
+        return None, (f"too few samples to judge the memory: {len(checkpoints)} checkpoints, "
+                      f"{len(half)} in the second half over {span} actions (need {MIN_HALF} "
+                      f"over {MIN_HALF_ACTIONS})"), {}
+    t, r, jobs, n = (np.array(col, dtype=float) for col in zip(*half))
+    if np.ptp(t) <= 0:
+        return None, "too few samples to judge the memory: no time between them", {}
+    st = {"n": len(half), "per_min": float(np.polyfit(t, r, 1)[0] * 60.0),
+          "per_action_kb": float(np.polyfit(n, r, 1)[0] * 1024.0), "growth": r[-1] - r[0],
+          "actions": int(n[-1] - n[0]), "jobs": int(jobs[-1] - jobs[0])}
+    ok = st["per_min"] < max_slope or st["per_action_kb"] < max_per_action
+    return ok, (f"VmRSS does not keep growing: {st['per_min']:+.2f} MB/min, "
+                f"{st['per_action_kb']:+.1f} KB per action over the last {len(half)} "
+                f"checkpoints (fails when over both {max_slope} MB/min and {max_per_action} "
+                f"KB)"), st
+
+
+def soak_done(t, checkpoints, args):
+    """After t s with these checkpoints: stop? At --seconds once the memory has its samples
+    and --min-actions were made after the tour (or the memory is not checked), and at
+    --max-seconds whatever it has."""
+    half, span = half_of(checkpoints)
+    done = checkpoints[-1][3] - checkpoints[0][3] if checkpoints else 0
+    enough = args.no_rss_check or (len(half) >= MIN_HALF and span >= MIN_HALF_ACTIONS and
+                                   done >= args.min_actions)
+    return (t >= args.seconds and enough) or t >= args.max_seconds
+
+
+def selftest():
+    """judge_growth and soak_done on made-up checkpoints: the loaded run's two, a level
+    run, a leak, a fast run's settling, and the stop rule."""
+    class A:
+        seconds, max_seconds, min_actions, no_rss_check = 60.0, 480.0, 400, False
+    bad = 0
+
+    def want(got, expected, what):
+        nonlocal bad
+        print(f"{'ok  ' if got == expected else 'FAIL'} {what}: {got}")
+        bad += got != expected
+    # the loaded run: the tour took 56 s, one checkpoint after it and one at the end
+    v, msg, _ = judge_growth([(56.0, 180.0, 20, 86), (60.0, 181.4, 21, 90)], 2.0, 20.0)
+    want((v, msg.startswith("too few samples")), (None, True), "two checkpoints: " + msg)
+    rng = np.random.default_rng(0)
+    level = [(10.0 + 5 * i, 170.0 + rng.normal(0, 0.3), i, 86 + 40 * i) for i in range(12)]
+    want(judge_growth(level, 2.0, 20.0)[0], True, "level within 0.3 MB")
+    # a planted leak: 100 KB per action, at 2 actions a second (a loaded machine)
+    leak = [(20.0 + 20 * i, 170.0 + 40 * i * 0.1, i, 86 + 40 * i) for i in range(12)]
+    want(judge_growth(leak, 2.0, 20.0)[0], False, "100 KB per action at 2 actions/s")
+    # an idle machine's allocator and driver settling: 8 KB per action at 8 actions a
+    # second, 3.75 MB/min (over --max-slope, under --max-per-action)
+    settle = [(10.0 + 5 * i, 170.0 + 40 * i * 8 / 1024, i, 86 + 40 * i) for i in range(12)]
+    want(judge_growth(settle, 2.0, 20.0)[0], True, "8 KB per action at 8 actions/s")
+    # the run beside two busy loops: 4.4 MB in 126 actions, 7 checkpoints in the second half
+    short = [(30.0 + 3 * i, 164.0 + (0.7 * i if i >= 7 else 0.0), i, 214 + 24 * i) for i in range(14)]
+    v, msg, _ = judge_growth(short, 2.0, 20.0)
+    want((v, msg.startswith("too few samples")), (None, True), "126 actions: " + msg)
+    two = [(56.0, 180.0, 20, 86), (60.0, 181.4, 21, 90)]
+    want(soak_done(60.0, two, A), False, "60 s with 2 checkpoints: go on")
+    want(soak_done(60.0, short, A), False, "60 s, second half over 144 actions: go on")
+    want(soak_done(61.0, level, A), True, "61 s, 6 checkpoints over 200 actions, 440 in all: stop")
+    A.min_actions = 520
+    want(soak_done(61.0, level, A), False, "61 s, 440 of --min-actions 520: go on")
+    want(soak_done(30.0, level, A), False, "30 s with enough checkpoints: go on to --seconds")
+    want(soak_done(480.0, two, A), True, "--max-seconds with 2 checkpoints: stop (judge: None)")
+    A.no_rss_check = True
+    want(soak_done(60.0, two, A), True, "60 s, --no-rss-check: stop")
+    print("selftest: " + ("all checks passed" if not bad else f"{bad} failed"))
+    return 1 if bad else 0
 
 
 class Soak:
@@ -245,15 +342,24 @@ class Soak:
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--app", required=True)
-    ap.add_argument("--out", required=True)
-    ap.add_argument("--seconds", type=float, default=60.0)
+    ap.add_argument("--app")
+    ap.add_argument("--out")
+    ap.add_argument("--selftest", action="store_true", help="judge_growth and the stop rule")
+    ap.add_argument("--seconds", type=float, default=60.0, help="at least (and the samples)")
+    ap.add_argument("--max-seconds", type=float, default=480.0, help="at most")
+    ap.add_argument("--min-actions", type=int, default=520,
+                    help="after the tour, at least (what 60 s make on an idle machine)")
+    ap.add_argument("--check-every", type=int, default=40, help="actions between checkpoints")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--max-response", type=float, default=5.0, help="s, for each ping")
     ap.add_argument("--max-slope", type=float, default=2.0, help="MB/min, second half")
     ap.add_argument("--max-per-action", type=float, default=20.0, help="KB, second half")
     ap.add_argument("--no-rss-check", action="store_true", help="report the slope only (ASan)")
     args = ap.parse_args()
+    if args.selftest:
+        return selftest()
+    if not args.app or not args.out:
+        ap.error("--app and --out are required")
     rc = builtin_and_display(ROOT)
     if rc is not None:
         return rc
@@ -305,10 +411,11 @@ def main():
         checkpoints = [(t_tour, soak.checkpoint(), soak.jobs(), len(tour))]
         print(f"start: VmRSS {rss_start:.1f} MB; after the tour ({len(tour)} actions, "
               f"{t_tour:.0f} s) {checkpoints[0][1]:.1f} MB; seed {args.seed}, "
-              f"{args.seconds:.0f} s in all", flush=True)
-        next_checkpoint = t_tour + 10.0
+              f"at least {args.seconds:.0f} s in all, a checkpoint every {args.check_every} "
+              f"actions", flush=True)
+        next_checkpoint = len(tour) + args.check_every
         n = len(tour)
-        while time.monotonic() - t0 < args.seconds:
+        while not soak_done(time.monotonic() - t0, checkpoints, args):
             n += 1
             kind = rng.choices(["key", "click", "resize", "drop"], weights=[62, 10, 8, 20])[0]
             if kind == "key":
@@ -333,32 +440,35 @@ def main():
                 counts["ping"] += 1
             if app.proc.poll() is not None:
                 raise Fail(f"vitlens exited with status {app.proc.returncode} after action {n}")
-            t = time.monotonic() - t0
-            if t >= next_checkpoint:
-                checkpoints.append((t, soak.checkpoint(), soak.jobs(), n))
-                next_checkpoint += 10.0
+            if n >= next_checkpoint:
+                rss = soak.checkpoint()
+                t = time.monotonic() - t0
+                checkpoints.append((t, rss, soak.jobs(), n))
+                next_checkpoint += args.check_every
                 print(f"{t:6.0f} s: VmRSS {checkpoints[-1][1]:.1f} MB, {n} actions, "
                       f"{checkpoints[-1][2]} jobs, slowest answer so far "
                       f"{max(soak.responses) * 1000:.0f} ms", flush=True)
             time.sleep(rng.uniform(0.0, 0.05))
-        checkpoints.append((time.monotonic() - t0, soak.checkpoint(), soak.jobs(), n))
+        t_end = time.monotonic() - t0
+        if checkpoints[-1][3] < n:  # the last actions' own sample (a full step or not)
+            rss = soak.checkpoint()
+            checkpoints.append((time.monotonic() - t0, rss, soak.jobs(), n))
         resp = np.array(soak.responses)
-        half = checkpoints[len(checkpoints) // 2:]
-        slope = slope_mb_per_min(half)
-        jobs_half = half[-1][2] - half[0][2]
-        actions_half = half[-1][3] - half[0][3]
-        growth_half = half[-1][1] - half[0][1]
-        per_action_kb = 1024.0 * growth_half / max(actions_half, 1)
+        verdict, verdict_msg, st = judge_growth(checkpoints, args.max_slope, args.max_per_action)
         print(f"actions: {n} ({', '.join(f'{k} {v}' for k, v in counts.items())})")
         keys = counts["key"] + len(resp)  # every ping, the checkpoints' too, sends G
         print(f"keys sent: {keys} ({counts['table key']} from the key table, "
               f"{counts['other key']} others, {len(resp)} G for the pings)")
-        print("VmRSS at checkpoints (s: MB): " + ", ".join(f"{t:.0f}: {r:.1f}"
-                                                          for t, r, *_ in checkpoints))
+        print("VmRSS at checkpoints (s/actions: MB): " + ", ".join(
+            f"{t:.0f}/{a}: {r:.1f}" for t, r, _, a in checkpoints))
         print(f"VmRSS start {rss_start:.1f} MB, end {checkpoints[-1][1]:.1f} MB, max "
-              f"{max(r for _, r, *_ in checkpoints):.1f} MB; slope over the last {len(half)} "
-              f"checkpoints {slope:+.2f} MB/min; over them {growth_half:+.1f} MB in "
-              f"{actions_half} actions ({per_action_kb:+.1f} KB per action), {jobs_half} jobs")
+              f"{max(r for _, r, *_ in checkpoints):.1f} MB; {len(checkpoints)} checkpoints in "
+              f"{t_end:.0f} s ({60 * (n - len(tour)) / max(t_end - t_tour, 1e-9):.0f} actions "
+              f"a minute after the tour)")
+        if st:
+            print(f"second half: {st['n']} checkpoints, {st['per_min']:+.2f} MB/min, "
+                  f"{st['per_action_kb']:+.1f} KB per action (least squares); {st['growth']:+.1f} "
+                  f"MB in {st['actions']} actions, {st['jobs']} jobs")
         print(f"pings lost by X and sent again: {soak.lost_keys}")
         print(f"response to G: {len(resp)} pings, median {np.median(resp) * 1000:.0f} ms, "
               f"p99 {np.percentile(resp, 99) * 1000:.0f} ms, max {resp.max() * 1000:.0f} ms")
@@ -371,12 +481,12 @@ def main():
         check(resp.max() <= args.max_response,
               f"every ping answered within {args.max_response} s (max {resp.max():.2f} s)")
         if args.no_rss_check:
-            print("(slope not checked: --no-rss-check)")
+            print(f"(memory not checked: --no-rss-check; {verdict_msg})")
+        elif verdict is None:
+            check(False, f"{verdict_msg} after {t_end:.0f} s (--max-seconds {args.max_seconds:.0f}): "
+                  f"the machine let the soak make {n - len(tour)} actions after the tour")
         else:
-            check(len(half) >= 3 and (slope < args.max_slope or per_action_kb < args.max_per_action),
-                  f"VmRSS does not keep growing: {slope:+.2f} MB/min, {per_action_kb:+.1f} KB "
-                  f"per action over the second half (fails when over both {args.max_slope} "
-                  f"MB/min and {args.max_per_action} KB)")
+            check(verdict, verdict_msg)
         quit_app(app)
 
     if not run_checks(app, run_soak):

@@ -45,7 +45,20 @@ Measured (engine / torch f32, relative, max over models and classes):
     grad_tokens <= 4.1e-5 / 2.0e-4, grad_input <= 1.1e-4 / 1.7e-4, lrp_input <= 2.7e-5
     / 5.0e-5 (no softmax on its path).
 Tolerances TOL: 1e-5 for the random models (3x the larger of the two), 5e-4 for
-DeiT-Tiny (above PyTorch's own 4.0e-4, 4.5x the engine's); a mistake must move some
+DeiT-Tiny (above PyTorch's own 4.0e-4, 4.5x the engine's), or F32_SPREAD = 6 times
+PyTorch's own float32 error on the same tensor where that is larger: where float32
+itself cannot reach a fixed tolerance, the engine, one more float32 evaluation, is held
+to how far PyTorch's float32 falls from itself. The gradient amplifies the forward
+pass's rounding, not the backward's: on test_pth's notebook_heads_dh20 (the float64
+module with float32 rounding at one kind of point, dy_c/d input) rounding the scores
+q k^T alone moves it by 2.8e-6, the LayerNorms' outputs 1.4e-6, the patch embedding's
+1.5e-6, while rounding any gradient of the backward pass moves it by at most 1.2e-7.
+Which element of the gradient gets the largest error then depends on the order of each
+sum: over 90 cases (3 random weights x 15 inputs x 2 classes), PyTorch float32's own
+error with OpenBLAS's SSE3 kernels (OPENBLAS_CORETYPE=Prescott) against its own with
+the AVX2 ones (Haswell) differs by a median 1.3 to 1.7x and up to 5.9x; the engine's
+error over PyTorch's under the same kernels, a median 0.7 to 1.2x, up to 4.8x (180
+cases). A mistake must move some
 tensor by more than WRONG = 20 times that (smallest distances measured: the LayerNorm
 sign 0.15 random / 0.19 DeiT, the softmax mistakes >= 0.69, AttnLRP's plain gradient
 >= 0.60, its LayerNorm mean detached 0.056 / 0.018 against 2e-4 / 1e-2 required).
@@ -80,6 +93,7 @@ from test_families import FAMILIES, dump_args, input_size, spec, write_family  #
 
 TOL = {"random": 1e-5, "deit": 5e-4}  # relative to max |f64| (per layer for [L, ...] tensors)
 WRONG = 20   # a mistake must move some tensor by more than WRONG x TOL
+F32_SPREAD = 6  # or within this times PyTorch float32's own error, where that is larger
 GRADS = ("grad_att", "grad_tokens", "grad_input", "lrp_input")
 PER_LAYER = ("grad_att", "grad_tokens")
 
@@ -308,10 +322,12 @@ def compare_grads(rep, label, engine, g64, g32, tol):
         pl = k in PER_LAYER
         err, yard = rel_err(engine[k], g64[k], pl), rel_err(g32[k], g64[k], pl)
         worst[k] = err.max()
+        tk = np.maximum(tol, F32_SPREAD * yard)  # per layer for [L, ...] tensors
         layers = f" per layer {' '.join(f'{v:.1e}' for v in err)}" if pl and len(err) > 1 else ""
-        print(f"  {k:11s} rel err {err.max():.2e} (torch f32 {yard.max():.2e}, tol {tol:.0e}; "
-              f"max|f64| {np.abs(g64[k]).max():.2e}){layers}")
-        rep.check(err.max() <= tol, f"{label}: {k} differs from autograd by {err.max():.2e} (relative)")
+        print(f"  {k:11s} rel err {err.max():.2e} (torch f32 {yard.max():.2e}, tol "
+              f"{tk.max():.1e}; max|f64| {np.abs(g64[k]).max():.2e}){layers}")
+        rep.check(np.all(err <= tk), f"{label}: {k} differs from autograd by {err.max():.2e} "
+                  f"(relative; tol {tk.max():.1e})")
     if "grad_tokens" in engine and engine["grad_tokens"].shape == g64["grad_tokens"].shape:
         # the last block: the head reads the CLS (and distillation) rows only
         last, Np_read = engine["grad_tokens"][-1], np.abs(g64["grad_tokens"][-1]).max(1) > 0
