@@ -11,6 +11,8 @@
  *                     HEIC and AVIF (irot + EXIF; when libheif can encode them), BMP,
  *                     TGA (RLE and not), HDR, PNM (P5, P6, 8 and 16-bit), GIF, PSD,
  *                     PIC (raw and run-length)
+ *   OUT/pickle_ops/   programs of choices for fuzz_pickle_ops: the empty one (a state
+ *   OUT/layout/       dict of one tensor; timm's own names, F32) and a few others
  *
  * Every seed is checked to load (a seed the engine refuses would only teach the
  * fuzzer the error path). usage: fuzz_seeds OUT; exit 0 on success. */
@@ -338,6 +340,22 @@ static void seeds_tokenize(void) {
     }
 }
 
+/* The structured targets read their input as choices (fuzzlib.h); an input's end reads as
+ * choice 0, the usual path, so the empty input is a complete program. The others: the
+ * first choices varied (fuzz_layout's first picks the model's dtype). */
+static void seeds_structured(void) {
+    static const char *const kinds[] = {"pickle_ops", "layout"};
+    static const uint8_t progs[][4] = {{1, 0, 0, 0}, {2, 1, 3, 0}, {5, 3, 2, 7}, {9, 0, 4, 1}};
+    for (int k = 0; k < 2; k++) {
+        seed(kinds[k], "empty", "", 0);
+        for (size_t i = 0; i < sizeof progs / sizeof *progs; i++) {
+            char name[32];
+            snprintf(name, sizeof name, "prog_%zu", i);
+            seed(kinds[k], name, progs[i], sizeof progs[i]);
+        }
+    }
+}
+
 int main(int argc, char **argv) {
     if (argc != 2) {
         fprintf(stderr, "usage: fuzz_seeds OUT_DIR\n");
@@ -349,10 +367,13 @@ int main(int argc, char **argv) {
     clear_kind("config");
     clear_kind("image");
     clear_kind("tokenize");
+    clear_kind("pickle_ops");
+    clear_kind("layout");
     seeds_safetensors();
     seeds_config();
     seeds_image();
     seeds_tokenize();
+    seeds_structured();
     printf("fuzz_seeds: %d seeds in %s, %d that do not load\n", n_seeds, out_dir, n_bad);
     return n_bad ? 1 : 0;
 }
