@@ -15,22 +15,30 @@
  *                         2^31, 2^40, INT64_MAX
  *          | storage      MARK 'storage' GLOBAL torch.<type> key 'cpu' numel TUPLE
  *                         BINPERSID, with a new key or one used before
- *          | memo get     BINGET / LONG_BINGET of an index put before (a container is put
- *                         before its items: a dict can hold itself) or of a bad one
+ *          | memo get     BINGET / LONG_BINGET of an index put before, of a container
+ *                         still being built (a dict that holds itself), or of a bad one
+ *          | chain        levels dicts, each holding the one below under 1 to 3 keys
+ *                         (wrapper keys mostly: "model", "state_dict", ...) by BINGET, or
+ *                         holding itself: a DAG of 2^levels paths for the wrapper search
+ *          | repeat       a leaf value and POP, the bytes copied k times (k up to 2^24),
+ *                         then a value: millions of values from 16 MB of opcodes, which
+ *                         deflate to a zip of kilobytes
  *          | int | string | None | bool | a global (allowed, or refused: os.system, ...)
  *          | argparse.Namespace (NEWOBJ, BUILD) | a raw opcode (POP, DUP, BUILD, ...)
  *
  * with each container's values memoised (BINPUT / LONG_BINPUT) or not, and counts that
- * are small or, now and then, up to 2^23 repetitions of one item (the same choices, a new
- * key each time): 65536 storages, a state dict of deep DAGs, megabytes of opcodes.
+ * are small (each item from its own choices) or, now and then, up to 2^24 repetitions of
+ * one item: written again from the same choices (a new key each time: 65536 storages) or
+ * its bytes copied (APPENDS of one memoised value millions of times).
  *
  * One input in 8 is wrapped as torch.save does (archive/data.pkl, archive/version,
  * archive/byteorder, archive/data/<key> for the storages, stored or deflated, with libzip
  * in memory) and goes through vit_load as in fuzz_pth; the others go to pth_check_pickle
  * as in fuzz_pickle. The checks are those targets': the error contract, no leak, no bad
  * read; and, with the limits the fuzz build runs under (2 s, 512 MB), no hang and no
- * blow-up. The program's output is bounded by PKL_OUT_MAX bytes, so that writing it stays
- * well within the 2 s (a 16 MiB bound took seconds: libFuzzer's timeouts were the writer's). */
+ * blow-up. Writing stays well within the 2 s: the writer's calls are bounded by
+ * PKL_MAX_CALLS (4 M calls, byte by byte, took 0.5 s in the fuzz build), and what is large
+ * is copied in bulk (out_repeat), up to PKL_OUT_MAX bytes, past the loader's 64 MiB. */
 #include "fuzzlib.h"
 #include "internal.h"
 
@@ -40,10 +48,12 @@
 #include <string.h>
 #include <zip.h>
 
-#define PKL_OUT_MAX   (4u << 20) /* written in 0.5 s in the fuzz build; 4 M values: over 1 GB */
-#define MAX_DEPTH     8          /* nesting of the values written */
-#define MAX_STORAGES  64         /* storages the zip gets an entry for */
-#define MAX_ENTRY_OUT (1u << 16) /* a storage entry's bytes, at most */
+#define PKL_OUT_MAX   (80u << 20) /* bytes: over the loader's 64 MiB (PKL_MAX_BYTES) */
+#define PKL_MAX_CALLS (2u << 20)  /* writer calls: 0.25 s in the fuzz build */
+#define PKL_ZIP_STORE (8u << 20)  /* a larger data.pkl is deflated, not stored: less memory */
+#define MAX_DEPTH     8           /* nesting of the values written */
+#define MAX_STORAGES  64          /* storages the zip gets an entry for */
+#define MAX_ENTRY_OUT (1u << 16)  /* a storage entry's bytes, at most */
 
 /* --- the tables the choices pick from --------------------------------------------- */
 
@@ -69,6 +79,9 @@ static const char *const strings[] = {
     "module.cls_token",
     "epoch",
     "a name of seventy characters, longer than the 64 bytes of a storage's key"};
+/* the keys the loader looks under for the state dict (pth.c, find_state_dict) */
+static const char *const wrappers[] = {"state_dict", "model_state_dict", "model", "teacher",
+                                       "student",    "module",           "net",   "model_ema"};
 /* tensor names: timm's, so that a zip may load; DataParallel's prefix */
 static const char *const names[] = {"cls_token",
                                     "pos_embed",
@@ -139,6 +152,9 @@ typedef struct {
     unsigned memo_n; /* memo indices put so far: 0 .. memo_n - 1 */
     StorageOut st[MAX_STORAGES];
     int n_st;
+    int64_t open[MAX_DEPTH + 2]; /* memo index of each container being built, or -1 */
+    int n_open;
+    size_t calls; /* writer calls, up to PKL_MAX_CALLS */
 } Gen;
 
 #define PICK(n)  pick(&g->c, (unsigned)(n))
@@ -146,13 +162,43 @@ typedef struct {
 /* Choice 0 (and an input's end) takes the usual path: RARELY(n) is one choice in n. */
 #define RARELY(n) (PICK(n) == (n)-1)
 
+/* Every write: counted, so that a program of many small writes stops in time. */
+static void put(Gen *g, const void *b, size_t n) {
+    if (++g->calls > PKL_MAX_CALLS) g->o.over = 1;
+    out_put(&g->o, b, n);
+}
+
 static void op(Gen *g, uint8_t b) {
-    out_put(&g->o, &b, 1);
+    put(g, &b, 1);
 }
 
 static void u32(Gen *g, uint32_t v) {
     uint8_t b[4] = {(uint8_t)v, (uint8_t)(v >> 8), (uint8_t)(v >> 16), (uint8_t)(v >> 24)};
-    out_put(&g->o, b, 4);
+    put(g, b, 4);
+}
+
+/* BINUNICODE, no choice read (in loops whose every turn writes the same) */
+static void str_fixed(Gen *g, const char *s) {
+    op(g, 'X');
+    u32(g, (uint32_t)strlen(s));
+    put(g, s, strlen(s));
+}
+
+/* BINPUT / LONG_BINPUT, BINGET / LONG_BINGET of idx, no choice read */
+static void put_idx(Gen *g, uint32_t idx) {
+    op(g, idx < 256 ? 'q' : 'r');
+    if (idx < 256)
+        op(g, (uint8_t)idx);
+    else
+        u32(g, idx);
+}
+
+static void get_idx(Gen *g, uint32_t idx) {
+    op(g, idx < 256 ? 'h' : 'j');
+    if (idx < 256)
+        op(g, (uint8_t)idx);
+    else
+        u32(g, idx);
 }
 
 /* BINUNICODE or SHORT_BINUNICODE */
@@ -165,7 +211,7 @@ static void str(Gen *g, const char *s) {
         op(g, 'X');
         u32(g, (uint32_t)n);
     }
-    out_put(&g->o, s, n);
+    put(g, s, n);
 }
 
 /* BININT1 / BININT2 / BININT as they fit, else LONG1 (or LONG1 anyway, now and then) */
@@ -195,17 +241,17 @@ static void global(Gen *g, const char *mod, const char *name) {
         return;
     }
     op(g, 'c');
-    out_str(&g->o, mod);
+    put(g, mod, strlen(mod));
     op(g, '\n');
-    out_str(&g->o, name);
+    put(g, name, strlen(name));
     op(g, '\n');
 }
 
 /* After a container or a storage: memoise it (at the next index, torch.save's way, or at
- * a small one that may overwrite), or not. */
-static void memo_put(Gen *g) {
+ * a small one that may overwrite), or not. Returns the index, or -1. */
+static int64_t memo_put(Gen *g) {
     unsigned k = PICK(4);
-    if (k == 0) return;
+    if (k == 0) return -1;
     uint32_t idx = k == 3 ? PICK(8) : g->memo_n++;
     if (idx < 256 && !RARELY(4)) {
         op(g, 'q');
@@ -214,11 +260,34 @@ static void memo_put(Gen *g) {
         op(g, 'r');
         u32(g, idx);
     }
+    return idx;
 }
 
+/* A container being built: its memo index (or -1) on g->open while its items are written,
+ * so that an item may be the container itself. */
+static void open_push(Gen *g, int64_t idx) {
+    if (g->n_open < (int)COUNT(g->open)) g->open[g->n_open++] = idx;
+}
+
+static void open_pop(Gen *g) {
+    if (g->n_open) g->n_open--;
+}
+
+/* An index put before (any), a container being built (itself or one around it), or a bad
+ * one. */
 static void memo_get(Gen *g) {
     static const uint32_t bad[] = {255, 256, 65535, (1u << 20) - 1, 1u << 20, UINT32_MAX};
-    uint32_t idx = !RARELY(8) ? PICK(g->memo_n ? g->memo_n : 1) : bad[PICK(COUNT(bad))];
+    unsigned k = PICK(8);
+    uint32_t idx = PICK(g->memo_n ? g->memo_n : 1);
+    if (k == 7) idx = bad[PICK(COUNT(bad))];
+    if (k == 6 && g->n_open) { /* the innermost memoised container, or one around it */
+        int i = g->n_open - 1 - (int)PICK((unsigned)g->n_open);
+        for (int j = i; j >= 0; j--)
+            if (g->open[j] >= 0) {
+                idx = (uint32_t)g->open[j];
+                break;
+            }
+    }
     if (idx < 256 && !RARELY(4)) {
         op(g, 'h');
         op(g, (uint8_t)idx);
@@ -228,21 +297,31 @@ static void memo_get(Gen *g) {
     }
 }
 
-/* How many items: mostly 0 to 4 (1 by default); one time in 16 a repetition of up to 2^23. */
-static unsigned count(Gen *g) {
+/* How items repeat: each from its own choices; each from the same choices (the program's
+ * position rewound: new keys and names each time); or the first one's bytes copied. */
+typedef enum { FRESH, REWRITE, COPY } Rep;
+
+/* How many items: mostly 0 to 4 (1 by default); one time in 16 a repetition of up to 2^24. */
+static unsigned count(Gen *g, Rep *rep) {
+    *rep = FRESH;
     if (!RARELY(16)) return (PICK(5) + 1) % 5;
-    unsigned e = PICK(24);
+    *rep = PICK(2) ? COPY : REWRITE;
+    unsigned e = PICK(25);
     return (1u << e) + PICK(1u << (e < 8 ? e : 8));
 }
 
 static void value(Gen *g, int depth);
 
-/* `n` items, each from the same choices (the program's position rewound): a repeated item
- * differs only in its new keys and names. */
-static void items(Gen *g, unsigned n, void (*item)(Gen *, int), int depth) {
+static void items(Gen *g, unsigned n, Rep rep, void (*item)(Gen *, int), int depth) {
+    if (rep == COPY && n) {
+        size_t at = g->o.n;
+        item(g, depth);
+        out_repeat(&g->o, at, n - 1);
+        return;
+    }
     size_t start = g->c.at, end = start;
     for (unsigned i = 0; i < n && !g->o.over; i++) {
-        g->c.at = start;
+        if (rep == REWRITE) g->c.at = start;
         item(g, depth);
         end = g->c.at;
     }
@@ -356,18 +435,76 @@ static void element(Gen *g, int depth) {
     value(g, depth + 1);
 }
 
+/* `levels` dicts, each holding the one below under 1 to 3 keys or holding itself (the
+ * DAG of pth.c's wrapper search: 2^levels paths with two keys; a cycle), on a bottom value
+ * (None by default: no state dict, every path is walked).
+ * Each level: POP the one below, EMPTY_DICT, BINPUT, (key BINGET SETITEM) per key. */
+static void chain(Gen *g, int depth) {
+    if (!RARELY(4)) /* the bottom: None, or any value */
+        op(g, 'N');
+    else
+        value(g, depth + 1);
+    uint32_t below = g->memo_n++;
+    put_idx(g, below);
+    /* by default 32 levels under two wrapper keys each: 2^32 paths */
+    unsigned levels = RARELY(8) ? 1 + PICK(1024) : 1 + (PICK(64) + 31) % 64;
+    unsigned n_keys = 1 + (PICK(3) + 1) % 3;
+    const char *key[3];
+    for (unsigned j = 0; j < n_keys; j++)
+        key[j] = !RARELY(4) ? wrappers[(PICK(COUNT(wrappers)) + j) % COUNT(wrappers)]
+                            : strings[PICK(COUNT(strings))];
+    int self = RARELY(4);
+    for (unsigned l = 0; l < levels && !g->o.over; l++) {
+        op(g, '0');
+        op(g, '}');
+        uint32_t cur = g->memo_n++;
+        put_idx(g, cur);
+        for (unsigned j = 0; j < n_keys; j++) {
+            str_fixed(g, key[j]);
+            get_idx(g, self ? cur : below);
+            op(g, 's');
+        }
+        below = cur;
+    }
+}
+
+/* A leaf and POP, k times (the bytes copied: k up to 2^24 costs no more to write than 1;
+ * by default EMPTY_TUPLE POP 2^23 times: 16 MB, 8 M values), then a value. The leaf: one
+ * opcode that makes a value (EMPTY_TUPLE, NONE, EMPTY_DICT, EMPTY_LIST, NEWTRUE), a memo
+ * get (no value: a reference), or any leaf value. */
+static void repeat(Gen *g, int depth) {
+    static const uint8_t cheap[] = {')', 'N', '}', ']', 0x88};
+    unsigned e = (PICK(25) + 23) % 25;
+    unsigned k = (1u << e) + PICK(256);
+    size_t at = g->o.n;
+    unsigned leaf = PICK(8);
+    if (leaf < COUNT(cheap))
+        op(g, cheap[leaf]);
+    else if (leaf == COUNT(cheap))
+        memo_get(g);
+    else
+        value(g, MAX_DEPTH);
+    op(g, '0');
+    out_repeat(&g->o, at, k - 1);
+    value(g, depth + 1);
+}
+
 static void value(Gen *g, int depth) {
-    unsigned k = depth >= MAX_DEPTH ? 4 + PICK(10) : PICK(16);
+    unsigned k = depth >= MAX_DEPTH ? 4 + PICK(10) : PICK(18);
+    Rep rep;
+    unsigned n;
     switch (k) {
     case 0: /* OrderedDict() filled by SETITEMS: torch.save's state dict */
     case 1:
         global(g, "collections", "OrderedDict");
         op(g, ')');
         op(g, 'R');
-        memo_put(g);
+        open_push(g, memo_put(g));
         op(g, '(');
-        items(g, count(g), entry, depth);
+        n = count(g, &rep);
+        items(g, n, rep, entry, depth);
         op(g, 'u');
+        open_pop(g);
         if (RARELY(4)) { /* its _metadata, by BUILD */
             op(g, '}');
             op(g, 'b');
@@ -375,22 +512,26 @@ static void value(Gen *g, int depth) {
         break;
     case 2: /* a dict: a wrapper ({'model': ..., 'epoch': 1}) */
         op(g, '}');
-        memo_put(g);
+        open_push(g, memo_put(g));
         if (!RARELY(4)) {
             op(g, '(');
-            items(g, count(g), pair, depth);
+            n = count(g, &rep);
+            items(g, n, rep, pair, depth);
             op(g, 'u');
         } else {
             pair(g, depth);
             op(g, 's');
         }
+        open_pop(g);
         break;
     case 3: /* a list */
         op(g, ']');
-        memo_put(g);
+        open_push(g, memo_put(g));
         op(g, '(');
-        items(g, count(g), element, depth);
+        n = count(g, &rep);
+        items(g, n, rep, element, depth);
         op(g, 'e');
+        open_pop(g);
         break;
     case 4: /* a tensor */
     case 5: tensor(g, depth); break;
@@ -404,7 +545,7 @@ static void value(Gen *g, int depth) {
     case 9: str(g, strings[PICK(COUNT(strings))]); break;
     case 10: /* a storage alone */ storage(g, ints[PICK(COUNT(ints))]); break;
     case 11: { /* a tuple */
-        unsigned n = PICK(5);
+        n = PICK(5);
         if (n >= 1 && n <= 3 && PICK(2)) {
             for (unsigned i = 0; i < n; i++) value(g, depth + 1);
             op(g, (uint8_t)(0x84 + n));
@@ -412,7 +553,9 @@ static void value(Gen *g, int depth) {
             op(g, ')');
         } else {
             op(g, '(');
-            items(g, n == 4 ? count(g) : n, element, depth);
+            rep = FRESH;
+            if (n == 4) n = count(g, &rep);
+            items(g, n, rep, element, depth);
             op(g, 't');
         }
         memo_put(g);
@@ -423,7 +566,7 @@ static void value(Gen *g, int depth) {
         global(g, globals[i].mod, globals[i].name);
         if (PICK(2)) {
             op(g, '(');
-            items(g, PICK(3), element, depth);
+            items(g, PICK(3), FRESH, element, depth);
             op(g, 't');
             op(g, i == N_ALLOWED_GLOBALS - 1 && PICK(2) ? 0x81 : 'R');
             if (PICK(2)) {
@@ -434,12 +577,15 @@ static void value(Gen *g, int depth) {
         break;
     }
     case 13: /* None, True, False */ op(g, (const uint8_t[]){'N', 0x88, 0x89}[PICK(3)]); break;
-    default: { /* a raw opcode after a value, maybe with a byte of argument */
+    case 14: /* a raw opcode, below */
+    case 15: break;
+    case 16: chain(g, depth); return;
+    case 17: repeat(g, depth); return;
+    }
+    if (k == 14 || k == 15) { /* a raw opcode after a value, maybe with a byte of argument */
         value(g, MAX_DEPTH);
         op(g, raw_ops[PICK(COUNT(raw_ops))]);
         if (PICK(2)) op(g, (uint8_t)PICK(256));
-        break;
-    }
     }
 }
 
@@ -521,10 +667,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             memset(&err, 'x', sizeof err);
             VitStatus rc = pth_check_pickle(g->o.p, g->o.n, "data.pkl", &err);
             fuzz_check_error(rc, &err, "pth_check_pickle");
-        } else {
+        } else { /* the pickle freed before the load, which inflates its own copy */
             static MemFile f;
             size_t n = 0;
-            uint8_t *zip = make_zip(g, mode == 15, &n);
+            uint8_t *zip = make_zip(g, mode == 15 || g->o.n > PKL_ZIP_STORE, &n);
+            free(g->o.p);
+            g->o.p = NULL;
             if (zip) fuzz_dump(zip, n), fuzz_model_input(&f, "model.pth", zip, n);
             free(zip);
         }

@@ -144,20 +144,40 @@ unsigned pick(Choices *c, unsigned n) {
     return n > 1 ? v % n : 0;
 }
 
+/* Room for k more bytes (the caller checked max). */
+static void out_grow(Out *o, size_t k) {
+    if (o->n + k <= o->cap) return;
+    size_t nc = o->cap ? o->cap : 4096;
+    while (nc < o->n + k) nc *= 2;
+    uint8_t *np = realloc(o->p, nc);
+    if (!np) fail("out of memory");
+    o->p = np, o->cap = nc;
+}
+
 void out_put(Out *o, const void *b, size_t k) {
     if (o->over || k > o->max - o->n) {
         o->over = 1;
         return;
     }
-    if (o->n + k > o->cap) {
-        size_t nc = o->cap ? o->cap : 4096;
-        while (nc < o->n + k) nc *= 2;
-        uint8_t *np = realloc(o->p, nc);
-        if (!np) fail("out of memory");
-        o->p = np, o->cap = nc;
-    }
+    out_grow(o, k);
     memcpy(o->p + o->n, b, k);
     o->n += k;
+}
+
+void out_repeat(Out *o, size_t from, size_t times) {
+    size_t unit = o->n - from;
+    if (o->over || !unit || !times) return;
+    if (times > (o->max - o->n) / unit) {
+        o->over = 1;
+        return;
+    }
+    size_t want = o->n + unit * times;
+    out_grow(o, want - o->n);
+    while (o->n < want) { /* [from, n) holds whole units: copy as many as fit, doubling */
+        size_t k = o->n - from < want - o->n ? o->n - from : want - o->n;
+        memcpy(o->p + o->n, o->p + from, k);
+        o->n += k;
+    }
 }
 
 void out_str(Out *o, const char *s) {

@@ -64,6 +64,10 @@ typedef struct {
 
 void out_put(Out *o, const void *b, size_t k);
 void out_str(Out *o, const char *s);
+/* The bytes written since `from` (one unit: an opcode, an item), `times` more times, by
+ * doubling copies: megabytes in milliseconds, where writing them one by one would take
+ * the target's whole time limit. Over `max`: `over` set, nothing written. */
+void out_repeat(Out *o, size_t from, size_t times);
 void out_printf(Out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* With $VITLENS_FUZZ_DUMP set, a structured target writes the file it made there (run it
