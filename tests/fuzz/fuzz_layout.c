@@ -228,13 +228,19 @@ static int edit_hits(const Family *f, int role, int scope, const TSpec *first, c
     return 0;
 }
 
-/* 0 to 3 edits, each: a role, its scope (every block and head; block 0's; every tensor of
- * its shape), a new shape (a zero dim where chosen, the last by default; the others huge,
- * 2^53 by default, or its own) or none (removed). */
+/* the roles layout.c converts (a transposed projection, a linear patch embedding, per-head
+ * or separate q/k/v, in_proj, a CLS token or position embedding without leading 1s) */
+static const Slot converted[] = {S_IMG_PROJ_W, S_PATCH_W, S_Q_W, S_K_W, S_V_W,
+                                 S_Q_B,        S_QKV_W,   S_CLS, S_POS};
+
+/* 0 to 3 edits, each: a role (mostly one that is converted), its scope (every block and head; block
+ * 0's; every tensor of its shape), a new shape (a zero dim where chosen, the last by default; the
+ * others huge, 2^53 by default, or its own) or none (removed). */
 static void edit_model(Model *m, const Family *f, Choices *c) {
     unsigned n = RARELY(2) ? 1 + PICK(3) : 0;
     for (unsigned e = 0; e < n; e++) {
-        int role = (int)PICK(N_SLOTS), scope = (int)PICK(3), remove = PICK(8) == 7;
+        int role = RARELY(4) ? (int)PICK(N_SLOTS) : (int)converted[PICK(COUNT(converted))];
+        int scope = (int)PICK(3), remove = PICK(8) == 7;
         char nm[LD_NAME_BYTES];
         expand(nm, sizeof nm, f->pat[role], 0, 0, "");
         const TSpec *first = f->pat[role][0] ? model_find(m, nm) : NULL;

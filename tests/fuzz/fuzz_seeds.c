@@ -389,12 +389,13 @@ static void seeds_classes(void) {
     seed("pickle_ops", "class-self-dict", self_dict, sizeof self_dict);
     seed("pickle_ops", "class-wrapper-dag", dag, sizeof dag);
     seed("pickle_ops", "class-values-zip", values, sizeof values);
-    /* family, heads, dtype F32, .pth or not, 1 edit (role, scope, not removed, its ndim,
-       the zero dim: 0 the last, the other dim: 0 2^53, 1 2^61, 3 3 * 2^40), then no
-       --layout: detected */
-    const uint8_t proj[] = {family("clip-openai"), 0, 0, 0, 1, 0, S_IMG_PROJ_W, 1, 0, 0, 0, 0, 2};
-    const uint8_t heads[] = {family("notebook-heads"), 0, 0, 1, 1, 0, S_Q_W, 2, 0, 0, 0, 1, 2};
-    const uint8_t patch[] = {family("notebook-linear"), 0, 0, 0, 1, 0, S_PATCH_W, 1, 0, 0, 1, 3, 2};
+    /* family, heads, dtype F32, .pth or not, 1 edit (a converted role: 0 the image
+       projection, 1 the patch embedding, 2 the queries; scope, not removed, its ndim, the
+       zero dim: 0 the last, the other dim: 0 2^53, 1 2^61, 3 3 * 2^40), then no --layout:
+       the shipped layouts' detection */
+    const uint8_t proj[] = {family("clip-openai"), 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 0, 2};
+    const uint8_t heads[] = {family("notebook-heads"), 0, 0, 1, 1, 0, 0, 2, 2, 0, 0, 0, 1, 2};
+    const uint8_t patch[] = {family("notebook-linear"), 0, 0, 0, 1, 0, 0, 1, 1, 0, 0, 1, 3, 2};
     /* visual.proj [2^53, 0] transposed; every per-head query, key, value [2^61, 0] (a .pth:
        3 * A over int64); linear_patching.weight [0, 3 * 2^40] (K * 4 bytes of a row) */
     seed("layout", "class-clip-proj-2p53x0", proj, sizeof proj);
