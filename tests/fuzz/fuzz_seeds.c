@@ -11,10 +11,18 @@
  *                     HEIC and AVIF (irot + EXIF; when libheif can encode them), BMP,
  *                     TGA (RLE and not), HDR, PNM (P5, P6, 8 and 16-bit), GIF, PSD,
  *                     PIC (raw and run-length)
+ *   OUT/pickle_ops/   programs of choices for fuzz_pickle_ops: the empty one (a state
+ *   OUT/layout/       dict of one tensor; timm's own names, F32) and a few others; and
+ *                     one of each hostile class of issue 34 that the grammars reach
+ *                     (class-*: a dict that holds itself, a DAG of wrappers, millions of
+ *                     values from a small zip; zero x huge dims through the shipped
+ *                     layouts' conversions), which fail the replays until the loader
+ *                     refuses them in time
  *
  * Every seed is checked to load (a seed the engine refuses would only teach the
  * fuzzer the error path). usage: fuzz_seeds OUT; exit 0 on success. */
 #include "encode.h"
+#include "load/loader.h" /* Slot */
 #include "testlib.h"
 
 #include <stb_image_write.h>
@@ -338,6 +346,63 @@ static void seeds_tokenize(void) {
     }
 }
 
+/* The structured targets read their input as choices (fuzzlib.h); an input's end reads as
+ * choice 0, the usual path, so the empty input is a complete program. The others: the
+ * first choices varied (fuzz_layout's first picks the family), 16 bytes long so that
+ * libFuzzer's first mutations (up to the longest seed's length) reach 16 choices. */
+static void seeds_structured(void) {
+    static const char *const kinds[] = {"pickle_ops", "layout"};
+    static const uint8_t progs[][16] = {{1, 0, 0, 0}, {2, 1, 3, 0}, {5, 3, 2, 7}, {9, 0, 4, 1}};
+    for (int k = 0; k < 2; k++) {
+        seed(kinds[k], "empty", "", 0);
+        for (size_t i = 0; i < sizeof progs / sizeof *progs; i++) {
+            char name[32];
+            snprintf(name, sizeof name, "prog_%zu", i);
+            seed(kinds[k], name, progs[i], sizeof progs[i]);
+        }
+    }
+}
+
+/* fuzz_pickle_ops's and fuzz_layout's programs of the hostile classes: the choices in the
+ * order the targets read them (fuzz_pickle_ops.c, fuzz_layout.c; past the end, 0s). */
+extern const char *const vit_layout_files[];
+extern const int vit_n_layouts;
+
+static uint8_t family(const char *name) {
+    for (int i = 0; i < vit_n_layouts; i++)
+        if (!strcmp(vit_layout_files[i], name)) return (uint8_t)i;
+    fprintf(stderr, "fuzz_seeds: no shipped layout %s\n", name);
+    exit(1);
+}
+
+static void seeds_classes(void) {
+    /* data.pkl alone: {'model': itself, 'state_dict': itself} (mode 0, PROTO; a dict, memo
+       put 0; SETITEMS of 2 pairs, each: key, its str, a memo get of the open dict) */
+    static const uint8_t self_dict[] = {0, 0, 2, 1, 0, 0, 0, 1, 0, 0, 6,
+                                        6, 0, 0, 0, 1, 0, 6, 6, 0, 0, 0};
+    /* data.pkl alone: the chain's default, 32 dicts on None, each {'state_dict': below,
+       'model_state_dict': below}: 2^32 paths to the bottom */
+    static const uint8_t dag[] = {0, 0, 16};
+    /* a deflated zip (mode 15), the repeat's default: EMPTY_TUPLE POP 2^23 times, then a
+       state dict: 16 MB of opcodes and 2^23 values (2 GB) from a zip of 72 KB */
+    static const uint8_t values[] = {15, 0, 17};
+    seed("pickle_ops", "class-self-dict", self_dict, sizeof self_dict);
+    seed("pickle_ops", "class-wrapper-dag", dag, sizeof dag);
+    seed("pickle_ops", "class-values-zip", values, sizeof values);
+    /* family, heads, dtype F32, .pth or not, 1 edit (a converted role: 0 the image
+       projection, 1 the patch embedding, 2 the queries; scope, not removed, its ndim, the
+       zero dim: 0 the last, the other dim: 0 2^53, 1 2^61, 3 3 * 2^40), then no --layout:
+       the shipped layouts' detection */
+    const uint8_t proj[] = {family("clip-openai"), 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 0, 2};
+    const uint8_t heads[] = {family("notebook-heads"), 0, 0, 1, 1, 0, 0, 2, 2, 0, 0, 0, 1, 2};
+    const uint8_t patch[] = {family("notebook-linear"), 0, 0, 0, 1, 0, 0, 1, 1, 0, 0, 1, 3, 2};
+    /* visual.proj [2^53, 0] transposed; every per-head query, key, value [2^61, 0] (a .pth:
+       3 * A over int64); linear_patching.weight [0, 3 * 2^40] (K * 4 bytes of a row) */
+    seed("layout", "class-clip-proj-2p53x0", proj, sizeof proj);
+    seed("layout", "class-heads-qkv-2p61x0", heads, sizeof heads);
+    seed("layout", "class-linear-patch-0x3p40", patch, sizeof patch);
+}
+
 int main(int argc, char **argv) {
     if (argc != 2) {
         fprintf(stderr, "usage: fuzz_seeds OUT_DIR\n");
@@ -349,10 +414,14 @@ int main(int argc, char **argv) {
     clear_kind("config");
     clear_kind("image");
     clear_kind("tokenize");
+    clear_kind("pickle_ops");
+    clear_kind("layout");
     seeds_safetensors();
     seeds_config();
     seeds_image();
     seeds_tokenize();
+    seeds_structured();
+    seeds_classes();
     printf("fuzz_seeds: %d seeds in %s, %d that do not load\n", n_seeds, out_dir, n_bad);
     return n_bad ? 1 : 0;
 }

@@ -3,6 +3,7 @@
 #include "fuzzlib.h"
 #include "internal.h" /* vit_run_floats */
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -115,11 +116,15 @@ static void run_maps(const Vit *vit) {
 void fuzz_model_input(MemFile *f, const char *name, const uint8_t *data, size_t size) {
     if (!f->path[0]) memfile_init(f, name);
     memfile_set(f, data, size);
+    VitLoadOptions opt = {.n_heads = 2};
+    fuzz_model_load(f->path, &opt);
+}
+
+void fuzz_model_load(const char *path, const VitLoadOptions *opt) {
     Vit vit;
     VitError err;
     memset(&err, 'x', sizeof err); /* a refusal must write its own code and message */
-    VitLoadOptions opt = {.n_heads = 2};
-    VitStatus rc = vit_load(&vit, f->path, &opt, &err);
+    VitStatus rc = vit_load(&vit, path, opt, &err);
     fuzz_check_error(rc, &err, "vit_load");
     if (rc) {
         static const Vit zero;
@@ -129,4 +134,70 @@ void fuzz_model_input(MemFile *f, const char *name, const uint8_t *data, size_t 
     check_config(&vit.cfg);
     run_maps(&vit);
     vit_free(&vit);
+}
+
+/* --- choices and output ------------------------------------------------------ */
+
+unsigned pick(Choices *c, unsigned n) {
+    unsigned v = 0;
+    for (int k = 0; k < (n > 256 ? 2 : 1); k++) v = (v << 8) | (c->at < c->n ? c->p[c->at++] : 0);
+    return n > 1 ? v % n : 0;
+}
+
+/* Room for k more bytes (the caller checked max). */
+static void out_grow(Out *o, size_t k) {
+    if (o->n + k <= o->cap) return;
+    size_t nc = o->cap ? o->cap : 4096;
+    while (nc < o->n + k) nc *= 2;
+    uint8_t *np = realloc(o->p, nc);
+    if (!np) fail("out of memory");
+    o->p = np, o->cap = nc;
+}
+
+void out_put(Out *o, const void *b, size_t k) {
+    if (o->over || k > o->max - o->n) {
+        o->over = 1;
+        return;
+    }
+    out_grow(o, k);
+    memcpy(o->p + o->n, b, k);
+    o->n += k;
+}
+
+void out_repeat(Out *o, size_t from, size_t times) {
+    size_t unit = o->n - from;
+    if (o->over || !unit || !times) return;
+    if (times > (o->max - o->n) / unit) {
+        o->over = 1;
+        return;
+    }
+    size_t want = o->n + unit * times;
+    out_grow(o, want - o->n);
+    while (o->n < want) { /* [from, n) holds whole units: copy as many as fit, doubling */
+        size_t k = o->n - from < want - o->n ? o->n - from : want - o->n;
+        memcpy(o->p + o->n, o->p + from, k);
+        o->n += k;
+    }
+}
+
+void out_str(Out *o, const char *s) {
+    out_put(o, s, strlen(s));
+}
+
+void out_printf(Out *o, const char *fmt, ...) {
+    char b[512];
+    va_list ap;
+    va_start(ap, fmt);
+    int k = vsnprintf(b, sizeof b, fmt, ap);
+    va_end(ap);
+    if (k > 0) out_put(o, b, (size_t)k < sizeof b ? (size_t)k : sizeof b - 1);
+}
+
+void fuzz_dump(const uint8_t *b, size_t n) {
+    const char *path = getenv("VITLENS_FUZZ_DUMP");
+    FILE *f = path ? fopen(path, "wb") : NULL;
+    if (f) {
+        fwrite(b, 1, n, f);
+        fclose(f);
+    }
 }
