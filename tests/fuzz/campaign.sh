@@ -25,13 +25,16 @@ limits=(-timeout=2 -rss_limit_mb=512 -malloc_limit_mb=512)
 # KEEP_GOING=1: go on past a finding (libFuzzer's fork mode, one job), each one written to
 # artifacts/, so that one campaign reports every class it reaches, not just the first
 [ "${KEEP_GOING:-0}" = 1 ] && limits+=(-fork=1 -ignore_crashes=1 -ignore_timeouts=1 -ignore_ooms=1)
+# RUNS=N: stop after N inputs (or SECONDS, the first reached); NICE=0: at full priority, e.g.
+# as the CPU-bound neighbours of a test run (docs/robustness.md, "Campaigns of issue 34")
+runs=(); [ -n "${RUNS:-}" ] && runs=(-runs="$RUNS")
 rc=0
 for t in "${targets[@]}"; do
   mkdir -p "$out/$t"
   regress=(); [ -d "tests/fuzz/regress/$t" ] && regress=("tests/fuzz/regress/$t")
   [ "$t" = layout ] && regress+=(assets/layouts)
   dict=(); [ -f "tests/fuzz/$t.dict" ] && dict=(-dict="tests/fuzz/$t.dict")
-  nice -n 19 "$bin/fuzz_$t" -max_total_time="$secs" "${limits[@]}" \
+  nice -n "${NICE:-19}" "$bin/fuzz_$t" -max_total_time="$secs" "${limits[@]}" "${runs[@]}" \
     -print_final_stats=1 "${dict[@]}" \
     -artifact_prefix="$out/artifacts/$t-" \
     "$out/$t" "$bin/seeds/$t" "${regress[@]}" >"$out/$t.log" 2>&1 || rc=1
