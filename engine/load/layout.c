@@ -264,9 +264,12 @@ static int layout_choose(Layout *lay, const StFile *st) {
 
 typedef struct {
     StFile out;
+    int out_cap; /* entries of out.tensors */
+    const StFile *src;
+    float **conv; /* [src->n]: a source tensor's F32 copy once copy_as made one */
     float *buf;
-    size_t used, cap; /* floats */
-    const char *fname;
+    size_t used, cap;           /* floats */
+    const char *fname, *layout; /* the layout's file, for messages */
     VitError *err;
 } Build;
 
@@ -298,6 +301,27 @@ static float *add_tensor(Build *b, const char *name, int ndim, const int64_t *sh
     size_t n, n_bytes;
     int sized = vit_shape_elems(&n, shape, ndim) && vit_size_mul(&n_bytes, n, 4);
     float *d = !sized ? NULL : in_place ? (float *)(uintptr_t)in_place : reserve(b, n);
+    if (sized && !d) {
+        /* the conversions never need more floats than the checkpoint holds, but for a
+         * layout that sends several roles to one tensor (or one block's to every block) */
+        vit_set_error(b->err, VIT_ERR_SHAPE,
+                      "%s: converting '%s' needs more floats than the checkpoint holds: does "
+                      "layout %s send several roles to one tensor?",
+                      b->fname, name, b->layout);
+        return NULL;
+    }
+    if (b->out.n == b->out_cap) { /* one entry per role and block: may exceed the file's */
+        int nc = b->out_cap * 2;
+        StTensor *nt =
+            b->out_cap >= VIT_MAX_TENSORS ? NULL : realloc(b->out.tensors, (size_t)nc * sizeof *nt);
+        if (!nt) {
+            vit_set_error(b->err, VIT_ERR_NOMEM, "%s: out of memory converting '%s'", b->fname,
+                          name);
+            return NULL;
+        }
+        memset(nt + b->out_cap, 0, (size_t)(nc - b->out_cap) * sizeof *nt);
+        b->out.tensors = nt, b->out_cap = nc;
+    }
     StTensor *t = &b->out.tensors[b->out.n];
     if (!d || !(t->name = strdup(name))) {
         vit_set_error(b->err, VIT_ERR_NOMEM, "%s: out of memory converting '%s'", b->fname, name);
@@ -360,9 +384,14 @@ static int copy_as(Build *b, const char *name, const StTensor *t, int ndim) {
         float *d = add_tensor(b, name, nd, sh, t->data);
         return d != NULL;
     }
+    /* converted once: every role that names it reads the same copy (a layout may send
+     * several roles to one tensor, and the buffer holds each source tensor once) */
+    float **conv = &b->conv[t - b->src->tensors];
+    if (*conv) return add_tensor(b, name, nd, sh, (const uint8_t *)*conv) != NULL;
     float *d = add_tensor(b, name, nd, sh, NULL);
     if (!d) return 0;
     to_f32(d, t);
+    *conv = d;
     return 1;
 bad:
     vit_set_error(b->err, VIT_ERR_SHAPE, "%s: tensor '%s' has %d dims, expected %d for %s",
@@ -569,8 +598,12 @@ static VitStatus build(Build *b, const Layout *lay, const StFile *st, int *n_hea
     sized = sized && vit_size_mul(&n_bytes, total ? total : 1, sizeof(float));
     b->cap = total;
     b->buf = sized ? malloc(n_bytes) : NULL;
-    b->out.tensors = calloc((size_t)st->n + 1, sizeof *b->out.tensors);
-    if (!b->buf || !b->out.tensors)
+    b->out_cap = st->n + 1;
+    b->out.tensors = calloc((size_t)b->out_cap, sizeof *b->out.tensors);
+    b->layout = lay->file;
+    b->src = st;
+    b->conv = calloc((size_t)st->n + 1, sizeof *b->conv);
+    if (!b->buf || !b->out.tensors || !b->conv)
         return vit_set_error(b->err, VIT_ERR_NOMEM, "%s: out of memory converting %zu weights",
                              b->fname, total);
     b->out.owned = b->buf;
@@ -898,6 +931,7 @@ static VitStatus apply(Loader *ld, const Layout *lay) {
     Build b = {.fname = ld->fname, .err = ld->err};
     int n_heads = 0;
     rc = build(&b, lay, &ld->st, &n_heads);
+    free(b.conv);
     if (!rc) rc = apply_switches(ld, lay);
     if (rc) {
         st_free(&b.out);

@@ -428,6 +428,19 @@ static void layout_write(Ctx *c, char *out, size_t n, const char *name, const ch
     write_bytes(out, json, strlen(json));
 }
 
+/* Drop the "naming" layout_write gives: then the tensors are not read as a library saves
+ * them but converted into the roles' names where their shapes differ (layout.c, in_place). */
+static void unname_layout(const char *path) {
+    char json[4096], *at;
+    FILE *f = fopen(path, "rb");
+    size_t n = f ? fread(json, 1, sizeof json - 1, f) : 0;
+    if (f) fclose(f);
+    json[n] = '\0';
+    static const char key[] = "\"naming\": \"timm\", ";
+    if ((at = strstr(json, key))) memmove(at, at + strlen(key), strlen(at + strlen(key)) + 1);
+    write_bytes(path, json, strlen(json));
+}
+
 /* vit_load(weights, --layout lay): refused with `want`, the message naming `named`. */
 static void layout_expect(Ctx *c, const char *weights, const char *lay, VitStatus want,
                           const char *named, const char *const *keys) {
@@ -490,6 +503,66 @@ static void case_layout_aliased_f16(Ctx *c) {
     expect_works(c, rc, &err, shared && values,
                  "every role of a block's norm1.weight reads its one F32 copy, with its values");
     vit_free(&vit);
+}
+
+/* The same aliasing through the layout's conversion (the CLS token stored as [D], so the
+ * tensors are converted into the roles' names, not read in place), in F32 and F16: a
+ * table entry per role and block, more than the checkpoint's tensors. Found by
+ * fuzz_layout's campaign: the table was sized by the checkpoint (heap-buffer-overflow
+ * WRITE in add_tensor), and each role's F16 copy took the buffer's room again. */
+static void case_layout_aliased_convert(Ctx *c) {
+    /* clang-format off */
+    static const char *const as[] = { /* role, the tensor it reads */
+        "cls_token",                 "cls_token",
+        "blocks.{l}.norm1.bias",     "blocks.{l}.norm1.weight",
+        "blocks.{l}.attn.proj.bias", "blocks.{l}.norm1.weight",
+        "blocks.{l}.norm2.weight",   "blocks.{l}.norm1.weight",
+        "blocks.{l}.norm2.bias",     "blocks.{l}.norm1.weight",
+        "blocks.{l}.mlp.fc1.bias",   "blocks.{l}.mlp.fc1.bias",
+        "blocks.{l}.mlp.fc2.bias",   "blocks.{l}.norm1.weight",
+        "norm.weight",               "blocks.0.norm1.weight",
+        "norm.bias",                 "blocks.0.norm1.weight", NULL};
+    /* clang-format on */
+    int ok = 1;
+    VitStatus rc = VIT_OK;
+    VitError err = {0};
+    for (int f16 = 0; f16 < 2 && ok && !rc; f16++) {
+        Model m;
+        base_model(&m);
+        if (f16) model_set_dtype(&m, "F16");
+        TSpec *cls = model_find(&m, "cls_token");
+        cls->ndim = 1, cls->shape[0] = 64; /* [D]: converted to [1, 1, D] */
+        char nm[64];
+        for (const char *const *a = as; *a; a += 2) {
+            if (!strcmp(a[0], a[1])) continue;
+            for (int l = 0; l < 2 && strstr(a[0], "{l}"); l++) {
+                snprintf(nm, sizeof nm, "blocks.%d.%s", l, a[0] + strlen("blocks.{l}."));
+                model_remove(&m, nm);
+            }
+            if (!strstr(a[0], "{l}")) model_remove(&m, a[0]);
+        }
+        char path[1100], lay[1100];
+        in_dir(c, path, sizeof path, f16 ? "model_f16.safetensors" : "model.safetensors");
+        model_write(&m, path);
+        layout_write(c, lay, sizeof lay, "aliased-convert", as, "");
+        unname_layout(lay); /* a user's layout: a CLS token of [D] is converted */
+        Vit vit;
+        VitLoadOptions opt = {.layout_path = lay};
+        rc = vit_load(&vit, path, &opt, &err);
+        const char *dt = f16 ? "F16" : "F32";
+        for (int l = 0; !rc && ok && l < vit.cfg.n_layers; l++) {
+            const VitBlock *b = &vit.w.blocks[l];
+            snprintf(nm, sizeof nm, "blocks.%d.norm1.weight", l);
+            ok = b->norm1_b == b->norm1_w && b->proj_b == b->norm1_w && b->fc2_b == b->norm1_w;
+            for (int i = 0; ok && i < vit.cfg.dim; i++)
+                ok = b->norm2_b[i] == model_value(nm, dt, (size_t)i) &&
+                     vit.w.norm_b[i] == model_value("blocks.0.norm1.weight", dt, (size_t)i) &&
+                     vit.w.cls_token[i] == model_value("cls_token", dt, (size_t)i);
+        }
+        vit_free(&vit);
+    }
+    expect_works(c, rc, &err, ok,
+                 "in F32 and F16, every role reads its tensor's one F32 copy, with its values");
 }
 
 /* A layout file naming no tensor for the blocks' first norm (read in place: its roles
@@ -2156,6 +2229,10 @@ static const Case cases[] = {
          NULL),
     CASE(layout_aliased_f16, "layout: one F16 tensor named for seven roles",
          "loads; the tensor is converted to F32 once and its roles share the copy"),
+    CASE(layout_aliased_convert,
+         "layout: tensors named for several roles each, converted (CLS token stored as [D])",
+         "loads; the converted table holds an entry per role and block, each source tensor "
+         "converted once"),
     CASE(layout_no_norm1, "layout: no tensor named for the blocks' first norm", NULL),
     CASE(layout_no_qkv, "layout: no tensor named for the blocks' attention", NULL),
     CASE(layout_no_fc2, "layout: no tensor named for the blocks' second MLP layer", NULL),
