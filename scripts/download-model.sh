@@ -6,7 +6,8 @@
 # ~/.local/share/vitlens/models); else the source tree's models/. vitlens looks in all
 # three for --model NAME. $HF_ENDPOINT replaces https://huggingface.co, e.g. for a
 # mirror. The families: DeiT (with and without distillation token), ViT augreg, DINO
-# (patch 16 and 8), DINOv2 (patch 14, with and without registers); and CLIP (image and text
+# (patch 16 and 8), DINOv2 (patch 14, with and without registers; and facebook/dinov2-small
+# in Hugging Face's own Dinov2Model names); and CLIP (image and text
 # towers, with the tokenizer's vocab.json + merges.txt): OpenAI's B/32 and B/16 in Hugging
 # Face's CLIPModel names, and an OpenCLIP B/32 (LAION-2B) in OpenAI / OpenCLIP names, its
 # open_clip_model.safetensors saved as model.safetensors beside its open_clip_config.json.
@@ -25,7 +26,7 @@ elif [ $user = 1 ] || [ ! -f app/config/models.c ]; then
 else models=models
 fi
 
-# name -> hub repository (timm/<architecture>.<pretrained tag>)
+# name -> hub repository (timm/<architecture>.<pretrained tag>, or another's own names)
 declare -A REPO=(
   [deit-tiny]=timm/deit_tiny_patch16_224.fb_in1k
   [deit-small]=timm/deit_small_patch16_224.fb_in1k
@@ -39,6 +40,7 @@ declare -A REPO=(
   [dino-vitb16]=timm/vit_base_patch16_224.dino
   [dinov2-vits14]=timm/vit_small_patch14_dinov2.lvd142m
   [dinov2-vits14-reg4]=timm/vit_small_patch14_reg4_dinov2.lvd142m
+  [dinov2-small-hf]=facebook/dinov2-small
   [clip-vit-b32]=openai/clip-vit-base-patch32
   [clip-vit-b16]=openai/clip-vit-base-patch16
   [openclip-vit-b32-laion2b]=laion/CLIP-ViT-B-32-laion2B-s34B-b79K

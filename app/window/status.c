@@ -101,6 +101,11 @@ void app_update_status(App *app) {
         size_t len = strlen(extra);
         snprintf(extra + len, sizeof extra - len, "%swhat if: %s", len ? dot : "", d);
     }
+    if (c && c->left_out[0]) { /* e.g. Dinov2ForImageClassification's classifier */
+        size_t len = strlen(extra);
+        snprintf(extra + len, sizeof extra - len,
+                 "%sbackbone only: its classifier is not supported", len ? dot : "");
+    }
     if (c && c->default_preprocess) { /* a .pth without config.json nor a layout's */
         size_t len = strlen(extra);
         snprintf(extra + len, sizeof extra - len, "%sno config: ImageNet mean/std, crop 0.875",

@@ -134,7 +134,8 @@ char *vit_escape(char *out, size_t cap, const char *in);
  * keys (VIT_ATT_RECOMPUTE): it bounds what VIT_ATT_KEEP would allocate and the
  * [T, T] a rollout recomputes per layer. */
 #define VIT_MAX_ACTIVATION_BYTES (4ull << 30)
-#define VIT_LABEL_BYTES          96 /* per label, including the NUL (longer names are cut) */
+#define VIT_LABEL_BYTES          96  /* per label, including the NUL (longer names are cut) */
+#define VIT_LEFT_OUT_BYTES       256 /* VitConfig.left_out, including the NUL */
 
 /* ---------------------------------------------------------------------------
  * Model */
@@ -206,6 +207,11 @@ typedef struct {
     int default_preprocess; /* 1: a PyTorch checkpoint for which neither config.json nor the
                                layout gave the preprocessing: ImageNet's mean/std and timm's
                                crop are assumed (the app says so) */
+    char left_out[VIT_LEFT_OUT_BYTES]; /* a part of the checkpoint the model opened without,
+                               and why, or "": e.g. "tensor 'classifier.weight' left out:
+                               Dinov2ForImageClassification's classifier over [CLS ; mean of
+                               the patch tokens], ... opened as its backbone" (the layout's
+                               "left_out"; the app says so where the head would be) */
     /* CLIP's image tower (issue 27; see "CLIP" at the end of this file) */
     int norm_pre;      /* 1: a LayerNorm on the embedded tokens before the first block (CLIP's
                           ln_pre, transformers' pre_layrnorm, timm's norm_pre) */

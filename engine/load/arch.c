@@ -40,6 +40,11 @@ static VitStatus infer_embeddings(Loader *ld, Arch *a) {
                                  ld->fname, ld_slot_name(ld, S_REG, 0), (long long)a->R,
                                  VIT_MAX_PREFIX - 1 - has_dist);
     }
+    if (ld->cv.n_registers && ld->cv.n_registers - 1 != a->R)
+        return vit_set_error(ld->err, VIT_ERR_SHAPE,
+                             "%s: num_register_tokens is %d, but %s has %lld register tokens",
+                             ld->cfg_file ? vit_basename(ld->cfg_file) : "config.json",
+                             ld->cv.n_registers - 1, ld->fname, (long long)a->R);
     a->Np = 1 + has_dist + (int)a->R;
     int64_t sp[4] = {D, 3, -1, -1};
     if (!ld_slot_tensor(ld, S_PATCH_W, 0, 4, sp)) return ld->err->code;
@@ -152,6 +157,11 @@ static VitStatus infer_mlp_width(Loader *ld, Arch *a) {
         return vit_set_error(ld->err, VIT_ERR_SHAPE,
                              "%s: tensor '%s': MLP width %lld out of range [1, %d]", ld->fname,
                              ld_slot_name(ld, S_FC1_W, 0), (long long)F, VIT_MAX_WIDTH);
+    if (ld->cv.swiglu) /* transformers' Dinov2SwiGLUFFN: mlp.weights_in / weights_out */
+        return vit_set_error(ld->err, VIT_ERR_SHAPE,
+                             "%s: use_swiglu_ffn is true: a SwiGLU MLP (DINOv2 ViT-g), which "
+                             "vitlens does not support yet (issue 35)",
+                             ld->cfg_file ? vit_basename(ld->cfg_file) : "config.json");
     /* timm's SwiGLUPacked (DINOv2 ViT-g): fc1 holds both halves, fc2 takes F/2 */
     const StTensor *fc2 = st_find(&ld->st, ld_slot_name(ld, S_FC2_W, 0)); /* NULL: unnamed */
     if (fc2 && fc2->ndim == 2 && fc2->shape[0] == D && F % 2 == 0 && fc2->shape[1] == F / 2)
@@ -242,6 +252,7 @@ static void set_config(Loader *ld, const Arch *a, const VitLoadOptions *opt) {
     c->mlp_act = cv->act ? (VitActivation)(cv->act - 1) : (VitActivation)ld->mlp_act;
     c->resize_bilinear = ld->resize_bilinear && !cv->crop_mode && !(opt && opt->whole_image);
     snprintf(c->layout, sizeof c->layout, "%s", ld->layout_name);
+    vit_escape(c->left_out, sizeof c->left_out, ld->left_out); /* a name from the file */
 }
 
 VitStatus ld_infer_arch(Loader *ld, Arch *a, const VitLoadOptions *opt) {

@@ -141,6 +141,8 @@ static const char *cfg_expected(const char *key) {
                "\"relu\"";
     if (strcmp(key, "quick_gelu") == 0) return "true or false";
     if (strcmp(key, "architecture") == 0) return "a string";
+    if (strcmp(key, "use_swiglu_ffn") == 0) return "true or false";
+    if (strcmp(key, "num_register_tokens") == 0) return "an integer from 0 to 15";
     if (strstr(key, "eps") || strcmp(key, "crop_pct") == 0) return "a number in (0, 1]";
     if (strstr(key, "mean")) return "3 numbers in (-10, 10]";
     if (strstr(key, "std")) return "3 numbers in (0, 10]";
@@ -239,6 +241,19 @@ VitStatus ld_parse_config(CfgValues *cv, const char *path, VitError *err) {
                 cv->has_std = 1;
         }
         if (bad) bad_in = j;
+    }
+    /* transformers' Dinov2Config / Dinov2WithRegistersConfig: the SwiGLU MLP (ViT-g),
+     * which vitlens refuses (arch.c), and the register count, checked against the tensors */
+    const cJSON *sw = cJSON_GetObjectItemCaseSensitive(root, "use_swiglu_ffn");
+    const cJSON *nr = cJSON_GetObjectItemCaseSensitive(root, "num_register_tokens");
+    if (!bad && sw && !cJSON_IsBool(sw)) bad = "use_swiglu_ffn", bad_in = root;
+    cv->swiglu = cJSON_IsTrue(sw);
+    if (!bad && nr) {
+        if (!cJSON_IsNumber(nr) || !(nr->valuedouble >= 0 && nr->valuedouble < VIT_MAX_PREFIX) ||
+            floor(nr->valuedouble) != nr->valuedouble)
+            bad = "num_register_tokens", bad_in = root;
+        else
+            cv->n_registers = 1 + (int)nr->valuedouble;
     }
     if (!bad) {
         const char *lab_key = "label_names"; /* not lab->string: freed with root below */

@@ -4,7 +4,8 @@
  * gives the switches the name alone cannot (whose conventions, attention scale, LayerNorm
  * eps, activation after the head, how a linear patch embedding flattens a patch,
  * preprocessing). Every checkpoint's tensors are named by one: timm's (timm.json),
- * Hugging Face transformers' (hf.json: "vit." / "deit." / no prefix, "naming": "hf"),
+ * Hugging Face transformers' (hf.json: "vit." / "deit." / no prefix, "naming": "hf";
+ * hf-dinov2.json, hf-dinov2-reg.json: Dinov2Model, Dinov2WithRegistersModel),
  * torchvision's and the notebooks' ship in assets/layouts/, are compiled in (layouts.c,
  * made by CMake) and tried in turn (timm's and Hugging Face's first); a user's own is given
  * with VitLoadOptions.layout_path (--layout FILE). The format: docs/your-own-vit.md.
@@ -17,6 +18,8 @@
  *   - a linear patch embedding [D, 3*P*P] on flattened patches: permuted into the
  *     convolution's [D, 3, P, P] (flatten "c p1 p2": torch's unfold / a conv's own order,
  *     the identity; "p1 p2 c": einops' rearrange('b c (h p1) (w p2) -> b (h w) (p1 p2 c)'));
+ *   - transformers' DINOv2 with registers ("position_prefix": "cls"): the CLS's position
+ *     row folded into the CLS token, the other rows read as the patches' (build_cls_fold);
  *   - attention as per-head lists ("{h}": the notebooks' ModuleList of heads, concatenated
  *     head by head), separate query/key/value, or nn.MultiheadAttention's in_proj_weight
  *     [3D, D] (already timm's fused qkv rows): to timm's fused qkv [3A, D], A = H * Dh
@@ -144,6 +147,8 @@ typedef struct {
     VitNaming naming;   /* "naming": whose conventions (the position embedding's resampling,
                            VitConfig.naming) */
     int library;        /* "naming" given: a library's own checkpoints, read as it saves them */
+    int cls_pos_only;   /* "position_prefix": "cls": a position row for the CLS token, none
+                           for the registers (transformers' Dinov2WithRegistersEmbeddings) */
     char pat[N_ROLES][LD_NAME_BYTES]; /* each role's pattern, {p} replaced; "" if none */
 } Layout;
 
@@ -151,6 +156,15 @@ static const char *role_pattern(const Layout *lay, const char *role) {
     for (int r = 0; r < N_ROLES; r++)
         if (!strcmp(roles[r].role, role)) return lay->pat[r][0] ? lay->pat[r] : NULL;
     return NULL;
+}
+
+/* Is the CLS's position row to be folded into it: "position_prefix": "cls", and the
+ * checkpoint has register tokens and a position embedding? (Without registers the CLS row
+ * is the position embedding's one prefix row, as the engine reads it.) */
+static int cls_fold(const Layout *lay, const StFile *st) {
+    return lay->cls_pos_only && lay->pat[S_REG][0] && st_find(st, lay->pat[S_REG]) &&
+           lay->pat[S_POS][0] && st_find(st, lay->pat[S_POS]) && lay->pat[S_CLS][0] &&
+           st_find(st, lay->pat[S_CLS]);
 }
 
 /* A string, or an array of strings (alternatives: "tensors"' values, "prefix"), none
@@ -201,15 +215,28 @@ static VitStatus layout_parse(Layout *lay, cJSON *root, const char *file, VitErr
                              file);
     lay->naming = naming && !strcmp(naming->valuestring, "hf") ? VIT_NAMES_HF : VIT_NAMES_TIMM;
     lay->library = naming != NULL;
-    const cJSON *uns = cJSON_GetObjectItemCaseSensitive(root, "unsupported");
-    int ok = !uns || cJSON_IsObject(uns);
-    for (const cJSON *u = ok && uns ? uns->child : NULL; u; u = u->next)
-        ok &= cJSON_IsString(u) && strlen(u->string) < LD_NAME_BYTES - 16;
-    if (!ok)
+    static const char *const why[2] = {"unsupported", "left_out"};
+    for (int k = 0; k < 2; k++) {
+        const cJSON *uns = cJSON_GetObjectItemCaseSensitive(root, why[k]);
+        int ok = !uns || cJSON_IsObject(uns);
+        for (const cJSON *u = ok && uns ? uns->child : NULL; u; u = u->next)
+            ok &= cJSON_IsString(u) && strlen(u->string) < LD_NAME_BYTES - 16;
+        if (!ok)
+            return vit_set_error(
+                err, VIT_ERR_FORMAT, "%s: \"%s\" must be an object of tensor name: %s", file,
+                why[k], k ? "why the model opens without it" : "the variant it belongs to");
+    }
+    const cJSON *pp = cJSON_GetObjectItemCaseSensitive(root, "position_prefix");
+    if (pp && !(cJSON_IsString(pp) && !strcmp(pp->valuestring, "cls")))
         return vit_set_error(err, VIT_ERR_FORMAT,
-                             "%s: \"unsupported\" must be an object of tensor name: the variant "
-                             "it belongs to",
+                             "%s: \"position_prefix\" must be \"cls\" (the position embedding has "
+                             "a row for the CLS token, none for the register tokens), or absent",
                              file);
+    const cJSON *pa = cJSON_GetObjectItemCaseSensitive(root, "position_antialias");
+    if (pa && !cJSON_IsBool(pa))
+        return vit_set_error(err, VIT_ERR_FORMAT,
+                             "%s: \"position_antialias\" must be true or false", file);
+    lay->cls_pos_only = pp != NULL;
     return VIT_OK;
 }
 
@@ -280,9 +307,10 @@ static float *reserve(Build *b, size_t n) {
     return b->buf + at;
 }
 
-static void to_f32(float *dst, const StTensor *t) {
-    const uint8_t *src = t->data;
-    for (size_t i = 0; i < t->n_elems; i++) {
+/* dst[n] = elements first .. first + n - 1 of t, as F32. */
+static void to_f32_part(float *dst, const StTensor *t, size_t first, size_t n) {
+    const uint8_t *src = t->data + first * t->elem_bytes;
+    for (size_t i = 0; i < n; i++) {
         if (t->dtype == ST_F32) {
             memcpy(&dst[i], src + 4 * i, 4);
         } else if (t->dtype == ST_BF16) {
@@ -292,6 +320,10 @@ static void to_f32(float *dst, const StTensor *t) {
             dst[i] = ld_half_to_float((uint16_t)(src[2 * i] | (src[2 * i + 1] << 8)));
         }
     }
+}
+
+static void to_f32(float *dst, const StTensor *t) {
+    to_f32_part(dst, t, 0, t->n_elems);
 }
 
 /* A new tensor `name` [ndim: shape] in the output table: its F32 data to fill, in the
@@ -578,6 +610,45 @@ static int build_proj(Build *b, const StTensor *t, const char *how, const char *
     return 1;
 }
 
+/* "position_prefix": "cls" with register tokens (transformers' Dinov2WithRegistersEmbeddings:
+ * embeddings = [cls ; patches] + pos, then [emb[:, :1] ; registers ; emb[:, 1:]]): the CLS
+ * row of pos [1, 1 + N, D] folded into the CLS token, cls_token = cls + pos[:, 0], and
+ * pos_embed = pos[:, 1:] [1, N, D], which the engine reads as timm's no_embed_class (no
+ * position for any prefix token), as timm's _convert_dinov2 converts these checkpoints.
+ * The same sum in float32 as transformers' forward pass. */
+static int build_cls_fold(Build *b, const StTensor *cls, const StTensor *pos) {
+    char sc[64], sp[64];
+    if (!usable(b, cls) || !usable(b, pos)) return 0;
+    /* both non-empty (usable): D >= 1 */
+    int64_t D = pos->ndim >= 2 ? pos->shape[pos->ndim - 1] : 0;
+    int64_t rows = D ? (int64_t)(pos->n_elems / (size_t)D) : 0;
+    int lead1 = 1;
+    for (int i = 0; i + 2 < pos->ndim; i++) lead1 &= pos->shape[i] == 1;
+    if (!D || !lead1 || rows < 2 || cls->ndim < 1 || cls->shape[cls->ndim - 1] != D ||
+        cls->n_elems != (size_t)D) {
+        vit_set_error(b->err, VIT_ERR_SHAPE,
+                      "%s: tensors '%s' %s and '%s' %s: expected a CLS token [1, 1, D] and a "
+                      "position embedding [1, 1 + N, D] with a row for the CLS token",
+                      b->fname, cls->name, st_shape_str(sc, sizeof sc, cls->shape, cls->ndim),
+                      pos->name, st_shape_str(sp, sizeof sp, pos->shape, pos->ndim));
+        return 0;
+    }
+    int64_t sh_cls[3] = {1, 1, D}, sh_pos[3] = {1, rows - 1, D};
+    float *c = add_tensor(b, "cls_token", 3, sh_cls, NULL);
+    if (!c) return 0;
+    to_f32(c, cls);
+    for (int64_t i = 0; i < D; i++) {
+        float p0;
+        to_f32_part(&p0, pos, (size_t)i, 1);
+        c[i] += p0;
+    }
+    if (pos->dtype == ST_F32 && (uintptr_t)pos->data % sizeof(float) == 0) /* rows 1.. in place */
+        return add_tensor(b, "pos_embed", 3, sh_pos, pos->data + (size_t)D * 4) != NULL;
+    float *p = add_tensor(b, "pos_embed", 3, sh_pos, NULL);
+    if (p) to_f32_part(p, pos, (size_t)D, pos->n_elems - (size_t)D);
+    return p != NULL;
+}
+
 /* Block l lacks the tensor of a role (pattern pat); block 0's were checked before
  * (unmatched_role). */
 static VitStatus missing_in_block(Build *b, const Layout *lay, const char *pat, int l) {
@@ -609,7 +680,8 @@ static VitStatus build(Build *b, const Layout *lay, const StFile *st, int *n_hea
     b->out.owned = b->buf;
     b->out.data = (const uint8_t *)b->buf;
     b->out.data_bytes = n_bytes;
-    /* global roles */
+    /* global roles; the CLS's position row folded into it (build_cls_fold) */
+    int fold = cls_fold(lay, st);
     for (int r = 0; r < N_ROLES; r++) {
         const char *role = roles[r].role;
         if (strstr(role, "{l}")) continue;
@@ -619,7 +691,9 @@ static VitStatus build(Build *b, const Layout *lay, const StFile *st, int *n_hea
             if (!roles[r].required) continue;
             return missing_in_block(b, lay, pat, 0);
         }
-        int ok = !strcmp(role, "cls_token")   ? copy_as(b, role, t, 3)
+        if (fold && r == S_POS) continue; /* with the CLS token */
+        int ok = fold && r == S_CLS ? build_cls_fold(b, t, find_at(st, lay->pat[S_POS], 0, 0))
+                 : !strcmp(role, "cls_token") ? copy_as(b, role, t, 3)
                  : !strcmp(role, "pos_embed") ? copy_as(b, role, t, 3)
                  : !strcmp(role, "patch_embed.proj.weight")
                      ? build_patch(b, t, layout_str(lay, "patch_embedding", "conv"),
@@ -756,7 +830,7 @@ static VitStatus apply_switches(Loader *ld, const Layout *lay) {
     }
     /* how the library resamples the position embedding for another input size */
     const cJSON *pa = cJSON_GetObjectItemCaseSensitive(lay->root, "position_antialias");
-    ld->pos_plain = cJSON_IsFalse(pa);
+    ld->pos_antialias = pa ? cJSON_IsTrue(pa) : lay->naming == VIT_NAMES_TIMM;
     ld->att_scale_dim = !strcmp(scale, "dim");
     ld->head_tanh = !strcmp(hact, "tanh");
     const cJSON *eps = cJSON_GetObjectItemCaseSensitive(lay->root, "layer_norm_eps");
@@ -861,6 +935,18 @@ static VitStatus check_unsupported(Loader *ld, const Layout *lay) {
     return VIT_OK;
 }
 
+/* A tensor the layout leaves out ("left_out": Dinov2ForImageClassification's classifier):
+ * the model opens without it, and ld->left_out says which and why (VitConfig.left_out). */
+static void note_left_out(Loader *ld, const Layout *lay) {
+    const cJSON *lo = cJSON_GetObjectItemCaseSensitive(lay->root, "left_out");
+    char nm[LD_NAME_BYTES];
+    ld->left_out[0] = 0;
+    for (const cJSON *u = lo ? lo->child : NULL; u && !ld->left_out[0]; u = u->next)
+        if (with_prefix(nm, u->string, lay->prefix) && st_find(&ld->st, nm))
+            snprintf(ld->left_out, sizeof ld->left_out, "tensor '%s' left out: %s", nm,
+                     u->valuestring);
+}
+
 /* The blocks are numbered 0..L-1 without gaps: a block after a gap would otherwise be
  * silently dropped and the model run with fewer layers than it has. L: the blocks with a
  * norm1; any other tensor named like a block (the norm1 pattern up to {l}, a number, a
@@ -897,6 +983,7 @@ static int in_place(const Layout *lay, const StFile *st) {
         return 0; /* OpenAI's visual.proj [D, E], transposed */
     for (int r = S_Q_W; r <= S_V_B; r++)
         if (strstr(lay->pat[r], "{h}")) return 0;
+    if (cls_fold(lay, st)) return 0;
     if (lay->library) return 1;
     const StTensor *c = find_at(st, lay->pat[S_CLS], 0, 0), *p = find_at(st, lay->pat[S_POS], 0, 0);
     return c && p && c->ndim == 3 && p->ndim == 3;
@@ -909,6 +996,7 @@ static VitStatus apply(Loader *ld, const Layout *lay) {
     VitStatus rc = check_unsupported(ld, lay);
     if (!rc) rc = check_blocks(ld, lay);
     if (rc) return rc;
+    note_left_out(ld, lay);
     snprintf(ld->layout_file, sizeof ld->layout_file, "%s", lay->file);
     ld->naming = lay->naming;
     if (in_place(lay, &ld->st)) { /* names.c reads them, and says what is missing */

@@ -34,9 +34,11 @@ typedef struct {
     int crop_mode; /* 0: absent, else VitCropMode + 1 */
     float ln_eps, crop_pct, mean[3], std[3];
     int has_eps, has_crop, has_mean, has_std;
-    int act;       /* 0: not given, else VitActivation + 1 (hidden_act, quick_gelu, a timm
-                      architecture named *quickgelu*) */
-    cJSON *labels; /* array of strings, or object "0": "name" (detached copy) */
+    int act;         /* 0: not given, else VitActivation + 1 (hidden_act, quick_gelu, a timm
+                        architecture named *quickgelu*) */
+    cJSON *labels;   /* array of strings, or object "0": "name" (detached copy) */
+    int swiglu;      /* transformers' use_swiglu_ffn: true (DINOv2 ViT-g, refused) */
+    int n_registers; /* 0: not given, else num_register_tokens + 1 */
 } CfgValues;
 
 typedef struct {
@@ -67,13 +69,15 @@ typedef struct {
     int head_tanh;        /* Tanh after the head */
     int mlp_act;          /* VitActivation */
     int resize_bilinear;  /* the layout's preprocessing resizes bilinearly */
-    int pos_plain;        /* the layout's position embedding resamples without antialiasing
-                             ("position_antialias": false: transformers' CLIP) */
-    int pth;              /* the file is a PyTorch checkpoint */
-    int layout_heads;     /* H from per-head lists, or 0 */
-    void *layout_owned;   /* the converted tensors (the Vit keeps them) */
-    cJSON *layout_labels; /* the layout's "labels" (a copy), used when C matches and
-                             config.json names none */
+    int pos_antialias;    /* the position embedding resamples with antialiasing: the
+                             layout's "position_antialias", else timm's naming (yes) or
+                             transformers' (no) */
+    char left_out[VIT_LEFT_OUT_BYTES]; /* VitConfig.left_out: a tensor the layout leaves out */
+    int pth;                           /* the file is a PyTorch checkpoint */
+    int layout_heads;                  /* H from per-head lists, or 0 */
+    void *layout_owned;                /* the converted tensors (the Vit keeps them) */
+    cJSON *layout_labels;              /* the layout's "labels" (a copy), used when C matches and
+                                          config.json names none */
 } Loader;
 
 /* The architecture read from the tensor shapes (vit_load's infer_* steps), in

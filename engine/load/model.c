@@ -304,8 +304,7 @@ static VitStatus fit_pos_embed(Loader *ld) {
         vit->pos_owned = malloc(n);
     if (!vit->pos_owned ||
         !ld_resample_pos_embed(vit->pos_owned, w->pos_embed, w->pos_prefix, c->pos_grid_h,
-                               c->pos_grid_w, c->grid_h, c->grid_w, c->dim,
-                               ld->naming == VIT_NAMES_TIMM && !ld->pos_plain))
+                               c->pos_grid_w, c->grid_h, c->grid_w, c->dim, ld->pos_antialias))
         return vit_set_error(ld->err, VIT_ERR_NOMEM,
                              "%s: out of memory resampling the position embedding", ld->fname);
     w->pos_embed = vit->pos_owned;

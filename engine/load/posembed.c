@@ -1,6 +1,7 @@
 /* posembed.c - the position embedding resampled to an input grid other than the
  * training one (engine/load/), bicubically as the checkpoint's library does: timm
- * antialiased, transformers not. */
+ * antialiased, transformers not (but Dinov2WithRegistersModel, antialiased: its layout's
+ * "position_antialias"). */
 #include "loader.h"
 
 #include <math.h>

@@ -43,7 +43,7 @@ uint8_t *read_bytes(const char *path, size_t *n); /* malloc'd, NULL on error */
 #define T_MAX_TENSORS 128
 
 typedef struct {
-    char name[64];
+    char name[128]; /* transformers' DINOv2 names with a prefix pass 64 */
     char dtype[12]; /* "F32", "F16", "BF16", or anything (then zero bytes are written) */
     int ndim;
     int64_t shape[8];

@@ -85,6 +85,8 @@ static const struct {
       "{\"interpolation\": \"nearest\"}", "[]", "{\"resize\": 1e-300, \"crop\": 1e-300}"}},
     {"labels", {"[\"a\", \"b\", \"c\"]", "[]", "[1, null]", "\"cat\"", "[\"a\"]"}},
     {"unsupported", {"{\"head.weight\": \"x\"}", "{\"nothing\": \"x\"}", "[]", "{\"a\": 1}"}},
+    {"position_prefix", {"\"cls\"", "\"all\"", "1"}},
+    {"left_out", {"{\"head.weight\": \"x\"}", "{\"nothing\": \"x\"}", "[]", "{\"a\": 1}"}},
 };
 
 #define N_SWITCHES COUNT(switches)
@@ -96,6 +98,8 @@ typedef struct {
     char pat[N_SLOTS][LD_NAME_BYTES];  /* each role's first name, {p} the first prefix; "" */
     char *sw[N_SWITCHES];              /* each switch's JSON text, or NULL */
     int linear_patch, x_at_proj, clip; /* "patch_embedding": "linear", "x @ proj", CLIP's */
+    int cls_pos_only;                  /* "position_prefix": "cls" (transformers' DINOv2 with
+                                          registers): its model has register tokens */
 } Family;
 
 static Family fams[MAX_FAMILIES];
@@ -149,6 +153,7 @@ static void family_init(Family *f, int i) {
     f->linear_patch = cJSON_IsString(pe) && !strcmp(pe->valuestring, "linear");
     f->x_at_proj = cJSON_IsString(ip) && !strcmp(ip->valuestring, "x @ proj");
     f->clip = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(root, "clip_configs"));
+    f->cls_pos_only = cJSON_GetObjectItemCaseSensitive(root, "position_prefix") != NULL;
     cJSON_Delete(root);
 }
 
@@ -189,6 +194,11 @@ static void family_model(Model *m, const Family *f, const char *dtype) {
             case S_LOGIT_SCALE:
                 if (f->clip) nd = 0;
                 break;
+            case S_REG: /* two registers: with a CLS-only position row, the grid stays square */
+                if (f->cls_pos_only) nd = 3, sh[0] = 1, sh[1] = 2, sh[2] = D;
+                break;
+            case S_LS1:
+            case S_LS2: nd = 1, sh[0] = D; break; /* LayerScale (transformers' DINOv2: detected) */
             default: {
                 expand(nm, sizeof nm, role, l, 0, "");
                 const TSpec *t = model_find(&base, nm);

@@ -18,7 +18,8 @@
  *   logits.npy  [C] f4, probs.npy [C] f4   (only when the model has a head, C > 0)
  *   logits_dist.npy [C] f4      the distillation head's own logits (if any)
  *   config.json what the engine inferred: Sh, Sw, P, gh, gw, prefix tokens, D,
- *               H, L, F, C, eps, the crop rectangle and the top-5 class indices.
+ *               H, L, F, C, eps, the crop rectangle, the top-5 class indices and
+ *               VitConfig.left_out.
  * --att recompute runs with the attention recomputed from queries and keys: att.npy
  * and grad_att.npy are then not written (the maps are, and must be the same).
  * --class C (C >= 0 a class, -1 the top-1) runs vit_backward for logit C and writes
@@ -195,8 +196,11 @@ static int write_config(const char *dir, const VitRun *run, const Vit *vit, int 
     for (int i = 0; i < k; i++) fprintf(f, "%s%d", i ? ", " : "", top[i]);
     fprintf(f,
             "], \"target\": %d,\n \"norm_pre\": %d, \"embed_dim\": %d, \"logit_scale\": %.9g, "
-            "\"clip\": %d, \"mlp_act\": %d,\n \"labels\": [",
+            "\"clip\": %d, \"mlp_act\": %d,\n \"left_out\": \"",
             target, c->norm_pre, c->embed_dim, c->logit_scale, c->clip, (int)c->mlp_act);
+    for (const char *p = c->left_out; *p; p++) /* escaped by the engine: no control bytes */
+        fprintf(f, (*p == '"' || *p == '\\') ? "\\%c" : "%c", *p);
+    fputs("\", \"labels\": [", f);
     /* the class names the engine attached (config.json's, or a layout's): first and last */
     for (int i = 0; vit->labels && i < 2; i++) {
         fputs(i ? ", \"" : "\"", f);
