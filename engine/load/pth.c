@@ -30,8 +30,10 @@
  *     a memo'd value can repeat at 2 bytes each; tensors' shapes) is counted as it is made,
  *     malloc's overhead included: at most PKL_MEM_PER_BYTE bytes per byte of the file plus
  *     PKL_MEM_SLACK, and never PKL_MAX_MEM. ViT-L's state dict (31 KB of pickle) needs
- *     0.2 MB, a checkpoint with AdamW's state beside it (100 KB) 0.6 MB; a 1 MB file gets
- *     at most 96 MB. The stack and the memo have limits of their own (8 MB each).
+ *     0.2 MB, a checkpoint with AdamW's state beside it (100 KB) 0.6 MB (6 bytes per byte);
+ *     a 1 MB file gets at most 48 MB, any file 128 MiB. None, True and False are
+ *     constants, not values made. The stack and the memo have limits of their own (8 MB
+ *     each).
  *   - the search for the state dict under its wrappers visits each dict once (a dict may
  *     hold itself, or many keys one child); storages are found by key in a hash table.
  *   - each storage's entry must hold exactly the bytes the pickle says (torch.save writes
@@ -62,9 +64,9 @@
 #define PKL_INFLATE_SLACK (1u << 20)
 /* The unpickler's memory (see the top): PKL_MEM_PER_BYTE per byte of the file, plus
  * PKL_MEM_SLACK, at most PKL_MAX_MEM. */
-#define PKL_MEM_PER_BYTE 64u
+#define PKL_MEM_PER_BYTE 16u
 #define PKL_MEM_SLACK    (32u << 20)
-#define PKL_MAX_MEM      ((size_t)1 << 30)
+#define PKL_MAX_MEM      ((size_t)128 << 20)
 #define ALLOC_OVERHEAD   16u        /* malloc's own bytes per block, counted too */
 #define PKL_MAX_STACK    (1u << 20) /* stack entries */
 /* memo index: torch.save numbers them 0, 1, ...; ViT-L's state dict uses ~2000 */
@@ -171,10 +173,18 @@ typedef struct {
     int *slots;     /* the storages by key: open addressing, index + 1 (0: empty) */
     size_t n_slots; /* a power of 2, at least 2 * n_storages */
     Val mark;       /* what MARK pushes: one value for all */
+    Val none, yes, no; /* None, True, False: constants, one value each (2 bytes of pickle
+                          would otherwise make 40 bytes of Val) */
 } Pkl;
 
 static Pkl pkl_new(const char *fname, size_t file_bytes, VitError *err) {
-    Pkl p = {.fname = fname, .err = err, .file_bytes = file_bytes, .mark = {.kind = V_MARK}};
+    Pkl p = {.fname = fname,
+             .err = err,
+             .file_bytes = file_bytes,
+             .mark = {.kind = V_MARK},
+             .none = {.kind = V_NONE},
+             .yes = {.kind = V_BOOL, .i = 1},
+             .no = {.kind = V_BOOL, .i = 0}};
     size_t per = file_bytes > (PKL_MAX_MEM - PKL_MEM_SLACK) / PKL_MEM_PER_BYTE
                      ? PKL_MAX_MEM
                      : file_bytes * PKL_MEM_PER_BYTE + PKL_MEM_SLACK;
@@ -695,13 +705,11 @@ static VitStatus unpickle(Pkl *p, const uint8_t *buf, size_t n, Val **out) {
             if (!push(p, new_val(p, V_TUPLE))) FAIL();
             break;
         case 'N':
-            if (!push(p, new_val(p, V_NONE))) FAIL();
+            if (!push(p, &p->none)) FAIL();
             break;
         case 0x88:
         case 0x89: /* NEWTRUE, NEWFALSE */
-            if (!(v = new_val(p, V_BOOL))) FAIL();
-            v->i = op == 0x88;
-            if (!push(p, v)) FAIL();
+            if (!push(p, op == 0x88 ? &p->yes : &p->no)) FAIL();
             break;
         case 't':
         case 'l': /* TUPLE, LIST */

@@ -1875,6 +1875,16 @@ static void case_pth_pickle_inflate(Ctx *c) {
     pth_bounded(c, &pk, 1, KEYS("data.pkl inflates to 16777220 bytes", "refused before inflating"));
 }
 
+/* data.pkl of 65 MiB of "N0" (None, popped), deflated into a ~70 KB file: over the 64 MiB a
+ * data.pkl may have, refused by its size in the zip's directory before anything is read. */
+static void case_pth_pickle_too_long(Ctx *c) {
+    Pk pk = {0};
+    pk_str(&pk, "\x80\x02");
+    pk_repeat(&pk, "N0", (size_t)65 << 19);
+    pk_str(&pk, "}.");
+    pth_bounded(c, &pk, 1, KEYS("data.pkl is 68157444 bytes, expected 1 to 67108864"));
+}
+
 /* A 41 KB data.pkl, stored: a list of 8192 pairs (one memo'd tuple), then 4000 times
  * OrderedDict(that list): each REDUCE of 6 bytes makes a dict of 8192 items, 4000 of them
  * 0.5 GB of item arrays. */
@@ -2259,6 +2269,7 @@ static const Case cases[] = {
     CASE(pth_dict_dag, "checkpoint: 60 levels of dicts, each holding the next under two wrapper keys", NULL),
     CASE(pth_many_storages, "checkpoint: 65536 tensors in 65536 storages (a 320 KB file)", NULL),
     CASE(pth_pickle_inflate, "checkpoint: a 16 KB file whose deflated data.pkl holds 8 M opcodes", NULL),
+    CASE(pth_pickle_too_long, "checkpoint: a deflated data.pkl of 65 MiB, over the limit", NULL),
     CASE(pth_pickle_values, "checkpoint: a 41 KB data.pkl making 4000 dicts of 8192 items (memo)", NULL),
     CASE(pth_padding_bomb, "checkpoint: 80 MiB of zeros in two deflated storages beside 1.5 MB of padding", NULL),
     CASE(pth_crc_mismatch, "checkpoint: a storage whose bytes do not match its CRC-32", NULL),
