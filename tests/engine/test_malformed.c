@@ -452,6 +452,21 @@ static void layout_expect(Ctx *c, const char *weights, const char *lay, VitStatu
     vit_free(&vit);
 }
 
+/* Remove from m the tensors that a layout's pairs `as` (role, the tensor it reads; NULL
+ * ends) send elsewhere: each role's own name ("{l}" for blocks 0 and 1), unless it reads
+ * itself. The checkpoint then holds the tensors the layout reads, no more. */
+static void remove_aliased_roles(Model *m, const char *const *as) {
+    char nm[64];
+    for (const char *const *a = as; *a; a += 2) {
+        if (!strcmp(a[0], a[1])) continue;
+        for (int l = 0; l < 2 && strstr(a[0], "{l}"); l++) {
+            snprintf(nm, sizeof nm, "blocks.%d.%s", l, a[0] + strlen("blocks.{l}."));
+            model_remove(m, nm);
+        }
+        if (!strstr(a[0], "{l}")) model_remove(m, a[0]);
+    }
+}
+
 /* The finding of issue 34: a layout naming one F16 tensor for several roles (blocks.l's
  * norm1.weight as its norm1 and norm2 weights and biases, its projection's and fc2's bias;
  * block 0's as the final norm). Each role converted its own F32 copy into a buffer sized
@@ -471,15 +486,7 @@ static void case_layout_aliased_f16(Ctx *c) {
     Model m;
     base_model(&m);
     model_set_dtype(&m, "F16");
-    /* the checkpoint holds the tensors the layout reads, no more (as the finding's) */
-    char nm[64];
-    for (const char *const *a = as; *a; a += 2) {
-        for (int l = 0; l < 2 && strstr(a[0], "{l}"); l++) {
-            snprintf(nm, sizeof nm, "blocks.%d.%s", l, a[0] + strlen("blocks.{l}."));
-            model_remove(&m, nm);
-        }
-        if (!strstr(a[0], "{l}")) model_remove(&m, a[0]);
-    }
+    remove_aliased_roles(&m, as); /* as the finding's checkpoint */
     char path[1100], lay[1100];
     in_dir(c, path, sizeof path, "model.safetensors");
     model_write(&m, path);
@@ -532,15 +539,8 @@ static void case_layout_aliased_convert(Ctx *c) {
         if (f16) model_set_dtype(&m, "F16");
         TSpec *cls = model_find(&m, "cls_token");
         cls->ndim = 1, cls->shape[0] = 64; /* [D]: converted to [1, 1, D] */
+        remove_aliased_roles(&m, as);
         char nm[64];
-        for (const char *const *a = as; *a; a += 2) {
-            if (!strcmp(a[0], a[1])) continue;
-            for (int l = 0; l < 2 && strstr(a[0], "{l}"); l++) {
-                snprintf(nm, sizeof nm, "blocks.%d.%s", l, a[0] + strlen("blocks.{l}."));
-                model_remove(&m, nm);
-            }
-            if (!strstr(a[0], "{l}")) model_remove(&m, a[0]);
-        }
         char path[1100], lay[1100];
         in_dir(c, path, sizeof path, f16 ? "model_f16.safetensors" : "model.safetensors");
         model_write(&m, path);
