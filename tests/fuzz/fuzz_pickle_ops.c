@@ -53,11 +53,11 @@
 #include <zip.h>
 
 #define PKL_OUT_MAX   (6u << 20) /* bytes: 3 M opcodes, 0.5 s to read in the fuzz build */
-#define PKL_MAX_CALLS (2u << 20)  /* writer calls: 0.25 s in the fuzz build */
-#define PKL_ZIP_STORE (8u << 20)  /* a larger data.pkl is deflated, not stored: less memory */
-#define MAX_DEPTH     8           /* nesting of the values written */
-#define MAX_STORAGES  64          /* storages the zip gets an entry for */
-#define MAX_ENTRY_OUT (1u << 16)  /* a storage entry's bytes, at most */
+#define PKL_MAX_CALLS (2u << 20) /* writer calls: 0.25 s in the fuzz build */
+#define PKL_ZIP_STORE (8u << 20) /* a larger data.pkl is deflated, not stored: less memory */
+#define MAX_DEPTH     8          /* nesting of the values written */
+#define MAX_STORAGES  64         /* storages the zip gets an entry for */
+#define MAX_ENTRY_OUT (1u << 16) /* a storage entry's bytes, at most */
 
 /* --- the tables the choices pick from --------------------------------------------- */
 
@@ -493,6 +493,18 @@ static void repeat(Gen *g, int depth) {
     value(g, depth + 1);
 }
 
+/* The container just pushed, memoised (or not), then MARK, its items and `close`
+ * (SETITEMS, APPENDS), as torch.save fills a dict or a list. */
+static void filled(Gen *g, void (*item)(Gen *, int), uint8_t close, int depth) {
+    Rep rep;
+    open_push(g, memo_put(g));
+    op(g, '(');
+    unsigned n = count(g, &rep);
+    items(g, n, rep, item, depth);
+    op(g, close);
+    open_pop(g);
+}
+
 static void value(Gen *g, int depth) {
     unsigned k = depth >= MAX_DEPTH ? 4 + PICK(10) : PICK(18);
     Rep rep;
@@ -503,12 +515,7 @@ static void value(Gen *g, int depth) {
         global(g, "collections", "OrderedDict");
         op(g, ')');
         op(g, 'R');
-        open_push(g, memo_put(g));
-        op(g, '(');
-        n = count(g, &rep);
-        items(g, n, rep, entry, depth);
-        op(g, 'u');
-        open_pop(g);
+        filled(g, entry, 'u', depth);
         if (RARELY(4)) { /* its _metadata, by BUILD */
             op(g, '}');
             op(g, 'b');
@@ -530,12 +537,7 @@ static void value(Gen *g, int depth) {
         break;
     case 3: /* a list */
         op(g, ']');
-        open_push(g, memo_put(g));
-        op(g, '(');
-        n = count(g, &rep);
-        items(g, n, rep, element, depth);
-        op(g, 'e');
-        open_pop(g);
+        filled(g, element, 'e', depth);
         break;
     case 4: /* a tensor */
     case 5: tensor(g, depth); break;
