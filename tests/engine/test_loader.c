@@ -260,14 +260,21 @@ static void write_text(const char *path, const char *text) {
     write_bytes(path, text, strlen(text));
 }
 
-static void test_config(void) {
-    char dir[1024], path[1100], cfg[1100];
-    path_join(dir, sizeof dir, g_dir, "config");
+/* A folder `name` under the test's folder (dir) holding tiny.safetensors (path): the tiny
+ * model (D 64, 1 layer, patch 8, grid 2, F 128, 3 classes) that a config.json beside it
+ * configures. */
+static void tiny_in_folder(char *dir, size_t dir_n, char *path, size_t path_n, const char *name) {
+    path_join(dir, dir_n, g_dir, name);
     make_dir(dir);
     Model m;
     model_tiny(&m, 64, 1, 8, 2, 128, 3);
-    path_join(path, sizeof path, dir, "tiny.safetensors");
+    path_join(path, path_n, dir, "tiny.safetensors");
     model_write(&m, path);
+}
+
+static void test_config(void) {
+    char dir[1024], path[1100], cfg[1100];
+    tiny_in_folder(dir, sizeof dir, path, sizeof path, "config");
 
     /* config.json beside the weights */
     path_join(cfg, sizeof cfg, dir, "config.json");
@@ -1026,12 +1033,7 @@ static void test_escape(void) {
 
     /* labels from config.json and from a labels file: printed by --top, so escaped */
     char dir[1024], path[1100], cfg[1100], lab[1100];
-    path_join(dir, sizeof dir, g_dir, "escape");
-    make_dir(dir);
-    Model m;
-    model_tiny(&m, 64, 1, 8, 2, 128, 3);
-    path_join(path, sizeof path, dir, "tiny.safetensors");
-    model_write(&m, path);
+    tiny_in_folder(dir, sizeof dir, path, sizeof path, "escape");
     path_join(cfg, sizeof cfg, dir, "config.json");
     write_text(cfg, "{\"num_heads\": 4, \"label_names\": [\"zero\", \"\\u001b]0;x\\u0007one\","
                     " \"t\\u009bwo\"]}");
