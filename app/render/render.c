@@ -97,7 +97,8 @@ static void layout(RenLayout *l, const Ren *r, const RenFrame *f) {
     l->err_h = f->error && *f->error ? l->bar_h : 0.0f;
     l->margin = roundf(H * 0.02f);
     l->legend_w = roundf((float)l->font_px * 4.0f), l->legend_gap = roundf(l->margin * 1.2f);
-    l->prefix_w = roundf((float)l->font_px * 5.0f);
+    /* "patches" and "100%" side by side at 0.8 of the font, with a gap (5 em ran them together) */
+    l->prefix_w = roundf((float)l->font_px * 6.0f);
     float area_w = W - 2 * l->margin;
     /* the controls' strip between the main area and the status bar, as high as the status
      * bar (a large target), half a margin above it: never over the map */
