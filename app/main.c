@@ -65,9 +65,9 @@ int main(int argc, char **argv) {
     if (headless) return headless_run(&o);
 
     static App app; /* large (two scenes' paths); static keeps it off the stack */
-    if (app_init(&app, &o)) {
+    if ((rc = app_init(&app, &o))) {
         app_free(&app);
-        return 1;
+        return rc == -2 ? 2 : 1;
     }
     app_loop(&app);
     app_save_settings(&app);

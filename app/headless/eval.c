@@ -392,10 +392,12 @@ int eval_run(const Options *o) {
     if (o->interv.n_drop) {
         fprintf(stderr, "vitlens: --drop-patches does not go with --eval (its tests remove "
                         "patches themselves; --fill-patches does)\n");
+        rc = 2;
         goto done;
     }
     if (interv_any(&o->interv) && interv_build(&iv, &o->interv, c, msg, sizeof msg)) {
         fprintf(stderr, "vitlens: %s\n", msg);
+        rc = 2; /* bad usage, as in headless.c */
         goto done;
     }
     sc.interv = &iv, e.iv = &iv;

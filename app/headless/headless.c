@@ -151,7 +151,7 @@ int headless_run(const Options *o) {
     if (interv_any(&o->interv) && interv_build(&iv, &o->interv, &m.vit.cfg, msg, sizeof msg)) {
         fprintf(stderr, "vitlens: %s\n", msg);
         model_free(&m);
-        return 1;
+        return 2; /* a value that does not fit the model: bad usage, as one that cannot parse */
     }
     /* one photo: its files straight into the folder (--top always comes here) */
     int rc = 0, n = o->n_image_args;

@@ -111,7 +111,7 @@ static int app_init_model(App *app, const Options *o) {
         if (interv_build(&app->interv[0], &o->interv, c, msg, sizeof msg) ||
             interv_build(&app->interv[1], &o->interv, c, msg, sizeof msg)) {
             fprintf(stderr, "vitlens: %s\n", msg);
-            return -1;
+            return -2;
         }
     }
     app->view = (View){.kind = MAP_ATTENTION,
@@ -167,7 +167,8 @@ int app_init(App *app, const Options *o) {
     if (app_init_state(app, o)) return -1;
     trace_startup(app, "init");
     text_lookup_start(); /* fontconfig's lookup meanwhile */
-    if (app_init_model(app, o)) return -1;
+    int rc = app_init_model(app, o);
+    if (rc) return rc;
     keys_list(&app->keys);
     if (app_init_worker(app, o) || app_open_window(app)) return -1;
     SDL_EventState(SDL_DROPFILE, SDL_ENABLE);

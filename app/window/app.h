@@ -210,8 +210,9 @@ typedef struct App {
  * app.c: the state */
 
 /* Make the App from the options: the model loaded, the first photo handed to the worker,
- * the window, its OpenGL context and the renderer made (app_open_window). 0, or -1 with
- * a message on stderr (then app_free what was made). */
+ * the window, its OpenGL context and the renderer made (app_open_window). 0; -1 with a
+ * message on stderr (then app_free what was made); -2 likewise when an option's value does
+ * not fit the model (--ablate 13:1 on 12 layers: bad usage, exit 2). */
 int app_init(App *app, const Options *o);
 
 /* On quit: what the window shows, for the next run (settings.h); the built-in model is

@@ -134,7 +134,7 @@ def main():
     check(r.returncode == 0 and os.path.exists(os.path.join(ev, "summary.md")),
           f"--eval with --fill-patches and --ablate runs ({r.stderr.strip()[-200:]})")
     r = vitlens(a.app, "--model", a.model, "--eval", "--drop-patches", "1,1", a.image)
-    check(r.returncode != 0 and "--drop-patches" in r.stderr and "--eval" in r.stderr,
+    check(r.returncode == 2 and "--drop-patches" in r.stderr and "--eval" in r.stderr,
           f"--eval refuses --drop-patches: {r.stderr.strip()}")
 
     # --- bad input: an error naming the option ------------------------------------------
@@ -166,8 +166,16 @@ def main():
     for opts, opt, words in bad:
         r = vitlens(a.app, "--model", a.model, "--top", 3, *opts, a.image)
         err = r.stderr.strip()
-        check(r.returncode in (1, 2) and opt in err and words in err and not r.stdout and
+        check(r.returncode == 2 and opt in err and words in err and not r.stdout and
               "Traceback" not in err, f"{' '.join(opts)[:40]}: exit {r.returncode}, \"{err[:120]}\"")
+    # the same kind of bad value, the same exit status, in every mode: one that does not
+    # fit the model (checked once it is loaded) is bad usage as one that cannot parse
+    for mode in (["--top", 3], ["--eval"], []):  # [] : the window, refused before it opens
+        for opts, words in ((["--ablate", f"{L + 1}:1"], f"layer {L + 1}"), (["--ablate", "0:1"], "from 1")):
+            r = vitlens(a.app, "--model", a.model, *mode, *opts, a.image)
+            check(r.returncode == 2 and words in r.stderr,
+                  f"{' '.join(map(str, mode)) or 'the window'} {' '.join(opts)}: exit {r.returncode} (2), "
+                  f"\"{r.stderr.strip()[:100]}\"")
     r = vitlens(a.app, "--eval-merge", "--ablate", "1:1", a.out)
     check(r.returncode == 2 and "--eval-merge" in r.stderr, f"--eval-merge refuses interventions: {r.stderr.strip()}")
     shutil.rmtree(XDG, ignore_errors=True)
