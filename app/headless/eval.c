@@ -380,6 +380,7 @@ int eval_run(const Options *o) {
         fprintf(stderr, "vitlens: %s\n", err.msg);
         return 1;
     }
+    model_warn(stderr, &m);
     if (model_open_text(&m, &o->clip, 1, msg, sizeof msg)) { /* CLIP: --classes, --text */
         fprintf(stderr, "vitlens: %s\n", msg);
         goto done;

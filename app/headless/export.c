@@ -18,14 +18,12 @@
 
 int export_top(FILE *out, const Model *m, const Scene *sc, int k) {
     int C = m->vit.cfg.n_classes;
-    if (C == 0) {
-        const char *left_out = m->vit.cfg.left_out; /* Dinov2ForImageClassification's head */
-        fprintf(stderr, "vitlens: %s: model has no classification head, no predictions%s%s%s\n",
+    if (C == 0) { /* what the checkpoint's head was left out for: model_warn, on loading */
+        fprintf(stderr, "vitlens: %s: model has no classification head, no predictions%s\n",
                 m->vit.path,
                 m->clip ? " (a CLIP model: its zero-shot classes come from --classes, --prompts "
                           "or --text)"
-                        : "",
-                left_out[0] ? "; " : "", left_out);
+                        : "");
         return 1;
     }
     if (m->clip && k > C) k = C; /* zero-shot: as many as were given */

@@ -129,6 +129,7 @@ int headless_run(const Options *o) {
         fprintf(stderr, "vitlens: %s\n", err.msg);
         return 1;
     }
+    model_warn(stderr, &m);
     if (headless_text(o, &m)) {
         model_free(&m);
         return 1;

@@ -88,6 +88,17 @@ int model_phrase_class(const Model *m) {
     return clip_phrase_class(m->clip);
 }
 
+void model_warn(FILE *f, const Model *m) {
+    const VitConfig *c = &m->vit.cfg;
+    if (c->default_preprocess)
+        fprintf(f,
+                "vitlens: %s: no config.json beside it nor preprocessing in its layout: "
+                "ImageNet's mean/std and timm's crop (0.875, bicubic) assumed; put the "
+                "model's config.json beside it for its own\n",
+                m->vit.path);
+    if (c->left_out[0]) fprintf(f, "vitlens: %s: %s\n", m->vit.path, c->left_out);
+}
+
 const char *model_label(const Model *m, int c) {
     if (!m->labels || c < 0 || c >= m->vit.cfg.n_classes) return NULL;
     return m->labels[c];

@@ -11,6 +11,7 @@
 #include "vit.h"
 
 #include <stdint.h>
+#include <stdio.h>
 
 /* ---------------------------------------------------------------------------
  * Model: weights + class names */
@@ -46,6 +47,12 @@ int model_text_threads(void);
 /* The class-specific maps' target that spec asks for: the phrase's class (--text), else
  * -1 (the caller's --class or the top-1). */
 int model_phrase_class(const Model *m);
+
+/* What the model was opened without, a line each on f, for the headless modes (the window
+ * says it on its status line): the preprocessing assumed for a checkpoint that brings
+ * none (VitConfig.default_preprocess: ImageNet's mean/std, timm's crop), a part of the
+ * checkpoint left out (VitConfig.left_out). Nothing for a model that needs no warning. */
+void model_warn(FILE *f, const Model *m);
 
 /* Class name of class c, or NULL when the model has no names. */
 const char *model_label(const Model *m, int c);

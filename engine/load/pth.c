@@ -170,9 +170,9 @@ typedef struct {
     size_t memo_cap;
     Storage *storages;
     int n_storages, storages_cap;
-    int *slots;     /* the storages by key: open addressing, index + 1 (0: empty) */
-    size_t n_slots; /* a power of 2, at least 2 * n_storages */
-    Val mark;       /* what MARK pushes: one value for all */
+    int *slots;        /* the storages by key: open addressing, index + 1 (0: empty) */
+    size_t n_slots;    /* a power of 2, at least 2 * n_storages */
+    Val mark;          /* what MARK pushes: one value for all */
     Val none, yes, no; /* None, True, False: constants, one value each (2 bytes of pickle
                           would otherwise make 40 bytes of Val) */
 } Pkl;

@@ -342,8 +342,7 @@ static void write_pickle(Out *o, const Model *m) {
 static void add_entry(zip_t *za, const char *name, const void *b, size_t n) {
     zip_source_t *src = zip_source_buffer(za, b, n, 0);
     zip_int64_t i = src ? zip_file_add(za, name, src, ZIP_FL_OVERWRITE) : -1;
-    if (i < 0 || zip_set_file_compression(za, (zip_uint64_t)i, ZIP_CM_STORE, 0) < 0)
-        fail("libzip");
+    if (i < 0 || zip_set_file_compression(za, (zip_uint64_t)i, ZIP_CM_STORE, 0) < 0) fail("libzip");
 }
 
 /* torch.save's zip of m, whose .safetensors bytes are st (the tensors' data); malloc'd */

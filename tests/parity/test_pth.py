@@ -635,6 +635,12 @@ def check_maps(args, name, path, x, extra, lay, d, rep):
               f"({r.stderr.strip()[-300:]})")
     bad = [f for f in files if not np.isfinite(np.load(exp / f)).all()]
     rep.check(not bad, f"{name}: vitlens --export maps not finite: {bad}")
+    # a checkpoint that brings no preprocessing: the assumption said on stderr, as the
+    # window says it on its status line (the engine's flag, from vit_dump)
+    assumed = bool(outs["keep"]["config"]["default_preprocess"])
+    said = "ImageNet's mean/std and timm's crop (0.875, bicubic) assumed" in r.stderr
+    rep.check(said == assumed, f"{name}: default preprocessing {assumed}, said on stderr: {said} "
+              f"({r.stderr.strip()[:200]})")
     print(f"  vitlens --export: {len(files)} maps, kinds {sorted(tags)[:12]}...")
 
 

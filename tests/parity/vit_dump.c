@@ -200,7 +200,7 @@ static int write_config(const char *dir, const VitRun *run, const Vit *vit, int 
             target, c->norm_pre, c->embed_dim, c->logit_scale, c->clip, (int)c->mlp_act);
     for (const char *p = c->left_out; *p; p++) /* escaped by the engine: no control bytes */
         fprintf(f, (*p == '"' || *p == '\\') ? "\\%c" : "%c", *p);
-    fputs("\", \"labels\": [", f);
+    fprintf(f, "\", \"default_preprocess\": %d, \"labels\": [", c->default_preprocess);
     /* the class names the engine attached (config.json's, or a layout's): first and last */
     for (int i = 0; vit->labels && i < 2; i++) {
         fputs(i ? ", \"" : "\"", f);
