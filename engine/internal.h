@@ -305,7 +305,9 @@ typedef struct {
                   (CLS; no distillation head), the mean of the patches' (MEAN, and
                   CLS_MEAN beside the input's own CLS) */
     int token_step;
-    int gemm_only; /* vit_forward_gemms: the GEMMs alone */
+    const uint8_t *drop; /* [N] an intervention's dropped patches (not in the sequence: left
+                            out of a mean), or NULL */
+    int gemm_only;       /* vit_forward_gemms: the GEMMs alone */
 } VitHeadIO;
 
 /* The classifier head of every caller (vit_forward, vit_forward_batch, the logit lens):
@@ -317,11 +319,11 @@ void vit_head(VitPool *pool, const Vit *vit, const VitHeadIO *io);
 
 /* vit_head's gradient for one input: dz [R, D] = d logits[target] / d z, R =
  * vit_head_rows (rows the head does not read are 0), z [T, D] the tokens before the final
- * norm (the last block's output, or a layer's for LeGrad). lrp: AttnLRP's rules (the
- * LayerNorms' standard deviation and CLIP's |e| held constant). scratch: [floats of
+ * norm (the last block's output, or a layer's for LeGrad); drop: VitHeadIO's. lrp: AttnLRP's rules
+ * (the LayerNorms' standard deviation and CLIP's |e| held constant). scratch: [floats of
  * vit_head_backward_floats]. */
 void vit_head_backward(float *dz, const float *z, int target, const Vit *vit, int lrp,
-                       float *scratch);
+                       const uint8_t *drop, float *scratch);
 size_t vit_head_backward_floats(const VitConfig *c);
 
 /* LayerNorm's backward on rows [r0, r1) of [., D] (backward.c): dx (=, or += with

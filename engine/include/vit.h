@@ -56,8 +56,10 @@
  *     (att_scale), the MLP's activation (mlp_act), a Tanh after the head.
  *   - CLIP's image tower (norm_pre, an image projection, a text head: see "CLIP"
  *     at the end of this file).
- * Not supported, refused with a message: SwiGLU MLPs (DINOv2 ViT-g), fc_norm /
- * average pooling, q/k norm, Hugging Face's Dinov2Model names.
+ *   - pooled heads (VitConfig.head_pool): timm's average pooling with fc_norm (BEiT/EVA/
+ *     MAE-style classifiers), transformers' Dinov2ForImageClassification ([CLS ; mean]).
+ * Not supported, refused with a message: SwiGLU MLPs (DINOv2 ViT-g), ViTs without a CLS
+ * token (timm class_token=False), attention pooling (SigLIP's MAP), q/k norm.
  */
 #ifndef VIT_H
 #define VIT_H

@@ -287,7 +287,8 @@ VitStatus vit_lesson_head(float *cls_norm, const VitRun *run, const Vit *vit, Vi
                           .in_stride = (size_t)c->n_tokens,
                           .row_stride = 1,
                           .n = 1,
-                          .token = -1});
+                          .token = -1,
+                          .drop = run->intervention ? run->intervention->drop : NULL});
     memcpy(cls_norm, hin, D * sizeof *hin);
     free(hin);
     return VIT_OK;

@@ -131,7 +131,8 @@ static VitStatus lens_logits(float *lg, const VitRun *run, const Vit *vit, int l
                           .row_stride = 1,
                           .n = n,
                           .token = token,
-                          .token_step = 1});
+                          .token_step = 1,
+                          .drop = run->intervention ? run->intervention->drop : NULL});
     free(hin), free(ld), free(e);
     return VIT_OK;
 }

@@ -453,6 +453,11 @@ static void top_backward(Bw *bw, const VitBlock *b, const float *dz, int R, floa
     back_linear(bw->pool, (BackLinear){dctx, dy1, b->proj_w, A, D, R, D, A, 0.0f});
 }
 
+/* The patches an intervention drops (the head's mean leaves them out), or NULL. */
+static const uint8_t *head_drop(const VitRun *run) {
+    return run->intervention ? run->intervention->drop : NULL;
+}
+
 /* LeGrad's E_l for the current layer: s_l = head(norm(z_l))_c, its gradient at
  * A_l (rows of the head's tokens only: s_l reads them alone), ReLU, mean over
  * heads and all T query rows, at the patch columns, into g->legrad[layer]. */
@@ -462,7 +467,7 @@ static void legrad_layer(Bw *bw, const VitBlock *b, int target) {
         N = c->n_patches, Nh = vit_head_rows(bw->vit), A = vit_att_width(c);
     float *dzs = bw->s.hdz, *dctx = bw->s.hctx, *row = bw->s.row;
     vit_head_backward(dzs, bw->run->tokens + (size_t)(bw->layer + 1) * T * D, target, bw->vit, 0,
-                      bw->s.head);
+                      head_drop(bw->run), bw->s.head);
     top_backward(bw, b, dzs, Nh, bw->s.dxm, dctx);
     mask_dctx(bw, dctx, Nh);
     float *e = bw->g->legrad + (size_t)bw->layer * N;
@@ -509,7 +514,8 @@ static void backward_pass(Bw *bw, int target) {
 
     /* the head (head.c): dz at the last block's output, its head rows */
     memset(s->dz, 0, (size_t)T * D * sizeof(float));
-    vit_head_backward(s->dz, run->tokens + (size_t)L * T * D, target, vit, bw->lrp, s->head);
+    vit_head_backward(s->dz, run->tokens + (size_t)L * T * D, target, vit, bw->lrp, head_drop(run),
+                      s->head);
 
     for (int l = L - 1; l >= 0; l--) {
         const VitBlock *b = &vit->w.blocks[l];

@@ -238,7 +238,8 @@ void vit_batch_head(VitBatch *b, const Vit *vit, int n, float *logits, float *pr
                           .in_stride = gathered ? 1 : (size_t)T,
                           .row_stride = gathered ? (size_t)n : 1,
                           .n = n,
-                          .token = -1});
+                          .token = -1,
+                          .drop = b->intervention ? b->intervention->drop : NULL});
     size_t nC = (size_t)n * C;
     if (logits) memcpy(logits, b->logits, nC * sizeof(float));
     if (probs) {

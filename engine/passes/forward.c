@@ -331,6 +331,7 @@ static void forward_pass(VitRun *run, const Vit *vit, int gemm_only) {
                           .row_stride = 1,
                           .n = 1,
                           .token = -1,
+                          .drop = iv ? iv->drop : NULL,
                           .gemm_only = gemm_only});
     if (!C) return;
     if (!gemm_only) {

@@ -156,15 +156,22 @@ static const float *token_row(const VitHeadIO *io, int D, int i, int r) {
     return io->x + ((size_t)i * io->in_stride + (size_t)r * io->row_stride) * D;
 }
 
+/* Is token r of the sequence in it (not a patch an intervention dropped)? */
+static int kept(const uint8_t *drop, int Np, int r) {
+    return !drop || r < Np || !drop[r - Np];
+}
+
 /* h [D] = mean over the tokens [r0, r1) of input i of norm(z_r) (summed in float, as
  * torch's mean of a float tensor; each row normalised with vit_layernorm_rows's
- * arithmetic). */
+ * arithmetic), the dropped patches left out. */
 static void mean_rows(float *h, const PoolArgs *a, int i, int r0, int r1) {
     const Vit *vit = a->vit;
     const float *nw = vit->w.norm_w, *nb = vit->w.norm_b;
-    int D = vit->cfg.dim;
+    int D = vit->cfg.dim, n = 0;
     memset(h, 0, (size_t)D * sizeof *h);
     for (int r = r0; r < r1; r++) {
+        if (!kept(a->io->drop, vit->cfg.n_prefix, r)) continue;
+        n++;
         const float *x = token_row(a->io, D, i, r);
         if (!nw) {
             for (int k = 0; k < D; k++) h[k] += x[k];
@@ -178,7 +185,7 @@ static void mean_rows(float *h, const PoolArgs *a, int i, int r0, int r1) {
         float mean = (float)m, rstd = (float)(1.0 / sqrt(v + vit->cfg.ln_eps));
         for (int k = 0; k < D; k++) h[k] += (x[k] - mean) * rstd * nw[k] + nb[k];
     }
-    float inv = 1.0f / (float)(r1 - r0);
+    float inv = 1.0f / (float)(n > 0 ? n : 1); /* vit_intervention_check keeps one */
     for (int k = 0; k < D; k++) h[k] *= inv;
 }
 
@@ -264,7 +271,7 @@ size_t vit_head_backward_floats(const VitConfig *c) {
 }
 
 void vit_head_backward(float *dz, const float *z, int target, const Vit *vit, int lrp,
-                       float *scratch) {
+                       const uint8_t *drop, float *scratch) {
     const VitConfig *c = &vit->cfg;
     const VitWeights *w = &vit->w;
     int D = c->dim, W = vit_head_width(c), R = vit_head_rows(vit), Np = c->n_prefix,
@@ -276,8 +283,13 @@ void vit_head_backward(float *dz, const float *z, int target, const Vit *vit, in
                     *tsc = dp + D; /* [2E] the text head's */
     int fc = w->fc_norm_w && W == D;
     /* the forward pooling of this input, as vit_head does it, fc_norm apart */
-    VitHeadIO io = {
-        .hin = hin, .x = z, .in_stride = (size_t)T, .row_stride = 1, .n = 1, .token = -1};
+    VitHeadIO io = {.hin = hin,
+                    .x = z,
+                    .in_stride = (size_t)T,
+                    .row_stride = 1,
+                    .n = 1,
+                    .token = -1,
+                    .drop = drop};
     PoolArgs a = {&io, vit, 0};
     pool_input(&a, 0);
     if (fc) {
@@ -321,11 +333,14 @@ void vit_head_backward(float *dz, const float *z, int target, const Vit *vit, in
         else
             memcpy(dz, g, (size_t)D * sizeof *dz);
     }
-    /* the mean: each patch token's share d y / d p / N */
+    /* the mean: each patch token's share d y / d p / N (the patches in the sequence) */
     float *dn = dp;
-    float inv = 1.0f / (float)(T - Np);
+    int n = 0;
+    for (int r = Np; r < T; r++) n += kept(drop, Np, r);
+    float inv = 1.0f / (float)(n > 0 ? n : 1);
     for (int i = 0; i < D; i++) dn[i] = g_mean[i] * inv;
     for (int r = Np; r < T; r++) {
+        if (!kept(drop, Np, r)) continue;
         float *dzr = dz + (size_t)r * D;
         if (w->norm_w)
             vit_layernorm_backward_rows(dzr, z + (size_t)r * D, w->norm_w, dn, 0, 1, D, c->ln_eps,
