@@ -278,7 +278,59 @@ void vit_batch_head(VitBatch *b, const Vit *vit, int n, float *logits, float *pr
  * outputs are undefined), else 1. */
 int vit_block(VitPool *pool, const VitBlock *b, const VitConfig *c, const VitBlockIO *io);
 
-/* --- CLIP's head (engine/passes/head.c) ------------------------------------------- */
+/* --- the classifier head and CLIP's (engine/passes/head.c) ------------------------- */
+
+/* Rows of the last block's output the head reads, per input: the CLS token (1), and
+ * DeiT's distillation token (2); every token (T) for a pooled head (VitConfig.head_pool).
+ * The forward passes compute the last block for those rows only. */
+int vit_head_rows(const Vit *vit);
+
+/* One call of the head (vit_head) on n inputs. Input i's token r is at
+ * x + (i * in_stride + r * row_stride) * D: (T, 1) for inputs stacked [n*T, D] (vit_forward,
+ * the logit lens, a pooled head in vit_forward_batch), (1, n) for rows gathered row r of
+ * input i at r*n + i (vit_forward_batch's last block: the CLS rows of every input, then
+ * the distillation rows). */
+typedef struct {
+    float *logits;      /* [n, C], or NULL: hin (and embed) only */
+    float *logits_dist; /* [n, C] scratch for DeiT's distillation head */
+    float *embed;       /* [n, E] CLIP's image embeddings, or NULL (needed with a text head) */
+    float *hin;         /* [n, W] out: the head's input (W = vit_head_width: the pooled
+                           tokens after norm and fc_norm), then [n, D] the distillation
+                           token's rows for DeiT */
+    const float *x;     /* the tokens, before the final norm */
+    size_t in_stride, row_stride; /* in rows of D floats, above */
+    int n;
+    int token; /* -1: the model's pooling; t >= 0 (the logit lens): input i's token
+                  t + i * token_step in the place of what the pooling gives: the CLS's
+                  (CLS; no distillation head), the mean of the patches' (MEAN, and
+                  CLS_MEAN beside the input's own CLS) */
+    int token_step;
+    const uint8_t *drop; /* [N] an intervention's dropped patches (not in the sequence: left
+                            out of a mean), or NULL */
+    int gemm_only;       /* vit_forward_gemms: the GEMMs alone */
+} VitHeadIO;
+
+/* The classifier head of every caller (vit_forward, vit_forward_batch, the logit lens):
+ * norm, pooling (VitConfig.head_pool), fc_norm, then the head: logits [n, C] = head(hin)
+ * (a linear layer, or CLIP's text head, vit_text_head), DeiT's two heads averaged, tanh
+ * for head_tanh. CLIP's image embedding into embed when given. The pooling's inputs are
+ * split over the pool (NULL: the caller alone). No softmax. */
+void vit_head(VitPool *pool, const Vit *vit, const VitHeadIO *io);
+
+/* vit_head's gradient for one input: dz [R, D] = d logits[target] / d z, R =
+ * vit_head_rows (rows the head does not read are 0), z [T, D] the tokens before the final
+ * norm (the last block's output, or a layer's for LeGrad); drop: VitHeadIO's. lrp: AttnLRP's rules
+ * (the LayerNorms' standard deviation and CLIP's |e| held constant). scratch: [floats of
+ * vit_head_backward_floats]. */
+void vit_head_backward(float *dz, const float *z, int target, const Vit *vit, int lrp,
+                       const uint8_t *drop, float *scratch);
+size_t vit_head_backward_floats(const VitConfig *c);
+
+/* LayerNorm's backward on rows [r0, r1) of [., D] (backward.c): dx (=, or += with
+ * accumulate) rstd * (g - mean(g) - xhat * mean(g (.) xhat)), g = dy (.) w, from x the
+ * norm's input; lrp: the standard deviation held constant (the xhat term dropped). */
+void vit_layernorm_backward_rows(float *dx, const float *x, const float *w, const float *dy, int r0,
+                                 int r1, int D, float eps, int lrp, int accumulate);
 
 /* Does the model have a head to differentiate: C > 0 and a classifier (head_w) or a
  * text head (text_emb)? */

@@ -111,8 +111,9 @@ VitStatus vit_randomized(Vit *dst, const Vit *src, int n_blocks, uint64_t seed, 
                              "randomised model: %d blocks to re-initialise, expected 0 .. %d",
                              n_blocks, cfg->n_layers);
     memset(dst, 0, sizeof *dst);
-    size_t D = (size_t)cfg->dim, C = (size_t)cfg->n_classes, E = (size_t)cfg->embed_dim;
-    size_t n = (size_t)n_blocks * block_floats(cfg) + 2 * (C * D + C) + E * D;
+    size_t D = (size_t)cfg->dim, C = (size_t)cfg->n_classes, E = (size_t)cfg->embed_dim,
+           W = (size_t)vit_head_width(cfg); /* the head's input: D, or 2D */
+    size_t n = (size_t)n_blocks * block_floats(cfg) + (C * W + C) + (C * D + C) + E * D;
     dst->owned = malloc(n * sizeof(float));
     dst->w.blocks = malloc((size_t)cfg->n_layers * sizeof *dst->w.blocks);
     if (!dst->owned || !dst->w.blocks) {
@@ -131,7 +132,7 @@ VitStatus vit_randomized(Vit *dst, const Vit *src, int n_blocks, uint64_t seed, 
          * learned layer before it, re-initialised as a linear layer */
         dst->w.img_proj_w = fresh_normal(&c, E * D);
     } else if (C) {
-        dst->w.head_w = fresh_normal(&c, C * D),
+        dst->w.head_w = fresh_normal(&c, C * W),
         dst->w.head_b = fresh_const(&c, C, 0.0f, src->w.head_b);
         if (src->w.head_dist_w) {
             dst->w.head_dist_w = fresh_normal(&c, C * D);

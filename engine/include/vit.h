@@ -56,8 +56,10 @@
  *     (att_scale), the MLP's activation (mlp_act), a Tanh after the head.
  *   - CLIP's image tower (norm_pre, an image projection, a text head: see "CLIP"
  *     at the end of this file).
- * Not supported, refused with a message: SwiGLU MLPs (DINOv2 ViT-g), fc_norm /
- * average pooling, q/k norm, Hugging Face's Dinov2Model names.
+ *   - pooled heads (VitConfig.head_pool): timm's average pooling with fc_norm (BEiT/EVA/
+ *     MAE-style classifiers), transformers' Dinov2ForImageClassification ([CLS ; mean]).
+ * Not supported, refused with a message: SwiGLU MLPs (DINOv2 ViT-g), ViTs without a CLS
+ * token (timm class_token=False), attention pooling (SigLIP's MAP), q/k norm.
  */
 #ifndef VIT_H
 #define VIT_H
@@ -160,6 +162,28 @@ typedef enum {
  * "ReLU". Static string. */
 const char *vit_activation_name(VitActivation a);
 
+/* What the classifier head reads of the last block's output (VitConfig.head_pool), the
+ * pooling of timm's VisionTransformer.pool / forward_head and of transformers'
+ * classifiers. Every case: the final norm (if any) on the tokens it reads, the pooling,
+ * fc_norm (if any), then the head (engine/passes/head.c, vit_head). */
+typedef enum {
+    VIT_POOL_CLS = 0,  /* the CLS token (timm global_pool 'token'; DeiT: and the distillation
+                          token, for its own head): [D] */
+    VIT_POOL_MEAN,     /* the mean of the patch tokens, prefix tokens (CLS, distillation,
+                          registers) left out (timm global_pool 'avg', num_prefix_tokens:),
+                          then fc_norm: timm's BEiT/EVA/MAE-style classifiers, whose final
+                          norm is Identity: [D] */
+    VIT_POOL_CLS_MEAN, /* [CLS ; mean of the patch tokens], both after the final norm
+                          (transformers' Dinov2ForImageClassification,
+                          Dinov2WithRegistersForImageClassification): [2D] */
+    VIT_POOL_MAP       /* reserved: SigLIP's attention-pooling head (a probe token's
+                          attention over the patches, then an MLP); not loaded yet */
+} VitPooling;
+
+/* The pooling's name: "CLS token", "mean of patches", "[CLS ; mean of patches]",
+ * "attention pooling". Static string. */
+const char *vit_pooling_name(VitPooling p);
+
 /* Whose conventions a checkpoint follows: its layout's "naming" (hf.json: Hugging Face
  * transformers'; every other shipped layout: timm's); VIT_NAMES_OPENAI: a CLIP text tower
  * in OpenAI's names (vit_text_load). */
@@ -202,6 +226,8 @@ typedef struct {
     VitActivation mlp_act;  /* the MLP's activation (default exact GELU) */
     int head_tanh;          /* 1: logits = tanh(head(x)) (a notebook's Sequential(Linear,
                                Tanh)); the probabilities are their softmax */
+    VitPooling head_pool;   /* what the head reads (VIT_POOL_CLS: the CLS token); its input
+                               is vit_head_width(cfg) wide: D, or 2D for VIT_POOL_CLS_MEAN */
     char layout[32];        /* the layout that named the tensors (layout.c): its "name",
                                e.g. "timm", "hf", "torchvision", or a user's */
     int default_preprocess; /* 1: a PyTorch checkpoint for which neither config.json nor the
@@ -226,6 +252,12 @@ typedef struct {
  * Linear(D, Dh) lists may have any Dh (seed 004: Dh = D, A = H * D). */
 static inline int vit_att_width(const VitConfig *c) {
     return c->n_heads * c->head_dim;
+}
+
+/* The classifier head's input width (units: floats): D, or 2D for [CLS ; mean of the
+ * patches] (VIT_POOL_CLS_MEAN); head_w is [C, vit_head_width]. */
+static inline int vit_head_width(const VitConfig *c) {
+    return c->head_pool == VIT_POOL_CLS_MEAN ? 2 * c->dim : c->dim;
 }
 
 /* Weights of one transformer block; pointers to F32 data (into the mapping, or
@@ -255,9 +287,12 @@ typedef struct {
     const float *patch_w;     /* [D, 3, P, P] (= [D, 3*P*P]) */
     const float *patch_b;     /* [D], or NULL: no bias (CLIP's conv1) */
     VitBlock *blocks;         /* [L], owned */
-    const float *norm_w;      /* [D] */
+    const float *norm_w;      /* [D], or NULL: no final norm (timm's avg-pooled classifiers,
+                                 whose norm is Identity and fc_norm follows the pooling) */
     const float *norm_b;      /* [D] */
-    const float *head_w;      /* [C, D], NULL when C == 0 */
+    const float *fc_norm_w;   /* [D] the LayerNorm after the pooling (timm's fc_norm), or NULL */
+    const float *fc_norm_b;   /* [D] */
+    const float *head_w;      /* [C, W] (W = vit_head_width: D, or 2D), NULL when C == 0 */
     const float *head_b;      /* [C],    NULL when C == 0 */
     const float *head_dist_w; /* [C, D] the distillation token's head, or NULL */
     const float *head_dist_b; /* [C] */
@@ -1093,17 +1128,25 @@ VitStatus vit_token_norms(float *out, const VitRun *run, int layer, VitError *er
 VitStatus vit_patch_similarity(float *out, const VitRun *run, const Vit *vit, int layer, int query,
                                VitError *err);
 
-/* Logit lens: the model's head applied to a layer's token after the final norm,
- * probs [C] = softmax(head(norm(tokens[layer + 1][token]))). For the CLS token
- * of a distilled model (DeiT) the head the model predicts with: the mean of
- * head(norm(x_0)) and head_dist(norm(x_1)). At the last layer and token 0 this is
- * run->probs. Errors: VIT_ERR_ARG (no head: C == 0; range), VIT_ERR_NOMEM. */
+/* Logit lens: the model's head (its norm, pooling, fc_norm and classifier, the forward
+ * pass's own code) applied to a layer's tokens, probs [C]. Token 0 (the CLS): the head as
+ * the model applies it, on block `layer`'s output: softmax(head(norm(x_0))), for a
+ * distilled model (DeiT) the mean of head(norm(x_0)) and head_dist(norm(x_1)), for a
+ * pooled head (VitConfig.head_pool) the pooling of that layer's patch tokens
+ * (softmax(head(fc_norm(mean_p norm(x_p)))), or [norm(x_0) ; mean_p norm(x_p)]). At the
+ * last layer this is run->probs. Another token t stands in the place of what the head
+ * pools: softmax(head(norm(x_t))) for a CLS head (the CLS head's weights; the
+ * distillation head is not used), softmax(head(fc_norm(norm(x_t)))) for the mean of the
+ * patches (as if every patch were token t), softmax(head([norm(x_0) ; norm(x_t)])) for
+ * [CLS ; mean] (the layer's own CLS beside it). Errors: VIT_ERR_ARG (no head: C == 0;
+ * range), VIT_ERR_NOMEM. */
 VitStatus vit_logit_lens(float *probs, const VitRun *run, const Vit *vit, int layer, int token,
                          VitError *err);
 
-/* The logit lens over the patches: out[p] = softmax(head(norm(tokens[layer + 1][Np +
- * p])))[cls], the probability of class `cls` the head reads from each patch's token
- * (the CLS head's weights; the distillation head is not used). out [N]. Errors:
+/* The logit lens over the patches: out[p] = vit_logit_lens(layer, Np + p)[cls], the
+ * probability of class `cls` the head reads from each patch's token put in the place of
+ * what it pools (CLS head: softmax(head(norm(x))), the CLS head's weights, the
+ * distillation head not used; a pooled head: see vit_logit_lens). out [N]. Errors:
  * VIT_ERR_ARG, VIT_ERR_NOMEM. */
 VitStatus vit_logit_lens_map(float *out, const VitRun *run, const Vit *vit, int layer, int cls,
                              VitError *err);
@@ -1489,7 +1532,9 @@ VitStatus vit_lesson_block(VitLesson *ls, const VitRun *run, const Vit *vit, int
 VitStatus vit_lesson_select(VitLesson *ls, const VitRun *run, int head, int token, VitError *err);
 
 /* Step 5, the head: cls_norm [D] = the final LayerNorm of the CLS token
- * (run->tokens[L][0]), the row the head reads; the logits and their softmax are
+ * (run->tokens[L][0]), the row the head reads (a pooled head, VitConfig.head_pool: the
+ * first D floats of what it reads, fc_norm(mean of the patches) or the CLS half of
+ * [CLS ; mean]); the logits and their softmax are
  * run->logits and run->probs (for a distilled model the mean of both heads, as
  * timm's inference), vit_top_k gives the top-5. Errors: VIT_ERR_ARG (a model without
  * head, C == 0: "the model has no classification head"; no forward pass). */

@@ -212,6 +212,28 @@ static VitStatus head_count(Loader *ld, Arch *a, const VitLoadOptions *opt) {
     return VIT_OK;
 }
 
+/* What the head reads (VitConfig.head_pool): config.json's "global_pool" (timm: "token",
+ * "avg"), else the mean of the patches when the checkpoint has an fc_norm (timm's
+ * use_fc_norm: global_pool 'avg', the final norm an Identity), else the layout's
+ * "pooling" (the CLS token; [CLS ; mean] for transformers' Dinov2ForImageClassification). */
+static VitStatus head_pooling(Loader *ld, Arch *a) {
+    const char *gp = ld->cv.global_pool;
+    a->pool = ld->head_pool;
+    if (a->pool == VIT_POOL_CLS && ld_has_slot(ld, S_FC_NORM_W, 0)) a->pool = VIT_POOL_MEAN;
+    if (!gp[0]) return VIT_OK;
+    if (!strcmp(gp, "token"))
+        a->pool = VIT_POOL_CLS;
+    else if (!strcmp(gp, "avg"))
+        a->pool = VIT_POOL_MEAN;
+    else
+        return vit_set_error(ld->err, VIT_ERR_SHAPE,
+                             "%s: global_pool '%s': a head pooled by '%s', which vitlens does not "
+                             "support (\"token\": the CLS token, \"avg\": the mean of the "
+                             "patch tokens)",
+                             ld->cfg_file ? vit_basename(ld->cfg_file) : "config.json", gp, gp);
+    return VIT_OK;
+}
+
 /* vit->cfg from the architecture, then config.json, then the options. */
 static void set_config(Loader *ld, const Arch *a, const VitLoadOptions *opt) {
     VitConfig *c = &ld->vit->cfg;
@@ -249,6 +271,7 @@ static void set_config(Loader *ld, const Arch *a, const VitLoadOptions *opt) {
     /* a layout's switches (layout.c) */
     c->att_scale = ld->att_scale_dim ? 1.0f / sqrtf((float)c->dim) : 0.0f;
     c->head_tanh = ld->head_tanh;
+    c->head_pool = (VitPooling)a->pool;
     c->mlp_act = cv->act ? (VitActivation)(cv->act - 1) : (VitActivation)ld->mlp_act;
     c->resize_bilinear = ld->resize_bilinear && !cv->crop_mode && !(opt && opt->whole_image);
     snprintf(c->layout, sizeof c->layout, "%s", ld->layout_name);
@@ -264,6 +287,7 @@ VitStatus ld_infer_arch(Loader *ld, Arch *a, const VitLoadOptions *opt) {
     if ((rc = infer_mlp_width(ld, a))) return rc;
     if ((rc = attention_width(ld, a))) return rc;
     if ((rc = head_count(ld, a, opt))) return rc;
+    if ((rc = head_pooling(ld, a))) return rc;
     set_config(ld, a, opt);
     return VIT_OK;
 }

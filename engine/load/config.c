@@ -142,6 +142,7 @@ static const char *cfg_expected(const char *key) {
     if (strcmp(key, "quick_gelu") == 0) return "true or false";
     if (strcmp(key, "architecture") == 0) return "a string";
     if (strcmp(key, "use_swiglu_ffn") == 0) return "true or false";
+    if (strcmp(key, "global_pool") == 0) return "a string (\"token\", \"avg\")";
     if (strcmp(key, "num_register_tokens") == 0) return "an integer from 0 to 15";
     if (strstr(key, "eps") || strcmp(key, "crop_pct") == 0) return "a number in (0, 1]";
     if (strstr(key, "mean")) return "3 numbers in (-10, 10]";
@@ -248,6 +249,11 @@ VitStatus ld_parse_config(CfgValues *cv, const char *path, VitError *err) {
     const cJSON *nr = cJSON_GetObjectItemCaseSensitive(root, "num_register_tokens");
     if (!bad && sw && !cJSON_IsBool(sw)) bad = "use_swiglu_ffn", bad_in = root;
     cv->swiglu = cJSON_IsTrue(sw);
+    /* timm's hub config: "global_pool" ("token", "avg", ...), what the head reads (arch.c) */
+    const cJSON *gp = cJSON_GetObjectItemCaseSensitive(root, "global_pool");
+    if (!bad && gp && !cJSON_IsString(gp)) bad = "global_pool", bad_in = root;
+    if (cJSON_IsString(gp))
+        snprintf(cv->global_pool, sizeof cv->global_pool, "%s", gp->valuestring);
     if (!bad && nr) {
         if (!cJSON_IsNumber(nr) || !(nr->valuedouble >= 0 && nr->valuedouble < VIT_MAX_PREFIX) ||
             floor(nr->valuedouble) != nr->valuedouble)

@@ -79,6 +79,8 @@ static const struct {
     [S_HEAD_B] = {"head.bias", 0},
     [S_HDIST_W] = {"head_dist.weight", 0}, /* DeiT's distillation head */
     [S_HDIST_B] = {"head_dist.bias", 0},
+    [S_FC_NORM_W] = {"fc_norm.weight", 0},   /* timm's LayerNorm after an average pooling, where */
+    [S_FC_NORM_B] = {"fc_norm.bias", 0},     /* the final norm is an Identity (no norm.*) */
     [S_NORM_PRE_W] = {"norm_pre.weight", 0}, /* CLIP's ln_pre: a LayerNorm before the blocks */
     [S_NORM_PRE_B] = {"norm_pre.bias", 0},
     [S_IMG_PROJ_W] = {"image_proj.weight", 0}, /* CLIP's image projection: [E, D], or [D, E]
@@ -285,6 +287,16 @@ static int layout_choose(Layout *lay, const StFile *st) {
     }
     layout_resolve(lay, st, e->valuestring);
     return 0;
+}
+
+/* Must the checkpoint hold role r's tensor? Its roles[] flag, except the final norm
+ * when the checkpoint has an fc_norm (timm: norm is an Identity then, not saved). */
+static int role_needed(const Layout *lay, const StFile *st, int r) {
+    if (r == S_NORM_W || r == S_NORM_B) {
+        const char *fc = role_pattern(lay, roles[S_FC_NORM_W].role);
+        if (fc && find_at(st, fc, 0, 0)) return 0;
+    }
+    return roles[r].required;
 }
 
 /* --- building the timm table ----------------------------------------------------------- */
@@ -688,7 +700,7 @@ static VitStatus build(Build *b, const Layout *lay, const StFile *st, int *n_hea
         const char *pat = role_pattern(lay, role);
         const StTensor *t = pat ? find_at(st, pat, 0, 0) : NULL;
         if (!t) {
-            if (!roles[r].required) continue;
+            if (!role_needed(lay, st, r)) continue;
             return missing_in_block(b, lay, pat, 0);
         }
         if (fold && r == S_POS) continue; /* with the CLS token */
@@ -770,7 +782,7 @@ VitStatus ld_missing(Loader *ld, Slot s, const char *name) {
 static int unmatched_role(const Layout *lay, const StFile *st) {
     for (int r = 0; r < N_ROLES; r++) {
         const char *pat = role_pattern(lay, roles[r].role);
-        int need = roles[r].required;
+        int need = role_needed(lay, st, r);
         if (r == S_Q_W) need = !role_pattern(lay, "blocks.{l}.attn.qkv.weight");
         if (r == S_QKV_W) need = !role_pattern(lay, "blocks.{l}.attn.q.weight");
         if (need && (!pat || !find_at(st, pat, 0, 0))) return r;
@@ -833,6 +845,18 @@ static VitStatus apply_switches(Loader *ld, const Layout *lay) {
     ld->pos_antialias = pa ? cJSON_IsTrue(pa) : lay->naming == VIT_NAMES_TIMM;
     ld->att_scale_dim = !strcmp(scale, "dim");
     ld->head_tanh = !strcmp(hact, "tanh");
+    /* what the head reads: "cls" (the CLS token, the default), "mean" (of the patch
+     * tokens), "cls_mean" ([CLS ; mean], transformers' Dinov2ForImageClassification) */
+    static const char *const pools[] = {"cls", "mean", "cls_mean"};
+    const char *pool = layout_str(lay, "pooling", "cls");
+    int pl = 0;
+    while (pl < 3 && strcmp(pool, pools[pl])) pl++;
+    if (pl == 3)
+        return vit_set_error(ld->err, VIT_ERR_FORMAT,
+                             "%s: \"pooling\": '%s', expected \"cls\" (the CLS token), \"mean\" "
+                             "(the mean of the patch tokens) or \"cls_mean\" ([CLS ; mean])",
+                             lay->file, pool);
+    ld->head_pool = pl; /* VitPooling's order */
     const cJSON *eps = cJSON_GetObjectItemCaseSensitive(lay->root, "layer_norm_eps");
     if (eps && !ld->cv.has_eps) {
         if (!cJSON_IsNumber(eps) || !(eps->valuedouble > 0) || eps->valuedouble > 1 ||
@@ -1087,6 +1111,15 @@ VitStatus ld_apply_layout(Loader *ld, const char *user_layout) {
     for (int i = 0; i < vit_n_layouts && k < sizeof names; i++)
         k += (size_t)snprintf(names + k, sizeof names - k, "%s%s", i ? ", " : "",
                               vit_layout_files[i]);
+    /* timm's class_token=False (the *_gap_* models, SigLIP's towers): pooled without a CLS
+     * token, which the engine's token layout (CLS first) and its maps assume */
+    if (st_find(&ld->st, "patch_embed.proj.weight") && st_find(&ld->st, "blocks.0.norm1.weight"))
+        return vit_set_error(ld->err, VIT_ERR_SHAPE,
+                             "%s: timm's names without 'cls_token': a ViT without a CLS token "
+                             "(timm class_token=False, e.g. the *_gap_* models, pooled by the "
+                             "mean of the patches%s), which vitlens does not support: its token "
+                             "layout and maps need a CLS token",
+                             ld->fname, st_find(&ld->st, "fc_norm.weight") ? " and fc_norm" : "");
     list_tensors(list, sizeof list, &ld->st);
     return vit_set_error(ld->err, VIT_ERR_SHAPE,
                          "%s: tensor 'cls_token' is missing: neither timm's names nor those of "

@@ -21,6 +21,7 @@ typedef enum {
     S_PROJ_W, S_PROJ_B, S_LS1, S_NORM2_W, S_NORM2_B, S_FC1_W, S_FC1_B, S_FC2_W, S_FC2_B,
     S_LS2,                                                                    /* block l */
     S_NORM_W, S_NORM_B, S_HEAD_W, S_HEAD_B, S_HDIST_W, S_HDIST_B,             /* norm, heads */
+    S_FC_NORM_W, S_FC_NORM_B,                                                 /* pooled heads */
     S_NORM_PRE_W, S_NORM_PRE_B, S_IMG_PROJ_W, S_LOGIT_SCALE,                  /* CLIP */
     N_SLOTS
 } Slot;
@@ -34,11 +35,12 @@ typedef struct {
     int crop_mode; /* 0: absent, else VitCropMode + 1 */
     float ln_eps, crop_pct, mean[3], std[3];
     int has_eps, has_crop, has_mean, has_std;
-    int act;         /* 0: not given, else VitActivation + 1 (hidden_act, quick_gelu, a timm
-                        architecture named *quickgelu*) */
-    cJSON *labels;   /* array of strings, or object "0": "name" (detached copy) */
-    int swiglu;      /* transformers' use_swiglu_ffn: true (DINOv2 ViT-g, refused) */
-    int n_registers; /* 0: not given, else num_register_tokens + 1 */
+    int act;              /* 0: not given, else VitActivation + 1 (hidden_act, quick_gelu, a timm
+                             architecture named *quickgelu*) */
+    cJSON *labels;        /* array of strings, or object "0": "name" (detached copy) */
+    int swiglu;           /* transformers' use_swiglu_ffn: true (DINOv2 ViT-g, refused) */
+    int n_registers;      /* 0: not given, else num_register_tokens + 1 */
+    char global_pool[16]; /* timm's "global_pool" ("token", "avg", ...), "" when not given */
 } CfgValues;
 
 typedef struct {
@@ -67,6 +69,7 @@ typedef struct {
                              ld_tensor's messages */
     int att_scale_dim;    /* scores scaled by 1/sqrt(D), not 1/sqrt(Dh) */
     int head_tanh;        /* Tanh after the head */
+    int head_pool;        /* the layout's "pooling": VitPooling (VIT_POOL_CLS: its default) */
     int mlp_act;          /* VitActivation */
     int resize_bilinear;  /* the layout's preprocessing resizes bilinearly */
     int pos_antialias;    /* the position embedding resamples with antialiasing: the
@@ -92,6 +95,7 @@ typedef struct {
     int64_t gh0, gw0; /* the training grid, the position embedding's */
     int64_t gh, gw;   /* the input grid */
     int L, H;         /* blocks, heads */
+    int pool;         /* VitPooling: what the head reads */
 } Arch;
 
 /* --- model.c: vit_load's first steps, shared with engine/text/text.c ---------------- */

@@ -170,12 +170,12 @@ static VitStatus bind_block(Loader *ld, VitBlock *b, int l, int64_t D, int64_t A
     return bad ? ld->err->code : VIT_OK;
 }
 
-/* The classifier head [C, D] when there is one (C into vit->cfg), and DeiT's
- * distillation head beside it. */
+/* The classifier head [C, W] when there is one (C into vit->cfg; W = vit_head_width: D,
+ * or 2D for [CLS ; mean]), and DeiT's distillation head beside it. */
 static VitStatus bind_heads(Loader *ld, const Arch *a) {
     Vit *vit = ld->vit;
     VitWeights *w = &vit->w;
-    int64_t D = a->D, sh[2] = {-1, D};
+    int64_t D = a->D, sh[2] = {-1, vit_head_width(&vit->cfg)};
     if (!ld_has_slot(ld, S_HEAD_W, 0) && !ld_has_slot(ld, S_HEAD_B, 0)) return VIT_OK;
     if (!(w->head_w = ld_slot_tensor(ld, S_HEAD_W, 0, 2, sh))) return ld->err->code;
     if (sh[0] < 1 || sh[0] > VIT_MAX_CLASSES)
@@ -189,6 +189,12 @@ static VitStatus bind_heads(Loader *ld, const Arch *a) {
     if (!(w->head_b = ld_slot1(ld, S_HEAD_B, 0, sh[0]))) return ld->err->code;
     /* DeiT distilled: a second head on the distillation token */
     if (!ld_has_slot(ld, S_HDIST_W, 0) && !ld_has_slot(ld, S_HDIST_B, 0)) return VIT_OK;
+    if (vit->cfg.head_pool != VIT_POOL_CLS)
+        return vit_set_error(ld->err, VIT_ERR_SHAPE,
+                             "%s: tensor '%s' is a distillation head beside a head that reads "
+                             "the %s, not the CLS token: a combination vitlens does not know",
+                             ld->fname, ld_slot_name(ld, S_HDIST_W, 0),
+                             vit_pooling_name(vit->cfg.head_pool));
     if (!a->has_dist) { /* named by the one the checkpoint holds: a layout may name one */
         Slot s = ld_has_slot(ld, S_HDIST_W, 0) ? S_HDIST_W : S_HDIST_B;
         return vit_set_error(ld->err, VIT_ERR_SHAPE,
@@ -270,8 +276,24 @@ static VitStatus bind_weights(Loader *ld, const Arch *a) {
     if ((rc = bind_clip(ld, a))) return rc;
     for (int l = 0; l < a->L; l++)
         if ((rc = bind_block(ld, &w->blocks[l], l, D, a->A, a->F))) return rc;
-    if (!(w->norm_w = ld_slot1(ld, S_NORM_W, 0, D)) || !(w->norm_b = ld_slot1(ld, S_NORM_B, 0, D)))
-        return ld->err->code;
+    /* timm's fc_norm after an average pooling; the final norm is then an Identity (absent) */
+    w->fc_norm_w = ld_slot1_opt(ld, S_FC_NORM_W, 0, D, &bad);
+    w->fc_norm_b = ld_slot1_opt(ld, S_FC_NORM_B, 0, D, &bad);
+    if (bad) return ld->err->code;
+    if (!w->fc_norm_w != !w->fc_norm_b)
+        return vit_set_error(ld->err, VIT_ERR_SHAPE, "%s: tensor '%s' (fc_norm) without its %s",
+                             ld->fname,
+                             ld_slot_name(ld, w->fc_norm_w ? S_FC_NORM_W : S_FC_NORM_B, 0),
+                             w->fc_norm_w ? "bias" : "weight");
+    if (w->fc_norm_w && ld->vit->cfg.head_pool == VIT_POOL_CLS_MEAN)
+        return vit_set_error(ld->err, VIT_ERR_SHAPE,
+                             "%s: tensor '%s' (fc_norm, [D]) beside a head that reads [CLS ; "
+                             "mean of the patches] (2D wide): a combination vitlens does not know",
+                             ld->fname, ld_slot_name(ld, S_FC_NORM_W, 0));
+    if (!w->fc_norm_w || ld_has_slot(ld, S_NORM_W, 0) || ld_has_slot(ld, S_NORM_B, 0))
+        if (!(w->norm_w = ld_slot1(ld, S_NORM_W, 0, D)) ||
+            !(w->norm_b = ld_slot1(ld, S_NORM_B, 0, D)))
+            return ld->err->code;
     return bind_heads(ld, a);
 }
 

@@ -276,8 +276,20 @@ VitStatus vit_lesson_head(float *cls_norm, const VitRun *run, const Vit *vit, Vi
                              c->name);
     if (!run->tokens || !same_shapes(&run->cfg, c))
         return vit_set_error(err, VIT_ERR_ARG, "lesson: the run was not made for %s", c->name);
-    /* timm: x = self.norm(x); x = x[:, 0] */
-    vit_layernorm_rows(cls_norm, run->tokens + (size_t)c->n_layers * c->n_tokens * c->dim,
-                       vit->w.norm_w, vit->w.norm_b, 0, 1, c->dim, c->ln_eps);
+    /* timm: x = self.norm(x); x = x[:, 0] (or the pooling, then fc_norm): the head's own
+     * input (head.c), its first D floats */
+    size_t W = (size_t)vit_head_width(c), D = (size_t)c->dim;
+    float *hin = malloc((W + D) * sizeof *hin);
+    if (!hin) return vit_set_error(err, VIT_ERR_NOMEM, "lesson: out of memory");
+    vit_head(NULL, vit,
+             &(VitHeadIO){.hin = hin,
+                          .x = run->tokens + (size_t)c->n_layers * c->n_tokens * D,
+                          .in_stride = (size_t)c->n_tokens,
+                          .row_stride = 1,
+                          .n = 1,
+                          .token = -1,
+                          .drop = run->intervention ? run->intervention->drop : NULL});
+    memcpy(cls_norm, hin, D * sizeof *hin);
+    free(hin);
     return VIT_OK;
 }

@@ -6,7 +6,6 @@
  * Sums run in double, as the float64 reference in tests/parity does them. */
 #include "internal.h"
 
-#include <cblas.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -98,26 +97,6 @@ VitStatus vit_patch_similarity(float *out, const VitRun *run, const Vit *vit, in
     return VIT_OK;
 }
 
-/* logits[C] += head(f) in double: b + W f. */
-static void head_logits(double *logits, const float *W, const float *b, const float *f, int C,
-                        int D) {
-    for (int k = 0; k < C; k++) {
-        double s = b ? b[k] : 0.0;
-        const float *w = W + (size_t)k * D;
-        for (int i = 0; i < D; i++) s += (double)w[i] * f[i];
-        logits[k] += s;
-    }
-}
-
-/* probs[C] = softmax(logits) (float out, double in). */
-static void softmax_to(float *probs, const double *logits, int C) {
-    double mx = logits[0], s = 0.0;
-    for (int k = 1; k < C; k++)
-        if (logits[k] > mx) mx = logits[k];
-    for (int k = 0; k < C; k++) s += exp(logits[k] - mx);
-    for (int k = 0; k < C; k++) probs[k] = (float)(exp(logits[k] - mx) / s);
-}
-
 static VitStatus check_head(const VitRun *run, const Vit *vit, int layer, const char *what,
                             VitError *err) {
     VitStatus rc = check_layer(run, layer, what, err);
@@ -128,44 +107,49 @@ static VitStatus check_head(const VitRun *run, const Vit *vit, int layer, const 
     return VIT_OK;
 }
 
+/* The head (head.c, vit_head: the forward pass's own) on block `layer`'s output: n rows of
+ * logits lg [n, C], token -1 the model's pooling, else token + i (i < n) in the place of
+ * what it pools (VitHeadIO.token). */
+static VitStatus lens_logits(float *lg, const VitRun *run, const Vit *vit, int layer, int token,
+                             int n) {
+    const VitConfig *c = &vit->cfg;
+    size_t W = (size_t)vit_head_width(c), D = (size_t)c->dim, C = (size_t)c->n_classes;
+    float *hin = malloc((size_t)n * (W + D) * sizeof *hin);
+    float *ld = malloc((size_t)n * C * sizeof *ld);
+    float *e = vit->w.text_emb ? malloc((size_t)n * c->embed_dim * sizeof *e) : NULL;
+    if (!hin || !ld || (vit->w.text_emb && !e)) {
+        free(hin), free(ld), free(e);
+        return VIT_ERR_NOMEM;
+    }
+    vit_head(NULL, vit,
+             &(VitHeadIO){.logits = lg,
+                          .logits_dist = ld,
+                          .embed = e,
+                          .hin = hin,
+                          .x = layer_tokens(run, layer),
+                          .in_stride = token < 0 ? (size_t)c->n_tokens : 0,
+                          .row_stride = 1,
+                          .n = n,
+                          .token = token,
+                          .token_step = 1,
+                          .drop = run->intervention ? run->intervention->drop : NULL});
+    free(hin), free(ld), free(e);
+    return VIT_OK;
+}
+
 VitStatus vit_logit_lens(float *probs, const VitRun *run, const Vit *vit, int layer, int token,
                          VitError *err) {
     VitStatus rc = check_head(run, vit, layer, "logit lens", err);
     if (rc) return rc;
     const VitConfig *c = &run->cfg;
-    int C = c->n_classes, D = c->dim;
     if (token < 0 || token >= c->n_tokens)
         return vit_set_error(err, VIT_ERR_ARG, "logit lens: token %d out of range [0, %d)", token,
                              c->n_tokens);
-    int distilled = token == 0 && vit->w.head_dist_w;
-    float *f = malloc((size_t)2 * D * sizeof *f);
-    double *logits = calloc((size_t)C, sizeof *logits);
-    if (!f || !logits) {
-        free(f), free(logits);
+    /* token 0: the head as the model applies it (DeiT's two heads, a pooled head's
+     * pooling of the layer); another token in the place of what the head pools */
+    if (lens_logits(probs, run, vit, layer, token == 0 ? -1 : token, 1))
         return vit_set_error(err, VIT_ERR_NOMEM, "logit lens: out of memory");
-    }
-    /* deit.py forward_head: (head(x[:, 0]) + head_dist(x[:, 1])) / 2 */
-    features_rows(f, run, vit, layer, token, token + 1 + distilled);
-    if (vit->w.text_emb) { /* CLIP's text head on the token (head.c) */
-        float *e = malloc(((size_t)c->embed_dim + C) * sizeof *e);
-        if (!e) {
-            free(f), free(logits);
-            return vit_set_error(err, VIT_ERR_NOMEM, "logit lens: out of memory");
-        }
-        vit_text_head(NULL, e + c->embed_dim, e, f, 1, vit, 0);
-        for (int k = 0; k < C; k++) logits[k] = e[c->embed_dim + k];
-        free(e);
-    } else {
-        head_logits(logits, vit->w.head_w, vit->w.head_b, f, C, D);
-    }
-    if (distilled) {
-        head_logits(logits, vit->w.head_dist_w, vit->w.head_dist_b, f + D, C, D);
-        for (int k = 0; k < C; k++) logits[k] /= 2;
-    }
-    if (c->head_tanh)
-        for (int k = 0; k < C; k++) logits[k] = tanh(logits[k]);
-    softmax_to(probs, logits, C);
-    free(f), free(logits);
+    vit_softmax_rows(probs, 1, c->n_classes);
     return VIT_OK;
 }
 
@@ -174,33 +158,16 @@ VitStatus vit_logit_lens_map(float *out, const VitRun *run, const Vit *vit, int 
     VitStatus rc = check_head(run, vit, layer, "logit lens", err);
     if (rc) return rc;
     const VitConfig *c = &run->cfg;
-    int C = c->n_classes, D = c->dim, N = c->n_patches;
+    int C = c->n_classes, N = c->n_patches;
     if (cls < 0 || cls >= C)
         return vit_set_error(err, VIT_ERR_ARG, "logit lens: class %d out of range [0, %d)", cls, C);
-    float *f = malloc((size_t)N * D * sizeof *f);
     float *lg = malloc((size_t)N * C * sizeof *lg);
-    float *e = vit->w.text_emb ? malloc((size_t)N * c->embed_dim * sizeof *e) : NULL;
-    if (!f || !lg || (vit->w.text_emb && !e)) {
-        free(f), free(lg), free(e);
+    if (!lg || lens_logits(lg, run, vit, layer, c->n_prefix, N)) {
+        free(lg);
         return vit_set_error(err, VIT_ERR_NOMEM, "logit lens: out of memory for %d x %d logits", N,
                              C);
     }
-    features_rows(f, run, vit, layer, c->n_prefix, c->n_tokens);
-    /* lg[N, C] = f[N, D] . head_w[C, D]^T + head_b, as the forward pass's head; CLIP's text
-     * head (head.c) on every patch token */
-    if (e) {
-        vit_text_head(NULL, lg, e, f, N, vit, 0);
-    } else {
-        for (int p = 0; p < N; p++)
-            if (vit->w.head_b)
-                memcpy(lg + (size_t)p * C, vit->w.head_b, (size_t)C * sizeof *lg);
-            else
-                memset(lg + (size_t)p * C, 0, (size_t)C * sizeof *lg);
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, C, D, 1.0f, f, D, vit->w.head_w, D,
-                    1.0f, lg, C);
-    }
-    if (c->head_tanh)
-        for (size_t i = 0; i < (size_t)N * C; i++) lg[i] = tanhf(lg[i]);
+    /* each patch's softmax, in double */
     for (int p = 0; p < N; p++) {
         const float *l = lg + (size_t)p * C;
         double mx = l[0], s = 0.0;
@@ -209,7 +176,7 @@ VitStatus vit_logit_lens_map(float *out, const VitRun *run, const Vit *vit, int 
         for (int k = 0; k < C; k++) s += exp((double)l[k] - mx);
         out[p] = (float)(exp((double)l[cls] - mx) / s);
     }
-    free(f), free(lg), free(e);
+    free(lg);
     return VIT_OK;
 }
 

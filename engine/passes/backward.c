@@ -59,14 +59,16 @@ typedef struct {
     float *dctx;   /* [T, D] at ctx (when g->dctx does not keep it) */
     float *att;    /* [n_threads, 2, VIT_ATT_BLOCK, T] attention / gradient blocks */
     float *dpatch; /* [N, 3*P*P] at the im2col rows */
-    float *small;  /* [11, max(D, T, E)] LeGrad's rows, the text head's (rows 8 .. 10) */
+    float *hdz;    /* [HR, D] LeGrad's gradient at a layer's head rows (HR: head_rows) */
+    float *hctx;   /* [HR, A] and at its ctx */
+    float *row;    /* [T] LeGrad's row of dA */
+    float *head;   /* [vit_head_backward_floats] the head's gradient (head.c) */
 } Scratch;
 
-/* The row width of Scratch.small: max(D, A, T, E) (A: vit_att_width). */
-static size_t small_width(const VitConfig *c) {
-    size_t W = (size_t)(c->dim > c->n_tokens ? c->dim : c->n_tokens);
-    if ((size_t)vit_att_width(c) > W) W = (size_t)vit_att_width(c);
-    return (size_t)c->embed_dim > W ? (size_t)c->embed_dim : W;
+/* The rows any head of config c reads per input, at most (vit_head_rows): the CLS and
+ * distillation tokens, or every token for a pooled head. */
+static size_t head_rows(const VitConfig *c) {
+    return c->head_pool == VIT_POOL_CLS ? 2 : (size_t)c->n_tokens;
 }
 
 /* Floats of the buffers: kept ones (into g->...) and scratch; p NULL counts only. */
@@ -77,7 +79,7 @@ static int carve(VitGrad *g, Scratch *s, const VitConfig *c, int kept, int n_thr
            L = (size_t)c->n_layers, H = (size_t)c->n_heads, N = (size_t)c->n_patches,
            P = (size_t)c->patch_size, S = (size_t)c->image_h * (size_t)c->image_w,
            A = (size_t)vit_att_width(c);
-    size_t W = small_width(c);
+    size_t HR = head_rows(c);
     /* name, rows, cols: in this order in memory */
     size_t LH = 0, TT = 0, LT = 0, TB = 0, PP = 0;
     if (!vit_add_product(&LH, L, H) || !vit_add_product(&TT, T, T) || !vit_add_product(&LT, L, T) ||
@@ -111,7 +113,10 @@ static int carve(VitGrad *g, Scratch *s, const VitConfig *c, int kept, int n_thr
         {&s->dctx, T, A},
         {&s->att, TB, 1},
         {&s->dpatch, N, PP},
-        {&s->small, 11, W},
+        {&s->hdz, HR, D},
+        {&s->hctx, HR, A},
+        {&s->row, 1, T},
+        {&s->head, 1, vit_head_backward_floats(c)},
     };
     size_t n = 0;
     for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
@@ -188,8 +193,8 @@ static void back_linear(VitPool *pool, BackLinear a) {
 
 /* LayerNorm's backward on rows [r0, r1): dx (+)= ... from x (the norm's input), its
  * weight w and dy; moments in double as the forward pass takes them. */
-static void layernorm_backward_rows(float *dx, const float *x, const float *w, const float *dy,
-                                    int r0, int r1, int D, float eps, int lrp, int accumulate) {
+void vit_layernorm_backward_rows(float *dx, const float *x, const float *w, const float *dy, int r0,
+                                 int r1, int D, float eps, int lrp, int accumulate) {
     for (int t = r0; t < r1; t++) {
         const float *xr = x + (size_t)t * D, *dyr = dy + (size_t)t * D;
         float *dxr = dx + (size_t)t * D;
@@ -226,7 +231,8 @@ static void ln_back_task(void *arg, int item, int n_items, int thread) {
     const LnBack *a = arg;
     int r0 = (int)((long long)a->T * item / n_items);
     int r1 = (int)((long long)a->T * (item + 1) / n_items);
-    layernorm_backward_rows(a->dx, a->x, a->w, a->dy, r0, r1, a->D, a->eps, a->lrp, a->accumulate);
+    vit_layernorm_backward_rows(a->dx, a->x, a->w, a->dy, r0, r1, a->D, a->eps, a->lrp,
+                                a->accumulate);
 }
 
 static void ln_back(VitPool *pool, LnBack a) {
@@ -447,32 +453,9 @@ static void top_backward(Bw *bw, const VitBlock *b, const float *dz, int R, floa
     back_linear(bw->pool, (BackLinear){dctx, dy1, b->proj_w, A, D, R, D, A, 0.0f});
 }
 
-/* The head's gradient at the final norm's input, rows 0 .. Nh-1 of z [., D]:
- * y = head(norm(z_0))_c, distilled (head(norm(z_0)) + head_dist(norm(z_1)))_c / 2. */
-static void head_backward(Bw *bw, float *dz, const float *z, int target, int lrp) {
-    const Vit *vit = bw->vit;
-    const VitConfig *c = &vit->cfg;
-    int D = c->dim, Nh = vit->w.head_dist_w ? 2 : 1;
-    float *dn = bw->s.small; /* [2, D] */
-    float k = Nh == 2 ? 0.5f : 1.0f;
-    if (vit->w.text_emb) { /* CLIP: y = s cos(img_proj(norm(z_0)), t_c) (head.c) */
-        float *xn = bw->s.small + 8 * small_width(c); /* rows 8, then 9 .. 10: [2E] */
-        vit_layernorm_rows(xn, z, vit->w.norm_w, vit->w.norm_b, 0, 1, D, c->ln_eps);
-        vit_text_head_grad(dn, xn, target, vit, lrp, xn + small_width(c));
-        layernorm_backward_rows(dz, z, vit->w.norm_w, dn, 0, 1, D, c->ln_eps, lrp, 0);
-        return;
-    }
-    if (c->head_tanh) { /* y = tanh(s): dy/ds = 1 - y^2, s the head's output on norm(z) */
-        vit_layernorm_rows(dn, z, vit->w.norm_w, vit->w.norm_b, 0, Nh, D, c->ln_eps);
-        double s = vit->w.head_b ? vit->w.head_b[target] : 0.0;
-        for (int i = 0; i < D; i++) s += (double)dn[i] * vit->w.head_w[(size_t)target * D + i];
-        double y = tanh(s);
-        k *= (float)(1.0 - y * y);
-    }
-    for (int i = 0; i < D; i++) dn[i] = k * vit->w.head_w[(size_t)target * D + i];
-    if (Nh == 2)
-        for (int i = 0; i < D; i++) dn[D + i] = k * vit->w.head_dist_w[(size_t)target * D + i];
-    layernorm_backward_rows(dz, z, vit->w.norm_w, dn, 0, Nh, D, c->ln_eps, lrp, 0);
+/* The patches an intervention drops (the head's mean leaves them out), or NULL. */
+static const uint8_t *head_drop(const VitRun *run) {
+    return run->intervention ? run->intervention->drop : NULL;
 }
 
 /* LeGrad's E_l for the current layer: s_l = head(norm(z_l))_c, its gradient at
@@ -481,10 +464,10 @@ static void head_backward(Bw *bw, float *dz, const float *z, int target, int lrp
 static void legrad_layer(Bw *bw, const VitBlock *b, int target) {
     const VitConfig *c = &bw->run->cfg;
     int T = c->n_tokens, D = c->dim, H = c->n_heads, Dh = c->head_dim, Np = c->n_prefix,
-        N = c->n_patches, Nh = bw->vit->w.head_dist_w ? 2 : 1, A = vit_att_width(c);
-    size_t W = small_width(c);
-    float *dzs = bw->s.small + 2 * W, *dctx = bw->s.small + 4 * W, *row = bw->s.small + 6 * W;
-    head_backward(bw, dzs, bw->run->tokens + (size_t)(bw->layer + 1) * T * D, target, 0);
+        N = c->n_patches, Nh = vit_head_rows(bw->vit), A = vit_att_width(c);
+    float *dzs = bw->s.hdz, *dctx = bw->s.hctx, *row = bw->s.row;
+    vit_head_backward(dzs, bw->run->tokens + (size_t)(bw->layer + 1) * T * D, target, bw->vit, 0,
+                      head_drop(bw->run), bw->s.head);
     top_backward(bw, b, dzs, Nh, bw->s.dxm, dctx);
     mask_dctx(bw, dctx, Nh);
     float *e = bw->g->legrad + (size_t)bw->layer * N;
@@ -508,7 +491,7 @@ static void legrad_layer(Bw *bw, const VitBlock *b, int target) {
  * the rest of the backward pass. */
 static void legrad_pass(Bw *bw, int target) {
     const VitConfig *c = &bw->vit->cfg;
-    int L = c->n_layers, T = c->n_tokens, Nh = bw->vit->w.head_dist_w ? 2 : 1;
+    int L = c->n_layers, T = c->n_tokens, Nh = vit_head_rows(bw->vit);
     for (int l = L - 1; l >= 0; l--) {
         const VitBlock *b = &bw->vit->w.blocks[l];
         bw->layer = l;
@@ -526,12 +509,13 @@ static void backward_pass(Bw *bw, int target) {
     VitGrad *g = bw->g;
     Scratch *s = &bw->s;
     int T = c->n_tokens, D = c->dim, L = c->n_layers, N = c->n_patches, Np = c->n_prefix,
-        P = c->patch_size, K = 3 * P * P, Nh = vit->w.head_dist_w ? 2 : 1, A = vit_att_width(c);
+        P = c->patch_size, K = 3 * P * P, Nh = vit_head_rows(vit), A = vit_att_width(c);
     int exact = !bw->lrp;
 
-    /* the head: dz at the last block's output, its head rows */
+    /* the head (head.c): dz at the last block's output, its head rows */
     memset(s->dz, 0, (size_t)T * D * sizeof(float));
-    head_backward(bw, s->dz, run->tokens + (size_t)L * T * D, target, bw->lrp);
+    vit_head_backward(s->dz, run->tokens + (size_t)L * T * D, target, vit, bw->lrp, head_drop(run),
+                      s->head);
 
     for (int l = L - 1; l >= 0; l--) {
         const VitBlock *b = &vit->w.blocks[l];

@@ -16,7 +16,8 @@
  * only for the rows the head reads (CLS, and DeiT's distillation token): its attention
  * for those query rows alone, then proj and the MLP on them gathered into xh [hr, n, D]
  * (every image's CLS row, then every image's distillation row), so that the head too
- * is one GEMM over the n rows. */
+ * is one GEMM over the n rows. A pooled head (VitConfig.head_pool) reads every token: its
+ * last block is computed as the others, and the head pools each image's rows of x. */
 #include "internal.h"
 
 #include <cblas.h>
@@ -181,10 +182,12 @@ void vit_batch_layers(VitBatch *b, const Vit *vit, int n, int l0, int l1) {
     const VitIntervention *iv = b->intervention;
     VitPool *pool = b->pool;
     int T = c->n_tokens, D = c->dim, L = c->n_layers, H = c->n_heads;
-    int hr = w->head_dist_w ? 2 : 1; /* rows the head reads: CLS (and distillation) token */
+    /* rows the head reads: CLS (and distillation) token; a pooled head reads every token,
+     * and its last block is computed as the others */
+    int hr = vit_head_rows(vit);
     float *x = b->x, *xn = b->xn, *xh = b->xh;
     for (int l = l0; l < l1; l++) {
-        int last = l == L - 1;
+        int last = l == L - 1 && hr < T;
         /* the last block: only the head's rows go on, gathered (row r of image i at
          * r*n + i) into xh, where its residual stream continues */
         if (last)
@@ -222,40 +225,22 @@ void vit_batch_layers(VitBatch *b, const Vit *vit, int n, int l0, int l1) {
 
 void vit_batch_head(VitBatch *b, const Vit *vit, int n, float *logits, float *probs) {
     const VitConfig *c = &vit->cfg;
-    const VitWeights *w = &vit->w;
-    VitPool *pool = b->pool;
-    int D = c->dim, C = c->n_classes;
-    int hr = w->head_dist_w ? 2 : 1;
-    float *xn = b->xn, *xh = b->xh;
-    /* timm: x = self.norm(x); x = x[:, 0]; x = self.head(x), on the head's rows of
-     * every image; distilled: (head(x[:, 0]) + head_dist(x[:, 1])) / 2 */
-    vit_layernorm(pool, xn, xh, w->norm_w, w->norm_b, hr * n, D, c->ln_eps);
-    /* CLIP's text head (head.c), through the image embeddings [n, E] */
-    if (w->text_emb)
-        vit_text_head(pool, b->logits, b->embed, xn, n, vit, 0);
-    else
-        vit_linear(pool, (VitLinear){.out = b->logits,
-                                     .ld_out = C,
-                                     .inp = xn,
-                                     .w = w->head_w,
-                                     .b = w->head_b,
-                                     .T = n,
-                                     .n_in = D,
-                                     .n_out = C});
+    int T = c->n_tokens, C = c->n_classes;
+    /* the head (head.c) on every input: the CLS (and distillation) rows gathered in xh
+     * (row r of input i at r*n + i), or a pooled head on the stacked tokens in x */
+    int gathered = vit_head_rows(vit) < T;
+    vit_head(b->pool, vit,
+             &(VitHeadIO){.logits = b->logits,
+                          .logits_dist = b->logits_dist,
+                          .embed = vit->w.text_emb ? b->embed : NULL,
+                          .hin = b->xn,
+                          .x = gathered ? b->xh : b->x,
+                          .in_stride = gathered ? 1 : (size_t)T,
+                          .row_stride = gathered ? (size_t)n : 1,
+                          .n = n,
+                          .token = -1,
+                          .drop = b->intervention ? b->intervention->drop : NULL});
     size_t nC = (size_t)n * C;
-    if (w->head_dist_w) {
-        vit_linear(pool, (VitLinear){.out = b->logits_dist,
-                                     .ld_out = C,
-                                     .inp = xn + (size_t)n * D,
-                                     .w = w->head_dist_w,
-                                     .b = w->head_dist_b,
-                                     .T = n,
-                                     .n_in = D,
-                                     .n_out = C});
-        for (size_t i = 0; i < nC; i++) b->logits[i] = (b->logits[i] + b->logits_dist[i]) / 2;
-    }
-    if (c->head_tanh) /* a notebook's Sequential(Linear, Tanh) */
-        for (size_t i = 0; i < nC; i++) b->logits[i] = tanhf(b->logits[i]);
     if (logits) memcpy(logits, b->logits, nC * sizeof(float));
     if (probs) {
         memcpy(probs, b->logits, nC * sizeof(float));

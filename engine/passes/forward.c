@@ -11,9 +11,9 @@
  * run->hid).
  *
  * What is skipped: the last block's output is read only at the tokens the head
- * classifies (CLS, distillation), so after its attention only those rows go
- * through proj and the MLP (none for a backbone without head), unless the run
- * keeps every token (VitRunOptions.all_tokens, for the token views). A run that keeps
+ * classifies (CLS, distillation; every token for a pooled head), so after its attention
+ * only those rows go through proj and the MLP (none for a backbone without head), unless
+ * the run keeps every token (VitRunOptions.all_tokens, for the token views). A run that keeps
  * the attention computes all of it, which is what the maps need; one that recomputes
  * it skips the last block's blocks of query rows that nothing after reads. */
 #include "internal.h"
@@ -240,10 +240,11 @@ static void forward_pass(VitRun *run, const Vit *vit, int gemm_only) {
     /* the embedded tokens: tokens[0], block 0's input; with norm_pre (CLIP's ln_pre) they
      * go into run->pre first, and tokens[0] = norm_pre(pre) */
     float *x = c->norm_pre ? run->pre : run->tokens;
-    /* rows of the last block's output the head reads: CLS (and distillation) token; a
-     * CLIP tower's image embedding reads the CLS token even without a text head */
+    /* rows of the last block's output the head reads: CLS (and distillation) token, or
+     * every token for a pooled head (vit_head_rows); a CLIP tower's image embedding reads
+     * the CLS token even without a text head */
     int clip = w->img_proj_w && run->img_embed;
-    int head_rows = c->n_classes || clip ? (w->head_dist_w ? 2 : 1) : 0;
+    int head_rows = c->n_classes || clip ? vit_head_rows(vit) : 0;
     int last_rows = run->all_tokens ? T : head_rows; /* rows of the last block computed */
 
     /* timm: x = self.patch_embed(x)  (Conv2d then flatten(2).transpose(1, 2)) */
@@ -314,44 +315,26 @@ static void forward_pass(VitRun *run, const Vit *vit, int gemm_only) {
         memcpy(x + (size_t)last_rows * D, x - (size_t)T * D + (size_t)last_rows * D,
                (size_t)(T - last_rows) * D * sizeof(float));
 
-    /* timm: x = self.norm(x); x = x[:, 0]; x = self.head(x). The norm is per
-     * token, so normalising the CLS (and distillation) token alone gives the
-     * same numbers. Distilled (deit.py forward_head, transformers'
-     * DeiTForImageClassificationWithTeacher): (head(x[:, 0]) + head_dist(x[:, 1])) / 2 */
+    /* the head (head.c): timm: x = self.norm(x); x = self.pool(x) (x[:, 0], or the mean
+     * of the patch tokens); x = self.fc_norm(x); x = self.head(x). The norm is per token,
+     * so normalising the rows the head reads alone gives the same numbers. */
     vit_report(run, L, L);
     if ((!c->n_classes && !clip) || vit_cancelled(run)) return;
     int C = c->n_classes;
-    if (!gemm_only) vit_layernorm_rows(xn, x, w->norm_w, w->norm_b, 0, head_rows, D, c->ln_eps);
-    /* CLIP: the image embedding e = norm(x)[CLS] @ proj, and with a text head
-     * logits = logit_scale * cos(e, t_c) (head.c) */
-    if (clip) vit_text_head(pool, C ? run->logits : NULL, run->img_embed, xn, 1, vit, gemm_only);
+    vit_head(pool, vit,
+             &(VitHeadIO){.logits = C ? run->logits : NULL,
+                          .logits_dist = run->logits_dist,
+                          .embed = clip ? run->img_embed : NULL,
+                          .hin = xn,
+                          .x = x,
+                          .in_stride = (size_t)T,
+                          .row_stride = 1,
+                          .n = 1,
+                          .token = -1,
+                          .drop = iv ? iv->drop : NULL,
+                          .gemm_only = gemm_only});
     if (!C) return;
-    if (!w->text_emb)
-        vit_linear(pool, (VitLinear){.out = run->logits,
-                                     .ld_out = C,
-                                     .inp = xn,
-                                     .w = w->head_w,
-                                     .b = w->head_b,
-                                     .T = 1,
-                                     .n_in = D,
-                                     .n_out = C,
-                                     .gemm_only = gemm_only});
-    if (w->head_dist_w) {
-        vit_linear(pool, (VitLinear){.out = run->logits_dist,
-                                     .ld_out = C,
-                                     .inp = xn + D,
-                                     .w = w->head_dist_w,
-                                     .b = w->head_dist_b,
-                                     .T = 1,
-                                     .n_in = D,
-                                     .n_out = C,
-                                     .gemm_only = gemm_only});
-        if (!gemm_only)
-            for (int i = 0; i < C; i++) run->logits[i] = (run->logits[i] + run->logits_dist[i]) / 2;
-    }
     if (!gemm_only) {
-        if (c->head_tanh) /* a notebook's Sequential(Linear, Tanh) */
-            for (int i = 0; i < C; i++) run->logits[i] = tanhf(run->logits[i]);
         memcpy(run->probs, run->logits, (size_t)C * sizeof(float));
         vit_softmax_rows(run->probs, 1, C);
     }

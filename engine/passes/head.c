@@ -1,6 +1,30 @@
-/* head.c - CLIP's image embedding and the phrase as a head (vit.h, "CLIP"):
- * vit_set_text_head, vit_image_embed, and the text head's forward and gradient that
- * forward.c, batch.c, backward.c and the logit lens (tokens.c) share.
+/* head.c - the classifier head, one function for every caller (vit_head: vit_forward,
+ * vit_forward_batch, the logit lens; its gradient vit_head_backward: vit_backward), and
+ * CLIP's image embedding with the phrase as a head (vit.h, "CLIP"): vit_set_text_head,
+ * vit_image_embed, and the text head's forward and gradient.
+ *
+ * Row-major. Linear weights keep PyTorch's [out, in] layout: out[n, O] = inp[n, I] .
+ * w[O, I]^T + b[O] (vit_linear).
+ *
+ * The classifier head (VitConfig.head_pool), on z the last block's output [T, D]:
+ *   VIT_POOL_CLS       h = norm(z_0)                         timm: x = self.norm(x);
+ *                                                               x = x[:, 0] (global_pool 'token')
+ *                      DeiT distilled: (head(norm(z_0)) + head_dist(norm(z_1))) / 2
+ *   VIT_POOL_MEAN      h = fc_norm(mean_{r >= Np} norm(z_r))  timm forward_head: x = self.pool(x)
+ *                                                               (global_pool 'avg': the tokens
+ *                                                               num_prefix_tokens:); x =
+ *                                                               self.fc_norm(x); norm and fc_norm
+ *                                                               each an Identity when absent
+ *   VIT_POOL_CLS_MEAN  h = [norm(z_0) ; mean_{r >= Np} norm(z_r)]   transformers'
+ *                                                               Dinov2ForImageClassification:
+ *                                                               cat([cls_token,
+ *                                                               patch_tokens.mean(dim=1)]),
+ *                                                               registers excluded (1 +
+ *                                                               num_register_tokens:)
+ *   logits = head(h) = h . head_w^T + head_b (or CLIP's text head), tanh'd for a notebook's
+ *   Sequential(Linear, Tanh).
+ * VIT_POOL_MAP (SigLIP's attention pooling) is another case of the same switch, not
+ * implemented here.
  *
  * CLIP (Radford et al. 2021; openai/CLIP clip/model.py CLIP.forward):
  *   image_features = encode_image(image)           e = img_proj(ln_post(z_L[CLS]))
@@ -81,6 +105,249 @@ void vit_text_head_grad(float *dxn, const float *xn, int target, const Vit *vit,
     }
     /* dxn = P^T g */
     cblas_sgemv(CblasRowMajor, CblasTrans, E, D, 1.0f, w->img_proj_w, D, g, 1, 0.0f, dxn, 1);
+}
+
+/* --- the classifier head -------------------------------------------------------- */
+
+const char *vit_pooling_name(VitPooling p) {
+    switch (p) {
+    case VIT_POOL_CLS: return "CLS token";
+    case VIT_POOL_MEAN: return "mean of patches";
+    case VIT_POOL_CLS_MEAN: return "[CLS ; mean of patches]";
+    case VIT_POOL_MAP: return "attention pooling";
+    }
+    return "?";
+}
+
+int vit_head_rows(const Vit *vit) {
+    if (vit->cfg.head_pool != VIT_POOL_CLS) return vit->cfg.n_tokens;
+    return vit->w.head_dist_w ? 2 : 1;
+}
+
+/* out [D] = the final norm of one token x [D] (a copy without one) */
+static void norm_row(float *out, const float *x, const Vit *vit) {
+    const VitWeights *w = &vit->w;
+    if (w->norm_w)
+        vit_layernorm_rows(out, x, w->norm_w, w->norm_b, 0, 1, vit->cfg.dim, vit->cfg.ln_eps);
+    else
+        memcpy(out, x, (size_t)vit->cfg.dim * sizeof *out);
+}
+
+/* h [D] = torch.nn.LayerNorm in place (fc_norm; vit_layernorm_rows's arithmetic) */
+static void layernorm_in_place(float *h, const float *w, const float *b, int D, float eps) {
+    double m = 0.0, v = 0.0;
+    for (int i = 0; i < D; i++) m += h[i];
+    m /= D;
+    for (int i = 0; i < D; i++) v += (h[i] - m) * (h[i] - m);
+    v /= D;
+    float mean = (float)m, rstd = (float)(1.0 / sqrt(v + eps));
+    for (int i = 0; i < D; i++) h[i] = (h[i] - mean) * rstd * w[i] + b[i];
+}
+
+/* What the pooling of one input reads (VitHeadIO): its tokens and the rows it averages. */
+typedef struct {
+    const VitHeadIO *io;
+    const Vit *vit;
+    int fc_norm; /* apply fc_norm (vit_head_backward wants the pooled vector before it) */
+} PoolArgs;
+
+/* Token r of input i (VitHeadIO's strides). */
+static const float *token_row(const VitHeadIO *io, int D, int i, int r) {
+    return io->x + ((size_t)i * io->in_stride + (size_t)r * io->row_stride) * D;
+}
+
+/* Is token r of the sequence in it (not a patch an intervention dropped)? */
+static int kept(const uint8_t *drop, int Np, int r) {
+    return !drop || r < Np || !drop[r - Np];
+}
+
+/* h [D] = mean over the tokens [r0, r1) of input i of norm(z_r) (summed in float, as
+ * torch's mean of a float tensor; each row normalised with vit_layernorm_rows's
+ * arithmetic), the dropped patches left out. */
+static void mean_rows(float *h, const PoolArgs *a, int i, int r0, int r1) {
+    const Vit *vit = a->vit;
+    const float *nw = vit->w.norm_w, *nb = vit->w.norm_b;
+    int D = vit->cfg.dim, n = 0;
+    memset(h, 0, (size_t)D * sizeof *h);
+    for (int r = r0; r < r1; r++) {
+        if (!kept(a->io->drop, vit->cfg.n_prefix, r)) continue;
+        n++;
+        const float *x = token_row(a->io, D, i, r);
+        if (!nw) {
+            for (int k = 0; k < D; k++) h[k] += x[k];
+            continue;
+        }
+        double m = 0.0, v = 0.0;
+        for (int k = 0; k < D; k++) m += x[k];
+        m /= D;
+        for (int k = 0; k < D; k++) v += (x[k] - m) * (x[k] - m);
+        v /= D;
+        float mean = (float)m, rstd = (float)(1.0 / sqrt(v + vit->cfg.ln_eps));
+        for (int k = 0; k < D; k++) h[k] += (x[k] - mean) * rstd * nw[k] + nb[k];
+    }
+    float inv = 1.0f / (float)(n > 0 ? n : 1); /* vit_intervention_check keeps one */
+    for (int k = 0; k < D; k++) h[k] *= inv;
+}
+
+/* Input i's head input hin[i] [W] (and its distillation row), as VitConfig.head_pool says. */
+static void pool_input(const PoolArgs *a, int i) {
+    const VitHeadIO *io = a->io;
+    const Vit *vit = a->vit;
+    const VitConfig *c = &vit->cfg;
+    int D = c->dim, W = vit_head_width(c), Np = c->n_prefix, T = c->n_tokens;
+    float *h = io->hin + (size_t)i * W;
+    /* the logit lens: token t where the pooling's output comes from */
+    int t = io->token < 0 ? -1 : io->token + i * io->token_step;
+    int r0 = t < 0 ? Np : t, r1 = t < 0 ? T : t + 1; /* the rows a mean reads */
+    switch (c->head_pool) {
+    case VIT_POOL_CLS:
+    case VIT_POOL_MAP: /* not loaded (arch.c): the CLS, so that nothing reads garbage */
+        norm_row(h, token_row(io, D, i, t < 0 ? 0 : t), vit);
+        if (t < 0 && vit->w.head_dist_w)
+            norm_row(io->hin + (size_t)io->n * W + (size_t)i * D, token_row(io, D, i, 1), vit);
+        break;
+    case VIT_POOL_MEAN: mean_rows(h, a, i, r0, r1); break;
+    case VIT_POOL_CLS_MEAN:
+        norm_row(h, token_row(io, D, i, 0), vit);
+        mean_rows(h + D, a, i, r0, r1);
+        break;
+    }
+    if (a->fc_norm && vit->w.fc_norm_w && W == D)
+        layernorm_in_place(h, vit->w.fc_norm_w, vit->w.fc_norm_b, D, c->ln_eps);
+}
+
+static void pool_task(void *arg, int item, int n_items, int thread) {
+    (void)n_items, (void)thread;
+    pool_input(arg, item);
+}
+
+void vit_head(VitPool *pool, const Vit *vit, const VitHeadIO *io) {
+    const VitConfig *c = &vit->cfg;
+    const VitWeights *w = &vit->w;
+    int n = io->n, C = c->n_classes, W = vit_head_width(c), D = c->dim;
+    int gemm_only = io->gemm_only;
+    if (!gemm_only) {
+        PoolArgs a = {io, vit, 1};
+        vit_pool_run(pool, pool_task, &a, n);
+    }
+    /* CLIP: the image embedding e = h @ proj, and with a text head
+     * logits = logit_scale * cos(e, t_c) */
+    if (io->embed && w->img_proj_w)
+        vit_text_head(pool, C ? io->logits : NULL, io->embed, io->hin, n, vit, gemm_only);
+    if (!C || !io->logits) return;
+    if (!w->text_emb)
+        vit_linear(pool, (VitLinear){.out = io->logits,
+                                     .ld_out = C,
+                                     .inp = io->hin,
+                                     .w = w->head_w,
+                                     .b = w->head_b,
+                                     .T = n,
+                                     .n_in = W,
+                                     .n_out = C,
+                                     .gemm_only = gemm_only});
+    size_t nC = (size_t)n * C;
+    if (w->head_dist_w && io->token < 0 && c->head_pool == VIT_POOL_CLS) {
+        /* deit.py forward_head, transformers' DeiTForImageClassificationWithTeacher:
+         * (head(x[:, 0]) + head_dist(x[:, 1])) / 2 */
+        vit_linear(pool, (VitLinear){.out = io->logits_dist,
+                                     .ld_out = C,
+                                     .inp = io->hin + (size_t)n * W,
+                                     .w = w->head_dist_w,
+                                     .b = w->head_dist_b,
+                                     .T = n,
+                                     .n_in = D,
+                                     .n_out = C,
+                                     .gemm_only = gemm_only});
+        if (!gemm_only)
+            for (size_t i = 0; i < nC; i++)
+                io->logits[i] = (io->logits[i] + io->logits_dist[i]) / 2;
+    }
+    if (c->head_tanh && !gemm_only) /* a notebook's Sequential(Linear, Tanh) */
+        for (size_t i = 0; i < nC; i++) io->logits[i] = tanhf(io->logits[i]);
+}
+
+size_t vit_head_backward_floats(const VitConfig *c) {
+    return 6 * (size_t)c->dim + 2 * (size_t)c->embed_dim;
+}
+
+void vit_head_backward(float *dz, const float *z, int target, const Vit *vit, int lrp,
+                       const uint8_t *drop, float *scratch) {
+    const VitConfig *c = &vit->cfg;
+    const VitWeights *w = &vit->w;
+    int D = c->dim, W = vit_head_width(c), R = vit_head_rows(vit), Np = c->n_prefix,
+        T = c->n_tokens;
+    float *hin = scratch,          /* [2D] the head's input (then the distillation row) */
+        *g = hin + 2 * D,          /* [2D] d y / d hin (then d y / d the distillation row) */
+            *p = g + 2 * D,        /* [D] the pooled vector before fc_norm */
+                *dp = p + D,       /* [D] d y / d p */
+                    *tsc = dp + D; /* [2E] the text head's */
+    int fc = w->fc_norm_w && W == D;
+    /* the forward pooling of this input, as vit_head does it, fc_norm apart */
+    VitHeadIO io = {.hin = hin,
+                    .x = z,
+                    .in_stride = (size_t)T,
+                    .row_stride = 1,
+                    .n = 1,
+                    .token = -1,
+                    .drop = drop};
+    PoolArgs a = {&io, vit, 0};
+    pool_input(&a, 0);
+    if (fc) {
+        memcpy(p, hin, (size_t)D * sizeof *p);
+        layernorm_in_place(hin, w->fc_norm_w, w->fc_norm_b, D, c->ln_eps);
+    }
+    /* g = d y / d hin */
+    int distilled = w->head_dist_w && c->head_pool == VIT_POOL_CLS;
+    if (w->text_emb) { /* CLIP: y = s cos(img_proj(h), t_c) (above) */
+        vit_text_head_grad(g, hin, target, vit, lrp, tsc);
+    } else {
+        float k = distilled ? 0.5f : 1.0f;
+        if (c->head_tanh) { /* y = tanh(s): dy/ds = 1 - y^2, s the head's output on h */
+            double s = w->head_b ? w->head_b[target] : 0.0;
+            for (int i = 0; i < W; i++) s += (double)hin[i] * w->head_w[(size_t)target * W + i];
+            double y = tanh(s);
+            k *= (float)(1.0 - y * y);
+        }
+        for (int i = 0; i < W; i++) g[i] = k * w->head_w[(size_t)target * W + i];
+        if (distilled)
+            for (int i = 0; i < D; i++) g[D + i] = k * w->head_dist_w[(size_t)target * D + i];
+    }
+    if (fc) { /* fc_norm's backward at p */
+        vit_layernorm_backward_rows(dp, p, w->fc_norm_w, g, 0, 1, D, c->ln_eps, lrp, 0);
+        memcpy(g, dp, (size_t)D * sizeof *g);
+    }
+    memset(dz, 0, (size_t)R * D * sizeof *dz);
+    /* the rows: norm's backward (dz = dn without a norm) at each token the head read */
+    const float *g_mean = c->head_pool == VIT_POOL_CLS_MEAN ? g + D : g;
+    if (c->head_pool == VIT_POOL_CLS || c->head_pool == VIT_POOL_MAP) {
+        int rows = distilled ? 2 : 1;
+        if (w->norm_w)
+            vit_layernorm_backward_rows(dz, z, w->norm_w, g, 0, rows, D, c->ln_eps, lrp, 0);
+        else
+            memcpy(dz, g, (size_t)rows * D * sizeof *dz);
+        return;
+    }
+    if (c->head_pool == VIT_POOL_CLS_MEAN) {
+        if (w->norm_w)
+            vit_layernorm_backward_rows(dz, z, w->norm_w, g, 0, 1, D, c->ln_eps, lrp, 0);
+        else
+            memcpy(dz, g, (size_t)D * sizeof *dz);
+    }
+    /* the mean: each patch token's share d y / d p / N (the patches in the sequence) */
+    float *dn = dp;
+    int n = 0;
+    for (int r = Np; r < T; r++) n += kept(drop, Np, r);
+    float inv = 1.0f / (float)(n > 0 ? n : 1);
+    for (int i = 0; i < D; i++) dn[i] = g_mean[i] * inv;
+    for (int r = Np; r < T; r++) {
+        if (!kept(drop, Np, r)) continue;
+        float *dzr = dz + (size_t)r * D;
+        if (w->norm_w)
+            vit_layernorm_backward_rows(dzr, z + (size_t)r * D, w->norm_w, dn, 0, 1, D, c->ln_eps,
+                                        lrp, 0);
+        else
+            memcpy(dzr, dn, (size_t)D * sizeof *dzr);
+    }
 }
 
 /* --- entry points --------------------------------------------------------------- */

@@ -100,6 +100,7 @@ typedef struct {
     int linear_patch, x_at_proj, clip; /* "patch_embedding": "linear", "x @ proj", CLIP's */
     int cls_pos_only;                  /* "position_prefix": "cls" (transformers' DINOv2 with
                                           registers): its model has register tokens */
+    int cls_mean;                      /* "pooling": "cls_mean": its head is [C, 2D] */
 } Family;
 
 static Family fams[MAX_FAMILIES];
@@ -154,6 +155,8 @@ static void family_init(Family *f, int i) {
     f->x_at_proj = cJSON_IsString(ip) && !strcmp(ip->valuestring, "x @ proj");
     f->clip = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(root, "clip_configs"));
     f->cls_pos_only = cJSON_GetObjectItemCaseSensitive(root, "position_prefix") != NULL;
+    const cJSON *po = cJSON_GetObjectItemCaseSensitive(root, "pooling");
+    f->cls_mean = cJSON_IsString(po) && !strcmp(po->valuestring, "cls_mean");
     cJSON_Delete(root);
 }
 
@@ -199,6 +202,9 @@ static void family_model(Model *m, const Family *f, const char *dtype) {
                 break;
             case S_LS1:
             case S_LS2: nd = 1, sh[0] = D; break; /* LayerScale (transformers' DINOv2: detected) */
+            case S_HEAD_W: /* [C, 2D] for [CLS ; mean] (Dinov2ForImageClassification) */
+                nd = 2, sh[0] = C, sh[1] = f->cls_mean ? 2 * D : D;
+                break;
             default: {
                 expand(nm, sizeof nm, role, l, 0, "");
                 const TSpec *t = model_find(&base, nm);

@@ -107,15 +107,36 @@ def no_tap(name, l, t):
     return t
 
 
-def head_logits(w, x, ln_eps=1e-6, layer_norm=F.layer_norm, out=None):
+def head_logits(w, x, ln_eps=1e-6, layer_norm=F.layer_norm, out=None, wrong=None):
     """The final norm and the head on tokens x [1, T, D] (w already in x's dtype):
     logits [C] of the CLS token ([B, C] for tokens [B, T, D], B > 1), or for a distilled model the mean of head(CLS)
     and head_dist(dist) (deit.py forward_head at inference); None without head.
+    Pooled heads (timm VisionTransformer.forward_head: pool, fc_norm, head):
+      fc_norm.* present (global_pool 'avg', norm an Identity when absent):
+        head(fc_norm(mean(norm(x)[:, Np:])))
+      head.weight [C, 2D] (transformers' Dinov2ForImageClassification, named as timm's):
+        head(cat([norm(x)[:, 0], mean(norm(x)[:, Np:])]))
+    Np the prefix tokens (cls_token, dist_token, reg_token). wrong, a plausible mistake:
+    "mean_prefix" (the mean over every token, prefix ones too), "norm_not_fc" (fc_norm's
+    weights applied to every token before the mean), "cls_only" ([CLS ; 0]).
     out, a dict, receives "logits_dist". LeGrad calls this on every block's output."""
     if "head.weight" not in w:
         return None
-    x = layer_norm(x, (x.shape[-1],), w["norm.weight"], w["norm.bias"], ln_eps)
+    D = x.shape[-1]
+    Np = sum(w[k].shape[1] for k in ("cls_token", "dist_token", "reg_token") if k in w)
+    if "norm.weight" in w:
+        x = layer_norm(x, (D,), w["norm.weight"], w["norm.bias"], ln_eps)
     one = (lambda t: t[0]) if x.shape[0] == 1 else (lambda t: t)
+    p0 = 0 if wrong == "mean_prefix" else Np
+    if w["head.weight"].shape[1] == 2 * D:  # [CLS ; mean of the patches]
+        mean = torch.zeros_like(x[:, 0]) if wrong == "cls_only" else x[:, p0:].mean(dim=1)
+        return one(F.linear(torch.cat([x[:, 0], mean], dim=-1), w["head.weight"], w.get("head.bias")))
+    if "fc_norm.weight" in w:  # the mean of the patch tokens, then fc_norm
+        if wrong == "norm_not_fc":
+            pooled = layer_norm(x, (D,), w["fc_norm.weight"], w["fc_norm.bias"], ln_eps)[:, p0:].mean(dim=1)
+        else:
+            pooled = layer_norm(x[:, p0:].mean(dim=1), (D,), w["fc_norm.weight"], w["fc_norm.bias"], ln_eps)
+        return one(F.linear(pooled, w["head.weight"], w.get("head.bias")))
     logits = one(F.linear(x[:, 0], w["head.weight"], w.get("head.bias")))
     if "head_dist.weight" in w:
         logits_dist = one(F.linear(x[:, 1], w["head_dist.weight"], w.get("head_dist.bias")))
@@ -194,7 +215,7 @@ def vit_forward(w, x, n_heads, dtype=torch.float64, ln_eps=1e-6, gelu="none", po
     # of the CLS and distillation heads (deit.py forward_head, inference)
     if out is not None:
         out["pos"] = pos[0]
-    logits = head_logits(w, x, ln_eps, layer_norm, out)
+    logits = head_logits(w, x, ln_eps, layer_norm, out, ops.get("head_wrong"))
     return logits, torch.stack(att)
 
 

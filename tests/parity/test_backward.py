@@ -420,6 +420,9 @@ def backward_case(rep, label, ref, dump, args, out, classes, tol, mistakes=True,
 
 EXTRA = {  # families with a head that FAMILIES has only as backbones: (base, changes)
     "reg4_head_timm": ("dinov2_reg4_timm_224", dict(C=10)),
+    # transformers' [CLS ; mean of the patches] head (Dinov2ForImageClassification) in timm's
+    # names, through a layout with "pooling": "cls_mean": the registers out of the mean
+    "cls_mean_reg4_timm": ("dinov2_reg4_timm_224", dict(C=6, cls_mean=True)),
 }
 
 

@@ -37,6 +37,7 @@ preprocess: timm's eval transform for non-square inputs (ResizeKeepRatio) and
 import argparse
 import json
 import math
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -85,6 +86,14 @@ FAMILIES = {
                                  ls=True, R=4, no_embed_class=True, config="timm518"),
     # DeiT III (no_embed_class, LayerScale, CLS only)
     "deit3_timm": dict(P=16, grid0=(4, 4), D=64, L=2, F=256, C=6, ls=True, no_embed_class=True),
+    # timm's average-pooled classifiers (BEiT, EVA, MAE-style fine-tuning: global_pool 'avg',
+    # fc_norm after the mean of the patch tokens, no final norm), config.json's global_pool
+    "fcnorm_avg_timm": dict(P=16, grid0=(4, 4), D=128, L=2, F=256, C=10, fc_norm=True,
+                            global_pool="avg"),
+    # the same with 4 registers and LayerScale, the pooling inferred from fc_norm alone (the
+    # registers must stay out of the mean)
+    "fcnorm_avg_reg4_timm": dict(P=14, grid0=(5, 5), size=(56, 84), D=128, L=2, F=256, C=7,
+                                 fc_norm=True, R=4, ls=True, no_embed_class=True),
     # transformers ViTForImageClassification (google/vit-base-patch16-224)
     "vit_hf": dict(P=16, grid0=(5, 5), D=128, L=2, F=256, C=10, hf="ViTForImageClassification",
                    eps=1e-12),
@@ -101,7 +110,7 @@ FAMILIES = {
 
 def spec(name):
     f = dict(name=name, size=None, dist=False, R=0, ls=False, no_embed_class=False, hf=None,
-             eps=None, config=None)
+             eps=None, config=None, fc_norm=False, global_pool=None, cls_mean=False)
     f.update(FAMILIES[name])
     f["H"] = f["D"] // 64
     return f
@@ -137,9 +146,13 @@ def random_timm(f, g):
         if f["ls"]:  # trained DINOv2 gammas are O(0.1 .. 1), positive and negative
             w[b + "ls1.gamma"] = 0.5 + rn(D, std=0.3)
             w[b + "ls2.gamma"] = 0.5 + rn(D, std=0.3)
-    w |= {"norm.weight": 1 + rn(D, std=0.2), "norm.bias": rn(D, std=0.1)}
+    if f["fc_norm"]:  # timm use_fc_norm: norm is an Identity (not saved), fc_norm after the pool
+        w |= {"fc_norm.weight": 1 + rn(D, std=0.2), "fc_norm.bias": rn(D, std=0.1)}
+    else:
+        w |= {"norm.weight": 1 + rn(D, std=0.2), "norm.bias": rn(D, std=0.1)}
+    W = 2 * D if f["cls_mean"] else D  # [CLS ; mean of the patches]: 2D wide
     if C:
-        w |= {"head.weight": rn(C, D, std=2 / math.sqrt(D)), "head.bias": rn(C, std=0.1)}
+        w |= {"head.weight": rn(C, W, std=2 / math.sqrt(W)), "head.bias": rn(C, std=0.1)}
         if f["dist"]:
             w |= {"head_dist.weight": rn(C, D, std=2 / math.sqrt(D)), "head_dist.bias": rn(C, std=0.1)}
     return w
@@ -207,6 +220,8 @@ def config_json(f):
     if f["config"] == "timm518":
         pc |= {"crop_pct": 1.0}
     c = {"architecture": f["name"], "num_classes": f["C"], "num_features": f["D"], "pretrained_cfg": pc}
+    if f["global_pool"]:
+        c["global_pool"] = f["global_pool"]
     if f["C"]:
         c["label_names"] = [f"class {i}" for i in range(f["C"])]
     return c
@@ -222,6 +237,10 @@ def write_family(f, d, dtype="F32", seed=0):
     d.mkdir(parents=True, exist_ok=True)
     write_safetensors(d / "model.safetensors", w, dtype)
     (d / "config.json").write_text(json.dumps(config_json(f), indent=1))
+    if f["cls_mean"]:  # timm's names with a [CLS ; mean] head: a layout that says so
+        lay = json.loads((Path(__file__).resolve().parents[2] / "assets/layouts/timm.json").read_text())
+        lay |= {"name": "timm-cls-mean", "pooling": "cls_mean"}
+        (d / "layout.json").write_text(json.dumps(lay, indent=1))
     return w
 
 
@@ -237,6 +256,8 @@ def dump_args(f, d, x, out):
     args = ["--model", d / "model.safetensors", "--input", d / "input.f32", "--out", out]
     if f["size"]:
         args += ["--size", f"{f['size'][0]}x{f['size'][1]}"]
+    if f["cls_mean"]:
+        args += ["--layout", d / "layout.json"]
     return args
 
 
@@ -273,6 +294,15 @@ def mistake(f, w, x, engine, rep, label):
         rep.check(d_dist <= tol, f"{label}: distillation head logits differ by {d_dist:.1e}")
         cls_alone = engine["logits"] * 2 - engine["logits_dist"]
         must_differ(rep, label, "the CLS head alone", engine["logits"], cls_alone, tol)
+    if f["C"] and (f["fc_norm"] or f["cls_mean"]):  # the pooled heads' mistakes
+        lg = reference_forward(f, w, x)[0]
+        tol = LOGIT_TOL * max(1.0, float(lg.abs().max()))
+        wrongs = {"mean_prefix": "the mean over the prefix tokens too"}
+        wrongs |= ({"cls_only": "the CLS alone ([CLS ; 0])"} if f["cls_mean"] else
+                   {"norm_not_fc": "fc_norm as the final norm, before the mean"})
+        for k, what in wrongs.items():
+            lw = reference_forward(f, w, x, ops={"head_wrong": k})[0]
+            must_differ(rep, label, what, engine["logits"], lw.numpy(), tol)
     if f["hf"] == "DeiTForImageClassification":
         rep.check("logits_dist" not in engine, f"{label}: a distillation head where there is none")
     if f["ls"]:
@@ -295,6 +325,28 @@ def mistake(f, w, x, engine, rep, label):
         must_differ(rep, label, "query and key swapped", engine["att"], att.numpy(), TOL)
 
 
+def pooled_refusals(f, w, d, x, args, rep, label):
+    """What a pooled head vitlens does not run is refused by name: timm's class_token=False
+    (the *_gap_* models: no cls_token, pos_embed without a prefix row) and a global_pool
+    other than "token" or "avg" in config.json."""
+    cases = []
+    nc = {k: v for k, v in w.items() if k != "cls_token"}
+    nc["pos_embed"] = w["pos_embed"][:, 1 + f["R"]:] if not f["no_embed_class"] else w["pos_embed"]
+    cases.append(("no_cls", nc, None, ["without 'cls_token'", "class_token=False", "fc_norm"]))
+    cases.append(("map_pool", w, {"global_pool": "map"}, ["global_pool 'map'", "not support"]))
+    for tag, wt, cfg_edit, want in cases:
+        dd = d / f"refuse_{tag}"
+        dd.mkdir(parents=True, exist_ok=True)
+        write_safetensors(dd / "model.safetensors", wt, "F32")
+        (dd / "config.json").write_text(json.dumps(config_json(f) | (cfg_edit or {})))
+        a = [str(v) for v in dump_args(f, dd, x, dd / "out")]
+        r = subprocess.run([args.dump] + a, capture_output=True, text=True)
+        msg = r.stderr.strip()
+        print(f"  refused ({tag}): exit {r.returncode}: {msg[:160]}")
+        rep.check(r.returncode == 1 and all(s in msg for s in want),
+                  f"{label}: {tag}: expected a refusal naming {want}, got exit {r.returncode}: {msg}")
+
+
 def test_family(name, args, rep):
     f = spec(name)
     d = Path(args.work) / name
@@ -312,7 +364,8 @@ def test_family(name, args, rep):
         naming="hf" if f["hf"] else "timm", image_h=Sh, image_w=Sw, patch_size=f["P"], grid_h=gh,
         grid_w=gw, n_prefix=Np, has_dist_token=int(f["dist"]), n_registers=f["R"], n_tokens=Np + gh * gw,
         pos_grid_h=f["grid0"][0], pos_grid_w=f["grid0"][1], pos_prefix=0 if f["no_embed_class"] else Np,
-        dim=f["D"], n_heads=f["H"], n_layers=f["L"], mlp_dim=f["F"], n_classes=f["C"]))
+        dim=f["D"], n_heads=f["H"], n_layers=f["L"], mlp_dim=f["F"], n_classes=f["C"],
+        head_pool=1 if f["fc_norm"] else 2 if f["cls_mean"] else 0))
     want_eps = f["eps"] if f["eps"] else 1e-6
     rep.check(abs(cfg["ln_eps"] - want_eps) <= 1e-6 * want_eps,
               f"{name}: LayerNorm eps {cfg['ln_eps']}, expected {want_eps} from config.json")
@@ -323,6 +376,8 @@ def test_family(name, args, rep):
     compare(rep, name, engine, ref64, ref32, TOL)
     check_pos(rep, name, engine, ref_out)
     mistake(f, w, x, engine, rep, name)
+    if f["fc_norm"] and not f["R"]:
+        pooled_refusals(f, w, d, x, args, rep, name)
 
 
 # --- resolution ----------------------------------------------------------------------

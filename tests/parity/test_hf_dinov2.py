@@ -13,9 +13,10 @@ case:     one checkpoint of CASES, run at an input size other than the training 
           (the position embedding resampled): every layer's attention within 1e-5 of the
           float64 reference, the final hidden states (last_hidden_state: the final
           layernorm of every token, vit_features of the last block) within 1e-4 of its
-          largest value, the position embedding the forward pass adds within 1e-6, and
-          the configuration the engine inferred (registers, position rows, eps, layout,
-          the classifier left out).
+          largest value, the position embedding the forward pass adds within 1e-6, the
+          classifiers' logits (classifier over [CLS ; mean of the patch tokens], registers
+          excluded) within 1e-4 of their largest value, and the configuration the engine
+          inferred (registers, position rows, eps, layout, the head's pooling).
 control:  the same comparisons against a reference with one plausible mistake (CONTROLS):
           passes only when they fail on every case the mistake applies to, i.e. the
           comparisons can tell it from transformers' computation.
@@ -71,6 +72,10 @@ CONTROLS = {
     "plain_interp": ("Dinov2Model's resampling (no antialias) for the registers model", True),
     "reg_pos": ("registers given a position row (the CLS's)", True),
     "cls_nopos": ("the CLS given no position row (timm's no_embed_class read literally)", True),
+    # the classifier's head (the cases with C > 0, registers or not)
+    "head_cls_only": ("the classifier on [CLS ; 0] (the CLS alone)", None),
+    "head_mean_prefix": ("the mean over the prefix tokens too (CLS and registers: older "
+                         "Dinov2WithRegistersForImageClassification averaged [:, 1:])", None),
 }
 
 PREFIX = {"Dinov2Model": "", "Dinov2ForImageClassification": "dinov2.",
@@ -246,7 +251,8 @@ def dinov2_forward(w, x, c, dtype=torch.float64, wrong=None):
     seq = ln(h, p + "layernorm")  # Dinov2Model: sequence_output = self.layernorm(...)
     logits = None
     if "classifier.weight" in w:  # ...ForImageClassification: [CLS ; mean of the patches]
-        lin = torch.cat([seq[:, 0], seq[:, 1 + R:].mean(dim=1)], dim=1)
+        mean = seq[:, 0 if wrong == "head_mean_prefix" else 1 + R:].mean(dim=1)
+        lin = torch.cat([seq[:, 0], torch.zeros_like(mean) if wrong == "head_cls_only" else mean], dim=1)
         logits = F.linear(lin, w["classifier.weight"], w["classifier.bias"])[0]
     return dict(logits=logits, att=torch.stack(att), hidden=seq[0], pos=pos[0])
 
@@ -272,11 +278,9 @@ def run_case(name, args, rep, wrong=None):
         naming="hf", layout="hf-dinov2-reg" if R else "hf-dinov2", image_h=Sh, image_w=Sw,
         patch_size=P, grid_h=gh, grid_w=gw, n_prefix=1 + R, n_registers=R, n_tokens=1 + R + gh * gw,
         pos_grid_h=g0, pos_grid_w=g0, pos_prefix=0 if R else 1, dim=c["D"], n_heads=c["H"],
-        n_layers=c["L"], mlp_dim=c["F"], n_classes=0))
+        n_layers=c["L"], mlp_dim=c["F"], n_classes=c["C"], head_pool=2))  # the layouts' "cls_mean"
     rep.check(abs(cfg["ln_eps"] - 1e-6) <= 1e-12, f"{name}: LayerNorm eps {cfg['ln_eps']}, expected 1e-6")
-    want_left = "tensor 'classifier.weight' left out" if c["C"] else ""
-    rep.check(cfg["left_out"].startswith(want_left) and bool(cfg["left_out"]) == bool(c["C"]),
-              f"{name}: left_out '{cfg['left_out']}', expected it to start with '{want_left}'")
+    rep.check(cfg["left_out"] == "", f"{name}: left_out '{cfg['left_out']}', expected nothing")
     ref = dinov2_forward(w, x, c, wrong=wrong)
     ref32 = dinov2_forward(w, x, c, torch.float32, wrong=wrong)
     if not wrong:
@@ -308,16 +312,26 @@ def run_case(name, args, rep, wrong=None):
         dp = float(np.abs(pe - pr).max())
         print(f"  position embedding {pe.shape[0]}x{pe.shape[1]}: max|engine - f64| = {dp:.1e} (tol {POS_TOL:.0e})")
         rep.check(dp <= POS_TOL, f"{name}: position embedding differs by {dp:.1e}", guard=guard)
-    if ref["logits"] is not None:  # what the left-out classifier computes, for the record
-        print(f"  classifier [{c['C']}, {2 * c['D']}] over [CLS ; mean of the patches] left out: "
-              f"the engine wrote {'logits' if 'logits' in engine else 'no logits'}")
-        rep.check("logits" not in engine, f"{name}: logits from a head the engine does not compute")
+    if ref["logits"] is None:
+        rep.check("logits" not in engine, f"{name}: logits from a backbone")
+        return
+    # the classifier [C, 2D] over [CLS ; mean of the patch tokens]
+    if not rep.check("logits" in engine, f"{name}: no logits from the classifier", guard=guard):
+        return
+    lg64 = ref["logits"].numpy()
+    scale = max(1.0, float(np.abs(lg64).max()))
+    dl = float(np.abs(engine["logits"] - lg64).max()) / scale
+    yard = float((ref32["logits"].double() - ref["logits"]).abs().max()) / scale
+    print(f"  classifier [{c['C']}, {2 * c['D']}] logits max|engine - f64| / max(1, max|f64|) = "
+          f"{dl:.2e} (torch f32: {yard:.2e}, max|f64| {np.abs(lg64).max():.1f}, tol {HIDDEN_TOL:.0e})")
+    rep.check(dl <= HIDDEN_TOL, f"{name}: logits differ by {dl:.2e} (relative)", guard=guard)
 
 
 def run_control(wrong, args, rep):
     regs = CONTROLS[wrong][1]
     for name in CASES:
-        if (spec(name)["R"] > 0) == regs:
+        c = spec(name)
+        if (regs is None and c["C"]) or (regs is not None and (c["R"] > 0) == regs):
             run_case(name, args, rep, wrong)
 
 

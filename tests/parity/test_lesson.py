@@ -157,7 +157,15 @@ def block(w, l, x, n_heads, eps, control=None, mods=None):
 
 
 def head(w, x, eps):
-    """The final LayerNorm of the CLS token and the head (distilled: the mean of both)."""
+    """The final LayerNorm of the CLS token and the head (distilled: the mean of both);
+    timm's average-pooled head (fc_norm.*, no final norm): fc_norm of the mean of the patch
+    tokens, which the lesson's head step shows in the CLS's place."""
+    if "fc_norm.weight" in w:
+        Np = sum(w[k].shape[1] for k in ("cls_token", "dist_token", "reg_token") if k in w)
+        pn, _, _ = layer_norm(x[Np:].mean(0, keepdim=True), w["fc_norm.weight"], w["fc_norm.bias"], eps)
+        logits = pn[0] @ w["head.weight"].T + w["head.bias"]
+        e = torch.exp(logits - logits.max())
+        return pn[0], logits, e / e.sum()
     xn, _, _ = layer_norm(x[:2], w["norm.weight"], w["norm.bias"], eps)
     logits = xn[0] @ w["head.weight"].T + w["head.bias"]
     if "head_dist.weight" in w:

@@ -29,7 +29,10 @@ The formulas (z_l block l's output [T, D], float64; Np prefix tokens):
               1e-4 (relative) of a threshold may go either way
   lens        softmax(head(LayerNorm(z_l)[CLS])) (distilled: the mean of both heads'
               logits), the last layer's equal to probs
-  lens_map    softmax(head(LayerNorm(z_l)[Np + p]))[c], c the engine's top-1
+  lens_map    softmax(head(LayerNorm(z_l)[Np + p]))[c], c the engine's top-1; pooled heads
+              (fc_norm, [CLS ; mean]): the head on layer l's pooling (lens) and each
+              patch in the place of the patches' mean: head(fc_norm(z_p)),
+              head([LayerNorm(z_l)[0] ; LayerNorm(z_l)[p]]) (lens_map)
 Errors: max |engine - reference| / max |reference| per layer; tolerance 1e-5
 (random), 2e-4 (DeiT-Tiny). Measured (max over models; random / DeiT-Tiny): tokens
 2.0e-6 / 4.4e-5, features 1.9e-6 / 3.3e-5, norms 5.2e-7 / 1.5e-5, similarity
@@ -66,7 +69,7 @@ def final_norm(ref, w):
     if ref.hf:
         p = reference_hf.hf_prefix(w)
         return w[p + "layernorm.weight"], w[p + "layernorm.bias"]
-    return w["norm.weight"], w["norm.bias"]
+    return (w["norm.weight"], w["norm.bias"]) if "norm.weight" in w else None  # fc_norm models
 
 
 def cls_head(ref, w):
@@ -91,12 +94,12 @@ def reference_views(ref, x, top):
     with torch.no_grad():
         ref.forward(x, torch.float64, tap=tap)
     w = ref.weights(torch.float64)
-    nw, nb = final_norm(ref, w)
+    nwb = final_norm(ref, w)
     L, T = len(z), z[0].shape[0]
     Np = ref.Np
     out, wrong = {}, {}
     out["tokens"] = torch.stack(z).numpy()
-    f = [F.layer_norm(zl, (zl.shape[-1],), nw, nb, ref.eps) for zl in z]
+    f = [F.layer_norm(zl, (zl.shape[-1],), *nwb, ref.eps) if nwb else zl for zl in z]
     out["features"] = torch.stack(f).numpy()
     wrong["features"] = {"raw stream": out["tokens"]}
     out["norms"] = torch.stack([zl.norm(dim=-1) for zl in z]).numpy()
@@ -158,10 +161,32 @@ def reference_views(ref, x, top):
     if head is not None:
         lens = [torch.softmax(ref.head(zl[None], torch.float64), -1) for zl in z]
         out["lens"] = torch.stack(lens).numpy()
-        lg = [F.linear(fl[Np:], head[0], head[1]) for fl in f]
+        D = z[0].shape[-1]
+        fcn = (w["fc_norm.weight"], w["fc_norm.bias"]) if "fc_norm.weight" in w else None
+        cat = head[0].shape[1] == 2 * D
+
+        def lens_in(fl, t0=Np):
+            """tokens t0.. in the place of what the head pools (vit.h vit_logit_lens)"""
+            t = fl[t0:]
+            if cat:  # [CLS ; token]
+                return torch.cat([fl[0].expand_as(t), t], dim=-1)
+            return F.layer_norm(t, (D,), *fcn, ref.eps) if fcn else t
+
+        lg = [F.linear(lens_in(fl), head[0], head[1]) for fl in f]
         out["lens_map"] = torch.stack([torch.softmax(g, -1)[:, top] for g in lg]).numpy()
-        wrong["lens_map"] = {"no final norm": torch.stack(
-            [torch.softmax(F.linear(zl[Np:], head[0], head[1]), -1)[:, top] for zl in z]).numpy()}
+        if fcn or cat:  # pooled heads: the lens of token 0 is the layer's pooled head
+            wrong["lens"] = {"a pooled head's lens from the CLS token alone": torch.stack(
+                [torch.softmax(F.linear(lens_in(fl, 0)[0], head[0], head[1]), -1)
+                 for fl in f]).numpy()}
+        if fcn:
+            wrong["lens_map"] = {"a patch without fc_norm": torch.stack(
+                [torch.softmax(F.linear(fl[Np:], head[0], head[1]), -1)[:, top] for fl in f]).numpy()}
+        if cat:
+            wrong["lens_map"] = {"a patch beside zeros, not the CLS": torch.stack(
+                [torch.softmax(F.linear(torch.cat([torch.zeros_like(fl[Np:]), fl[Np:]], -1),
+                                        head[0], head[1]), -1)[:, top] for fl in f]).numpy()}
+        wrong.setdefault("lens_map", {})["no final norm"] = (torch.stack(
+            [torch.softmax(F.linear(lens_in(zl), head[0], head[1]), -1)[:, top] for zl in z]).numpy())
         if ref.Np > 1 and any(k in w for k in ("head_dist.weight", "cls_classifier.weight")):
             wrong["lens"] = {"CLS head alone": torch.stack(
                 [torch.softmax(F.linear(fl[0], head[0], head[1]), -1) for fl in f]).numpy()}
@@ -234,7 +259,7 @@ def finish(rep, worst, missed, tol):
 
 def test_families(args, rep):
     worst, missed = {}, {}
-    for name in FAMILIES:
+    for name in list(FAMILIES) + ["cls_mean_reg4_timm"]:  # and [CLS ; mean] (test_backward)
         f, ref, dargs, d, x = family_model(name, args.work)
         case(rep, name, args.dump, dargs, d / "tokens", ref, x, TOL["random"], worst, missed)
     for i, m in enumerate(MODELS):

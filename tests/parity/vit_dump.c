@@ -196,8 +196,9 @@ static int write_config(const char *dir, const VitRun *run, const Vit *vit, int 
     for (int i = 0; i < k; i++) fprintf(f, "%s%d", i ? ", " : "", top[i]);
     fprintf(f,
             "], \"target\": %d,\n \"norm_pre\": %d, \"embed_dim\": %d, \"logit_scale\": %.9g, "
-            "\"clip\": %d, \"mlp_act\": %d,\n \"left_out\": \"",
-            target, c->norm_pre, c->embed_dim, c->logit_scale, c->clip, (int)c->mlp_act);
+            "\"clip\": %d, \"mlp_act\": %d, \"head_pool\": %d,\n \"left_out\": \"",
+            target, c->norm_pre, c->embed_dim, c->logit_scale, c->clip, (int)c->mlp_act,
+            (int)c->head_pool);
     for (const char *p = c->left_out; *p; p++) /* escaped by the engine: no control bytes */
         fprintf(f, (*p == '"' || *p == '\\') ? "\\%c" : "%c", *p);
     fprintf(f, "\", \"default_preprocess\": %d, \"labels\": [", c->default_preprocess);
