@@ -6,6 +6,7 @@ this file from the published code, on random weights of the published shapes.
     /usr/bin/python3 test_dinov3.py case NAME      --dump vit_dump --work DIR
     /usr/bin/python3 test_dinov3.py control WRONG  --dump vit_dump --work DIR
     /usr/bin/python3 test_dinov3.py backward NAME  --dump vit_dump --work DIR
+    /usr/bin/python3 test_dinov3.py interv NAME    --dump vit_dump --work DIR
     /usr/bin/python3 test_dinov3.py refusals       --dump vit_dump --work DIR
     /usr/bin/python3 test_dinov3.py list           (case, control and backward names, for CMake)
 
@@ -21,6 +22,9 @@ backward: a DINOv3 with a classifier head on the CLS token (timm's names; DINOv3
           files have none), through test_backward.py's backward_case: dy_c/dA_l, dy_c/dz_l,
           dy_c/d input and AttnLRP's against torch.autograd on this file's reference, with
           its planted mistakes, and --att recompute bit for bit.
+interv:   the position shuffle (--pos shuffle:SEED: patch p rotated by patch perm[p]'s angles)
+          and --pos zero (no rotation) against the reference with the same change: attention
+          and the CLS map within 1e-5, and far from the unchanged model's.
 refusals: a use_gated_mlp that contradicts the tensors, a key bias without a query bias.
 
 The reference follows transformers' src/transformers/models/dinov3_vit/modeling_dinov3_vit.py
@@ -253,8 +257,9 @@ class Dinov3Ref:
     ("norm1", "att", "tokens") and ops ("layer_norm", "softmax", "gelu", "silu", "mul") as
     reference.py's. extra() holds the last forward's last_hidden_state."""
 
-    def __init__(self, w, c, wrong=None):
+    def __init__(self, w, c, wrong=None, perm=None, no_rope=False):
         self.w, self.c, self.wrong = w, c, wrong
+        self.perm, self.no_rope = perm, no_rope  # an intervention: angles of patch perm[p], none
         self.H, self.Np, self.C, self.eps = c["H"], 1 + R, c["C"], 1e-5
         self._w = {}
 
@@ -282,6 +287,10 @@ class Dinov3Ref:
         h = torch.cat([w["embeddings.cls_token"], w["embeddings.register_tokens"], t], dim=1)
         T, Np = h.shape[1], self.Np
         cos, sin = rope_cos_sin(gh, gw, Dh, dtype, wrong)
+        if self.perm is not None:  # the position shuffle: patch p rotated as patch perm[p]
+            cos, sin = cos[self.perm], sin[self.perm]
+        if self.no_rope:
+            cos, sin = torch.ones_like(cos), torch.zeros_like(sin)
         rot = rotate_interleaved if wrong == "interleaved" else rotate_half
         if wrong == "rope_prefix":  # the prefix at the first patch's angles
             cos, sin = torch.cat([cos[:1].expand(Np, -1), cos]), torch.cat([sin[:1].expand(Np, -1), sin])
@@ -418,6 +427,46 @@ def run_backward(name, args, rep):
     tb.backward_case(rep, name, ref, args.dump, dargs, d / "bk", [-1, second], tb.TOL["random"])
 
 
+# interventions on a rotary model (vit.h "Interventions"): the position shuffle permutes the
+# rotary angles (patch p rotated as patch perm[p]), the position zero removes the rotation
+INTERVENTIONS = {
+    "shuffle": dict(shape="S", names="hf", file="safetensors", size=(224, 320), qv_bias=True, L=4,
+                    pos="shuffle:5"),
+    "zero": dict(shape="S+", names="timm", file="safetensors", size=(224, 224), qv_bias=True, L=4,
+                 pos="zero"),
+}
+
+
+def run_interv(name, args, rep):
+    c = dict(INTERVENTIONS[name], name=name)
+    c.update({k: v for k, v in SHAPES[c["shape"]].items() if k != "L"}, C=0)
+    d = Path(args.work) / ("interv_" + name)
+    Sh, Sw = c["size"]
+    print(f"\n[{name}] --pos {c['pos']} on DINOv3 ViT-{c['shape']}/16 ({c['names']}), L={c['L']}, "
+          f"input {Sh}x{Sw}")
+    w, path = write_case(c, d, seed=sum(map(ord, name)))
+    x = torch.randn(3, Sh, Sw, generator=torch.Generator().manual_seed(5))
+    x.numpy().astype(np.float32).tofile(d / "input.f32")
+    engine, _ = run_dump(args.dump, ["--model", path, "--input", d / "input.f32", "--size",
+                                     f"{Sh}x{Sw}", "--pos", c["pos"], "--out", d / "out"])
+    perm = None
+    if "pos_perm" in engine:
+        perm = torch.from_numpy(engine["pos_perm"].astype(np.int64))
+        rep.check(sorted(perm.tolist()) == list(range(len(perm))) and
+                  bool((perm != torch.arange(len(perm))).any()), f"{name}: pos_perm not a shuffle")
+    ref = Dinov3Ref(w, c, perm=perm, no_rope=c["pos"] == "zero")
+    att = ref.forward(x)[1].numpy()
+    plain = Dinov3Ref(w, c).forward(x)[1].numpy()
+    da, moved = np.abs(engine["att"] - att).max(), np.abs(plain - att).max()
+    print(f"  attention max|engine - f64 (intervened)| = {da:.2e} (tol {ATT_TOL:.0e}); the "
+          f"intervention moves it by {moved:.2e}")
+    rep.check(da <= ATT_TOL, f"{name}: attention differs from the intervened reference by {da:.2e}")
+    rep.check(moved > 100 * ATT_TOL, f"{name}: the intervention changes nothing the test can see")
+    N, Np = engine["cls_att"].shape[-1], 1 + R  # the maps read the same intervened attention
+    dc = np.abs(engine["cls_att"] - att[:, :, 0, Np:Np + N]).max()
+    rep.check(dc <= ATT_TOL, f"{name}: vit_map_attention's CLS rows differ by {dc:.2e}")
+
+
 # --- refusals ----------------------------------------------------------------------------
 
 
@@ -452,17 +501,19 @@ def run_refusals(args, rep):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("part", choices=["case", "control", "backward", "refusals", "list"])
+    ap.add_argument("part", choices=["case", "control", "backward", "interv", "refusals", "list"])
     ap.add_argument("name", nargs="?")
     ap.add_argument("--dump")
     ap.add_argument("--work")
     args = ap.parse_args()
     if args.part == "list":
-        print(";".join(CASES) + "|" + ";".join(CONTROLS) + "|" + ";".join(BACKWARD))
+        print(";".join(CASES) + "|" + ";".join(CONTROLS) + "|" + ";".join(BACKWARD) + "|"
+              + ";".join(INTERVENTIONS))
         return 0
     torch.set_num_threads(1)
     rep, t0 = Report(), time.time()
-    table = {"case": CASES, "control": CONTROLS, "backward": BACKWARD}.get(args.part)
+    table = {"case": CASES, "control": CONTROLS, "backward": BACKWARD,
+             "interv": INTERVENTIONS}.get(args.part)
     if table is not None and args.name not in table:
         ap.error(f"{args.part}: one of {', '.join(table)}")
     if args.part == "case":
@@ -473,6 +524,9 @@ def main():
         code = rep.control_exit_code(CONTROLS[args.name])
     elif args.part == "backward":
         run_backward(args.name, args, rep)
+        code = rep.exit_code()
+    elif args.part == "interv":
+        run_interv(args.name, args, rep)
         code = rep.exit_code()
     else:
         run_refusals(args, rep)
