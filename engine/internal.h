@@ -116,6 +116,11 @@ typedef struct {
     const uint8_t *drop;
     int n_prefix;
     const int *parent;
+    /* a rotary model (VitConfig.rope) under a position edit: the patches' queries and keys
+       rotated by the angles of patch pos_perm[p] (VIT_POS_SHUFFLE), or not at all (no_rope:
+       VIT_POS_ZERO); vit_block reads them, vit_att_block does not */
+    const int *pos_perm;
+    int no_rope;
 } VitAttMod;
 
 /* Layer `layer`'s VitAttMod of iv into *m: m, or NULL when iv changes nothing there. */
@@ -150,10 +155,10 @@ enum { VIT_EPI_NONE, VIT_EPI_GELU, VIT_EPI_GELU_TO, VIT_EPI_RESIDUAL };
  * split over the pool by output columns, then the epilogue on each thread's slice. */
 typedef struct {
     float *out;       /* [T, ld_out] */
-    const float *inp; /* [T, n_in] */
+    const float *inp; /* [T, n_in], rows ld_in apart (0: n_in) */
     const float *w;   /* [n_out, n_in] */
     const float *b;   /* [n_out] or NULL */
-    int ld_out, T, n_in, n_out;
+    int ld_out, T, n_in, n_out, ld_in;
     int epilogue;       /* VIT_EPI_*: on the thread's columns after its GEMM */
     float *x;           /* VIT_EPI_RESIDUAL: x[T, ld_out] = x_in + gamma * out;
                            VIT_EPI_GELU_TO: x[T, ld_out] = gelu(out) (VIT_EPI_GELU: in place) */
@@ -193,6 +198,26 @@ void vit_gelu_backward_rows(float *dh, const float *hpre, int r0, int r1, int F,
  * (lrp). */
 void vit_act_backward_rows(float *dh, const float *hpre, int r0, int r1, int F, int lrp,
                            VitActivation act);
+
+/* A gated MLP's product (VitConfig.mlp_gated) on rows [r0, r1) of pre [., 2F] (gates, then
+ * values): hid[r, :F] = act(gate) * value, hid's rows ld_hid apart (hid may be pre); and its
+ * backward, from dh[r, :F] at the product to dh [., 2F] at the gates and values (lrp:
+ * AttnLRP's uniform rule, half to each factor, and act(x)/x for act'). block.c. */
+void vit_glu_rows(float *hid, int ld_hid, const float *pre, int r0, int r1, int F,
+                  VitActivation act);
+void vit_glu_backward_rows(float *dh, const float *pre, int r0, int r1, int F, int lrp,
+                           VitActivation act);
+
+/* The rotary embedding (VitRope) on rows [r0, r1) of x [., ld], the tokens of one input:
+ * the patches' rows (t >= Np; patch t - Np takes row perm[t - Np] of rope [N, Dh], perm
+ * NULL: its own) have each of their n_heads heads of Dh columns rotated, pairs (i, i + Dh/2)
+ * by the angle whose cosine is rope[., i] and sine rope[., Dh/2 + i] times sign (1: the
+ * forward pass; -1: the inverse, the backward pass's). vit_rope: rows [0, n*T) of n inputs
+ * stacked, split over the pool. block.c. */
+void vit_rope_rows(float *x, int ld, const float *rope, const int *perm, int r0, int r1, int Np,
+                   int n_heads, int Dh, float sign);
+void vit_rope(VitPool *pool, float *x, int ld, int n, const float *rope, const int *perm,
+              const VitConfig *c, int n_heads, float sign);
 
 /* The block's queries and keys qk[T, 2A] and values v[T, A] from its LayerNorm
  * output xn[T, D]: timm's fused qkv or transformers' query/key/value (A: vit_att_width). */
@@ -250,8 +275,10 @@ typedef struct {
     float *tmp;          /* [rows*n, D] proj's and fc2's outputs before the residual */
     float *xm;           /* [rows*n, D] between attention and MLP */
     float *xn2;          /* [rows*n, D] norm2's output */
-    float *hpre;         /* [rows*n, F] fc1's output before GELU, or NULL: GELU in place in hid */
-    float *hid;          /* [rows*n, F] GELU's output, or NULL: stop after fc1 (into hpre) */
+    float *hpre;         /* [rows*n, Fi] fc1's output before GELU, or NULL: GELU in place in
+                            hid (Fi = vit_mlp_in_width: 2F for a gated MLP, gates then values) */
+    float *hid;          /* [rows*n, F] GELU's output ([rows*n, Fi] without hpre: a gated MLP's
+                            product in its first F columns), or NULL: stop after fc1 (into hpre) */
     float *out;          /* [rows*n, D] the block's output */
     const VitRun *run;   /* its control (cancelled: the items left are skipped), or NULL */
     int gemm_only;       /* vit_forward_gemms: the cblas_sgemm calls alone */

@@ -58,7 +58,10 @@
  *     at the end of this file).
  *   - pooled heads (VitConfig.head_pool): timm's average pooling with fc_norm (BEiT/EVA/
  *     MAE-style classifiers), transformers' Dinov2ForImageClassification ([CLS ; mean]).
- * Not supported, refused with a message: SwiGLU MLPs (DINOv2 ViT-g), ViTs without a CLS
+ *   - DINOv3 (transformers' DINOv3ViTModel, timm's vit_*_patch16_dinov3): a rotary
+ *     position embedding (VitRope) instead of a learned one, 4 registers, LayerScale, no
+ *     key bias, and in the larger models a SwiGLU MLP (VitConfig.mlp_gated).
+ * Not supported, refused with a message: DINOv2 ViT-g's SwiGLU MLP, ViTs without a CLS
  * token (timm class_token=False), attention pooling (SigLIP's MAP), q/k norm.
  */
 #ifndef VIT_H
@@ -155,11 +158,12 @@ typedef enum {
     VIT_ACT_GELU = 0,  /* exact GELU, x Phi(x) (torch.nn.GELU(): timm, transformers, torchvision) */
     VIT_ACT_GELU_TANH, /* GELU's tanh approximation (nn.GELU(approximate='tanh')) */
     VIT_ACT_QUICK_GELU, /* x sigmoid(1.702 x) (OpenAI CLIP's QuickGELU) */
-    VIT_ACT_RELU        /* max(x, 0) */
+    VIT_ACT_RELU,       /* max(x, 0) */
+    VIT_ACT_SILU        /* x sigmoid(x) (SiLU, Swish: the gate of DINOv3's SwiGLU MLP) */
 } VitActivation;
 
 /* The activation's name as the field writes it: "GELU", "GELU (tanh)", "QuickGELU",
- * "ReLU". Static string. */
+ * "ReLU", "SiLU". Static string. */
 const char *vit_activation_name(VitActivation a);
 
 /* What the classifier head reads of the last block's output (VitConfig.head_pool), the
@@ -188,6 +192,23 @@ const char *vit_pooling_name(VitPooling p);
  * transformers'; every other shipped layout: timm's); VIT_NAMES_OPENAI: a CLIP text tower
  * in OpenAI's names (vit_text_load). */
 typedef enum { VIT_NAMES_TIMM = 0, VIT_NAMES_HF, VIT_NAMES_OPENAI } VitNaming;
+
+/* Rotary position embedding (RoPE, Su et al. 2021) on the queries and keys of the patch
+ * tokens, in place of a learned position embedding. The prefix tokens (CLS, registers)
+ * are not rotated. Each kind fixes which dimensions form a rotated pair and how a
+ * patch's angles follow from its place in the grid; VitWeights.rope holds the angles'
+ * cosines and sines for the input grid. */
+typedef enum {
+    VIT_ROPE_NONE = 0,
+    VIT_ROPE_DINOV3 /* DINOv3 (Simeoni et al. 2025; transformers' DINOv3ViTRopePositionEmbedding,
+                       timm's RotaryEmbeddingDinoV3): patch (i, j) of a gh x gw grid at
+                       y = 2 (i + 0.5) / gh - 1, x = 2 (j + 0.5) / gw - 1 (each axis in (-1, 1),
+                       whatever the input size); Fq = Dh / 4 periods theta^(f / Fq) (theta:
+                       rope_theta, DINOv3 100); angle a[f] = 2 pi y / period_f and a[Fq + f]
+                       = 2 pi x / period_f, f < Fq; rotate-half pairing: dimensions d and
+                       d + Dh/2 are rotated by a[d] (u' = u cos a + rotate_half(u) sin a,
+                       rotate_half(u) = [-u[Dh/2:], u[:Dh/2]]) */
+} VitRope;
 
 /* Everything the forward pass needs to know about a model's shapes and its
  * preprocessing. Inferred from tensor shapes, then config.json beside the
@@ -245,7 +266,19 @@ typedef struct {
                           without an image projection */
     float logit_scale; /* exp() of the checkpoint's logit_scale (CLIP: 100), 0 when it has none */
     int clip;          /* 1: a CLIP image tower (its head is a text head, vit_set_text_head) */
+    /* DINOv3 (issue 35) */
+    VitRope rope;     /* rotary position embedding on the patches' queries and keys (no
+                         learned position embedding then: pos_embed NULL), or VIT_ROPE_NONE */
+    float rope_theta; /* RoPE's base: config.json's rope_theta, else the layout's (DINOv3: 100) */
+    int mlp_gated;    /* 1: a gated MLP (SwiGLU): fc2(act(fc1_g(x)) * fc1(x)), act = mlp_act
+                         (SiLU), fc1_g the gate (transformers' gate_proj, timm's fc1_g), fc1 the
+                         value (up_proj, fc1_x); its hidden width F */
 } VitConfig;
+
+/* The MLP's first layer's outputs per token: F, or 2F for a gated MLP (gate, then value). */
+static inline int vit_mlp_in_width(const VitConfig *c) {
+    return c->mlp_gated ? 2 * c->mlp_dim : c->mlp_dim;
+}
 
 /* A = H * Dh (units: floats per token), the attention's width: the columns of the queries, keys,
  * values and ctx, proj's input. D for timm's and transformers' ViTs; a notebook's per-head
@@ -272,8 +305,11 @@ typedef struct {
     const float *proj_w, *proj_b;   /* [D, A], [D] */
     const float *ls1, *ls2;         /* [D] LayerScale gamma after attention / MLP, or NULL */
     const float *norm2_w, *norm2_b; /* [D] */
-    const float *fc1_w, *fc1_b;     /* [F, D], [F] */
+    const float *fc1_w, *fc1_b;     /* [F, D], [F]: the value of a gated MLP */
+    const float *fc1g_w, *fc1g_b;   /* [F, D], [F]: a gated MLP's gate (cfg.mlp_gated), or NULL */
     const float *fc2_w, *fc2_b;     /* [D, F], [D] */
+    const float *rope;              /* [N, Dh] the rotary table (VitWeights.rope, the same for
+                                       every block), or NULL */
 } VitBlock;
 
 typedef struct {
@@ -281,7 +317,11 @@ typedef struct {
     const float *dist_token;  /* [D] DeiT's distillation token, or NULL */
     const float *reg_token;   /* [R, D] register tokens, or NULL */
     const float *pos_embed;   /* [Npos + N, D] for the input grid (resampled when it is not the
-                                 training grid); Npos = pos_prefix */
+                                 training grid); Npos = pos_prefix; NULL with a rotary
+                                 embedding (cfg.rope) */
+    const float *rope;        /* [N, Dh] per patch the cosines [Dh/2] then the sines [Dh/2] of
+                                 its rotation angles (VitRope), for the input grid; NULL
+                                 without cfg.rope */
     int pos_prefix;           /* Npos: prefix tokens with a position embedding, Np or 0 (timm
                                  no_embed_class: registers, DeiT III) */
     const float *patch_w;     /* [D, 3, P, P] (= [D, 3*P*P]) */
@@ -322,6 +362,7 @@ typedef struct {
     float *owned;       /* F16/BF16/unaligned tensors converted to F32 */
     size_t owned_floats;
     float *pos_owned;  /* the position embedding resampled to the input grid */
+    float *rope_owned; /* the rotary table (VitWeights.rope) */
     float *text_owned; /* the text head's embeddings (vit_set_text_head) */
     void *text_labels; /* the text head's labels (vit->labels points here), or NULL */
 } Vit;
@@ -1467,7 +1508,10 @@ int vit_lesson_filters(float *comps, float *var, const Vit *vit, int k, VitError
 /* Step 3, the position embeddings' similarity (ViT paper, Fig. 7 centre): out [N, N],
  * out[i, j] the cosine similarity of patch i's and patch j's position embedding (the
  * rows the forward pass adds, resampled to the input grid: pos_embed[pos_prefix + i]),
- * in double; row i is patch i's gh x gw grid. A zero vector gives 0. Caller's. */
+ * in double; row i is patch i's gh x gw grid. A zero vector gives 0. Caller's. A rotary
+ * model (cfg.rope) has no such rows: the rows of its rotation table (VitWeights.rope,
+ * cosines then sines) take their place, whose cosine similarity is the mean over the
+ * rotated pairs of cos(a_i - a_j), what the scores see of two positions. */
 void vit_lesson_pos_similarity(float *out, const Vit *vit);
 
 /* Step 4, inside block `layer` for one head and one query token. vit_lesson_block

@@ -62,10 +62,24 @@ static VitStatus infer_embeddings(Loader *ld, Arch *a) {
 
 /* The position embedding: [1, Npos + gh0*gw0, D] for the training grid, Npos
  * = Np (timm's default, transformers) or 0 (timm no_embed_class: register
- * models, DeiT III). The grid is square unless config.json gives [H, W]. */
+ * models, DeiT III). The grid is square unless config.json gives [H, W]. A rotary
+ * model (the layout's "rope") may have none: its grid is config.json's image_size, else
+ * the layout's crop, / P. */
 static VitStatus infer_pos_grid(Loader *ld, Arch *a) {
     const CfgValues *cv = &ld->cv;
     int Np = a->Np, P = a->P;
+    if (ld->rope && !ld_has_slot(ld, S_POS, 0)) {
+        /* a rotary model without a learned position embedding (DINOv3): any grid; the
+         * default input size is config.json's image_size, else the layout's crop */
+        int sh = cv->image_h ? cv->image_h : ld->default_size ? ld->default_size : 224;
+        int sw = cv->image_h ? cv->image_w : sh;
+        if (sh % P || sw % P)
+            return vit_set_error(ld->err, VIT_ERR_SHAPE,
+                                 "%s: image size %dx%d is not a multiple of the patch size %d",
+                                 cv->image_h ? ld->cfg_file : ld->layout_file, sh, sw, P);
+        a->Tp = 0, a->Npos = 0, a->gh0 = sh / P, a->gw0 = sw / P;
+        return VIT_OK;
+    }
     int64_t spos[3] = {1, -1, a->D};
     if (!ld_slot_tensor(ld, S_POS, 0, 3, spos)) return ld->err->code;
     char pos_nm[sizeof ld->name];
@@ -157,7 +171,19 @@ static VitStatus infer_mlp_width(Loader *ld, Arch *a) {
         return vit_set_error(ld->err, VIT_ERR_SHAPE,
                              "%s: tensor '%s': MLP width %lld out of range [1, %d]", ld->fname,
                              ld_slot_name(ld, S_FC1_W, 0), (long long)F, VIT_MAX_WIDTH);
-    if (ld->cv.swiglu) /* transformers' Dinov2SwiGLUFFN: mlp.weights_in / weights_out */
+    /* a gated MLP (DINOv3's SwiGLU): the gate fc1_g [F, D] beside fc1, the value */
+    a->gated = ld_has_slot(ld, S_FC1G_W, 0);
+    if (a->gated && !ld_slot2(ld, S_FC1G_W, 0, F, D)) return ld->err->code;
+    if (ld->cv.gated && (ld->cv.gated == 2) != a->gated)
+        return vit_set_error(
+            ld->err, VIT_ERR_SHAPE,
+            "%s: use_gated_mlp is %s, but %s %s a gated MLP's gate (tensor "
+            "'%s')",
+            ld->cfg_file ? vit_basename(ld->cfg_file) : "config.json",
+            ld->cv.gated == 2 ? "true" : "false", ld->fname, a->gated ? "has" : "lacks",
+            ld_slot_name(ld, S_FC1G_W, 0) ? ld->name : "blocks.0.mlp.fc1_g.weight");
+    if (ld->cv.swiglu &&
+        !ld->rope) /* transformers' Dinov2SwiGLUFFN: mlp.weights_in / weights_out */
         return vit_set_error(ld->err, VIT_ERR_SHAPE,
                              "%s: use_swiglu_ffn is true: a SwiGLU MLP (DINOv2 ViT-g), which "
                              "vitlens does not support yet (issue 35)",
@@ -261,7 +287,9 @@ static void set_config(Loader *ld, const Arch *a, const VitLoadOptions *opt) {
     /* config.json's, else the layout's "layer_norm_eps" (hf.json: transformers' 1e-12);
        timm's CLIP ViTs (pre_norm: norm_pre) use nn.LayerNorm's default, 1e-5; timm's 1e-6 */
     c->ln_eps = cv->has_eps ? cv->ln_eps : ld_has_slot(ld, S_NORM_PRE_W, 0) ? 1e-5f : 1e-6f;
-    c->crop_mode = cv->crop_mode ? (VitCropMode)(cv->crop_mode - 1) : VIT_CROP_CENTER;
+    c->crop_mode = cv->crop_mode     ? (VitCropMode)(cv->crop_mode - 1)
+                   : ld->crop_squash ? VIT_CROP_SQUASH
+                                     : VIT_CROP_CENTER;
     c->crop_pct = cv->has_crop ? cv->crop_pct : 0.875f;
     if (opt && opt->whole_image) c->crop_mode = VIT_CROP_SQUASH, c->crop_pct = 1.0f;
     const float mean[3] = {0.485f, 0.456f, 0.406f}, std[3] = {0.229f, 0.224f, 0.225f};
@@ -272,7 +300,12 @@ static void set_config(Loader *ld, const Arch *a, const VitLoadOptions *opt) {
     c->att_scale = ld->att_scale_dim ? 1.0f / sqrtf((float)c->dim) : 0.0f;
     c->head_tanh = ld->head_tanh;
     c->head_pool = (VitPooling)a->pool;
-    c->mlp_act = cv->act ? (VitActivation)(cv->act - 1) : (VitActivation)ld->mlp_act;
+    c->mlp_act = cv->act    ? (VitActivation)(cv->act - 1)
+                 : a->gated ? VIT_ACT_SILU /* SwiGLU: timm's config.json names no activation */
+                            : (VitActivation)ld->mlp_act;
+    c->mlp_gated = a->gated;
+    c->rope = ld->rope;
+    c->rope_theta = cv->rope_theta > 0 ? cv->rope_theta : ld->rope_theta;
     c->resize_bilinear = ld->resize_bilinear && !cv->crop_mode && !(opt && opt->whole_image);
     snprintf(c->layout, sizeof c->layout, "%s", ld->layout_name);
     vit_escape(c->left_out, sizeof c->left_out, ld->left_out); /* a name from the file */

@@ -137,12 +137,14 @@ static const char *cfg_expected(const char *key) {
     if (strcmp(key, "crop_mode") == 0)
         return "\"center\" or \"squash\" (\"border\" is not supported)";
     if (strcmp(key, "hidden_act") == 0)
-        return "\"gelu\" (the exact GELU), \"quick_gelu\" (CLIP's), \"gelu_pytorch_tanh\" or "
-               "\"relu\"";
+        return "\"gelu\" (the exact GELU), \"quick_gelu\" (CLIP's), \"gelu_pytorch_tanh\", "
+               "\"relu\" or \"silu\"";
     if (strcmp(key, "quick_gelu") == 0) return "true or false";
     if (strcmp(key, "architecture") == 0) return "a string";
-    if (strcmp(key, "use_swiglu_ffn") == 0) return "true or false";
+    if (strcmp(key, "use_swiglu_ffn") == 0 || strcmp(key, "use_gated_mlp") == 0)
+        return "true or false";
     if (strcmp(key, "global_pool") == 0) return "a string (\"token\", \"avg\")";
+    if (strcmp(key, "rope_theta") == 0) return "a number in (1, 1e9]";
     if (strcmp(key, "num_register_tokens") == 0) return "an integer from 0 to 15";
     if (strstr(key, "eps") || strcmp(key, "crop_pct") == 0) return "a number in (0, 1]";
     if (strstr(key, "mean")) return "3 numbers in (-10, 10]";
@@ -211,7 +213,8 @@ VitStatus ld_parse_config(CfgValues *cv, const char *path, VitError *err) {
         if (r_mode > 0) cv->crop_mode = r_mode;
         /* transformers' ACT2FN: "gelu" is the exact erf GELU, "quick_gelu" CLIP's
          * x sigmoid(1.702 x), "gelu_pytorch_tanh" the tanh approximation */
-        static const char *const acts[] = {"gelu", "gelu_pytorch_tanh", "quick_gelu", "relu", NULL};
+        static const char *const acts[] = {
+            "gelu", "gelu_pytorch_tanh", "quick_gelu", "relu", "silu", NULL};
         int r_act = bad ? 0 : cfg_enum(j, "hidden_act", acts);
         if (r_act < 0) bad = "hidden_act";
         if (r_act > 0) cv->act = r_act; /* the order of VitActivation, + 1 */
@@ -254,6 +257,13 @@ VitStatus ld_parse_config(CfgValues *cv, const char *path, VitError *err) {
     if (!bad && gp && !cJSON_IsString(gp)) bad = "global_pool", bad_in = root;
     if (cJSON_IsString(gp))
         snprintf(cv->global_pool, sizeof cv->global_pool, "%s", gp->valuestring);
+    /* transformers' DINOv3ViTConfig: the gated MLP (checked against the tensors, arch.c) and
+     * the rotary embedding's base */
+    const cJSON *gm = cJSON_GetObjectItemCaseSensitive(root, "use_gated_mlp");
+    if (!bad && gm && !cJSON_IsBool(gm)) bad = "use_gated_mlp", bad_in = root;
+    if (gm) cv->gated = cJSON_IsTrue(gm) ? 2 : 1;
+    if (!bad && cfg_float(root, "rope_theta", &cv->rope_theta, 1.0, 1e9) < 0)
+        bad = "rope_theta", bad_in = root;
     if (!bad && nr) {
         if (!cJSON_IsNumber(nr) || !(nr->valuedouble >= 0 && nr->valuedouble < VIT_MAX_PREFIX) ||
             floor(nr->valuedouble) != nr->valuedouble)

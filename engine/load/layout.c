@@ -73,6 +73,8 @@ static const struct {
     [S_FC2_W] = {"blocks.{l}.mlp.fc2.weight", 1},
     [S_FC2_B] = {"blocks.{l}.mlp.fc2.bias", 1},
     [S_LS2] = {"blocks.{l}.ls2.gamma", 0},
+    [S_FC1G_W] = {"blocks.{l}.mlp.fc1_g.weight", 0}, /* a gated MLP's gate (fc1: its value) */
+    [S_FC1G_B] = {"blocks.{l}.mlp.fc1_g.bias", 0},
     [S_NORM_W] = {"norm.weight", 1},
     [S_NORM_B] = {"norm.bias", 1},
     [S_HEAD_W] = {"head.weight", 0},
@@ -149,10 +151,16 @@ typedef struct {
     VitNaming naming;   /* "naming": whose conventions (the position embedding's resampling,
                            VitConfig.naming) */
     int library;        /* "naming" given: a library's own checkpoints, read as it saves them */
+    VitRope rope;       /* "rope": a rotary position embedding ("dinov3"): no pos_embed needed */
     int cls_pos_only;   /* "position_prefix": "cls": a position row for the CLS token, none
                            for the registers (transformers' Dinov2WithRegistersEmbeddings) */
     char pat[N_ROLES][LD_NAME_BYTES]; /* each role's pattern, {p} replaced; "" if none */
 } Layout;
+
+/* Must the checkpoint hold role r's tensor? The position embedding not with a rotary one. */
+static int required(const Layout *lay, int r) {
+    return roles[r].required && !(r == S_POS && lay->rope);
+}
 
 static const char *role_pattern(const Layout *lay, const char *role) {
     for (int r = 0; r < N_ROLES; r++)
@@ -239,6 +247,24 @@ static VitStatus layout_parse(Layout *lay, cJSON *root, const char *file, VitErr
         return vit_set_error(err, VIT_ERR_FORMAT,
                              "%s: \"position_antialias\" must be true or false", file);
     lay->cls_pos_only = pp != NULL;
+    const cJSON *rope = cJSON_GetObjectItemCaseSensitive(root, "rope");
+    if (rope && !(cJSON_IsString(rope) &&
+                  (!strcmp(rope->valuestring, "none") || !strcmp(rope->valuestring, "dinov3"))))
+        return vit_set_error(err, VIT_ERR_FORMAT,
+                             "%s: \"rope\" must be \"dinov3\" (DINOv3's rotary position "
+                             "embedding) or \"none\"",
+                             file);
+    lay->rope = rope && !strcmp(rope->valuestring, "dinov3") ? VIT_ROPE_DINOV3 : VIT_ROPE_NONE;
+    const cJSON *th = cJSON_GetObjectItemCaseSensitive(root, "rope_theta");
+    if (th && !(cJSON_IsNumber(th) && th->valuedouble > 1 && th->valuedouble <= 1e9))
+        return vit_set_error(err, VIT_ERR_FORMAT,
+                             "%s: \"rope_theta\" must be a number in (1, 1e9] (DINOv3: 100)", file);
+    const cJSON *det = cJSON_GetObjectItemCaseSensitive(root, "detect");
+    if (det && !is_names(det))
+        return vit_set_error(err, VIT_ERR_FORMAT,
+                             "%s: \"detect\" must be a tensor name or an array of them (all "
+                             "present: the layout matches)",
+                             file);
     return VIT_OK;
 }
 
@@ -261,12 +287,18 @@ static void layout_resolve(Layout *lay, const StFile *st, const char *prefix) {
     }
 }
 
-/* Does the checkpoint hold the layout's "detect" tensor, or else its CLS token and block
- * 0's norm1? */
+/* Does the checkpoint hold the layout's "detect" tensor (all of them, given an array), or
+ * else its CLS token and block 0's norm1? */
 static int layout_matches(const Layout *lay, const StFile *st) {
-    const char *detect = layout_str(lay, "detect", NULL);
+    const cJSON *det = cJSON_GetObjectItemCaseSensitive(lay->root, "detect");
     char nm[LD_NAME_BYTES];
-    if (detect) return with_prefix(nm, detect, lay->prefix) && st_find(st, nm) != NULL;
+    if (det) { /* one name, or an array of names all present */
+        for (const cJSON *e = cJSON_IsArray(det) ? det->child : det; e; e = e->next) {
+            if (!with_prefix(nm, e->valuestring, lay->prefix) || !st_find(st, nm)) return 0;
+            if (!cJSON_IsArray(det)) break;
+        }
+        return 1;
+    }
     const char *a = role_pattern(lay, "cls_token");
     const char *b = role_pattern(lay, "blocks.{l}.norm1.weight");
     return a && b && find_at(st, a, 0, 0) && find_at(st, b, 0, 0);
@@ -296,7 +328,7 @@ static int role_needed(const Layout *lay, const StFile *st, int r) {
         const char *fc = role_pattern(lay, roles[S_FC_NORM_W].role);
         if (fc && find_at(st, fc, 0, 0)) return 0;
     }
-    return roles[r].required;
+    return required(lay, r);
 }
 
 /* --- building the timm table ----------------------------------------------------------- */
@@ -844,6 +876,9 @@ static VitStatus apply_switches(Loader *ld, const Layout *lay) {
     const cJSON *pa = cJSON_GetObjectItemCaseSensitive(lay->root, "position_antialias");
     ld->pos_antialias = pa ? cJSON_IsTrue(pa) : lay->naming == VIT_NAMES_TIMM;
     ld->att_scale_dim = !strcmp(scale, "dim");
+    ld->rope = lay->rope;
+    const cJSON *th = cJSON_GetObjectItemCaseSensitive(lay->root, "rope_theta");
+    ld->rope_theta = th ? (float)th->valuedouble : 100.0f; /* checked by layout_parse */
     ld->head_tanh = !strcmp(hact, "tanh");
     /* what the head reads: "cls" (the CLS token, the default), "mean" (of the patch
      * tokens), "cls_mean" ([CLS ; mean], transformers' Dinov2ForImageClassification) */
@@ -884,6 +919,15 @@ static VitStatus apply_switches(Loader *ld, const Layout *lay) {
         }
         if (rs && !ld->cv.has_crop)
             ld->cv.crop_pct = (float)(cr->valuedouble / rs->valuedouble), ld->cv.has_crop = 1;
+        if (cr) ld->default_size = (int)cr->valuedouble;
+        const cJSON *cm = cJSON_GetObjectItemCaseSensitive(pp, "crop_mode");
+        if (cm && !(cJSON_IsString(cm) &&
+                    (!strcmp(cm->valuestring, "center") || !strcmp(cm->valuestring, "squash"))))
+            return vit_set_error(ld->err, VIT_ERR_FORMAT,
+                                 "%s: \"preprocess\": \"crop_mode\" must be \"center\" or "
+                                 "\"squash\"",
+                                 lay->file);
+        ld->crop_squash = cm && !strcmp(cm->valuestring, "squash");
         const cJSON *ip = cJSON_GetObjectItemCaseSensitive(pp, "interpolation");
         if (cJSON_IsString(ip) && strcmp(ip->valuestring, "bilinear") &&
             strcmp(ip->valuestring, "bicubic"))

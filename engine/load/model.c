@@ -127,7 +127,20 @@ static VitStatus bind_qkv(Loader *ld, VitBlock *b, int l, int64_t D, int64_t A) 
         b->qkv_b = ld_slot1_opt(ld, S_QKV_B, l, (int64_t)A3, &bad);
         if (bad) return ld->err->code;
         b->q_w = b->qkv_w, b->k_w = b->qkv_w + AD, b->v_w = b->k_w + AD;
-        if (b->qkv_b) b->q_b = b->qkv_b, b->k_b = b->qkv_b + A, b->v_b = b->k_b + A;
+        if (b->qkv_b) {
+            b->q_b = b->qkv_b, b->k_b = b->qkv_b + A, b->v_b = b->k_b + A;
+            return VIT_OK;
+        }
+        /* timm's Eva (DINOv3, EVA-02): a fused weight, separate q_bias and v_bias, the key's
+         * bias a zero buffer (k_b NULL: vit_qkv adds none) */
+        b->q_b = ld_slot1_opt(ld, S_Q_B, l, A, &bad);
+        b->k_b = ld_slot1_opt(ld, S_K_B, l, A, &bad);
+        b->v_b = ld_slot1_opt(ld, S_V_B, l, A, &bad);
+        if (bad) return ld->err->code;
+        if (!b->q_b != !b->v_b)
+            return vit_set_error(ld->err, VIT_ERR_SHAPE,
+                                 "%s: block %d has a bias for the %s but not for the %s", ld->fname,
+                                 l, b->q_b ? "query" : "value", b->q_b ? "value" : "query");
         return VIT_OK;
     }
     if (!ld->pat[S_Q_W][0]) /* a user's layout, read in place */
@@ -143,9 +156,12 @@ static VitStatus bind_qkv(Loader *ld, VitBlock *b, int l, int64_t D, int64_t A) 
     b->k_b = ld_slot1_opt(ld, S_K_B, l, A, &bad);
     b->v_b = ld_slot1_opt(ld, S_V_B, l, A, &bad);
     if (bad) return ld->err->code;
-    if (!b->q_b != !b->k_b || !b->q_b != !b->v_b)
+    /* a key without bias beside a query and value with one (DINOv3's key_bias false) adds
+     * nothing (k_b NULL); any other mix is a mistake */
+    if (!b->q_b != !b->v_b || (b->k_b && !b->q_b))
         return vit_set_error(ld->err, VIT_ERR_SHAPE,
-                             "%s: block %d has biases for some of query, key, value but not all",
+                             "%s: block %d has biases for some of query, key, value but not all "
+                             "(only the key's may be absent)",
                              ld->fname, l);
     return VIT_OK;
 }
@@ -165,6 +181,10 @@ static VitStatus bind_block(Loader *ld, VitBlock *b, int l, int64_t D, int64_t A
         !(b->fc2_w = ld_slot2(ld, S_FC2_W, l, D, F)) || !(b->fc2_b = ld_slot1(ld, S_FC2_B, l, D)))
         return ld->err->code;
     int bad = 0;
+    if (ld->vit->cfg.mlp_gated && (!(b->fc1g_w = ld_slot2(ld, S_FC1G_W, l, F, D)) ||
+                                   !(b->fc1g_b = ld_slot1(ld, S_FC1G_B, l, F))))
+        return ld->err->code;
+    b->rope = ld->vit->w.rope;
     b->ls1 = ld_slot1_opt(ld, S_LS1, l, D, &bad); /* LayerScale (DINOv2, DeiT III) */
     b->ls2 = ld_slot1_opt(ld, S_LS2, l, D, &bad);
     return bad ? ld->err->code : VIT_OK;
@@ -253,6 +273,44 @@ static VitStatus bind_clip(Loader *ld, const Arch *a) {
     return VIT_OK;
 }
 
+/* The rotary table vit->w.rope [N, Dh] of the input grid (VitRope): per patch (i, j) the
+ * cosines, then the sines, of its Dh/2 angles, computed in double (transformers computes
+ * them in float32: the difference is float rounding). DINOv3:
+ *   transformers: inv_freq = 1 / base ** arange(0, 1, 4 / head_dim)   (Dh/4 of them)
+ *     coords = 2 * ((i + 0.5) / gh, (j + 0.5) / gw) - 1;  angles = 2 pi coords[:, :, None]
+ *     * inv_freq: [y angles, x angles] (flatten), tile(2): dimensions d and d + Dh/2 share
+ *     angle d */
+static VitStatus make_rope(Loader *ld) {
+    Vit *vit = ld->vit;
+    VitConfig *c = &vit->cfg;
+    if (!c->rope) return VIT_OK;
+    int Dh = c->head_dim, gh = c->grid_h, gw = c->grid_w, Fq = Dh / 4;
+    if (Dh % 4)
+        return vit_set_error(ld->err, VIT_ERR_SHAPE,
+                             "%s: head size %d: DINOv3's rotary embedding needs a multiple of 4 "
+                             "(Dh/4 periods per axis)",
+                             ld->fname, Dh);
+    size_t n;
+    if (!vit_size_mul(&n, (size_t)c->n_patches, (size_t)Dh) ||
+        !(vit->rope_owned = malloc(n * sizeof(float))))
+        return vit_set_error(ld->err, VIT_ERR_NOMEM, "%s: out of memory for the rotary table",
+                             ld->fname);
+    const double two_pi = 6.283185307179586477;
+    for (int i = 0; i < gh; i++)
+        for (int j = 0; j < gw; j++) {
+            double y = 2.0 * (i + 0.5) / gh - 1.0, x = 2.0 * (j + 0.5) / gw - 1.0;
+            float *row = vit->rope_owned + ((size_t)i * gw + j) * Dh;
+            for (int f = 0; f < Fq; f++) {
+                double period = pow((double)c->rope_theta, (double)f / Fq);
+                double ay = two_pi * y / period, ax = two_pi * x / period;
+                row[f] = (float)cos(ay), row[Dh / 2 + f] = (float)sin(ay);
+                row[Fq + f] = (float)cos(ax), row[Dh / 2 + Fq + f] = (float)sin(ax);
+            }
+        }
+    vit->w.rope = vit->rope_owned;
+    return VIT_OK;
+}
+
 /* Every tensor into vit->w, its shape checked against the architecture and its
  * values finite; F16/BF16 and unaligned F32 converted into vit->owned. */
 static VitStatus bind_weights(Loader *ld, const Arch *a) {
@@ -265,7 +323,7 @@ static VitStatus bind_weights(Loader *ld, const Arch *a) {
         (a->has_dist &&
          !(w->dist_token = ld_slot_tensor(ld, S_DIST, 0, 3, (int64_t[3]){1, 1, D}))) ||
         (a->R && !(w->reg_token = ld_slot_tensor(ld, S_REG, 0, 3, (int64_t[3]){1, a->R, D}))) ||
-        !(w->pos_embed = ld_slot_tensor(ld, S_POS, 0, 3, (int64_t[3]){1, a->Tp, D})))
+        (a->Tp && !(w->pos_embed = ld_slot_tensor(ld, S_POS, 0, 3, (int64_t[3]){1, a->Tp, D}))))
         return ld->err->code;
     w->pos_prefix = a->Npos;
     int bad = 0;
@@ -274,6 +332,7 @@ static VitStatus bind_weights(Loader *ld, const Arch *a) {
     w->patch_b = ld_slot1_opt(ld, S_PATCH_B, 0, D, &bad); /* CLIP's conv1: none */
     if (bad) return ld->err->code;
     if ((rc = bind_clip(ld, a))) return rc;
+    if ((rc = make_rope(ld))) return rc;
     for (int l = 0; l < a->L; l++)
         if ((rc = bind_block(ld, &w->blocks[l], l, D, a->A, a->F))) return rc;
     /* timm's fc_norm after an average pooling; the final norm is then an Identity (absent) */
@@ -319,7 +378,7 @@ static VitStatus fit_pos_embed(Loader *ld) {
     Vit *vit = ld->vit;
     const VitConfig *c = &vit->cfg;
     VitWeights *w = &vit->w;
-    if (c->grid_h == c->pos_grid_h && c->grid_w == c->pos_grid_w) return VIT_OK;
+    if (!w->pos_embed || (c->grid_h == c->pos_grid_h && c->grid_w == c->pos_grid_w)) return VIT_OK;
     size_t rows, n;
     if (vit_size_add(&rows, (size_t)w->pos_prefix, (size_t)c->n_patches) &&
         vit_size_mul(&n, rows, (size_t)c->dim) && vit_size_mul(&n, n, sizeof(float)))
@@ -387,6 +446,7 @@ void vit_free(Vit *vit) {
     free(vit->data_owned);
     free(vit->layout_owned);
     free(vit->pos_owned);
+    free(vit->rope_owned);
     free(vit->w.blocks);
     if ((void *)vit->labels != vit->text_labels) free(vit->labels);
     free(vit->text_owned);

@@ -71,6 +71,10 @@ void vit_lesson_pos_similarity(float *out, const Vit *vit) {
     const VitConfig *c = &vit->cfg;
     int N = c->n_patches, D = c->dim;
     const float *pos = vit->w.pos_embed + (size_t)vit->w.pos_prefix * D;
+    /* a rotary model: the rows of its rotation table (cosines, sines), whose cosine
+     * similarity is the mean over the pairs of cos(a_i - a_j), the relative position the
+     * scores see */
+    if (!vit->w.pos_embed) pos = vit->w.rope, D = c->head_dim;
     double *norm = malloc((size_t)N * sizeof *norm);
     for (int i = 0; i < N; i++) {
         double s = 0.0;
@@ -101,7 +105,7 @@ static size_t lesson_floats(const VitConfig *c, size_t *sel) {
     size_t T = (size_t)c->n_tokens, D = (size_t)c->dim, F = (size_t)c->mlp_dim,
            H = (size_t)c->n_heads, Dh = (size_t)c->head_dim, A = (size_t)vit_att_width(c);
     *sel = (2 * T + 1) * Dh + 2 * T + (size_t)VIT_ATT_BLOCK * T;
-    return T * (7 * D + 4 * A + 2 * F) + H * T * T + *sel;
+    return T * (7 * D + 4 * A + F + (size_t)vit_mlp_in_width(c)) + H * T * T + *sel;
 }
 
 VitStatus vit_lesson_init(VitLesson *ls, const Vit *vit, VitError *err) {
@@ -120,7 +124,7 @@ VitStatus vit_lesson_init(VitLesson *ls, const Vit *vit, VitError *err) {
     ls->v = p, p += T * A;
     ls->ctx = p, p += T * A;
     ls->qk = p, p += T * 2 * A;
-    ls->hpre = p, p += T * F;
+    ls->hpre = p, p += T * (size_t)vit_mlp_in_width(c);
     ls->hid = p, p += T * F;
     ls->att = p, p += (size_t)c->n_heads * T * T;
     ls->query = p, p += Dh;
@@ -183,8 +187,12 @@ VitStatus vit_lesson_block(VitLesson *ls, const VitRun *run, const Vit *vit, int
     /* the block's last step as vit_block makes it: hid = act(hpre) (the same
      * arithmetic as its epilogue: GELU, or the layout's activation), out = xm + ls2 * fc2(hid)
      * timm: x = x + self.ls2(self.mlp.fc2(self.mlp.act(self.mlp.fc1(self.norm2(x))))) */
-    memcpy(ls->hid, ls->hpre, (size_t)T * F * sizeof(float));
-    vit_act_cols(ls->hid, F, T, 0, F, c->mlp_act);
+    if (c->mlp_gated) { /* act(gate) * value, as vit_block's product */
+        vit_glu_rows(ls->hid, F, ls->hpre, 0, T, F, c->mlp_act);
+    } else {
+        memcpy(ls->hid, ls->hpre, (size_t)T * F * sizeof(float));
+        vit_act_cols(ls->hid, F, T, 0, F, c->mlp_act);
+    }
     vit_linear(run->pool, (VitLinear){.out = ls->mlp,
                                       .ld_out = D,
                                       .inp = ls->hid,

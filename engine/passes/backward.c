@@ -31,7 +31,11 @@
  * LayerNorm y = (x - mean) * rstd * w + b sends back
  *   dx = rstd * (g - mean(g) - xhat * mean(g (.) xhat)),  g = dy (.) w, xhat = (x - mean) * rstd.
  * AttnLRP's pass (lrp 1) changes three steps: rstd is a constant (dx = rstd * (g -
- * mean(g))), gelu' becomes gelu(x)/x, and dS = 0 (A a constant: nothing reaches q, k). */
+ * mean(g))), gelu' becomes gelu(x)/x, and dS = 0 (A a constant: nothing reaches q, k).
+ * DINOv3's parts: a rotary embedding q' = R_p q, k' = R_p k (a rotation per patch p) sends
+ * dq = R_p^T dq' back (the rotation by -a); a gated MLP h = act(g) * u (g, u the gate's and
+ * the value's outputs) sends dg = dh u act'(g), du = dh act(g) (AttnLRP: the uniform rule,
+ * half of dh to each factor, and act(g)/g for act'). */
 #include "internal.h"
 
 #include <cblas.h>
@@ -50,11 +54,12 @@ typedef struct {
     float *ctx;    /* [T, D] attention output before proj */
     float *xm;     /* [T, D] residual stream between attention and MLP */
     float *xn2;    /* [T, D] norm2 output */
-    float *hpre;   /* [T, F] fc1 output before GELU */
+    float *hpre;   /* [T, Fi] fc1 output before GELU (Fi = vit_mlp_in_width: 2F gated) */
     float *dz;     /* [T, D] gradient at the block's output, then at its input */
     float *dxm;    /* [T, D] at xm */
     float *dtmp;   /* [T, D] */
-    float *dh;     /* [T, F] at the MLP hidden */
+    float *dh;     /* [T, Fi] at the MLP hidden (gated: at the product, then the gates and
+                      values) */
     float *dqkv;   /* [T, 3D] at queries, keys, values */
     float *dctx;   /* [T, D] at ctx (when g->dctx does not keep it) */
     float *att;    /* [n_threads, 2, VIT_ATT_BLOCK, T] attention / gradient blocks */
@@ -75,7 +80,7 @@ static size_t head_rows(const VitConfig *c) {
 static int carve(VitGrad *g, Scratch *s, const VitConfig *c, int kept, int n_threads,
                  size_t *n_floats) {
     int redo = !vit_keep_blocks(c, kept); /* the block internals recomputed here */
-    size_t T = (size_t)c->n_tokens, D = (size_t)c->dim, F = (size_t)c->mlp_dim,
+    size_t T = (size_t)c->n_tokens, D = (size_t)c->dim, F = (size_t)vit_mlp_in_width(c),
            L = (size_t)c->n_layers, H = (size_t)c->n_heads, N = (size_t)c->n_patches,
            P = (size_t)c->patch_size, S = (size_t)c->image_h * (size_t)c->image_w,
            A = (size_t)vit_att_width(c);
@@ -244,6 +249,7 @@ typedef struct {
     const float *hpre;
     int T, F, lrp;
     VitActivation act;
+    int gated; /* a gated MLP's product and gate (vit_glu_backward_rows): dh, hpre [T, 2F] */
 } GeluBack;
 
 static void gelu_back_task(void *arg, int item, int n_items, int thread) {
@@ -251,7 +257,9 @@ static void gelu_back_task(void *arg, int item, int n_items, int thread) {
     const GeluBack *a = arg;
     int r0 = (int)((long long)a->T * item / n_items);
     int r1 = (int)((long long)a->T * (item + 1) / n_items);
-    if (a->act)
+    if (a->gated)
+        vit_glu_backward_rows(a->dh, a->hpre, r0, r1, a->F, a->lrp, a->act);
+    else if (a->act)
         vit_act_backward_rows(a->dh, a->hpre, r0, r1, a->F, a->lrp, a->act);
     else
         vit_gelu_backward_rows(a->dh, a->hpre, r0, r1, a->F, a->lrp);
@@ -397,7 +405,7 @@ static void block_internals(Bw *bw, const VitBlock *b, int need_xn1) {
     Scratch *s = &bw->s;
     if (run->blocks_kept) {
         bw->qk = run->qk + l * T * 2 * A, bw->v = run->v + l * T * A;
-        bw->xm = run->xm + l * T * D, bw->hpre = run->hpre + l * T * c->mlp_dim;
+        bw->xm = run->xm + l * T * D, bw->hpre = run->hpre + l * T * vit_mlp_in_width(c);
         if (need_xn1) vit_layernorm(bw->pool, s->xn1, x, b->norm1_w, b->norm1_b, T, D, c->ln_eps);
         return;
     }
@@ -443,10 +451,18 @@ static void top_backward(Bw *bw, const VitBlock *b, const float *dz, int R, floa
     memcpy(dxm, dz, (size_t)R * D * sizeof(float));
     /* timm: x = x + ls2(fc2(gelu(fc1(norm2(x))))) */
     const float *dy2 = scaled(s->dtmp, dz, b->ls2, R, D);
-    back_linear(bw->pool, (BackLinear){s->dh, dy2, b->fc2_w, F, D, R, D, F, 0.0f});
-    GeluBack gb = {s->dh, bw->hpre, R, F, bw->lrp, bw->run->cfg.mlp_act};
-    vit_pool_run(bw->pool, gelu_back_task, &gb, vit_pool_threads(bw->pool));
-    back_linear(bw->pool, (BackLinear){s->dtmp, s->dh, b->fc1_w, D, F, R, F, D, 0.0f});
+    if (c->mlp_gated) { /* fc2(act(fc1_g(x)) * fc1(x)): dh [R, 2F], the gates', the values' */
+        back_linear(bw->pool, (BackLinear){s->dh, dy2, b->fc2_w, 2 * F, D, R, D, F, 0.0f});
+        GeluBack gb = {s->dh, bw->hpre, R, F, bw->lrp, c->mlp_act, 1};
+        vit_pool_run(bw->pool, gelu_back_task, &gb, vit_pool_threads(bw->pool));
+        back_linear(bw->pool, (BackLinear){s->dtmp, s->dh, b->fc1g_w, D, 2 * F, R, F, D, 0.0f});
+        back_linear(bw->pool, (BackLinear){s->dtmp, s->dh + F, b->fc1_w, D, 2 * F, R, F, D, 1.0f});
+    } else {
+        back_linear(bw->pool, (BackLinear){s->dh, dy2, b->fc2_w, F, D, R, D, F, 0.0f});
+        GeluBack gb = {s->dh, bw->hpre, R, F, bw->lrp, c->mlp_act, 0};
+        vit_pool_run(bw->pool, gelu_back_task, &gb, vit_pool_threads(bw->pool));
+        back_linear(bw->pool, (BackLinear){s->dtmp, s->dh, b->fc1_w, D, F, R, F, D, 0.0f});
+    }
     ln_back(bw->pool, (LnBack){dxm, bw->xm, b->norm2_w, s->dtmp, R, D, bw->lrp, 1, c->ln_eps});
     /* timm: x = x + ls1(proj(ctx)) */
     const float *dy1 = scaled(s->dtmp, dxm, b->ls1, R, D);
@@ -535,6 +551,13 @@ static void backward_pass(Bw *bw, int target) {
             memset(g->grad_att + (size_t)l * c->n_heads * T * T, 0,
                    (size_t)c->n_heads * T * T * sizeof(float));
         vit_pool_run(bw->pool, att_back_task, bw, bw->run->att ? 2 * c->n_heads : c->n_heads);
+        /* the rotary embedding (vit_block): dq, dk at the rotated queries and keys rotated
+         * back, R^T = R(-a), to the projections' outputs (AttnLRP: dq = dk = 0) */
+        VitAttMod mod;
+        const VitAttMod *m = vit_att_mod(&mod, run->intervention, c, l);
+        if (c->rope && b->rope && exact && !(m && m->no_rope))
+            vit_rope(bw->pool, s->dqkv, 3 * A, 1, b->rope, m ? m->pos_perm : NULL, c,
+                     2 * c->n_heads, -1.0f);
         /* dxn1 = [dq dk dv] . qkv_w */
         if (b->qkv_w) {
             back_linear(bw->pool,

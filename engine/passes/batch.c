@@ -39,7 +39,7 @@ static size_t ctx_cols(const VitConfig *c) {
  * + E) + n_threads*VIT_ATT_BLOCK*T into *n; 0 when that overflows size_t. */
 static int batch_floats(size_t *n, const VitConfig *c, int max_batch, int n_threads) {
     size_t B = (size_t)max_batch, N = (size_t)c->n_patches, T = (size_t)c->n_tokens,
-           D = (size_t)c->dim, F = (size_t)c->mlp_dim, C = (size_t)c->n_classes,
+           D = (size_t)c->dim, F = (size_t)vit_mlp_in_width(c), C = (size_t)c->n_classes,
            P = (size_t)c->patch_size, A = (size_t)vit_att_width(c), per = 0;
     *n = 0;
     return vit_add_product(&per, N, 3 * P * P) &&
@@ -86,7 +86,7 @@ VitStatus vit_batch_init(VitBatch *b, const Vit *vit, int max_batch, int n_threa
         return vit_set_error(err, VIT_ERR_NOMEM, "%s: cannot start %d threads", c->name, n_threads);
     }
     size_t B = (size_t)max_batch, N = (size_t)c->n_patches, T = (size_t)c->n_tokens,
-           D = (size_t)c->dim, F = (size_t)c->mlp_dim, C = (size_t)c->n_classes,
+           D = (size_t)c->dim, F = (size_t)vit_mlp_in_width(c), C = (size_t)c->n_classes,
            P = (size_t)c->patch_size, A = (size_t)vit_att_width(c);
     float *p = b->mem;
     b->patches = p, p += B * N * 3 * P * P;

@@ -142,9 +142,36 @@ static float act_one(float x, VitActivation act) {
         return 0.5f * x * (1.0f + tanhf(0.79788456080286536f * (x + 0.044715f * x * x * x)));
     case VIT_ACT_QUICK_GELU: return x / (1.0f + expf(-1.702f * x));
     case VIT_ACT_RELU: return x > 0.0f ? x : 0.0f;
+    case VIT_ACT_SILU: return x / (1.0f + expf(-x));
     case VIT_ACT_GELU: break;
     }
     return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
+}
+
+/* What the backward pass multiplies by at x: act'(x), or act(x) / x (lrp: AttnLRP's
+ * identity rule, the ratio held constant). */
+static float act_grad(float x, VitActivation act, int lrp) {
+    switch (act) {
+    case VIT_ACT_RELU: return x > 0.0f ? 1.0f : 0.0f; /* relu' and relu(x) / x alike */
+    case VIT_ACT_QUICK_GELU: {
+        float sg = 1.0f / (1.0f + expf(-1.702f * x));
+        return lrp ? sg : sg + 1.702f * x * sg * (1.0f - sg);
+    }
+    case VIT_ACT_SILU: {
+        float sg = 1.0f / (1.0f + expf(-x));
+        return lrp ? sg : sg * (1.0f + x * (1.0f - sg));
+    }
+    case VIT_ACT_GELU_TANH: {
+        const float k = 0.79788456080286536f;
+        float th = tanhf(k * (x + 0.044715f * x * x * x));
+        return lrp ? 0.5f * (1.0f + th)
+                   : 0.5f * (1.0f + th) +
+                         0.5f * x * (1.0f - th * th) * k * (1.0f + 3.0f * 0.044715f * x * x);
+    }
+    case VIT_ACT_GELU: break;
+    }
+    float cdf = 0.5f * (1.0f + erff(x * 0.70710678118654752f));
+    return lrp ? cdf : cdf + x * 0.39894228040143268f * expf(-0.5f * x * x);
 }
 
 const char *vit_activation_name(VitActivation a) {
@@ -152,6 +179,7 @@ const char *vit_activation_name(VitActivation a) {
     case VIT_ACT_GELU_TANH: return "GELU (tanh)";
     case VIT_ACT_QUICK_GELU: return "QuickGELU";
     case VIT_ACT_RELU: return "ReLU";
+    case VIT_ACT_SILU: return "SiLU";
     case VIT_ACT_GELU: break;
     }
     return "GELU";
@@ -174,22 +202,38 @@ void vit_act_cols(float *x, int ld, int R, int c0, int c1, VitActivation act) {
 void vit_act_backward_rows(float *dh, const float *hpre, int r0, int r1, int F, int lrp,
                            VitActivation act) {
     for (int r = r0; r < r1; r++)
+        for (int i = 0; i < F; i++)
+            dh[(size_t)r * F + i] *= act_grad(hpre[(size_t)r * F + i], act, lrp);
+}
+
+/* A gated MLP's product (cfg.mlp_gated) on rows [r0, r1): pre [., 2F] holds the gate
+ * (columns 0 .. F-1) and the value (F .. 2F-1) before it;
+ *   forward   hid[r, i] = act(gate) * value             (hid's rows ld_hid apart; may be pre:
+ *                                                       the first F columns, in place)
+ *   backward  from d = dh[r, i] at the product, into dh[r, i] the gate's, dh[r, F + i] the
+ *             value's gradient (dh [., 2F]): d value act'(gate), d act(gate); lrp (AttnLRP:
+ *             the uniform rule for a product, half to each factor, and the identity rule for
+ *             act): d value act(gate)/gate / 2, d act(gate) / 2. */
+void vit_glu_rows(float *hid, int ld_hid, const float *pre, int r0, int r1, int F,
+                  VitActivation act) {
+    for (int r = r0; r < r1; r++) {
+        const float *g = pre + (size_t)r * 2 * F;
+        float *h = hid + (size_t)r * ld_hid;
+        for (int i = 0; i < F; i++) h[i] = act_one(g[i], act) * g[F + i];
+    }
+}
+
+void vit_glu_backward_rows(float *dh, const float *pre, int r0, int r1, int F, int lrp,
+                           VitActivation act) {
+    for (int r = r0; r < r1; r++) {
+        const float *g = pre + (size_t)r * 2 * F;
+        float *d = dh + (size_t)r * 2 * F;
         for (int i = 0; i < F; i++) {
-            float x = hpre[(size_t)r * F + i], g;
-            if (act == VIT_ACT_RELU) {
-                g = x > 0.0f ? 1.0f : 0.0f; /* relu' and relu(x) / x alike */
-            } else if (act == VIT_ACT_QUICK_GELU) {
-                float sg = 1.0f / (1.0f + expf(-1.702f * x));
-                g = lrp ? sg : sg + 1.702f * x * sg * (1.0f - sg);
-            } else { /* VIT_ACT_GELU_TANH */
-                const float k = 0.79788456080286536f;
-                float th = tanhf(k * (x + 0.044715f * x * x * x));
-                g = lrp ? 0.5f * (1.0f + th)
-                        : 0.5f * (1.0f + th) +
-                              0.5f * x * (1.0f - th * th) * k * (1.0f + 3.0f * 0.044715f * x * x);
-            }
-            dh[(size_t)r * F + i] *= g;
+            float dp = lrp ? 0.5f * d[i] : d[i];
+            d[F + i] = dp * act_one(g[i], act);
+            d[i] = dp * g[F + i] * act_grad(g[i], act, lrp);
         }
+    }
 }
 
 /* x[R, ld] = x_in + gamma * y[R, ld] on columns [c0, c1), or x_in + y without
@@ -302,6 +346,62 @@ void vit_att_block(float *out, const float *q, const float *k, int ld, int r0, i
             memset(out + (size_t)(r - r0) * T, 0, (size_t)T * sizeof(float));
 }
 
+/* --- rotary position embedding ---------------------------------------------- */
+
+/* RoPE (VitRope) on rows [r0, r1) of x [., ld], tokens of one input (row t: token t): each
+ * patch token t >= Np, patch p = t - Np, gets the angles of table row perm[p] (perm NULL: p)
+ * of rope [N, Dh] (cosines, then sines); its n_heads heads of Dh columns from column 0
+ * (the queries' then the keys' heads: 2H of them in a [T, 2A] qk) are each rotated, pair
+ * (i, i + Dh/2) by angle a_i (rotate-half):
+ *   transformers: q * cos + rotate_half(q) * sin,  rotate_half(u) = cat(-u[Dh/2:], u[:Dh/2])
+ * sign -1 rotates by -a, the transpose: the backward pass's, from the rotated queries' and
+ * keys' gradients to the unrotated ones'. The prefix rows are left as they are. */
+void vit_rope_rows(float *x, int ld, const float *rope, const int *perm, int r0, int r1, int Np,
+                   int n_heads, int Dh, float sign) {
+    int h2 = Dh / 2;
+    for (int t = r0 < Np ? Np : r0; t < r1; t++) {
+        int p = t - Np;
+        const float *cs = rope + (size_t)(perm ? perm[p] : p) * Dh, *sn = cs + h2;
+        float *row = x + (size_t)t * ld;
+        for (int h = 0; h < n_heads; h++) {
+            float *u = row + (size_t)h * Dh;
+            for (int i = 0; i < h2; i++) {
+                float a = u[i], b = u[i + h2], c = cs[i], si = sign * sn[i];
+                u[i] = a * c - b * si;
+                u[i + h2] = b * c + a * si;
+            }
+        }
+    }
+}
+
+typedef struct {
+    float *x;
+    const float *rope;
+    const int *perm;
+    int ld, n, T, Np, n_heads, Dh;
+    float sign;
+} Rope;
+
+static void rope_task(void *arg, int item, int n_items, int thread) {
+    (void)thread;
+    const Rope *a = arg;
+    long long rows = (long long)a->n * a->T;
+    for (long long r = rows * item / n_items; r < rows * (item + 1) / n_items;) {
+        int img = (int)(r / a->T), t0 = (int)(r % a->T);
+        long long end = rows * (item + 1) / n_items, img_end = (long long)(img + 1) * a->T;
+        int t1 = (int)((end < img_end ? end : img_end) - (long long)img * a->T);
+        vit_rope_rows(a->x + (size_t)img * a->T * a->ld, a->ld, a->rope, a->perm, t0, t1, a->Np,
+                      a->n_heads, a->Dh, a->sign);
+        r = (long long)img * a->T + t1;
+    }
+}
+
+void vit_rope(VitPool *pool, float *x, int ld, int n, const float *rope, const int *perm,
+              const VitConfig *c, int n_heads, float sign) {
+    Rope a = {x, rope, perm, ld, n, c->n_tokens, c->n_prefix, n_heads, c->head_dim, sign};
+    vit_pool_run(pool, rope_task, &a, vit_pool_threads(pool));
+}
+
 /* --- parallel steps -------------------------------------------------------- */
 
 typedef VitLinear Linear;
@@ -325,7 +425,8 @@ static void linear_task(void *arg, int item, int n_items, int thread) {
             memset(row, 0, (size_t)(c1 - c0) * sizeof(float));
     }
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, a->T, c1 - c0, a->n_in, 1.0f, a->inp,
-                a->n_in, a->w + (size_t)c0 * a->n_in, a->n_in, 1.0f, a->out + c0, a->ld_out);
+                a->ld_in ? a->ld_in : a->n_in, a->w + (size_t)c0 * a->n_in, a->n_in, 1.0f,
+                a->out + c0, a->ld_out);
     if (a->gemm_only) return;
     if (a->act && (a->epilogue == VIT_EPI_GELU || a->epilogue == VIT_EPI_GELU_TO))
         act_cols_to(a->epilogue == VIT_EPI_GELU ? a->out : a->x, a->out, a->ld_out, a->T, c0, c1,
@@ -377,11 +478,13 @@ void vit_qkv(VitPool *pool, float *qk, float *v, const float *xn, const VitBlock
     Linear in = {.inp = xn, .T = T, .n_in = D, .n_out = A, .ld_out = 2 * A, .gemm_only = gemm_only};
     Linears ls = {.n_each = vit_pool_threads(pool)};
     int n = 0;
-    if (b->qkv_w) { /* fused: queries and keys in one GEMM, values in another */
+    if (b->qkv_w && (b->qkv_b || !b->q_b)) { /* fused: queries and keys in one GEMM, values in
+                                                 another */
         ls.layer[n] = in;
         ls.layer[n].out = qk, ls.layer[n].w = b->qkv_w, ls.layer[n].b = b->qkv_b;
         ls.layer[n++].n_out = 2 * A;
-    } else { /* transformers: query, key, then value */
+    } else { /* transformers: query, key, then value; timm's Eva: qkv's rows with q_bias, no
+                key bias (NULL: none added), v_bias */
         const float *ws[2] = {b->q_w, b->k_w}, *bs[2] = {b->q_b, b->k_b};
         for (int i = 0; i < 2; i++, n++) {
             ls.layer[n] = in;
@@ -451,6 +554,22 @@ void vit_im2col(VitPool *pool, float *patches, const float *inputs, int n_images
     vit_pool_run(pool, im2col_task, &ic, vit_pool_threads(pool));
 }
 
+typedef struct {
+    float *hid;
+    int ld_hid;
+    const float *pre;
+    int R, F;
+    VitActivation act;
+} Glu;
+
+static void glu_task(void *arg, int item, int n_items, int thread) {
+    (void)thread;
+    const Glu *a = arg;
+    int r0 = (int)((long long)a->R * item / n_items),
+        r1 = (int)((long long)a->R * (item + 1) / n_items);
+    vit_glu_rows(a->hid, a->ld_hid, a->pre, r0, r1, a->F, a->act);
+}
+
 /* --- one block ------------------------------------------------------------- */
 
 /* Row r of input img in a matrix of the rows that go on after the attention: stacked
@@ -512,6 +631,11 @@ int vit_block(VitPool *pool, const VitBlock *b, const VitConfig *c, const VitBlo
     /* timm: x = x + self.ls1(self.attn(self.norm1(x))) */
     layernorm(pool, (LayerNorm){io->xn1, io->x, b->norm1_w, b->norm1_b, n * T, D, g, c->ln_eps});
     vit_qkv(pool, io->qk, io->v, io->xn1, b, n * T, D, A, g);
+    /* transformers DINOv3ViTAttention: q, k = apply_rotary_pos_emb(q, k, cos, sin), the
+     * patches' rows only (num_prefix_tokens = T - N), before the scores */
+    if (c->rope && b->rope && !g && !(io->mod && io->mod->no_rope))
+        vit_rope(pool, io->qk, 2 * A, n, b->rope, io->mod ? io->mod->pos_perm : NULL, c, 2 * H,
+                 1.0f);
     Attention at = {io, T, A, H, vit_att_scale(c)};
     vit_pool_run(pool, attention_task, &at, n * H * (io->head_block ? 1 : vit_att_blocks(T)));
     if (io->run && vit_cancelled(io->run)) return 0;
@@ -531,25 +655,48 @@ int vit_block(VitPool *pool, const VitBlock *b, const VitConfig *c, const VitBlo
                           .gemm_only = g});
     /* timm: x = x + self.ls2(self.mlp(self.norm2(x)))   (fc1 -> GELU -> fc2) */
     layernorm(pool, (LayerNorm){io->xn2, io->xm, b->norm2_w, b->norm2_b, R, D, g, c->ln_eps});
-    /* hpre given: fc1's output kept there, GELU from there into hid; else in place */
-    linear(pool, (Linear){.out = io->hpre ? io->hpre : io->hid,
-                          .ld_out = F,
-                          .inp = io->xn2,
-                          .w = b->fc1_w,
-                          .b = b->fc1_b,
-                          .T = R,
-                          .n_in = D,
-                          .n_out = F,
-                          .epilogue = !io->hid   ? VIT_EPI_NONE
-                                      : io->hpre ? VIT_EPI_GELU_TO
-                                                 : VIT_EPI_GELU,
-                          .x = io->hid,
-                          .gemm_only = g,
-                          .act = c->mlp_act});
-    if (!io->hid) return 1;
+    int ld_hid = F; /* hid's row stride: fc2's input */
+    if (c->mlp_gated) {
+        /* transformers DINOv3ViTGatedMLP: down_proj(act_fn(gate_proj(x)) * up_proj(x)); the
+         * gate and the value side by side, [R, 2F], in hpre (kept), else in hid, where the
+         * product then overwrites the gates (hid's rows 2F apart) */
+        float *pre = io->hpre ? io->hpre : io->hid;
+        Linear in = {
+            .inp = io->xn2, .T = R, .n_in = D, .n_out = F, .ld_out = 2 * F, .gemm_only = g};
+        Linears ls = {.n_each = vit_pool_threads(pool)};
+        ls.layer[0] = in, ls.layer[0].out = pre, ls.layer[0].w = b->fc1g_w,
+        ls.layer[0].b = b->fc1g_b;
+        ls.layer[1] = in, ls.layer[1].out = pre + F, ls.layer[1].w = b->fc1_w,
+        ls.layer[1].b = b->fc1_b;
+        vit_pool_run(pool, linears_task, &ls, 2 * ls.n_each);
+        if (!io->hid) return 1;
+        if (!io->hpre) ld_hid = 2 * F;
+        if (!g) {
+            Glu gl = {io->hid, ld_hid, pre, R, F, c->mlp_act};
+            vit_pool_run(pool, glu_task, &gl, vit_pool_threads(pool));
+        }
+    } else {
+        /* hpre given: fc1's output kept there, GELU from there into hid; else in place */
+        linear(pool, (Linear){.out = io->hpre ? io->hpre : io->hid,
+                              .ld_out = F,
+                              .inp = io->xn2,
+                              .w = b->fc1_w,
+                              .b = b->fc1_b,
+                              .T = R,
+                              .n_in = D,
+                              .n_out = F,
+                              .epilogue = !io->hid   ? VIT_EPI_NONE
+                                          : io->hpre ? VIT_EPI_GELU_TO
+                                                     : VIT_EPI_GELU,
+                              .x = io->hid,
+                              .gemm_only = g,
+                              .act = c->mlp_act});
+        if (!io->hid) return 1;
+    }
     linear(pool, (Linear){.out = io->tmp,
                           .ld_out = D,
                           .inp = io->hid,
+                          .ld_in = ld_hid,
                           .w = b->fc2_w,
                           .b = b->fc2_b,
                           .T = R,

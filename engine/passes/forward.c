@@ -42,10 +42,10 @@ static int att_floats(size_t *n, const VitConfig *c, int keep, int n_threads) {
 
 /* What keeping the block internals adds to att_floats(keep 1): queries and keys
  * of the other L - 1 layers, values [L, T, A] instead of [T, A], xm [L, T, D] and
- * hpre [L, T, F]. */
+ * hpre [L, T, Fi] (Fi = vit_mlp_in_width: F, or 2F gated). */
 static int block_floats(size_t *n, const VitConfig *c) {
     size_t T = (size_t)c->n_tokens, D = (size_t)c->dim, L = (size_t)c->n_layers,
-           F = (size_t)c->mlp_dim, A = (size_t)vit_att_width(c), L1T = 0, LT = 0;
+           F = (size_t)vit_mlp_in_width(c), A = (size_t)vit_att_width(c), L1T = 0, LT = 0;
     return L >= 1 && vit_add_product(&L1T, L - 1, T) && vit_add_product(n, L1T, 3 * A) &&
            vit_add_product(&LT, L, T) && vit_add_product(n, LT, D + F);
 }
@@ -102,7 +102,7 @@ int vit_keep_blocks(const VitConfig *c, int keep_att) {
 
 int vit_run_floats(const VitConfig *c, int keep_att, int n_threads, size_t *n_floats) {
     size_t Sh = (size_t)c->image_h, Sw = (size_t)c->image_w, T = (size_t)c->n_tokens,
-           D = (size_t)c->dim, F = (size_t)c->mlp_dim, N = (size_t)c->n_patches,
+           D = (size_t)c->dim, F = (size_t)vit_mlp_in_width(c), N = (size_t)c->n_patches,
            P = (size_t)c->patch_size, C = (size_t)c->n_classes, L = (size_t)c->n_layers,
            A = (size_t)vit_att_width(c);
     size_t n = 0, PP = 0, LT1 = 0;
@@ -136,7 +136,7 @@ VitStatus vit_run_init_with(VitRun *run, const Vit *vit, const VitRunOptions *op
     int n_threads = o.n_threads ? o.n_threads : default_threads();
     int keep = vit_keep_att(c, o.att), blocks = vit_keep_blocks(c, keep);
     size_t Sh = (size_t)c->image_h, Sw = (size_t)c->image_w, T = (size_t)c->n_tokens,
-           D = (size_t)c->dim, F = (size_t)c->mlp_dim, N = (size_t)c->n_patches,
+           D = (size_t)c->dim, F = (size_t)vit_mlp_in_width(c), N = (size_t)c->n_patches,
            P = (size_t)c->patch_size, L = (size_t)c->n_layers, H = (size_t)c->n_heads,
            C = (size_t)c->n_classes, A = (size_t)vit_att_width(c);
     size_t n = 0;
@@ -233,7 +233,7 @@ static void forward_pass(VitRun *run, const Vit *vit, int gemm_only) {
     const VitConfig *c = &vit->cfg;
     const VitWeights *w = &vit->w;
     VitPool *pool = run->pool;
-    int N = c->n_patches, T = c->n_tokens, D = c->dim, H = c->n_heads, F = c->mlp_dim,
+    int N = c->n_patches, T = c->n_tokens, D = c->dim, H = c->n_heads, F = vit_mlp_in_width(c),
         Np = c->n_prefix, L = c->n_layers, K = 3 * c->patch_size * c->patch_size,
         A = vit_att_width(c);
     float *xn = run->xn;

@@ -84,17 +84,21 @@ const VitAttMod *vit_att_mod(VitAttMod *m, const VitIntervention *iv, const VitC
     *m = (VitAttMod){.n_prefix = c->n_prefix};
     if (iv->temperature > 0.0f && iv->temp_layer == layer) m->temp = iv->temperature;
     if (any(iv->drop, (size_t)c->n_patches)) m->drop = iv->drop;
-    return m->temp > 0.0f || m->drop ? m : NULL;
+    /* a rotary model's position edit: the rotation's angles shuffled, or none */
+    if (c->rope && iv->pos_embed == VIT_POS_SHUFFLE) m->pos_perm = iv->pos_perm;
+    if (c->rope && iv->pos_embed == VIT_POS_ZERO) m->no_rope = 1;
+    return m->temp > 0.0f || m->drop || m->pos_perm || m->no_rope ? m : NULL;
 }
 
 /* timm _pos_embed's sum, x + pos_embed, in vit_forward's order; the intervention picks
- * which rows of pos_embed each patch gets, or none. */
+ * which rows of pos_embed each patch gets, or none. A rotary model has none to add: its
+ * position edits are the rotation's (vit_att_mod). */
 void vit_add_pos_embed(float *x, const Vit *vit, const VitIntervention *iv) {
     const VitConfig *c = &vit->cfg;
     const VitWeights *w = &vit->w;
     size_t D = (size_t)c->dim, Npos = (size_t)w->pos_prefix, N = (size_t)c->n_patches;
     VitPosEdit e = iv ? iv->pos_embed : VIT_POS_KEEP;
-    if (e == VIT_POS_ZERO) return;
+    if (e == VIT_POS_ZERO || !w->pos_embed) return; /* none, or a rotary model's (vit_block) */
     if (e != VIT_POS_SHUFFLE || !iv->pos_perm) {
         for (size_t i = 0; i < (Npos + N) * D; i++) x[i] += w->pos_embed[i];
         return;

@@ -167,14 +167,29 @@ def lrp_gelu(t, approximate="none"):
     return t * ratio.detach()
 
 
+def lrp_silu(t):
+    """The identity rule for SiLU (a gated MLP's gate, DINOv3 S+): x * (silu(x)/x).detach(),
+    silu(x)/x = sigmoid(x)."""
+    return t * torch.sigmoid(t).detach()
+
+
+def lrp_mul(a, b):
+    """AttnLRP's uniform rule for a product of two activations (§3.3, the gated MLP's
+    act(gate) * value): half the relevance to each factor, i.e. the gradient halved:
+    (a * b.detach() + a.detach() * b) / 2, whose value is a * b."""
+    return (a * b.detach() + a.detach() * b) / 2
+
+
 def lrp_rules(std=True, gelu=True, softmax=True, mean=False):
     """(ops, tap) of the AttnLRP pass; each flag False leaves that rule out (a wrong
-    variant); mean=True also detaches LayerNorm's mean (wrong)."""
+    variant); mean=True also detaches LayerNorm's mean (wrong). gelu: the MLP's
+    nonlinearities, GELU, or a gated MLP's SiLU and product (references that have them:
+    test_dinov3.py's)."""
     ops = {}
     if std or mean:
         ops["layer_norm"] = lrp_layer_norm(std, mean)
     if gelu:
-        ops["gelu"] = lrp_gelu
+        ops["gelu"], ops["silu"], ops["mul"] = lrp_gelu, lrp_silu, lrp_mul
 
     def tap(name, l, t):  # CP-LRP: the probabilities a constant, nothing into q and k
         return t.detach() if softmax and name == "att" else t

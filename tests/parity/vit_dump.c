@@ -14,7 +14,8 @@
  *   image.npy   [h, w, 3] u1    the decoded photo, turned upright unless
  *                               --ignore-orientation (VitImageOptions) (--image only)
  *   att.npy     [L, H, T, T] f4 attention probabilities of every layer and head
- *   pos.npy     [Npos + N, D] f4 the position embedding the forward pass adds
+ *   pos.npy     [Npos + N, D] f4 the position embedding the forward pass adds (if any)
+ *   rope.npy    [N, Dh] f4      the rotary table (VitWeights.rope: cosines, sines), if any
  *   logits.npy  [C] f4, probs.npy [C] f4   (only when the model has a head, C > 0)
  *   logits_dist.npy [C] f4      the distillation head's own logits (if any)
  *   config.json what the engine inferred: Sh, Sw, P, gh, gw, prefix tokens, D,
@@ -72,7 +73,8 @@
  * from RAW2 and vit_text_logits (no new forward pass); what follows is the second head's.
  * A model with an image projection also writes
  *   embed.npy [E] f4 vit_image_embed (not normalised)
- * and config.json has "norm_pre", "embed_dim", "logit_scale", "clip", "mlp_act".
+ * and config.json has "norm_pre", "embed_dim", "logit_scale", "clip", "mlp_act", "rope",
+ * "rope_theta", "mlp_gated".
  * Errors: a message on stderr, exit 1 (2 for a usage error). */
 #include "vit.h"
 
@@ -196,9 +198,10 @@ static int write_config(const char *dir, const VitRun *run, const Vit *vit, int 
     for (int i = 0; i < k; i++) fprintf(f, "%s%d", i ? ", " : "", top[i]);
     fprintf(f,
             "], \"target\": %d,\n \"norm_pre\": %d, \"embed_dim\": %d, \"logit_scale\": %.9g, "
-            "\"clip\": %d, \"mlp_act\": %d, \"head_pool\": %d,\n \"left_out\": \"",
+            "\"clip\": %d, \"mlp_act\": %d, \"head_pool\": %d,\n \"rope\": %d, "
+            "\"rope_theta\": %.9g, \"mlp_gated\": %d, \"left_out\": \"",
             target, c->norm_pre, c->embed_dim, c->logit_scale, c->clip, (int)c->mlp_act,
-            (int)c->head_pool);
+            (int)c->head_pool, (int)c->rope, c->rope_theta, c->mlp_gated);
     for (const char *p = c->left_out; *p; p++) /* escaped by the engine: no control bytes */
         fprintf(f, (*p == '"' || *p == '\\') ? "\\%c" : "%c", *p);
     fprintf(f, "\", \"default_preprocess\": %d, \"labels\": [", c->default_preprocess);
@@ -589,12 +592,15 @@ int main(int argc, char **argv) {
         goto done;
     }
     const size_t s_input[3] = {3, Sh, Sw}, s_rgb[3] = {Sh, Sw, 3}, s_att[4] = {L, H, T, T},
-                 s_cls[1] = {C}, s_pos[2] = {Npos, D}, s_img[3] = {(size_t)img.h, (size_t)img.w, 3};
+                 s_cls[1] = {C}, s_pos[2] = {Npos, D},
+                 s_rope[2] = {(size_t)c->n_patches, (size_t)c->head_dim},
+                 s_img[3] = {(size_t)img.h, (size_t)img.w, 3};
     if (npy_f32(out, "input.npy", run.input, s_input, 3) ||
         (rgb && npy_write(out, "rgb.npy", "|u1", rgb, 1, s_rgb, 3)) ||
         (img.rgb && npy_write(out, "image.npy", "|u1", img.rgb, 1, s_img, 3)) ||
         (run.att && npy_f32(out, "att.npy", run.att, s_att, 4)) ||
-        npy_f32(out, "pos.npy", vit.w.pos_embed, s_pos, 2) ||
+        (vit.w.pos_embed && npy_f32(out, "pos.npy", vit.w.pos_embed, s_pos, 2)) ||
+        (vit.w.rope && npy_f32(out, "rope.npy", vit.w.rope, s_rope, 2)) ||
         (vit.w.head_dist_w && npy_f32(out, "logits_dist.npy", run.logits_dist, s_cls, 1)) ||
         (C && (npy_f32(out, "logits.npy", run.logits, s_cls, 1) ||
                npy_f32(out, "probs.npy", run.probs, s_cls, 1))) ||
