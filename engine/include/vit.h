@@ -1496,14 +1496,23 @@ VitStatus vit_lesson_select(VitLesson *ls, const VitRun *run, int head, int toke
 VitStatus vit_lesson_head(float *cls_norm, const VitRun *run, const Vit *vit, VitError *err);
 
 /* ---------------------------------------------------------------------------
- * The CLIP tokenizer (engine/text/tokenizer.c)
+ * The CLIP and SigLIP tokenizers (engine/text/tokenizer.c, spiece.c)
  *
  * OpenAI CLIP's byte-level BPE (clip/simple_tokenizer.py, Radford et al. 2021): the text
  * cleaned (a fixed part of ftfy.fix_text, html.unescape twice, whitespace collapsed,
  * lower-cased), split by CLIP's pattern, each piece's UTF-8 bytes merged by rank, then
  * [<|startoftext|>, ..., <|endoftext|>]. The exact cleaning, and what of ftfy it leaves
  * out, is at the top of tokenizer.c; tests/text checks the ids against a reference
- * written from the published algorithm on 10 000 strings. */
+ * written from the published algorithm on 10 000 strings.
+ *
+ * SigLIP's tokenizer, behind the same calls (engine/text/spiece.c): Hugging Face's
+ * SiglipTokenizer + processor(padding="max_length", truncation=True) over spiece.model (a
+ * SentencePiece model read by Debian's libsentencepiece): every character lower-cased, the
+ * text split on "</s>" / "<unk>", ASCII punctuation removed, whitespace collapsed,
+ * SentencePiece without the dummy prefix, "</s>" appended, padded with "</s>" to exactly
+ * max_ids (64 for SigLIP's text tower, which pools the last position: the padding is part
+ * of the model's input). No SOT (vit_token_sot -1). tests/text/test_siglip_tokenizer.py
+ * checks it against HF's steps written out, on a model it trains. */
 
 #define VIT_TEXT_CONTEXT   77    /* CLIP's context length, tokens including SOT and EOT */
 #define VIT_TEXT_MAX_BYTES 16384 /* a longer text is refused (77 tokens read far less) */
@@ -1513,7 +1522,9 @@ typedef struct VitTokenizer VitTokenizer; /* read-only after load: threads may s
 /* Load CLIP's vocabulary: OpenAI's bpe_simple_vocab_16e6.txt.gz (gzip: zlib), or Hugging
  * Face's vocab.json + merges.txt (path: either file, or their folder; a folder with the
  * .gz works too). 49 408 ids: the 256 byte symbols, the same with "</w>", one per merge,
- * <|startoftext|> and <|endoftext|>. *tok is the caller's: free with vit_tokenizer_free.
+ * <|startoftext|> and <|endoftext|>. Or SigLIP's: a path ending ".model" (spiece.model), or
+ * a folder holding spiece.model and no CLIP vocabulary (a model without a "</s>" piece,
+ * e.g. SigLIP 2's Gemma tokenizer, is refused: VIT_ERR_FORMAT). *tok is the caller's: free with vit_tokenizer_free.
  * Errors: VIT_ERR_IO (missing file, naming it), VIT_ERR_FORMAT (a corrupt or cut gzip,
  * a merge line that is not two known symbols, naming file and line; a vocab.json entry
  * that is not a new id), VIT_ERR_ARG (not a vocabulary's name), VIT_ERR_NOMEM. */
@@ -1521,13 +1532,15 @@ VitStatus vit_tokenizer_load(VitTokenizer **tok, const char *path, VitError *err
 void vit_tokenizer_free(VitTokenizer *tok); /* NULL-safe */
 
 /* The vocabulary that came with a model file: beside it or in its "tokenizer" folder,
- * vocab.json + merges.txt (the path of vocab.json) or bpe_simple_vocab_16e6.txt.gz, in
- * that order; model_path may also be the model's folder. 1 and the path in path[n], or 0
+ * vocab.json + merges.txt (the path of vocab.json), bpe_simple_vocab_16e6.txt.gz or
+ * spiece.model (SigLIP's), in that order; model_path may also be the model's folder. 1 and the path in path[n], or 0
  * (none, or a path that does not fit). */
 int vit_tokenizer_find(char *path, size_t n, const char *model_path);
 
 /* text (a C string of UTF-8, at most VIT_TEXT_MAX_BYTES) -> ids[*n]: [SOT, ..., EOT], *n <= max_ids
- * (VIT_TEXT_CONTEXT for CLIP's text tower). A text with more tokens is cut as
+ * (VIT_TEXT_CONTEXT for CLIP's text tower). SigLIP's: *n = max_ids always ([..., </s>, </s>
+ * padding], the first max_ids - 1 pieces and "</s>" when cut; every text accepted, an
+ * empty one is [</s>] padded, as in the original). A text with more tokens is cut as
  * clip.tokenize(truncate=True) cuts it: the first max_ids - 2 and EOT, *truncated = 1
  * (NULL: not asked). The text "<|endoftext|>" in it is that token, as in the original.
  * Errors: VIT_ERR_ARG (empty or whitespace-only text, nothing left after the cleaning,
@@ -1535,8 +1548,8 @@ int vit_tokenizer_find(char *path, size_t n, const char *model_path);
  * arguments), VIT_ERR_NOMEM. */
 VitStatus vit_tokenize(int *ids, int *n, int *truncated, const VitTokenizer *tok, const char *text,
                        int max_ids, VitError *err);
-int vit_token_sot(const VitTokenizer *tok); /* <|startoftext|>: 49406 in CLIP's */
-int vit_token_eot(const VitTokenizer *tok); /* <|endoftext|>: 49407 */
+int vit_token_sot(const VitTokenizer *tok); /* <|startoftext|>: 49406 in CLIP's; SigLIP: -1 */
+int vit_token_eot(const VitTokenizer *tok); /* <|endoftext|>: 49407; SigLIP's "</s>": 1 */
 
 /* ---------------------------------------------------------------------------
  * The CLIP text tower (engine/text/text.c): a phrase's embedding, to compare with an
