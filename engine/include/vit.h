@@ -1567,6 +1567,14 @@ int vit_token_eot(const VitTokenizer *tok); /* <|endoftext|>: 49407; SigLIP's "<
 #define VIT_TEXT_MAX_CONTEXT 4096      /* ctx: rows of the position embedding */
 #define VIT_TEXT_MAX_VOCAB   (1 << 22) /* V: rows of the token embedding */
 
+/* How a text tower reads its sequence and which row it pools. */
+typedef enum {
+    VIT_TEXT_POOL_EOT = 0, /* CLIP: a causal mask, the first largest id (argmax(ids): EOT) */
+    VIT_TEXT_POOL_LAST,    /* SigLIP: no mask, exactly ctx ids (padded with "</s>"), the last
+                              position pooled: HF SiglipTextTransformer's
+                              last_hidden_state[:, -1, :], big_vision's "last" pool_type */
+} VitTextPool;
+
 typedef struct {
     int vocab_size;    /* V (49408) */
     int context;       /* ctx, tokens including SOT and EOT (77) */
@@ -1578,9 +1586,11 @@ typedef struct {
     int embed_dim;     /* E: text_projection's output (512) */
     float ln_eps;      /* LayerNorm eps: 1e-5 (config.json's text_config.layer_norm_eps) */
     VitActivation act; /* the MLP's activation, see act_from */
-    VitNaming naming;  /* VIT_NAMES_HF (CLIPModel: text_model.*) or VIT_NAMES_OPENAI (OpenAI and
-                          OpenCLIP: token_embedding, transformer.resblocks.N.*) */
+    VitNaming naming;  /* VIT_NAMES_HF (CLIPModel or SiglipModel: text_model.*) or
+                          VIT_NAMES_OPENAI (OpenAI and OpenCLIP: token_embedding,
+                          transformer.resblocks.N.*) */
     const char *act_from; /* static string: where act came from (for the app to show) */
+    VitTextPool pool;     /* CLIP's (EOT, causal) or SigLIP's (LAST, no mask) */
 } VitTextConfig;
 
 /* A loaded text tower. Zero-initialise before vit_text_load; vit_text_free accepts a
@@ -1601,6 +1611,9 @@ typedef struct {
     const float *proj_b;          /* [E] (OpenCLIP's proj_bias), or NULL */
     float logit_scale;            /* exp() of the checkpoint's logit_scale (CLIP's learned
                                      temperature, 100 for OpenAI's); 0 when it has none */
+    float logit_bias;             /* SigLIP's logit_bias (0 when the file has none) */
+    int sigmoid;                  /* 1: SigLIP: each label's probability is sigmoid(logit),
+                                     independent of the others (vit_text_scores) */
     char path[1024];              /* the weights file */
     /* private */
     Vit file;          /* the mapping or the checkpoint's storages the weights point into, and
@@ -1620,6 +1633,13 @@ typedef struct {
  *     [3W, W], attn.in_proj_bias, attn.out_proj, ln_2, mlp.c_fc, mlp.c_proj}, ln_final,
  *     text_projection [W, E] (used as x @ P; OpenCLIP's linear text_projection.weight [E, W]
  *     and .bias also read)
+ *   Hugging Face SiglipModel (modeling_siglip.py SiglipTextTransformer, detected by
+ *     text_model.head.weight): CLIPModel's text_model.* names above, no text_projection but
+ *     text_model.head.weight [E, W] and .bias [E] (a Linear with bias on the pooled row),
+ *     and logit_bias (a scalar); cfg.pool VIT_TEXT_POOL_LAST (no mask, position ctx - 1),
+ *     t->sigmoid 1. Defaults SiglipTextConfig's (google's config.json sets no size):
+ *     12 heads, gelu_pytorch_tanh, eps 1e-6; config.json's text_config overrides them.
+ *     The SiglipModel file also holds vision_model.* (vit_load's) and both logit tensors.
  * and logit_scale (a scalar; optional). L counts the blocks; every shape is checked
  * against W, F, E. The activation, heads and eps (the rule; the caller may override act
  * and n_heads afterwards, see VitText):
@@ -1654,10 +1674,25 @@ void vit_text_free(VitText *t);
  * itself and its ancestors; every other key's probability exactly 0). Each linear layer
  * is one GEMM over the batch's rows. Allocates about 256 (8W + F + E) floats of
  * activations and a thread pool, freed before it returns. Thread-safe on one VitText.
+ * SigLIP (cfg.pool VIT_TEXT_POOL_LAST): each sequence exactly ctx (64) ids, vit_tokenize's
+ * padded ones (the padding "</s>" is what the last position reads: the published pipelines
+ * pass no attention mask, docs/families-2026.md §2.3), run whole with no mask, up to
+ * 256 / ctx sequences a batch; a shorter sequence is refused (VIT_ERR_ARG).
  * Errors: VIT_ERR_ARG (a NULL array, n < 0, a length or id out of range naming the
  * sequence and position, H not dividing W), VIT_ERR_NOMEM; out is then undefined. */
 VitStatus vit_text_embed(float *out, const VitText *t, const int *const *ids, const int *lens,
                          int n, int n_threads, VitError *err);
+
+/* Zero-shot scores of n image embeddings img [n, E] (vit_image_embed; not normalised)
+ * against C text embeddings txt [C, E] (vit_text_embed): logits [n, C] =
+ * logit_scale * cos(img_i, txt_c) + logit_bias, probs [n, C] (either may be NULL) =
+ * sigmoid(logits) each on its own when t->sigmoid (SigLIP, Zhai et al. 2023, §3: HF
+ * SiglipModel.forward's logits_per_image; the probabilities of the labels do NOT sum to 1),
+ * else softmax over the C labels (CLIP). t gives logit_scale, logit_bias, sigmoid and E.
+ * Errors: VIT_ERR_ARG (NULL arrays, n or C < 1, no logit_scale in the checkpoint, a zero or
+ * non-finite embedding). */
+VitStatus vit_text_scores(float *logits, float *probs, const float *img, int n, const float *txt,
+                          int C, const VitText *t, VitError *err);
 
 /* ---------------------------------------------------------------------------
  * CLIP: the image tower and the phrase as a head (issue 27, clip-img)
