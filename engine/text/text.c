@@ -1,6 +1,7 @@
-/* text.c - CLIP's and SigLIP's text towers (SigLIP: vit.h "vit_text_load"): vit_text_load reads it from a CLIP checkpoint in Hugging
- * Face's or OpenAI/OpenCLIP's names with vit_load's readers (engine/load/: the mapping or
- * the .pth's storages, every tensor's dtype, shape and values checked by ld_tensor);
+/* text.c - CLIP's text tower, and SigLIP's (vit.h "vit_text_load": its names, no mask,
+ * the last position pooled, vit_text_scores' sigmoids): vit_text_load reads it from a CLIP
+ * checkpoint in Hugging Face's or OpenAI/OpenCLIP's names with vit_load's readers (engine/load/:
+ * the mapping or the .pth's storages, every tensor's dtype, shape and values checked by ld_tensor);
  * vit_text_embed runs it on token sequences with vit_forward's own block
  * (engine/passes/block.c) and the causal mask (VitAttMod.parent), the sequences merged
  * into a prefix tree (see "embedding" below).
