@@ -305,6 +305,29 @@ void vit_batch_head(VitBatch *b, const Vit *vit, int n, float *logits, float *pr
  * outputs are undefined), else 1. */
 int vit_block(VitPool *pool, const VitBlock *b, const VitConfig *c, const VitBlockIO *io);
 
+/* --- SigLIP's attention-pooling head (engine/passes/probe.c) ------------------- */
+
+/* The MAP head's weights, transformers' SiglipMultiheadAttentionPoolingHead names:
+ * vision_model.head.{probe, attention.in_proj_weight/bias, attention.out_proj.*,
+ * layernorm.*, mlp.fc1.*, mlp.fc2.*}. */
+typedef struct {
+    const float *probe;         /* [D] (the file's [1, 1, D]) */
+    const float *in_w, *in_b;   /* [3D, D], [3D]: rows q, then k, then v */
+    const float *out_w, *out_b; /* [D, D], [D] */
+    const float *ln_w, *ln_b;   /* [D] */
+    const float *fc1_w, *fc1_b; /* [F, D], [F] */
+    const float *fc2_w, *fc2_b; /* [D, F], [D] */
+} VitProbeHead;
+
+/* Floats of scratch vit_probe_forward needs. */
+size_t vit_probe_scratch(int N, int D, int F);
+/* out [D] = the MAP head on y [N, D] (the tower's final LayerNorm output, patches only),
+ * att [H, N] the probe's attention per head (rows sum to 1); H divides D; act the MLP's
+ * activation (SigLIP: VIT_ACT_GELU_TANH), eps the head's LayerNorm eps (1e-6). On the pool;
+ * allocates nothing. */
+void vit_probe_forward(VitPool *pool, float *out, float *att, const float *y, const VitProbeHead *w,
+                       int N, int D, int H, int F, float eps, VitActivation act, float *scratch);
+
 /* --- the classifier head and CLIP's (engine/passes/head.c) ------------------------- */
 
 /* Rows of the last block's output the head reads, per input: the CLS token (1), and

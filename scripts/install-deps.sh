@@ -8,6 +8,7 @@ build=(build-essential cmake pkg-config
        libopenblas-dev liblapacke-dev libcjson-dev libstb-dev
        libzip-dev  # PyTorch checkpoints (.pth: a zip), engine/load/pth.c
        zlib1g-dev libpcre2-dev libicu-dev  # CLIP's tokenizer: its .gz vocabulary, split, lower-casing
+       libsentencepiece-dev  # SigLIP's tokenizer (engine/text/spiece.c, C++: g++ from build-essential)
        libjpeg-dev libwebp-dev libtiff-dev libheif-dev libexif-dev  # image decoders (engine/image/codecs.c)
        libsdl2-dev libsdl2-ttf-dev libepoxy-dev libfontconfig-dev fonts-dejavu-core libgl1-mesa-dri
        curl)  # scripts/download-model.sh
@@ -17,6 +18,7 @@ build=(build-essential cmake pkg-config
 # tools for tests/install.
 tests=(python3-torch python3-numpy python3-pil python3-torchvision python3-networkx
        python3-regex  # tests/text: CLIP's tokenizer's reference (its split pattern)
+       python3-sentencepiece python3-protobuf  # tests/text: SigLIP's tokenizer's reference, its model trained
        python3-onnx  # bench/run.sh: the models exported for ONNX Runtime (bench/onnx_export.py)
        xvfb xauth xdotool x11-utils imagemagick clang-format
        clang libclang-rt-14-dev valgrind

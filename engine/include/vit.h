@@ -1585,14 +1585,23 @@ VitStatus vit_lesson_select(VitLesson *ls, const VitRun *run, int head, int toke
 VitStatus vit_lesson_head(float *cls_norm, const VitRun *run, const Vit *vit, VitError *err);
 
 /* ---------------------------------------------------------------------------
- * The CLIP tokenizer (engine/text/tokenizer.c)
+ * The CLIP and SigLIP tokenizers (engine/text/tokenizer.c, spiece.c)
  *
  * OpenAI CLIP's byte-level BPE (clip/simple_tokenizer.py, Radford et al. 2021): the text
  * cleaned (a fixed part of ftfy.fix_text, html.unescape twice, whitespace collapsed,
  * lower-cased), split by CLIP's pattern, each piece's UTF-8 bytes merged by rank, then
  * [<|startoftext|>, ..., <|endoftext|>]. The exact cleaning, and what of ftfy it leaves
  * out, is at the top of tokenizer.c; tests/text checks the ids against a reference
- * written from the published algorithm on 10 000 strings. */
+ * written from the published algorithm on 10 000 strings.
+ *
+ * SigLIP's tokenizer, behind the same calls (engine/text/spiece.c): Hugging Face's
+ * SiglipTokenizer + processor(padding="max_length", truncation=True) over spiece.model (a
+ * SentencePiece model read by Debian's libsentencepiece): every character lower-cased, the
+ * text split on "</s>" / "<unk>", ASCII punctuation removed, whitespace collapsed,
+ * SentencePiece without the dummy prefix, "</s>" appended, padded with "</s>" to exactly
+ * max_ids (64 for SigLIP's text tower, which pools the last position: the padding is part
+ * of the model's input). No SOT (vit_token_sot -1). tests/text/test_siglip_tokenizer.py
+ * checks it against HF's steps written out, on a model it trains. */
 
 #define VIT_TEXT_CONTEXT   77    /* CLIP's context length, tokens including SOT and EOT */
 #define VIT_TEXT_MAX_BYTES 16384 /* a longer text is refused (77 tokens read far less) */
@@ -1602,7 +1611,9 @@ typedef struct VitTokenizer VitTokenizer; /* read-only after load: threads may s
 /* Load CLIP's vocabulary: OpenAI's bpe_simple_vocab_16e6.txt.gz (gzip: zlib), or Hugging
  * Face's vocab.json + merges.txt (path: either file, or their folder; a folder with the
  * .gz works too). 49 408 ids: the 256 byte symbols, the same with "</w>", one per merge,
- * <|startoftext|> and <|endoftext|>. *tok is the caller's: free with vit_tokenizer_free.
+ * <|startoftext|> and <|endoftext|>. Or SigLIP's: a path ending ".model" (spiece.model), or
+ * a folder holding spiece.model and no CLIP vocabulary (a model without a "</s>" piece,
+ * e.g. SigLIP 2's Gemma tokenizer, is refused: VIT_ERR_FORMAT). *tok is the caller's: free with vit_tokenizer_free.
  * Errors: VIT_ERR_IO (missing file, naming it), VIT_ERR_FORMAT (a corrupt or cut gzip,
  * a merge line that is not two known symbols, naming file and line; a vocab.json entry
  * that is not a new id), VIT_ERR_ARG (not a vocabulary's name), VIT_ERR_NOMEM. */
@@ -1610,13 +1621,15 @@ VitStatus vit_tokenizer_load(VitTokenizer **tok, const char *path, VitError *err
 void vit_tokenizer_free(VitTokenizer *tok); /* NULL-safe */
 
 /* The vocabulary that came with a model file: beside it or in its "tokenizer" folder,
- * vocab.json + merges.txt (the path of vocab.json) or bpe_simple_vocab_16e6.txt.gz, in
- * that order; model_path may also be the model's folder. 1 and the path in path[n], or 0
+ * vocab.json + merges.txt (the path of vocab.json), bpe_simple_vocab_16e6.txt.gz or
+ * spiece.model (SigLIP's), in that order; model_path may also be the model's folder. 1 and the path in path[n], or 0
  * (none, or a path that does not fit). */
 int vit_tokenizer_find(char *path, size_t n, const char *model_path);
 
 /* text (a C string of UTF-8, at most VIT_TEXT_MAX_BYTES) -> ids[*n]: [SOT, ..., EOT], *n <= max_ids
- * (VIT_TEXT_CONTEXT for CLIP's text tower). A text with more tokens is cut as
+ * (VIT_TEXT_CONTEXT for CLIP's text tower). SigLIP's: *n = max_ids always ([..., </s>, </s>
+ * padding], the first max_ids - 1 pieces and "</s>" when cut; every text accepted, an
+ * empty one is [</s>] padded, as in the original). A text with more tokens is cut as
  * clip.tokenize(truncate=True) cuts it: the first max_ids - 2 and EOT, *truncated = 1
  * (NULL: not asked). The text "<|endoftext|>" in it is that token, as in the original.
  * Errors: VIT_ERR_ARG (empty or whitespace-only text, nothing left after the cleaning,
@@ -1624,8 +1637,8 @@ int vit_tokenizer_find(char *path, size_t n, const char *model_path);
  * arguments), VIT_ERR_NOMEM. */
 VitStatus vit_tokenize(int *ids, int *n, int *truncated, const VitTokenizer *tok, const char *text,
                        int max_ids, VitError *err);
-int vit_token_sot(const VitTokenizer *tok); /* <|startoftext|>: 49406 in CLIP's */
-int vit_token_eot(const VitTokenizer *tok); /* <|endoftext|>: 49407 */
+int vit_token_sot(const VitTokenizer *tok); /* <|startoftext|>: 49406 in CLIP's; SigLIP: -1 */
+int vit_token_eot(const VitTokenizer *tok); /* <|endoftext|>: 49407; SigLIP's "</s>": 1 */
 
 /* ---------------------------------------------------------------------------
  * The CLIP text tower (engine/text/text.c): a phrase's embedding, to compare with an
@@ -1643,6 +1656,14 @@ int vit_token_eot(const VitTokenizer *tok); /* <|endoftext|>: 49407 */
 #define VIT_TEXT_MAX_CONTEXT 4096      /* ctx: rows of the position embedding */
 #define VIT_TEXT_MAX_VOCAB   (1 << 22) /* V: rows of the token embedding */
 
+/* How a text tower reads its sequence and which row it pools. */
+typedef enum {
+    VIT_TEXT_POOL_EOT = 0, /* CLIP: a causal mask, the first largest id (argmax(ids): EOT) */
+    VIT_TEXT_POOL_LAST,    /* SigLIP: no mask, exactly ctx ids (padded with "</s>"), the last
+                              position pooled: HF SiglipTextTransformer's
+                              last_hidden_state[:, -1, :], big_vision's "last" pool_type */
+} VitTextPool;
+
 typedef struct {
     int vocab_size;    /* V (49408) */
     int context;       /* ctx, tokens including SOT and EOT (77) */
@@ -1654,9 +1675,11 @@ typedef struct {
     int embed_dim;     /* E: text_projection's output (512) */
     float ln_eps;      /* LayerNorm eps: 1e-5 (config.json's text_config.layer_norm_eps) */
     VitActivation act; /* the MLP's activation, see act_from */
-    VitNaming naming;  /* VIT_NAMES_HF (CLIPModel: text_model.*) or VIT_NAMES_OPENAI (OpenAI and
-                          OpenCLIP: token_embedding, transformer.resblocks.N.*) */
+    VitNaming naming;  /* VIT_NAMES_HF (CLIPModel or SiglipModel: text_model.*) or
+                          VIT_NAMES_OPENAI (OpenAI and OpenCLIP: token_embedding,
+                          transformer.resblocks.N.*) */
     const char *act_from; /* static string: where act came from (for the app to show) */
+    VitTextPool pool;     /* CLIP's (EOT, causal) or SigLIP's (LAST, no mask) */
 } VitTextConfig;
 
 /* A loaded text tower. Zero-initialise before vit_text_load; vit_text_free accepts a
@@ -1677,6 +1700,9 @@ typedef struct {
     const float *proj_b;          /* [E] (OpenCLIP's proj_bias), or NULL */
     float logit_scale;            /* exp() of the checkpoint's logit_scale (CLIP's learned
                                      temperature, 100 for OpenAI's); 0 when it has none */
+    float logit_bias;             /* SigLIP's logit_bias (0 when the file has none) */
+    int sigmoid;                  /* 1: SigLIP: each label's probability is sigmoid(logit),
+                                     independent of the others (vit_text_scores) */
     char path[1024];              /* the weights file */
     /* private */
     Vit file;          /* the mapping or the checkpoint's storages the weights point into, and
@@ -1696,6 +1722,13 @@ typedef struct {
  *     [3W, W], attn.in_proj_bias, attn.out_proj, ln_2, mlp.c_fc, mlp.c_proj}, ln_final,
  *     text_projection [W, E] (used as x @ P; OpenCLIP's linear text_projection.weight [E, W]
  *     and .bias also read)
+ *   Hugging Face SiglipModel (modeling_siglip.py SiglipTextTransformer, detected by
+ *     text_model.head.weight): CLIPModel's text_model.* names above, no text_projection but
+ *     text_model.head.weight [E, W] and .bias [E] (a Linear with bias on the pooled row),
+ *     and logit_bias (a scalar); cfg.pool VIT_TEXT_POOL_LAST (no mask, position ctx - 1),
+ *     t->sigmoid 1. Defaults SiglipTextConfig's (google's config.json sets no size):
+ *     12 heads, gelu_pytorch_tanh, eps 1e-6; config.json's text_config overrides them.
+ *     The SiglipModel file also holds vision_model.* (vit_load's) and both logit tensors.
  * and logit_scale (a scalar; optional). L counts the blocks; every shape is checked
  * against W, F, E. The activation, heads and eps (the rule; the caller may override act
  * and n_heads afterwards, see VitText):
@@ -1730,10 +1763,25 @@ void vit_text_free(VitText *t);
  * itself and its ancestors; every other key's probability exactly 0). Each linear layer
  * is one GEMM over the batch's rows. Allocates about 256 (8W + F + E) floats of
  * activations and a thread pool, freed before it returns. Thread-safe on one VitText.
+ * SigLIP (cfg.pool VIT_TEXT_POOL_LAST): each sequence exactly ctx (64) ids, vit_tokenize's
+ * padded ones (the padding "</s>" is what the last position reads: the published pipelines
+ * pass no attention mask, docs/families-2026.md §2.3), run whole with no mask, up to
+ * 256 / ctx sequences a batch; a shorter sequence is refused (VIT_ERR_ARG).
  * Errors: VIT_ERR_ARG (a NULL array, n < 0, a length or id out of range naming the
  * sequence and position, H not dividing W), VIT_ERR_NOMEM; out is then undefined. */
 VitStatus vit_text_embed(float *out, const VitText *t, const int *const *ids, const int *lens,
                          int n, int n_threads, VitError *err);
+
+/* Zero-shot scores of n image embeddings img [n, E] (vit_image_embed; not normalised)
+ * against C text embeddings txt [C, E] (vit_text_embed): logits [n, C] =
+ * logit_scale * cos(img_i, txt_c) + logit_bias, probs [n, C] (either may be NULL) =
+ * sigmoid(logits) each on its own when t->sigmoid (SigLIP, Zhai et al. 2023, §3: HF
+ * SiglipModel.forward's logits_per_image; the probabilities of the labels do NOT sum to 1),
+ * else softmax over the C labels (CLIP). t gives logit_scale, logit_bias, sigmoid and E.
+ * Errors: VIT_ERR_ARG (NULL arrays, n or C < 1, no logit_scale in the checkpoint, a zero or
+ * non-finite embedding). */
+VitStatus vit_text_scores(float *logits, float *probs, const float *img, int n, const float *txt,
+                          int C, const VitText *t, VitError *err);
 
 /* ---------------------------------------------------------------------------
  * CLIP: the image tower and the phrase as a head (issue 27, clip-img)

@@ -1,6 +1,7 @@
-/* text.c - CLIP's text tower: vit_text_load reads it from a CLIP checkpoint in Hugging
- * Face's or OpenAI/OpenCLIP's names with vit_load's readers (engine/load/: the mapping or
- * the .pth's storages, every tensor's dtype, shape and values checked by ld_tensor);
+/* text.c - CLIP's text tower, and SigLIP's (vit.h "vit_text_load": its names, no mask,
+ * the last position pooled, vit_text_scores' sigmoids): vit_text_load reads it from a CLIP
+ * checkpoint in Hugging Face's or OpenAI/OpenCLIP's names with vit_load's readers (engine/load/:
+ * the mapping or the .pth's storages, every tensor's dtype, shape and values checked by ld_tensor);
  * vit_text_embed runs it on token sequences with vit_forward's own block
  * (engine/passes/block.c) and the causal mask (VitAttMod.parent), the sequences merged
  * into a prefix tree (see "embedding" below).
@@ -67,6 +68,20 @@ static const TextNames names_hf = {
      [B_LN2_W] = HB "layer_norm2.weight",     [B_LN2_B] = HB "layer_norm2.bias",
      [B_FC1_W] = HB "mlp.fc1.weight",         [B_FC1_B] = HB "mlp.fc1.bias",
      [B_FC2_W] = HB "mlp.fc2.weight",         [B_FC2_B] = HB "mlp.fc2.bias"}};
+/* SiglipModel (transformers modeling_siglip.py SiglipTextTransformer): the same names */
+static const TextNames names_siglip = {
+    "SigLIP text tower (Hugging Face SiglipModel names)",
+    "text_model.embeddings.token_embedding.weight",
+    "text_model.embeddings.position_embedding.weight",
+    "text_model.final_layer_norm.weight", "text_model.final_layer_norm.bias",
+    {[B_LN1_W] = HB "layer_norm1.weight",     [B_LN1_B] = HB "layer_norm1.bias",
+     [B_Q_W] = HB "self_attn.q_proj.weight",  [B_Q_B] = HB "self_attn.q_proj.bias",
+     [B_K_W] = HB "self_attn.k_proj.weight",  [B_K_B] = HB "self_attn.k_proj.bias",
+     [B_V_W] = HB "self_attn.v_proj.weight",  [B_V_B] = HB "self_attn.v_proj.bias",
+     [B_OUT_W] = HB "self_attn.out_proj.weight", [B_OUT_B] = HB "self_attn.out_proj.bias",
+     [B_LN2_W] = HB "layer_norm2.weight",     [B_LN2_B] = HB "layer_norm2.bias",
+     [B_FC1_W] = HB "mlp.fc1.weight",         [B_FC1_B] = HB "mlp.fc1.bias",
+     [B_FC2_W] = HB "mlp.fc2.weight",         [B_FC2_B] = HB "mlp.fc2.bias"}};
 #undef OB
 #undef HB
 /* clang-format on */
@@ -109,7 +124,11 @@ static const char *find_prefix(const StFile *st, const char *prefix) {
 /* The naming from the token embedding's name; without one, say what the file holds. */
 static VitStatus detect_naming(TextLoader *tl, VitText *t) {
     Loader *ld = &tl->ld;
-    if (has(tl, names_hf.tok)) {
+    if (has(tl, names_hf.tok) && has(tl, "text_model.head.weight")) {
+        /* SiglipModel: CLIP's Hugging Face names, a head Linear(W, E) with bias instead of
+           text_projection, the last position pooled without a mask */
+        tl->nm = &names_siglip, t->cfg.naming = VIT_NAMES_HF, t->cfg.pool = VIT_TEXT_POOL_LAST;
+    } else if (has(tl, names_hf.tok)) {
         tl->nm = &names_hf, t->cfg.naming = VIT_NAMES_HF;
     } else if (has(tl, names_openai.tok)) {
         tl->nm = &names_openai, t->cfg.naming = VIT_NAMES_OPENAI;
@@ -342,7 +361,12 @@ static VitStatus bind_block(TextLoader *tl, VitBlock *b, int l, int64_t W, int64
 static VitStatus bind_projection(TextLoader *tl, VitText *t, int64_t W) {
     Loader *ld = &tl->ld;
     int64_t sh[2] = {-1, W};
-    if (has(tl, "text_projection.weight")) {
+    if (t->cfg.pool == VIT_TEXT_POOL_LAST) { /* SigLIP: pooled_output = self.head(pooled) */
+        if (!(t->proj_w = ld_tensor(ld, "text_model.head.weight", 2, sh))) return ld->err->code;
+        if (sh[0] >= 1 && sh[0] <= VIT_MAX_WIDTH &&
+            !(t->proj_b = tensor1(tl, "text_model.head.bias", sh[0])))
+            return ld->err->code;
+    } else if (has(tl, "text_projection.weight")) {
         if (!(t->proj_w = ld_tensor(ld, "text_projection.weight", 2, sh))) return ld->err->code;
         if (has(tl, "text_projection.bias") &&
             !(t->proj_b = tensor1(tl, "text_projection.bias", sh[0])))
@@ -394,6 +418,21 @@ static VitStatus bind_logit_scale(TextLoader *tl, VitText *t) {
     return VIT_OK;
 }
 
+/* SigLIP's logit_bias, a scalar (shape [] or [1]), optional: 0 without it. */
+static VitStatus bind_logit_bias(TextLoader *tl, VitText *t) {
+    Loader *ld = &tl->ld;
+    const StTensor *st = st_find(&ld->st, "logit_bias");
+    if (!st) return VIT_OK;
+    int64_t sh[1] = {1};
+    const float *p = ld_tensor(ld, "logit_bias", st->ndim == 0 ? 0 : 1, sh);
+    if (!p) return ld->err->code;
+    if (!isfinite(p[0]))
+        return vit_set_error(ld->err, VIT_ERR_FORMAT, "%s: tensor 'logit_bias' is %g", ld->fname,
+                             (double)p[0]);
+    t->logit_bias = p[0];
+    return VIT_OK;
+}
+
 static VitStatus bind_weights(TextLoader *tl, VitText *t) {
     Loader *ld = &tl->ld;
     const TextNames *nm = tl->nm;
@@ -441,6 +480,7 @@ static VitStatus bind_weights(TextLoader *tl, VitText *t) {
     if (!(t->norm_w = tensor1(tl, nm->norm_w, W)) || !(t->norm_b = tensor1(tl, nm->norm_b, W)))
         return ld->err->code;
     if ((rc = bind_projection(tl, t, W))) return rc;
+    if ((rc = bind_logit_bias(tl, t))) return rc;
     return bind_logit_scale(tl, t);
 }
 
@@ -466,6 +506,12 @@ VitStatus vit_text_load(VitText *t, const char *path, VitError *err) {
     t->cfg.act_from = t->cfg.naming == VIT_NAMES_HF
                           ? "Hugging Face CLIPTextConfig's default (no text_config.hidden_act)"
                           : "OpenAI's weights (OpenAI names, no open_clip_config.json)";
+    if (t->cfg.pool == VIT_TEXT_POOL_LAST) { /* SiglipTextConfig's defaults (its config.json
+                                                often sets none of them) */
+        t->cfg.ln_eps = 1e-6f, t->cfg.act = VIT_ACT_GELU_TANH, t->cfg.n_heads = 12;
+        t->cfg.act_from = "Hugging Face SiglipTextConfig's default (gelu_pytorch_tanh)";
+        t->sigmoid = 1;
+    }
     rc = t->cfg.naming == VIT_NAMES_HF ? read_hf_config(t, path, ld->fname, err)
                                        : read_openclip_config(t, path, ld->fname, err);
     if (rc) goto fail;
@@ -588,6 +634,20 @@ static int build_tree(TextBufs *bf, const Seq *seq, int n, int rows, int *T) {
     return k;
 }
 
+/* SigLIP's batch: as many whole sequences of ctx rows as fit in `rows` (at least one),
+ * stacked; returns how many, their T rows in *T. */
+static int stack_rows(TextBufs *bf, const Seq *seq, int n, int rows, int ctx, int *T) {
+    int k = rows / ctx < 1 ? 1 : rows / ctx;
+    if (k > n) k = n;
+    for (int i = 0; i < k; i++) {
+        for (int r = 0; r < ctx; r++)
+            bf->tok[i * ctx + r] = seq[i].ids[r], bf->depth[i * ctx + r] = r;
+        bf->at[i] = i * ctx + ctx - 1;
+    }
+    *T = k * ctx;
+    return k;
+}
+
 /* One batch: the tree's T rows through the tower, the pooled rows' embeddings into out
  * (row seq[i].idx). */
 static void embed_batch(float *out, const VitText *t, VitPool *pool, TextBufs *bf, const Seq *seq,
@@ -611,9 +671,12 @@ static void embed_batch(float *out, const VitText *t, VitPool *pool, TextBufs *b
                    .n_layers = tc->n_layers,
                    .ln_eps = tc->ln_eps,
                    .mlp_act = tc->act};
+    /* SigLIP: n sequences of ctx rows each, stacked, no mask */
+    int last = tc->pool == VIT_TEXT_POOL_LAST;
+    if (last) c.n_tokens = tc->context;
     VitAttMod causal = {.parent = bf->parent};
-    VitBlockIO io = {.n = 1,
-                     .rows = T,
+    VitBlockIO io = {.n = last ? n : 1,
+                     .rows = last ? tc->context : T,
                      .x = bf->x,
                      .res = bf->x,
                      .xn1 = bf->xn,
@@ -626,10 +689,10 @@ static void embed_batch(float *out, const VitText *t, VitPool *pool, TextBufs *b
                      .xn2 = bf->xn,
                      .hid = bf->hid,
                      .out = bf->x,
-                     .mod = &causal};
+                     .mod = last ? NULL : &causal};
     for (int l = 0; l < tc->n_layers; l++) vit_block(pool, &t->blocks[l], &c, &io);
     /* x = ln_final(x)[arange(B), text.argmax(-1)] @ text_projection: LayerNorm is per row,
-     * so the pooled rows alone */
+     * so the pooled rows alone (SigLIP: self.head(final_layer_norm(x)[:, -1, :])) */
     for (int i = 0; i < n; i++)
         memcpy(bf->pooled + (size_t)i * W, bf->x + (size_t)bf->at[i] * W, W * sizeof(float));
     vit_layernorm(pool, bf->pooled_n, bf->pooled, t->norm_w, t->norm_b, n, tc->width, tc->ln_eps);
@@ -661,6 +724,7 @@ VitStatus vit_text_embed(float *out, const VitText *t, const int *const *ids, co
         return vit_set_error(err, VIT_ERR_ARG, "%s: %d heads do not divide the width %d", name,
                              c->n_heads, c->width);
     if (n == 0) return VIT_OK;
+    int last = c->pool == VIT_TEXT_POOL_LAST;
     Seq *seq = malloc((size_t)n * sizeof *seq);
     if (!seq) return vit_set_error(err, VIT_ERR_NOMEM, "%s: out of memory", name);
     /* each sequence's pooled position: OpenAI's text.argmax(dim=-1), the first largest id */
@@ -670,6 +734,14 @@ VitStatus vit_text_embed(float *out, const VitText *t, const int *const *ids, co
             return vit_set_error(err, VIT_ERR_ARG,
                                  ids[i] ? "%s: sequence %d has %d tokens, expected 1 .. %d"
                                         : "%s: sequence %d is NULL",
+                                 name, i, lens[i], c->context);
+        }
+        if (last && lens[i] != c->context) {
+            free(seq);
+            return vit_set_error(err, VIT_ERR_ARG,
+                                 "%s: sequence %d has %d tokens: SigLIP's text tower reads "
+                                 "exactly %d, padded with </s> (vit_tokenize pads them): it "
+                                 "pools the last position",
                                  name, i, lens[i], c->context);
         }
         int at = 0;
@@ -683,7 +755,7 @@ VitStatus vit_text_embed(float *out, const VitText *t, const int *const *ids, co
             }
             if (ids[i][r] > ids[i][at]) at = r;
         }
-        seq[i] = (Seq){ids[i], at + 1, i};
+        seq[i] = (Seq){ids[i], last ? c->context : at + 1, i};
     }
     qsort(seq, (size_t)n, sizeof *seq, by_tokens);
     if (!n_threads) {
@@ -699,7 +771,8 @@ VitStatus vit_text_embed(float *out, const VitText *t, const int *const *ids, co
         goto done;
     }
     for (int i0 = 0, T = 0; i0 < n;) {
-        int k = build_tree(&bf, seq + i0, n - i0, rows, &T);
+        int k = last ? stack_rows(&bf, seq + i0, n - i0, rows, c->context, &T)
+                     : build_tree(&bf, seq + i0, n - i0, rows, &T);
         embed_batch(out, t, pool, &bf, seq + i0, k, T);
         i0 += k;
     }
@@ -709,4 +782,56 @@ done:
     free(bf.imem);
     free(seq);
     return rc;
+}
+
+/* --- zero-shot scores ---------------------------------------------------------------- */
+
+/* |v| of v [E] in double; 0 when v is zero or not finite (refused by the caller). */
+static double norm_of(const float *v, int E) {
+    double n2 = 0.0;
+    for (int j = 0; j < E; j++) n2 += (double)v[j] * v[j];
+    return n2 > 0.0 && isfinite(n2) ? sqrt(n2) : 0.0;
+}
+
+VitStatus vit_text_scores(float *logits, float *probs, const float *img, int n, const float *txt,
+                          int C, const VitText *t, VitError *err) {
+    if (!t || !img || !txt || n < 1 || C < 1 || (!logits && !probs))
+        return vit_set_error(err, VIT_ERR_ARG, "vit_text_scores: %s",
+                             n < 1 || C < 1 ? "no images or no labels" : "a NULL argument");
+    const char *name = vit_basename(t->path);
+    if (!(t->logit_scale > 0.0f))
+        return vit_set_error(err, VIT_ERR_ARG, "%s: no logit_scale in the checkpoint", name);
+    int E = t->cfg.embed_dim;
+    for (int c = 0; c < C; c++)
+        if (norm_of(txt + (size_t)c * E, E) == 0.0)
+            return vit_set_error(err, VIT_ERR_ARG, "%s: text embedding %d has no direction", name,
+                                 c);
+    for (int i = 0; i < n; i++) {
+        double ni = norm_of(img + (size_t)i * E, E);
+        if (ni == 0.0)
+            return vit_set_error(err, VIT_ERR_ARG, "%s: image embedding %d has no direction", name,
+                                 i);
+        /* HF SiglipModel.forward: logits_per_text = t_hat . i_hat^T * logit_scale.exp()
+         * + logit_bias; CLIPModel's the same without the bias */
+        double mx = -INFINITY, *z = NULL, zbuf[64];
+        z = C <= 64 ? zbuf : malloc((size_t)C * sizeof *z);
+        if (!z) return vit_set_error(err, VIT_ERR_NOMEM, "%s: out of memory", name);
+        for (int c = 0; c < C; c++) {
+            const float *tc = txt + (size_t)c * E, *ic = img + (size_t)i * E;
+            double dot = 0.0;
+            for (int j = 0; j < E; j++) dot += (double)tc[j] * ic[j];
+            z[c] = t->logit_scale * dot / (ni * norm_of(tc, E)) + t->logit_bias;
+            if (z[c] > mx) mx = z[c];
+            if (logits) logits[(size_t)i * C + c] = (float)z[c];
+        }
+        if (probs) {
+            double sum = 0.0;
+            for (int c = 0; c < C; c++) sum += exp(z[c] - mx);
+            for (int c = 0; c < C; c++)
+                probs[(size_t)i * C + c] =
+                    (float)(t->sigmoid ? 1.0 / (1.0 + exp(-z[c])) : exp(z[c] - mx) / sum);
+        }
+        if (z != zbuf) free(z);
+    }
+    return VIT_OK;
 }

@@ -1,4 +1,5 @@
-/* tokenizer.c - CLIP's byte-level BPE tokenizer (vit.h "The CLIP tokenizer").
+/* tokenizer.c - CLIP's byte-level BPE tokenizer (vit.h "The CLIP tokenizer"); a SigLIP
+ * spiece.model is handed to engine/text/spiece.c.
  *
  * The algorithm is OpenAI's clip/simple_tokenizer.py (Radford et al. 2021), step by step:
  *   1. the text cleaned: a fixed part of ftfy.fix_text (below), html.unescape twice,
@@ -54,6 +55,7 @@
 #include <zlib.h>
 
 #include "text/html_entities.h"
+#include "text/spiece.h"
 
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
@@ -84,6 +86,7 @@ struct VitTokenizer {
     int byte_end_id[256]; /* ... as a piece's last symbol ("</w>") */
     int sot, eot;
     pcre2_code *pattern;
+    VitSpiece *spiece; /* SigLIP's SentencePiece tokenizer (spiece.c): the rest unused */
 };
 
 /* --- bytes_to_unicode --------------------------------------------------------------- */
@@ -175,6 +178,7 @@ void vit_tokenizer_free(VitTokenizer *t) {
     free(t->by_text);
     free(t->merges);
     pcre2_code_free(t->pattern);
+    vit_spiece_free(t->spiece);
     free(t);
 }
 
@@ -480,6 +484,20 @@ VitStatus vit_tokenizer_load(VitTokenizer **out, const char *path, VitError *err
     snprintf(t->path, sizeof t->path, "%s", path);
     VitStatus rc;
     char vocab[1100], merges[1100], dir[1100];
+    /* SigLIP's SentencePiece model: a .model file, or a folder with spiece.model and no
+     * CLIP vocabulary */
+    int spiece = ends_with(path, ".model");
+    if (is_dir(path) && join(vocab, sizeof vocab, path, "spiece.model") && is_file(vocab) &&
+        !(join(merges, sizeof merges, path, "bpe_simple_vocab_16e6.txt.gz") && is_file(merges)) &&
+        !(join(merges, sizeof merges, path, "merges.txt") && is_file(merges)))
+        spiece = 1, snprintf(t->path, sizeof t->path, "%s", vocab);
+    if (spiece) {
+        rc = vit_spiece_load(&t->spiece, t->path, err);
+        if (rc) return vit_tokenizer_free(t), rc;
+        t->sot = -1, t->eot = vit_spiece_eos(t->spiece);
+        *out = t;
+        return VIT_OK;
+    }
     /* what the path names: OpenAI's .gz, a vocab.json or merges.txt, or their folder */
     if (is_dir(path)) {
         if (join(vocab, sizeof vocab, path, "bpe_simple_vocab_16e6.txt.gz") && is_file(vocab))
@@ -571,6 +589,8 @@ int vit_tokenizer_find(char *path, size_t n, const char *model_path) {
         snprintf(b, sizeof b, "%s/merges.txt", d);
         if (is_file(a) && is_file(b)) return snprintf(path, n, "%s", a) < (int)n;
         snprintf(a, sizeof a, "%s/bpe_simple_vocab_16e6.txt.gz", d);
+        if (is_file(a)) return snprintf(path, n, "%s", a) < (int)n;
+        snprintf(a, sizeof a, "%s/spiece.model", d); /* SigLIP's */
         if (is_file(a)) return snprintf(path, n, "%s", a) < (int)n;
     }
     return 0;
@@ -1082,6 +1102,7 @@ VitStatus vit_tokenize(int *ids, int *n_ids, int *truncated, const VitTokenizer 
     if (len > VIT_TEXT_MAX_BYTES)
         return vit_set_error(err, VIT_ERR_ARG, "a text of %zu bytes: at most %d", len,
                              VIT_TEXT_MAX_BYTES);
+    if (t->spiece) return vit_spiece_tokenize(ids, n_ids, truncated, t->spiece, text, max_ids, err);
     char *c = clean(text, err);
     if (!c) return err ? err->code : VIT_ERR_NOMEM;
     pcre2_match_data *md = pcre2_match_data_create_from_pattern(t->pattern, NULL);
