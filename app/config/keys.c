@@ -44,11 +44,28 @@ static const char *const KEYS_OTHER[][2] = {
     {"H", "this help on / off"},
     {"Tab", "the on-screen buttons on / off (a clean screen; remembered)"},
     {"W", "the downloaded models (--model NAME): Up / Down, Enter opens one, Esc closes"},
-    {"Esc / Q", "quit"},
+    {"Esc", "close what is open (help, menu, list, text box); else quit"},
+    {"Q", "quit"},
     {"drop a file", "open a photo, or a .safetensors model"},
 };
-#define N_KEYS_VIEW  ((int)(sizeof KEYS_VIEW / sizeof KEYS_VIEW[0]))
-#define N_KEYS_OTHER ((int)(sizeof KEYS_OTHER / sizeof KEYS_OTHER[0]))
+/* The lesson view's keys (window/lesson.c, app_lesson_key): its own help overlay. */
+static const char *const KEYS_LESSON[][2] = {
+    {"Page Down, Right, Space", "next step"},
+    {"Page Up, Left, Backspace", "previous step"},
+    {"Home / End", "first / last step"},
+    {"Up / Down", "previous / next block"},
+    {"Shift+Up / Shift+Down", "previous / next head"},
+    {"I J K L", "move the patch the steps follow"},
+    {"G", "patch grid on / off"},
+    {"S", "save the view as PNG"},
+    {"F", "fullscreen (presenter mode)"},
+    {"H", "this help on / off"},
+    {"Esc", "close this help; else back to the explorer"},
+    {"Q", "quit"},
+};
+#define N_KEYS_LESSON ((int)(sizeof KEYS_LESSON / sizeof KEYS_LESSON[0]))
+#define N_KEYS_VIEW   ((int)(sizeof KEYS_VIEW / sizeof KEYS_VIEW[0]))
+#define N_KEYS_OTHER  ((int)(sizeof KEYS_OTHER / sizeof KEYS_OTHER[0]))
 
 void keys_list(KeyList *k) {
     _Static_assert(N_KEYS_VIEW + 1 + MAP_KIND_COUNT + N_KEYS_OTHER <= KEYS_MAX,
@@ -72,6 +89,13 @@ void keys_list(KeyList *k) {
             k->rows[k->n][0] = MAP_KINDS[m].key_name, k->rows[k->n][1] = MAP_KINDS[m].help, k->n++;
     for (int i = 0; i < N_KEYS_OTHER; i++, k->n++)
         k->rows[k->n][0] = KEYS_OTHER[i][0], k->rows[k->n][1] = KEYS_OTHER[i][1];
+}
+
+void keys_lesson_list(KeyList *k) {
+    _Static_assert(N_KEYS_LESSON <= KEYS_MAX, "KEYS_MAX too small for the lesson's keys");
+    k->n = 0, k->kinds[0] = '\0';
+    for (int i = 0; i < N_KEYS_LESSON; i++, k->n++)
+        k->rows[k->n][0] = KEYS_LESSON[i][0], k->rows[k->n][1] = KEYS_LESSON[i][1];
 }
 
 /* --- the map kinds' lists --------------------------------------------------- */

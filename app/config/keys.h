@@ -20,6 +20,9 @@ typedef struct {
  * own (its key_name and help). The strings point into k and static storage. */
 void keys_list(KeyList *k);
 
+/* The lesson view's keys (its help overlay), as keys_list. */
+void keys_lesson_list(KeyList *k);
+
 /* The names of the map kinds of a MapGroup (group -1: every kind), in the table's order,
  * as "a, b and c" into buf; with_keys 1: each kind with a key of its own followed by it,
  * "logit lens (Shift+L)". */

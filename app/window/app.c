@@ -170,6 +170,7 @@ int app_init(App *app, const Options *o) {
     int rc = app_init_model(app, o);
     if (rc) return rc;
     keys_list(&app->keys);
+    keys_lesson_list(&app->lesson_keys);
     if (app_init_worker(app, o) || app_open_window(app)) return -1;
     SDL_EventState(SDL_DROPFILE, SDL_ENABLE);
     ren_set_colormap(&app->ren, app->colormap);

@@ -93,7 +93,8 @@ typedef struct App {
     const char *prefix_names[VIT_MAX_PREFIX];
 
     View view;
-    KeyList keys; /* for the help overlay, as --help lists them */
+    KeyList keys;        /* for the help overlay, as --help lists them */
+    KeyList lesson_keys; /* the lesson's help overlay */
     int overlay, grid, help;
     float opacity;
     ViewOverview overview;

@@ -447,8 +447,8 @@ static void app_key_action(App *app, const SDL_Keysym *ks) {
     int shift = (ks->mod & KMOD_SHIFT) != 0;
     int map_changed = 0;
     app->notice[0] = '\0'; /* a notice answers one key: the next one clears it */
-    if (app->kind_menu && key == SDLK_ESCAPE) { /* Esc closes the kinds' menu, not the app */
-        app->kind_menu = 0, app->dirty = 1;
+    if (key == SDLK_ESCAPE && (app->kind_menu || (app->help && !app->lesson.on))) {
+        app->kind_menu = 0, app->help = 0, app->dirty = 1; /* Esc closes what is open first */
         return;
     }
     /* the lesson view's keys, and Page Down / Up that open it */

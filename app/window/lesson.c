@@ -346,7 +346,13 @@ int app_lesson_key(App *app, const SDL_Keysym *ks) {
         app_lesson_show(app);
         return 1;
     }
-    case SDLK_ESCAPE: lesson_close(app); return 1;
+    case SDLK_ESCAPE: /* what is open first: the help */
+        if (app->help)
+            app->help = 0;
+        else
+            lesson_close(app);
+        return 1;
+    case SDLK_h: app->help = !app->help; return 1;
     case SDLK_f: app_toggle_fullscreen(app); return 1;
     case SDLK_s: app->save_pending = 1; return 1;
     case SDLK_q: app->running = 0; return 1;
@@ -363,7 +369,8 @@ int app_lesson_key(App *app, const SDL_Keysym *ks) {
 }
 
 void app_lesson_frame(App *app, RenFrame *f) {
-    f->overlay = 0, f->grid = 0, f->help = 0, f->mode = VIEW_SINGLE;
+    f->overlay = 0, f->grid = 0, f->mode = VIEW_SINGLE;
+    f->help_rows = app->lesson_keys.rows, f->n_help = app->lesson_keys.n; /* H, the ? button */
     f->query_row = f->query_col = -1;
     f->mask = 0, f->rgb = 0, f->n_list = 0, f->n_preds = 0, f->distance = NULL;
     f->n_prefix = 0, f->removed = 0, f->plot = 0, f->tooltip = NULL;

@@ -1613,17 +1613,17 @@ typedef struct VitTokenizer VitTokenizer; /* read-only after load: threads may s
  * .gz works too). 49 408 ids: the 256 byte symbols, the same with "</w>", one per merge,
  * <|startoftext|> and <|endoftext|>. Or SigLIP's: a path ending ".model" (spiece.model), or
  * a folder holding spiece.model and no CLIP vocabulary (a model without a "</s>" piece,
- * e.g. SigLIP 2's Gemma tokenizer, is refused: VIT_ERR_FORMAT). *tok is the caller's: free with vit_tokenizer_free.
- * Errors: VIT_ERR_IO (missing file, naming it), VIT_ERR_FORMAT (a corrupt or cut gzip,
- * a merge line that is not two known symbols, naming file and line; a vocab.json entry
+ * e.g. SigLIP 2's Gemma tokenizer, is refused: VIT_ERR_FORMAT). *tok is the caller's: free with
+ * vit_tokenizer_free. Errors: VIT_ERR_IO (missing file, naming it), VIT_ERR_FORMAT (a corrupt or
+ * cut gzip, a merge line that is not two known symbols, naming file and line; a vocab.json entry
  * that is not a new id), VIT_ERR_ARG (not a vocabulary's name), VIT_ERR_NOMEM. */
 VitStatus vit_tokenizer_load(VitTokenizer **tok, const char *path, VitError *err);
 void vit_tokenizer_free(VitTokenizer *tok); /* NULL-safe */
 
 /* The vocabulary that came with a model file: beside it or in its "tokenizer" folder,
  * vocab.json + merges.txt (the path of vocab.json), bpe_simple_vocab_16e6.txt.gz or
- * spiece.model (SigLIP's), in that order; model_path may also be the model's folder. 1 and the path in path[n], or 0
- * (none, or a path that does not fit). */
+ * spiece.model (SigLIP's), in that order; model_path may also be the model's folder. 1 and the path
+ * in path[n], or 0 (none, or a path that does not fit). */
 int vit_tokenizer_find(char *path, size_t n, const char *model_path);
 
 /* text (a C string of UTF-8, at most VIT_TEXT_MAX_BYTES) -> ids[*n]: [SOT, ..., EOT], *n <= max_ids

@@ -515,7 +515,7 @@ def main():
     r = vitlens(a.app, "--help")
     check(r.returncode == 0, "--help exits 0")
     for word in ("--model", "--labels", "--heads", "--size", "--whole", "--top", "--export", "Left / Right",
-                 "Up / Down", "E / Shift+E", "R ", "[ / ]", ".npy", "--discard", "G ", "+ / -", "O ", "H ", "Esc / Q", "RANK PROB CLASS_ID LABEL"):
+                 "Up / Down", "E / Shift+E", "R ", "[ / ]", ".npy", "--discard", "G ", "+ / -", "O ", "H ", "Esc ", "Q ", "RANK PROB CLASS_ID LABEL"):
         check(word in r.stdout, f"--help mentions {word.strip()!r}")
 
     # --top 5: documented format, probabilities descending, a cat first

@@ -435,7 +435,7 @@ def find_window(app, name=None):
     return wid[0]
 
 
-def quit_app(app, key="Escape", want_rc=0):
+def quit_app(app, key="q", want_rc=0):
     run(["xdotool", "windowfocus", "--sync", app.wid])
     run(["xdotool", "key", key])
     try:

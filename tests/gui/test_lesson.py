@@ -6,8 +6,10 @@ scene, so nothing from shared/ is needed:
      Down / Right page through every step in the script's order and Page Up / Left back,
      each step a frame (the trace's lesson=K/17 lstep=NAME); the picture on screen is
      --lesson-export's PNG of that step (one drawing for both: the window shows it scaled).
-  2. Up / Down move the block, Shift+Up the head, I J K L the patch; Esc goes back to the
-     explorer at the same layer, head and query token, on the attention map.
+  2. Up / Down move the block, Shift+Up the head, I J K L the patch; H draws the lesson's
+     keys over the step and Esc closes them first; Esc goes back to the explorer at the same
+     layer, head and query token, on the attention map; there too Esc closes the help before
+     it quits.
   3. --lesson FILE with bad lines: each named with its line on stderr, the rest of the
      lesson runs (step 1 of the good lines), the window opens in the lesson view.
 
@@ -82,6 +84,17 @@ def test_default_lesson(app, out, demo):
     status = app.wait_line(lambda s: s.startswith("status "), "the status line")
     check("step 10 of 17" in status and "block 1, head 2, patch (7, 8)" in status,
           f"the status line says where the lesson is: {status}")
+    # H: the lesson's keys over its picture (issue 38's trial: help=1, nothing drawn); Esc
+    # closes the help first, the lesson stays
+    bare = app.crop(app.shot()).astype(np.float32)
+    app.key("h", help=1, lesson="10/17")
+    over = app.crop(app.shot()).astype(np.float32)
+    d = float(np.abs(over - bare).mean())
+    print(f"  H in the lesson: mean |screen with help - without| = {d:.1f} levels")
+    check(d > 8.0, f"H in the lesson draws the help over the step ({d:.1f} levels)")
+    app.key("Escape", help=0, lesson="10/17")
+    d = float(np.abs(app.crop(app.shot()).astype(np.float32) - bare).mean())
+    check(d < 2.0, f"Esc closes the help, the step as before ({d:.1f} levels)")
     # Esc: the explorer at the same layer, head and query token (1 prefix token: CLS)
     app.key("Escape", lesson="0/0", kind="attention")
     check(app.state["layer"] == "0" and app.state["head"] == "1" and
@@ -91,6 +104,10 @@ def test_default_lesson(app, out, demo):
     # Page Down again: back where the lesson was left
     app.key("Next", lesson="10/17", lshown=1)
     app.key("Escape", lesson="0/0")
+    # in the explorer too, Esc closes the help before it quits (it quit with the help open)
+    app.key("h", help=1)
+    app.key("Escape", help=0)
+    check(app.proc.poll() is None, "Esc with the help open: the app still runs")
     quit_app(app)
 
 
