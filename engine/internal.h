@@ -207,15 +207,19 @@ void vit_glu_rows(float *hid, int ld_hid, const float *pre, int r0, int r1, int 
                   VitActivation act);
 void vit_glu_backward_rows(float *dh, const float *pre, int r0, int r1, int F, int lrp,
                            VitActivation act);
+/* A LayerNorm in place over rows [r0, r1) of x [., ld], F columns each (the sub-LN of a
+ * gated MLP, VitConfig.mlp_norm; moments in double as vit_layernorm_rows). block.c. */
+void vit_layernorm_inplace_rows(float *x, int ld, const float *w, const float *b, int r0, int r1,
+                                int F, float eps);
 
 /* The rotary embedding (VitRope) on rows [r0, r1) of x [., ld], the tokens of one input:
  * the patches' rows (t >= Np; patch t - Np takes row perm[t - Np] of rope [N, Dh], perm
- * NULL: its own) have each of their n_heads heads of Dh columns rotated, pairs (i, i + Dh/2)
- * by the angle whose cosine is rope[., i] and sine rope[., Dh/2 + i] times sign (1: the
- * forward pass; -1: the inverse, the backward pass's). vit_rope: rows [0, n*T) of n inputs
- * stacked, split over the pool. block.c. */
+ * NULL: its own) have each of their n_heads heads of Dh columns rotated, pair i (i, i + Dh/2;
+ * interleaved: 2i, 2i + 1) by the angle whose cosine is rope[., i] and sine rope[., Dh/2 + i]
+ * times sign (1: the forward pass; -1: the inverse, the backward pass's). vit_rope: rows
+ * [0, n*T) of n inputs stacked, split over the pool, pairs as c->rope has them. block.c. */
 void vit_rope_rows(float *x, int ld, const float *rope, const int *perm, int r0, int r1, int Np,
-                   int n_heads, int Dh, float sign);
+                   int n_heads, int Dh, int interleaved, float sign);
 void vit_rope(VitPool *pool, float *x, int ld, int n, const float *rope, const int *perm,
               const VitConfig *c, int n_heads, float sign);
 

@@ -7,7 +7,8 @@
 # three for --model NAME. $HF_ENDPOINT replaces https://huggingface.co, e.g. for a
 # mirror. The families: DeiT (with and without distillation token), ViT augreg, DINO
 # (patch 16 and 8), DINOv2 (patch 14, with and without registers; and facebook/dinov2-small
-# in Hugging Face's own Dinov2Model names); and CLIP (image and text
+# in Hugging Face's own Dinov2Model names); EVA-02 Ti/14 (timm's ImageNet-1k fine-tune at
+# 336 px: EVA's rotary position embedding, SwiGLU, fc_norm); and CLIP (image and text
 # towers, with the tokenizer's vocab.json + merges.txt): OpenAI's B/32 and B/16 in Hugging
 # Face's CLIPModel names, and an OpenCLIP B/32 (LAION-2B) in OpenAI / OpenCLIP names, its
 # open_clip_model.safetensors saved as model.safetensors beside its open_clip_config.json.
@@ -41,6 +42,7 @@ declare -A REPO=(
   [dinov2-vits14]=timm/vit_small_patch14_dinov2.lvd142m
   [dinov2-vits14-reg4]=timm/vit_small_patch14_reg4_dinov2.lvd142m
   [dinov2-small-hf]=facebook/dinov2-small
+  [eva02-tiny]=timm/eva02_tiny_patch14_336.mim_in22k_ft_in1k
   [clip-vit-b32]=openai/clip-vit-base-patch32
   [clip-vit-b16]=openai/clip-vit-base-patch16
   [openclip-vit-b32-laion2b]=laion/CLIP-ViT-B-32-laion2B-s34B-b79K

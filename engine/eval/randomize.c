@@ -78,11 +78,12 @@ static const float *fresh_const(Carve *c, size_t n, float value, const float *ha
 /* Floats that re-initialising one block takes (A: the attention's width H * Dh). */
 static size_t block_floats(const VitConfig *c) {
     size_t D = (size_t)c->dim, F = (size_t)c->mlp_dim, A = (size_t)vit_att_width(c);
-    return 3 * A * D + 3 * A                 /* q, k, v (fused or not) and their biases */
-           + D * A + D                       /* proj */
-           + 4 * D                           /* norm1, norm2 */
-           + F * D + F + D * F + D           /* fc1, fc2 */
-           + (c->mlp_gated ? F * D + F : 0); /* a gated MLP's gate */
+    return 3 * A * D + 3 * A                /* q, k, v (fused or not) and their biases */
+           + D * A + D                      /* proj */
+           + 4 * D                          /* norm1, norm2 */
+           + F * D + F + D * F + D          /* fc1, fc2 */
+           + (c->mlp_gated ? F * D + F : 0) /* a gated MLP's gate */
+           + (c->mlp_norm ? 2 * F : 0);     /* and its sub-LN */
 }
 
 static void reinit_block(VitBlock *b, const VitConfig *cfg, Carve *c) {
@@ -103,6 +104,8 @@ static void reinit_block(VitBlock *b, const VitConfig *cfg, Carve *c) {
     b->fc2_w = fresh_normal(c, D * F), b->fc2_b = fresh_const(c, D, 0.0f, b->fc2_b);
     if (cfg->mlp_gated)
         b->fc1g_w = fresh_normal(c, F * D), b->fc1g_b = fresh_const(c, F, 0.0f, b->fc1g_b);
+    b->mlp_norm_w = fresh_const(c, F, 1.0f, b->mlp_norm_w);
+    b->mlp_norm_b = fresh_const(c, F, 0.0f, b->mlp_norm_b);
 }
 
 VitStatus vit_randomized(Vit *dst, const Vit *src, int n_blocks, uint64_t seed, VitError *err) {

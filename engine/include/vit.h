@@ -61,6 +61,10 @@
  *   - DINOv3 (transformers' DINOv3ViTModel, timm's vit_*_patch16_dinov3): a rotary
  *     position embedding (VitRope) instead of a learned one, 4 registers, LayerScale, no
  *     key bias, and in the larger models a SwiGLU MLP (VitConfig.mlp_gated).
+ *   - EVA-02 (timm's eva02_*: the Eva class, eva.py): a learned position embedding and
+ *     EVA's rotary one (VIT_ROPE_EVA), q/v biases without a key bias, a SwiGLU MLP (fc1
+ *     packed [gate; value] in Ti and S; fc1_g, fc1_x and a LayerNorm over the hidden
+ *     before fc2 in B and L: VitConfig.mlp_norm), average pooling with fc_norm.
  * Not supported, refused with a message: DINOv2 ViT-g's SwiGLU MLP, ViTs without a CLS
  * token (timm class_token=False), attention pooling (SigLIP's MAP), q/k norm.
  */
@@ -208,6 +212,16 @@ typedef enum {
                        = 2 pi x / period_f, f < Fq; rotate-half pairing: dimensions d and
                        d + Dh/2 are rotated by a[d] (u' = u cos a + rotate_half(u) sin a,
                        rotate_half(u) = [-u[Dh/2:], u[:Dh/2]]) */
+    ,
+    VIT_ROPE_EVA /* EVA-02 (Fang et al. 2023; timm's RotaryEmbeddingCat, rope_type 'cat',
+                    apply_rot_embed_cat): patch (i, j) of a gh x gw grid at integer
+                    coordinates scaled to the reference grid (rope_ref_h x rope_ref_w, the
+                    pretraining grid: 16 x 16), y = i rh / gh, x = j rw / gw (no centring,
+                    no normalisation); Fq = Dh / 4 frequencies b_f = theta^(-f / Fq) (theta
+                    10000); angle a[f] = y b_f and a[Fq + f] = x b_f, f < Fq; interleaved
+                    pairing: dimensions 2m and 2m + 1 are rotated by a[m] (u'_2m = u_2m cos
+                    - u_2m+1 sin, u'_2m+1 = u_2m+1 cos + u_2m sin). Used beside a learned
+                    position embedding */
 } VitRope;
 
 /* Everything the forward pass needs to know about a model's shapes and its
@@ -267,12 +281,18 @@ typedef struct {
     float logit_scale; /* exp() of the checkpoint's logit_scale (CLIP: 100), 0 when it has none */
     int clip;          /* 1: a CLIP image tower (its head is a text head, vit_set_text_head) */
     /* DINOv3 (issue 35) */
-    VitRope rope;     /* rotary position embedding on the patches' queries and keys (no
-                         learned position embedding then: pos_embed NULL), or VIT_ROPE_NONE */
-    float rope_theta; /* RoPE's base: config.json's rope_theta, else the layout's (DINOv3: 100) */
-    int mlp_gated;    /* 1: a gated MLP (SwiGLU): fc2(act(fc1_g(x)) * fc1(x)), act = mlp_act
-                         (SiLU), fc1_g the gate (transformers' gate_proj, timm's fc1_g), fc1 the
-                         value (up_proj, fc1_x); its hidden width F */
+    VitRope rope;     /* rotary position embedding on the patches' queries and keys (DINOv3:
+                         no learned position embedding then, pos_embed NULL; EVA-02: both), or
+                         VIT_ROPE_NONE */
+    float rope_theta; /* RoPE's base: config.json's rope_theta, else the layout's (DINOv3: 100,
+                         EVA-02: 10000) */
+    int rope_ref_h, rope_ref_w; /* VIT_ROPE_EVA: the reference grid the coordinates are scaled
+                                   to (the layout's "rope_ref_grid": EVA-02 16 x 16); else 0 */
+    int mlp_gated; /* 1: a gated MLP (SwiGLU): fc2(act(fc1_g(x)) * fc1(x)), act = mlp_act
+                      (SiLU), fc1_g the gate (transformers' gate_proj, timm's fc1_g), fc1 the
+                      value (up_proj, fc1_x); its hidden width F */
+    int mlp_norm;  /* 1: a LayerNorm over the gated MLP's hidden F before fc2 (EVA-02 B/L's
+                      sub-LN, timm's SwiGLU mlp.norm): fc2(norm(act(fc1_g x) * fc1 x)) */
 } VitConfig;
 
 /* The MLP's first layer's outputs per token: F, or 2F for a gated MLP (gate, then value). */
@@ -307,9 +327,11 @@ typedef struct {
     const float *norm2_w, *norm2_b; /* [D] */
     const float *fc1_w, *fc1_b;     /* [F, D], [F]: the value of a gated MLP */
     const float *fc1g_w, *fc1g_b;   /* [F, D], [F]: a gated MLP's gate (cfg.mlp_gated), or NULL */
-    const float *fc2_w, *fc2_b;     /* [D, F], [D] */
-    const float *rope;              /* [N, Dh] the rotary table (VitWeights.rope, the same for
-                                       every block), or NULL */
+    const float *mlp_norm_w, *mlp_norm_b; /* [F] the sub-LN before fc2 (cfg.mlp_norm), or
+                                             NULL */
+    const float *fc2_w, *fc2_b;           /* [D, F], [D] */
+    const float *rope;                    /* [N, Dh] the rotary table (VitWeights.rope, the same for
+                                             every block), or NULL */
 } VitBlock;
 
 typedef struct {
@@ -317,8 +339,8 @@ typedef struct {
     const float *dist_token;  /* [D] DeiT's distillation token, or NULL */
     const float *reg_token;   /* [R, D] register tokens, or NULL */
     const float *pos_embed;   /* [Npos + N, D] for the input grid (resampled when it is not the
-                                 training grid); Npos = pos_prefix; NULL with a rotary
-                                 embedding (cfg.rope) */
+                                 training grid); Npos = pos_prefix; NULL with DINOv3's rotary
+                                 embedding (cfg.rope; EVA-02 has both) */
     const float *rope;        /* [N, Dh] per patch the cosines [Dh/2] then the sines [Dh/2] of
                                  its rotation angles (VitRope), for the input grid; NULL
                                  without cfg.rope */

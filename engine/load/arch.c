@@ -174,6 +174,32 @@ static VitStatus infer_mlp_width(Loader *ld, Arch *a) {
     /* a gated MLP (DINOv3's SwiGLU): the gate fc1_g [F, D] beside fc1, the value */
     a->gated = ld_has_slot(ld, S_FC1G_W, 0);
     if (a->gated && !ld_slot2(ld, S_FC1G_W, 0, F, D)) return ld->err->code;
+    if (ld->cv.swiglu &&
+        !ld->rope) /* transformers' Dinov2SwiGLUFFN: mlp.weights_in / weights_out */
+        return vit_set_error(ld->err, VIT_ERR_SHAPE,
+                             "%s: use_swiglu_ffn is true: a SwiGLU MLP (DINOv2 ViT-g), which "
+                             "vitlens does not support yet (issue 35)",
+                             ld->cfg_file ? vit_basename(ld->cfg_file) : "config.json");
+    /* timm's SwiGLUPacked / GluMlp(gate_last=False): fc1 holds the gate's rows, then the
+     * value's, and fc2 takes F/2. EVA-02 Ti and S (a layout's "glu_packed"); DINOv2 ViT-g's
+     * is refused (timm.json) */
+    const StTensor *fc2 = st_find(&ld->st, ld_slot_name(ld, S_FC2_W, 0)); /* NULL: unnamed */
+    if (fc2 && fc2->ndim == 2 && fc2->shape[0] == D && F % 2 == 0 && fc2->shape[1] == F / 2) {
+        if (!ld->glu_packed || a->gated)
+            return vit_set_error(ld->err, VIT_ERR_SHAPE,
+                                 "%s: tensor '%s' is [%lld, %lld], half of fc1's width: a SwiGLU "
+                                 "MLP (DINOv2 ViT-g), which vitlens does not support",
+                                 ld->fname, fc2->name, (long long)fc2->shape[0],
+                                 (long long)fc2->shape[1]);
+        a->F = F / 2, a->gated = a->packed = 1;
+    }
+    /* timm's SwiGLU(norm_layer=...): a LayerNorm over the hidden before fc2 (EVA-02 B/L) */
+    a->mlp_norm = ld_has_slot(ld, S_MLP_NORM_W, 0);
+    if (a->mlp_norm && !a->gated)
+        return vit_set_error(ld->err, VIT_ERR_SHAPE,
+                             "%s: tensor '%s': a norm inside an MLP without a gate, which "
+                             "vitlens does not support (only EVA-02's SwiGLU with its sub-LN)",
+                             ld->fname, ld_slot_name(ld, S_MLP_NORM_W, 0));
     if (ld->cv.gated && (ld->cv.gated == 2) != a->gated)
         return vit_set_error(
             ld->err, VIT_ERR_SHAPE,
@@ -182,20 +208,30 @@ static VitStatus infer_mlp_width(Loader *ld, Arch *a) {
             ld->cfg_file ? vit_basename(ld->cfg_file) : "config.json",
             ld->cv.gated == 2 ? "true" : "false", ld->fname, a->gated ? "has" : "lacks",
             ld_slot_name(ld, S_FC1G_W, 0) ? ld->name : "blocks.0.mlp.fc1_g.weight");
-    if (ld->cv.swiglu &&
-        !ld->rope) /* transformers' Dinov2SwiGLUFFN: mlp.weights_in / weights_out */
+    return VIT_OK;
+}
+
+/* EVA's rotary embedding (the layout's "rope": "eva") belongs to EVA-02 alone: every
+ * EVA-02 has a SwiGLU MLP (EVA-01, timm's eva_giant_*, has a GELU one and no rotary
+ * embedding), and timm's config.json names it eva02_*. Anything else the Eva class builds
+ * (eva.py's vit_*_rope_* and Perception Encoder models: other rotary kinds) is refused. */
+static VitStatus eva_checks(Loader *ld, const Arch *a) {
+    const char *arch = ld->cv.architecture;
+    if (ld->rope != VIT_ROPE_EVA) return VIT_OK;
+    if (arch[0] && strncmp(arch, "eva02_", 6) != 0)
         return vit_set_error(ld->err, VIT_ERR_SHAPE,
-                             "%s: use_swiglu_ffn is true: a SwiGLU MLP (DINOv2 ViT-g), which "
-                             "vitlens does not support yet (issue 35)",
-                             ld->cfg_file ? vit_basename(ld->cfg_file) : "config.json");
-    /* timm's SwiGLUPacked (DINOv2 ViT-g): fc1 holds both halves, fc2 takes F/2 */
-    const StTensor *fc2 = st_find(&ld->st, ld_slot_name(ld, S_FC2_W, 0)); /* NULL: unnamed */
-    if (fc2 && fc2->ndim == 2 && fc2->shape[0] == D && F % 2 == 0 && fc2->shape[1] == F / 2)
+                             "%s: architecture '%s' is a model of timm's Eva class other than "
+                             "EVA-02 (eva02_*): its position embedding (rotary kind, reference "
+                             "grid) is not one vitlens knows",
+                             ld->cfg_file ? vit_basename(ld->cfg_file) : "config.json", arch);
+    if (!a->gated)
         return vit_set_error(ld->err, VIT_ERR_SHAPE,
-                             "%s: tensor '%s' is [%lld, %lld], half of fc1's width: a SwiGLU "
-                             "MLP (DINOv2 ViT-g), which vitlens does not support",
-                             ld->fname, fc2->name, (long long)fc2->shape[0],
-                             (long long)fc2->shape[1]);
+                             "%s: an Eva checkpoint (q_bias beside a fused qkv, or q_proj) "
+                             "without EVA-02's SwiGLU MLP (tensor '%s' is [%lld, %lld]): EVA-01 "
+                             "(timm's eva_giant_*) or another Eva model, which vitlens does not "
+                             "support",
+                             ld->fname, ld_slot_name(ld, S_FC1_W, 0), (long long)a->F,
+                             (long long)a->D);
     return VIT_OK;
 }
 
@@ -304,7 +340,9 @@ static void set_config(Loader *ld, const Arch *a, const VitLoadOptions *opt) {
                  : a->gated ? VIT_ACT_SILU /* SwiGLU: timm's config.json names no activation */
                             : (VitActivation)ld->mlp_act;
     c->mlp_gated = a->gated;
+    c->mlp_norm = a->mlp_norm;
     c->rope = ld->rope;
+    if (c->rope == VIT_ROPE_EVA) c->rope_ref_h = c->rope_ref_w = ld->rope_ref;
     c->rope_theta = cv->rope_theta > 0 ? cv->rope_theta : ld->rope_theta;
     c->resize_bilinear = ld->resize_bilinear && !cv->crop_mode && !(opt && opt->whole_image);
     snprintf(c->layout, sizeof c->layout, "%s", ld->layout_name);
@@ -318,6 +356,7 @@ VitStatus ld_infer_arch(Loader *ld, Arch *a, const VitLoadOptions *opt) {
     if ((rc = input_grid(ld, a, opt))) return rc;
     if ((rc = count_blocks(ld, a))) return rc;
     if ((rc = infer_mlp_width(ld, a))) return rc;
+    if ((rc = eva_checks(ld, a))) return rc;
     if ((rc = attention_width(ld, a))) return rc;
     if ((rc = head_count(ld, a, opt))) return rc;
     if ((rc = head_pooling(ld, a))) return rc;

@@ -198,6 +198,8 @@ VitStatus ld_parse_config(CfgValues *cv, const char *path, VitError *err) {
         bad = "architecture", bad_in = root;
     else if (arch && strstr(arch->valuestring, "quickgelu"))
         cv->act = VIT_ACT_QUICK_GELU + 1;
+    if (arch && cJSON_IsString(arch))
+        snprintf(cv->architecture, sizeof cv->architecture, "%s", arch->valuestring);
     for (int o = 0; o < 3 && !bad; o++) {
         const cJSON *j = objs[o];
         if (!j) continue;

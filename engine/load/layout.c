@@ -75,6 +75,8 @@ static const struct {
     [S_LS2] = {"blocks.{l}.ls2.gamma", 0},
     [S_FC1G_W] = {"blocks.{l}.mlp.fc1_g.weight", 0}, /* a gated MLP's gate (fc1: its value) */
     [S_FC1G_B] = {"blocks.{l}.mlp.fc1_g.bias", 0},
+    [S_MLP_NORM_W] = {"blocks.{l}.mlp.norm.weight", 0}, /* a LayerNorm over a gated MLP's */
+    [S_MLP_NORM_B] = {"blocks.{l}.mlp.norm.bias", 0},   /* hidden before fc2 (EVA-02 B/L) */
     [S_NORM_W] = {"norm.weight", 1},
     [S_NORM_B] = {"norm.bias", 1},
     [S_HEAD_W] = {"head.weight", 0},
@@ -151,15 +153,17 @@ typedef struct {
     VitNaming naming;   /* "naming": whose conventions (the position embedding's resampling,
                            VitConfig.naming) */
     int library;        /* "naming" given: a library's own checkpoints, read as it saves them */
-    VitRope rope;       /* "rope": a rotary position embedding ("dinov3"): no pos_embed needed */
+    VitRope rope;       /* "rope": a rotary position embedding ("dinov3": no pos_embed needed;
+                           "eva": beside the learned one) */
     int cls_pos_only;   /* "position_prefix": "cls": a position row for the CLS token, none
                            for the registers (transformers' Dinov2WithRegistersEmbeddings) */
     char pat[N_ROLES][LD_NAME_BYTES]; /* each role's pattern, {p} replaced; "" if none */
 } Layout;
 
-/* Must the checkpoint hold role r's tensor? The position embedding not with a rotary one. */
+/* Must the checkpoint hold role r's tensor? The position embedding not with DINOv3's rotary
+ * one. */
 static int required(const Layout *lay, int r) {
-    return roles[r].required && !(r == S_POS && lay->rope);
+    return roles[r].required && !(r == S_POS && lay->rope == VIT_ROPE_DINOV3);
 }
 
 static const char *role_pattern(const Layout *lay, const char *role) {
@@ -248,22 +252,41 @@ static VitStatus layout_parse(Layout *lay, cJSON *root, const char *file, VitErr
                              "%s: \"position_antialias\" must be true or false", file);
     lay->cls_pos_only = pp != NULL;
     const cJSON *rope = cJSON_GetObjectItemCaseSensitive(root, "rope");
-    if (rope && !(cJSON_IsString(rope) &&
-                  (!strcmp(rope->valuestring, "none") || !strcmp(rope->valuestring, "dinov3"))))
+    static const char *const ropes[] = {"none", "dinov3", "eva"}; /* VitRope's order */
+    int rk = 0;
+    while (rope && rk < 3 && !(cJSON_IsString(rope) && !strcmp(rope->valuestring, ropes[rk]))) rk++;
+    if (rk == 3)
         return vit_set_error(err, VIT_ERR_FORMAT,
                              "%s: \"rope\" must be \"dinov3\" (DINOv3's rotary position "
-                             "embedding) or \"none\"",
+                             "embedding), \"eva\" (EVA-02's) or \"none\"",
                              file);
-    lay->rope = rope && !strcmp(rope->valuestring, "dinov3") ? VIT_ROPE_DINOV3 : VIT_ROPE_NONE;
+    lay->rope = (VitRope)rk;
     const cJSON *th = cJSON_GetObjectItemCaseSensitive(root, "rope_theta");
     if (th && !(cJSON_IsNumber(th) && th->valuedouble > 1 && th->valuedouble <= 1e9))
         return vit_set_error(err, VIT_ERR_FORMAT,
                              "%s: \"rope_theta\" must be a number in (1, 1e9] (DINOv3: 100)", file);
-    const cJSON *det = cJSON_GetObjectItemCaseSensitive(root, "detect");
-    if (det && !is_names(det))
+    const cJSON *ref = cJSON_GetObjectItemCaseSensitive(root, "rope_ref_grid");
+    if ((ref || lay->rope == VIT_ROPE_EVA) &&
+        !(cJSON_IsNumber(ref) && ref->valuedouble >= 1 && ref->valuedouble <= 256 &&
+          ref->valuedouble == (int)ref->valuedouble))
         return vit_set_error(err, VIT_ERR_FORMAT,
-                             "%s: \"detect\" must be a tensor name or an array of them (all "
-                             "present: the layout matches)",
+                             "%s: \"rope_ref_grid\" must be a whole number of patches in [1, "
+                             "256] (EVA-02's: 16), given with \"rope\": \"eva\"",
+                             file);
+    const cJSON *gp = cJSON_GetObjectItemCaseSensitive(root, "glu_packed");
+    if (gp && !cJSON_IsBool(gp))
+        return vit_set_error(err, VIT_ERR_FORMAT, "%s: \"glu_packed\" must be true or false", file);
+    const cJSON *det = cJSON_GetObjectItemCaseSensitive(root, "detect");
+    int det_ok = !det || is_names(det);
+    if (!det_ok && cJSON_IsArray(det) && det->child) { /* an array of groups */
+        det_ok = 1;
+        for (const cJSON *e = det->child; e; e = e->next) det_ok &= cJSON_IsArray(e) && is_names(e);
+    }
+    if (!det_ok)
+        return vit_set_error(err, VIT_ERR_FORMAT,
+                             "%s: \"detect\" must be a tensor name, an array of them (all "
+                             "present: the layout matches), or an array of such arrays (any "
+                             "one all present)",
                              file);
     return VIT_OK;
 }
@@ -287,18 +310,26 @@ static void layout_resolve(Layout *lay, const StFile *st, const char *prefix) {
     }
 }
 
-/* Does the checkpoint hold the layout's "detect" tensor (all of them, given an array), or
- * else its CLS token and block 0's norm1? */
+/* Does the checkpoint hold every tensor of det (one name, or an array of names)? */
+static int holds_all(const Layout *lay, const StFile *st, const cJSON *det) {
+    char nm[LD_NAME_BYTES];
+    for (const cJSON *e = cJSON_IsArray(det) ? det->child : det; e; e = e->next) {
+        if (!with_prefix(nm, e->valuestring, lay->prefix) || !st_find(st, nm)) return 0;
+        if (!cJSON_IsArray(det)) break;
+    }
+    return 1;
+}
+
+/* Does the checkpoint hold the layout's "detect" tensor (all of them, given an array; all
+ * of one of them, given an array of arrays), or else its CLS token and block 0's norm1? */
 static int layout_matches(const Layout *lay, const StFile *st) {
     const cJSON *det = cJSON_GetObjectItemCaseSensitive(lay->root, "detect");
-    char nm[LD_NAME_BYTES];
-    if (det) { /* one name, or an array of names all present */
-        for (const cJSON *e = cJSON_IsArray(det) ? det->child : det; e; e = e->next) {
-            if (!with_prefix(nm, e->valuestring, lay->prefix) || !st_find(st, nm)) return 0;
-            if (!cJSON_IsArray(det)) break;
-        }
-        return 1;
+    if (det && cJSON_IsArray(det) && cJSON_IsArray(det->child)) { /* groups: any one */
+        for (const cJSON *g = det->child; g; g = g->next)
+            if (holds_all(lay, st, g)) return 1;
+        return 0;
     }
+    if (det) return holds_all(lay, st, det);
     const char *a = role_pattern(lay, "cls_token");
     const char *b = role_pattern(lay, "blocks.{l}.norm1.weight");
     return a && b && find_at(st, a, 0, 0) && find_at(st, b, 0, 0);
@@ -879,6 +910,9 @@ static VitStatus apply_switches(Loader *ld, const Layout *lay) {
     ld->rope = lay->rope;
     const cJSON *th = cJSON_GetObjectItemCaseSensitive(lay->root, "rope_theta");
     ld->rope_theta = th ? (float)th->valuedouble : 100.0f; /* checked by layout_parse */
+    const cJSON *ref = cJSON_GetObjectItemCaseSensitive(lay->root, "rope_ref_grid");
+    ld->rope_ref = ref ? (int)ref->valuedouble : 0;
+    ld->glu_packed = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(lay->root, "glu_packed"));
     ld->head_tanh = !strcmp(hact, "tanh");
     /* what the head reads: "cls" (the CLS token, the default), "mean" (of the patch
      * tokens), "cls_mean" ([CLS ; mean], transformers' Dinov2ForImageClassification) */

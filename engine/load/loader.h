@@ -19,7 +19,7 @@ typedef enum {
     S_CLS, S_DIST, S_REG, S_POS, S_PATCH_W, S_PATCH_B,                        /* embeddings */
     S_NORM1_W, S_NORM1_B, S_QKV_W, S_QKV_B, S_Q_W, S_Q_B, S_K_W, S_K_B, S_V_W, S_V_B,
     S_PROJ_W, S_PROJ_B, S_LS1, S_NORM2_W, S_NORM2_B, S_FC1_W, S_FC1_B, S_FC2_W, S_FC2_B,
-    S_LS2, S_FC1G_W, S_FC1G_B,                                                /* block l */
+    S_LS2, S_FC1G_W, S_FC1G_B, S_MLP_NORM_W, S_MLP_NORM_B,                    /* block l */
     S_NORM_W, S_NORM_B, S_HEAD_W, S_HEAD_B, S_HDIST_W, S_HDIST_B,             /* norm, heads */
     S_FC_NORM_W, S_FC_NORM_B,                                                 /* pooled heads */
     S_NORM_PRE_W, S_NORM_PRE_B, S_IMG_PROJ_W, S_LOGIT_SCALE,                  /* CLIP */
@@ -35,15 +35,17 @@ typedef struct {
     int crop_mode; /* 0: absent, else VitCropMode + 1 */
     float ln_eps, crop_pct, mean[3], std[3];
     int has_eps, has_crop, has_mean, has_std;
-    int act;              /* 0: not given, else VitActivation + 1 (hidden_act, quick_gelu, a timm
-                             architecture named *quickgelu*) */
-    cJSON *labels;        /* array of strings, or object "0": "name" (detached copy) */
-    int swiglu;           /* transformers' use_swiglu_ffn: true (DINOv2 ViT-g, refused) */
-    int n_registers;      /* 0: not given, else num_register_tokens + 1 */
-    char global_pool[16]; /* timm's "global_pool" ("token", "avg", ...), "" when not given */
-    float rope_theta;     /* transformers' DINOv3ViTConfig rope_theta, 0: not given */
-    int gated;            /* use_gated_mlp (DINOv3ViTConfig; an early version's use_swiglu_ffn):
-                             0 not given, 1 false, 2 true */
+    int act;               /* 0: not given, else VitActivation + 1 (hidden_act, quick_gelu, a timm
+                              architecture named *quickgelu*) */
+    cJSON *labels;         /* array of strings, or object "0": "name" (detached copy) */
+    int swiglu;            /* transformers' use_swiglu_ffn: true (DINOv2 ViT-g, refused) */
+    int n_registers;       /* 0: not given, else num_register_tokens + 1 */
+    char global_pool[16];  /* timm's "global_pool" ("token", "avg", ...), "" when not given */
+    char architecture[64]; /* timm's "architecture" (e.g. "eva02_tiny_patch14_336"), cut to
+                              63 bytes; "" when not given */
+    float rope_theta;      /* transformers' DINOv3ViTConfig rope_theta, 0: not given */
+    int gated;             /* use_gated_mlp (DINOv3ViTConfig; an early version's use_swiglu_ffn):
+                              0 not given, 1 false, 2 true */
 } CfgValues;
 
 typedef struct {
@@ -77,6 +79,9 @@ typedef struct {
     int resize_bilinear;  /* the layout's preprocessing resizes bilinearly */
     VitRope rope;         /* the layout's "rope": a rotary position embedding's kind */
     float rope_theta;     /* the layout's "rope_theta" (config.json's rope_theta wins) */
+    int rope_ref;         /* the layout's "rope_ref_grid": EVA's reference grid side (16) */
+    int glu_packed;       /* the layout's "glu_packed": fc1 may hold a gated MLP's gate and
+                             value rows [2F, D] (timm's GluMlp, gate_last=False) */
     int crop_squash;      /* the layout's "preprocess" "crop_mode": "squash" (config.json's
                              crop_mode wins) */
     int default_size;     /* the layout's "preprocess" "crop", px: the input size of a model
@@ -105,7 +110,10 @@ typedef struct {
     int64_t gh, gw;   /* the input grid */
     int L, H;         /* blocks, heads */
     int pool;         /* VitPooling: what the head reads */
-    int gated;        /* a gated MLP: block 0 has a gate (fc1_g) */
+    int gated;        /* a gated MLP: block 0 has a gate (fc1_g), or a packed fc1 */
+    int packed;       /* the gated MLP's fc1 [2F, D] holds the gate's rows, then the value's
+                         (timm's GluMlp, gate_last=False: EVA-02 Ti and S) */
+    int mlp_norm;     /* the gated MLP has a sub-LN (mlp.norm [F]) before fc2 */
 } Arch;
 
 /* --- model.c: vit_load's first steps, shared with engine/text/text.c ---------------- */

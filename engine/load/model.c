@@ -166,8 +166,10 @@ static VitStatus bind_qkv(Loader *ld, VitBlock *b, int l, int64_t D, int64_t A) 
     return VIT_OK;
 }
 
-/* Block l's tensors, in the order of the block's forward pass. */
-static VitStatus bind_block(Loader *ld, VitBlock *b, int l, int64_t D, int64_t A, int64_t F) {
+/* Block l's tensors, in the order of the block's forward pass (a->packed: a gated MLP's
+ * fc1 [2F, D] read as the gate's rows, then the value's). */
+static VitStatus bind_block(Loader *ld, VitBlock *b, int l, const Arch *a) {
+    int64_t D = a->D, A = a->A, F = a->F, Fi = a->packed ? 2 * a->F : a->F;
     VitStatus rc;
     if (!(b->norm1_w = ld_slot1(ld, S_NORM1_W, l, D)) ||
         !(b->norm1_b = ld_slot1(ld, S_NORM1_B, l, D)))
@@ -177,12 +179,20 @@ static VitStatus bind_block(Loader *ld, VitBlock *b, int l, int64_t D, int64_t A
         !(b->proj_b = ld_slot1(ld, S_PROJ_B, l, D)) ||
         !(b->norm2_w = ld_slot1(ld, S_NORM2_W, l, D)) ||
         !(b->norm2_b = ld_slot1(ld, S_NORM2_B, l, D)) ||
-        !(b->fc1_w = ld_slot2(ld, S_FC1_W, l, F, D)) || !(b->fc1_b = ld_slot1(ld, S_FC1_B, l, F)) ||
+        !(b->fc1_w = ld_slot2(ld, S_FC1_W, l, Fi, D)) ||
+        !(b->fc1_b = ld_slot1(ld, S_FC1_B, l, Fi)) ||
         !(b->fc2_w = ld_slot2(ld, S_FC2_W, l, D, F)) || !(b->fc2_b = ld_slot1(ld, S_FC2_B, l, D)))
         return ld->err->code;
     int bad = 0;
-    if (ld->vit->cfg.mlp_gated && (!(b->fc1g_w = ld_slot2(ld, S_FC1G_W, l, F, D)) ||
-                                   !(b->fc1g_b = ld_slot1(ld, S_FC1G_B, l, F))))
+    if (a->packed) { /* timm GluMlp: x1, x2 = fc1(x).chunk(2); act(x1) * x2 */
+        b->fc1g_w = b->fc1_w, b->fc1g_b = b->fc1_b;
+        b->fc1_w += (size_t)F * D, b->fc1_b += F;
+    } else if (ld->vit->cfg.mlp_gated && (!(b->fc1g_w = ld_slot2(ld, S_FC1G_W, l, F, D)) ||
+                                          !(b->fc1g_b = ld_slot1(ld, S_FC1G_B, l, F)))) {
+        return ld->err->code;
+    }
+    if (a->mlp_norm && (!(b->mlp_norm_w = ld_slot1(ld, S_MLP_NORM_W, l, F)) ||
+                        !(b->mlp_norm_b = ld_slot1(ld, S_MLP_NORM_B, l, F))))
         return ld->err->code;
     b->rope = ld->vit->w.rope;
     b->ls1 = ld_slot1_opt(ld, S_LS1, l, D, &bad); /* LayerScale (DINOv2, DeiT III) */
@@ -274,8 +284,12 @@ static VitStatus bind_clip(Loader *ld, const Arch *a) {
 }
 
 /* The rotary table vit->w.rope [N, Dh] of the input grid (VitRope): per patch (i, j) the
- * cosines, then the sines, of its Dh/2 angles, computed in double (transformers computes
- * them in float32: the difference is float rounding). DINOv3:
+ * cosines, then the sines, of its Dh/2 angles, computed in double (transformers and timm
+ * compute them in float32: the difference is float rounding). EVA-02:
+ *   timm build_fourier_pos_embed(in_pixels=False): bands = 1 / theta ** (arange(Dh/4) /
+ *     (Dh/4)); t = arange(g) / g * ref (per axis); angles = [t_y * bands, t_x * bands],
+ *     repeat_interleave(2): pair (2m, 2m + 1) shares angle m
+ * DINOv3:
  *   transformers: inv_freq = 1 / base ** arange(0, 1, 4 / head_dim)   (Dh/4 of them)
  *     coords = 2 * ((i + 0.5) / gh, (j + 0.5) / gw) - 1;  angles = 2 pi coords[:, :, None]
  *     * inv_freq: [y angles, x angles] (flatten), tile(2): dimensions d and d + Dh/2 share
@@ -287,15 +301,30 @@ static VitStatus make_rope(Loader *ld) {
     int Dh = c->head_dim, gh = c->grid_h, gw = c->grid_w, Fq = Dh / 4;
     if (Dh % 4)
         return vit_set_error(ld->err, VIT_ERR_SHAPE,
-                             "%s: head size %d: DINOv3's rotary embedding needs a multiple of 4 "
-                             "(Dh/4 periods per axis)",
-                             ld->fname, Dh);
+                             "%s: head size %d: %s rotary embedding needs a multiple of 4 "
+                             "(Dh/4 frequencies per axis)",
+                             ld->fname, Dh, c->rope == VIT_ROPE_EVA ? "EVA-02's" : "DINOv3's");
     size_t n;
     if (!vit_size_mul(&n, (size_t)c->n_patches, (size_t)Dh) ||
         !(vit->rope_owned = malloc(n * sizeof(float))))
         return vit_set_error(ld->err, VIT_ERR_NOMEM, "%s: out of memory for the rotary table",
                              ld->fname);
     const double two_pi = 6.283185307179586477;
+    if (c->rope == VIT_ROPE_EVA) {
+        for (int i = 0; i < gh; i++)
+            for (int j = 0; j < gw; j++) {
+                double y = (double)i * c->rope_ref_h / gh, x = (double)j * c->rope_ref_w / gw;
+                float *row = vit->rope_owned + ((size_t)i * gw + j) * Dh;
+                for (int f = 0; f < Fq; f++) {
+                    double band = pow((double)c->rope_theta, -(double)f / Fq);
+                    double ay = y * band, ax = x * band;
+                    row[f] = (float)cos(ay), row[Dh / 2 + f] = (float)sin(ay);
+                    row[Fq + f] = (float)cos(ax), row[Dh / 2 + Fq + f] = (float)sin(ax);
+                }
+            }
+        vit->w.rope = vit->rope_owned;
+        return VIT_OK;
+    }
     for (int i = 0; i < gh; i++)
         for (int j = 0; j < gw; j++) {
             double y = 2.0 * (i + 0.5) / gh - 1.0, x = 2.0 * (j + 0.5) / gw - 1.0;
@@ -334,7 +363,7 @@ static VitStatus bind_weights(Loader *ld, const Arch *a) {
     if ((rc = bind_clip(ld, a))) return rc;
     if ((rc = make_rope(ld))) return rc;
     for (int l = 0; l < a->L; l++)
-        if ((rc = bind_block(ld, &w->blocks[l], l, D, a->A, a->F))) return rc;
+        if ((rc = bind_block(ld, &w->blocks[l], l, a))) return rc;
     /* timm's fc_norm after an average pooling; the final norm is then an Identity (absent) */
     w->fc_norm_w = ld_slot1_opt(ld, S_FC_NORM_W, 0, D, &bad);
     w->fc_norm_b = ld_slot1_opt(ld, S_FC_NORM_B, 0, D, &bad);

@@ -187,8 +187,11 @@ VitStatus vit_lesson_block(VitLesson *ls, const VitRun *run, const Vit *vit, int
     /* the block's last step as vit_block makes it: hid = act(hpre) (the same
      * arithmetic as its epilogue: GELU, or the layout's activation), out = xm + ls2 * fc2(hid)
      * timm: x = x + self.ls2(self.mlp.fc2(self.mlp.act(self.mlp.fc1(self.norm2(x))))) */
-    if (c->mlp_gated) { /* act(gate) * value, as vit_block's product */
+    if (c->mlp_gated) { /* act(gate) * value, as vit_block's product (and its sub-LN) */
         vit_glu_rows(ls->hid, F, ls->hpre, 0, T, F, c->mlp_act);
+        if (b->mlp_norm_w)
+            vit_layernorm_inplace_rows(ls->hid, F, b->mlp_norm_w, b->mlp_norm_b, 0, T, F,
+                                       c->ln_eps);
     } else {
         memcpy(ls->hid, ls->hpre, (size_t)T * F * sizeof(float));
         vit_act_cols(ls->hid, F, T, 0, F, c->mlp_act);

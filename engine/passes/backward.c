@@ -35,7 +35,9 @@
  * DINOv3's parts: a rotary embedding q' = R_p q, k' = R_p k (a rotation per patch p) sends
  * dq = R_p^T dq' back (the rotation by -a); a gated MLP h = act(g) * u (g, u the gate's and
  * the value's outputs) sends dg = dh u act'(g), du = dh act(g) (AttnLRP: the uniform rule,
- * half of dh to each factor, and act(g)/g for act'). */
+ * half of dh to each factor, and act(g)/g for act'). EVA-02's: the same rotation on
+ * interleaved pairs; the sub-LN of B/L's MLP, fc2(norm(h)), LayerNorm's backward over F
+ * (AttnLRP: its standard deviation held constant, as every LayerNorm's). */
 #include "internal.h"
 
 #include <cblas.h>
@@ -60,6 +62,8 @@ typedef struct {
     float *dtmp;   /* [T, D] */
     float *dh;     /* [T, Fi] at the MLP hidden (gated: at the product, then the gates and
                       values) */
+    float *hn;     /* [T, F] a gated MLP's product, the sub-LN's input (cfg.mlp_norm) */
+    float *dhn;    /* [T, F] the gradient at the sub-LN's output, then at its input */
     float *dqkv;   /* [T, 3D] at queries, keys, values */
     float *dctx;   /* [T, D] at ctx (when g->dctx does not keep it) */
     float *att;    /* [n_threads, 2, VIT_ATT_BLOCK, T] attention / gradient blocks */
@@ -114,6 +118,8 @@ static int carve(VitGrad *g, Scratch *s, const VitConfig *c, int kept, int n_thr
         {&s->dxm, T, D},
         {&s->dtmp, T, D},
         {&s->dh, T, F},
+        {&s->hn, c->mlp_norm ? T : 0, (size_t)c->mlp_dim},
+        {&s->dhn, c->mlp_norm ? T : 0, (size_t)c->mlp_dim},
         {&s->dqkv, T, 3 * A},
         {&s->dctx, T, A},
         {&s->att, TB, 1},
@@ -451,8 +457,19 @@ static void top_backward(Bw *bw, const VitBlock *b, const float *dz, int R, floa
     memcpy(dxm, dz, (size_t)R * D * sizeof(float));
     /* timm: x = x + ls2(fc2(gelu(fc1(norm2(x))))) */
     const float *dy2 = scaled(s->dtmp, dz, b->ls2, R, D);
+    if (c->mlp_gated && b->mlp_norm_w) {
+        /* fc2(norm(h)), h = act(fc1_g(x)) * fc1(x): d at norm's output, h recomputed from
+         * hpre as vit_block made it, norm's backward, then into dh's first F columns */
+        back_linear(bw->pool, (BackLinear){s->dhn, dy2, b->fc2_w, F, D, R, D, F, 0.0f});
+        vit_glu_rows(s->hn, F, bw->hpre, 0, R, F, c->mlp_act);
+        ln_back(bw->pool,
+                (LnBack){s->dhn, s->hn, b->mlp_norm_w, s->dhn, R, F, bw->lrp, 0, c->ln_eps});
+        for (int r = 0; r < R; r++)
+            memcpy(s->dh + (size_t)r * 2 * F, s->dhn + (size_t)r * F, (size_t)F * sizeof(float));
+    }
     if (c->mlp_gated) { /* fc2(act(fc1_g(x)) * fc1(x)): dh [R, 2F], the gates', the values' */
-        back_linear(bw->pool, (BackLinear){s->dh, dy2, b->fc2_w, 2 * F, D, R, D, F, 0.0f});
+        if (!b->mlp_norm_w)
+            back_linear(bw->pool, (BackLinear){s->dh, dy2, b->fc2_w, 2 * F, D, R, D, F, 0.0f});
         GeluBack gb = {s->dh, bw->hpre, R, F, bw->lrp, c->mlp_act, 1};
         vit_pool_run(bw->pool, gelu_back_task, &gb, vit_pool_threads(bw->pool));
         back_linear(bw->pool, (BackLinear){s->dtmp, s->dh, b->fc1g_w, D, 2 * F, R, F, D, 0.0f});

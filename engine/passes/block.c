@@ -236,6 +236,22 @@ void vit_glu_backward_rows(float *dh, const float *pre, int r0, int r1, int F, i
     }
 }
 
+/* timm SwiGLU.norm (EVA-02 B/L's sub-LN): LayerNorm in place over F columns of rows
+ * [r0, r1) of x [., ld]; the moments first, in double, then each row rewritten. */
+void vit_layernorm_inplace_rows(float *x, int ld, const float *w, const float *b, int r0, int r1,
+                                int F, float eps) {
+    for (int t = r0; t < r1; t++) {
+        float *y = x + (size_t)t * ld;
+        double m = 0.0, v = 0.0;
+        for (int i = 0; i < F; i++) m += y[i];
+        m /= F;
+        for (int i = 0; i < F; i++) v += (y[i] - m) * (y[i] - m);
+        v /= F;
+        float mean = (float)m, rstd = (float)(1.0 / sqrt(v + eps));
+        for (int i = 0; i < F; i++) y[i] = (y[i] - mean) * rstd * w[i] + b[i];
+    }
+}
+
 /* x[R, ld] = x_in + gamma * y[R, ld] on columns [c0, c1), or x_in + y without
  * LayerScale (x_in may be x itself).
  * timm: x = x + self.ls1(self.attn(...))   (LayerScale: x * gamma) */
@@ -351,14 +367,17 @@ void vit_att_block(float *out, const float *q, const float *k, int ld, int r0, i
 /* RoPE (VitRope) on rows [r0, r1) of x [., ld], tokens of one input (row t: token t): each
  * patch token t >= Np, patch p = t - Np, gets the angles of table row perm[p] (perm NULL: p)
  * of rope [N, Dh] (cosines, then sines); its n_heads heads of Dh columns from column 0
- * (the queries' then the keys' heads: 2H of them in a [T, 2A] qk) are each rotated, pair
- * (i, i + Dh/2) by angle a_i (rotate-half):
- *   transformers: q * cos + rotate_half(q) * sin,  rotate_half(u) = cat(-u[Dh/2:], u[:Dh/2])
+ * (the queries' then the keys' heads: 2H of them in a [T, 2A] qk) are each rotated, pair i
+ * by angle a_i:
+ *   rotate-half (DINOv3): pair (i, i + Dh/2)
+ *     transformers: q * cos + rotate_half(q) * sin,  rotate_half(u) = cat(-u[Dh/2:], u[:Dh/2])
+ *   interleaved (EVA-02): pair (2i, 2i + 1)
+ *     timm apply_rot_embed_cat: x * cos + rot(x) * sin,  rot(x) = [-x1, x0, -x3, x2, ...]
  * sign -1 rotates by -a, the transpose: the backward pass's, from the rotated queries' and
  * keys' gradients to the unrotated ones'. The prefix rows are left as they are. */
 void vit_rope_rows(float *x, int ld, const float *rope, const int *perm, int r0, int r1, int Np,
-                   int n_heads, int Dh, float sign) {
-    int h2 = Dh / 2;
+                   int n_heads, int Dh, int interleaved, float sign) {
+    int h2 = Dh / 2, step = interleaved ? 2 : 1, other = interleaved ? 1 : h2;
     for (int t = r0 < Np ? Np : r0; t < r1; t++) {
         int p = t - Np;
         const float *cs = rope + (size_t)(perm ? perm[p] : p) * Dh, *sn = cs + h2;
@@ -366,9 +385,10 @@ void vit_rope_rows(float *x, int ld, const float *rope, const int *perm, int r0,
         for (int h = 0; h < n_heads; h++) {
             float *u = row + (size_t)h * Dh;
             for (int i = 0; i < h2; i++) {
-                float a = u[i], b = u[i + h2], c = cs[i], si = sign * sn[i];
-                u[i] = a * c - b * si;
-                u[i + h2] = b * c + a * si;
+                float *ua = u + i * step, *ub = ua + other;
+                float a = *ua, b = *ub, c = cs[i], si = sign * sn[i];
+                *ua = a * c - b * si;
+                *ub = b * c + a * si;
             }
         }
     }
@@ -378,7 +398,7 @@ typedef struct {
     float *x;
     const float *rope;
     const int *perm;
-    int ld, n, T, Np, n_heads, Dh;
+    int ld, n, T, Np, n_heads, Dh, interleaved;
     float sign;
 } Rope;
 
@@ -391,14 +411,16 @@ static void rope_task(void *arg, int item, int n_items, int thread) {
         long long end = rows * (item + 1) / n_items, img_end = (long long)(img + 1) * a->T;
         int t1 = (int)((end < img_end ? end : img_end) - (long long)img * a->T);
         vit_rope_rows(a->x + (size_t)img * a->T * a->ld, a->ld, a->rope, a->perm, t0, t1, a->Np,
-                      a->n_heads, a->Dh, a->sign);
+                      a->n_heads, a->Dh, a->interleaved, a->sign);
         r = (long long)img * a->T + t1;
     }
 }
 
 void vit_rope(VitPool *pool, float *x, int ld, int n, const float *rope, const int *perm,
               const VitConfig *c, int n_heads, float sign) {
-    Rope a = {x, rope, perm, ld, n, c->n_tokens, c->n_prefix, n_heads, c->head_dim, sign};
+    Rope a = {x,           rope,        perm,    ld,          n,
+              c->n_tokens, c->n_prefix, n_heads, c->head_dim, c->rope == VIT_ROPE_EVA,
+              sign};
     vit_pool_run(pool, rope_task, &a, vit_pool_threads(pool));
 }
 
@@ -560,6 +582,8 @@ typedef struct {
     const float *pre;
     int R, F;
     VitActivation act;
+    const float *norm_w, *norm_b; /* the sub-LN after the product (cfg.mlp_norm), or NULL */
+    float eps;
 } Glu;
 
 static void glu_task(void *arg, int item, int n_items, int thread) {
@@ -568,6 +592,8 @@ static void glu_task(void *arg, int item, int n_items, int thread) {
     int r0 = (int)((long long)a->R * item / n_items),
         r1 = (int)((long long)a->R * (item + 1) / n_items);
     vit_glu_rows(a->hid, a->ld_hid, a->pre, r0, r1, a->F, a->act);
+    if (a->norm_w)
+        vit_layernorm_inplace_rows(a->hid, a->ld_hid, a->norm_w, a->norm_b, r0, r1, a->F, a->eps);
 }
 
 /* --- one block ------------------------------------------------------------- */
@@ -671,8 +697,9 @@ int vit_block(VitPool *pool, const VitBlock *b, const VitConfig *c, const VitBlo
         vit_pool_run(pool, linears_task, &ls, 2 * ls.n_each);
         if (!io->hid) return 1;
         if (!io->hpre) ld_hid = 2 * F;
-        if (!g) {
-            Glu gl = {io->hid, ld_hid, pre, R, F, c->mlp_act};
+        if (!g) { /* timm SwiGLU (EVA-02 B/L): fc2(norm(act(fc1_g(x)) * fc1_x(x))) */
+            Glu gl = {io->hid,    ld_hid,        pre,           R,        F,
+                      c->mlp_act, b->mlp_norm_w, b->mlp_norm_b, c->ln_eps};
             vit_pool_run(pool, glu_task, &gl, vit_pool_threads(pool));
         }
     } else {

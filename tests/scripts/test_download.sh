@@ -4,8 +4,8 @@
 # DeiT-Tiny. Checks the files land where the script says, the labels file has
 # 1000 lines in index order, a second run downloads nothing, an unknown name and a
 # missing file fail, and vitlens runs on what was downloaded. Then the other
-# families (DeiT distilled, DINO, DINOv2 with and without registers, and DINOv2 in
-# transformers' own names): the hub serves small random-weight checkpoints of each family
+# families (DeiT distilled, DINO, DINOv2 with and without registers, DINOv2 in
+# transformers' own names, and EVA-02 Ti in timm's, test_eva02.py): the hub serves small random-weight checkpoints of each family
 # in timm's names (tests/parity/test_families.py; test_hf_dinov2.py for transformers')
 # under the repositories the script should ask
 # for; each request must hit exactly those, each download must run in vitlens.
@@ -106,6 +106,7 @@ declare -A FAMILY=(  # name -> "hub repository|stand-in family in test_families.
   [dinov2-vits14]="timm/vit_small_patch14_dinov2.lvd142m|dinov2_timm|0"
   [dinov2-vits14-reg4]="timm/vit_small_patch14_reg4_dinov2.lvd142m|dinov2_reg4_timm|0"
   [dinov2-small-hf]="facebook/dinov2-small|hf_dinov2|0"
+  [eva02-tiny]="timm/eva02_tiny_patch14_336.mim_in22k_ft_in1k|eva02|1"
 )
 # a stand-in of each family: 1000 classes for classifiers (the labels), none for backbones
 OMP_WAIT_POLICY=PASSIVE /usr/bin/python3 - "$src/tests/parity" "$hub" "${FAMILY[@]}" <<'PY'
@@ -114,8 +115,14 @@ from pathlib import Path
 sys.path.insert(0, sys.argv[1])
 import test_families as tf
 import test_hf_dinov2 as hd
+import test_eva02 as te
 for entry in sys.argv[3:]:
     repo, fam, cls = entry.split("|")
+    if fam == "eva02":  # timm's eva02_* names (test_eva02.py), small, with fc_norm and a head
+        c = dict(shape="Ti", file="safetensors", size=(28, 28), C=1000, D=64, L=1, H=1, F=128,
+                 split=False)
+        te.write_case(c, Path(sys.argv[2]) / repo / "resolve/main", seed=1)
+        continue
     if fam == "hf_dinov2":  # transformers' Dinov2Model names (test_hf_dinov2.py), small
         c = dict(hd.SMALL, D=64, L=1, H=1, F=128, C=0, R=0, cls="Dinov2Model", file="safetensors")
         hd.write_case(c, Path(sys.argv[2]) / repo / "resolve/main", seed=1)
