@@ -158,7 +158,8 @@ def run_config(args, model, threads, turn_spec=FORWARD_TURNS, eng_args=()):
     path = Path(args.weights) / f"{model}.safetensors"
     onnx = Path(args.weights) / f"{model}.onnx"
     ort = None
-    if args.ort and turn_spec is FORWARD_TURNS:
+    # DINOv3: no ONNX Runtime turn (bench/onnx_export.py exports torchvision's ViT: no RoPE)
+    if args.ort and turn_spec is FORWARD_TURNS and not model.startswith("dinov3"):
         if not onnx.exists():
             raise RuntimeError(f"--ort: {onnx} is missing (bench/onnx_export.py writes it)")
         ort = Server(["node", str(HERE / "ort_forward.js"), "--model", str(onnx), "--threads",
@@ -307,7 +308,7 @@ def main():
     ap.add_argument("--bench", required=True, help="bench_forward")
     ap.add_argument("--weights", required=True, help="folder of NAME.safetensors")
     ap.add_argument("--models", default="deit_tiny_patch16_224,deit_small_patch16_224,"
-                    "vit_base_patch16_224")
+                    "vit_base_patch16_224,dinov3_vits16_224")
     ap.add_argument("--threads", default="1,2")
     ap.add_argument("--rounds", type=int, default=6)
     ap.add_argument("--per-round", type=int, default=5)

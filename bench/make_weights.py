@@ -26,6 +26,10 @@ MODELS = {
     "vit_large_patch14_dinov2_518": dict(P=14, S=518, D=1024, L=24, F=4096, C=0, ls=True),
     # the same with a 1000-class head: the backward pass needs a logit to differentiate
     "vit_large_patch14_518_head": dict(P=14, S=518, D=1024, L=24, F=4096, C=1000, ls=True),
+    # DINOv3 ViT-S/16 (facebook/dinov3-vits16-pretrain-lvd1689m) in transformers' names: RoPE,
+    # 4 registers, LayerScale, no key bias, no head; and ViT-S+/16's SwiGLU MLP (all 12 layers)
+    "dinov3_vits16_224": dict(dinov3="S", S=224),
+    "dinov3_vitsplus16_224": dict(dinov3="S+", S=224),
 }
 
 
@@ -34,8 +38,19 @@ def make(out_dir, name):
     path = Path(out_dir) / f"{name}.safetensors"
     if path.exists():
         return path
+    if "dinov3" in m:  # tests/parity/test_dinov3.py's random_weights, the published shape
+        import test_dinov3
+        c = dict(test_dinov3.SHAPES[m["dinov3"]], L=12, C=0, qv_bias=True, names="hf")
+        w = test_dinov3.random_weights(c, torch.Generator().manual_seed(sum(map(ord, name))))
+        w = {k: v for k, v in w.items() if not k.startswith("k_bias_unused")}
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        write_safetensors(tmp, w, "F32")
+        tmp.rename(path)
+        return path
     f = dict(name=name, size=None, dist=False, R=0, ls=False, no_embed_class=False, hf=None,
-             eps=None, config=None, grid0=(m["S"] // m["P"],) * 2)
+             eps=None, config=None, fc_norm=False, global_pool=None, cls_mean=False,
+             grid0=(m["S"] // m["P"],) * 2)
     f.update(m)
     g = torch.Generator().manual_seed(sum(map(ord, name)))
     w = test_families.random_timm(f, g)

@@ -6,7 +6,8 @@
 #                                          against PyTorch's forward + backward() (--backward-only:
 #                                          that alone; with --large: the large model's memory)
 # Builds build-bench/ (Release, the default flags: no -march=native), writes random-weight
-# checkpoints of the exact shapes of DeiT-Tiny/16, DeiT-Small/16 and ViT-Base/16 at 224 px
+# checkpoints of the exact shapes of DeiT-Tiny/16, DeiT-Small/16, ViT-Base/16 and DINOv3
+# ViT-S/16 (--models dinov3_vitsplus16_224: S+/16, its SwiGLU) at 224 px
 # once into build-bench/weights/ (440 MB), then times the engine's forward pass, its GEMMs
 # alone and PyTorch's, in turns, at 1 and 2 threads. These 2-core machines are noisy:
 # compare the ratios of one run, not absolute times across runs.
@@ -24,7 +25,10 @@ cmake -S . -B build-bench -DCMAKE_BUILD_TYPE=Release -DVITLENS_BUILD_APP=ON \
   -DVITLENS_BUILD_TESTS=OFF >/dev/null
 cmake --build build-bench -j"$(nproc)" --target bench_forward >/dev/null
 models=(deit_tiny_patch16_224 deit_small_patch16_224 vit_base_patch16_224)
-/usr/bin/python3 bench/make_weights.py build-bench/weights "${models[@]}" >/dev/null
+# DINOv3 ViT-S/16 (RoPE, registers; issue 35) and S+/16 (SwiGLU): PyTorch's side is
+# tests/parity/test_dinov3.py's reference, no ONNX Runtime turn (see compare.py)
+/usr/bin/python3 bench/make_weights.py build-bench/weights "${models[@]}" dinov3_vits16_224 \
+  dinov3_vitsplus16_224 >/dev/null
 ort=()
 if [ -n "${VITLENS_BENCH_NO_ORT:-}" ]; then
   echo "onnxrt   skipped: VITLENS_BENCH_NO_ORT is set"

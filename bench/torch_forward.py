@@ -53,6 +53,8 @@ def main():
     torch.set_num_threads(a.threads)
 
     w = {k: v.float() for k, v in reference.load_safetensors(a.model).items()}
+    if "embeddings.cls_token" in w:  # DINOv3 in transformers' names (bench/make_weights.py)
+        return serve(dinov3_fns(w, a.heads))
     D = w["cls_token"].shape[-1]
     heads = a.heads or D // 64
     P = w["patch_embed.proj.weight"].shape[-1]
@@ -80,7 +82,28 @@ def main():
         fns["fused"] = inference(lambda: tv(x[None]))
     if "head.weight" in w:
         fns["fwdbwd"] = fwdbwd
+    serve(fns)
 
+
+def dinov3_fns(w, heads):
+    """DINOv3 (no head): "attn" is tests/parity/test_dinov3.py's reference forward of
+    transformers' DINOv3ViTModel in float32 (RoPE on the patches' q and k, explicit
+    attention kept, LayerScale, the MLP or SwiGLU), on a [3, 224, 224] input."""
+    import test_dinov3
+    D = w["embeddings.cls_token"].shape[-1]
+    L = 1 + max(int(k.split(".")[1]) for k in w if k.startswith("layer."))
+    c = dict(D=D, H=heads or D // 64, L=L, C=0, F=w["layer.0.mlp.up_proj.weight"].shape[0],
+             gated="layer.0.mlp.gate_proj.weight" in w)
+    ref = test_dinov3.Dinov3Ref(w, c)
+    x = torch.randn(3, 224, 224, generator=torch.Generator().manual_seed(0))
+
+    def attn():
+        with torch.inference_mode():
+            ref.forward(x, torch.float32)
+    return {"attn": attn}
+
+
+def serve(fns):
     for line in sys.stdin:
         words = line.split()
         if not words:

@@ -7,11 +7,18 @@
 # three for --model NAME. $HF_ENDPOINT replaces https://huggingface.co, e.g. for a
 # mirror. The families: DeiT (with and without distillation token), ViT augreg, DINO
 # (patch 16 and 8), DINOv2 (patch 14, with and without registers; and facebook/dinov2-small
-# in Hugging Face's own Dinov2Model names); EVA-02 Ti/14 (timm's ImageNet-1k fine-tune at
-# 336 px: EVA's rotary position embedding, SwiGLU, fc_norm); and CLIP (image and text
+# in Hugging Face's own Dinov2Model names), DINOv3 ViT-S/16 (transformers' DINOv3ViTModel
+# names; gated, see below), EVA-02 Ti/14 (timm's ImageNet-1k fine-tune at 336 px: EVA's
+# rotary position embedding, SwiGLU, fc_norm), EVA-L/14 (an average-pooled classifier with
+# fc_norm); and CLIP (image and text
 # towers, with the tokenizer's vocab.json + merges.txt): OpenAI's B/32 and B/16 in Hugging
 # Face's CLIPModel names, and an OpenCLIP B/32 (LAION-2B) in OpenAI / OpenCLIP names, its
 # open_clip_model.safetensors saved as model.safetensors beside its open_clip_config.json.
+#
+# Gated models (dinov3-*: Meta's licence) need a Hugging Face token with the licence accepted
+# on the model's page: $HF_TOKEN, sent as "Authorization: Bearer" to those repositories only
+# (through curl's stdin or a private wget config, never on a command line); without it the
+# script says so and downloads nothing.
 #
 # Usage: scripts/download-model.sh [--user] [NAME ...]      (no NAME: list the models)
 # Then:  build/vitlens --model NAME IMAGE   (or --model MODELS/NAME/model.safetensors)
@@ -43,10 +50,14 @@ declare -A REPO=(
   [dinov2-vits14-reg4]=timm/vit_small_patch14_reg4_dinov2.lvd142m
   [dinov2-small-hf]=facebook/dinov2-small
   [eva02-tiny]=timm/eva02_tiny_patch14_336.mim_in22k_ft_in1k
+  [dinov3-vits16]=facebook/dinov3-vits16-pretrain-lvd1689m
+  [eva-vitl14-196]=timm/eva_large_patch14_196.in22k_ft_in22k_in1k
   [clip-vit-b32]=openai/clip-vit-base-patch32
   [clip-vit-b16]=openai/clip-vit-base-patch16
   [openclip-vit-b32-laion2b]=laion/CLIP-ViT-B-32-laion2B-s34B-b79K
 )
+# gated on the hub: downloaded with $HF_TOKEN
+GATED=" dinov3-vits16 "
 # ImageNet-1k class names in index order, as id2label of a hub config.
 LABELS_CONFIG=google/vit-base-patch16-224
 HUB=${HF_ENDPOINT:-https://huggingface.co}
@@ -57,15 +68,42 @@ if [ $# -eq 0 ]; then
   exit 0
 fi
 
-fetch() { # url dest
-  if command -v curl >/dev/null; then curl -fL --retry 3 -o "$2.part" "$1"
-  else wget -O "$2.part" "$1"; fi
+fetch() { # url dest [auth]: auth 1 sends $HF_TOKEN (a gated repository)
+  local hdr= rc=0
+  [ "${3:-0}" = 1 ] && hdr="Authorization: Bearer $HF_TOKEN"
+  if command -v curl >/dev/null; then # the header from stdin: not in ps's view
+    printf '%s\n' "$hdr" | curl -fL --retry 3 -H @- -o "$2.part" "$1" || rc=$?
+  else
+    local conf; conf=$(mktemp); chmod 600 "$conf"
+    [ -z "$hdr" ] || printf 'header = %s\n' "$hdr" > "$conf"
+    wget --config="$conf" -O "$2.part" "$1" || rc=$?
+    rm -f "$conf"
+  fi
+  if [ $rc -ne 0 ]; then
+    rm -f "$2.part"
+    local page=${1#"$HUB"/}
+    [ "${3:-0}" = 1 ] && echo "$0: $1 failed: is HF_TOKEN a valid token, and is the licence" \
+      "accepted at https://huggingface.co/${page%%/resolve/*} with that account?" >&2
+    return $rc
+  fi
   mv "$2.part" "$2"
 }
 
+# every name known, and a token for the gated ones, before anything is downloaded
 for name in "$@"; do
-  repo=${REPO[$name]:-}
-  [ -n "$repo" ] || { echo "$0: unknown model '$name' (run without arguments for the list)" >&2; exit 2; }
+  [ -n "${REPO[$name]:-}" ] || { echo "$0: unknown model '$name' (run without arguments for the list)" >&2; exit 2; }
+  if [[ $GATED == *" $name "* ]] && [ -z "${HF_TOKEN:-}" ]; then
+    echo "$0: $name (${REPO[$name]}) is gated on Hugging Face and HF_TOKEN is not set:" \
+      "nothing downloaded. Accept the licence at https://huggingface.co/${REPO[$name]}," \
+      "make a read token at https://huggingface.co/settings/tokens, then:" \
+      "HF_TOKEN=hf_... $0 $name" >&2
+    exit 2
+  fi
+done
+
+for name in "$@"; do
+  repo=${REPO[$name]} auth=0
+  [[ $GATED == *" $name "* ]] && auth=1
   dir=$models/$name; mkdir -p "$dir"
   echo "== $name ($repo)"
   case $name in
@@ -80,12 +118,17 @@ for name in "$@"; do
       for f in open_clip_config.json vocab.json merges.txt; do
         [ -s "$dir/$f" ] || fetch "$HUB/$repo/resolve/main/$f" "$dir/$f"
       done ;;
+    dinov3-*) # transformers' DINOv3ViTModel: weights, config (rope_theta, registers), the
+      # processor's resize and normalisation
+      for f in model.safetensors config.json preprocessor_config.json; do
+        [ -s "$dir/$f" ] || fetch "$HUB/$repo/resolve/main/$f" "$dir/$f" $auth
+      done ;;
     *)
       [ -s "$dir/model.safetensors" ] || fetch "$HUB/$repo/resolve/main/model.safetensors" "$dir/model.safetensors"
       [ -s "$dir/config.json" ] || fetch "$HUB/$repo/resolve/main/config.json" "$dir/config.json" ;;
   esac
   case $name in
-    dino-*|dinov2-*|clip-*|openclip-*) ;; # backbones and CLIP: no ImageNet labels (CLIP's
+    dino-*|dinov2-*|dinov3-*|clip-*|openclip-*) ;; # backbones and CLIP: no ImageNet labels (CLIP's
       # zero-shot classes come from --classes, --prompts, --classes imagenet)
     *)
       if [ ! -s "$dir/labels.txt" ]; then

@@ -15,28 +15,6 @@
 #include <string.h>
 #include <sys/stat.h>
 
-const LessonStepInfo LESSON_STEPS[LESSON_STEP_COUNT] = {
-    {"Patches", 0},
-    {"Patch embedding", 0},
-    {"The embedding's filters", 0},
-    {"CLS token + position embedding", 0},
-    {"Position embedding similarity", 0},
-    {"LayerNorm", 1},
-    {"Query", 1},
-    {"Keys", 1},
-    {"Scores q.k / sqrt(d)", 1},
-    {"Softmax: the attention", 1},
-    {"Weighted sum of values", 1},
-    {"Heads concatenated, projected", 1},
-    {"Residual add", 1},
-    {"MLP: GELU", 1},
-    {"MLP output", 1},
-    {"Second residual add", 1},
-    {"The head", 0},
-};
-
-_Static_assert(LESSON_STEP_COUNT == LESSON_STEP_TOTAL, "lesson.h and lessonfile.h list the steps");
-
 /* --- the numbers ------------------------------------------------------------------- */
 
 /* Fill err (may be NULL) with code and a printf-style message; returns code. */
@@ -126,6 +104,8 @@ VitStatus lesson_compute(LessonData *ld, const Model *m, const Scene *sc, int la
 
 /* --- the steps' arrays and captions ------------------------------------------------ */
 
+enum { LESSON_ARRAYS = 6 }; /* the most a step has (rope) */
+
 typedef struct {
     const char *part; /* "" or a suffix of the file name */
     const float *data;
@@ -136,7 +116,7 @@ static LessonArray arr(const char *part, const float *data, int ndim, int a, int
     return (LessonArray){part, data, {a, b, c, d}, ndim};
 }
 
-/* The arrays step shows, into out [4]; returns how many. */
+/* The arrays step shows, into out [LESSON_ARRAYS]; returns how many. */
 static int step_arrays(const LessonData *ld, int step, LessonArray *out) {
     const VitConfig *c = &ld->vit->cfg;
     const VitLesson *b = &ld->blk;
@@ -158,6 +138,15 @@ static int step_arrays(const LessonData *ld, int step, LessonArray *out) {
         return 3;
     case LESSON_QUERY: out[0] = arr("", b->query, 1, Dh, 0, 0, 0); return 1;
     case LESSON_KEYS: out[0] = arr("", b->keys, 2, T, Dh, 0, 0); return 1;
+    case LESSON_ROPE:
+        if (!c->rope) return 0;
+        out[0] = arr("q", b->query0, 1, Dh, 0, 0, 0);
+        out[1] = arr("q_rotated", b->query, 1, Dh, 0, 0, 0);
+        out[2] = arr("k", b->key0, 1, Dh, 0, 0, 0);
+        out[3] = arr("k_rotated", b->keys + (size_t)t * Dh, 1, Dh, 0, 0, 0);
+        out[4] = arr("angles", b->angles, 1, Dh / 2, 0, 0, 0);
+        out[5] = arr("", b->rope_scores, 2, c->grid_h, c->grid_w, 0, 0);
+        return 6;
     case LESSON_SCORES: out[0] = arr("", b->scores, 1, T, 0, 0, 0); return 1;
     case LESSON_SOFTMAX: out[0] = arr("", b->probs, 1, T, 0, 0, 0); return 1;
     case LESSON_WEIGHTED:
@@ -195,7 +184,7 @@ void lesson_caption(char *buf, size_t n, const LessonData *ld, int step) {
     const VitLesson *b = &ld->blk;
     int P = c->patch_size, r = ld->patch / c->grid_w + 1, col = ld->patch % c->grid_w + 1,
         l = ld->layer + 1, h = ld->head + 1;
-    LessonArray a[4];
+    LessonArray a[LESSON_ARRAYS];
     char sh[64] = "";
     int na = step_arrays(ld, step, a);
     for (int i = 0; i < na; i++) /* the step's own array: the one without a part name */
@@ -230,6 +219,15 @@ void lesson_caption(char *buf, size_t n, const LessonData *ld, int step) {
         snprintf(buf, n, "Block %d, head %d: the query of patch (%d, %d) %s", l, h, r, col, sh);
         break;
     case LESSON_KEYS: snprintf(buf, n, "Block %d, head %d: every token's key %s", l, h, sh); break;
+    case LESSON_ROPE:
+        if (c->rope)
+            snprintf(buf, n,
+                     "Block %d, head %d: patch (%d, %d)'s q and k turned by its position in %d "
+                     "pairs; its key moved to every patch scores by the offset alone %s",
+                     l, h, r, col, c->head_dim / 2, sh);
+        else
+            snprintf(buf, n, "This model adds a learned position embedding: nothing is rotated");
+        break;
     case LESSON_SCORES: {
         /* the model's own divisor: sqrt(d_h), or sqrt(D) for a layout that scales so; and
          * the temperature a "what if?" put on this block (the scores the softmax reads) */
@@ -454,6 +452,85 @@ static void draw_token_map(Canvas *cv, const LessonData *ld, const float *v, int
     }
 }
 
+/* A line from (x0, y0) to (x1, y1), t px thick (a square brush stepped along it). */
+static void line(Canvas *cv, float x0, float y0, float x1, float y1, int t, const uint8_t c[3]) {
+    int n = (int)ceilf(fmaxf(fabsf(x1 - x0), fabsf(y1 - y0))) + 1;
+    for (int i = 0; i <= n; i++) {
+        float a = (float)i / (float)n;
+        fill(cv, (int)lroundf(x0 + a * (x1 - x0)) - t / 2, (int)lroundf(y0 + a * (y1 - y0)) - t / 2,
+             t, t, c);
+    }
+}
+
+/* The RoPE step: one dial per rotated pair (i, i + Dh/2), the query's pair before (dim)
+ * and after (bright) the rotation and the key's likewise, as arrows from the dial's
+ * centre (one scale for all: the largest pair); rows of dials turn with the patch's row
+ * (y) then its column (x), faster frequencies first. Beside it the score of the rotated
+ * query with the token's own key moved to every patch (VitLesson.rope_scores): a pattern
+ * around the chosen patch that depends on the offset only. */
+static void draw_rope(Canvas *cv, const LessonData *ld, int left, int top, int avail) {
+    const VitConfig *c = &ld->vit->cfg;
+    const VitLesson *b = &ld->blk;
+    if (!c->rope) {
+        text(cv,
+             "No rotary position embedding: this model adds its position embedding to the "
+             "tokens (the tokens step).",
+             30, left, top + 100, avail, FG);
+        return;
+    }
+    static const uint8_t Q[3] = {255, 214, 0}, QD[3] = {120, 104, 30}, K[3] = {80, 200, 255},
+                         KD[3] = {40, 90, 120}, RING[3] = {60, 66, 76};
+    int Dh = c->head_dim, h2 = Dh / 2, cols = 8, rows = (h2 + cols - 1) / cols;
+    int cell = (560 - 40) / rows < 84 ? (560 - 40) / rows : 84;
+    if (cell < 24) cell = 24;
+    const float *kr = b->keys + (size_t)ld->token * Dh;
+    float m = 0.0f; /* the largest pair, before or after (a rotation keeps the length) */
+    for (int i = 0; i < h2; i++) {
+        m = fmaxf(m, hypotf(b->query0[i], b->query0[i + h2]));
+        m = fmaxf(m, hypotf(b->key0[i], b->key0[i + h2]));
+    }
+    if (!(m > 0.0f)) m = 1.0f;
+    char buf[128];
+    text(cv, "q (yellow) and k (blue): before dim, after bright", 24, left, top, cols * cell + 60,
+         DIM);
+    int y0 = top + 36;
+    for (int i = 0; i < h2; i++) {
+        int row = i / cols, col = i % cols;
+        float cx = (float)(left + 40 + col * cell + cell / 2),
+              cy = (float)(y0 + row * cell + cell / 2), rad = 0.42f * (float)cell;
+        for (int k = 0; k < 64; k++) { /* the ring */
+            float a = 6.2831853f * (float)k / 64.0f;
+            fill(cv, (int)lroundf(cx + rad * cosf(a)), (int)lroundf(cy + rad * sinf(a)), 1, 1,
+                 RING);
+        }
+        float s = rad / m; /* y up on screen */
+        line(cv, cx, cy, cx + s * b->key0[i], cy - s * b->key0[i + h2], 2, KD);
+        line(cv, cx, cy, cx + s * b->query0[i], cy - s * b->query0[i + h2], 2, QD);
+        line(cv, cx, cy, cx + s * kr[i], cy - s * kr[i + h2], 2, K);
+        line(cv, cx, cy, cx + s * b->query[i], cy - s * b->query[i + h2], 3, Q);
+        if (col == 0) text(cv, i < h2 / 2 ? "y" : "x", 24, left, (int)cy - 14, 30, DIM);
+    }
+    int yb = y0 + rows * cell + 8;
+    text(cv, "pairs: turned by the patch's row (y), then its column (x); fast to slow", 22, left,
+         yb, cols * cell + 60, DIM);
+    int Q4 = h2 / 2 > 0 ? h2 / 2 : 1;
+    snprintf(buf, sizeof buf, "angles: y %.2f .. %.2f rad, x %.2f .. %.2f rad", b->angles[0],
+             b->angles[Q4 - 1], b->angles[Q4 < h2 ? Q4 : 0], b->angles[h2 - 1]);
+    text(cv, buf, 22, left, yb + 30, cols * cell + 60, DIM);
+    /* the score per offset */
+    int gx = left + 40 + cols * cell + 40, side = avail - (gx - left);
+    side = side < 440 ? side : 440;
+    int gw = c->grid_w, gh = c->grid_h, G = gh > gw ? gh : gw;
+    int mw = side * gw / G, mh = side * gh / G;
+    float sc = max_abs(b->rope_scores, (size_t)c->n_patches);
+    text(cv, "q . k moved to each patch / sqrt(d)", 24, gx, top, side + 60, DIM);
+    draw_matrix(cv, b->rope_scores, gh, gw, gx, y0, mw, mh, sc);
+    int r = ld->patch / gw, q = ld->patch % gw;
+    frame(cv, gx + q * mw / gw, y0 + r * mh / gh, mw / gw, mh / gh, 2, MARK);
+    legend(cv, sc, gx, y0 + mh + 12);
+    text(cv, "the same at every equal offset: RoPE", 22, gx, y0 + mh + 46, side + 60, DIM);
+}
+
 static void draw_step(Canvas *cv, const LessonData *ld, int step, int colormap) {
     const VitConfig *c = &ld->vit->cfg;
     const VitLesson *b = &ld->blk;
@@ -571,6 +648,7 @@ static void draw_step(Canvas *cv, const LessonData *ld, int step, int colormap) 
         draw_matrix(cv, b->query, 1, Dh, left + 760, top + 40, 440, 40, sq);
         break;
     }
+    case LESSON_ROPE: draw_rope(cv, ld, left, top, avail); break;
     case LESSON_SCORES: draw_token_map(cv, ld, b->scores, left, top, 520, 1, colormap); break;
     case LESSON_SOFTMAX: draw_token_map(cv, ld, b->probs, left, top, 520, 0, colormap); break;
     case LESSON_WEIGHTED: {
@@ -659,7 +737,7 @@ void lesson_draw(uint8_t *rgb, int w, int h, Text *font, const LessonData *ld, i
     Canvas cv = {rgb, w, h, font};
     fill(&cv, 0, 0, w, h, BG);
     char buf[512];
-    snprintf(buf, sizeof buf, "%s", LESSON_STEPS[step].title);
+    snprintf(buf, sizeof buf, "%s", LESSON_STEP_INFO[step].title);
     text(&cv, buf, 44, 40, 18, w - 360, FG);
     snprintf(buf, sizeof buf, "step %d of %d", step_index + 1, n_steps);
     text(&cv, buf, 30, w - 260, 26, 240, DIM);
@@ -720,15 +798,19 @@ int lesson_export(FILE *out, const char *dir, const Model *m, const Scene *sc, i
     cJSON_AddItemToArray(pj, cJSON_CreateNumber(patch % c->grid_w + 1));
     fprintf(md, "# How %s computes, step by step, on %s\n\nBlock %d, head %d, patch (%d, %d).\n\n",
             m->name, sc->name, layer + 1, head + 1, patch / c->grid_w + 1, patch % c->grid_w + 1);
-    int n_steps = script ? script->n : LESSON_STEP_COUNT;
+    /* without a script every step the model has (the RoPE step with a rotary embedding) */
+    int all[LESSON_STEP_TOTAL], n_all = 0;
+    for (int s = 0; s < LESSON_STEP_TOTAL; s++)
+        if (!(LESSON_STEP_INFO[s].needs & LESSON_NEEDS_ROPE) || c->rope) all[n_all++] = s;
+    int n_steps = script ? script->n : n_all;
     for (int i = 0; i < n_steps; i++) {
         char stem[64], caption[512], name[128], sh[64];
-        int s = script ? script->lines[i].step : i;
+        int s = script ? script->lines[i].step : all[i];
         if (script && lesson_line_select(&ld, &script->lines[i], &err)) {
             fprintf(stderr, "vitlens: %s:%d: %s\n", script->name, script->lines[i].line, err.msg);
             goto done;
         }
-        snprintf(stem, sizeof stem, "%02d_%s", i + 1, LESSON_STEP_NAMES[s]);
+        snprintf(stem, sizeof stem, "%02d_%s", i + 1, LESSON_STEP_INFO[s].name);
         if (script && script->lines[i].caption[0])
             snprintf(caption, sizeof caption, "%s", script->lines[i].caption);
         else
@@ -743,8 +825,8 @@ int lesson_export(FILE *out, const char *dir, const Model *m, const Scene *sc, i
         n_png++;
         cJSON *js = cJSON_CreateObject();
         cJSON_AddItemToArray(steps, js);
-        cJSON_AddStringToObject(js, "name", LESSON_STEP_NAMES[s]);
-        cJSON_AddStringToObject(js, "title", LESSON_STEPS[s].title);
+        cJSON_AddStringToObject(js, "name", LESSON_STEP_INFO[s].name);
+        cJSON_AddStringToObject(js, "title", LESSON_STEP_INFO[s].title);
         cJSON_AddStringToObject(js, "caption", caption);
         snprintf(name, sizeof name, "%s.png", stem);
         cJSON_AddStringToObject(js, "picture", name);
@@ -754,7 +836,7 @@ int lesson_export(FILE *out, const char *dir, const Model *m, const Scene *sc, i
         cJSON_AddItemToArray(jp, cJSON_CreateNumber(ld.patch / c->grid_w + 1));
         cJSON_AddItemToArray(jp, cJSON_CreateNumber(ld.patch % c->grid_w + 1));
         cJSON *arrays = cJSON_AddArrayToObject(js, "arrays");
-        LessonArray a[4];
+        LessonArray a[LESSON_ARRAYS];
         int na = step_arrays(&ld, s, a);
         for (int k = 0; k < na; k++) {
             snprintf(name, sizeof name, "%s%s%s.npy", stem, a[k].part[0] ? "_" : "", a[k].part);
@@ -770,8 +852,8 @@ int lesson_export(FILE *out, const char *dir, const Model *m, const Scene *sc, i
             cJSON_AddStringToObject(ja, "shape", sh);
             cJSON_AddItemToObject(ja, "dims", cJSON_CreateIntArray(a[k].shape, a[k].ndim));
         }
-        fprintf(md, "## %d. %s\n\n%s\n\n![%s](%s.png)\n\n", i + 1, LESSON_STEPS[s].title, caption,
-                LESSON_STEPS[s].title, stem);
+        fprintf(md, "## %d. %s\n\n%s\n\n![%s](%s.png)\n\n", i + 1, LESSON_STEP_INFO[s].title,
+                caption, LESSON_STEP_INFO[s].title, stem);
     }
     char *json = cJSON_Print(root);
     snprintf(path, sizeof path, "%s/steps.json", dir);

@@ -16,35 +16,6 @@
 
 struct Text;
 
-enum {
-    LESSON_PATCHES,    /* the photo cut into patches; the chosen one's P*P*3 values */
-    LESSON_EMBEDDING,  /* that patch's D-dim embedding */
-    LESSON_FILTERS,    /* the patch embedding's filters: first 28 principal components */
-    LESSON_TOKENS,     /* the sequence: CLS token first, + position embedding */
-    LESSON_POSITION,   /* the position embeddings' cosine similarity */
-    LESSON_LAYERNORM,  /* block l: norm1 of the query token */
-    LESSON_QUERY,      /* its query in head h */
-    LESSON_KEYS,       /* every token's key */
-    LESSON_SCORES,     /* q . k_j / sqrt(Dh) */
-    LESSON_SOFTMAX,    /* their softmax: the attention map */
-    LESSON_WEIGHTED,   /* the weighted sum of values */
-    LESSON_PROJECTION, /* heads concatenated and projected */
-    LESSON_RESIDUAL1,  /* the residual add */
-    LESSON_MLP,        /* the MLP's hidden units after GELU */
-    LESSON_MLP_OUT,    /* the MLP's output */
-    LESSON_RESIDUAL2,  /* the second residual add: the block's output */
-    LESSON_HEAD,       /* final LayerNorm of the CLS token, logits, softmax, top-5 */
-    LESSON_STEP_COUNT
-};
-
-/* A step's fixed part: its title and whether it reads the block; its name (the lesson
- * file's word and the files' stem) is LESSON_STEP_NAMES[step] (view/lessonfile.h). */
-typedef struct {
-    const char *title; /* "Patches", ... */
-    int per_block;     /* 1: reads the block (layer, head, token) */
-} LessonStepInfo;
-extern const LessonStepInfo LESSON_STEPS[LESSON_STEP_COUNT];
-
 #define LESSON_FILTERS_MAX 28
 #define LESSON_TOP         5
 

@@ -9,14 +9,30 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *const LESSON_STEP_NAMES[LESSON_STEP_TOTAL] = {
-    "patches",  "embedding", "filters", "tokens",    "position", "layernorm",
-    "query",    "keys",      "scores",  "softmax",   "weighted", "projection",
-    "residual", "mlp",       "mlp-out", "residual2", "head"};
+const LessonStepInfo LESSON_STEP_INFO[LESSON_STEP_TOTAL] = {
+    [LESSON_PATCHES] = {"patches", "Patches", 0, 0},
+    [LESSON_EMBEDDING] = {"embedding", "Patch embedding", 0, 0},
+    [LESSON_FILTERS] = {"filters", "The embedding's filters", 0, 0},
+    [LESSON_TOKENS] = {"tokens", "CLS token + position embedding", 0, 0},
+    [LESSON_POSITION] = {"position", "Position embedding similarity", 0, 0},
+    [LESSON_LAYERNORM] = {"layernorm", "LayerNorm", 1, 0},
+    [LESSON_QUERY] = {"query", "Query", 1, 0},
+    [LESSON_KEYS] = {"keys", "Keys", 1, 0},
+    [LESSON_ROPE] = {"rope", "RoPE: the query and key rotated by position", 1, LESSON_NEEDS_ROPE},
+    [LESSON_SCORES] = {"scores", "Scores q.k / sqrt(d)", 1, 0},
+    [LESSON_SOFTMAX] = {"softmax", "Softmax: the attention", 1, 0},
+    [LESSON_WEIGHTED] = {"weighted", "Weighted sum of values", 1, 0},
+    [LESSON_PROJECTION] = {"projection", "Heads concatenated, projected", 1, 0},
+    [LESSON_RESIDUAL1] = {"residual", "Residual add", 1, 0},
+    [LESSON_MLP] = {"mlp", "MLP: GELU", 1, 0},
+    [LESSON_MLP_OUT] = {"mlp-out", "MLP output", 1, 0},
+    [LESSON_RESIDUAL2] = {"residual2", "Second residual add", 1, 0},
+    [LESSON_HEAD] = {"head", "The head", 0, LESSON_NEEDS_HEAD},
+};
 
 int lesson_step_find(const char *name) {
     for (int i = 0; i < LESSON_STEP_TOTAL; i++)
-        if (!strcmp(name, LESSON_STEP_NAMES[i])) return i;
+        if (LESSON_STEP_INFO[i].name && !strcmp(name, LESSON_STEP_INFO[i].name)) return i;
     return -1;
 }
 
@@ -72,7 +88,7 @@ static int parse_line(LessonScript *ls, char *s, int line, LessonLine *cur, Less
         size_t k = 0;
         for (int i = 0; i < LESSON_STEP_TOTAL && k < sizeof known; i++)
             k += (size_t)snprintf(known + k, sizeof known - k, "%s%s", i ? ", " : "",
-                                  LESSON_STEP_NAMES[i]);
+                                  LESSON_STEP_INFO[i].name);
         problem(ls, line, "unknown step '%s' (the steps: %s)", tok, known);
         return 0;
     }
@@ -176,7 +192,7 @@ int lesson_script_default(LessonScript *ls) {
 }
 
 int lesson_script_check(LessonScript *ls, int n_layers, int n_heads, int grid_h, int grid_w,
-                        int has_head) {
+                        int has) {
     int k = 0;
     LessonLine good = {.layer = 1, .head = 1}; /* the last line kept: what the others carry */
     for (int i = 0; i < ls->n; i++) {
@@ -198,7 +214,14 @@ int lesson_script_check(LessonScript *ls, int n_layers, int n_heads, int grid_h,
                     grid_h, grid_w);
             continue;
         }
-        if (l->step == LESSON_STEP_TOTAL - 1 && !has_head)
+        int missing = LESSON_STEP_INFO[l->step].needs & ~has;
+        if (missing & LESSON_NEEDS_ROPE) { /* nothing to show: left out */
+            if (l->line)
+                problem(ls, l->line,
+                        "the model has no rotary position embedding: the rope step left out");
+            continue;
+        }
+        if (missing & LESSON_NEEDS_HEAD)
             problem(ls, l->line, "the model has no classification head: the head step shows none");
         good = *l;
         ls->lines[k++] = *l;
@@ -206,13 +229,27 @@ int lesson_script_check(LessonScript *ls, int n_layers, int n_heads, int grid_h,
     return ls->n = k;
 }
 
-void lesson_script_fit(LessonScript *ls, int n_layers, int n_heads, int grid_h, int grid_w) {
+int lesson_script_fit(LessonScript *ls, int n_layers, int n_heads, int grid_h, int grid_w,
+                      int has) {
+    int keys = -1, rope = 0;
     for (int i = 0; i < ls->n; i++) {
         LessonLine *l = &ls->lines[i];
         if (l->layer > n_layers) l->layer = n_layers;
         if (l->head > n_heads) l->head = n_heads;
         if (l->row > grid_h || l->col > grid_w) l->row = l->col = 0; /* the centre */
+        if (l->step == LESSON_KEYS && keys < 0) keys = i;
+        rope |= l->step == LESSON_ROPE;
     }
+    if (!(has & LESSON_NEEDS_ROPE) || rope || keys < 0) return 0;
+    LessonLine *grown = realloc(ls->lines, (size_t)(ls->n + 1) * sizeof *grown);
+    if (!grown) return -1;
+    ls->lines = grown;
+    memmove(grown + keys + 2, grown + keys + 1, (size_t)(ls->n - keys - 1) * sizeof *grown);
+    grown[keys + 1] = grown[keys]; /* the keys' selection, carried: nothing of its own */
+    grown[keys + 1].step = LESSON_ROPE, grown[keys + 1].given = 0, grown[keys + 1].line = 0;
+    grown[keys + 1].caption[0] = '\0';
+    ls->n++;
+    return 0;
 }
 
 void lesson_script_free(LessonScript *ls) {

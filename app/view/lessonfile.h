@@ -4,7 +4,7 @@
  *   # a comment; blank lines are skipped
  *   STEP [layer=L] [head=H] [patch=ROW,COL] [: caption]
  *
- * STEP is a step's name (LESSON_STEP_NAMES: patches, embedding, ..., head); layer, head
+ * STEP is a step's name (LESSON_STEP_INFO[].name: patches, embedding, ..., head); layer, head
  * and patch are 1-based as on screen and carry over to the lines below until changed
  * (start: layer 1, head 1, the grid's centre); the caption, after a colon, replaces the
  * step's own (which gives the numbers and the shape). */
@@ -13,9 +13,42 @@
 
 #include <stddef.h>
 
-#define LESSON_STEP_TOTAL 17 /* the steps a ViT's lesson has, in the seeds' order */
-/* Their names, the words of a lesson script and the stems of --lesson-export's files. */
-extern const char *const LESSON_STEP_NAMES[LESSON_STEP_TOTAL];
+/* The steps a ViT's lesson has, in the seeds' order; a step is one row of LESSON_STEP_INFO
+ * (its name, title, what it reads and needs) and its cases in headless/lesson.c (arrays,
+ * caption, drawing). */
+enum {
+    LESSON_PATCHES,    /* the photo cut into patches; the chosen one's P*P*3 values */
+    LESSON_EMBEDDING,  /* that patch's D-dim embedding */
+    LESSON_FILTERS,    /* the patch embedding's filters: first 28 principal components */
+    LESSON_TOKENS,     /* the sequence: CLS token first, + position embedding */
+    LESSON_POSITION,   /* the position embeddings' cosine similarity */
+    LESSON_LAYERNORM,  /* block l: norm1 of the query token */
+    LESSON_QUERY,      /* its query in head h */
+    LESSON_KEYS,       /* every token's key */
+    LESSON_ROPE,       /* a rotary model: the query and key rotated, the score per offset */
+    LESSON_SCORES,     /* q . k_j / sqrt(Dh) */
+    LESSON_SOFTMAX,    /* their softmax: the attention map */
+    LESSON_WEIGHTED,   /* the weighted sum of values */
+    LESSON_PROJECTION, /* heads concatenated and projected */
+    LESSON_RESIDUAL1,  /* the residual add */
+    LESSON_MLP,        /* the MLP's hidden units after GELU */
+    LESSON_MLP_OUT,    /* the MLP's output */
+    LESSON_RESIDUAL2,  /* the second residual add: the block's output */
+    LESSON_HEAD,       /* final LayerNorm of the CLS token, logits, softmax, top-5 */
+    LESSON_STEP_TOTAL
+};
+
+/* What a model has that a step needs (LessonStepInfo.needs, lesson_script_check's `has`). */
+enum { LESSON_NEEDS_HEAD = 1, LESSON_NEEDS_ROPE = 2 };
+
+typedef struct {
+    const char *name;  /* the lesson file's word and the files' stem: "patches", ... */
+    const char *title; /* "Patches", ... */
+    int per_block;     /* 1: reads the block (layer, head, token) */
+    int needs;         /* LESSON_NEEDS_*: a head step without a head is shown saying so; a
+                          RoPE step is only in the lessons of rotary models */
+} LessonStepInfo;
+extern const LessonStepInfo LESSON_STEP_INFO[LESSON_STEP_TOTAL];
 /* The step named name, or -1. */
 int lesson_step_find(const char *name);
 
@@ -52,16 +85,21 @@ int lesson_script_load(LessonScript *ls, const char *path);
 int lesson_script_default(LessonScript *ls);
 /* Against the model: a line whose own layer, head or patch is out of range is reported and
  * dropped, and the lines that carried its values take the last good line's instead;
- * the head step of a model without head (has_head 0) is reported and kept (its
- * picture says so). Returns the steps left. */
+ * has: the model's LESSON_NEEDS_* (a head, a rotary embedding). The head step of a model
+ * without head is reported and kept (its picture says so); the RoPE step of a model
+ * without one is dropped, reported when a file asked for it (not the built-in list).
+ * Returns the steps left. */
 int lesson_script_check(LessonScript *ls, int n_layers, int n_heads, int grid_h, int grid_w,
-                        int has_head);
+                        int has);
 /* The lesson that ships beside the built-in model, opened on another model (no --lesson
  * given): a line's layer, head or patch that the model does not have becomes the nearest
  * one it has (the last layer or head, the grid's centre), silently, so that every step
  * stays and nothing is reported for a file the user did not choose. Call before
  * lesson_script_check. */
-void lesson_script_fit(LessonScript *ls, int n_layers, int n_heads, int grid_h, int grid_w);
+/* has: the model's LESSON_NEEDS_*; with a rotary embedding (LESSON_NEEDS_ROPE), a lesson
+ * without the RoPE step gains it after its first keys step (the step that needs the model
+ * the lesson was written for does not have). -1 when out of memory. */
+int lesson_script_fit(LessonScript *ls, int n_layers, int n_heads, int grid_h, int grid_w, int has);
 void lesson_script_free(LessonScript *ls);
 
 #endif

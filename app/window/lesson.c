@@ -50,8 +50,11 @@ static void lesson_check(App *app) {
     LessonScript *s = &app->lesson.script;
     s->msgs[0] = '\0';
     /* the built-in model's lesson on another model: fitted, not reported (lessonfile.h) */
-    if (!app->opt->lesson_path) lesson_script_fit(s, c->n_layers, c->n_heads, c->grid_h, c->grid_w);
-    lesson_script_check(s, c->n_layers, c->n_heads, c->grid_h, c->grid_w, c->n_classes > 0);
+    int has = (c->n_classes > 0 ? LESSON_NEEDS_HEAD : 0) | (c->rope ? LESSON_NEEDS_ROPE : 0);
+    if (!app->opt->lesson_path &&
+        lesson_script_fit(s, c->n_layers, c->n_heads, c->grid_h, c->grid_w, has) < 0)
+        fputs("vitlens: lesson: out of memory (the RoPE step left out)\n", stderr);
+    lesson_script_check(s, c->n_layers, c->n_heads, c->grid_h, c->grid_w, has);
     if (s->msgs[0] && !app->error[0])
         lesson_report(app, s->msgs);
     else if (s->msgs[0])
@@ -384,7 +387,7 @@ void app_lesson_status(App *app) {
     const LessonLine *l = &s->lines[app->lesson.at];
     snprintf(app->status_left, sizeof app->status_left,
              "lesson \xc2\xb7 step %d of %d: %s \xc2\xb7 block %d, head %d, patch (%d, %d)",
-             app->lesson.at + 1, s->n, LESSON_STEP_NAMES[l->step], app->lesson.layer + 1,
+             app->lesson.at + 1, s->n, LESSON_STEP_INFO[l->step].name, app->lesson.layer + 1,
              app->lesson.head + 1, app->lesson.row + 1, app->lesson.col + 1);
     snprintf(
         app->status_right, sizeof app->status_right, "%s",

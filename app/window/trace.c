@@ -103,7 +103,7 @@ static void trace_frame_state(const App *app, const RenFrame *f) {
            app->view.joint, app->n_list, app->list_marked, app->n_high_norm, app->picking,
            r->list_w, app->lesson.on ? app->lesson.at + 1 : 0,
            app->lesson.on ? app->lesson.script.n : 0,
-           app->lesson.on ? LESSON_STEP_NAMES[app->lesson.script.lines[app->lesson.at].step] : "-",
+           app->lesson.on ? LESSON_STEP_INFO[app->lesson.script.lines[app->lesson.at].step].name : "-",
            app->lesson.layer, app->lesson.head, app->lesson.row, app->lesson.col, app->lesson.shown,
            (double)app->lesson.ms_picture, (double)app->lesson.ms_upload, app->iv_spec.n_ablate,
            app->iv_spec.n_drop, app->iv_spec.n_fill, (int)app->iv_spec.pos, app->iv_spec.temp_layer,

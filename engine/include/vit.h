@@ -1573,13 +1573,26 @@ typedef struct {
     float norm_mid;   /* |xm[token]|, after it */
     float norm_out;   /* |out[token]|, after the MLP add */
     float gelu_share; /* share of the F hidden units with GELU(hpre) > 0 at the token */
+    /* a rotary model (cfg.rope): the rotation of the token's query and key in this head
+       (VIT_ROPE_DINOV3's pairs (i, i + Dh/2), i < Dh/2), as the run applied it (a position
+       shuffle: the angles of patch pos_perm[p]; --pos zero: none); zeros otherwise */
+    float *query0;      /* [Dh] the query before the rotation (query: after it) */
+    float *key0;        /* [Dh] the token's key before the rotation (keys[token]: after) */
+    float *angles;      /* [Dh/2] pair i's rotation angle, rad in (-pi, pi]: pairs i < Dh/4
+                           turn with the patch's row (y), the others with its column (x);
+                           0 for a prefix token (not rotated) */
+    float *rope_scores; /* [N] query . R(a_p) key0 / sqrt(Dh) for every patch p: the token's
+                           own key moved to patch p, i.e. q0^T R(a_p - a_token) k0, which
+                           depends on the offset of p from the token only (before any
+                           temperature) */
     /* private */
     float *mem;
     float *sel;
+    const float *rope; /* [N, Dh] the block's rotary table (VitWeights.rope), or NULL */
 } VitLesson;
 
-/* Allocate a VitLesson for runs of vit: T*(11D + 2F) + H*T*T + (2T + 1)*Dh +
- * (2 + VIT_ATT_BLOCK)*T floats (DeiT-Tiny: 3.6 MB). Errors: VIT_ERR_NOMEM. Free with
+/* Allocate a VitLesson for runs of vit: T*(11D + 2F) + H*T*T + (2T + 4)*Dh +
+ * (3 + VIT_ATT_BLOCK)*T floats (DeiT-Tiny: 3.6 MB). Errors: VIT_ERR_NOMEM. Free with
  * vit_lesson_free (NULL-safe, accepts a zeroed VitLesson). */
 VitStatus vit_lesson_init(VitLesson *ls, const Vit *vit, VitError *err);
 void vit_lesson_free(VitLesson *ls);
@@ -1592,7 +1605,9 @@ VitStatus vit_lesson_block(VitLesson *ls, const VitRun *run, const Vit *vit, int
                            VitError *err);
 
 /* Select head (0 .. H-1) and query token (0 .. T-1: 0 the CLS token, Np + r*gw + c the
- * patch (r, c)) of the block ls holds: fills ln_mean .. gelu_share. probs is read as
+ * patch (r, c)) of the block ls holds: fills ln_mean .. gelu_share, and for a rotary model
+ * query0 .. rope_scores (the rotation undone on query and keys[token]: exact up to float
+ * rounding). probs is read as
  * vit_map_attention reads it (run->att, or recomputed from the run's queries and keys).
  * Errors: VIT_ERR_ARG (range, no block yet), VIT_ERR_NOMEM (recomputed attention). */
 VitStatus vit_lesson_select(VitLesson *ls, const VitRun *run, int head, int token, VitError *err);

@@ -104,7 +104,7 @@ void vit_lesson_pos_similarity(float *out, const Vit *vit) {
 static size_t lesson_floats(const VitConfig *c, size_t *sel) {
     size_t T = (size_t)c->n_tokens, D = (size_t)c->dim, F = (size_t)c->mlp_dim,
            H = (size_t)c->n_heads, Dh = (size_t)c->head_dim, A = (size_t)vit_att_width(c);
-    *sel = (2 * T + 1) * Dh + 2 * T + (size_t)VIT_ATT_BLOCK * T;
+    *sel = (2 * T + 4) * Dh + 3 * T + (size_t)VIT_ATT_BLOCK * T; /* + RoPE's 3 Dh + T */
     return T * (7 * D + 4 * A + F + (size_t)vit_mlp_in_width(c)) + H * T * T + *sel;
 }
 
@@ -132,7 +132,11 @@ VitStatus vit_lesson_init(VitLesson *ls, const Vit *vit, VitError *err) {
     ls->values = p, p += T * Dh;
     ls->scores = p, p += T;
     ls->probs = p, p += T;
-    ls->sel = p; /* [VIT_ATT_BLOCK, T] */
+    ls->query0 = p, p += Dh;
+    ls->key0 = p, p += Dh;
+    ls->angles = p, p += Dh;     /* Dh/2 used */
+    ls->rope_scores = p, p += T; /* N used */
+    ls->sel = p;                 /* [VIT_ATT_BLOCK, T] */
     return VIT_OK;
 }
 
@@ -209,7 +213,41 @@ VitStatus vit_lesson_block(VitLesson *ls, const VitRun *run, const Vit *vit, int
                                       .x_in = ls->xm,
                                       .gamma = b->ls2});
     ls->layer = layer;
+    ls->rope = c->rope ? b->rope : NULL;
     return VIT_OK;
+}
+
+/* The selected token's rotation (VitLesson.query0 .. rope_scores), as vit_block rotated
+ * it: u' = u cos a + rotate_half(u) sin a on pairs (i, i + Dh/2) (vit_rope_rows), undone
+ * by the transpose (u = u' cos a - rotate_half(u') sin a), then the token's own
+ * key rotated to every patch's angles and scored against the rotated query. */
+static void lesson_rope(VitLesson *ls, const VitAttMod *mod, int token) {
+    const VitConfig *c = &ls->cfg;
+    int Dh = c->head_dim, h2 = Dh / 2, Np = c->n_prefix, N = c->n_patches;
+    const int *perm = mod ? mod->pos_perm : NULL;
+    int off = mod && mod->no_rope; /* --pos zero: nothing rotated */
+    const float *q = ls->query, *k = ls->keys + (size_t)token * Dh;
+    const float *cs =
+        !off && token >= Np ? ls->rope + (size_t)(perm ? perm[token - Np] : token - Np) * Dh : NULL;
+    for (int i = 0; i < h2; i++) {
+        float co = cs ? cs[i] : 1.0f, si = cs ? cs[i + h2] : 0.0f;
+        ls->angles[i] = atan2f(si, co);
+        ls->query0[i] = q[i] * co + q[i + h2] * si;
+        ls->query0[i + h2] = q[i + h2] * co - q[i] * si;
+        ls->key0[i] = k[i] * co + k[i + h2] * si;
+        ls->key0[i + h2] = k[i + h2] * co - k[i] * si;
+    }
+    float scale = vit_att_scale(c);
+    for (int p = 0; p < N; p++) {
+        const float *cp = off ? NULL : ls->rope + (size_t)(perm ? perm[p] : p) * Dh;
+        double s = 0.0;
+        for (int i = 0; i < h2; i++) { /* query . R(a_p) key0 */
+            float co = cp ? cp[i] : 1.0f, si = cp ? cp[i + h2] : 0.0f, a = ls->key0[i],
+                  b = ls->key0[i + h2];
+            s += (double)q[i] * (a * co - b * si) + (double)q[i + h2] * (b * co + a * si);
+        }
+        ls->rope_scores[p] = (float)s * scale;
+    }
 }
 
 static float row_norm(const float *x, int D) {
@@ -266,6 +304,8 @@ VitStatus vit_lesson_select(VitLesson *ls, const VitRun *run, int head, int toke
     memcpy(ls->probs, blkp + (t - (size_t)r0) * T, (size_t)T * sizeof(float));
     vit_att_reader_free(&rd);
     if (vit_cancelled(run)) return vit_cancelled_error(err, "lesson");
+    if (c->rope && ls->rope)
+        lesson_rope(ls, vit_att_mod(&mod, run->intervention, c, ls->layer), token);
     ls->norm_in = row_norm(x, D);
     ls->norm_mid = row_norm(ls->xm + t * D, D);
     ls->norm_out = row_norm(ls->out + t * D, D);

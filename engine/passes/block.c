@@ -214,12 +214,20 @@ void vit_act_backward_rows(float *dh, const float *hpre, int r0, int r1, int F, 
  *             value's gradient (dh [., 2F]): d value act'(gate), d act(gate); lrp (AttnLRP:
  *             the uniform rule for a product, half to each factor, and the identity rule for
  *             act): d value act(gate)/gate / 2, d act(gate) / 2. */
+/* SiLU (SwiGLU, DINOv3's gated MLP) in a vector loop of its own, as gelu_cols_to: through
+ * act_one the switch kept expf scalar, and the product cost 3x the GELU epilogue (6% of
+ * DINOv3 S+/16's forward pass, perf). */
+VECTOR_CLONES
 void vit_glu_rows(float *hid, int ld_hid, const float *pre, int r0, int r1, int F,
                   VitActivation act) {
     for (int r = r0; r < r1; r++) {
-        const float *g = pre + (size_t)r * 2 * F;
-        float *h = hid + (size_t)r * ld_hid;
-        for (int i = 0; i < F; i++) h[i] = act_one(g[i], act) * g[F + i];
+        const float *restrict g = pre + (size_t)r * 2 * F;
+        float *restrict h = hid + (size_t)r * ld_hid;
+        if (act == VIT_ACT_SILU)
+#pragma omp simd
+            for (int i = 0; i < F; i++) h[i] = g[i] / (1.0f + expf(-g[i])) * g[F + i];
+        else
+            for (int i = 0; i < F; i++) h[i] = act_one(g[i], act) * g[F + i];
     }
 }
 

@@ -104,35 +104,73 @@ static void test_bad(void) {
 
 static void test_default(const char *path) {
     LessonScript ls;
+    /* the built-in model's lesson: every step but the RoPE step (it has none), in order */
     int n = lesson_script_load(&ls, path);
-    CHECK(n == LESSON_STEP_TOTAL && !ls.n_problems, "%s: %d steps, problems: %s", path, n, ls.msgs);
-    for (int i = 0; i < n && i < LESSON_STEP_TOTAL; i++)
-        CHECK(ls.lines[i].step == i, "%s: step %d is %s", path, i + 1,
-              LESSON_STEP_NAMES[ls.lines[i].step]);
+    CHECK(n == LESSON_STEP_TOTAL - 1 && !ls.n_problems, "%s: %d steps, problems: %s", path, n,
+          ls.msgs);
+    for (int i = 0, want = 0; i < n; i++, want++) {
+        if (want == LESSON_ROPE) want++;
+        CHECK(ls.lines[i].step == want, "%s: step %d is %s", path, i + 1,
+              LESSON_STEP_INFO[ls.lines[i].step].name);
+    }
     /* the built-in model: 4 layers, 4 heads, 12 x 12, a head */
-    CHECK(lesson_script_check(&ls, 4, 4, 12, 12, 1) == LESSON_STEP_TOTAL && !ls.n_problems,
+    CHECK(lesson_script_check(&ls, 4, 4, 12, 12, LESSON_NEEDS_HEAD) == n && !ls.n_problems,
           "the default lesson fits the built-in model: %s", ls.msgs);
     lesson_script_free(&ls);
     /* on a model of 1 layer, 2 heads and a 4 x 4 grid (a notebook's): fitted, every step
      * kept, nothing reported; without the fit its first line (patch 6,7) is dropped */
     lesson_script_load(&ls, path);
-    lesson_script_fit(&ls, 1, 2, 4, 4);
-    n = lesson_script_check(&ls, 1, 2, 4, 4, 1);
-    CHECK(n == LESSON_STEP_TOTAL && !ls.n_problems,
+    CHECK(lesson_script_fit(&ls, 1, 2, 4, 4, LESSON_NEEDS_HEAD) == 0 && ls.n == n,
+          "fitted to a model without RoPE: no step added (%d)", ls.n);
+    int m = lesson_script_check(&ls, 1, 2, 4, 4, LESSON_NEEDS_HEAD);
+    CHECK(m == n && !ls.n_problems,
           "the default lesson fitted to a 1-layer 4 x 4 "
           "model: %d steps, problems: %s",
-          n, ls.msgs);
-    for (int i = 0; i < n; i++)
+          m, ls.msgs);
+    for (int i = 0; i < m; i++)
         CHECK(ls.lines[i].layer == 1 && ls.lines[i].head <= 2 && ls.lines[i].row <= 4 &&
                   ls.lines[i].col <= 4,
               "step %d fitted: layer %d head %d patch %d,%d", i + 1, ls.lines[i].layer,
               ls.lines[i].head, ls.lines[i].row, ls.lines[i].col);
     lesson_script_free(&ls);
+    /* on a rotary model (DINOv3: 12 layers, 6 heads, 14 x 14, no head): the RoPE step is
+     * added after the keys with their selection, every step of the table then in order */
     lesson_script_load(&ls, path);
-    CHECK(lesson_script_check(&ls, 1, 2, 4, 4, 1) < LESSON_STEP_TOTAL && ls.n_problems,
+    CHECK(lesson_script_fit(&ls, 12, 6, 14, 14, LESSON_NEEDS_ROPE) == 0 &&
+              ls.n == LESSON_STEP_TOTAL,
+          "fitted to a rotary model: %d steps", ls.n);
+    m = lesson_script_check(&ls, 12, 6, 14, 14, LESSON_NEEDS_ROPE);
+    CHECK(m == LESSON_STEP_TOTAL, "and checked: %d steps", m);
+    for (int i = 0; i < m; i++)
+        CHECK(ls.lines[i].step == i, "step %d is %s", i + 1,
+              LESSON_STEP_INFO[ls.lines[i].step].name);
+    if (m == LESSON_STEP_TOTAL)
+        CHECK(ls.lines[LESSON_ROPE].layer == ls.lines[LESSON_KEYS].layer &&
+                  ls.lines[LESSON_ROPE].head == ls.lines[LESSON_KEYS].head &&
+                  ls.lines[LESSON_ROPE].row == ls.lines[LESSON_KEYS].row &&
+                  !ls.lines[LESSON_ROPE].line,
+              "the RoPE step has the keys' selection: layer %d head %d",
+              ls.lines[LESSON_ROPE].layer, ls.lines[LESSON_ROPE].head);
+    lesson_script_free(&ls);
+    lesson_script_load(&ls, path);
+    CHECK(lesson_script_check(&ls, 1, 2, 4, 4, LESSON_NEEDS_HEAD) < n && ls.n_problems,
           "unfitted, the default lesson does not fit a 4 x 4 grid (the control)");
     lesson_script_free(&ls);
+    /* the built-in list: every step; the RoPE step dropped silently on a model without */
     CHECK(lesson_script_default(&ls) == LESSON_STEP_TOTAL, "the built-in list");
+    CHECK(lesson_script_check(&ls, 4, 4, 12, 12, LESSON_NEEDS_HEAD) == LESSON_STEP_TOTAL - 1 &&
+              !ls.n_problems,
+          "the built-in list on a model without RoPE: %d steps, problems: %s", ls.n, ls.msgs);
+    lesson_script_free(&ls);
+    /* a file asking for the RoPE step of a model without: named, left out */
+    lesson_script_parse(&ls, "keys\nrope\nscores\n", "r.lesson");
+    CHECK(lesson_script_check(&ls, 4, 4, 12, 12, LESSON_NEEDS_HEAD) == 2 &&
+              strstr(ls.msgs, "r.lesson:2: the model has no rotary position embedding"),
+          "a rope line on a model without RoPE: reported, left out: %s", ls.msgs);
+    lesson_script_free(&ls);
+    lesson_script_parse(&ls, "keys\nrope\nscores\n", "r.lesson");
+    CHECK(lesson_script_check(&ls, 4, 4, 12, 12, LESSON_NEEDS_ROPE) == 3 && !ls.n_problems,
+          "and kept on a rotary model: %s", ls.msgs);
     lesson_script_free(&ls);
 }
 

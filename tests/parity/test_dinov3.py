@@ -26,6 +26,16 @@ interv:   the position shuffle (--pos shuffle:SEED: patch p rotated by patch per
           and --pos zero (no rotation) against the reference with the same change: attention
           and the CLS map within 1e-5, and far from the unchanged model's.
 refusals: a use_gated_mlp that contradicts the tensors, a key bias without a query bias.
+lesson:   the lesson's RoPE step (vit_dump --lesson, VitLesson.query0 .. rope_scores) at two
+          selections of a 224 x 320 S/16: q and k before the rotation (the block's norm1 of the
+          engine's block input, projected), the angles, and the score of the rotated query with
+          the token's own key moved to every patch, within 1e-5 of their largest value; then
+          `vitlens --lesson-export` on the same file: 18 steps with rope after keys, its arrays
+          equal to vit_dump's, its caption ending with the map's shape, and a --pos shuffle's
+          lesson rotating with the shuffled angles. --control interleaved|theta_10000: the
+          reference with that mistake must fail every selection.
+
+    /usr/bin/python3 test_dinov3.py lesson --dump vit_dump --vitlens vitlens --work DIR [--control C]
 
 The reference follows transformers' src/transformers/models/dinov3_vit/modeling_dinov3_vit.py
 (DINOv3ViTEmbeddings, get_patches_center_coordinates, DINOv3ViTRopePositionEmbedding,
@@ -43,6 +53,7 @@ time; a layer is a layer, the depth only adds rounding).
 import argparse
 import json
 import math
+import shutil
 import subprocess
 import sys
 import time
@@ -499,12 +510,156 @@ def run_refusals(args, rep):
                   f"{c['name']}: expected a refusal naming {want}, got exit {r.returncode}: {msg}")
 
 
+LESSON_TOL = 1e-5  # the RoPE step's arrays, max abs / max |reference|
+LESSON_STEPS = ["patches", "embedding", "filters", "tokens", "position", "layernorm", "query",
+                "keys", "rope", "scores", "softmax", "weighted", "projection", "residual", "mlp",
+                "mlp-out", "residual2", "head"]
+
+
+def lesson_reference(w, c, block_in, layer, head, token, gh, gw, wrong=None, perm=None):
+    """The RoPE step in float64 from the engine's input to the block (block_in [T, D]):
+    q0, k0 [Dh] (before the rotation), q, k [Dh] (after), angles [Dh/2] (wrapped), and
+    scores [gh, gw]: q . R(a_p) k0 / sqrt(Dh) for every patch p."""
+    D, H = c["D"], c["H"]
+    Dh, Np = D // H, 1 + R
+    w = {k: v.double() for k, v in w.items()}
+    x = torch.as_tensor(block_in).double()
+    b, a = f"layer.{layer}.", f"layer.{layer}.attention."
+    u = F.layer_norm(x, (D,), w[b + "norm1.weight"], w[b + "norm1.bias"], 1e-5)
+    sl = slice(head * Dh, (head + 1) * Dh)
+    q0 = F.linear(u, w[a + "q_proj.weight"], w.get(a + "q_proj.bias"))[token, sl]
+    k0 = F.linear(u, w[a + "k_proj.weight"])[token, sl]
+    cos, sin = rope_cos_sin(gh, gw, Dh, torch.float64, wrong)
+    if perm is not None:
+        cos, sin = cos[perm], sin[perm]
+    rot = rotate_interleaved if wrong == "interleaved" else rotate_half
+    p = token - Np
+    if p >= 0:
+        q, k = q0 * cos[p] + rot(q0) * sin[p], k0 * cos[p] + rot(k0) * sin[p]
+        ang = torch.atan2(sin[p], cos[p])
+    else:
+        q, k, ang = q0, k0, torch.zeros(Dh)
+    kp = k0[None] * cos + rot(k0[None]) * sin  # [N, Dh]: the key at every patch
+    scores = (kp @ q) * Dh**-0.5
+    half = Dh // 2 if wrong != "interleaved" else None
+    angles = ang[:half] if half else ang[0::2]
+    return dict(query0=q0, key0=k0, query=q, key=k, angles=angles,
+                rope_scores=scores.reshape(gh, gw))
+
+
+def run_lesson(args, rep, wrong=None):
+    from PIL import Image
+    c = dict(spec("s16_hf_224"), L=3, name="lesson_s16")
+    Sh, Sw = 224, 320
+    gh, gw = Sh // P, Sw // P
+    d = Path(args.work) / "lesson_s16"
+    w, path = write_case(c, d, seed=35)
+    x = torch.randn(3, Sh, Sw, generator=torch.Generator().manual_seed(8))
+    x.numpy().astype(np.float32).tofile(d / "input.f32")
+    Np, H = 1 + R, c["H"]
+    # (layer, head, token, patch, --pos): the CLS token is not rotated; under a position
+    # shuffle the token and every key are turned by the angles of patch perm[p]
+    sels = [(1, 2, Np + 3 * gw + 13, 3 * gw + 13, None), (2, 5, Np + 11 * gw + 2, 11 * gw + 2, None),
+            (0, 0, 0, 0, None), (1, 4, Np + 6 * gw + 7, 6 * gw + 7, "shuffle:5")]
+    got_e = None
+    for layer, head, token, patch, pos in sels:
+        label = f"lesson RoPE step: block {layer} head {head} token {token}{' --pos ' + pos if pos else ''}"
+        e, _ = run_dump(args.dump, ["--model", path, "--input", d / "input.f32", "--size",
+                                    f"{Sh}x{Sw}", "--out", d / "out", "--lesson",
+                                    f"{layer},{head},{token},{patch}"] + (["--pos", pos] if pos else []))
+        perm = torch.from_numpy(e["pos_perm"].astype(np.int64)) if pos else None
+        if pos:
+            rep.check(int(perm[patch]) != patch, f"{label}: the shuffle leaves the patch in place")
+        ref = lesson_reference(w, c, e["lesson_block_in"], layer, head, token, gh, gw, wrong, perm)
+        got = {"query0": e["lesson_query0"], "key0": e["lesson_key0"], "query": e["lesson_query"],
+               "key": e["lesson_keys"][token], "angles": e["lesson_angles"],
+               "rope_scores": e["lesson_rope_scores"]}
+        worst = []
+        for k, r in ref.items():
+            r = r.numpy()
+            ok = got[k].shape == r.shape
+            err = float(np.abs(got[k] - r).max()) / max(float(np.abs(r).max()), 1e-30) if ok else 1.0
+            if k == "angles" and ok:  # wrapped angles: compare on the circle
+                err = float(np.abs(np.angle(np.exp(1j * (got[k] - r)))).max())
+            worst.append(f"{k} {err:.1e}")
+            rep.check(ok and err <= LESSON_TOL, f"{label}: {k} differs by {err:.1e} "
+                      f"(shape {got[k].shape} vs {r.shape})", guard=label)
+        print(f"[{label}] max|engine - f64| / max|f64|: {', '.join(worst)}")
+        if token >= Np and not pos:  # the offset property on the engine's own numbers: q0^T R(a_p - a_t) k0
+            rs = e["lesson_rope_scores"]
+            rep.check(abs(rs.flat[patch] - float(np.dot(e["lesson_query0"], e["lesson_key0"]))
+                          / np.sqrt(c["D"] // H)) <= 1e-4 * np.abs(rs).max(),
+                      f"{label}: the score at the token's own patch is not q0 . k0 / sqrt(Dh)")
+            got_e = got_e or (e, layer, head, patch)
+    if wrong:
+        return
+    # the export on the same file, the first selection
+    e, layer, head, patch = got_e
+    photo = d / "photo.png"
+    Image.fromarray((np.random.default_rng(1).random((Sh, Sw, 3)) * 255).astype(np.uint8)).save(photo)
+    for pos in [""]:  # --lesson-export shows the unchanged model
+        out = d / f"export{pos}"
+        shutil.rmtree(out, ignore_errors=True)
+        cmd = [args.vitlens, "--model", path, "--size", f"{Sh}x{Sw}", "--lesson-export", out,
+               "--layer", str(layer + 1), "--head", str(head + 1), "--patch",
+               f"{patch // gw + 1},{patch % gw + 1}"] + (["--pos-embed", pos, "--pos-seed", "5"] if pos else []) + [photo]
+        p = subprocess.run([str(a) for a in cmd], capture_output=True, text=True)
+        label = f"--lesson-export{' --pos-embed ' + pos if pos else ''}"
+        print(f"  $ {' '.join(map(str, cmd))}\n  {p.stdout.strip()} {p.stderr.strip()}")
+        if not rep.check(p.returncode == 0, f"{label}: exit {p.returncode}: {p.stderr}"):
+            continue
+        steps = json.loads((out / "steps.json").read_text())["steps"]
+        names = [st["name"] for st in steps]
+        rep.check(names == LESSON_STEPS, f"{label}: steps {names}")
+        st = steps[LESSON_STEPS.index("rope")] if "rope" in names else None
+        if not rep.check(st is not None, f"{label}: no rope step"):
+            continue
+        files = {a["file"]: a["shape"] for a in st["arrays"]}
+        want = {f"09_rope{s}.npy" for s in ["", "_q", "_q_rotated", "_k", "_k_rotated", "_angles"]}
+        rep.check(set(files) == want, f"{label}: rope arrays {sorted(files)}")
+        rep.check(st["caption"].endswith(f"[{gh}, {gw}]") and (out / st["picture"]).exists()
+                  and st["caption"] in (out / "lesson.md").read_text(),
+                  f"{label}: caption '{st['caption']}', picture {st['picture']}")
+        if set(files) != want:
+            continue
+        # the photo's run, not input.f32's: compare against the reference on its block input
+        blk = np.load(out / "07_query.npy")  # only to know the export ran the same selection
+        rs = np.load(out / "09_rope.npy")
+        q0, k0 = np.load(out / "09_rope_q.npy"), np.load(out / "09_rope_k.npy")
+        ang = np.load(out / "09_rope_angles.npy")
+        rep.check(np.array_equal(np.load(out / "09_rope_q_rotated.npy"), blk),
+                  f"{label}: q_rotated is not the query step's query")
+        # the rotation the picture shows, recomputed from the export's own arrays
+        Dh = c["D"] // H
+        cos, sin = rope_cos_sin(gh, gw, Dh, torch.float64)
+        sel_ang = np.arctan2(sin.numpy(), cos.numpy())[:, : Dh // 2]
+        # which patch's angles the token was turned by: its own, or (shuffle) another's
+        hit = np.where(np.abs(np.angle(np.exp(1j * (sel_ang - ang[None])))).max(axis=1) < 1e-5)[0]
+        if pos:
+            rep.check(len(hit) == 1 and hit[0] != patch,
+                      f"{label}: the angles are patch {hit.tolist()}'s, expected a shuffled one, not {patch}")
+        else:
+            rep.check(hit.tolist() == [patch], f"{label}: the angles are patch {hit.tolist()}'s, expected {patch}")
+        q0t, k0t = torch.from_numpy(q0).double(), torch.from_numpy(k0).double()
+        qr = torch.from_numpy(np.load(out / "09_rope_q_rotated.npy")).double()
+        kp = k0t[None] * cos + rotate_half(k0t[None]) * sin
+        if pos and len(hit) == 1:  # the key at patch p turned by perm[p]'s angles: unknown
+            continue              # here beyond the token's own; the map is checked unshuffled
+        ref = ((kp @ qr) * Dh**-0.5).reshape(gh, gw).numpy()
+        err = float(np.abs(rs - ref).max()) / float(np.abs(ref).max())
+        print(f"  {label}: rope map max|export - f64| / max = {err:.1e}")
+        rep.check(err <= LESSON_TOL, f"{label}: the rope map differs by {err:.1e}")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("part", choices=["case", "control", "backward", "interv", "refusals", "list"])
+    ap.add_argument("part", choices=["case", "control", "backward", "interv", "refusals", "list",
+                                     "lesson"])
     ap.add_argument("name", nargs="?")
     ap.add_argument("--dump")
+    ap.add_argument("--vitlens")
     ap.add_argument("--work")
+    ap.add_argument("--control", choices=["interleaved", "theta_10000"])
     args = ap.parse_args()
     if args.part == "list":
         print(";".join(CASES) + "|" + ";".join(CONTROLS) + "|" + ";".join(BACKWARD) + "|"
@@ -528,6 +683,10 @@ def main():
     elif args.part == "interv":
         run_interv(args.name, args, rep)
         code = rep.exit_code()
+    elif args.part == "lesson":
+        run_lesson(args, rep, args.control)
+        code = (rep.control_exit_code(CONTROLS[args.control]) if args.control
+                else rep.exit_code())
     else:
         run_refusals(args, rep)
         code = rep.exit_code()

@@ -53,7 +53,9 @@
  *   (ln mean, ln std, |x|, |xm|, |out|, GELU share); lesson_map [N] and lesson_prefix
  *   [Np] (vit_map_attention, vit_prefix_share of the same row); lesson_block_in [T, D]
  *   the block's input; lesson_stream [L + 1, D]
- *   the run's tokens[.][T]; lesson_cls_norm [D] (vit_lesson_head, with a head).
+ *   the run's tokens[.][T]; lesson_cls_norm [D] (vit_lesson_head, with a head); a rotary
+ *   model: lesson_query0, lesson_key0 [Dh], lesson_angles [Dh/2], lesson_rope_scores
+ *   [gh, gw] (VitLesson's RoPE view of the token).
  * Interventions (vit.h, VitRun.intervention), 0-based:
  *   --ablate L:H[,L:H...]  heads ablated     --drop P[,P...]  patches dropped
  *   --fill P[,P...]        patches filled    --pos shuffle:SEED | zero
@@ -351,7 +353,12 @@ static int write_lesson(const char *out, const VitRun *run, const Vit *vit, int 
               npy_f32(out, "lesson_out.npy", ls.out + t * D, s_d, 1) ||
               npy_f32(out, "lesson_scalars.npy", sc, s_sc, 1) ||
               npy_f32(out, "lesson_stream.npy", stream, s_tok, 2) ||
-              (has_head && npy_f32(out, "lesson_cls_norm.npy", cls, s_d, 1));
+              (has_head && npy_f32(out, "lesson_cls_norm.npy", cls, s_d, 1)) ||
+              (c->rope && (npy_f32(out, "lesson_query0.npy", ls.query0, s_dh, 1) ||
+                           npy_f32(out, "lesson_key0.npy", ls.key0, s_dh, 1) ||
+                           npy_f32(out, "lesson_angles.npy", ls.angles, (size_t[]){Dh / 2}, 1) ||
+                           npy_f32(out, "lesson_rope_scores.npy", ls.rope_scores,
+                                   (size_t[]){(size_t)c->grid_h, (size_t)c->grid_w}, 2)));
     free(stream);
     if (bad) goto done;
     rc = 0;

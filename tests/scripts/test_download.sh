@@ -8,7 +8,10 @@
 # transformers' own names, and EVA-02 Ti in timm's, test_eva02.py): the hub serves small random-weight checkpoints of each family
 # in timm's names (tests/parity/test_families.py; test_hf_dinov2.py for transformers')
 # under the repositories the script should ask
-# for; each request must hit exactly those, each download must run in vitlens.
+# for; each request must hit exactly those, each download must run in vitlens. Among them
+# an fc_norm classifier (EVA-L/14, timm's average-pooled head). DINOv3 is gated: the
+# stand-in hub (hub_server.py) answers 401 without the right token; without HF_TOKEN the
+# script must say so and ask for nothing, with it send it to that repository alone.
 #   test_download.sh VITLENS SHARED_DIR WORK_DIR        (exit 77: no shared model)
 # No `echo "$x" | grep -q`: under pipefail, grep -q leaving early fails the echo
 # (SIGPIPE) when the text is long; checks read a here-string instead.
@@ -36,7 +39,8 @@ PY
 
 # a free port, then the server; stopped on exit
 port=$(/usr/bin/python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-/usr/bin/python3 -m http.server "$port" --bind 127.0.0.1 --directory "$hub" >"$work/server.log" 2>&1 &
+HUB_TOKEN=hf_test_token /usr/bin/python3 "$src/tests/scripts/hub_server.py" "$port" "$hub" \
+  "$work/auth.log" facebook/dinov3-vits16-pretrain-lvd1689m >"$work/server.log" 2>&1 &
 server=$!
 trap 'kill $server 2>/dev/null' EXIT
 for _ in $(seq 600); do  # up to 60 s: the server starts slowly on a busy machine
@@ -107,6 +111,7 @@ declare -A FAMILY=(  # name -> "hub repository|stand-in family in test_families.
   [dinov2-vits14-reg4]="timm/vit_small_patch14_reg4_dinov2.lvd142m|dinov2_reg4_timm|0"
   [dinov2-small-hf]="facebook/dinov2-small|hf_dinov2|0"
   [eva02-tiny]="timm/eva02_tiny_patch14_336.mim_in22k_ft_in1k|eva02|1"
+  [eva-vitl14-196]="timm/eva_large_patch14_196.in22k_ft_in22k_in1k|fcnorm_avg_timm|1"
 )
 # a stand-in of each family: 1000 classes for classifiers (the labels), none for backbones
 OMP_WAIT_POLICY=PASSIVE /usr/bin/python3 - "$src/tests/parity" "$hub" "${FAMILY[@]}" <<'PY'
@@ -223,6 +228,50 @@ PY
 else
   echo "SKIP the CLIP downloads: no $vocab_gz"
 fi
+
+# --- DINOv3 (issue 35): gated. A small random DINOv3ViTModel in transformers' names
+# (test_dinov3.py) with a preprocessor_config.json as the hub's
+g_repo=facebook/dinov3-vits16-pretrain-lvd1689m g_dir=$hub/$g_repo/resolve/main
+OMP_WAIT_POLICY=PASSIVE /usr/bin/python3 - "$src/tests/parity" "$g_dir" <<'PY'
+import json, sys
+from pathlib import Path
+sys.path.insert(0, sys.argv[1])
+import test_dinov3 as t3
+c = dict(shape="S", D=64, L=1, H=2, F=128, C=0, gated=False, qv_bias=True, names="hf",
+         file="safetensors", name="dinov3_standin")
+d = Path(sys.argv[2])
+t3.write_case(c, d, seed=3)
+(d / "preprocessor_config.json").write_text(json.dumps({
+    "do_normalize": True, "do_rescale": True, "do_resize": True,
+    "image_mean": [0.485, 0.456, 0.406], "image_std": [0.229, 0.224, 0.225],
+    "image_processor_type": "DINOv3ViTImageProcessorFast", "resample": 2,
+    "rescale_factor": 0.00392156862745098, "size": {"height": 224, "width": 224}}))
+PY
+gm=$work/models-gated
+n0=$(wc -l < "$work/server.log")
+out=$(env -u HF_TOKEN VITLENS_MODELS_DIR="$gm" "$dl" deit-tiny dinov3-vits16 2>&1); rc=$?
+check '[ $rc -eq 2 ] && grep -q "HF_TOKEN is not set" <<<"$out" && grep -qF "huggingface.co/$g_repo" <<<"$out"' \
+  "dinov3-vits16 without HF_TOKEN: exit 2 naming the token and the licence page: $out"
+check '[ "$(wc -l < "$work/server.log")" -eq "$n0" ] && [ ! -e "$gm/deit-tiny" ]' \
+  "  and nothing downloaded, not even the name before it"
+out=$(HF_TOKEN=hf_wrong VITLENS_MODELS_DIR="$gm" "$dl" dinov3-vits16 2>&1); rc=$?
+check '[ $rc -ne 0 ] && grep -q "licence" <<<"$out" && [ ! -e "$gm/dinov3-vits16/model.safetensors" ] && ! ls "$gm"/dinov3-vits16/*.part >/dev/null 2>&1' \
+  "a token the hub refuses (401): fails naming the licence, leaves no file behind"
+: > "$work/auth.log"
+out=$(HF_TOKEN=hf_test_token VITLENS_MODELS_DIR="$gm" "$dl" dinov3-vits16 eva-vitl14-196 2>&1); rc=$?
+check '[ $rc -eq 0 ]' "HF_TOKEN=... download-model.sh dinov3-vits16 eva-vitl14-196 exits 0"
+want=$(for f in model.safetensors config.json preprocessor_config.json; do
+  echo "/$g_repo/resolve/main/$f Bearer hf_test_token"; done | sort)
+check '[ "$(grep -F "/$g_repo/" "$work/auth.log" | sort)" = "$want" ]' \
+  "the gated repository: its three files, each asked with the token"
+check '! grep -vF "/$g_repo/" "$work/auth.log" | grep -qv " -$"' \
+  "the token goes to the gated repository only (EVA-L's files and the labels without it)"
+d=$gm/dinov3-vits16
+check 'cmp -s "$g_dir/model.safetensors" "$d/model.safetensors" && [ -s "$d/config.json" ] && [ -s "$d/preprocessor_config.json" ] && [ ! -e "$d/labels.txt" ]' \
+  "dinov3-vits16: weights, config.json, preprocessor_config.json, no labels (a backbone)"
+check 'grep -qF -- "--model $d/model.safetensors IMAGE" <<<"$out"' "dinov3-vits16: it prints the command"
+exp=$("$app" --model "$d/model.safetensors" --export "$work/export-dinov3" "$photo" 2>&1)
+check 'grep -q "^wrote " <<<"$exp"' "dinov3-vits16: vitlens --export runs on the download: $exp"
 
 [ $fails -eq 0 ] && echo "download: all checks passed" || echo "download: $fails checks failed"
 [ $fails -eq 0 ]
