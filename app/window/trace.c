@@ -78,39 +78,39 @@ static void trace_frame_state(const App *app, const RenFrame *f) {
         k += snprintf(prefix + k, sizeof prefix - (size_t)k, "%s%s:%.4f", i ? "," : "",
                       app->prefix_name[i], (double)app->prefix_share[i]);
     /* rollout= stays for bench/app_latency.py; kind= is the view's kind (its file tag) */
-    printf("frame %lu layer=%d head=%d rollout=%d kind=%s target=%d discard=%.2f overlay=%d "
-           "opacity=%.2f grid=%d "
-           "help=%d busy=%d loads=%lu scene=%d error=%d image=%d,%d,%d image_h=%d prefix=%s "
-           "window=%d,%d query=%d overview=%d colormap=%s scale=%s bilinear=%d mask=%d "
-           "fraction=%d kept=%d preds=%d distance=%d hover=%d,%d cell=%d fullscreen=%d "
-           "image_at=%d saves=%lu cells=%d,%d,%d,%d,%d,%d panel=%d,%d class=%d explained=%d "
-           "shown=%s marked=%d joint=%d list=%d listmark=%d highnorm=%d picking=%d listw=%d "
-           "lesson=%d/%d lstep=%s llayer=%d lhead=%d lpatch=%d,%d lshown=%d ms_lpicture=%.2f "
-           "ms_lupload=%.2f "
-           "whatif=%d,%d,%d,%d,%d:%g fill=%d plain=%d top1=%d:%.6f "
-           "controls=%d chover=%s cpressed=%s kmenu=%d typing=%d ",
-           app->frames, app->view.layer, app->view.head, app->view.kind == MAP_ROLLOUT,
-           MAP_KINDS[app->view.kind].tag, app->view.target, (double)app->view.discard_ratio,
-           app->overlay, (double)app->opacity, app->grid, app->help, app->busy, app->loads,
-           app->has_scene, app->error[0] != 0, r->image_x, r->image_y, r->image_w_px, r->image_h_px,
-           prefix, r->fb_w, r->fb_h, app->view.query, app->overview, colormap_names[app->colormap],
-           app->shared_scale ? "layer" : "map", app->bilinear, app->show_mask, app->mask_pct,
-           app->mask_kept, f->n_preds, f->distance != NULL, app->hover_row, app->hover_col,
-           app->hover_cell, app->fullscreen, app->image_at, app->saves, r->cells_x, r->cells_y,
-           r->cell_w_px, r->cell_h_px, r->cell_step_x, r->cell_step_y, r->panel_x, r->panel_w,
-           sc ? view_class(&app->view, sc) : -1, sc ? sc->expl_target : -1,
-           app->shown_kind >= 0 ? MAP_KINDS[app->shown_kind].tag : "none", f->pred_marked,
-           app->view.joint, app->n_list, app->list_marked, app->n_high_norm, app->picking,
-           r->list_w, app->lesson.on ? app->lesson.at + 1 : 0,
-           app->lesson.on ? app->lesson.script.n : 0,
-           app->lesson.on ? LESSON_STEP_INFO[app->lesson.script.lines[app->lesson.at].step].name : "-",
-           app->lesson.layer, app->lesson.head, app->lesson.row, app->lesson.col, app->lesson.shown,
-           (double)app->lesson.ms_picture, (double)app->lesson.ms_upload, app->iv_spec.n_ablate,
-           app->iv_spec.n_drop, app->iv_spec.n_fill, (int)app->iv_spec.pos, app->iv_spec.temp_layer,
-           (double)app->iv_spec.temperature, app->patch_fill, sc ? sc->has_plain : 0, top1,
-           sc && top1 >= 0 ? (double)sc->run.probs[top1] : 0.0, f->n_controls,
-           app_control_name(app->ctrl_hover), app_control_name(app->ctrl_pressed), f->n_menu > 0,
-           app->typing);
+    printf(
+        "frame %lu layer=%d head=%d rollout=%d kind=%s target=%d discard=%.2f overlay=%d "
+        "opacity=%.2f grid=%d "
+        "help=%d busy=%d loads=%lu scene=%d error=%d image=%d,%d,%d image_h=%d prefix=%s "
+        "window=%d,%d query=%d overview=%d colormap=%s scale=%s bilinear=%d mask=%d "
+        "fraction=%d kept=%d preds=%d distance=%d hover=%d,%d cell=%d fullscreen=%d "
+        "image_at=%d saves=%lu cells=%d,%d,%d,%d,%d,%d panel=%d,%d class=%d explained=%d "
+        "shown=%s marked=%d joint=%d list=%d listmark=%d highnorm=%d picking=%d listw=%d "
+        "lesson=%d/%d lstep=%s llayer=%d lhead=%d lpatch=%d,%d lshown=%d ms_lpicture=%.2f "
+        "ms_lupload=%.2f "
+        "whatif=%d,%d,%d,%d,%d:%g fill=%d plain=%d top1=%d:%.6f "
+        "controls=%d chover=%s cpressed=%s kmenu=%d typing=%d ",
+        app->frames, app->view.layer, app->view.head, app->view.kind == MAP_ROLLOUT,
+        MAP_KINDS[app->view.kind].tag, app->view.target, (double)app->view.discard_ratio,
+        app->overlay, (double)app->opacity, app->grid, app->help, app->busy, app->loads,
+        app->has_scene, app->error[0] != 0, r->image_x, r->image_y, r->image_w_px, r->image_h_px,
+        prefix, r->fb_w, r->fb_h, app->view.query, app->overview, colormap_names[app->colormap],
+        app->shared_scale ? "layer" : "map", app->bilinear, app->show_mask, app->mask_pct,
+        app->mask_kept, f->n_preds, f->distance != NULL, app->hover_row, app->hover_col,
+        app->hover_cell, app->fullscreen, app->image_at, app->saves, r->cells_x, r->cells_y,
+        r->cell_w_px, r->cell_h_px, r->cell_step_x, r->cell_step_y, r->panel_x, r->panel_w,
+        sc ? view_class(&app->view, sc) : -1, sc ? sc->expl_target : -1,
+        app->shown_kind >= 0 ? MAP_KINDS[app->shown_kind].tag : "none", f->pred_marked,
+        app->view.joint, app->n_list, app->list_marked, app->n_high_norm, app->picking, r->list_w,
+        app->lesson.on ? app->lesson.at + 1 : 0, app->lesson.on ? app->lesson.script.n : 0,
+        app->lesson.on ? LESSON_STEP_INFO[app->lesson.script.lines[app->lesson.at].step].name : "-",
+        app->lesson.layer, app->lesson.head, app->lesson.row, app->lesson.col, app->lesson.shown,
+        (double)app->lesson.ms_picture, (double)app->lesson.ms_upload, app->iv_spec.n_ablate,
+        app->iv_spec.n_drop, app->iv_spec.n_fill, (int)app->iv_spec.pos, app->iv_spec.temp_layer,
+        (double)app->iv_spec.temperature, app->patch_fill, sc ? sc->has_plain : 0, top1,
+        sc && top1 >= 0 ? (double)sc->run.probs[top1] : 0.0, f->n_controls,
+        app_control_name(app->ctrl_hover), app_control_name(app->ctrl_pressed), f->n_menu > 0,
+        app->typing);
 }
 
 /* "controls NAME=x,y,w,h,enabled,active ...": the on-screen controls as drawn, framebuffer
