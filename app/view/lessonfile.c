@@ -216,12 +216,12 @@ int lesson_script_check(LessonScript *ls, int n_layers, int n_heads, int grid_h,
         }
         int missing = LESSON_STEP_INFO[l->step].needs & ~has;
         if (missing & LESSON_NEEDS_ROPE) { /* nothing to show: left out */
-            if (l->line)
+            if (l->line && !ls->fitted)
                 problem(ls, l->line,
                         "the model has no rotary position embedding: the rope step left out");
             continue;
         }
-        if (missing & LESSON_NEEDS_HEAD)
+        if ((missing & LESSON_NEEDS_HEAD) && !ls->fitted) /* the picture says so */
             problem(ls, l->line, "the model has no classification head: the head step shows none");
         good = *l;
         ls->lines[k++] = *l;
@@ -232,6 +232,7 @@ int lesson_script_check(LessonScript *ls, int n_layers, int n_heads, int grid_h,
 int lesson_script_fit(LessonScript *ls, int n_layers, int n_heads, int grid_h, int grid_w,
                       int has) {
     int keys = -1, rope = 0;
+    ls->fitted = 1;
     for (int i = 0; i < ls->n; i++) {
         LessonLine *l = &ls->lines[i];
         if (l->layer > n_layers) l->layer = n_layers;

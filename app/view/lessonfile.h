@@ -71,6 +71,7 @@ typedef struct {
     char name[256];              /* the file's name, for messages */
     char msgs[LESSON_MSG_BYTES]; /* "NAME:LINE: what is wrong" lines, "" when none */
     int n_problems;              /* lines reported in msgs */
+    int fitted;                  /* lesson_script_fit made it fit: the checks report nothing */
 } LessonScript;
 
 /* Parse a script's text: every good line becomes a step; a bad one (unknown step, a
