@@ -635,7 +635,11 @@ void ren_draw_status(Ren *r, const RenFrame *f, const RenLayout *l) {
         float tw = ti ? (float)ti->w : 0.0f, room = W - 2 * pad - pw - pad;
         float s = tw > room && tw > 0 ? room / tw : 1.0f;
         if (tp) ren_text_draw(r, tp, x, by + (bar_h - tp->h) / 2, 1.0f, COL_ACCENT);
-        if (ti) ren_text_draw(r, ti, x + pw, by + (bar_h - ti->h * s) / 2, s, COL_TEXT);
+        if (ti && f->input_selected) /* selected: the accent behind, the text dark on it */
+            ren_fill(r, x + pw - 2, by + bar_h * 0.18f, tw * s + 4, bar_h * 0.64f, COL_ACCENT);
+        if (ti)
+            ren_text_draw(r, ti, x + pw, by + (bar_h - ti->h * s) / 2, s,
+                          f->input_selected ? COL_BAR : COL_TEXT);
         ren_fill(r, x + pw + tw * s + 2, by + bar_h * 0.22f, roundf(bar_h * 0.06f) + 1,
                  bar_h * 0.56f, COL_ACCENT);
         return;

@@ -147,6 +147,7 @@ typedef struct {
     /* a text box on the status bar instead of its texts (CLIP's phrase, /): input_prompt,
      * then input (UTF-8) with a caret after it; NULL: none */
     const char *input, *input_prompt;
+    int input_selected;          /* the input is shown selected: what is typed replaces it */
     const char *(*help_rows)[2]; /* [n_help] {key, what} */
     int n_help;
     float spinner_turns; /* spinner phase while busy */

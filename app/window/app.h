@@ -200,6 +200,8 @@ typedef struct App {
      * cancels; the phrase's embedding is a worker job, its head made when it is done */
     int typing;                          /* the box is open: the keys type */
     char typed[CLIP_TEXT_BYTES];         /* its text, UTF-8 */
+    int typed_all;                       /* typed is the last phrase, selected: a character or
+                                            Backspace replaces it, an arrow keeps it to edit */
     char queued_phrase[CLIP_TEXT_BYTES]; /* applied while the worker was busy: next, "" none */
     Uint64 t_phrase; /* when Enter applied the phrase whose map is awaited (trace), 0: none */
     int running, dirty;

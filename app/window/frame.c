@@ -165,6 +165,7 @@ static RenFrame app_frame(App *app) {
         .status_right = app->status_right,
         .input = app->typing ? app->typed : NULL, /* CLIP's text box, on the status line */
         .input_prompt = "find:",
+        .input_selected = app->typed_all,
         .error = app->error[0] ? app->error : NULL,
         .placeholder = app->busy ? "loading\xe2\x80\xa6" : "drop a photo here",
         .help_rows = app->keys.rows,

@@ -39,8 +39,10 @@ int app_text_open(App *app, int unused) {
         return 0;
     }
     app->typing = 1;
-    /* the phrase on screen, to edit (Backspace), or a fresh box */
+    /* the phrase on screen, selected: typing replaces it (a new phrase, the usual case),
+     * Right / End keep it to edit; or a fresh box */
     snprintf(app->typed, sizeof app->typed, "%s", app->model->clip->phrase);
+    app->typed_all = app->typed[0] != '\0';
     SDL_StartTextInput(); /* after the key that opened it: its own character is not typed */
     app->dirty = 1;
     return 0;
@@ -108,12 +110,18 @@ static void append_text(App *app, const char *utf8) {
 
 int app_text_key(App *app, const SDL_Keysym *ks) {
     if (!app->typing) return 0;
-    int ctrl = (ks->mod & KMOD_CTRL) != 0;
+    int ctrl = (ks->mod & KMOD_CTRL) != 0, all = app->typed_all;
+    app->typed_all = 0; /* any key ends the selection */
     switch (ks->sym) {
     case SDLK_ESCAPE: text_close(app); break; /* the phrase on screen stays */
     case SDLK_RETURN:
     case SDLK_KP_ENTER: text_apply(app); break;
-    case SDLK_BACKSPACE: drop_last_char(app->typed); break;
+    case SDLK_BACKSPACE: /* the selection, else the last character */
+        if (all)
+            app->typed[0] = '\0';
+        else
+            drop_last_char(app->typed);
+        break;
     case SDLK_u: /* Ctrl+U: clear the line, as a shell does */
         if (ctrl) app->typed[0] = '\0';
         break;
@@ -123,12 +131,22 @@ int app_text_key(App *app, const SDL_Keysym *ks) {
             if (clip) {
                 for (char *c = clip; *c; c++)
                     if (*c == '\n' || *c == '\r' || *c == '\t') *c = ' ';
+                if (all) app->typed[0] = '\0'; /* the paste replaces the selection */
                 append_text(app, clip);
                 SDL_free(clip);
             }
         }
         break;
-    default: break; /* the characters come as SDL_TEXTINPUT */
+    case SDLK_LSHIFT:
+    case SDLK_RSHIFT:
+    case SDLK_LCTRL:
+    case SDLK_RCTRL:
+    case SDLK_LALT:
+    case SDLK_RALT: app->typed_all = all; break; /* a modifier alone keeps it */
+    default:                                     /* the characters come as SDL_TEXTINPUT */
+        if (all && !ctrl && ks->sym >= 32 && ks->sym < 127)
+            app->typed_all = 1; /* a character's key: its SDL_TEXTINPUT replaces the selection */
+        break;
     }
     app->dirty = 1;
     return 1; /* every key is the box's while it is open */
@@ -136,6 +154,8 @@ int app_text_key(App *app, const SDL_Keysym *ks) {
 
 void app_text_input(App *app, const char *utf8) {
     if (!app->typing) return;
+    if (app->typed_all) app->typed[0] = '\0'; /* the first character replaces the selection */
+    app->typed_all = 0;
     append_text(app, utf8);
     app->dirty = 1;
 }

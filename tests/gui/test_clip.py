@@ -122,10 +122,14 @@ def window(app_path, model, photo, out, exports, top_p2):
         Image.fromarray(app.shot().astype(np.uint8)).save(out / "clip_phrase1.png")
         loads = app.state["loads"]
 
-        line = type_phrase(app, P2, clear=True)
+        # the box reopens with the phrase selected: typing replaces it (issue 38's trial: it
+        # appended, "a blue squarea dog")
+        line = type_phrase(app, P2)
+        check(f"text={P2}" in line and P1 not in line,
+              f"/ {P2!r} Enter: the new phrase replaces the selected one ({line!r})")
         m = wait_map(app, "chefer", 2, "the second phrase's map")
         want = fnv(exports[P2] / "class2_chefer.npy")
-        check(m.get("map") == want, f"Ctrl+U, {P2!r}: its map is --text's export ({want})")
+        check(m.get("map") == want, f"{P2!r}: its map is --text's export ({want})")
         check(app.state["loads"] == loads,
               f"the head kept its size: no forward pass ran again (loads={loads})")
         cls, prob = top_p2
