@@ -64,7 +64,8 @@ static void usage_head(FILE *f) {
           "                  config.json beside it is read. A NAME is a model\n"
           "                  downloaded by scripts/download-model.sh: MODELS/NAME/, with\n"
           "                  its labels.txt (MODELS: see the environment below)\n"
-          "                  (default: the built-in model, ASSETS/default/model.safetensors)\n"
+          "                  (default, or --model builtin: the built-in model,\n"
+          "                  ASSETS/default/model.safetensors, on its demo scenes)\n"
           "  --labels FILE   class names, one per line (ImageNet synset lines are fine);\n"
           "                  default: the names in config.json, if any\n"
           "  --layout FILE   a layout (JSON) naming the checkpoint's tensors, for a ViT of\n"
@@ -622,9 +623,18 @@ static int options_imagenet(Options *o) {
     return 0;
 }
 
+/* Are a and b the same file (device and inode)? */
+static int same_file(const char *a, const char *b) {
+    struct stat sa, sb;
+    return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev &&
+           sa.st_ino == sb.st_ino;
+}
+
 int options_default_model(Options *o) {
     char msg[4800];
     if (options_imagenet(o)) return -1;
+    /* --model builtin names the built-in model, as no --model does */
+    if (o->model_path && !strcmp(o->model_path, "builtin")) o->model_path = NULL;
     if (o->model_path) { /* model_path and labels_path may point into model_buf, labels_buf */
         char weights[sizeof o->model_buf], labels[sizeof o->labels_buf];
         if (models_resolve(weights, sizeof weights, labels, sizeof labels, o->model_path, msg,
@@ -648,7 +658,8 @@ int options_default_model(Options *o) {
         fprintf(stderr, "vitlens: %s\n", msg);
         return -1;
     }
-    if (o->model_path) return 0;
+    /* the built-in model named by its path is the built-in model: its demo scenes too */
+    if (o->model_path && !same_file(o->model_path, o->default_model)) return 0;
     o->model_path = o->default_model;
     /* the window opens on the first demo scene; the headless modes need an IMAGE */
     if (!o->image_path && !o->top_k && !o->export_dir &&

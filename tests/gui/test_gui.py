@@ -345,6 +345,12 @@ def main():
     runs = [
         ("no arguments: the built-in model on its demo scenes", [args.app], env,
          lambda app: test_default(app, args, default)),
+        # named, by `builtin` or by its path, it is the same: its demo scenes (issue 38's
+        # trial: "drop a photo here")
+        ("--model builtin", [args.app, "--model", "builtin"], env,
+         lambda app: test_builtin_named(app, default)),
+        ("--model its path", [args.app, "--model", os.path.join(default, "model.safetensors")],
+         env, lambda app: test_builtin_named(app, default)),
     ] if has_default else []
     runs += [
         ("main", [args.app, "--model", model, "--labels", labels, "--stdin-drops", chelsea], env,
@@ -512,6 +518,18 @@ def test_shader_error(app):
     check(app.stderr_has(lambda err: any(re.search(r"\berror\b", s, re.I) for s in err[1:])),
           "and shows its log")
     quit_app(app, key="Return", want_rc=1)
+
+
+def test_builtin_named(app, default):
+    """The built-in model named on the command line opens on its first demo scene."""
+    demo_dir = os.path.join(default, "demo")
+    first = os.path.realpath(os.path.join(demo_dir, sorted(
+        f for f in os.listdir(demo_dir) if f.endswith(".png"))[0]))
+    ready = app.wait_line(lambda s: s.startswith("ready "), "ready")
+    check(os.path.realpath(ready[6:]) == first, f"opens the first demo scene ({ready[6:]})")
+    app.wait_state("first frame with the map", busy=0, scene=1)
+    app.wid = find_window(app)
+    quit_app(app)
 
 
 def test_default(app, args, default):
