@@ -325,6 +325,8 @@ def test_importance(args, rep):
         x = torch.randn(3, Sh, Sw, generator=torch.Generator().manual_seed(11))
         x.numpy().astype(np.float32).tofile(d / "input.f32")
         base = [args.dump, "--model", d / "model.safetensors", "--input", d / "input.f32"]
+        if f["size"]:  # a family with an input other than its training grid (as test_families)
+            base += ["--size", f"{Sh}x{Sw}"]
         w64 = {k: v.double() for k, v in w.items()}
         if f["hf"] == "DeiTForImageClassification":
             w64 = {k: v for k, v in w64.items() if not k.startswith("head_dist.")}
