@@ -215,7 +215,9 @@ static void app_tooltip(App *app, RenFrame *f) {
     const Scene *sc = app_scene(app);
     if (app->menu_hover >= 0 && f->n_menu > 0) { /* a row of the kinds' menu: its title */
         f->tooltip = MAP_KINDS[app->menu_hover].title;
-    } else if (app_control_tip(app)) {
+    } else if (app_control_tip(app) && f->n_menu == 0) {
+        /* a control's: not while the kinds' menu is open, whose last rows it would hide (the
+         * kind button's tip sits above the strip, where the menu ends) */
         f->tooltip = app_control_tip(app);
     } else if (sc && app->hover_row >= 0 && !app->overview && app->map_w > 0) {
         float v = app_hover_value(app);

@@ -89,7 +89,7 @@ static void trace_frame_state(const App *app, const RenFrame *f) {
         "lesson=%d/%d lstep=%s llayer=%d lhead=%d lpatch=%d,%d lshown=%d ms_lpicture=%.2f "
         "ms_lupload=%.2f "
         "whatif=%d,%d,%d,%d,%d:%g fill=%d plain=%d top1=%d:%.6f "
-        "controls=%d chover=%s cpressed=%s kmenu=%d typing=%d ",
+        "controls=%d chover=%s cpressed=%s kmenu=%d typing=%d tip=%s ",
         app->frames, app->view.layer, app->view.head, app->view.kind == MAP_ROLLOUT,
         MAP_KINDS[app->view.kind].tag, app->view.target, (double)app->view.discard_ratio,
         app->overlay, (double)app->opacity, app->grid, app->help, app->busy, app->loads,
@@ -110,7 +110,11 @@ static void trace_frame_state(const App *app, const RenFrame *f) {
         (double)app->iv_spec.temperature, app->patch_fill, sc ? sc->has_plain : 0, top1,
         sc && top1 >= 0 ? (double)sc->run.probs[top1] : 0.0, f->n_controls,
         app_control_name(app->ctrl_hover), app_control_name(app->ctrl_pressed), f->n_menu > 0,
-        app->typing);
+        app->typing,
+        !f->tooltip                             ? "none"
+        : f->tooltip == app_control_tip(app)    ? "control"
+        : app->menu_hover >= 0 && f->n_menu > 0 ? "menu"
+                                                : "map");
 }
 
 /* "controls NAME=x,y,w,h,enabled,active ...": the on-screen controls as drawn, framebuffer
