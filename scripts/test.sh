@@ -21,6 +21,17 @@ export OMP_WAIT_POLICY=PASSIVE  # torch's OpenMP threads must not spin against O
 # turns OpenBLAS's threads off itself (vit.h, "Threads"); torch keeps its own OpenMP threads.
 export OPENBLAS_NUM_THREADS=1
 
+# ctest's cost file for a tree that has none: tests/slow-tests.txt's column for this build
+# (ASan's for build-asan), so that the slowest tests start first
+seed_costs() {
+  local f="$1/Testing/Temporary/CTestCostData.txt" col=2
+  [ -f "$f" ] && return 0
+  case "$1" in *asan*) col=3 ;; esac
+  mkdir -p "${f%/*}"
+  { awk -v c="$col" '!/^#/ && NF == 3 && $c > 0 { print $1, 1, $c }' tests/slow-tests.txt
+    echo "---"; } > "$f"
+}
+
 run() {  # run DIR [cmake flags...] -- [ctest args...]
   local dir=$1; shift
   local flags=()
@@ -28,6 +39,7 @@ run() {  # run DIR [cmake flags...] -- [ctest args...]
   shift
   cmake -S . -B "$dir" -DVITLENS_WERROR=ON "${flags[@]}" >/dev/null
   cmake --build "$dir" -j"$(nproc)"
+  seed_costs "$dir"
   # a job per core; the window tests (RUN_SERIAL) run alone
   (cd "$dir" && ctest --output-on-failure -j"$(nproc)" "$@")
 }
