@@ -195,6 +195,10 @@ typedef struct App {
         int shown;                   /* the picture on the GPU is the step's */
         int ahead;                   /* neighbouring steps may still be drawn ahead */
         float ms_picture, ms_upload; /* the last step's drawing on the CPU, its upload (trace) */
+        /* the explorer as the lesson found it: Esc goes back there */
+        View back_view;
+        ViewOverview back_overview;
+        int back_row, back_col;
     } lesson;
     /* CLIP's text box (textbox.c): / opens it on the status line, Enter applies, Esc
      * cancels; the phrase's embedding is a worker job, its head made when it is done */

@@ -287,6 +287,8 @@ void app_lesson_open(App *app) {
     if (!app->lesson.loaded) lesson_load_script(app);
     if (app->lesson.script.n < 1) return;
     app->lesson.on = 1;
+    app->lesson.back_view = app->view, app->lesson.back_overview = app->overview;
+    app->lesson.back_row = app->cursor_row, app->lesson.back_col = app->cursor_col;
     if (app->model) {
         lesson_check(app);
         lesson_take_line(app, -1);
@@ -295,15 +297,13 @@ void app_lesson_open(App *app) {
     app_lesson_show(app);
 }
 
-/* Esc: the explorer at the lesson's layer, head and query token, on its attention map. */
+/* Esc: the explorer as the lesson found it (layer, head, query, kind, overview): the
+ * teacher goes back to where the class was before the lesson (issue 38's trial). */
 static void lesson_close(App *app) {
-    const VitConfig *c = &app->model->vit.cfg;
     app->lesson.on = 0;
-    app->view.layer = app->lesson.layer, app->view.head = app->lesson.head;
-    app->cursor_row = app->lesson.row, app->cursor_col = app->lesson.col;
-    app->view.query = c->n_prefix + app->lesson.row * c->grid_w + app->lesson.col;
-    app->view.kind = MAP_ATTENTION;
-    app->overview = VIEW_SINGLE;
+    app->view = app->lesson.back_view, app->overview = app->lesson.back_overview;
+    app->cursor_row = app->lesson.back_row, app->cursor_col = app->lesson.back_col;
+    view_clamp(&app->view, &app->model->vit.cfg); /* a model dropped meanwhile */
     const Scene *sc = app_scene(app);
     if (sc) ren_upload_image(&app->ren, sc->crop_rgb, sc->crop_w_px, sc->crop_h_px);
     for (int i = 0; i < LESSON_CACHE; i++) app->lesson.cache[i].valid = 0; /* colours, ... */
