@@ -89,6 +89,18 @@ static const struct {
                                                   with "image_proj": "x @ proj" (OpenAI's
                                                   visual.proj) */
     [S_LOGIT_SCALE] = {"logit_scale", 0},      /* CLIP's log logit scale, a scalar */
+    /* SigLIP's attention-pooling head ("pooling": "map"; VitProbeHead) */
+    [S_MAP_PROBE] = {"attn_pool.probe", 0},           /* [1, 1, D] */
+    [S_MAP_IN_W] = {"attn_pool.in_proj.weight", 0},   /* [3D, D] packed q; k; v */
+    [S_MAP_IN_B] = {"attn_pool.in_proj.bias", 0},     /* [3D] */
+    [S_MAP_OUT_W] = {"attn_pool.out_proj.weight", 0}, /* [D, D] */
+    [S_MAP_OUT_B] = {"attn_pool.out_proj.bias", 0},
+    [S_MAP_LN_W] = {"attn_pool.norm.weight", 0},
+    [S_MAP_LN_B] = {"attn_pool.norm.bias", 0},
+    [S_MAP_FC1_W] = {"attn_pool.mlp.fc1.weight", 0},
+    [S_MAP_FC1_B] = {"attn_pool.mlp.fc1.bias", 0},
+    [S_MAP_FC2_W] = {"attn_pool.mlp.fc2.weight", 0},
+    [S_MAP_FC2_B] = {"attn_pool.mlp.fc2.bias", 0},
 };
 #define N_ROLES N_SLOTS
 
@@ -154,12 +166,13 @@ typedef struct {
     VitRope rope;       /* "rope": a rotary position embedding ("dinov3"): no pos_embed needed */
     int cls_pos_only;   /* "position_prefix": "cls": a position row for the CLS token, none
                            for the registers (transformers' Dinov2WithRegistersEmbeddings) */
+    int no_cls;         /* "class_token": false: the model has none (SigLIP) */
     char pat[N_ROLES][LD_NAME_BYTES]; /* each role's pattern, {p} replaced; "" if none */
 } Layout;
 
 /* Must the checkpoint hold role r's tensor? The position embedding not with a rotary one. */
 static int required(const Layout *lay, int r) {
-    return roles[r].required && !(r == S_POS && lay->rope);
+    return roles[r].required && !(r == S_POS && lay->rope) && !(r == S_CLS && lay->no_cls);
 }
 
 static const char *role_pattern(const Layout *lay, const char *role) {
@@ -247,6 +260,13 @@ static VitStatus layout_parse(Layout *lay, cJSON *root, const char *file, VitErr
         return vit_set_error(err, VIT_ERR_FORMAT,
                              "%s: \"position_antialias\" must be true or false", file);
     lay->cls_pos_only = pp != NULL;
+    const cJSON *ct = cJSON_GetObjectItemCaseSensitive(root, "class_token");
+    if (ct && !cJSON_IsBool(ct))
+        return vit_set_error(err, VIT_ERR_FORMAT,
+                             "%s: \"class_token\" must be true (the default) or false (no CLS "
+                             "token: SigLIP's towers, pooled by \"map\")",
+                             file);
+    lay->no_cls = cJSON_IsFalse(ct);
     const cJSON *rope = cJSON_GetObjectItemCaseSensitive(root, "rope");
     if (rope && !(cJSON_IsString(rope) &&
                   (!strcmp(rope->valuestring, "none") || !strcmp(rope->valuestring, "dinov3"))))
@@ -882,16 +902,23 @@ static VitStatus apply_switches(Loader *ld, const Layout *lay) {
     ld->head_tanh = !strcmp(hact, "tanh");
     /* what the head reads: "cls" (the CLS token, the default), "mean" (of the patch
      * tokens), "cls_mean" ([CLS ; mean], transformers' Dinov2ForImageClassification) */
-    static const char *const pools[] = {"cls", "mean", "cls_mean"};
+    static const char *const pools[] = {"cls", "mean", "cls_mean", "map"};
     const char *pool = layout_str(lay, "pooling", "cls");
     int pl = 0;
-    while (pl < 3 && strcmp(pool, pools[pl])) pl++;
-    if (pl == 3)
+    while (pl < 4 && strcmp(pool, pools[pl])) pl++;
+    if (pl == 4)
         return vit_set_error(ld->err, VIT_ERR_FORMAT,
                              "%s: \"pooling\": '%s', expected \"cls\" (the CLS token), \"mean\" "
-                             "(the mean of the patch tokens) or \"cls_mean\" ([CLS ; mean])",
+                             "(the mean of the patch tokens), \"cls_mean\" ([CLS ; mean]) or "
+                             "\"map\" (SigLIP's attention pooling: the attn_pool.* roles)",
                              lay->file, pool);
+    if ((pl == VIT_POOL_MAP) != lay->no_cls)
+        return vit_set_error(ld->err, VIT_ERR_FORMAT,
+                             "%s: \"pooling\": \"map\" goes with \"class_token\": false and "
+                             "only with it (a model without a CLS token pools by attention)",
+                             lay->file);
     ld->head_pool = pl; /* VitPooling's order */
+    ld->no_cls = lay->no_cls;
     const cJSON *eps = cJSON_GetObjectItemCaseSensitive(lay->root, "layer_norm_eps");
     if (eps && !ld->cv.has_eps) {
         if (!cJSON_IsNumber(eps) || !(eps->valuedouble > 0) || eps->valuedouble > 1 ||
