@@ -317,7 +317,9 @@ static void set_config(Loader *ld, const Arch *a, const VitLoadOptions *opt) {
     c->mlp_gated = a->gated;
     c->rope = ld->rope;
     c->rope_theta = cv->rope_theta > 0 ? cv->rope_theta : ld->rope_theta;
-    c->resize_bilinear = ld->resize_bilinear && !cv->crop_mode && !(opt && opt->whole_image);
+    /* preprocessor_config.json's filter (SigLIP 2: bilinear), else the layout's */
+    int bilinear = cv->resample ? cv->resample == 2 : ld->resize_bilinear;
+    c->resize_bilinear = bilinear && !cv->crop_mode && !(opt && opt->whole_image);
     snprintf(c->layout, sizeof c->layout, "%s", ld->layout_name);
     vit_escape(c->left_out, sizeof c->left_out, ld->left_out); /* a name from the file */
 }

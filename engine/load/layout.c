@@ -1182,15 +1182,21 @@ VitStatus ld_apply_layout(Loader *ld, const char *user_layout) {
     for (int i = 0; i < vit_n_layouts && k < sizeof names; i++)
         k += (size_t)snprintf(names + k, sizeof names - k, "%s%s", i ? ", " : "",
                               vit_layout_files[i]);
-    /* timm's class_token=False (the *_gap_* models, SigLIP's towers): pooled without a CLS
-     * token, which the engine's token layout (CLS first) and its maps assume */
+    /* timm's class_token=False (the *_gap_* models, timm's own SigLIP towers): pooled without a
+     * CLS token; the engine reads a model without one only with an attention-pooling head in
+     * transformers' names (siglip-hf.json) */
     if (st_find(&ld->st, "patch_embed.proj.weight") && st_find(&ld->st, "blocks.0.norm1.weight"))
         return vit_set_error(ld->err, VIT_ERR_SHAPE,
                              "%s: timm's names without 'cls_token': a ViT without a CLS token "
-                             "(timm class_token=False, e.g. the *_gap_* models, pooled by the "
-                             "mean of the patches%s), which vitlens does not support: its token "
-                             "layout and maps need a CLS token",
-                             ld->fname, st_find(&ld->st, "fc_norm.weight") ? " and fc_norm" : "");
+                             "(timm class_token=False, e.g. the *_gap_* models, pooled by %s), "
+                             "which vitlens reads only as SigLIP in transformers' names "
+                             "(SiglipModel, vision_model.*)",
+                             ld->fname,
+                             st_find(&ld->st, "attn_pool.latent") ? "timm's attention pooling "
+                                                                    "(attn_pool.*)"
+                             : st_find(&ld->st, "fc_norm.weight") ? "the mean of the patches and "
+                                                                    "fc_norm"
+                                                                  : "the mean of the patches");
     list_tensors(list, sizeof list, &ld->st);
     return vit_set_error(ld->err, VIT_ERR_SHAPE,
                          "%s: tensor 'cls_token' is missing: neither timm's names nor those of "

@@ -46,6 +46,8 @@ typedef struct {
     float rope_theta;     /* transformers' DINOv3ViTConfig rope_theta, 0: not given */
     int gated;            /* use_gated_mlp (DINOv3ViTConfig; an early version's use_swiglu_ffn):
                              0 not given, 1 false, 2 true */
+    int resample;         /* preprocessor_config.json's "resample" (PIL's filter): 0 not given,
+                             2 bilinear (SigLIP 2's), 3 bicubic (CLIP's, SigLIP's) */
 } CfgValues;
 
 typedef struct {

@@ -296,7 +296,8 @@ def run_case(args, rep, wrong=None):
 
 def check_photo(args, rep, path, d):
     """A 300 x 200 photo through vit_dump --image: PIL's bicubic squash to 224 x 224, / 255,
-    (x - 0.5) / 0.5 (SiglipImageProcessor with resample 3)."""
+    (x - 0.5) / 0.5 (SiglipImageProcessor with resample 3); then with preprocessor_config.json's
+    resample 2 (SigLIP 2's copies), PIL's bilinear."""
     try:
         from PIL import Image
     except ImportError:
@@ -305,12 +306,18 @@ def check_photo(args, rep, path, d):
     rgb = (np.random.default_rng(5).random((200, 300, 3)) * 255).astype(np.uint8)
     rgb[40:120, 60:200] = [250, 30, 20]
     Image.fromarray(rgb).save(d / "photo.png")
-    engine, _ = run_dump(args.dump, ["--model", path, "--image", d / "photo.png", "--out", d / "photo"])
-    want = np.asarray(Image.fromarray(rgb).resize((224, 224), Image.BICUBIC), np.float64) / 255.0
-    want = ((want - 0.5) / 0.5).transpose(2, 0, 1)
-    e = np.abs(engine["input"] - want).max()
-    print(f"  photo 300x200: input vs PIL bicubic squash max abs err {e:.2e}")
-    rep.check(e <= 1e-5, f"preprocessing differs from SiglipImageProcessor's by {e:.2e}")
+    pp = json.loads((d / "preprocessor_config.json").read_text())
+    for resample, name in ((3, "bicubic"), (2, "bilinear")):
+        (d / "preprocessor_config.json").write_text(json.dumps(dict(pp, resample=resample)))
+        engine, _ = run_dump(args.dump, ["--model", path, "--image", d / "photo.png", "--out",
+                                         d / f"photo{resample}"])
+        want = np.asarray(Image.fromarray(rgb).resize((224, 224), resample), np.float64) / 255.0
+        want = ((want - 0.5) / 0.5).transpose(2, 0, 1)
+        e = np.abs(engine["input"] - want).max()
+        print(f"  photo 300x200, resample {resample}: input vs PIL {name} squash max abs err {e:.2e}")
+        rep.check(e <= 1e-5, f"preprocessing (resample {resample}) differs from "
+                  f"SiglipImageProcessor's by {e:.2e}")
+    (d / "preprocessor_config.json").write_text(json.dumps(pp))
 
 
 def run_backward(args, rep):
