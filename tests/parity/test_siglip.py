@@ -292,6 +292,14 @@ def run_case(args, rep, wrong=None):
     rep.check(abs(float(engine["probs"].sum()) - 1.0) > 1e-3,
               f"{label}: the sigmoid probabilities sum to 1: a softmax?")
     check_photo(args, rep, path, d)
+    # the lesson's head step (vit_lesson_head) on a MAP head with a text head: the pooled
+    # embedding, the head's own output (it crashed on the MAP head's missing scratch)
+    el, _ = run_dump(args.dump, ["--model", path, "--input", d / "input.f32", "--text-head",
+                                 f"{d / 'text.f32'}:{c['C']}", "--logit-bias", LOGIT_BIAS,
+                                 "--lesson", "1,2,5,7", "--out", d / "lesson"])
+    e = rel(el["lesson_cls_norm"], ref.extra["embed"].numpy())
+    print(f"  lesson's head step: the MAP head's output, rel err {e:.2e}")
+    rep.check(e <= EMB_TOL, f"{label}: the lesson's head input is not the MAP head's output ({e:.2e})")
 
 
 def check_photo(args, rep, path, d):
