@@ -73,9 +73,11 @@ def make_weights(c, seed):
     def rn(*shape, std=1.0):
         return torch.randn(*shape, generator=g, dtype=torch.float64) * std
 
-    w = {"vision_model.embeddings.patch_embedding.weight": rn(D, 3, P, P, std=(3 * P * P) ** -0.5),
-         "vision_model.embeddings.patch_embedding.bias": rn(D, std=0.1),
-         "vision_model.embeddings.position_embedding.weight": rn(N, D, std=0.5)}
+    # the embedded tokens small (std ~0.04, as trained towers' first tokens are), so that the
+    # LayerNorms' eps shows: 1e-5 instead of 1e-6 must fail
+    w = {"vision_model.embeddings.patch_embedding.weight": rn(D, 3, P, P, std=0.03 * (3 * P * P) ** -0.5),
+         "vision_model.embeddings.patch_embedding.bias": rn(D, std=0.01),
+         "vision_model.embeddings.position_embedding.weight": rn(N, D, std=0.03)}
 
     def ln(name):
         w[name + ".weight"] = 1.0 + rn(D, std=0.1)
@@ -88,7 +90,7 @@ def make_weights(c, seed):
     for l in range(L):
         b = f"vision_model.encoder.layers.{l}."
         ln(b + "layer_norm1")
-        for k, std in (("q", 2.0), ("k", 2.0), ("v", 1.0)):  # peaked enough to see the maps
+        for k, std in (("q", 1.5), ("k", 1.5), ("v", 1.0)):  # peaked enough to see the maps
             lin(b + f"self_attn.{k}_proj", D, D, std * D ** -0.5)
         lin(b + "self_attn.out_proj", D, D)
         ln(b + "layer_norm2")
