@@ -11,7 +11,9 @@ spiece.model beside it), through the app:
   - --text past 64 tokens: cut with a notice naming SigLIP's 64 (not CLIP's 77);
   - --export: the probe's maps (mean_probe.npy, H01_probe.npy) are written;
   - an image-only SigLIP checkpoint: --classes refused with a message naming the missing text
-    tower; --export of the image views still runs.
+    tower; --export of the image views still runs;
+  - a SigLIP 2 checkpoint (a 256000-id text tower, no spiece.model): --classes refused naming
+    Gemma's tokenizer, which vitlens does not read yet; --export of the image views runs.
 
   test_cli_siglip.py --app build/vitlens --image assets/default/demo/X.png --out DIR
 Exits 0, 1 on a failed check, 77 (skip) without python3-sentencepiece.
@@ -61,8 +63,9 @@ def run(app, *args):
     return r.returncode, r.stdout, r.stderr.strip()
 
 
-def write(d, text=True):
-    """The checkpoint (and its configs, its tokenizer when text); returns (path, weights, tower)."""
+def write(d, text=True, vocab=None):
+    """The checkpoint (and its configs, its tokenizer when text); returns (path, weights, tower).
+    vocab: a text tower of that many ids and no spiece.model (SigLIP 2's 256000, Gemma's)."""
     w, path = ts.write_model(VISION, d, seed=9)
     cfg = json.loads((d / "config.json").read_text())
     cfg["vision_config"].update(num_attention_heads=VISION["H"])
@@ -74,7 +77,7 @@ def write(d, text=True):
     w["logit_bias"] = torch.tensor([LOGIT_BIAS], dtype=torch.float64)
     if text:
         torch.manual_seed(4)
-        t = TEXT
+        t = dict(TEXT, V=vocab, W=8, H=2, F=16, L=1) if vocab else TEXT
         tower = TextTower(t["V"], t["ctx"], t["W"], t["H"], t["F"], t["L"])
         with torch.no_grad():  # a head W -> E = D, as the image embedding's width
             tower.head = torch.nn.Linear(t["W"], VISION["D"])
@@ -82,7 +85,8 @@ def write(d, text=True):
         cfg["text_config"].update(hidden_size=t["W"], num_attention_heads=t["H"],
                                   intermediate_size=t["F"], num_hidden_layers=t["L"],
                                   vocab_size=t["V"])
-        tt.train(d, "spiece")
+        if not vocab:
+            tt.train(d, "spiece")
     (d / "config.json").write_text(json.dumps(cfg))
     write_safetensors(path, tensors, "F32")
     return path, w, tower
@@ -153,6 +157,17 @@ def main():
     rc, so, se = run(a.app, "--model", path2, "--export", out / "export2", a.image)
     check(rc == 0 and (out / "export2" / "mean_probe.npy").exists(),
           f"an image-only SigLIP: --export of the image views runs (exit {rc})")
+
+    # SigLIP 2: the same SiglipModel names, a 256000-id text tower, Gemma's tokenizer (not read)
+    d3 = out / "siglip2"
+    d3.mkdir(parents=True, exist_ok=True)
+    path3, _, _ = write(d3, vocab=256000)
+    rc, so, se = run(a.app, "--model", path3, "--classes", "cat, dog", "--top", 2, a.image)
+    check(rc != 0 and "Gemma" in se and "image views work" in se,
+          f"SigLIP 2 with --classes: refused naming Gemma's tokenizer (exit {rc}: '{se}')")
+    rc, so, se = run(a.app, "--model", path3, "--export", out / "export3", a.image)
+    check(rc == 0 and (out / "export3" / "mean_probe.npy").exists(),
+          f"SigLIP 2: --export of the image views runs (exit {rc})")
 
     print(f"\n{len(FAILS)} failure(s)" if FAILS else "\nall checks passed")
     sys.exit(1 if FAILS else 0)
