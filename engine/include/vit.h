@@ -1230,7 +1230,11 @@ VitStatus vit_patch_similarity(float *out, const VitRun *run, const Vit *vit, in
  * pools: softmax(head(norm(x_t))) for a CLS head (the CLS head's weights; the
  * distillation head is not used), softmax(head(fc_norm(norm(x_t)))) for the mean of the
  * patches (as if every patch were token t), softmax(head([norm(x_0) ; norm(x_t)])) for
- * [CLS ; mean] (the layer's own CLS beside it). Errors: VIT_ERR_ARG (no head: C == 0;
+ * [CLS ; mean] (the layer's own CLS beside it). A model without a CLS token (SigLIP's MAP head):
+ * token 0 is its first patch but asks, as above, for the head as the model applies it (the
+ * probe over the layer's patches); another token t gives the head with every patch being
+ * token t (the probe's softmax over one key: out_proj(v(norm(x_t))) + MLP); the
+ * probabilities are SigLIP's sigmoids. Errors: VIT_ERR_ARG (no head: C == 0;
  * range), VIT_ERR_NOMEM. */
 VitStatus vit_logit_lens(float *probs, const VitRun *run, const Vit *vit, int layer, int token,
                          VitError *err);
