@@ -311,17 +311,7 @@ int vit_block(VitPool *pool, const VitBlock *b, const VitConfig *c, const VitBlo
 
 /* --- SigLIP's attention-pooling head (engine/passes/probe.c) ------------------- */
 
-/* The MAP head's weights, transformers' SiglipMultiheadAttentionPoolingHead names:
- * vision_model.head.{probe, attention.in_proj_weight/bias, attention.out_proj.*,
- * layernorm.*, mlp.fc1.*, mlp.fc2.*}. */
-typedef struct {
-    const float *probe;         /* [D] (the file's [1, 1, D]) */
-    const float *in_w, *in_b;   /* [3D, D], [3D]: rows q, then k, then v */
-    const float *out_w, *out_b; /* [D, D], [D] */
-    const float *ln_w, *ln_b;   /* [D] */
-    const float *fc1_w, *fc1_b; /* [F, D], [F] */
-    const float *fc2_w, *fc2_b; /* [D, F], [D] */
-} VitProbeHead;
+/* The MAP head's weights: VitProbeHead (vit.h, VitWeights.map). */
 
 /* Floats of scratch vit_probe_forward needs. */
 size_t vit_probe_scratch(int N, int D, int F);
@@ -331,6 +321,27 @@ size_t vit_probe_scratch(int N, int D, int F);
  * allocates nothing. */
 void vit_probe_forward(VitPool *pool, float *out, float *att, const float *y, const VitProbeHead *w,
                        int N, int D, int H, int F, float eps, VitActivation act, float *scratch);
+
+/* The MAP head's gradient: dy [N, D] = d (g . out) / d y for out = vit_probe_forward(y), g
+ * [D] (the gradient at the head's output), and datt [H, N] (NULL: not wanted) = d (g . out)
+ * / d att, the probe attention's gradient; recomputing the forward pass on the caller's
+ * thread. lrp: AttnLRP's rules (Achtibat et al. 2024): the head's LayerNorm's standard
+ * deviation held constant, the activation as act(x)/x, the probe's attention
+ * probabilities held constant (CP-LRP: nothing flows into the keys). scratch: [floats of
+ * vit_probe_backward_floats]. */
+void vit_probe_backward(float *dy, float *datt, const float *y, const float *g,
+                        const VitProbeHead *w, int N, int D, int H, int F, float eps,
+                        VitActivation act, int lrp, float *scratch);
+size_t vit_probe_backward_floats(int N, int D, int H, int F);
+
+/* Floats of scratch the head needs per call (VitHeadIO.scratch): the MAP head's normalised
+ * patches [N, D], its attention [H, N] and vit_probe_scratch; 0 for the other poolings. */
+size_t vit_head_scratch_floats(const VitConfig *c);
+
+/* probs [n, C] from logits [n, C]: sigmoid of each (SigLIP's text head,
+ * VitWeights.text_sigmoid), else softmax over each row (vit_softmax_rows). In place when
+ * probs == logits. */
+void vit_probs_rows(float *probs, const float *logits, int n, int C, const Vit *vit);
 
 /* --- the classifier head and CLIP's (engine/passes/head.c) ------------------------- */
 
@@ -360,8 +371,11 @@ typedef struct {
                   CLS_MEAN beside the input's own CLS) */
     int token_step;
     const uint8_t *drop; /* [N] an intervention's dropped patches (not in the sequence: left
-                            out of a mean), or NULL */
+                            out of a mean and of the MAP head's keys), or NULL */
     int gemm_only;       /* vit_forward_gemms: the GEMMs alone */
+    float *probe_att;    /* [n, H, N] out: the MAP head's probe attention (model's pooling
+                            only), or NULL */
+    float *scratch;      /* [vit_head_scratch_floats] for the MAP head, else unused */
 } VitHeadIO;
 
 /* The classifier head of every caller (vit_forward, vit_forward_batch, the logit lens):
@@ -374,9 +388,10 @@ void vit_head(VitPool *pool, const Vit *vit, const VitHeadIO *io);
 /* vit_head's gradient for one input: dz [R, D] = d logits[target] / d z, R =
  * vit_head_rows (rows the head does not read are 0), z [T, D] the tokens before the final
  * norm (the last block's output, or a layer's for LeGrad); drop: VitHeadIO's. lrp: AttnLRP's rules
- * (the LayerNorms' standard deviation and CLIP's |e| held constant). scratch: [floats of
- * vit_head_backward_floats]. */
-void vit_head_backward(float *dz, const float *z, int target, const Vit *vit, int lrp,
+ * (the LayerNorms' standard deviation and CLIP's |e| held constant). datt [H, N] (MAP head
+ * only; NULL: not wanted): d logits[target] / d the probe's attention, a dropped patch's 0.
+ * scratch: [floats of vit_head_backward_floats]. */
+void vit_head_backward(float *dz, float *datt, const float *z, int target, const Vit *vit, int lrp,
                        const uint8_t *drop, float *scratch);
 size_t vit_head_backward_floats(const VitConfig *c);
 

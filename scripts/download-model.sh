@@ -13,7 +13,10 @@
 # fc_norm); and CLIP (image and text
 # towers, with the tokenizer's vocab.json + merges.txt): OpenAI's B/32 and B/16 in Hugging
 # Face's CLIPModel names, and an OpenCLIP B/32 (LAION-2B) in OpenAI / OpenCLIP names, its
-# open_clip_model.safetensors saved as model.safetensors beside its open_clip_config.json.
+# open_clip_model.safetensors saved as model.safetensors beside its open_clip_config.json;
+# SigLIP (google/siglip-base-patch16-224: both towers, SentencePiece's spiece.model) and
+# SigLIP 2 (google/siglip2-base-patch16-224: its image tower's views; its Gemma tokenizer is
+# not read yet, so not fetched) in Hugging Face's SiglipModel names.
 #
 # Gated models (dinov3-*: Meta's licence) need a Hugging Face token with the licence accepted
 # on the model's page: $HF_TOKEN, sent as "Authorization: Bearer" to those repositories only
@@ -55,6 +58,8 @@ declare -A REPO=(
   [clip-vit-b32]=openai/clip-vit-base-patch32
   [clip-vit-b16]=openai/clip-vit-base-patch16
   [openclip-vit-b32-laion2b]=laion/CLIP-ViT-B-32-laion2B-s34B-b79K
+  [siglip-b16]=google/siglip-base-patch16-224
+  [siglip2-b16]=google/siglip2-base-patch16-224
 )
 # gated on the hub: downloaded with $HF_TOKEN
 GATED=" dinov3-vits16 "
@@ -111,6 +116,13 @@ for name in "$@"; do
       for f in model.safetensors config.json preprocessor_config.json vocab.json merges.txt; do
         [ -s "$dir/$f" ] || fetch "$HUB/$repo/resolve/main/$f" "$dir/$f"
       done ;;
+    siglip-*|siglip2-*) # Hugging Face SiglipModel: weights, config, preprocessing; SigLIP's
+      # tokenizer (SentencePiece); SigLIP 2's Gemma tokenizer vitlens does not read yet
+      files="model.safetensors config.json preprocessor_config.json"
+      case $name in siglip-*) files="$files spiece.model" ;; esac
+      for f in $files; do
+        [ -s "$dir/$f" ] || fetch "$HUB/$repo/resolve/main/$f" "$dir/$f"
+      done ;;
     openclip-*) # OpenCLIP's own file (OpenAI names), its config, the tokenizer's files; not
       # the repository's config.json, which describes its Hugging Face copy
       [ -s "$dir/model.safetensors" ] ||
@@ -128,7 +140,7 @@ for name in "$@"; do
       [ -s "$dir/config.json" ] || fetch "$HUB/$repo/resolve/main/config.json" "$dir/config.json" ;;
   esac
   case $name in
-    dino-*|dinov2-*|dinov3-*|clip-*|openclip-*) ;; # backbones and CLIP: no ImageNet labels (CLIP's
+    dino-*|dinov2-*|dinov3-*|clip-*|openclip-*|siglip-*|siglip2-*) ;; # backbones, CLIP, SigLIP: no ImageNet labels (CLIP's
       # zero-shot classes come from --classes, --prompts, --classes imagenet)
     *)
       if [ ! -s "$dir/labels.txt" ]; then
@@ -146,6 +158,14 @@ PY
   # DINOv2 is trained at 518 px (37x37 patches, 1370 tokens); at 224 px it has 16x16
   size=; case $name in dinov2-*) size=" --size 224" ;; esac
   case $name in
+    siglip2-*)
+      echo "   build/vitlens --model $dir/model.safetensors IMAGE   (the image views and the probe's map, E)"
+      echo "   (SigLIP 2's text side needs Gemma's tokenizer, which vitlens does not read yet)"
+      continue ;;
+    siglip-*)
+      echo "   build/vitlens --model $dir/model.safetensors --classes \"cat, dog\" IMAGE   (sigmoid scores; / and a phrase)"
+      echo "   build/vitlens --model $name --text \"a red umbrella\" --export DIR IMAGE"
+      continue ;;
     clip-*|openclip-*)
       echo "   build/vitlens --model $dir/model.safetensors --classes imagenet IMAGE   (then / and a phrase)"
       echo "   build/vitlens --model $name --text \"a red umbrella\" --export DIR IMAGE"

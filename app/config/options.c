@@ -96,7 +96,9 @@ static void usage_head(FILE *f) {
           "  --classes NAMES CLIP: zero-shot classes, comma-separated (\"cat, dog, espresso\n"
           "                  cup\"), each put in the template and embedded by the text\n"
           "                  tower; the top-5 panel and\n"
-          "                  --top give softmax(logit_scale * cos(image, text)) over them.\n"
+          "                  --top give softmax(logit_scale * cos(image, text)) over them\n"
+          "                  (SigLIP: sigmoid(logit_scale * cos + logit_bias) of each class\n"
+          "                  alone, 64 tokens; they do not sum to 1).\n"
           "                  --classes imagenet: the 1000 ImageNet classes with the 7\n"
           "                  templates the CLIP authors selected; imagenet80: the paper's 80\n"
           "                  (80000 texts: minutes; the lists are ASSETS/clip/, MIT licence)\n"
@@ -130,7 +132,8 @@ static void usage_head(FILE *f) {
           "  --top K         print the K most probable classes and exit, one per line:\n"
           "                    RANK PROB CLASS_ID LABEL     e.g. \"1 0.6123 281 tabby, tabby "
           "cat\"\n"
-          "                  RANK from 1, PROB the softmax probability, CLASS_ID from 0,\n"
+          "                  RANK from 1, PROB the softmax probability (SigLIP: the class's\n"
+          "                  own sigmoid), CLASS_ID from 0,\n"
           "                  LABEL the rest of the line (absent without class names)\n",
           f);
 }

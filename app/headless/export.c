@@ -36,7 +36,11 @@ int export_top(FILE *out, const Model *m, const Scene *sc, int k) {
         fprintf(stderr, "vitlens: out of memory\n");
         return 1;
     }
-    /* one line per class, RANK PROB CLASS_ID LABEL as --help documents it (scripts parse it) */
+    /* one line per class, RANK PROB CLASS_ID LABEL as --help documents it (scripts parse it);
+     * SigLIP's are sigmoids, each label on its own: said on stderr, the lines stay the same */
+    if (clip_sigmoid(m->clip))
+        fprintf(stderr, "vitlens: SigLIP's scores: each PROB is sigmoid(logit_scale * cos + "
+                        "logit_bias) of its label alone; they do not sum to 1\n");
     vit_top_k(idx, sc->run.probs, C, k);
     for (int i = 0; i < k; i++) {
         const char *label = model_label(m, idx[i]);
@@ -351,7 +355,9 @@ static int write_overviews(const char *dir, const Scene *sc, const ExportStyle *
     for (int k = 0; k < MAP_KIND_COUNT && !rc; k++) {
         const MapKindInfo *m = &MAP_KINDS[k];
         if (!m->per_head || !m->per_layer) continue;
-        const char *of = m->uses_query ? " of the CLS token" : "";
+        const char *of = !m->uses_query ? ""
+                         : c->n_prefix  ? " of the CLS token"
+                                        : " of the first patch"; /* SigLIP: no CLS */
         int w, h;
         map_kind_size(&w, &h, k, c);
         for (int l = 0; m->export_heads && l < L && !rc; l++) {
@@ -573,6 +579,7 @@ int export_maps(FILE *out, const char *dir, const Model *model, Scene *sc, int t
             }
             continue;
         }
+        if (!map_kind_usable(k, c)) continue; /* the probe without a MAP head */
         /* every head and fusion where the kind asks for it (export_heads), else only the
          * mean fusion, one file per layer (or one for the model) */
         int every_head = m->per_head && m->export_heads;

@@ -115,8 +115,8 @@ static int headless_text(const Options *o, Model *m) {
     }
     const ClipText *ct = m->clip;
     if (ct && ct->phrase_truncated)
-        fprintf(stderr, "vitlens: --text: cut to CLIP's %d tokens; the rest is not read\n",
-                VIT_TEXT_CONTEXT);
+        fprintf(stderr, "vitlens: --text: cut to %s's %d tokens; the rest is not read\n",
+                clip_family(ct), clip_context(ct));
     if (ct && ct->n_classes && getenv("VITLENS_TRACE"))
         fprintf(stderr, "vitlens: %d classes x %d templates embedded in %.0f ms%s\n", ct->n_classes,
                 ct->n_templates, ct->ms_classes, ct->from_cache ? " (read from the cache)" : "");

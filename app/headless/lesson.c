@@ -203,9 +203,15 @@ void lesson_caption(char *buf, size_t n, const LessonData *ld, int step) {
                  ld->n_filters, sh);
         break;
     case LESSON_TOKENS:
-        snprintf(buf, n,
-                 "The sequence: CLS token first%s, then %d patches, + position embedding %s",
-                 c->n_prefix > 1 ? " (and the other prefix tokens)" : "", c->n_patches, sh);
+        if (c->n_prefix == 0) /* SigLIP: the patches alone, pooled by the MAP head's probe */
+            snprintf(buf, n,
+                     "The sequence: the %d patches alone (no CLS token: an attention head pools "
+                     "them at the end), + position embedding %s",
+                     c->n_patches, sh);
+        else
+            snprintf(buf, n,
+                     "The sequence: CLS token first%s, then %d patches, + position embedding %s",
+                     c->n_prefix > 1 ? " (and the other prefix tokens)" : "", c->n_patches, sh);
         break;
     case LESSON_POSITION:
         snprintf(buf, n, "Cosine similarity of the position embeddings, one grid per patch %s", sh);
@@ -269,7 +275,12 @@ void lesson_caption(char *buf, size_t n, const LessonData *ld, int step) {
                  b->norm_out, l, sh);
         break;
     case LESSON_HEAD:
-        if (ld->has_head)
+        if (ld->has_head && c->head_pool == VIT_POOL_MAP)
+            snprintf(buf, n,
+                     "Final LayerNorm of every patch, a probe's attention over them (the probe "
+                     "map kind), %d sigmoid scores: the top-%d %s",
+                     c->n_classes, LESSON_TOP, sh);
+        else if (ld->has_head)
             snprintf(buf, n, "Final LayerNorm of the CLS token, %d logits, softmax: the top-%d %s",
                      c->n_classes, LESSON_TOP, sh);
         else
@@ -711,8 +722,11 @@ static void draw_step(Canvas *cv, const LessonData *ld, int step, int colormap) 
             break;
         }
         float s = max_abs(ld->cls_norm, (size_t)D);
-        int y = draw_strip(cv, ld->cls_norm, D, left, top, avail, s, "LayerNorm of the CLS token",
-                           STRIP_CELL);
+        int y =
+            draw_strip(cv, ld->cls_norm, D, left, top, avail, s,
+                       c->head_pool == VIT_POOL_MAP ? "the pooling head's output (the embedding)"
+                                                    : "LayerNorm of the CLS token",
+                       STRIP_CELL);
         legend(cv, s, left, y);
         y += 50;
         int k = c->n_classes < LESSON_TOP ? c->n_classes : LESSON_TOP;

@@ -214,6 +214,7 @@ static void set_label(char *dst, const char *src) {
 static int embed_classes(ClipText *ct, const Strings *names, const Strings *tpls, int n_threads,
                          const ClipSpec *spec, char *msg, size_t n) {
     int C = names->n, K = tpls->n, E = ct->E, total = C * K;
+    int ctx = clip_context(ct);
     int *ids = malloc((size_t)EMBED_BATCH * VIT_TEXT_CONTEXT * sizeof *ids);
     const int **rows = malloc(EMBED_BATCH * sizeof *rows);
     int *lens = malloc(EMBED_BATCH * sizeof *lens);
@@ -237,8 +238,7 @@ static int embed_classes(ClipText *ct, const Strings *names, const Strings *tpls
                 goto done;
             }
             int *row = ids + (size_t)i * VIT_TEXT_CONTEXT;
-            VitStatus st =
-                vit_tokenize(row, &lens[i], &trunc, ct->tok, text, VIT_TEXT_CONTEXT, &err);
+            VitStatus st = vit_tokenize(row, &lens[i], &trunc, ct->tok, text, ctx, &err);
             free(text);
             if (st) {
                 snprintf(msg, n, "class %d \"%.100s\": %s", c, names->s[c], err.msg);
@@ -421,6 +421,14 @@ int clip_open(ClipText **out, const Vit *vit, const char *model_path, const Clip
     /* the text tower: the same file; an image-only checkpoint still shows every image view */
     if (vit_text_load(&ct->text, model_path, &err)) {
         snprintf(ct->why, sizeof ct->why, "%s", err.msg);
+    } else if (ct->text.sigmoid && ct->text.cfg.vocab_size == 256000) {
+        /* SigLIP 2: Gemma's tokenizer (lower-case, no punctuation removal, padded with
+         * <pad> 0), which vitlens does not read yet; the image tower and its views work */
+        snprintf(ct->why, sizeof ct->why,
+                 "%.300s: SigLIP 2's text side needs Gemma's tokenizer (256000 pieces), which "
+                 "vitlens does not read yet: the image views work, the zero-shot labels and "
+                 "phrases do not",
+                 model_path);
     } else if (ct->text.cfg.embed_dim != ct->E) {
         snprintf(ct->why, sizeof ct->why,
                  "%.300s: the text embedding has %d values and the image embedding %d: not one "
@@ -546,7 +554,7 @@ VitStatus clip_embed(float *emb, int *n_tokens, int *truncated, const ClipText *
         return VIT_ERR_ARG;
     }
     int ids[VIT_TEXT_CONTEXT], len = 0, trunc = 0;
-    VitStatus st = vit_tokenize(ids, &len, &trunc, ct->tok, phrase, VIT_TEXT_CONTEXT, err);
+    VitStatus st = vit_tokenize(ids, &len, &trunc, ct->tok, phrase, clip_context(ct), err);
     if (st) return st;
     const int *rows[1] = {ids};
     if ((st = vit_text_embed(emb, &ct->text, rows, &len, 1, n_threads, err))) return st;
@@ -596,7 +604,22 @@ VitStatus clip_apply(ClipText *ct, Vit *vit, const char *phrase, const float *em
     if (with) memcpy(all + (size_t)ct->n_classes * E, ct->phrase_emb, (size_t)E * sizeof *all);
     for (int c = 0; c < C; c++) labels[c] = ct->labels[c];
     VitStatus st = vit_set_text_head(vit, all, C, labels, vit->cfg.logit_scale, err);
+    /* SigLIP: sigmoid(s cos + logit_bias) per label, not a softmax over them */
+    if (!st && clip_sigmoid(ct)) st = vit_set_text_sigmoid(vit, ct->text.logit_bias, err);
     free(all);
     free(labels);
     return st;
+}
+
+int clip_context(const ClipText *ct) {
+    int c = ct ? ct->text.cfg.context : 0;
+    return c > 0 && c < VIT_TEXT_CONTEXT ? c : VIT_TEXT_CONTEXT;
+}
+
+int clip_sigmoid(const ClipText *ct) {
+    return ct && ct->text.sigmoid;
+}
+
+const char *clip_family(const ClipText *ct) {
+    return clip_sigmoid(ct) ? "SigLIP" : "CLIP";
 }

@@ -67,6 +67,15 @@ typedef struct {
     int from_cache;                  /* 1: they were read from the cache (CLIP_CACHE_MIN_TEXTS) */
 } ClipText;
 
+/* The text tower's context in tokens, what vit_tokenize pads or cuts to: SigLIP's 64, CLIP's
+ * VIT_TEXT_CONTEXT (77; also without a text tower). */
+int clip_context(const ClipText *ct);
+/* 1: SigLIP's scores, each label's sigmoid(logit_scale cos + logit_bias) on its own (they
+ * do not sum to 1); 0: CLIP's softmax over the labels (also for NULL). */
+int clip_sigmoid(const ClipText *ct);
+/* "SigLIP" or "CLIP", for messages. Static string. */
+const char *clip_family(const ClipText *ct);
+
 /* Any text option given (each needs a CLIP model with its text tower). */
 int clip_spec_any(const ClipSpec *s);
 

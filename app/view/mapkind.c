@@ -340,6 +340,46 @@ static void entropy_status(char *buf, size_t n, const Scene *sc, const View *v,
              sc->run.cfg.n_tokens);
 }
 
+/* SigLIP's MAP head: the probe's attention over the patches (vit.h VitRun.probe_att
+ * [H, N], kept by the forward pass), one head or the heads fused (mean, max, min). The
+ * probe is a query of its own, not a token: no prefix share, one map for the model. */
+static VitStatus probe_map(float *out, const Scene *sc, const View *v, VitError *err) {
+    const VitConfig *c = &sc->run.cfg;
+    int head, H = c->n_heads, N = c->n_patches;
+    VitFusion fusion;
+    head_fusion(&head, &fusion, v, H);
+    const float *a = sc->run.probe_att;
+    if (!a) {
+        if (err) {
+            err->code = VIT_ERR_ARG;
+            snprintf(err->msg, sizeof err->msg, "probe attention: the model has no MAP head");
+        }
+        return VIT_ERR_ARG;
+    }
+    if (head >= 0) {
+        memcpy(out, a + (size_t)head * N, (size_t)N * sizeof *out);
+        return VIT_OK;
+    }
+    for (int p = 0; p < N; p++) {
+        float m = a[p], s = 0.0f;
+        for (int h = 0; h < H; h++) {
+            float x = a[(size_t)h * N + p];
+            s += x;
+            if (fusion == VIT_FUSE_MAX ? x > m : x < m) m = x;
+        }
+        out[p] = fusion == VIT_FUSE_MEAN ? s / (float)H : m;
+    }
+    return VIT_OK;
+}
+
+/* What the probe's map is: the pooling query's attention, which sums to 1 over patches. */
+static void probe_status(char *buf, size_t n, const Scene *sc, const View *v,
+                         const char (*labels)[VIT_LABEL_BYTES]) {
+    (void)v, (void)labels;
+    snprintf(buf, n, "the pooling head's query over the %d patches (each head sums to 1)",
+             sc->run.cfg.n_patches);
+}
+
 /* A worker kind's map, as view_slow_map left it (view_ready says whether it has). */
 static VitStatus slow_read(float *out, const Scene *sc, const View *v, VitError *err) {
     const VitConfig *c = &sc->run.cfg;
@@ -548,6 +588,16 @@ const MapKindInfo MAP_KINDS[MAP_KIND_COUNT] = {
                      .map = entropy_map,
                      .layer_maps = entropy_layers,
                      .status = entropy_status},
+    /* SigLIP's attention-pooling head (issue 35): the probe's attention per head */
+    [MAP_PROBE] = {.name = "probe",
+                   .group = MAP_GROUP_ATTENTION,
+                   .title = "probe attention (the pooling head's query)",
+                   .tag = "probe",
+                   .per_head = 1,
+                   .export_heads = 1,
+                   .needs_probe = 1,
+                   .map = probe_map,
+                   .status = probe_status},
 };
 
 int map_kind_channels(int kind) {
@@ -589,7 +639,16 @@ size_t map_kind_max_floats(const VitConfig *cfg, int per_head_only) {
 /* --- what the Scene holds of a view ------------------------------------------ */
 
 int map_kind_usable(int kind, const VitConfig *c) {
-    return kind >= 0 && kind < MAP_KIND_COUNT && (!MAP_KINDS[kind].uses_target || c->n_classes > 0);
+    return map_kind_unusable_why(kind, c) == NULL;
+}
+
+const char *map_kind_unusable_why(int kind, const VitConfig *c) {
+    if (kind < 0 || kind >= MAP_KIND_COUNT) return "is not a map kind";
+    if (MAP_KINDS[kind].uses_target && c->n_classes <= 0)
+        return "needs a model with a classification head; this one has none";
+    if (MAP_KINDS[kind].needs_probe && c->head_pool != VIT_POOL_MAP)
+        return "needs a model pooled by attention (SigLIP's MAP head); this one has none";
+    return NULL;
 }
 
 int view_on_worker(const View *v) {

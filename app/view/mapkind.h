@@ -53,6 +53,8 @@ typedef enum {
     MAP_TOKENRANK,
     /* how focused each patch's attention is: the entropy of its row, in nats */
     MAP_ENTROPY,
+    /* where an attention-pooling head's probe looks (SigLIP's MAP head: VitRun.probe_att) */
+    MAP_PROBE,
     MAP_KIND_COUNT
 } MapKind;
 
@@ -130,6 +132,8 @@ typedef struct {
                              heads grid (L01_heads.png); 0: only the map of the mean fusion */
     int outline;          /* the map outlines the tokens its list names (ViewList.outline:
                              the high-norm tokens) instead of M's mask */
+    int needs_probe;      /* reads the MAP head's probe attention: a model pooled by attention
+                             (VitConfig.head_pool VIT_POOL_MAP: SigLIP) */
     MapFn map;
     LayerMapsFn layer_maps; /* NULL: map() once per head and fusion */
     PrefixFn prefix;        /* NULL: the kind has no prefix-token share (no bars) */
@@ -168,6 +172,9 @@ void map_kind_normalize(float *dst, const float *src, int n, int kind, float *lo
  * (uses_target) on a model without a classification head (DINO, DINOv2). The one place
  * that decides it: the window, E, --eval and the maps ask here. */
 int map_kind_usable(int kind, const VitConfig *c);
+/* Why kind cannot be drawn for a model of c ("needs a model with a classification head;
+ * this one has none"), or NULL when it can. Static string. */
+const char *map_kind_unusable_why(int kind, const VitConfig *c);
 
 /* Does v's map come from the worker thread's view_slow_map (a worker kind)? */
 int view_on_worker(const View *v);

@@ -40,8 +40,7 @@ static const MapKindInfo *kind_of(const Scene *sc, const View *v, VitError *err)
     }
     const MapKindInfo *k = &MAP_KINDS[v->kind];
     if (!map_kind_usable(v->kind, &sc->run.cfg)) {
-        fail(err, VIT_ERR_ARG, "needs a model with a classification head; this one has none",
-             k->title);
+        fail(err, VIT_ERR_ARG, map_kind_unusable_why(v->kind, &sc->run.cfg), k->title);
         return NULL;
     }
     return k;

@@ -102,8 +102,8 @@ static int app_init_model(App *app, const Options *o) {
         return -1;
     }
     if (app->model->clip && app->model->clip->phrase_truncated)
-        fprintf(stderr, "vitlens: --text: cut to CLIP's %d tokens; the rest is not read\n",
-                VIT_TEXT_CONTEXT);
+        fprintf(stderr, "vitlens: --text: cut to %s's %d tokens; the rest is not read\n",
+                clip_family(app->model->clip), clip_context(app->model->clip));
     const VitConfig *c = &app->model->vit.cfg;
     app->iv_spec = o->interv;
     if (interv_any(&o->interv)) { /* --ablate, ...: checked against the model */

@@ -40,10 +40,14 @@ static void app_panels(App *app, RenFrame *f) {
                 f->pred_marked = i;
         }
         f->n_preds = k;
-        f->pred_title = MAP_KINDS[app->view.kind].uses_target ? "top-5: click or 1-5 to explain"
-                        : sc->has_plain                       ? "top-5, what if (+/- points)"
-                        : app->model->clip                    ? "zero-shot top-5 (/: a phrase)"
-                                                              : NULL;
+        int sig = clip_sigmoid(app->model->clip); /* SigLIP: independent sigmoids, said so */
+        f->pred_title = MAP_KINDS[app->view.kind].uses_target
+                            ? (sig ? "sigmoids (not summing to 1): click or 1-5 to explain"
+                                   : "top-5: click or 1-5 to explain")
+                        : sc->has_plain ? "top-5, what if (+/- points)"
+                        : sig           ? "SigLIP: each a sigmoid, not summing to 1 (/: a phrase)"
+                        : app->model->clip ? "zero-shot top-5 (/: a phrase)"
+                                           : NULL;
     }
     const float *dist = sc->distance; /* computed by the worker (scene_run) */
     if (app->show_distance && dist) {

@@ -252,8 +252,8 @@ void app_update_map(App *app) {
     VitError err;
     if (app->overview && !k->per_head) app->overview = VIEW_SINGLE; /* no per-head maps to show */
     if (!map_kind_usable(app->view.kind, c)) { /* DINO, DINOv2: say so, draw nothing wrong */
-        snprintf(app->notice, sizeof app->notice,
-                 "%s has no classification head: no class-specific maps", app->model->name);
+        snprintf(app->notice, sizeof app->notice, "%s: %s %s", app->model->name,
+                 MAP_KINDS[app->view.kind].title, map_kind_unusable_why(app->view.kind, c));
         app->view.kind = MAP_ATTENTION;
     }
     app_cancel_stale(app);

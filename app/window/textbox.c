@@ -183,7 +183,8 @@ void app_phrase_done(App *app) {
     app->error[0] = '\0';
     if (w->phrase_truncated)
         snprintf(app->notice, sizeof app->notice,
-                 "cut to CLIP's %d tokens: the end of the phrase is not read", VIT_TEXT_CONTEXT);
+                 "cut to %s's %d tokens: the end of the phrase is not read", clip_family(ct),
+                 clip_context(ct));
     app_perturb_stop(app);   /* its curve is of the class before */
     app->atlas_of.loads = 0; /* an overview of the old head's maps is stale */
     app->view.target = clip_phrase_class(ct);

@@ -119,7 +119,10 @@ VitStatus vit_randomized(Vit *dst, const Vit *src, int n_blocks, uint64_t seed, 
     memset(dst, 0, sizeof *dst);
     size_t D = (size_t)cfg->dim, C = (size_t)cfg->n_classes, E = (size_t)cfg->embed_dim,
            W = (size_t)vit_head_width(cfg); /* the head's input: D, or 2D */
-    size_t n = (size_t)n_blocks * block_floats(cfg) + (C * W + C) + (C * D + C) + E * D;
+    size_t F = (size_t)cfg->mlp_dim, map = cfg->head_pool == VIT_POOL_MAP
+                                               ? 4 * D * D + 2 * F * D + F + 8 * D
+                                               : 0; /* SigLIP's MAP head */
+    size_t n = (size_t)n_blocks * block_floats(cfg) + (C * W + C) + (C * D + C) + E * D + map;
     dst->owned = malloc(n * sizeof(float));
     dst->w.blocks = malloc((size_t)cfg->n_layers * sizeof *dst->w.blocks);
     if (!dst->owned || !dst->w.blocks) {
@@ -133,7 +136,17 @@ VitStatus vit_randomized(Vit *dst, const Vit *src, int n_blocks, uint64_t seed, 
     memcpy(blocks, src->w.blocks, (size_t)cfg->n_layers * sizeof *blocks);
 
     Carve c = {dst->owned, seed};
-    if (src->w.text_emb) {
+    if (map) {
+        /* SigLIP: the head is the MAP head (the text head is the phrase): its probe, its
+         * attention's and MLP's linear layers N(0, 0.02^2), its LayerNorm 1 and 0 */
+        VitProbeHead *m = &dst->w.map;
+        m->probe = fresh_normal(&c, D);
+        m->in_w = fresh_normal(&c, 3 * D * D), m->in_b = fresh_const(&c, 3 * D, 0.0f, m->in_b);
+        m->out_w = fresh_normal(&c, D * D), m->out_b = fresh_const(&c, D, 0.0f, m->out_b);
+        m->ln_w = fresh_const(&c, D, 1.0f, m->ln_w), m->ln_b = fresh_const(&c, D, 0.0f, m->ln_b);
+        m->fc1_w = fresh_normal(&c, F * D), m->fc1_b = fresh_const(&c, F, 0.0f, m->fc1_b);
+        m->fc2_w = fresh_normal(&c, D * F), m->fc2_b = fresh_const(&c, D, 0.0f, m->fc2_b);
+    } else if (src->w.text_emb) {
         /* CLIP: the text head is the phrase, not a weight; the image projection is the
          * learned layer before it, re-initialised as a linear layer */
         dst->w.img_proj_w = fresh_normal(&c, E * D);

@@ -65,8 +65,22 @@
  *     EVA's rotary one (VIT_ROPE_EVA), q/v biases without a key bias, a SwiGLU MLP (fc1
  *     packed [gate; value] in Ti and S; fc1_g, fc1_x and a LayerNorm over the hidden
  *     before fc2 in B and L: VitConfig.mlp_norm), average pooling with fc_norm.
- * Not supported, refused with a message: DINOv2 ViT-g's SwiGLU MLP, ViTs without a CLS
- * token (timm class_token=False), attention pooling (SigLIP's MAP), q/k norm.
+ *   - SigLIP and SigLIP 2's image tower (transformers' SiglipModel / SiglipVisionModel,
+ *     vision_model.*; assets/layouts/siglip-hf.json): NO CLS token, an attention-pooling
+ *     head (VIT_POOL_MAP: a probe's attention over the patches, then LayerNorm + MLP),
+ *     whose output is the image embedding (E = D, no projection) and, with a text head,
+ *     sigmoid scores (vit_set_text_sigmoid).
+ * Models without a CLS token (SigLIP). The token layout is then the patches alone:
+ * n_prefix = 0, T = N, token t is patch t; nothing is invented in the CLS's place, so
+ * every map of the attention between tokens is the model's own. A map's `query` is a
+ * token (a patch: no query reads "the CLS token"); where the model looks when it pools is
+ * the probe's attention, VitRun.probe_att [H, N] (the app's "probe" map kind). The
+ * class-specific maps that end at the CLS row (Chefer, gradient rollout) end at the
+ * probe's instead (vit_explain); Grad-CAM, LeGrad, AttnLRP and gradient x input read all
+ * the patches anyway.
+ * Not supported, refused with a message: DINOv2 ViT-g's SwiGLU MLP, timm's ViTs without a
+ * CLS token (class_token=False, the *_gap_* models), timm's own SigLIP towers
+ * (attn_pool.*), SigLIP 2's NaFlex models (Siglip2Model), EVA-CLIP's towers, q/k norm.
  */
 #ifndef VIT_H
 #define VIT_H
@@ -184,8 +198,11 @@ typedef enum {
     VIT_POOL_CLS_MEAN, /* [CLS ; mean of the patch tokens], both after the final norm
                           (transformers' Dinov2ForImageClassification,
                           Dinov2WithRegistersForImageClassification): [2D] */
-    VIT_POOL_MAP       /* reserved: SigLIP's attention-pooling head (a probe token's
-                          attention over the patches, then an MLP); not loaded yet */
+    VIT_POOL_MAP       /* SigLIP's attention-pooling ("MAP") head (transformers'
+                          SiglipMultiheadAttentionPoolingHead, big_vision's MAPHead): a learned
+                          probe attends over the patch tokens after the final norm (H heads,
+                          VitRun.probe_att), out_proj, then p = o + MLP(LayerNorm(o)): [D], the
+                          image embedding (VitWeights.map) */
 } VitPooling;
 
 /* The pooling's name: "CLS token", "mean of patches", "[CLS ; mean of patches]",
@@ -234,7 +251,8 @@ typedef struct {
     int patch_size;             /* P, px */
     int grid_h, grid_w;         /* gh, gw */
     int n_patches;              /* N = gh * gw */
-    int n_prefix;               /* Np = 1 + has_dist_token + n_registers */
+    int n_prefix;               /* Np = 1 + has_dist_token + n_registers; 0 without a CLS
+                                   token (SigLIP: T = N, see the top of this file) */
     int has_dist_token;         /* 1: DeiT's distillation token, token 1 */
     int n_registers;            /* R: register tokens, tokens 1 + has_dist_token .. Np - 1 */
     int n_tokens;               /* T = Np + N */
@@ -276,8 +294,9 @@ typedef struct {
     /* CLIP's image tower (issue 27; see "CLIP" at the end of this file) */
     int norm_pre;      /* 1: a LayerNorm on the embedded tokens before the first block (CLIP's
                           ln_pre, transformers' pre_layrnorm, timm's norm_pre) */
-    int embed_dim;     /* E: the image projection's output (CLIP: 512 for B/32 and B/16), 0
-                          without an image projection */
+    int embed_dim;     /* E: the image projection's output (CLIP: 512 for B/32 and B/16);
+                          SigLIP: D, the MAP head's output (no projection: img_proj_w NULL);
+                          0 without an image embedding */
     float logit_scale; /* exp() of the checkpoint's logit_scale (CLIP: 100), 0 when it has none */
     int clip;          /* 1: a CLIP image tower (its head is a text head, vit_set_text_head) */
     /* DINOv3 (issue 35) */
@@ -309,7 +328,7 @@ static inline int vit_att_width(const VitConfig *c) {
 
 /* The classifier head's input width (units: floats): D, or 2D for [CLS ; mean of the
  * patches] (VIT_POOL_CLS_MEAN); head_w is [C, vit_head_width]. */
-static inline int vit_head_width(const VitConfig *c) {
+static inline int vit_head_width(const VitConfig *c) { /* MAP: D */
     return c->head_pool == VIT_POOL_CLS_MEAN ? 2 * c->dim : c->dim;
 }
 
@@ -334,8 +353,22 @@ typedef struct {
                                              every block), or NULL */
 } VitBlock;
 
+/* SigLIP's attention-pooling head (VIT_POOL_MAP), in transformers'
+ * SiglipMultiheadAttentionPoolingHead names: vision_model.head.{probe,
+ * attention.in_proj_weight/bias, attention.out_proj.*, layernorm.*, mlp.fc1.*, mlp.fc2.*}.
+ * Its attention has the tower's H heads, its MLP the tower's F and activation, its
+ * LayerNorm the tower's eps. */
 typedef struct {
-    const float *cls_token;   /* [D] */
+    const float *probe;         /* [D] (the file's [1, 1, D]) */
+    const float *in_w, *in_b;   /* [3D, D], [3D]: rows q, then k, then v */
+    const float *out_w, *out_b; /* [D, D], [D] */
+    const float *ln_w, *ln_b;   /* [D] */
+    const float *fc1_w, *fc1_b; /* [F, D], [F] */
+    const float *fc2_w, *fc2_b; /* [D, F], [D] */
+} VitProbeHead;
+
+typedef struct {
+    const float *cls_token;   /* [D], or NULL: no CLS token (SigLIP, n_prefix 0) */
     const float *dist_token;  /* [D] DeiT's distillation token, or NULL */
     const float *reg_token;   /* [R, D] register tokens, or NULL */
     const float *pos_embed;   /* [Npos + N, D] for the input grid (resampled when it is not the
@@ -362,10 +395,15 @@ typedef struct {
     const float *norm_pre_w, *norm_pre_b; /* [D] LayerNorm after the position embedding, or
                                              NULL */
     const float *img_proj_w;              /* [E, D] the image projection, a Linear without bias
-                                             (OpenAI's visual.proj [D, E] is transposed at load), or NULL */
+                                             (OpenAI's visual.proj [D, E] is transposed at load), or
+                                             NULL (SigLIP: the embedding is the pooled [D]) */
     const float *text_emb; /* [C, E] the text head's embeddings, unit rows (vit_set_text_head),
                               or NULL: head_w is the head */
     float text_scale;      /* the text head's logit scale */
+    float text_bias;       /* added to the text head's logits (SigLIP's logit_bias), else 0 */
+    int text_sigmoid;      /* 1: probs = sigmoid(logits) each (SigLIP, vit_set_text_sigmoid);
+                              0: softmax over the classes */
+    VitProbeHead map;      /* SigLIP's MAP head (cfg.head_pool VIT_POOL_MAP), else NULLs */
 } VitWeights;
 
 /* A loaded model. Zero-initialise before vit_load; vit_free accepts a zeroed or
@@ -632,7 +670,11 @@ typedef struct {
     float *logits_dist; /* [C] the distillation head's own logits, written when the model has
                            one (w.head_dist_w); NULL when C == 0 */
     float *img_embed;   /* [E] CLIP's image embedding img_proj(norm(z_L)[CLS]), not normalised
-                           (vit_image_embed); NULL when E == 0 */
+                           (vit_image_embed); SigLIP's: the MAP head's output [D]; NULL when
+                           E == 0 */
+    float *probe_att;   /* [H, N] the MAP head's probe attention over the patches, per head,
+                           rows sum to 1 (an intervention's dropped patches 0): where a SigLIP
+                           tower looks when it pools (cfg.head_pool VIT_POOL_MAP); else NULL */
     int crop_x, crop_y, crop_w, crop_h; /* source-image px rectangle the model saw */
     int n_threads;                      /* threads vit_forward uses */
     int att_kept;                       /* 1: att holds [L, H, T, T]; 0: recomputed from qk */
@@ -646,13 +688,14 @@ typedef struct {
                             recompute the attention and vit_backward apply; set by the
                             caller, the same for all the calls on one forward pass */
     /* private */
-    float *att_scratch; /* [n_threads, VIT_ATT_BLOCK, T] when att is not kept */
-    int blocks_kept;    /* 1: qk, v [L, ...], xm and hpre hold every layer's (vit_backward) */
-    float *xm;          /* [L, T, D] the residual stream between attention and MLP (last
-                           layer: the head's rows), when blocks_kept */
-    float *hpre;        /* [L, T, F] fc1's output before GELU (the same rows), when blocks_kept */
-    float *pre;         /* [T, D] the embedded tokens before norm_pre (cfg.norm_pre), for the
-                           backward pass; NULL without norm_pre */
+    float *att_scratch;  /* [n_threads, VIT_ATT_BLOCK, T] when att is not kept */
+    int blocks_kept;     /* 1: qk, v [L, ...], xm and hpre hold every layer's (vit_backward) */
+    float *xm;           /* [L, T, D] the residual stream between attention and MLP (last
+                            layer: the head's rows), when blocks_kept */
+    float *hpre;         /* [L, T, F] fc1's output before GELU (the same rows), when blocks_kept */
+    float *pre;          /* [T, D] the embedded tokens before norm_pre (cfg.norm_pre), for the
+                            backward pass; NULL without norm_pre */
+    float *head_scratch; /* the MAP head's (vit_head_scratch_floats), or NULL */
     struct VitPool *pool;
     float *mem;
     size_t mem_floats;
@@ -697,20 +740,21 @@ typedef struct {
     const VitIntervention *intervention;
 
     /* private */
-    float *patches;     /* [B*N, 3*P*P] im2col of the inputs */
-    float *x;           /* [B*T, D] the residual stream, image after image */
-    float *xn;          /* [B*T, D] LayerNorm output, then proj/fc2 output; first the patch
-                           embedding [B*N, D] */
-    float *qk;          /* [B*T, 2A] queries, keys of the current layer */
-    float *v;           /* [B*T, A] values */
-    float *ctx;         /* [B*T, A] attention output before proj */
-    float *hid;         /* [B*T, F] MLP hidden */
-    float *xh;          /* [2, B, D] the last block's rows the head reads: every image's CLS
-                           token, then every image's distillation token */
-    float *logits;      /* [B, C] */
-    float *logits_dist; /* [B, C] the distillation head's */
-    float *embed;       /* [B, E] CLIP's image embeddings (a text head) */
-    float *att_scratch; /* [n_threads, VIT_ATT_BLOCK, T] */
+    float *patches;      /* [B*N, 3*P*P] im2col of the inputs */
+    float *x;            /* [B*T, D] the residual stream, image after image */
+    float *xn;           /* [B*T, D] LayerNorm output, then proj/fc2 output; first the patch
+                            embedding [B*N, D] */
+    float *qk;           /* [B*T, 2A] queries, keys of the current layer */
+    float *v;            /* [B*T, A] values */
+    float *ctx;          /* [B*T, A] attention output before proj */
+    float *hid;          /* [B*T, F] MLP hidden */
+    float *xh;           /* [2, B, D] the last block's rows the head reads: every image's CLS
+                            token, then every image's distillation token */
+    float *logits;       /* [B, C] */
+    float *logits_dist;  /* [B, C] the distillation head's */
+    float *embed;        /* [B, E] CLIP's image embeddings (a text head) */
+    float *att_scratch;  /* [n_threads, VIT_ATT_BLOCK, T] */
+    float *head_scratch; /* the MAP head's (vit_head_scratch_floats), or NULL */
     struct VitPool *pool;
     float *mem;
     size_t mem_floats;
@@ -1074,6 +1118,8 @@ typedef struct {
     float *cam_grad;    /* [N, D] dy_c/d cam_act (Grad-CAM's target layer) */
     float *legrad;      /* [L, N] LeGrad's E_l: mean over heads and query rows of
                            ReLU(ds_l/dA_l) at the patch columns, s_l = head(norm(z_l))_c */
+    float *probe_grad;  /* [H, N] dy_c / d VitRun.probe_att, the MAP head's probe attention
+                           (exact pass; cfg.head_pool VIT_POOL_MAP), else NULL */
     /* private */
     float *dctx;   /* [L, T, A] when grad_att is not kept (A = H * Dh) */
     int n_threads; /* the most threads a run may have (per-thread scratch) */
@@ -1131,6 +1177,11 @@ int vit_explain_pixels(VitExplain m);
  *       F_l = max(mean_h(A_l (.) dA_l), 0) (clamped after the head mean, as the
  *       code does); the discard of vit_rollout (patch columns only); Â_l =
  *       rownorm((F_l + I) / 2); out = (Â_{L-1} ... Â_0)[CLS, patches]
+ *   Without a CLS token (SigLIP's MAP head) both end at the probe's row instead of the
+ *     CLS's: Chefer out = Abar_probe . R[:, patches], Abar_probe = mean_h((dA_p (.) A_p)^+)
+ *     over the probe's attention A_p [H, N] and its gradient (VitGrad.probe_grad); the
+ *     gradient rollout out = f . (Â_{L-1} ... Â_0)[:, patches], f = max(mean_h(A_p (.)
+ *     dA_p), 0) normalised to sum 1 (the probe is no token: no identity added)
  *   GRADCAM (Selvaraju et al. 2017; jacobgil/pytorch-grad-cam's ViT recipe,
  *     target layer blocks[-1].norm1, every prefix token dropped):
  *       w = mean over patches of cam_grad [D]; out = ReLU(cam_act . w)
@@ -1201,7 +1252,11 @@ VitStatus vit_patch_similarity(float *out, const VitRun *run, const Vit *vit, in
  * pools: softmax(head(norm(x_t))) for a CLS head (the CLS head's weights; the
  * distillation head is not used), softmax(head(fc_norm(norm(x_t)))) for the mean of the
  * patches (as if every patch were token t), softmax(head([norm(x_0) ; norm(x_t)])) for
- * [CLS ; mean] (the layer's own CLS beside it). Errors: VIT_ERR_ARG (no head: C == 0;
+ * [CLS ; mean] (the layer's own CLS beside it). A model without a CLS token (SigLIP's MAP head):
+ * token 0 is its first patch but asks, as above, for the head as the model applies it (the
+ * probe over the layer's patches); another token t gives the head with every patch being
+ * token t (the probe's softmax over one key: out_proj(v(norm(x_t))) + MLP); the
+ * probabilities are SigLIP's sigmoids. Errors: VIT_ERR_ARG (no head: C == 0;
  * range), VIT_ERR_NOMEM. */
 VitStatus vit_logit_lens(float *probs, const VitRun *run, const Vit *vit, int layer, int token,
                          VitError *err);
@@ -1865,6 +1920,17 @@ VitStatus vit_text_scores(float *logits, float *probs, const float *img, int n, 
  * logit_scale), VIT_ERR_NOMEM; on error the previous head stays. */
 VitStatus vit_set_text_head(Vit *vit, const float *emb, int C, const char *const *labels,
                             float logit_scale, VitError *err);
+
+/* SigLIP's scores (Zhai et al. 2023, §3; transformers' SiglipModel.forward): after
+ * vit_set_text_head, logits[c] = logit_scale * cos(e, emb[c]) + logit_bias and
+ * probs[c] = sigmoid(logits[c]), each label on its own (they do not sum to 1), in
+ * vit_forward, vit_forward_batch, vit_text_logits and the logit lens. A SigLIP image tower
+ * has no projection: e is the MAP head's output (cfg.embed_dim = D, img_proj_w NULL).
+ * vit_backward differentiates logits[c], whose sigmoid is the score (the score's gradient
+ * is sigmoid'(y_c) > 0 times it: every map the same up to that factor). A new
+ * vit_set_text_head returns to softmax until this is called again. Errors: VIT_ERR_ARG (no
+ * text head, a logit_bias that is not finite). */
+VitStatus vit_set_text_sigmoid(Vit *vit, float logit_bias, VitError *err);
 
 /* A new phrase for the same photo without another forward pass: after vit_set_text_head
  * with the C that run was made for, run->logits and run->probs [C] of the new head from

@@ -21,14 +21,25 @@ static int is_square(int64_t n, int64_t *side) {
 /* The width D from the CLS token; the prefix tokens [CLS, dist?, reg_0 .. reg_{R-1}]
  * (timm VisionTransformer._pos_embed); the patch size P from the patch embedding. */
 static VitStatus infer_embeddings(Loader *ld, Arch *a) {
-    int64_t s3[3] = {1, 1, -1};
-    if (!ld_slot_tensor(ld, S_CLS, 0, 3, s3)) return ld->err->code;
-    int64_t D = a->D = s3[2];
+    /* D: the CLS token's, or without one (SigLIP, the layout's "class_token": false) the
+     * patch embedding's outputs */
+    a->has_cls = !ld->no_cls;
+    Slot ds = a->has_cls ? S_CLS : S_PATCH_W;
+    int64_t s3[3] = {1, 1, -1}, s4[4] = {-1, 3, -1, -1};
+    if (a->has_cls ? !ld_slot_tensor(ld, S_CLS, 0, 3, s3)
+                   : !ld_slot_tensor(ld, S_PATCH_W, 0, 4, s4))
+        return ld->err->code;
+    int64_t D = a->D = a->has_cls ? s3[2] : s4[0];
     if (D < 1 || D > VIT_MAX_WIDTH)
         return vit_set_error(ld->err, VIT_ERR_SHAPE,
                              "%s: tensor '%s': width %lld out of range [1, %d]", ld->fname,
-                             ld_slot_name(ld, S_CLS, 0), (long long)D, VIT_MAX_WIDTH);
+                             ld_slot_name(ld, ds, 0), (long long)D, VIT_MAX_WIDTH);
     int has_dist = a->has_dist = ld_has_slot(ld, S_DIST, 0);
+    if (!a->has_cls && (has_dist || ld_has_slot(ld, S_REG, 0)))
+        return vit_set_error(ld->err, VIT_ERR_SHAPE,
+                             "%s: a distillation or register token in a model without a CLS "
+                             "token (layout '%s'): a combination vitlens does not know",
+                             ld->fname, ld->layout_name);
     if (has_dist && !ld_slot_tensor(ld, S_DIST, 0, 3, (int64_t[3]){1, 1, D})) return ld->err->code;
     if (ld_has_slot(ld, S_REG, 0)) {
         int64_t sr[3] = {1, -1, D};
@@ -45,7 +56,7 @@ static VitStatus infer_embeddings(Loader *ld, Arch *a) {
                              "%s: num_register_tokens is %d, but %s has %lld register tokens",
                              ld->cfg_file ? vit_basename(ld->cfg_file) : "config.json",
                              ld->cv.n_registers - 1, ld->fname, (long long)a->R);
-    a->Np = 1 + has_dist + (int)a->R;
+    a->Np = a->has_cls + has_dist + (int)a->R;
     int64_t sp[4] = {D, 3, -1, -1};
     if (!ld_slot_tensor(ld, S_PATCH_W, 0, 4, sp)) return ld->err->code;
     if (sp[2] != sp[3] || sp[2] < 1 || sp[2] > VIT_MAX_PATCH)
@@ -344,7 +355,9 @@ static void set_config(Loader *ld, const Arch *a, const VitLoadOptions *opt) {
     c->rope = ld->rope;
     if (c->rope == VIT_ROPE_EVA) c->rope_ref_h = c->rope_ref_w = ld->rope_ref;
     c->rope_theta = cv->rope_theta > 0 ? cv->rope_theta : ld->rope_theta;
-    c->resize_bilinear = ld->resize_bilinear && !cv->crop_mode && !(opt && opt->whole_image);
+    /* preprocessor_config.json's filter (SigLIP 2: bilinear), else the layout's */
+    int bilinear = cv->resample ? cv->resample == 2 : ld->resize_bilinear;
+    c->resize_bilinear = bilinear && !cv->crop_mode && !(opt && opt->whole_image);
     snprintf(c->layout, sizeof c->layout, "%s", ld->layout_name);
     vit_escape(c->left_out, sizeof c->left_out, ld->left_out); /* a name from the file */
 }

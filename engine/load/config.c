@@ -358,6 +358,11 @@ VitStatus ld_parse_clip_config(CfgValues *cv, const char *path, int kind, VitErr
             bad = "crop_size";
         else if (rs > 0 && rc > 0 && crop <= size && !cv->has_crop)
             cv->crop_pct = (float)crop / (float)size, cv->has_crop = 1;
+        /* the processor's PIL filter: 2 bilinear (SigLIP 2), 3 bicubic (CLIP, SigLIP); another
+         * (nearest, Lanczos, box, Hamming) is not one vit_preprocess has: the layout's then */
+        int rsm = 0;
+        if (!bad && cfg_int(root, "resample", &rsm) > 0 && (rsm == 2 || rsm == 3))
+            cv->resample = rsm;
     }
     if (!bad && kind) {
         static const char *const modes[] = {"shortest", "squash", NULL};

@@ -91,6 +91,18 @@ static const struct {
                                                   with "image_proj": "x @ proj" (OpenAI's
                                                   visual.proj) */
     [S_LOGIT_SCALE] = {"logit_scale", 0},      /* CLIP's log logit scale, a scalar */
+    /* SigLIP's attention-pooling head ("pooling": "map"; VitProbeHead) */
+    [S_MAP_PROBE] = {"attn_pool.probe", 0},           /* [1, 1, D] */
+    [S_MAP_IN_W] = {"attn_pool.in_proj.weight", 0},   /* [3D, D] packed q; k; v */
+    [S_MAP_IN_B] = {"attn_pool.in_proj.bias", 0},     /* [3D] */
+    [S_MAP_OUT_W] = {"attn_pool.out_proj.weight", 0}, /* [D, D] */
+    [S_MAP_OUT_B] = {"attn_pool.out_proj.bias", 0},
+    [S_MAP_LN_W] = {"attn_pool.norm.weight", 0},
+    [S_MAP_LN_B] = {"attn_pool.norm.bias", 0},
+    [S_MAP_FC1_W] = {"attn_pool.mlp.fc1.weight", 0},
+    [S_MAP_FC1_B] = {"attn_pool.mlp.fc1.bias", 0},
+    [S_MAP_FC2_W] = {"attn_pool.mlp.fc2.weight", 0},
+    [S_MAP_FC2_B] = {"attn_pool.mlp.fc2.bias", 0},
 };
 #define N_ROLES N_SLOTS
 
@@ -157,13 +169,15 @@ typedef struct {
                            "eva": beside the learned one) */
     int cls_pos_only;   /* "position_prefix": "cls": a position row for the CLS token, none
                            for the registers (transformers' Dinov2WithRegistersEmbeddings) */
+    int no_cls;         /* "class_token": false: the model has none (SigLIP) */
     char pat[N_ROLES][LD_NAME_BYTES]; /* each role's pattern, {p} replaced; "" if none */
 } Layout;
 
 /* Must the checkpoint hold role r's tensor? The position embedding not with DINOv3's rotary
  * one. */
 static int required(const Layout *lay, int r) {
-    return roles[r].required && !(r == S_POS && lay->rope == VIT_ROPE_DINOV3);
+    return roles[r].required && !(r == S_POS && lay->rope == VIT_ROPE_DINOV3) &&
+           !(r == S_CLS && lay->no_cls);
 }
 
 static const char *role_pattern(const Layout *lay, const char *role) {
@@ -251,6 +265,13 @@ static VitStatus layout_parse(Layout *lay, cJSON *root, const char *file, VitErr
         return vit_set_error(err, VIT_ERR_FORMAT,
                              "%s: \"position_antialias\" must be true or false", file);
     lay->cls_pos_only = pp != NULL;
+    const cJSON *ct = cJSON_GetObjectItemCaseSensitive(root, "class_token");
+    if (ct && !cJSON_IsBool(ct))
+        return vit_set_error(err, VIT_ERR_FORMAT,
+                             "%s: \"class_token\" must be true (the default) or false (no CLS "
+                             "token: SigLIP's towers, pooled by \"map\")",
+                             file);
+    lay->no_cls = cJSON_IsFalse(ct);
     const cJSON *rope = cJSON_GetObjectItemCaseSensitive(root, "rope");
     static const char *const ropes[] = {"none", "dinov3", "eva"}; /* VitRope's order */
     int rk = 0;
@@ -916,16 +937,23 @@ static VitStatus apply_switches(Loader *ld, const Layout *lay) {
     ld->head_tanh = !strcmp(hact, "tanh");
     /* what the head reads: "cls" (the CLS token, the default), "mean" (of the patch
      * tokens), "cls_mean" ([CLS ; mean], transformers' Dinov2ForImageClassification) */
-    static const char *const pools[] = {"cls", "mean", "cls_mean"};
+    static const char *const pools[] = {"cls", "mean", "cls_mean", "map"};
     const char *pool = layout_str(lay, "pooling", "cls");
     int pl = 0;
-    while (pl < 3 && strcmp(pool, pools[pl])) pl++;
-    if (pl == 3)
+    while (pl < 4 && strcmp(pool, pools[pl])) pl++;
+    if (pl == 4)
         return vit_set_error(ld->err, VIT_ERR_FORMAT,
                              "%s: \"pooling\": '%s', expected \"cls\" (the CLS token), \"mean\" "
-                             "(the mean of the patch tokens) or \"cls_mean\" ([CLS ; mean])",
+                             "(the mean of the patch tokens), \"cls_mean\" ([CLS ; mean]) or "
+                             "\"map\" (SigLIP's attention pooling: the attn_pool.* roles)",
                              lay->file, pool);
+    if ((pl == VIT_POOL_MAP) != lay->no_cls)
+        return vit_set_error(ld->err, VIT_ERR_FORMAT,
+                             "%s: \"pooling\": \"map\" goes with \"class_token\": false and "
+                             "only with it (a model without a CLS token pools by attention)",
+                             lay->file);
     ld->head_pool = pl; /* VitPooling's order */
+    ld->no_cls = lay->no_cls;
     const cJSON *eps = cJSON_GetObjectItemCaseSensitive(lay->root, "layer_norm_eps");
     if (eps && !ld->cv.has_eps) {
         if (!cJSON_IsNumber(eps) || !(eps->valuedouble > 0) || eps->valuedouble > 1 ||
@@ -1189,15 +1217,21 @@ VitStatus ld_apply_layout(Loader *ld, const char *user_layout) {
     for (int i = 0; i < vit_n_layouts && k < sizeof names; i++)
         k += (size_t)snprintf(names + k, sizeof names - k, "%s%s", i ? ", " : "",
                               vit_layout_files[i]);
-    /* timm's class_token=False (the *_gap_* models, SigLIP's towers): pooled without a CLS
-     * token, which the engine's token layout (CLS first) and its maps assume */
+    /* timm's class_token=False (the *_gap_* models, timm's own SigLIP towers): pooled without a
+     * CLS token; the engine reads a model without one only with an attention-pooling head in
+     * transformers' names (siglip-hf.json) */
     if (st_find(&ld->st, "patch_embed.proj.weight") && st_find(&ld->st, "blocks.0.norm1.weight"))
         return vit_set_error(ld->err, VIT_ERR_SHAPE,
                              "%s: timm's names without 'cls_token': a ViT without a CLS token "
-                             "(timm class_token=False, e.g. the *_gap_* models, pooled by the "
-                             "mean of the patches%s), which vitlens does not support: its token "
-                             "layout and maps need a CLS token",
-                             ld->fname, st_find(&ld->st, "fc_norm.weight") ? " and fc_norm" : "");
+                             "(timm class_token=False, e.g. the *_gap_* models, pooled by %s), "
+                             "which vitlens reads only as SigLIP in transformers' names "
+                             "(SiglipModel, vision_model.*)",
+                             ld->fname,
+                             st_find(&ld->st, "attn_pool.latent") ? "timm's attention pooling "
+                                                                    "(attn_pool.*)"
+                             : st_find(&ld->st, "fc_norm.weight") ? "the mean of the patches and "
+                                                                    "fc_norm"
+                                                                  : "the mean of the patches");
     list_tensors(list, sizeof list, &ld->st);
     return vit_set_error(ld->err, VIT_ERR_SHAPE,
                          "%s: tensor 'cls_token' is missing: neither timm's names nor those of "

@@ -23,6 +23,8 @@ typedef enum {
     S_NORM_W, S_NORM_B, S_HEAD_W, S_HEAD_B, S_HDIST_W, S_HDIST_B,             /* norm, heads */
     S_FC_NORM_W, S_FC_NORM_B,                                                 /* pooled heads */
     S_NORM_PRE_W, S_NORM_PRE_B, S_IMG_PROJ_W, S_LOGIT_SCALE,                  /* CLIP */
+    S_MAP_PROBE, S_MAP_IN_W, S_MAP_IN_B, S_MAP_OUT_W, S_MAP_OUT_B, S_MAP_LN_W, S_MAP_LN_B,
+    S_MAP_FC1_W, S_MAP_FC1_B, S_MAP_FC2_W, S_MAP_FC2_B,                       /* SigLIP's MAP */
     N_SLOTS
 } Slot;
 /* clang-format on */
@@ -46,6 +48,8 @@ typedef struct {
     float rope_theta;      /* transformers' DINOv3ViTConfig rope_theta, 0: not given */
     int gated;             /* use_gated_mlp (DINOv3ViTConfig; an early version's use_swiglu_ffn):
                               0 not given, 1 false, 2 true */
+    int resample;          /* preprocessor_config.json's "resample" (PIL's filter): 0 not given,
+                              2 bilinear (SigLIP 2's), 3 bicubic (CLIP's, SigLIP's) */
 } CfgValues;
 
 typedef struct {
@@ -75,6 +79,7 @@ typedef struct {
     int att_scale_dim;    /* scores scaled by 1/sqrt(D), not 1/sqrt(Dh) */
     int head_tanh;        /* Tanh after the head */
     int head_pool;        /* the layout's "pooling": VitPooling (VIT_POOL_CLS: its default) */
+    int no_cls;           /* the layout's "class_token": false: no CLS token (SigLIP) */
     int mlp_act;          /* VitActivation */
     int resize_bilinear;  /* the layout's preprocessing resizes bilinearly */
     VitRope rope;         /* the layout's "rope": a rotary position embedding's kind */
@@ -102,7 +107,8 @@ typedef struct {
 typedef struct {
     int64_t D, R, F;  /* width, register tokens, MLP width */
     int64_t A;        /* the attention's width H * Dh (queries' rows; D for timm's ViTs) */
-    int has_dist, Np; /* distillation token; prefix tokens Np = 1 + has_dist + R */
+    int has_cls;      /* a CLS token (0: SigLIP's towers, the layout's "class_token": false) */
+    int has_dist, Np; /* distillation token; prefix tokens Np = has_cls + has_dist + R */
     int P;            /* patch px */
     int64_t Tp;       /* rows of the position embedding: Npos + gh0*gw0 */
     int Npos;         /* prefix tokens with a position embedding: Np or 0 */

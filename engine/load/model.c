@@ -283,6 +283,38 @@ static VitStatus bind_clip(Loader *ld, const Arch *a) {
     return VIT_OK;
 }
 
+/* SigLIP's attention-pooling head (VIT_POOL_MAP, VitProbeHead): the probe [1, 1, D],
+ * nn.MultiheadAttention's packed in_proj [3D, D] (q; k; v) and out_proj, the LayerNorm and
+ * the MLP (the tower's F: SiglipMLP(config) both). Its output is the image embedding: E = D,
+ * no projection (SiglipVisionTransformer's pooler_output is SiglipModel's image_embeds). */
+static VitStatus bind_map(Loader *ld, const Arch *a) {
+    Vit *vit = ld->vit;
+    VitProbeHead *m = &vit->w.map;
+    VitConfig *c = &vit->cfg;
+    int64_t D = a->D, F = a->F;
+    if (c->head_pool != VIT_POOL_MAP) return VIT_OK;
+    if (a->A != D)
+        return vit_set_error(ld->err, VIT_ERR_SHAPE,
+                             "%s: an attention of width %lld on a width of %lld beside an "
+                             "attention-pooling head: a combination vitlens does not know",
+                             ld->fname, (long long)a->A, (long long)D);
+    if (!(m->probe = ld_slot_tensor(ld, S_MAP_PROBE, 0, 3, (int64_t[3]){1, 1, D})) ||
+        !(m->in_w = ld_slot2(ld, S_MAP_IN_W, 0, 3 * D, D)) ||
+        !(m->in_b = ld_slot1(ld, S_MAP_IN_B, 0, 3 * D)) ||
+        !(m->out_w = ld_slot2(ld, S_MAP_OUT_W, 0, D, D)) ||
+        !(m->out_b = ld_slot1(ld, S_MAP_OUT_B, 0, D)) ||
+        !(m->ln_w = ld_slot1(ld, S_MAP_LN_W, 0, D)) ||
+        !(m->ln_b = ld_slot1(ld, S_MAP_LN_B, 0, D)) ||
+        !(m->fc1_w = ld_slot2(ld, S_MAP_FC1_W, 0, F, D)) ||
+        !(m->fc1_b = ld_slot1(ld, S_MAP_FC1_B, 0, F)) ||
+        !(m->fc2_w = ld_slot2(ld, S_MAP_FC2_W, 0, D, F)) ||
+        !(m->fc2_b = ld_slot1(ld, S_MAP_FC2_B, 0, D)))
+        return ld->err->code;
+    c->embed_dim = (int)D;
+    c->clip = 1; /* its head is a text head (vit_set_text_head) */
+    return VIT_OK;
+}
+
 /* The rotary table vit->w.rope [N, Dh] of the input grid (VitRope): per patch (i, j) the
  * cosines, then the sines, of its Dh/2 angles, computed in double (transformers and timm
  * compute them in float32: the difference is float rounding). EVA-02:
@@ -348,7 +380,7 @@ static VitStatus bind_weights(Loader *ld, const Arch *a) {
     VitStatus rc;
     w->blocks = calloc((size_t)a->L, sizeof *w->blocks);
     if (!w->blocks) return vit_set_error(ld->err, VIT_ERR_NOMEM, "%s: out of memory", ld->fname);
-    if (!(w->cls_token = ld_slot_tensor(ld, S_CLS, 0, 3, (int64_t[3]){1, 1, D})) ||
+    if ((a->has_cls && !(w->cls_token = ld_slot_tensor(ld, S_CLS, 0, 3, (int64_t[3]){1, 1, D}))) ||
         (a->has_dist &&
          !(w->dist_token = ld_slot_tensor(ld, S_DIST, 0, 3, (int64_t[3]){1, 1, D}))) ||
         (a->R && !(w->reg_token = ld_slot_tensor(ld, S_REG, 0, 3, (int64_t[3]){1, a->R, D}))) ||
@@ -382,6 +414,7 @@ static VitStatus bind_weights(Loader *ld, const Arch *a) {
         if (!(w->norm_w = ld_slot1(ld, S_NORM_W, 0, D)) ||
             !(w->norm_b = ld_slot1(ld, S_NORM_B, 0, D)))
             return ld->err->code;
+    if ((rc = bind_map(ld, a))) return rc;
     return bind_heads(ld, a);
 }
 

@@ -91,8 +91,32 @@ static void fuse_grad_att(float *out, AttReader *rd, GradReader *gr, int layer, 
 
 /* --- the maps -------------------------------------------------------------- */
 
-/* Chefer et al. 2021 and the gradient-weighted rollout: the CLS row of a product of
- * per-layer [T, T] matrices, top layer first. */
+/* The row a model without a CLS token starts from (SigLIP, n_prefix 0): the MAP head's
+ * probe, a query of its own over the patches (run->probe_att, g->probe_grad [H, N]):
+ * Chefer's mean_h((dA (.) A)^+) (its relevance to each token, the R of the tokens below
+ * following; the probe has no identity: it is not a token of the sequence), or the
+ * gradient rollout's max(mean_h(A (.) dA), 0) normalised to sum 1 (no residual around the
+ * head's attention: no 0.5 I either). v [T] in double. */
+static void probe_row(double *v, VitExplain m, const VitRun *run, const VitGrad *g) {
+    const VitConfig *c = &run->cfg;
+    int H = c->n_heads, N = c->n_patches;
+    double sum = 0.0;
+    for (int p = 0; p < N; p++) {
+        double s = 0.0;
+        for (int h = 0; h < H; h++) {
+            double x = (double)run->probe_att[(size_t)h * N + p] * g->probe_grad[(size_t)h * N + p];
+            s += m == VIT_EXPLAIN_CHEFER && x < 0.0 ? 0.0 : x;
+        }
+        s /= H;
+        v[p] = s < 0.0 ? 0.0 : s;
+        sum += v[p];
+    }
+    if (m == VIT_EXPLAIN_GRAD_ROLLOUT && sum > 0.0)
+        for (int p = 0; p < N; p++) v[p] /= sum;
+}
+
+/* Chefer et al. 2021 and the gradient-weighted rollout: the CLS row (the probe's, without a
+ * CLS token) of a product of per-layer [T, T] matrices, top layer first. */
 static VitStatus cls_row_product(float *out, VitExplain m, const VitRun *run, const VitGrad *g,
                                  const Vit *vit, float discard_ratio, VitError *err) {
     const VitConfig *c = &run->cfg;
@@ -116,7 +140,10 @@ static VitStatus cls_row_product(float *out, VitExplain m, const VitRun *run, co
                            vit_explain_name(m), T, T);
         goto done;
     }
-    for (int i = 0; i < T; i++) v[i] = i == 0 ? 1.0 : 0.0;
+    if (Np == 0 && run->probe_att && g->probe_grad) /* SigLIP: no CLS, the probe's row */
+        probe_row(v, m, run, g);
+    else
+        for (int i = 0; i < T; i++) v[i] = i == 0 ? 1.0 : 0.0;
     for (int l = c->n_layers - 1; l >= 0; l--) {
         if (m == VIT_EXPLAIN_CHEFER) {
             /* R_l = R_{l-1} + Abar_l R_{l-1}: e_0^T (I + Abar_{L-1}) ... (I + Abar_0),

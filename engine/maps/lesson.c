@@ -329,8 +329,8 @@ VitStatus vit_lesson_head(float *cls_norm, const VitRun *run, const Vit *vit, Vi
         return vit_set_error(err, VIT_ERR_ARG, "lesson: the run was not made for %s", c->name);
     /* timm: x = self.norm(x); x = x[:, 0] (or the pooling, then fc_norm): the head's own
      * input (head.c), its first D floats */
-    size_t W = (size_t)vit_head_width(c), D = (size_t)c->dim;
-    float *hin = malloc((W + D) * sizeof *hin);
+    size_t W = (size_t)vit_head_width(c), D = (size_t)c->dim, S = vit_head_scratch_floats(c);
+    float *hin = malloc((W + D + S) * sizeof *hin); /* and the MAP head's scratch */
     if (!hin) return vit_set_error(err, VIT_ERR_NOMEM, "lesson: out of memory");
     vit_head(NULL, vit,
              &(VitHeadIO){.hin = hin,
@@ -339,7 +339,8 @@ VitStatus vit_lesson_head(float *cls_norm, const VitRun *run, const Vit *vit, Vi
                           .row_stride = 1,
                           .n = 1,
                           .token = -1,
-                          .drop = run->intervention ? run->intervention->drop : NULL});
+                          .drop = run->intervention ? run->intervention->drop : NULL,
+                          .scratch = hin + W + D});
     memcpy(cls_norm, hin, D * sizeof *hin);
     free(hin);
     return VIT_OK;

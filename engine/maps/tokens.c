@@ -117,8 +117,10 @@ static VitStatus lens_logits(float *lg, const VitRun *run, const Vit *vit, int l
     float *hin = malloc((size_t)n * (W + D) * sizeof *hin);
     float *ld = malloc((size_t)n * C * sizeof *ld);
     float *e = vit->w.text_emb ? malloc((size_t)n * c->embed_dim * sizeof *e) : NULL;
-    if (!hin || !ld || (vit->w.text_emb && !e)) {
-        free(hin), free(ld), free(e);
+    size_t ns = vit_head_scratch_floats(c);
+    float *sc = ns ? malloc(ns * sizeof *sc) : NULL;
+    if (!hin || !ld || (vit->w.text_emb && !e) || (ns && !sc)) {
+        free(hin), free(ld), free(e), free(sc);
         return VIT_ERR_NOMEM;
     }
     vit_head(NULL, vit,
@@ -132,8 +134,9 @@ static VitStatus lens_logits(float *lg, const VitRun *run, const Vit *vit, int l
                           .n = n,
                           .token = token,
                           .token_step = 1,
-                          .drop = run->intervention ? run->intervention->drop : NULL});
-    free(hin), free(ld), free(e);
+                          .drop = run->intervention ? run->intervention->drop : NULL,
+                          .scratch = sc});
+    free(hin), free(ld), free(e), free(sc);
     return VIT_OK;
 }
 
@@ -149,7 +152,7 @@ VitStatus vit_logit_lens(float *probs, const VitRun *run, const Vit *vit, int la
      * pooling of the layer); another token in the place of what the head pools */
     if (lens_logits(probs, run, vit, layer, token == 0 ? -1 : token, 1))
         return vit_set_error(err, VIT_ERR_NOMEM, "logit lens: out of memory");
-    vit_softmax_rows(probs, 1, c->n_classes);
+    vit_probs_rows(probs, probs, 1, c->n_classes, vit); /* softmax; SigLIP's sigmoid */
     return VIT_OK;
 }
 
@@ -167,9 +170,13 @@ VitStatus vit_logit_lens_map(float *out, const VitRun *run, const Vit *vit, int 
         return vit_set_error(err, VIT_ERR_NOMEM, "logit lens: out of memory for %d x %d logits", N,
                              C);
     }
-    /* each patch's softmax, in double */
+    /* each patch's softmax, in double; SigLIP's sigmoid of its own logit */
     for (int p = 0; p < N; p++) {
         const float *l = lg + (size_t)p * C;
+        if (vit->w.text_sigmoid && vit->w.text_emb) {
+            out[p] = (float)(1.0 / (1.0 + exp(-(double)l[cls])));
+            continue;
+        }
         double mx = l[0], s = 0.0;
         for (int k = 1; k < C; k++)
             if (l[k] > mx) mx = l[k];

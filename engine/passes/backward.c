@@ -107,6 +107,7 @@ static int carve(VitGrad *g, Scratch *s, const VitConfig *c, int kept, int n_thr
         {&g->cam_act, N, D},
         {&g->cam_grad, N, D},
         {&g->legrad, L, N},
+        {&g->probe_grad, c->head_pool == VIT_POOL_MAP ? H : 0, N},
         {&s->xn1, T, D},
         {&s->qk, redo ? T : 0, 2 * A},
         {&s->v, redo ? T : 0, A},
@@ -499,8 +500,8 @@ static void legrad_layer(Bw *bw, const VitBlock *b, int target) {
     int T = c->n_tokens, D = c->dim, H = c->n_heads, Dh = c->head_dim, Np = c->n_prefix,
         N = c->n_patches, Nh = vit_head_rows(bw->vit), A = vit_att_width(c);
     float *dzs = bw->s.hdz, *dctx = bw->s.hctx, *row = bw->s.row;
-    vit_head_backward(dzs, bw->run->tokens + (size_t)(bw->layer + 1) * T * D, target, bw->vit, 0,
-                      head_drop(bw->run), bw->s.head);
+    vit_head_backward(dzs, NULL, bw->run->tokens + (size_t)(bw->layer + 1) * T * D, target, bw->vit,
+                      0, head_drop(bw->run), bw->s.head);
     top_backward(bw, b, dzs, Nh, bw->s.dxm, dctx);
     mask_dctx(bw, dctx, Nh);
     float *e = bw->g->legrad + (size_t)bw->layer * N;
@@ -547,8 +548,8 @@ static void backward_pass(Bw *bw, int target) {
 
     /* the head (head.c): dz at the last block's output, its head rows */
     memset(s->dz, 0, (size_t)T * D * sizeof(float));
-    vit_head_backward(s->dz, run->tokens + (size_t)L * T * D, target, vit, bw->lrp, head_drop(run),
-                      s->head);
+    vit_head_backward(s->dz, exact ? g->probe_grad : NULL, run->tokens + (size_t)L * T * D, target,
+                      vit, bw->lrp, head_drop(run), s->head);
 
     for (int l = L - 1; l >= 0; l--) {
         const VitBlock *b = &vit->w.blocks[l];

@@ -45,7 +45,8 @@ static int batch_floats(size_t *n, const VitConfig *c, int max_batch, int n_thre
     return vit_add_product(&per, N, 3 * P * P) &&
            vit_add_product(&per, T, 2 * D + 3 * A + ctx_cols(c) + F) &&
            vit_add_product(&per, 2, D + C) && vit_add_product(&per, 1, (size_t)c->embed_dim) &&
-           vit_add_product(n, B, per) && vit_add_product(n, (size_t)n_threads * VIT_ATT_BLOCK, T);
+           vit_add_product(n, B, per) && vit_add_product(n, (size_t)n_threads * VIT_ATT_BLOCK, T) &&
+           vit_add_product(n, 1, vit_head_scratch_floats(c));
 }
 
 static int default_threads(void) {
@@ -101,6 +102,7 @@ VitStatus vit_batch_init(VitBatch *b, const Vit *vit, int max_batch, int n_threa
     b->logits_dist = p, p += B * C;
     b->embed = p, p += B * (size_t)c->embed_dim;
     b->att_scratch = p, p += (size_t)n_threads * VIT_ATT_BLOCK * T;
+    b->head_scratch = p, p += vit_head_scratch_floats(c);
     memset(b->mem, 0, n * sizeof(float));
     b->cfg = *c;
     b->max_batch = max_batch;
@@ -128,7 +130,7 @@ static void embed_tokens(float *x, const float *pe, const Vit *vit, const VitInt
     const VitWeights *w = &vit->w;
     size_t D = (size_t)c->dim, Np = (size_t)c->n_prefix, N = (size_t)c->n_patches;
     memcpy(x + Np * D, pe, N * D * sizeof(float));
-    memcpy(x, w->cls_token, D * sizeof(float));
+    if (w->cls_token) memcpy(x, w->cls_token, D * sizeof(float)); /* SigLIP: none */
     if (w->dist_token) memcpy(x + D, w->dist_token, D * sizeof(float));
     if (w->reg_token)
         memcpy(x + (1 + (size_t)c->has_dist_token) * D, w->reg_token,
@@ -239,13 +241,11 @@ void vit_batch_head(VitBatch *b, const Vit *vit, int n, float *logits, float *pr
                           .row_stride = gathered ? (size_t)n : 1,
                           .n = n,
                           .token = -1,
-                          .drop = b->intervention ? b->intervention->drop : NULL});
+                          .drop = b->intervention ? b->intervention->drop : NULL,
+                          .scratch = b->head_scratch});
     size_t nC = (size_t)n * C;
     if (logits) memcpy(logits, b->logits, nC * sizeof(float));
-    if (probs) {
-        memcpy(probs, b->logits, nC * sizeof(float));
-        vit_softmax_rows(probs, n, C);
-    }
+    if (probs) vit_probs_rows(probs, b->logits, n, C, vit);
 }
 
 /* --- entry point --------------------------------------------------------------- */

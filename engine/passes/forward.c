@@ -113,7 +113,9 @@ int vit_run_floats(const VitConfig *c, int keep_att, int n_threads, size_t *n_fl
              att_floats(&n, c, keep_att, n_threads) &&
              (!vit_keep_blocks(c, keep_att) || block_floats(&n, c)) && vit_add_product(&n, 3, C) &&
              vit_add_product(&n, 1, (size_t)c->embed_dim) &&
-             vit_add_product(&n, c->norm_pre ? T : 0, D);
+             vit_add_product(&n, c->norm_pre ? T : 0, D) &&
+             vit_add_product(&n, c->head_pool == VIT_POOL_MAP ? (size_t)c->n_heads : 0, N) &&
+             vit_add_product(&n, 1, vit_head_scratch_floats(c));
     *n_floats = ok ? n : SIZE_MAX;
     return ok;
 }
@@ -208,6 +210,12 @@ VitStatus vit_run_init_with(VitRun *run, const Vit *vit, const VitRunOptions *op
         run->pre = p;
         p += T * D;
     }
+    if (c->head_pool == VIT_POOL_MAP) {
+        run->probe_att = p;
+        p += H * N;
+        run->head_scratch = p;
+        p += vit_head_scratch_floats(c);
+    }
     memset(run->mem, 0, n * sizeof(float));
     run->crop_w = c->image_w;
     run->crop_h = c->image_h;
@@ -242,8 +250,8 @@ static void forward_pass(VitRun *run, const Vit *vit, int gemm_only) {
     float *x = c->norm_pre ? run->pre : run->tokens;
     /* rows of the last block's output the head reads: CLS (and distillation) token, or
      * every token for a pooled head (vit_head_rows); a CLIP tower's image embedding reads
-     * the CLS token even without a text head */
-    int clip = w->img_proj_w && run->img_embed;
+     * the CLS token even without a text head, SigLIP's MAP head every patch */
+    int clip = c->embed_dim > 0 && run->img_embed;
     int head_rows = c->n_classes || clip ? vit_head_rows(vit) : 0;
     int last_rows = run->all_tokens ? T : head_rows; /* rows of the last block computed */
 
@@ -264,7 +272,7 @@ static void forward_pass(VitRun *run, const Vit *vit, int gemm_only) {
      *   pos_embed covers the prefix (default): x = cat(to_cat + [x]) + pos_embed
      *   no_embed_class (registers):             x = cat(to_cat + [x + pos_embed]) */
     if (!gemm_only) {
-        memcpy(x, w->cls_token, (size_t)D * sizeof(float));
+        if (w->cls_token) memcpy(x, w->cls_token, (size_t)D * sizeof(float)); /* SigLIP: none */
         if (w->dist_token) memcpy(x + D, w->dist_token, (size_t)D * sizeof(float));
         if (w->reg_token)
             memcpy(x + (size_t)(1 + c->has_dist_token) * D, w->reg_token,
@@ -332,12 +340,11 @@ static void forward_pass(VitRun *run, const Vit *vit, int gemm_only) {
                           .n = 1,
                           .token = -1,
                           .drop = iv ? iv->drop : NULL,
-                          .gemm_only = gemm_only});
+                          .gemm_only = gemm_only,
+                          .probe_att = run->probe_att,
+                          .scratch = run->head_scratch});
     if (!C) return;
-    if (!gemm_only) {
-        memcpy(run->probs, run->logits, (size_t)C * sizeof(float));
-        vit_softmax_rows(run->probs, 1, C);
-    }
+    if (!gemm_only) vit_probs_rows(run->probs, run->logits, 1, C, vit);
 }
 
 void vit_forward(VitRun *run, const Vit *vit) {

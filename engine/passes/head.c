@@ -23,8 +23,14 @@
  *                                                               num_register_tokens:)
  *   logits = head(h) = h . head_w^T + head_b (or CLIP's text head), tanh'd for a notebook's
  *   Sequential(Linear, Tanh).
- * VIT_POOL_MAP (SigLIP's attention pooling) is another case of the same switch, not
- * implemented here.
+ *   VIT_POOL_MAP       h = MAP(norm(z_r) for the patches r)     transformers'
+ *                                                               SiglipVisionTransformer:
+ *                                                               last_hidden_state =
+ *                                                               self.post_layernorm(...);
+ *                                                               pooler_output =
+ *                                                               self.head(last_hidden_state)
+ *                      (probe.c: the probe's attention kept per head); h is SigLIP's image
+ *                      embedding (E = D, no projection), the text head's input.
  *
  * CLIP (Radford et al. 2021; openai/CLIP clip/model.py CLIP.forward):
  *   image_features = encode_image(image)           e = img_proj(ln_post(z_L[CLS]))
@@ -61,15 +67,19 @@ void vit_text_head(VitPool *pool, float *logits, float *e, const float *xn, int 
     const VitConfig *c = &vit->cfg;
     const VitWeights *w = &vit->w;
     int D = c->dim, E = c->embed_dim, C = c->n_classes;
-    /* CLIP's model.py: x = self.ln_post(x[:, 0, :]); x = x @ self.proj */
-    vit_linear(pool, (VitLinear){.out = e,
-                                 .ld_out = E,
-                                 .inp = xn,
-                                 .w = w->img_proj_w,
-                                 .T = n,
-                                 .n_in = D,
-                                 .n_out = E,
-                                 .gemm_only = gemm_only});
+    /* CLIP's model.py: x = self.ln_post(x[:, 0, :]); x = x @ self.proj; SigLIP: no
+     * projection, the MAP head's output is the embedding (E = D) */
+    if (!w->img_proj_w) {
+        if (!gemm_only) memcpy(e, xn, (size_t)n * E * sizeof *e);
+    } else
+        vit_linear(pool, (VitLinear){.out = e,
+                                     .ld_out = E,
+                                     .inp = xn,
+                                     .w = w->img_proj_w,
+                                     .T = n,
+                                     .n_in = D,
+                                     .n_out = E,
+                                     .gemm_only = gemm_only});
     if (!logits || !w->text_emb || !C) return;
     vit_linear(pool, (VitLinear){.out = logits,
                                  .ld_out = C,
@@ -82,8 +92,20 @@ void vit_text_head(VitPool *pool, float *logits, float *e, const float *xn, int 
     if (gemm_only) return;
     for (int i = 0; i < n; i++) {
         float k = inv_norm(e + (size_t)i * E, E, w->text_scale);
-        for (int j = 0; j < C; j++) logits[(size_t)i * C + j] *= k;
+        for (int j = 0; j < C; j++)
+            logits[(size_t)i * C + j] = logits[(size_t)i * C + j] * k + w->text_bias;
     }
+}
+
+void vit_probs_rows(float *probs, const float *logits, int n, int C, const Vit *vit) {
+    size_t nC = (size_t)n * C;
+    if (probs != logits) memcpy(probs, logits, nC * sizeof *probs);
+    if (!vit->w.text_sigmoid || !vit->w.text_emb) {
+        vit_softmax_rows(probs, n, C);
+        return;
+    }
+    /* SiglipModel: torch.sigmoid(logits_per_image), each pair on its own */
+    for (size_t i = 0; i < nC; i++) probs[i] = 1.0f / (1.0f + expf(-probs[i]));
 }
 
 void vit_text_head_grad(float *dxn, const float *xn, int target, const Vit *vit, int lrp,
@@ -92,8 +114,11 @@ void vit_text_head_grad(float *dxn, const float *xn, int target, const Vit *vit,
     const VitWeights *w = &vit->w;
     int D = c->dim, E = c->embed_dim;
     float *e = scratch, *g = scratch + E;
-    /* e = P xn, P = img_proj_w [E, D] */
-    cblas_sgemv(CblasRowMajor, CblasNoTrans, E, D, 1.0f, w->img_proj_w, D, xn, 1, 0.0f, e, 1);
+    /* e = P xn, P = img_proj_w [E, D]; SigLIP: e = xn */
+    if (w->img_proj_w)
+        cblas_sgemv(CblasRowMajor, CblasNoTrans, E, D, 1.0f, w->img_proj_w, D, xn, 1, 0.0f, e, 1);
+    else
+        memcpy(e, xn, (size_t)E * sizeof *e);
     const float *t = w->text_emb + (size_t)target * E;
     double n2 = 0.0, te = 0.0;
     for (int j = 0; j < E; j++) n2 += (double)e[j] * e[j], te += (double)t[j] * e[j];
@@ -103,8 +128,11 @@ void vit_text_head_grad(float *dxn, const float *xn, int target, const Vit *vit,
     } else {
         memset(g, 0, (size_t)E * sizeof *g);
     }
-    /* dxn = P^T g */
-    cblas_sgemv(CblasRowMajor, CblasTrans, E, D, 1.0f, w->img_proj_w, D, g, 1, 0.0f, dxn, 1);
+    /* dxn = P^T g (SigLIP: g) */
+    if (w->img_proj_w)
+        cblas_sgemv(CblasRowMajor, CblasTrans, E, D, 1.0f, w->img_proj_w, D, g, 1, 0.0f, dxn, 1);
+    else
+        memcpy(dxn, g, (size_t)D * sizeof *dxn);
 }
 
 /* --- the classifier head -------------------------------------------------------- */
@@ -200,8 +228,8 @@ static void pool_input(const PoolArgs *a, int i) {
     int t = io->token < 0 ? -1 : io->token + i * io->token_step;
     int r0 = t < 0 ? Np : t, r1 = t < 0 ? T : t + 1; /* the rows a mean reads */
     switch (c->head_pool) {
+    case VIT_POOL_MAP: break; /* map_input, on the pool's threads */
     case VIT_POOL_CLS:
-    case VIT_POOL_MAP: /* not loaded (arch.c): the CLS, so that nothing reads garbage */
         norm_row(h, token_row(io, D, i, t < 0 ? 0 : t), vit);
         if (t < 0 && vit->w.head_dist_w)
             norm_row(io->hin + (size_t)io->n * W + (size_t)i * D, token_row(io, D, i, 1), vit);
@@ -216,6 +244,36 @@ static void pool_input(const PoolArgs *a, int i) {
         layernorm_in_place(h, vit->w.fc_norm_w, vit->w.fc_norm_b, D, c->ln_eps);
 }
 
+size_t vit_head_scratch_floats(const VitConfig *c) {
+    if (c->head_pool != VIT_POOL_MAP) return 0;
+    size_t N = (size_t)c->n_patches, D = (size_t)c->dim, H = (size_t)c->n_heads;
+    return N * D + H * N + vit_probe_scratch(c->n_patches, c->dim, c->mlp_dim);
+}
+
+/* The MAP head of input i (VIT_POOL_MAP): y = the final norm of its patches in the
+ * sequence (a dropped one is not a key), then vit_probe_forward into hin[i]; its attention
+ * into probe_att [H, N] of input i with the dropped patches 0. For the logit lens (token t),
+ * y is token t alone: the probe's softmax over one key is 1, the head's output is what it
+ * gives when every patch is token t. */
+static void map_input(VitPool *pool, const VitHeadIO *io, const Vit *vit, int i) {
+    const VitConfig *c = &vit->cfg;
+    int D = c->dim, N = c->n_patches, H = c->n_heads, Np = c->n_prefix, T = c->n_tokens;
+    float *y = io->scratch, *att = y + (size_t)N * D, *s = att + (size_t)H * N;
+    int t = io->token < 0 ? -1 : io->token + i * io->token_step, n = 0;
+    for (int r = t < 0 ? Np : t; r < (t < 0 ? T : t + 1); r++)
+        if (t >= 0 || kept(io->drop, Np, r))
+            norm_row(y + (size_t)n++ * D, token_row(io, D, i, r), vit);
+    vit_probe_forward(pool, io->hin + (size_t)i * D, att, y, &vit->w.map, n, D, H, c->mlp_dim,
+                      c->ln_eps, c->mlp_act, s);
+    if (!io->probe_att || t >= 0) return;
+    float *pa = io->probe_att + (size_t)i * H * N;
+    for (int h = 0; h < H; h++) {
+        int k = 0;
+        for (int p = 0; p < N; p++)
+            pa[(size_t)h * N + p] = kept(io->drop, 0, p) ? att[(size_t)h * n + k++] : 0.0f;
+    }
+}
+
 static void pool_task(void *arg, int item, int n_items, int thread) {
     (void)n_items, (void)thread;
     pool_input(arg, item);
@@ -226,13 +284,15 @@ void vit_head(VitPool *pool, const Vit *vit, const VitHeadIO *io) {
     const VitWeights *w = &vit->w;
     int n = io->n, C = c->n_classes, W = vit_head_width(c), D = c->dim;
     int gemm_only = io->gemm_only;
-    if (!gemm_only) {
+    if (!gemm_only && c->head_pool == VIT_POOL_MAP) {
+        for (int i = 0; i < n; i++) map_input(pool, io, vit, i); /* its GEMMs on the pool */
+    } else if (!gemm_only) {
         PoolArgs a = {io, vit, 1};
         vit_pool_run(pool, pool_task, &a, n);
     }
     /* CLIP: the image embedding e = h @ proj, and with a text head
-     * logits = logit_scale * cos(e, t_c) */
-    if (io->embed && w->img_proj_w)
+     * logits = logit_scale * cos(e, t_c) (+ SigLIP's logit_bias) */
+    if (io->embed && c->embed_dim > 0)
         vit_text_head(pool, C ? io->logits : NULL, io->embed, io->hin, n, vit, gemm_only);
     if (!C || !io->logits) return;
     if (!w->text_emb)
@@ -267,10 +327,44 @@ void vit_head(VitPool *pool, const Vit *vit, const VitHeadIO *io) {
 }
 
 size_t vit_head_backward_floats(const VitConfig *c) {
-    return 6 * (size_t)c->dim + 2 * (size_t)c->embed_dim;
+    size_t n = 6 * (size_t)c->dim + 2 * (size_t)c->embed_dim;
+    if (c->head_pool == VIT_POOL_MAP) /* y [N, D], dy [N, D], the forward's and the gradient's */
+        n += 2 * (size_t)c->n_patches * c->dim + vit_head_scratch_floats(c) +
+             vit_probe_backward_floats(c->n_patches, c->dim, c->n_heads, c->mlp_dim) +
+             (size_t)c->n_heads * c->n_patches;
+    return n;
 }
 
-void vit_head_backward(float *dz, const float *z, int target, const Vit *vit, int lrp,
+/* vit_head_backward for the MAP head: dz [T, D] (zeroed by the caller) from g = d y /
+ * d hin [D]: through the head (vit_probe_backward) to the normalised patches, then the
+ * final norm's backward at each patch in the sequence. */
+static void map_backward(float *dz, float *datt, const float *z, const float *g, const Vit *vit,
+                         int lrp, const uint8_t *drop, float *scratch) {
+    const VitConfig *c = &vit->cfg;
+    int D = c->dim, N = c->n_patches, H = c->n_heads, Np = c->n_prefix, n = 0;
+    float *y = scratch, *dy = y + (size_t)N * D, *s = dy + (size_t)N * D;
+    for (int p = 0; p < N; p++)
+        if (kept(drop, 0, p)) norm_row(y + (size_t)n++ * D, z + (size_t)(Np + p) * D, vit);
+    float *da = datt ? s + vit_probe_backward_floats(n, D, H, c->mlp_dim) : NULL; /* [H, n] */
+    vit_probe_backward(dy, da, y, g, &vit->w.map, n, D, H, c->mlp_dim, c->ln_eps, c->mlp_act, lrp,
+                       s);
+    for (int h = 0; datt && h < H; h++) /* [H, n] -> [H, N], a dropped patch 0 */
+        for (int p = 0, j = 0; p < N; p++)
+            datt[(size_t)h * N + p] = kept(drop, 0, p) ? da[(size_t)h * n + j++] : 0.0f;
+    int k = 0;
+    for (int p = 0; p < N; p++) {
+        if (!kept(drop, 0, p)) continue;
+        float *dzr = dz + (size_t)(Np + p) * D;
+        const float *dyk = dy + (size_t)k++ * D;
+        if (vit->w.norm_w)
+            vit_layernorm_backward_rows(dzr, z + (size_t)(Np + p) * D, vit->w.norm_w, dyk, 0, 1, D,
+                                        c->ln_eps, lrp, 0);
+        else
+            memcpy(dzr, dyk, (size_t)D * sizeof *dzr);
+    }
+}
+
+void vit_head_backward(float *dz, float *datt, const float *z, int target, const Vit *vit, int lrp,
                        const uint8_t *drop, float *scratch) {
     const VitConfig *c = &vit->cfg;
     const VitWeights *w = &vit->w;
@@ -289,9 +383,13 @@ void vit_head_backward(float *dz, const float *z, int target, const Vit *vit, in
                     .row_stride = 1,
                     .n = 1,
                     .token = -1,
-                    .drop = drop};
+                    .drop = drop,
+                    .scratch = tsc + 2 * c->embed_dim};
     PoolArgs a = {&io, vit, 0};
-    pool_input(&a, 0);
+    if (c->head_pool == VIT_POOL_MAP)
+        map_input(NULL, &io, vit, 0);
+    else
+        pool_input(&a, 0);
     if (fc) {
         memcpy(p, hin, (size_t)D * sizeof *p);
         layernorm_in_place(hin, w->fc_norm_w, w->fc_norm_b, D, c->ln_eps);
@@ -317,9 +415,13 @@ void vit_head_backward(float *dz, const float *z, int target, const Vit *vit, in
         memcpy(g, dp, (size_t)D * sizeof *g);
     }
     memset(dz, 0, (size_t)R * D * sizeof *dz);
+    if (c->head_pool == VIT_POOL_MAP) {
+        map_backward(dz, datt, z, g, vit, lrp, drop, tsc + 2 * c->embed_dim);
+        return;
+    }
     /* the rows: norm's backward (dz = dn without a norm) at each token the head read */
     const float *g_mean = c->head_pool == VIT_POOL_CLS_MEAN ? g + D : g;
-    if (c->head_pool == VIT_POOL_CLS || c->head_pool == VIT_POOL_MAP) {
+    if (c->head_pool == VIT_POOL_CLS) {
         int rows = distilled ? 2 : 1;
         if (w->norm_w)
             vit_layernorm_backward_rows(dz, z, w->norm_w, g, 0, rows, D, c->ln_eps, lrp, 0);
@@ -357,7 +459,7 @@ VitStatus vit_set_text_head(Vit *vit, const float *emb, int C, const char *const
     if (!vit) return vit_set_error(err, VIT_ERR_ARG, "text head: no model");
     const VitConfig *c = &vit->cfg;
     int E = c->embed_dim;
-    if (E <= 0 || !vit->w.img_proj_w)
+    if (E <= 0)
         return vit_set_error(err, VIT_ERR_ARG,
                              "%s: the model has no image projection (not a CLIP image tower): "
                              "a text cannot be its head",
@@ -399,7 +501,8 @@ VitStatus vit_set_text_head(Vit *vit, const float *emb, int C, const char *const
     vit->labels = lab;
     vit->w.text_emb = t;
     vit->w.text_scale = logit_scale;
-    vit->w.head_w = vit->w.head_b = NULL; /* a CLIP tower has no classifier beside it */
+    vit->w.text_bias = 0.0f, vit->w.text_sigmoid = 0; /* vit_set_text_sigmoid: SigLIP's */
+    vit->w.head_w = vit->w.head_b = NULL;             /* a CLIP tower has no classifier beside it */
     vit->w.head_dist_w = vit->w.head_dist_b = NULL;
     vit->cfg.n_classes = C;
     vit->cfg.head_tanh = 0;
@@ -425,15 +528,27 @@ VitStatus vit_text_logits(VitRun *run, const Vit *vit, VitError *err) {
                                  .n_in = E,
                                  .n_out = C});
     float k = inv_norm(run->img_embed, E, vit->w.text_scale);
-    for (int j = 0; j < C; j++) run->logits[j] *= k;
-    memcpy(run->probs, run->logits, (size_t)C * sizeof(float));
-    vit_softmax_rows(run->probs, 1, C);
+    for (int j = 0; j < C; j++) run->logits[j] = run->logits[j] * k + vit->w.text_bias;
+    vit_probs_rows(run->probs, run->logits, 1, C, vit);
+    return VIT_OK;
+}
+
+VitStatus vit_set_text_sigmoid(Vit *vit, float logit_bias, VitError *err) {
+    if (!vit || !vit->w.text_emb)
+        return vit_set_error(err, VIT_ERR_ARG,
+                             "%s: sigmoid scores: no text head (vit_set_text_head)",
+                             vit ? vit->cfg.name : "?");
+    if (!isfinite(logit_bias))
+        return vit_set_error(err, VIT_ERR_ARG, "%s: sigmoid scores: logit bias %g is not finite",
+                             vit->cfg.name, (double)logit_bias);
+    vit->w.text_bias = logit_bias;
+    vit->w.text_sigmoid = 1;
     return VIT_OK;
 }
 
 VitStatus vit_image_embed(float *e, const VitRun *run, const Vit *vit, VitError *err) {
     const VitConfig *c = &vit->cfg;
-    if (c->embed_dim <= 0 || !vit->w.img_proj_w)
+    if (c->embed_dim <= 0)
         return vit_set_error(err, VIT_ERR_ARG,
                              "%s: the model has no image projection (not a CLIP image tower): "
                              "no image embedding",

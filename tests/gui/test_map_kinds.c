@@ -8,7 +8,10 @@
  * each kind's own key line, and --help prints exactly that list; on a real
  * forward pass every kind's map has the size map_kind_size gives, its per-layer
  * maps equal its single maps, its prefix share completes its rows to 1, and S's
- * file name carries its tag. Exits 0, or 1 naming each failed check. */
+ * file name carries its tag. A kind the model does not fit (a class-specific one without a
+ * head, the probe without an attention-pooling head) is refused with a message; the probe's
+ * maps of a SigLIP model (a file made by tests/gui/siglip_model.py) are VitRun.probe_att's
+ * rows and their fusions. Exits 0, or 1 naming each failed check. */
 #include "view/maps.h"
 #include "config/keys.h"
 #include "config/options.h"
@@ -145,6 +148,40 @@ static void table_checks(void) {
 
 /* --- the kinds on a real forward pass -------------------------------------- */
 
+/* The probe kind's maps: head h is VitRun.probe_att's row h (sums to 1), the fusions its
+ * mean, max and min over the heads. */
+static void probe_checks(const Scene *sc, const View *v0, const char *name) {
+    const VitConfig *c = &sc->run.cfg;
+    int H = c->n_heads, N = c->n_patches, ok = sc->run.probe_att != NULL;
+    float *m = malloc((size_t)N * sizeof *m);
+    VitError err;
+    for (int i = 0; ok && m && i < H + VIEW_N_FUSIONS; i++) {
+        View v = *v0;
+        v.head = i;
+        if (view_map(m, sc, &v, &err)) {
+            ok = 0;
+            break;
+        }
+        double sum = 0.0;
+        for (int p = 0; p < N; p++) {
+            const float *a = sc->run.probe_att + p;
+            float want = a[0], mean = 0.0f;
+            if (i < H) want = a[(size_t)i * N];
+            for (int h = 0; i >= H && h < H; h++) {
+                float x = a[(size_t)h * N];
+                mean += x / (float)H;
+                if (i == H + VIT_FUSE_MAX ? x > want : x < want) want = x;
+            }
+            if (i == H + VIT_FUSE_MEAN) want = mean;
+            ok &= fabsf(m[p] - want) <= 1e-6f;
+            sum += m[p];
+        }
+        if (i < H) ok &= fabs(sum - 1.0) < 1e-4;
+    }
+    check(ok && m, "the probe's per-head attention and its fusions (VitRun.probe_att)", name);
+    free(m);
+}
+
 static void scene_checks(const char *model_path, const char *image) {
     Model m;
     Scene sc = {0};
@@ -174,6 +211,12 @@ static void scene_checks(const char *model_path, const char *image) {
                   .discard_ratio = 0.3f,
                   .query = c->n_prefix + 1,
                   .target = VIEW_TOP1};
+        if (!map_kind_usable(k, c)) { /* refused, with the reason */
+            VitStatus ru = view_map(map, &sc, &v, &err);
+            check(ru == VIT_ERR_ARG && strstr(err.msg, map_kind_unusable_why(k, c)),
+                  "a kind the model does not fit: refused with why", mk->name);
+            continue;
+        }
         if (view_on_worker(&v)) { /* the worker's view_slow_map first */
             check(!view_ready(&sc, &v) && view_map(map, &sc, &v, &err) == VIT_ERR_ARG,
                   "a worker map before view_slow_map: refused", mk->name);
@@ -196,6 +239,7 @@ static void scene_checks(const char *model_path, const char *image) {
         VitStatus rc = view_map(map, &sc, &v, &err);
         check(rc == VIT_OK, rc ? err.msg : "view_map", mk->name);
         if (rc) continue;
+        if (mk->needs_probe) probe_checks(&sc, &v, mk->name);
         if (mk->rgb) { /* colours in [0, 1], A 0 or 1, some foreground and some background */
             int ok = 1, fg = 0;
             for (int i = 0; i < w * h * 4; i++) ok &= map[i] >= 0.0f && map[i] <= 1.0f;

@@ -73,6 +73,10 @@
  * --logit-scale S (default: the checkpoint's, cfg.logit_scale); then --class explains
  * phrase C. --then-text-head RAW2 (the same C): after the forward pass, a second text head
  * from RAW2 and vit_text_logits (no new forward pass); what follows is the second head's.
+ * --logit-bias B (SigLIP): the text head's scores are sigmoid(s cos + B) each
+ * (vit_set_text_sigmoid), after --text-head and --then-text-head.
+ * A model pooled by attention (SigLIP's MAP head) also writes
+ *   probe_att.npy [H, N] f4 VitRun.probe_att, the probe's attention per head
  * A model with an image projection also writes
  *   embed.npy [E] f4 vit_image_embed (not normalised)
  * and config.json has "norm_pre", "embed_dim", "logit_scale", "clip", "mlp_act", "rope",
@@ -104,7 +108,7 @@ static int usage(void) {
           "                [--size HxW] [--whole] [--att keep|recompute] [--threads K]\n"
           "                [--class C [--discard R]] [--tokens] [--ignore-orientation]\n"
           "                [--lesson LAYER,HEAD,TOKEN,PATCH] [--text-head RAW:C]\n"
-          "                [--logit-scale S] [--then-text-head RAW2]\n"
+          "                [--logit-scale S] [--logit-bias B] [--then-text-head RAW2]\n"
           "                (--image PHOTO | --input RAW_F32) --out DIR\n",
           stderr);
     return 2;
@@ -407,7 +411,8 @@ int main(int argc, char **argv) {
     int imp_class = -2, imp_batch = 0;
     const char *s_ablate = NULL, *s_drop = NULL, *s_fill = NULL, *s_posedit = NULL, *s_temp = NULL;
     const char *s_text = NULL, *s_text2 = NULL;
-    float logit_scale = 0.0f;
+    float logit_scale = 0.0f, logit_bias = 0.0f;
+    int sigmoid = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--whole")) {
@@ -478,6 +483,8 @@ int main(int argc, char **argv) {
             s_text = v;
         } else if (!strcmp(a, "--logit-scale")) {
             logit_scale = strtof(v, NULL);
+        } else if (!strcmp(a, "--logit-bias")) {
+            logit_bias = strtof(v, NULL), sigmoid = 1;
         } else if (!strcmp(a, "--heads")) {
             char *end;
             long h = strtol(v, &end, 10);
@@ -528,7 +535,7 @@ int main(int argc, char **argv) {
                                                                    : 100.0f,
                                          &err);
         free(emb);
-        if (st) goto engine_fail;
+        if (st || (sigmoid && vit_set_text_sigmoid(&vit, logit_bias, &err))) goto engine_fail;
     }
     if (vit_run_init_with(&run, &vit, &ropt, &err)) goto engine_fail;
     const VitConfig *c = &vit.cfg;
@@ -591,7 +598,9 @@ int main(int argc, char **argv) {
         }
         VitStatus st = vit_set_text_head(&vit, emb, c->n_classes, NULL, vit.w.text_scale, &err);
         free(emb);
-        if (st || vit_text_logits(&run, &vit, &err)) goto engine_fail;
+        if (st || (sigmoid && vit_set_text_sigmoid(&vit, logit_bias, &err)) ||
+            vit_text_logits(&run, &vit, &err))
+            goto engine_fail;
     }
 
     if (mkdir(out, 0777) != 0 && errno != EEXIST) {
@@ -608,6 +617,8 @@ int main(int argc, char **argv) {
         (run.att && npy_f32(out, "att.npy", run.att, s_att, 4)) ||
         (vit.w.pos_embed && npy_f32(out, "pos.npy", vit.w.pos_embed, s_pos, 2)) ||
         (vit.w.rope && npy_f32(out, "rope.npy", vit.w.rope, s_rope, 2)) ||
+        (run.probe_att &&
+         npy_f32(out, "probe_att.npy", run.probe_att, (size_t[2]){H, (size_t)c->n_patches}, 2)) ||
         (vit.w.head_dist_w && npy_f32(out, "logits_dist.npy", run.logits_dist, s_cls, 1)) ||
         (C && (npy_f32(out, "logits.npy", run.logits, s_cls, 1) ||
                npy_f32(out, "probs.npy", run.probs, s_cls, 1))) ||
