@@ -47,7 +47,10 @@ SONAME_PACKAGES = {
     "libwebpdemux.so.2": "libwebpdemux2", "libtiff.so.6": "libtiff6", "libheif.so.1": "libheif1",
     "libexif.so.12": "libexif12", "libX11.so.6": "libx11-6",
     "libz.so.1": "zlib1g", "libpcre2-8.so.0": "libpcre2-8-0", "libicuuc.so.72": "libicu72",
-    "libicudata.so.72": "libicu72"}
+    "libicudata.so.72": "libicu72",
+    # SigLIP's tokenizer (engine/text/spm.cc): libsentencepiece and the C++ runtime it needs
+    "libsentencepiece.so.0": "libsentencepiece0", "libstdc++.so.6": "libstdc++6",
+    "libgcc_s.so.1": "libgcc-s1"}
 RUNTIME_PACKAGES = ["libgl1", "libgl1-mesa-dri", "fonts-dejavu-core"]
 
 def run(cmd, **kw):
