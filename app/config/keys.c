@@ -143,7 +143,9 @@ void keys_list_kinds(FILE *f) {
     static const char *const groups[] = {"attention", "class", "tokens"};
     for (int k = 0; k < MAP_KIND_COUNT; k++) {
         const MapKindInfo *m = &MAP_KINDS[k];
-        fprintf(f, "%s\t%s\t%s\t%s\t%s\n", m->tag, m->key ? m->key_name : "-", groups[m->group],
-                m->name, m->title);
+        /* NEEDS: what a model must have for the kind to be offered (map_kind_unusable_why) */
+        const char *needs = m->needs_probe ? "map-head" : m->uses_target ? "classifier" : "-";
+        fprintf(f, "%s\t%s\t%s\t%s\t%s\t%s\n", m->tag, m->key ? m->key_name : "-", groups[m->group],
+                m->name, m->title, needs);
     }
 }

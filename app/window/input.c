@@ -135,7 +135,9 @@ int app_step_kind(App *app, int step) {
     for (int i = 0; i < MAP_KIND_COUNT; i++) {
         v->kind = (v->kind + step + MAP_KIND_COUNT) % MAP_KIND_COUNT;
         if (map_kind_usable(v->kind, &app->model->vit.cfg)) break;
-        skipped = 1;
+        /* the class-specific kinds are everyone's: say why they are skipped; a family's
+         * own kind (the probe of SigLIP's MAP head) is skipped quietly on other models */
+        skipped |= MAP_KINDS[v->kind].uses_target;
     }
     if (MAP_KINDS[v->kind].uses_target) app->class_kind = v->kind;
     if (skipped)

@@ -344,11 +344,12 @@ def builtin(args):
     check([q["path"].endswith(p) for q, p in zip(images, photos)] == [True] * len(photos),
           "images.csv lists the images in name order, masks left out")
     tab = table_of(r.stdout)
-    # every map kind of the table (vitlens --list-kinds) but the PCA's colours, which have
-    # no order of patches to remove
-    tags = [ln.split("\t")[0] for ln in
+    # every map kind of the table (vitlens --list-kinds) that the built-in model offers (it
+    # has a classifier, no MAP head: NEEDS, the 6th column) but the PCA's colours, which
+    # have no order of patches to remove
+    tags = [f[0] for f in (ln.split("\t") for ln in
             subprocess.run([args.app, "--list-kinds"], capture_output=True, text=True,
-                           check=True).stdout.splitlines()]
+                           check=True).stdout.splitlines()) if f[5] in ("-", "classifier")]
     K = len([t for t in tags if t != "pca"])
     check(len(tab) == K + 2, f"{K + 2} methods: {K} map kinds (not the PCA's colours) and 2 "
           f"baselines: {list(tab)}")

@@ -253,12 +253,18 @@ def run(argv):
     subprocess.run(argv, check=True, capture_output=True, text=True)
 
 
-def map_kind_names(app_path):
+def map_kind_names(app_path, needs=("-", "classifier", "map-head")):
     """The map kinds' names, in the table's order, from --help's paragraph
-    "map kinds, in the order E steps through them:" (wrapped, comma-separated)."""
+    "map kinds, in the order E steps through them:" (wrapped, comma-separated), keeping
+    those whose NEEDS (--list-kinds' 6th column) is in needs: E skips a kind the model
+    cannot show (the probe without SigLIP's MAP head)."""
     out = subprocess.run([app_path, "--help"], check=True, capture_output=True, text=True).stdout
     part = out.split("map kinds, in the order E steps through them:\n", 1)[1].split("\n\n", 1)[0]
-    return [n.strip() for n in " ".join(part.split()).split(",")]
+    names = [n.strip() for n in " ".join(part.split()).split(",")]
+    rows = [ln.split("\t") for ln in subprocess.run(
+        [app_path, "--list-kinds"], check=True, capture_output=True, text=True).stdout.splitlines()]
+    need = {f[3]: f[5] for f in rows}
+    return [n for n in names if need.get(n) in needs]
 
 
 def diff(a, b):
@@ -731,8 +737,11 @@ def test(app, args, chelsea, coffee, model):
     # -- E / Shift+E step through the map kinds' table in its order, as --help's E line
     # lists them: the trace and the status line name each kind, the rollout is R's
     # picture, and after the last kind comes the first again
-    names = map_kind_names(args.app)
-    check(names[:2] == ["attention", "rollout"], f"--help's E line lists the map kinds: {names}")
+    # (the model has a classifier, no MAP head: E skips the probe)
+    every = map_kind_names(args.app)
+    names = map_kind_names(args.app, needs=("-", "classifier"))
+    check(names[:2] == ["attention", "rollout"] and len(every) > len(names),
+          f"--help's E line lists the map kinds: {every}, this model offers {names}")
     tags = []
     for i in range(1, len(names) + 1):
         name = names[i % len(names)]
@@ -747,8 +756,13 @@ def test(app, args, chelsea, coffee, model):
         if name == "rollout":
             check(tags[-1] == "rollout" and diff(roll, app.shot()) == 0,
                   "E: the rollout, the picture R gives")
-    check(len(set(tags)) == len(names) and tags[-1] == "attention" and
-          diff(base, app.shot()) == 0, f"E steps through {tags} and back to attention")
+    last = app.shot()
+    back = diff(base, last)
+    if back:
+        save(last, os.path.join(args.out, "kinds_back.png"))
+        save(base, os.path.join(args.out, "kinds_base.png"))
+    check(len(set(tags)) == len(names) and tags[-1] == "attention" and back == 0,
+          f"E steps through {tags} and back to attention (picture {back:.4f} away)")
     app.key("shift+e", kind=tags[-2])
     app.key("e", kind="attention")
     check(diff(base, app.shot()) == 0, "Shift+E: the last kind, E: attention as before")

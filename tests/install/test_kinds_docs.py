@@ -42,15 +42,16 @@ def norm(s):
 
 
 def kinds(app):
-    """[{tag, key, group, name, title}] in the table's order."""
+    """[{tag, key, group, name, title, needs}] in the table's order."""
     r = subprocess.run([app, "--list-kinds"], capture_output=True, text=True, timeout=30)
     check(r.returncode == 0, f"vitlens --list-kinds exits 0 (got {r.returncode})")
     rows = []
     for line in r.stdout.splitlines():
         f = line.split("\t")
-        check(len(f) == 5, f"--list-kinds line of 5 fields: {line!r}")
-        if len(f) == 5:
-            rows.append(dict(zip(("tag", "key", "group", "name", "title"), f)))
+        check(len(f) == 6 and f[5] in ("-", "classifier", "map-head"),
+              f"--list-kinds line of 6 fields, the last what a model needs: {line!r}")
+        if len(f) == 6:
+            rows.append(dict(zip(("tag", "key", "group", "name", "title", "needs"), f)))
     return rows
 
 
@@ -150,6 +151,10 @@ def main():
     a = ap.parse_args()
     rows = kinds(a.app)
     check(len(rows) >= 2, f"--list-kinds lists {len(rows)} kinds")
+    # a class-specific map needs a classification head: every class row says so, and a
+    # kind that needs nothing is offered for every model (the window's E, --eval)
+    wrong = [k["tag"] for k in rows if (k["group"] == "class") != (k["needs"] == "classifier")]
+    check(not wrong, f"NEEDS is 'classifier' exactly for the class group's kinds (not: {wrong})")
     man, readme = open(a.man).read(), open(a.readme).read()
 
     # The control: a kind the docs cannot know, of each group and with a key, must be missed
