@@ -16,9 +16,9 @@ case:     one checkpoint of CASES at its training size: every layer's attention 
           fine-tunes: coordinates i * 16/24) and 16 x 23 (a non-square grid: each axis
           scaled by its own 16/g).
 control:  the same comparisons against a reference with one plausible mistake (CONTROLS),
-          on the cases where the mistake changes the computation (the sub-LN's only on B,
-          the reference-grid scaling only off the 16 x 16 grid): passes only when they fail
-          on every one of them.
+          on cases where the mistake changes the computation (the sub-LN's on B, the
+          reference-grid scaling off the 16 x 16 grid, the rest on a Ti and a B:
+          CONTROL_CASES): passes only when they fail on every one of them.
 backward: EVA-02 Ti with its classifier (fc_norm of the mean of the patches, then head),
           and B's sub-LN, through test_backward.py's backward_case: dy_c/dA_l, dy_c/dz_l,
           dy_c/d input and AttnLRP's against torch.autograd on this file's reference, its
@@ -84,13 +84,18 @@ CONTROLS = {  # mistake: what
     "no_ref_scale": "the coordinates not scaled by 16 / grid off the reference grid",
     "coords_centred": "DINOv3's coordinates ((i + 0.5) / g * 2 - 1) instead of EVA's",
 }
+# the cases a control runs on: those where its mistake changes the computation; the rest
+# change every EVA-02's, and show on a 4-layer Ti off the reference grid (packed SwiGLU)
+# and a 2-layer B (split SwiGLU, sub-LN) as well as on all five
 ONLY = {"no_subln": ("b_subln_224", "b_subln_336_pth"),
         "no_ref_scale": ("ti_336_ft_pth", "ti_nonsquare", "b_subln_336_pth")}
+CONTROL_CASES = ("ti_nonsquare", "b_subln_224")
 
 # backward: a classifier on fc_norm(mean of the patches)
 BACKWARD = {
     "ti_head_nonsquare": dict(shape="Ti", file="safetensors", size=(224, 322), C=10, L=4),
-    "b_head_subln_pth": dict(shape="B", file="pth", size=(336, 336), C=7, L=2),
+    # 16 x 14 patches: off the reference grid on one axis (the forward cases have 336 x 336)
+    "b_head_subln_pth": dict(shape="B", file="pth", size=(224, 196), C=7, L=2),
 }
 
 
@@ -372,7 +377,7 @@ def run_case(name, args, rep, wrong=None):
 
 
 def run_control(wrong, args, rep):
-    for name in ONLY.get(wrong, CASES):
+    for name in ONLY.get(wrong, CONTROL_CASES):
         run_case(name, args, rep, wrong)
 
 
