@@ -65,7 +65,8 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from test_parity import Report, check_config, check_peaked, run_dump, write_safetensors  # noqa: E402
+from test_parity import (Report, check_attention, check_config, check_peaked, check_relative,  # noqa: E402
+                         check_table, run_dump, write_safetensors)
 
 ATT_TOL = 1e-5     # every layer's attention, max abs
 HIDDEN_TOL = 1e-4  # last_hidden_state, max abs / max |reference|
@@ -392,33 +393,15 @@ def run_case(name, args, rep, wrong=None):
     att32 = ref32.forward(x, torch.float32)[1]
     if not wrong:
         check_peaked(rep, name, att64)
-    guard = name
-    att_e = engine["att"]
-    if not rep.check(att_e.shape == tuple(att64.shape), f"{name}: att {att_e.shape}, expected "
-                     f"{tuple(att64.shape)}", guard=guard):
+    if not check_attention(rep, name, engine["att"], att64, att32, ATT_TOL):
         return
-    per_layer = np.abs(att_e - att64.numpy()).reshape(len(att64), -1).max(axis=1)
-    yard = float((att32.double() - att64).abs().max())
-    print(f"  attention max|engine - f64| per layer: {' '.join(f'{v:.1e}' for v in per_layer)}")
-    print(f"  attention max|engine - f64| = {per_layer.max():.2e} (torch f32: {yard:.2e}, tol {ATT_TOL:.0e})")
-    rep.check(per_layer.max() <= ATT_TOL, f"{name}: attention differs by {per_layer.max():.2e}", guard=guard)
-    hid_e, h64 = engine["features"][-1], hid64.numpy()
-    scale = float(np.abs(h64).max())
-    dh = float(np.abs(hid_e - h64).max()) / scale
-    yard = float((ref32.hidden.double() - hid64).abs().max()) / scale
-    print(f"  last_hidden_state max|engine - f64| / max|f64| = {dh:.2e} (torch f32: {yard:.2e}, "
-          f"max|f64| {scale:.1f}, tol {HIDDEN_TOL:.0e})")
-    rep.check(dh <= HIDDEN_TOL, f"{name}: last_hidden_state differs by {dh:.2e} (relative)", guard=guard)
+    check_relative(rep, name, "last_hidden_state", engine["features"][-1], hid64, ref32.hidden,
+                   HIDDEN_TOL)
     if not wrong:  # the table the engine rotates with
         cos, sin = rope_cos_sin(gh, gw, c["D"] // c["H"], torch.float64)
         Dh2 = cos.shape[1] // 2
         want = torch.cat([cos[:, :Dh2], sin[:, :Dh2]], dim=1).numpy()
-        got = engine.get("rope")
-        if rep.check(got is not None and got.shape == want.shape,
-                     f"{name}: rope.npy {None if got is None else got.shape}, expected {want.shape}"):
-            dr = float(np.abs(got - want).max())
-            print(f"  rotary table {want.shape[0]}x{want.shape[1]}: max|engine - f64| = {dr:.1e} (tol {ROPE_TOL:.0e})")
-            rep.check(dr <= ROPE_TOL, f"{name}: rotary table differs by {dr:.1e}")
+        check_table(rep, name, "rotary table", engine.get("rope"), want, ROPE_TOL)
         rep.check("pos" not in engine, f"{name}: a position embedding written for a rotary model")
 
 

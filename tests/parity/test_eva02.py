@@ -54,7 +54,8 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from test_parity import Report, check_config, check_peaked, run_dump, write_safetensors  # noqa: E402
+from test_parity import (Report, check_attention, check_config, check_peaked, check_relative,  # noqa: E402
+                         check_table, run_dump, write_safetensors)
 
 ATT_TOL = 1e-5     # every layer's attention, max abs
 OUT_TOL = 1e-4     # last block's output, logits: max abs / max |reference|
@@ -338,39 +339,16 @@ def run_case(name, args, rep, wrong=None):
     lg32, att32 = ref32.forward(x, torch.float32)
     if not wrong:
         check_peaked(rep, name, att64)
-    guard = name
-    att_e = engine["att"]
-    if not rep.check(att_e.shape == tuple(att64.shape), f"{name}: att {att_e.shape}, expected "
-                     f"{tuple(att64.shape)}", guard=guard):
+    if not check_attention(rep, name, engine["att"], att64, att32, ATT_TOL):
         return
-    per_layer = np.abs(att_e - att64.numpy()).reshape(len(att64), -1).max(axis=1)
-    yard = float((att32.double() - att64).abs().max())
-    print(f"  attention max|engine - f64| per layer: {' '.join(f'{v:.1e}' for v in per_layer)}")
-    print(f"  attention max|engine - f64| = {per_layer.max():.2e} (torch f32: {yard:.2e}, tol {ATT_TOL:.0e})")
-    rep.check(per_layer.max() <= ATT_TOL, f"{name}: attention differs by {per_layer.max():.2e}", guard=guard)
-    out_e, o64 = engine["tokens"][-1], ref.hidden.numpy()
-    scale = float(np.abs(o64).max())
-    do = float(np.abs(out_e - o64).max()) / scale
-    yard = float((ref32.hidden.double() - ref.hidden).abs().max()) / scale
-    print(f"  last block output max|engine - f64| / max|f64| = {do:.2e} (torch f32: {yard:.2e}, "
-          f"max|f64| {scale:.1f}, tol {OUT_TOL:.0e})")
-    rep.check(do <= OUT_TOL, f"{name}: the last block's output differs by {do:.2e} (relative)", guard=guard)
+    check_relative(rep, name, "last block output", engine["tokens"][-1], ref.hidden, ref32.hidden,
+                   OUT_TOL)
     if c["C"]:
-        lg_e = engine["logits"]
-        scale = float(lg64.abs().max())
-        dl = float(np.abs(lg_e - lg64.numpy()).max()) / scale
-        yard = float((lg32.double() - lg64).abs().max()) / scale
-        print(f"  logits max|engine - f64| / max|f64| = {dl:.2e} (torch f32: {yard:.2e}, tol {OUT_TOL:.0e})")
-        rep.check(dl <= OUT_TOL, f"{name}: logits differ by {dl:.2e} (relative)", guard=guard)
+        check_relative(rep, name, "logits", engine["logits"], lg64, lg32, OUT_TOL)
     if not wrong:  # the table the engine rotates with, and the learned embedding beside it
         sin, cos = rope_sin_cos(gh, gw, c["D"] // c["H"], torch.float64)
         want = torch.cat([cos[:, 0::2], sin[:, 0::2]], dim=1).numpy()  # one angle per pair
-        got = engine.get("rope")
-        if rep.check(got is not None and got.shape == want.shape,
-                     f"{name}: rope.npy {None if got is None else got.shape}, expected {want.shape}"):
-            dr = float(np.abs(got - want).max())
-            print(f"  rotary table {want.shape[0]}x{want.shape[1]}: max|engine - f64| = {dr:.1e} (tol {ROPE_TOL:.0e})")
-            rep.check(dr <= ROPE_TOL, f"{name}: rotary table differs by {dr:.1e}")
+        check_table(rep, name, "rotary table", engine.get("rope"), want, ROPE_TOL)
         pos = engine.get("pos")
         rep.check(pos is not None and np.array_equal(pos, w["pos_embed"][0].numpy()),
                   f"{name}: the learned position embedding not added as stored")

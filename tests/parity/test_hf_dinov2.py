@@ -43,7 +43,8 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from test_parity import Report, check_config, check_peaked, run_dump, write_safetensors  # noqa: E402
+from test_parity import (Report, check_attention, check_config, check_peaked, check_relative,  # noqa: E402
+                         check_table, run_dump, write_safetensors)
 
 ATT_TOL = 1e-5     # every layer's attention, max abs
 HIDDEN_TOL = 1e-4  # last_hidden_state and logits, max abs / max |reference|
@@ -285,46 +286,23 @@ def run_case(name, args, rep, wrong=None):
     ref32 = dinov2_forward(w, x, c, torch.float32, wrong=wrong)
     if not wrong:
         check_peaked(rep, name, ref["att"])
-    guard = name
-    # every layer's attention
-    att_e, att64 = engine["att"], ref["att"].numpy()
-    if not rep.check(att_e.shape == att64.shape, f"{name}: att {att_e.shape}, expected {att64.shape}",
-                     guard=guard):
+    if not check_attention(rep, name, engine["att"], ref["att"], ref32["att"], ATT_TOL):
         return
-    per_layer = np.abs(att_e - att64).reshape(len(att64), -1).max(axis=1)
-    yard = float((ref32["att"].double() - ref["att"]).abs().max())
-    print(f"  attention max|engine - f64| per layer: {' '.join(f'{v:.1e}' for v in per_layer)}")
-    print(f"  attention max|engine - f64| = {per_layer.max():.2e} (torch f32: {yard:.2e}, tol {ATT_TOL:.0e})")
-    rep.check(per_layer.max() <= ATT_TOL, f"{name}: attention differs by {per_layer.max():.2e}", guard=guard)
     # last_hidden_state: the final layernorm of the last block's tokens
-    hid_e, hid64 = engine["features"][-1], ref["hidden"].numpy()
-    scale = float(np.abs(hid64).max())
-    dh = float(np.abs(hid_e - hid64).max()) / scale
-    yard = float((ref32["hidden"].double() - ref["hidden"]).abs().max()) / scale
-    print(f"  last_hidden_state max|engine - f64| / max|f64| = {dh:.2e} (torch f32: {yard:.2e}, "
-          f"max|f64| {scale:.1f}, tol {HIDDEN_TOL:.0e})")
-    rep.check(dh <= HIDDEN_TOL, f"{name}: last_hidden_state differs by {dh:.2e} (relative)", guard=guard)
+    check_relative(rep, name, "last_hidden_state", engine["features"][-1], ref["hidden"],
+                   ref32["hidden"], HIDDEN_TOL)
     # the position embedding added: with registers the CLS row is in the CLS token and the
     # engine's table holds the patches' rows alone
-    pe, pr = engine["pos"], ref["pos"].numpy()[1 if R else 0:]
-    if rep.check(pe.shape == pr.shape, f"{name}: position embedding {pe.shape}, expected {pr.shape}",
-                 guard=guard):
-        dp = float(np.abs(pe - pr).max())
-        print(f"  position embedding {pe.shape[0]}x{pe.shape[1]}: max|engine - f64| = {dp:.1e} (tol {POS_TOL:.0e})")
-        rep.check(dp <= POS_TOL, f"{name}: position embedding differs by {dp:.1e}", guard=guard)
+    check_table(rep, name, "position embedding", engine["pos"], ref["pos"].numpy()[1 if R else 0:],
+                POS_TOL, guard=name)
     if ref["logits"] is None:
         rep.check("logits" not in engine, f"{name}: logits from a backbone")
         return
     # the classifier [C, 2D] over [CLS ; mean of the patch tokens]
-    if not rep.check("logits" in engine, f"{name}: no logits from the classifier", guard=guard):
+    if not rep.check("logits" in engine, f"{name}: no logits from the classifier", guard=name):
         return
-    lg64 = ref["logits"].numpy()
-    scale = max(1.0, float(np.abs(lg64).max()))
-    dl = float(np.abs(engine["logits"] - lg64).max()) / scale
-    yard = float((ref32["logits"].double() - ref["logits"]).abs().max()) / scale
-    print(f"  classifier [{c['C']}, {2 * c['D']}] logits max|engine - f64| / max(1, max|f64|) = "
-          f"{dl:.2e} (torch f32: {yard:.2e}, max|f64| {np.abs(lg64).max():.1f}, tol {HIDDEN_TOL:.0e})")
-    rep.check(dl <= HIDDEN_TOL, f"{name}: logits differ by {dl:.2e} (relative)", guard=guard)
+    check_relative(rep, name, f"classifier [{c['C']}, {2 * c['D']}] logits", engine["logits"],
+                   ref["logits"], ref32["logits"], HIDDEN_TOL, floor=1.0)
 
 
 def run_control(wrong, args, rep):

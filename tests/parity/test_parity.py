@@ -109,15 +109,8 @@ def run_dump(dump, args):
 def compare(rep, label, engine, ref64, ref32, att_tol):
     """Max abs differences of logits and attention, engine vs float64 and torch
     float32 vs float64 (the yardstick); records a failure beyond tolerance."""
-    att_e, att64, att32 = engine["att"], ref64[1].numpy(), ref32[1].double().numpy()
-    if not rep.check(att_e.shape == att64.shape, f"{label}: att shape {att_e.shape}, expected {att64.shape}"):
+    if not check_attention(rep, label, engine["att"], ref64[1], ref32[1], att_tol):
         return
-    per_layer = np.abs(att_e - att64).reshape(len(att64), -1).max(axis=1)
-    yard = np.abs(att32 - att64).max()
-    print(f"  attention max|engine - f64| per layer: {' '.join(f'{d:.1e}' for d in per_layer)}")
-    print(f"  attention max|engine - f64| = {per_layer.max():.2e}  (torch f32: {yard:.2e}, tol {att_tol:.0e})")
-    rep.check(per_layer.max() <= att_tol, f"{label}: attention differs by {per_layer.max():.2e}",
-              guard=label)
     if ref64[0] is None:
         rep.check("logits" not in engine, f"{label}: engine wrote logits for a model without head")
         return
@@ -130,6 +123,45 @@ def compare(rep, label, engine, ref64, ref32, att_tol):
           f"max|logit| {np.abs(lg64).max():.1f}); probs {dp:.1e}")
     rep.check(d <= tol, f"{label}: logits differ by {d:.2e}", guard=label)
     rep.check(dp <= att_tol, f"{label}: probabilities differ by {dp:.2e}", guard=label)
+
+
+def check_attention(rep, label, att_e, att64, att32, tol):
+    """Every layer's attention [L, H, T, T]: max|engine - float64| per layer within tol
+    (max abs), printed beside torch float32's own distance (the yardstick). att64 and att32
+    are the reference's tensors. False when the shapes differ (nothing else to compare)."""
+    if not rep.check(att_e.shape == tuple(att64.shape), f"{label}: att {att_e.shape}, expected "
+                     f"{tuple(att64.shape)}", guard=label):
+        return False
+    per_layer = np.abs(att_e - att64.numpy()).reshape(len(att64), -1).max(axis=1)
+    yard = float((att32.double() - att64).abs().max())
+    print(f"  attention max|engine - f64| per layer: {' '.join(f'{v:.1e}' for v in per_layer)}")
+    print(f"  attention max|engine - f64| = {per_layer.max():.2e} (torch f32: {yard:.2e}, tol {tol:.0e})")
+    rep.check(per_layer.max() <= tol, f"{label}: attention differs by {per_layer.max():.2e}",
+              guard=label)
+    return True
+
+
+def check_relative(rep, label, what, got, ref64, ref32, tol, floor=0.0):
+    """max|engine - float64| / max(floor, max|float64|) within tol, beside torch float32's
+    own distance; ref64 and ref32 are the reference's tensors of got's shape."""
+    want = ref64.numpy()
+    scale = max(floor, float(np.abs(want).max()))
+    d = float(np.abs(got - want).max()) / scale
+    yard = float((ref32.double() - ref64).abs().max()) / scale
+    print(f"  {what} max|engine - f64| / max|f64| = {d:.2e} (torch f32: {yard:.2e}, "
+          f"max|f64| {np.abs(want).max():.1f}, tol {tol:.0e})")
+    rep.check(d <= tol, f"{label}: {what} differs by {d:.2e} (relative)", guard=label)
+
+
+def check_table(rep, label, what, got, want, tol, guard=None):
+    """A table the engine computes once (the rotary cosines and sines, a resampled position
+    embedding): the shape, then max|engine - float64| within tol."""
+    if rep.check(got is not None and got.shape == want.shape,
+                 f"{label}: {what} {None if got is None else got.shape}, expected {want.shape}",
+                 guard=guard):
+        d = float(np.abs(got - want).max())
+        print(f"  {what} {want.shape[0]}x{want.shape[1]}: max|engine - f64| = {d:.1e} (tol {tol:.0e})")
+        rep.check(d <= tol, f"{label}: {what} differs by {d:.1e}", guard=guard)
 
 
 def check_peaked(rep, label, att):
