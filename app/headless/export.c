@@ -446,7 +446,9 @@ static int write_class_sheet(const char *dir, const Model *m, const Scene *sc, i
         char warn[512], path[2048], title[512];
         int has_font = text_init(&font, warn, sizeof warn) == 0;
         const char *label = model_label(m, target);
-        snprintf(path, sizeof path, "%s/contact_sheet_class%d.png", dir, target);
+        char stem[64];
+        model_class_stem(stem, sizeof stem, m, target);
+        snprintf(path, sizeof path, "%s/contact_sheet_%s.png", dir, stem);
         snprintf(title, sizeof title, "%s  \xc2\xb7  why %s%.200s%s (class %d)", sc->name,
                  label ? "\"" : "", label ? label : "this class", label ? "\"" : "", target);
         /* bilinear upsampling would blur the patch maps spread over pixels: nearest */
@@ -563,17 +565,19 @@ int export_maps(FILE *out, const char *dir, const Model *model, Scene *sc, int t
         goto done;
     }
     const int L = c->n_layers, H = c->n_heads;
-    char base[128], head[16];
+    char base[128], head[16], stem[64];
+    if (target >= 0) model_class_stem(stem, sizeof stem, model, target);
     for (int k = 0; k < MAP_KIND_COUNT && !rc; k++) {
         const MapKindInfo *m = &MAP_KINDS[k];
-        if (m->uses_target) {         /* class281_chefer.png: the class and the method */
+        if (m->uses_target) { /* class281_chefer.png, a-blue-square_chefer.png: the class and
+                               * the method (model_class_stem) */
             if (target < 0) continue; /* no head: no class to explain */
             for (int l = 0; l < (m->per_layer ? L : 1) && !rc; l++) {
                 View v = {.kind = k, .layer = l, .discard_ratio = st->discard, .target = target};
                 if (m->per_layer)
-                    snprintf(base, sizeof base, "class%d_L%02d_%s", target, l + 1, m->tag);
+                    snprintf(base, sizeof base, "%s_L%02d_%s", stem, l + 1, m->tag);
                 else
-                    snprintf(base, sizeof base, "class%d_%s", target, m->tag);
+                    snprintf(base, sizeof base, "%s_%s", stem, m->tag);
                 rc = write_map(dir, base, sc, &v, map, pixels, out_w, out_h, st, NULL);
                 n_maps += !rc;
             }

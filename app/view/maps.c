@@ -312,7 +312,7 @@ static void file_stem(char *buf, size_t n, const char *s) {
 }
 
 void view_file_name(char *buf, size_t n, const char *image, const char *model, const View *v,
-                    const VitConfig *cfg, const char *mode) {
+                    const VitConfig *cfg, const char *mode, const char *class_stem) {
     const MapKindInfo *k = &MAP_KINDS[v->kind >= 0 && v->kind < MAP_KIND_COUNT ? v->kind : 0];
     char img[96], mod[96], layer[16] = "", head[24] = "", kind[48], query[48] = "", ov[24] = "";
     file_stem(img, sizeof img, image);
@@ -332,7 +332,9 @@ void view_file_name(char *buf, size_t n, const char *image, const char *model, c
         snprintf(query, sizeof query, "_q%02d-%02d", p / cfg->grid_w + 1, p % cfg->grid_w + 1);
     }
     if (k->uses_target) { /* the class explained: _class281, or _top1 */
-        if (v->target >= 0)
+        if (v->target >= 0 && class_stem)
+            snprintf(query, sizeof query, "_%.46s", class_stem);
+        else if (v->target >= 0)
             snprintf(query, sizeof query, "_class%d", v->target);
         else
             snprintf(query, sizeof query, "_top1");

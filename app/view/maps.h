@@ -95,12 +95,13 @@ void view_clamp(View *v, const VitConfig *cfg);
  *   IMAGE_MODEL_L06_H02_TAG[-d0.5][_q04-08 | _class281][_MODE].png
  * TAG the kind's file tag (mapkind.h), -d the discard ratio of a kind that uses
  * it when > 0, _q the query patch (1-based) of a kind that reads it, _class the
- * class of a class-specific kind (v->target; _top1 when it is -1); the layer
+ * class of a class-specific kind (v->target as class_stem names it, scene.h
+ * model_class_stem, or "class281" when NULL; _top1 when it is -1); the layer
  * and head only for kinds with a map per layer and per head. MODE ("heads",
  * "table") names an overview, which shows every head (the head is left out);
  * NULL: the single map. Image and model without their extension, characters
  * other than [A-Za-z0-9._-] as '-'. */
 void view_file_name(char *buf, size_t n, const char *image, const char *model, const View *v,
-                    const VitConfig *cfg, const char *mode);
+                    const VitConfig *cfg, const char *mode, const char *class_stem);
 
 #endif

@@ -104,6 +104,45 @@ const char *model_label(const Model *m, int c) {
     return m->labels[c];
 }
 
+/* label's stem (model_class_stem) into buf[n], n > 0; empty when nothing is left */
+static void phrase_stem(char *buf, size_t n, const char *label) {
+    size_t j = 0, cap = n - 1 < 48 ? n - 1 : 48;
+    for (const unsigned char *p = (const unsigned char *)label; *p && j < cap; p++) {
+        int ch = *p >= 'A' && *p <= 'Z' ? *p + 32 : *p;
+        int keep = (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '_' || ch >= 0x80;
+        size_t len = 1, k = 1; /* a UTF-8 lead byte: its whole character */
+        if (ch >= 0xc0) len = ch >= 0xf0 ? 4 : ch >= 0xe0 ? 3 : 2;
+        while (k < len && (p[k] & 0xc0) == 0x80) k++;
+        if (keep && (k < len || (ch >= 0x80 && ch < 0xc0))) keep = 0; /* not UTF-8: a '-' */
+        if (keep && j + len > cap) break; /* cut before a character, never inside */
+        if (keep) {
+            memcpy(buf + j, p, len), j += len, p += len - 1;
+            if (len == 1) buf[j - 1] = (char)ch;
+        } else if (j > 0 && buf[j - 1] != '-') {
+            buf[j++] = '-'; /* a run of others (space, '/', '.', punctuation, control): one '-',
+                             * none first (no option, no hidden file), none last */
+        }
+    }
+    while (j > 0 && buf[j - 1] == '-') j--;
+    buf[j] = '\0';
+}
+
+void model_class_stem(char *buf, size_t n, const Model *m, int c) {
+    if (!n) return;
+    const char *label = m->clip ? model_label(m, c) : NULL;
+    char mine[64] = "", other[64];
+    if (label) phrase_stem(mine, sizeof mine, label);
+    for (int k = 0; mine[0] && k < m->vit.cfg.n_classes; k++) {
+        if (k == c) continue;
+        phrase_stem(other, sizeof other, model_label(m, k) ? model_label(m, k) : "");
+        if (!strcmp(mine, other)) mine[0] = '\0'; /* "a cat" and "A cat!": by number */
+    }
+    if (mine[0])
+        snprintf(buf, n, "%s", mine);
+    else
+        snprintf(buf, n, "class%d", c);
+}
+
 /* a[0, n) equals b[0, n) ignoring ASCII case */
 static int same_text(const char *a, const char *b, size_t n) {
     for (size_t i = 0; i < n; i++) {

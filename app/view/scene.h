@@ -57,6 +57,14 @@ void model_warn(FILE *f, const Model *m);
 /* Class name of class c, or NULL when the model has no names. */
 const char *model_label(const Model *m, int c);
 
+/* The file-name stem of class c (--export's and S's file names): a CLIP or SigLIP model's
+ * zero-shot class is named after its phrase ("a blue square" -> "a-blue-square": ASCII
+ * letters lower-cased, digits, '.', '_' and UTF-8 kept, any other run as one '-', at most
+ * 48 bytes, cut at a character); "class%d" for a classifier's classes (ImageNet's names
+ * are long and repeat: "tabby, tabby cat"), and for a phrase that leaves nothing or whose
+ * stem another class's phrase shares. Always NUL-terminated in buf[n]. */
+void model_class_stem(char *buf, size_t n, const Model *m, int c);
+
 /* The class that arg names (--class): an index 0 .. C-1, or a class name compared
  * without case with the whole label ("tiger cat") or one of its comma-separated
  * names ("tabby" of "tabby, tabby cat"); the first class that matches. 0 and *cls,

@@ -133,10 +133,13 @@ static void app_save(App *app) {
     char name[512], path[1600], msg[2000];
     View v = app->view;
     v.target = view_class(&v, sc); /* the class in the name, not "top-1" */
+    char stem[64];
+    model_class_stem(stem, sizeof stem, app->model, v.target);
     view_file_name(name, sizeof name, sc->name, app->model->name, &v, &app->model->vit.cfg,
                    app->overview == VIEW_TABLE   ? "table"
                    : app->overview == VIEW_HEADS ? "heads"
-                                                 : NULL);
+                                                 : NULL,
+                   stem);
     snprintf(path, sizeof path, "%s/%s", app->opt->save_dir ? app->opt->save_dir : ".", name);
     /* the pixels of the canvas just drawn, so the file is what the user sees */
     int w, h;

@@ -8,8 +8,10 @@ message naming the option or file, never a crash:
     in Hugging Face's and OpenAI's names; --prompts FILE (comments, blank lines) is --classes;
     --templates FILE of the default template is the default; another template changes the
     numbers (it is read);
-  - --text: its class-specific maps exported as the head's last class (class2_chefer.npy after
-    two classes), the same in both schemes; a phrase past 77 tokens is cut with a notice;
+  - --text: its class-specific maps exported as the head's last class, named after the phrase
+    (a-red-umbrella_chefer.npy; phrase_stem below: lower case, other characters a '-', UTF-8
+    kept, 48 bytes cut at a character, class2_ when two phrases share a name), the same in
+    both schemes; a phrase past 77 tokens is cut with a notice;
   - bad input: an empty phrase, an empty class name, a template without {}, --classes with
     --prompts, --class with --text, a missing / comment-only prompts file, a missing or corrupt
     vocabulary (--vocab, and a model without one beside it), invalid UTF-8, a checkpoint with
@@ -40,6 +42,24 @@ def check(cond, what):
     print(("ok   " if cond else "FAIL ") + what, flush=True)
     if not cond:
         FAILS.append(what)
+
+
+def phrase_stem(label):
+    """What --export names a zero-shot class after (scene.h model_class_stem), written again
+    from its description: ASCII letters lower-cased, digits, '_' and non-ASCII characters
+    kept, any other run a single '-', none first or last, at most 48 UTF-8 bytes."""
+    out = ""
+    for ch in label:
+        c = ch.lower() if "A" <= ch <= "Z" else ch
+        if ("a" <= c <= "z") or ("0" <= c <= "9") or c == "_" or ord(c) >= 0x80:
+            if len((out + c).encode()) > 48:
+                break
+            out += c
+        elif out and not out.endswith("-"):
+            out += "-"
+        if len(out.encode()) >= 48:
+            break
+    return out.strip("-")
 
 
 def run(app, *args):
@@ -145,14 +165,35 @@ def main():
         d = out / f"export-{name}"
         rc, o, e = run(app, "--model", str(m), "--classes", "cat, dog", "--text",
                        "a red umbrella", "--export", str(d), img)
-        ok = rc == 0 and (d / "class2_chefer.npy").exists() and (d / "class2_legrad.npy").exists()
-        check(ok, f"{name}: --classes \"cat, dog\" --text --export: the phrase's maps are class 2's "
-                  f"(class2_chefer.npy, class2_legrad.npy) ({e!r})")
+        ok = (rc == 0 and (d / "a-red-umbrella_chefer.npy").exists() and
+              (d / "a-red-umbrella_legrad.npy").exists() and not list(d.glob("class2_*")))
+        check(ok, f"{name}: --classes \"cat, dog\" --text --export: the phrase's maps, named after "
+                  f"it (a-red-umbrella_chefer.npy, a-red-umbrella_legrad.npy) ({e!r})")
         ex[name] = d
+    # the names of other phrases: punctuation, a path, UTF-8 (2- and 4-byte), a long phrase
+    # cut at a character, and two phrases of one name (then by number: class1_)
+    long_phrase = "an extraordinarily long description of a small striped café cat"
+    for i, (classes, text, want) in enumerate((
+            ("cat, dog", "A Red-Umbrella!!", "a-red-umbrella"),
+            ("cat, dog", "../etc/passwd", "etc-passwd"),
+            ("cat, dog", "un chat noir à Paris 🐈", None),
+            ("cat, dog", long_phrase, None),
+            ("cat, dog", "x" + "\u00e9" * 30, "x" + "\u00e9" * 23),  # 47 bytes: not inside an é
+            ("a cat, dog", "A cat?", "class2"))):
+        want = want or phrase_stem(text)
+        d = out / f"export-stem{i}"
+        rc, o, e = run(app, "--model", str(hf), "--classes", classes, "--text", text,
+                       "--export", str(d), img)
+        got = sorted(p.name[:-len("_chefer.npy")] for p in d.glob("*_chefer.npy"))
+        check(rc == 0 and got == [want] and len(want.encode()) <= 48,
+              f"--text {text!r} --export: named {got} (want [{want!r}]) ({e[-200:]!r})")
+    check(phrase_stem(long_phrase) == long_phrase[:48].rstrip().replace(" ", "-") and
+          phrase_stem("un chat noir à Paris 🐈") == "un-chat-noir-à-paris-🐈",
+          "the test's own phrase_stem on two phrases written out by hand")
     for kind in ("chefer", "legrad", "grad-input"):
         try:
-            x = np.load(ex["hf"] / f"class2_{kind}.npy")
-            y = np.load(ex["openai"] / f"class2_{kind}.npy")
+            x = np.load(ex["hf"] / f"a-red-umbrella_{kind}.npy")
+            y = np.load(ex["openai"] / f"a-red-umbrella_{kind}.npy")
             err = float(np.abs(x - y).max() / max(np.abs(x).max(), 1e-30))
         except (OSError, ValueError) as exc:
             err = str(exc)

@@ -141,7 +141,7 @@ def main():
 
     rc, so, se = run(a.app, "--model", path, "--text", "a cat", "--export", out / "export", a.image)
     check(rc == 0, f"--text --export: exit {rc} ({se[-300:]})")
-    for f in ("mean_probe.npy", "H01_probe.npy", "class0_chefer.npy"):
+    for f in ("mean_probe.npy", "H01_probe.npy", "a-cat_chefer.npy"):
         check((out / "export" / f).exists(), f"--export wrote {f}")
     if (out / "export" / "mean_probe.npy").exists():
         m = np.load(out / "export" / "mean_probe.npy")

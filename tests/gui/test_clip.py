@@ -112,7 +112,7 @@ def window(app_path, model, photo, out, exports, top_p2):
         check("class=2 " in line and f"text={P1}" in line,
               f"/ {P1!r} Enter: the phrase is the head's third class ({line!r})")
         m = wait_map(app, "chefer", 2, "the phrase's Chefer et al. map")
-        want = fnv(exports[P1] / "class2_chefer.npy")
+        want = fnv(exports[P1] / "a-red-umbrella_chefer.npy")
         check(m.get("map") == want and m.get("target") == "2",
               f"its map is --text's export bit for bit (hash {m.get('map')} = {want})")
         st = app.wait_line(lambda s: s.startswith("status ") and f"for: {P1}" in s,
@@ -128,7 +128,7 @@ def window(app_path, model, photo, out, exports, top_p2):
         check(f"text={P2}" in line and P1 not in line,
               f"/ {P2!r} Enter: the new phrase replaces the selected one ({line!r})")
         m = wait_map(app, "chefer", 2, "the second phrase's map")
-        want = fnv(exports[P2] / "class2_chefer.npy")
+        want = fnv(exports[P2] / "a-green-bicycle_chefer.npy")
         check(m.get("map") == want, f"{P2!r}: its map is --text's export ({want})")
         check(app.state["loads"] == loads,
               f"the head kept its size: no forward pass ran again (loads={loads})")
@@ -140,7 +140,7 @@ def window(app_path, model, photo, out, exports, top_p2):
               f"(tiny model; the embedding, the backward pass, a frame)")
         app.key("e", kind="grad-rollout")
         m = wait_map(app, "grad-rollout", 2, "E: gradient rollout of the phrase")
-        want = fnv(exports[P2] / "class2_grad-rollout.npy")
+        want = fnv(exports[P2] / "a-green-bicycle_grad-rollout.npy")
         check(m.get("map") == want, f"E: gradient rollout of the phrase = the export's ({want})")
         Image.fromarray(app.shot().astype(np.uint8)).save(out / "clip_phrase2.png")
 
@@ -172,7 +172,7 @@ def first_phrase(app_path, model, photo, export_dir):
         loads = int(app.state["loads"])
         type_phrase(app, P1)
         m = wait_map(app, "chefer", 0, "the first phrase's map")
-        want = fnv(export_dir / "class0_chefer.npy")
+        want = fnv(export_dir / "a-red-umbrella_chefer.npy")
         check(m.get("map") == want and int(app.state["loads"]) == loads + 1,
               f"the head made for it (the photo ran again) and its map is --text's export ({want})")
         quit_app(app)
@@ -190,7 +190,7 @@ def opens_on_text(app_path, model, photo, export_dir):
         app.maps = {}
         app.start(photo)
         m = wait_map(app, "chefer", 2, "--text: the phrase's map at start")
-        want = fnv(export_dir / "class2_chefer.npy")
+        want = fnv(export_dir / "a-red-umbrella_chefer.npy")
         check(m.get("map") == want, f"--text opens the window on the phrase's map ({want})")
         quit_app(app)
 

@@ -304,7 +304,7 @@ static void scene_checks(const char *model_path, const char *image) {
         }
         free(vm.map), free(vm.norm), free(vm.atlas);
         char name[512], tag[64];
-        view_file_name(name, sizeof name, "photo.png", "model", &v, c, NULL);
+        view_file_name(name, sizeof name, "photo.png", "model", &v, c, NULL, NULL);
         snprintf(tag, sizeof tag, "_%s", mk->tag);
         check(strstr(name, tag) != NULL, name, mk->name);
     }
