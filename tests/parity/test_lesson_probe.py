@@ -14,7 +14,8 @@ H 4, F 128, 64 px, a 4 x 4 grid, 2 layers) and a photo this test draws:
      numbers (head h's largest weight and its patch, its entropy, the embedding's norm, the
      shape) are the reference's, for every head (a lesson file selecting each);
   3. the built-in model and DeiT-Tiny (SHARED; skipped without) have no MAP head: their
-     lessons do not offer the step, and a lesson file asking for it is told so.
+     lessons do not offer the step, and a lesson file asking for it is told so;
+  4. docs/lessons.md's table of steps names every row of the app's table.
 
 The reference follows transformers' modeling_siglip.py SiglipMultiheadAttentionPoolingHead:
 probe [1, 1, D] -> nn.MultiheadAttention(D, H, batch_first=True)(probe, y, y) (in_proj_weight
@@ -269,6 +270,13 @@ def test_no_map(args, rep):
                   f"{label}: a lesson asking for the probe step: {p.stderr}")
 
 
+def test_docs(rep):
+    """docs/lessons.md's table of steps names every row of the app's table."""
+    doc = (ROOT / "docs/lessons.md").read_text()
+    missing = [n for n, *_ in lesson_table.rows() if f"| `{n}` |" not in doc]
+    rep.check(not missing, f"docs/lessons.md's table of steps lacks {missing}")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--vitlens", required=True)
@@ -283,6 +291,7 @@ def main():
     if args.control:
         return rep.control_exit_code(CONTROLS[args.control])
     test_no_map(args, rep)
+    test_docs(rep)
     return rep.exit_code()
 
 
