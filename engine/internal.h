@@ -321,6 +321,14 @@ size_t vit_probe_scratch(int N, int D, int F);
  * allocates nothing. */
 void vit_probe_forward(VitPool *pool, float *out, float *att, const float *y, const VitProbeHead *w,
                        int N, int D, int H, int F, float eps, VitActivation act, float *scratch);
+/* What vit_probe_forward left in its scratch (the lesson's probe step reads it, as the
+ * backward pass does): q [D] the probe's query (heads side by side, Dh each), o [D] the
+ * heads' weighted sums of values concatenated (before out_proj), a [D] = out_proj(o), t
+ * [D] = fc2(act(fc1(LayerNorm(a)))); the head's output is a + t. Pointers into scratch. */
+typedef struct {
+    const float *q, *o, *a, *t;
+} VitProbeParts;
+VitProbeParts vit_probe_parts(const float *scratch, int D, int F);
 
 /* The MAP head's gradient: dy [N, D] = d (g . out) / d y for out = vit_probe_forward(y), g
  * [D] (the gradient at the head's output), and datt [H, N] (NULL: not wanted) = d (g . out)
@@ -337,6 +345,9 @@ size_t vit_probe_backward_floats(int N, int D, int H, int F);
 /* Floats of scratch the head needs per call (VitHeadIO.scratch): the MAP head's normalised
  * patches [N, D], its attention [H, N] and vit_probe_scratch; 0 for the other poolings. */
 size_t vit_head_scratch_floats(const VitConfig *c);
+/* Where vit_head's MAP head (VIT_POOL_MAP, one input) leaves vit_probe_forward's scratch
+ * inside VitHeadIO.scratch: vit_probe_parts(vit_head_probe_scratch(c, scratch), D, F). */
+const float *vit_head_probe_scratch(const VitConfig *c, const float *scratch);
 
 /* probs [n, C] from logits [n, C]: sigmoid of each (SigLIP's text head,
  * VitWeights.text_sigmoid), else softmax over each row (vit_softmax_rows). In place when

@@ -82,8 +82,7 @@ static int headless_lesson(const Options *o, Model *m) {
             return 1;
         }
         lesson_script_check(&script, c->n_layers, c->n_heads, c->grid_h, c->grid_w,
-                            (c->n_classes > 0 ? LESSON_NEEDS_HEAD : 0) |
-                                (c->rope ? LESSON_NEEDS_ROPE : 0));
+                            lesson_model_has(c));
         if (script.msgs[0]) fprintf(stderr, "%s", script.msgs);
         if (!script.n) {
             fprintf(stderr, "vitlens: %s: no step to show\n", o->lesson_path);

@@ -31,8 +31,15 @@ static VitStatus set_err(VitError *err, VitStatus code, const char *fmt, ...) {
     return code;
 }
 
+int lesson_model_has(const VitConfig *c) {
+    return (c->n_classes > 0 ? LESSON_NEEDS_HEAD : 0) | (c->rope ? LESSON_NEEDS_ROPE : 0) |
+           (c->head_pool == VIT_POOL_MAP ? LESSON_NEEDS_MAP : 0);
+}
+
 void lesson_data_free(LessonData *ld) {
     vit_lesson_free(&ld->blk);
+    vit_lesson_probe_free(&ld->probe);
+    free(ld->probe_mean);
     free(ld->pixels);
     free(ld->filters);
     free(ld->pos_sim);
@@ -98,13 +105,27 @@ VitStatus lesson_compute(LessonData *ld, const Model *m, const Scene *sc, int la
                   c->n_classes < LESSON_TOP ? c->n_classes : LESSON_TOP);
     else
         snprintf(ld->head_msg, sizeof ld->head_msg, "%s", herr.msg);
+    if (c->head_pool == VIT_POOL_MAP) { /* the probe step: the MAP head rerun, its parts */
+        if ((rc = vit_lesson_probe(&ld->probe, &sc->run, &m->vit, err)) ||
+            !(ld->probe_mean = malloc(N * sizeof(float)))) {
+            lesson_data_free(ld);
+            return rc ? rc : set_err(err, VIT_ERR_NOMEM, "lesson: out of memory");
+        }
+        int H = c->n_heads;
+        for (size_t p = 0; p < N; p++) { /* in double, then rounded once */
+            double sum = 0.0;
+            for (int h = 0; h < H; h++) sum += ld->probe.att[(size_t)h * N + p];
+            ld->probe_mean[p] = (float)(sum / H);
+        }
+        ld->has_probe = 1;
+    }
     if ((rc = lesson_select(ld, layer, head, patch, err))) lesson_data_free(ld);
     return rc;
 }
 
 /* --- the steps' arrays and captions ------------------------------------------------ */
 
-enum { LESSON_ARRAYS = 6 }; /* the most a step has (rope) */
+enum { LESSON_ARRAYS = 8 }; /* the most a step has (probe) */
 
 typedef struct {
     const char *part; /* "" or a suffix of the file name */
@@ -161,6 +182,19 @@ static int step_arrays(const LessonData *ld, int step, LessonArray *out) {
     case LESSON_MLP: out[0] = arr("", b->hid + (size_t)t * F, 1, F, 0, 0, 0); return 1;
     case LESSON_MLP_OUT: out[0] = arr("", b->mlp + (size_t)t * D, 1, D, 0, 0, 0); return 1;
     case LESSON_RESIDUAL2: out[0] = arr("", b->out + (size_t)t * D, 1, D, 0, 0, 0); return 1;
+    case LESSON_PROBE: {
+        if (!ld->has_probe) return 0;
+        const VitLessonProbe *p = &ld->probe;
+        out[0] = arr("", p->att, 3, c->n_heads, c->grid_h, c->grid_w, 0);
+        out[1] = arr("mean", ld->probe_mean, 2, c->grid_h, c->grid_w, 0, 0);
+        out[2] = arr("probe", p->probe, 1, D, 0, 0, 0);
+        out[3] = arr("query", p->query, 1, D, 0, 0, 0);
+        out[4] = arr("weighted", p->weighted, 1, D, 0, 0, 0);
+        out[5] = arr("attended", p->attended, 1, D, 0, 0, 0);
+        out[6] = arr("mlp", p->mlp, 1, D, 0, 0, 0);
+        out[7] = arr("embedding", p->embedding, 1, D, 0, 0, 0);
+        return 8;
+    }
     case LESSON_HEAD:
         if (!ld->has_head) return 0;
         out[0] = arr("cls_norm", ld->cls_norm, 1, D, 0, 0, 0);
@@ -177,6 +211,26 @@ static void shape_str(char *buf, size_t n, const LessonArray *a) {
     for (int i = 0; i < a->ndim && k < n; i++)
         k += (size_t)snprintf(buf + k, n - k, "%s%d", i ? ", " : "", a->shape[i]);
     if (k < n) snprintf(buf + k, n - k, "]");
+}
+
+/* Row a [N] of the probe's attention: its largest weight, where (*at, the first of equal
+ * ones), and its entropy -sum a ln a in nats (0 for a one-hot row, ln N for a flat one). */
+static float probe_peak(const float *a, int N, int *at, double *entropy) {
+    double e = 0.0;
+    *at = 0;
+    for (int p = 0; p < N; p++) {
+        if (a[p] > a[*at]) *at = p;
+        if (a[p] > 0.0f) e -= (double)a[p] * log((double)a[p]);
+    }
+    *entropy = e;
+    return a[*at];
+}
+
+/* |v| of v [n], in double */
+static double norm2(const float *v, int n) {
+    double s = 0.0;
+    for (int i = 0; i < n; i++) s += (double)v[i] * v[i];
+    return sqrt(s);
 }
 
 void lesson_caption(char *buf, size_t n, const LessonData *ld, int step) {
@@ -274,6 +328,22 @@ void lesson_caption(char *buf, size_t n, const LessonData *ld, int step) {
         snprintf(buf, n, "Added again: norm %.2f -> %.2f, block %d's output %s", b->norm_mid,
                  b->norm_out, l, sh);
         break;
+    case LESSON_PROBE: {
+        if (!ld->has_probe) {
+            snprintf(buf, n,
+                     "This model reads a token, not a probe: nothing is pooled by attention");
+            break;
+        }
+        int at, N = c->n_patches;
+        double ent;
+        float top = probe_peak(ld->probe.att + (size_t)ld->head * N, N, &at, &ent);
+        snprintf(buf, n,
+                 "Probe head %d: most on patch (%d, %d), %.3f; entropy %.2f of %.2f nats; "
+                 "|embedding| %.2f %s",
+                 h, at / c->grid_w + 1, at % c->grid_w + 1, top, ent, log((double)N),
+                 norm2(ld->probe.embedding, c->dim), sh);
+        break;
+    }
     case LESSON_HEAD:
         if (ld->has_head && c->head_pool == VIT_POOL_MAP)
             snprintf(buf, n,
@@ -394,9 +464,10 @@ static void legend(Canvas *cv, float scale, int x, int y) {
 }
 
 /* The crop the model saw at (x, y), side px on its longer side, the patch grid drawn and
- * patch `mark` boxed; map [gh, gw] in [0, 1] blended over it (colormap) when not NULL. */
+ * patch `mark` boxed (-1: none); map [gh, gw] in [0, 1] blended over it (colormap) when
+ * not NULL. */
 static void draw_photo(Canvas *cv, const LessonData *ld, int x, int y, int side, int grid,
-                       const float *map, int colormap) {
+                       const float *map, int colormap, int mark) {
     const VitConfig *c = &ld->vit->cfg;
     int S = c->image_h > c->image_w ? c->image_h : c->image_w;
     int w = side * c->image_w / S, h = side * c->image_h / S;
@@ -415,7 +486,8 @@ static void draw_photo(Canvas *cv, const LessonData *ld, int x, int y, int side,
         for (int r = 1; r < c->grid_h; r++) fill(cv, x, y + r * h / c->grid_h, w, 1, line);
         for (int q = 1; q < c->grid_w; q++) fill(cv, x + q * w / c->grid_w, y, 1, h, line);
     }
-    int r = ld->patch / c->grid_w, q = ld->patch % c->grid_w;
+    if (mark < 0) return;
+    int r = mark / c->grid_w, q = mark % c->grid_w;
     frame(cv, x + q * w / c->grid_w, y + r * h / c->grid_h, w / c->grid_w, h / c->grid_h, 3, MARK);
 }
 
@@ -438,7 +510,7 @@ static void draw_token_map(Canvas *cv, const LessonData *ld, const float *v, int
         legend(cv, s, x, y + side + 14);
     } else {
         for (int i = 0; i < N; i++) map[i] = hi > lo ? (v[Np + i] - lo) / (hi - lo) : 0.0f;
-        draw_photo(cv, ld, x, y, side, 0, map, colormap);
+        draw_photo(cv, ld, x, y, side, 0, map, colormap, ld->patch);
         char buf[96];
         snprintf(buf, sizeof buf, "patches: %.3g .. %.3g", lo, hi);
         text(cv, buf, 22, x, y + side + 14, side, DIM);
@@ -542,6 +614,114 @@ static void draw_rope(Canvas *cv, const LessonData *ld, int left, int top, int a
     text(cv, "the same at every equal offset: RoPE", 22, gx, y0 + mh + 46, side + 60, DIM);
 }
 
+/* A vector v [n] as a block of cells w px wide, `cols` to a row (n a multiple of cols; else
+ * a strip) and at most h_max px tall, diverging around 0 at its own largest |value|
+ * (written at the label's right), under a label; returns the y below it. */
+static int draw_vector(Canvas *cv, const float *v, int n, int x, int y, int w, int h_max,
+                       const char *label) {
+    char buf[32];
+    float s = max_abs(v, (size_t)n);
+    snprintf(buf, sizeof buf, "%.3g", s);
+    text(cv, buf, 22, x + w - 70, y + 2, 70, DIM);
+    text(cv, label, 26, x, y, w - 80, FG);
+    int cols = n <= 256 ? 32 : 64;
+    if (n % cols) return draw_strip(cv, v, n, x, y + 34, w, s, NULL, STRIP_CELL);
+    int rows = n / cols, cell_h = h_max / rows < STRIP_CELL ? h_max / rows : STRIP_CELL;
+    if (cell_h < 2) cell_h = 2;
+    draw_matrix(cv, v, rows, cols, x, y + 36, w, rows * cell_h, s);
+    return y + 36 + rows * cell_h + 16;
+}
+
+/* The colormap's legend: "lo [bar] hi", the bar w px. */
+static void colormap_legend(Canvas *cv, int colormap, const char *lo, const char *hi, int x, int y,
+                            int w) {
+    for (int i = 0; i < w; i++)
+        fill(cv, x + 70 + i, y, 1, 22, colormap_luts[colormap][colormap_index((float)i / (w - 1))]);
+    text(cv, lo, 22, x, y - 2, 66, DIM);
+    text(cv, hi, 22, x + 78 + w, y - 2, 120, DIM);
+}
+
+/* The probe step (a MAP head): left, the photo under the mean of the heads' attention;
+ * middle, each head's attention over the patch grid on one scale (0 .. the largest weight of
+ * any head), its largest weight and where, the lesson's head boxed; right, what the head
+ * makes of it: the learned probe, the weighted sum projected, the MLP's addition and the
+ * embedding with its norm. Every number is LessonData.probe's, the exported arrays'. */
+static void draw_probe(Canvas *cv, const LessonData *ld, int left, int top, int avail,
+                       int colormap) {
+    const VitConfig *c = &ld->vit->cfg;
+    const VitLessonProbe *p = &ld->probe;
+    char buf[160];
+    if (!ld->has_probe) {
+        text(cv,
+             "No attention-pooling head: this model reads a token (or the patches' mean), "
+             "not a probe.",
+             30, left, top + 100, avail, FG);
+        return;
+    }
+    int H = c->n_heads, N = c->n_patches, gh = c->grid_h, gw = c->grid_w, G = gh > gw ? gh : gw;
+    /* left: the photo under the mean, 0 .. its largest */
+    int side = 330;
+    float mx = 0.0f, *map = malloc((size_t)N * sizeof *map);
+    for (int i = 0; i < N; i++) mx = ld->probe_mean[i] > mx ? ld->probe_mean[i] : mx;
+    snprintf(buf, sizeof buf, "mean of the %d heads", H);
+    text(cv, buf, 26, left, top, side, FG);
+    if (map) {
+        for (int i = 0; i < N; i++) map[i] = mx > 0.0f ? ld->probe_mean[i] / mx : 0.0f;
+        draw_photo(cv, ld, left, top + 40, side, 0, map, colormap, -1);
+        free(map);
+    }
+    int y = top + 40 + side * gh / G + 16;
+    snprintf(buf, sizeof buf, "%.3g", mx);
+    colormap_legend(cv, colormap, "0", buf, left, y, 160);
+    text(cv, "The probe: one learned query,", 24, left, y + 44, side, FG);
+    text(cv, "not a patch. Its softmax over", 24, left, y + 74, side, FG);
+    snprintf(buf, sizeof buf, "the %d patches sums to 1.", N);
+    text(cv, buf, 24, left, y + 104, side, FG);
+    /* middle: the heads */
+    int bx = left + side + 40, bw = 470, gap = 14, lab = 34;
+    int cols = H <= 4 ? 2 : H <= 9 ? 3 : H <= 16 ? 4 : 6, rows = (H + cols - 1) / cols;
+    int tile = (bw - (cols - 1) * gap) / cols, th = (560 - 40 - rows * (lab + gap)) / rows;
+    tile = tile < th ? tile : th;
+    int tw = tile * gw / G, tht = tile * gh / G;
+    float top_all = 0.0f;
+    for (size_t i = 0; i < (size_t)H * N; i++) top_all = p->att[i] > top_all ? p->att[i] : top_all;
+    snprintf(buf, sizeof buf, "each head over the %d x %d patches (0 .. %.3g)", gh, gw, top_all);
+    text(cv, buf, 26, bx, top, bw, FG);
+    for (int h = 0; h < H; h++) {
+        const float *a = p->att + (size_t)h * N;
+        int x = bx + (h % cols) * (tile + gap), yy = top + 40 + (h / cols) * (tht + lab + gap);
+        for (int r = 0; r < gh; r++)
+            for (int q = 0; q < gw; q++) {
+                float v = top_all > 0.0f ? a[r * gw + q] / top_all : 0.0f;
+                int x0 = x + q * tw / gw, y0 = yy + r * tht / gh;
+                fill(cv, x0, y0, x + (q + 1) * tw / gw - x0, yy + (r + 1) * tht / gh - y0,
+                     colormap_luts[colormap][colormap_index(v)]);
+            }
+        int at;
+        double ent;
+        float w = probe_peak(a, N, &at, &ent);
+        static const uint8_t PEAK[3] = {255, 255, 255};
+        frame(cv, x + (at % gw) * tw / gw, yy + (at / gw) * tht / gh, tw / gw, tht / gh,
+              tw / gw > 12 ? 2 : 1, PEAK);
+        if (h == ld->head) frame(cv, x, yy, tw, tht, 4, MARK);
+        if (tile >= 200)
+            snprintf(buf, sizeof buf, "h%d  %.3f at (%d, %d)", h + 1, w, at / gw + 1, at % gw + 1);
+        else /* a small tile: its number and weight, the place is the white box */
+            snprintf(buf, sizeof buf, "h%d %.3f", h + 1, w);
+        text(cv, buf, tile >= 200 ? 24 : 22, x, yy + tht + 6, tile + gap,
+             h == ld->head ? MARK : FG);
+    }
+    /* right: pooled, LayerNorm + MLP, + residual -> the embedding */
+    int rx = bx + bw + 30, rw = left + avail - rx, vh = 80; /* each vector's block, px */
+    text(cv, "|max| of each:", 20, rx + rw - 150, top - 24, 150, DIM);
+    y = draw_vector(cv, p->probe, c->dim, rx, top, rw, vh, "the probe (learned)");
+    y = draw_vector(cv, p->attended, c->dim, rx, y, rw, vh, "pooled: sum a.v, out_proj");
+    y = draw_vector(cv, p->mlp, c->dim, rx, y, rw, vh, "+ MLP(LayerNorm(.))");
+    y = draw_vector(cv, p->embedding, c->dim, rx, y, rw, vh, "= the image embedding");
+    snprintf(buf, sizeof buf, "|embedding| %.2f", norm2(p->embedding, c->dim));
+    text(cv, buf, 32, rx, y + 4, rw, FG);
+}
+
 static void draw_step(Canvas *cv, const LessonData *ld, int step, int colormap) {
     const VitConfig *c = &ld->vit->cfg;
     const VitLesson *b = &ld->blk;
@@ -551,7 +731,7 @@ static void draw_step(Canvas *cv, const LessonData *ld, int step, int colormap) 
     char buf[256];
     switch (step) {
     case LESSON_PATCHES: {
-        draw_photo(cv, ld, left, top, 500, 1, NULL, colormap);
+        draw_photo(cv, ld, left, top, 500, 1, NULL, colormap, ld->patch);
         text(cv, "flattened row by row, left to right", 26, left, top + 510, 500, DIM);
         /* the patch enlarged, then its three channels' normalised values */
         int x0 = left + 580, cell = 230 / P < 1 ? 1 : 230 / P;
@@ -577,7 +757,7 @@ static void draw_step(Canvas *cv, const LessonData *ld, int step, int colormap) 
         break;
     }
     case LESSON_EMBEDDING: {
-        draw_photo(cv, ld, left, top, 240, 1, NULL, colormap);
+        draw_photo(cv, ld, left, top, 240, 1, NULL, colormap, ld->patch);
         float s = max_abs(ld->embedding, (size_t)D);
         int y = draw_strip(cv, ld->embedding, D, left + 280, top, avail - 280, s,
                            "embedding of the patch", STRIP_CELL);
@@ -716,6 +896,7 @@ static void draw_step(Canvas *cv, const LessonData *ld, int step, int colormap) 
         legend(cv, s, left, y);
         break;
     }
+    case LESSON_PROBE: draw_probe(cv, ld, left, top, avail, colormap); break;
     case LESSON_HEAD: {
         if (!ld->has_head) {
             text(cv, ld->head_msg, 32, left, top + 100, avail, FG);
@@ -812,10 +993,10 @@ int lesson_export(FILE *out, const char *dir, const Model *m, const Scene *sc, i
     cJSON_AddItemToArray(pj, cJSON_CreateNumber(patch % c->grid_w + 1));
     fprintf(md, "# How %s computes, step by step, on %s\n\nBlock %d, head %d, patch (%d, %d).\n\n",
             m->name, sc->name, layer + 1, head + 1, patch / c->grid_w + 1, patch % c->grid_w + 1);
-    /* without a script every step the model has (the RoPE step with a rotary embedding) */
-    int all[LESSON_STEP_TOTAL], n_all = 0;
+    /* without a script every step the model offers (lesson_step_offered) */
+    int all[LESSON_STEP_TOTAL], n_all = 0, has = lesson_model_has(c);
     for (int s = 0; s < LESSON_STEP_TOTAL; s++)
-        if (!(LESSON_STEP_INFO[s].needs & LESSON_NEEDS_ROPE) || c->rope) all[n_all++] = s;
+        if (lesson_step_offered(s, has)) all[n_all++] = s;
     int n_steps = script ? script->n : n_all;
     for (int i = 0; i < n_steps; i++) {
         char stem[64], caption[512], name[128], sh[64];

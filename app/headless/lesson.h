@@ -35,8 +35,15 @@ typedef struct {
     float *cls_norm; /* [D], with a head */
     int has_head;
     int top[LESSON_TOP];
-    char head_msg[512]; /* without a head: why the last step is empty */
+    char head_msg[512];   /* without a head: why the last step is empty */
+    VitLessonProbe probe; /* a MAP head (has_probe): the probe step's numbers */
+    float *probe_mean;    /* [N] the probe's attention, mean over the heads, with has_probe */
+    int has_probe;
 } LessonData;
+
+/* What the model has that the steps need (LESSON_NEEDS_*: a head, a rotary embedding, an
+ * attention-pooling head): lessonfile.h's `has` for lesson_script_check and _fit. */
+int lesson_model_has(const VitConfig *c);
 
 /* Compute every step's numbers (engine calls; one block rerun) for layer, head (0-based)
  * and patch (0 .. N-1) of the scene's forward pass. Free with lesson_data_free.

@@ -27,8 +27,21 @@ const LessonStepInfo LESSON_STEP_INFO[LESSON_STEP_TOTAL] = {
     [LESSON_MLP] = {"mlp", "MLP: GELU", 1, 0},
     [LESSON_MLP_OUT] = {"mlp-out", "MLP output", 1, 0},
     [LESSON_RESIDUAL2] = {"residual2", "Second residual add", 1, 0},
+    [LESSON_PROBE] = {"probe", "The probe: attention pooling", 0, LESSON_NEEDS_MAP},
     [LESSON_HEAD] = {"head", "The head", 0, LESSON_NEEDS_HEAD},
 };
+
+int lesson_step_offered(int step, int has) {
+    return step >= 0 && step < LESSON_STEP_TOTAL &&
+           !(LESSON_STEP_INFO[step].needs & LESSON_NEEDS_OPTIONAL & ~has);
+}
+
+/* What a model lacks, in a message's words. */
+static const char *need_words(int missing) {
+    return missing & LESSON_NEEDS_ROPE  ? "rotary position embedding"
+           : missing & LESSON_NEEDS_MAP ? "attention-pooling (MAP) head"
+                                        : "classification head";
+}
 
 int lesson_step_find(const char *name) {
     for (int i = 0; i < LESSON_STEP_TOTAL; i++)
@@ -182,13 +195,14 @@ int lesson_script_load(LessonScript *ls, const char *path) {
     return -1;
 }
 
-int lesson_script_default(LessonScript *ls) {
+int lesson_script_default(LessonScript *ls, int has) {
     memset(ls, 0, sizeof *ls);
     snprintf(ls->name, sizeof ls->name, "the default lesson");
     if (!(ls->lines = calloc(LESSON_STEP_TOTAL, sizeof *ls->lines))) return -1;
     for (int i = 0; i < LESSON_STEP_TOTAL; i++)
-        ls->lines[i] = (LessonLine){.step = i, .layer = 1, .head = 1};
-    return ls->n = LESSON_STEP_TOTAL;
+        if (has < 0 || lesson_step_offered(i, has))
+            ls->lines[ls->n++] = (LessonLine){.step = i, .layer = 1, .head = 1};
+    return ls->n;
 }
 
 int lesson_script_check(LessonScript *ls, int n_layers, int n_heads, int grid_h, int grid_w,
@@ -215,14 +229,16 @@ int lesson_script_check(LessonScript *ls, int n_layers, int n_heads, int grid_h,
             continue;
         }
         int missing = LESSON_STEP_INFO[l->step].needs & ~has;
-        if (missing & LESSON_NEEDS_ROPE) { /* nothing to show: left out */
+        if (!lesson_step_offered(l->step, has)) { /* nothing to show: left out */
             if (l->line && !ls->fitted)
-                problem(ls, l->line,
-                        "the model has no rotary position embedding: the rope step left out");
+                problem(ls, l->line, "the model has no %s: the %s step left out",
+                        need_words(missing & LESSON_NEEDS_OPTIONAL),
+                        LESSON_STEP_INFO[l->step].name);
             continue;
         }
         if ((missing & LESSON_NEEDS_HEAD) && !ls->fitted) /* the picture says so */
-            problem(ls, l->line, "the model has no classification head: the head step shows none");
+            problem(ls, l->line, "the model has no %s: the head step shows none",
+                    need_words(LESSON_NEEDS_HEAD));
         good = *l;
         ls->lines[k++] = *l;
     }
@@ -231,25 +247,32 @@ int lesson_script_check(LessonScript *ls, int n_layers, int n_heads, int grid_h,
 
 int lesson_script_fit(LessonScript *ls, int n_layers, int n_heads, int grid_h, int grid_w,
                       int has) {
-    int keys = -1, rope = 0;
     ls->fitted = 1;
     for (int i = 0; i < ls->n; i++) {
         LessonLine *l = &ls->lines[i];
         if (l->layer > n_layers) l->layer = n_layers;
         if (l->head > n_heads) l->head = n_heads;
         if (l->row > grid_h || l->col > grid_w) l->row = l->col = 0; /* the centre */
-        if (l->step == LESSON_KEYS && keys < 0) keys = i;
-        rope |= l->step == LESSON_ROPE;
     }
-    if (!(has & LESSON_NEEDS_ROPE) || rope || keys < 0) return 0;
-    LessonLine *grown = realloc(ls->lines, (size_t)(ls->n + 1) * sizeof *grown);
-    if (!grown) return -1;
-    ls->lines = grown;
-    memmove(grown + keys + 2, grown + keys + 1, (size_t)(ls->n - keys - 1) * sizeof *grown);
-    grown[keys + 1] = grown[keys]; /* the keys' selection, carried: nothing of its own */
-    grown[keys + 1].step = LESSON_ROPE, grown[keys + 1].given = 0, grown[keys + 1].line = 0;
-    grown[keys + 1].caption[0] = '\0';
-    ls->n++;
+    /* the steps this model offers that the lesson's model did not, in the table's order */
+    for (int s = 0; s < LESSON_STEP_TOTAL; s++) {
+        if (!(LESSON_STEP_INFO[s].needs & LESSON_NEEDS_OPTIONAL) || !lesson_step_offered(s, has))
+            continue;
+        int at = -1, have = 0; /* at: the first line of the nearest step before s it has */
+        for (int before = s - 1; before >= 0 && at < 0; before--)
+            for (int i = 0; i < ls->n && at < 0; i++)
+                if (ls->lines[i].step == before) at = i;
+        for (int i = 0; i < ls->n; i++) have |= ls->lines[i].step == s;
+        if (have || at < 0) continue;
+        LessonLine *grown = realloc(ls->lines, (size_t)(ls->n + 1) * sizeof *grown);
+        if (!grown) return -1;
+        ls->lines = grown;
+        memmove(grown + at + 2, grown + at + 1, (size_t)(ls->n - at - 1) * sizeof *grown);
+        grown[at + 1] = grown[at]; /* its selection, carried: nothing of its own */
+        grown[at + 1].step = s, grown[at + 1].given = 0, grown[at + 1].line = 0;
+        grown[at + 1].caption[0] = '\0';
+        ls->n++;
+    }
     return 0;
 }
 

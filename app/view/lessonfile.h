@@ -34,23 +34,34 @@ enum {
     LESSON_MLP,        /* the MLP's hidden units after GELU */
     LESSON_MLP_OUT,    /* the MLP's output */
     LESSON_RESIDUAL2,  /* the second residual add: the block's output */
+    LESSON_PROBE,      /* a MAP head: the probe's attention per head, pooled, LayerNorm + MLP */
     LESSON_HEAD,       /* final LayerNorm of the CLS token, logits, softmax, top-5 */
     LESSON_STEP_TOTAL
 };
 
-/* What a model has that a step needs (LessonStepInfo.needs, lesson_script_check's `has`). */
-enum { LESSON_NEEDS_HEAD = 1, LESSON_NEEDS_ROPE = 2 };
+/* What a model has that a step needs (LessonStepInfo.needs, lesson_script_check's `has`;
+ * lesson_model_has in headless/lesson.h gives a model's). */
+enum { LESSON_NEEDS_HEAD = 1, LESSON_NEEDS_ROPE = 2, LESSON_NEEDS_MAP = 4 };
+/* The needs without which a step has nothing to show and is left out of the lesson (a
+ * rotary embedding, an attention-pooling head); a head step without a head is kept, its
+ * picture saying so. */
+#define LESSON_NEEDS_OPTIONAL (LESSON_NEEDS_ROPE | LESSON_NEEDS_MAP)
 
 typedef struct {
     const char *name;  /* the lesson file's word and the files' stem: "patches", ... */
     const char *title; /* "Patches", ... */
     int per_block;     /* 1: reads the block (layer, head, token) */
     int needs;         /* LESSON_NEEDS_*: a head step without a head is shown saying so; a
-                          RoPE step is only in the lessons of rotary models */
+                          step needing LESSON_NEEDS_OPTIONAL is only in the lessons of the
+                          models that have it (RoPE: rotary models, probe: a MAP head) */
 } LessonStepInfo;
 extern const LessonStepInfo LESSON_STEP_INFO[LESSON_STEP_TOTAL];
 /* The step named name, or -1. */
 int lesson_step_find(const char *name);
+/* 1 when step is in the lessons of a model that has `has` (LESSON_NEEDS_*): its
+ * LESSON_NEEDS_OPTIONAL needs are all had. The list of every step a model offers, and how
+ * many, is the table filtered by this (lesson_script_default, the export). */
+int lesson_step_offered(int step, int has);
 
 #define LESSON_CAPTION_BYTES 256
 #define LESSON_MAX_LINES     1000
@@ -82,13 +93,16 @@ int lesson_script_parse(LessonScript *ls, const char *text, const char *name);
 /* The file at path, as lesson_script_parse; -1 with msgs set when it cannot be read
  * (or is over 1 MB). */
 int lesson_script_load(LessonScript *ls, const char *path);
-/* The default lesson: every step in order, layer 1, head 1, the centre patch. */
-int lesson_script_default(LessonScript *ls);
+/* The built-in lesson: every step a model with `has` offers (lesson_step_offered; -1: every
+ * step of the table, for lesson_script_check to drop what the model at hand does not offer,
+ * silently: the list is no one's file), in order, layer 1, head 1, the centre patch. */
+int lesson_script_default(LessonScript *ls, int has);
 /* Against the model: a line whose own layer, head or patch is out of range is reported and
  * dropped, and the lines that carried its values take the last good line's instead;
- * has: the model's LESSON_NEEDS_* (a head, a rotary embedding). The head step of a model
- * without head is reported and kept (its picture says so); the RoPE step of a model
- * without one is dropped, reported when a file asked for it (not the built-in list).
+ * has: the model's LESSON_NEEDS_* (a head, a rotary embedding, a MAP head). The head step of
+ * a model without head is reported and kept (its picture says so); a step the model does not
+ * offer (lesson_step_offered: RoPE without one, probe without a MAP head) is dropped,
+ * reported when a file asked for it (not the built-in list).
  * Returns the steps left. */
 int lesson_script_check(LessonScript *ls, int n_layers, int n_heads, int grid_h, int grid_w,
                         int has);
@@ -97,9 +111,11 @@ int lesson_script_check(LessonScript *ls, int n_layers, int n_heads, int grid_h,
  * one it has (the last layer or head, the grid's centre), silently, so that every step
  * stays and nothing is reported for a file the user did not choose. Call before
  * lesson_script_check. */
-/* has: the model's LESSON_NEEDS_*; with a rotary embedding (LESSON_NEEDS_ROPE), a lesson
- * without the RoPE step gains it after its first keys step (the step that needs the model
- * the lesson was written for does not have). -1 when out of memory. */
+/* has: the model's LESSON_NEEDS_*; a step the model offers that needs what the lesson's
+ * model did not have (LESSON_NEEDS_OPTIONAL: the RoPE step of a rotary model, the probe
+ * step of a MAP head) and that the lesson lacks is added after the first line of the step
+ * before it in the table that the lesson has (RoPE after keys, probe after residual2),
+ * with its selection. -1 when out of memory. */
 int lesson_script_fit(LessonScript *ls, int n_layers, int n_heads, int grid_h, int grid_w, int has);
 void lesson_script_free(LessonScript *ls);
 

@@ -36,7 +36,7 @@ static void lesson_load_script(App *app) {
     if (!path[0] || lesson_script_load(s, path) < 0) {
         if (path[0] && app->opt->lesson_path) lesson_report(app, s->msgs);
         lesson_script_free(s);
-        lesson_script_default(s);
+        lesson_script_default(s, -1); /* lesson_check leaves out what the model lacks */
     } else {
         lesson_report(app, s->msgs); /* lines that did not parse: named, left out */
     }
@@ -50,18 +50,18 @@ static void lesson_check(App *app) {
     LessonScript *s = &app->lesson.script;
     s->msgs[0] = '\0';
     /* the built-in model's lesson on another model: fitted, not reported (lessonfile.h) */
-    int has = (c->n_classes > 0 ? LESSON_NEEDS_HEAD : 0) | (c->rope ? LESSON_NEEDS_ROPE : 0);
+    int has = lesson_model_has(c);
     if (!app->opt->lesson_path &&
         lesson_script_fit(s, c->n_layers, c->n_heads, c->grid_h, c->grid_w, has) < 0)
-        fputs("vitlens: lesson: out of memory (the RoPE step left out)\n", stderr);
+        fputs("vitlens: lesson: out of memory (the steps of this model's kind left out)\n", stderr);
     lesson_script_check(s, c->n_layers, c->n_heads, c->grid_h, c->grid_w, has);
     if (s->msgs[0] && !app->error[0])
         lesson_report(app, s->msgs);
     else if (s->msgs[0])
         fputs(s->msgs, stderr); /* the parser's first problem stays shown */
-    if (!s->n) {                /* nothing left: every step instead */
+    if (!s->n) {                /* nothing left: every step the model offers instead */
         lesson_script_free(s);
-        lesson_script_default(s);
+        lesson_script_default(s, has);
     }
     if (app->lesson.at >= s->n) app->lesson.at = s->n - 1;
 }

@@ -1676,6 +1676,37 @@ VitStatus vit_lesson_select(VitLesson *ls, const VitRun *run, int head, int toke
  * head, C == 0: "the model has no classification head"; no forward pass). */
 VitStatus vit_lesson_head(float *cls_norm, const VitRun *run, const Vit *vit, VitError *err);
 
+/* Step 5 of a model pooled by attention (VitConfig.head_pool VIT_POOL_MAP: SigLIP's MAP
+ * head; Zhai et al. 2023, big_vision MAPHead; transformers' SiglipMultiheadAttentionPoolingHead):
+ * one learned probe vector, not a token of the image, is the query of an attention over the
+ * final LayerNorm of the last block's patch tokens, per head; the heads' weighted sums of
+ * values are concatenated and projected (out_proj), then e = a + MLP(LayerNorm(a)) is the
+ * image embedding. vit_lesson_probe reruns the head with vit_forward's own call
+ * (engine/passes/head.c, probe.c) on the run's pool and on the run's last block output,
+ * an intervention's dropped patches left out as the run left them, and keeps every
+ * intermediate; att equals run->probe_att and embedding the head's output (run->img_embed
+ * when kept) bit for bit. */
+typedef struct {
+    float *att;         /* [H, N] the probe's attention per head, rows sum to 1 (dropped
+                           patches 0) */
+    const float *probe; /* [D] the learned probe (VitWeights.map.probe: a weight) */
+    float *query;       /* [D] its query, probe Wq^T + bq, heads side by side (Dh each) */
+    float *weighted;    /* [D] each head's attention-weighted sum of values, concatenated */
+    float *attended;    /* [D] out_proj(weighted): the residual */
+    float *mlp;         /* [D] fc2(act(fc1(LayerNorm(attended)))) */
+    float *embedding;   /* [D] attended + mlp: the image embedding (the MAP head's output) */
+    /* private */
+    float *mem;
+} VitLessonProbe;
+
+/* Fill p (allocated: H*N + 5*D floats, and a scratch freed before it returns; free with
+ * vit_lesson_probe_free, which accepts a zeroed VitLessonProbe). Not reentrant with
+ * vit_forward or another call on the same run's pool. Errors: VIT_ERR_ARG (a model
+ * without a MAP head: "... has no attention-pooling (MAP) head"; no forward pass),
+ * VIT_ERR_NOMEM. */
+VitStatus vit_lesson_probe(VitLessonProbe *p, const VitRun *run, const Vit *vit, VitError *err);
+void vit_lesson_probe_free(VitLessonProbe *p);
+
 /* ---------------------------------------------------------------------------
  * The CLIP and SigLIP tokenizers (engine/text/tokenizer.c, spiece.c)
  *

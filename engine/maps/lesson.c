@@ -345,3 +345,51 @@ VitStatus vit_lesson_head(float *cls_norm, const VitRun *run, const Vit *vit, Vi
     free(hin);
     return VIT_OK;
 }
+
+/* --- step 5 of a MAP head: the probe ------------------------------------------------ */
+
+void vit_lesson_probe_free(VitLessonProbe *p) {
+    free(p->mem);
+    memset(p, 0, sizeof *p);
+}
+
+VitStatus vit_lesson_probe(VitLessonProbe *p, const VitRun *run, const Vit *vit, VitError *err) {
+    const VitConfig *c = &vit->cfg;
+    memset(p, 0, sizeof *p);
+    if (c->head_pool != VIT_POOL_MAP || !vit->w.map.probe)
+        return vit_set_error(err, VIT_ERR_ARG,
+                             "%s: the model has no attention-pooling (MAP) head: no probe",
+                             c->name);
+    if (!run->tokens || !same_shapes(&run->cfg, c))
+        return vit_set_error(err, VIT_ERR_ARG, "lesson: the run was not made for %s", c->name);
+    size_t D = (size_t)c->dim, HN = (size_t)c->n_heads * c->n_patches,
+           S = vit_head_scratch_floats(c);
+    if (!(p->mem = malloc((HN + 5 * D) * sizeof *p->mem))) goto nomem;
+    float *scratch = malloc(S * sizeof *scratch);
+    if (!scratch) goto nomem;
+    p->att = p->mem, p->query = p->att + HN, p->weighted = p->query + D;
+    p->attended = p->weighted + D, p->mlp = p->attended + D, p->embedding = p->mlp + D;
+    p->probe = vit->w.map.probe;
+    /* vit_forward's call (forward.c), the logits and the text head's embedding left out:
+     * the pooling alone, on the run's pool as the run did it */
+    vit_head(run->pool, vit,
+             &(VitHeadIO){.hin = p->embedding,
+                          .x = run->tokens + (size_t)c->n_layers * c->n_tokens * D,
+                          .in_stride = (size_t)c->n_tokens,
+                          .row_stride = 1,
+                          .n = 1,
+                          .token = -1,
+                          .drop = run->intervention ? run->intervention->drop : NULL,
+                          .probe_att = p->att,
+                          .scratch = scratch});
+    VitProbeParts parts = vit_probe_parts(vit_head_probe_scratch(c, scratch), c->dim, c->mlp_dim);
+    memcpy(p->query, parts.q, D * sizeof *p->query);
+    memcpy(p->weighted, parts.o, D * sizeof *p->weighted);
+    memcpy(p->attended, parts.a, D * sizeof *p->attended);
+    memcpy(p->mlp, parts.t, D * sizeof *p->mlp);
+    free(scratch);
+    return VIT_OK;
+nomem:
+    vit_lesson_probe_free(p);
+    return vit_set_error(err, VIT_ERR_NOMEM, "lesson: out of memory");
+}

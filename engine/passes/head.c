@@ -250,6 +250,10 @@ size_t vit_head_scratch_floats(const VitConfig *c) {
     return N * D + H * N + vit_probe_scratch(c->n_patches, c->dim, c->mlp_dim);
 }
 
+const float *vit_head_probe_scratch(const VitConfig *c, const float *scratch) {
+    return scratch + (size_t)c->n_patches * c->dim + (size_t)c->n_heads * c->n_patches;
+}
+
 /* The MAP head of input i (VIT_POOL_MAP): y = the final norm of its patches in the
  * sequence (a dropped one is not a key), then vit_probe_forward into hin[i]; its attention
  * into probe_att [H, N] of input i with the dropped patches 0. For the logit lens (token t),
@@ -258,6 +262,7 @@ size_t vit_head_scratch_floats(const VitConfig *c) {
 static void map_input(VitPool *pool, const VitHeadIO *io, const Vit *vit, int i) {
     const VitConfig *c = &vit->cfg;
     int D = c->dim, N = c->n_patches, H = c->n_heads, Np = c->n_prefix, T = c->n_tokens;
+    /* y [N, D], att [H, N], then the probe's scratch (vit_head_probe_scratch says where) */
     float *y = io->scratch, *att = y + (size_t)N * D, *s = att + (size_t)H * N;
     int t = io->token < 0 ? -1 : io->token + i * io->token_step, n = 0;
     for (int r = t < 0 ? Np : t; r < (t < 0 ? T : t + 1); r++)

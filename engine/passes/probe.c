@@ -41,6 +41,11 @@ static Parts carve(float *scratch, int D, int F) {
     return p;
 }
 
+VitProbeParts vit_probe_parts(const float *scratch, int D, int F) {
+    Parts p = carve((float *)scratch, D, F); /* read only: carve's pointers, made const */
+    return (VitProbeParts){.q = p.q, .o = p.o, .a = p.a, .t = p.t};
+}
+
 size_t vit_probe_scratch(int N, int D, int F) {
     return (size_t)D * 6 + (size_t)F + (size_t)N * 2 * D;
 }

@@ -1,7 +1,9 @@
 /* test_lessonfile.c - lesson scripts (app/view/lessonfile.c): good lines, the values carried
  * from line to line, and every kind of bad input reported with its line while the rest of
  * the lesson is kept; the shipped default lesson (assets/default/lesson.txt) parses clean
- * with every step in the seeds' order. */
+ * with every step in the seeds' order; the lists of steps a model offers (the built-in list,
+ * a lesson fitted to a rotary model or a MAP head) are the table's rows filtered by their
+ * needs, so that a new row needs no other edit. */
 #include "view/lessonfile.h"
 
 #include <stdio.h>
@@ -102,17 +104,50 @@ static void test_bad(void) {
     lesson_script_free(&ls);
 }
 
+/* The steps a model with `has` offers, from the table alone: into out [LESSON_STEP_TOTAL]
+ * in the table's order; returns how many. */
+static int offered(int *out, int has) {
+    int n = 0;
+    for (int s = 0; s < LESSON_STEP_TOTAL; s++)
+        if (!(LESSON_STEP_INFO[s].needs & LESSON_NEEDS_OPTIONAL & ~has)) out[n++] = s;
+    return n;
+}
+
+/* ls's steps are exactly want [n] in order */
+static void same_steps(const LessonScript *ls, const int *want, int n, const char *what) {
+    CHECK(ls->n == n, "%s: %d steps, expected %d", what, ls->n, n);
+    for (int i = 0; i < ls->n && i < n; i++)
+        CHECK(ls->lines[i].step == want[i], "%s: step %d is %s, expected %s", what, i + 1,
+              LESSON_STEP_INFO[ls->lines[i].step].name, LESSON_STEP_INFO[want[i]].name);
+}
+
+/* The table: every row named, titled, findable, and each optional step's needs one bit that
+ * lesson_step_offered reads (a row's own `needs` is its only mention the lists need). */
+static void test_table(void) {
+    for (int s = 0; s < LESSON_STEP_TOTAL; s++) {
+        const LessonStepInfo *r = &LESSON_STEP_INFO[s];
+        CHECK(r->name && r->title && lesson_step_find(r->name) == s, "row %d: '%s' not found", s,
+              r->name ? r->name : "(none)");
+        CHECK(lesson_step_offered(s, ~0) && lesson_step_offered(s, r->needs),
+              "row %d (%s): not offered by a model with its needs", s, r->name);
+        CHECK(!(r->needs & LESSON_NEEDS_OPTIONAL) ||
+                  !lesson_step_offered(s, ~0 & ~(r->needs & LESSON_NEEDS_OPTIONAL)),
+              "row %d (%s): offered without its needs", s, r->name);
+    }
+    CHECK(lesson_step_find("probe") >= 0 && lesson_step_find("rope") >= 0, "rope, probe rows");
+    CHECK(!lesson_step_offered(-1, ~0) && !lesson_step_offered(LESSON_STEP_TOTAL, ~0),
+          "out of the table: not offered");
+}
+
 static void test_default(const char *path) {
     LessonScript ls;
-    /* the built-in model's lesson: every step but the RoPE step (it has none), in order */
+    int want[LESSON_STEP_TOTAL], nw;
+    /* the built-in model's lesson: every step of a model with a head (no RoPE, no probe:
+     * the built-in model's kind), in the table's order */
     int n = lesson_script_load(&ls, path);
-    CHECK(n == LESSON_STEP_TOTAL - 1 && !ls.n_problems, "%s: %d steps, problems: %s", path, n,
-          ls.msgs);
-    for (int i = 0, want = 0; i < n; i++, want++) {
-        if (want == LESSON_ROPE) want++;
-        CHECK(ls.lines[i].step == want, "%s: step %d is %s", path, i + 1,
-              LESSON_STEP_INFO[ls.lines[i].step].name);
-    }
+    CHECK(!ls.n_problems, "%s: problems: %s", path, ls.msgs);
+    nw = offered(want, LESSON_NEEDS_HEAD);
+    same_steps(&ls, want, nw, "the default lesson");
     /* the built-in model: 4 layers, 4 heads, 12 x 12, a head */
     CHECK(lesson_script_check(&ls, 4, 4, 12, 12, LESSON_NEEDS_HEAD) == n && !ls.n_problems,
           "the default lesson fits the built-in model: %s", ls.msgs);
@@ -121,7 +156,7 @@ static void test_default(const char *path) {
      * kept, nothing reported; without the fit its first line (patch 6,7) is dropped */
     lesson_script_load(&ls, path);
     CHECK(lesson_script_fit(&ls, 1, 2, 4, 4, LESSON_NEEDS_HEAD) == 0 && ls.n == n,
-          "fitted to a model without RoPE: no step added (%d)", ls.n);
+          "fitted to a model of the same kind: no step added (%d)", ls.n);
     int m = lesson_script_check(&ls, 1, 2, 4, 4, LESSON_NEEDS_HEAD);
     CHECK(m == n && !ls.n_problems,
           "the default lesson fitted to a 1-layer 4 x 4 "
@@ -133,51 +168,82 @@ static void test_default(const char *path) {
               "step %d fitted: layer %d head %d patch %d,%d", i + 1, ls.lines[i].layer,
               ls.lines[i].head, ls.lines[i].row, ls.lines[i].col);
     lesson_script_free(&ls);
-    /* on a rotary model (DINOv3: 12 layers, 6 heads, 14 x 14, no head): the RoPE step is
-     * added after the keys with their selection, every step of the table then in order */
-    lesson_script_load(&ls, path);
-    CHECK(lesson_script_fit(&ls, 12, 6, 14, 14, LESSON_NEEDS_ROPE) == 0 &&
-              ls.n == LESSON_STEP_TOTAL,
-          "fitted to a rotary model: %d steps", ls.n);
-    m = lesson_script_check(&ls, 12, 6, 14, 14, LESSON_NEEDS_ROPE);
-    CHECK(m == LESSON_STEP_TOTAL && !ls.n_problems,
-          "and checked on a backbone: %d steps, nothing reported (the head step's picture "
-          "says there is no head; the file is not the user's): %s",
-          m, ls.msgs);
-    for (int i = 0; i < m; i++)
-        CHECK(ls.lines[i].step == i, "step %d is %s", i + 1,
-              LESSON_STEP_INFO[ls.lines[i].step].name);
-    if (m == LESSON_STEP_TOTAL)
-        CHECK(ls.lines[LESSON_ROPE].layer == ls.lines[LESSON_KEYS].layer &&
-                  ls.lines[LESSON_ROPE].head == ls.lines[LESSON_KEYS].head &&
-                  ls.lines[LESSON_ROPE].row == ls.lines[LESSON_KEYS].row &&
-                  !ls.lines[LESSON_ROPE].line,
-              "the RoPE step has the keys' selection: layer %d head %d",
-              ls.lines[LESSON_ROPE].layer, ls.lines[LESSON_ROPE].head);
-    lesson_script_free(&ls);
+    /* on a rotary model (DINOv3: 12 layers, 6 heads, 14 x 14, no head) and on a MAP head
+     * (SigLIP: 12 layers, 12 heads, 14 x 14, no head of classes, or both): the steps
+     * of that kind are added after the step before them in the table, with its selection,
+     * and the lesson is then every step the model offers, in order */
+    static const int kinds[] = {LESSON_NEEDS_ROPE, LESSON_NEEDS_MAP,
+                                LESSON_NEEDS_MAP | LESSON_NEEDS_HEAD,
+                                LESSON_NEEDS_ROPE | LESSON_NEEDS_MAP};
+    for (size_t k = 0; k < sizeof kinds / sizeof *kinds; k++) {
+        char what[96];
+        snprintf(what, sizeof what, "fitted to a model with needs %d", kinds[k]);
+        lesson_script_load(&ls, path);
+        CHECK(lesson_script_fit(&ls, 12, 6, 14, 14, kinds[k]) == 0, "%s: fit", what);
+        m = lesson_script_check(&ls, 12, 6, 14, 14, kinds[k]);
+        CHECK(!ls.n_problems,
+              "%s: nothing reported (the head step's picture says there is no head; the file "
+              "is not the user's): %s",
+              what, ls.msgs);
+        /* every step but the head's is in the file or offered: the head step stays */
+        nw = offered(want, kinds[k] | LESSON_NEEDS_HEAD);
+        same_steps(&ls, want, nw, what);
+        for (int i = 1; i < m; i++)
+            if (!ls.lines[i].line) /* added: the selection of the line before it */
+                CHECK(ls.lines[i].layer == ls.lines[i - 1].layer &&
+                          ls.lines[i].head == ls.lines[i - 1].head &&
+                          ls.lines[i].row == ls.lines[i - 1].row && !ls.lines[i].caption[0] &&
+                          (LESSON_STEP_INFO[ls.lines[i].step].needs & kinds[k]),
+                      "%s: the added %s step has the %s step's selection", what,
+                      LESSON_STEP_INFO[ls.lines[i].step].name,
+                      LESSON_STEP_INFO[ls.lines[i - 1].step].name);
+        lesson_script_free(&ls);
+    }
     lesson_script_load(&ls, path);
     CHECK(lesson_script_check(&ls, 1, 2, 4, 4, LESSON_NEEDS_HEAD) < n && ls.n_problems,
           "unfitted, the default lesson does not fit a 4 x 4 grid (the control)");
     lesson_script_free(&ls);
-    /* the built-in list: every step; the RoPE step dropped silently on a model without */
-    CHECK(lesson_script_default(&ls) == LESSON_STEP_TOTAL, "the built-in list");
-    CHECK(lesson_script_check(&ls, 4, 4, 12, 12, LESSON_NEEDS_HEAD) == LESSON_STEP_TOTAL - 1 &&
-              !ls.n_problems,
-          "the built-in list on a model without RoPE: %d steps, problems: %s", ls.n, ls.msgs);
-    lesson_script_free(&ls);
-    /* a file asking for the RoPE step of a model without: named, left out */
-    lesson_script_parse(&ls, "keys\nrope\nscores\n", "r.lesson");
-    CHECK(lesson_script_check(&ls, 4, 4, 12, 12, LESSON_NEEDS_HEAD) == 2 &&
-              strstr(ls.msgs, "r.lesson:2: the model has no rotary position embedding"),
-          "a rope line on a model without RoPE: reported, left out: %s", ls.msgs);
-    lesson_script_free(&ls);
-    lesson_script_parse(&ls, "keys\nrope\nscores\n", "r.lesson");
-    CHECK(lesson_script_check(&ls, 4, 4, 12, 12, LESSON_NEEDS_ROPE) == 3 && !ls.n_problems,
-          "and kept on a rotary model: %s", ls.msgs);
-    lesson_script_free(&ls);
+    /* the built-in list: every step (-1), then what a model does not offer dropped silently;
+     * or the steps of a kind directly */
+    for (int has = 0; has < 8; has++) {
+        char what[96];
+        nw = offered(want, has);
+        snprintf(what, sizeof what, "the built-in list for needs %d", has);
+        CHECK(lesson_script_default(&ls, has) == nw, "%s", what);
+        same_steps(&ls, want, nw, what);
+        lesson_script_free(&ls);
+        CHECK(lesson_script_default(&ls, -1) == LESSON_STEP_TOTAL, "the built-in list: all");
+        lesson_script_check(&ls, 4, 4, 12, 12, has);
+        same_steps(&ls, want, nw, what);
+        CHECK(!(ls.n_problems && (has & LESSON_NEEDS_HEAD)), "%s: problems %s", what, ls.msgs);
+        lesson_script_free(&ls);
+    }
+    /* a file asking for a step of a kind the model is not: named, left out */
+    static const struct {
+        const char *text, *msg;
+        int has;
+    } asks[] = {
+        {"keys\nrope\nscores\n", "r.lesson:2: the model has no rotary position embedding",
+         LESSON_NEEDS_HEAD},
+        {"residual2\nprobe\nhead\n",
+         "r.lesson:2: the model has no attention-pooling (MAP) head: the probe step left out",
+         LESSON_NEEDS_HEAD | LESSON_NEEDS_ROPE},
+    };
+    for (size_t k = 0; k < sizeof asks / sizeof *asks; k++) {
+        lesson_script_parse(&ls, asks[k].text, "r.lesson");
+        CHECK(lesson_script_check(&ls, 4, 4, 12, 12, asks[k].has) == 2 &&
+                  strstr(ls.msgs, asks[k].msg),
+              "a line of a kind the model is not: reported, left out: %s", ls.msgs);
+        lesson_script_free(&ls);
+        lesson_script_parse(&ls, asks[k].text, "r.lesson");
+        CHECK(lesson_script_check(&ls, 4, 4, 12, 12, ~0) == 3 && !ls.n_problems,
+              "and kept on a model of that kind: %s", ls.msgs);
+        lesson_script_free(&ls);
+    }
 }
 
 int main(int argc, char **argv) {
+    test_table();
     test_good();
     test_bad();
     if (argc > 1) test_default(argv[1]);

@@ -2,14 +2,17 @@
 """The lesson view in the window (issue 24), on the built-in model and its first demo
 scene, so nothing from shared/ is needed:
 
-  1. Page Down opens the default lesson (assets/default/lesson.txt) at step 1 of 17; Page
+  1. Page Down opens the default lesson (assets/default/lesson.txt) at step 1 of its N; Page
      Down / Right page through every step in the script's order and Page Up / Left back,
-     each step a frame (the trace's lesson=K/17 lstep=NAME); the picture on screen is
+     each step a frame (the trace's lesson=K/N lstep=NAME); the picture on screen is
      --lesson-export's PNG of that step (one drawing for both: the window shows it scaled).
   2. Up / Down move the block, Shift+Up the head, I J K L the patch; H draws the lesson's
      keys over the step and Esc closes them first; Esc goes back to the explorer as the lesson
      found it (layer, head, query, kind); there too Esc closes the help before it quits.
-  3. --lesson FILE with bad lines: each named with its line on stderr, the rest of the
+  3. a model pooled by attention (the SigLIP stand-in of siglip_model.py): the default lesson
+     gains the probe step; paged to, the window shows --lesson-export's picture of it, and
+     Shift+Down another head's (OUT/probe_step.png: the screenshot);
+  4. --lesson FILE with bad lines: each named with its line on stderr, the rest of the
      lesson runs (step 1 of the good lines), the window opens in the lesson view.
 
     xvfb-run -a -s "-screen 0 1280x1024x24" /usr/bin/python3 test_lesson.py \\
@@ -27,12 +30,16 @@ from PIL import Image
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from test_gui import App, builtin_and_display, check, quit_app, run_checks  # noqa: E402
+from test_gui import App, builtin_and_display, check, quit_app, run_checks, save  # noqa: E402
+
+sys.path.insert(0, str(HERE.parent / "parity"))
+import lesson_table  # noqa: E402
 
 ROOT = HERE.parent.parent
-STEPS = ["patches", "embedding", "filters", "tokens", "position", "layernorm", "query", "keys",
-         "scores", "softmax", "weighted", "projection", "residual", "mlp", "mlp-out",
-         "residual2", "head"]
+# the default lesson's steps, in its order: what the window pages through on the built-in model
+STEPS = [ln.split()[0] for ln in (ROOT / "assets/default/lesson.txt").read_text().splitlines()
+         if ln.split() and not ln.startswith("#")]
+N = len(STEPS)
 
 
 def env():
@@ -64,38 +71,39 @@ def test_default_lesson(app, out, demo):
     r = subprocess.run([app.argv0, "--lesson", str(ROOT / "assets/default/lesson.txt"),
                         "--lesson-export", str(exp), demo], capture_output=True, text=True)
     check(r.returncode == 0, f"--lesson-export of the default lesson: {r.stderr}")
-    app.key("Next", lesson="1/17", lstep="patches", lshown=1)
+    app.key("Next", lesson=f"1/{N}", lstep="patches", lshown=1)
     check(app.state["lpatch"] == "5,6" and app.state["llayer"] == "0",
           f"step 1 at the script's patch 6,7 (0-based 5,6), block 1: {app.state['lpatch']}")
     picture_matches(app, exp / "01_patches.png", "step 1")
-    for k in range(2, 18):  # Page Down and Right alternately
-        app.key("Next" if k % 2 else "Right", lesson=f"{k}/17", lstep=STEPS[k - 1], lshown=1)
+    for k in range(2, N + 1):  # Page Down and Right alternately
+        app.key("Next" if k % 2 else "Right", lesson=f"{k}/{N}", lstep=STEPS[k - 1], lshown=1)
         if STEPS[k - 1] in ("softmax", "head"):
             picture_matches(app, exp / f"{k:02d}_{STEPS[k - 1]}.png", f"step {k}")
     check(app.state["llayer"] == "1", "the script's layer=2 from the layernorm step on")
-    app.key("Next", lesson="17/17")  # the last step stays
-    app.key("Prior", lesson="16/17", lstep="residual2")
-    app.key("Left", lesson="15/17", lstep="mlp-out")
-    for _ in range(5):
+    app.key("Next", lesson=f"{N}/{N}")  # the last step stays
+    app.key("Prior", lesson=f"{N - 1}/{N}", lstep=STEPS[N - 2])
+    app.key("Left", lesson=f"{N - 2}/{N}", lstep=STEPS[N - 3])
+    soft = STEPS.index("softmax") + 1
+    for _ in range(N - 2 - soft):
         app.key("Left")
-    app.wait_state("step 10", lesson="10/17", lstep="softmax", lshown=1)
+    app.wait_state(f"step {soft}", lesson=f"{soft}/{N}", lstep="softmax", lshown=1)
     # block, head, patch
     app.key("Up", llayer=0, lshown=1)
     app.key("shift+Down", lhead=1, lshown=1)
     app.key("l", lpatch="5,7", lshown=1)
     app.key("k", lpatch="6,7", lshown=1)
     status = app.wait_line(lambda s: s.startswith("status "), "the status line")
-    check("step 10 of 17" in status and "block 1, head 2, patch (7, 8)" in status,
+    check(f"step {soft} of {N}" in status and "block 1, head 2, patch (7, 8)" in status,
           f"the status line says where the lesson is: {status}")
     # H: the lesson's keys over its picture (issue 38's trial: help=1, nothing drawn); Esc
     # closes the help first, the lesson stays
     bare = app.crop(app.shot()).astype(np.float32)
-    app.key("h", help=1, lesson="10/17")
+    app.key("h", help=1, lesson=f"{soft}/{N}")
     over = app.crop(app.shot()).astype(np.float32)
     d = float(np.abs(over - bare).mean())
     print(f"  H in the lesson: mean |screen with help - without| = {d:.1f} levels")
     check(d > 8.0, f"H in the lesson draws the help over the step ({d:.1f} levels)")
-    app.key("Escape", help=0, lesson="10/17")
+    app.key("Escape", help=0, lesson=f"{soft}/{N}")
     d = float(np.abs(app.crop(app.shot()).astype(np.float32) - bare).mean())
     check(d < 2.0, f"Esc closes the help, the step as before ({d:.1f} levels)")
     # Esc: the explorer as the lesson found it, not at the lesson's block, head and patch
@@ -103,12 +111,48 @@ def test_default_lesson(app, out, demo):
     after = {k: app.state[k] for k in before}
     check(after == before, f"Esc: the explorer where it was before the lesson: {after} ({before})")
     # Page Down again: back where the lesson was left
-    app.key("Next", lesson="10/17", lshown=1)
+    app.key("Next", lesson=f"{soft}/{N}", lshown=1)
     app.key("Escape", lesson="0/0")
     # in the explorer too, Esc closes the help before it quits (it quit with the help open)
     app.key("h", help=1)
     app.key("Escape", help=0)
     check(app.proc.poll() is None, "Esc with the help open: the app still runs")
+    quit_app(app)
+
+
+def test_siglip_lesson(app, out, demo, model):
+    """A model pooled by attention (the SigLIP stand-in): the default lesson, fitted, gains the
+    probe step after the step before it in the table; paged to, the window shows
+    --lesson-export's picture of it at the lesson's head, and another head's after Shift+Down.
+    The screenshot is kept as OUT/probe_step.png."""
+    exp = {}
+    for h in (1, 2):
+        exp[h] = out / f"export_siglip_h{h}"
+        r = subprocess.run([app.argv0, "--model", model, "--head", str(h), "--lesson-export",
+                            str(exp[h]), demo], capture_output=True, text=True)
+        check(r.returncode == 0, f"--lesson-export of the SigLIP stand-in: {r.stderr}")
+    names = [ln.split('"')[3] for ln in (exp[1] / "steps.json").read_text().splitlines()
+             if '"name":' in ln]
+    png = f"{names.index('probe') + 1:02d}_probe.png"
+    table = lesson_table.steps({"map", "head"})
+    at = STEPS.index(table[table.index("probe") - 1]) + 2  # 1-based, after its table neighbour
+    app.start(demo)
+    app.key("Next", lesson=f"1/{N + 1}", lstep="patches", lshown=1)
+    for k in range(2, at + 1):
+        app.key("Next", lesson=f"{k}/{N + 1}", lshown=1)
+    app.wait_state("the probe step", lstep="probe", lhead=0, lshown=1)
+    shot = app.crop(app.shot())
+    save(shot, out / "probe_step.png")
+    picture_matches(app, exp[1] / png, f"step {at}, the probe")
+    app.key("shift+Down", lhead=1, lstep="probe", lshown=1)
+    img = app.crop(app.shot()).astype(np.float32)
+    h, w = img.shape[:2]
+    d = [float(np.abs(img - np.asarray(Image.open(exp[k] / png).convert("RGB").resize(
+        (w, h), Image.BILINEAR), np.float32)).mean()) for k in (1, 2)]
+    print(f"  Shift+Down: mean |screen - head 1's| = {d[0]:.2f}, head 2's = {d[1]:.2f} levels")
+    check(d[1] < d[0], "Shift+Down: the probe step shows head 2 (boxed, its caption)")
+    app.key("Next", lesson=f"{at + 1}/{N + 1}", lstep=STEPS[at - 1], lshown=1)
+    app.key("Escape", lesson="0/0")
     quit_app(app)
 
 
@@ -141,6 +185,13 @@ def main():
     out.mkdir(parents=True, exist_ok=True)
     demo = str(sorted((ROOT / "assets/default/demo").glob("*.png"))[0].resolve())
     ok = run_checks(App([args.app], env()), lambda a: test_default_lesson(a, out, demo))
+    # the SigLIP stand-in (tests/gui/siglip_model.py): the probe step in the window
+    sig = out / "siglip"
+    subprocess.run([sys.executable, str(HERE / "siglip_model.py"), str(sig)], check=True,
+                   capture_output=True)
+    model = str(sig / "siglip.safetensors")
+    ok &= run_checks(App([args.app, "--model", model, demo], env()),
+                     lambda a: test_siglip_lesson(a, out, demo, model))
     bad = out / "bad.lesson"
     bad.write_text("softmax layer=1 patch=3,3 : where the patch looks\n"
                    "atention\n"

@@ -31,7 +31,7 @@ lesson:   the lesson's RoPE step (vit_dump --lesson, VitLesson.query0 .. rope_sc
           selections of a 224 x 320 S/16: q and k before the rotation (the block's norm1 of the
           engine's block input, projected), the angles, and the score of the rotated query with
           the token's own key moved to every patch, within 1e-5 of their largest value; then
-          `vitlens --lesson-export` on the same file: 18 steps with rope after keys, its arrays
+          `vitlens --lesson-export` on the same file: the table's steps with rope after keys, its arrays
           equal to vit_dump's, its caption ending with the map's shape, and a --pos shuffle's
           lesson rotating with the shuffled angles. --control interleaved|theta_10000: the
           reference with that mistake must fail every selection.
@@ -65,6 +65,7 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import lesson_table  # noqa: E402
 from test_parity import (Report, check_attention, check_config, check_peaked, check_relative,  # noqa: E402
                          check_table, run_dump, write_safetensors)
 
@@ -500,9 +501,8 @@ def run_refusals(args, rep):
 
 
 LESSON_TOL = 1e-5  # the RoPE step's arrays, max abs / max |reference|
-LESSON_STEPS = ["patches", "embedding", "filters", "tokens", "position", "layernorm", "query",
-                "keys", "rope", "scores", "softmax", "weighted", "projection", "residual", "mlp",
-                "mlp-out", "residual2", "head"]
+# a rotary backbone's steps: the table's (app/view/lessonfile.c, lesson_table.py)
+LESSON_STEPS = lesson_table.steps({"rope"})
 
 
 def lesson_reference(w, c, block_in, layer, head, token, gh, gw, wrong=None, perm=None):
@@ -604,7 +604,9 @@ def run_lesson(args, rep, wrong=None):
         if not rep.check(st is not None, f"{label}: no rope step"):
             continue
         files = {a["file"]: a["shape"] for a in st["arrays"]}
-        want = {f"09_rope{s}.npy" for s in ["", "_q", "_q_rotated", "_k", "_k_rotated", "_angles"]}
+        rope = f"{LESSON_STEPS.index('rope') + 1:02d}_rope"  # the files' stems, numbered
+        query = f"{LESSON_STEPS.index('query') + 1:02d}_query"
+        want = {f"{rope}{s}.npy" for s in ["", "_q", "_q_rotated", "_k", "_k_rotated", "_angles"]}
         rep.check(set(files) == want, f"{label}: rope arrays {sorted(files)}")
         rep.check(st["caption"].endswith(f"[{gh}, {gw}]") and (out / st["picture"]).exists()
                   and st["caption"] in (out / "lesson.md").read_text(),
@@ -612,11 +614,11 @@ def run_lesson(args, rep, wrong=None):
         if set(files) != want:
             continue
         # the photo's run, not input.f32's: compare against the reference on its block input
-        blk = np.load(out / "07_query.npy")  # only to know the export ran the same selection
-        rs = np.load(out / "09_rope.npy")
-        q0, k0 = np.load(out / "09_rope_q.npy"), np.load(out / "09_rope_k.npy")
-        ang = np.load(out / "09_rope_angles.npy")
-        rep.check(np.array_equal(np.load(out / "09_rope_q_rotated.npy"), blk),
+        blk = np.load(out / f"{query}.npy")  # only to know the export ran the same selection
+        rs = np.load(out / f"{rope}.npy")
+        q0, k0 = np.load(out / f"{rope}_q.npy"), np.load(out / f"{rope}_k.npy")
+        ang = np.load(out / f"{rope}_angles.npy")
+        rep.check(np.array_equal(np.load(out / f"{rope}_q_rotated.npy"), blk),
                   f"{label}: q_rotated is not the query step's query")
         # the rotation the picture shows, recomputed from the export's own arrays
         Dh = c["D"] // H
@@ -630,7 +632,7 @@ def run_lesson(args, rep, wrong=None):
         else:
             rep.check(hit.tolist() == [patch], f"{label}: the angles are patch {hit.tolist()}'s, expected {patch}")
         q0t, k0t = torch.from_numpy(q0).double(), torch.from_numpy(k0).double()
-        qr = torch.from_numpy(np.load(out / "09_rope_q_rotated.npy")).double()
+        qr = torch.from_numpy(np.load(out / f"{rope}_q_rotated.npy")).double()
         kp = k0t[None] * cos + rotate_half(k0t[None]) * sin
         if pos and len(hit) == 1:  # the key at patch p turned by perm[p]'s angles: unknown
             continue              # here beyond the token's own; the map is checked unshuffled

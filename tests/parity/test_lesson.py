@@ -27,7 +27,7 @@ export: `vitlens --lesson-export` on the built-in model (its first demo scene) a
         DeiT-Tiny (skipped without SHARED): the same comparisons on the .npy files it
         writes (the reference's input from torchvision's eval transform, bit-exact with
         the engine's, tests/parity test_parity.py), and its steps.json, lesson.md and
-        PNGs: 17 steps, every file listed, every shape in the seeds' notation.
+        PNGs: the table's steps (lesson_table.py), every file listed, every shape in the seeds' notation.
 
 Every step is compared within 1e-5 of its largest |value| (REL_TOL). The block's steps
 are computed by the reference from the engine's input to that block (its tokens before
@@ -59,6 +59,7 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import lesson_table  # noqa: E402
 import reference  # noqa: E402
 from test_families import input_size, random_timm, spec, write_family  # noqa: E402
 from test_parity import Report, run_dump  # noqa: E402
@@ -293,22 +294,22 @@ def compare_lesson(rep, label, e, w, x, n_heads, eps, sel, pos_grid=None, contro
         rep.check("lesson_cls_norm" not in e, f"{label}: a head step for a model without head")
 
 
-# --lesson-export's files -> vit_dump's names
+# --lesson-export's files (without their NN_ step number) -> vit_dump's names
 EXPORT_NAMES = {
-    "01_patches": "lesson_patch_pixels", "02_embedding": "lesson_patch_embedding",
-    "03_filters": "lesson_filters", "03_filters_variance": "lesson_filters_var",
-    "04_tokens": "lesson_tokens", "05_position": "lesson_pos_similarity",
-    "06_layernorm_in": "lesson_ln_in", "06_layernorm": "lesson_ln_out",
-    "06_layernorm_stream": "lesson_block_in", "07_query": "lesson_query", "08_keys": "lesson_keys",
-    "09_scores": "lesson_scores", "10_softmax": "lesson_probs", "11_weighted": "lesson_head_out",
-    "11_weighted_values": "lesson_values", "12_projection_concat": "lesson_concat",
-    "12_projection": "lesson_proj", "13_residual": "lesson_resid1", "14_mlp": "lesson_hidden",
-    "15_mlp-out": "lesson_mlp", "16_residual2": "lesson_out", "17_head_cls_norm": "lesson_cls_norm",
-    "17_head_logits": "logits", "17_head": "probs",
+    "patches": "lesson_patch_pixels", "embedding": "lesson_patch_embedding",
+    "filters": "lesson_filters", "filters_variance": "lesson_filters_var",
+    "tokens": "lesson_tokens", "position": "lesson_pos_similarity",
+    "layernorm_in": "lesson_ln_in", "layernorm": "lesson_ln_out",
+    "layernorm_stream": "lesson_block_in", "query": "lesson_query", "keys": "lesson_keys",
+    "scores": "lesson_scores", "softmax": "lesson_probs", "weighted": "lesson_head_out",
+    "weighted_values": "lesson_values", "projection_concat": "lesson_concat",
+    "projection": "lesson_proj", "residual": "lesson_resid1", "mlp": "lesson_hidden",
+    "mlp-out": "lesson_mlp", "residual2": "lesson_out", "head_cls_norm": "lesson_cls_norm",
+    "head_logits": "logits", "head": "probs",
 }
-STEP_NAMES = ["patches", "embedding", "filters", "tokens", "position", "layernorm", "query", "keys",
-              "scores", "softmax", "weighted", "projection", "residual", "mlp", "mlp-out",
-              "residual2", "head"]
+# the steps of a model with a head and neither RoPE nor a MAP head: the table's
+# (app/view/lessonfile.c LESSON_STEP_INFO, lesson_table.py)
+STEP_NAMES = lesson_table.steps({"head"})
 
 
 def run_export(rep, label, vitlens, out, model_args, image, sel1):
@@ -335,7 +336,7 @@ def run_export(rep, label, vitlens, out, model_args, image, sel1):
             rep.check(x.dtype == np.float32, f"{label}: {a['file']} is {x.dtype}")
             want = "[" + ", ".join(map(str, x.shape)) + "]"
             rep.check(a["shape"] == want, f"{label}: {a['file']}: steps.json says {a['shape']}, file {want}")
-            e[EXPORT_NAMES[a["file"][:-4]]] = x
+            e[EXPORT_NAMES[a["file"][3:-4]]] = x
         own = [a["shape"] for a in st["arrays"] if a["file"][:-4] == f"{STEP_NAMES.index(st['name']) + 1:02d}_{st['name']}"]
         rep.check(not own or st["caption"].endswith(own[0]),
                   f"{label}: caption of {st['name']} does not end with its shape {own}")

@@ -55,7 +55,8 @@
  *   the block's input; lesson_stream [L + 1, D]
  *   the run's tokens[.][T]; lesson_cls_norm [D] (vit_lesson_head, with a head); a rotary
  *   model: lesson_query0, lesson_key0 [Dh], lesson_angles [Dh/2], lesson_rope_scores
- *   [gh, gw] (VitLesson's RoPE view of the token).
+ *   [gh, gw] (VitLesson's RoPE view of the token); a MAP head (SigLIP): vit_lesson_probe's
+ *   lesson_probe_att [H, N], lesson_probe_query, _weighted, _attended, _mlp, _embedding [D].
  * Interventions (vit.h, VitRun.intervention), 0-based:
  *   --ablate L:H[,L:H...]  heads ablated     --drop P[,P...]  patches dropped
  *   --fill P[,P...]        patches filled    --pos shuffle:SEED | zero
@@ -298,6 +299,7 @@ static int write_lesson(const char *out, const VitRun *run, const Vit *vit, int 
            Np = (size_t)c->n_prefix, L = (size_t)c->n_layers, K = 3 * P * P, NF = 28,
            A = (size_t)c->n_heads * Dh; /* the attention's width: ctx [T, A] */
     VitLesson ls = {0};
+    VitLessonProbe pr = {0};
     float *buf = malloc((K + D + NF * K + NF + N * N + 2 * N + Np + D + 8) * sizeof(float));
     int rc = -1;
     if (!buf) {
@@ -317,6 +319,8 @@ static int write_lesson(const char *out, const VitRun *run, const Vit *vit, int 
         goto done;
     int has_head = c->n_classes > 0;
     if (has_head && vit_lesson_head(cls, run, vit, err)) goto done;
+    int has_probe = c->head_pool == VIT_POOL_MAP;
+    if (has_probe && vit_lesson_probe(&pr, run, vit, err)) goto done;
     rc = 1;
     size_t t = (size_t)token;
     sc[0] = ls.ln_mean, sc[1] = ls.ln_std, sc[2] = ls.norm_in, sc[3] = ls.norm_mid,
@@ -362,12 +366,20 @@ static int write_lesson(const char *out, const VitRun *run, const Vit *vit, int 
                            npy_f32(out, "lesson_key0.npy", ls.key0, s_dh, 1) ||
                            npy_f32(out, "lesson_angles.npy", ls.angles, (size_t[]){Dh / 2}, 1) ||
                            npy_f32(out, "lesson_rope_scores.npy", ls.rope_scores,
-                                   (size_t[]){(size_t)c->grid_h, (size_t)c->grid_w}, 2)));
+                                   (size_t[]){(size_t)c->grid_h, (size_t)c->grid_w}, 2))) ||
+              (has_probe && (npy_f32(out, "lesson_probe_att.npy", pr.att,
+                                     (size_t[]){(size_t)c->n_heads, N}, 2) ||
+                             npy_f32(out, "lesson_probe_query.npy", pr.query, s_d, 1) ||
+                             npy_f32(out, "lesson_probe_weighted.npy", pr.weighted, s_d, 1) ||
+                             npy_f32(out, "lesson_probe_attended.npy", pr.attended, s_d, 1) ||
+                             npy_f32(out, "lesson_probe_mlp.npy", pr.mlp, s_d, 1) ||
+                             npy_f32(out, "lesson_probe_embedding.npy", pr.embedding, s_d, 1)));
     free(stream);
     if (bad) goto done;
     rc = 0;
 done:
     vit_lesson_free(&ls);
+    vit_lesson_probe_free(&pr);
     free(buf);
     return rc;
 }
