@@ -15,8 +15,8 @@
 # Face's CLIPModel names, and an OpenCLIP B/32 (LAION-2B) in OpenAI / OpenCLIP names, its
 # open_clip_model.safetensors saved as model.safetensors beside its open_clip_config.json;
 # SigLIP (google/siglip-base-patch16-224: both towers, SentencePiece's spiece.model) and
-# SigLIP 2 (google/siglip2-base-patch16-224: its image tower's views; its Gemma tokenizer is
-# not read yet, so not fetched) in Hugging Face's SiglipModel names.
+# SigLIP 2 (google/siglip2-base-patch16-224: both towers, Gemma's SentencePiece
+# tokenizer.model) in Hugging Face's SiglipModel names.
 #
 # Gated models (dinov3-*: Meta's licence) need a Hugging Face token with the licence accepted
 # on the model's page: $HF_TOKEN, sent as "Authorization: Bearer" to those repositories only
@@ -116,10 +116,10 @@ for name in "$@"; do
       for f in model.safetensors config.json preprocessor_config.json vocab.json merges.txt; do
         [ -s "$dir/$f" ] || fetch "$HUB/$repo/resolve/main/$f" "$dir/$f"
       done ;;
-    siglip-*|siglip2-*) # Hugging Face SiglipModel: weights, config, preprocessing; SigLIP's
-      # tokenizer (SentencePiece); SigLIP 2's Gemma tokenizer vitlens does not read yet
+    siglip-*|siglip2-*) # Hugging Face SiglipModel: weights, config, preprocessing and the
+      # SentencePiece tokenizer: SigLIP's spiece.model, SigLIP 2's Gemma tokenizer.model
       files="model.safetensors config.json preprocessor_config.json"
-      case $name in siglip-*) files="$files spiece.model" ;; esac
+      case $name in siglip-*) files="$files spiece.model" ;; siglip2-*) files="$files tokenizer.model" ;; esac
       for f in $files; do
         [ -s "$dir/$f" ] || fetch "$HUB/$repo/resolve/main/$f" "$dir/$f"
       done ;;
@@ -158,11 +158,7 @@ PY
   # DINOv2 is trained at 518 px (37x37 patches, 1370 tokens); at 224 px it has 16x16
   size=; case $name in dinov2-*) size=" --size 224" ;; esac
   case $name in
-    siglip2-*)
-      echo "   build/vitlens --model $dir/model.safetensors IMAGE   (the image views and the probe's map, E)"
-      echo "   (SigLIP 2's text side needs Gemma's tokenizer, which vitlens does not read yet)"
-      continue ;;
-    siglip-*)
+    siglip-*|siglip2-*)
       echo "   build/vitlens --model $dir/model.safetensors --classes \"cat, dog\" IMAGE   (sigmoid scores; / and a phrase)"
       echo "   build/vitlens --model $name --text \"a red umbrella\" --export DIR IMAGE"
       continue ;;

@@ -421,14 +421,6 @@ int clip_open(ClipText **out, const Vit *vit, const char *model_path, const Clip
     /* the text tower: the same file; an image-only checkpoint still shows every image view */
     if (vit_text_load(&ct->text, model_path, &err)) {
         snprintf(ct->why, sizeof ct->why, "%s", err.msg);
-    } else if (ct->text.sigmoid && ct->text.cfg.vocab_size == 256000) {
-        /* SigLIP 2: Gemma's tokenizer (lower-case, no punctuation removal, padded with
-         * <pad> 0), which vitlens does not read yet; the image tower and its views work */
-        snprintf(ct->why, sizeof ct->why,
-                 "%.300s: SigLIP 2's text side needs Gemma's tokenizer (256000 pieces), which "
-                 "vitlens does not read yet: the image views work, the zero-shot labels and "
-                 "phrases do not",
-                 model_path);
     } else if (ct->text.cfg.embed_dim != ct->E) {
         snprintf(ct->why, sizeof ct->why,
                  "%.300s: the text embedding has %d values and the image embedding %d: not one "
@@ -440,7 +432,12 @@ int clip_open(ClipText **out, const Vit *vit, const char *model_path, const Clip
     const char *vocab = spec->vocab;
     if (!vocab && vit_tokenizer_find(found, sizeof found, model_path)) vocab = found;
     if (!vocab) {
-        if (!ct->why[0])
+        if (!ct->why[0] && ct->text.sigmoid) /* SigLIP, SigLIP 2: a SentencePiece model */
+            snprintf(ct->why, sizeof ct->why,
+                     "no tokenizer beside %.300s: SigLIP's spiece.model or SigLIP 2's "
+                     "tokenizer.model (Gemma's); give --vocab PATH",
+                     model_path);
+        else if (!ct->why[0])
             snprintf(ct->why, sizeof ct->why,
                      "no CLIP vocabulary beside %.300s (vocab.json + merges.txt, or "
                      "bpe_simple_vocab_16e6.txt.gz): give --vocab PATH",

@@ -69,7 +69,8 @@
  *     vision_model.*; assets/layouts/siglip-hf.json): NO CLS token, an attention-pooling
  *     head (VIT_POOL_MAP: a probe's attention over the patches, then LayerNorm + MLP),
  *     whose output is the image embedding (E = D, no projection) and, with a text head,
- *     sigmoid scores (vit_set_text_sigmoid).
+ *     sigmoid scores (vit_set_text_sigmoid). SigLIP 2's text tower is SigLIP's with 256 000
+ *     token embeddings (vit_text_load), read with Gemma's tokenizer (vit_tokenizer_load).
  * Models without a CLS token (SigLIP). The token layout is then the patches alone:
  * n_prefix = 0, T = N, token t is patch t; nothing is invented in the CLS's place, so
  * every map of the attention between tokens is the model's own. A map's `query` is a
@@ -1708,7 +1709,7 @@ VitStatus vit_lesson_probe(VitLessonProbe *p, const VitRun *run, const Vit *vit,
 void vit_lesson_probe_free(VitLessonProbe *p);
 
 /* ---------------------------------------------------------------------------
- * The CLIP and SigLIP tokenizers (engine/text/tokenizer.c, spiece.c)
+ * The CLIP, SigLIP and SigLIP 2 tokenizers (engine/text/tokenizer.c, spiece.c)
  *
  * OpenAI CLIP's byte-level BPE (clip/simple_tokenizer.py, Radford et al. 2021): the text
  * cleaned (a fixed part of ftfy.fix_text, html.unescape twice, whitespace collapsed,
@@ -1724,7 +1725,17 @@ void vit_lesson_probe_free(VitLessonProbe *p);
  * SentencePiece without the dummy prefix, "</s>" appended, padded with "</s>" to exactly
  * max_ids (64 for SigLIP's text tower, which pools the last position: the padding is part
  * of the model's input). No SOT (vit_token_sot -1). tests/text/test_siglip_tokenizer.py
- * checks it against HF's steps written out, on a model it trains. */
+ * checks it against HF's steps written out, on a model it trains.
+ *
+ * SigLIP 2's, behind the same calls: Gemma's tokenizer.model (SentencePiece BPE with byte
+ * fallback; "<pad>" 0, "<eos>" 1) as big_vision's SigLIP 2 demo tokenizes a text
+ * (lower|tok(length=64, model="gemma", bos="no", eos="sticky")): A-Z lower-cased (ASCII
+ * only, tf.strings.lower's default), SentencePiece on the text as it is, "<eos>" appended,
+ * a longer text cut to max_ids - 1 ids and "<eos>", a shorter one padded with "<pad>" to
+ * exactly max_ids (the last position, which the text tower pools, then holds "<pad>").
+ * No punctuation removal, no BOS. Which tokenizer a .model file is comes from its pieces
+ * (vit_tokenizer_kind). tests/text/test_gemma_tokenizer.py checks it against big_vision's
+ * steps written out, on a BPE model it trains. */
 
 #define VIT_TEXT_CONTEXT   77    /* CLIP's context length, tokens including SOT and EOT */
 #define VIT_TEXT_MAX_BYTES 16384 /* a longer text is refused (77 tokens read far less) */
@@ -1734,25 +1745,30 @@ typedef struct VitTokenizer VitTokenizer; /* read-only after load: threads may s
 /* Load CLIP's vocabulary: OpenAI's bpe_simple_vocab_16e6.txt.gz (gzip: zlib), or Hugging
  * Face's vocab.json + merges.txt (path: either file, or their folder; a folder with the
  * .gz works too). 49 408 ids: the 256 byte symbols, the same with "</w>", one per merge,
- * <|startoftext|> and <|endoftext|>. Or SigLIP's: a path ending ".model" (spiece.model), or
- * a folder holding spiece.model and no CLIP vocabulary (a model without a "</s>" piece,
- * e.g. SigLIP 2's Gemma tokenizer, is refused: VIT_ERR_FORMAT). *tok is the caller's: free with
- * vit_tokenizer_free. Errors: VIT_ERR_IO (missing file, naming it), VIT_ERR_FORMAT (a corrupt or
- * cut gzip, a merge line that is not two known symbols, naming file and line; a vocab.json entry
- * that is not a new id), VIT_ERR_ARG (not a vocabulary's name), VIT_ERR_NOMEM. */
+ * <|startoftext|> and <|endoftext|>. Or a SentencePiece model: a path ending ".model", or a
+ * folder holding spiece.model or tokenizer.model (in that order) and no CLIP vocabulary;
+ * SigLIP's (a "</s>" piece) or Gemma's (SigLIP 2: "<eos>" and "<pad>" its EOS and padding, byte
+ * fallback), a model that is neither refused naming the file (VIT_ERR_FORMAT). *tok is the
+ * caller's: free with vit_tokenizer_free. Errors: VIT_ERR_IO (missing file, naming it),
+ * VIT_ERR_FORMAT (a corrupt or cut gzip, a merge line that is not two known symbols, naming file
+ * and line; a vocab.json entry that is not a new id; a SentencePiece model of neither kind),
+ * VIT_ERR_ARG (not a vocabulary's name), VIT_ERR_NOMEM. */
 VitStatus vit_tokenizer_load(VitTokenizer **tok, const char *path, VitError *err);
 void vit_tokenizer_free(VitTokenizer *tok); /* NULL-safe */
 
 /* The vocabulary that came with a model file: beside it or in its "tokenizer" folder,
- * vocab.json + merges.txt (the path of vocab.json), bpe_simple_vocab_16e6.txt.gz or
- * spiece.model (SigLIP's), in that order; model_path may also be the model's folder. 1 and the path
- * in path[n], or 0 (none, or a path that does not fit). */
+ * vocab.json + merges.txt (the path of vocab.json), bpe_simple_vocab_16e6.txt.gz,
+ * spiece.model (SigLIP's) or tokenizer.model (SigLIP 2's Gemma tokenizer), in that order;
+ * model_path may also be the model's folder. 1 and the path in path[n], or 0 (none, or a path
+ * that does not fit). */
 int vit_tokenizer_find(char *path, size_t n, const char *model_path);
 
 /* text (a C string of UTF-8, at most VIT_TEXT_MAX_BYTES) -> ids[*n]: [SOT, ..., EOT], *n <= max_ids
  * (VIT_TEXT_CONTEXT for CLIP's text tower). SigLIP's: *n = max_ids always ([..., </s>, </s>
  * padding], the first max_ids - 1 pieces and "</s>" when cut; every text accepted, an
- * empty one is [</s>] padded, as in the original). A text with more tokens is cut as
+ * empty one is [</s>] padded, as in the original). SigLIP 2's (Gemma's): *n = max_ids
+ * always ([..., <eos>, <pad> padding], the first max_ids - 1 ids and <eos> when cut; an empty
+ * text is [<eos>] padded). A text with more tokens is cut as
  * clip.tokenize(truncate=True) cuts it: the first max_ids - 2 and EOT, *truncated = 1
  * (NULL: not asked). The text "<|endoftext|>" in it is that token, as in the original.
  * Errors: VIT_ERR_ARG (empty or whitespace-only text, nothing left after the cleaning,
@@ -1761,7 +1777,11 @@ int vit_tokenizer_find(char *path, size_t n, const char *model_path);
 VitStatus vit_tokenize(int *ids, int *n, int *truncated, const VitTokenizer *tok, const char *text,
                        int max_ids, VitError *err);
 int vit_token_sot(const VitTokenizer *tok); /* <|startoftext|>: 49406 in CLIP's; SigLIP: -1 */
-int vit_token_eot(const VitTokenizer *tok); /* <|endoftext|>: 49407; SigLIP's "</s>": 1 */
+int vit_token_eot(const VitTokenizer *tok); /* <|endoftext|>: 49407; SigLIP's "</s>": 1,
+                                               Gemma's "<eos>": 1 */
+/* Which tokenizer tok is: "clip" (CLIP's BPE), "siglip" (SigLIP's spiece.model) or "gemma"
+ * (SigLIP 2's Gemma tokenizer.model); a static string. */
+const char *vit_tokenizer_kind(const VitTokenizer *tok);
 
 /* ---------------------------------------------------------------------------
  * The CLIP text tower (engine/text/text.c): a phrase's embedding, to compare with an

@@ -26,7 +26,23 @@
  *      build_inputs_with_special_tokens: "</s>" appended unless the last id is one;
  *      padding="max_length": "</s>" (SigLIP's pad_token) up to M.
  * No BOS; no attention mask (the published pipeline passes none: docs/families-2026.md
- * §2.3). SigLIP 2's Gemma tokenizer (pad 0, no punctuation removal) is not this one. */
+ * §2.3).
+ *
+ * SigLIP 2's tokenizer: Gemma's tokenizer.model (BPE with byte fallback, 256 000 pieces,
+ * "<pad>" 0, "<eos>" 1, "<bos>" 2, "<unk>" 3; its normalizer "identity", no dummy prefix, no
+ * whitespace removal), as big_vision's SigLIP 2 demo tokenizes (SigLIP2_demo.ipynb:
+ * lower(key="text")|tok(length=64, model="gemma", bos="no", eos="sticky"); pp/ops_text.py
+ * get_lower and SentencepieceTokenizer.to_int, pp/proj/paligemma/ops.py get_tokenize and
+ * get_tolen), in order:
+ *   1. lower: tf.strings.lower(text), its encoding "" = ASCII: only A-Z become a-z ("ÉCOLE"
+ *      -> "École"; transformers' Siglip2Tokenizer lower-cases all of Unicode instead);
+ *   2. sp.EncodeAsIds(text) on the model as it is (no normalizer change; the text of a
+ *      control piece, "<eos>" typed, is plain characters to SentencePiece), bytes of
+ *      characters without a piece as "<0xNN>" pieces;
+ *   3. eos="sticky": sp.eos_id() appended; more than M ids -> the first M - 1 and that
+ *      "<eos>" (get_tolen's sticky_end); fewer -> sp.pad_id() ("<pad>", 0) up to M, so the
+ *      last position, which the text tower pools, holds "<pad>" for a short text.
+ * Which of the two a model file is: spiece_kind, from its pieces. */
 #include "internal.h"
 #include "load/loader.h"
 #include "text/spiece.h"
@@ -41,10 +57,14 @@
 
 static const char EOS_TEXT[] = "</s>", UNK_TEXT[] = "<unk>";
 
+typedef enum { SPIECE_NONE, SPIECE_SIGLIP, SPIECE_GEMMA } SpieceKind;
+
 struct VitSpiece {
     SpmModel *sp;
-    int eos, unk, pad; /* ids of "</s>", "<unk>", and the padding ("</s>") */
-    int unk_len;       /* len(sp_model.encode("<unk>")) */
+    SpieceKind kind;
+    int eos, unk, pad; /* SigLIP: "</s>", "<unk>", the padding ("</s>"); Gemma: "<eos>", -,
+                          "<pad>" (the trainer spec's eos_id and pad_id) */
+    int unk_len;       /* SigLIP: len(sp_model.encode("<unk>")) */
 };
 
 /* --- loading ------------------------------------------------------------------------ */
@@ -53,6 +73,20 @@ void vit_spiece_free(VitSpiece *s) {
     if (!s) return;
     spm_free(s->sp);
     free(s);
+}
+
+/* Which tokenizer a SentencePiece model is, from its pieces (one place for it):
+ *   Gemma's (SigLIP 2): the trainer spec's eos_id is the piece "<eos>" and its pad_id
+ *     "<pad>", with byte fallback ("<0x00>" a byte piece);
+ *   SigLIP's (T5's c4_en): a "</s>" piece (an id other than the unknown's);
+ *   else none. Gemma's test comes first: it is the stricter one (c4_en's EOS is "</s>"). */
+static SpieceKind spiece_kind(const SpmModel *sp) {
+    int eos = spm_eos_id(sp), pad = spm_pad_id(sp);
+    if (eos >= 0 && pad >= 0 && !strcmp(spm_id_to_piece(sp, eos), "<eos>") &&
+        !strcmp(spm_id_to_piece(sp, pad), "<pad>") && spm_is_byte(sp, spm_piece_id(sp, "<0x00>")))
+        return SPIECE_GEMMA;
+    if (spm_piece_id(sp, EOS_TEXT) != spm_piece_id(sp, UNK_TEXT)) return SPIECE_SIGLIP;
+    return SPIECE_NONE;
 }
 
 VitStatus vit_spiece_load(VitSpiece **out, const char *path, VitError *err) {
@@ -72,12 +106,24 @@ VitStatus vit_spiece_load(VitSpiece **out, const char *path, VitError *err) {
         rc = vit_set_error(err, VIT_ERR_FORMAT, "%s: not a SentencePiece model: %s", path, msg);
         goto done;
     }
+    s->kind = spiece_kind(s->sp);
+    if (s->kind == SPIECE_GEMMA) {
+        /* big_vision loads Gemma's model as it is: again, without the dummy-prefix change */
+        spm_free(s->sp);
+        if (!(s->sp = spm_load(bytes, n, 0, msg, sizeof msg))) {
+            rc = vit_set_error(err, VIT_ERR_FORMAT, "%s: not a SentencePiece model: %s", path, msg);
+            goto done;
+        }
+        s->eos = spm_eos_id(s->sp), s->pad = spm_pad_id(s->sp), s->unk = -1;
+        goto done;
+    }
     s->eos = spm_piece_id(s->sp, EOS_TEXT), s->unk = spm_piece_id(s->sp, UNK_TEXT);
     s->pad = s->eos; /* SiglipTokenizer(pad_token="</s>") */
-    if (s->eos == s->unk) {
+    if (s->kind == SPIECE_NONE) {
         rc = vit_set_error(err, VIT_ERR_FORMAT,
-                           "%s: no '</s>' piece: not SigLIP's spiece.model (SigLIP 2's Gemma "
-                           "tokenizer is not supported)",
+                           "%s: neither SigLIP's spiece.model (no '</s>' piece) nor Gemma's "
+                           "tokenizer.model ('<eos>' and '<pad>' as its EOS and padding, byte "
+                           "fallback)",
                            path);
         goto done;
     }
@@ -99,6 +145,10 @@ done:
 
 int vit_spiece_eos(const VitSpiece *s) {
     return s->eos;
+}
+
+int vit_spiece_is_gemma(const VitSpiece *s) {
+    return s->kind == SPIECE_GEMMA;
 }
 
 /* --- text as code points -------------------------------------------------------------- */
@@ -235,8 +285,49 @@ static int match_at(const Cp *t, size_t i, const char *s) {
     return 1;
 }
 
+/* SigLIP 2 (Gemma's model): the steps at the top of this file, big_vision's. */
+static VitStatus gemma_tokenize(int *ids, int *n_ids, int *truncated, const VitSpiece *s,
+                                const char *text, int max_ids, VitError *err) {
+    Cp check = {0};
+    char *low = NULL, msg[200] = "";
+    int *tok = NULL, n_tok = 0;
+    VitStatus rc = VIT_OK;
+    if (!decode(&check, text, err)) { /* Python's strict .decode() of the tf.string */
+        rc = err ? err->code : VIT_ERR_ARG;
+        goto done;
+    }
+    size_t len = strlen(text);
+    if (!(low = malloc(len + 1))) {
+        rc = vit_set_error(err, VIT_ERR_NOMEM, "out of memory tokenising");
+        goto done;
+    }
+    for (size_t i = 0; i <= len; i++) /* step 1: ASCII only */
+        low[i] = text[i] >= 'A' && text[i] <= 'Z' ? (char)(text[i] + 32) : text[i];
+    if (spm_encode_ids(s->sp, low, len, &tok, &n_tok, msg, sizeof msg)) { /* step 2 */
+        rc = vit_set_error(err, VIT_ERR_FORMAT, "SentencePiece: %s", msg);
+        goto done;
+    }
+    /* step 3: [ids..., <eos>], sticky at max_ids, else <pad> up to it */
+    int n = n_tok + 1, cut = n > max_ids;
+    if (n >= max_ids) {
+        for (int i = 0; i < max_ids - 1; i++) ids[i] = tok[i];
+        ids[max_ids - 1] = s->eos;
+    } else {
+        for (int i = 0; i < n_tok; i++) ids[i] = tok[i];
+        ids[n_tok] = s->eos;
+        for (int i = n; i < max_ids; i++) ids[i] = s->pad;
+    }
+    *n_ids = max_ids;
+    if (truncated) *truncated = cut;
+done:
+    free(check.p), free(low), free(tok);
+    return rc;
+}
+
 VitStatus vit_spiece_tokenize(int *ids, int *n_ids, int *truncated, const VitSpiece *s,
                               const char *text, int max_ids, VitError *err) {
+    if (s->kind == SPIECE_GEMMA)
+        return gemma_tokenize(ids, n_ids, truncated, s, text, max_ids, err);
     Cp in = {0}, low = {0};
     Seg *seg = NULL;
     char *buf = NULL, *pieces = NULL, msg[200] = "";

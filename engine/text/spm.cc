@@ -85,10 +85,54 @@ extern "C" int spm_encode(const SpmModel *m, const char *text, size_t len, char 
     }
 }
 
+extern "C" int spm_encode_ids(const SpmModel *m, const char *text, size_t len, int **out,
+                              int *n_ids, char *msg, size_t msg_n) {
+    *out = nullptr;
+    *n_ids = 0;
+    try {
+        std::vector<int> ids;
+        auto st = m->sp.Encode(std::string(text, len), &ids);
+        if (!st.ok()) {
+            set_msg(msg, msg_n, "", st.ToString());
+            return -1;
+        }
+        if (ids.empty()) return 0;
+        int *buf = static_cast<int *>(std::malloc(ids.size() * sizeof *buf));
+        if (!buf) {
+            set_msg(msg, msg_n, "", "out of memory");
+            return -1;
+        }
+        std::memcpy(buf, ids.data(), ids.size() * sizeof *buf);
+        *out = buf;
+        *n_ids = static_cast<int>(ids.size());
+        return 0;
+    } catch (const std::exception &e) {
+        set_msg(msg, msg_n, "sentencepiece: ", e.what());
+        return -1;
+    }
+}
+
 extern "C" int spm_piece_id(const SpmModel *m, const char *piece) {
     return m->sp.PieceToId(piece);
 }
 
 extern "C" int spm_size(const SpmModel *m) {
     return m->sp.GetPieceSize();
+}
+
+extern "C" const char *spm_id_to_piece(const SpmModel *m, int id) {
+    if (id < 0 || id >= m->sp.GetPieceSize()) return "";
+    return m->sp.IdToPiece(id).c_str();
+}
+
+extern "C" int spm_is_byte(const SpmModel *m, int id) {
+    return id >= 0 && id < m->sp.GetPieceSize() && m->sp.IsByte(id);
+}
+
+extern "C" int spm_eos_id(const SpmModel *m) {
+    return m->sp.eos_id();
+}
+
+extern "C" int spm_pad_id(const SpmModel *m) {
+    return m->sp.pad_id();
 }

@@ -1,5 +1,6 @@
-/* tokenizer.c - CLIP's byte-level BPE tokenizer (vit.h "The CLIP tokenizer"); a SigLIP
- * spiece.model is handed to engine/text/spiece.c.
+/* tokenizer.c - CLIP's byte-level BPE tokenizer (vit.h "The CLIP tokenizer"); a
+ * SentencePiece model (SigLIP's spiece.model, SigLIP 2's Gemma tokenizer.model) is handed to
+ * engine/text/spiece.c.
  *
  * The algorithm is OpenAI's clip/simple_tokenizer.py (Radford et al. 2021), step by step:
  *   1. the text cleaned: a fixed part of ftfy.fix_text (below), html.unescape twice,
@@ -484,13 +485,16 @@ VitStatus vit_tokenizer_load(VitTokenizer **out, const char *path, VitError *err
     snprintf(t->path, sizeof t->path, "%s", path);
     VitStatus rc;
     char vocab[1100], merges[1100], dir[1100];
-    /* SigLIP's SentencePiece model: a .model file, or a folder with spiece.model and no
-     * CLIP vocabulary */
+    /* a SentencePiece model (SigLIP's, SigLIP 2's): a .model file, or a folder with
+     * spiece.model or tokenizer.model and no CLIP vocabulary */
     int spiece = ends_with(path, ".model");
-    if (is_dir(path) && join(vocab, sizeof vocab, path, "spiece.model") && is_file(vocab) &&
+    if (is_dir(path) &&
         !(join(merges, sizeof merges, path, "bpe_simple_vocab_16e6.txt.gz") && is_file(merges)) &&
         !(join(merges, sizeof merges, path, "merges.txt") && is_file(merges)))
-        spiece = 1, snprintf(t->path, sizeof t->path, "%s", vocab);
+        for (int k = 0; k < 2 && !spiece; k++)
+            if (join(vocab, sizeof vocab, path, k ? "tokenizer.model" : "spiece.model") &&
+                is_file(vocab))
+                spiece = 1, snprintf(t->path, sizeof t->path, "%s", vocab);
     if (spiece) {
         rc = vit_spiece_load(&t->spiece, t->path, err);
         if (rc) return vit_tokenizer_free(t), rc;
@@ -592,6 +596,8 @@ int vit_tokenizer_find(char *path, size_t n, const char *model_path) {
         if (is_file(a)) return snprintf(path, n, "%s", a) < (int)n;
         snprintf(a, sizeof a, "%s/spiece.model", d); /* SigLIP's */
         if (is_file(a)) return snprintf(path, n, "%s", a) < (int)n;
+        snprintf(a, sizeof a, "%s/tokenizer.model", d); /* SigLIP 2's (Gemma's) */
+        if (is_file(a)) return snprintf(path, n, "%s", a) < (int)n;
     }
     return 0;
 }
@@ -602,6 +608,10 @@ int vit_token_sot(const VitTokenizer *t) {
 
 int vit_token_eot(const VitTokenizer *t) {
     return t->eot;
+}
+
+const char *vit_tokenizer_kind(const VitTokenizer *t) {
+    return !t->spiece ? "clip" : vit_spiece_is_gemma(t->spiece) ? "gemma" : "siglip";
 }
 
 /* --- cleaning ----------------------------------------------------------------------- */

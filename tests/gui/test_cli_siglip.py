@@ -12,8 +12,13 @@ spiece.model beside it), through the app:
   - --export: the probe's maps (mean_probe.npy, H01_probe.npy) are written;
   - an image-only SigLIP checkpoint: --classes refused with a message naming the missing text
     tower; --export of the image views still runs;
-  - a SigLIP 2 checkpoint (a 256000-id text tower, no spiece.model): --classes refused naming
-    Gemma's tokenizer, which vitlens does not read yet; --export of the image views runs.
+  - a SigLIP 2 stand-in (the same SiglipModel names, its text tower read with Gemma's
+    tokenizer: a Gemma-like BPE model trained as tests/text/test_gemma_tokenizer.py trains one,
+    saved as tokenizer.model beside it, V its size): --classes "A Cat,a dog" --top 2 gives
+    the sigmoids of a float64 reference that tokenizes as big_vision's SigLIP 2 demo does
+    (ASCII lower-case, "<eos>", "<pad>" 0 to 64); without tokenizer.model --classes is refused
+    naming the file it needs and --export of the image views still runs; a tokenizer.model of
+    neither kind is refused naming it.
 
   test_cli_siglip.py --app build/vitlens --image assets/default/demo/X.png --out DIR
 Exits 0, 1 on a failed check, 77 (skip) without python3-sentencepiece.
@@ -63,9 +68,16 @@ def run(app, *args):
     return r.returncode, r.stdout, r.stderr.strip()
 
 
-def write(d, text=True, vocab=None):
+def write(d, text=True, vocab=None, gemma=False):
     """The checkpoint (and its configs, its tokenizer when text); returns (path, weights, tower).
-    vocab: a text tower of that many ids and no spiece.model (SigLIP 2's 256000, Gemma's)."""
+    vocab: a text tower of that many ids and no tokenizer. gemma: SigLIP 2's, a text tower
+    read with a Gemma-like tokenizer.model (trained here; V its size)."""
+    if gemma:
+        import test_gemma_tokenizer as gt
+        gt.train(d, "tokenizer")
+        for f in ("tokenizer.txt", "tokenizer.vocab"):
+            (d / f).unlink(missing_ok=True)
+        vocab = gt.Reference(d / "tokenizer.model").sp.get_piece_size()
     w, path = ts.write_model(VISION, d, seed=9)
     cfg = json.loads((d / "config.json").read_text())
     cfg["vision_config"].update(num_attention_heads=VISION["H"])
@@ -77,7 +89,8 @@ def write(d, text=True, vocab=None):
     w["logit_bias"] = torch.tensor([LOGIT_BIAS], dtype=torch.float64)
     if text:
         torch.manual_seed(4)
-        t = dict(TEXT, V=vocab, W=8, H=2, F=16, L=1) if vocab else TEXT
+        t = dict(TEXT, V=vocab) if gemma else dict(TEXT, V=vocab, W=8, H=2, F=16, L=1) if vocab \
+            else TEXT
         tower = TextTower(t["V"], t["ctx"], t["W"], t["H"], t["F"], t["L"])
         with torch.no_grad():  # a head W -> E = D, as the image embedding's width
             tower.head = torch.nn.Linear(t["W"], VISION["D"])
@@ -92,8 +105,9 @@ def write(d, text=True, vocab=None):
     return path, w, tower
 
 
-def reference_probs(w, tower, spiece, image):
-    """sigmoid(exp(s) cos + b) per class, float64, with the app's default template."""
+def reference_probs(w, tower, spiece, image, classes=CLASSES):
+    """sigmoid(exp(s) cos + b) per class, float64, with the app's default template; the
+    tokenizer SigLIP's (spiece.model) or SigLIP 2's (tokenizer.model: big_vision's steps)."""
     from PIL import Image
     S = VISION["S"]
     x = np.asarray(Image.open(image).convert("RGB").resize((S, S), Image.BICUBIC), np.float64) / 255
@@ -101,8 +115,12 @@ def reference_probs(w, tower, spiece, image):
     ref = ts.SiglipRef(w, VISION)
     ref.forward(x)
     e = ref.extra["embed"]
-    tok = tt.Reference(spiece)
-    ids = torch.tensor([tok(TEMPLATE.format(c))[0] for c in CLASSES])
+    if spiece.name == "tokenizer.model":
+        import test_gemma_tokenizer as gt
+        tok = gt.Reference(spiece)
+    else:
+        tok = tt.Reference(spiece)
+    ids = torch.tensor([tok(TEMPLATE.format(c))[0] for c in classes])
     with torch.no_grad():
         t = tower.double()(ids)
     cos = (t / t.norm(dim=-1, keepdim=True)) @ (e / e.norm())
@@ -158,16 +176,35 @@ def main():
     check(rc == 0 and (out / "export2" / "mean_probe.npy").exists(),
           f"an image-only SigLIP: --export of the image views runs (exit {rc})")
 
-    # SigLIP 2: the same SiglipModel names, a 256000-id text tower, Gemma's tokenizer (not read)
+    # SigLIP 2: the same SiglipModel names, the text read with Gemma's tokenizer.model
     d3 = out / "siglip2"
     d3.mkdir(parents=True, exist_ok=True)
-    path3, _, _ = write(d3, vocab=256000)
+    path3, w3, tower3 = write(d3, gemma=True)
+    classes = ["A Cat", "a dog"]
+    rc, so, se = run(a.app, "--model", path3, "--classes", ",".join(classes), "--top", 2, a.image)
+    check(rc == 0, f"SigLIP 2 --classes --top: exit {rc} ({se})")
+    rows = {int(ln.split(" ", 3)[2]): float(ln.split(" ", 3)[1]) for ln in so.splitlines()
+            if ln[:1].isdigit()}
+    want = reference_probs(w3, tower3, d3 / "tokenizer.model", a.image, classes)
+    got = np.array([rows.get(i, np.nan) for i in range(len(classes))])
+    err = np.abs(got - want).max()
+    print(f"  SigLIP 2 --top: {got.tolist()} reference {np.round(want, 4).tolist()} "
+          f"(max err {err:.1e})")
+    check(err <= 2e-4, f"SigLIP 2: --top's probabilities are the sigmoids (max err {err:.1e})")
+    check("do not sum to 1" in se, f"SigLIP 2: stderr says they do not sum to 1: '{se}'")
+    tokm = (d3 / "tokenizer.model").read_bytes()
+    (d3 / "tokenizer.model").unlink()
     rc, so, se = run(a.app, "--model", path3, "--classes", "cat, dog", "--top", 2, a.image)
-    check(rc != 0 and "Gemma" in se and "image views work" in se,
-          f"SigLIP 2 with --classes: refused naming Gemma's tokenizer (exit {rc}: '{se}')")
+    check(rc != 0 and "tokenizer.model" in se and str(path3) in se and "Traceback" not in se,
+          f"SigLIP 2 without tokenizer.model: --classes refused naming it (exit {rc}: '{se}')")
     rc, so, se = run(a.app, "--model", path3, "--export", out / "export3", a.image)
     check(rc == 0 and (out / "export3" / "mean_probe.npy").exists(),
-          f"SigLIP 2: --export of the image views runs (exit {rc})")
+          f"SigLIP 2 without tokenizer.model: --export of the image views runs (exit {rc})")
+    (d3 / "tokenizer.model").write_bytes(tokm[:len(tokm) // 3])  # cut: not a model
+    rc, so, se = run(a.app, "--model", path3, "--classes", "cat, dog", "--top", 2, a.image)
+    check(rc != 0 and str(d3 / "tokenizer.model") in se,
+          f"SigLIP 2, a cut tokenizer.model: refused naming it (exit {rc}: '{se}')")
+    (d3 / "tokenizer.model").write_bytes(tokm)
 
     print(f"\n{len(FAILS)} failure(s)" if FAILS else "\nall checks passed")
     sys.exit(1 if FAILS else 0)

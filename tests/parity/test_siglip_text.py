@@ -21,9 +21,18 @@ Checks: every embedding within 1e-4 of the reference relative to its largest val
 text's) against the 8 texts: logits = exp(logit_scale) cos + logit_bias within 1e-4
 relative to max|logit|, probabilities = sigmoid(logits) within 1e-5 (cosines chosen so
 that they are away from 0 and 1), and their rows do not sum to 1; a sequence of 10 ids (unpadded) refused with a message.
+--gemma (SigLIP 2, --tok tok_dump): the same tower, read with Gemma's tokenizer: the test
+trains a Gemma-like BPE SentencePiece model (tests/text/test_gemma_tokenizer.py's train: "<pad>"
+0, "<eos>" 1, byte fallback), V = its size (SigLIP 2's is 256 000: the computation does not
+depend on V), and tokenizes 9 texts (capitals, punctuation, CJK, an emoji, one past 64 ids)
+with the engine (tok_dump) and with big_vision's steps (test_gemma_tokenizer.Reference): the
+ids must be equal, then the engine's go to text_dump and the reference's to the tower, which
+pools position 63: "<pad>" (0) for a short text.
 --control MISTAKE: the reference makes it; the test passes only when the comparison then
 fails (and nothing crashed):
-  eos       pools the "</s>" of the unpadded sequence (the text at its own length)
+  eos       pools the "</s>" of the unpadded sequence (the text at its own length; with
+            --gemma its "<eos>")
+  pad_eos   (--gemma) SigLIP 2's texts padded with "<eos>" as SigLIP pads, not "<pad>"
   softmax   a softmax over the labels instead of each label's sigmoid
   nobias    logit_bias dropped
   causal    CLIP's causal mask
@@ -136,16 +145,42 @@ def sequences(g, ctx, V):
     return out
 
 
+GEMMA_TEXTS = ["a photo of a cat", "A Dog.", "two green triangles on a table", "ÉCOLE",
+               "😀 coffee cup", "東京タワー at night", "a red umbrella in the rain",
+               "a red umbrella in the rain!", "elephant " * 70]
+
+
+def gemma_sequences(work, tok_dump, control):
+    """(engine's ids, reference's ids, V) for GEMMA_TEXTS on a Gemma-like model trained here."""
+    sys.path.insert(0, str(pathlib.Path(__file__).parent.parent / "text"))
+    import test_gemma_tokenizer as gt  # exits 77 without python3-sentencepiece
+    model = gt.train(work, "tokenizer")
+    ref = gt.Reference(model, "pad_eos" if control == "pad_eos" else None)
+    r = gt.st.run_dump(tok_dump, model, GEMMA_TEXTS, work, "texts")
+    if r.returncode != 0:
+        raise SystemExit(f"FAIL tok_dump: exit {r.returncode}: {r.stderr.strip()}")
+    engine = [[int(i) for i in ln.split()[1:]] for ln in r.stdout.splitlines()]
+    return engine, [ref(t)[0] for t in GEMMA_TEXTS], ref.sp.get_piece_size()
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--small", action="store_true")
-    ap.add_argument("--control", choices=["eos", "softmax", "nobias", "causal", "gelu"])
+    ap.add_argument("--control", choices=["eos", "softmax", "nobias", "causal", "gelu", "pad_eos"])
+    ap.add_argument("--gemma", action="store_true", help="SigLIP 2: Gemma's tokenizer")
+    ap.add_argument("--tok", help="tok_dump (with --gemma)")
     ap.add_argument("--dump", required=True)
     ap.add_argument("--work", required=True)
     a = ap.parse_args()
-    s = SHAPES["small" if a.small else "full"]
+    s = dict(SHAPES["small" if a.small else "full"])
     work = pathlib.Path(a.work)
     work.mkdir(parents=True, exist_ok=True)
+    if a.gemma:
+        seqs, ref_seqs, s["V"] = gemma_sequences(work, a.tok, a.control)
+        print(f"SigLIP 2: a Gemma-like tokenizer of {s['V']} pieces; position 63 holds "
+              f"{[q[-1] for q in seqs]}")
+    elif a.control == "pad_eos":
+        ap.error("--control pad_eos needs --gemma")
     torch.manual_seed(35)
     m = TextTower(s["V"], s["ctx"], s["W"], s["H"], s["F"], s["L"])
     with torch.no_grad():  # LayerNorm weights away from 1, biases away from 0
@@ -157,19 +192,26 @@ def main():
     logit_scale, logit_bias = torch.tensor([4.7]), torch.tensor([-12.5])  # trained SigLIP's
     sd = hf_state(m)
     sd["logit_scale"], sd["logit_bias"] = logit_scale, logit_bias
-    tag = "small" if a.small else "full"
+    tag = ("gemma_" if a.gemma else "") + ("small" if a.small else "full")
     model = work / f"siglip_text_{tag}.safetensors"
     write_safetensors(model, sd, "F32")
 
     g = torch.Generator().manual_seed(7)
-    seqs = sequences(g, s["ctx"], s["V"])
+    if not a.gemma:
+        seqs = sequences(g, s["ctx"], s["V"])
+        ref_seqs = seqs
+    fails = []
+    if ref_seqs != seqs:
+        fails.append("ids: the engine's tokenizer differs from big_vision's steps on "
+                     f"{sum(x != y for x, y in zip(seqs, ref_seqs))} of {len(seqs)} texts")
     (work / "ids.txt").write_text("".join(" ".join(map(str, q)) + "\n" for q in seqs))
     m64 = m.double()
     with torch.no_grad():
-        if a.control == "eos":  # the text at its own length, pooled at its "</s>"
-            ref = torch.cat([m64(torch.tensor([q[:q.index(EOS) + 1]]), a.control) for q in seqs])
+        if a.control == "eos":  # the text at its own length, pooled at its "</s>" / "<eos>"
+            ref = torch.cat([m64(torch.tensor([q[:q.index(EOS) + 1]]), a.control)
+                             for q in ref_seqs])
         else:
-            ref = m64(torch.tensor(seqs), a.control)
+            ref = m64(torch.tensor(ref_seqs), a.control)
         # image embeddings at cosines 0.06 .. 0.16 from texts 0, 3, 5, 8, 8 (logits about
         # -6 .. +5: sigmoids away from 0 and 1), any length
         img = []
@@ -191,7 +233,6 @@ def main():
         return 1
     info = json.loads(r.stdout)
     print("loaded:", info)
-    fails = []
     want = dict(V=s["V"], ctx=s["ctx"], W=s["W"], H=s["H"], L=s["L"], F=s["F"], E=s["W"],
                 act="gelu_tanh", pool="last", sigmoid=1)
     for k, v in want.items():

@@ -274,8 +274,8 @@ exp=$("$app" --model "$d/model.safetensors" --export "$work/export-dinov3" "$pho
 check 'grep -q "^wrote " <<<"$exp"' "dinov3-vits16: vitlens --export runs on the download: $exp"
 
 # --- SigLIP (issue 35): SiglipModel in Hugging Face's names with SentencePiece's spiece.model;
-# SigLIP 2 without its Gemma tokenizer (not read yet: not fetched); small random stand-ins
-# (tests/gui/test_cli_siglip.py's writer; SigLIP 2's is an image tower alone)
+# SigLIP 2 with Gemma's tokenizer.model; small random stand-ins (tests/gui/test_cli_siglip.py's
+# writer; SigLIP 2's tokenizer a Gemma-like BPE model it trains)
 declare -A SIGLIPS=([siglip-b16]=google/siglip-base-patch16-224
                     [siglip2-b16]=google/siglip2-base-patch16-224)
 if OMP_WAIT_POLICY=PASSIVE OPENBLAS_NUM_THREADS=1 /usr/bin/python3 - "$src/tests/gui" "$hub" \
@@ -284,10 +284,10 @@ import sys
 from pathlib import Path
 sys.path.insert(0, sys.argv[1])
 import test_cli_siglip as tc  # exits 77 without python3-sentencepiece
-for repo, text in ((sys.argv[3], True), (sys.argv[4], False)):
+for repo, gemma in ((sys.argv[3], False), (sys.argv[4], True)):
     d = Path(sys.argv[2]) / repo / "resolve/main"
     d.mkdir(parents=True, exist_ok=True)
-    tc.write(d, text=text)
+    tc.write(d, gemma=gemma)
     (d / "spiece.txt").unlink(missing_ok=True)
 PY
 then
@@ -297,7 +297,7 @@ then
   got=$(tail -n +"$((n0 + 1))" "$work/server.log" | grep -o '"GET [^ ]*' | cut -c6- | sort)
   want=$(for f in model.safetensors config.json preprocessor_config.json spiece.model; do
       echo "/${SIGLIPS[siglip-b16]}/resolve/main/$f"; done
-    for f in model.safetensors config.json preprocessor_config.json; do
+    for f in model.safetensors config.json preprocessor_config.json tokenizer.model; do
       echo "/${SIGLIPS[siglip2-b16]}/resolve/main/$f"; done | sort)
   want=$(sort <<<"$want")
   check '[ "$got" = "$want" ]' "it asks the hub for exactly the SigLIP files ($(echo "$got" | wc -l) files)"
@@ -310,7 +310,11 @@ then
   check '[ "$(grep -c "^[123] 0\.[0-9]* [012] " <<<"$top")" -eq 3 ] && grep -q "do not sum to 1" <<<"$top"' \
     "siglip-b16: vitlens --classes, --text, --top 3 runs on the download (sigmoids, said): $(tr "\n" " " <<<"$top")"
   d=$work/models/siglip2-b16
-  check 'grep -qF "Gemma" <<<"$out"' "siglip2-b16: it says the text side is not read yet"
+  check '[ -s "$d/tokenizer.model" ] && grep -qF -- "--model $d/model.safetensors --classes" <<<"$out"' \
+    "siglip2-b16: tokenizer.model arrives, it prints the command"
+  top=$("$app" --model "$d/model.safetensors" --classes "cat, dog" --text "a red umbrella" --top 3 "$photo" 2>&1)
+  check '[ "$(grep -c "^[123] 0\.[0-9]* [012] " <<<"$top")" -eq 3 ] && grep -q "do not sum to 1" <<<"$top"' \
+    "siglip2-b16: vitlens --classes, --text, --top 3 runs on the download (sigmoids, said): $(tr "\n" " " <<<"$top")"
   ex=$("$app" --model "$d/model.safetensors" --export "$work/siglip2-export" "$photo" 2>&1)
   check '[ -s "$work/siglip2-export/mean_probe.npy" ]' "siglip2-b16: the image views and the probe run: $(tail -c 200 <<<"$ex")"
 else

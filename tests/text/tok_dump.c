@@ -10,7 +10,12 @@
  *
  *   tok_dump --find MODEL_PATH
  *
- * prints what vit_tokenizer_find gives for a model file or folder ("none": nothing). */
+ * prints what vit_tokenizer_find gives for a model file or folder ("none": nothing).
+ *
+ *   tok_dump --kind VOCAB
+ *
+ * prints what vit_tokenizer_kind says of it (clip, siglip, gemma); exit 1 when it does not
+ * load (the message on stderr). */
 #define _POSIX_C_SOURCE 200809L /* getline */
 #include "vit.h"
 
@@ -32,12 +37,18 @@ int main(int argc, char **argv) {
         puts(vit_tokenizer_find(path, sizeof path, argv[2]) ? path : "none");
         return 0;
     }
+    int kind = !strcmp(argv[1], "--kind");
     int max_ids = argc > 3 ? atoi(argv[3]) : VIT_TEXT_CONTEXT;
     VitTokenizer *tok;
     VitError err;
-    if (vit_tokenizer_load(&tok, argv[1], &err)) {
+    if (vit_tokenizer_load(&tok, argv[1 + kind], &err)) {
         fprintf(stderr, "tok_dump: %s\n", err.msg);
         return 1;
+    }
+    if (kind) {
+        puts(vit_tokenizer_kind(tok));
+        vit_tokenizer_free(tok);
+        return 0;
     }
     FILE *f = fopen(argv[2], "r");
     if (!f) {
