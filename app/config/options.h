@@ -1,5 +1,6 @@
-/* options.h - the command line: options, --help, and the key list that --help
- * and the window's help overlay (H) both show. No SDL, no GL. */
+/* options.h - the command line: what the options set (Options), parsing it with the
+ * options' table (opttable.h), --help, and the key list that --help and the window's
+ * help overlay (H) both show. No SDL, no GL. */
 #ifndef VITLENS_OPTIONS_H
 #define VITLENS_OPTIONS_H
 
@@ -11,6 +12,7 @@
 #include <stdio.h>
 
 #define OPTIONS_MAX_IMAGES 4096
+#define OPTIONS_MAX        64 /* rows of the options' table (opttable.h) */
 
 typedef struct {
     const char *model_path, *labels_path, *image_path, *export_dir, *save_dir;
@@ -38,16 +40,17 @@ typedef struct {
     char clip_classes_buf[1100], clip_templates_buf[1100]; /* --classes imagenet's files */
     VitAttStorage att; /* VITLENS_ATT: how a run keeps the attention (auto, keep, recompute) */
     float opacity;
-    float discard;                     /* rollout's discard ratio, [0, 1) */
-    char default_model[1024];          /* the built-in model ("" if not found) */
-    char demo_dir[1024];               /* its demo scenes */
-    char first_demo[1024];             /* the first of them: the photo when none is given */
-    char model_buf[1200];              /* --model NAME: the downloaded model's weights (models.h) */
-    char labels_buf[1200];             /* and its labels.txt, when --labels is not given */
-    int given_colormap, given_opacity; /* on the command line: settings do not override */
-    Settings settings;                 /* remembered (settings.h): options_apply_settings */
-    char settings_path[1200];          /* "" when there is no place for them */
-    char settings_msg[600];            /* a problem reading them, "" if none */
+    float discard;                    /* rollout's discard ratio, [0, 1) */
+    char default_model[1024];         /* the built-in model ("" if not found) */
+    char demo_dir[1024];              /* its demo scenes */
+    char first_demo[1024];            /* the first of them: the photo when none is given */
+    char model_buf[1200];             /* --model NAME: the downloaded model's weights (models.h) */
+    char labels_buf[1200];            /* and its labels.txt, when --labels is not given */
+    unsigned char given[OPTIONS_MAX]; /* given[i]: OPTIONS[i] was on the command line (then
+                                         the settings do not override it) */
+    Settings settings;                /* remembered (settings.h): options_apply_settings */
+    char settings_path[1200];         /* "" when there is no place for them */
+    char settings_msg[600];           /* a problem reading them, "" if none */
 } Options;
 
 /* Parse argv into o. 0: go on; 1: --help shown on stdout; 2: usage error (the

@@ -456,7 +456,7 @@ def builtin(args):
     for argv, want in ((["--eval"], "needs"), (["--eval", scenes, "--shard", "0/3"], "K/N"),
                        (["--eval", scenes, "--shard", "4/3"], "K/N"),
                        (["--eval", scenes, "--eval-steps", "1"], "2 to 1000"),
-                       (["--masks", scenes, photos[1]], "go with --eval"),
+                       (["--masks", scenes, photos[1]], "--masks goes with --eval"),
                        (["--eval", scenes, "--top", "3"], "one at a time")):
         ru = vitlens(args.app, *argv)
         check(ru.returncode == 2 and want in ru.stderr, f"usage: {' '.join(argv[:3])}: exit 2, '{want}'")
