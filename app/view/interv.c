@@ -134,6 +134,10 @@ int interv_toggle_ablate(IntervSpec *s, int layer, int head) {
     return set_pair(s->ablate, &s->n_ablate, layer, head, on);
 }
 
+int interv_is_ablated(const IntervSpec *s, int layer, int head) {
+    return find_pair((const int(*)[2])s->ablate, s->n_ablate, layer, head) >= 0;
+}
+
 int interv_has_patch(const IntervSpec *s, int fill, int row, int col) {
     return fill ? find_pair((const int(*)[2])s->fill, s->n_fill, row, col) >= 0
                 : find_pair((const int(*)[2])s->drop, s->n_drop, row, col) >= 0;
@@ -230,14 +234,16 @@ const VitIntervention *interv_for(const Interv *iv, const VitConfig *c) {
 
 /* --- describing ----------------------------------------------------------------- */
 
-void interv_describe(char *buf, size_t n, const IntervSpec *s) {
+void interv_describe(char *buf, size_t n, const IntervSpec *s, int brief) {
     size_t len = 0;
     buf[0] = '\0';
 #define ADD(...)                                                                                   \
     do {                                                                                           \
         if (len < n) len += (size_t)snprintf(buf + len, n - len, __VA_ARGS__);                     \
     } while (0)
-    if (s->n_ablate) {
+    if (s->n_ablate && brief && s->n_ablate > 2) {
+        ADD("%d heads ablated", s->n_ablate);
+    } else if (s->n_ablate) {
         ADD("ablated");
         for (int i = 0; i < s->n_ablate && i < 6; i++)
             ADD(" L%d:H%d", s->ablate[i][0], s->ablate[i][1]);
@@ -247,7 +253,9 @@ void interv_describe(char *buf, size_t n, const IntervSpec *s) {
         ADD("%s%d patch%s dropped", len ? "; " : "", s->n_drop, s->n_drop > 1 ? "es" : "");
     if (s->n_fill)
         ADD("%s%d patch%s filled", len ? "; " : "", s->n_fill, s->n_fill > 1 ? "es" : "");
-    if (s->pos == VIT_POS_SHUFFLE)
+    if (s->pos == VIT_POS_SHUFFLE && brief)
+        ADD("%spos-embed shuffled", len ? "; " : "");
+    else if (s->pos == VIT_POS_SHUFFLE)
         ADD("%spos-embed shuffled (seed %llu)", len ? "; " : "", (unsigned long long)s->pos_seed);
     if (s->pos == VIT_POS_ZERO) ADD("%spos-embed zeroed", len ? "; " : "");
     if (s->temp_layer)

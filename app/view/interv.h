@@ -58,8 +58,13 @@ void interv_free(Interv *iv);
 /* out's intervention when it was built for c's shapes and is active, else NULL. */
 const VitIntervention *interv_for(const Interv *iv, const VitConfig *c);
 
-/* What s asks, for the status line and --top: "ablated L3:H2 L5:H1; 4 patches dropped;
- * pos-embed shuffled (seed 0); tau 2 on layer 4", "" when nothing. */
-void interv_describe(char *buf, size_t n, const IntervSpec *s);
+/* Is head (layer, head), 1-based, in s's ablated set? */
+int interv_is_ablated(const IntervSpec *s, int layer, int head);
+
+/* What s asks, for --top and the window's notices: "ablated L3:H2 L5:H1; 4 patches
+ * dropped; pos-embed shuffled (seed 0); tau 2 on layer 4", "" when nothing. brief (the
+ * status line, which must keep room for the rest): the heads by name up to two, else
+ * counted ("5 heads ablated"), and the seed left out. */
+void interv_describe(char *buf, size_t n, const IntervSpec *s, int brief);
 
 #endif

@@ -84,10 +84,11 @@ void map_normalize(float *dst, const float *src, int n, float *min_out, float *m
     if (max_out) *max_out = hi;
 }
 
-void view_head_text(char *buf, size_t n, const View *v, int n_heads) {
+void view_head_text(char *buf, size_t n, const View *v, int n_heads, const IntervSpec *iv) {
     int f = view_fusion(v, n_heads);
     if (f < 0)
-        snprintf(buf, n, "head %d/%d", v->head + 1, n_heads);
+        snprintf(buf, n, "head %d/%d%s", v->head + 1, n_heads,
+                 iv && interv_is_ablated(iv, v->layer + 1, v->head + 1) ? ", ablated" : "");
     else
         snprintf(buf, n, "%s of %d heads", vit_fusion_name((VitFusion)f), n_heads);
 }

@@ -5,6 +5,7 @@
 #ifndef VITLENS_VIEW_H
 #define VITLENS_VIEW_H
 
+#include "view/interv.h"
 #include "vit.h"
 
 #include <stddef.h>
@@ -34,8 +35,9 @@ int view_fusion(const View *v, int n_heads);
 /* The query token as text: "CLS token" or "patch (row 4, col 8)" (1-based). */
 void view_query_text(char *buf, size_t n, const View *v, const VitConfig *cfg);
 
-/* "head 2/3" or "mean of 3 heads" (1-based) into buf. */
-void view_head_text(char *buf, size_t n, const View *v, int n_heads);
+/* "head 2/3" or "mean of 3 heads" (1-based) into buf; "head 2/3, ablated" when iv (or
+ * NULL) ablates the head in v's layer. */
+void view_head_text(char *buf, size_t n, const View *v, int n_heads, const IntervSpec *iv);
 
 /* Token t's name into buf (n bytes): a prefix token's ("CLS", "reg1", vit_prefix_name),
  * else "patch (row<sep> col)", 1-based on the patch grid. Returns buf. */

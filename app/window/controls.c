@@ -104,13 +104,14 @@ static void head_label(char *buf, size_t n, const App *app, int arg, int widest)
     int H = app->model->vit.cfg.n_heads;
     View v = app->view;
     if (!widest) {
-        view_head_text(buf, n, &v, H);
+        view_head_text(buf, n, &v, H, &app->iv_spec);
         return;
     }
     buf[0] = '\0';
-    for (v.head = 0; v.head < H + VIEW_N_FUSIONS; v.head++) { /* the longest of them */
+    IntervSpec all = {.n_ablate = 1, .ablate = {{v.layer + 1, H}}}; /* room for ", ablated" */
+    for (v.head = 0; v.head < H + VIEW_N_FUSIONS; v.head++) {       /* the longest of them */
         char t[64];
-        view_head_text(t, sizeof t, &v, H);
+        view_head_text(t, sizeof t, &v, H, &all);
         if (strlen(t) > strlen(buf)) snprintf(buf, n, "%s", t);
     }
 }

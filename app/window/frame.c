@@ -80,8 +80,12 @@ static void app_overview_frame(App *app, RenFrame *f) {
     /* labels of the K = H + 3 maps per layer: heads, then the fusions; the table's rows
      * use the same strings */
     for (int k = 0; k < K; k++) {
-        if (k < H)
-            snprintf(app->cell_labels[k], sizeof app->cell_labels[k], "head %d", k + 1);
+        if (k < H) /* an ablated head of the layer on screen says so (what if?) */
+            snprintf(app->cell_labels[k], sizeof app->cell_labels[k], "head %d%s", k + 1,
+                     app->overview == VIEW_HEADS &&
+                             interv_is_ablated(&app->iv_spec, app->view.layer + 1, k + 1)
+                         ? ", ablated"
+                         : "");
         else
             snprintf(app->cell_labels[k], sizeof app->cell_labels[k], "%s",
                      vit_fusion_name((VitFusion)(k - H)));

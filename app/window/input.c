@@ -353,8 +353,9 @@ static int app_display_key(App *app, SDL_Keycode key, int shift, int *changed) {
 
 /* The interventions asked now, checked against the model: kept and the photo run again
  * (its prediction and every map), or `before` back and the error on the status line,
- * the model unchanged. */
-static void app_interv_apply(App *app, const IntervSpec *before) {
+ * the model unchanged. The notice names what changed (change); the status line's left
+ * keeps the whole set, briefly, and the right the top-1 after the next key. */
+static void app_interv_apply(App *app, const IntervSpec *before, const char *change) {
     Interv t = {0};
     char msg[600];
     if (interv_any(&app->iv_spec) &&
@@ -366,9 +367,8 @@ static void app_interv_apply(App *app, const IntervSpec *before) {
     interv_free(&t);
     const Scene *sc = app_scene(app);
     if (sc) app_open(app, sc->path);
-    char d[400];
-    interv_describe(d, sizeof d, &app->iv_spec);
-    snprintf(app->notice, sizeof app->notice, "what if: %s", d[0] ? d : "the model as it is");
+    snprintf(app->notice, sizeof app->notice, "what if: %s",
+             interv_any(&app->iv_spec) ? change : "the model as it is");
 }
 
 /* Delete, 7, 8, 9 / Shift+9, Backspace. 1 when the key is one of them. */
@@ -377,6 +377,8 @@ static int app_interv_key(App *app, SDL_Keycode key, int shift) {
     IntervSpec *s = &app->iv_spec;
     static IntervSpec before; /* one key at a time, on the GUI thread */
     before = *s;
+    char change[96] = "";
+    int L = app->view.layer + 1, H = app->view.head + 1;
     switch (key) {
     case SDLK_DELETE: /* ablate the head on screen, or bring it back */
         if (app->view.head >= c->n_heads || app->overview) {
@@ -384,10 +386,12 @@ static int app_interv_key(App *app, SDL_Keycode key, int shift) {
                                "not an overview)");
             return 1;
         }
-        if (interv_toggle_ablate(s, app->view.layer + 1, app->view.head + 1)) {
+        if (interv_toggle_ablate(s, L, H)) {
             app_set_error(app, "too many heads ablated");
             return 1;
         }
+        snprintf(change, sizeof change, "L%d:H%d %s", L, H,
+                 interv_is_ablated(s, L, H) ? "ablated" : "back");
         break;
     case SDLK_7: /* what Ctrl+click / drag does to a patch */
         app->patch_fill = !app->patch_fill;
@@ -398,6 +402,10 @@ static int app_interv_key(App *app, SDL_Keycode key, int shift) {
         s->pos = s->pos == VIT_POS_KEEP      ? VIT_POS_SHUFFLE
                  : s->pos == VIT_POS_SHUFFLE ? VIT_POS_ZERO
                                              : VIT_POS_KEEP;
+        snprintf(change, sizeof change, "pos-embed %s",
+                 s->pos == VIT_POS_SHUFFLE ? "shuffled"
+                 : s->pos == VIT_POS_ZERO  ? "zeroed"
+                                           : "as trained");
         break;
     case SDLK_9: /* the layer on screen's attention temperature x2 (Shift: / 2) */
         if (s->temp_layer != app->view.layer + 1) {
@@ -412,6 +420,8 @@ static int app_interv_key(App *app, SDL_Keycode key, int shift) {
                 return 1;
             }
         }
+        snprintf(change, sizeof change, "layer %d's attention as softmax(scores / %g)", L,
+                 s->temp_layer ? (double)s->temperature : 1.0);
         break;
     case SDLK_BACKSPACE: /* every intervention off */
         if (!interv_any(s)) return 1;
@@ -420,7 +430,7 @@ static int app_interv_key(App *app, SDL_Keycode key, int shift) {
     default: return 0;
     }
     app->error[0] = '\0';
-    app_interv_apply(app, &before);
+    app_interv_apply(app, &before, change);
     return 1;
 }
 
@@ -605,7 +615,11 @@ void app_handle_event(App *app, const SDL_Event *e) {
             app->drag_active = 0;
             if (app->drag_moved) {
                 app->error[0] = '\0';
-                app_interv_apply(app, &drag_before);
+                char change[96];
+                snprintf(change, sizeof change, "%d patch%s dropped, %d filled",
+                         app->iv_spec.n_drop, app->iv_spec.n_drop == 1 ? "" : "es",
+                         app->iv_spec.n_fill);
+                app_interv_apply(app, &drag_before, change);
             }
         }
         /* a control held down is drawn pressed until here */

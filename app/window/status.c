@@ -53,7 +53,7 @@ void app_update_status(App *app) {
         snprintf(layer, sizeof layer, "%slayer %d/%d", dot, v->layer + 1, c->n_layers);
     if (k->per_head) {
         char h[48];
-        view_head_text(h, sizeof h, v, c->n_heads);
+        view_head_text(h, sizeof h, v, c->n_heads, &app->iv_spec);
         if (app->overview == VIEW_TABLE)
             snprintf(h, sizeof h, "layers \xc3\x97 heads");
         else if (app->overview == VIEW_HEADS)
@@ -97,7 +97,7 @@ void app_update_status(App *app) {
     }
     if (interv_any(&app->iv_spec)) { /* what if: the interventions asked */
         char d[160];
-        interv_describe(d, sizeof d, &app->iv_spec);
+        interv_describe(d, sizeof d, &app->iv_spec, 1);
         size_t len = strlen(extra);
         snprintf(extra + len, sizeof extra - len, "%swhat if: %s", len ? dot : "", d);
     }

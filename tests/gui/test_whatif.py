@@ -101,6 +101,19 @@ def whatif(app, a, model, photo):
     app.key("Delete")
     settle(app, "head L4:H1 ablated", n, whatif="1,0,0,0,0:0", plain=1)
     same_top1(app, a, model, photo, ["--ablate", "4:1"], "Delete")
+    # the head on screen is marked; the notice names the change, the left side the set
+    status = app.wait_line(lambda s: s.startswith("status "), "the status line")
+    left, right = status[7:].split(" | ", 1)
+    check("head 1/4, ablated" in left and right.strip() == "what if: L4:H1 ablated" and
+          "what if: ablated L4:H1" in left,
+          f"Delete: 'head 1/4, ablated' and the set on the left, the change on the right: {status}")
+    app.key("Down", head=1)  # head 2 is not ablated; the notice answered one key
+    status = app.wait_line(lambda s: s.startswith("status "), "the status line")
+    left, right = status[7:].split(" | ", 1)
+    check("head 2/4" in left and "ablated L4:H1" in left and "head 2/4, ablated" not in left and
+          "what if" not in right and "%" in right,
+          f"head 2: not marked, the set still on the left, the top-1 on the right: {status}")
+    app.key("Up", head=0)
     # Ctrl+drag over four patches of row 6: dropped
     cells = [(5, 3), (5, 4), (5, 5), (5, 6)]
     n = loads(app)
@@ -132,8 +145,32 @@ def whatif(app, a, model, photo):
     settle(app, "temperature 2", n, whatif="1,4,1,1,4:2")
     same_top1(app, a, model, photo, base + ["--pos-embed", "shuffle", "--temperature", "4:2"], "9")
     status = app.wait_line(lambda s: s.startswith("status "), "the status line")
-    check("what if: ablated L4:H1; 4 patches dropped; 1 patch filled; pos-embed shuffled "
-          "(seed 0); tau 2 on layer 4" in status, f"the status line lists them: {status}")
+    left, right = status[7:].split(" | ", 1)
+    check("what if: ablated L4:H1; 4 patches dropped; 1 patch filled; pos-embed shuffled; tau 2 "
+          "on layer 4" in left and right.strip() == "what if: layer 4's attention as "
+          "softmax(scores / 2)", f"the status line lists them, the change on the right: {status}")
+    # three heads more: counted on the status line, which keeps room for the top-1
+    for h in (1, 2, 3):
+        n = loads(app)
+        app.key("Down", head=h)
+        app.key("Delete")
+        settle(app, f"head L4:H{h + 1} ablated", n, whatif=f"{h + 1},4,1,1,4:2")
+    app.key("Up", head=2)
+    status = app.wait_line(lambda s: s.startswith("status "), "the status line")
+    left, right = status[7:].split(" | ", 1)
+    check("what if: 4 heads ablated; 4 patches dropped" in left and "L4:H2" not in left and
+          "%" in right, f"four heads: counted, the top-1 on the right: {status}")
+    save(app.shot(), os.path.join(a.out, "whatif_four_heads.png"))
+    same_top1(app, a, model, photo, base + ["--pos-embed", "shuffle", "--temperature", "4:2",
+                                            "--ablate", "4:1,4:2,4:3,4:4"], "four heads")
+    # back to L4:H1 alone: H3 (on screen), H4, H2
+    for h, moves in ((2, ()), (3, (("Down", 3),)), (1, (("Up", 2), ("Up", 1)))):
+        for k, to in moves:
+            app.key(k, head=to)
+        n = loads(app)
+        app.key("Delete")
+        settle(app, f"head L4:H{h + 1} back", n)
+    check(app.state["whatif"] == "1,4,1,1,4:2", f"L4:H1 alone again ({app.state['whatif']})")
     # a temperature past 1024: an error, the interventions as they were
     n = loads(app)
     for _ in range(9):
