@@ -185,7 +185,12 @@ typedef struct App {
         int at;              /* the step on screen, 0 .. script.n - 1 */
         int layer, head;     /* the selection, 0-based: the script line's, moved by keys */
         int row, col;        /* the patch (the query token inside the block) */
-        LessonData ld;       /* the numbers, for the front Scene of loads ld_loads */
+        /* the selection each step was left at (layer, head, row, col), for paging back:
+         * valid where visited[i]; forgotten when the model or the steps change (sel_of) */
+        int chosen[LESSON_MAX_LINES][4];
+        unsigned char visited[LESSON_MAX_LINES];
+        int sel_of[5]; /* n_layers, n_heads, grid_h, grid_w, steps: what chosen is for */
+        LessonData ld; /* the numbers, for the front Scene of loads ld_loads */
         int ld_ok;
         unsigned long ld_loads;
         /* pictures drawn ahead: the step shown and its neighbours (app_lesson_prefetch),

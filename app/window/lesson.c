@@ -64,21 +64,48 @@ static void lesson_check(App *app) {
         lesson_script_default(s, has);
     }
     if (app->lesson.at >= s->n) app->lesson.at = s->n - 1;
+    /* the steps' remembered selections are for this model and these steps only */
+    int sig[5] = {c->n_layers, c->n_heads, c->grid_h, c->grid_w, s->n};
+    if (memcmp(sig, app->lesson.sel_of, sizeof sig)) {
+        memcpy(app->lesson.sel_of, sig, sizeof sig);
+        memset(app->lesson.visited, 0, sizeof app->lesson.visited);
+    }
 }
 
-/* The selection of the script's line `at`; from line `from` (-1: none) on, a line that
- * sets the same selection as `from` keeps what the keys made of it. */
-static void lesson_take_line(App *app, int from) {
+/* The selection (layer, head, row, col; 0-based) step `at` shows when reached from step
+ * `from` (-1: none) whose selection is cur: the one it was left at when the teacher was
+ * there before (paging back keeps what they chose: issue 38's trial); else, when its line
+ * sets the same selection as from's, cur (what the keys made of it); else its line's. */
+static void lesson_selection(const App *app, int at, int from, const int cur[4], int out[4]) {
     const VitConfig *c = &app->model->vit.cfg;
-    const LessonLine *l = &app->lesson.script.lines[app->lesson.at];
+    const LessonLine *l = &app->lesson.script.lines[at];
+    if (at < LESSON_MAX_LINES && app->lesson.visited[at]) {
+        memcpy(out, app->lesson.chosen[at], 4 * sizeof *out);
+        return;
+    }
     if (from >= 0 && from < app->lesson.script.n) {
         const LessonLine *p = &app->lesson.script.lines[from];
-        if (p->layer == l->layer && p->head == l->head && p->row == l->row && p->col == l->col)
+        if (p->layer == l->layer && p->head == l->head && p->row == l->row && p->col == l->col) {
+            memcpy(out, cur, 4 * sizeof *out);
             return;
+        }
     }
-    app->lesson.layer = l->layer - 1, app->lesson.head = l->head - 1;
-    app->lesson.row = l->row ? l->row - 1 : (c->grid_h - 1) / 2;
-    app->lesson.col = l->col ? l->col - 1 : (c->grid_w - 1) / 2;
+    out[0] = l->layer - 1, out[1] = l->head - 1;
+    out[2] = l->row ? l->row - 1 : (c->grid_h - 1) / 2;
+    out[3] = l->col ? l->col - 1 : (c->grid_w - 1) / 2;
+}
+
+/* Step lesson.at's selection, coming from step `from` (-1: none), whose selection is
+ * remembered for paging back. */
+static void lesson_take_line(App *app, int from) {
+    int cur[4] = {app->lesson.layer, app->lesson.head, app->lesson.row, app->lesson.col}, sel[4];
+    if (from >= 0 && from < app->lesson.script.n && from < LESSON_MAX_LINES) {
+        memcpy(app->lesson.chosen[from], cur, sizeof cur);
+        app->lesson.visited[from] = 1;
+    }
+    lesson_selection(app, app->lesson.at, from, cur, sel);
+    app->lesson.layer = sel[0], app->lesson.head = sel[1];
+    app->lesson.row = sel[2], app->lesson.col = sel[3];
 }
 
 /* The size to put a picture on the GPU at: where the last frame drew the lesson's picture
@@ -237,8 +264,6 @@ static int lesson_render(App *app) {
 
 int app_lesson_prefetch(App *app) {
     if (!app->lesson.on || !app->lesson.shown || app->busy || !app_scene(app)) return 0;
-    const VitConfig *c = &app->model->vit.cfg;
-    const LessonLine *cur = &app->lesson.script.lines[app->lesson.at];
     /* the step on screen first, at the size it is drawn at now (the first picture, or the
      * window resized): sampled 1:1 from the next frame on */
     if (lesson_cached(app, app->lesson.at, app->lesson.layer, app->lesson.head, app->lesson.row,
@@ -253,17 +278,12 @@ int app_lesson_prefetch(App *app) {
     for (int d = 1; d >= -1; d -= 2) { /* the next step first: lessons go forward */
         int at = app->lesson.at + d;
         if (at < 0 || at >= app->lesson.script.n) continue;
-        const LessonLine *l = &app->lesson.script.lines[at];
-        int row = l->row ? l->row - 1 : (c->grid_h - 1) / 2;
-        int col = l->col ? l->col - 1 : (c->grid_w - 1) / 2;
-        /* a step keeps the keys' selection when its line does not change the script's */
-        int same = l->layer == cur->layer && l->head == cur->head && l->row == cur->row &&
-                   l->col == cur->col;
-        int layer = same ? app->lesson.layer : l->layer - 1;
-        int head = same ? app->lesson.head : l->head - 1;
-        if (same) row = app->lesson.row, col = app->lesson.col;
-        if (lesson_cached(app, at, layer, head, row, col) >= 0) continue;
-        lesson_picture(app, at, layer, head, row, col);
+        /* the selection Page Down / Up will give it (lesson_take_line) */
+        int now[4] = {app->lesson.layer, app->lesson.head, app->lesson.row, app->lesson.col},
+            sel[4];
+        lesson_selection(app, at, app->lesson.at, now, sel);
+        if (lesson_cached(app, at, sel[0], sel[1], sel[2], sel[3]) >= 0) continue;
+        lesson_picture(app, at, sel[0], sel[1], sel[2], sel[3]);
         /* the numbers are at the neighbour's selection now: the shown step's again when
          * it is drawn (a block rerun only when the two steps' layers differ) */
         return 1; /* one picture at a time: a key waiting is handled first */

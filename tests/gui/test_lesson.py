@@ -95,6 +95,17 @@ def test_default_lesson(app, out, demo):
     status = app.wait_line(lambda s: s.startswith("status "), "the status line")
     check(f"step {soft} of {N}" in status and "block 1, head 2, patch (7, 8)" in status,
           f"the status line says where the lesson is: {status}")
+    # paging away and back (to step 1, whose line sets another block, and forward through
+    # the steps again): the step shows what the teacher chose there, not its line's (issue
+    # 38's trial: paging back reset the block, head and patch)
+    app.key("Home", lesson=f"1/{N}", lshown=1)
+    for k in range(2, soft + 1):
+        app.key("Right", lesson=f"{k}/{N}")
+    app.wait_state(f"step {soft} again", lesson=f"{soft}/{N}", llayer=0, lhead=1, lpatch="6,7",
+                   lshown=1)
+    status = app.wait_line(lambda s: s.startswith("status "), "the status line")
+    check("block 1, head 2, patch (7, 8)" in status,
+          f"back on step {soft}: the block, head and patch chosen there: {status}")
     # H: the lesson's keys over its picture (issue 38's trial: help=1, nothing drawn); Esc
     # closes the help first, the lesson stays
     bare = app.crop(app.shot()).astype(np.float32)
