@@ -48,76 +48,100 @@ static int help_lines(Ren *r, const char *str, int px, float max_w, char lines[]
 
 /* The help panel's rows in `cols` columns, the first rows first: column c holds rows
  * [c * per, (c + 1) * per), per = ceil(n / cols). */
-#define HELP_COLS 2
+#define HELP_COLS  2
+#define HELP_PAGES 4 /* at most: the rows split into this many pages before the text shrinks */
 
-/* Size of the help panel at font size px in cols columns: width, height; each column's
- * key width and width. A row is 1.5 px high, and 1.2 px more per wrapped line of its
- * description; columns are 2 px apart. */
-static void help_size(Ren *r, const RenFrame *f, int px, int cols, float *w, float *h, float *key_w,
-                      float *col_w) {
-    int per = (f->n_help + cols - 1) / cols;
+/* Size of a help panel of rows[n] at font size px in cols columns: width, height; each
+ * column's key width and width. A row is 1.5 px high, and 1.2 px more per wrapped line of
+ * its description; columns are 2 px apart. */
+static void help_size(Ren *r, const char *(*rows)[2], int n_rows, int px, int cols, float *w,
+                      float *h, float *key_w, float *col_w) {
+    int per = (n_rows + cols - 1) / cols;
     float most = 0, sum_w = 0;
     for (int c = 0; c < cols; c++) {
-        float kw = 0, ww = 0, rows = 0;
-        for (int i = c * per; i < f->n_help && i < (c + 1) * per; i++) {
-            const RenText *k = ren_text_get(r, f->help_rows[i][0], px);
+        float kw = 0, ww = 0, height = 0;
+        for (int i = c * per; i < n_rows && i < (c + 1) * per; i++) {
+            const RenText *k = ren_text_get(r, rows[i][0], px);
             if (k && k->w > kw) kw = (float)k->w;
             char lines[HELP_LINES][256];
             float lw;
-            int n = help_lines(r, f->help_rows[i][1], px, (float)(HELP_WRAP_EM * px), lines, &lw);
+            int n = help_lines(r, rows[i][1], px, (float)(HELP_WRAP_EM * px), lines, &lw);
             if (lw > ww) ww = lw;
-            rows += 1.5f + 1.2f * (float)(n > 0 ? n - 1 : 0);
+            height += 1.5f + 1.2f * (float)(n > 0 ? n - 1 : 0);
         }
         key_w[c] = kw, col_w[c] = kw + (float)px * 1.5f + ww;
         sum_w += col_w[c];
-        if (rows > most) most = rows;
+        if (height > most) most = height;
     }
     *w = (float)px * (1.2f * 2 + 2.0f * (float)(cols - 1)) + sum_w;
     *h = (float)px * (1.2f * 2 + 2.2f + most);
 }
 
-/* The key list in a panel centred on the window above y = bottom (px), in one column or,
- * when that would take smaller text (a projector's readers at the back), two; smaller text
- * if it does not fit.
- * A long description wraps onto lines 1.2 px apart, so that the panel stays about as wide
- * as its other rows. */
+/* The key list in a panel centred on the window above y = bottom (px), opaque: in one
+ * column or, when that keeps the text larger (a projector's readers at the back), two.
+ * When the rows do not fit at a legible size (px * 0.7, at least 11 px; an 800x600
+ * window), they go on pages (f->help_page of r->help_pages, H turns them) before the text
+ * gets any smaller. A long description wraps onto lines 1.2 px apart, so that the panel
+ * stays about as wide as its other rows. */
 void ren_draw_help(Ren *r, const RenFrame *f, int px, float bottom) {
     float room_w = (float)r->fb_w * 0.96f, room_h = bottom * 0.94f;
-    float pw, ph, key_w[HELP_COLS], col_w[HELP_COLS], best = 0.0f;
-    int cols = 1;
-    for (int c = 1; c <= HELP_COLS; c++) { /* the column count that keeps the text largest */
-        help_size(r, f, px, c, &pw, &ph, key_w, col_w);
-        float s = fminf(1.0f, fminf(room_w / pw, room_h / ph));
-        if (s > best + 1e-3f) best = s, cols = c;
+    float pw, ph, key_w[HELP_COLS], col_w[HELP_COLS];
+    int legible = (int)((float)px * 0.7f) < 11 ? 11 : (int)((float)px * 0.7f);
+    int cols = 1, pages = 1, per_page = f->n_help;
+    float best = -1.0f;
+    /* the fewest pages, then the column count, that keep the text largest */
+    for (int p = 1; p <= HELP_PAGES && best * (float)px < (float)legible; p++) {
+        int per = (f->n_help + p - 1) / p;
+        for (int c = 1; c <= HELP_COLS; c++) {
+            float s = 1.0f;
+            for (int i0 = 0; i0 < f->n_help; i0 += per) { /* every page must fit */
+                int n = f->n_help - i0 < per ? f->n_help - i0 : per;
+                help_size(r, f->help_rows + i0, n, px, c, &pw, &ph, key_w, col_w);
+                s = fminf(s, fminf(room_w / pw, room_h / ph));
+            }
+            if (s > best + 1e-3f) best = s, cols = c, pages = p, per_page = per;
+        }
     }
-    help_size(r, f, px, cols, &pw, &ph, key_w, col_w);
-    /* too large for the window: one smaller font size that fits both ways, measured again
-     * because the wrapping changes with it; never below 6 px */
+    r->help_pages = pages;
+    int page = f->help_page < 0 ? 0 : f->help_page >= pages ? pages - 1 : f->help_page;
+    int i0 = page * per_page, n_rows = f->n_help - i0 < per_page ? f->n_help - i0 : per_page;
+    const char *(*rows)[2] = f->help_rows + i0;
+    help_size(r, rows, n_rows, px, cols, &pw, &ph, key_w, col_w);
+    /* too large for the window even so: one smaller font size that fits both ways, measured
+     * again because the wrapping changes with it; never below 6 px */
     if (pw > room_w || ph > room_h) {
         float s = room_w / pw < room_h / ph ? room_w / pw : room_h / ph;
         px = (int)((float)px * s);
         if (px < 6) px = 6;
-        help_size(r, f, px, cols, &pw, &ph, key_w, col_w);
+        help_size(r, rows, n_rows, px, cols, &pw, &ph, key_w, col_w);
     }
     float pad = (float)px * 1.2f, gap = (float)px * 1.5f, row_h = (float)px * 1.5f;
     float line_h = (float)px * 1.2f;
     float x = floorf(((float)r->fb_w - pw) / 2), y = floorf((bottom - ph) / 2);
     if (x < 0) x = 0;
     if (y < 0) y = 0;
-    ren_fill(r, x, y, pw, ph, COL_PANEL);
+    r->help_px = px;
+    r->help_box[0] = (int)x, r->help_box[1] = (int)y, r->help_box[2] = (int)pw;
+    r->help_box[3] = (int)ph;
+    const float opaque[4] = {COL_PANEL[0], COL_PANEL[1], COL_PANEL[2], 1.0f};
+    ren_fill(r, x, y, pw, ph, opaque);
     ren_fill(r, x, y, pw, roundf((float)px * 0.15f) + 1, COL_ACCENT);
-    ren_text_line(r, "vitlens \xe2\x80\x94 keys", (int)((float)px * 1.3f), x + pad, y + pad,
-                  (float)px * 1.8f, COL_ACCENT);
-    int per = (f->n_help + cols - 1) / cols;
+    char title[96] = "vitlens \xe2\x80\x94 keys";
+    if (pages > 1)
+        snprintf(title, sizeof title, "vitlens \xe2\x80\x94 keys, page %d of %d (H: %s)", page + 1,
+                 pages, page + 1 < pages ? "the next" : "close");
+    ren_text_line(r, title, (int)((float)px * 1.3f), x + pad, y + pad, (float)px * 1.8f,
+                  COL_ACCENT);
+    int per = (n_rows + cols - 1) / cols;
     float cx = x + pad;
     for (int c = 0; c < cols; c++) {
-        for (int i = c * per, wrapped = 0; i < f->n_help && i < (c + 1) * per; i++) {
+        for (int i = c * per, wrapped = 0; i < n_rows && i < (c + 1) * per; i++) {
             char lines[HELP_LINES][256]; /* wrapped: extra lines above in this column */
             float lw;
-            int n = help_lines(r, f->help_rows[i][1], px, (float)(HELP_WRAP_EM * px), lines, &lw);
+            int n = help_lines(r, rows[i][1], px, (float)(HELP_WRAP_EM * px), lines, &lw);
             float ry =
                 y + pad + (float)px * 2.2f + row_h * (float)(i - c * per) + line_h * (float)wrapped;
-            ren_text_line(r, f->help_rows[i][0], px, cx, ry, row_h, COL_ACCENT);
+            ren_text_line(r, rows[i][0], px, cx, ry, row_h, COL_ACCENT);
             for (int j = 0; j < n; j++)
                 ren_text_line(r, lines[j], px, cx + key_w[c] + gap, ry + line_h * (float)j, row_h,
                               COL_TEXT);

@@ -179,6 +179,7 @@ void ren_draw(Ren *r, const RenFrame *f) {
     if (f->tooltip) ren_draw_tooltip(r, f, &l);
     int help_px = (int)(l.H * 0.022f) < 11 ? 11 : (int)(l.H * 0.022f); /* 2.2% of H, >= 11 */
     /* above the controls' strip, whose buttons stay usable ("?" closes it) */
+    r->help_box[2] = 0;
     if (f->help && f->n_help)
         ren_draw_help(r, f, help_px, l.ctrl_h > 0 ? l.ctrl_y : (float)r->fb_h);
     ren_draw_status(r, f, &l);

@@ -123,6 +123,8 @@ typedef struct {
     int n_menu_boxes;                     /* 0: no menu */
     int plot_x, plot_y, plot_w, plot_h;   /* the perturbation plot's axes box (x 0..1 left to
                                              right, y 0..1 bottom to top), 0 wide when not */
+    int help_pages;           /* pages the last help overlay took: its rows at a legible size */
+    int help_px, help_box[4]; /* its font size, and x, y, w, h as drawn (0 wide: none) */
     char shader_dir[1024];
 } Ren;
 
@@ -150,6 +152,7 @@ typedef struct {
     int input_selected;          /* the input is shown selected: what is typed replaces it */
     const char *(*help_rows)[2]; /* [n_help] {key, what} */
     int n_help;
+    int help_page;       /* the help's page shown, from 0 (Ren.help_pages: how many it took) */
     float spinner_turns; /* spinner phase while busy */
 
     ViewOverview mode;

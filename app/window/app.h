@@ -96,6 +96,7 @@ typedef struct App {
     KeyList keys;        /* for the help overlay, as --help lists them */
     KeyList lesson_keys; /* the lesson's help overlay */
     int overlay, grid, help;
+    int help_page; /* the help's page (H turns them when the keys take more than one) */
     float opacity;
     ViewOverview overview;
     int colormap, shared_scale, bilinear;
@@ -278,7 +279,8 @@ int app_set_fusion(App *app, int fusion); /* the VitFusion of the heads (Up / Do
  * classification head the class-specific ones are passed over, and the status line says
  * why. Returns 1. */
 int app_step_kind(App *app, int step);
-int app_toggle_help(App *app, int unused); /* H: the help overlay on / off; returns 0 */
+/* H: the help overlay on, its next page (Ren.help_pages), off after the last; returns 0 */
+int app_toggle_help(App *app, int unused);
 /* The map kind `kind` (a row of MAP_KINDS), as its own key or E lands on it: 0 when it is on
  * screen already or the model cannot have it (map_kind_usable: a class-specific kind without
  * a classification head), else 1. */

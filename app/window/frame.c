@@ -170,6 +170,7 @@ static RenFrame app_frame(App *app) {
         .overlay = app->overlay,
         .grid = app->grid,
         .help = app->help,
+        .help_page = app->help_page,
         .busy = app->busy,
         .opacity = app->opacity,
         .status_left = app->status_left,

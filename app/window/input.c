@@ -115,7 +115,10 @@ int app_set_fusion(App *app, int fusion) {
 
 int app_toggle_help(App *app, int unused) {
     (void)unused;
-    app->help = !app->help;
+    if (app->help && app->help_page + 1 < app->ren.help_pages)
+        app->help_page++;
+    else
+        app->help = !app->help, app->help_page = 0;
     return 0;
 }
 
@@ -460,7 +463,8 @@ static void app_key_action(App *app, const SDL_Keysym *ks) {
     int map_changed = 0;
     app->notice[0] = '\0'; /* a notice answers one key: the next one clears it */
     if (key == SDLK_ESCAPE && (app->kind_menu || (app->help && !app->lesson.on))) {
-        app->kind_menu = 0, app->help = 0, app->dirty = 1; /* Esc closes what is open first */
+        app->kind_menu = 0, app->help = 0, app->help_page = 0; /* Esc closes what is open first */
+        app->dirty = 1;
         return;
     }
     /* the lesson view's keys, and Page Down / Up that open it */

@@ -371,11 +371,11 @@ int app_lesson_key(App *app, const SDL_Keysym *ks) {
     }
     case SDLK_ESCAPE: /* what is open first: the help */
         if (app->help)
-            app->help = 0;
+            app->help = 0, app->help_page = 0;
         else
             lesson_close(app);
         return 1;
-    case SDLK_h: app->help = !app->help; return 1;
+    case SDLK_h: app_toggle_help(app, 0); return 1;
     case SDLK_f: app_toggle_fullscreen(app); return 1;
     case SDLK_s: app->save_pending = 1; return 1;
     case SDLK_q: app->running = 0; return 1;

@@ -89,7 +89,8 @@ static void trace_frame_state(const App *app, const RenFrame *f) {
         "lesson=%d/%d lstep=%s llayer=%d lhead=%d lpatch=%d,%d lshown=%d ms_lpicture=%.2f "
         "ms_lupload=%.2f "
         "whatif=%d,%d,%d,%d,%d:%g fill=%d plain=%d top1=%d:%.6f "
-        "controls=%d chover=%s cpressed=%s kmenu=%d typing=%d tip=%s ",
+        "controls=%d chover=%s cpressed=%s kmenu=%d typing=%d tip=%s hpage=%d/%d hpx=%d "
+        "hbox=%d,%d,%d,%d ",
         app->frames, app->view.layer, app->view.head, app->view.kind == MAP_ROLLOUT,
         MAP_KINDS[app->view.kind].tag, app->view.target, (double)app->view.discard_ratio,
         app->overlay, (double)app->opacity, app->grid, app->help, app->busy, app->loads,
@@ -114,7 +115,10 @@ static void trace_frame_state(const App *app, const RenFrame *f) {
         !f->tooltip                             ? "none"
         : f->tooltip == app_control_tip(app)    ? "control"
         : app->menu_hover >= 0 && f->n_menu > 0 ? "menu"
-                                                : "map");
+                                                : "map",
+        app->help ? app->help_page + 1 : 0, app->help ? app->ren.help_pages : 0,
+        app->help ? app->ren.help_px : 0, r->help_box[0], r->help_box[1], r->help_box[2],
+        r->help_box[3]);
 }
 
 /* "controls NAME=x,y,w,h,enabled,active ...": the on-screen controls as drawn, framebuffer

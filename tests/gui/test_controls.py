@@ -218,6 +218,9 @@ def main():
         check(True, "a button acts when pressed, drawn pressed until let go")
         app.click("kind-prev", kind="attention")
         app.click("help", help=1)
+        pages = int(app.state["hpage"].split("/")[1])
+        for k in range(2, pages + 1):  # the ? button turns the pages as H does, then closes
+            app.click("help", help=1, hpage=f"{k}/{pages}")
         app.click("help", help=0)
 
         # F: the buttons grow with the screen

@@ -379,40 +379,49 @@ def explore(app, a, model, chelsea, coffee, saves):
     x2, y2, s2 = app.image_rect()
     check(y2 + s2 <= 1024 - bar1, "the status bar is below the image, not on it")
     app.key("h", help=1)
-    full = saved_frame("saved in fullscreen with help")
-    save(full, os.path.join(out, "fullscreen_help.png"))
-    # H against the same frame without it: a panel over the view (above the status
-    # line, whose notice changes with each S), and in it one line of text per key,
-    # the key in the accent colour and what it does in the text colour
-    changed = np.abs(full - no_help).max(axis=-1) > 8
-    changed[1024 - bar1 - 2:] = False
-    ys, xs = np.nonzero(changed)
-    check(ys.size and ys.ptp() > 512 and xs.ptp() > 400,
-          f"H draws a panel over the frame ({xs.ptp() if xs.size else 0}x"
-          f"{ys.ptp() if ys.size else 0} px changed)")
-    panel = full[ys.min():ys.max() + 1, xs.min():xs.max() + 1]
-    inside = changed[ys.min():ys.max() + 1, xs.min():xs.max() + 1]
+    pages = int(app.state["hpage"].split("/")[1])
+    n_key_lines = n_what = 0
+    pairs_ok = True
+    for page in range(1, pages + 1):
+        if page > 1:
+            app.key("h", help=1, hpage=f"{page}/{pages}")
+        full = saved_frame(f"saved in fullscreen with help, page {page} of {pages}")
+        save(full, os.path.join(out, f"fullscreen_help{page if page > 1 else ''}.png"))
+        # H against the same frame without it: a panel over the view (above the status
+        # line, whose notice changes with each S), and in it one line of text per key,
+        # the key in the accent colour and what it does in the text colour
+        changed = np.abs(full - no_help).max(axis=-1) > 8
+        changed[1024 - bar1 - 2:] = False
+        ys, xs = np.nonzero(changed)
+        check(ys.size and ys.ptp() > 400 and xs.ptp() > 400,
+              f"H, page {page}: a panel over the frame ({xs.ptp() if xs.size else 0}x"
+              f"{ys.ptp() if ys.size else 0} px changed)")
+        panel = full[ys.min():ys.max() + 1, xs.min():xs.max() + 1]
+        inside = changed[ys.min():ys.max() + 1, xs.min():xs.max() + 1]
 
-    def lines(mask, gap=2):  # bands of rows with text pixels, [first, last] row
-        rows, out = np.flatnonzero(mask.any(axis=1)), []
-        for r in rows:
-            if out and r - out[-1][1] <= gap:  # a glyph's thin rows, not a new line
-                out[-1][1] = r
-            else:
-                out.append([r, r])
-        return out
-    keys = lines(near(panel, (252, 232, 38), 60) & inside, gap=4)  # accent bar, title, keys
-    what = lines(near(panel, (237, 240, 242), 60) & inside)
-    # a description wrapped to a second line (E's list of kinds): that line is no key's; whether
-    # it merges with the first at gap 2 depends on the font size the row count gives
-    what = [w for w in what if any(k[0] <= w[1] and w[0] <= k[1] for k in keys[2:])]
+        def lines(mask, gap=2):  # bands of rows with text pixels, [first, last] row
+            rows, out_ = np.flatnonzero(mask.any(axis=1)), []
+            for r in rows:
+                if out_ and r - out_[-1][1] <= gap:  # a glyph's thin rows, not a new line
+                    out_[-1][1] = r
+                else:
+                    out_.append([r, r])
+            return out_
+        keys = lines(near(panel, (252, 232, 38), 60) & inside, gap=4)  # accent bar, title, keys
+        what = lines(near(panel, (237, 240, 242), 60) & inside)
+        # a description wrapped to a second line (E's list of kinds): that line is no key's;
+        # whether it merges with the first at gap 2 depends on the font size the row count gives
+        what = [w for w in what if any(k[0] <= w[1] and w[0] <= k[1] for k in keys[2:])]
+        n_key_lines += len(keys) - 2
+        n_what += len(what)
+        pairs_ok &= len(keys) - 2 == len(what) and all(
+            k[0] <= w[1] and w[0] <= k[1] for k, w in zip(keys[2:], what))
     # the overlay and --help show one list (keys_list: the fixed keys and the map kinds')
     usage = subprocess.run([a.app, "--help"], capture_output=True, text=True).stdout
     n_keys = len(usage.split("\nkeys:\n", 1)[1].split("\n\n", 1)[0].splitlines())
-    check(len(keys) == n_keys + 2 and len(what) == n_keys and
-          all(k[0] <= w[1] and w[0] <= k[1] for k, w in zip(keys[2:], what)),
-          f"the help panel lists every key: {len(keys)} lines in the accent colour (bar, title "
-          f"and keys), {len(what)} descriptions, each beside its key, for the {n_keys} keys of "
+    check(n_key_lines == n_keys and n_what == n_keys and pairs_ok,
+          f"the help panel lists every key over its {pages} page(s): {n_key_lines} keys in the "
+          f"accent colour, {n_what} descriptions, each beside its key, for the {n_keys} keys of "
           f"--help")
     app.key("h", help=0)
     app.key("f", fullscreen=0)

@@ -821,8 +821,11 @@ def test(app, args, chelsea, coffee, model):
     check(diff(app.crop(helped), app.crop(base)) > 10, "H shows the help")
     check(helped[y + side // 2 - 20:y + side // 2 + 20].mean() < base[y + side // 2 - 20:y + side // 2 + 20].mean(),
           "the help panel is a dark panel over the crop")
+    pages = int(app.state["hpage"].split("/")[1])
+    for k in range(2, pages + 1):  # the keys' further pages, if they take more than one
+        app.key("h", help=1, hpage=f"{k}/{pages}")
     app.key("h", help=0)
-    check(diff(base, app.shot()) == 0, "H again hides it")
+    check(diff(base, app.shot()) == 0, f"H after its last page ({pages}) hides it")
 
     # -- dropping a file that is not an image: error shown, the photo stays
     bad = os.path.join(out, "not_an_image.txt")
@@ -879,6 +882,32 @@ def test(app, args, chelsea, coffee, model):
     x3, y3, side3 = app.image_rect()
     check(side3 < 640 - 30 and x3 > 30, f"letterbox: square {side3} px at x={x3} in 1000x640")
     check(wide[y3 + 5:y3 + side3 - 5, 5:x3 - 5].std() < 3, "letterbox: plain background left of it")
+
+    # -- the help at 800x600 (issue 38's trial: ~6 px text, see-through): legible text on
+    # an opaque panel, on as many pages as that takes; H turns them, then closes it
+    run(["xdotool", "windowsize", "--sync", app.wid, "800", "600"])
+    app.wait_state("resized", window="800,600")
+    app.key("h", help=1)
+    pages = int(app.state["hpage"].split("/")[1])
+    px = int(app.state["hpx"])
+    bx, by, bw, bh = (int(v) for v in app.state["hbox"].split(","))
+    check(app.state["hpage"] == f"1/{pages}" and pages >= 2 and px >= 11,
+          f"800x600: the keys on {pages} pages at {px} px (>= 11), page 1 first")
+    check(bx >= 0 and by >= 0 and bx + bw <= 800 and by + bh <= 600,
+          f"800x600: the help panel inside the window ({bx},{by} {bw}x{bh})")
+    first = app.shot()
+    app.key("o", overlay=0)  # another picture under the panel: it must not show through
+    under = app.shot()
+    d = float(np.abs(first[by:by + bh, bx:bx + bw].astype(np.int16) -
+                     under[by:by + bh, bx:bx + bw].astype(np.int16)).max())
+    check(d == 0, f"the help panel is opaque (max change over it when the map goes: {d:.0f})")
+    app.key("o", overlay=1)
+    for k in range(2, pages + 1):
+        app.key("h", help=1, hpage=f"{k}/{pages}")
+        check(float(np.abs(app.shot()[by:by + bh, bx:bx + bw].astype(np.int16) -
+                           first[by:by + bh, bx:bx + bw].astype(np.int16)).mean()) > 1,
+              f"H: page {k} of {pages}, other keys than page 1's")
+    app.key("h", help=0, hpage="0/0")
 
     # -- Esc quits cleanly
     quit_app(app)
