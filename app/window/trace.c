@@ -1,7 +1,8 @@
 /* trace.c - VITLENS_TRACE=1: what the window did, on stdout, one line per event, for
  * the tests and bench/app_latency.py to read: "startup WHAT MS" along the launch,
  * "maps ..." when a view's maps go on screen (with a hash of them), "controls ..." where
- * the on-screen buttons are when that changed, "frame N ..." with
+ * the on-screen buttons are when that changed, "palette ..." the command palette's rows
+ * when they changed, "frame N ..." with
  * the state of every drawn frame and where its time went, "status LEFT | RIGHT", and
  * "error MSG" when the frame shows an error, and "perturb done ..." with a finished
  * perturbation test's curve. */
@@ -89,7 +90,8 @@ static void trace_frame_state(const App *app, const RenFrame *f) {
         "lesson=%d/%d lstep=%s llayer=%d lhead=%d lpatch=%d,%d lshown=%d ms_lpicture=%.2f "
         "ms_lupload=%.2f "
         "whatif=%d,%d,%d,%d,%d:%g fill=%d plain=%d top1=%d:%.6f "
-        "controls=%d chover=%s cpressed=%s kmenu=%d typing=%d tip=%s ",
+        "controls=%d chover=%s cpressed=%s kmenu=%d typing=%d tip=%s palette=%d psel=%s "
+        "prows=%d ",
         app->frames, app->view.layer, app->view.head, app->view.kind == MAP_ROLLOUT,
         MAP_KINDS[app->view.kind].tag, app->view.target, (double)app->view.discard_ratio,
         app->overlay, (double)app->opacity, app->grid, app->help, app->busy, app->loads,
@@ -114,7 +116,8 @@ static void trace_frame_state(const App *app, const RenFrame *f) {
         !f->tooltip                             ? "none"
         : f->tooltip == app_control_tip(app)    ? "control"
         : app->menu_hover >= 0 && f->n_menu > 0 ? "menu"
-                                                : "map");
+                                                : "map",
+        app->palette.open, app_palette_selected(app), app->palette.open ? app->palette.n_match : 0);
 }
 
 /* "controls NAME=x,y,w,h,enabled,active ...": the on-screen controls as drawn, framebuffer
@@ -146,6 +149,7 @@ static void trace_controls(const App *app, const RenFrame *f) {
 void trace_frame(App *app, const RenFrame *f, const FrameTimes *t) {
     const Ren *r = &app->ren;
     trace_controls(app, f);
+    app_palette_trace(app);
     trace_frame_state(app, f);
     /* the perturbation test: its order, phase, step, the probability there, the plot */
     const Perturbation *p = &app->pert.run;
