@@ -4,64 +4,147 @@
 #include "config/keys.h"
 #include "view/mapkind.h"
 
+#include <assert.h>
 #include <string.h>
 
 /* The keys that do not depend on the map kinds: the view's (before the kinds'
- * lines), then the rest. */
-static const char *const KEYS_VIEW[][2] = {
-    {"Left / Right", "previous / next layer"},
-    {"Up / Down", "previous / next head, then mean, max, min of the heads"},
+ * lines), then the rest. A row is the key column and the line of --help and the help
+ * overlay, then the commands its keys run, by name, each with the one key that runs it
+ * (the palette's rows, Ctrl+P: keys_commands). A row a mouse or a file makes (a click, a
+ * drop) has none. */
+static const KeyRow KEYS_VIEW[] = {
+    {"Left / Right",
+     "previous / next layer",
+     {{"previous layer", "Left", CMD_ANY}, {"next layer", "Right", CMD_ANY}}},
+    {"Up / Down",
+     "previous / next head, then mean, max, min of the heads",
+     {{"previous head", "Up", CMD_ANY},
+      {"next head (then mean, max, min of the heads)", "Down", CMD_ANY}}},
 };
-static const char *const KEYS_OTHER[][2] = {
-    {"[ / ]", "rollout discard ratio - / + 0.1"},
-    {"click, I J K L", "query patch: its attention and rollout (Shift+arrows move it too)"},
-    {"C", "back to the CLS token as the query"},
-    {"A", "all heads of the layer as thumbnails (click or Enter opens one)"},
-    {"T", "the whole table: a column per layer, a row per head"},
-    {"1 - 5, click a class", "explain that class of the top-5 (a class-specific map)"},
-    {"/", "CLIP: type a phrase, Enter: the class-specific map finds it (Esc cancels)"},
-    {"0", "top-5 predictions panel on / off"},
-    {"D", "mean attention distance panel (ViT paper, Fig. 7)"},
-    {"M", "mask: the fewest patches holding 60% of the attention (DINO)"},
-    {", / .", "mask fraction - / + 5%"},
-    {"V / Shift+V", "next / previous colormap"},
-    {"U", "colour scale: per map / shared across the layer"},
-    {"B", "upsampling: nearest (patches) / bilinear"},
-    {"G", "patch grid on / off"},
-    {"+ / -", "overlay opacity"},
-    {"O", "overlay on / off"},
-    {"N / Shift+N, P", "next / previous image: the command line's, else the folder's"},
-    {"S", "save the view as PNG"},
-    {"Shift+P", "perturbation test: remove the map's patches, most relevant first (again: least)"},
-    {"Delete", "what if: ablate the head on screen (again: back)"},
-    {"Ctrl+click, Ctrl+drag", "what if: drop those patches (again: back)"},
-    {"7", "Ctrl+click drops / fills patches (the mean colour)"},
-    {"8", "what if: position embedding as trained / shuffled / none"},
-    {"9 / Shift+9", "what if: the layer's attention temperature x2 / x0.5"},
-    {"Backspace", "what if: every intervention off"},
-    {"F", "fullscreen (presenter mode)"},
-    {"Page Down / Page Up", "the lesson: the ViT step by step (in it: arrows, I J K L, Esc back)"},
-    {"H", "this help on / off"},
-    {"Tab", "the on-screen buttons on / off (a clean screen; remembered)"},
-    {"W", "the downloaded models (--model NAME): Up / Down, Enter opens one, Esc closes"},
-    {"Esc", "close what is open (help, menu, list, text box); else quit"},
-    {"Q", "quit"},
-    {"drop a file", "open a photo, or a .safetensors model"},
+static const KeyRow KEYS_OTHER[] = {
+    {"[ / ]",
+     "rollout discard ratio - / + 0.1",
+     {{"rollout discard ratio down 0.1", "[", CMD_ANY},
+      {"rollout discard ratio up 0.1", "]", CMD_ANY}}},
+    {"click, I J K L",
+     "query patch: its attention and rollout (Shift+arrows move it too)",
+     {{"query patch up", "I", CMD_ANY},
+      {"query patch left", "J", CMD_ANY},
+      {"query patch down", "K", CMD_ANY},
+      {"query patch right", "L", CMD_ANY}}},
+    {"C", "back to the CLS token as the query", {{"query: back to the CLS token", "C", CMD_ANY}}},
+    {"A",
+     "all heads of the layer as thumbnails (click or Enter opens one)",
+     {{"all heads of the layer as thumbnails", "A", CMD_ANY}}},
+    {"T",
+     "the whole table: a column per layer, a row per head",
+     {{"the whole table: a column per layer, a row per head", "T", CMD_ANY}}},
+    {"1 - 5, click a class",
+     "explain that class of the top-5 (a class-specific map)",
+     {{"explain the top-1 class", "1", CMD_CLASSIFIER},
+      {"explain the top-2 class", "2", CMD_CLASSIFIER},
+      {"explain the top-3 class", "3", CMD_CLASSIFIER},
+      {"explain the top-4 class", "4", CMD_CLASSIFIER},
+      {"explain the top-5 class", "5", CMD_CLASSIFIER}}},
+    {"/",
+     "CLIP: type a phrase, Enter: the class-specific map finds it (Esc cancels)",
+     {{"CLIP: find a phrase", "/", CMD_CLIP}}},
+    {"0", "top-5 predictions panel on / off", {{"top-5 predictions panel on / off", "0", CMD_ANY}}},
+    {"D",
+     "mean attention distance panel (ViT paper, Fig. 7)",
+     {{"mean attention distance panel on / off", "D", CMD_ANY}}},
+    {"M",
+     "mask: the fewest patches holding 60% of the attention (DINO)",
+     {{"mask: the fewest patches holding 60% of the attention", "M", CMD_ANY}}},
+    {", / .",
+     "mask fraction - / + 5%",
+     {{"mask fraction down 5%", ",", CMD_ANY}, {"mask fraction up 5%", ".", CMD_ANY}}},
+    {"V / Shift+V",
+     "next / previous colormap",
+     {{"next colormap", "V", CMD_ANY}, {"previous colormap", "Shift+V", CMD_ANY}}},
+    {"U",
+     "colour scale: per map / shared across the layer",
+     {{"colour scale: per map / shared across the layer", "U", CMD_ANY}}},
+    {"B",
+     "upsampling: nearest (patches) / bilinear",
+     {{"upsampling: nearest / bilinear", "B", CMD_ANY}}},
+    {"G", "patch grid on / off", {{"patch grid on / off", "G", CMD_ANY}}},
+    {"+ / -",
+     "overlay opacity",
+     {{"overlay opacity up", "+", CMD_ANY}, {"overlay opacity down", "-", CMD_ANY}}},
+    {"O", "overlay on / off", {{"overlay on / off", "O", CMD_ANY}}},
+    {"N / Shift+N, P",
+     "next / previous image: the command line's, else the folder's",
+     {{"next image", "N", CMD_ANY}, {"previous image", "P", CMD_ANY}}},
+    {"S", "save the view as PNG", {{"save the view as PNG", "S", CMD_ANY}}},
+    {"Shift+P",
+     "perturbation test: remove the map's patches, most relevant first (again: least)",
+     {{"perturbation test of the map", "Shift+P", CMD_ANY}}},
+    {"Delete",
+     "what if: ablate the head on screen (again: back)",
+     {{"what if: ablate the head on screen", "Delete", CMD_ANY}}},
+    {"Ctrl+click, Ctrl+drag", "what if: drop those patches (again: back)", {{0}}},
+    {"7",
+     "Ctrl+click drops / fills patches (the mean colour)",
+     {{"what if: Ctrl+click drops / fills patches", "7", CMD_ANY}}},
+    {"8",
+     "what if: position embedding as trained / shuffled / none",
+     {{"what if: position embedding as trained / shuffled / none", "8", CMD_ANY}}},
+    {"9 / Shift+9",
+     "what if: the layer's attention temperature x2 / x0.5",
+     {{"what if: the layer's attention temperature x2", "9", CMD_ANY},
+      {"what if: the layer's attention temperature x0.5", "Shift+9", CMD_ANY}}},
+    {"Backspace",
+     "what if: every intervention off",
+     {{"what if: every intervention off", "Backspace", CMD_ANY}}},
+    {"F", "fullscreen (presenter mode)", {{"fullscreen (presenter mode)", "F", CMD_ANY}}},
+    {"Page Down / Page Up",
+     "the lesson: the ViT step by step (in it: arrows, I J K L, Esc back)",
+     {{"the lesson: the ViT step by step", "Page Down", CMD_ANY}}},
+    {"Ctrl+P",
+     "the commands by name: type to find one, Enter runs it (Esc closes)",
+     {{0}}}, /* the palette itself: not a row of it */
+    {"H", "this help on / off", {{"help: every key", "H", CMD_ANY}}},
+    {"Tab",
+     "the on-screen buttons on / off (a clean screen; remembered)",
+     {{"on-screen buttons on / off", "Tab", CMD_ANY}}},
+    {"W",
+     "the downloaded models (--model NAME): Up / Down, Enter opens one, Esc closes",
+     {{"the downloaded models", "W", CMD_ANY}}},
+    {"Esc", "close what is open (help, menu, list, text box); else quit", {{0}}},
+    {"Q", "quit", {{"quit", "Q", CMD_ANY}}},
+    {"drop a file", "open a photo, or a .safetensors model", {{0}}},
 };
-/* The lesson view's keys (window/lesson.c, app_lesson_key): its own help overlay. */
-static const char *const KEYS_LESSON[][2] = {
-    {"Page Down, Right, Space", "next step"},
-    {"Page Up, Left, Backspace", "previous step"},
-    {"Home / End", "first / last step"},
-    {"Up / Down", "previous / next block"},
-    {"Shift+Up / Shift+Down", "previous / next head"},
-    {"I J K L", "move the patch the steps follow"},
-    {"G", "patch grid on / off"},
-    {"S", "save the view as PNG"},
-    {"F", "fullscreen (presenter mode)"},
-    {"H", "this help on / off"},
-    {"Esc", "close this help; else back to the explorer"},
-    {"Q", "quit"},
+/* The lesson view's keys (window/lesson.c, app_lesson_key): its own help overlay and the
+ * palette's rows there. */
+static const KeyRow KEYS_LESSON[] = {
+    {"Page Down, Right, Space", "next step", {{"lesson: next step", "Page Down", CMD_ANY}}},
+    {"Page Up, Left, Backspace", "previous step", {{"lesson: previous step", "Page Up", CMD_ANY}}},
+    {"Home / End",
+     "first / last step",
+     {{"lesson: first step", "Home", CMD_ANY}, {"lesson: last step", "End", CMD_ANY}}},
+    {"Up / Down",
+     "previous / next block",
+     {{"lesson: previous block", "Up", CMD_ANY}, {"lesson: next block", "Down", CMD_ANY}}},
+    {"Shift+Up / Shift+Down",
+     "previous / next head",
+     {{"lesson: previous head", "Shift+Up", CMD_ANY},
+      {"lesson: next head", "Shift+Down", CMD_ANY}}},
+    {"I J K L",
+     "move the patch the steps follow",
+     {{"lesson: patch up", "I", CMD_ANY},
+      {"lesson: patch left", "J", CMD_ANY},
+      {"lesson: patch down", "K", CMD_ANY},
+      {"lesson: patch right", "L", CMD_ANY}}},
+    {"G", "patch grid on / off", {{"patch grid on / off", "G", CMD_ANY}}},
+    {"S", "save the view as PNG", {{"save the view as PNG", "S", CMD_ANY}}},
+    {"F", "fullscreen (presenter mode)", {{"fullscreen (presenter mode)", "F", CMD_ANY}}},
+    {"Ctrl+P", "the commands by name: type to find one, Enter runs it", {{0}}},
+    {"H", "this help on / off", {{"help: every key", "H", CMD_ANY}}},
+    {"Esc",
+     "close this help; else back to the explorer",
+     {{"back to the explorer", "Esc", CMD_ANY}}},
+    {"Q", "quit", {{"quit", "Q", CMD_ANY}}},
 };
 #define N_KEYS_LESSON ((int)(sizeof KEYS_LESSON / sizeof KEYS_LESSON[0]))
 #define N_KEYS_VIEW   ((int)(sizeof KEYS_VIEW / sizeof KEYS_VIEW[0]))
@@ -73,7 +156,7 @@ void keys_list(KeyList *k) {
     /* rows point at static strings and at k->kinds: valid while k lives */
     k->n = 0;
     for (int i = 0; i < N_KEYS_VIEW; i++, k->n++)
-        k->rows[k->n][0] = KEYS_VIEW[i][0], k->rows[k->n][1] = KEYS_VIEW[i][1];
+        k->rows[k->n][0] = KEYS_VIEW[i].key, k->rows[k->n][1] = KEYS_VIEW[i].what;
     /* the kinds without a key of their own by name, the others on their own lines below
      * (every name on one line would not fit the help overlay) */
     int len = snprintf(k->kinds, sizeof k->kinds, "next / previous map kind:"), n = 0;
@@ -88,14 +171,14 @@ void keys_list(KeyList *k) {
         if (MAP_KINDS[m].key)
             k->rows[k->n][0] = MAP_KINDS[m].key_name, k->rows[k->n][1] = MAP_KINDS[m].help, k->n++;
     for (int i = 0; i < N_KEYS_OTHER; i++, k->n++)
-        k->rows[k->n][0] = KEYS_OTHER[i][0], k->rows[k->n][1] = KEYS_OTHER[i][1];
+        k->rows[k->n][0] = KEYS_OTHER[i].key, k->rows[k->n][1] = KEYS_OTHER[i].what;
 }
 
 void keys_lesson_list(KeyList *k) {
     _Static_assert(N_KEYS_LESSON <= KEYS_MAX, "KEYS_MAX too small for the lesson's keys");
     k->n = 0, k->kinds[0] = '\0';
     for (int i = 0; i < N_KEYS_LESSON; i++, k->n++)
-        k->rows[k->n][0] = KEYS_LESSON[i][0], k->rows[k->n][1] = KEYS_LESSON[i][1];
+        k->rows[k->n][0] = KEYS_LESSON[i].key, k->rows[k->n][1] = KEYS_LESSON[i].what;
 }
 
 /* --- the map kinds' lists --------------------------------------------------- */
@@ -147,5 +230,80 @@ void keys_list_kinds(FILE *f) {
         const char *needs = m->needs_probe ? "map-head" : m->uses_target ? "classifier" : "-";
         fprintf(f, "%s\t%s\t%s\t%s\t%s\t%s\n", m->tag, m->key ? m->key_name : "-", groups[m->group],
                 m->name, m->title, needs);
+    }
+}
+
+/* --- the commands (the palette, --list-commands) --------------------------------- */
+
+/* The command's name as a tag: lower case letters and digits, every other run of
+ * characters one '-' ("map: Grad-CAM" -> "map-grad-cam"). */
+static void command_tag(char *tag, size_t n, const char *name) {
+    size_t k = 0;
+    for (const char *p = name; *p && k + 1 < n; p++) {
+        char ch = *p >= 'A' && *p <= 'Z' ? (char)(*p - 'A' + 'a') : *p;
+        if ((ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9'))
+            tag[k++] = ch;
+        else if (k > 0 && tag[k - 1] != '-')
+            tag[k++] = '-';
+    }
+    while (k > 0 && tag[k - 1] == '-') k--;
+    tag[k] = '\0';
+}
+
+static void command_add(CommandList *c, const char *name, const char *key, int kind,
+                        CmdNeeds needs) {
+    assert(c->n < COMMANDS_MAX && "COMMANDS_MAX too small for the keys' commands");
+    if (c->n >= COMMANDS_MAX) return;
+    Command *m = &c->rows[c->n++];
+    m->name = name, m->key = key, m->kind = kind, m->needs = needs;
+    command_tag(m->tag, sizeof m->tag, name);
+}
+
+static void command_rows(CommandList *c, const KeyRow *rows, int n) {
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < KEY_ROW_CMDS && rows[i].cmd[j].name; j++)
+            command_add(c, rows[i].cmd[j].name, rows[i].cmd[j].key, -1, rows[i].cmd[j].needs);
+}
+
+void keys_commands(CommandList *c, int lesson) {
+    _Static_assert(2 * MAP_KIND_COUNT <= (int)(sizeof c->names / sizeof c->names[0]) &&
+                       MAP_KIND_COUNT <= (int)(sizeof c->keys / sizeof c->keys[0]),
+                   "CommandList.names, .keys too small for the map kinds");
+    c->n = 0;
+    if (lesson) {
+        command_rows(c, KEYS_LESSON, N_KEYS_LESSON);
+        return;
+    }
+    command_rows(c, KEYS_VIEW, N_KEYS_VIEW);
+    /* where --help has E's line: E, Shift+E, then every kind of the table by name with its
+     * own key (a kind without one is picked as the kinds' menu picks it) */
+    command_add(c, "next map kind", "E", -1, CMD_ANY);
+    command_add(c, "previous map kind", "Shift+E", -1, CMD_ANY);
+    int k_name = 0, k_key = 0;
+    for (int m = 0; m < MAP_KIND_COUNT; m++) {
+        const MapKindInfo *k = &MAP_KINDS[m];
+        CmdNeeds needs = k->needs_probe ? CMD_MAP_HEAD : k->uses_target ? CMD_CLASSIFIER : CMD_ANY;
+        char *name = c->names[k_name++];
+        snprintf(name, sizeof c->names[0], "map: %s", k->name);
+        command_add(c, name, k->key ? k->key_name : NULL, m, needs);
+        if (k->shift_joint) { /* Shift+key: the kind over every photo of the slideshow */
+            char *joint = c->names[k_name++];
+            snprintf(joint, sizeof c->names[0], "map: %s over every photo", k->name);
+            char *key = c->keys[k_key++];
+            snprintf(key, sizeof c->keys[0], "Shift+%s", k->key_name);
+            command_add(c, joint, key, m, needs);
+        }
+    }
+    command_rows(c, KEYS_OTHER, N_KEYS_OTHER);
+}
+
+void keys_list_commands(FILE *f) {
+    static const char *const needs[] = {"-", "classifier", "clip", "map-head"};
+    CommandList c;
+    for (int lesson = 0; lesson < 2; lesson++) {
+        keys_commands(&c, lesson);
+        for (int i = 0; i < c.n; i++)
+            fprintf(f, "%s\t%s\t%s\t%s\t%s\n", lesson ? "lesson" : "explorer", c.rows[i].tag,
+                    c.rows[i].key ? c.rows[i].key : "-", c.rows[i].name, needs[c.rows[i].needs]);
     }
 }

@@ -121,6 +121,12 @@ static int info_list_kinds(Options *o, const OptRow *r, const char *val) {
     return 1;
 }
 
+static int info_list_commands(Options *o, const OptRow *r, const char *val) {
+    (void)o, (void)r, (void)val;
+    keys_list_commands(stdout);
+    return 1;
+}
+
 static int info_list_options(Options *o, const OptRow *r, const char *val) {
     (void)o, (void)r, (void)val;
     opt_list(stdout);
@@ -306,6 +312,10 @@ const OptRow OPTIONS[] = {
          "print the map kinds, one per line, and exit: TAG, KEY (- for E only), GROUP "
          "(attention, class, tokens), NAME, TITLE and NEEDS (- for any model, classifier, "
          "map-head), separated by tabs"),
+    INFO("--list-commands", NULL, info_list_commands,
+         "print the window's commands (its palette, Ctrl+P), one per line, and exit: VIEW "
+         "(explorer, lesson), TAG, KEY (- for none), NAME and NEEDS (- for any model, "
+         "classifier, clip, map-head), separated by tabs"),
     INFO("--list-options", NULL, info_list_options,
          "print these options, one per line, and exit: NAME, ALIAS, ARG (- for none), GROUP "
          "and MODES (those it goes with: window, top, export, eval, eval-merge, lesson-export; "
@@ -402,9 +412,13 @@ void opt_usage(FILE *f) {
         char label[128];
         snprintf(label, sizeof label, "%s%s%s%s%s", r->alias ? r->alias : "", r->alias ? ", " : "",
                  r->name, r->arg ? " " : "", r->arg ? r->arg : "");
-        /* the help at column 18, or two spaces after a longer label (print_help puts the
-         * second: a space before the first word past the indent) */
-        int col = fprintf(f, strlen(label) < 16 ? "  %-16s" : "  %s ", label);
+        /* the help at column 18 two spaces after the label at least (a 15-character one
+         * had one: "--list-commands print", which the man page's test took for no option),
+         * or two spaces after a longer label (print_help puts the second: a space before the
+         * first word past the indent) */
+        size_t n = strlen(label);
+        int col = n < 15 ? fprintf(f, "  %-16s", label)
+                         : fprintf(f, "  %s%s", label, n == 15 ? "  " : " ");
         print_help(f, r->help, col);
         if (r->help_more) r->help_more(f);
     }

@@ -133,6 +133,9 @@ void ren_draw_side(Ren *r, const RenFrame *f, const RenLayout *l);
 void ren_draw_tooltip(Ren *r, const RenFrame *f, const RenLayout *l);
 /* The controls' strip (f->controls) in l's strip, their boxes kept for ren_control_at. */
 void ren_draw_controls(Ren *r, const RenFrame *f, const RenLayout *l);
+/* The command palette (f->palette_input set) near the top, centred, its rows' boxes and how
+ * many fit kept for ren_palette_at. */
+void ren_draw_palette(Ren *r, const RenFrame *f, const RenLayout *l);
 /* The error line (when f->error) and the status bar, with the spinner while busy. */
 void ren_draw_status(Ren *r, const RenFrame *f, const RenLayout *l);
 

@@ -1,8 +1,8 @@
 /* panels.c - everything drawn around and over the map: the help overlay, the legend, the
  * prefix tokens' bars, the overview's cells and labels, the side panels (top-5
  * predictions, the list, the attention distance plot, the perturbation test's curve), the
- * tooltip and the status bar. Each records primitives (record.c); the layout is
- * render.c's. */
+ * tooltip, the command palette and the status bar. Each records primitives (record.c); the layout
+ * is render.c's. */
 #include "render/internal.h"
 #include "render/bar.h"
 
@@ -630,6 +630,72 @@ void ren_draw_controls(Ren *r, const RenFrame *f, const RenLayout *l) {
         draw_item(r, &f->controls[i], &r->control_box[i], i == f->control_hover,
                   i == f->control_pressed, tpx, 0);
     draw_menu(r, f, l, tpx);
+}
+
+/* --- the command palette ---------------------------------------------------------- */
+
+void ren_draw_palette(Ren *r, const RenFrame *f, const RenLayout *l) {
+    r->n_palette_boxes = r->palette_fit = 0; /* closed: nothing to hit */
+    if (!f->palette_input) return;
+    /* the status line's text size, rows as high as the kinds' menu's: a projector's */
+    int px = l->font_px;
+    float pad = roundf((float)px * 0.6f), gap = roundf(l->margin * 0.5f);
+    float row_h = roundf(l->bar_h * 0.8f), field_h = l->bar_h, edge = floorf((float)px * 0.1f) + 1;
+    float pw = fminf(l->W - 2 * l->margin, roundf((float)px * 34.0f));
+    float x = floorf((l->W - pw) / 2), y = l->margin;
+    float bottom = (l->ctrl_h > 0 ? l->ctrl_y : l->H - l->bar_h - l->err_h) - l->margin;
+    float rows_y = y + pad + field_h + gap;
+    int fit = (int)floorf((bottom - rows_y - pad) / row_h);
+    fit = fit < 1 ? 1 : fit > REN_MAX_PALETTE ? REN_MAX_PALETTE : fit;
+    int first = f->palette_first < 0 ? 0 : f->palette_first;
+    int n = f->n_palette - first < fit ? f->n_palette - first : fit;
+    if (n < 0) n = 0;
+    float ph = rows_y - y + row_h * (float)(n > 0 ? n : 1) + pad;
+    r->palette_fit = fit, r->palette_first = first;
+    r->palette_panel = (DlBox){(int)x, (int)y, (int)(x + pw), (int)(y + ph)};
+    ren_fill(r, x, y, pw, ph, COL_BAR); /* opaque: the map does not show through the text */
+    ren_frame_rect(r, x, y, pw, ph, 1, COL_BTN_EDGE);
+    ren_fill(r, x, y, pw, roundf((float)px * 0.15f) + 1, COL_ACCENT);
+    /* the field: what is typed and a caret, or a hint; the count at its right */
+    float fx = x + pad, fy = y + pad, fw = pw - 2 * pad;
+    ren_fill(r, fx, fy, fw, field_h, COL_SIDE);
+    ren_frame_rect(r, fx, fy, fw, field_h, 2, COL_ACCENT);
+    const RenText *tc = f->palette_count ? ren_text_get(r, f->palette_count, px) : NULL;
+    float count_w = tc ? (float)tc->w + pad : 0.0f;
+    if (tc)
+        ren_text_draw(r, tc, fx + fw - pad - (float)tc->w,
+                      floorf(fy + (field_h - (float)tc->h) / 2), 1.0f, COL_DIM);
+    float tw = 0.0f, room = fw - 2 * pad - count_w;
+    if (f->palette_input[0])
+        tw = ren_text_fit(r, f->palette_input, px, fx + pad, fy, field_h, room, COL_TEXT);
+    else if (f->palette_empty)
+        ren_text_fit(r, f->palette_empty, px, fx + pad + edge * 3, fy, field_h, room - edge * 3,
+                     COL_DIM);
+    ren_fill(r, fx + pad + tw + 1, fy + field_h * 0.2f, edge + 1, field_h * 0.6f, COL_ACCENT);
+    /* the rows, the selection in the accent colour (framed when it is greyed) */
+    float scroll_w = f->n_palette > fit ? roundf((float)px * 0.35f) : 0.0f;
+    float rw = fw - (scroll_w > 0 ? scroll_w + edge * 2 : 0.0f);
+    for (int i = 0; i < n; i++) {
+        DlBox *b = &r->palette_box[i];
+        *b = (DlBox){(int)fx, (int)(rows_y + row_h * (float)i), (int)(fx + rw),
+                     (int)(rows_y + row_h * (float)(i + 1)) - 1};
+        const RenControl *c = &f->palette[first + i];
+        draw_item(r, c, b, 0, 0, px, 1);
+        if (c->active && !c->enabled)
+            ren_frame_rect(r, (float)b->x0 + edge, (float)b->y0 + edge,
+                           (float)(b->x1 - b->x0) - 2 * edge, (float)(b->y1 - b->y0) - 2 * edge,
+                           edge + 1, COL_ACCENT);
+    }
+    r->n_palette_boxes = n;
+    if (n == 0 && f->palette_none)
+        ren_text_fit(r, f->palette_none, px, fx + pad, rows_y, row_h, fw - 2 * pad, COL_DIM);
+    if (scroll_w > 0) { /* where the rows shown are in the whole list */
+        float th = row_h * (float)n, tx = fx + fw - scroll_w;
+        float t0 = th * (float)first / (float)f->n_palette;
+        float t1 = th * (float)(first + n) / (float)f->n_palette;
+        ren_fill(r, tx, rows_y, scroll_w, th, COL_TRACK);
+        ren_fill(r, tx, rows_y + floorf(t0), scroll_w, fmaxf(2.0f, floorf(t1 - t0)), COL_DIM);
+    }
 }
 
 /* The status bar at the bottom (status_left, status_right, a spinner while busy) and the

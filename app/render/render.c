@@ -182,6 +182,7 @@ void ren_draw(Ren *r, const RenFrame *f) {
     r->help_box[2] = 0;
     if (f->help && f->n_help)
         ren_draw_help(r, f, help_px, l.ctrl_h > 0 ? l.ctrl_y : (float)r->fb_h);
+    ren_draw_palette(r, f, &l); /* over the help too: what was asked for last */
     ren_draw_status(r, f, &l);
     ren_flush(r);
 }
@@ -213,6 +214,16 @@ int ren_control_at(const Ren *r, int x, int y) {
 
 int ren_menu_at(const Ren *r, int x, int y) {
     return bar_hit(r->menu_box, r->n_menu_boxes, x, y);
+}
+
+int ren_palette_at(const Ren *r, int x, int y) {
+    int k = bar_hit(r->palette_box, r->n_palette_boxes, x, y);
+    return k < 0 ? -1 : r->palette_first + k;
+}
+
+int ren_palette_inside(const Ren *r, int x, int y) {
+    const DlBox *b = &r->palette_panel;
+    return r->palette_fit > 0 && x >= b->x0 && x < b->x1 && y >= b->y0 && y < b->y1;
 }
 
 int ren_cell_at(const Ren *r, int x, int y) {

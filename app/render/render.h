@@ -26,6 +26,7 @@
 #define REN_PICTURES     4  /* picture slots (ren_picture_upload) */
 #define REN_MAX_CONTROLS 24 /* items of the on-screen controls' strip */
 #define REN_MAX_MENU     32 /* rows of a control's menu */
+#define REN_MAX_PALETTE  40 /* rows of the command palette on screen at once */
 
 typedef struct {
     GLuint tex;
@@ -121,6 +122,10 @@ typedef struct {
     int n_control_boxes;                  /* ren_control_at; 0: no strip */
     DlBox menu_box[REN_MAX_MENU];         /* an open menu's rows as drawn, for ren_menu_at */
     int n_menu_boxes;                     /* 0: no menu */
+    DlBox palette_box[REN_MAX_PALETTE];   /* the palette's rows as drawn (RenFrame.palette from */
+    int n_palette_boxes, palette_first;   /* palette_first), for ren_palette_at; 0: none */
+    int palette_fit;                      /* rows the palette has room for (0: closed) */
+    DlBox palette_panel;                  /* the whole palette, for ren_palette_inside */
     int plot_x, plot_y, plot_w, plot_h;   /* the perturbation plot's axes box (x 0..1 left to
                                              right, y 0..1 bottom to top), 0 wide when not */
     int help_pages;           /* pages the last help overlay took: its rows at a legible size */
@@ -220,6 +225,15 @@ typedef struct {
      * open; menu_hover: the row under the mouse (-1: none). n_menu 0: none. */
     int n_menu, menu_of, menu_hover;
     const RenControl *menu;
+    /* The command palette (Ctrl+P), over everything but the status bar: a text field with
+     * palette_input (UTF-8) and a caret, palette_empty dim in it while it is "", palette_count
+     * dim at its right ("12 of 62"); below it the rows palette[palette_first ..], as many as
+     * fit (label: the command's name, hint: its key at the right, enabled 0: greyed, active:
+     * the selection), a scroll bar when not all fit, palette_none when n_palette is 0.
+     * palette_input NULL: closed. The rows' boxes and how many fit are kept in the Ren. */
+    const char *palette_input, *palette_empty, *palette_count, *palette_none;
+    int n_palette, palette_first;
+    const RenControl *palette;
 } RenFrame;
 
 /* Compile the shaders (found in $VITLENS_SHADER_DIR, else the source tree's
@@ -278,6 +292,10 @@ int ren_pred_at(const Ren *r, int x, int y);
 int ren_control_at(const Ren *r, int x, int y);
 /* The row of the open menu (RenFrame.menu's index) under (x, y), or -1. */
 int ren_menu_at(const Ren *r, int x, int y);
+/* The palette's row (RenFrame.palette's index) under (x, y), or -1; is (x, y) on the palette
+ * (its field, rows or frame)? */
+int ren_palette_at(const Ren *r, int x, int y);
+int ren_palette_inside(const Ren *r, int x, int y);
 
 /* The framebuffer as drawn (call after ren_draw, before the swap): RGB
  * [fb_h, fb_w, 3], top row first, malloc'd (free()), or NULL. */

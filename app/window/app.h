@@ -12,6 +12,7 @@
  *   input.c     every key and mouse event: the one event switch
  *   controls.c  the on-screen controls: buttons for what the keys do most
  *   textbox.c   CLIP's text box (/): a phrase typed becomes the class the maps explain
+ *   palette.c   the command palette (Ctrl+P): every command by name, filtered, run as its key
  *   requests.c  view -> requests: what the view on screen needs computed, here or on
  *               the worker, and its maps uploaded once they are there
  *   jobs.c      photos and models opened on the worker, and the worker's results
@@ -214,6 +215,18 @@ typedef struct App {
                                             Backspace replaces it, an arrow keeps it to edit */
     char queued_phrase[CLIP_TEXT_BYTES]; /* applied while the worker was busy: next, "" none */
     Uint64 t_phrase; /* when Enter applied the phrase whose map is awaited (trace), 0: none */
+    /* the command palette (palette.c): Ctrl+P or its button opens it over the window; the
+     * commands of the view it opened in (keys_commands), the filter typed, the rows that
+     * match it (indices into cmds), the selection and the first row shown (indices into
+     * match), the rows as last drawn */
+    struct {
+        int open, lesson;
+        char filter[64];
+        CommandList cmds;
+        int match[COMMANDS_MAX], n_match, sel, first;
+        RenControl rows[COMMANDS_MAX];
+        char count[32];
+    } palette;
     int running, dirty;
     Uint64 t_input; /* when the first key since the last frame was handled, 0: none */
     int again;      /* ren_present asked for another frame */
@@ -267,6 +280,11 @@ void app_mouse_px(const App *app, int x, int y, float *fx, float *fy);
 
 /* A key, a click, a mouse move, a dropped file, a window event or the worker's event. */
 void app_handle_event(App *app, const SDL_Event *e);
+
+/* A key pressed: what it does in the view on screen (the lesson's keys there), as from the
+ * keyboard; one that moves the view ends a perturbation test. The palette runs its commands
+ * through here. */
+void app_key_press(App *app, const SDL_Keysym *ks);
 
 /* The actions a key and an on-screen button both perform (controls.c's table holds them):
  * each changes the View and returns 1 when the map changed (the caller then asks for it:
@@ -330,6 +348,8 @@ void app_menu_click(App *app, float x, float y);
 int app_text_open(App *app, int unused);
 /* Can the model on screen embed a phrase (a CLIP model with its text tower and vocabulary)? */
 int app_text_can(const App *app);
+/* Why it cannot ("is not a CLIP model: ..."), or NULL when it can. Static or the model's. */
+const char *app_text_why(const App *app);
 /* A key while the box is open: Esc, Enter, Backspace, Ctrl+U (clear), Ctrl+V (paste);
  * every key is the box's then. 1 when it was open. */
 int app_text_key(App *app, const SDL_Keysym *ks);
@@ -340,6 +360,32 @@ void app_phrase_start(App *app, const char *phrase);
 /* The worker's phrase job is done: the phrase becomes the head's last class, the view
  * explains it (the photo runs again when the head's size changed). */
 void app_phrase_done(App *app);
+
+/* ---------------------------------------------------------------------------
+ * palette.c: the command palette */
+
+/* Ctrl+P, the ☰ button: open the palette on every command of the view on screen (the
+ * explorer's, the lesson's), or close it. Returns 0. */
+int app_palette_toggle(App *app, int unused);
+void app_palette_close(App *app);
+/* A key while the palette is open: Esc closes, Enter runs the selection (a greyed one says
+ * why on the status line), Up / Down / Page Up / Page Down / Home / End move it, Backspace
+ * and Ctrl+U edit the filter; every key is the palette's then. 1 when it was open. */
+int app_palette_key(App *app, const SDL_Keysym *ks);
+/* SDL_TEXTINPUT while it is open: the characters typed, appended to the filter. */
+void app_palette_input(App *app, const char *utf8);
+/* The pointer at framebuffer (x, y): the row under it selected. */
+void app_palette_hover(App *app, float x, float y);
+/* A click while it is open: on a row, that command runs; beside the palette, it closes. */
+void app_palette_click(App *app, float x, float y);
+/* The mouse wheel: the rows scrolled by `rows` (positive: down), the selection kept on one. */
+void app_palette_wheel(App *app, int rows);
+/* The palette's field and rows into f (nothing when closed). */
+void app_palette_frame(App *app, RenFrame *f);
+/* The selected command's tag for the trace, "-" for none. */
+const char *app_palette_selected(const App *app);
+/* VITLENS_TRACE's "palette ..." line, when it changed since the last one printed. */
+void app_palette_trace(const App *app);
 
 /* ---------------------------------------------------------------------------
  * requests.c: view -> requests */

@@ -1,5 +1,6 @@
 /* controls.c - the on-screen controls: buttons the mouse uses for what the keys do most
- * (layer, head and fusion, map kind, the lesson's steps, the help), so that a student
+ * (layer, head and fusion, map kind, the lesson's steps, the command palette, the help), so
+ * that a student
  * explores without the help screen. One table, APP_CONTROLS: a row per item, with its
  * label (or the function that makes it from the View), its tooltip naming its key, the
  * action it performs and the predicates of when it is shown, enabled and active. A
@@ -88,6 +89,11 @@ static int find_can(const App *app, int arg) {
 static int typing(const App *app, int arg) {
     (void)arg;
     return app->typing;
+}
+
+static int palette_open(const App *app, int arg) {
+    (void)arg;
+    return app->palette.open;
 }
 
 /* --- the labels ------------------------------------------------------------------ */
@@ -185,6 +191,9 @@ static const AppControl APP_CONTROLS[] = {
     {"find", G_FIND, "find\xe2\x80\xa6", NULL,
      "CLIP: type a phrase, Enter: the class-specific map shows where it is (/)", app_text_open, 0,
      find_shown, find_can, typing},
+    {"palette", G_HELP, "\xe2\x98\xb0", NULL,
+     "every command by name: type to find one, Enter runs it (Ctrl+P)", app_palette_toggle, 0, NULL,
+     NULL, palette_open},
     {"help", G_HELP, "?", NULL, "the keys (H); Tab hides these buttons", app_toggle_help, 0, NULL,
      NULL, NULL},
 };

@@ -6,7 +6,8 @@
  * a perturbation test, whose picture is of the view it started on. The key list that
  * --help and the help overlay show is config/keys.c's keys_list. The actions the
  * on-screen controls share with the keys (app_step_layer, ...) are here, and a click on
- * a control calls the one its key calls (controls.c). */
+ * a control calls the one its key calls (controls.c); the palette's commands run as their
+ * keys, through app_key_press (palette.c). */
 #include "window/app.h"
 #include "config/files.h"
 #include "render/colormap.h"
@@ -513,7 +514,11 @@ static int app_view_moved(const App *app, const View *before, ViewOverview overv
 
 /* A key: its action. One that changes the view, the photo or the model (N, P, W's list)
  * also ends a perturbation test, whose picture is of the view it started on. */
-static void app_key(App *app, const SDL_Keysym *ks) {
+void app_key_press(App *app, const SDL_Keysym *ks) {
+    if (ks->sym == SDLK_p && (ks->mod & KMOD_CTRL)) { /* the command palette, in any view */
+        app_palette_toggle(app, 0);
+        return;
+    }
     View before = app->view;
     ViewOverview overview = app->overview;
     int shift = (ks->mod & KMOD_SHIFT) != 0;
@@ -534,6 +539,7 @@ static void app_hover(App *app, int x, int y) {
     if (ctrl != app->ctrl_hover) app->ctrl_hover = ctrl, app->dirty = 1;
     int row = app_menu_at(app, app->mouse_x, app->mouse_y);
     if (row != app->menu_hover) app->menu_hover = row, app->dirty = 1;
+    app_palette_hover(app, app->mouse_x, app->mouse_y);
     int r = -1, c = -1, cell = -1;
     if (app->lesson.on) { /* the lesson's picture: no patch under the mouse */
     } else if (app->has_scene && !app->overview) {
@@ -551,6 +557,10 @@ static void app_hover(App *app, int x, int y) {
  * view the patch becomes the query token. */
 static void app_click_action(App *app, int x, int y) {
     app_hover(app, x, y);
+    if (app->palette.open) { /* the palette open: the click is its */
+        app_palette_click(app, app->mouse_x, app->mouse_y);
+        return;
+    }
     if (app->kind_menu) { /* the kinds' menu open: the click is its */
         app_menu_click(app, app->mouse_x, app->mouse_y);
         return;
@@ -595,10 +605,19 @@ void app_handle_event(App *app, const SDL_Event *e) {
         app->key_mod = e->key.keysym.mod;
         /* the first key since the last frame: VITLENS_TRACE's key-to-frame latency */
         if (!app->t_input) app->t_input = SDL_GetPerformanceCounter();
-        if (app_text_key(app, &e->key.keysym)) break; /* the text box open: it types */
-        app_key(app, &e->key.keysym);
+        if (app_text_key(app, &e->key.keysym)) break;    /* the text box open: it types */
+        if (app_palette_key(app, &e->key.keysym)) break; /* the palette open: its keys */
+        app_key_press(app, &e->key.keysym);
         break;
-    case SDL_TEXTINPUT: app_text_input(app, e->text.text); break;
+    case SDL_TEXTINPUT:
+        app_text_input(app, e->text.text);
+        app_palette_input(app, e->text.text);
+        break;
+    case SDL_MOUSEWHEEL: { /* the palette's rows scroll, three at a notch */
+        int y = e->wheel.direction == SDL_MOUSEWHEEL_FLIPPED ? -e->wheel.y : e->wheel.y;
+        app_palette_wheel(app, -3 * y);
+        break;
+    }
     case SDL_MOUSEMOTION:
         app_hover(app, e->motion.x, e->motion.y);
         if (app->drag_active) app_interv_patch(app);
@@ -606,7 +625,7 @@ void app_handle_event(App *app, const SDL_Event *e) {
     case SDL_MOUSEBUTTONDOWN:
         if (e->button.button != SDL_BUTTON_LEFT) break;
         if ((app->key_mod & KMOD_CTRL) && app->has_scene && !app->overview && !app->lesson.on &&
-            app->ctrl_hover < 0) {
+            app->ctrl_hover < 0 && !app->palette.open) {
             app_hover(app, e->button.x, e->button.y); /* Ctrl+click / drag: patches */
             app->drag_active = 1, app->drag_moved = 0;
             app_interv_patch(app);

@@ -10,15 +10,14 @@
 #include <stdio.h>
 #include <string.h>
 
-/* Why a phrase cannot be typed for the model on screen, or NULL when it can. */
-static const char *text_why(const App *app) {
+const char *app_text_why(const App *app) {
     const ClipText *ct = app->model->clip;
     if (!ct) return "is not a CLIP model: it has no text tower to embed a phrase";
     return ct->why[0] ? ct->why : NULL;
 }
 
 int app_text_can(const App *app) {
-    return app->model->clip && !text_why(app);
+    return app->model->clip && !app_text_why(app);
 }
 
 int app_text_open(App *app, int unused) {
@@ -29,7 +28,7 @@ int app_text_open(App *app, int unused) {
         app->dirty = 1;
         return 0;
     }
-    const char *why = text_why(app);
+    const char *why = app_text_why(app);
     if (why) { /* say why, on the status line: the image views go on */
         if (!app->model->clip)
             snprintf(app->notice, sizeof app->notice, "%.100s %s", app->model->name, why);

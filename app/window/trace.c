@@ -1,7 +1,8 @@
 /* trace.c - VITLENS_TRACE=1: what the window did, on stdout, one line per event, for
  * the tests and bench/app_latency.py to read: "startup WHAT MS" along the launch,
  * "maps ..." when a view's maps go on screen (with a hash of them), "controls ..." where
- * the on-screen buttons are when that changed, "frame N ..." with
+ * the on-screen buttons are when that changed, "palette ..." the command palette's rows
+ * when they changed, "frame N ..." with
  * the state of every drawn frame and where its time went, "status LEFT | RIGHT", and
  * "error MSG" when the frame shows an error, and "perturb done ..." with a finished
  * perturbation test's curve. */
@@ -90,7 +91,7 @@ static void trace_frame_state(const App *app, const RenFrame *f) {
         "ms_lupload=%.2f "
         "whatif=%d,%d,%d,%d,%d:%g fill=%d plain=%d top1=%d:%.6f "
         "controls=%d chover=%s cpressed=%s kmenu=%d typing=%d tip=%s hpage=%d/%d hpx=%d "
-        "hbox=%d,%d,%d,%d ",
+        "hbox=%d,%d,%d,%d palette=%d psel=%s prows=%d ",
         app->frames, app->view.layer, app->view.head, app->view.kind == MAP_ROLLOUT,
         MAP_KINDS[app->view.kind].tag, app->view.target, (double)app->view.discard_ratio,
         app->overlay, (double)app->opacity, app->grid, app->help, app->busy, app->loads,
@@ -118,7 +119,8 @@ static void trace_frame_state(const App *app, const RenFrame *f) {
                                                 : "map",
         app->help ? app->help_page + 1 : 0, app->help ? app->ren.help_pages : 0,
         app->help ? app->ren.help_px : 0, r->help_box[0], r->help_box[1], r->help_box[2],
-        r->help_box[3]);
+        r->help_box[3], app->palette.open, app_palette_selected(app),
+        app->palette.open ? app->palette.n_match : 0);
 }
 
 /* "controls NAME=x,y,w,h,enabled,active ...": the on-screen controls as drawn, framebuffer
@@ -150,6 +152,7 @@ static void trace_controls(const App *app, const RenFrame *f) {
 void trace_frame(App *app, const RenFrame *f, const FrameTimes *t) {
     const Ren *r = &app->ren;
     trace_controls(app, f);
+    app_palette_trace(app);
     trace_frame_state(app, f);
     /* the perturbation test: its order, phase, step, the probability there, the plot */
     const Perturbation *p = &app->pert.run;

@@ -118,7 +118,7 @@ def main():
         names = list(app.controls)
         check(names == ["layer-prev", "layer", "layer-next", "head-prev", "head", "head-next",
                         "fusion-mean", "fusion-max", "fusion-min", "kind-prev", "kind",
-                        "kind-next", "help"],
+                        "kind-next", "palette", "help"],
               f"the controls, in order (no lesson's buttons without a lesson): {names}")
         boxes = sorted(app.controls.values())
         check(all(x >= 0 and x + w <= W and y >= iy + ih and y + h <= Hpx - 22
@@ -256,7 +256,7 @@ def main():
     def remembered(app):
         app.start(photo)
         check(app.state["controls"] == "0", "the next start: no controls")
-        app.key("Tab", controls=13)  # the "controls" line comes before its frame's line
+        app.key("Tab", controls=14)  # the "controls" line comes before its frame's line
         check("layer-prev" in app.controls, "Tab brings them back")
         quit_app(app)
 
