@@ -32,7 +32,7 @@ Modes, per family (the RoPE families at a non-square --size throughout):
   --eval FOLDER        a head (SigLIP: --classes): the table with a row per method and the
                        baselines, finite; a backbone: refused naming the head
 
-Controls (--controls-only runs them alone): the export checker must notice a kind that
+Controls (after the families, on the first three): the export checker must notice a kind that
 writes a constant map, the same map at every layer, a NaN, a transposed map, a missing
 file and a skipped kind not named on stderr, each planted in a copy of a real export.
 
@@ -328,7 +328,7 @@ class Family:
     def text(self):
         return ["--text", PHRASE] if self.fam.get("text") else []
 
-    def stem(self, stdout=None):
+    def stem(self):
         if self.fam.get("text"):
             return PHRASE.replace(" ", "-")
         return None  # the top-1 class: found from the files
@@ -542,7 +542,7 @@ def controls(fam_runs):
             if not ok:
                 fails.append(f"control {f.name}: silent skip")
         shutil.rmtree(src.parent / "control", ignore_errors=True)
-        if len(lines) > 14:
+        if len(lines) > 14:  # three families' exports are enough to show the checker works
             break
     print("\n".join(lines), flush=True)
     if not lines:
