@@ -51,6 +51,29 @@ int export_top(FILE *out, const Model *m, const Scene *sc, int k) {
     return 0;
 }
 
+/* --- the kinds left out ------------------------------------------------------------ */
+
+void export_say_skipped(FILE *err, const Model *m) {
+    const VitConfig *c = &m->vit.cfg;
+    int done[MAP_KIND_COUNT] = {0};
+    for (int k = 0; k < MAP_KIND_COUNT; k++) {
+        const char *why = map_kind_unusable_why(k, c);
+        if (!why || done[k]) continue;
+        /* every kind with the same reason on this line */
+        fprintf(err, "vitlens: --export: skipped");
+        for (int j = k, n = 0; j < MAP_KIND_COUNT; j++) {
+            const char *w = map_kind_unusable_why(j, c);
+            if (!w || strcmp(w, why)) continue;
+            fprintf(err, "%s %s", n++ ? "," : "", MAP_KINDS[j].tag);
+            done[j] = 1;
+        }
+        fprintf(err, " (%s%s)\n", why,
+                m->clip && MAP_KINDS[k].uses_target
+                    ? "; a CLIP or SigLIP model: give --text, --classes or --prompts"
+                    : "");
+    }
+}
+
 /* --- PNG export ------------------------------------------------------------ */
 
 /* Map value at output pixel (x, y) of an out_w x out_h picture of the crop, as

@@ -16,6 +16,15 @@
  * Returns 0, or 1 with a message on stderr (no head, k out of range). */
 int export_top(FILE *out, const Model *m, const Scene *sc, int k);
 
+/* Name on err, one line per reason, the map kinds --export cannot write for model m (a
+ * class-specific kind without a head or a phrase, the probe without a MAP head), so that
+ * none is left out silently:
+ *   vitlens: --export: skipped chefer, gradcam, ... (needs a model with a classification
+ *   head; this one has none)
+ * A CLIP or SigLIP model's line says how to give it classes. Nothing when every kind
+ * is written. */
+void export_say_skipped(FILE *err, const Model *m);
+
 /* How exported maps look: the window's settings. */
 typedef struct {
     float opacity; /* heatmap opacity, [0, 1] */

@@ -154,6 +154,7 @@ int headless_run(const Options *o) {
         model_free(&m);
         return 2; /* a value that does not fit the model: bad usage, as one that cannot parse */
     }
+    if (o->export_dir) export_say_skipped(stderr, &m); /* once, not once per photo */
     /* one photo: its files straight into the folder (--top always comes here) */
     int rc = 0, n = o->n_image_args;
     if (n <= 1) {

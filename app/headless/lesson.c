@@ -256,19 +256,32 @@ void lesson_caption(char *buf, size_t n, const LessonData *ld, int step) {
         snprintf(buf, n, "The embedding's filters: their first %d principal components %s",
                  ld->n_filters, sh);
         break;
-    case LESSON_TOKENS:
+    case LESSON_TOKENS: {
+        /* DINOv3: no position embedding is added; RoPE turns queries and keys in each block */
+        const char *pos = ld->vit->w.pos_embed
+                              ? "+ position embedding"
+                              : "no position embedding added (RoPE turns queries and keys in "
+                                "every block)";
         if (c->n_prefix == 0) /* SigLIP: the patches alone, pooled by the MAP head's probe */
             snprintf(buf, n,
                      "The sequence: the %d patches alone (no CLS token: an attention head pools "
-                     "them at the end), + position embedding %s",
-                     c->n_patches, sh);
+                     "them at the end), %s %s",
+                     c->n_patches, pos, sh);
         else
-            snprintf(buf, n,
-                     "The sequence: CLS token first%s, then %d patches, + position embedding %s",
-                     c->n_prefix > 1 ? " (and the other prefix tokens)" : "", c->n_patches, sh);
+            snprintf(buf, n, "The sequence: CLS token first%s, then %d patches, %s %s",
+                     c->n_prefix > 1 ? " (and the other prefix tokens)" : "", c->n_patches, pos,
+                     sh);
         break;
+    }
     case LESSON_POSITION:
-        snprintf(buf, n, "Cosine similarity of the position embeddings, one grid per patch %s", sh);
+        if (ld->vit->w.pos_embed)
+            snprintf(buf, n, "Cosine similarity of the position embeddings, one grid per patch %s",
+                     sh);
+        else /* vit_lesson_pos_similarity: the rotation table's rows in their place */
+            snprintf(buf, n,
+                     "No position embedding: the similarity of the rotary angles instead, the "
+                     "mean over the pairs of cos(a_i - a_j), one grid per patch %s",
+                     sh);
         break;
     case LESSON_LAYERNORM:
         snprintf(buf, n,

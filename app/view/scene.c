@@ -542,11 +542,35 @@ VitStatus scene_pca(float *out, int *fg_count, const Scene *sc, int layer, const
         rows = x + (size_t)c->n_prefix * D;
     }
     for (int i = 0; i < n_img; i++) border_mask(border + (size_t)i * N, c->grid_h, c->grid_w);
-    if ((rc = vit_feature_pca(rgb, fg, rows, (int)M, D, n_img, border, err))) goto done;
+    /* a patch --drop-patches took out of the sequence: its token means nothing (vit.h,
+     * vit_intervention_mask), so this photo's PCA is fitted without its row and it is not
+     * drawn (alpha 0, the hatched crop shows); the rows kept are moved up in place */
+    const VitIntervention *iv = sc->run.intervention;
+    const uint8_t *drop = iv && iv->drop && !jf ? iv->drop : NULL;
+    int kept = (int)M;
+    if (drop) {
+        float *xs = x + (size_t)c->n_prefix * D;
+        kept = 0;
+        for (int p = 0; p < N; p++) {
+            if (drop[p]) continue;
+            memmove(xs + (size_t)kept * D, xs + (size_t)p * D, (size_t)D * sizeof *xs);
+            border[kept++] = border[p];
+        }
+        if (kept < 1) { /* every patch dropped: nothing to fit */
+            for (int p = 0; p < N && out; p++) memset(out + (size_t)p * 4, 0, 4 * sizeof *out);
+            if (fg_count) *fg_count = 0;
+            goto done;
+        }
+    }
+    if ((rc = vit_feature_pca(rgb, fg, rows, kept, D, n_img, border, err))) goto done;
     /* only this photo's N rows go out, as RGBA [N, 4] */
     int n_fg = 0;
-    for (int p = 0; p < N; p++) {
-        size_t m = (size_t)me * N + p;
+    for (int p = 0, k = 0; p < N; p++) {
+        if (drop && drop[p]) {
+            for (int ch = 0; ch < 4 && out; ch++) out[(size_t)p * 4 + ch] = 0.0f;
+            continue;
+        }
+        size_t m = drop ? (size_t)k++ : (size_t)me * N + p;
         for (int ch = 0; ch < 3 && out; ch++) out[(size_t)p * 4 + ch] = rgb[m * 3 + ch];
         if (out) out[(size_t)p * 4 + 3] = fg[m] ? 1.0f : 0.0f;
         n_fg += fg[m] != 0;

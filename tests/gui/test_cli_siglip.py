@@ -24,7 +24,6 @@ spiece.model beside it), through the app:
 Exits 0, 1 on a failed check, 77 (skip) without python3-sentencepiece.
 """
 import argparse
-import json
 import math
 import os
 import subprocess
@@ -38,8 +37,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "parity"))
 sys.path.insert(0, str(HERE.parent / "text"))
 import test_siglip as ts  # noqa: E402
-from test_parity import write_safetensors  # noqa: E402
-from test_siglip_text import TextTower, hf_state  # noqa: E402
+from siglip_model import LOGIT_BIAS, LOGIT_SCALE, VISION, write  # noqa: E402
 
 try:
     import test_siglip_tokenizer as tt  # exits 77 without python3-sentencepiece
@@ -47,9 +45,6 @@ except SystemExit:
     raise
 
 FAILS = []
-VISION = dict(D=64, H=4, F=128, P=16, S=64, L=2, C=0)
-TEXT = dict(V=350, ctx=64, W=48, H=4, F=96, L=2)
-LOGIT_SCALE, LOGIT_BIAS = math.log(10.0), 0.5  # probabilities spread over (0, 1)
 CLASSES = ["cat", "dog", "rocket", "coffee cup"]
 TEMPLATE = "a photo of a {}."  # the app's default (clip.h CLIP_TEMPLATE)
 
@@ -66,43 +61,6 @@ def run(app, *args):
     r = subprocess.run([app, *map(str, args)], capture_output=True, text=True,
                        env=dict(os.environ, OMP_WAIT_POLICY="PASSIVE"))
     return r.returncode, r.stdout, r.stderr.strip()
-
-
-def write(d, text=True, vocab=None, gemma=False):
-    """The checkpoint (and its configs, its tokenizer when text); returns (path, weights, tower).
-    vocab: a text tower of that many ids and no tokenizer. gemma: SigLIP 2's, a text tower
-    read with a Gemma-like tokenizer.model (trained here; V its size)."""
-    if gemma:
-        import test_gemma_tokenizer as gt
-        gt.train(d, "tokenizer")
-        for f in ("tokenizer.txt", "tokenizer.vocab"):
-            (d / f).unlink(missing_ok=True)
-        vocab = gt.Reference(d / "tokenizer.model").sp.get_piece_size()
-    w, path = ts.write_model(VISION, d, seed=9)
-    cfg = json.loads((d / "config.json").read_text())
-    cfg["vision_config"].update(num_attention_heads=VISION["H"])
-    tower = None
-    tensors = {k: v.float() for k, v in w.items()}
-    tensors["logit_scale"] = torch.tensor([LOGIT_SCALE])
-    tensors["logit_bias"] = torch.tensor([LOGIT_BIAS])
-    w["logit_scale"] = torch.tensor([LOGIT_SCALE], dtype=torch.float64)
-    w["logit_bias"] = torch.tensor([LOGIT_BIAS], dtype=torch.float64)
-    if text:
-        torch.manual_seed(4)
-        t = dict(TEXT, V=vocab) if gemma else dict(TEXT, V=vocab, W=8, H=2, F=16, L=1) if vocab \
-            else TEXT
-        tower = TextTower(t["V"], t["ctx"], t["W"], t["H"], t["F"], t["L"])
-        with torch.no_grad():  # a head W -> E = D, as the image embedding's width
-            tower.head = torch.nn.Linear(t["W"], VISION["D"])
-        tensors.update(hf_state(tower))
-        cfg["text_config"].update(hidden_size=t["W"], num_attention_heads=t["H"],
-                                  intermediate_size=t["F"], num_hidden_layers=t["L"],
-                                  vocab_size=t["V"])
-        if not vocab:
-            tt.train(d, "spiece")
-    (d / "config.json").write_text(json.dumps(cfg))
-    write_safetensors(path, tensors, "F32")
-    return path, w, tower
 
 
 def reference_probs(w, tower, spiece, image, classes=CLASSES):
