@@ -57,6 +57,11 @@ void lesson_data_free(LessonData *ld);
 
 /* A step's caption (one line, the shape in the seeds' notation at its end) into buf. */
 void lesson_caption(char *buf, size_t n, const LessonData *ld, int step);
+/* Row a [N] of the probe's attention: its largest weight, where (*at, the first of equal
+ * ones), and its entropy in nats (lesson.c; the probe step's caption and picture). */
+float lesson_probe_peak(const float *a, int N, int *at, double *entropy);
+/* |v| of v [n], in double. */
+double lesson_norm2(const float *v, int n);
 
 #define LESSON_W 1280 /* the pictures' size: 16:9, legible on a projector */
 #define LESSON_H 720

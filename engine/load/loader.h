@@ -12,8 +12,8 @@
 
 /* --- loading context ------------------------------------------------------- */
 
-/* The tensors vit_load reads, one slot each: the roles a layout names (layout.c's roles[],
- * where each slot has its role, timm's name of the tensor). */
+/* The tensors vit_load reads, one slot each: the roles a layout names (layout.c's
+ * layout_roles[], where each slot has its role, timm's name of the tensor). */
 /* clang-format off */
 typedef enum {
     S_CLS, S_DIST, S_REG, S_POS, S_PATCH_W, S_PATCH_B,                        /* embeddings */
