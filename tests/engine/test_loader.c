@@ -723,6 +723,14 @@ static void test_models(void) {
         /* variants not implemented */
         {"swiglu_packed", 0, 0, 0, {SHAPE("blocks.0.mlp.fc2.weight", 2, 64, 64)}, VIT_ERR_SHAPE,
          {"'blocks.0.mlp.fc2.weight'", "SwiGLU", "does not support"}},
+        /* BEiT (timm beit_*): a bias per head on every attention score, which the engine
+         * does not add: refused, never run as a plain ViT (it loaded and ran before) */
+        {"beit_rel_pos", 0, 0, 0, {ADD("blocks.0.attn.relative_position_bias_table", 2, 12, 8)},
+         VIT_ERR_SHAPE, {"'blocks.0.attn.relative_position_bias_table'", "BEiT", "does not support"}},
+        {"beit_shared_rel_pos", 0, 0, 0, {ADD("rel_pos_bias.relative_position_bias_table", 2, 12, 8)},
+         VIT_ERR_SHAPE, {"'rel_pos_bias.relative_position_bias_table'", "BEiT"}},
+        {"beit_gamma", 0, 0, 0, {ADD("blocks.0.gamma_1", 1, 64)}, VIT_ERR_SHAPE,
+         {"'blocks.0.gamma_1'", "BEiT"}},
         /* heads */
         {"heads_3", 0, 0, 3, {NOOP}, VIT_ERR_SHAPE, {"width 64", "3 heads"}},
         {"heads_more_than_width", 0, 0, 128, {NOOP}, VIT_ERR_SHAPE, {"width 64", "128 heads"}},
