@@ -385,16 +385,70 @@ void lesson_caption(char *buf, size_t n, const LessonData *ld, int step) {
     }
 }
 
+/* --- the default lesson ------------------------------------------------------------ */
+
+int lesson_default_load(LessonScript *s, const char *demo_dir) {
+    char path[1200] = "";
+    if (demo_dir && demo_dir[0]) { /* ASSETS/default/demo -> ASSETS/default/lesson.txt */
+        snprintf(path, sizeof path, "%s", demo_dir);
+        char *slash = strrchr(path, '/');
+        if (slash)
+            snprintf(slash, sizeof path - (size_t)(slash - path), "/lesson.txt");
+        else
+            path[0] = '\0';
+    }
+    if (path[0] && lesson_script_load(s, path) >= 0) return 0;
+    lesson_script_free(s);
+    return lesson_script_default(s, -1) < 0 ? -1 : 0; /* the check leaves out what it lacks */
+}
+
+int lesson_default_fit(LessonScript *s, const VitConfig *c) {
+    int has = lesson_model_has(c);
+    int rc = lesson_script_fit(s, c->n_layers, c->n_heads, c->grid_h, c->grid_w, has);
+    lesson_script_check(s, c->n_layers, c->n_heads, c->grid_h, c->grid_w, has);
+    if (!s->n) { /* nothing left: every step the model offers instead */
+        lesson_script_free(s);
+        if (lesson_script_default(s, has) < 0) rc = -1;
+    }
+    return rc;
+}
+
 /* --- the export ------------------------------------------------------------------- */
+
+/* Line l's selection on model c: sel = {layer, head (0-based), patch (0 .. N-1)}, row and
+ * column 0 the grid's centre (unchecked: lesson_line_select checks the patch). */
+static void line_selection(int sel[3], const VitConfig *c, const LessonLine *l) {
+    int row = l->row ? l->row - 1 : (c->grid_h - 1) / 2,
+        col = l->col ? l->col - 1 : (c->grid_w - 1) / 2;
+    sel[0] = l->layer - 1, sel[1] = l->head - 1, sel[2] = row * c->grid_w + col;
+}
 
 VitStatus lesson_line_select(LessonData *ld, const LessonLine *l, VitError *err) {
     const VitConfig *c = &ld->vit->cfg;
-    int row = l->row ? l->row - 1 : (c->grid_h - 1) / 2,
-        col = l->col ? l->col - 1 : (c->grid_w - 1) / 2;
+    int sel[3];
+    line_selection(sel, c, l);
+    int row = sel[2] / c->grid_w, col = sel[2] % c->grid_w;
     if (row >= c->grid_h || col >= c->grid_w)
         return set_err(err, VIT_ERR_ARG, "patch %d,%d outside the %d x %d grid", row + 1, col + 1,
                        c->grid_h, c->grid_w);
-    return lesson_select(ld, l->layer - 1, l->head - 1, row * c->grid_w + col, err);
+    return lesson_select(ld, sel[0], sel[1], sel[2], err);
+}
+
+/* lesson.md's header: the block, head and patch each run of steps shows ("Steps 1 to 5:
+ * block 1, head 1, patch (6, 7)."; one run: "Every step: ..."), sel [n][3] 0-based. */
+static void md_selection(FILE *md, const VitConfig *c, const int (*sel)[3], int n) {
+    for (int i = 0, j; i < n; i = j) {
+        for (j = i + 1; j < n && !memcmp(sel[j], sel[i], sizeof sel[i]);) j++;
+        if (i == 0 && j == n)
+            fprintf(md, "Every step: ");
+        else if (j == i + 1)
+            fprintf(md, "Step %d: ", i + 1);
+        else
+            fprintf(md, "Steps %d to %d: ", i + 1, j);
+        fprintf(md, "block %d, head %d, patch (%d, %d).\n", sel[i][0] + 1, sel[i][1] + 1,
+                sel[i][2] / c->grid_w + 1, sel[i][2] % c->grid_w + 1);
+    }
+    fprintf(md, "\n");
 }
 
 /* Step s's arrays as stem[_PART].npy into dir, each listed in js's "arrays" (file, shape,
@@ -431,6 +485,11 @@ int lesson_export(FILE *out, const char *dir, const Model *m, const Scene *sc, i
         fprintf(stderr, "vitlens: %s: cannot create directory: %s\n", dir, strerror(errno));
         return 1;
     }
+    if (script && script->n) { /* the first step's selection: no block computed twice */
+        int first[3];
+        line_selection(first, &m->vit.cfg, &script->lines[0]);
+        layer = first[0], head = first[1], patch = first[2];
+    }
     if (lesson_compute(&ld, m, sc, layer, head, patch, &err)) {
         fprintf(stderr, "vitlens: --lesson-export: %s\n", err.msg);
         return 1;
@@ -451,18 +510,26 @@ int lesson_export(FILE *out, const char *dir, const Model *m, const Scene *sc, i
     const VitConfig *c = &m->vit.cfg;
     cJSON_AddStringToObject(root, "model", m->name);
     cJSON_AddStringToObject(root, "image", sc->path);
-    cJSON_AddNumberToObject(root, "layer", layer + 1);
-    cJSON_AddNumberToObject(root, "head", head + 1);
-    cJSON *pj = cJSON_AddArrayToObject(root, "patch");
-    cJSON_AddItemToArray(pj, cJSON_CreateNumber(patch / c->grid_w + 1));
-    cJSON_AddItemToArray(pj, cJSON_CreateNumber(patch % c->grid_w + 1));
-    fprintf(md, "# How %s computes, step by step, on %s\n\nBlock %d, head %d, patch (%d, %d).\n\n",
-            m->name, sc->name, layer + 1, head + 1, patch / c->grid_w + 1, patch % c->grid_w + 1);
     /* without a script every step the model offers (lesson_step_offered) */
     int all[LESSON_STEP_TOTAL], n_all = 0, has = lesson_model_has(c);
     for (int s = 0; s < LESSON_STEP_TOTAL; s++)
         if (lesson_step_offered(s, has)) all[n_all++] = s;
     int n_steps = script ? script->n : n_all;
+    /* each step's selection, for the header (each step's own is in steps.json) */
+    int(*sel)[3] = malloc((size_t)(n_steps ? n_steps : 1) * sizeof *sel);
+    if (!sel) {
+        fprintf(stderr, "vitlens: %s: out of memory\n", dir);
+        goto done;
+    }
+    for (int i = 0; i < n_steps; i++) {
+        if (script)
+            line_selection(sel[i], c, &script->lines[i]);
+        else
+            sel[i][0] = layer, sel[i][1] = head, sel[i][2] = patch;
+    }
+    fprintf(md, "# How %s computes, step by step, on %s\n\n", m->name, sc->name);
+    md_selection(md, c, (const int(*)[3])sel, n_steps);
+    free(sel);
     for (int i = 0; i < n_steps; i++) {
         char stem[64], caption[512], name[128];
         int s = script ? script->lines[i].step : all[i];

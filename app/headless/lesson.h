@@ -77,13 +77,23 @@ void lesson_draw(uint8_t *rgb, int w, int h, struct Text *font, const LessonData
  * Errors: VIT_ERR_ARG (out of range, the message saying what). */
 VitStatus lesson_line_select(LessonData *ld, const LessonLine *l, VitError *err);
 
+/* The default lesson (no --lesson): assets/default/lesson.txt, found beside the demo
+ * photos' folder demo_dir (ASSETS/default/demo; "" or unreadable: the built-in list of
+ * every step, lesson_script_default(-1)); its lines that did not parse are in s->msgs.
+ * The window's Page Down and --lesson-export both open it so. -1 when out of memory. */
+int lesson_default_load(LessonScript *s, const char *demo_dir);
+/* The default lesson fitted to the model as lesson_script_fit says (nothing reported), then
+ * checked (lesson_script_check); nothing left: every step the model offers. -1 when out of
+ * memory. */
+int lesson_default_fit(LessonScript *s, const VitConfig *c);
+
 /* --lesson-export: into dir (created if missing) each step as NN_NAME.png and its arrays
  * as NN_NAME[_PART].npy (float32), steps.json (name, title, caption, layer, head, patch,
  * arrays with their shapes) and lesson.md (the captions in order, the pictures).
  * script NULL: every step in order at layer, head (0-based) and patch (0 .. N-1); else
  * the script's lines (already checked against the model: lesson_script_check), each
- * with its own selection and caption. Prints one line to out. 0, or 1 with a message
- * on stderr. */
+ * with its own selection and caption. lesson.md's header says which block, head and patch
+ * each run of steps shows. Prints one line to out. 0, or 1 with a message on stderr. */
 int lesson_export(FILE *out, const char *dir, const Model *m, const Scene *sc, int layer, int head,
                   int patch, int colormap, const LessonScript *script);
 
