@@ -42,6 +42,7 @@ void lesson_data_free(LessonData *ld) {
     free(ld->probe_mean);
     free(ld->pixels);
     free(ld->filters);
+    free(ld->xhat);
     free(ld->pos_sim);
     free(ld->cls_norm);
     memset(ld, 0, sizeof *ld);
@@ -68,6 +69,9 @@ VitStatus lesson_select(LessonData *ld, int layer, int head, int patch, VitError
         (rc = vit_lesson_select(&ld->blk, &ld->sc->run, head, token, err)))
         return rc;
     ld->layer = layer, ld->head = head, ld->patch = patch, ld->token = token;
+    /* x hat: the token's row normalised with norm1's moments, before its weight and bias */
+    const float *x = ld->blk.x + (size_t)token * c->dim;
+    for (int i = 0; i < c->dim; i++) ld->xhat[i] = (x[i] - ld->blk.ln_mean) / ld->blk.ln_std;
     return VIT_OK;
 }
 
@@ -85,7 +89,8 @@ VitStatus lesson_compute(LessonData *ld, const Model *m, const Scene *sc, int la
     ld->filters = malloc(((size_t)LESSON_FILTERS_MAX * (K + 1)) * sizeof(float));
     ld->pos_sim = malloc(N * N * sizeof(float));
     ld->cls_norm = malloc(D * sizeof(float));
-    if (!ld->pixels || !ld->filters || !ld->pos_sim || !ld->cls_norm) {
+    ld->xhat = malloc(D * sizeof(float));
+    if (!ld->pixels || !ld->filters || !ld->pos_sim || !ld->cls_norm || !ld->xhat) {
         lesson_data_free(ld);
         return set_err(err, VIT_ERR_NOMEM, "lesson: out of memory");
     }
@@ -153,10 +158,12 @@ static int step_arrays(const LessonData *ld, int step, LessonArray *out) {
     case LESSON_TOKENS: out[0] = arr("", ld->sc->run.tokens, 2, T, D, 0, 0); return 1;
     case LESSON_POSITION: out[0] = arr("", ld->pos_sim, 3, N, c->grid_h, c->grid_w, 0); return 1;
     case LESSON_LAYERNORM:
+        /* the three rows drawn (LESSON_LN_ROWS): x, x hat, gamma . x hat + beta */
         out[0] = arr("in", b->x + (size_t)t * D, 1, D, 0, 0, 0);
-        out[1] = arr("", b->xn1 + (size_t)t * D, 1, D, 0, 0, 0);
-        out[2] = arr("stream", b->x, 2, T, D, 0, 0); /* every token entering the block */
-        return 3;
+        out[1] = arr("normalised", ld->xhat, 1, D, 0, 0, 0);
+        out[2] = arr("", b->xn1 + (size_t)t * D, 1, D, 0, 0, 0);
+        out[3] = arr("stream", b->x, 2, T, D, 0, 0); /* every token entering the block */
+        return 4;
     case LESSON_QUERY: out[0] = arr("", b->query, 1, Dh, 0, 0, 0); return 1;
     case LESSON_KEYS: out[0] = arr("", b->keys, 2, T, Dh, 0, 0); return 1;
     case LESSON_ROPE:
@@ -231,6 +238,16 @@ double lesson_norm2(const float *v, int n) {
     double s = 0.0;
     for (int i = 0; i < n; i++) s += (double)v[i] * v[i];
     return sqrt(s);
+}
+
+void lesson_stats_label(char *buf, size_t size, const float *v, int n) {
+    double m = 0.0, var = 0.0;
+    for (int i = 0; i < n; i++) m += v[i];
+    m /= n > 0 ? n : 1;
+    for (int i = 0; i < n; i++) var += (v[i] - m) * (v[i] - m);
+    double s = sqrt(var / (n > 0 ? n : 1));
+    m = fabs(m) < 0.0005 ? 0.0 : m; /* no "-0.000" */
+    snprintf(buf, size, "mean %.3f   std %.3f", m, s);
 }
 
 /* The sequence: CLS token (or none) and the patches. */
@@ -333,11 +350,13 @@ void lesson_caption(char *buf, size_t n, const LessonData *ld, int step) {
                      "mean over the pairs of cos(a_i - a_j), one grid per patch %s",
                      sh);
         break;
-    case LESSON_LAYERNORM:
-        snprintf(buf, n,
-                 "Block %d, LayerNorm of token (%d, %d): mean %.3f, std %.3f -> mean 0, std 1 %s",
-                 l, r, col, b->ln_mean, b->ln_std, sh);
+    case LESSON_LAYERNORM: { /* each row's statistics, as drawn beside it */
+        char st[3][64];
+        for (int k = 0; k < 3; k++) lesson_stats_label(st[k], sizeof st[k], a[k].data, c->dim);
+        snprintf(buf, n, "Block %d, LayerNorm of token (%d, %d): x %s -> x̂ %s -> γ·x̂+β %s %s", l, r,
+                 col, st[0], st[1], st[2], sh);
         break;
+    }
     case LESSON_QUERY:
         snprintf(buf, n, "Block %d, head %d: the query of patch (%d, %d) %s", l, h, r, col, sh);
         break;
@@ -472,6 +491,10 @@ static int export_arrays(cJSON *js, const char *dir, const char *stem, const Les
         cJSON_AddStringToObject(ja, "file", name);
         cJSON_AddStringToObject(ja, "shape", sh);
         cJSON_AddItemToObject(ja, "dims", cJSON_CreateIntArray(a[k].shape, a[k].ndim));
+        if (s == LESSON_LAYERNORM && k < 3) { /* the statistics drawn beside its row */
+            lesson_stats_label(sh, sizeof sh, a[k].data, a[k].shape[0]);
+            cJSON_AddStringToObject(ja, "label", sh);
+        }
     }
     return 0;
 }

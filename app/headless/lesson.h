@@ -31,6 +31,7 @@ typedef struct {
     float *filters;                        /* [n_filters, 3, P, P] */
     float *filters_var;                    /* [n_filters] */
     int n_filters;
+    float *xhat;     /* [D] (x[token] - mean) / std: norm1 before its weight and bias */
     float *pos_sim;  /* [N, N] */
     float *cls_norm; /* [D], with a head */
     int has_head;
@@ -62,6 +63,10 @@ void lesson_caption(char *buf, size_t n, const LessonData *ld, int step);
 float lesson_probe_peak(const float *a, int N, int *at, double *entropy);
 /* |v| of v [n], in double. */
 double lesson_norm2(const float *v, int n);
+/* "mean M   std S" of v [n] (in double, the biased std as numpy's np.std; 3 decimals, no
+ * "-0.000"): the label beside each row of the LayerNorm step, in its caption and in
+ * steps.json ("label" of each array it draws). */
+void lesson_stats_label(char *buf, size_t size, const float *v, int n);
 
 #define LESSON_W 1280 /* the pictures' size: 16:9, legible on a projector */
 #define LESSON_H 720
