@@ -275,11 +275,14 @@ const OptRow OPTIONS[] = {
         "with --lesson-export, its steps are written (default: assets/default/lesson.txt, Page "
         "Down in the window)"),
     INT("--layer", "L", "lesson", OPT_LESSON, lesson_layer, 1, 65536, "a positive integer (from 1)",
-        "the lesson's block, from 1 (default 1)"),
+        "the lesson's block, from 1, for every step of the default lesson (default: "
+        "each step's line)"),
     INT("--head", "H", "lesson", OPT_LESSON, lesson_head, 1, 65536, "a positive integer (from 1)",
-        "the lesson's head, from 1 (default 1)"),
+        "the lesson's head, from 1, for every step of the default lesson (default: "
+        "each step's line)"),
     FUNC("--patch", "ROW,COL", "lesson", OPT_LESSON, set_patch,
-         "the lesson's patch and query token, from 1 (default: the centre)"),
+         "the lesson's patch and query token, from 1, for every step of the default "
+         "lesson (default: each step's line, else the centre)"),
     FLAG("--eval", "eval", OPT_EVAL, eval,
          "which map can I trust? For every map kind with a value per patch (the last layer, "
          "mean of the heads, the CLS token as the query) and two baselines (random, centred "

@@ -74,9 +74,23 @@ static int headless_lesson(const Options *o, Model *m) {
                 m->name, c->n_layers, c->n_heads, c->grid_h, c->grid_w, layer, head, row, col);
         return 1;
     }
-    /* --lesson FILE: its lines instead of every step; a bad line is named and left out */
+    /* --lesson FILE: its lines, a bad line named and left out; else the default lesson
+     * fitted to the model, as Page Down opens it in the window, the --layer, --head and
+     * --patch given replacing its lines' */
     LessonScript script = {0};
-    if (o->lesson_path) {
+    if (!o->lesson_path) {
+        if (lesson_default_load(&script, o->demo_dir) < 0 || lesson_default_fit(&script, c) < 0) {
+            fprintf(stderr, "vitlens: --lesson-export: out of memory\n");
+            lesson_script_free(&script);
+            return 1;
+        }
+        for (int i = 0; i < script.n; i++) {
+            LessonLine *l = &script.lines[i];
+            if (o->lesson_layer) l->layer = o->lesson_layer;
+            if (o->lesson_head) l->head = o->lesson_head;
+            if (o->lesson_row) l->row = o->lesson_row, l->col = o->lesson_col;
+        }
+    } else {
         if (lesson_script_load(&script, o->lesson_path) < 0) {
             fprintf(stderr, "vitlens: %s", script.msgs);
             return 1;
@@ -97,8 +111,7 @@ static int headless_lesson(const Options *o, Model *m) {
         fprintf(stderr, "vitlens: %s\n", err.msg);
     else
         rc = lesson_export(stdout, o->lesson_export_dir, m, &sc, layer - 1, head - 1,
-                           (row - 1) * c->grid_w + col - 1, o->colormap,
-                           o->lesson_path ? &script : NULL);
+                           (row - 1) * c->grid_w + col - 1, o->colormap, &script);
     scene_free(&sc);
     lesson_script_free(&script);
     return rc;

@@ -42,6 +42,7 @@ void lesson_data_free(LessonData *ld) {
     free(ld->probe_mean);
     free(ld->pixels);
     free(ld->filters);
+    free(ld->xhat);
     free(ld->pos_sim);
     free(ld->cls_norm);
     memset(ld, 0, sizeof *ld);
@@ -68,6 +69,9 @@ VitStatus lesson_select(LessonData *ld, int layer, int head, int patch, VitError
         (rc = vit_lesson_select(&ld->blk, &ld->sc->run, head, token, err)))
         return rc;
     ld->layer = layer, ld->head = head, ld->patch = patch, ld->token = token;
+    /* x hat: the token's row normalised with norm1's moments, before its weight and bias */
+    const float *x = ld->blk.x + (size_t)token * c->dim;
+    for (int i = 0; i < c->dim; i++) ld->xhat[i] = (x[i] - ld->blk.ln_mean) / ld->blk.ln_std;
     return VIT_OK;
 }
 
@@ -85,7 +89,8 @@ VitStatus lesson_compute(LessonData *ld, const Model *m, const Scene *sc, int la
     ld->filters = malloc(((size_t)LESSON_FILTERS_MAX * (K + 1)) * sizeof(float));
     ld->pos_sim = malloc(N * N * sizeof(float));
     ld->cls_norm = malloc(D * sizeof(float));
-    if (!ld->pixels || !ld->filters || !ld->pos_sim || !ld->cls_norm) {
+    ld->xhat = malloc(D * sizeof(float));
+    if (!ld->pixels || !ld->filters || !ld->pos_sim || !ld->cls_norm || !ld->xhat) {
         lesson_data_free(ld);
         return set_err(err, VIT_ERR_NOMEM, "lesson: out of memory");
     }
@@ -153,10 +158,12 @@ static int step_arrays(const LessonData *ld, int step, LessonArray *out) {
     case LESSON_TOKENS: out[0] = arr("", ld->sc->run.tokens, 2, T, D, 0, 0); return 1;
     case LESSON_POSITION: out[0] = arr("", ld->pos_sim, 3, N, c->grid_h, c->grid_w, 0); return 1;
     case LESSON_LAYERNORM:
+        /* the three rows drawn (LESSON_LN_ROWS): x, x hat, gamma . x hat + beta */
         out[0] = arr("in", b->x + (size_t)t * D, 1, D, 0, 0, 0);
-        out[1] = arr("", b->xn1 + (size_t)t * D, 1, D, 0, 0, 0);
-        out[2] = arr("stream", b->x, 2, T, D, 0, 0); /* every token entering the block */
-        return 3;
+        out[1] = arr("normalised", ld->xhat, 1, D, 0, 0, 0);
+        out[2] = arr("", b->xn1 + (size_t)t * D, 1, D, 0, 0, 0);
+        out[3] = arr("stream", b->x, 2, T, D, 0, 0); /* every token entering the block */
+        return 4;
     case LESSON_QUERY: out[0] = arr("", b->query, 1, Dh, 0, 0, 0); return 1;
     case LESSON_KEYS: out[0] = arr("", b->keys, 2, T, Dh, 0, 0); return 1;
     case LESSON_ROPE:
@@ -231,6 +238,16 @@ double lesson_norm2(const float *v, int n) {
     double s = 0.0;
     for (int i = 0; i < n; i++) s += (double)v[i] * v[i];
     return sqrt(s);
+}
+
+void lesson_stats_label(char *buf, size_t size, const float *v, int n) {
+    double m = 0.0, var = 0.0;
+    for (int i = 0; i < n; i++) m += v[i];
+    m /= n > 0 ? n : 1;
+    for (int i = 0; i < n; i++) var += (v[i] - m) * (v[i] - m);
+    double s = sqrt(var / (n > 0 ? n : 1));
+    m = fabs(m) < 0.0005 ? 0.0 : m; /* no "-0.000" */
+    snprintf(buf, size, "mean %.3f   std %.3f", m, s);
 }
 
 /* The sequence: CLS token (or none) and the patches. */
@@ -333,11 +350,13 @@ void lesson_caption(char *buf, size_t n, const LessonData *ld, int step) {
                      "mean over the pairs of cos(a_i - a_j), one grid per patch %s",
                      sh);
         break;
-    case LESSON_LAYERNORM:
-        snprintf(buf, n,
-                 "Block %d, LayerNorm of token (%d, %d): mean %.3f, std %.3f -> mean 0, std 1 %s",
-                 l, r, col, b->ln_mean, b->ln_std, sh);
+    case LESSON_LAYERNORM: { /* each row's statistics, as drawn beside it */
+        char st[3][64];
+        for (int k = 0; k < 3; k++) lesson_stats_label(st[k], sizeof st[k], a[k].data, c->dim);
+        snprintf(buf, n, "Block %d, LayerNorm of token (%d, %d): x %s -> x̂ %s -> γ·x̂+β %s %s", l, r,
+                 col, st[0], st[1], st[2], sh);
         break;
+    }
     case LESSON_QUERY:
         snprintf(buf, n, "Block %d, head %d: the query of patch (%d, %d) %s", l, h, r, col, sh);
         break;
@@ -385,16 +404,70 @@ void lesson_caption(char *buf, size_t n, const LessonData *ld, int step) {
     }
 }
 
+/* --- the default lesson ------------------------------------------------------------ */
+
+int lesson_default_load(LessonScript *s, const char *demo_dir) {
+    char path[1200] = "";
+    if (demo_dir && demo_dir[0]) { /* ASSETS/default/demo -> ASSETS/default/lesson.txt */
+        snprintf(path, sizeof path, "%s", demo_dir);
+        char *slash = strrchr(path, '/');
+        if (slash)
+            snprintf(slash, sizeof path - (size_t)(slash - path), "/lesson.txt");
+        else
+            path[0] = '\0';
+    }
+    if (path[0] && lesson_script_load(s, path) >= 0) return 0;
+    lesson_script_free(s);
+    return lesson_script_default(s, -1) < 0 ? -1 : 0; /* the check leaves out what it lacks */
+}
+
+int lesson_default_fit(LessonScript *s, const VitConfig *c) {
+    int has = lesson_model_has(c);
+    int rc = lesson_script_fit(s, c->n_layers, c->n_heads, c->grid_h, c->grid_w, has);
+    lesson_script_check(s, c->n_layers, c->n_heads, c->grid_h, c->grid_w, has);
+    if (!s->n) { /* nothing left: every step the model offers instead */
+        lesson_script_free(s);
+        if (lesson_script_default(s, has) < 0) rc = -1;
+    }
+    return rc;
+}
+
 /* --- the export ------------------------------------------------------------------- */
+
+/* Line l's selection on model c: sel = {layer, head (0-based), patch (0 .. N-1)}, row and
+ * column 0 the grid's centre (unchecked: lesson_line_select checks the patch). */
+static void line_selection(int sel[3], const VitConfig *c, const LessonLine *l) {
+    int row = l->row ? l->row - 1 : (c->grid_h - 1) / 2,
+        col = l->col ? l->col - 1 : (c->grid_w - 1) / 2;
+    sel[0] = l->layer - 1, sel[1] = l->head - 1, sel[2] = row * c->grid_w + col;
+}
 
 VitStatus lesson_line_select(LessonData *ld, const LessonLine *l, VitError *err) {
     const VitConfig *c = &ld->vit->cfg;
-    int row = l->row ? l->row - 1 : (c->grid_h - 1) / 2,
-        col = l->col ? l->col - 1 : (c->grid_w - 1) / 2;
+    int sel[3];
+    line_selection(sel, c, l);
+    int row = sel[2] / c->grid_w, col = sel[2] % c->grid_w;
     if (row >= c->grid_h || col >= c->grid_w)
         return set_err(err, VIT_ERR_ARG, "patch %d,%d outside the %d x %d grid", row + 1, col + 1,
                        c->grid_h, c->grid_w);
-    return lesson_select(ld, l->layer - 1, l->head - 1, row * c->grid_w + col, err);
+    return lesson_select(ld, sel[0], sel[1], sel[2], err);
+}
+
+/* lesson.md's header: the block, head and patch each run of steps shows ("Steps 1 to 5:
+ * block 1, head 1, patch (6, 7)."; one run: "Every step: ..."), sel [n][3] 0-based. */
+static void md_selection(FILE *md, const VitConfig *c, const int (*sel)[3], int n) {
+    for (int i = 0, j; i < n; i = j) {
+        for (j = i + 1; j < n && !memcmp(sel[j], sel[i], sizeof sel[i]);) j++;
+        if (i == 0 && j == n)
+            fprintf(md, "Every step: ");
+        else if (j == i + 1)
+            fprintf(md, "Step %d: ", i + 1);
+        else
+            fprintf(md, "Steps %d to %d: ", i + 1, j);
+        fprintf(md, "block %d, head %d, patch (%d, %d).\n", sel[i][0] + 1, sel[i][1] + 1,
+                sel[i][2] / c->grid_w + 1, sel[i][2] % c->grid_w + 1);
+    }
+    fprintf(md, "\n");
 }
 
 /* Step s's arrays as stem[_PART].npy into dir, each listed in js's "arrays" (file, shape,
@@ -418,6 +491,10 @@ static int export_arrays(cJSON *js, const char *dir, const char *stem, const Les
         cJSON_AddStringToObject(ja, "file", name);
         cJSON_AddStringToObject(ja, "shape", sh);
         cJSON_AddItemToObject(ja, "dims", cJSON_CreateIntArray(a[k].shape, a[k].ndim));
+        if (s == LESSON_LAYERNORM && k < 3) { /* the statistics drawn beside its row */
+            lesson_stats_label(sh, sizeof sh, a[k].data, a[k].shape[0]);
+            cJSON_AddStringToObject(ja, "label", sh);
+        }
     }
     return 0;
 }
@@ -430,6 +507,11 @@ int lesson_export(FILE *out, const char *dir, const Model *m, const Scene *sc, i
     if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
         fprintf(stderr, "vitlens: %s: cannot create directory: %s\n", dir, strerror(errno));
         return 1;
+    }
+    if (script && script->n) { /* the first step's selection: no block computed twice */
+        int first[3];
+        line_selection(first, &m->vit.cfg, &script->lines[0]);
+        layer = first[0], head = first[1], patch = first[2];
     }
     if (lesson_compute(&ld, m, sc, layer, head, patch, &err)) {
         fprintf(stderr, "vitlens: --lesson-export: %s\n", err.msg);
@@ -451,18 +533,26 @@ int lesson_export(FILE *out, const char *dir, const Model *m, const Scene *sc, i
     const VitConfig *c = &m->vit.cfg;
     cJSON_AddStringToObject(root, "model", m->name);
     cJSON_AddStringToObject(root, "image", sc->path);
-    cJSON_AddNumberToObject(root, "layer", layer + 1);
-    cJSON_AddNumberToObject(root, "head", head + 1);
-    cJSON *pj = cJSON_AddArrayToObject(root, "patch");
-    cJSON_AddItemToArray(pj, cJSON_CreateNumber(patch / c->grid_w + 1));
-    cJSON_AddItemToArray(pj, cJSON_CreateNumber(patch % c->grid_w + 1));
-    fprintf(md, "# How %s computes, step by step, on %s\n\nBlock %d, head %d, patch (%d, %d).\n\n",
-            m->name, sc->name, layer + 1, head + 1, patch / c->grid_w + 1, patch % c->grid_w + 1);
     /* without a script every step the model offers (lesson_step_offered) */
     int all[LESSON_STEP_TOTAL], n_all = 0, has = lesson_model_has(c);
     for (int s = 0; s < LESSON_STEP_TOTAL; s++)
         if (lesson_step_offered(s, has)) all[n_all++] = s;
     int n_steps = script ? script->n : n_all;
+    /* each step's selection, for the header (each step's own is in steps.json) */
+    int(*sel)[3] = malloc((size_t)(n_steps ? n_steps : 1) * sizeof *sel);
+    if (!sel) {
+        fprintf(stderr, "vitlens: %s: out of memory\n", dir);
+        goto done;
+    }
+    for (int i = 0; i < n_steps; i++) {
+        if (script)
+            line_selection(sel[i], c, &script->lines[i]);
+        else
+            sel[i][0] = layer, sel[i][1] = head, sel[i][2] = patch;
+    }
+    fprintf(md, "# How %s computes, step by step, on %s\n\n", m->name, sc->name);
+    md_selection(md, c, (const int(*)[3])sel, n_steps);
+    free(sel);
     for (int i = 0; i < n_steps; i++) {
         char stem[64], caption[512], name[128];
         int s = script ? script->lines[i].step : all[i];

@@ -31,6 +31,7 @@ typedef struct {
     float *filters;                        /* [n_filters, 3, P, P] */
     float *filters_var;                    /* [n_filters] */
     int n_filters;
+    float *xhat;     /* [D] (x[token] - mean) / std: norm1 before its weight and bias */
     float *pos_sim;  /* [N, N] */
     float *cls_norm; /* [D], with a head */
     int has_head;
@@ -62,6 +63,10 @@ void lesson_caption(char *buf, size_t n, const LessonData *ld, int step);
 float lesson_probe_peak(const float *a, int N, int *at, double *entropy);
 /* |v| of v [n], in double. */
 double lesson_norm2(const float *v, int n);
+/* "mean M   std S" of v [n] (in double, the biased std as numpy's np.std; 3 decimals, no
+ * "-0.000"): the label beside each row of the LayerNorm step, in its caption and in
+ * steps.json ("label" of each array it draws). */
+void lesson_stats_label(char *buf, size_t size, const float *v, int n);
 
 #define LESSON_W 1280 /* the pictures' size: 16:9, legible on a projector */
 #define LESSON_H 720
@@ -77,13 +82,23 @@ void lesson_draw(uint8_t *rgb, int w, int h, struct Text *font, const LessonData
  * Errors: VIT_ERR_ARG (out of range, the message saying what). */
 VitStatus lesson_line_select(LessonData *ld, const LessonLine *l, VitError *err);
 
+/* The default lesson (no --lesson): assets/default/lesson.txt, found beside the demo
+ * photos' folder demo_dir (ASSETS/default/demo; "" or unreadable: the built-in list of
+ * every step, lesson_script_default(-1)); its lines that did not parse are in s->msgs.
+ * The window's Page Down and --lesson-export both open it so. -1 when out of memory. */
+int lesson_default_load(LessonScript *s, const char *demo_dir);
+/* The default lesson fitted to the model as lesson_script_fit says (nothing reported), then
+ * checked (lesson_script_check); nothing left: every step the model offers. -1 when out of
+ * memory. */
+int lesson_default_fit(LessonScript *s, const VitConfig *c);
+
 /* --lesson-export: into dir (created if missing) each step as NN_NAME.png and its arrays
  * as NN_NAME[_PART].npy (float32), steps.json (name, title, caption, layer, head, patch,
  * arrays with their shapes) and lesson.md (the captions in order, the pictures).
  * script NULL: every step in order at layer, head (0-based) and patch (0 .. N-1); else
  * the script's lines (already checked against the model: lesson_script_check), each
- * with its own selection and caption. Prints one line to out. 0, or 1 with a message
- * on stderr. */
+ * with its own selection and caption. lesson.md's header says which block, head and patch
+ * each run of steps shows. Prints one line to out. 0, or 1 with a message on stderr. */
 int lesson_export(FILE *out, const char *dir, const Model *m, const Scene *sc, int layer, int head,
                   int patch, int colormap, const LessonScript *script);
 

@@ -441,21 +441,29 @@ static void draw_position(Canvas *cv, const LessonData *ld, int left, int top) {
     legend(cv, 1.0f, left + side + 60, top + 480);
 }
 
-/* The token before and after the block's first LayerNorm, with its statistics. */
+/* The token through the block's first LayerNorm, three rows: x (the residual stream),
+ * x hat = (x - mean) / std, then gamma . x hat + beta (norm1's output), each on its own
+ * scale (its legend at the right) with its own statistics beside its name, computed from
+ * the row drawn (lesson_stats_label: the caption's and steps.json's too). */
 static void draw_layernorm(Canvas *cv, const LessonData *ld, int left, int top, int avail) {
     const VitLesson *b = &ld->blk;
     int D = ld->vit->cfg.dim, t = ld->token;
-    char buf[256];
-    float s = max_abs(b->x + (size_t)t * D, (size_t)D);
-    int y = draw_strip(cv, b->x + (size_t)t * D, D, left, top, avail, s,
-                       "before (the residual stream)", STRIP_CELL);
-    legend(cv, s, left, y);
-    float s2 = max_abs(b->xn1 + (size_t)t * D, (size_t)D);
-    y = draw_strip(cv, b->xn1 + (size_t)t * D, D, left, y + 50, avail, s2, "after LayerNorm",
-                   STRIP_CELL);
-    legend(cv, s2, left, y);
-    snprintf(buf, sizeof buf, "mean %.3f   std %.3f", b->ln_mean, b->ln_std);
-    text(cv, buf, 34, left + 500, y, 600, FG);
+    const float *row[3] = {b->x + (size_t)t * D, ld->xhat, b->xn1 + (size_t)t * D};
+    static const char *name[3] = {"x (the residual stream)", "x̂ = (x - mean) / std",
+                                  "γ·x̂ + β (LayerNorm's output)"};
+    int per_row = D <= 32 ? D : D <= 256 ? 32 : D <= 1024 ? 64 : 128;
+    int rows = (D + per_row - 1) / per_row, cell = 110 / rows; /* three rows fit */
+    cell = cell > STRIP_CELL ? STRIP_CELL : cell < 4 ? 4 : cell;
+    char buf[64];
+    int y = top;
+    for (int k = 0; k < 3; k++) {
+        float s = max_abs(row[k], (size_t)D);
+        text(cv, name[k], 26, left, y + 4, 390, k == 1 ? MARK : FG);
+        lesson_stats_label(buf, sizeof buf, row[k], D);
+        text(cv, buf, 30, left + 400, y, 380, FG);
+        legend(cv, s, left + avail - 390, y + 4);
+        y = draw_strip(cv, row[k], D, left, y + 40, avail, s, NULL, cell) + 14;
+    }
 }
 
 /* A residual add (step: LESSON_RESIDUAL1 or 2): the token before and after, their norms. */

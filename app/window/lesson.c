@@ -22,39 +22,37 @@ static void lesson_report(App *app, const char *msgs) {
 }
 
 /* The script: --lesson FILE, else the default lesson beside the built-in model, else the
- * built-in list of every step. Problems go to the error line and stderr. */
+ * built-in list of every step (lesson_default_load: --lesson-export's too). Problems go to
+ * the error line and stderr. */
 static void lesson_load_script(App *app) {
     LessonScript *s = &app->lesson.script;
-    char path[1200] = "";
-    if (app->opt->lesson_path)
-        snprintf(path, sizeof path, "%s", app->opt->lesson_path);
-    else if (app->opt->demo_dir[0]) { /* ASSETS/default/demo -> ASSETS/default/lesson.txt */
-        snprintf(path, sizeof path, "%s", app->opt->demo_dir);
-        char *slash = strrchr(path, '/');
-        if (slash) snprintf(slash, sizeof path - (size_t)(slash - path), "/lesson.txt");
-    }
-    if (!path[0] || lesson_script_load(s, path) < 0) {
-        if (path[0] && app->opt->lesson_path) lesson_report(app, s->msgs);
+    int rc = 0;
+    if (app->opt->lesson_path && lesson_script_load(s, app->opt->lesson_path) < 0) {
+        lesson_report(app, s->msgs);
         lesson_script_free(s);
-        lesson_script_default(s, -1); /* lesson_check leaves out what the model lacks */
-    } else {
+        rc = lesson_script_default(s, -1); /* lesson_check leaves out what the model lacks */
+    } else if (app->opt->lesson_path) {
         lesson_report(app, s->msgs); /* lines that did not parse: named, left out */
+    } else {
+        rc = lesson_default_load(s, app->opt->demo_dir);
+        lesson_report(app, s->msgs);
     }
+    if (rc < 0) fputs("vitlens: lesson: out of memory\n", stderr);
     app->lesson.loaded = 1;
 }
 
 /* The script checked against the model (a bad line of --lesson FILE: named, left out; the
- * default lesson: fitted to the model). */
+ * default lesson: fitted to the model, as --lesson-export fits it). */
 static void lesson_check(App *app) {
     const VitConfig *c = &app->model->vit.cfg;
     LessonScript *s = &app->lesson.script;
     s->msgs[0] = '\0';
     /* the built-in model's lesson on another model: fitted, not reported (lessonfile.h) */
     int has = lesson_model_has(c);
-    if (!app->opt->lesson_path &&
-        lesson_script_fit(s, c->n_layers, c->n_heads, c->grid_h, c->grid_w, has) < 0)
+    if (!app->opt->lesson_path && lesson_default_fit(s, c) < 0)
         fputs("vitlens: lesson: out of memory (the steps of this model's kind left out)\n", stderr);
-    lesson_script_check(s, c->n_layers, c->n_heads, c->grid_h, c->grid_w, has);
+    if (app->opt->lesson_path)
+        lesson_script_check(s, c->n_layers, c->n_heads, c->grid_h, c->grid_w, has);
     if (s->msgs[0] && !app->error[0])
         lesson_report(app, s->msgs);
     else if (s->msgs[0])

@@ -5,7 +5,11 @@ scene, so nothing from shared/ is needed:
   1. Page Down opens the default lesson (assets/default/lesson.txt) at step 1 of its N; Page
      Down / Right page through every step in the script's order and Page Up / Left back,
      each step a frame (the trace's lesson=K/N lstep=NAME); the picture on screen is
-     --lesson-export's PNG of that step (one drawing for both: the window shows it scaled).
+     --lesson-export's PNG of that step (one drawing for both: the window shows it scaled);
+     --lesson-export without --lesson writes the same lesson: its steps and their block, head
+     and patch (steps.json) are the window's (the trace's lstep, llayer, lhead, lpatch), and
+     each export's lesson.md header says the block, head and patch steps.json gives each step
+     (issue 38's trial: it exported block 1, patch (7, 7), and the header always said so).
   2. Up / Down move the block, Shift+Up the head, I J K L the patch; H draws the lesson's
      keys over the step and Esc closes them first; Esc goes back to the explorer as the lesson
      found it (layer, head, query, kind); there too Esc closes the help before it quits.
@@ -20,7 +24,9 @@ scene, so nothing from shared/ is needed:
 Exits 0 on success, 1 on a failed check, 77 without the built-in model.
 """
 import argparse
+import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -60,6 +66,27 @@ def picture_matches(app, png, what):
           f"{what}: the window shows {png.name}")
 
 
+def md_selection(md, n):
+    """lesson.md's header: (block, head, row, col) per step, 1-based; a sentence without step
+    numbers ("Every step: ..." or the old "Block 1, head 1, patch (7, 7).") covers every step.
+    None where the header says nothing of a step."""
+    sel = [None] * n
+    for m in re.finditer(r"^(?:(?:Every step|Steps? (\d+)(?: to (\d+))?): block|Block) (\d+), "
+                         r"head (\d+), patch \((\d+), (\d+)\)\.$", md.split("\n## ")[0], re.M):
+        a = int(m[1]) if m[1] else 1
+        b = int(m[2]) if m[2] else (a if m[1] else n)
+        for i in range(a - 1, min(b, n)):
+            sel[i] = tuple(int(m[k]) for k in range(3, 7))
+    return sel
+
+
+def export_selection(exp):
+    """steps.json's (block, head, row, col) per step, 1-based, and lesson.md's header's."""
+    steps = json.loads((exp / "steps.json").read_text())["steps"]
+    js = [(st["layer"], st["head"], *st["patch"]) for st in steps]
+    return js, md_selection((exp / "lesson.md").read_text(), len(js))
+
+
 def test_default_lesson(app, out, demo):
     app.start(demo)
     # where the explorer is before the lesson: Esc comes back here (issue 38's trial)
@@ -71,15 +98,39 @@ def test_default_lesson(app, out, demo):
     r = subprocess.run([app.argv0, "--lesson", str(ROOT / "assets/default/lesson.txt"),
                         "--lesson-export", str(exp), demo], capture_output=True, text=True)
     check(r.returncode == 0, f"--lesson-export of the default lesson: {r.stderr}")
+    # without --lesson: the same lesson, fitted as the window fits it (issue 38's trial: it
+    # exported block 1, patch (7, 7) and lesson.md's header always said so)
+    bare = out / "export_bare"
+    r = subprocess.run([app.argv0, "--lesson-export", str(bare), demo], capture_output=True,
+                       text=True)
+    check(r.returncode == 0, f"--lesson-export without --lesson: {r.stderr}")
+    for e in (exp, bare):
+        js, md = export_selection(e)
+        print(f"  {e.name}: steps.json {sorted(set(js))}, lesson.md's header {sorted(set(md))}")
+        check(md == js, f"{e.name}: lesson.md's header says the block, head and patch of each "
+              f"step as steps.json does: {md} vs {js}")
+    window = []  # the window's (block, head, row, col) per step, 1-based
     app.key("Next", lesson=f"1/{N}", lstep="patches", lshown=1)
+    window.append((int(app.state["llayer"]) + 1, int(app.state["lhead"]) + 1,
+                   *(int(v) + 1 for v in app.state["lpatch"].split(","))))
     check(app.state["lpatch"] == "5,6" and app.state["llayer"] == "0",
           f"step 1 at the script's patch 6,7 (0-based 5,6), block 1: {app.state['lpatch']}")
     picture_matches(app, exp / "01_patches.png", "step 1")
     for k in range(2, N + 1):  # Page Down and Right alternately
         app.key("Next" if k % 2 else "Right", lesson=f"{k}/{N}", lstep=STEPS[k - 1], lshown=1)
+        window.append((int(app.state["llayer"]) + 1, int(app.state["lhead"]) + 1,
+                       *(int(v) + 1 for v in app.state["lpatch"].split(","))))
         if STEPS[k - 1] in ("softmax", "head"):
             picture_matches(app, exp / f"{k:02d}_{STEPS[k - 1]}.png", f"step {k}")
+        if STEPS[k - 1] == "layernorm":  # the export without --lesson draws the same step
+            save(app.crop(app.shot()), out / "layernorm_step.png")
+            picture_matches(app, bare / f"{k:02d}_layernorm.png", f"step {k} (no --lesson)")
     check(app.state["llayer"] == "1", "the script's layer=2 from the layernorm step on")
+    js, _ = export_selection(bare)
+    steps = [st["name"] for st in json.loads((bare / "steps.json").read_text())["steps"]]
+    check(steps == STEPS and js == window,
+          f"--lesson-export without --lesson: the window's steps and selections {window}, "
+          f"steps.json {steps} {js}")
     app.key("Next", lesson=f"{N}/{N}")  # the last step stays
     app.key("Prior", lesson=f"{N - 1}/{N}", lstep=STEPS[N - 2])
     app.key("Left", lesson=f"{N - 2}/{N}", lstep=STEPS[N - 3])

@@ -44,11 +44,14 @@ the run computed them.
                      assumes D / H-sized heads (variant heads: the model divides by sqrt(D)).
 --control transpose: the reference flattens the patches column-major (the grid
                      transposed) instead of row-major: the test must fail.
+--control mislabel:  (export) the LayerNorm step's after-row read with the before-row's
+                     statistics, as its drawing had them (issue 38): the test must fail.
 With --control the run exits 0 only when the comparisons failed on every selection
 (parity_*_control_* pattern: a crash still fails it).
 """
 import argparse
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -299,7 +302,8 @@ EXPORT_NAMES = {
     "patches": "lesson_patch_pixels", "embedding": "lesson_patch_embedding",
     "filters": "lesson_filters", "filters_variance": "lesson_filters_var",
     "tokens": "lesson_tokens", "position": "lesson_pos_similarity",
-    "layernorm_in": "lesson_ln_in", "layernorm": "lesson_ln_out",
+    "layernorm_in": "lesson_ln_in", "layernorm_normalised": "lesson_ln_hat",
+    "layernorm": "lesson_ln_out",
     "layernorm_stream": "lesson_block_in", "query": "lesson_query", "keys": "lesson_keys",
     "scores": "lesson_scores", "softmax": "lesson_probs", "weighted": "lesson_head_out",
     "weighted_values": "lesson_values", "projection_concat": "lesson_concat",
@@ -344,6 +348,49 @@ def run_export(rep, label, vitlens, out, model_args, image, sel1):
     return e, steps
 
 
+def check_layernorm_step(rep, label, e, steps, w, layer, control=None, dumped=None):
+    """The LayerNorm step (issue 38's trial: its caption and large label gave the statistics
+    before the norm beside the output after gamma and beta): three rows, x, x hat and
+    gamma . x hat + beta, each exported (.npy) with the label drawn beside it (steps.json
+    "label", the caption's text too) that must be numpy's mean / std of that very array;
+    x hat has mean ~0, std ~1; gamma . x hat + beta is the engine's LayerNorm output (the
+    exported row, and vit_dump's lesson_ln_out when dumped, vit_dump --lesson's outputs).
+    --control mislabel: the after-row read with the before-row's label, as the old
+    drawing had it: the label check must fail."""
+    st = next(s for s in steps["steps"] if s["name"] == "layernorm")
+    rows = [a for a in st["arrays"] if "label" in a]
+    parts = [a["file"][3:-4] for a in rows]
+    if not rep.check(parts == ["layernorm_in", "layernorm_normalised", "layernorm"],
+                     f"{label}: the LayerNorm step's labelled rows {parts}", guard=label):
+        return
+    texts = [a["label"] for a in rows]
+    if control == "mislabel":
+        texts[2] = texts[0]
+    for a, txt in zip(rows, texts):
+        x = e[EXPORT_NAMES[a["file"][3:-4]]].astype(np.float64)
+        m = re.fullmatch(r"mean (-?[0-9.]+)   std ([0-9.]+)", txt)
+        ok = m is not None and abs(float(m[1]) - x.mean()) <= 6e-4 and abs(float(m[2]) - x.std()) <= 6e-4
+        print(f"  {a['file']:<28} label '{txt}', numpy mean {x.mean():.4f} std {x.std():.4f}")
+        rep.check(ok, f"{label}: {a['file']}'s label '{txt}' is not its mean {x.mean():.4f}, std "
+                  f"{x.std():.4f}", guard=label)
+        rep.check(a["label"] in st["caption"], f"{label}: the caption lacks {a['file']}'s '{a['label']}'")
+    xhat = e["lesson_ln_hat"].astype(np.float64)
+    rep.check(abs(xhat.mean()) < 1e-5 and abs(xhat.std() - 1.0) < 1e-3,
+              f"{label}: x hat has mean {xhat.mean():.2e}, std {xhat.std():.6f}")
+    b = f"blocks.{layer}.norm1."
+    if b + "weight" in w:
+        g, beta = (np.asarray(w[b + k], np.float64) for k in ("weight", "bias"))
+        for what, out in (("exported", e["lesson_ln_out"]),
+                          ("vit_dump's", None if dumped is None else dumped["lesson_ln_out"])):
+            if out is None:
+                continue
+            out = out.astype(np.float64)
+            d = float(np.abs(g * xhat + beta - out).max()) / max(float(np.abs(out).max()), 1e-30)
+            print(f"  gamma . x hat + beta vs the {what} LayerNorm output: rel. diff {d:.1e}")
+            rep.check(d <= 1e-5, f"{label}: gamma . x hat + beta differs from the {what} "
+                      f"LayerNorm output by {d:.1e}")
+
+
 def test_export(args, rep):
     from PIL import Image
     work = Path(args.work)
@@ -369,6 +416,12 @@ def test_export(args, rep):
         patch = (sel1[2] - 1) * g + sel1[3] - 1
         compare_lesson(rep, label, e, w, x, H, 1e-6, (sel1[0] - 1, sel1[1] - 1, 1 + patch, patch),
                        control=args.control)
+        dumped = None
+        if args.dump:  # the engine's LayerNorm output for the same selection, by vit_dump
+            dumped, _ = run_dump(args.dump, ["--model", default / "model.safetensors", "--image", demo,
+                                             "--out", work / "dump_default", "--lesson",
+                                             f"{sel1[0] - 1},{sel1[1] - 1},{1 + patch},{patch}"])
+        check_layernorm_step(rep, label, e, steps, w, sel1[0] - 1, args.control, dumped)
         rep.check(steps["steps"][-1]["caption"].startswith("Final LayerNorm"), f"{label}: head step")
     # bad input: a layer out of range is refused with a message naming the model's size
     p = subprocess.run([str(args.vitlens), "--lesson-export", str(work / "export_bad"), "--layer", "99",
@@ -387,6 +440,8 @@ def test_export(args, rep):
     e, steps = run_export(rep, label, args.vitlens, work / "export_backbone",
                           ["--model", d / "model.safetensors"], img, (1, 1, 1, 1))
     if e is not None:
+        check_layernorm_step(rep, label, e, steps, reference.load_safetensors(d / "model.safetensors"),
+                             0, args.control)
         last = steps["steps"][-1]
         print(f"  head step: {last['caption']}")
         rep.check("no classification head" in last["caption"] and not last["arrays"],
@@ -405,8 +460,10 @@ def test_export(args, rep):
         tr, _ = reference.eval_transform(224, 0.875)
         x = tr(Image.open(photo).convert("RGB"))
         patch = 5 * 14 + 9
-        compare_lesson(rep, label, e, reference.load_safetensors(model), x, 3, 1e-6,
-                       (5, 1, 1 + patch, patch), control=args.control, kind="deit")
+        wd = reference.load_safetensors(model)
+        compare_lesson(rep, label, e, wd, x, 3, 1e-6, (5, 1, 1 + patch, patch), control=args.control,
+                       kind="deit")
+        check_layernorm_step(rep, label, e, steps, wd, 5, args.control)
     return None
 
 
@@ -566,7 +623,7 @@ def main():
     ap.add_argument("--vitlens")
     ap.add_argument("--work", required=True)
     ap.add_argument("--shared")
-    ap.add_argument("--control", choices=["sqrtD", "transpose", "dh"])
+    ap.add_argument("--control", choices=["sqrtD", "transpose", "dh", "mislabel"])
     args = ap.parse_args()
     torch.set_num_threads(1)
     rep = Report()
