@@ -24,32 +24,6 @@
 #include <string.h>
 #include <unistd.h>
 
-/* --- buffers --------------------------------------------------------------- */
-
-/* The attention's share of the buffers: [L, H, T, T] kept with the current layer's
- * queries and keys [T, 2A], or queries and keys [L, T, 2A] and a [VIT_ATT_BLOCK, T]
- * block per thread (A: vit_att_width). */
-static int att_floats(size_t *n, const VitConfig *c, int keep, int n_threads) {
-    size_t T = (size_t)c->n_tokens, A = (size_t)vit_att_width(c), L = (size_t)c->n_layers,
-           H = (size_t)c->n_heads, LH = 0, TT = 0, LT = 0;
-    if (!vit_add_product(&TT, T, T)) return 0;
-    if (keep)
-        return vit_add_product(&LH, L, H) && vit_add_product(n, LH, TT) &&
-               vit_add_product(n, T, 2 * A);
-    return vit_add_product(&LT, L, T) && vit_add_product(n, LT, 2 * A) &&
-           vit_add_product(n, (size_t)n_threads * VIT_ATT_BLOCK, T);
-}
-
-/* What keeping the block internals adds to att_floats(keep 1): queries and keys
- * of the other L - 1 layers, values [L, T, A] instead of [T, A], xm [L, T, D] and
- * hpre [L, T, Fi] (Fi = vit_mlp_in_width: F, or 2F gated). */
-static int block_floats(size_t *n, const VitConfig *c) {
-    size_t T = (size_t)c->n_tokens, D = (size_t)c->dim, L = (size_t)c->n_layers,
-           F = (size_t)vit_mlp_in_width(c), A = (size_t)vit_att_width(c), L1T = 0, LT = 0;
-    return L >= 1 && vit_add_product(&L1T, L - 1, T) && vit_add_product(n, L1T, 3 * A) &&
-           vit_add_product(&LT, L, T) && vit_add_product(n, LT, D + F);
-}
-
 /* --- stopping early (VitControl) -------------------------------------------- */
 
 /* The fields are plain ints in vit.h (no <stdatomic.h> there); GCC's and Clang's
@@ -84,40 +58,6 @@ int vit_cancelled(const VitRun *run) {
 
 void vit_report(const VitRun *run, int done, int total) {
     if (run->control) vit_control_report(run->control, done, total);
-}
-
-/* --- buffers, continued ------------------------------------------------------ */
-
-int vit_keep_att(const VitConfig *c, VitAttStorage how) {
-    if (how != VIT_ATT_AUTO) return how == VIT_ATT_KEEP;
-    size_t n = 0;
-    return att_floats(&n, c, 1, 1) && n <= VIT_ATT_KEEP_MAX_BYTES / sizeof(float);
-}
-
-int vit_keep_blocks(const VitConfig *c, int keep_att) {
-    size_t n = 0;
-    return keep_att && att_floats(&n, c, 1, 1) && block_floats(&n, c) &&
-           n <= VIT_ATT_KEEP_MAX_BYTES / sizeof(float);
-}
-
-int vit_run_floats(const VitConfig *c, int keep_att, int n_threads, size_t *n_floats) {
-    size_t Sh = (size_t)c->image_h, Sw = (size_t)c->image_w, T = (size_t)c->n_tokens,
-           D = (size_t)c->dim, F = (size_t)vit_mlp_in_width(c), N = (size_t)c->n_patches,
-           P = (size_t)c->patch_size, C = (size_t)c->n_classes, L = (size_t)c->n_layers,
-           A = (size_t)vit_att_width(c);
-    size_t n = 0, PP = 0, LT1 = 0;
-    int ok = vit_add_product(&PP, 3 * P, P) && vit_add_product(&n, 3 * Sh, Sw) &&
-             vit_add_product(&n, N, PP) && vit_add_product(&n, 2 * T, D) &&
-             vit_add_product(&n, 2 * T, A) && vit_add_product(&n, T, F) &&
-             vit_add_product(&LT1, L + 1, T) && vit_add_product(&n, LT1, D) &&
-             att_floats(&n, c, keep_att, n_threads) &&
-             (!vit_keep_blocks(c, keep_att) || block_floats(&n, c)) && vit_add_product(&n, 3, C) &&
-             vit_add_product(&n, 1, (size_t)c->embed_dim) &&
-             vit_add_product(&n, c->norm_pre ? T : 0, D) &&
-             vit_add_product(&n, c->head_pool == VIT_POOL_MAP ? (size_t)c->n_heads : 0, N) &&
-             vit_add_product(&n, 1, vit_head_scratch_floats(c));
-    *n_floats = ok ? n : SIZE_MAX;
-    return ok;
 }
 
 static int default_threads(void) {
