@@ -50,7 +50,8 @@ VitStatus vit_set_error(VitError *err, VitStatus code, const char *fmt, ...)
 /* Last path component, for messages. */
 const char *vit_basename(const char *path);
 
-/* Floats vit_run_init allocates for a model of config c, keeping the attention
+/* The activations' counts (engine/load/activations.c: vit_load checks them, the passes
+ * allocate them). Floats vit_run_init allocates for a model of config c, keeping the attention
  * (keep_att 1) or queries and keys (0, with n_threads scratch blocks), into
  * *n_floats. 0 when the count overflows size_t (then *n_floats = SIZE_MAX). */
 int vit_run_floats(const VitConfig *c, int keep_att, int n_threads, size_t *n_floats);
@@ -313,7 +314,7 @@ int vit_block(VitPool *pool, const VitBlock *b, const VitConfig *c, const VitBlo
 
 /* The MAP head's weights: VitProbeHead (vit.h, VitWeights.map). */
 
-/* Floats of scratch vit_probe_forward needs. */
+/* Floats of scratch vit_probe_forward needs (engine/load/activations.c). */
 size_t vit_probe_scratch(int N, int D, int F);
 /* out [D] = the MAP head on y [N, D] (the tower's final LayerNorm output, patches only),
  * att [H, N] the probe's attention per head (rows sum to 1); H divides D; act the MLP's
@@ -343,7 +344,8 @@ void vit_probe_backward(float *dy, float *datt, const float *y, const float *g,
 size_t vit_probe_backward_floats(int N, int D, int H, int F);
 
 /* Floats of scratch the head needs per call (VitHeadIO.scratch): the MAP head's normalised
- * patches [N, D], its attention [H, N] and vit_probe_scratch; 0 for the other poolings. */
+ * patches [N, D], its attention [H, N] and vit_probe_scratch; 0 for the other poolings
+ * (engine/load/activations.c). */
 size_t vit_head_scratch_floats(const VitConfig *c);
 /* Where vit_head's MAP head (VIT_POOL_MAP, one input) leaves vit_probe_forward's scratch
  * inside VitHeadIO.scratch: vit_probe_parts(vit_head_probe_scratch(c, scratch), D, F). */

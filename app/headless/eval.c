@@ -363,6 +363,50 @@ static void sanity_check(Eval *e, const Vit *vit, char **paths, const int *all, 
     free(map);
 }
 
+/* The model ready for --eval: CLIP's classes from --classes or --text, the interventions
+ * built into iv. 0, or the exit code with the message printed: 1 (no classes, no head), 2
+ * (bad usage: --drop-patches, an intervention the model does not have). */
+static int eval_model_ready(Model *m, Interv *iv, const Options *o) {
+    char msg[1200];
+    if (model_open_text(m, &o->clip, 1, msg, sizeof msg)) { /* CLIP: --classes, --text */
+        fprintf(stderr, "vitlens: %s\n", msg);
+        return 1;
+    }
+    const VitConfig *c = &m->vit.cfg;
+    /* the interventions: the intervened model is evaluated (the sanity check's randomised
+     * models too); dropping patches does not go with the perturbation tests, which remove
+     * patches themselves, nor with maps that have no value there */
+    if (o->interv.n_drop) {
+        fprintf(stderr, "vitlens: --drop-patches does not go with --eval (its tests remove "
+                        "patches themselves; --fill-patches does)\n");
+        return 2;
+    }
+    if (interv_any(&o->interv) && interv_build(iv, &o->interv, c, msg, sizeof msg)) {
+        fprintf(stderr, "vitlens: %s\n", msg);
+        return 2; /* bad usage, as in headless.c */
+    }
+    if (c->n_classes == 0) {
+        fprintf(stderr, "vitlens: %s: --eval needs a model with a classification head%s\n",
+                m->vit.path, m->clip ? " (a CLIP model: give --classes, --prompts or --text)" : "");
+        return 1;
+    }
+    return 0;
+}
+
+/* The images of paths [n_paths]: masks (NAME_mask.png, NAME_mask0.png) are not; image g of
+ * the whole run is paths[all[g]]; this shard's (--shard) into sel [*n_sel]. Returns how
+ * many images the whole run has. */
+static int select_images(int *sel, int *n_sel, int *all, char **paths, int n_paths,
+                         const Options *o) {
+    int n_all = 0;
+    for (int i = 0; i < n_paths; i++) {
+        if (is_mask_name(paths[i])) continue;
+        if (!o->shard_n || n_all % o->shard_n == o->shard_k - 1) sel[(*n_sel)++] = n_all;
+        all[n_all++] = i;
+    }
+    return n_all;
+}
+
 /* ---------------------------------------------------------------------------
  * Entry points */
 
@@ -381,32 +425,11 @@ int eval_run(const Options *o) {
         return 1;
     }
     model_warn(stderr, &m);
-    if (model_open_text(&m, &o->clip, 1, msg, sizeof msg)) { /* CLIP: --classes, --text */
-        fprintf(stderr, "vitlens: %s\n", msg);
-        goto done;
-    }
+    if ((rc = eval_model_ready(&m, &iv, o))) goto done;
+    rc = 1;
     const VitConfig *c = &m.vit.cfg;
     e.m = &m;
-    /* the interventions: the intervened model is evaluated (the sanity check's randomised
-     * models too); dropping patches does not go with the perturbation tests, which remove
-     * patches themselves, nor with maps that have no value there */
-    if (o->interv.n_drop) {
-        fprintf(stderr, "vitlens: --drop-patches does not go with --eval (its tests remove "
-                        "patches themselves; --fill-patches does)\n");
-        rc = 2;
-        goto done;
-    }
-    if (interv_any(&o->interv) && interv_build(&iv, &o->interv, c, msg, sizeof msg)) {
-        fprintf(stderr, "vitlens: %s\n", msg);
-        rc = 2; /* bad usage, as in headless.c */
-        goto done;
-    }
     sc.interv = &iv, e.iv = &iv;
-    if (c->n_classes == 0) {
-        fprintf(stderr, "vitlens: %s: --eval needs a model with a classification head%s\n",
-                m.vit.path, m.clip ? " (a CLIP model: give --classes, --prompts or --text)" : "");
-        goto done;
-    }
     if (files_expand(&paths, &n_paths, o->image_args, o->n_image_args, msg, sizeof msg)) {
         fprintf(stderr, "vitlens: %s\n", msg);
         goto done;
@@ -415,12 +438,7 @@ int eval_run(const Options *o) {
     sel = malloc((size_t)(n_paths ? n_paths : 1) * sizeof *sel);
     all = malloc((size_t)(n_paths ? n_paths : 1) * sizeof *all);
     if (!sel || !all) goto oom;
-    int n_all = 0; /* image g of the whole run is paths[all[g]] */
-    for (int i = 0; i < n_paths; i++) {
-        if (is_mask_name(paths[i])) continue;
-        if (!o->shard_n || n_all % o->shard_n == o->shard_k - 1) sel[n_sel++] = n_all;
-        all[n_all++] = i;
-    }
+    int n_all = select_images(sel, &n_sel, all, paths, n_paths, o);
     snprintf(r.model, sizeof r.model, "%s", m.vit.path);
     r.n_layers = c->n_layers, r.n_patches = c->n_patches, r.steps = o->eval_steps;
     r.n_images_total = n_all;

@@ -397,6 +397,71 @@ static double ms_since(const struct timespec *t0) {
     return (double)(t1.tv_sec - t0->tv_sec) * 1e3 + (double)(t1.tv_nsec - t0->tv_nsec) / 1e6;
 }
 
+/* clip_open's vocabulary: --vocab, else the one beside the model, loaded into ct->tok.
+ * When there is none, or it is broken and nothing asks for it, ct->why says why (the image
+ * views go on); -1 with msg when --vocab names a broken one, or an option that needs it
+ * (strict) finds it broken. */
+static int open_vocab(ClipText *ct, const char *model_path, const ClipSpec *spec, int strict,
+                      char *msg, size_t n) {
+    VitError err;
+    /* the vocabulary: --vocab, else beside the model */
+    char found[1024];
+    const char *vocab = spec->vocab;
+    if (!vocab && vit_tokenizer_find(found, sizeof found, model_path)) vocab = found;
+    if (!vocab) {
+        if (!ct->why[0] && ct->text.sigmoid) /* SigLIP, SigLIP 2: a SentencePiece model */
+            snprintf(ct->why, sizeof ct->why,
+                     "no tokenizer beside %.300s: SigLIP's spiece.model or SigLIP 2's "
+                     "tokenizer.model (Gemma's); give --vocab PATH",
+                     model_path);
+        else if (!ct->why[0])
+            snprintf(ct->why, sizeof ct->why,
+                     "no CLIP vocabulary beside %.300s (vocab.json + merges.txt, or "
+                     "bpe_simple_vocab_16e6.txt.gz): give --vocab PATH",
+                     model_path);
+    } else if (vit_tokenizer_load(&ct->tok, vocab, &err)) {
+        /* named by the user, or found broken while an option needs it: an error; else the
+         * image views go on and / says why */
+        if (spec->vocab || (strict && (spec->classes || spec->prompts || spec->text))) {
+            snprintf(msg, n, "%s: %s", spec->vocab ? "--vocab" : asking(spec), err.msg);
+            return -1;
+        }
+        if (!ct->why[0]) snprintf(ct->why, sizeof ct->why, "%.500s", err.msg);
+        ct->tok = NULL;
+    } else {
+        snprintf(ct->vocab, sizeof ct->vocab, "%s", vocab);
+    }
+    return 0;
+}
+
+/* clip_open's classes: each of names [names->n] in each template of tpls averaged into
+ * ct's head (embed_classes), or read from the cache when this model, vocabulary, classes
+ * and templates made them before. 0, or -1 with msg naming the option that gave them. */
+static int class_embeddings(ClipText *ct, const Strings *names, const Strings *tpls,
+                            const char *model_path, const ClipSpec *spec, int n_threads, char *msg,
+                            size_t n) {
+    int rc = 0;
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    /* many texts (--classes imagenet: 7000, imagenet80: 80000) are read from the
+     * cache when this model, vocabulary, classes and templates made them before */
+    int big = names->n * tpls->n >= CLIP_CACHE_MIN_TEXTS;
+    uint64_t key = big ? cache_key(model_path, ct->vocab, names, tpls, ct->E) : 0;
+    if (big && cache_read(ct, key, names->n)) {
+        ct->from_cache = 1;
+    } else {
+        char why[900];
+        rc = embed_classes(ct, names, tpls, n_threads, spec, why, sizeof why);
+        if (rc) /* named by the option that gave the classes */
+            snprintf(msg, n, "%s%s%.300s: %s", spec->classes ? "--classes" : "--prompts",
+                     spec->classes ? "" : " ", spec->classes ? "" : spec->prompts, why);
+        if (!rc && big) cache_write(ct, key, names->n);
+    }
+    ct->ms_classes = ms_since(&t0);
+    ct->n_classes = names->n, ct->n_templates = tpls->n;
+    return rc;
+}
+
 int clip_open(ClipText **out, const Vit *vit, const char *model_path, const ClipSpec *spec,
               int strict, int n_threads, char *msg, size_t n) {
     *out = NULL;
@@ -427,33 +492,9 @@ int clip_open(ClipText **out, const Vit *vit, const char *model_path, const Clip
                  "CLIP model",
                  model_path, ct->text.cfg.embed_dim, ct->E);
     }
-    /* the vocabulary: --vocab, else beside the model */
-    char found[1024];
-    const char *vocab = spec->vocab;
-    if (!vocab && vit_tokenizer_find(found, sizeof found, model_path)) vocab = found;
-    if (!vocab) {
-        if (!ct->why[0] && ct->text.sigmoid) /* SigLIP, SigLIP 2: a SentencePiece model */
-            snprintf(ct->why, sizeof ct->why,
-                     "no tokenizer beside %.300s: SigLIP's spiece.model or SigLIP 2's "
-                     "tokenizer.model (Gemma's); give --vocab PATH",
-                     model_path);
-        else if (!ct->why[0])
-            snprintf(ct->why, sizeof ct->why,
-                     "no CLIP vocabulary beside %.300s (vocab.json + merges.txt, or "
-                     "bpe_simple_vocab_16e6.txt.gz): give --vocab PATH",
-                     model_path);
-    } else if (vit_tokenizer_load(&ct->tok, vocab, &err)) {
-        /* named by the user, or found broken while an option needs it: an error; else the
-         * image views go on and / says why */
-        if (spec->vocab || (strict && (spec->classes || spec->prompts || spec->text))) {
-            snprintf(msg, n, "%s: %s", spec->vocab ? "--vocab" : asking(spec), err.msg);
-            clip_free(ct);
-            return -1;
-        }
-        if (!ct->why[0]) snprintf(ct->why, sizeof ct->why, "%.500s", err.msg);
-        ct->tok = NULL;
-    } else {
-        snprintf(ct->vocab, sizeof ct->vocab, "%s", vocab);
+    if (open_vocab(ct, model_path, spec, strict, msg, n)) {
+        clip_free(ct);
+        return -1;
     }
     int wants_text = spec->classes || spec->prompts || spec->text;
     if (ct->why[0] && wants_text) {
@@ -484,26 +525,7 @@ int clip_open(ClipText **out, const Vit *vit, const char *model_path, const Clip
                              strlen(spec->template_ ? spec->template_ : CLIP_TEMPLATE));
             if (rc) snprintf(msg, n, "out of memory");
         }
-        if (!rc) {
-            struct timespec t0;
-            clock_gettime(CLOCK_MONOTONIC, &t0);
-            /* many texts (--classes imagenet: 7000, imagenet80: 80000) are read from the
-             * cache when this model, vocabulary, classes and templates made them before */
-            int big = names.n * tpls.n >= CLIP_CACHE_MIN_TEXTS;
-            uint64_t key = big ? cache_key(model_path, ct->vocab, &names, &tpls, ct->E) : 0;
-            if (big && cache_read(ct, key, names.n)) {
-                ct->from_cache = 1;
-            } else {
-                char why[900];
-                rc = embed_classes(ct, &names, &tpls, n_threads, spec, why, sizeof why);
-                if (rc) /* named by the option that gave the classes */
-                    snprintf(msg, n, "%s%s%.300s: %s", spec->classes ? "--classes" : "--prompts",
-                             spec->classes ? "" : " ", spec->classes ? "" : spec->prompts, why);
-                if (!rc && big) cache_write(ct, key, names.n);
-            }
-            ct->ms_classes = ms_since(&t0);
-            ct->n_classes = names.n, ct->n_templates = tpls.n;
-        }
+        if (!rc) rc = class_embeddings(ct, &names, &tpls, model_path, spec, n_threads, msg, n);
     }
     ct->labels = rc ? NULL : calloc((size_t)ct->n_classes + 1, sizeof *ct->labels);
     ct->phrase_emb = rc ? NULL : malloc((size_t)ct->E * sizeof *ct->phrase_emb);

@@ -108,6 +108,106 @@ static int app_scene_buffers(App *app, const Scene *sc) {
     return 0;
 }
 
+/* A photo dropped while the worker was busy: opened now. Returns 1 when there was one. */
+static int open_pending(App *app) {
+    if (!app->pending[0]) return 0;
+    char path[1024];
+    snprintf(path, sizeof path, "%s", app->pending);
+    app->pending[0] = '\0';
+    app_open(app, path);
+    return 1;
+}
+
+/* A job on the front Scene is done (perturbation, class-specific, worker or view maps):
+ * its buffers swapped in or its error shown, then what the view asks next. */
+static void scene_job_done(App *app, Worker *w) {
+    if (w->perturb) {
+        app_perturb_done(app);
+    } else if (w->status == VIT_ERR_CANCELLED) { /* asked again below, if still wanted */
+    } else if (w->status != VIT_OK) {            /* class-specific, worker or view maps */
+        app_set_error(app, w->err.msg);
+        if (w->maps && app->announce_maps) /* the photo is on screen, if not its maps */
+            app->announce = 1, app->announce_maps = 0;
+        if (!w->maps) { /* back to the kind on screen: asking again would fail again */
+            app->view.kind = app->shown_kind >= 0 ? app->shown_kind : MAP_ATTENTION;
+            app->view.joint = 0;
+        }
+    } else if (w->maps) {
+        app_show_maps(app, "worker");
+        app->error[0] = '\0';
+    } else if (w->slow) {
+        scene_slow_swap(&app->scenes[app->front]);
+        if (w->joint && w->joint->skipped[0])
+            snprintf(app->notice, sizeof app->notice, "skipped: %.500s", w->joint->skipped);
+        app->error[0] = '\0';
+    } else {
+        scene_explain_swap(&app->scenes[app->front]);
+        app->error[0] = '\0';
+    }
+    app->dirty = 1;
+    if (open_pending(app)) return; /* a photo dropped meanwhile goes first */
+    if (w->maps && w->status != VIT_ERR_CANCELLED && app_maps_current(app, w->maps))
+        return;          /* done (or failed: the error shows, asking again would fail again) */
+    app_update_map(app); /* or asks for the next class if the view moved on */
+}
+
+/* The worker loaded a model: it replaces the app's (the worker is idle: nothing reads the
+ * old one any more). */
+static void swap_model(App *app, Worker *w) {
+    Model *old = app->model;
+    app->model = w->new_model;
+    w->new_model = NULL;
+    snprintf(app->model_path, sizeof app->model_path, "%s", w->model_path);
+    snprintf(app->labels_path, sizeof app->labels_path, "%s", w->labels_path);
+    if (w->text_msg[0]) snprintf(app->notice, sizeof app->notice, "%s", w->text_msg);
+    model_free(old);
+    free(old);
+    joint_features_free(&app->joint); /* of the old model */
+    view_clamp(&app->view, &app->model->vit.cfg);
+}
+
+/* A new Scene on screen: its buffers, its image, its map, the lesson's picture. */
+static void show_scene(App *app, const Scene *sc) {
+    if (app_scene_buffers(app, sc)) {
+        app_set_error(app, "out of memory for the maps");
+        app->has_scene = 0;
+        return;
+    }
+    trace_startup(app, "scene");
+    ren_upload_image(&app->ren, sc->crop_rgb, sc->crop_w_px, sc->crop_h_px);
+    app_update_map(app);
+    if (app->opt->lesson_path && !app->lesson.loaded)
+        app_lesson_open(app); /* --lesson */
+    else
+        app_lesson_show(app);          /* in the lesson view: its picture of the new photo */
+    if (app->busy && app->worker.maps) /* "ready" once its maps are on screen */
+        app->announce_maps = 1;
+    else
+        app->announce = 1;
+}
+
+/* A model or photo job is done: the new model and Scene swapped in, or its error shown. */
+static void load_job_done(App *app, Worker *w) {
+    app->loads++; /* a model or photo job: the cached atlas (atlas_of.loads) is stale */
+    if (w->status == VIT_ERR_CANCELLED) { /* a newer photo: pending, opened below */
+    } else if (w->status != VIT_OK) {
+        app_set_error(app, w->err.msg);
+    } else {
+        if (w->ran || w->new_model) /* another photo or model: not the test's map */
+            app_perturb_stop(app);
+        if (w->new_model) swap_model(app, w);
+        if (w->ran) {
+            if (app->has_scene) app->front = !app->front;
+            app->has_scene = 1;
+        }
+        app->error[0] = '\0'; /* before the lesson view, which may report its script's lines */
+        const Scene *sc = app_scene(app);
+        if (sc) show_scene(app, sc);
+    }
+    app->dirty = 1;
+    open_pending(app);
+}
+
 /* The worker is done: swap in its result or show its error. */
 static void app_job_result(App *app) {
     Worker *w = &app->worker;
@@ -120,101 +220,11 @@ static void app_job_result(App *app) {
     if (w->phrase) { /* CLIP: the phrase's embedding becomes the head */
         app_phrase_done(app);
         app->dirty = 1;
-        if (app->pending[0] && !app->busy) {
-            char path[1024];
-            snprintf(path, sizeof path, "%s", app->pending);
-            app->pending[0] = '\0';
-            app_open(app, path);
-        }
-        return;
-    }
-    if (w->perturb || w->explain || w->slow || w->maps) { /* a job on the front Scene */
-        if (w->perturb) {
-            app_perturb_done(app);
-        } else if (w->status == VIT_ERR_CANCELLED) { /* asked again below, if still wanted */
-        } else if (w->status != VIT_OK) {            /* class-specific, worker or view maps */
-            app_set_error(app, w->err.msg);
-            if (w->maps && app->announce_maps) /* the photo is on screen, if not its maps */
-                app->announce = 1, app->announce_maps = 0;
-            if (!w->maps) { /* back to the kind on screen: asking again would fail again */
-                app->view.kind = app->shown_kind >= 0 ? app->shown_kind : MAP_ATTENTION;
-                app->view.joint = 0;
-            }
-        } else if (w->maps) {
-            app_show_maps(app, "worker");
-            app->error[0] = '\0';
-        } else if (w->slow) {
-            scene_slow_swap(&app->scenes[app->front]);
-            if (w->joint && w->joint->skipped[0])
-                snprintf(app->notice, sizeof app->notice, "skipped: %.500s", w->joint->skipped);
-            app->error[0] = '\0';
-        } else {
-            scene_explain_swap(&app->scenes[app->front]);
-            app->error[0] = '\0';
-        }
-        app->dirty = 1;
-        if (app->pending[0]) { /* a photo dropped meanwhile goes first */
-            char path[1024];
-            snprintf(path, sizeof path, "%s", app->pending);
-            app->pending[0] = '\0';
-            app_open(app, path);
-            return;
-        }
-        if (w->maps && w->status != VIT_ERR_CANCELLED && app_maps_current(app, w->maps))
-            return;          /* done (or failed: the error shows, asking again would fail again) */
-        app_update_map(app); /* or asks for the next class if the view moved on */
-        return;
-    }
-    app->loads++; /* a model or photo job: the cached atlas (atlas_of.loads) is stale */
-    if (w->status == VIT_ERR_CANCELLED) { /* a newer photo: pending, opened below */
-    } else if (w->status != VIT_OK) {
-        app_set_error(app, w->err.msg);
+        if (!app->busy) open_pending(app);
+    } else if (w->perturb || w->explain || w->slow || w->maps) { /* a job on the front Scene */
+        scene_job_done(app, w);
     } else {
-        if (w->ran || w->new_model) /* another photo or model: not the test's map */
-            app_perturb_stop(app);
-        if (w->new_model) { /* the worker is idle: nothing reads the old model any more */
-            Model *old = app->model;
-            app->model = w->new_model;
-            w->new_model = NULL;
-            snprintf(app->model_path, sizeof app->model_path, "%s", w->model_path);
-            snprintf(app->labels_path, sizeof app->labels_path, "%s", w->labels_path);
-            if (w->text_msg[0]) snprintf(app->notice, sizeof app->notice, "%s", w->text_msg);
-            model_free(old);
-            free(old);
-            joint_features_free(&app->joint); /* of the old model */
-            view_clamp(&app->view, &app->model->vit.cfg);
-        }
-        if (w->ran) {
-            if (app->has_scene) app->front = !app->front;
-            app->has_scene = 1;
-        }
-        app->error[0] = '\0'; /* before the lesson view, which may report its script's lines */
-        const Scene *sc = app_scene(app);
-        if (sc) {
-            if (app_scene_buffers(app, sc)) {
-                app_set_error(app, "out of memory for the maps");
-                app->has_scene = 0;
-            } else {
-                trace_startup(app, "scene");
-                ren_upload_image(&app->ren, sc->crop_rgb, sc->crop_w_px, sc->crop_h_px);
-                app_update_map(app);
-                if (app->opt->lesson_path && !app->lesson.loaded)
-                    app_lesson_open(app); /* --lesson */
-                else
-                    app_lesson_show(app); /* in the lesson view: its picture of the new photo */
-                if (app->busy && app->worker.maps) /* "ready" once its maps are on screen */
-                    app->announce_maps = 1;
-                else
-                    app->announce = 1;
-            }
-        }
-    }
-    app->dirty = 1;
-    if (app->pending[0]) {
-        char path[1024];
-        snprintf(path, sizeof path, "%s", app->pending);
-        app->pending[0] = '\0';
-        app_open(app, path);
+        load_job_done(app, w);
     }
 }
 

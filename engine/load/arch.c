@@ -376,3 +376,15 @@ VitStatus ld_infer_arch(Loader *ld, Arch *a, const VitLoadOptions *opt) {
     set_config(ld, a, opt);
     return VIT_OK;
 }
+
+/* --- names ------------------------------------------------------------------- */
+
+const char *vit_pooling_name(VitPooling p) {
+    switch (p) {
+    case VIT_POOL_CLS: return "CLS token";
+    case VIT_POOL_MEAN: return "mean of patches";
+    case VIT_POOL_CLS_MEAN: return "[CLS ; mean of patches]";
+    case VIT_POOL_MAP: return "attention pooling";
+    }
+    return "?";
+}

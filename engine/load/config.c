@@ -152,13 +152,10 @@ static const char *cfg_expected(const char *key) {
     return "an array of class names or an object {\"0\": name, ...}"; /* label_names, id2label */
 }
 
-/* Parse config.json: timm's hub layout ({"num_heads"?, "label_names": [...],
- * "pretrained_cfg": {"input_size", "crop_pct", "crop_mode", "mean", "std"}}) and
- * Hugging Face transformers' ({"num_attention_heads", "image_size",
- * "layer_norm_eps", "hidden_act", "image_mean", "image_std", "id2label"}). Keys
- * are read from the top level and from "pretrained_cfg"; wrong types are errors
- * naming the key, and so is an activation other than the exact GELU. */
-VitStatus ld_parse_config(CfgValues *cv, const char *path, VitError *err) {
+/* config.json read and parsed into *root, a JSON object (the caller cJSON_Deletes it).
+ * Errors: VIT_ERR_IO unreadable, VIT_ERR_FORMAT over VIT_MAX_CONFIG_BYTES, not JSON
+ * (with the line and column), not an object. */
+static VitStatus config_root(cJSON **root, const char *path, VitError *err) {
     char *text = NULL;
     size_t n = 0;
     const char *fname = vit_basename(path);
@@ -170,8 +167,8 @@ VitStatus ld_parse_config(CfgValues *cv, const char *path, VitError *err) {
         return vit_set_error(err, VIT_ERR_IO, "%s: cannot read config: %s", path, strerror(errno));
     }
     const char *end = NULL; /* cJSON's error position, without its global */
-    cJSON *root = cJSON_ParseWithLengthOpts(text, n, &end, 0);
-    if (!root) {
+    *root = cJSON_ParseWithLengthOpts(text, n, &end, 0);
+    if (!*root) {
         /* config.json is edited by hand: say where, as an editor would */
         int line = 1, col = 1;
         for (const char *c = text; end && c < end && c < text + n; c++, col++)
@@ -181,95 +178,90 @@ VitStatus ld_parse_config(CfgValues *cv, const char *path, VitError *err) {
                              "%s: not valid JSON (error at line %d, column %d)", fname, line, col);
     }
     free(text);
-    if (!cJSON_IsObject(root)) {
-        cJSON_Delete(root);
+    if (!cJSON_IsObject(*root)) {
+        cJSON_Delete(*root);
+        *root = NULL;
         return vit_set_error(err, VIT_ERR_FORMAT, "%s: is JSON but not an object", fname);
     }
-    /* transformers' CLIPConfig: the image tower's keys in vision_config */
-    const cJSON *objs[3] = {root, cJSON_GetObjectItemCaseSensitive(root, "pretrained_cfg"),
-                            cJSON_GetObjectItemCaseSensitive(root, "vision_config")};
-    for (int o = 1; o < 3; o++)
-        if (objs[o] && !cJSON_IsObject(objs[o])) objs[o] = NULL;
-    const char *bad = NULL;     /* the first key with a wrong value */
-    const cJSON *bad_in = NULL; /* the object holding it */
-    /* timm's hub config: {"architecture": "vit_base_patch16_clip_quickgelu_224", ...} */
-    const cJSON *arch = cJSON_GetObjectItemCaseSensitive(root, "architecture");
-    if (arch && !cJSON_IsString(arch))
-        bad = "architecture", bad_in = root;
-    else if (arch && strstr(arch->valuestring, "quickgelu"))
-        cv->act = VIT_ACT_QUICK_GELU + 1;
-    if (arch && cJSON_IsString(arch))
-        snprintf(cv->architecture, sizeof cv->architecture, "%s", arch->valuestring);
-    for (int o = 0; o < 3 && !bad; o++) {
-        const cJSON *j = objs[o];
-        if (!j) continue;
-        static const char *heads_keys[] = {"num_heads", "n_heads", "num_attention_heads"};
-        for (int i = 0; i < 3 && !bad; i++)
-            if (cfg_int(j, heads_keys[i], &cv->n_heads) < 0) bad = heads_keys[i];
-        static const char *size_keys[] = {"image_size", "img_size", "input_size"};
-        for (int i = 0; i < 3 && !bad; i++)
-            if (cfg_size(j, size_keys[i], &cv->image_h, &cv->image_w) < 0) bad = size_keys[i];
-        static const char *const crop_modes[] = {"center", "squash", NULL};
-        int r_mode = bad ? 0 : cfg_enum(j, "crop_mode", crop_modes);
-        if (r_mode < 0) bad = "crop_mode";
-        if (r_mode > 0) cv->crop_mode = r_mode;
-        /* transformers' ACT2FN: "gelu" is the exact erf GELU, "quick_gelu" CLIP's
-         * x sigmoid(1.702 x), "gelu_pytorch_tanh" the tanh approximation */
-        static const char *const acts[] = {
-            "gelu", "gelu_pytorch_tanh", "quick_gelu", "relu", "silu", NULL};
-        int r_act = bad ? 0 : cfg_enum(j, "hidden_act", acts);
-        if (r_act < 0) bad = "hidden_act";
-        if (r_act > 0) cv->act = r_act; /* the order of VitActivation, + 1 */
-        int r = 0;
-        static const char *eps_keys[] = {"layer_norm_eps", "ln_eps"};
-        for (int i = 0; i < 2 && !bad; i++) {
-            if ((r = cfg_float(j, eps_keys[i], &cv->ln_eps, 0.0, 1.0)) < 0)
-                bad = eps_keys[i];
-            else if (r)
-                cv->has_eps = 1;
-        }
-        if (!bad) {
-            if ((r = cfg_float(j, "crop_pct", &cv->crop_pct, 0.0, 1.0)) < 0)
-                bad = "crop_pct";
-            else if (r)
-                cv->has_crop = 1;
-        }
-        static const char *mean_keys[] = {"mean", "image_mean"}, *std_keys[] = {"std", "image_std"};
-        for (int i = 0; i < 2 && !bad; i++) {
-            if ((r = cfg_vec3(j, mean_keys[i], cv->mean, -10.0, 10.0)) < 0)
-                bad = mean_keys[i];
-            else if (r)
-                cv->has_mean = 1;
-            if (bad) break;
-            if ((r = cfg_vec3(j, std_keys[i], cv->std, 0.0, 10.0)) < 0)
-                bad = std_keys[i];
-            else if (r)
-                cv->has_std = 1;
-        }
-        if (bad) bad_in = j;
+    return VIT_OK;
+}
+
+/* The keys read from each of the top level, "pretrained_cfg" and "vision_config" (j):
+ * heads, input size, crop mode, activation, LayerNorm eps, crop_pct, mean and std. The
+ * first key with a wrong value, or NULL. */
+static const char *config_object(CfgValues *cv, const cJSON *j) {
+    const char *bad = NULL;
+    static const char *heads_keys[] = {"num_heads", "n_heads", "num_attention_heads"};
+    for (int i = 0; i < 3 && !bad; i++)
+        if (cfg_int(j, heads_keys[i], &cv->n_heads) < 0) bad = heads_keys[i];
+    static const char *size_keys[] = {"image_size", "img_size", "input_size"};
+    for (int i = 0; i < 3 && !bad; i++)
+        if (cfg_size(j, size_keys[i], &cv->image_h, &cv->image_w) < 0) bad = size_keys[i];
+    static const char *const crop_modes[] = {"center", "squash", NULL};
+    int r_mode = bad ? 0 : cfg_enum(j, "crop_mode", crop_modes);
+    if (r_mode < 0) bad = "crop_mode";
+    if (r_mode > 0) cv->crop_mode = r_mode;
+    /* transformers' ACT2FN: "gelu" is the exact erf GELU, "quick_gelu" CLIP's
+     * x sigmoid(1.702 x), "gelu_pytorch_tanh" the tanh approximation */
+    static const char *const acts[] = {"gelu", "gelu_pytorch_tanh", "quick_gelu", "relu", "silu",
+                                       NULL};
+    int r_act = bad ? 0 : cfg_enum(j, "hidden_act", acts);
+    if (r_act < 0) bad = "hidden_act";
+    if (r_act > 0) cv->act = r_act; /* the order of VitActivation, + 1 */
+    int r = 0;
+    static const char *eps_keys[] = {"layer_norm_eps", "ln_eps"};
+    for (int i = 0; i < 2 && !bad; i++) {
+        if ((r = cfg_float(j, eps_keys[i], &cv->ln_eps, 0.0, 1.0)) < 0)
+            bad = eps_keys[i];
+        else if (r)
+            cv->has_eps = 1;
     }
+    if (!bad) {
+        if ((r = cfg_float(j, "crop_pct", &cv->crop_pct, 0.0, 1.0)) < 0)
+            bad = "crop_pct";
+        else if (r)
+            cv->has_crop = 1;
+    }
+    static const char *mean_keys[] = {"mean", "image_mean"}, *std_keys[] = {"std", "image_std"};
+    for (int i = 0; i < 2 && !bad; i++) {
+        if ((r = cfg_vec3(j, mean_keys[i], cv->mean, -10.0, 10.0)) < 0)
+            bad = mean_keys[i];
+        else if (r)
+            cv->has_mean = 1;
+        if (bad) break;
+        if ((r = cfg_vec3(j, std_keys[i], cv->std, 0.0, 10.0)) < 0)
+            bad = std_keys[i];
+        else if (r)
+            cv->has_std = 1;
+    }
+    return bad;
+}
+
+/* The keys read from the top level only, after the others (bad: the first wrong key so
+ * far, or NULL): the SwiGLU and gated MLPs, the pooling, the rotary base, the registers and
+ * the class names (detached from root into cv->labels). The first wrong key, or NULL. */
+static const char *config_top(CfgValues *cv, cJSON *root, const char *bad) {
     /* transformers' Dinov2Config / Dinov2WithRegistersConfig: the SwiGLU MLP (ViT-g),
      * which vitlens refuses (arch.c), and the register count, checked against the tensors */
     const cJSON *sw = cJSON_GetObjectItemCaseSensitive(root, "use_swiglu_ffn");
     const cJSON *nr = cJSON_GetObjectItemCaseSensitive(root, "num_register_tokens");
-    if (!bad && sw && !cJSON_IsBool(sw)) bad = "use_swiglu_ffn", bad_in = root;
+    if (!bad && sw && !cJSON_IsBool(sw)) bad = "use_swiglu_ffn";
     cv->swiglu = cJSON_IsTrue(sw);
     /* timm's hub config: "global_pool" ("token", "avg", ...), what the head reads (arch.c) */
     const cJSON *gp = cJSON_GetObjectItemCaseSensitive(root, "global_pool");
-    if (!bad && gp && !cJSON_IsString(gp)) bad = "global_pool", bad_in = root;
+    if (!bad && gp && !cJSON_IsString(gp)) bad = "global_pool";
     if (cJSON_IsString(gp))
         snprintf(cv->global_pool, sizeof cv->global_pool, "%s", gp->valuestring);
     /* transformers' DINOv3ViTConfig: the gated MLP (checked against the tensors, arch.c) and
      * the rotary embedding's base */
     const cJSON *gm = cJSON_GetObjectItemCaseSensitive(root, "use_gated_mlp");
-    if (!bad && gm && !cJSON_IsBool(gm)) bad = "use_gated_mlp", bad_in = root;
+    if (!bad && gm && !cJSON_IsBool(gm)) bad = "use_gated_mlp";
     if (gm) cv->gated = cJSON_IsTrue(gm) ? 2 : 1;
-    if (!bad && cfg_float(root, "rope_theta", &cv->rope_theta, 1.0, 1e9) < 0)
-        bad = "rope_theta", bad_in = root;
+    if (!bad && cfg_float(root, "rope_theta", &cv->rope_theta, 1.0, 1e9) < 0) bad = "rope_theta";
     if (!bad && nr) {
         if (!cJSON_IsNumber(nr) || !(nr->valuedouble >= 0 && nr->valuedouble < VIT_MAX_PREFIX) ||
             floor(nr->valuedouble) != nr->valuedouble)
-            bad = "num_register_tokens", bad_in = root;
+            bad = "num_register_tokens";
         else
             cv->n_registers = 1 + (int)nr->valuedouble;
     }
@@ -281,18 +273,48 @@ VitStatus ld_parse_config(CfgValues *cv, const char *path, VitError *err) {
             if (cJSON_IsArray(lab) || cJSON_IsObject(lab))
                 cv->labels = cJSON_DetachItemViaPointer(root, lab);
             else
-                bad = lab_key, bad_in = root;
+                bad = lab_key;
         }
     }
-    VitStatus rc = VIT_OK;
+    return bad;
+}
+
+/* Parse config.json: timm's hub layout ({"num_heads"?, "label_names": [...],
+ * "pretrained_cfg": {"input_size", "crop_pct", "crop_mode", "mean", "std"}}) and
+ * Hugging Face transformers' ({"num_attention_heads", "image_size",
+ * "layer_norm_eps", "hidden_act", "image_mean", "image_std", "id2label"}). Keys
+ * are read from the top level and from "pretrained_cfg"; wrong types are errors
+ * naming the key, and so is an activation other than the exact GELU. */
+VitStatus ld_parse_config(CfgValues *cv, const char *path, VitError *err) {
+    cJSON *root = NULL;
+    VitStatus rc = config_root(&root, path, err);
+    if (rc) return rc;
+    /* transformers' CLIPConfig: the image tower's keys in vision_config */
+    const cJSON *objs[3] = {root, cJSON_GetObjectItemCaseSensitive(root, "pretrained_cfg"),
+                            cJSON_GetObjectItemCaseSensitive(root, "vision_config")};
+    for (int o = 1; o < 3; o++)
+        if (objs[o] && !cJSON_IsObject(objs[o])) objs[o] = NULL;
+    const char *bad = NULL;     /* the first key with a wrong value */
+    const cJSON *bad_in = root; /* the object holding it */
+    /* timm's hub config: {"architecture": "vit_base_patch16_clip_quickgelu_224", ...} */
+    const cJSON *arch = cJSON_GetObjectItemCaseSensitive(root, "architecture");
+    if (arch && !cJSON_IsString(arch))
+        bad = "architecture";
+    else if (arch && strstr(arch->valuestring, "quickgelu"))
+        cv->act = VIT_ACT_QUICK_GELU + 1;
+    if (arch && cJSON_IsString(arch))
+        snprintf(cv->architecture, sizeof cv->architecture, "%s", arch->valuestring);
+    for (int o = 0; o < 3 && !bad; o++)
+        if (objs[o] && (bad = config_object(cv, objs[o]))) bad_in = objs[o];
+    bad = config_top(cv, root, bad);
     if (bad) {
         char *got = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(bad_in, bad));
-        rc = vit_set_error(err, VIT_ERR_FORMAT, "%s: key '%s%s' is %.60s%s, expected %s", fname,
-                           bad_in == root      ? ""
-                           : bad_in == objs[1] ? "pretrained_cfg."
-                                               : "vision_config.",
-                           bad, got ? got : "?", got && strlen(got) > 60 ? "..." : "",
-                           cfg_expected(bad));
+        rc = vit_set_error(
+            err, VIT_ERR_FORMAT, "%s: key '%s%s' is %.60s%s, expected %s", vit_basename(path),
+            bad_in == root      ? ""
+            : bad_in == objs[1] ? "pretrained_cfg."
+                                : "vision_config.",
+            bad, got ? got : "?", got && strlen(got) > 60 ? "..." : "", cfg_expected(bad));
         free(got);
     }
     cJSON_Delete(root);

@@ -24,32 +24,6 @@
 #include <string.h>
 #include <unistd.h>
 
-/* --- buffers --------------------------------------------------------------- */
-
-/* The attention's share of the buffers: [L, H, T, T] kept with the current layer's
- * queries and keys [T, 2A], or queries and keys [L, T, 2A] and a [VIT_ATT_BLOCK, T]
- * block per thread (A: vit_att_width). */
-static int att_floats(size_t *n, const VitConfig *c, int keep, int n_threads) {
-    size_t T = (size_t)c->n_tokens, A = (size_t)vit_att_width(c), L = (size_t)c->n_layers,
-           H = (size_t)c->n_heads, LH = 0, TT = 0, LT = 0;
-    if (!vit_add_product(&TT, T, T)) return 0;
-    if (keep)
-        return vit_add_product(&LH, L, H) && vit_add_product(n, LH, TT) &&
-               vit_add_product(n, T, 2 * A);
-    return vit_add_product(&LT, L, T) && vit_add_product(n, LT, 2 * A) &&
-           vit_add_product(n, (size_t)n_threads * VIT_ATT_BLOCK, T);
-}
-
-/* What keeping the block internals adds to att_floats(keep 1): queries and keys
- * of the other L - 1 layers, values [L, T, A] instead of [T, A], xm [L, T, D] and
- * hpre [L, T, Fi] (Fi = vit_mlp_in_width: F, or 2F gated). */
-static int block_floats(size_t *n, const VitConfig *c) {
-    size_t T = (size_t)c->n_tokens, D = (size_t)c->dim, L = (size_t)c->n_layers,
-           F = (size_t)vit_mlp_in_width(c), A = (size_t)vit_att_width(c), L1T = 0, LT = 0;
-    return L >= 1 && vit_add_product(&L1T, L - 1, T) && vit_add_product(n, L1T, 3 * A) &&
-           vit_add_product(&LT, L, T) && vit_add_product(n, LT, D + F);
-}
-
 /* --- stopping early (VitControl) -------------------------------------------- */
 
 /* The fields are plain ints in vit.h (no <stdatomic.h> there); GCC's and Clang's
@@ -84,40 +58,6 @@ int vit_cancelled(const VitRun *run) {
 
 void vit_report(const VitRun *run, int done, int total) {
     if (run->control) vit_control_report(run->control, done, total);
-}
-
-/* --- buffers, continued ------------------------------------------------------ */
-
-int vit_keep_att(const VitConfig *c, VitAttStorage how) {
-    if (how != VIT_ATT_AUTO) return how == VIT_ATT_KEEP;
-    size_t n = 0;
-    return att_floats(&n, c, 1, 1) && n <= VIT_ATT_KEEP_MAX_BYTES / sizeof(float);
-}
-
-int vit_keep_blocks(const VitConfig *c, int keep_att) {
-    size_t n = 0;
-    return keep_att && att_floats(&n, c, 1, 1) && block_floats(&n, c) &&
-           n <= VIT_ATT_KEEP_MAX_BYTES / sizeof(float);
-}
-
-int vit_run_floats(const VitConfig *c, int keep_att, int n_threads, size_t *n_floats) {
-    size_t Sh = (size_t)c->image_h, Sw = (size_t)c->image_w, T = (size_t)c->n_tokens,
-           D = (size_t)c->dim, F = (size_t)vit_mlp_in_width(c), N = (size_t)c->n_patches,
-           P = (size_t)c->patch_size, C = (size_t)c->n_classes, L = (size_t)c->n_layers,
-           A = (size_t)vit_att_width(c);
-    size_t n = 0, PP = 0, LT1 = 0;
-    int ok = vit_add_product(&PP, 3 * P, P) && vit_add_product(&n, 3 * Sh, Sw) &&
-             vit_add_product(&n, N, PP) && vit_add_product(&n, 2 * T, D) &&
-             vit_add_product(&n, 2 * T, A) && vit_add_product(&n, T, F) &&
-             vit_add_product(&LT1, L + 1, T) && vit_add_product(&n, LT1, D) &&
-             att_floats(&n, c, keep_att, n_threads) &&
-             (!vit_keep_blocks(c, keep_att) || block_floats(&n, c)) && vit_add_product(&n, 3, C) &&
-             vit_add_product(&n, 1, (size_t)c->embed_dim) &&
-             vit_add_product(&n, c->norm_pre ? T : 0, D) &&
-             vit_add_product(&n, c->head_pool == VIT_POOL_MAP ? (size_t)c->n_heads : 0, N) &&
-             vit_add_product(&n, 1, vit_head_scratch_floats(c));
-    *n_floats = ok ? n : SIZE_MAX;
-    return ok;
 }
 
 static int default_threads(void) {
@@ -235,26 +175,15 @@ void vit_run_free(VitRun *run) {
 
 /* --- entry points ---------------------------------------------------------- */
 
-/* The forward pass; gemm_only: the same cblas_sgemm calls on the same buffers
- * and nothing else (no im2col, bias, LayerNorm, softmax, GELU, residual). */
-static void forward_pass(VitRun *run, const Vit *vit, int gemm_only) {
+/* The embedded tokens into tokens[0], block 0's input; with norm_pre (CLIP's ln_pre) they
+ * go into run->pre first, and tokens[0] = norm_pre(pre). gemm_only: forward_pass's. */
+static void embed_tokens(VitRun *run, const Vit *vit, int gemm_only) {
     const VitConfig *c = &vit->cfg;
     const VitWeights *w = &vit->w;
     VitPool *pool = run->pool;
-    int N = c->n_patches, T = c->n_tokens, D = c->dim, H = c->n_heads, F = vit_mlp_in_width(c),
-        Np = c->n_prefix, L = c->n_layers, K = 3 * c->patch_size * c->patch_size,
-        A = vit_att_width(c);
-    float *xn = run->xn;
-    /* the embedded tokens: tokens[0], block 0's input; with norm_pre (CLIP's ln_pre) they
-     * go into run->pre first, and tokens[0] = norm_pre(pre) */
+    int N = c->n_patches, T = c->n_tokens, D = c->dim, Np = c->n_prefix,
+        K = 3 * c->patch_size * c->patch_size;
     float *x = c->norm_pre ? run->pre : run->tokens;
-    /* rows of the last block's output the head reads: CLS (and distillation) token, or
-     * every token for a pooled head (vit_head_rows); a CLIP tower's image embedding reads
-     * the CLS token even without a text head, SigLIP's MAP head every patch */
-    int clip = c->embed_dim > 0 && run->img_embed;
-    int head_rows = c->n_classes || clip ? vit_head_rows(vit) : 0;
-    int last_rows = run->all_tokens ? T : head_rows; /* rows of the last block computed */
-
     /* timm: x = self.patch_embed(x)  (Conv2d then flatten(2).transpose(1, 2)) */
     const VitIntervention *iv = run->intervention;
     if (!gemm_only) vit_im2col(pool, run->patches, run->input, 1, c);
@@ -271,54 +200,79 @@ static void forward_pass(VitRun *run, const Vit *vit, int gemm_only) {
     /* timm _pos_embed: to_cat = [cls_token, dist_token?, reg_token?]
      *   pos_embed covers the prefix (default): x = cat(to_cat + [x]) + pos_embed
      *   no_embed_class (registers):             x = cat(to_cat + [x + pos_embed]) */
-    if (!gemm_only) {
-        if (w->cls_token) memcpy(x, w->cls_token, (size_t)D * sizeof(float)); /* SigLIP: none */
-        if (w->dist_token) memcpy(x + D, w->dist_token, (size_t)D * sizeof(float));
-        if (w->reg_token)
-            memcpy(x + (size_t)(1 + c->has_dist_token) * D, w->reg_token,
-                   (size_t)c->n_registers * D * sizeof(float));
-        vit_add_pos_embed(x + (size_t)(Np - w->pos_prefix) * D, vit, iv);
-        /* CLIP's model.py: x = self.ln_pre(x) (transformers: pre_layrnorm) */
-        if (c->norm_pre)
-            vit_layernorm(pool, run->tokens, x, w->norm_pre_w, w->norm_pre_b, T, D, c->ln_eps);
-    }
+    if (gemm_only) return;
+    if (w->cls_token) memcpy(x, w->cls_token, (size_t)D * sizeof(float)); /* SigLIP: none */
+    if (w->dist_token) memcpy(x + D, w->dist_token, (size_t)D * sizeof(float));
+    if (w->reg_token)
+        memcpy(x + (size_t)(1 + c->has_dist_token) * D, w->reg_token,
+               (size_t)c->n_registers * D * sizeof(float));
+    vit_add_pos_embed(x + (size_t)(Np - w->pos_prefix) * D, vit, iv);
+    /* CLIP's model.py: x = self.ln_pre(x) (transformers: pre_layrnorm) */
+    if (c->norm_pre)
+        vit_layernorm(pool, run->tokens, x, w->norm_pre_w, w->norm_pre_b, T, D, c->ln_eps);
+}
 
-    /* block l: tokens[l] through xm (the block's middle) into tokens[l + 1]; the block
-     * internals the backward pass reads, per layer when kept (blocks_kept) */
+/* Block l: tokens[l] through xm (the block's middle) into tokens[l + 1], `rows` rows of
+ * its output computed; the block internals the backward pass reads, per layer when kept
+ * (blocks_kept). Returns the rows computed (io.rows, 0: nothing after reads more), -1 when
+ * the run was cancelled inside the block. */
+static int run_block(VitRun *run, const Vit *vit, int l, int rows, int gemm_only) {
+    const VitConfig *c = &vit->cfg;
+    int T = c->n_tokens, D = c->dim, H = c->n_heads, F = vit_mlp_in_width(c), A = vit_att_width(c);
+    const VitIntervention *iv = run->intervention;
+    float *xn = run->xn;
+    int kb = run->blocks_kept;
+    size_t lTD = (size_t)l * T * D, lTA = (size_t)l * T * A;
+    const float *xin = run->tokens + lTD;
+    VitAttMod mod;
+    VitBlockIO io = {.n = 1,
+                     .rows = rows,
+                     .x = xin,
+                     .res = xin,
+                     .xn1 = xn,
+                     .qk = run->att_kept && !kb ? run->qk : run->qk + 2 * lTA,
+                     .v = kb ? run->v + lTA : run->v,
+                     .att = run->att ? run->att + (size_t)l * H * T * T : NULL,
+                     .scratch = run->att_scratch,
+                     .ctx = run->ctx,
+                     .tmp = xn,
+                     .xm = kb ? run->xm + lTD : run->x,
+                     .xn2 = xn,
+                     .hpre = kb ? run->hpre + (size_t)l * T * F : NULL,
+                     .hid = run->hid,
+                     .out = run->tokens + lTD + (size_t)T * D,
+                     .run = run,
+                     .ablate = iv && iv->ablate ? iv->ablate + (size_t)l * H : NULL,
+                     .mod = vit_att_mod(&mod, iv, c, l),
+                     .gemm_only = gemm_only};
+    if (!vit_block(run->pool, &vit->w.blocks[l], c, &io)) return -1;
+    return io.rows;
+}
+
+/* The forward pass; gemm_only: the same cblas_sgemm calls on the same buffers
+ * and nothing else (no im2col, bias, LayerNorm, softmax, GELU, residual). */
+static void forward_pass(VitRun *run, const Vit *vit, int gemm_only) {
+    const VitConfig *c = &vit->cfg;
+    int T = c->n_tokens, D = c->dim, L = c->n_layers;
+    /* rows of the last block's output the head reads: CLS (and distillation) token, or
+     * every token for a pooled head (vit_head_rows); a CLIP tower's image embedding reads
+     * the CLS token even without a text head, SigLIP's MAP head every patch */
+    int clip = c->embed_dim > 0 && run->img_embed;
+    int head_rows = c->n_classes || clip ? vit_head_rows(vit) : 0;
+    int last_rows = run->all_tokens ? T : head_rows; /* rows of the last block computed */
+
+    embed_tokens(run, vit, gemm_only);
     for (int l = 0; l < L; l++) {
         if (vit_cancelled(run)) return; /* the outputs are undefined: the caller knows */
         vit_report(run, l, L);
-        int kb = run->blocks_kept;
-        size_t lTD = (size_t)l * T * D, lTA = (size_t)l * T * A;
-        const float *xin = run->tokens + lTD;
-        VitAttMod mod;
-        VitBlockIO io = {.n = 1,
-                         .rows = l == L - 1 ? last_rows : T,
-                         .x = xin,
-                         .res = xin,
-                         .xn1 = xn,
-                         .qk = run->att_kept && !kb ? run->qk : run->qk + 2 * lTA,
-                         .v = kb ? run->v + lTA : run->v,
-                         .att = run->att ? run->att + (size_t)l * H * T * T : NULL,
-                         .scratch = run->att_scratch,
-                         .ctx = run->ctx,
-                         .tmp = xn,
-                         .xm = kb ? run->xm + lTD : run->x,
-                         .xn2 = xn,
-                         .hpre = kb ? run->hpre + (size_t)l * T * F : NULL,
-                         .hid = run->hid,
-                         .out = run->tokens + lTD + (size_t)T * D,
-                         .run = run,
-                         .ablate = iv && iv->ablate ? iv->ablate + (size_t)l * H : NULL,
-                         .mod = vit_att_mod(&mod, iv, c, l),
-                         .gemm_only = gemm_only};
-        if (!vit_block(pool, &w->blocks[l], c, &io)) return;
-        if (io.rows == 0) break;
+        int rows = run_block(run, vit, l, l == L - 1 ? last_rows : T, gemm_only);
+        if (rows < 0) return;
+        if (rows == 0) break;
     }
 
     /* the last block's output: only its first last_rows rows were computed; the
      * others keep the block's input, as the stream did in place */
-    x = run->tokens + (size_t)L * T * D;
+    float *x = run->tokens + (size_t)L * T * D;
     if (!gemm_only && last_rows < T)
         memcpy(x + (size_t)last_rows * D, x - (size_t)T * D + (size_t)last_rows * D,
                (size_t)(T - last_rows) * D * sizeof(float));
@@ -329,11 +283,12 @@ static void forward_pass(VitRun *run, const Vit *vit, int gemm_only) {
     vit_report(run, L, L);
     if ((!c->n_classes && !clip) || vit_cancelled(run)) return;
     int C = c->n_classes;
-    vit_head(pool, vit,
+    const VitIntervention *iv = run->intervention;
+    vit_head(run->pool, vit,
              &(VitHeadIO){.logits = C ? run->logits : NULL,
                           .logits_dist = run->logits_dist,
                           .embed = clip ? run->img_embed : NULL,
-                          .hin = xn,
+                          .hin = run->xn,
                           .x = x,
                           .in_stride = (size_t)T,
                           .row_stride = 1,

@@ -137,16 +137,6 @@ void vit_text_head_grad(float *dxn, const float *xn, int target, const Vit *vit,
 
 /* --- the classifier head -------------------------------------------------------- */
 
-const char *vit_pooling_name(VitPooling p) {
-    switch (p) {
-    case VIT_POOL_CLS: return "CLS token";
-    case VIT_POOL_MEAN: return "mean of patches";
-    case VIT_POOL_CLS_MEAN: return "[CLS ; mean of patches]";
-    case VIT_POOL_MAP: return "attention pooling";
-    }
-    return "?";
-}
-
 int vit_head_rows(const Vit *vit) {
     if (vit->cfg.head_pool != VIT_POOL_CLS) return vit->cfg.n_tokens;
     return vit->w.head_dist_w ? 2 : 1;
@@ -242,12 +232,6 @@ static void pool_input(const PoolArgs *a, int i) {
     }
     if (a->fc_norm && vit->w.fc_norm_w && W == D)
         layernorm_in_place(h, vit->w.fc_norm_w, vit->w.fc_norm_b, D, c->ln_eps);
-}
-
-size_t vit_head_scratch_floats(const VitConfig *c) {
-    if (c->head_pool != VIT_POOL_MAP) return 0;
-    size_t N = (size_t)c->n_patches, D = (size_t)c->dim, H = (size_t)c->n_heads;
-    return N * D + H * N + vit_probe_scratch(c->n_patches, c->dim, c->mlp_dim);
 }
 
 const float *vit_head_probe_scratch(const VitConfig *c, const float *scratch) {

@@ -34,6 +34,7 @@ typedef struct {
     float *kv; /* [N, 2D] keys, values */
 } Parts;
 
+/* vit_probe_scratch (engine/load/activations.c) counts these floats and the keys'. */
 static Parts carve(float *scratch, int D, int F) {
     Parts p;
     p.q = scratch, p.o = p.q + D, p.a = p.o + D, p.hn = p.a + D, p.t = p.hn + D, p.h = p.t + 2 * D,
@@ -44,10 +45,6 @@ static Parts carve(float *scratch, int D, int F) {
 VitProbeParts vit_probe_parts(const float *scratch, int D, int F) {
     Parts p = carve((float *)scratch, D, F); /* read only: carve's pointers, made const */
     return (VitProbeParts){.q = p.q, .o = p.o, .a = p.a, .t = p.t};
-}
-
-size_t vit_probe_scratch(int N, int D, int F) {
-    return (size_t)D * 6 + (size_t)F + (size_t)N * 2 * D;
 }
 
 void vit_probe_forward(VitPool *pool, float *out, float *att, const float *y, const VitProbeHead *w,

@@ -14,32 +14,25 @@ class; exits 1 on any mismatch.
 import argparse
 import json
 import os
-import struct
 import subprocess
 import sys
+
+from pathlib import Path
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 from PIL import Image
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/: safetensors_io
+import safetensors_io  # noqa: E402
+
 TOL = {"input": 1e-6, "logits": 1e-4, "attention": 1e-5}
 
 
 def read_safetensors(path):
-    with open(path, "rb") as f:
-        data = f.read()
-    (n,) = struct.unpack("<Q", data[:8])
-    header = json.loads(data[8:8 + n])
-    out = {}
-    for name, t in header.items():
-        if name == "__metadata__":
-            continue
-        assert t["dtype"] == "F32", f"{name}: {t['dtype']}"
-        a, b = t["data_offsets"]
-        arr = np.frombuffer(data, "<f4", (b - a) // 4, 8 + n + a).reshape(t["shape"])
-        out[name] = torch.from_numpy(arr.copy())
-    return out
+    """{name: float32 tensor} (tests/safetensors_io.py reads the file)."""
+    return {k: torch.from_numpy(v) for k, v in safetensors_io.read_safetensors(path).items()}
 
 
 def preprocess(path, cfg):

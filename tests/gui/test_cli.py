@@ -23,6 +23,9 @@ import zlib
 import numpy as np
 from PIL import Image
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))  # tests/
+from safetensors_io import read_header  # noqa: E402
+
 CATS = ("tabby", "tiger cat", "Egyptian cat")
 failures = 0
 
@@ -408,10 +411,10 @@ def malformed_checks(app, default, out):
 
     with open(os.path.join(default, "model.safetensors"), "rb") as f:
         data = bytearray(f.read())
-    n = struct.unpack("<Q", data[:8])[0]
-    entry = json.loads(data[8:8 + n])["blocks.1.attn.qkv.weight"]
+    header, base = read_header(data)
+    entry = header["blocks.1.attn.qkv.weight"]
     check(entry["dtype"] == "F32", "the built-in model's qkv weight is F32")
-    at = 8 + n + entry["data_offsets"][0] + 4 * 5  # element 5
+    at = base + entry["data_offsets"][0] + 4 * 5  # element 5
     data[at:at + 4] = struct.pack("<f", float("nan"))
     nan_model = os.path.join(d, "nan.safetensors")
     with open(nan_model, "wb") as f:
@@ -445,13 +448,12 @@ def pth_checks(app, default, out):
     demo = os.path.join(default, "demo", sorted(os.listdir(os.path.join(default, "demo")))[0])
     with open(os.path.join(default, "model.safetensors"), "rb") as f:
         data = f.read()
-    n = struct.unpack("<Q", data[:8])[0]
+    header, base = read_header(data)
     sd = {}
-    for k, e in json.loads(data[8:8 + n]).items():
-        if k != "__metadata__":
-            a, b = e["data_offsets"]
-            sd["module." + k] = torch.from_numpy(
-                np.frombuffer(data[8 + n + a:8 + n + b], np.float32).reshape(e["shape"]).copy())
+    for k, e in header.items():
+        a, b = e["data_offsets"]
+        sd["module." + k] = torch.from_numpy(
+            np.frombuffer(data[base + a:base + b], np.float32).reshape(e["shape"]).copy())
     torch.save({"model": sd, "epoch": 9}, os.path.join(d, "builtin.pth"))
     shutil.copy(os.path.join(default, "config.json"), d)
     want = vitlens(app, "--model", os.path.join(default, "model.safetensors"), "--top", "6", demo)

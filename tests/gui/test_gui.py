@@ -35,6 +35,9 @@ import zlib
 import numpy as np
 from PIL import Image, ImageGrab, features
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))  # tests/
+from safetensors_io import read_header  # noqa: E402
+
 HAVE_XCB = features.check("xcb")  # Pillow built with XCB: ImageGrab reads X displays
 
 TIMEOUT_S = float(os.environ.get("VITLENS_TEST_TIMEOUT", "120"))  # ASan builds are slow
@@ -650,8 +653,8 @@ def malformed_inputs(out, model, photo):
                 + chunk(b"IEND", b""))
     with open(model, "rb") as f:
         data = bytearray(f.read())
-    n = struct.unpack("<Q", data[:8])[0]
-    at = 8 + n + json.loads(data[8:8 + n])["blocks.1.attn.qkv.weight"]["data_offsets"][0]
+    header, base = read_header(data)
+    at = base + header["blocks.1.attn.qkv.weight"]["data_offsets"][0]
     data[at:at + 4] = struct.pack("<f", float("nan"))
     with open(os.path.join(d, "nan.safetensors"), "wb") as f:
         f.write(data)

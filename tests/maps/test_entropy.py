@@ -40,6 +40,9 @@ from pathlib import Path
 
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/: safetensors_io
+from safetensors_io import write_safetensors  # noqa: E402
+
 RTOL, ATOL = 2e-6, 1e-6
 # a wrong variant must miss by this factor of the tolerance somewhere
 DISCRIMINATE = 100
@@ -161,18 +164,6 @@ def compare(label, shape, eng):
 
 
 # --- the models -----------------------------------------------------------------------
-
-
-def write_safetensors(path, tensors):
-    header, blobs, off = {}, [], 0
-    for name, t in tensors.items():
-        raw = np.ascontiguousarray(t, dtype="<f4").tobytes()
-        header[name] = {"dtype": "F32", "shape": list(t.shape), "data_offsets": [off, off + len(raw)]}
-        blobs.append(raw)
-        off += len(raw)
-    h = json.dumps(header).encode()
-    h += b" " * (-len(h) % 8)
-    Path(path).write_bytes(len(h).to_bytes(8, "little") + h + b"".join(blobs))
 
 
 def tiny_vit(rng, D, L, P, S, F, C, dist, qk_std):

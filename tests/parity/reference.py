@@ -22,46 +22,24 @@ hooks, both absent by default (then it is the plain forward pass above):
                          (F.gelu's) or "softmax" (scores [.., T] -> probabilities
                          over the last dim): AttnLRP's rules, planted mistakes.
 """
-import json
 import math
+import sys
+from pathlib import Path
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/: safetensors_io
+from safetensors_io import read_safetensors  # noqa: E402
+
 # --- safetensors -------------------------------------------------------------
 
 
 def load_safetensors(path):
-    """{name: float64 tensor} from a .safetensors file.
-
-    Format: u64 little-endian header length, a JSON header
-    {name: {"dtype", "shape", "data_offsets": [begin, end]}, "__metadata__": ...},
-    then the data area the offsets point into. F16 and BF16 are upcast exactly
-    (both are subsets of float64), so the reference sees the stored values."""
-    with open(path, "rb") as f:
-        raw = f.read()
-    n = int.from_bytes(raw[:8], "little")
-    header = json.loads(raw[8 : 8 + n])
-    data = raw[8 + n :]
-    out = {}
-    for name, t in header.items():
-        if name == "__metadata__":
-            continue
-        begin, end = t["data_offsets"]
-        buf = data[begin:end]
-        if t["dtype"] == "F32":
-            a = np.frombuffer(buf, "<f4").astype(np.float64)
-        elif t["dtype"] == "F16":
-            a = np.frombuffer(buf, "<f2").astype(np.float64)
-        elif t["dtype"] == "BF16":
-            # bfloat16 is the top half of a float32: shift the bits into place.
-            bits = np.frombuffer(buf, "<u2").astype(np.uint32) << 16
-            a = bits.view(np.float32).astype(np.float64)
-        else:
-            raise ValueError(f"{path}: tensor {name}: dtype {t['dtype']} not supported")
-        out[name] = torch.from_numpy(a.reshape(t["shape"]))
-    return out
+    """{name: float64 tensor} from a .safetensors file (tests/safetensors_io.py reads it:
+    F16 and BF16 upcast exactly, so the reference sees the stored values)."""
+    return {k: torch.from_numpy(v.astype(np.float64)) for k, v in read_safetensors(path).items()}
 
 
 # --- position embedding -------------------------------------------------------

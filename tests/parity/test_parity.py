@@ -49,6 +49,8 @@ import torch
 from PIL import Image
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/: safetensors_io
+from safetensors_io import write_safetensors  # noqa: E402,F401  (the tests import it from here)
 import reference  # noqa: E402
 
 ATT_TOL = {"random": 1e-5, "deit": 5e-5}  # max abs difference of an attention probability
@@ -230,24 +232,6 @@ def random_weights(m, g):
     if C:
         w |= {"head.weight": rn(C, D, std=2 / math.sqrt(D)), "head.bias": rn(C, std=0.1)}
     return w
-
-
-def write_safetensors(path, tensors, dtype):
-    """The .safetensors layout: u64 LE header length, JSON header padded with
-    spaces to 8 bytes, then the tensors back to back (little-endian)."""
-    tdt = {"F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16}[dtype]
-    header, blobs, off = {"__metadata__": {"format": "pt"}}, [], 0
-    for name, t in tensors.items():
-        t = t.to(tdt).contiguous()
-        # bfloat16 has no numpy dtype: take the raw 16-bit words
-        raw = (t.view(torch.int16) if dtype == "BF16" else t).numpy().astype(
-            "<i2" if dtype == "BF16" else {"F32": "<f4", "F16": "<f2"}[dtype]).tobytes()
-        header[name] = {"dtype": dtype, "shape": list(t.shape), "data_offsets": [off, off + len(raw)]}
-        blobs.append(raw)
-        off += len(raw)
-    h = json.dumps(header).encode()
-    h += b" " * (-len(h) % 8)
-    Path(path).write_bytes(len(h).to_bytes(8, "little") + h + b"".join(blobs))
 
 
 def test_random(args, rep):

@@ -32,29 +32,23 @@ import argparse
 import json
 import math
 import os
-import struct
 import subprocess
 import sys
+
+from pathlib import Path
 
 import numpy as np
 import torch
 import torch.nn as nn
 from PIL import Image
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/: safetensors_io
+import safetensors_io  # noqa: E402
+
 
 def read_safetensors(path):
-    with open(path, "rb") as f:
-        n = struct.unpack("<Q", f.read(8))[0]
-        header = json.loads(f.read(n))
-        data = f.read()
-    out = {}
-    for name, h in header.items():
-        if name == "__metadata__":
-            continue
-        assert h["dtype"] == "F32", f"{path}: {name}: dtype {h['dtype']}, expected F32"
-        a, b = h["data_offsets"]
-        out[name] = torch.from_numpy(np.frombuffer(data[a:b], "<f4").copy()).reshape(h["shape"])
-    return out
+    """{name: float32 tensor} (tests/safetensors_io.py reads the file)."""
+    return {k: torch.from_numpy(v) for k, v in safetensors_io.read_safetensors(path).items()}
 
 
 class QuickGELU(nn.Module):
