@@ -273,6 +273,7 @@ class Soak:
     def __init__(self, app, wid, max_response):
         self.app, self.wid, self.max_response = app, wid, max_response
         self.grid = None
+        self.boxes = {}  # the on-screen controls as drawn: name -> (x, y, w, h)
         self.responses = []
         self.lost_keys = 0  # pings X did not deliver (the app drew on a resize)
 
@@ -289,6 +290,7 @@ class Soak:
                 if self.app.proc.poll() is not None:
                     raise Fail(f"vitlens exited with status {self.app.proc.returncode}")
                 continue
+            self.take_controls(line)
             m = re.match(r"frame (\d+) (.*)", line)
             if m:
                 self.app.state = dict(kv.split("=", 1) for kv in m.group(2).split())
@@ -301,15 +303,48 @@ class Soak:
                 line = self.app.lines.get_nowait()
             except queue.Empty:
                 return
+            self.take_controls(line)
             m = re.match(r"frame (\d+) (.*)", line)
             if m:
                 self.app.state = dict(kv.split("=", 1) for kv in m.group(2).split())
+
+    def take_controls(self, line):
+        """"controls NAME=x,y,w,h,..." lines: where the on-screen buttons are (self.boxes)."""
+        if line.startswith("controls "):
+            self.boxes = {}
+            for kv in line.split()[1:]:
+                name, _, v = kv.partition("=")
+                f = v.split(",")
+                if len(f) >= 4:
+                    self.boxes[name] = tuple(int(float(x)) for x in f[:4])
+
+    def click_point(self, rng, w, h):
+        """A random point of the window, not on the command palette's button: the palette
+        would take the keys that follow (G, Return: any command, Q's and F's too)."""
+        for _ in range(100):
+            x, y = rng.randrange(w), rng.randrange(h)
+            bx, by, bw, bh = self.boxes.get("palette", (0, 0, 0, 0))
+            if not (bx <= x < bx + bw and by <= y < by + bh):
+                return x, y
+        return 0, 0
+
+    def close_palette(self):
+        """The palette open all the same (a click before its button was known): Esc
+        closes it (with the palette open, Esc quits nothing)."""
+        if self.app.state.get("palette") != "1":
+            return
+        run(["xdotool", "key", "--clearmodifiers", "Escape"])
+        for st in self.frame_lines(10.0):
+            if st.get("palette") == "0":
+                return
+        raise Fail("Esc did not close the command palette within 10 s")
 
     def ping(self, retry=True):
         """G toggles the grid: the time until a frame shows the new state. A G that
         never arrives while the window still draws when resized is a key X lost, not a
         hang: it is counted and the ping sent again, once."""
         self.drain()
+        self.close_palette()
         want = "0" if self.app.state.get("grid") == "1" else "1"
         # keys go to the window with the input focus: without a window manager a click
         # or a resize may leave it elsewhere, so give it back before every ping
@@ -463,8 +498,10 @@ def main():
                 counts["table key" if table else "other key"] += 1
             elif kind == "click":
                 w, h = (int(v) for v in app.state.get("window", "800,700").split(","))
-                run(["xdotool", "mousemove", "--window", app.wid, str(rng.randrange(w)),
-                     str(rng.randrange(h)), "click", str(rng.choice([1, 1, 2, 3]))])
+                soak.drain()
+                x, y = soak.click_point(rng, w, h)
+                run(["xdotool", "mousemove", "--window", app.wid, str(x), str(y), "click",
+                     str(rng.choice([1, 1, 2, 3]))])
             elif kind == "resize":
                 w, h = rng.choice(SIZES)
                 run(["xdotool", "windowsize", app.wid, str(w), str(h)])
