@@ -22,6 +22,10 @@ export OPENBLAS_NUM_THREADS=1
 export LSAN_OPTIONS=suppressions=$PWD/tests/fuzz/lsan.supp:print_suppressions=0
 # as tests/fuzz/CMakeLists.txt's FUZZ_LIMITS: an input over 2 s or 512 MB is a finding
 limits=(-timeout=2 -rss_limit_mb=512 -malloc_limit_mb=512)
+# ASan keeps 256 MB of freed blocks by default (its quarantine), which the RSS limit would
+# count as the target's: a pickle spending its 32 MiB budget, run again and again, held
+# 388 MB of RSS with it and 94 MB with 32 MB (session 3's "out-of-memory" at 524 MB was that)
+export ASAN_OPTIONS=quarantine_size_mb=32${ASAN_OPTIONS:+:$ASAN_OPTIONS}
 # KEEP_GOING=1: go on past a finding (libFuzzer's fork mode, one job), each one written to
 # artifacts/, so that one campaign reports every class it reaches, not just the first
 [ "${KEEP_GOING:-0}" = 1 ] && limits+=(-fork=1 -ignore_crashes=1 -ignore_timeouts=1 -ignore_ooms=1)
