@@ -45,6 +45,7 @@
  * Which of the two a model file is: spiece_kind, from its pieces. */
 #include "internal.h"
 #include "load/loader.h"
+#include "text/clean.h"
 #include "text/spiece.h"
 #include "text/spm.h"
 
@@ -238,17 +239,6 @@ static int lower_each(Cp *out, const Cp *in) {
     return 1;
 }
 
-static int put_utf8(char *o, uint32_t c) {
-    if (c < 0x80) return o[0] = (char)c, 1;
-    if (c < 0x800) return o[0] = (char)(0xC0 | c >> 6), o[1] = (char)(0x80 | (c & 63)), 2;
-    if (c < 0x10000)
-        return o[0] = (char)(0xE0 | c >> 12), o[1] = (char)(0x80 | (c >> 6 & 63)),
-               o[2] = (char)(0x80 | (c & 63)), 3;
-    o[0] = (char)(0xF0 | c >> 18), o[1] = (char)(0x80 | (c >> 12 & 63));
-    o[2] = (char)(0x80 | (c >> 6 & 63)), o[3] = (char)(0x80 | (c & 63));
-    return 4;
-}
-
 /* Step 4's canonicalize_text of p[0..n) as UTF-8 after "<unk>" into o (room: 5 + 4n + 1). */
 static size_t canonical_utf8(char *o, const uint32_t *p, size_t n) {
     size_t w = 0, len = 0;
@@ -263,7 +253,7 @@ static size_t canonical_utf8(char *o, const uint32_t *p, size_t n) {
         }
         if (space && len) o[w++] = ' ', len++; /* strip(): none before the first */
         space = 0;
-        int k = put_utf8(o + w, c);
+        int k = tok_put_utf8(o + w, c);
         w += (size_t)k, len += (size_t)k;
     }
     o[w] = 0;

@@ -37,35 +37,31 @@ static const TextNames names_openai = {
      [B_FC2_W] = OB "mlp.c_proj.weight",      [B_FC2_B] = OB "mlp.c_proj.bias",
      [B_LS1] = OB "ls_1.gamma",               [B_LS2] = OB "ls_2.gamma"}};
 #define HB "text_model.encoder.layers.%d."
+/* transformers' text encoder layers: CLIPModel's and SiglipModel's are named alike */
+#define HF_TEXT_NAMES                                                                          \
+    "text_model.embeddings.token_embedding.weight",                                            \
+        "text_model.embeddings.position_embedding.weight",                                     \
+        "text_model.final_layer_norm.weight", "text_model.final_layer_norm.bias",              \
+    {                                                                                          \
+        [B_LN1_W] = HB "layer_norm1.weight", [B_LN1_B] = HB "layer_norm1.bias",                \
+        [B_Q_W] = HB "self_attn.q_proj.weight", [B_Q_B] = HB "self_attn.q_proj.bias",          \
+        [B_K_W] = HB "self_attn.k_proj.weight", [B_K_B] = HB "self_attn.k_proj.bias",          \
+        [B_V_W] = HB "self_attn.v_proj.weight", [B_V_B] = HB "self_attn.v_proj.bias",          \
+        [B_OUT_W] = HB "self_attn.out_proj.weight", [B_OUT_B] = HB "self_attn.out_proj.bias",  \
+        [B_LN2_W] = HB "layer_norm2.weight", [B_LN2_B] = HB "layer_norm2.bias",                \
+        [B_FC1_W] = HB "mlp.fc1.weight", [B_FC1_B] = HB "mlp.fc1.bias",                        \
+        [B_FC2_W] = HB "mlp.fc2.weight", [B_FC2_B] = HB "mlp.fc2.bias"                         \
+    }
 static const TextNames names_hf = {
     "CLIP text tower (Hugging Face CLIPModel names)",
-    "text_model.embeddings.token_embedding.weight",
-    "text_model.embeddings.position_embedding.weight",
-    "text_model.final_layer_norm.weight", "text_model.final_layer_norm.bias",
-    {[B_LN1_W] = HB "layer_norm1.weight",     [B_LN1_B] = HB "layer_norm1.bias",
-     [B_Q_W] = HB "self_attn.q_proj.weight",  [B_Q_B] = HB "self_attn.q_proj.bias",
-     [B_K_W] = HB "self_attn.k_proj.weight",  [B_K_B] = HB "self_attn.k_proj.bias",
-     [B_V_W] = HB "self_attn.v_proj.weight",  [B_V_B] = HB "self_attn.v_proj.bias",
-     [B_OUT_W] = HB "self_attn.out_proj.weight", [B_OUT_B] = HB "self_attn.out_proj.bias",
-     [B_LN2_W] = HB "layer_norm2.weight",     [B_LN2_B] = HB "layer_norm2.bias",
-     [B_FC1_W] = HB "mlp.fc1.weight",         [B_FC1_B] = HB "mlp.fc1.bias",
-     [B_FC2_W] = HB "mlp.fc2.weight",         [B_FC2_B] = HB "mlp.fc2.bias"}};
+    HF_TEXT_NAMES};
 /* SiglipModel (transformers modeling_siglip.py SiglipTextTransformer): the same names */
 static const TextNames names_siglip = {
     "SigLIP text tower (Hugging Face SiglipModel names)",
-    "text_model.embeddings.token_embedding.weight",
-    "text_model.embeddings.position_embedding.weight",
-    "text_model.final_layer_norm.weight", "text_model.final_layer_norm.bias",
-    {[B_LN1_W] = HB "layer_norm1.weight",     [B_LN1_B] = HB "layer_norm1.bias",
-     [B_Q_W] = HB "self_attn.q_proj.weight",  [B_Q_B] = HB "self_attn.q_proj.bias",
-     [B_K_W] = HB "self_attn.k_proj.weight",  [B_K_B] = HB "self_attn.k_proj.bias",
-     [B_V_W] = HB "self_attn.v_proj.weight",  [B_V_B] = HB "self_attn.v_proj.bias",
-     [B_OUT_W] = HB "self_attn.out_proj.weight", [B_OUT_B] = HB "self_attn.out_proj.bias",
-     [B_LN2_W] = HB "layer_norm2.weight",     [B_LN2_B] = HB "layer_norm2.bias",
-     [B_FC1_W] = HB "mlp.fc1.weight",         [B_FC1_B] = HB "mlp.fc1.bias",
-     [B_FC2_W] = HB "mlp.fc2.weight",         [B_FC2_B] = HB "mlp.fc2.bias"}};
+    HF_TEXT_NAMES};
 #undef OB
 #undef HB
+#undef HF_TEXT_NAMES
 /* clang-format on */
 
 /* --- loading ------------------------------------------------------------------- */
