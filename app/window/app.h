@@ -155,7 +155,7 @@ typedef struct App {
     char legend_hi[32], legend_lo[32], legend_caption[32];
     char pred_text[REN_MAX_PREDS][128];
     char dist_caption[96], tooltip[128];
-    char cell_labels[VIT_MAX_LAYERS * 4][24]; /* overview labels, >= H + 3 ("head " + an int) */
+    char cell_labels[VIT_MAX_LAYERS * 4][32]; /* overview labels: "head " + an int + ", ablated" */
     const char *cell_label_ptrs[VIT_MAX_LAYERS * 4];
     char col_text[VIT_MAX_LAYERS][12];
     const char *col_ptrs[VIT_MAX_LAYERS], *row_ptrs[VIT_MAX_LAYERS * 4];
