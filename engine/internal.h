@@ -398,15 +398,23 @@ typedef struct {
  * split over the pool (NULL: the caller alone). No softmax. */
 void vit_head(VitPool *pool, const Vit *vit, const VitHeadIO *io);
 
-/* vit_head's gradient for one input: dz [R, D] = d logits[target] / d z, R =
+/* vit_head's gradient for one input: dz [R, D] = dS / d z (S the score sc: a logit, a
+ * contrast, a function of the pooled embedding; vit.h's VitScore), R =
  * vit_head_rows (rows the head does not read are 0), z [T, D] the tokens before the final
  * norm (the last block's output, or a layer's for LeGrad); drop: VitHeadIO's. lrp: AttnLRP's rules
  * (the LayerNorms' standard deviation and CLIP's |e| held constant). datt [H, N] (MAP head
- * only; NULL: not wanted): d logits[target] / d the probe's attention, a dropped patch's 0.
+ * only; NULL: not wanted): dS / d the probe's attention, a dropped patch's 0.
  * scratch: [floats of vit_head_backward_floats]. */
-void vit_head_backward(float *dz, float *datt, const float *z, int target, const Vit *vit, int lrp,
+void vit_head_backward(float *dz, float *datt, const float *z, const VitScore *sc, const Vit *vit,
+                       int lrp,
                        const uint8_t *drop, float *scratch);
 size_t vit_head_backward_floats(const VitConfig *c);
+
+/* Is s a vit_score_logit? Is s a score vit_backward_score can take for vit (VIT_ERR_ARG
+ * with the reason: no grad function, a cosine without ref, a logit score without a head,
+ * a class out of range, a contrast of a class with itself)? (head.c) */
+int vit_score_is_logit(const VitScore *s);
+VitStatus vit_score_check(const VitScore *s, const Vit *vit, VitError *err);
 
 /* LayerNorm's backward on rows [r0, r1) of [., D] (backward.c): dx (=, or += with
  * accumulate) rstd * (g - mean(g) - xhat * mean(g (.) xhat)), g = dy (.) w, from x the

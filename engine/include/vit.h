@@ -1104,9 +1104,52 @@ typedef enum {
                            exact pass makes them as well (g->what then says VIT_GRAD_EXACT) */
 } VitGradWhat;
 
+/* A score to explain: what vit_backward_score differentiates, S(logits) or S(e). One small
+ * function gives the seed of the backward pass, the score's gradient at the head's output:
+ *   on_logits 1: grad(d [C], NULL, C, lrp, s): d = dS/dlogits, a constant vector (the
+ *     score is linear in the logits: one logit is a one-hot, a contrast e_a - e_b); the
+ *     pass sends sum_c d[c] dlogits[c]/dz back (a class with d[c] = 0 costs nothing).
+ *   on_logits 0: grad(d [E], e [E], E, lrp, s): d = dS/de at e, the model's pooled
+ *     embedding (vit_embedding: what the head reads, or CLIP's projection of it; E =
+ *     vit_embedding_dim); for LeGrad it is called again at each layer's embedding. A model
+ *     without a head can be explained by such a score.
+ * lrp 1: AttnLRP's pass asks; a score may hold a norm constant there, as the LayerNorm
+ * rule holds the standard deviation (vit_score_cosine: |e| constant, so that e . d = S).
+ * The engine calls grad only from vit_backward_score's thread. */
+typedef struct VitScore VitScore;
+struct VitScore {
+    int on_logits;
+    void (*grad)(float *d, const float *e, int n, int lrp, const VitScore *s);
+    int a, b;         /* the classes of vit_score_logit (a) and vit_score_contrast (a, b) */
+    const float *ref; /* [E] vit_score_cosine's other embedding, the caller's, held constant */
+};
+
+/* S = logits[c], the class-specific maps' usual score (vit_backward). */
+VitScore vit_score_logit(int c);
+/* S = logits[a] - logits[b]: why a rather than b (a != b; vit_backward_score checks the
+ * range). */
+VitScore vit_score_contrast(int a, int b);
+/* S = cos(e, ref) = e . ref / (|e| |ref|), ref [E] held constant (the other photo's
+ * vit_embedding; kept by the caller while the pass runs): dS/de = (ref / |ref| - S e /
+ * |e|) / |e|; 0 when e or ref is 0. AttnLRP's pass: ref / (|ref| |e|). */
+VitScore vit_score_cosine(const float *ref);
+
+/* E: the width of vit_embedding (CLIP's embed_dim with an image projection, else
+ * vit_head_width: D, or 2D for VIT_POOL_CLS_MEAN). */
+int vit_embedding_dim(const Vit *vit);
+
+/* e [E] (caller's, vit_embedding_dim) = the model's pooled embedding after the last
+ * vit_forward on run: the head's input h (the final norm, the model's pooling - CLS token,
+ * mean of the patches, [CLS ; mean], the MAP head - and fc_norm; DeiT's CLS row), or for
+ * a CLIP tower img_proj(h) (vit_image_embed's). Works without a head. Allocates [3D].
+ * Errors: VIT_ERR_ARG (run not made for vit, no forward pass), VIT_ERR_NOMEM. */
+VitStatus vit_embedding(float *e, const VitRun *run, const Vit *vit, VitError *err);
+
 typedef struct {
     VitConfig cfg;      /* the config the buffers were sized for */
-    int target;         /* c: the class of the last vit_backward, -1 before */
+    int target;         /* c: the class of the last vit_backward, -1 before; -2 after
+                           vit_backward_score of a score other than one logit */
+    VitScore score;     /* the score of the last pass (a copy; its ref is the caller's) */
     int what;           /* the passes (VitGradWhat) whose results g holds, for class target */
     int grad_att_kept;  /* 1: grad_att holds [L, H, T, T] */
     float *grad_att;    /* [L, H, T, T] dy_c/dA_l, A_l the softmax probabilities; NULL when
@@ -1129,8 +1172,9 @@ typedef struct {
 } VitGrad;
 
 /* Allocate the buffers of vit_backward for runs of `vit` shaped like `run`
- * (attention kept or recomputed, thread count). Errors: VIT_ERR_ARG (a model
- * without head: nothing to differentiate), VIT_ERR_NOMEM. Free with
+ * (attention kept or recomputed, thread count); a model without a head too (for a score
+ * of its embedding: vit_backward_score). Sized for C: made again when C changes.
+ * Errors: VIT_ERR_ARG (a run made for another model), VIT_ERR_NOMEM. Free with
  * vit_grad_free (NULL-safe, accepts a zeroed VitGrad). */
 VitStatus vit_grad_init(VitGrad *g, const Vit *vit, const VitRun *run, VitError *err);
 void vit_grad_free(VitGrad *g);
@@ -1148,6 +1192,16 @@ void vit_grad_free(VitGrad *g);
  * add for another class, an intervention vit_intervention_check refuses), VIT_ERR_NOMEM. */
 VitStatus vit_backward(VitGrad *g, const VitRun *run, const Vit *vit, int target, int what,
                        VitError *err);
+
+/* vit_backward for any score (VitScore): the same pass seeded with the score's gradient at
+ * the logits (dS/dlogits [C]) or at the pooled embedding (dS/de [E]) instead of a one-hot;
+ * every buffer of g then holds dS/d... (grad_att [L, H, T, T] dS/dA_l, grad_input, ...) and
+ * vit_explain explains S. vit_backward(target) is this with vit_score_logit(target), bit
+ * for bit. VIT_GRAD_ADD: the same score (kind, classes, ref pointer) as the last call.
+ * Errors: vit_backward's, and VIT_ERR_ARG for a logit score on a model without a head, a
+ * class out of range, a contrast of a class with itself, no grad function or no ref. */
+VitStatus vit_backward_score(VitGrad *g, const VitRun *run, const Vit *vit, const VitScore *s,
+                             int what, VitError *err);
 
 /* Class-specific explanation maps, from a run and its VitGrad (exact pass; AttnLRP
  * also needs the LRP pass). Raw values, not normalised. */

@@ -181,7 +181,7 @@ VitStatus vit_explain(float *out, VitExplain m, const VitRun *run, const VitGrad
     int need = m == VIT_EXPLAIN_ATTNLRP  ? VIT_GRAD_LRP
                : m == VIT_EXPLAIN_LEGRAD ? VIT_GRAD_EXACT | VIT_GRAD_LEGRAD
                                          : VIT_GRAD_EXACT;
-    if (g->target < 0 || !(g->what & need) || (!run->att && !run->qk))
+    if (g->target == -1 || !(g->what & need) || (!run->att && !run->qk))
         return vit_set_error(err, VIT_ERR_ARG, "%s: no %sbackward pass has been run",
                              vit_explain_name(m), need == VIT_GRAD_LRP ? "AttnLRP " : "");
     if (!(discard_ratio >= 0.0f && discard_ratio < 1.0f))

@@ -143,10 +143,6 @@ static int carve(VitGrad *g, Scratch *s, const VitConfig *c, int kept, int n_thr
 VitStatus vit_grad_init(VitGrad *g, const Vit *vit, const VitRun *run, VitError *err) {
     memset(g, 0, sizeof *g);
     const VitConfig *c = &vit->cfg;
-    if (!vit_has_head(vit))
-        return vit_set_error(err, VIT_ERR_ARG,
-                             "%s: a backbone without a classification head: no class to explain%s",
-                             c->name, c->clip ? " (a CLIP tower: give it a text head)" : "");
     if (run->cfg.n_tokens != c->n_tokens || run->cfg.dim != c->dim ||
         vit_att_width(&run->cfg) != vit_att_width(c) || run->cfg.n_layers != c->n_layers ||
         run->cfg.mlp_dim != c->mlp_dim || run->cfg.image_h != c->image_h ||
@@ -495,13 +491,13 @@ static const uint8_t *head_drop(const VitRun *run) {
 /* LeGrad's E_l for the current layer: s_l = head(norm(z_l))_c, its gradient at
  * A_l (rows of the head's tokens only: s_l reads them alone), ReLU, mean over
  * heads and all T query rows, at the patch columns, into g->legrad[layer]. */
-static void legrad_layer(Bw *bw, const VitBlock *b, int target) {
+static void legrad_layer(Bw *bw, const VitBlock *b, const VitScore *sc) {
     const VitConfig *c = &bw->run->cfg;
     int T = c->n_tokens, D = c->dim, H = c->n_heads, Dh = c->head_dim, Np = c->n_prefix,
         N = c->n_patches, Nh = vit_head_rows(bw->vit), A = vit_att_width(c);
     float *dzs = bw->s.hdz, *dctx = bw->s.hctx, *row = bw->s.row;
-    vit_head_backward(dzs, NULL, bw->run->tokens + (size_t)(bw->layer + 1) * T * D, target, bw->vit,
-                      0, head_drop(bw->run), bw->s.head);
+    vit_head_backward(dzs, NULL, bw->run->tokens + (size_t)(bw->layer + 1) * T * D, sc, bw->vit, 0,
+                      head_drop(bw->run), bw->s.head);
     top_backward(bw, b, dzs, Nh, bw->s.dxm, dctx);
     mask_dctx(bw, dctx, Nh);
     float *e = bw->g->legrad + (size_t)bw->layer * N;
@@ -523,7 +519,7 @@ static void legrad_layer(Bw *bw, const VitBlock *b, int target) {
 /* LeGrad's E_l alone (VIT_GRAD_LEGRAD): legrad_layer on each block's internals, as the
  * exact pass calls it (the same rows recomputed when the run does not keep them), without
  * the rest of the backward pass. */
-static void legrad_pass(Bw *bw, int target) {
+static void legrad_pass(Bw *bw, const VitScore *sc) {
     const VitConfig *c = &bw->vit->cfg;
     int L = c->n_layers, T = c->n_tokens, Nh = vit_head_rows(bw->vit);
     for (int l = L - 1; l >= 0; l--) {
@@ -531,12 +527,12 @@ static void legrad_pass(Bw *bw, int target) {
         bw->layer = l;
         bw->rows = l == L - 1 ? Nh : T;
         block_internals(bw, b, 0);
-        legrad_layer(bw, b, target);
+        legrad_layer(bw, b, sc);
     }
 }
 
-/* One backward pass, exact (lrp 0) or AttnLRP's (lrp 1), for class target. */
-static void backward_pass(Bw *bw, int target) {
+/* One backward pass, exact (lrp 0) or AttnLRP's (lrp 1), for the score sc. */
+static void backward_pass(Bw *bw, const VitScore *sc) {
     const VitRun *run = bw->run;
     const Vit *vit = bw->vit;
     const VitConfig *c = &vit->cfg;
@@ -548,8 +544,8 @@ static void backward_pass(Bw *bw, int target) {
 
     /* the head (head.c): dz at the last block's output, its head rows */
     memset(s->dz, 0, (size_t)T * D * sizeof(float));
-    vit_head_backward(s->dz, exact ? g->probe_grad : NULL, run->tokens + (size_t)L * T * D, target,
-                      vit, bw->lrp, head_drop(run), s->head);
+    vit_head_backward(s->dz, exact ? g->probe_grad : NULL, run->tokens + (size_t)L * T * D, sc, vit,
+                      bw->lrp, head_drop(run), s->head);
 
     for (int l = L - 1; l >= 0; l--) {
         const VitBlock *b = &vit->w.blocks[l];
@@ -560,7 +556,7 @@ static void backward_pass(Bw *bw, int target) {
         block_internals(bw, b, exact && l == L - 1);
         if (exact) {
             memcpy(g->grad_tokens + (size_t)l * T * D, s->dz, (size_t)T * D * sizeof(float));
-            legrad_layer(bw, b, target);
+            legrad_layer(bw, b, sc);
         }
         memset(bw->dctx, 0, (size_t)T * A * sizeof(float));
         top_backward(bw, b, s->dz, bw->rows, s->dxm, bw->dctx);
@@ -622,6 +618,12 @@ static void backward_pass(Bw *bw, int target) {
     }
 }
 
+/* The same score (VitGrad.score): VIT_GRAD_ADD's condition. */
+static int same_score(const VitScore *a, const VitScore *b) {
+    return a->grad == b->grad && a->on_logits == b->on_logits && a->a == b->a && a->b == b->b &&
+           a->ref == b->ref;
+}
+
 VitStatus vit_backward(VitGrad *g, const VitRun *run, const Vit *vit, int target, int what,
                        VitError *err) {
     const VitConfig *c = &vit->cfg;
@@ -629,6 +631,14 @@ VitStatus vit_backward(VitGrad *g, const VitRun *run, const Vit *vit, int target
         return vit_set_error(err, VIT_ERR_ARG,
                              "%s: a backbone without a classification head: no class to explain%s",
                              c->name, c->clip ? " (a CLIP tower: give it a text head)" : "");
+    if (target == -1 && run->probs) vit_top_k(&target, run->probs, c->n_classes, 1);
+    VitScore sc = vit_score_logit(target);
+    return vit_backward_score(g, run, vit, &sc, what, err);
+}
+
+VitStatus vit_backward_score(VitGrad *g, const VitRun *run, const Vit *vit, const VitScore *sc,
+                             int what, VitError *err) {
+    const VitConfig *c = &vit->cfg;
     if (!g->mem || g->cfg.n_tokens != c->n_tokens || g->cfg.dim != c->dim ||
         vit_att_width(&g->cfg) != vit_att_width(c) || g->cfg.n_layers != c->n_layers ||
         g->cfg.n_classes != c->n_classes || g->grad_att_kept != run->att_kept ||
@@ -638,15 +648,13 @@ VitStatus vit_backward(VitGrad *g, const VitRun *run, const Vit *vit, int target
                              c->name);
     VitStatus st = vit_intervention_check(run->intervention, c, err);
     if (st) return st;
-    if (target == -1) vit_top_k(&target, run->probs, c->n_classes, 1);
-    if (target < 0 || target >= c->n_classes)
-        return vit_set_error(err, VIT_ERR_ARG, "%s: class %d out of range [0, %d)", c->name, target,
-                             c->n_classes);
+    if ((st = vit_score_check(sc, vit, err))) return st;
+    int target = vit_score_is_logit(sc) ? sc->a : -2;
     int passes = what & (VIT_GRAD_ALL | VIT_GRAD_LEGRAD), add = (what & VIT_GRAD_ADD) != 0;
     if (!passes || (what & ~(VIT_GRAD_ALL | VIT_GRAD_ADD | VIT_GRAD_LEGRAD)))
         return vit_set_error(err, VIT_ERR_ARG,
                              "backward: what %d, expected passes 1 .. 3 or 8 (+ 4)", what);
-    if (add && g->target != target)
+    if (add && (g->target != target || !same_score(&g->score, sc)))
         return vit_set_error(err, VIT_ERR_ARG,
                              "backward: adds a pass to class %d's gradients, but asks for class %d",
                              g->target, target);
@@ -657,11 +665,12 @@ VitStatus vit_backward(VitGrad *g, const VitRun *run, const Vit *vit, int target
     int kept = add ? g->what & ~passes : 0; /* a pass each writes only its own outputs */
     g->target = -1;
     if (passes & VIT_GRAD_EXACT)
-        bw.lrp = 0, backward_pass(&bw, target);
+        bw.lrp = 0, backward_pass(&bw, sc);
     else if (passes & VIT_GRAD_LEGRAD)
-        bw.lrp = 0, legrad_pass(&bw, target);
-    if (passes & VIT_GRAD_LRP) bw.lrp = 1, backward_pass(&bw, target);
+        bw.lrp = 0, legrad_pass(&bw, sc);
+    if (passes & VIT_GRAD_LRP) bw.lrp = 1, backward_pass(&bw, sc);
     g->target = target;
+    g->score = *sc;
     g->what = kept | passes;
     return VIT_OK;
 }

@@ -256,9 +256,10 @@ static void forward_pass(VitRun *run, const Vit *vit, int gemm_only) {
     int T = c->n_tokens, D = c->dim, L = c->n_layers;
     /* rows of the last block's output the head reads: CLS (and distillation) token, or
      * every token for a pooled head (vit_head_rows); a CLIP tower's image embedding reads
-     * the CLS token even without a text head, SigLIP's MAP head every patch */
+     * the CLS token even without a text head, SigLIP's MAP head every patch; a backbone
+     * without a head computes them too, for its embedding (vit_embedding, a score of it) */
     int clip = c->embed_dim > 0 && run->img_embed;
-    int head_rows = c->n_classes || clip ? vit_head_rows(vit) : 0;
+    int head_rows = vit_head_rows(vit);
     int last_rows = run->all_tokens ? T : head_rows; /* rows of the last block computed */
 
     embed_tokens(run, vit, gemm_only);

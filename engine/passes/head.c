@@ -316,7 +316,7 @@ void vit_head(VitPool *pool, const Vit *vit, const VitHeadIO *io) {
 }
 
 size_t vit_head_backward_floats(const VitConfig *c) {
-    size_t n = 6 * (size_t)c->dim + 2 * (size_t)c->embed_dim;
+    size_t n = 8 * (size_t)c->dim + (size_t)c->n_classes + 2 * (size_t)c->embed_dim;
     if (c->head_pool == VIT_POOL_MAP) /* y [N, D], dy [N, D], the forward's and the gradient's */
         n += 2 * (size_t)c->n_patches * c->dim + vit_head_scratch_floats(c) +
              vit_probe_backward_floats(c->n_patches, c->dim, c->n_heads, c->mlp_dim) +
@@ -353,17 +353,63 @@ static void map_backward(float *dz, float *datt, const float *z, const float *g,
     }
 }
 
-void vit_head_backward(float *dz, float *datt, const float *z, int target, const Vit *vit, int lrp,
-                       const uint8_t *drop, float *scratch) {
+/* g [W (+ D)] += k * d logits[target] / d hin (and its distillation row): one class of
+ * the head (a linear layer, tanh'd, DeiT's two heads averaged, or CLIP's text head); gt
+ * [2D] and tsc [2E] scratch. */
+static void logit_grad(float *g, const float *hin, int target, float k, const Vit *vit, int lrp,
+                       float *gt, float *tsc) {
+    const VitConfig *c = &vit->cfg;
+    const VitWeights *w = &vit->w;
+    int D = c->dim, W = vit_head_width(c);
+    int distilled = w->head_dist_w && c->head_pool == VIT_POOL_CLS;
+    if (w->text_emb) { /* CLIP: y = s cos(img_proj(h), t_c) (above) */
+        vit_text_head_grad(gt, hin, target, vit, lrp, tsc);
+        for (int i = 0; i < D; i++) g[i] += k * gt[i];
+        return;
+    }
+    if (distilled) k *= 0.5f;
+    if (c->head_tanh) { /* y = tanh(s): dy/ds = 1 - y^2, s the head's output on h */
+        double s = w->head_b ? w->head_b[target] : 0.0;
+        for (int i = 0; i < W; i++) s += (double)hin[i] * w->head_w[(size_t)target * W + i];
+        double y = tanh(s);
+        k *= (float)(1.0 - y * y);
+    }
+    for (int i = 0; i < W; i++) g[i] += k * w->head_w[(size_t)target * W + i];
+    if (distilled)
+        for (int i = 0; i < D; i++) g[D + i] += k * w->head_dist_w[(size_t)target * D + i];
+}
+
+/* g [W] = dS / d hin for a score of the embedding: e = hin, or CLIP's img_proj(hin) (then
+ * g = img_proj^T dS/de); e, de [E] scratch (tsc [2E], or gt [2D] without projection). */
+static void embed_grad(float *g, const float *hin, const VitScore *sc, const Vit *vit, int lrp,
+                       float *gt, float *tsc) {
+    const VitConfig *c = &vit->cfg;
+    const float *P = vit->w.img_proj_w;
+    int D = c->dim, E = vit_embedding_dim(vit);
+    if (!P) {
+        sc->grad(g, hin, E, lrp, sc);
+        return;
+    }
+    float *e = tsc, *de = tsc + E;
+    cblas_sgemv(CblasRowMajor, CblasNoTrans, E, D, 1.0f, P, D, hin, 1, 0.0f, e, 1);
+    sc->grad(de, e, E, lrp, sc);
+    cblas_sgemv(CblasRowMajor, CblasTrans, E, D, 1.0f, P, D, de, 1, 0.0f, g, 1);
+    (void)gt;
+}
+
+void vit_head_backward(float *dz, float *datt, const float *z, const VitScore *sc, const Vit *vit,
+                       int lrp, const uint8_t *drop, float *scratch) {
     const VitConfig *c = &vit->cfg;
     const VitWeights *w = &vit->w;
     int D = c->dim, W = vit_head_width(c), R = vit_head_rows(vit), Np = c->n_prefix,
-        T = c->n_tokens;
-    float *hin = scratch,          /* [2D] the head's input (then the distillation row) */
-        *g = hin + 2 * D,          /* [2D] d y / d hin (then d y / d the distillation row) */
-            *p = g + 2 * D,        /* [D] the pooled vector before fc_norm */
-                *dp = p + D,       /* [D] d y / d p */
-                    *tsc = dp + D; /* [2E] the text head's */
+        T = c->n_tokens, C = c->n_classes;
+    float *hin = scratch,                   /* [2D] the head's input (then the distillation row) */
+        *g = hin + 2 * D,                   /* [2D] dS / d hin (then dS / d the distillation row) */
+            *p = g + 2 * D,                 /* [D] the pooled vector before fc_norm */
+                *dp = p + D,                /* [D] dS / d p */
+                    *gt = dp + D,           /* [2D] one class's d y / d hin */
+                        *seed = gt + 2 * D, /* [C] dS / d logits */
+                            *tsc = seed + C; /* [2E] the text head's */
     int fc = w->fc_norm_w && W == D;
     /* the forward pooling of this input, as vit_head does it, fc_norm apart */
     VitHeadIO io = {.hin = hin,
@@ -383,21 +429,14 @@ void vit_head_backward(float *dz, float *datt, const float *z, int target, const
         memcpy(p, hin, (size_t)D * sizeof *p);
         layernorm_in_place(hin, w->fc_norm_w, w->fc_norm_b, D, c->ln_eps);
     }
-    /* g = d y / d hin */
-    int distilled = w->head_dist_w && c->head_pool == VIT_POOL_CLS;
-    if (w->text_emb) { /* CLIP: y = s cos(img_proj(h), t_c) (above) */
-        vit_text_head_grad(g, hin, target, vit, lrp, tsc);
+    /* g = dS / d hin: sum_c dS/dlogits[c] d logits[c] / d hin, or through the embedding */
+    memset(g, 0, 2 * (size_t)D * sizeof *g);
+    if (sc->on_logits) {
+        sc->grad(seed, NULL, C, lrp, sc);
+        for (int k = 0; k < C; k++)
+            if (seed[k] != 0.0f) logit_grad(g, hin, k, seed[k], vit, lrp, gt, tsc);
     } else {
-        float k = distilled ? 0.5f : 1.0f;
-        if (c->head_tanh) { /* y = tanh(s): dy/ds = 1 - y^2, s the head's output on h */
-            double s = w->head_b ? w->head_b[target] : 0.0;
-            for (int i = 0; i < W; i++) s += (double)hin[i] * w->head_w[(size_t)target * W + i];
-            double y = tanh(s);
-            k *= (float)(1.0 - y * y);
-        }
-        for (int i = 0; i < W; i++) g[i] = k * w->head_w[(size_t)target * W + i];
-        if (distilled)
-            for (int i = 0; i < D; i++) g[D + i] = k * w->head_dist_w[(size_t)target * D + i];
+        embed_grad(g, hin, sc, vit, lrp, gt, tsc);
     }
     if (fc) { /* fc_norm's backward at p */
         vit_layernorm_backward_rows(dp, p, w->fc_norm_w, g, 0, 1, D, c->ln_eps, lrp, 0);
@@ -410,6 +449,7 @@ void vit_head_backward(float *dz, float *datt, const float *z, int target, const
     }
     /* the rows: norm's backward (dz = dn without a norm) at each token the head read */
     const float *g_mean = c->head_pool == VIT_POOL_CLS_MEAN ? g + D : g;
+    int distilled = w->head_dist_w && c->head_pool == VIT_POOL_CLS;
     if (c->head_pool == VIT_POOL_CLS) {
         int rows = distilled ? 2 : 1;
         if (w->norm_w)
@@ -548,5 +588,110 @@ VitStatus vit_image_embed(float *e, const VitRun *run, const Vit *vit, VitError 
                              c->name);
     if (!e) return vit_set_error(err, VIT_ERR_ARG, "%s: image embedding: no output", c->name);
     memcpy(e, run->img_embed, (size_t)c->embed_dim * sizeof *e);
+    return VIT_OK;
+}
+
+/* --- scores (vit.h's VitScore) -------------------------------------------------- */
+
+static void logit_seed(float *d, const float *e, int n, int lrp, const VitScore *s) {
+    (void)e, (void)lrp;
+    memset(d, 0, (size_t)n * sizeof *d);
+    d[s->a] = 1.0f;
+}
+
+static void contrast_seed(float *d, const float *e, int n, int lrp, const VitScore *s) {
+    (void)e, (void)lrp;
+    memset(d, 0, (size_t)n * sizeof *d);
+    d[s->a] = 1.0f, d[s->b] = -1.0f;
+}
+
+/* cos(e, r) = e . r / (|e| |r|): d/de = (r / |r| - cos * e / |e|) / |e| */
+static void cosine_grad(float *d, const float *e, int n, int lrp, const VitScore *s) {
+    const float *r = s->ref;
+    double ee = 0.0, rr = 0.0, er = 0.0;
+    for (int i = 0; i < n; i++)
+        ee += (double)e[i] * e[i], rr += (double)r[i] * r[i], er += (double)e[i] * r[i];
+    if (ee <= 0.0 || rr <= 0.0) {
+        memset(d, 0, (size_t)n * sizeof *d);
+        return;
+    }
+    double ne = sqrt(ee), nr = sqrt(rr), cs = lrp ? 0.0 : er / (ne * nr);
+    for (int i = 0; i < n; i++) d[i] = (float)((r[i] / nr - cs * e[i] / ne) / ne);
+}
+
+VitScore vit_score_logit(int c) {
+    return (VitScore){.on_logits = 1, .grad = logit_seed, .a = c, .b = -1};
+}
+
+VitScore vit_score_contrast(int a, int b) {
+    return (VitScore){.on_logits = 1, .grad = contrast_seed, .a = a, .b = b};
+}
+
+VitScore vit_score_cosine(const float *ref) {
+    return (VitScore){.on_logits = 0, .grad = cosine_grad, .a = -1, .b = -1, .ref = ref};
+}
+
+int vit_score_is_logit(const VitScore *s) {
+    return s->grad == logit_seed;
+}
+
+VitStatus vit_score_check(const VitScore *s, const Vit *vit, VitError *err) {
+    const VitConfig *c = &vit->cfg;
+    if (!s || !s->grad)
+        return vit_set_error(err, VIT_ERR_ARG, "%s: a score without gradient", c->name);
+    if (!s->on_logits) {
+        if (s->grad == cosine_grad && !s->ref)
+            return vit_set_error(err, VIT_ERR_ARG, "%s: a cosine score without its other embedding",
+                                 c->name);
+        return VIT_OK;
+    }
+    if (!vit_has_head(vit))
+        return vit_set_error(err, VIT_ERR_ARG,
+                             "%s: a backbone without a classification head: no class to explain%s",
+                             c->name, c->clip ? " (a CLIP tower: give it a text head)" : "");
+    int two = s->grad == contrast_seed;
+    if (s->a < 0 || s->a >= c->n_classes || (two && (s->b < 0 || s->b >= c->n_classes)))
+        return vit_set_error(err, VIT_ERR_ARG, "%s: class %d out of range [0, %d)", c->name,
+                             s->a < 0 || s->a >= c->n_classes ? s->a : s->b, c->n_classes);
+    if (two && s->a == s->b)
+        return vit_set_error(err, VIT_ERR_ARG,
+                             "%s: a contrast of class %d with itself (its score is 0)", c->name,
+                             s->a);
+    return VIT_OK;
+}
+
+int vit_embedding_dim(const Vit *vit) {
+    const VitConfig *c = &vit->cfg;
+    return vit->w.img_proj_w && c->embed_dim > 0 ? c->embed_dim : vit_head_width(c);
+}
+
+VitStatus vit_embedding(float *e, const VitRun *run, const Vit *vit, VitError *err) {
+    const VitConfig *c = &vit->cfg;
+    int D = c->dim, T = c->n_tokens;
+    if (!run || !run->tokens || run->cfg.dim != D || run->cfg.n_tokens != T ||
+        run->cfg.n_layers != c->n_layers || (c->head_pool == VIT_POOL_MAP && !run->head_scratch))
+        return vit_set_error(err, VIT_ERR_ARG, "%s: embedding: the run was not made for it",
+                             c->name);
+    if (!e) return vit_set_error(err, VIT_ERR_ARG, "%s: embedding: no output", c->name);
+    float *hin = malloc(3 * (size_t)D * sizeof *hin);
+    if (!hin) return vit_set_error(err, VIT_ERR_NOMEM, "%s: embedding: out of memory", c->name);
+    VitHeadIO io = {.hin = hin,
+                    .x = run->tokens + (size_t)c->n_layers * T * D,
+                    .in_stride = (size_t)T,
+                    .row_stride = 1,
+                    .n = 1,
+                    .token = -1,
+                    .drop = run->intervention ? run->intervention->drop : NULL,
+                    .scratch = run->head_scratch};
+    /* the pooling alone (logits NULL), as vit_head does it in the forward pass */
+    if (c->head_pool == VIT_POOL_MAP)
+        map_input(NULL, &io, vit, 0);
+    else
+        pool_input(&(PoolArgs){&io, vit, 1}, 0);
+    if (vit->w.img_proj_w && c->embed_dim > 0) /* the forward pass's call: the same numbers */
+        vit_text_head(NULL, NULL, e, hin, 1, vit, 0);
+    else
+        memcpy(e, hin, (size_t)vit_head_width(c) * sizeof *e);
+    free(hin);
     return VIT_OK;
 }

@@ -60,8 +60,15 @@ int main(int argc, char **argv) {
         fill_input(&r0, &vit);
         vit_forward(&r0, &vit);
         check_err(vit_image_embed(e, &r0, &vit, &err), &err, VIT_OK, NULL, NULL, "embed");
-        check_err(vit_grad_init(&g0, &vit, &r0, &err), &err, VIT_ERR_ARG, NULL,
-                  (const char *const[]){"text head", NULL}, "grad without a text head");
+        /* the buffers are made (a score of the embedding needs no head), no class though */
+        if (check_err(vit_grad_init(&g0, &vit, &r0, &err), &err, VIT_OK, NULL, NULL,
+                      "grad buffers without a text head"))
+            check_err(vit_backward(&g0, &r0, &vit, 0, VIT_GRAD_EXACT, &err), &err, VIT_ERR_ARG,
+                      NULL, (const char *const[]){"text head", NULL}, "grad without a text head");
+        float e3[E];
+        check_err(vit_embedding(e3, &r0, &vit, &err), &err, VIT_OK, NULL, NULL, "vit_embedding");
+        check(vit_embedding_dim(&vit) == E && !memcmp(e3, e, sizeof e3),
+              "vit_embedding of a CLIP tower is vit_image_embed's, bit for bit");
         check_err(vit_text_logits(&r0, &vit, &err), &err, VIT_ERR_ARG, NULL,
                   (const char *const[]){"no text head", NULL}, "text logits without a head");
     }

@@ -425,9 +425,18 @@ static void test_model(const char *dir, const char *label, int dist, int classes
     } else {
         VitGrad g = {0};
         VitError err = {0};
-        check_err(vit_grad_init(&g, &vit, &keep[0], &err), &err, VIT_ERR_ARG, NULL,
-                  (const char *const[]){"without a classification head", NULL},
-                  "vit_grad_init on a backbone");
+        /* a backbone's buffers are made (for a score of its embedding), but no class */
+        if (check_err(vit_grad_init(&g, &vit, &keep[0], &err), &err, VIT_OK, NULL, NULL,
+                      "vit_grad_init on a backbone")) {
+            check_err(vit_backward(&g, &keep[0], &vit, 0, VIT_GRAD_EXACT, &err), &err, VIT_ERR_ARG,
+                      NULL, (const char *const[]){"without a classification head", NULL},
+                      "vit_backward on a backbone");
+            VitScore sc = vit_score_contrast(0, 1);
+            check_err(vit_backward_score(&g, &keep[0], &vit, &sc, VIT_GRAD_EXACT, &err), &err,
+                      VIT_ERR_ARG, NULL,
+                      (const char *const[]){"without a classification head", NULL},
+                      "vit_backward_score of a contrast on a backbone");
+        }
         vit_grad_free(&g);
     }
 done:
