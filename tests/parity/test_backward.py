@@ -4,6 +4,8 @@ on the float64 reference.
     /usr/bin/python3 test_backward.py family NAME --dump vit_dump --work DIR
     /usr/bin/python3 test_backward.py random      --dump vit_dump --work DIR
     /usr/bin/python3 test_backward.py deit        --dump vit_dump --work DIR --shared SHARED
+    /usr/bin/python3 test_backward.py scores      --dump vit_dump --work DIR
+    /usr/bin/python3 test_backward.py scores_deit --dump vit_dump --work DIR --shared SHARED
     /usr/bin/python3 test_backward.py selftest    (the reference side alone, no engine)
 
 vit_dump --class C writes, for the logit y_c (C = -1: the top-1; for a distilled
@@ -264,7 +266,7 @@ LRP_MISTAKES = {  # name -> lrp_rules(...) arguments
 # --- gradients by autograd -------------------------------------------------------------
 
 
-def reference_grads(ref, x32, c, dtype=torch.float64, ops=None, extras=True):
+def reference_grads(ref, x32, c, dtype=torch.float64, ops=None, extras=True, score=None):
     """Everything the engine's backward pass and maps are checked against, by
     autograd on ref's forward pass of x32 [3, Sh, Sw] (float32, cast to dtype):
       logits [C], att [L, H, T, T], and for the logit y_c:
@@ -274,7 +276,9 @@ def reference_grads(ref, x32, c, dtype=torch.float64, ops=None, extras=True):
     with extras also:
       legrad [L, H, T, T]: ds_l/dA_l, s_l = head(norm(z_l))_c (LeGrad, per layer);
       lrp_input [3, Sh, Sw]: the gradient of y_c through AttnLRP's rules.
-    ops: replacement ops for the exact pass (the planted mistakes). numpy float64."""
+    ops: replacement ops for the exact pass (the planted mistakes). score(logits, z) a
+    scalar of the logits and the last block's output z [1, T, D] instead of y_c (then
+    extras must be False). numpy float64."""
     x = x32.to(dtype).detach().requires_grad_()
     kept = {}
 
@@ -286,8 +290,9 @@ def reference_grads(ref, x32, c, dtype=torch.float64, ops=None, extras=True):
 
     logits, att = ref.forward(x, dtype, tap, ops)
     L = att.shape[0]
-    out = {"logits": logits.detach(), "att": att.detach()}
-    logits[c].backward(retain_graph=extras)
+    out = {"logits": logits.detach() if logits is not None else torch.zeros(0), "att": att.detach()}
+    (logits[c] if score is None else score(logits, kept["tokens", L - 1])).backward(
+        retain_graph=extras)
     # copies: torch 1.13's autograd.grad below also adds into retained .grad
     out["grad_att"] = torch.stack([kept["att", l].grad[0] for l in range(L)]).clone()
     out["grad_tokens"] = torch.stack([kept["tokens", l].grad[0] for l in range(L)]).clone()
@@ -550,7 +555,123 @@ def test_deit(args, rep):
     return None
 
 
-# --- (d) the reference side alone -----------------------------------------------------------
+# --- (d) scores other than one logit: a contrast, a cosine of embeddings -----------------------
+
+
+def pooled(ref, z, dtype=torch.float64):
+    """The model's pooled embedding e [W] from the last block's output z [1, T, D] (timm's
+    names): the final norm, then the CLS token, the mean of the patch tokens through
+    fc_norm, or [CLS ; mean] for a [C, 2D] head (head_logits' pooling, without the head)."""
+    w, D, Np = ref.weights(dtype), z.shape[-1], ref.Np
+    x = F.layer_norm(z, (D,), w["norm.weight"], w["norm.bias"], ref.eps) if "norm.weight" in w else z
+    if "head.weight" in w and w["head.weight"].shape[1] == 2 * D:
+        return torch.cat([x[0, 0], x[0, Np:].mean(0)])
+    if "fc_norm.weight" in w:
+        return F.layer_norm(x[0, Np:].mean(0), (D,), w["fc_norm.weight"], w["fc_norm.bias"], ref.eps)
+    return x[0, 0]
+
+
+def cosine_score(ref, e_b):
+    """score(logits, z) = cos(e(z), e_b), e_b [E] float32 held constant (no gradient)."""
+    return lambda logits, z: F.cosine_similarity(pooled(ref, z, z.dtype), e_b.to(z.dtype), dim=0)
+
+
+def score_case(rep, label, ref, dump, args, out, tol, contrast=None, x2=None, e_b=None):
+    """Engine vs autograd for --contrast A,B (logit_A - logit_B) and --cosine (cos(e, e_b),
+    e_b the reference's embedding of x2, or given, stored in float32): grad_att (each
+    layer's dS/dA), grad_tokens, grad_input, and for the contrast AttnLRP's lrp_input (its
+    pass is linear in the seed). The negative control: the engine seeded with the dot
+    product e . e_b's gradient (--cosine-dot) must fail the cosine's comparison."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    if contrast:
+        a, b = contrast
+        engine, _ = run_dump(dump, args + ["--out", out / "contrast", "--contrast", f"{a},{b}"])
+        x32 = torch.from_numpy(engine["input"])
+        print(f" [{label}] --contrast {a},{b}")
+        sc = lambda logits, z: logits[a] - logits[b]  # noqa: E731
+        g64 = reference_grads(ref, x32, 0, extras=False, score=sc)
+        g32 = reference_grads(ref, x32, 0, torch.float32, extras=False, score=sc)
+        g64["lrp_input"] = (lrp_grad(ref, x32, a) - lrp_grad(ref, x32, b)).numpy()
+        g32["lrp_input"] = (lrp_grad(ref, x32, a, torch.float32) -
+                            lrp_grad(ref, x32, b, torch.float32)).double().numpy()
+        compare_grads(rep, f"{label} contrast {a},{b}", engine, g64, g32, tol)
+        check_refused(rep, label, dump, args + ["--out", out / "bad", "--contrast", f"{a},{a}"],
+                      f"--contrast {a},{a}")
+    if x2 is not None or e_b is not None:
+        if e_b is None:
+            with torch.no_grad():
+                kept = {}
+                ref.forward(x2.double(), tap=lambda n, l, t: kept.__setitem__((n, l), t) or t)
+                L = max(l for (n, l) in kept if n == "tokens") + 1
+                e_b = pooled(ref, kept["tokens", L - 1]).float()
+        e_b = e_b.float()
+        e_b.numpy().tofile(out / "ref.f32")
+        engine, _ = run_dump(dump, args + ["--out", out / "cosine", "--cosine", out / "ref.f32"])
+        x32 = torch.from_numpy(engine["input"])
+        kept = {}
+        with torch.no_grad():
+            ref.forward(x32.double(), tap=lambda n, l, t: kept.__setitem__((n, l), t) or t)
+        L = max(l for (n, l) in kept if n == "tokens") + 1
+        e64 = pooled(ref, kept["tokens", L - 1]).numpy()
+        d = rel_err(engine["embedding"], e64, False).max()
+        print(f" [{label}] --cosine: E={len(e64)}, embedding rel err {d:.1e}, "
+              f"cos {float(F.cosine_similarity(torch.from_numpy(e64), e_b.double(), dim=0)):.4f}")
+        rep.check(d <= tol, f"{label}: vit_embedding differs from the reference's pooling by {d:.1e}")
+        sc = cosine_score(ref, e_b)
+        g64 = reference_grads(ref, x32, 0, extras=False, score=sc)
+        g32 = reference_grads(ref, x32, 0, torch.float32, extras=False, score=sc)
+        g64["lrp_input"], g32["lrp_input"] = engine["lrp_input"], engine["lrp_input"]  # not compared
+        compare_grads(rep, f"{label} cosine", engine, g64, g32, tol)
+        wrong, _ = run_dump(dump, args + ["--out", out / "dot", "--cosine-dot", out / "ref.f32"])
+        must_differ(rep, label, "the gradient of the dot product e . e_b",
+                    {k: rel_err(wrong[k], g64[k], k in PER_LAYER).max()
+                     for k in ("grad_att", "grad_tokens", "grad_input")}, tol)
+
+
+SCORE_FAMILIES = {  # family -> (contrast?, cosine?)
+    "deit_distilled_timm": (True, True),   # DeiT-shaped, the averaged logit
+    "dinov2_reg4_timm_224": (False, True),  # a backbone with registers and LayerScale
+    "fcnorm_avg_timm": (True, True),        # the mean of the patches through fc_norm
+}
+
+
+def test_scores(args, rep):
+    for name, (con, cos) in SCORE_FAMILIES.items():
+        f, ref, dargs, d, x = family_model(name, args.work)
+        print(f"\n[{name}] scores: C={f['C']}, Np={ref.Np}")
+        if not f["C"]:
+            check_refused(rep, name, args.dump, dargs + ["--out", d / "bk", "--contrast", "0,1"],
+                          "a backbone without head, --contrast 0,1")
+        top = reference.top_k(ref.forward(x)[0], 2) if f["C"] else None
+        x2 = torch.randn(3, *input_size(f), generator=torch.Generator().manual_seed(8))
+        score_case(rep, name, ref, args.dump, dargs, d / "scores", TOL["random"],
+                   contrast=top if con else None, x2=x2 if cos else None)
+    return None
+
+
+def test_scores_deit(args, rep):
+    """DeiT-Tiny on the first photo: the contrast of its top-2, the cosine with the
+    engine's embedding of the second photo."""
+    setup = deit_setup(args.shared)
+    if setup is None:
+        print(f"skip: no DeiT-Tiny weights or photos under '{args.shared}'")
+        return 77
+    model, photos, _ = setup
+    ref = Ref(reference.load_safetensors(model), 3)
+    work = Path(args.work) / "deit"
+    dargs = ["--model", model, "--image", photos[0]]
+    _, cfg = run_dump(args.dump, dargs + ["--out", work / "fwd"])
+    other = photos[1] if len(photos) > 1 else photos[0]
+    e2, _ = run_dump(args.dump, ["--model", model, "--image", other, "--out", work / "b",
+                                 "--class", -1])
+    print(f"\n[DeiT-Tiny {photos[0].name}] against {other.name}")
+    score_case(rep, "deit-tiny", ref, args.dump, dargs, work, TOL["deit"],
+               contrast=cfg["top5"][:2], e_b=torch.from_numpy(e2["embedding"]))
+    return None
+
+
+# --- (e) the reference side alone -----------------------------------------------------------
 
 
 def selftest(args, rep):
@@ -648,7 +769,8 @@ def selftest(args, rep):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("part", choices=["family", "random", "deit", "selftest", "list"])
+    ap.add_argument("part", choices=["family", "random", "deit", "scores", "scores_deit", "selftest",
+                                        "list"])
     ap.add_argument("name", nargs="?", help="the family (part family)")
     ap.add_argument("--dump", help="the vit_dump executable")
     ap.add_argument("--work", help="scratch directory")
@@ -666,7 +788,8 @@ def main():
     elif args.part == "selftest":
         selftest(args, rep)
     else:
-        skip = {"random": test_random, "deit": test_deit}[args.part](args, rep)
+        skip = {"random": test_random, "deit": test_deit, "scores": test_scores,
+                "scores_deit": test_scores_deit}[args.part](args, rep)
     print(f"({time.time() - t0:.1f} s)")
     return skip if skip is not None else rep.exit_code()
 

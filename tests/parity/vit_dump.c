@@ -69,6 +69,12 @@
  * vit_head_importance and vit_head_pruning (with the interventions above, if any):
  *   importance.npy [L, H] f4, prune.npy [L*H + 1] f4, order.npy [L*H] i4, and
  *   "importance_base" (p of the class) and "importance_class" in importance.json.
+ * Scores other than one logit (vit.h, VitScore), instead of --class C (the same files):
+ *   --contrast A,B   logit_A - logit_B (vit_score_contrast)
+ *   --cosine RAW     cos(e, ref), ref the raw f32 embedding [E] in RAW held constant
+ *                    (vit_score_cosine); writes embedding.npy [E] = vit_embedding
+ *   --cosine-dot RAW the negative control: the gradient of the dot product e . ref instead
+ *                    (a score this file defines: what the cosine's comparison must catch)
  * CLIP (vit.h, "CLIP"): --text-head RAW:C sets CLIP's text head (vit_set_text_head) from
  * RAW, float32 [C, E] text embeddings in host byte order, with the logit scale of
  * --logit-scale S (default: the checkpoint's, cfg.logit_scale); then --class explains
@@ -411,6 +417,15 @@ static int parse_set(uint8_t *flags, const char *v, int pairs, int n_a, int n_b)
     return 0;
 }
 
+/* --- the negative control of --cosine --------------------------------------------- */
+
+/* d = ref: the gradient of the un-normalised dot product e . ref, the plausible mistake
+ * (VitScore's grad) the cosine's comparison against autograd must catch. */
+static void dot_grad(float *d, const float *e, int n, int lrp, const VitScore *s) {
+    (void)e, (void)lrp;
+    memcpy(d, s->ref, (size_t)n * sizeof *d);
+}
+
 /* --- main ------------------------------------------------------------------ */
 
 int main(int argc, char **argv) {
@@ -424,7 +439,8 @@ int main(int argc, char **argv) {
     const char *s_ablate = NULL, *s_drop = NULL, *s_fill = NULL, *s_posedit = NULL, *s_temp = NULL;
     const char *s_text = NULL, *s_text2 = NULL;
     float logit_scale = 0.0f, logit_bias = 0.0f;
-    int sigmoid = 0;
+    int sigmoid = 0, contrast[2] = {-1, -1}, dot = 0;
+    const char *s_cosine = NULL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--whole")) {
@@ -489,6 +505,11 @@ int main(int argc, char **argv) {
             s_posedit = v;
         } else if (!strcmp(a, "--temp")) {
             s_temp = v;
+        } else if (!strcmp(a, "--contrast")) {
+            if (!v || sscanf(v, "%d,%d", &contrast[0], &contrast[1]) != 2) return usage();
+            target = -3;
+        } else if (!strcmp(a, "--cosine") || !strcmp(a, "--cosine-dot")) {
+            s_cosine = v, dot = !strcmp(a, "--cosine-dot"), target = -3;
         } else if (!strcmp(a, "--then-text-head")) {
             s_text2 = v;
         } else if (!strcmp(a, "--text-head")) {
@@ -519,6 +540,7 @@ int main(int argc, char **argv) {
     VitBatch batch = {0};
     float *inputs = NULL, *blogits = NULL;
     uint8_t *rgb = NULL;
+    float *ref_keep = NULL;
     int rc = 1;
     VitLoadOptions opt = {.n_heads = heads,
                           .config_path = config,
@@ -710,9 +732,25 @@ int main(int argc, char **argv) {
     if (target != -2) {
         const size_t s_grid[2] = {(size_t)c->grid_h, (size_t)c->grid_w}, s_px[2] = {Sh, Sw},
                      s_tok[3] = {L, T, D};
-        if (vit_grad_init(&grad, &vit, &run, &err) ||
-            vit_backward(&grad, &run, &vit, target, VIT_GRAD_ALL, &err))
-            goto engine_fail;
+        size_t E = (size_t)vit_embedding_dim(&vit);
+        float *ref = s_cosine ? malloc(E * sizeof *ref) : NULL, *emb = malloc(E * sizeof *emb);
+        VitScore sc = s_cosine           ? vit_score_cosine(ref)
+                      : contrast[0] >= 0 ? vit_score_contrast(contrast[0], contrast[1])
+                                         : vit_score_logit(target);
+        if (dot) sc.grad = dot_grad;
+        if (!emb || (s_cosine && (!ref || read_raw(ref, E, s_cosine)))) {
+            free(ref), free(emb);
+            goto done;
+        }
+        int bad = vit_embedding(emb, &run, &vit, &err) || vit_grad_init(&grad, &vit, &run, &err) ||
+                  (target >= -1 ? vit_backward(&grad, &run, &vit, target, VIT_GRAD_ALL, &err)
+                                : vit_backward_score(&grad, &run, &vit, &sc, VIT_GRAD_ALL, &err));
+        if (!bad && npy_f32(out, "embedding.npy", emb, (size_t[1]){E}, 1)) bad = 2;
+        free(emb);
+        if (bad) free(ref);
+        if (bad == 1) goto engine_fail;
+        if (bad) goto done;
+        ref_keep = ref; /* the score's ref, held until the maps are made */
         if (!(map = malloc(Sh * Sw * sizeof(float)))) {
             fail("out of memory");
             goto done;
@@ -734,7 +772,9 @@ int main(int argc, char **argv) {
         if (c->clip) { /* CLIP: LeGrad's map from its own pass (VIT_GRAD_LEGRAD) too */
             vit_grad_free(&grad);
             if (vit_grad_init(&grad, &vit, &run, &err) ||
-                vit_backward(&grad, &run, &vit, target, VIT_GRAD_LEGRAD, &err) ||
+                (target >= -1
+                     ? vit_backward(&grad, &run, &vit, target, VIT_GRAD_LEGRAD, &err)
+                     : vit_backward_score(&grad, &run, &vit, &sc, VIT_GRAD_LEGRAD, &err)) ||
                 vit_explain(map, VIT_EXPLAIN_LEGRAD, &run, &grad, &vit, 0.0f, &err))
                 goto engine_fail;
             if (npy_f32(out, "legrad_only.npy", map, s_grid, 2)) goto done;
@@ -758,7 +798,7 @@ int main(int argc, char **argv) {
 engine_fail:
     fail("%s (%s error)", err.msg, vit_status_name(err.code));
 done:
-    free(rgb);
+    free(rgb), free(ref_keep);
     free(ablate), free(drop), free(fill), free(perm), free(inputs), free(blogits);
     vit_batch_free(&batch);
     free(map);
