@@ -406,8 +406,7 @@ void vit_head(VitPool *pool, const Vit *vit, const VitHeadIO *io);
  * only; NULL: not wanted): dS / d the probe's attention, a dropped patch's 0.
  * scratch: [floats of vit_head_backward_floats]. */
 void vit_head_backward(float *dz, float *datt, const float *z, const VitScore *sc, const Vit *vit,
-                       int lrp,
-                       const uint8_t *drop, float *scratch);
+                       int lrp, const uint8_t *drop, float *scratch);
 size_t vit_head_backward_floats(const VitConfig *c);
 
 /* Is s a vit_score_logit? Is s a score vit_backward_score can take for vit (VIT_ERR_ARG

@@ -28,7 +28,9 @@ static void usage_synopsis(FILE *f) {
           "               [--template T|--templates FILE] [--text PHRASE] [--vocab PATH]\n"
           "               [--top K | --export DIR | --eval] IMAGE    (or the window: /)\n"
           "       vitlens [--model PATH] [--size S|HxW] [--whole] [--opacity A] [--discard R]\n"
-          "               [--colormap NAME] [--bilinear] [--class ID|NAME] --export DIR IMAGE...\n"
+          "               [--colormap NAME] [--bilinear]\n"
+          "               [--class ID|NAME | --contrast A,B | --similar IMAGE2] --export DIR "
+          "IMAGE...\n"
           "       vitlens [--model PATH] [--class ID|NAME] [--eval-out DIR] [--masks DIR]\n"
           "               [--shard K/N] [--eval-steps N] [--no-sanity] --eval IMAGE|FOLDER...\n"
           "       vitlens [--eval-out DIR] --eval-merge DIR...\n"
@@ -187,6 +189,13 @@ static int parse_check(Options *o) {
     char msg[600];
     if (clip_spec_check(&o->clip, msg, sizeof msg)) {
         fprintf(stderr, "vitlens: %s\n", msg);
+        return 2;
+    }
+    /* what the class-specific maps explain: one of --class, --text, --contrast, --similar */
+    int scores = !!o->class_arg + !!o->clip.text + !!o->contrast_arg + !!o->similar_path;
+    if (scores > 1 && (o->contrast_arg || o->similar_path)) {
+        fprintf(stderr, "vitlens: --class, --text, --contrast and --similar each say what the "
+                        "class-specific maps explain: give one\n");
         return 2;
     }
     if (o->clip.text && o->class_arg) {

@@ -206,6 +206,16 @@ const OptRow OPTIONS[] = {
          "the class the class-specific maps explain (the kinds above): a class index from 0, "
          "or a name as the labels give it, whole or one of its comma-separated names (\"tiger "
          "cat\"); default: the top-1 class. The window opens on a class-specific map"),
+    STR("--contrast", "A,B", "display", OPT_EXPORT, contrast_arg,
+        "the class-specific maps explain logit A - logit B, why A rather than B (A and B as "
+        "--class takes them: \"tiger cat,tabby\", \"282,281\"); file names A-vs-B "
+        "(class282-vs-class281_chefer.png)"),
+    STR("--similar", "IMAGE2", "display", OPT_EXPORT, similar_path,
+        "the class-specific maps explain cos(e, e'), e the photo's pooled embedding (what the "
+        "head reads, or CLIP's projection) and e' IMAGE2's, held fixed: which patches make the "
+        "two alike; a backbone without a head too (DINO, DINOv2/v3). Prints the cosine; file "
+        "names similar-to-STEM2 (STEM2: IMAGE2's name). With one IMAGE, IMAGE2's maps (the "
+        "cosine with IMAGE's e) go into DIR/STEM2/"),
     STR("--save-dir", "DIR", "window", 0, save_dir,
         "where S saves the view (default: the current directory)"),
     /* CLIP (view/clip.h): zero-shot labels and a phrase to explain */

@@ -223,7 +223,7 @@ static int eval_image(Eval *e, Scene *sc, int image, const char *path, float *ma
         target = model_phrase_class(e->m);
     } else if (e->o->class_arg) {
         char msg[600];
-        if (model_find_class(e->m, e->o->class_arg, &target, msg, sizeof msg)) {
+        if (model_find_class(e->m, "--class", e->o->class_arg, &target, msg, sizeof msg)) {
             snprintf(q->status, sizeof q->status, "%.600s", msg);
             return 1;
         }

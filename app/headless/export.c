@@ -53,16 +53,23 @@ int export_top(FILE *out, const Model *m, const Scene *sc, int k) {
 
 /* --- the kinds left out ------------------------------------------------------------ */
 
-void export_say_skipped(FILE *err, const Model *m) {
+/* Why kind k is left out of an export explaining `score` (export_say_skipped's), or NULL. */
+static const char *skipped_why(int k, const VitConfig *c, int score) {
+    if (score && MAP_KINDS[k].uses_target && !MAP_KINDS[k].backward)
+        return "it reads a class, and --contrast or --similar gives a score";
+    return map_kind_unusable_scored(k, c, score == 2);
+}
+
+void export_say_skipped(FILE *err, const Model *m, int score) {
     const VitConfig *c = &m->vit.cfg;
     int done[MAP_KIND_COUNT] = {0};
     for (int k = 0; k < MAP_KIND_COUNT; k++) {
-        const char *why = map_kind_unusable_why(k, c);
+        const char *why = skipped_why(k, c, score);
         if (!why || done[k]) continue;
         /* every kind with the same reason on this line */
         fprintf(err, "vitlens: --export: skipped");
         for (int j = k, n = 0; j < MAP_KIND_COUNT; j++) {
-            const char *w = map_kind_unusable_why(j, c);
+            const char *w = skipped_why(j, c, score);
             if (!w || strcmp(w, why)) continue;
             fprintf(err, "%s %s", n++ ? "," : "", MAP_KINDS[j].tag);
             done[j] = 1;
@@ -427,7 +434,8 @@ static int write_class_sheet(const char *dir, const Model *m, const Scene *sc, i
     int S = c->image_h > c->image_w ? c->image_h : c->image_w;
     int n = 0, kinds[MAP_KIND_COUNT];
     for (int k = 0; k < MAP_KIND_COUNT; k++)
-        if (MAP_KINDS[k].uses_target) kinds[n++] = k;
+        if (MAP_KINDS[k].uses_target && (target != SCENE_SCORE || MAP_KINDS[k].backward))
+            kinds[n++] = k;
     if (!n) return 0;
     /* pixel maps are the largest: every cell is drawn from a map of its own size, so
      * the sheet takes them one at a time (write_sheet's maps share one size) */
@@ -468,12 +476,11 @@ static int write_class_sheet(const char *dir, const Model *m, const Scene *sc, i
         Text font;
         char warn[512], path[2048], title[512];
         int has_font = text_init(&font, warn, sizeof warn) == 0;
-        const char *label = model_label(m, target);
-        char stem[64];
-        model_class_stem(stem, sizeof stem, m, target);
+        char stem[136], why[400];
+        scene_target_stem(stem, sizeof stem, m, sc, target);
+        scene_target_title(why, sizeof why, m, sc, target);
         snprintf(path, sizeof path, "%s/contact_sheet_%s.png", dir, stem);
-        snprintf(title, sizeof title, "%s  \xc2\xb7  why %s%.200s%s (class %d)", sc->name,
-                 label ? "\"" : "", label ? label : "this class", label ? "\"" : "", target);
+        snprintf(title, sizeof title, "%s  \xc2\xb7  %s", sc->name, why);
         /* bilinear upsampling would blur the patch maps spread over pixels: nearest */
         ExportStyle nearest = *st;
         nearest.bilinear = 0;
@@ -588,13 +595,14 @@ int export_maps(FILE *out, const char *dir, const Model *model, Scene *sc, int t
         goto done;
     }
     const int L = c->n_layers, H = c->n_heads;
-    char base[128], head[16], stem[64];
-    if (target >= 0) model_class_stem(stem, sizeof stem, model, target);
+    char base[224], head[16], stem[136];
+    if (target >= 0) scene_target_stem(stem, sizeof stem, model, sc, target);
     for (int k = 0; k < MAP_KIND_COUNT && !rc; k++) {
         const MapKindInfo *m = &MAP_KINDS[k];
         if (m->uses_target) { /* class281_chefer.png, a-blue-square_chefer.png: the class and
                                * the method (model_class_stem) */
-            if (target < 0) continue; /* no head: no class to explain */
+            if (target < 0) continue;                            /* no head: no class to explain */
+            if (target == SCENE_SCORE && !m->backward) continue; /* reads a class, not a score */
             for (int l = 0; l < (m->per_layer ? L : 1) && !rc; l++) {
                 View v = {.kind = k, .layer = l, .discard_ratio = st->discard, .target = target};
                 if (m->per_layer)

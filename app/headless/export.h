@@ -22,8 +22,10 @@ int export_top(FILE *out, const Model *m, const Scene *sc, int k);
  *   vitlens: --export: skipped chefer, gradcam, ... (needs a model with a classification
  *   head; this one has none)
  * A CLIP or SigLIP model's line says how to give it classes. Nothing when every kind
- * is written. */
-void export_say_skipped(FILE *err, const Model *m);
+ * is written. score: what the class-specific maps explain, 0 a class, 1 a score of the
+ * logits (--contrast), 2 one of the embedding (--similar: a backbone's are written too);
+ * with a score the logit lens, which reads a class, is left out. */
+void export_say_skipped(FILE *err, const Model *m, int score);
 
 /* How exported maps look: the window's settings. */
 typedef struct {
@@ -59,7 +61,9 @@ typedef struct {
  * front class-specific buffer must hold them: scene_explain), one per method:
  *   class281_chefer.png, class281_grad-rollout.png, class281_gradcam.png,
  *   class281_legrad.png, class281_attnlrp.png, class281_grad-input.png (+ .npy,
- *   [Sh, Sw] for the pixel maps), and contact_sheet_class281.png, a column per method
+ *   [Sh, Sw] for the pixel maps), and contact_sheet_class281.png, a column per method;
+ *   target SCENE_SCORE (sc->score: --contrast, --similar): the same named after the score
+ *   (class281-vs-class282_chefer.png, similar-to-cat_chefer.png; scene_target_stem)
  * L*H + 5L + 2 PNGs and L*H + 4L .npy files (target -1: a model without head), or
  * 6 + 1 and 6 more; layers and heads are 1-based as on screen. Prints one summary
  * line to out. Returns 0, or 1 with a message naming the file on stderr. */

@@ -7,28 +7,118 @@
 #include "headless/importance.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
-/* --top and --export of one photo (dir: where its files go). */
-static int headless_photo(const Options *o, Model *m, const Interv *iv, const char *image,
-                          const char *dir, JointFeatures *joint) {
-    Scene sc = {.ignore_orientation = o->ignore_orientation, .att = o->att, .interv = iv};
+/* --contrast A,B: the two classes, each as --class takes it. A class name may hold commas
+ * ("tabby, tabby cat"), so every comma is tried as the one between A and B; the split must
+ * name two classes one way only. 0 and a, b, or -1 with the message in msg. */
+static int contrast_classes(const Model *m, const char *arg, int *a, int *b, char *msg, size_t n) {
+    char left[512], why[600] = "";
+    int found = 0;
+    for (const char *comma = strchr(arg, ','); comma; comma = strchr(comma + 1, ',')) {
+        size_t len = (size_t)(comma - arg);
+        if (len >= sizeof left) break;
+        const char *r = comma + 1;
+        while (len && arg[len - 1] == ' ') len--;
+        while (*r == ' ') r++;
+        memcpy(left, arg, len), left[len] = '\0';
+        int x, y;
+        if (model_find_class(m, "--contrast", left, &x, why, sizeof why) ||
+            model_find_class(m, "--contrast", r, &y, why, sizeof why))
+            continue;
+        if (found && (x != *a || y != *b)) {
+            snprintf(msg, n,
+                     "--contrast %.200s: names two classes more than one way (%d,%d or %d,%d): "
+                     "give their indices",
+                     arg, *a, *b, x, y);
+            return -1;
+        }
+        *a = x, *b = y, found = 1;
+    }
+    if (!found) {
+        snprintf(msg, n, "%s",
+                 why[0] && strchr(arg, ',') == strrchr(arg, ',')
+                     ? why
+                     : "--contrast: expected A,B, two classes as --class takes them (\"282,281\")");
+        if (why[0] && strchr(arg, ',') != strrchr(arg, ','))
+            snprintf(msg, n, "--contrast %.200s: no comma splits it into two classes of %s", arg,
+                     m->name);
+        return -1;
+    }
+    if (*a == *b) {
+        snprintf(msg, n,
+                 "--contrast %.200s: A and B are the same class (%d): logit A - logit B is 0", arg,
+                 *a);
+        return -1;
+    }
+    return 0;
+}
+
+/* e [E] = the pooled embedding of the photo at path (vit_embedding), run as sc's is. NULL
+ * with the message on stderr. The caller frees it. */
+static float *photo_embedding(const Model *m, const Scene *like, const char *path) {
+    Scene other = {
+        .ignore_orientation = like->ignore_orientation, .att = like->att, .interv = like->interv};
     VitError err;
+    float *e = malloc((size_t)vit_embedding_dim(&m->vit) * sizeof *e);
+    if (!e || scene_run(&other, &m->vit, path, &err) ||
+        vit_embedding(e, &other.run, &m->vit, &err)) {
+        fprintf(stderr, "vitlens: --similar: %s\n", e ? err.msg : "out of memory");
+        free(e), e = NULL;
+    }
+    scene_free(&other);
+    return e;
+}
+
+/* --top and --export of one photo (dir: where its files go); similar_to (or NULL): the
+ * photo whose embedding the maps explain the cosine with (--similar). */
+static int headless_photo(const Options *o, Model *m, const Interv *iv, const char *image,
+                          const char *dir, JointFeatures *joint, const char *similar_to) {
+    Scene sc = {.ignore_orientation = o->ignore_orientation, .att = o->att, .interv = iv};
+    SceneScore score;
+    float *ref = NULL;
+    VitError err;
+    char msg[600];
     int rc = 1;
     if (scene_run(&sc, &m->vit, image, &err)) {
         fprintf(stderr, "vitlens: %s\n", err.msg);
         goto done;
     }
-    /* --class, or the top-1: the class-specific maps that --export writes */
+    /* what the class-specific maps that --export writes explain: --class, or the top-1, or
+     * the score of --contrast or --similar */
     int target = -1;
     if (model_phrase_class(m) >= 0) { /* --text: the phrase, the head's last class */
         target = model_phrase_class(m);
+    } else if (o->contrast_arg) {
+        int a = -1, b = -1;
+        if (contrast_classes(m, o->contrast_arg, &a, &b, msg, sizeof msg)) {
+            fprintf(stderr, "vitlens: %s\n", msg);
+            goto done;
+        }
+        scene_score_contrast(&score, m, a, b);
+        sc.score = &score, target = SCENE_SCORE;
+    } else if (similar_to) {
+        float *e = malloc((size_t)vit_embedding_dim(&m->vit) * sizeof *e);
+        if (!(ref = photo_embedding(m, &sc, similar_to)) || !e ||
+            vit_embedding(e, &sc.run, &m->vit, &err)) {
+            if (ref) fprintf(stderr, "vitlens: %s\n", e ? err.msg : "out of memory");
+            free(e);
+            goto done;
+        }
+        double dot = 0, ee = 0, rr = 0;
+        for (int i = 0; i < vit_embedding_dim(&m->vit); i++)
+            dot += (double)e[i] * ref[i], ee += (double)e[i] * e[i], rr += (double)ref[i] * ref[i];
+        free(e);
+        printf("cos(e, e') = %.6f: the pooled embeddings of %s and %s\n",
+               ee > 0 && rr > 0 ? dot / sqrt(ee * rr) : 0.0, sc.name, similar_to);
+        scene_score_similar(&score, ref, similar_to);
+        sc.score = &score, target = SCENE_SCORE;
     } else if (o->class_arg) {
-        char msg[600];
-        if (model_find_class(m, o->class_arg, &target, msg, sizeof msg)) {
+        if (model_find_class(m, "--class", o->class_arg, &target, msg, sizeof msg)) {
             fprintf(stderr, "vitlens: %s\n", msg);
             goto done;
         }
@@ -47,8 +137,8 @@ static int headless_photo(const Options *o, Model *m, const Interv *iv, const ch
     if (o->top_k) rc |= export_top(stdout, m, &sc, o->top_k);
     ExportStyle st = {o->opacity, o->discard, o->colormap, o->bilinear};
     if (!rc && dir) rc |= export_maps(stdout, dir, m, &sc, target, &st, joint);
-    int n_png = 0; /* which heads matter for the class: CSV and PNG */
-    if (!rc && dir && target >= 0) {
+    int n_png = 0; /* which heads matter for the class: CSV and PNG (a class's, not a score's) */
+    if (!rc && dir && target >= 0 && target != SCENE_SCORE) {
         rc |= export_importance(dir, m, &sc, target, &st, &n_png);
         if (!rc)
             printf("and the head importance table and pruning curve of class %d as CSV and "
@@ -57,6 +147,7 @@ static int headless_photo(const Options *o, Model *m, const Interv *iv, const ch
     }
 done:
     scene_free(&sc);
+    free(ref);
     return rc;
 }
 
@@ -135,6 +226,17 @@ static int headless_text(const Options *o, Model *m) {
     return 0;
 }
 
+/* DIR/STEM: where a photo's files go when a run writes several, STEM its file name without
+ * the extension. */
+static void photo_dir(char *dir, size_t n, const char *export_dir, const char *path) {
+    char stem[256];
+    const char *base = strrchr(path, '/');
+    snprintf(stem, sizeof stem, "%s", base ? base + 1 : path);
+    char *dot = strrchr(stem, '.');
+    if (dot && dot != stem) *dot = '\0';
+    snprintf(dir, n, "%s/%s", export_dir, stem);
+}
+
 int headless_run(const Options *o) {
     Model m;
     VitError err;
@@ -167,11 +269,17 @@ int headless_run(const Options *o) {
         model_free(&m);
         return 2; /* a value that does not fit the model: bad usage, as one that cannot parse */
     }
-    if (o->export_dir) export_say_skipped(stderr, &m); /* once, not once per photo */
+    if (o->export_dir) /* once, not once per photo */
+        export_say_skipped(stderr, &m, o->similar_path ? 2 : o->contrast_arg ? 1 : 0);
     /* one photo: its files straight into the folder (--top always comes here) */
     int rc = 0, n = o->n_image_args;
     if (n <= 1) {
-        rc = headless_photo(o, &m, &iv, o->image_path, o->export_dir, NULL);
+        rc = headless_photo(o, &m, &iv, o->image_path, o->export_dir, NULL, o->similar_path);
+        if (!rc && o->similar_path) { /* --similar: IMAGE2's maps, cos with the photo's e */
+            char dir[2048];
+            photo_dir(dir, sizeof dir, o->export_dir, o->similar_path);
+            rc = headless_photo(o, &m, &iv, o->similar_path, dir, NULL, o->image_path);
+        }
         interv_free(&iv);
         model_free(&m);
         return rc;
@@ -200,13 +308,9 @@ int headless_run(const Options *o) {
     if (!rc && jf.skipped[0]) fprintf(stderr, "vitlens: skipped: %s\n", jf.skipped);
     for (int i = 0; i < n && !rc; i++) {
         if (jf.image_of[i] < 0) continue;
-        char dir[2048], stem[256];
-        const char *base = strrchr(jf.paths[i], '/');
-        snprintf(stem, sizeof stem, "%s", base ? base + 1 : jf.paths[i]);
-        char *dot = strrchr(stem, '.');
-        if (dot && dot != stem) *dot = '\0';
-        snprintf(dir, sizeof dir, "%s/%s", o->export_dir, stem);
-        rc = headless_photo(o, &m, &iv, jf.paths[i], dir, &jf);
+        char dir[2048];
+        photo_dir(dir, sizeof dir, o->export_dir, jf.paths[i]);
+        rc = headless_photo(o, &m, &iv, jf.paths[i], dir, &jf, o->similar_path);
     }
     joint_features_free(&jf);
     free(jf.paths);

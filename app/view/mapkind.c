@@ -643,8 +643,14 @@ int map_kind_usable(int kind, const VitConfig *c) {
 }
 
 const char *map_kind_unusable_why(int kind, const VitConfig *c) {
+    return map_kind_unusable_scored(kind, c, 0);
+}
+
+const char *map_kind_unusable_scored(int kind, const VitConfig *c, int embedding_score) {
     if (kind < 0 || kind >= MAP_KIND_COUNT) return "is not a map kind";
-    if (MAP_KINDS[kind].uses_target && c->n_classes <= 0)
+    /* a score of the embedding (--similar) explains a backbone without a head too */
+    if (MAP_KINDS[kind].uses_target && c->n_classes <= 0 &&
+        !(embedding_score && MAP_KINDS[kind].backward))
         return "needs a model with a classification head; this one has none";
     if (MAP_KINDS[kind].needs_probe && c->head_pool != VIT_POOL_MAP)
         return "needs a model pooled by attention (SigLIP's MAP head); this one has none";

@@ -175,6 +175,10 @@ int map_kind_usable(int kind, const VitConfig *c);
 /* Why kind cannot be drawn for a model of c ("needs a model with a classification head;
  * this one has none"), or NULL when it can. Static string. */
 const char *map_kind_unusable_why(int kind, const VitConfig *c);
+/* The same when the class-specific maps explain a score of the pooled embedding
+ * (embedding_score 1: SceneScore of --similar), which a model without a head has too: its
+ * backward kinds are then usable. */
+const char *map_kind_unusable_scored(int kind, const VitConfig *c, int embedding_score);
 
 /* Does v's map come from the worker thread's view_slow_map (a worker kind)? */
 int view_on_worker(const View *v);

@@ -39,8 +39,9 @@ static const MapKindInfo *kind_of(const Scene *sc, const View *v, VitError *err)
         return NULL;
     }
     const MapKindInfo *k = &MAP_KINDS[v->kind];
-    if (!map_kind_usable(v->kind, &sc->run.cfg)) {
-        fail(err, VIT_ERR_ARG, map_kind_unusable_why(v->kind, &sc->run.cfg), k->title);
+    const char *why = map_kind_unusable_scored(v->kind, &sc->run.cfg, scene_embedding_score(sc));
+    if (why) {
+        fail(err, VIT_ERR_ARG, why, k->title);
         return NULL;
     }
     return k;
@@ -252,7 +253,8 @@ int view_ready(const Scene *sc, const View *v) {
     if (v->kind < 0 || v->kind >= MAP_KIND_COUNT) return 1;
     if (view_on_worker(v)) return view_slow_holds(sc, v);
     if (!MAP_KINDS[v->kind].backward) return 1;
-    if (!map_kind_usable(v->kind, &sc->run.cfg)) return 1; /* view_map says why it cannot be */
+    if (map_kind_unusable_scored(v->kind, &sc->run.cfg, scene_embedding_score(sc)))
+        return 1; /* view_map says why it cannot be */
     return view_explained(sc, v);
 }
 

@@ -143,6 +143,34 @@ void model_class_stem(char *buf, size_t n, const Model *m, int c) {
         snprintf(buf, n, "class%d", c);
 }
 
+void scene_score_contrast(SceneScore *s, const Model *m, int a, int b) {
+    char sa[64], sb[64];
+    const char *la = model_label(m, a), *lb = model_label(m, b);
+    model_class_stem(sa, sizeof sa, m, a);
+    model_class_stem(sb, sizeof sb, m, b);
+    s->score = vit_score_contrast(a, b);
+    snprintf(s->stem, sizeof s->stem, "%s-vs-%s", sa, sb);
+    if (la && lb)
+        snprintf(s->title, sizeof s->title,
+                 "why \"%.120s\" rather than \"%.120s\" (logit %d - logit %d)", la, lb, a, b);
+    else
+        snprintf(s->title, sizeof s->title,
+                 "why class %d rather than class %d (logit %d - logit %d)", a, b, a, b);
+}
+
+void scene_score_similar(SceneScore *s, const float *ref, const char *other) {
+    const char *base = strrchr(other, '/');
+    char name[256], stem[64];
+    snprintf(name, sizeof name, "%s", base ? base + 1 : other);
+    char *dot = strrchr(name, '.');
+    if (dot && dot != name) *dot = '\0';
+    phrase_stem(stem, sizeof stem, name);
+    s->score = vit_score_cosine(ref);
+    snprintf(s->stem, sizeof s->stem, "similar-to-%s", stem[0] ? stem : "image2");
+    snprintf(s->title, sizeof s->title, "what makes it like %.200s (cos of the embeddings)",
+             base ? base + 1 : other);
+}
+
 /* a[0, n) equals b[0, n) ignoring ASCII case */
 static int same_text(const char *a, const char *b, size_t n) {
     for (size_t i = 0; i < n; i++) {
@@ -168,10 +196,11 @@ static int label_names(const char *label, const char *name) {
     return strlen(label) == n && same_text(label, name, n);
 }
 
-int model_find_class(const Model *m, const char *arg, int *cls, char *msg, size_t n) {
+int model_find_class(const Model *m, const char *opt, const char *arg, int *cls, char *msg,
+                     size_t n) {
     int C = m->vit.cfg.n_classes;
     if (C == 0) {
-        snprintf(msg, n, "--class %s: %s has no classification head, so no class to explain", arg,
+        snprintf(msg, n, "%s %s: %s has no classification head, so no class to explain", opt, arg,
                  m->name);
         return -1;
     }
@@ -180,7 +209,7 @@ int model_find_class(const Model *m, const char *arg, int *cls, char *msg, size_
     long id = strtol(arg, &end, 10);
     if (*arg && !*end) {
         if (id < 0 || id >= C) {
-            snprintf(msg, n, "--class %s: out of range, %s has classes 0 to %d", arg, m->name,
+            snprintf(msg, n, "%s %s: out of range, %s has classes 0 to %d", opt, arg, m->name,
                      C - 1);
             return -1;
         }
@@ -192,7 +221,7 @@ int model_find_class(const Model *m, const char *arg, int *cls, char *msg, size_
             *cls = c;
             return 0;
         }
-    snprintf(msg, n, "--class %s: no class of %s has that name%s", arg, m->name,
+    snprintf(msg, n, "%s %s: no class of %s has that name%s", opt, arg, m->name,
              m->labels ? "" : " (it has no class names: give an index)");
     return -1;
 }
@@ -331,10 +360,18 @@ size_t scene_expl_stride(const VitConfig *c) {
     return N > S ? N : S;
 }
 
+/* The score of two: the same kind, classes and reference (its pointer: the owner makes a
+ * new SceneScore, or clears grad.target, when the reference's values change). */
+static int same_score(const VitScore *a, const VitScore *b) {
+    return a->on_logits == b->on_logits && a->grad == b->grad && a->a == b->a && a->b == b->b &&
+           a->ref == b->ref;
+}
+
 VitStatus scene_explain(Scene *sc, int target, float discard, int lrp, VitError *err) {
     const VitConfig *c = &sc->run.cfg;
     VitStatus rc;
-    if (!sc->vit || c->n_classes == 0) {
+    const VitScore *score = target == SCENE_SCORE && sc->score ? &sc->score->score : NULL;
+    if (!sc->vit || (c->n_classes == 0 && !(score && !score->on_logits))) {
         if (err) {
             err->code = VIT_ERR_ARG;
             snprintf(err->msg, sizeof err->msg,
@@ -357,10 +394,13 @@ VitStatus scene_explain(Scene *sc, int target, float discard, int lrp, VitError 
     }
     if (!sc->grad.mem && (rc = vit_grad_init(&sc->grad, sc->vit, &sc->run, err))) return rc;
     /* the passes asked for that grad does not hold for this class of this photo yet */
-    int want = VIT_GRAD_EXACT | (lrp ? VIT_GRAD_LRP : 0), same = sc->grad.target == target;
-    int missing = same ? want & ~sc->grad.what : want;
-    if (missing && (rc = vit_backward(&sc->grad, &sc->run, sc->vit, target,
-                                      missing | (same ? VIT_GRAD_ADD : 0), err))) {
+    int want = VIT_GRAD_EXACT | (lrp ? VIT_GRAD_LRP : 0);
+    int same = score ? sc->grad.target == -2 && same_score(&sc->grad.score, score)
+                     : sc->grad.target == target;
+    int missing = same ? want & ~sc->grad.what : want, add = same ? VIT_GRAD_ADD : 0;
+    if (missing &&
+        (rc = score ? vit_backward_score(&sc->grad, &sc->run, sc->vit, score, missing | add, err)
+                    : vit_backward(&sc->grad, &sc->run, sc->vit, target, missing | add, err))) {
         sc->grad.target = -1;
         return rc;
     }
@@ -387,12 +427,30 @@ void scene_explain_swap(Scene *sc) {
 
 int scene_class(const Scene *sc, int target) {
     const VitConfig *c = &sc->run.cfg;
+    if (sc->score) return SCENE_SCORE;
     if (c->n_classes <= 0) return -1;
     if (target >= 0 && target < c->n_classes) return target;
     if (!sc->run.probs) return -1;
     int top;
     vit_top_k(&top, sc->run.probs, c->n_classes, 1);
     return top;
+}
+
+void scene_target_stem(char *buf, size_t n, const Model *m, const Scene *sc, int target) {
+    if (target == SCENE_SCORE && sc->score)
+        snprintf(buf, n, "%s", sc->score->stem);
+    else
+        model_class_stem(buf, n, m, target);
+}
+
+void scene_target_title(char *buf, size_t n, const Model *m, const Scene *sc, int target) {
+    if (target == SCENE_SCORE && sc->score) {
+        snprintf(buf, n, "%s", sc->score->title);
+        return;
+    }
+    const char *label = model_label(m, target);
+    snprintf(buf, n, "why %s%.200s%s (class %d)", label ? "\"" : "", label ? label : "this class",
+             label ? "\"" : "", target);
 }
 
 /* --- worker maps and the feature PCA --------------------------------------- */

@@ -65,14 +65,40 @@ const char *model_label(const Model *m, int c);
  * stem another class's phrase shares. Always NUL-terminated in buf[n]. */
 void model_class_stem(char *buf, size_t n, const Model *m, int c);
 
-/* The class that arg names (--class): an index 0 .. C-1, or a class name compared
- * without case with the whole label ("tiger cat") or one of its comma-separated
- * names ("tabby" of "tabby, tabby cat"); the first class that matches. 0 and *cls,
- * or -1 with a message in msg (no head, out of range, no such name). */
-int model_find_class(const Model *m, const char *arg, int *cls, char *msg, size_t n);
+/* The class that arg names (--class; opt: the option, for the message): an index 0 .. C-1,
+ * or a class name compared without case with the whole label ("tiger cat") or one of its
+ * comma-separated names ("tabby" of "tabby, tabby cat"); the first class that matches. 0
+ * and *cls, or -1 with a message in msg (no head, out of range, no such name). */
+int model_find_class(const Model *m, const char *opt, const char *arg, int *cls, char *msg,
+                     size_t n);
 
 /* ---------------------------------------------------------------------------
  * Scene: one forward pass on one photo */
+
+/* A score other than one class's logit for the class-specific maps to explain (--contrast:
+ * logit_a - logit_b, --similar: cos(e, e') of the pooled embeddings; vit.h, VitScore), with
+ * its names. The owner's, kept while a Scene points to it (Scene.score). */
+typedef struct {
+    VitScore score;  /* score.ref (cosine): the other photo's embedding [E], the owner's */
+    char stem[136];  /* file names: "class281-vs-class282", "similar-to-cat" */
+    char title[320]; /* words: why "tabby" rather than "tiger cat"; what makes it like cat.jpg */
+} SceneScore;
+
+/* s = logit a - logit b of m (vit_score_contrast; a != b, both classes of m), named
+ * "STEMA-vs-STEMB" (model_class_stem) and 'why "A" rather than "B" (logit a - logit b)'. */
+void scene_score_contrast(SceneScore *s, const Model *m, int a, int b);
+/* s = cos(e, ref) (vit_score_cosine; ref [E] the photo `other`'s embedding, the caller's),
+ * named "similar-to-STEM", STEM other's file name without its extension as
+ * model_class_stem makes a stem of a phrase. */
+void scene_score_similar(SceneScore *s, const float *ref, const char *other);
+
+/* 1 when sc->score is a score of the pooled embedding (--similar: a model without a head
+ * can be explained), else 0. */
+#define scene_embedding_score(sc) ((sc)->score && !(sc)->score->score.on_logits)
+
+/* scene_class's answer while Scene.score is set: the class-specific maps explain that score
+ * (View.target and the explain buffers' class), not a class. */
+#define SCENE_SCORE 0x40000000
 
 #define SCENE_TAG_BYTES 64 /* a worker map's tag: what it is the map of (Scene.slow_tag) */
 
@@ -88,6 +114,8 @@ typedef struct {
     VitControl *control;      /* set by the owner, or NULL: the worker thread's flag that stops
                                  scene_run and view_slow_map early (VIT_ERR_CANCELLED). Only
                                  their own calls see it, never maps read on another thread */
+    const SceneScore *score;  /* set by the owner, or NULL: the score the class-specific maps
+                                 explain instead of a class (scene_class gives SCENE_SCORE) */
     const Interv *interv;     /* set by the owner, or NULL: the interventions scene_run,
                                  scene_explain and scene_perturb apply (when built for the
                                  model's shapes, interv_for); the crop shows a filled patch
@@ -165,8 +193,9 @@ size_t scene_expl_stride(const VitConfig *c);
 VitStatus scene_run(Scene *sc, const Vit *vit, const char *path, VitError *err);
 void scene_free(Scene *sc);
 
-/* The class-specific maps of class `target` (0 .. C-1) for sc's photo into the
- * back buffer: the backward pass (vit_backward: the exact pass, and AttnLRP's when
+/* The class-specific maps of class `target` (0 .. C-1; SCENE_SCORE: of sc->score's score,
+ * through vit_backward_score, a model without a head too for a score of its embedding) for sc's
+ * photo into the back buffer: the backward pass (vit_backward: the exact pass, and AttnLRP's when
  * lrp is 1 — a second pass, run only when its map is asked for; a pass that
  * sc->grad already holds for this class of this photo is not run again) and every
  * vit_explain map those passes allow, grad-rollout's with `discard`. For the worker thread (or
@@ -174,6 +203,12 @@ void scene_free(Scene *sc);
  * go on drawing the front one. Errors: VIT_ERR_ARG (a model without head, class out of range),
  * VIT_ERR_NOMEM. */
 VitStatus scene_explain(Scene *sc, int target, float discard, int lrp, VitError *err);
+
+/* The file-name stem and the words of what a class-specific map of sc explains, target as
+ * scene_class gives it: sc->score's for SCENE_SCORE, else model_class_stem's and 'why
+ * "LABEL" (class C)'. Always NUL-terminated. */
+void scene_target_stem(char *buf, size_t n, const Model *m, const Scene *sc, int target);
+void scene_target_title(char *buf, size_t n, const Model *m, const Scene *sc, int target);
 
 /* Show what scene_explain computed: the back buffer becomes the front one. */
 void scene_explain_swap(Scene *sc);
@@ -230,8 +265,9 @@ void perturbation_free(Perturbation *p);
  * VIT_ERR_ARG (a model without head, p not of sc's shapes), VIT_ERR_NOMEM. */
 VitStatus scene_perturb(Perturbation *p, const Scene *sc, VitError *err);
 
-/* The class a class-specific map of sc explains: target (0 .. C-1), or the top-1 class
- * when target is -1 (VIEW_TOP1); -1 when the model has no head (or no pass ran yet). */
+/* The class a class-specific map of sc explains: SCENE_SCORE when sc->score is set (its
+ * score, whatever target says), else target (0 .. C-1), or the top-1 class when target is -1
+ * (VIEW_TOP1); -1 when the model has no head (or no pass ran yet). */
 int scene_class(const Scene *sc, int target);
 
 #endif

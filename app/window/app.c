@@ -127,7 +127,8 @@ static int app_init_model(App *app, const Options *o) {
         app->view.kind = app->class_kind;
     } else if (o->class_arg) { /* --class: open on the first class-specific map, for that class */
         char msg[600];
-        if (model_find_class(app->model, o->class_arg, &app->view.target, msg, sizeof msg)) {
+        if (model_find_class(app->model, "--class", o->class_arg, &app->view.target, msg,
+                             sizeof msg)) {
             fprintf(stderr, "vitlens: %s\n", msg);
             return -1;
         }
