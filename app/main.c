@@ -17,6 +17,7 @@
  *   engine/include/vit.h   the ViT engine (no SDL, no GL, no printing)
  */
 #include "config/options.h"
+#include "headless/agreement.h"
 #include "headless/eval.h"
 #include "headless/headless.h"
 #include "window/app.h"
@@ -56,12 +57,14 @@ int main(int argc, char **argv) {
     Options o;
     int rc = options_parse(&o, argc, argv);
     if (rc) return rc == 1 ? 0 : 2;
-    if (o.eval_merge) return eval_merge(&o); /* reads folders only: no model, no settings */
-    int headless = o.top_k || o.export_dir || o.eval || o.lesson_export_dir;
+    if (o.eval_merge) /* reads folders only: no model, no settings */
+        return agreement_is_out(o.image_args[0]) ? agreement_merge(&o) : eval_merge(&o);
+    int headless = o.top_k || o.export_dir || o.eval || o.agreement || o.lesson_export_dir;
     options_apply_settings(&o, !headless); /* read only: the headless modes never write them */
     if (headless && o.settings_msg[0]) fprintf(stderr, "vitlens: %s\n", o.settings_msg);
     if (options_default_model(&o)) return 1;
     if (o.eval) return eval_run(&o);
+    if (o.agreement) return agreement_run(&o);
     if (headless) return headless_run(&o);
 
     static App app; /* large (two scenes' paths); static keeps it off the stack */

@@ -17,6 +17,7 @@ build=(build-essential cmake pkg-config
 # libclang_rt.fuzzer) for tests/fuzz, valgrind for the memcheck tests, and the packaging
 # tools for tests/install.
 tests=(python3-torch python3-numpy python3-pil python3-torchvision python3-networkx
+       python3-scipy  # tests/eval: --agreement's Spearman against scipy.stats.spearmanr
        python3-regex  # tests/text: CLIP's tokenizer's reference (its split pattern)
        python3-sentencepiece python3-protobuf  # tests/text: SigLIP's tokenizer's reference, its model trained
        python3-onnx  # bench/run.sh: the models exported for ONNX Runtime (bench/onnx_export.py)

@@ -33,6 +33,8 @@ static void usage_synopsis(FILE *f) {
           "IMAGE...\n"
           "       vitlens [--model PATH] [--class ID|NAME] [--eval-out DIR] [--masks DIR]\n"
           "               [--shard K/N] [--eval-steps N] [--no-sanity] --eval IMAGE|FOLDER...\n"
+          "       vitlens [--model PATH] [--class ID|NAME] [--eval-out DIR] [--shard K/N]\n"
+          "               --agreement IMAGE|FOLDER...\n"
           "       vitlens [--eval-out DIR] --eval-merge DIR...\n"
           "       vitlens [--model PATH] [--size S|HxW] [--layer L] [--head H] [--patch ROW,COL]\n"
           "               [--lesson FILE] --lesson-export DIR IMAGE\n"
@@ -128,6 +130,7 @@ static unsigned options_mode(const Options *o) {
            : o->export_dir        ? OPT_EXPORT
            : o->eval              ? OPT_EVAL
            : o->eval_merge        ? OPT_EVAL_MERGE
+           : o->agreement         ? OPT_AGREEMENT
            : o->lesson_export_dir ? OPT_LESSON
                                   : OPT_WINDOW;
 }
@@ -162,10 +165,11 @@ static int parse_check(Options *o) {
     if (parse_att(o)) return 2;
     /* the headless modes exclude one another, and each option that only some modes read is
      * refused in the others (its row's modes) rather than ignored */
-    int modes = !!o->top_k + !!o->export_dir + o->eval + o->eval_merge + !!o->lesson_export_dir;
+    int modes = !!o->top_k + !!o->export_dir + o->eval + o->eval_merge + !!o->lesson_export_dir +
+                o->agreement;
     if (modes > 1) {
-        fprintf(stderr, "vitlens: --top, --export, --lesson-export, --eval and --eval-merge go one "
-                        "at a time\n");
+        fprintf(stderr, "vitlens: --top, --export, --lesson-export, --eval, --eval-merge and "
+                        "--agreement go one at a time\n");
         return 2;
     }
     unsigned mode = options_mode(o);
@@ -181,9 +185,12 @@ static int parse_check(Options *o) {
         fprintf(stderr, "vitlens: --lesson-export takes one IMAGE (got %d)\n", o->n_image_args);
         return 2;
     }
-    if ((o->eval || o->eval_merge) && !o->image_path) {
-        fprintf(stderr, "vitlens: %s needs %s\n", o->eval ? "--eval" : "--eval-merge",
-                o->eval ? "an IMAGE or FOLDER" : "the shards' --eval-out folders");
+    if ((o->eval || o->eval_merge || o->agreement) && !o->image_path) {
+        fprintf(stderr, "vitlens: %s needs %s\n",
+                o->eval        ? "--eval"
+                : o->agreement ? "--agreement"
+                               : "--eval-merge",
+                o->eval_merge ? "the shards' --eval-out folders" : "an IMAGE or FOLDER");
         return 2;
     }
     char msg[600];

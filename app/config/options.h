@@ -31,6 +31,7 @@ typedef struct {
     int shard_k, shard_n;  /* --shard K/N (K from 1); 0, 0: every image */
     int eval_steps;        /* --eval-steps: deletion / insertion steps (default 20) */
     int no_sanity;         /* --no-sanity: skip the cascading randomisation */
+    int agreement;         /* --agreement (headless/agreement.h): the methods' rank correlations */
     /* --lesson-export DIR (headless/lesson.h) and its selection, 1-based, 0: the default */
     const char *lesson_export_dir;
     const char *lesson_path; /* --lesson FILE: a lesson script (view/lessonfile.h) */

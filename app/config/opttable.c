@@ -143,8 +143,9 @@ static void export_tags(FILE *f); /* --export's help_more, below the table */
 #define OFF(field, type)                                                                           \
     (offsetof(Options, field) + 0 * sizeof(char[_Generic(((Options *)0)->field, type : 1, default  \
                                                          : -1)]))
-#define CLIP_MODES   (OPT_WINDOW | OPT_TOP | OPT_EXPORT | OPT_EVAL)
-#define INTERV_MODES (OPT_WINDOW | OPT_TOP | OPT_EXPORT | OPT_EVAL) /* the model as changed */
+/* the modes of CLIP's options and of the interventions (the model as changed) */
+#define CLIP_MODES   (OPT_WINDOW | OPT_TOP | OPT_EXPORT | OPT_EVAL | OPT_AGREEMENT)
+#define INTERV_MODES (OPT_WINDOW | OPT_TOP | OPT_EXPORT | OPT_EVAL | OPT_AGREEMENT)
 #define EVAL_MODES   (OPT_EVAL | OPT_EVAL_MERGE)
 
 /* The rows by what they set: a string, a flag, a number in a range, or a function. */
@@ -302,13 +303,14 @@ const OptRow OPTIONS[] = {
          "--masks (pointing game, energy, top-k IoU) and the sanity check (Adebayo et al. "
          "2018: head and blocks re-initialised from the top, Spearman rank correlation); a "
          "markdown table on stdout, an unreadable image is skipped"),
-    STR("--eval-out", "DIR", "eval", EVAL_MODES, eval_out,
+    STR("--eval-out", "DIR", "eval", EVAL_MODES | OPT_AGREEMENT, eval_out,
         "also write the rows as CSV (images, perturbation, localisation, sanity), the table as "
-        "summary.md and the plots as PNG"),
+        "summary.md and the plots as PNG; with --agreement, agreement.csv, agreement.png, the "
+        "per-photo rows and maps"),
     STR("--masks", "DIR", "eval", EVAL_MODES, masks_dir,
         "ground-truth masks: DIR/NAME_mask.png (else DIR/NAME.png) for the photo NAME.*, the "
         "photo's size, inside where red >= 128"),
-    FUNC("--shard", "K/N", "eval", EVAL_MODES, set_shard,
+    FUNC("--shard", "K/N", "eval", EVAL_MODES | OPT_AGREEMENT, set_shard,
          "evaluate images K, K+N, K+2N, ... (from 1) of the sorted list"),
     INT("--eval-steps", "N", "eval", EVAL_MODES, eval_steps, 2, 1000, "an integer from 2 to 1000",
         "deletion and insertion steps (default 20)"),
@@ -316,7 +318,15 @@ const OptRow OPTIONS[] = {
          "leave out the sanity check (the slowest part)"),
     FLAG("--eval-merge", "eval", OPT_EVAL_MERGE, eval_merge,
          "combine the --eval-out folders of shards (the arguments) into the table one run "
-         "would print; with --eval-out, one folder"),
+         "would print; with --eval-out, one folder. Shards of --agreement (their folders hold "
+         "agreement_pairs.csv) into its matrix"),
+    FLAG("--agreement", "eval", OPT_AGREEMENT, agreement,
+         "do the class-specific methods agree? Each one's map of the class the model predicts "
+         "(or --class) on every photo, reduced to the patches as --eval does, and a random "
+         "map (uniform, seeded per photo: the control); the Spearman rank correlation of "
+         "every pair per photo, its mean and standard deviation over the photos as a "
+         "markdown matrix on stdout, with the IoU of the top 10% patches; with --eval-out, "
+         "agreement.csv, a heatmap agreement.png and each photo's maps as .npy, then exit"),
     /* the rest */
     FLAG("--stdin-drops", "window", 0, stdin_drops,
          "read file paths from stdin, one per line, as if dropped on the window (for scripts "
@@ -331,8 +341,8 @@ const OptRow OPTIONS[] = {
          "classifier, clip, map-head), separated by tabs"),
     INFO("--list-options", NULL, info_list_options,
          "print these options, one per line, and exit: NAME, ALIAS, ARG (- for none), GROUP "
-         "and MODES (those it goes with: window, top, export, eval, eval-merge, lesson-export; "
-         "any), separated by tabs"),
+         "and MODES (those it goes with: window, top, export, eval, eval-merge, lesson-export, "
+         "agreement; any), separated by tabs"),
     INFO("--version", NULL, info_version, "print the version and exit"),
     INFO("--help", "-h", info_help, "this help"),
     {"--", NULL, NULL, "info", 0, OPT_END, 0, 0, 0, NULL, NULL,
@@ -382,10 +392,10 @@ int opt_set(Options *o, const OptRow *r, const char *val) {
 /* ---------------------------------------------------------------------------
  * --help and --list-options */
 
-static const char *const MODE_HELP[] = {"the window", "--top",        "--export",
-                                        "--eval",     "--eval-merge", "--lesson-export"};
-static const char *const MODE_LIST[] = {"window", "top",        "export",
-                                        "eval",   "eval-merge", "lesson-export"};
+static const char *const MODE_HELP[] = {"the window",   "--top",           "--export",   "--eval",
+                                        "--eval-merge", "--lesson-export", "--agreement"};
+static const char *const MODE_LIST[] = {"window",     "top",           "export",   "eval",
+                                        "eval-merge", "lesson-export", "agreement"};
 #define N_MODES ((int)(sizeof MODE_HELP / sizeof MODE_HELP[0]))
 
 void opt_mode_names(char *buf, size_t n, unsigned modes) {

@@ -19,6 +19,7 @@ enum {
     OPT_EVAL = 8,        /* --eval */
     OPT_EVAL_MERGE = 16, /* --eval-merge */
     OPT_LESSON = 32,     /* --lesson-export DIR */
+    OPT_AGREEMENT = 64,  /* --agreement */
 };
 
 typedef enum {

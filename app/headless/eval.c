@@ -20,6 +20,21 @@
 #include <unistd.h>
 
 /* ---------------------------------------------------------------------------
+ * What --agreement shares (eval_rows.h): a photo's class, its maps */
+
+int eval_target(int *target, const Model *m, const Scene *sc, const Options *o, char *msg,
+                size_t n) {
+    if (model_phrase_class(m) >= 0) { /* --text: the phrase */
+        *target = model_phrase_class(m);
+    } else if (o->class_arg) {
+        if (model_find_class(m, "--class", o->class_arg, target, msg, n)) return 1;
+    } else {
+        vit_top_k(target, sc->run.probs, sc->vit->cfg.n_classes, 1);
+    }
+    return 0;
+}
+
+/* ---------------------------------------------------------------------------
  * One image */
 
 /* One run's state: the options, the model, the rows it adds to, and buffers sized once
@@ -52,10 +67,8 @@ static VitStatus oom(VitError *err) {
     return VIT_ERR_NOMEM;
 }
 
-/* Method m's map for sc's photo, per patch: out [N]. The kinds read the last
- * layer, the mean of the heads and the CLS token as the query (docs/faithfulness.md). */
-static VitStatus method_map(float *out, Eval *e, const Method *me, Scene *sc, int image, int target,
-                            VitError *err) {
+VitStatus eval_method_map(float *out, float *scratch, const Method *me, Scene *sc, int image,
+                          int target, float discard, VitError *err) {
     const VitConfig *c = &sc->vit->cfg;
     /* the two baselines need no model: a map any method should beat */
     if (me->kind == METHOD_RANDOM) {
@@ -69,7 +82,7 @@ static VitStatus method_map(float *out, Eval *e, const Method *me, Scene *sc, in
     View v = {.kind = me->kind,
               .layer = c->n_layers - 1,
               .head = c->n_heads + VIT_FUSE_MEAN,
-              .discard_ratio = e->o->discard,
+              .discard_ratio = discard,
               .query = 0,
               .target = target};
     if (view_on_worker(&v)) {
@@ -77,14 +90,13 @@ static VitStatus method_map(float *out, Eval *e, const Method *me, Scene *sc, in
         if (rc) return rc;
         scene_slow_swap(sc);
     }
-    VitStatus rc = view_map(e->scratch, sc, &v, err);
+    VitStatus rc = view_map(scratch, sc, &v, err);
     if (rc) return rc;
-    vit_map_to_patches(out, e->scratch, c, MAP_KINDS[me->kind].pixels);
+    vit_map_to_patches(out, scratch, c, MAP_KINDS[me->kind].pixels);
     return VIT_OK;
 }
 
-/* The class-specific maps of target, when the methods need them. */
-static VitStatus explain(Scene *sc, int target, float discard, VitError *err) {
+VitStatus eval_explain(Scene *sc, int target, float discard, VitError *err) {
     if (sc->vit->cfg.n_classes == 0) return VIT_OK;
     /* lrp 1: AttnLRP is one of the methods, so its relevance pass runs too */
     VitStatus rc = scene_explain(sc, target, discard, 1, err);
@@ -219,23 +231,14 @@ static int eval_image(Eval *e, Scene *sc, int image, const char *path, float *ma
         return 1;
     }
     int target;
-    if (model_phrase_class(e->m) >= 0) { /* --text: the phrase */
-        target = model_phrase_class(e->m);
-    } else if (e->o->class_arg) {
-        char msg[600];
-        if (model_find_class(e->m, "--class", e->o->class_arg, &target, msg, sizeof msg)) {
-            snprintf(q->status, sizeof q->status, "%.600s", msg);
-            return 1;
-        }
-    } else {
-        vit_top_k(&target, sc->run.probs, c->n_classes, 1);
-    }
+    if (eval_target(&target, e->m, sc, e->o, q->status, sizeof q->status)) return 1;
     q->target = target, q->prob = sc->run.probs[target];
     /* the maps first (they are also the sanity check's reference), then the curves, then
      * the localisation scores when the photo has a mask */
-    if (explain(sc, target, e->o->discard, &err)) goto fail;
+    if (eval_explain(sc, target, e->o->discard, &err)) goto fail;
     for (int m = 0; m < r->n_methods; m++)
-        if (method_map(maps + (size_t)m * c->n_patches, e, &r->methods[m], sc, image, target, &err))
+        if (eval_method_map(maps + (size_t)m * c->n_patches, e->scratch, &r->methods[m], sc, image,
+                            target, e->o->discard, &err))
             goto fail;
     if (vit_blur(e->blurred, sc->run.input, 3, c->image_h, c->image_w, BLUR_SIGMA, BLUR_RADIUS,
                  &err))
@@ -265,11 +268,6 @@ fail:
 /* ---------------------------------------------------------------------------
  * Progress on stderr, once a run has taken a second (on a terminal) */
 
-typedef struct {
-    struct timespec t0;
-    int shown, tty;
-} Progress;
-
 /* Seconds since the run started (monotonic: immune to clock changes). */
 static double elapsed_s(const Progress *p) {
     struct timespec t;
@@ -277,9 +275,7 @@ static double elapsed_s(const Progress *p) {
     return (double)(t.tv_sec - p->t0.tv_sec) + 1e-9 * (double)(t.tv_nsec - p->t0.tv_nsec);
 }
 
-/* A 30-character bar redrawn in place (\r) on stderr; nothing when stderr is not a
- * terminal (logs and CI stay clean) or during the first second (a short run is silent). */
-static void progress(Progress *p, const char *what, int done, int total) {
+void eval_progress(Progress *p, const char *what, int done, int total) {
     double s = elapsed_s(p);
     if (!p->tty || s < 1.0 || total <= 0) return;
     char bar[31];
@@ -339,13 +335,14 @@ static void sanity_check(Eval *e, const Vit *vit, char **paths, const int *all, 
             for (size_t k = 0; k < r->n_im; k++)
                 if (r->im[k].image == sel[s]) q = &r->im[k];
             if (scene_run(&rs, &rv, paths[all[sel[s]]], &err) ||
-                explain(&rs, q->target, o->discard, &err)) {
+                eval_explain(&rs, q->target, o->discard, &err)) {
                 fprintf(stderr, "vitlens: sanity check: %s\n", err.msg);
                 continue;
             }
             for (int k = 0; k < r->n_methods; k++) {
                 if (r->methods[k].kind < 0) continue;
-                if (method_map(map, e, &r->methods[k], &rs, sel[s], q->target, &err)) {
+                if (eval_method_map(map, e->scratch, &r->methods[k], &rs, sel[s], q->target,
+                                    o->discard, &err)) {
                     fprintf(stderr, "vitlens: sanity check: %s\n", err.msg);
                     continue;
                 }
@@ -357,16 +354,14 @@ static void sanity_check(Eval *e, const Vit *vit, char **paths, const int *all, 
             }
         }
         vit_free(&rv);
-        progress(pr, "sanity", b + 1, c->n_layers + 1);
+        eval_progress(pr, "sanity", b + 1, c->n_layers + 1);
     }
     scene_free(&rs);
     free(map);
 }
 
-/* The model ready for --eval: CLIP's classes from --classes or --text, the interventions
- * built into iv. 0, or the exit code with the message printed: 1 (no classes, no head), 2
- * (bad usage: --drop-patches, an intervention the model does not have). */
-static int eval_model_ready(Model *m, Interv *iv, const Options *o) {
+int eval_model_ready(Model *m, Interv *iv, const Options *o) {
+    const char *mode = o->agreement ? "--agreement" : "--eval";
     char msg[1200];
     if (model_open_text(m, &o->clip, 1, msg, sizeof msg)) { /* CLIP: --classes, --text */
         fprintf(stderr, "vitlens: %s\n", msg);
@@ -377,8 +372,10 @@ static int eval_model_ready(Model *m, Interv *iv, const Options *o) {
      * models too); dropping patches does not go with the perturbation tests, which remove
      * patches themselves, nor with maps that have no value there */
     if (o->interv.n_drop) {
-        fprintf(stderr, "vitlens: --drop-patches does not go with --eval (its tests remove "
-                        "patches themselves; --fill-patches does)\n");
+        fprintf(stderr,
+                "vitlens: --drop-patches does not go with %s (--eval's tests remove patches "
+                "themselves; --fill-patches does)\n",
+                mode);
         return 2;
     }
     if (interv_any(&o->interv) && interv_build(iv, &o->interv, c, msg, sizeof msg)) {
@@ -386,16 +383,16 @@ static int eval_model_ready(Model *m, Interv *iv, const Options *o) {
         return 2; /* bad usage, as in headless.c */
     }
     if (c->n_classes == 0) {
-        fprintf(stderr, "vitlens: %s: --eval needs a model with a classification head%s\n",
-                m->vit.path, m->clip ? " (a CLIP model: give --classes, --prompts or --text)" : "");
+        fprintf(stderr, "vitlens: %s: %s needs a model with a classification head%s\n", m->vit.path,
+                mode, m->clip ? " (a CLIP model: give --classes, --prompts or --text)" : "");
         return 1;
     }
     return 0;
 }
 
-/* The images of paths [n_paths]: masks (NAME_mask.png, NAME_mask0.png) are not; image g of
- * the whole run is paths[all[g]]; this shard's (--shard) into sel [*n_sel]. Returns how
- * many images the whole run has. */
+/* The images of paths [n_paths]: masks are not; image g of the whole run is
+ * paths[all[g]]; this shard's (--shard) into sel [*n_sel]. Returns how many images the
+ * whole run has. */
 static int select_images(int *sel, int *n_sel, int *all, char **paths, int n_paths,
                          const Options *o) {
     int n_all = 0;
@@ -407,52 +404,80 @@ static int select_images(int *sel, int *n_sel, int *all, char **paths, int n_pat
     return n_all;
 }
 
+int eval_photos_open(EvalPhotos *p, const Options *o) {
+    VitError err;
+    char msg[1200];
+    int rc;
+    memset(p, 0, sizeof *p);
+    if (model_load(&p->m, o->model_path, &o->load, o->labels_path, 1, &err)) {
+        fprintf(stderr, "vitlens: %s\n", err.msg);
+        return 1;
+    }
+    model_warn(stderr, &p->m);
+    if ((rc = eval_model_ready(&p->m, &p->iv, o))) return rc;
+    if (files_expand(&p->paths, &p->n_paths, o->image_args, o->n_image_args, msg, sizeof msg)) {
+        fprintf(stderr, "vitlens: %s\n", msg);
+        return 1;
+    }
+    p->sel = malloc((size_t)(p->n_paths ? p->n_paths : 1) * sizeof *p->sel);
+    p->all = malloc((size_t)(p->n_paths ? p->n_paths : 1) * sizeof *p->all);
+    if (!p->sel || !p->all) {
+        fprintf(stderr, "vitlens: out of memory\n");
+        return 1;
+    }
+    p->n_all = select_images(p->sel, &p->n_sel, p->all, p->paths, p->n_paths, o);
+    return 0;
+}
+
+void eval_photos_free(EvalPhotos *p) {
+    free(p->sel), free(p->all);
+    if (p->paths) files_free_list(p->paths, p->n_paths);
+    interv_free(&p->iv);
+    model_free(&p->m);
+    memset(p, 0, sizeof *p);
+}
+
+int eval_check_shards(const ImageRow *im, size_t n) {
+    for (size_t i = 1; i < n; i++)
+        if (im[i].image == im[i - 1].image) {
+            fprintf(stderr, "vitlens: --eval-merge: image %d (%s) is in two shards\n", im[i].image,
+                    im[i].path);
+            return 1;
+        }
+    return 0;
+}
+
 /* ---------------------------------------------------------------------------
  * Entry points */
 
 int eval_run(const Options *o) {
     Rows r = {0};
     Eval e = {.o = o, .r = &r};
-    Model m;
+    EvalPhotos ph;
     VitError err;
     Scene sc = {.ignore_orientation = o->ignore_orientation};
-    Interv iv = {0};
-    char **paths = NULL, msg[1200];
-    int n_paths = 0, rc = 1, *sel = NULL, *all = NULL, n_sel = 0;
     float *maps = NULL;
-    if (model_load(&m, o->model_path, &o->load, o->labels_path, 1, &err)) {
-        fprintf(stderr, "vitlens: %s\n", err.msg);
-        return 1;
-    }
-    model_warn(stderr, &m);
-    if ((rc = eval_model_ready(&m, &iv, o))) goto done;
+    int rc = eval_photos_open(&ph, o);
+    if (rc) goto done;
     rc = 1;
-    const VitConfig *c = &m.vit.cfg;
-    e.m = &m;
-    sc.interv = &iv, e.iv = &iv;
-    if (files_expand(&paths, &n_paths, o->image_args, o->n_image_args, msg, sizeof msg)) {
-        fprintf(stderr, "vitlens: %s\n", msg);
-        goto done;
-    }
-    /* the images: masks (NAME_mask.png, NAME_mask0.png) are not; then this shard's */
-    sel = malloc((size_t)(n_paths ? n_paths : 1) * sizeof *sel);
-    all = malloc((size_t)(n_paths ? n_paths : 1) * sizeof *all);
-    if (!sel || !all) goto oom;
-    int n_all = select_images(sel, &n_sel, all, paths, n_paths, o);
-    snprintf(r.model, sizeof r.model, "%s", m.vit.path);
+    const VitConfig *c = &ph.m.vit.cfg;
+    int n_sel = ph.n_sel, *sel = ph.sel, *all = ph.all;
+    e.m = &ph.m;
+    sc.interv = &ph.iv, e.iv = &ph.iv;
+    snprintf(r.model, sizeof r.model, "%s", ph.m.vit.path);
     r.n_layers = c->n_layers, r.n_patches = c->n_patches, r.steps = o->eval_steps;
-    r.n_images_total = n_all;
+    r.n_images_total = ph.n_all;
     r.n_methods = methods_for(r.methods, c);
 
     /* a batch as large as the longest curve, at most 32 inputs: the activations of a large
      * model grow with it */
     e.batch_max = (o->eval_steps > PERTURB_STEPS ? o->eval_steps : PERTURB_STEPS) + 1;
     if (e.batch_max > 32) e.batch_max = 32;
-    if (vit_batch_init(&e.batch, &m.vit, e.batch_max, 0, &err)) {
+    if (vit_batch_init(&e.batch, &ph.m.vit, e.batch_max, 0, &err)) {
         fprintf(stderr, "vitlens: %s\n", err.msg);
         goto done;
     }
-    e.batch.intervention = interv_for(&iv, c);
+    e.batch.intervention = interv_for(&ph.iv, c);
     maps = malloc((size_t)(n_sel ? n_sel : 1) * r.n_methods * c->n_patches * sizeof *maps);
     if (eval_buffers(&e, c) || !maps) goto oom;
 
@@ -463,11 +488,11 @@ int eval_run(const Options *o) {
     if (!ok) goto oom;
     for (int s = 0; s < n_sel; s++) {
         int i = sel[s];
-        ok[s] = !eval_image(&e, &sc, i, paths[all[i]], maps + (size_t)s * per_image);
-        progress(&pr, "images", s + 1, n_sel);
+        ok[s] = !eval_image(&e, &sc, i, ph.paths[all[i]], maps + (size_t)s * per_image);
+        eval_progress(&pr, "images", s + 1, n_sel);
     }
 
-    if (!o->no_sanity) sanity_check(&e, &m.vit, paths, all, sel, ok, n_sel, maps, &pr);
+    if (!o->no_sanity) sanity_check(&e, &ph.m.vit, ph.paths, all, sel, ok, n_sel, maps, &pr);
     free(ok);
     rows_sort(&r);
     rc = eval_finish(&r, o->eval_out);
@@ -478,11 +503,9 @@ done:
     scene_free(&sc);
     vit_batch_free(&e.batch);
     free(e.probs), free(e.counts), free(e.blurred), free(e.scratch), free(e.order);
-    free(e.pixmask), free(e.patchmask), free(e.crop), free(maps), free(sel), free(all);
-    if (paths) files_free_list(paths, n_paths);
+    free(e.pixmask), free(e.patchmask), free(e.crop), free(maps);
     rows_free(&r);
-    interv_free(&iv);
-    model_free(&m);
+    eval_photos_free(&ph);
     return rc;
 }
 
@@ -495,12 +518,7 @@ int eval_merge(const Options *o) {
         rc = eval_read_folder(&r, o->image_args[i], i == 0);
     if (!rc) {
         rows_sort(&r);
-        for (size_t i = 1; i < r.n_im && !rc; i++)
-            if (r.im[i].image == r.im[i - 1].image) {
-                fprintf(stderr, "vitlens: --eval-merge: image %d (%s) is in two shards\n",
-                        r.im[i].image, r.im[i].path);
-                rc = 1;
-            }
+        rc = eval_check_shards(r.im, r.n_im);
     }
     if (!rc) rc = eval_finish(&r, o->eval_out);
     rows_free(&r);

@@ -5,9 +5,11 @@
 #ifndef VITLENS_EVAL_ROWS_H
 #define VITLENS_EVAL_ROWS_H
 
+#include "config/options.h"
 #include "view/maps.h"
 
 #include <stdio.h>
+#include <time.h>
 
 /* ---------------------------------------------------------------------------
  * The protocol's constants (docs/faithfulness.md) */
@@ -95,6 +97,55 @@ int method_of_tag(Method *out, const char *tag);
 int methods_for(Method *m, const VitConfig *cfg);
 
 /* ---------------------------------------------------------------------------
+ * Running the model (eval.c), shared with --agreement (agreement.c) */
+
+/* The model ready for --eval or --agreement: CLIP's classes from --classes or --text, the
+ * interventions built into iv. 0, or the exit code with the message printed: 1 (no
+ * classes, no head), 2 (bad usage: --drop-patches, an intervention the model does not
+ * have). */
+int eval_model_ready(Model *m, Interv *iv, const Options *o);
+/* A run's model and photos: the model of o->model_path loaded and made ready
+ * (eval_model_ready), the arguments' files and folders expanded (files_expand), and the
+ * photos selected: masks (NAME_mask.png, NAME_mask0.png) are not; photo g of the whole run
+ * (n_all) is paths[all[g]]; this shard's (--shard) are sel [n_sel]. */
+typedef struct {
+    Model m;
+    Interv iv;
+    char **paths;
+    int n_paths, *sel, *all, n_sel, n_all;
+} EvalPhotos;
+/* p opened for o: 0, or the exit code with the message printed (1, 2 as eval_model_ready).
+ * Free with eval_photos_free, also after a failure. */
+int eval_photos_open(EvalPhotos *p, const Options *o);
+void eval_photos_free(EvalPhotos *p);
+/* Image rows im [n] of merged shards, sorted by image: 0, or 1 (said on stderr) when an
+ * image is in two shards (it would be counted twice). */
+int eval_check_shards(const ImageRow *im, size_t n);
+/* The class a photo's maps explain: --text's phrase, --class, else the top-1 of sc's run.
+ * 0, or 1 with msg [n] saying why (a --class the labels do not have). */
+int eval_target(int *target, const Model *m, const Scene *sc, const Options *o, char *msg,
+                size_t n);
+/* The class-specific maps of target into sc (scene_explain with AttnLRP's pass), when the
+ * model has a head. */
+VitStatus eval_explain(Scene *sc, int target, float discard, VitError *err);
+/* Method me's map for sc's photo reduced to the patches, out [N] (vit_map_to_patches: a
+ * pixel map summed per patch): the kinds read the last layer, the mean of the heads and
+ * the CLS token as the query (docs/faithfulness.md); the class-specific ones target's
+ * maps, made by eval_explain; the random baseline vit_random_map(RANDOM_SEED + image).
+ * scratch: map_kind_max_floats(cfg, 0) floats. */
+VitStatus eval_method_map(float *out, float *scratch, const Method *me, Scene *sc, int image,
+                          int target, float discard, VitError *err);
+
+/* Progress on stderr: a 30-character bar redrawn in place (\r), once a run has taken a
+ * second; nothing when stderr is not a terminal (logs and CI stay clean). Start it with
+ * tty = isatty(2) and t0 = clock_gettime(CLOCK_MONOTONIC). */
+typedef struct {
+    struct timespec t0;
+    int shown, tty;
+} Progress;
+void eval_progress(Progress *p, const char *what, int done, int total);
+
+/* ---------------------------------------------------------------------------
  * Output and input */
 
 /* The summary of the rows as a markdown table, to f. */
@@ -106,6 +157,16 @@ int eval_write_csvs(const char *dir, const Rows *r);
 FILE *eval_open_out(const char *dir, const char *name, char *path, size_t n);
 /* Close f, written to path: 0, or 1 with a message on stderr. */
 int eval_close_out(FILE *f, const char *path);
+/* s as one CSV field: quoted (and its quotes doubled) when it holds , " or a line break. */
+void eval_csv_field(FILE *f, const char *s);
+/* dir/name opened for reading, its path into path [n] for the messages; NULL (said on
+ * stderr) when it cannot be read. */
+FILE *eval_open_in(const char *dir, const char *name, char *path, size_t n);
+/* "PATH: line N: WHAT" on stderr; returns 1. */
+int eval_bad_row(const char *path, int line, const char *what);
+/* An int (within +-1e9) / a double (nan allowed) field parsed whole: 0, or -1. */
+int eval_parse_int(const char *s, int *out);
+int eval_parse_double(const char *s, double *out);
 /* Split a CSV line in place into at most max fields (quoted fields unquoted); how many. */
 int eval_csv_split(char *line, char **fields, int max);
 /* Read an --eval-out folder's rows into r (first: the first folder, whose run the others

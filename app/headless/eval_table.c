@@ -234,7 +234,7 @@ void eval_write_table(FILE *f, const Rows *r) {
  * CSV: numbers printed so that they read back exactly (%.9g float, %.17g double) */
 
 /* A field, quoted when it holds a comma, a quote or a line break. */
-static void csv_field(FILE *f, const char *s) {
+void eval_csv_field(FILE *f, const char *s) {
     if (!strpbrk(s, ",\"\n\r")) {
         fputs(s, f);
         return;
@@ -302,7 +302,7 @@ int eval_write_csvs(const char *dir, const Rows *r) {
     FILE *f = eval_open_out(dir, "eval.csv", path, sizeof path);
     if (!f) return 1;
     fprintf(f, "model,layers,patches,steps,images_total\n");
-    csv_field(f, r->model);
+    eval_csv_field(f, r->model);
     fprintf(f, ",%d,%d,%d,%d\n", r->n_layers, r->n_patches, r->steps, r->n_images_total);
     if (eval_close_out(f, path)) return 1;
 
@@ -311,9 +311,9 @@ int eval_write_csvs(const char *dir, const Rows *r) {
     for (size_t i = 0; i < r->n_im; i++) {
         const ImageRow *q = &r->im[i];
         fprintf(f, "%d,", q->image);
-        csv_field(f, q->path), fputc(',', f), csv_field(f, q->status);
+        eval_csv_field(f, q->path), fputc(',', f), eval_csv_field(f, q->status);
         fprintf(f, ",%d,%.9g,%d,", q->target, (double)q->prob, q->has_mask);
-        csv_field(f, q->mask_note), fputc('\n', f);
+        eval_csv_field(f, q->mask_note), fputc('\n', f);
     }
     if (eval_close_out(f, path)) return 1;
 

@@ -256,6 +256,48 @@ double vit_topk_iou(const float *map, const uint8_t *mask, int n, VitError *err)
     return (double)both / (2 * n_in - both);
 }
 
+double vit_top_iou(const float *a, const float *b, int n, double top_frac, VitError *err) {
+    if (!a || !b || n < 1 || !(top_frac > 0.0 && top_frac <= 1.0)) {
+        vit_set_error(err, VIT_ERR_ARG, "top IoU: %s",
+                      !a || !b ? "a map is NULL"
+                      : n < 1  ? "no patches"
+                               : "top_frac not in (0, 1]");
+        return NAN;
+    }
+    const float *maps[2] = {a, b};
+    for (int m = 0; m < 2; m++) {
+        int bad = first_non_finite(maps[m], n), flat = 1;
+        if (bad >= 0) {
+            vit_set_error(err, VIT_ERR_ARG, "top IoU: map %c[%d] is %g", "ab"[m], bad,
+                          (double)maps[m][bad]);
+            return NAN;
+        }
+        for (int i = 1; i < n && flat; i++) flat = maps[m][i] == maps[m][0];
+        if (flat) {
+            vit_set_error(err, VIT_ERR_ARG, "top IoU: map %c is constant (no top patches)",
+                          "ab"[m]);
+            return NAN;
+        }
+    }
+    double kd = floor(top_frac * n + 0.5);
+    int k = kd < 1.0 ? 1 : kd > n ? n : (int)kd;
+    int *order = malloc(2 * (size_t)n * sizeof *order);
+    if (!order) {
+        vit_set_error(err, VIT_ERR_NOMEM, "top IoU: out of memory for %d patches", n);
+        return NAN;
+    }
+    /* mark a's top k in the second half, then count b's top k among them */
+    int *in_a = order + n, both = 0;
+    vit_patch_order(order, a, n, 1, NULL); /* cannot fail: checked above */
+    memset(in_a, 0, (size_t)n * sizeof *in_a);
+    for (int i = 0; i < k; i++) in_a[order[i]] = 1;
+    vit_patch_order(order, b, n, 1, NULL);
+    for (int i = 0; i < k; i++) both += in_a[order[i]];
+    free(order);
+    /* both sets have k patches: the union is 2k minus the intersection */
+    return (double)both / (2 * k - both);
+}
+
 /* --- sanity check -------------------------------------------------------------- */
 
 /* rank [n]: 1-based ranks of v, a tie group sharing the mean of its ranks (scipy's

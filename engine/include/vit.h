@@ -1581,6 +1581,18 @@ double vit_energy_pointing(const float *map, const uint8_t *mask, int n, VitErro
  * Errors (NaN): those of vit_pointing_game, VIT_ERR_NOMEM. */
 double vit_topk_iou(const float *map, const uint8_t *mask, int n, VitError *err);
 
+/* How far two maps agree on where the relevance is (the compare view's status line,
+ * `vitlens --agreement`): the IoU of a [n]'s and b [n]'s top patches, each the first k
+ * of vit_patch_order(most_first 1), k = floor(top_frac * n + 0.5) in double, clamped to
+ * [1, n] (top_frac 0.1, n 196: k 20); ties at the cut go to the lower index, as
+ * numpy's argsort(-a, kind="stable")[:k]. Returns |top(a) and top(b)| / |top(a) or
+ * top(b)| in [0, 1]: 1 when the two sets are the same, 0 when disjoint; two
+ * independent random maps give k / (2n - k) on average (0.053 at top_frac 0.1).
+ * Errors (NaN, err filled): a or b NULL, n < 1, top_frac not in (0, 1], a NaN or
+ * infinite value (the message names the map and index), a constant map (every patch
+ * tied: it has no top patches; as vit_spearman gives NaN), out of memory (2n ints). */
+double vit_top_iou(const float *a, const float *b, int n, double top_frac, VitError *err);
+
 /* Spearman's rank correlation of a [n] and b [n] (scipy.stats.spearmanr): the
  * Pearson correlation of their ranks, a tie group sharing the mean of its ranks, in
  * double; in [-1, 1]. NaN when either is constant (every rank equal), n < 2, a or b

@@ -30,7 +30,7 @@ SAMPLE = {"PATH|NAME": NO_MODEL, "FILE": "/no/such/file", "DIR": None, "N": "3",
           "NAMES": "cat, dog", "T": "a photo of a {}.", "PHRASE": "a cat", "PATH": "/no/such",
           "L:H[,L:H...]": "1:1", "R,C[;R,C...]": "1,1", "MODE": "shuffle", "L:TAU": "1:2",
           "L": "1", "H": "1", "ROW,COL": "1,1", "K/N": "1/2", "A,B": "0,1", "IMAGE2": "/no/such.png"}
-MODE_OPTIONS = {"--top", "--export", "--eval", "--eval-merge", "--lesson-export"}
+MODE_OPTIONS = {"--top", "--export", "--eval", "--eval-merge", "--lesson-export", "--agreement"}
 
 
 def check(ok, what):
@@ -57,7 +57,8 @@ class Cli:
         return {"window": [self.image], "top": ["--top", "1", self.image],
                 "export": ["--export", out, self.image], "eval": ["--eval", self.image],
                 "eval-merge": ["--eval-merge", self.work],
-                "lesson-export": ["--lesson-export", out, self.image]}[mode]
+                "lesson-export": ["--lesson-export", out, self.image],
+                "agreement": ["--agreement", self.image]}[mode]
 
 
 def rows(cli):
@@ -70,7 +71,7 @@ def rows(cli):
 def modes_check(cli, table):
     """(refused wrongly or not refused, accepted wrongly or not accepted): the failures of
     each half, as strings."""
-    all_modes = ["window", "top", "export", "eval", "eval-merge", "lesson-export"]
+    all_modes = ["window", "top", "export", "eval", "eval-merge", "lesson-export", "agreement"]
     not_refused, not_accepted = [], []
     for row in table:
         if row["group"] == "info" or row["name"] in MODE_OPTIONS:

@@ -391,6 +391,47 @@ static void test_spearman(void) {
           "spearman: NaN value, n 1, NULL -> NaN");
 }
 
+static void test_top_iou(void) {
+    puts("vit_top_iou");
+    VitError err = {0};
+    const float a[10] = {9, 8, 7, 6, 5, 4, 3, 2, 1, 0}, b[10] = {0, 8, 9, 1, 2, 3, 4, 5, 6, 7};
+    /* k = floor(0.3 * 10 + 0.5) = 3: a's top {0, 1, 2}, b's {2, 1, 9}: 2 of 4 */
+    check(vit_top_iou(a, b, 10, 0.3, &err) == 0.5, "top IoU: {0,1,2} vs {2,1,9}: 2/4, got %.17g",
+          vit_top_iou(a, b, 10, 0.3, &err));
+    check(vit_top_iou(a, a, 10, 0.3, &err) == 1.0, "top IoU: a map with itself: 1");
+    /* k = floor(0.1 * 10 + 0.5) = 1: {0} vs {2} */
+    check(vit_top_iou(a, b, 10, 0.1, &err) == 0.0, "top IoU: disjoint tops: 0");
+    check(vit_top_iou(a, b, 10, 1.0, &err) == 1.0, "top IoU: top_frac 1, every patch: 1");
+    /* k = floor(0.04 * 10 + 0.5) = 0, clamped to 1 */
+    check(vit_top_iou(a, a, 10, 0.04, &err) == 1.0, "top IoU: k clamped to 1");
+    /* k = floor(0.25 * 10 + 0.5) = 3 (2.5 rounds up): ties at the cut go to the lower index:
+     * t's top {1, 3, 5} (the 5s), not {5, 7, 9} */
+    const float t[10] = {0, 5, 0, 5, 0, 5, 0, 5, 0, 5}, u[10] = {0, 9, 0, 8, 0, 7, 1, 1, 1, 1};
+    check(vit_top_iou(t, u, 10, 0.25, &err) == 1.0,
+          "top IoU: ties, lower index first: {1,3,5} both, got %.17g",
+          vit_top_iou(t, u, 10, 0.25, &err));
+    const float w[10] = {0, 0, 0, 0, 0, 9, 0, 9, 0, 9};
+    check(vit_top_iou(t, w, 10, 0.25, &err) == 0.2, "top IoU: {1,3,5} vs {5,7,9}: 1/5, got %.17g",
+          vit_top_iou(t, w, 10, 0.25, &err));
+    /* a constant map has no top patches: NaN, as vit_spearman */
+    const float flat[10] = {3, 3, 3, 3, 3, 3, 3, 3, 3, 3};
+    err = (VitError){0};
+    check(isnan(vit_top_iou(flat, a, 10, 0.1, &err)) && err.code == VIT_ERR_ARG &&
+              strstr(err.msg, "map a is constant"),
+          "top IoU: constant a -> NaN (\"%s\")", err.msg);
+    err = (VitError){0};
+    check(isnan(vit_top_iou(a, flat, 10, 0.1, &err)) && strstr(err.msg, "map b is constant"),
+          "top IoU: constant b -> NaN (\"%s\")", err.msg);
+    const float nan[10] = {0, 1, 2, NAN, 4, 5, 6, 7, 8, 9};
+    err = (VitError){0};
+    check(isnan(vit_top_iou(a, nan, 10, 0.1, &err)) && strstr(err.msg, "b[3]"),
+          "top IoU: NaN names b[3] (\"%s\")", err.msg);
+    check(isnan(vit_top_iou(a, b, 10, 0.0, NULL)) && isnan(vit_top_iou(a, b, 10, 1.5, NULL)) &&
+              isnan(vit_top_iou(a, b, 10, NAN, NULL)) &&
+              isnan(vit_top_iou(NULL, b, 10, 0.1, NULL)) && isnan(vit_top_iou(a, b, 0, 0.1, NULL)),
+          "top IoU: top_frac 0, 1.5, NaN, NULL, n 0 -> NaN");
+}
+
 static void test_baselines(void) {
     puts("vit_random_map, vit_gaussian_map");
     float r[1000], r2[1000];
@@ -438,6 +479,7 @@ int main(void) {
     test_patches();
     test_localisation();
     test_spearman();
+    test_top_iou();
     test_baselines();
     printf("\n%d of %d checks failed\n", failures, checks);
     return failures ? 1 : 0;

@@ -22,7 +22,7 @@ import sys
 
 failures = []
 quiet = False  # the control's checks: recorded, not printed (they are meant to fail)
-MODES = {"window", "top", "export", "eval", "eval-merge", "lesson-export"}
+MODES = {"window", "top", "export", "eval", "eval-merge", "lesson-export", "agreement"}
 
 
 def check(ok, what):
