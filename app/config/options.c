@@ -198,6 +198,16 @@ static int parse_check(Options *o) {
         fprintf(stderr, "vitlens: %s\n", msg);
         return 2;
     }
+    if ((o->compare_model || o->compare_image) && (o->contrast_arg || o->similar_path)) {
+        fprintf(stderr, "vitlens: --compare and --compare-image go with --class, not with "
+                        "--contrast or --similar\n");
+        return 2;
+    }
+    if ((o->compare_model || o->compare_image) && o->n_image_args > 1) {
+        fprintf(stderr, "vitlens: --compare and --compare-image take one IMAGE (got %d)\n",
+                o->n_image_args);
+        return 2;
+    }
     /* what the class-specific maps explain: one of --class, --text, --contrast, --similar */
     int scores = !!o->class_arg + !!o->clip.text + !!o->contrast_arg + !!o->similar_path;
     if (scores > 1 && (o->contrast_arg || o->similar_path)) {

@@ -37,7 +37,7 @@ struct OptRow {
     const char *name;  /* "--model" */
     const char *alias; /* "-h", or NULL */
     const char *arg;   /* "PATH|NAME": the value's name; NULL: the option takes none */
-    const char *group; /* what it is about: model, display, clip, what-if, top, export,
+    const char *group; /* what it is about: model, display, clip, what-if, compare, top, export,
                           lesson, eval, window, info (--list-options' GROUP) */
     unsigned modes;    /* the OPT_WINDOW... modes it goes with (refused in the others by
                           options_parse, naming the option); 0: every mode */

@@ -150,14 +150,8 @@ int export_png(const char *path, const uint8_t *rgb, int w, int h, char *msg, si
     return -1;
 }
 
-/* A file name of --export: the parts that apply, joined by '_', then ext:
- *   L06 (layer >= 0), the head (head, or NULL), what an overview is ("heads",
- *   "contact_sheet", or NULL), the kind's tag
- * The first row's tag is left out: attention's files keep their plain names
- * (L06_H01.png, L06_heads.png, contact_sheet.png); rollout's are L06_rollout.png,
- * contact_sheet_rollout.png; a kind with one map for the model, TAG.png. */
-static void export_name(char *buf, size_t n, int kind, int layer, const char *head,
-                        const char *what, const char *ext) {
+void export_name(char *buf, size_t n, int kind, int layer, const char *head, const char *what,
+                 const char *ext) {
     char part[4][40];
     int k = 0;
     if (layer >= 0) snprintf(part[k++], sizeof part[0], "L%02d", layer + 1);

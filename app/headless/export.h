@@ -70,6 +70,18 @@ typedef struct {
 int export_maps(FILE *out, const char *dir, const Model *model, Scene *sc, int target,
                 const ExportStyle *st, JointFeatures *joint);
 
+/* --compare / --compare-image with --export, after each pane's export_maps: into dir
+ * (existing) compare.csv, a row per pair of maps (map_a, map_b, spearman, top10_iou,
+ * patches: compare_stats of A's map and B's on A's grid, compare_resample; B's layer at the
+ * same relative depth, compare_layer; each pane's own explained class, Scene.expl_target),
+ * diff/NAME.npy and .png (A - B, 0 mid-scale over A's crop) for each pair of one shape, and
+ * compare_sheet.png (A | B | A - B for the last layer's attention and rollout and Chefer et
+ * al.'s map); the panes named "MODEL on PHOTO", the maps as export_maps names them for
+ * model_a and model_b. Prints one summary
+ * line to out (and one when the grids differ). 0, or 1 with the message on stderr. */
+int export_compare(FILE *out, const char *dir, const Model *model_a, const Scene *a,
+                   const Model *model_b, const Scene *b, const ExportStyle *st);
+
 /* Blend a normalised map over the crop as the fragment shader does, into an
  * out_w x out_h rectangle of out (row stride stride_px pixels, RGB):
  *   px = round(mix(crop, colormap(map), opacity))
@@ -87,6 +99,15 @@ void export_blend(uint8_t *out, int stride_px, int out_w, int out_h, const uint8
 struct Text;
 void export_text(uint8_t *img, int w, int h, struct Text *t, const char *str, int px, int x, int y,
                  int max_w, const uint8_t rgb[3]);
+
+/* A file name of --export into buf[n]: the parts that apply, joined by '_', then ext:
+ *   L06 (layer >= 0, 0-based), the head (head, or NULL), what an overview is ("heads",
+ *   "contact_sheet", or NULL), the kind's tag
+ * The first row's tag is left out: attention's files keep their plain names
+ * (L06_H01.png, L06_heads.png, contact_sheet.png); rollout's are L06_rollout.png,
+ * contact_sheet_rollout.png; a kind with one map for the model, TAG.png. */
+void export_name(char *buf, size_t n, int kind, int layer, const char *head, const char *what,
+                 const char *ext);
 
 /* Write RGB [h, w, 3] as a PNG. 0, or -1 with errno's message in msg. */
 int export_png(const char *path, const uint8_t *rgb, int w, int h, char *msg, size_t msg_bytes);

@@ -5,6 +5,9 @@
 #include "headless/export.h"
 #include "headless/lesson.h"
 #include "headless/importance.h"
+#include "config/models.h"
+#include "render/text.h"
+#include "view/compare.h"
 
 #include <errno.h>
 #include <math.h>
@@ -77,7 +80,8 @@ static float *photo_embedding(const Model *m, const Scene *like, const char *pat
 /* --top and --export of one photo (dir: where its files go); similar_to (or NULL): the
  * photo whose embedding the maps explain the cosine with (--similar). */
 static int headless_photo(const Options *o, Model *m, const Interv *iv, const char *image,
-                          const char *dir, JointFeatures *joint, const char *similar_to) {
+                          const char *dir, JointFeatures *joint, const char *similar_to,
+                          Scene *keep) {
     Scene sc = {.ignore_orientation = o->ignore_orientation, .att = o->att, .interv = iv};
     SceneScore score;
     float *ref = NULL;
@@ -146,7 +150,10 @@ static int headless_photo(const Options *o, Model *m, const Interv *iv, const ch
                    target);
     }
 done:
-    scene_free(&sc);
+    if (keep && !rc && !sc.score) /* the caller's now (a score's ref would go with ref) */
+        *keep = sc;
+    else
+        scene_free(&sc);
     free(ref);
     return rc;
 }
@@ -237,6 +244,78 @@ static void photo_dir(char *dir, size_t n, const char *export_dir, const char *p
     snprintf(dir, n, "%s/%s", export_dir, stem);
 }
 
+/* --compare MODEL2 / --compare-image IMAGE2 with --top or --export: pane A (the model on
+ * the photo) and pane B (MODEL2, or the model, on IMAGE2, or the photo), each run and
+ * written as alone (--top: each one's top-K after a "# A: ..." line; --export: DIR/a/ and
+ * DIR/b/), then what compares them (export_compare). 0, or 1 with the message printed. */
+static int headless_compare(const Options *o, Model *ma, const Interv *iv) {
+    Model mb_own, *mb = ma;
+    VitError err;
+    char msg[4800];
+    const char *image_b = o->compare_image ? o->compare_image : o->image_path;
+    if (o->compare_model) {
+        char weights[1200], labels[1200];
+        const char *path = o->compare_model;
+        if (!strcmp(path, "builtin")) {
+            path = o->default_model;
+            labels[0] = '\0';
+        } else if (models_resolve(weights, sizeof weights, labels, sizeof labels, path, msg,
+                                  sizeof msg)) {
+            fprintf(stderr, "vitlens: --compare: %s\n", msg);
+            return 1;
+        } else {
+            path = weights;
+        }
+        if (model_load(&mb_own, path, &o->load, labels[0] ? labels : NULL, 1, &err)) {
+            fprintf(stderr, "vitlens: --compare: %s\n", err.msg);
+            return 1;
+        }
+        mb = &mb_own;
+        model_warn(stderr, mb);
+        if (headless_text(o, mb)) {
+            model_free(mb);
+            return 1;
+        }
+    }
+    Interv iv_b = {0};
+    if (mb != ma && interv_any(&o->interv) &&
+        interv_build(&iv_b, &o->interv, &mb->vit.cfg, msg, sizeof msg)) {
+        fprintf(stderr, "vitlens: --compare: %s\n", msg);
+        model_free(mb);
+        return 2;
+    }
+    const Interv *ivb = mb != ma ? &iv_b : iv;
+    Scene a = {0}, b = {0};
+    char dir_a[2048], dir_b[2048];
+    snprintf(dir_a, sizeof dir_a, "%s/a", o->export_dir ? o->export_dir : ".");
+    snprintf(dir_b, sizeof dir_b, "%s/b", o->export_dir ? o->export_dir : ".");
+    int rc = 0;
+    if (o->export_dir && mkdir(o->export_dir, 0777) != 0 && errno != EEXIST) {
+        fprintf(stderr, "vitlens: %s: cannot create directory: %s\n", o->export_dir,
+                strerror(errno));
+        rc = 1;
+    }
+    const char *dirs[2] = {o->export_dir ? dir_a : NULL, o->export_dir ? dir_b : NULL};
+    Model *models[2] = {ma, mb};
+    const char *images[2] = {o->image_path, image_b};
+    const Interv *ivs[2] = {iv, ivb};
+    Scene *scenes[2] = {&a, &b};
+    if (o->export_dir && mb != ma) export_say_skipped(stderr, mb, 0);
+    for (int p = 0; p < 2 && !rc; p++) {
+        if (o->top_k) printf("# %c: %s on %s\n", "AB"[p], models[p] -> name, images[p]);
+        fflush(stdout);
+        rc = headless_photo(o, models[p], ivs[p], images[p], dirs[p], NULL, NULL, scenes[p]);
+    }
+    if (!rc && o->export_dir) {
+        ExportStyle st = {o->opacity, o->discard, o->colormap, o->bilinear};
+        rc = export_compare(stdout, o->export_dir, ma, &a, mb, &b, &st);
+    }
+    scene_free(&a), scene_free(&b);
+    interv_free(&iv_b);
+    if (mb != ma) model_free(mb);
+    return rc;
+}
+
 int headless_run(const Options *o) {
     Model m;
     VitError err;
@@ -273,12 +352,18 @@ int headless_run(const Options *o) {
         export_say_skipped(stderr, &m, o->similar_path ? 2 : o->contrast_arg ? 1 : 0);
     /* one photo: its files straight into the folder (--top always comes here) */
     int rc = 0, n = o->n_image_args;
+    if (o->compare_model || o->compare_image) {
+        rc = headless_compare(o, &m, &iv);
+        interv_free(&iv);
+        model_free(&m);
+        return rc;
+    }
     if (n <= 1) {
-        rc = headless_photo(o, &m, &iv, o->image_path, o->export_dir, NULL, o->similar_path);
+        rc = headless_photo(o, &m, &iv, o->image_path, o->export_dir, NULL, o->similar_path, NULL);
         if (!rc && o->similar_path) { /* --similar: IMAGE2's maps, cos with the photo's e */
             char dir[2048];
             photo_dir(dir, sizeof dir, o->export_dir, o->similar_path);
-            rc = headless_photo(o, &m, &iv, o->similar_path, dir, NULL, o->image_path);
+            rc = headless_photo(o, &m, &iv, o->similar_path, dir, NULL, o->image_path, NULL);
         }
         interv_free(&iv);
         model_free(&m);
@@ -310,7 +395,7 @@ int headless_run(const Options *o) {
         if (jf.image_of[i] < 0) continue;
         char dir[2048];
         photo_dir(dir, sizeof dir, o->export_dir, jf.paths[i]);
-        rc = headless_photo(o, &m, &iv, jf.paths[i], dir, &jf, o->similar_path);
+        rc = headless_photo(o, &m, &iv, jf.paths[i], dir, &jf, o->similar_path, NULL);
     }
     joint_features_free(&jf);
     free(jf.paths);
