@@ -52,13 +52,20 @@ static void sheet_cell(uint8_t *img, int W, int x, int y, int cell, const Scene 
 }
 
 /* compare_sheet.png: a row per sheet_rows map, columns A | B | A - B (the last only where
- * the maps have one shape), each labelled. */
+ * the maps have one shape, and no such column when none has), each labelled. */
 static int write_sheet(const char *dir, const Scene *a, const Scene *b, const char *name_a,
                        const char *name_b, const ExportStyle *st) {
-    enum { CELL = 320, PAD = 12, TOP = 56, LABEL = 30 };
+    enum { CELL = 320, PAD = 12, TOP = 70, LABEL = 30 };
     View rows[3];
-    int n = sheet_rows(rows, a, b, st->discard), W = 3 * CELL + 4 * PAD,
-        H = TOP + n * (CELL + LABEL + PAD) + PAD;
+    int n = sheet_rows(rows, a, b, st->discard), cols = 2;
+    for (int r = 0; r < n; r++) { /* a third column when some row has A - B */
+        View vb = pane_b_view(&rows[r], a, b);
+        int wa, ha, wb, hb;
+        map_kind_size(&wa, &ha, rows[r].kind, &a->run.cfg);
+        map_kind_size(&wb, &hb, vb.kind, &b->run.cfg);
+        if (wa == wb && ha == hb) cols = 3;
+    }
+    int W = cols * CELL + (cols + 1) * PAD, H = TOP + n * (CELL + LABEL + PAD) + PAD;
     uint8_t *img = calloc((size_t)W * H * 3, 1);
     float *ma = malloc(map_kind_max_floats(&a->run.cfg, 0) * sizeof *ma),
           *mb = malloc(map_kind_max_floats(&b->run.cfg, 0) * sizeof *mb);
@@ -76,7 +83,12 @@ static int write_sheet(const char *dir, const Scene *a, const Scene *b, const ch
     int has_font = text_init(&font, warn, sizeof warn) == 0;
     const uint8_t white[3] = {235, 235, 235}, grey[3] = {170, 170, 170};
     snprintf(label, sizeof label, "A: %.150s   B: %.150s", name_a, name_b);
-    export_text(img, W, H, has_font ? &font : NULL, label, 22, PAD, 16, W - 2 * PAD, white);
+    export_text(img, W, H, has_font ? &font : NULL, label, 22, PAD, 12, W - 2 * PAD, white);
+    if (cols == 2) {
+        snprintf(label, sizeof label, "no A - B: A's grid is %dx%d, B's %dx%d", a->run.cfg.grid_h,
+                 a->run.cfg.grid_w, b->run.cfg.grid_h, b->run.cfg.grid_w);
+        export_text(img, W, H, has_font ? &font : NULL, label, 15, PAD, 42, W - 2 * PAD, grey);
+    }
     for (int r = 0; r < n && !rc; r++) {
         View va = rows[r], vb = pane_b_view(&rows[r], a, b);
         VitError err;
@@ -110,7 +122,7 @@ static int write_sheet(const char *dir, const Scene *a, const Scene *b, const ch
             sheet_cell(img, W, 3 * PAD + 2 * CELL, y, CELL, a, md, wa, ha, st);
             export_text(img, W, H, has_font ? &font : NULL, "A - B (0 mid-scale)", 16,
                         3 * PAD + 2 * CELL, y + CELL + 6, CELL, grey);
-        } else {
+        } else if (cols == 3) {
             snprintf(label, sizeof label, "no A - B: grids %dx%d and %dx%d", wa, ha, wb, hb);
             export_text(img, W, H, has_font ? &font : NULL, label, 16, 3 * PAD + 2 * CELL,
                         y + CELL / 2, CELL, grey);
