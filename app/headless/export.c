@@ -646,9 +646,11 @@ int export_maps(FILE *out, const char *dir, const Model *model, Scene *sc, int t
     if (!rc)
         fprintf(out,
                 "wrote %d PNGs and %d .npy files (%dx%d px, %s, %s, opacity %.2f) of %s to %s\n"
-                "and the logit lens and high-norm tokens as CSV\n",
+                "and %s as CSV\n",
                 n_maps + n_sheets, n_maps, out_w, out_h, colormap_names[st->colormap],
-                st->bilinear ? "bilinear" : "nearest", (double)st->opacity, sc->name, dir);
+                st->bilinear ? "bilinear" : "nearest", (double)st->opacity, sc->name, dir,
+                c->n_classes > 0 ? "the logit lens and the high-norm tokens"
+                                 : "the high-norm tokens (no head: no logit lens)");
 done:
     free(map);
     free(pixels);

@@ -162,6 +162,9 @@ def main():
         e1, e2 = embedding(a, model, img1, out), embedding(a, model, img2, out)
         r = export(a, model, img1, ex, "--similar", img2)
         check(r.returncode == 0, f"{label}: --similar --export exits 0 ({r.stderr.strip()[:200]})")
+        if label == "backbone":
+            check("the high-norm tokens (no head: no logit lens) as CSV" in r.stdout and
+                  not (ex / "logit_lens.csv").exists(), "backbone: the export says no logit lens, and writes none")
         cos = float(e1 @ e2 / np.linalg.norm(e1) / np.linalg.norm(e2))
         m = re.search(r"cos\(e, e'\) = (-?[0-9.]+)", r.stdout)
         check(m is not None and abs(float(m.group(1)) - cos) <= 2e-6,
