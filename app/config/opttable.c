@@ -217,6 +217,14 @@ const OptRow OPTIONS[] = {
         "two alike; a backbone without a head too (DINO, DINOv2/v3). Prints the cosine; file "
         "names similar-to-STEM2 (STEM2: IMAGE2's name). With one IMAGE, IMAGE2's maps (the "
         "cosine with IMAGE's e) go into DIR/STEM2/"),
+    STR("--compare", "MODEL2", "window", OPT_WINDOW, compare_model,
+        "open the compare view: the photo through the model and through MODEL2 side by side "
+        "(a path, as --model takes it), the same map kind, layer and head by relative depth, "
+        "one patch cursor mapped through each model's crop and grid, A - B when the grids "
+        "are one, Spearman and the top-10% IoU on the status line (\\ toggles it, Esc "
+        "leaves)"),
+    STR("--compare-image", "IMAGE2", "window", OPT_WINDOW, compare_image,
+        "open the compare view on IMAGE and IMAGE2 side by side through the same model"),
     STR("--save-dir", "DIR", "window", 0, save_dir,
         "where S saves the view (default: the current directory)"),
     /* CLIP (view/clip.h): zero-shot labels and a phrase to explain */
