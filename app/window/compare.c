@@ -240,8 +240,9 @@ static int draw_base(App *app) {
         uint8_t *out = base + ((size_t)y0 * w + x0) * 3;
         const ViewMaps *m = &app->cmp.m[i == 2 ? 0 : i];
         int ok = i < 2 && app->cmp.ok[i];
-        export_blend(out, w, pw, ph, sc->crop_rgb, ok ? m->norm : NULL, m->w, m->h, &sc->run.cfg,
-                     ok ? &st : &plain);
+        static const float zero = 0.0f; /* no map: the crop alone (opacity 0) */
+        export_blend(out, w, pw, ph, sc->crop_rgb, ok ? m->norm : &zero, ok ? m->w : 1,
+                     ok ? m->h : 1, &sc->run.cfg, ok ? &st : &plain);
         if (i == 2) draw_diff(app, out, w, pw, ph, &sc->run.cfg, st.opacity > 0 ? 0.75f : 0.0f);
         char label[256];
         const Model *mo = i == 1 ? model_b(app) : app->model;
