@@ -205,11 +205,6 @@ static int parse_check(Options *o) {
                         "class-specific maps explain: give one\n");
         return 2;
     }
-    if (o->compare_model && o->compare_image) {
-        fprintf(stderr, "vitlens: --compare and --compare-image each open the compare view: give "
-                        "one\n");
-        return 2;
-    }
     if (o->clip.text && o->class_arg) {
         fprintf(stderr, "vitlens: --class and --text both say what the maps explain: give one\n");
         return 2;

@@ -236,8 +236,7 @@ typedef struct App {
      * picture (renderer slot COMPARE_SLOT), the maps as view_compute gives them. */
     struct {
         int on;        /* in the compare view */
-        int by_image;  /* pane B: image_path through the app's model (1), else the
-                          photo on screen through model_path's model (0) */
+        int by_image;  /* pane B's photo: image_path (1), else the one on screen */
         int linked;    /* layer, head and query move together (;: apart) */
         int show_diff; /* the difference pane (A - B) on, when the grids are one */
         int loading;   /* pane B's job runs on the worker */
@@ -490,10 +489,10 @@ void app_lesson_free(App *app);
 
 #define COMPARE_SLOT (REN_PICTURES - 1) /* the renderer's picture slot (the lesson's below) */
 
-/* Start pane B's job on the worker (now, or once it is idle): model_path's model on the
- * photo on screen (image_path NULL), or image_path through the app's model (model_path
- * NULL). The compare view opens when it is done; a model or photo that fails leaves the
- * view as it was, the message on the error line. */
+/* Start pane B's job on the worker (now, or once it is idle): model_path's model (NULL: the
+ * app's) on image_path (NULL: the photo on screen, followed as it changes). The compare view
+ * opens when it is done; a model or photo that fails leaves pane A as it was, the message
+ * on the error line. Both NULL: nothing. */
 void app_compare_open(App *app, const char *model_path, const char *image_path);
 /* \: the compare view with the last second model or photo, or out of it. Returns 0. */
 int app_compare_toggle(App *app, int unused);

@@ -74,7 +74,7 @@ static View linked_view(const App *app) {
         v.head = cb->n_heads + (app->view.head - ca->n_heads);
     else
         v.head = compare_layer(app->view.head, ca->n_heads, cb->n_heads);
-    if (!app->cmp.by_image) v.target = VIEW_TOP1;
+    if (app->cmp.model_path[0]) v.target = VIEW_TOP1;
     v.query = 0;
     if (app->view.query >= ca->n_prefix) {
         int pb = compare_patch(sa, app->view.query - ca->n_prefix, sb);
@@ -280,8 +280,8 @@ static void draw_boxes(App *app) {
 
 /* --- opening, results, leaving -------------------------------------------------- */
 
-/* Pane B's job on the idle worker: the remembered second model on the photo on screen, or
- * the second photo through the app's model. */
+/* Pane B's job on the idle worker: the second model (the app's when there is none) on the
+ * second photo (the one on screen when there is none). */
 static void start_job(App *app) {
     const Scene *sa = app_scene(app);
     Scene *sb = &app->cmp.scene;
@@ -290,28 +290,23 @@ static void start_job(App *app) {
     sb->att = app->opt->att;
     sb->control = &app->worker.control; /* a newer photo stops it (app_open) */
     app->cmp.has_scene = 0;             /* the worker's until its event */
-    if (app->cmp.by_image) {
-        worker_start_compare(&app->worker, NULL, NULL, NULL, app->model, app->cmp.image_path, sb);
+    const char *photo = app->cmp.by_image ? app->cmp.image_path : sa->path;
+    if (!app->cmp.model_path[0]) {
+        worker_start_compare(&app->worker, NULL, NULL, NULL, app->model, photo, sb);
     } else {
         /* the second model loaded once: the next photo runs through it without a load */
-        int loaded = app->cmp.model && app->cmp.model_loaded_from[0] &&
-                     !strcmp(app->cmp.model_loaded_from, app->cmp.model_path);
+        int loaded = app->cmp.model && !strcmp(app->cmp.model_loaded_from, app->cmp.model_path);
         worker_start_compare(&app->worker, loaded ? NULL : app->cmp.model_path, &app->opt->load,
-                             NULL, loaded ? app->cmp.model : app->model, sa->path, sb);
+                             NULL, loaded ? app->cmp.model : app->model, photo, sb);
     }
     app->cmp.loading = 1;
     app->busy = 1;
     app->dirty = 1;
 }
 
-void app_compare_open(App *app, const char *model_path, const char *image_path) {
-    if (model_path) {
-        snprintf(app->cmp.model_path, sizeof app->cmp.model_path, "%s", model_path);
-        app->cmp.by_image = 0;
-    } else if (image_path) {
-        snprintf(app->cmp.image_path, sizeof app->cmp.image_path, "%s", image_path);
-        app->cmp.by_image = 1;
-    }
+/* Pane B's job again, with the second model and photo as they are: now, or once the
+ * worker is idle (a job of pane B running is stopped: a newer one). */
+static void restart(App *app) {
     app->cmp.want = 1; /* open the view when it is done */
     if (app->busy || !app->has_scene) {
         app->cmp.queued = 1;
@@ -319,6 +314,14 @@ void app_compare_open(App *app, const char *model_path, const char *image_path) 
         return;
     }
     start_job(app);
+}
+
+void app_compare_open(App *app, const char *model_path, const char *image_path) {
+    if (!model_path && !image_path) return;
+    snprintf(app->cmp.model_path, sizeof app->cmp.model_path, "%s", model_path ? model_path : "");
+    snprintf(app->cmp.image_path, sizeof app->cmp.image_path, "%s", image_path ? image_path : "");
+    app->cmp.by_image = image_path != NULL;
+    restart(app);
 }
 
 int app_compare_start_queued(App *app) {
@@ -335,13 +338,13 @@ int app_compare_toggle(App *app, int unused) {
     }
     if (!app->has_scene) return 0;
     const char *photo = app_scene(app)->path;
-    if (app->cmp.has_scene && (app->cmp.by_image || !strcmp(app->cmp.scene.path, photo))) {
+    if (app->cmp.has_scene && (app->cmp.by_image || !strcmp(app->cmp.scene.path, photo)) &&
+        (app->cmp.model_path[0] || app->cmp.scene.vit == &app->model->vit)) {
         app->cmp.on = 1; /* pane B as it was: the same photo still on screen */
         app->cmp.uploaded = 0;
         memset(app->cmp.key, 0, sizeof app->cmp.key);
     } else if (app->cmp.model_path[0] || app->cmp.image_path[0]) {
-        app_compare_open(app, app->cmp.by_image ? NULL : app->cmp.model_path,
-                         app->cmp.by_image ? app->cmp.image_path : NULL);
+        restart(app);
     } else {
         snprintf(app->notice, sizeof app->notice,
                  "no second model or photo yet: --compare MODEL2, --compare-image IMAGE2, or "
@@ -375,13 +378,13 @@ void app_compare_done(App *app) {
         if (app->cmp.on) app_compare_leave(app);
         return;
     }
-    if (w->new_model) { /* the second model: kept for the next photos */
+    if (w->new_model || !app->cmp.model_path[0]) { /* the second model, or none */
         if (app->cmp.model) model_free(app->cmp.model);
         free(app->cmp.model);
-        app->cmp.model = w->new_model;
+        app->cmp.model = w->new_model; /* kept for the next photos */
         w->new_model = NULL;
         snprintf(app->cmp.model_loaded_from, sizeof app->cmp.model_loaded_from, "%s",
-                 app->cmp.model_path);
+                 app->cmp.model ? app->cmp.model_path : "");
     }
     app->cmp.has_scene = 1;
     app->cmp.gen++;
@@ -413,13 +416,13 @@ void app_compare_leave(App *app) {
 void app_compare_model_changed(App *app) {
     if (app->cmp.model) return; /* pane B has its own model */
     app->cmp.has_scene = 0;     /* run through the old one: asked again through the new */
-    if (app->cmp.on && app->cmp.by_image) app_compare_open(app, NULL, app->cmp.image_path);
+    if (app->cmp.on) restart(app);
 }
 
 /* A new photo in pane A: the second model runs it too. */
 void app_compare_photo_changed(App *app) {
     if (!app->cmp.on || app->cmp.by_image) return;
-    app_compare_open(app, app->cmp.model_path, NULL);
+    restart(app);
 }
 
 void app_compare_free(App *app) {
