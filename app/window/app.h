@@ -255,7 +255,11 @@ typedef struct App {
         int has_diff;       /* the difference pane is drawn */
         CompareStats stats; /* of the two maps on A's grid (B resampled when grids differ) */
         uint8_t *base;      /* [h, w, 3] the panes as drawn, without the cursor's boxes */
-        uint8_t *rgb;       /* [h, w, 3] base with them: the picture uploaded */
+        uint8_t *fit[2];    /* [fit_h, fit_w, 3] panes A's and B's crops fitted to the pane */
+        const void *fit_sc[2];
+        unsigned long fit_gen[2]; /* what each was fitted from (app->loads, gen) */
+        int fit_w[2], fit_h[2];
+        uint8_t *rgb; /* [h, w, 3] base with them: the picture uploaded */
         int w, h, n_panes;
         int pane_x[3], pane_y[3], pane_w[3], pane_h[3]; /* each crop's place in the picture */
         unsigned long gen;           /* pane B's runs so far (a new one redraws) */
@@ -265,7 +269,7 @@ typedef struct App {
         int boxes_of[3];             /* what rgb's boxes are of: pane, patch, box */
         int uploaded;                /* rgb is on the GPU */
         int maps_ready;              /* both panes' maps were there when base was drawn */
-        double ms_maps;              /* the last maps and picture took (trace) */
+        double ms_maps, ms_picture;  /* the last maps and picture took (trace) */
     } cmp;
     int running, dirty;
     Uint64 t_input; /* when the first key since the last frame was handled, 0: none */

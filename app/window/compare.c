@@ -7,7 +7,8 @@
  * second photo through the same model (--compare-image IMAGE2). Pane B's model is loaded
  * and its photo run on the worker (worker_start_compare), the first pane answering
  * meanwhile. Each pane's map is view_compute's (the single view's maps bit for bit), drawn
- * over its crop on the CPU (export_blend, as --export draws it) into one picture that
+ * over its crop on the CPU (as --export's export_blend draws it: the crop fitted to the pane
+ * once per photo, then only the colours mixed in) into one picture that
  * goes into the renderer's picture slot COMPARE_SLOT. A key or a mouse move redraws that
  * picture (a cursor move only its boxes) and uploads it: one frame.
  *
@@ -167,6 +168,57 @@ static void patch_box(const App *app, int i, int p, int *x0, int *y0, int *x1, i
     *y1 = app->cmp.pane_y[i] + (r + 1) * ph / c->grid_h;
 }
 
+/* Pane i's crop fitted to pw x ph as export_blend samples it (a box filter when shrunk,
+ * nearest when enlarged): made once per photo and pane size, kept in cmp.fit[i]. NULL out
+ * of memory. */
+static const uint8_t *fitted_crop(App *app, int i, const Scene *sc, int pw, int ph) {
+    unsigned long gen = i == 1 ? app->cmp.gen : app->loads;
+    if (app->cmp.fit[i] && app->cmp.fit_sc[i] == sc && app->cmp.fit_gen[i] == gen &&
+        app->cmp.fit_w[i] == pw && app->cmp.fit_h[i] == ph)
+        return app->cmp.fit[i];
+    uint8_t *f = realloc(app->cmp.fit[i], (size_t)pw * ph * 3);
+    if (!f) return NULL;
+    static const float zero = 0.0f;
+    ExportStyle plain = {0.0f, 0.0f, 0, 0}; /* opacity 0: the crop alone */
+    export_blend(f, pw, pw, ph, sc->crop_rgb, &zero, 1, 1, &sc->run.cfg, &plain);
+    app->cmp.fit[i] = f, app->cmp.fit_sc[i] = sc, app->cmp.fit_gen[i] = gen;
+    app->cmp.fit_w[i] = pw, app->cmp.fit_h[i] = ph;
+    return f;
+}
+
+/* The map norm [mh, mw] in [0, 1] over the fitted crop fit [ph, pw, 3], nearest per cell as
+ * export_blend samples it (the cell of pixel x: (int)((x + 0.5) mw / pw)), each cell's
+ * colour looked up once: px = round(mix(crop, colormap(map), opacity)). 0, or -1 out of
+ * memory. */
+static int blend_nearest(uint8_t *out, int stride, int pw, int ph, const uint8_t *fit,
+                         const float *norm, int mw, int mh, int colormap, float opacity) {
+    int *col_of = malloc((size_t)pw * sizeof *col_of);
+    uint8_t(*rgb)[3] = malloc((size_t)mw * mh * sizeof *rgb);
+    if (!col_of || !rgb) {
+        free(col_of), free(rgb);
+        return -1;
+    }
+    for (int x = 0; x < pw; x++) {
+        int c = (int)(((float)x + 0.5f) * (float)mw / (float)pw);
+        col_of[x] = c >= mw ? mw - 1 : c;
+    }
+    for (int k = 0; k < mw * mh; k++)
+        memcpy(rgb[k], colormap_luts[colormap][colormap_index(norm[k])], 3);
+    for (int y = 0; y < ph; y++) {
+        int r = (int)(((float)y + 0.5f) * (float)mh / (float)ph);
+        uint8_t(*row)[3] = rgb + (size_t)(r >= mh ? mh - 1 : r) * mw;
+        const uint8_t *src = fit + (size_t)y * pw * 3;
+        uint8_t *dst = out + (size_t)y * stride * 3;
+        for (int x = 0; x < pw; x++)
+            for (int ch = 0; ch < 3; ch++) {
+                float s = src[x * 3 + ch];
+                dst[x * 3 + ch] = (uint8_t)lrintf(s + opacity * ((float)row[col_of[x]][ch] - s));
+            }
+    }
+    free(col_of), free(rgb);
+    return 0;
+}
+
 /* A - B on a diverging scale: white at 0, red where A is higher, blue where B is, each
  * full at 1 (the maps normalised for display, so |A - B| <= 1), over the crop. */
 static void draw_diff(App *app, uint8_t *out, int stride, int pw, int ph, const VitConfig *c,
@@ -226,8 +278,6 @@ static int draw_base(App *app) {
     memset(base, 24, (size_t)w * h * 3);
     ExportStyle st = {app->overlay ? app->opacity : 0.0f, app->view.discard_ratio, app->colormap,
                       app->bilinear};
-    ExportStyle plain = st;
-    plain.opacity = 0.0f; /* the crop alone */
     struct Text *font = app->ren.has_text ? &app->ren.text : NULL;
     for (int i = 0; i < n; i++) {
         const Scene *sc = scene_of(app, i == 2 ? 0 : i);
@@ -240,9 +290,17 @@ static int draw_base(App *app) {
         uint8_t *out = base + ((size_t)y0 * w + x0) * 3;
         const ViewMaps *m = &app->cmp.m[i == 2 ? 0 : i];
         int ok = i < 2 && app->cmp.ok[i];
-        static const float zero = 0.0f; /* no map: the crop alone (opacity 0) */
-        export_blend(out, w, pw, ph, sc->crop_rgb, ok ? m->norm : &zero, ok ? m->w : 1,
-                     ok ? m->h : 1, &sc->run.cfg, ok ? &st : &plain);
+        const uint8_t *fit = fitted_crop(app, i == 2 ? 0 : i, sc, pw, ph);
+        if (!fit) return -1;
+        if (ok && app->bilinear) { /* between cell centres: export_blend's own path */
+            export_blend(out, w, pw, ph, sc->crop_rgb, m->norm, m->w, m->h, &sc->run.cfg, &st);
+        } else if (ok) {
+            if (blend_nearest(out, w, pw, ph, fit, m->norm, m->w, m->h, app->colormap, st.opacity))
+                return -1;
+        } else { /* no map: the crop alone */
+            for (int y = 0; y < ph; y++)
+                memcpy(out + (size_t)y * w * 3, fit + (size_t)y * pw * 3, (size_t)pw * 3);
+        }
         if (i == 2) draw_diff(app, out, w, pw, ph, &sc->run.cfg, st.opacity > 0 ? 0.75f : 0.0f);
         char label[256];
         const Model *mo = i == 1 ? model_b(app) : app->model;
@@ -431,6 +489,7 @@ void app_compare_free(App *app) {
     scene_free(&app->cmp.scene);
     for (int i = 0; i < 2; i++) free(app->cmp.m[i].map), free(app->cmp.m[i].norm);
     free(app->cmp.diff);
+    for (int i = 0; i < 2; i++) free(app->cmp.fit[i]);
     free(app->cmp.base);
     free(app->cmp.rgb);
 }
@@ -540,6 +599,7 @@ void app_compare_prepare(App *app) {
         pane_maps(app, 0, &app->view);
         pane_maps(app, 1, &app->cmp.view_b);
         request_explain_b(app, &app->cmp.view_b);
+        Uint64 t1 = SDL_GetPerformanceCounter();
         if (draw_base(app)) {
             app_set_error(app, "out of memory for the compare view");
             app_compare_leave(app);
@@ -548,8 +608,9 @@ void app_compare_prepare(App *app) {
         memcpy(app->cmp.key, &k, sizeof k);
         app->cmp.maps_ready = ready;
         app->cmp.boxes_of[0] = -2; /* the boxes again */
-        app->cmp.ms_maps = (double)(SDL_GetPerformanceCounter() - t0) * 1e3 /
-                           (double)SDL_GetPerformanceFrequency();
+        double ms = 1e3 / (double)SDL_GetPerformanceFrequency();
+        app->cmp.ms_maps = (double)(t1 - t0) * ms;
+        app->cmp.ms_picture = (double)(SDL_GetPerformanceCounter() - t1) * ms;
         if (app->trace) trace_compare_maps(app);
     }
     if (memcmp(boxes, app->cmp.boxes_of, sizeof boxes) || !app->cmp.uploaded) {

@@ -54,9 +54,10 @@ void trace_maps(const App *app, const ViewMaps *m, const char *by) {
 
 void trace_compare_maps(const App *app) {
     if (!app->trace) return;
-    printf("compare maps panes=%d linked=%d diff=%d spearman=%.9g iou=%.9g n=%d ms=%.2f",
+    printf("compare maps panes=%d linked=%d diff=%d spearman=%.9g iou=%.9g n=%d ms=%.2f "
+           "ms_picture=%.2f",
            app->cmp.n_panes, app->cmp.linked, app->cmp.has_diff, app->cmp.stats.spearman,
-           app->cmp.stats.iou, app->cmp.stats.n, app->cmp.ms_maps);
+           app->cmp.stats.iou, app->cmp.stats.n, app->cmp.ms_maps, app->cmp.ms_picture);
     for (int i = 0; i < 2; i++) {
         const Scene *sc = i ? &app->cmp.scene : app_scene(app);
         const ViewMaps *m = &app->cmp.m[i];
