@@ -186,53 +186,60 @@ static const uint8_t *fitted_crop(App *app, int i, const Scene *sc, int pw, int 
     return f;
 }
 
-/* The map norm [mh, mw] in [0, 1] over the fitted crop fit [ph, pw, 3], nearest per cell as
- * export_blend samples it (the cell of pixel x: (int)((x + 0.5) mw / pw)), each cell's
- * colour looked up once: px = round(mix(crop, colormap(map), opacity)). 0, or -1 out of
- * memory. */
-static int blend_nearest(uint8_t *out, int stride, int pw, int ph, const uint8_t *fit,
-                         const float *norm, int mw, int mh, int colormap, float opacity) {
+/* Colours of cells [mh, mw] over the fitted crop fit [ph, pw, 3] into out (row stride
+ * stride px), nearest per cell as export_blend samples a map (the cell of pixel x:
+ * (int)((x + 0.5) mw / pw)): px = (crop (256 - a) + colour a + 128) >> 8, a = alpha[cell] in
+ * 0 .. 256 (the opacity; 0: the crop alone). 0, or -1 out of memory. */
+static int blend_cells(uint8_t *out, int stride, int pw, int ph, const uint8_t *fit,
+                       const uint8_t (*rgb)[3], const int *alpha, int mw, int mh) {
     int *col_of = malloc((size_t)pw * sizeof *col_of);
-    uint8_t(*rgb)[3] = malloc((size_t)mw * mh * sizeof *rgb);
-    if (!col_of || !rgb) {
-        free(col_of), free(rgb);
-        return -1;
-    }
+    if (!col_of) return -1;
     for (int x = 0; x < pw; x++) {
         int c = (int)(((float)x + 0.5f) * (float)mw / (float)pw);
         col_of[x] = c >= mw ? mw - 1 : c;
     }
-    for (int k = 0; k < mw * mh; k++)
-        memcpy(rgb[k], colormap_luts[colormap][colormap_index(norm[k])], 3);
     for (int y = 0; y < ph; y++) {
         int r = (int)(((float)y + 0.5f) * (float)mh / (float)ph);
-        uint8_t(*row)[3] = rgb + (size_t)(r >= mh ? mh - 1 : r) * mw;
+        size_t row = (size_t)(r >= mh ? mh - 1 : r) * mw;
         const uint8_t *src = fit + (size_t)y * pw * 3;
         uint8_t *dst = out + (size_t)y * stride * 3;
-        for (int x = 0; x < pw; x++)
-            for (int ch = 0; ch < 3; ch++) {
-                float s = src[x * 3 + ch];
-                dst[x * 3 + ch] = (uint8_t)lrintf(s + opacity * ((float)row[col_of[x]][ch] - s));
-            }
+        for (int x = 0; x < pw; x++) {
+            const uint8_t *c = rgb[row + col_of[x]];
+            int a = alpha[row + col_of[x]];
+            for (int ch = 0; ch < 3; ch++)
+                dst[x * 3 + ch] = (uint8_t)((src[x * 3 + ch] * (256 - a) + c[ch] * a + 128) >> 8);
+        }
     }
-    free(col_of), free(rgb);
+    free(col_of);
     return 0;
 }
 
-/* A - B on a diverging scale: white at 0, red where A is higher, blue where B is, each
- * full at 1 (the maps normalised for display, so |A - B| <= 1), over the crop. */
-static void draw_diff(App *app, uint8_t *out, int stride, int pw, int ph, const VitConfig *c,
-                      float opacity) {
-    for (int y = 0; y < ph; y++)
-        for (int x = 0; x < pw; x++) {
-            float d = app->cmp.diff[(y * c->grid_h / ph) * c->grid_w + x * c->grid_w / pw];
-            if (isnan(d)) continue; /* B's crop does not cover it: the photo alone */
-            float t = fabsf(d) > 1.0f ? 1.0f : fabsf(d);
-            float col[3] = {d > 0 ? 1.0f : 1.0f - t, 1.0f - t, d < 0 ? 1.0f : 1.0f - t};
-            uint8_t *px = out + ((size_t)y * stride + x) * 3;
-            for (int k = 0; k < 3; k++)
-                px[k] = (uint8_t)lroundf((float)px[k] + opacity * (255.0f * col[k] - px[k]));
+/* The map norm [mh, mw] in [0, 1] through the colormap over the fitted crop (blend_cells),
+ * or (diff) the difference in [-1, 1] on a diverging scale: white at 0, red where A is
+ * higher, blue where B is, full at 1; a NaN cell (B's crop does not reach it) the crop
+ * alone. 0, or -1 out of memory. */
+static int blend_map(uint8_t *out, int stride, int pw, int ph, const uint8_t *fit, const float *m,
+                     int mw, int mh, int colormap, float opacity, int diff) {
+    size_t n = (size_t)mw * mh;
+    uint8_t(*rgb)[3] = malloc(n * sizeof *rgb);
+    int *alpha = malloc(n * sizeof *alpha);
+    int rc = -1;
+    if (rgb && alpha) {
+        int a = (int)lrintf(opacity * 256.0f);
+        for (size_t k = 0; k < n; k++) {
+            alpha[k] = isnan(m[k]) ? 0 : a;
+            if (!diff) {
+                memcpy(rgb[k], colormap_luts[colormap][colormap_index(m[k])], 3);
+                continue;
+            }
+            float d = isnan(m[k]) ? 0.0f : m[k], t = fabsf(d) > 1.0f ? 1.0f : fabsf(d);
+            uint8_t fade = (uint8_t)lrintf(255.0f * (1.0f - t));
+            rgb[k][0] = d > 0 ? 255 : fade, rgb[k][1] = fade, rgb[k][2] = d < 0 ? 255 : fade;
         }
+        rc = blend_cells(out, stride, pw, ph, fit, (const uint8_t(*)[3])rgb, alpha, mw, mh);
+    }
+    free(rgb), free(alpha);
+    return rc;
 }
 
 /* The panes' picture without the boxes (cmp.base), its layout, the difference and the
@@ -292,16 +299,19 @@ static int draw_base(App *app) {
         int ok = i < 2 && app->cmp.ok[i];
         const uint8_t *fit = fitted_crop(app, i == 2 ? 0 : i, sc, pw, ph);
         if (!fit) return -1;
-        if (ok && app->bilinear) { /* between cell centres: export_blend's own path */
+        if (i < 2 && ok && app->bilinear) { /* between cell centres: export_blend's own path */
             export_blend(out, w, pw, ph, sc->crop_rgb, m->norm, m->w, m->h, &sc->run.cfg, &st);
-        } else if (ok) {
-            if (blend_nearest(out, w, pw, ph, fit, m->norm, m->w, m->h, app->colormap, st.opacity))
+        } else if (i == 2 || ok) { /* the difference is on A's grid (patch maps) */
+            const VitConfig *c = &sc->run.cfg;
+            if (i == 2 ? blend_map(out, w, pw, ph, fit, app->cmp.diff, c->grid_w, c->grid_h,
+                                   app->colormap, st.opacity > 0 ? 0.75f : 0.0f, 1)
+                       : blend_map(out, w, pw, ph, fit, m->norm, m->w, m->h, app->colormap,
+                                   st.opacity, 0))
                 return -1;
         } else { /* no map: the crop alone */
             for (int y = 0; y < ph; y++)
                 memcpy(out + (size_t)y * w * 3, fit + (size_t)y * pw * 3, (size_t)pw * 3);
         }
-        if (i == 2) draw_diff(app, out, w, pw, ph, &sc->run.cfg, st.opacity > 0 ? 0.75f : 0.0f);
         char label[256];
         const Model *mo = i == 1 ? model_b(app) : app->model;
         if (i == 2)
