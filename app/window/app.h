@@ -254,22 +254,21 @@ typedef struct App {
         float *diff;        /* [N] A - B of the normalised maps, when the grids are one */
         int has_diff;       /* the difference pane is drawn */
         CompareStats stats; /* of the two maps on A's grid (B resampled when grids differ) */
-        uint8_t *base;      /* [h, w, 3] the panes as drawn, without the cursor's boxes */
+        uint8_t *base;      /* [h, w, 3] the panes as drawn (the renderer draws the boxes) */
         uint8_t *fit[2];    /* [fit_h, fit_w, 3] panes A's and B's crops fitted to the pane */
         const void *fit_sc[2];
         unsigned long fit_gen[2]; /* what each was fitted from (app->loads, gen) */
         int fit_w[2], fit_h[2];
-        uint8_t *rgb; /* [h, w, 3] base with them: the picture uploaded */
         int w, h, n_panes;
         int pane_x[3], pane_y[3], pane_w[3], pane_h[3]; /* each crop's place in the picture */
-        unsigned long gen;           /* pane B's runs so far (a new one redraws) */
-        int hover_pane, hover_patch; /* the patch under the mouse (-1: none) */
-        int box_patch;               /* the patch at the same place in the other pane, -1 */
-        unsigned char key[512];      /* what base was drawn from (compare_inputs) */
-        int boxes_of[3];             /* what rgb's boxes are of: pane, patch, box */
-        int uploaded;                /* rgb is on the GPU */
-        int maps_ready;              /* both panes' maps were there when base was drawn */
-        double ms_maps, ms_picture;  /* the last maps and picture took (trace) */
+        unsigned long gen;               /* pane B's runs so far (a new one redraws) */
+        int hover_pane, hover_patch;     /* the patch under the mouse (-1: none) */
+        int box_patch;                   /* the patch at the same place in the other pane, -1 */
+        unsigned char key[512];          /* what base was drawn from (a CompareKey) */
+        float box[3][4], box_rgba[3][4]; /* the cursor's boxes of the last frame */
+        int uploaded;                    /* base is on the GPU */
+        int maps_ready;                  /* both panes' maps were there when base was drawn */
+        double ms_maps, ms_picture;      /* the last maps and picture took (trace) */
     } cmp;
     int running, dirty;
     Uint64 t_input; /* when the first key since the last frame was handled, 0: none */

@@ -145,18 +145,6 @@ static void request_explain_b(App *app, const View *v) {
 /* --- drawing ---------------------------------------------------------------------- */
 
 static const uint8_t COL_TEXT[3] = {230, 230, 235}, COL_DIM[3] = {150, 150, 160};
-static const uint8_t COL_HOVER[3] = {255, 255, 255}, COL_BOX[3] = {255, 200, 0};
-
-/* A 2 px outline of box (x0, y0) - (x1, y1) (exclusive) into rgb [h, w, 3]. */
-static void outline(uint8_t *rgb, int w, int h, int x0, int y0, int x1, int y1,
-                    const uint8_t c[3]) {
-    for (int y = y0; y < y1; y++)
-        for (int x = x0; x < x1; x++) {
-            if (x < 0 || y < 0 || x >= w || y >= h) continue;
-            if (x > x0 + 1 && x < x1 - 2 && y > y0 + 1 && y < y1 - 2) continue;
-            memcpy(rgb + ((size_t)y * w + x) * 3, c, 3);
-        }
-}
 
 /* The box of patch p of pane i (its grid over the crop's place). */
 static void patch_box(const App *app, int i, int p, int *x0, int *y0, int *x1, int *y1) {
@@ -274,10 +262,8 @@ static int draw_base(App *app) {
     int w = n * PANE_PX + (n - 1) * GAP_PX, h = LABEL_PX + PANE_PX;
     if (w != app->cmp.w || h != app->cmp.h || !app->cmp.base) {
         uint8_t *b = realloc(app->cmp.base, (size_t)w * h * 3);
-        if (b) app->cmp.base = b;
-        uint8_t *r = b ? realloc(app->cmp.rgb, (size_t)w * h * 3) : NULL;
-        if (r) app->cmp.rgb = r;
-        if (!b || !r) return -1;
+        if (!b) return -1;
+        app->cmp.base = b;
         app->cmp.w = w, app->cmp.h = h;
     }
     app->cmp.n_panes = n;
@@ -327,23 +313,25 @@ static int draw_base(App *app) {
     return 0;
 }
 
-/* cmp.rgb: the base with the cursor's boxes: the patch under the mouse in white, the
- * patch at the same place of the photo in the other pane in amber. */
-static void draw_boxes(App *app) {
-    size_t bytes = (size_t)app->cmp.w * app->cmp.h * 3;
-    memcpy(app->cmp.rgb, app->cmp.base, bytes);
-    int hp = app->cmp.hover_pane, x0, y0, x1, y1;
+/* The cursor's boxes for the frame (RenFrame.boxes, the picture's px): the patch under
+ * the mouse in white, the patch at the same place of the photo in the other pane in amber
+ * (and on the difference pane, which is on A's grid). */
+static void cursor_boxes(App *app, RenFrame *f) {
+    static const float white[4] = {1.0f, 1.0f, 1.0f, 1.0f}, amber[4] = {1.0f, 0.784f, 0.0f, 1.0f};
+    int hp = app->cmp.hover_pane, n = 0, x0, y0, x1, y1;
     if (hp < 0 || app->cmp.hover_patch < 0) return;
-    patch_box(app, hp, app->cmp.hover_patch, &x0, &y0, &x1, &y1);
-    outline(app->cmp.rgb, app->cmp.w, app->cmp.h, x0, y0, x1, y1, COL_HOVER);
-    if (app->cmp.box_patch < 0) return;
-    int other = hp == 1 ? 0 : 1;
-    patch_box(app, other, app->cmp.box_patch, &x0, &y0, &x1, &y1);
-    outline(app->cmp.rgb, app->cmp.w, app->cmp.h, x0, y0, x1, y1, COL_BOX);
-    if (hp == 1 && app->cmp.has_diff) { /* the difference pane is on A's grid: there too */
-        patch_box(app, 2, app->cmp.box_patch, &x0, &y0, &x1, &y1);
-        outline(app->cmp.rgb, app->cmp.w, app->cmp.h, x0, y0, x1, y1, COL_BOX);
+    int at[3][3] = {{hp, app->cmp.hover_patch, 0},
+                    {hp == 1 ? 0 : 1, app->cmp.box_patch, 1},
+                    {2, app->cmp.box_patch, 1}};
+    for (int k = 0; k < 3; k++) {
+        if (at[k][1] < 0 || (k == 2 && (hp != 1 || !app->cmp.has_diff))) continue;
+        patch_box(app, at[k][0], at[k][1], &x0, &y0, &x1, &y1);
+        float *b = app->cmp.box[n];
+        b[0] = (float)x0, b[1] = (float)y0, b[2] = (float)(x1 - x0), b[3] = (float)(y1 - y0);
+        memcpy(app->cmp.box_rgba[n++], at[k][2] ? amber : white, sizeof white);
     }
+    f->n_boxes = n, f->boxes = (const float(*)[4])app->cmp.box;
+    f->box_rgba = (const float(*)[4])app->cmp.box_rgba;
 }
 
 /* --- opening, results, leaving -------------------------------------------------- */
@@ -501,7 +489,6 @@ void app_compare_free(App *app) {
     free(app->cmp.diff);
     for (int i = 0; i < 2; i++) free(app->cmp.fit[i]);
     free(app->cmp.base);
-    free(app->cmp.rgb);
 }
 
 /* --- keys, the mouse, the frame ----------------------------------------------------- */
@@ -600,7 +587,6 @@ void app_compare_prepare(App *app) {
     k.colormap = app->colormap, k.bilinear = app->bilinear, k.shared = app->shared_scale;
     k.show_diff = app->cmp.show_diff, k.overlay = app->overlay, k.linked = app->cmp.linked;
     k.opacity = app->opacity;
-    int boxes[3] = {app->cmp.hover_pane, app->cmp.hover_patch, app->cmp.box_patch};
     /* the class-specific maps: each Scene's own, asked for until they are there */
     int ready =
         view_ready(app_scene(app), &app->view) && view_ready(&app->cmp.scene, &app->cmp.view_b);
@@ -617,18 +603,15 @@ void app_compare_prepare(App *app) {
         }
         memcpy(app->cmp.key, &k, sizeof k);
         app->cmp.maps_ready = ready;
-        app->cmp.boxes_of[0] = -2; /* the boxes again */
+        app->cmp.uploaded = 0; /* a new picture */
         double ms = 1e3 / (double)SDL_GetPerformanceFrequency();
         app->cmp.ms_maps = (double)(t1 - t0) * ms;
         app->cmp.ms_picture = (double)(SDL_GetPerformanceCounter() - t1) * ms;
         if (app->trace) trace_compare_maps(app);
     }
-    if (memcmp(boxes, app->cmp.boxes_of, sizeof boxes) || !app->cmp.uploaded) {
-        draw_boxes(app);
-        memcpy(app->cmp.boxes_of, boxes, sizeof boxes);
-        ren_picture_upload(&app->ren, COMPARE_SLOT, app->cmp.rgb, app->cmp.w, app->cmp.h);
-        if (app->ren.picture_shown != COMPARE_SLOT || !app->cmp.uploaded)
-            ren_picture_show(&app->ren, COMPARE_SLOT, app->cmp.w, app->cmp.h);
+    if (!app->cmp.uploaded) {
+        ren_picture_upload(&app->ren, COMPARE_SLOT, app->cmp.base, app->cmp.w, app->cmp.h);
+        ren_picture_show(&app->ren, COMPARE_SLOT, app->cmp.w, app->cmp.h);
         app->cmp.uploaded = 1;
     }
 }
@@ -640,6 +623,7 @@ void app_compare_frame(App *app, RenFrame *f) {
     f->n_prefix = 0, f->removed = 0, f->plot = 0, f->tooltip = NULL;
     f->legend_hi = f->legend_lo = f->legend_caption = NULL;
     f->placeholder = app->cmp.loading ? "loading the second pane\xe2\x80\xa6" : NULL;
+    cursor_boxes(app, f);
 }
 
 /* "layer 12/12, mean of 3 heads" of pane i's view. */
@@ -653,7 +637,7 @@ static void pane_text(char *buf, size_t n, const App *app, int i) {
 
 void app_compare_status(App *app) {
     if (!app->cmp.on || !app->has_scene) return;
-    char a[96], b[96], stats[96] = "";
+    char a[96], b[96], stats[192] = "";
     pane_text(a, sizeof a, app, 0);
     if (app->cmp.has_scene)
         pane_text(b, sizeof b, app, 1);
@@ -665,6 +649,14 @@ void app_compare_status(App *app) {
                  s->spearman, s->iou);
     else if (app->cmp.has_scene)
         snprintf(stats, sizeof stats, " \xc2\xb7 no rank correlation (not two patch maps)");
+    const VitConfig *ca = &app_scene(app)->run.cfg, *cb = &app->cmp.scene.run.cfg;
+    if (app->cmp.has_scene && patch_map(app, 0) && patch_map(app, 1) &&
+        (ca->grid_h != cb->grid_h || ca->grid_w != cb->grid_w)) { /* B resampled for the stats */
+        size_t k = strlen(stats);
+        snprintf(stats + k, sizeof stats - k,
+                 " \xc2\xb7 grids %dx%d and %dx%d: no A \xe2\x88\x92 B pane", ca->grid_h,
+                 ca->grid_w, cb->grid_h, cb->grid_w);
+    }
     snprintf(app->status_left, sizeof app->status_left, "compare \xc2\xb7 %s: A %s \xc2\xb7 B %s%s",
              MAP_KINDS[app->view.kind].name, a, b, stats);
     if (app->notice[0])

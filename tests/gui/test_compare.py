@@ -194,6 +194,11 @@ def main():
               f"{single[model2]}, layer {B['layer']} of {Lb})")
         check(app.cmp_maps["panes"] == "2" and A["grid"] != B["grid"],
               f"two panes: the grids differ ({A['grid']} against {B['grid']}), no A - B")
+        st = app.wait_line(lambda s: s.startswith("status compare"), "the compare status line")
+        want = "grids %sx%s and %sx%s: no A \u2212 B pane" % (tuple(A["grid"].split(",")) +
+                                                            tuple(B["grid"].split(",")))
+        check(want in st and "Spearman" in st, f"the status line says so, with Spearman "
+              f"and IoU on B resampled on A's grid: {st[7:]}")
         app.wait_state("a settled frame", busy=0)
         img = app.shot()
         save(img, out / "compare.png")
