@@ -16,7 +16,8 @@ patches of 16 px, 2 layers, 2 heads, timm's centre crop of 90 %), written here:
   edge patch of A); the amber box is in the screenshot there; and the other way round;
 - Left: pane A one layer down, pane B at the same relative depth (round((la + 0.5) Lb / La -
   0.5)); ; unlinks them (Left moves the pane under the pointer only), ; links them again;
-- Esc leaves: no compare lines any more, the status line the single view's;
+- Esc leaves: no compare lines any more, the status line the single view's; \\ opens it
+  again with the same second model, \\ again leaves;
 - --compare-image IMAGE2 (the same model, a second photo): three panes (one grid: A - B),
   Spearman and the top-10 % IoU finite on the status line;
 - --compare with a broken MODEL2 (a file that is not safetensors): the error on the error
@@ -268,6 +269,12 @@ def main():
         app.wait_line(lambda s: s.startswith("status "), "a frame")
         check(app.cmp_frame is None and not status.startswith("status compare"),
               f"Esc: back to the single view ({status[:60]})")
+        app.key("backslash")  # \\: the compare view again, pane B as it was (no new job)
+        app.wait_line(lambda s: s.startswith("compare frame "), "\\ reopens the compare view")
+        status = app.wait_line(lambda s: s.startswith("status "), "its status line")
+        check(status.startswith("status compare"), f"\\: the compare view again ({status[:40]})")
+        app.key("backslash")
+        app.wait_line(lambda s: s == "compare left", "\\ leaves it")
         quit_app(app)
 
     ok &= run_checks(CompareApp([a.app, "--compare", model2, photo], env), compare)
