@@ -267,7 +267,6 @@ typedef struct App {
         unsigned char key[512];          /* what base was drawn from (a CompareKey) */
         float box[3][4], box_rgba[3][4]; /* the cursor's boxes of the last frame */
         int uploaded;                    /* base is on the GPU */
-        int maps_ready;                  /* both panes' maps were there when base was drawn */
         double ms_maps, ms_picture;      /* the last maps and picture took (trace) */
     } cmp;
     int running, dirty;

@@ -40,6 +40,7 @@ typedef struct {
     const void *sa, *sb;
     unsigned long loads, gen;
     int colormap, bilinear, shared, show_diff, overlay, linked;
+    int ready_a, ready_b, expl_a, expl_b; /* the class-specific maps there, and whose */
     float opacity;
 } CompareKey;
 _Static_assert(sizeof(CompareKey) <= sizeof(((App *)0)->cmp.key), "cmp.key holds a CompareKey");
@@ -94,6 +95,7 @@ static void pane_maps(App *app, int i, const View *v) {
     const MapKindInfo *k = &MAP_KINDS[v->kind];
     app->cmp.ok[i] = 0;
     app->cmp.why[i][0] = '\0';
+    vm->view = *v; /* what the pane shows, its map or why not */
     if (!map_kind_usable(v->kind, &sc->run.cfg)) {
         snprintf(app->cmp.why[i], sizeof app->cmp.why[i], "%s %s", k->title,
                  map_kind_unusable_why(v->kind, &sc->run.cfg));
@@ -587,14 +589,16 @@ void app_compare_prepare(App *app) {
     k.colormap = app->colormap, k.bilinear = app->bilinear, k.shared = app->shared_scale;
     k.show_diff = app->cmp.show_diff, k.overlay = app->overlay, k.linked = app->cmp.linked;
     k.opacity = app->opacity;
-    /* the class-specific maps: each Scene's own, asked for until they are there */
-    int ready =
-        view_ready(app_scene(app), &app->view) && view_ready(&app->cmp.scene, &app->cmp.view_b);
-    if (memcmp(&k, app->cmp.key, sizeof k) || !app->cmp.base || !app->cmp.maps_ready) {
+    /* the class-specific maps: each Scene's own (pane A's asked for by the explorer's
+     * requests, B's here once the worker is idle); the panes drawn again once they are there */
+    k.ready_a = view_ready(app_scene(app), &app->view);
+    k.ready_b = view_ready(&app->cmp.scene, &app->cmp.view_b);
+    k.expl_a = app_scene(app)->expl_target, k.expl_b = app->cmp.scene.expl_target;
+    request_explain_b(app, &app->cmp.view_b);
+    if (memcmp(&k, app->cmp.key, sizeof k) || !app->cmp.base) {
         Uint64 t0 = SDL_GetPerformanceCounter();
         pane_maps(app, 0, &app->view);
         pane_maps(app, 1, &app->cmp.view_b);
-        request_explain_b(app, &app->cmp.view_b);
         Uint64 t1 = SDL_GetPerformanceCounter();
         if (draw_base(app)) {
             app_set_error(app, "out of memory for the compare view");
@@ -602,7 +606,6 @@ void app_compare_prepare(App *app) {
             return;
         }
         memcpy(app->cmp.key, &k, sizeof k);
-        app->cmp.maps_ready = ready;
         app->cmp.uploaded = 0; /* a new picture */
         double ms = 1e3 / (double)SDL_GetPerformanceFrequency();
         app->cmp.ms_maps = (double)(t1 - t0) * ms;

@@ -63,11 +63,11 @@ void trace_compare_maps(const App *app) {
         const ViewMaps *m = &app->cmp.m[i];
         const VitRun *r = &sc->run;
         size_t n = (size_t)m->w * m->h * map_kind_channels(m->view.kind);
-        printf(" %c=kind:%s,layer:%d,head:%d,query:%d,L:%d,H:%d,grid:%d,%d,np:%d,crop:%d,%d,%d,%d,"
-               "src:%d,%d,map:%08lx,lo:%.9g,hi:%.9g",
+        printf(" %c=kind:%s,layer:%d,head:%d,query:%d,target:%d,L:%d,H:%d,grid:%d,%d,np:%d,"
+               "crop:%d,%d,%d,%d,src:%d,%d,map:%08lx,lo:%.9g,hi:%.9g",
                'a' + i, MAP_KINDS[m->view.kind].tag, m->view.layer, m->view.head, m->view.query,
-               r->cfg.n_layers, r->cfg.n_heads, r->cfg.grid_h, r->cfg.grid_w, r->cfg.n_prefix,
-               r->crop_x, r->crop_y, r->crop_w, r->crop_h, sc->src_w, sc->src_h,
+               m->view.target, r->cfg.n_layers, r->cfg.n_heads, r->cfg.grid_h, r->cfg.grid_w,
+               r->cfg.n_prefix, r->crop_x, r->crop_y, r->crop_w, r->crop_h, sc->src_w, sc->src_h,
                app->cmp.ok[i] ? trace_hash(m->map, n) : 0ul, (double)m->lo, (double)m->hi);
     }
     printf("\n");

@@ -19,7 +19,9 @@ patches of 16 px, 2 layers, 2 heads, timm's centre crop of 90 %), written here:
 - Esc leaves: no compare lines any more, the status line the single view's; \\ opens it
   again with the same second model, \\ again leaves;
 - --compare-image IMAGE2 (the same model, a second photo): three panes (one grid: A - B),
-  Spearman and the top-10 % IoU finite on the status line;
+  Spearman and the top-10 % IoU finite on the status line; 1 (the top-1 class explained):
+  both panes show Chefer et al.'s map, pane B's from the worker's backward pass on its own
+  Scene, equal bit for bit to the single window's with --class of that class on IMAGE2;
 - --compare with a broken MODEL2 (a file that is not safetensors): the error on the error
   line naming the file, the single view with pane A's map unchanged, no compare view.
 
@@ -293,9 +295,31 @@ def main():
                       "the status line's Spearman")
         app.wait_state("settled", busy=0)
         save(app.shot(), out / "compare_image.png")
+        # a class-specific kind: pane B's maps from the worker's backward pass on its Scene
+        app.key("1")
+        app.wait_line(lambda s: s.startswith("compare maps ") and all(
+            app.cmp_maps[p]["kind"] == "chefer" and app.cmp_maps[p]["map"] != "00000000"
+            for p in ("a", "b")), "both panes' Chefer et al. maps")
+        explained.update(target=app.cmp_maps["b"]["target"], hash=app.cmp_maps["b"]["map"])
         quit_app(app)
 
+    explained = {}
     ok &= run_checks(CompareApp([a.app, "--compare-image", photo2, photo], env), compare_image)
+
+    def single_class(app):
+        app.start(photo2)
+        if (app.single_maps or {}).get("kind") != "chefer":
+            app.wait_line(lambda s: s.startswith("maps by=") and "kind=chefer" in s,
+                          "the single window's Chefer et al. map")
+        check(app.single_maps["map"] == explained.get("hash"),
+              f"pane B's class-specific map (class {explained.get('target')}) is the single "
+              f"window's on IMAGE2 bit for bit ({explained.get('hash')} against "
+              f"{app.single_maps['map']})")
+        quit_app(app)
+
+    if explained:
+        ok &= run_checks(CompareApp([a.app, "--class", explained["target"], photo2], env),
+                         single_class)
 
     def compare_broken(app):
         app.start(photo)
