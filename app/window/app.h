@@ -508,6 +508,9 @@ int app_compare_start_queued(App *app);
 int app_compare_key(App *app, const SDL_Keysym *ks);
 /* The mouse at (app->mouse_x, mouse_y): the pane and patch under it, the mapped box. */
 void app_compare_hover(App *app);
+/* Pane A's patch at the place of the photo under the mouse (its own, or the one pane B's
+ * patch there maps to), -1: none. A click makes it the query (pane B's follows, linked). */
+int app_compare_patch_a(const App *app);
 /* Before a frame: the panes' maps and picture brought up to date, uploaded. */
 void app_compare_prepare(App *app);
 /* The frame and status line in the compare view. */

@@ -577,6 +577,11 @@ void app_compare_hover(App *app) {
     app->cmp.hover_pane = pane, app->cmp.hover_patch = patch, app->cmp.box_patch = box;
 }
 
+int app_compare_patch_a(const App *app) {
+    if (!app->cmp.on || app->cmp.hover_pane < 0) return -1;
+    return app->cmp.hover_pane == 1 ? app->cmp.box_patch : app->cmp.hover_patch;
+}
+
 void app_compare_prepare(App *app) {
     if (!app->cmp.on || !app->has_scene || !app->cmp.has_scene || app->cmp.loading) return;
     if (app->cmp.linked) app->cmp.view_b = linked_view(app);

@@ -583,7 +583,12 @@ static void app_click_action(App *app, int x, int y) {
         app_target_rank(app, rank);
         return;
     }
-    if (app->overview) {
+    if (app->cmp.on) { /* a patch of either pane: pane A's patch at that place the query */
+        int p = app_compare_patch_a(app);
+        if (p < 0) return;
+        int gw = app->model->vit.cfg.grid_w;
+        app_set_query(app, p / gw, p % gw);
+    } else if (app->overview) {
         if (app->hover_cell < 0) return;
         app_open_cell(app, app->hover_cell);
         app->hover_cell = -1;

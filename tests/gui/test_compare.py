@@ -13,7 +13,8 @@ patches of 16 px, 2 layers, 2 heads, timm's centre crop of 90 %), written here:
 - the cursor: the pointer over patch pa of pane A boxes, in pane B, the patch at the same
   place of the photo, computed here from the trace's crops and grids (pa's centre ->
   the photo through A's crop -> B's crop -> B's grid; -1 where B's crop does not reach, an
-  edge patch of A); the amber box is in the screenshot there; and the other way round;
+  edge patch of A); the amber box is in the screenshot there; and the other way round; a
+  click there makes A's patch at that place the query, B's query A's mapped back;
 - Left: pane A one layer down, pane B at the same relative depth (round((la + 0.5) Lb / La -
   0.5)); ; unlinks them (Left moves the pane under the pointer only), ; links them again;
 - Esc leaves: no compare lines any more, the status line the single view's; \\ opens it
@@ -237,6 +238,17 @@ def main():
         got = hover(app, 1, pb, gb)
         check(got == mapped(pb, B, A), f"pane B patch {pb}: the box in pane A at {got} "
               f"(computed here: {mapped(pb, B, A)})")
+        # a click there: pane A's patch at that place the query, pane B's query at A's place
+        run(["xdotool", "click", "1"])
+        wait_compare(app, "the click's query", linked=1)
+        qa, qb = int(app.cmp_maps["a"]["query"]), int(app.cmp_maps["b"]["query"])
+        pa = mapped(pb, B, A)
+        want_b = int(B["np"]) + mapped(pa, A, B) if mapped(pa, A, B) >= 0 else 0
+        check(qa == int(A["np"]) + pa and qb == want_b,
+              f"a click on pane B's patch {pb}: queries A {qa}, B {qb} (want "
+              f"{int(A['np']) + pa}, {want_b})")
+        app.key("c")  # back to the CLS token
+        wait_compare(app, "C", linked=1)
         la = int(A["layer"])
         app.key("Left")
         wait_compare(app, "Left", panes=2)
