@@ -174,7 +174,7 @@ int app_init(App *app, const Options *o) {
     keys_lesson_list(&app->lesson_keys);
     if (app_init_worker(app, o) || app_open_window(app)) return -1;
     if (o->compare_model || o->compare_image) /* pane B once the first photo is there */
-        app_compare_open(app, o->compare_model, o->compare_image);
+        app_compare_open(app, o->compare_model, NULL, o->compare_image);
     SDL_EventState(SDL_DROPFILE, SDL_ENABLE);
     ren_set_colormap(&app->ren, app->colormap);
     app->running = 1;

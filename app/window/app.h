@@ -247,6 +247,7 @@ typedef struct App {
         Scene scene;   /* pane B's photo through it */
         char model_path[1024], image_path[1024]; /* the last second model / photo, "" */
         char model_loaded_from[1024];            /* the path `model` was loaded from */
+        char labels_path[1200];                  /* the second model's labels, "" */
         View view_b;                             /* pane B's view (linked: made from app->view) */
         ViewMaps m[2];      /* the panes' maps (view_compute), into their own buffers */
         int ok[2];          /* m[i] holds the pane's map */
@@ -492,10 +493,12 @@ void app_lesson_free(App *app);
 #define COMPARE_SLOT (REN_PICTURES - 1) /* the renderer's picture slot (the lesson's below) */
 
 /* Start pane B's job on the worker (now, or once it is idle): model_path's model (NULL: the
- * app's) on image_path (NULL: the photo on screen, followed as it changes). The compare view
+ * app's) with labels_path's class names (NULL: its config's) on image_path (NULL: the photo
+ * on screen, followed as it changes). The compare view
  * opens when it is done; a model or photo that fails leaves pane A as it was, the message
  * on the error line. Both NULL: nothing. */
-void app_compare_open(App *app, const char *model_path, const char *image_path);
+void app_compare_open(App *app, const char *model_path, const char *labels_path,
+                      const char *image_path);
 /* \: the compare view with the last second model or photo, or out of it. Returns 0. */
 int app_compare_toggle(App *app, int unused);
 /* The worker finished pane B's job. */

@@ -351,11 +351,29 @@ static void start_job(App *app) {
     const char *photo = app->cmp.by_image ? app->cmp.image_path : sa->path;
     if (!app->cmp.model_path[0]) {
         worker_start_compare(&app->worker, NULL, NULL, NULL, app->model, photo, sb);
-    } else {
+    } else if (app->cmp.model && !strcmp(app->cmp.model_loaded_from, app->cmp.model_path)) {
         /* the second model loaded once: the next photo runs through it without a load */
-        int loaded = app->cmp.model && !strcmp(app->cmp.model_loaded_from, app->cmp.model_path);
-        worker_start_compare(&app->worker, loaded ? NULL : app->cmp.model_path, &app->opt->load,
-                             NULL, loaded ? app->cmp.model : app->model, photo, sb);
+        worker_start_compare(&app->worker, NULL, NULL, NULL, app->cmp.model, photo, sb);
+    } else {
+        /* MODEL2 as --model takes it: a path, a downloaded model's NAME (with its labels), or
+         * builtin; one that is none of them leaves pane A alone, the message on the error line */
+        char weights[1200] = "", labels[1200] = "", msg[1600];
+        const char *path = app->cmp.model_path, *lab = NULL;
+        if (!strcmp(path, "builtin")) {
+            path = app->opt->default_model;
+        } else if (models_resolve(weights, sizeof weights, labels, sizeof labels, path, msg,
+                                  sizeof msg)) {
+            char line[1700];
+            snprintf(line, sizeof line, "compare: %s", msg);
+            app_set_error(app, line);
+            app->cmp.want = 0;
+            if (app->cmp.on) app_compare_leave(app);
+            return;
+        } else {
+            path = weights, lab = labels[0] ? labels : NULL;
+        }
+        if (app->cmp.labels_path[0]) lab = app->cmp.labels_path;
+        worker_start_compare(&app->worker, path, &app->opt->load, lab, app->model, photo, sb);
     }
     app->cmp.loading = 1;
     app->busy = 1;
@@ -374,8 +392,11 @@ static void restart(App *app) {
     start_job(app);
 }
 
-void app_compare_open(App *app, const char *model_path, const char *image_path) {
+void app_compare_open(App *app, const char *model_path, const char *labels_path,
+                      const char *image_path) {
     if (!model_path && !image_path) return;
+    snprintf(app->cmp.labels_path, sizeof app->cmp.labels_path, "%s",
+             labels_path ? labels_path : "");
     snprintf(app->cmp.model_path, sizeof app->cmp.model_path, "%s", model_path ? model_path : "");
     snprintf(app->cmp.image_path, sizeof app->cmp.image_path, "%s", image_path ? image_path : "");
     app->cmp.by_image = image_path != NULL;

@@ -28,9 +28,9 @@ static int is_model(const char *path) {
 
 void app_compare_drop(App *app, const char *path) {
     if (is_model(path))
-        app_compare_open(app, path, NULL);
+        app_compare_open(app, path, NULL, NULL);
     else
-        app_compare_open(app, NULL, path);
+        app_compare_open(app, NULL, NULL, path);
 }
 
 void app_open(App *app, const char *path) {

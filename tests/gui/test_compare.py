@@ -23,8 +23,9 @@ patches of 16 px, 2 layers, 2 heads, timm's centre crop of 90 %), written here:
   Spearman and the top-10 % IoU finite on the status line; 1 (the top-1 class explained):
   both panes show Chefer et al.'s map, pane B's from the worker's backward pass on its own
   Scene, equal bit for bit to the single window's with --class of that class on IMAGE2;
-- --compare with a broken MODEL2 (a file that is not safetensors): the error on the error
-  line naming the file, the single view with pane A's map unchanged, no compare view.
+- --compare with a broken MODEL2 (a file that is not safetensors), or a name no folder holds:
+  the error on the error line naming it, the single view with pane A's map unchanged, no
+  compare view; --model MODEL2 --compare builtin: the panes the other way round.
 
   xvfb-run -a -s "-screen 0 1280x1024x24" /usr/bin/python3 test_compare.py \\
       --app build/vitlens --out build/tests/gui/compare
@@ -346,6 +347,32 @@ def main():
         quit_app(app)
 
     ok &= run_checks(CompareApp([a.app, "--compare", str(broken), photo], env), compare_broken)
+
+    def compare_builtin(app):
+        app.start(photo)
+        if not app.ready:
+            app.wait_line(lambda s: s.startswith("compare ready"), "compare ready")
+        wait_compare(app, "MODEL2 builtin", first=True)
+        check(app.cmp_maps["b"]["map"] == single[None] and app.cmp_maps["a"]["map"] ==
+              single[model2], "--model MODEL2 --compare builtin: the panes swapped, each the "
+              "single window's map bit for bit")
+        quit_app(app)
+
+    ok &= run_checks(CompareApp([a.app, "--model", model2, "--compare", "builtin", photo], env),
+                     compare_builtin)
+
+    def compare_unknown(app):
+        app.start(photo)
+        app.wait_line(lambda s: s.startswith("error compare:") and "no-such-model" in s,
+                      "the unknown MODEL2's error")
+        app.key("g")
+        app.wait_line(lambda s: s.startswith("status "), "a frame")
+        check(app.cmp_frame is None and app.single_maps["map"] == single[None],
+              "an unknown MODEL2 name: pane A alone, as it was")
+        quit_app(app)
+
+    ok &= run_checks(CompareApp([a.app, "--compare", "no-such-model", photo], env),
+                     compare_unknown)
     print("ok" if ok else "FAIL", flush=True)
     return 0 if ok else 1
 
