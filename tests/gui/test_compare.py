@@ -18,7 +18,8 @@ patches of 16 px, 2 layers, 2 heads, timm's centre crop of 90 %), written here:
 - Left: pane A one layer down, pane B at the same relative depth (round((la + 0.5) Lb / La -
   0.5)); ; unlinks them (Left moves the pane under the pointer only), ; links them again;
 - Esc leaves: no compare lines any more, the status line the single view's; \\ opens it
-  again with the same second model, \\ again leaves;
+  again with the same second model, \\ again leaves; every partial redraw of that run (the
+  boxes moving, the panes) equals the whole frame (VITLENS_CHECK_REDRAW);
 - --compare-image IMAGE2 (the same model, a second photo): three panes (one grid: A - B),
   Spearman and the top-10 % IoU finite on the status line; 1 (the top-1 class explained):
   both panes show Chefer et al.'s map, pane B's from the worker's backward pass on its own
@@ -56,6 +57,7 @@ class CompareApp(App):
         super().__init__(*a, **k)
         self.cmp_maps, self.cmp_frame, self.single_maps = None, None, None
         self.ready = False
+        self.mismatch = []  # VITLENS_CHECK_REDRAW: partial frames that differ from whole ones
 
     def take(self, line):
         if line.startswith("compare maps "):
@@ -70,7 +72,10 @@ class CompareApp(App):
             self.single_maps = dict(t.split("=", 1) for t in line.split()[1:])
         elif line.startswith("compare ready"):
             self.ready = True
-        return super().take(line)
+        taken = super().take(line)
+        if taken and int(self.state.get("mismatch", "-1")) > 0:
+            self.mismatch.append((self.frame, self.state["mismatch"]))
+        return taken
 
 
 def ints(s):
@@ -290,9 +295,12 @@ def main():
         check(status.startswith("status compare"), f"\\: the compare view again ({status[:40]})")
         app.key("backslash")
         app.wait_line(lambda s: s == "compare left", "\\ leaves it")
+        check(not app.mismatch, f"every partial redraw (the cursor's boxes, the panes) equals "
+              f"the whole frame (VITLENS_CHECK_REDRAW; frames, pixels: {app.mismatch[:5]})")
         quit_app(app)
 
-    ok &= run_checks(CompareApp([a.app, "--compare", model2, photo], env), compare)
+    ok &= run_checks(CompareApp([a.app, "--compare", model2, photo],
+                                dict(env, VITLENS_CHECK_REDRAW="1")), compare)
 
     def compare_image(app):
         app.start(photo)
