@@ -4,13 +4,14 @@
  *
  * Pane A is the explorer's view (app->view on the front Scene); pane B the same settings
  * on a second Scene: the photo on screen through a second model (--compare MODEL2), or a
- * second photo through the same model (--compare-image IMAGE2). Pane B's model is loaded
- * and its photo run on the worker (worker_start_compare), the first pane answering
- * meanwhile. Each pane's map is view_compute's (the single view's maps bit for bit), drawn
- * over its crop on the CPU (as --export's export_blend draws it: the crop fitted to the pane
- * once per photo, then only the colours mixed in) into one picture that
- * goes into the renderer's picture slot COMPARE_SLOT. A key or a mouse move redraws that
- * picture (a cursor move only its boxes) and uploads it: one frame.
+ * second photo through the same model (--compare-image IMAGE2), or MODEL2 on IMAGE2. Pane
+ * B's model is loaded and its photo run on the worker (worker_start_compare), the first pane
+ * answering meanwhile. Each pane's map is view_compute's (the single view's maps bit for
+ * bit), drawn over its crop on the CPU (as --export's export_blend samples it: the crop
+ * fitted to the pane once per photo, then only each cell's colour mixed in) into one picture
+ * in the renderer's picture slot COMPARE_SLOT: a key that changes a map draws and uploads it
+ * again; the cursor's boxes are the renderer's outlines over it (RenFrame.boxes), so that a
+ * mouse move redraws two small boxes.
  *
  * The patch cursor: the patch under the mouse in one pane boxes the patch at the same
  * place of the photo in the other (compare_patch: through each model's crop and grid).
