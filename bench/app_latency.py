@@ -28,6 +28,13 @@ key press -> new frame: in one running app, a key event is sent to the X server
   ahead" trace line), as it has between a presenter's keys, seconds apart.
   --fullscreen: the same after F, on the screen Xvfb was given (1920x1080 from
   bench/app_latency.sh), without the launches and class switches.
+compare view (--compare MODEL2, issue 36): a second app opened with --compare; its cursor
+  moves (the pointer, through XTest, onto another patch of pane A: the two panes' picture
+  redrawn with the patch boxed there and at the same place of the photo in pane B) and its
+  layer changes (Left / Right: both panes' maps computed, every pane drawn again), each
+  timed to the trace's "compare frame" line that shows it (--compare-keys, 0: none).
+  Issue 36's target: a cursor move or a layer change redraws both panes in one frame,
+  <= 16 ms median.
 class switch -> new map: keys 1 .. 5 (a class of the top-5) in turn, the view on
   Chefer et al.'s class-specific map: the backward pass of the new class (exact and
   AttnLRP's) and all six maps on the worker thread, the map uploaded and drawn; the
@@ -80,6 +87,8 @@ class XTest:
         self.x11.XCloseDisplay.argtypes = [ctypes.c_void_p]
         self.xtst.XTestFakeKeyEvent.argtypes = [ctypes.c_void_p, ctypes.c_uint, ctypes.c_int,
                                                 ctypes.c_ulong]
+        self.xtst.XTestFakeMotionEvent.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_int,
+                                                   ctypes.c_int, ctypes.c_ulong]
         self.dpy = self.x11.XOpenDisplay(None)
         if not self.dpy:
             raise RuntimeError(f"cannot open display {os.environ.get('DISPLAY')}")
@@ -89,6 +98,11 @@ class XTest:
         code = self.x11.XKeysymToKeycode(self.dpy, sym)
         self.xtst.XTestFakeKeyEvent(self.dpy, code, 1, 0)
         self.xtst.XTestFakeKeyEvent(self.dpy, code, 0, 0)
+        self.x11.XFlush(self.dpy)
+
+    def move(self, x, y):
+        """The pointer to (x, y) on the root window."""
+        self.xtst.XTestFakeMotionEvent(self.dpy, -1, x, y, 0)
         self.x11.XFlush(self.dpy)
 
     def close(self):
@@ -276,6 +290,67 @@ def lesson_session(app, xt, n_keys):
     return per_key
 
 
+def fields(line, skip=2):
+    """key=value fields of a trace line after its first `skip` words."""
+    return dict(f.split("=", 1) for f in line.split()[skip:] if "=" in f)
+
+
+def compare_session(app, xt, n_keys, fullscreen):
+    """In an app opened with --compare (F first when fullscreen): n_keys cursor moves and
+    layer changes in turn, each to the "compare frame" line that shows it; {group: [ms]},
+    with the app's own times: the panes' maps and their picture (the "compare maps" line's
+    ms= and ms_picture=) under " maps", " picture", and the frame line's ms_input, ms_draw
+    (key handled -> frame shown, the draws recorded and issued) under " input", " draw"."""
+    _, line = app.wait(lambda l: l.startswith("compare maps "))
+    grid = [int(v) for v in re.search(r"a=\S*?grid:(\d+),(\d+)", line).groups()]
+    layer = int(re.search(r"a=kind:\w+,layer:(\d+)", line).group(1))
+    if fullscreen:
+        xt.key("f")
+        app.wait(lambda l: (state(l) or {}).get("fullscreen") == "1")
+    _, line = app.wait(lambda l: l.startswith("compare frame "))
+    time.sleep(0.5)  # the window settled: the panes where the last compare frame put them
+    while not app.lines.empty():
+        _, later = app.lines.get_nowait()
+        if later and later.startswith("compare frame "):
+            line = later
+    px, py, pw, ph = (float(v) for v in fields(line)["pane0"].split(","))
+    wid = subprocess.run(["xdotool", "search", "--onlyvisible", "--pid", str(app.proc.pid)],
+                         capture_output=True, text=True, check=True).stdout.split()[0]
+    geo = dict(ln.split("=", 1) for ln in subprocess.run(
+        ["xdotool", "getwindowgeometry", "--shell", wid], capture_output=True, text=True,
+        check=True).stdout.split())
+    wx, wy = int(geo["X"]), int(geo["Y"])
+    gh, gw = grid
+    per = {}
+    for i in range(n_keys):
+        time.sleep(0.1)
+        app.drain()
+        if i % 2 == 0:  # the pointer onto another patch of pane A
+            p = (i // 2 * 7 + 3) % (gh * gw)
+            x = wx + int(px + (p % gw + 0.5) * pw / gw)
+            y = wy + int(py + (p // gw + 0.5) * ph / gh)
+            t0 = time.perf_counter()
+            xt.move(x, y)
+            t, _ = app.wait(lambda l, p=p: l.startswith("compare frame ") and
+                            fields(l)["hover"] == f"0,{p}")
+            per.setdefault("cursor move", []).append((t - t0) * 1e3)
+        else:  # Left / Right in turn: both panes' maps, every pane drawn again
+            key = "Left" if i % 4 == 1 else "Right"
+            layer += -1 if key == "Left" else 1
+            t0 = time.perf_counter()
+            xt.key(key)
+            _, line = app.wait(lambda l, want=layer: l.startswith("compare maps ") and
+                               re.search(r" a=kind:\w+,layer:(\d+),", l).group(1) == str(want))
+            per.setdefault(" maps", []).append(float(fields(line)["ms"]))
+            per.setdefault(" picture", []).append(float(fields(line)["ms_picture"]))
+            _, line = app.wait(lambda l: l.startswith("frame "))
+            per.setdefault(" input", []).append(float(fields(line)["ms_input"]))
+            per.setdefault(" draw", []).append(float(fields(line)["ms_draw"]))
+            t, _ = app.wait(lambda l: l.startswith("compare frame "))
+            per.setdefault("layer change", []).append((t - t0) * 1e3)
+    return per
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--app")
@@ -286,6 +361,10 @@ def main():
     ap.add_argument("--classes", type=int, default=20, help="class switches to time")
     ap.add_argument("--lesson-keys", type=int, default=36,
                     help="keys to time in the lesson view (Page Down / Up, Right / Left, Up / Down)")
+    ap.add_argument("--compare", metavar="MODEL2",
+                    help="a second model: time the compare view's cursor and layer keys")
+    ap.add_argument("--compare-keys", type=int, default=40,
+                    help="cursor moves and layer changes to time in the compare view")
     ap.add_argument("--fullscreen", action="store_true",
                     help="press F first: the keys in fullscreen (no launches, no floor)")
     ap.add_argument("--floor-child", action="store_true", help=argparse.SUPPRESS)
@@ -338,6 +417,16 @@ def main():
         xt.close()
         app.close()
 
+    cmp = {}
+    if a.compare and a.compare_keys:
+        app = App(argv[:1] + ["--compare", a.compare] + argv[1:], env)
+        xt = XTest()
+        try:
+            cmp = compare_session(app, xt, a.compare_keys, a.fullscreen)
+        finally:
+            xt.close()
+            app.close()
+
     print(f"\napp latency, ms ({'fullscreen ' if a.fullscreen else ''}window {window})")
     first = summary("launch -> first heatmap", launch) if launch else float("nan")
     if floor:
@@ -366,12 +455,23 @@ def main():
           f"{statistics.median(inside['ms_raster']):.1f}, copy + swap "
           f"{statistics.median(inside['ms_swap']):.1f}; redrawn "
           f"{statistics.median(inside['redraw_px']) / 1e3:.0f} k px")
+    cmp_med = float("nan")
+    if cmp:
+        cmp_med = max(summary("compare: cursor move", cmp["cursor move"]),
+                      summary("compare: layer change", cmp["layer change"]))
+        print(f"  inside the app, compare layer changes' medians: key handled -> frame done "
+              f"{statistics.median(cmp[' input']):.1f} ms; both panes' maps "
+              f"{statistics.median(cmp[' maps']):.1f}, their picture "
+              f"{statistics.median(cmp[' picture']):.1f}, drawing "
+              f"{statistics.median(cmp[' draw']):.1f}")
     print(f"targets: key -> frame <= 16 ms median (median {med:.1f}), <= 25 ms p95 "
           f"(p95 {p95(keys):.1f})" +
           (f"; launch <= 300 ms (median {first:.0f}, {first - statistics.median(floor):.0f} "
            f"above the window floor)" if launch and floor else "") +
           (f"; class switch <= 300 ms (median {cls:.0f})" if classes else "") +
-          (f"; lesson step -> frame <= 16 ms median (median {lesson_med:.1f})" if lesson else ""))
+          (f"; lesson step -> frame <= 16 ms median (median {lesson_med:.1f})" if lesson else "") +
+          (f"; compare cursor / layer -> frame <= 16 ms median (slower of the two "
+           f"{cmp_med:.1f})" if cmp else ""))
     return 0
 
 

@@ -98,6 +98,10 @@ static const KeyRow KEYS_OTHER[] = {
      "what if: every intervention off",
      {{"what if: every intervention off", "Backspace", CMD_ANY}}},
     {"F", "fullscreen (presenter mode)", {{"fullscreen (presenter mode)", "F", CMD_ANY}}},
+    {"\\, Shift+drop",
+     "compare view: a second model or photo beside (in it: ; panes apart / linked, ' A - B "
+     "pane, Esc back)",
+     {{"compare view: the last second model or photo beside", "\\", CMD_ANY}}},
     {"Page Down / Page Up",
      "the lesson: the ViT step by step (in it: arrows, I J K L, Esc back)",
      {{"the lesson: the ViT step by step", "Page Down", CMD_ANY}}},

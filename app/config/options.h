@@ -19,8 +19,8 @@ typedef struct {
     const char *class_arg;     /* --class ID|NAME: the class the class-specific maps explain */
     const char *contrast_arg;  /* --contrast A,B: they explain logit A - logit B instead */
     const char *similar_path;  /* --similar IMAGE2: they explain cos(e, e') with IMAGE2's e' */
-    const char *compare_model; /* --compare MODEL2: a second pane, MODEL2 on the photo */
-    const char *compare_image; /* --compare-image IMAGE2: a second pane, the model on IMAGE2 */
+    const char *compare_model; /* --compare MODEL2: a second pane, the photo through MODEL2 */
+    const char *compare_image; /* --compare-image IMAGE2: a second pane, IMAGE2 beside it */
     const char *image_args[OPTIONS_MAX_IMAGES]; /* every IMAGE (file or folder), the slideshow */
     const char *start_photo; /* the photo to open first (the last one shown), NULL: the first */
     int n_image_args;

@@ -217,14 +217,18 @@ const OptRow OPTIONS[] = {
         "two alike; a backbone without a head too (DINO, DINOv2/v3). Prints the cosine; file "
         "names similar-to-STEM2 (STEM2: IMAGE2's name). With one IMAGE, IMAGE2's maps (the "
         "cosine with IMAGE's e) go into DIR/STEM2/"),
-    STR("--compare", "MODEL2", "compare", OPT_TOP | OPT_EXPORT, compare_model,
-        "side by side: a second pane, MODEL2 (a path or a NAME as --model takes it) on the same "
-        "photo. --top prints both models' top-K; --export DIR writes each pane's maps into DIR/a/ "
-        "and DIR/b/ as --export alone would, their agreement (compare.csv: Spearman, top-10 % "
-        "IoU, B's maps on A's grid at the same place of the photo, layers by relative depth), "
-        "A - B where the grids agree (DIR/diff/) and compare_sheet.png"),
-    STR("--compare-image", "IMAGE2", "compare", OPT_TOP | OPT_EXPORT, compare_image,
-        "side by side: a second pane, the model (or --compare's MODEL2) on IMAGE2; as --compare"),
+    STR("--compare", "MODEL2", "compare", OPT_WINDOW | OPT_TOP | OPT_EXPORT, compare_model,
+        "side by side: a second pane, the photo through MODEL2 (a path or a NAME as --model "
+        "takes it). The window opens the compare view: the same map kind, layer and head by "
+        "relative depth, one patch cursor mapped through each model's crop and grid, A - B when "
+        "the grids are one, Spearman and the top-10% IoU on the status line (\\ toggles it, Esc "
+        "leaves). --top prints both models' top-K; --export DIR writes each pane's maps into "
+        "DIR/a/ and DIR/b/ as --export alone would, their agreement (compare.csv: B's maps on "
+        "A's grid at the same place of the photo, layers by relative depth), A - B where the "
+        "grids agree (DIR/diff/) and compare_sheet.png"),
+    STR("--compare-image", "IMAGE2", "compare", OPT_WINDOW | OPT_TOP | OPT_EXPORT, compare_image,
+        "side by side: a second pane, IMAGE2 through the model (or --compare's MODEL2); as "
+        "--compare"),
     STR("--save-dir", "DIR", "window", 0, save_dir,
         "where S saves the view (default: the current directory)"),
     /* CLIP (view/clip.h): zero-shot labels and a phrase to explain */

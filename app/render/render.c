@@ -141,9 +141,15 @@ static void layout(RenLayout *l, const Ren *r, const RenFrame *f) {
  * prefix tokens' bars; before the first photo, the placeholder. */
 static void draw_main(Ren *r, const RenFrame *f, const RenLayout *l) {
     if (r->image_w && r->grid_w) {
-        if (l->single)
+        if (l->single) {
             ren_heat(r, f, l->ix, l->iy, l->iw, l->ih, -1, 1);
-        else
+            float sx = l->iw / (float)r->image_w, sy = l->ih / (float)r->image_h, t = 3.0f;
+            for (int i = 0; i < f->n_boxes; i++) { /* the picture's px to the window's */
+                const float *b = f->boxes[i];
+                ren_frame_rect(r, l->ix + b[0] * sx + t, l->iy + b[1] * sy + t, b[2] * sx - 2 * t,
+                               b[3] * sy - 2 * t, t, f->box_rgba[i]);
+            }
+        } else
             ren_draw_cells(r, f, l->ix, l->iy, l->iw, l->ih, l->font_px);
         if (l->legend && f->overlay && !f->rgb)
             ren_draw_legend(r, f, l->ix + l->iw + l->legend_gap, l->iy, l->ih, l->font_px);

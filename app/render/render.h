@@ -212,6 +212,12 @@ typedef struct {
     int plot, plot_n, plot_steps, plot_alt;
     const float *plot_y, *plot_ghost;
     const char *plot_title, *plot_subtitle, *plot_caption, *plot_ghost_caption;
+    /* Outlines over the single view's picture (the compare view's patch cursor): n_boxes
+     * boxes {x, y, w, h} in the uploaded picture's px (ren_picture_show's w x h), each drawn
+     * 3 px wide inside its box in box_rgba[i], so that a box that moves redraws only
+     * where it was and is. */
+    int n_boxes;
+    const float (*boxes)[4], (*box_rgba)[4];
     /* The on-screen controls: n_controls items in a strip between the main area and the
      * status bar, at the status line's text size (they scale with the window: readable in
      * fullscreen on a projector); 0: no strip (the main area takes its room). Their boxes

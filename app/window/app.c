@@ -173,6 +173,8 @@ int app_init(App *app, const Options *o) {
     keys_list(&app->keys);
     keys_lesson_list(&app->lesson_keys);
     if (app_init_worker(app, o) || app_open_window(app)) return -1;
+    if (o->compare_model || o->compare_image) /* pane B once the first photo is there */
+        app_compare_open(app, o->compare_model, NULL, o->compare_image);
     SDL_EventState(SDL_DROPFILE, SDL_ENABLE);
     ren_set_colormap(&app->ren, app->colormap);
     app->running = 1;
@@ -210,6 +212,7 @@ void app_free(App *app) {
     free(app->pert.removed);
     if (app->gl) ren_free(&app->ren);
     app_lesson_free(app); /* before the scenes: its block was read from the front one */
+    app_compare_free(app);
     scene_free(&app->scenes[0]);
     scene_free(&app->scenes[1]);
     interv_free(&app->interv[0]);

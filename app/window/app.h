@@ -17,6 +17,7 @@
  *               the worker, and its maps uploaded once they are there
  *   jobs.c      photos and models opened on the worker, and the worker's results
  *   perturb.c   Shift+P: the perturbation test of the map on screen, as an animation
+ *   compare.c   the compare view: two panes (a second model or photo), one patch cursor
  *   status.c    the status line: what the view shows, the job running, the top-1 class
  *   frame.c     one frame: the RenFrame built from the App, drawn, saved (S), presented
  *   trace.c     VITLENS_TRACE: the launch's timeline, every frame's state, maps, curves
@@ -30,6 +31,7 @@
 #include "config/options.h"
 #include "headless/lesson.h"
 #include "render/render.h"
+#include "view/compare.h"
 #include "view/maps.h"
 #include "window/worker.h"
 
@@ -227,6 +229,47 @@ typedef struct App {
         RenControl rows[COMMANDS_MAX];
         char count[32];
     } palette;
+    /* the compare view (compare.c): --compare MODEL2, --compare-image IMAGE2 or \ open it
+     * (once pane B's model and photo have run on the worker), Esc leaves. Pane A is the
+     * explorer's view (app->view on the front Scene), pane B the same settings on Scene
+     * `scene` through `model` (the app's for a second photo); both drawn on the CPU into one
+     * picture (renderer slot COMPARE_SLOT), the maps as view_compute gives them. */
+    struct {
+        int on;        /* in the compare view */
+        int by_image;  /* pane B's photo: image_path (1), else the one on screen */
+        int linked;    /* layer, head and query move together (;: apart) */
+        int show_diff; /* the difference pane (A - B) on, when the grids are one */
+        int loading;   /* pane B's job runs on the worker */
+        int queued;    /* asked while the worker was busy: started when it is idle */
+        int want;      /* open the view when pane B's job is done */
+        int has_scene; /* scene holds pane B's run */
+        Model *model;  /* pane B's second model (heap), NULL: the app's */
+        Scene scene;   /* pane B's photo through it */
+        char model_path[1024], image_path[1024]; /* the last second model / photo, "" */
+        char model_loaded_from[1024];            /* the path `model` was loaded from */
+        char labels_path[1200];                  /* the second model's labels, "" */
+        View view_b;                             /* pane B's view (linked: made from app->view) */
+        ViewMaps m[2];      /* the panes' maps (view_compute), into their own buffers */
+        int ok[2];          /* m[i] holds the pane's map */
+        char why[2][160];   /* why not, for the status line */
+        float *diff;        /* [N] A - B of the normalised maps, when the grids are one */
+        int has_diff;       /* the difference pane is drawn */
+        CompareStats stats; /* of the two maps on A's grid (B resampled when grids differ) */
+        uint8_t *base;      /* [h, w, 3] the panes as drawn (the renderer draws the boxes) */
+        uint8_t *fit[2];    /* [fit_h, fit_w, 3] panes A's and B's crops fitted to the pane */
+        const void *fit_sc[2];
+        unsigned long fit_gen[2]; /* what each was fitted from (app->loads, gen) */
+        int fit_w[2], fit_h[2];
+        int w, h, n_panes;
+        int pane_x[3], pane_y[3], pane_w[3], pane_h[3]; /* each crop's place in the picture */
+        unsigned long gen;               /* pane B's runs so far (a new one redraws) */
+        int hover_pane, hover_patch;     /* the patch under the mouse (-1: none) */
+        int box_patch;                   /* the patch at the same place in the other pane, -1 */
+        unsigned char key[512];          /* what base was drawn from (a CompareKey) */
+        float box[3][4], box_rgba[3][4]; /* the cursor's boxes of the last frame */
+        int uploaded;                    /* base is on the GPU */
+        double ms_maps, ms_picture;      /* the last maps and picture took (trace) */
+    } cmp;
     int running, dirty;
     Uint64 t_input; /* when the first key since the last frame was handled, 0: none */
     int again;      /* ren_present asked for another frame */
@@ -414,6 +457,10 @@ void app_update_list(App *app);
  * photo is then run through it). While busy, the path waits for the running job. */
 void app_open(App *app, const char *path);
 
+/* Shift+drop: a model (as app_open tells one) for the compare view's pane B on the photo
+ * on screen, or a photo for pane B through the app's model (app_compare_open). */
+void app_compare_drop(App *app, const char *path);
+
 /* The worker is done: its result; then a perturbation test asked for meanwhile. */
 void app_job_done(App *app);
 
@@ -439,6 +486,46 @@ void app_lesson_frame(App *app, RenFrame *f);
 /* The status line in the lesson view: "lesson · step 4 of 17: ...". */
 void app_lesson_status(App *app);
 void app_lesson_free(App *app);
+
+/* ---------------------------------------------------------------------------
+ * compare.c: the compare view */
+
+#define COMPARE_SLOT (REN_PICTURES - 1) /* the renderer's picture slot (the lesson's below) */
+
+/* Start pane B's job on the worker (now, or once it is idle): model_path's model (NULL: the
+ * app's) with labels_path's class names (NULL: its config's) on image_path (NULL: the photo
+ * on screen, followed as it changes). The compare view
+ * opens when it is done; a model or photo that fails leaves pane A as it was, the message
+ * on the error line. Both NULL: nothing. */
+void app_compare_open(App *app, const char *model_path, const char *labels_path,
+                      const char *image_path);
+/* \: the compare view with the last second model or photo, or out of it. Returns 0. */
+int app_compare_toggle(App *app, int unused);
+/* The worker finished pane B's job. */
+void app_compare_done(App *app);
+/* The worker is idle: a queued compare job starts. 1 when it did. */
+int app_compare_start_queued(App *app);
+/* A key in the compare view: Esc and \ leave, ; links / unlinks, ' the difference pane,
+ * arrows on pane B while unlinked with the mouse over it; the keys that open another
+ * view are refused with a notice. 1 when the key was the compare view's. */
+int app_compare_key(App *app, const SDL_Keysym *ks);
+/* The mouse at (app->mouse_x, mouse_y): the pane and patch under it, the mapped box. */
+void app_compare_hover(App *app);
+/* Pane A's patch at the place of the photo under the mouse (its own, or the one pane B's
+ * patch there maps to), -1: none. A click makes it the query (pane B's follows, linked). */
+int app_compare_patch_a(const App *app);
+/* Before a frame: the panes' maps and picture brought up to date, uploaded. */
+void app_compare_prepare(App *app);
+/* The frame and status line in the compare view. */
+void app_compare_frame(App *app, RenFrame *f);
+void app_compare_status(App *app);
+/* Back to the single view of pane A. */
+void app_compare_leave(App *app);
+/* The app's model changed: pane B made of it (a second photo) runs again through it. */
+void app_compare_model_changed(App *app);
+/* A new photo in pane A: the second model runs it too. */
+void app_compare_photo_changed(App *app);
+void app_compare_free(App *app);
 
 /* ---------------------------------------------------------------------------
  * perturb.c: Shift+P's animation */

@@ -217,6 +217,7 @@ static RenFrame app_frame(App *app) {
     app_panels(app, &f);
     if (app->pert.phase != PERT_OFF && app->has_scene) app_perturb_frame(app, &f);
     if (app->lesson.on) app_lesson_frame(app, &f);
+    if (app->cmp.on) app_compare_frame(app, &f);
     app_palette_frame(app, &f);
     return f;
 }
@@ -262,10 +263,13 @@ static void app_tooltip(App *app, RenFrame *f) {
 }
 
 void app_draw(App *app) {
+    app_compare_prepare(app); /* the compare view's panes, when it is on */
     app_update_status(app);
     if (app->lesson.on) app_lesson_status(app);
+    if (app->cmp.on) app_compare_status(app);
     RenFrame f = app_frame(app);
-    if (!app->lesson.on && !app->palette.open) app_tooltip(app, &f); /* none over the palette */
+    if (!app->lesson.on && !app->cmp.on && !app->palette.open)
+        app_tooltip(app, &f); /* none over the palette */
     FrameTimes t;
     t.start = SDL_GetPerformanceCounter();
     ren_draw(&app->ren, &f);

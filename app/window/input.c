@@ -468,6 +468,11 @@ static void app_key_action(App *app, const SDL_Keysym *ks) {
         app->dirty = 1;
         return;
     }
+    /* the compare view's keys (and \ that opens it) */
+    if (!app->picking && !app->lesson.on && app_compare_key(app, ks)) {
+        app->dirty = 1;
+        return;
+    }
     /* the lesson view's keys, and Page Down / Up that open it */
     if (!app->picking && app->has_scene && app_lesson_key(app, ks)) {
         app->dirty = 1;
@@ -541,7 +546,9 @@ static void app_hover(App *app, int x, int y) {
     if (row != app->menu_hover) app->menu_hover = row, app->dirty = 1;
     app_palette_hover(app, app->mouse_x, app->mouse_y);
     int r = -1, c = -1, cell = -1;
-    if (app->lesson.on) { /* the lesson's picture: no patch under the mouse */
+    if (app->lesson.on) {     /* the lesson's picture: no patch under the mouse */
+    } else if (app->cmp.on) { /* the compare view's panes: their own cursor */
+        app_compare_hover(app);
     } else if (app->has_scene && !app->overview) {
         if (ren_patch_at(&app->ren, (int)app->mouse_x, (int)app->mouse_y, &r, &c)) r = c = -1;
     } else if (app->has_scene) {
@@ -576,7 +583,12 @@ static void app_click_action(App *app, int x, int y) {
         app_target_rank(app, rank);
         return;
     }
-    if (app->overview) {
+    if (app->cmp.on) { /* a patch of either pane: pane A's patch at that place the query */
+        int p = app_compare_patch_a(app);
+        if (p < 0) return;
+        int gw = app->model->vit.cfg.grid_w;
+        app_set_query(app, p / gw, p % gw);
+    } else if (app->overview) {
         if (app->hover_cell < 0) return;
         app_open_cell(app, app->hover_cell);
         app->hover_cell = -1;
@@ -648,8 +660,11 @@ void app_handle_event(App *app, const SDL_Event *e) {
         /* a control held down is drawn pressed until here */
         if (app->ctrl_pressed >= 0) app->ctrl_pressed = -1, app->dirty = 1;
         break;
-    case SDL_DROPFILE:
-        if (e->drop.file) app_open(app, e->drop.file);
+    case SDL_DROPFILE: /* with Shift held: the compare view's pane B */
+        if (e->drop.file && (SDL_GetModState() & KMOD_SHIFT) && app->has_scene)
+            app_compare_drop(app, e->drop.file);
+        else if (e->drop.file)
+            app_open(app, e->drop.file);
         SDL_free(e->drop.file);
         break;
     case SDL_WINDOWEVENT:

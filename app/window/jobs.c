@@ -26,6 +26,13 @@ static int is_model(const char *path) {
            ends_with(path, ".bin");
 }
 
+void app_compare_drop(App *app, const char *path) {
+    if (is_model(path))
+        app_compare_open(app, path, NULL, NULL);
+    else
+        app_compare_open(app, NULL, NULL, path);
+}
+
 void app_open(App *app, const char *path) {
     if (!is_model(path)) snprintf(app->photo, sizeof app->photo, "%s", path);
     if (app->busy) {
@@ -164,6 +171,7 @@ static void swap_model(App *app, Worker *w) {
     free(old);
     joint_features_free(&app->joint); /* of the old model */
     view_clamp(&app->view, &app->model->vit.cfg);
+    app_compare_model_changed(app); /* a second photo's pane B: through the new model */
 }
 
 /* A new Scene on screen: its buffers, its image, its map, the lesson's picture. */
@@ -203,6 +211,7 @@ static void load_job_done(App *app, Worker *w) {
         app->error[0] = '\0'; /* before the lesson view, which may report its script's lines */
         const Scene *sc = app_scene(app);
         if (sc) show_scene(app, sc);
+        if (w->ran) app_compare_photo_changed(app); /* the second model runs it too */
     }
     app->dirty = 1;
     open_pending(app);
@@ -217,7 +226,11 @@ static void app_job_result(App *app) {
                                      : w->slow    ? "slow"
                                      : w->explain ? "explain"
                                                   : "forward");
-    if (w->phrase) { /* CLIP: the phrase's embedding becomes the head */
+    if (w->compare || ((w->explain || w->slow) && w->scene == &app->cmp.scene)) {
+        app_compare_done(app); /* pane B's model, photo or maps */
+        if (!app->busy) open_pending(app);
+        if (!app->busy) app_update_map(app); /* pane A's maps asked for meanwhile */
+    } else if (w->phrase) {                  /* CLIP: the phrase's embedding becomes the head */
         app_phrase_done(app);
         app->dirty = 1;
         if (!app->busy) open_pending(app);
@@ -239,6 +252,7 @@ void app_job_done(App *app) {
         snprintf(phrase, sizeof phrase, "%s", app->queued_phrase);
         app_phrase_start(app, phrase);
     }
+    if (!app->busy) app_compare_start_queued(app); /* pane B, asked while busy */
     if (!app->busy && app->pert.queued) {
         Perturbation *p = app->pert.queued;
         app->pert.queued = NULL;

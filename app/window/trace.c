@@ -52,6 +52,41 @@ void trace_maps(const App *app, const ViewMaps *m, const char *by) {
         printf("-\n");
 }
 
+void trace_compare_maps(const App *app) {
+    if (!app->trace) return;
+    printf("compare maps panes=%d linked=%d diff=%d spearman=%.9g iou=%.9g n=%d ms=%.2f "
+           "ms_picture=%.2f",
+           app->cmp.n_panes, app->cmp.linked, app->cmp.has_diff, app->cmp.stats.spearman,
+           app->cmp.stats.iou, app->cmp.stats.n, app->cmp.ms_maps, app->cmp.ms_picture);
+    for (int i = 0; i < 2; i++) {
+        const Scene *sc = i ? &app->cmp.scene : app_scene(app);
+        const ViewMaps *m = &app->cmp.m[i];
+        const VitRun *r = &sc->run;
+        size_t n = (size_t)m->w * m->h * map_kind_channels(m->view.kind);
+        printf(" %c=kind:%s,layer:%d,head:%d,query:%d,target:%d,L:%d,H:%d,grid:%d,%d,np:%d,"
+               "crop:%d,%d,%d,%d,src:%d,%d,map:%08lx,lo:%.9g,hi:%.9g",
+               'a' + i, MAP_KINDS[m->view.kind].tag, m->view.layer, m->view.head, m->view.query,
+               m->view.target, r->cfg.n_layers, r->cfg.n_heads, r->cfg.grid_h, r->cfg.grid_w,
+               r->cfg.n_prefix, r->crop_x, r->crop_y, r->crop_w, r->crop_h, sc->src_w, sc->src_h,
+               app->cmp.ok[i] ? trace_hash(m->map, n) : 0ul, (double)m->lo, (double)m->hi);
+    }
+    printf("\n");
+}
+
+/* The compare view's frame: the panes' places (framebuffer px) and the cursor. */
+static void trace_compare_frame(const App *app) {
+    const Ren *r = &app->ren;
+    printf("compare frame panes=%d hover=%d,%d box=%d", app->cmp.n_panes, app->cmp.hover_pane,
+           app->cmp.hover_patch, app->cmp.box_patch);
+    for (int i = 0; i < app->cmp.n_panes && app->cmp.w > 0; i++) {
+        double sx = (double)r->image_w_px / app->cmp.w, sy = (double)r->image_h_px / app->cmp.h;
+        printf(" pane%d=%.1f,%.1f,%.1f,%.1f", i, r->image_x + app->cmp.pane_x[i] * sx,
+               r->image_y + app->cmp.pane_y[i] * sy, app->cmp.pane_w[i] * sx,
+               app->cmp.pane_h[i] * sy);
+    }
+    printf("\n");
+}
+
 /* The trace's line of a finished run: every step's probability and top-1, the order. */
 static void trace_perturb_done(const App *app) {
     const Perturbation *p = &app->pert.run;
@@ -178,6 +213,7 @@ void trace_frame(App *app, const RenFrame *f, const FrameTimes *t) {
            on ? (double)p->probs[app->pert.step] : -1.0,
            on ? vit_perturb_count(app->pert.step, p->n_steps, p->n_patches) : 0, r->plot_x,
            r->plot_y, r->plot_w, r->plot_h);
+    if (app->cmp.on) trace_compare_frame(app);
     printf("status %s | %s\n", app->status_left, app->status_right);
     if (app->error[0]) printf("error %s\n", app->error); /* the message the frame shows */
     if (app->pert.announce && app->pert.phase == PERT_DONE) trace_perturb_done(app);

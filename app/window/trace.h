@@ -20,6 +20,11 @@ void trace_startup(const App *app, const char *what);
  * app->map and app->atlas), computed by "gui" or "worker". */
 void trace_maps(const App *app, const ViewMaps *m, const char *by);
 
+/* "compare maps ...": the compare view's panes just computed: each pane's view, model
+ * grid, crop (x, y, w, h of the photo w x h) and map's hash (as "maps ... map=" hashes the
+ * single view's), Spearman and the top-10 % IoU. */
+void trace_compare_maps(const App *app);
+
 /* When a frame's parts were done (SDL_GetPerformanceCounter): drawing started, the draws
  * were issued, rasterised (glFinish), and the frame was on screen. */
 typedef struct {

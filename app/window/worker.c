@@ -147,12 +147,15 @@ static void begin_job(Worker *w) {
     w->perturb = NULL;
     w->maps = NULL;
     w->phrase = 0;
+    w->compare = 0;
 }
 
-void worker_start(Worker *w, const char *model_path, const VitLoadOptions *load_opt,
-                  const char *labels_path, const Model *model, const char *image_path,
-                  Scene *scene) {
+/* A load job set up under the lock (begin_job), compare 0 or 1; handed over. */
+static void start_load(Worker *w, int compare, const char *model_path,
+                       const VitLoadOptions *load_opt, const char *labels_path, const Model *model,
+                       const char *image_path, Scene *scene) {
     begin_job(w);
+    w->compare = compare;
     w->scene = scene;
     snprintf(w->model_path, sizeof w->model_path, "%s", model_path ? model_path : "");
     snprintf(w->labels_path, sizeof w->labels_path, "%s", labels_path ? labels_path : "");
@@ -160,6 +163,18 @@ void worker_start(Worker *w, const char *model_path, const VitLoadOptions *load_
     w->load_opt = load_opt ? *load_opt : (VitLoadOptions){0};
     w->model = model;
     hand_over(w);
+}
+
+void worker_start(Worker *w, const char *model_path, const VitLoadOptions *load_opt,
+                  const char *labels_path, const Model *model, const char *image_path,
+                  Scene *scene) {
+    start_load(w, 0, model_path, load_opt, labels_path, model, image_path, scene);
+}
+
+void worker_start_compare(Worker *w, const char *model_path, const VitLoadOptions *load_opt,
+                          const char *labels_path, const Model *model, const char *image_path,
+                          Scene *scene) {
+    start_load(w, 1, model_path, load_opt, labels_path, model, image_path, scene);
 }
 
 void worker_start_explain(Worker *w, Scene *scene, int target, float discard, int lrp) {

@@ -49,6 +49,8 @@ typedef struct {
     JointFeatures *joint;    /* the slideshow's features for a joint feature PCA, or NULL */
     Perturbation *perturb;   /* non-NULL: a perturbation job (scene_perturb(scene, perturb)) */
     ViewMaps *maps;          /* non-NULL: a view job (view_compute(maps, &maps_scene)) */
+    int compare;             /* 1: a load job for the compare view's pane B (its result is
+                                the compare view's, not the app's model and Scene) */
     int phrase;              /* 1: a phrase job (clip_embed of phrase_text, model->clip) */
     char phrase_text[CLIP_TEXT_BYTES];
     const ClipSpec *clip; /* the command line's text options, for a model the worker loads
@@ -75,6 +77,12 @@ int worker_init(Worker *w, Uint32 event);
 void worker_start(Worker *w, const char *model_path, const VitLoadOptions *load_opt,
                   const char *labels_path, const Model *model, const char *image_path,
                   Scene *scene);
+
+/* The same load job for the compare view's pane B (Worker.compare set): model_path's
+ * model (NULL: `model`) runs image_path into scene. */
+void worker_start_compare(Worker *w, const char *model_path, const VitLoadOptions *load_opt,
+                          const char *labels_path, const Model *model, const char *image_path,
+                          Scene *scene);
 
 /* Hand an explain job to the idle worker: scene_explain(scene, target, discard, lrp).
  * The window may go on reading the Scene's run and front maps meanwhile. */
