@@ -91,6 +91,11 @@ static int typing(const App *app, int arg) {
     return app->typing;
 }
 
+static int compare_on(const App *app, int arg) {
+    (void)arg;
+    return app->cmp.on;
+}
+
 static int palette_open(const App *app, int arg) {
     (void)arg;
     return app->palette.open;
@@ -191,6 +196,10 @@ static const AppControl APP_CONTROLS[] = {
     {"find", G_FIND, "find\xe2\x80\xa6", NULL,
      "CLIP: type a phrase, Enter: the class-specific map shows where it is (/)", app_text_open, 0,
      find_shown, find_can, typing},
+    {"compare", G_HELP, "A|B", NULL,
+     "side by side: the last second model or photo beside this one (\\; Shift+drop a file "
+     "opens one)",
+     app_compare_toggle, 0, NULL, NULL, compare_on},
     {"palette", G_HELP, "\xe2\x98\xb0", NULL,
      "every command by name: type to find one, Enter runs it (Ctrl+P)", app_palette_toggle, 0, NULL,
      NULL, palette_open},

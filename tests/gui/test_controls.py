@@ -118,7 +118,7 @@ def main():
         names = list(app.controls)
         check(names == ["layer-prev", "layer", "layer-next", "head-prev", "head", "head-next",
                         "fusion-mean", "fusion-max", "fusion-min", "kind-prev", "kind",
-                        "kind-next", "palette", "help"],
+                        "kind-next", "compare", "palette", "help"],
               f"the controls, in order (no lesson's buttons without a lesson): {names}")
         boxes = sorted(app.controls.values())
         check(all(x >= 0 and x + w <= W and y >= iy + ih and y + h <= Hpx - 22
@@ -171,6 +171,14 @@ def main():
         app.key("e", kind="rollout")
         app.key("shift+e", kind="attention")
         same(c, app.snapshot("Shift+E"), "kind-prev vs Shift+E")
+
+        # the compare button does what \\ does: with no second model or photo yet, it says how
+        # to give one and the view stays
+        app.click("compare")
+        app.wait_line(lambda s: s.startswith("status ") and "no second model or photo yet" in s,
+                      "the compare button: how to give a second model or photo")
+        check(app.box("compare")[5] == 0 and app.state["kind"] == "attention",
+              "the compare button: not marked, the single view unchanged")
 
         # the kind's name opens the menu of every kind (--list-kinds' rows, in order); a row
         # picks that kind as its own key does; Esc, or a click elsewhere, closes it
@@ -256,7 +264,7 @@ def main():
     def remembered(app):
         app.start(photo)
         check(app.state["controls"] == "0", "the next start: no controls")
-        app.key("Tab", controls=14)  # the "controls" line comes before its frame's line
+        app.key("Tab", controls=15)  # the "controls" line comes before its frame's line
         check("layer-prev" in app.controls, "Tab brings them back")
         quit_app(app)
 
