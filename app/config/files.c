@@ -3,6 +3,7 @@
 #include "config/files.h"
 
 #include <dirent.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -199,4 +200,39 @@ fail:
     *paths_out = NULL;
     *n_out = 0;
     return -1;
+}
+
+/* --- output folders ------------------------------------------------------------ */
+
+/* mkdir one folder; a folder there already is fine. 0, or -1 with msg. */
+static int make_one(const char *dir, unsigned mode, char *msg, size_t msg_bytes) {
+    struct stat sb;
+    if (mkdir(dir, (mode_t)mode) == 0) return 0;
+    int e = errno;
+    if (e == EEXIST && stat(dir, &sb) == 0 && S_ISDIR(sb.st_mode)) return 0;
+    if (e == EEXIST)
+        snprintf(msg, msg_bytes, "%s: exists and is not a directory", dir);
+    else
+        snprintf(msg, msg_bytes, "%s: cannot create directory: %s", dir, strerror(e));
+    return -1;
+}
+
+int files_make_dir(const char *dir, unsigned mode, char *msg, size_t msg_bytes) {
+    char path[4096];
+    size_t n = strlen(dir);
+    if (n == 0 || n >= sizeof path) {
+        snprintf(msg, msg_bytes, "%.200s: %s", dir, n ? "path too long" : "empty folder name");
+        return -1;
+    }
+    memcpy(path, dir, n + 1);
+    while (n > 1 && path[n - 1] == '/') path[--n] = '\0'; /* "out/" is "out" */
+    /* each folder above, from the top: a missing one made, then the next */
+    for (char *p = path + 1; *p; p++) {
+        if (*p != '/' || p[-1] == '/') continue;
+        *p = '\0';
+        int rc = make_one(path, mode, msg, msg_bytes);
+        *p = '/';
+        if (rc) return -1;
+    }
+    return make_one(path, mode, msg, msg_bytes);
 }

@@ -45,4 +45,10 @@ int files_expand(char ***paths, int *n, const char *const *args, int n_args, cha
                  size_t msg_bytes);
 void files_free_list(char **paths, int n);
 
+/* mkdir -p: dir and every missing folder above it, with mode (0777: an output folder the
+ * user names, less the umask; 0700: the settings' own). A folder there already is fine.
+ * Returns 0, or -1 with msg naming the folder that could not be made and why ("out/run1:
+ * cannot create directory: Permission denied", "...: exists and is not a directory"). */
+int files_make_dir(const char *dir, unsigned mode, char *msg, size_t msg_bytes);
+
 #endif

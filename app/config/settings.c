@@ -1,6 +1,7 @@
 /* settings.c - the remembered settings file: parsing, and writing it atomically. */
 #define _XOPEN_SOURCE 700 /* realpath */
 #include "config/settings.h"
+#include "config/files.h"
 #include "render/colormap.h"
 #include "vit.h"
 
@@ -143,20 +144,14 @@ int settings_load(Settings *s, const char *path, char *msg, size_t msg_bytes) {
 
 /* --- writing ---------------------------------------------------------------- */
 
-/* mkdir -p of path's folder. */
+/* mkdir -p of path's folder (files_make_dir, 0700). */
 static int make_parent(const char *path) {
-    char dir[1400];
+    char dir[1400], why[1600];
     snprintf(dir, sizeof dir, "%s", path);
     char *slash = strrchr(dir, '/');
     if (!slash || slash == dir) return 0;
     *slash = '\0';
-    for (char *p = dir + 1; *p; p++)
-        if (*p == '/') {
-            *p = '\0';
-            if (mkdir(dir, 0700) != 0 && errno != EEXIST) return -1;
-            *p = '/';
-        }
-    return mkdir(dir, 0700) != 0 && errno != EEXIST ? -1 : 0;
+    return files_make_dir(dir, 0700, why, sizeof why);
 }
 
 int settings_save(const Settings *s, const char *path, char *msg, size_t msg_bytes) {

@@ -7,6 +7,7 @@
  * the whole run gives. The photos, the classes and the maps are --eval's own
  * (eval_select_images, eval_target, eval_method_map). */
 #include "headless/agreement.h"
+#include "config/files.h"
 #include "headless/eval_rows.h"
 #include "headless/npy.h"
 #include "headless/plot.h"
@@ -160,8 +161,9 @@ static void write_table(FILE *f, const Agree *g, const Cell *cells) {
 
 /* mkdir dir unless it is there: 0, or 1 with the message on stderr. */
 static int make_dir(const char *dir) {
-    if (mkdir(dir, 0777) == 0 || errno == EEXIST) return 0;
-    fprintf(stderr, "vitlens: %s: cannot create directory: %s\n", dir, strerror(errno));
+    char why[4400];
+    if (files_make_dir(dir, 0777, why, sizeof why) == 0) return 0;
+    fprintf(stderr, "vitlens: %s\n", why);
     return 1;
 }
 

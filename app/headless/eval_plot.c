@@ -2,6 +2,7 @@
  * method, the sanity check's rank correlations) as PNG, and the run's end: the table on
  * stdout, and with a folder the CSVs, summary.md and the plots. */
 #include "headless/eval_rows.h"
+#include "config/files.h"
 #include "headless/plot.h"
 
 #include <errno.h>
@@ -95,8 +96,9 @@ int eval_finish(const Rows *r, const char *out_dir) {
     eval_write_table(stdout, r);
     fflush(stdout);
     if (!out_dir) return 0;
-    if (mkdir(out_dir, 0777) != 0 && errno != EEXIST) {
-        fprintf(stderr, "vitlens: %s: cannot create directory: %s\n", out_dir, strerror(errno));
+    char why[4400];
+    if (files_make_dir(out_dir, 0777, why, sizeof why)) {
+        fprintf(stderr, "vitlens: %s\n", why);
         return 1;
     }
     int rc = eval_write_csvs(out_dir, r);

@@ -1,5 +1,6 @@
 /* export.c - headless --top and --export. */
 #include "headless/export.h"
+#include "config/files.h"
 #include "render/colormap.h"
 #include "view/maps.h"
 #include "headless/npy.h"
@@ -565,14 +566,9 @@ static int write_lists(const char *dir, const Model *model, const Scene *sc) {
 int export_maps(FILE *out, const char *dir, const Model *model, Scene *sc, int target,
                 const ExportStyle *st, JointFeatures *joint) {
     const VitConfig *c = &sc->run.cfg;
-    struct stat sb;
-    if (stat(dir, &sb) != 0) {
-        if (mkdir(dir, 0777) != 0) {
-            fprintf(stderr, "vitlens: %s: cannot create directory: %s\n", dir, strerror(errno));
-            return 1;
-        }
-    } else if (!S_ISDIR(sb.st_mode)) {
-        fprintf(stderr, "vitlens: %s: exists and is not a directory\n", dir);
+    char why[4400];
+    if (files_make_dir(dir, 0777, why, sizeof why)) { /* out/run1/: out/ too */
+        fprintf(stderr, "vitlens: %s\n", why);
         return 1;
     }
     int S = c->image_h > c->image_w ? c->image_h : c->image_w; /* the longer side */

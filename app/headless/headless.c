@@ -3,6 +3,7 @@
  * (export.c); several photos with the feature PCA over all of them. */
 #include "headless/headless.h"
 #include "headless/export.h"
+#include "config/files.h"
 #include "headless/lesson.h"
 #include "headless/importance.h"
 #include "config/models.h"
@@ -290,9 +291,8 @@ static int headless_compare(const Options *o, Model *ma, const Interv *iv) {
     snprintf(dir_a, sizeof dir_a, "%s/a", o->export_dir ? o->export_dir : ".");
     snprintf(dir_b, sizeof dir_b, "%s/b", o->export_dir ? o->export_dir : ".");
     int rc = 0;
-    if (o->export_dir && mkdir(o->export_dir, 0777) != 0 && errno != EEXIST) {
-        fprintf(stderr, "vitlens: %s: cannot create directory: %s\n", o->export_dir,
-                strerror(errno));
+    if (o->export_dir && files_make_dir(o->export_dir, 0777, msg, sizeof msg)) {
+        fprintf(stderr, "vitlens: %s\n", msg);
         rc = 1;
     }
     const char *dirs[2] = {o->export_dir ? dir_a : NULL, o->export_dir ? dir_b : NULL};
@@ -342,7 +342,7 @@ int headless_run(const Options *o) {
     }
     /* the interventions (--ablate, ...), checked against the model */
     Interv iv = {0};
-    char msg[600];
+    char msg[4400];
     if (interv_any(&o->interv) && interv_build(&iv, &o->interv, &m.vit.cfg, msg, sizeof msg)) {
         fprintf(stderr, "vitlens: %s\n", msg);
         model_free(&m);
@@ -381,9 +381,8 @@ int headless_run(const Options *o) {
     }
     jf.n_images = n;
     for (int i = 0; i < n; i++) snprintf(jf.paths[i], sizeof jf.paths[i], "%s", o->image_args[i]);
-    if (mkdir(o->export_dir, 0777) != 0 && errno != EEXIST) {
-        fprintf(stderr, "vitlens: %s: cannot create directory: %s\n", o->export_dir,
-                strerror(errno));
+    if (files_make_dir(o->export_dir, 0777, msg, sizeof msg)) {
+        fprintf(stderr, "vitlens: %s\n", msg);
         rc = 1;
     }
     if (!rc && scene_joint_features(&jf, &m.vit, &err)) {

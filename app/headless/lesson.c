@@ -3,6 +3,7 @@
  * drawing is lesson_draw.c's. See lesson.h. */
 #include "headless/lesson.h"
 #include "headless/export.h"
+#include "config/files.h"
 #include "headless/npy.h"
 #include "render/colormap.h"
 #include "render/text.h"
@@ -504,8 +505,8 @@ int lesson_export(FILE *out, const char *dir, const Model *m, const Scene *sc, i
     LessonData ld;
     VitError err;
     char msg[600], path[4096];
-    if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
-        fprintf(stderr, "vitlens: %s: cannot create directory: %s\n", dir, strerror(errno));
+    if (files_make_dir(dir, 0777, path, sizeof path)) {
+        fprintf(stderr, "vitlens: %s\n", path);
         return 1;
     }
     if (script && script->n) { /* the first step's selection: no block computed twice */

@@ -3,6 +3,7 @@
  * DIR/diff/ (A - B where the grids agree) and compare_sheet.png. The links between the
  * panes are view/compare.h's, as the window's compare view uses them. */
 #include "headless/export.h"
+#include "config/files.h"
 #include "headless/npy.h"
 #include "render/text.h"
 #include "view/compare.h"
@@ -218,8 +219,9 @@ int export_compare(FILE *out, const char *dir, const Model *model_a, const Scene
     char diff_dir[2048], path[2048];
     snprintf(diff_dir, sizeof diff_dir, "%s/diff", dir);
     snprintf(path, sizeof path, "%s/compare.csv", dir);
-    if (mkdir(diff_dir, 0777) != 0 && errno != EEXIST) {
-        fprintf(stderr, "vitlens: %s: cannot create directory: %s\n", diff_dir, strerror(errno));
+    char why[2400];
+    if (files_make_dir(diff_dir, 0777, why, sizeof why)) {
+        fprintf(stderr, "vitlens: %s\n", why);
         return 1;
     }
     FILE *csv = fopen(path, "w");

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 /* In byte order, as files_step sorts: one of each extension, then the new formats'
  * extensions in capitals. The files are empty: the names decide. */
@@ -82,5 +83,27 @@ int main(int argc, char **argv) {
             break;
     }
     files_free_list(paths, n);
+
+    /* Output folders (files_make_dir, --export's and the others'): every missing level made,
+     * a trailing '/' and a folder there already fine, a file in the way named */
+    char deep[1200], file[1200], under[1300];
+    snprintf(deep, sizeof deep, "%s/out/run1/maps/", dir);
+    ok = files_make_dir(deep, 0777, msg, sizeof msg) == 0;
+    struct stat sb;
+    snprintf(want, sizeof want, "%s/out/run1/maps", dir);
+    check(ok && stat(want, &sb) == 0 && S_ISDIR(sb.st_mode),
+          "files_make_dir makes out/run1/maps/ and the folders above it%s%s", ok ? "" : ": ", msg);
+    check(files_make_dir(deep, 0777, msg, sizeof msg) == 0,
+          "files_make_dir: a folder there is fine");
+    path_join(file, sizeof file, dir, images[0]); /* a file, not a folder */
+    snprintf(under, sizeof under, "%s/sub", file);
+    check(files_make_dir(file, 0777, msg, sizeof msg) == -1 && strstr(msg, images[0]) &&
+              strstr(msg, "exists and is not a directory"),
+          "files_make_dir on a file: refused, naming it (%s)", msg);
+    check(files_make_dir(under, 0777, msg, sizeof msg) == -1 && strstr(msg, images[0]) &&
+              strstr(msg, "exists and is not a directory") && !strstr(msg, "/sub"),
+          "files_make_dir below a file: refused, naming the file in the way (%s)", msg);
+    check(files_make_dir("", 0777, msg, sizeof msg) == -1,
+          "files_make_dir of an empty name: refused");
     return t_finish("test_files");
 }

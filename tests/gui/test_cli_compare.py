@@ -182,8 +182,8 @@ def main():
     check_csv("--compare + --compare-image", ex, ga, gv, ga[0]["n_layers"], gv[0]["n_layers"])
 
     # --- --compare-image IMAGE2: one model, one grid: the differences -------------------
-    ex = out / "cmpi"
-    shutil.rmtree(ex, ignore_errors=True)
+    shutil.rmtree(out / "nested", ignore_errors=True)
+    ex = out / "nested" / "deeper" / "cmpi"  # --export makes the folders above DIR too
     r = vitlens(a.app, "--model", a.model, "--compare-image", img2, "--export", ex, img1)
     check(r.returncode == 0, f"--compare-image --export exits 0 ({r.stderr.strip()[-200:]})")
     single = out / "single_b2"
