@@ -151,9 +151,10 @@ static int headless_photo(const Options *o, Model *m, const Interv *iv, const ch
                    target);
     }
 done:
-    if (keep && !rc && !sc.score) /* the caller's now (a score's ref would go with ref) */
+    if (keep && !rc && !sc.score) { /* the caller's now (a score's ref would go with ref) */
         *keep = sc;
-    else
+        keep->name = keep->path + (sc.name - sc.path); /* name points into path: the copy's */
+    } else
         scene_free(&sc);
     free(ref);
     return rc;
