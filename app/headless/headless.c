@@ -302,10 +302,20 @@ static int headless_compare(const Options *o, Model *ma, const Interv *iv) {
     const Interv *ivs[2] = {iv, ivb};
     Scene *scenes[2] = {&a, &b};
     if (o->export_dir && mb != ma) export_say_skipped(stderr, mb, 0);
+    /* --class names a class of the model's; MODEL2's classes may be others (the window's
+     * pane B explains its own top-1 too) */
+    Options ob = *o;
+    ob.class_arg = NULL;
+    if (o->class_arg && mb != ma)
+        fprintf(stderr,
+                "vitlens: --compare: --class %s is pane A's; pane B explains %s's own "
+                "top-1\n",
+                o->class_arg, mb->name);
     for (int p = 0; p < 2 && !rc; p++) {
         if (o->top_k) printf("# %c: %s on %s\n", "AB"[p], models[p] -> name, images[p]);
         fflush(stdout);
-        rc = headless_photo(o, models[p], ivs[p], images[p], dirs[p], NULL, NULL, scenes[p]);
+        rc = headless_photo(p && mb != ma ? &ob : o, models[p], ivs[p], images[p], dirs[p], NULL,
+                            NULL, scenes[p]);
     }
     if (!rc && o->export_dir) {
         ExportStyle st = {o->opacity, o->discard, o->colormap, o->bilinear};

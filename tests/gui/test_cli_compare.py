@@ -181,6 +181,12 @@ def main():
     check(gv[0]["crop"] != [0, 0, gv[1], gv[2]], f"the second model sees a crop of its photo ({gv[0]['crop']})")
     check_csv("--compare + --compare-image", ex, ga, gv, ga[0]["n_layers"], gv[0]["n_layers"])
 
+    # --class names pane A's class; a MODEL2 of other classes explains its own top-1
+    r = vitlens(a.app, "--model", a.model, "--compare", vt / "model.safetensors", "--class", "ring",
+                "--top", 1, img1)
+    check(r.returncode == 0 and "--class ring is pane A's" in r.stderr,
+          f"--compare with --class: A's class, B's own top-1 ({r.stderr.strip()[-120:]})")
+
     # --- --compare-image IMAGE2: one model, one grid: the differences -------------------
     shutil.rmtree(out / "nested", ignore_errors=True)
     ex = out / "nested" / "deeper" / "cmpi"  # --export makes the folders above DIR too
