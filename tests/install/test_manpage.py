@@ -65,6 +65,7 @@ def unroff(s):
     s = s.replace("\\-", "-").replace("\\&", "").replace("\\~", " ").replace("\\ ", " ")
     s = re.sub(r"\\f[BIRP]", "", s)
     s = s.replace("\\(en", "-").replace("\\(mu", "x")
+    s = s.replace("\\e", "\\").replace("\\(rs", "\\")  # \e and \(rs print a backslash
     return s.replace('"', "")
 
 
