@@ -148,6 +148,9 @@ void *pkl_alloc(Pkl *p, size_t n);
 Val *pkl_val(Pkl *p, VKind k);
 /* Append x to container c's items; 0 (err set). */
 int pkl_push_item(Pkl *p, Val *c, Val *x);
+/* Room for n_items items in container c's array at once (counted against the budget as
+ * pkl_push_item counts its growth); 0 (err set). */
+int pkl_reserve(Pkl *p, Val *c, size_t n_items);
 /* Is v the string lit, byte for byte (a NUL inside v is not an end)? */
 int pkl_str_is(const Val *v, const char *lit);
 /* Run the pickle [buf, buf + n); the object it returns into *out. */

@@ -278,12 +278,19 @@ Val *pkl_reduce(Pkl *p, const Val *fn, const Val *args, size_t at) {
         if (!d) return NULL;
         const Val *l = args->n == 1 ? args->items[0] : NULL;
         int ok = args->n == 0 || (l && (l->kind == V_LIST || l->kind == V_TUPLE));
+        /* the pairs copied in one pass into an array sized once: a memo'd list of pairs
+         * given to many REDUCEs (2 bytes each) costs its length each time, so this loop's
+         * cost per pair bounds the time the budget allows (regress/pickle) */
+        if (ok && l && l->n && !pkl_reserve(p, d, 2 * l->n)) return NULL;
         for (size_t i = 0; ok && l && i < l->n; i++) {
             const Val *kv = l->items[i];
             ok = kv->kind == V_TUPLE && kv->n == 2;
-            if (ok && !pkl_dict_set(p, d, kv->items[0], kv->items[1])) return NULL;
+            if (ok) d->items[2 * i] = kv->items[0], d->items[2 * i + 1] = kv->items[1];
         }
-        if (ok) return d;
+        if (ok) {
+            d->n = l ? l->n : 0; /* pairs */
+            return d;
+        }
         vit_set_error(p->err, VIT_ERR_FORMAT,
                       "%s: data.pkl: OrderedDict at byte %zu with arguments that are not a list "
                       "of pairs",

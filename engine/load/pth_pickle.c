@@ -84,14 +84,18 @@ void pkl_free(Pkl *p) {
     free(p->slots);
 }
 
+int pkl_reserve(Pkl *p, Val *c, size_t n_items) {
+    if (n_items <= c->cap) return 1;
+    /* n_items comes from a container already counted: n_items * 8 cannot overflow */
+    if (!charge(p, (n_items - c->cap) * sizeof *c->items + ALLOC_OVERHEAD)) return 0;
+    Val **ni = realloc(c->items, n_items * sizeof *ni);
+    if (!ni) return pkl_nomem(p) != NULL;
+    c->items = ni, c->cap = n_items;
+    return 1;
+}
+
 int pkl_push_item(Pkl *p, Val *c, Val *x) {
-    if (c->n >= c->cap) {
-        size_t nc = c->cap ? 2 * c->cap : 8;
-        if (!charge(p, (nc - c->cap) * sizeof *c->items + ALLOC_OVERHEAD)) return 0;
-        Val **ni = realloc(c->items, nc * sizeof *ni);
-        if (!ni) return pkl_nomem(p) != NULL;
-        c->items = ni, c->cap = nc;
-    }
+    if (c->n >= c->cap && !pkl_reserve(p, c, c->cap ? 2 * c->cap : 8)) return 0;
     c->items[c->n++] = x;
     return 1;
 }
