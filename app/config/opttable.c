@@ -207,16 +207,19 @@ const OptRow OPTIONS[] = {
          "the class the class-specific maps explain (the kinds above): a class index from 0, "
          "or a name as the labels give it, whole or one of its comma-separated names (\"tiger "
          "cat\"); default: the top-1 class. The window opens on a class-specific map"),
-    STR("--contrast", "A,B", "display", OPT_EXPORT, contrast_arg,
+    STR("--contrast", "A,B", "display", OPT_WINDOW | OPT_EXPORT, contrast_arg,
         "the class-specific maps explain logit A - logit B, why A rather than B (A and B as "
         "--class takes them: \"tiger cat,tabby\", \"282,281\"); file names A-vs-B "
-        "(class282-vs-class281_chefer.png)"),
-    STR("--similar", "IMAGE2", "display", OPT_EXPORT, similar_path,
+        "(class282-vs-class281_chefer.png). The window opens on such a map, the classes "
+        "resolved again for each model; a click on a class ends it"),
+    STR("--similar", "IMAGE2", "display", OPT_WINDOW | OPT_EXPORT, similar_path,
         "the class-specific maps explain cos(e, e'), e the photo's pooled embedding (what the "
         "head reads, or CLIP's projection) and e' IMAGE2's, held fixed: which patches make the "
         "two alike; a backbone without a head too (DINO, DINOv2/v3). Prints the cosine; file "
         "names similar-to-STEM2 (STEM2: IMAGE2's name). With one IMAGE, IMAGE2's maps (the "
-        "cosine with IMAGE's e) go into DIR/STEM2/"),
+        "cosine with IMAGE's e) go into DIR/STEM2/. The window opens the compare view with "
+        "IMAGE2 in pane B, each pane's class-specific maps explaining the cosine seen from "
+        "its photo"),
     STR("--compare", "MODEL2", "compare", OPT_WINDOW | OPT_TOP | OPT_EXPORT, compare_model,
         "side by side: a second pane, the photo through MODEL2 (a path or a NAME as --model "
         "takes it). The window opens the compare view: the same map kind, layer and head by "

@@ -17,51 +17,6 @@
 #include <string.h>
 #include <sys/stat.h>
 
-/* --contrast A,B: the two classes, each as --class takes it. A class name may hold commas
- * ("tabby, tabby cat"), so every comma is tried as the one between A and B; the split must
- * name two classes one way only. 0 and a, b, or -1 with the message in msg. */
-static int contrast_classes(const Model *m, const char *arg, int *a, int *b, char *msg, size_t n) {
-    char left[512], why[600] = "";
-    int found = 0;
-    for (const char *comma = strchr(arg, ','); comma; comma = strchr(comma + 1, ',')) {
-        size_t len = (size_t)(comma - arg);
-        if (len >= sizeof left) break;
-        const char *r = comma + 1;
-        while (len && arg[len - 1] == ' ') len--;
-        while (*r == ' ') r++;
-        memcpy(left, arg, len), left[len] = '\0';
-        int x, y;
-        if (model_find_class(m, "--contrast", left, &x, why, sizeof why) ||
-            model_find_class(m, "--contrast", r, &y, why, sizeof why))
-            continue;
-        if (found && (x != *a || y != *b)) {
-            snprintf(msg, n,
-                     "--contrast %.200s: names two classes more than one way (%d,%d or %d,%d): "
-                     "give their indices",
-                     arg, *a, *b, x, y);
-            return -1;
-        }
-        *a = x, *b = y, found = 1;
-    }
-    if (!found) {
-        snprintf(msg, n, "%s",
-                 why[0] && strchr(arg, ',') == strrchr(arg, ',')
-                     ? why
-                     : "--contrast: expected A,B, two classes as --class takes them (\"282,281\")");
-        if (why[0] && strchr(arg, ',') != strrchr(arg, ','))
-            snprintf(msg, n, "--contrast %.200s: no comma splits it into two classes of %s", arg,
-                     m->name);
-        return -1;
-    }
-    if (*a == *b) {
-        snprintf(msg, n,
-                 "--contrast %.200s: A and B are the same class (%d): logit A - logit B is 0", arg,
-                 *a);
-        return -1;
-    }
-    return 0;
-}
-
 /* e [E] = the pooled embedding of the photo at path (vit_embedding), run as sc's is. NULL
  * with the message on stderr. The caller frees it. */
 static float *photo_embedding(const Model *m, const Scene *like, const char *path) {
@@ -99,12 +54,10 @@ static int headless_photo(const Options *o, Model *m, const Interv *iv, const ch
     if (model_phrase_class(m) >= 0) { /* --text: the phrase, the head's last class */
         target = model_phrase_class(m);
     } else if (o->contrast_arg) {
-        int a = -1, b = -1;
-        if (contrast_classes(m, o->contrast_arg, &a, &b, msg, sizeof msg)) {
+        if (scene_score_parse_contrast(&score, m, o->contrast_arg, msg, sizeof msg)) {
             fprintf(stderr, "vitlens: %s\n", msg);
             goto done;
         }
-        scene_score_contrast(&score, m, a, b);
         sc.score = &score, target = SCENE_SCORE;
     } else if (similar_to) {
         float *e = malloc((size_t)vit_embedding_dim(&m->vit) * sizeof *e);

@@ -92,6 +92,12 @@ void scene_score_contrast(SceneScore *s, const Model *m, int a, int b);
  * model_class_stem makes a stem of a phrase. */
 void scene_score_similar(SceneScore *s, const float *ref, const char *other);
 
+/* --contrast A,B of m: s made as scene_score_contrast makes it, A and B each as --class
+ * takes them (model_find_class). A class name may hold commas ("tabby, tabby cat"), so every
+ * comma is tried as the one between A and B; the split must name two classes one way only,
+ * and two different ones. 0, or -1 with the message in msg (s untouched). */
+int scene_score_parse_contrast(SceneScore *s, const Model *m, const char *arg, char *msg, size_t n);
+
 /* 1 when sc->score is a score of the pooled embedding (--similar: a model without a head
  * can be explained), else 0. */
 #define scene_embedding_score(sc) ((sc)->score && !(sc)->score->score.on_logits)
@@ -212,6 +218,9 @@ void scene_target_title(char *buf, size_t n, const Model *m, const Scene *sc, in
 
 /* Show what scene_explain computed: the back buffer becomes the front one. */
 void scene_explain_swap(Scene *sc);
+/* sc's class-specific maps and backward pass forgotten (its score's values or its head
+ * changed): the next view that needs them asks again. Only while no worker job uses sc. */
+void scene_forget_explain(Scene *sc);
 
 /* sc as a thread's calls on it should see it: a shallow copy (same buffers) whose run
  * carries ctl (VitRun.control), so that cancelling ctl stops those calls and no others. */

@@ -170,6 +170,8 @@ int app_init(App *app, const Options *o) {
     text_lookup_start(); /* fontconfig's lookup meanwhile */
     int rc = app_init_model(app, o);
     if (rc) return rc;
+    /* --contrast on the Scenes before the first photo's job; --similar's pane B after it */
+    if (app_score_init(app, o->contrast_arg, o->similar_path)) return -1;
     keys_list(&app->keys);
     keys_lesson_list(&app->lesson_keys);
     if (app_init_worker(app, o) || app_open_window(app)) return -1;
@@ -213,6 +215,7 @@ void app_free(App *app) {
     if (app->gl) ren_free(&app->ren);
     app_lesson_free(app); /* before the scenes: its block was read from the front one */
     app_compare_free(app);
+    free(app->score.e_a), free(app->score.e_b);
     scene_free(&app->scenes[0]);
     scene_free(&app->scenes[1]);
     interv_free(&app->interv[0]);

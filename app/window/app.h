@@ -18,6 +18,8 @@
  *   jobs.c      photos and models opened on the worker, and the worker's results
  *   perturb.c   Shift+P: the perturbation test of the map on screen, as an animation
  *   compare.c   the compare view: two panes (a second model or photo), one patch cursor
+ *   score.c     --contrast A,B and --similar IMAGE2: the score the class-specific maps
+ *               explain instead of a class, kept on the Scenes as the model and photos change
  *   status.c    the status line: what the view shows, the job running, the top-1 class
  *   frame.c     one frame: the RenFrame built from the App, drawn, saved (S), presented
  *   trace.c     VITLENS_TRACE: the launch's timeline, every frame's state, maps, curves
@@ -270,6 +272,21 @@ typedef struct App {
         int uploaded;                    /* base is on the GPU */
         double ms_maps, ms_picture;      /* the last maps and picture took (trace) */
     } cmp;
+    /* --contrast A,B and --similar IMAGE2 (score.c): the score the class-specific maps explain
+     * instead of a class. Set on the Scenes (Scene.score) only while the worker is idle:
+     * asked while it is busy, `pending` until its event. */
+    struct {
+        int kind;          /* APP_SCORE_NONE, APP_SCORE_CONTRAST, APP_SCORE_SIMILAR */
+        char arg[512];     /* --contrast's A,B, resolved again for every model */
+        SceneScore a, b;   /* pane A's (the app's Scenes); pane B's (--similar: seen from
+                              IMAGE2, the cosine with pane A's photo) */
+        float *e_a, *e_b;  /* [E] the pooled embeddings of pane A's and B's photos (--similar:
+                              b's reference and a's), NULL until both have run */
+        int dim;           /* E of e_a and e_b */
+        double cosine;     /* cos(e_a, e_b) */
+        int pending;       /* asked while the worker was busy: app_score_sync when it is idle */
+        unsigned long gen; /* changes whenever a Scene's score does (what a picture was of) */
+    } score;
     int running, dirty;
     Uint64 t_input; /* when the first key since the last frame was handled, 0: none */
     int again;      /* ren_present asked for another frame */
@@ -526,6 +543,39 @@ void app_compare_model_changed(App *app);
 /* A new photo in pane A: the second model runs it too. */
 void app_compare_photo_changed(App *app);
 void app_compare_free(App *app);
+
+/* ---------------------------------------------------------------------------
+ * score.c: --contrast and --similar in the window */
+
+enum { APP_SCORE_NONE, APP_SCORE_CONTRAST, APP_SCORE_SIMILAR };
+
+/* --contrast A,B (arg) or --similar IMAGE2 (image) from the command line, before the first
+ * photo's job: contrast's classes resolved on the app's model now (0, or -1 with the message
+ * on stderr: exit 2 as a bad --class); --similar opens the compare view with IMAGE2 as pane
+ * B, whose class-specific maps then explain the cosine in both panes. */
+int app_score_init(App *app, const char *contrast, const char *similar);
+
+/* The Scenes' scores brought up to what the app shows now (after a model, a photo or pane B
+ * changed, or the compare view opened or closed): --contrast resolved on the app's model
+ * (pane B too when it runs through that model; a model without the classes turns it off
+ * with a notice); --similar's embeddings from pane A's and B's runs while the compare view
+ * shows them (else no score). A Scene whose score changed forgets its class-specific maps.
+ * While the worker is busy only marks it pending (app_job_done syncs when it is idle).
+ * Returns 1 when a Scene on screen changed (its map is asked again by the caller). */
+int app_score_sync(App *app);
+
+/* A class chosen (a click on the predictions, 1-5): the score is off, the notice says so. */
+void app_score_off(App *app);
+
+/* The score's words for the status line ("why "tiger cat" rather than "tabby" (logit 282 -
+ * logit 281)"), "" when there is none. */
+const char *app_score_title(const App *app);
+
+/* Why map kind `kind` cannot be shown of the photo on screen (its run's shapes, else the
+ * app's model) with the score as it is (NULL: it can; mapkind.h, map_kind_unusable_scored):
+ * a model without a head can show the class-specific kinds of --similar's cosine. */
+const char *app_kind_why_not(const App *app, int kind);
+#define app_kind_usable(app, kind) (app_kind_why_not((app), (kind)) == NULL)
 
 /* ---------------------------------------------------------------------------
  * perturb.c: Shift+P's animation */

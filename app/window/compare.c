@@ -39,7 +39,7 @@ _Static_assert(LESSON_CACHE < REN_PICTURES, "the lesson's picture slots leave CO
 typedef struct {
     View va, vb;
     const void *sa, *sb;
-    unsigned long loads, gen;
+    unsigned long loads, gen, score_gen;
     int colormap, bilinear, shared, show_diff, overlay, linked;
     int ready_a, ready_b, expl_a, expl_b; /* the class-specific maps there, and whose */
     float opacity;
@@ -97,9 +97,10 @@ static void pane_maps(App *app, int i, const View *v) {
     app->cmp.ok[i] = 0;
     app->cmp.why[i][0] = '\0';
     vm->view = *v; /* what the pane shows, its map or why not */
-    if (!map_kind_usable(v->kind, &sc->run.cfg)) {
-        snprintf(app->cmp.why[i], sizeof app->cmp.why[i], "%s %s", k->title,
-                 map_kind_unusable_why(v->kind, &sc->run.cfg));
+    const char *why_not =
+        map_kind_unusable_scored(v->kind, &sc->run.cfg, scene_embedding_score(sc));
+    if (why_not) {
+        snprintf(app->cmp.why[i], sizeof app->cmp.why[i], "%s %s", k->title, why_not);
         return;
     }
     if (k->rgb || view_on_worker(v)) {
@@ -138,7 +139,8 @@ static void pane_maps(App *app, int i, const View *v) {
 static void request_explain_b(App *app, const View *v) {
     Scene *sb = &app->cmp.scene;
     if (app->busy || view_ready(sb, v) || view_on_worker(v) ||
-        !map_kind_usable(v->kind, &sb->run.cfg) || MAP_KINDS[v->kind].rgb)
+        map_kind_unusable_scored(v->kind, &sb->run.cfg, scene_embedding_score(sb)) ||
+        MAP_KINDS[v->kind].rgb)
         return;
     worker_start_explain(&app->worker, sb, view_class(v, sb), v->discard_ratio,
                          MAP_KINDS[v->kind].lrp);
@@ -423,6 +425,7 @@ int app_compare_toggle(App *app, int unused) {
         app->cmp.on = 1; /* pane B as it was: the same photo still on screen */
         app->cmp.uploaded = 0;
         memset(app->cmp.key, 0, sizeof app->cmp.key);
+        if (app_score_sync(app)) app_update_map(app); /* --similar's score again */
     } else if (app->cmp.model_path[0] || app->cmp.image_path[0]) {
         restart(app);
     } else {
@@ -480,6 +483,7 @@ void app_compare_done(App *app) {
     app->cmp.want = 0;
     if (app->trace)
         printf("compare ready model=%s photo=%s\n", model_b(app)->name, app->cmp.scene.path);
+    app_score_sync(app); /* the worker is idle: --similar's e_B, pane B's --contrast */
     app_compare_hover(app);
 }
 
@@ -491,6 +495,7 @@ void app_compare_leave(App *app) {
     if (sa) ren_upload_image(&app->ren, sa->crop_rgb, sa->crop_w_px, sa->crop_h_px);
     app->dirty = 1;
     if (app->trace) printf("compare left\n");
+    if (app_score_sync(app)) app_update_map(app); /* --similar's score goes with the view */
 }
 
 void app_compare_model_changed(App *app) {
@@ -612,7 +617,7 @@ void app_compare_prepare(App *app) {
     memset(&k, 0, sizeof k); /* the padding too: compared as bytes */
     k.va = app->view, k.vb = app->cmp.view_b;
     k.sa = app_scene(app), k.sb = &app->cmp.scene;
-    k.loads = app->loads, k.gen = app->cmp.gen;
+    k.loads = app->loads, k.gen = app->cmp.gen, k.score_gen = app->score.gen;
     k.colormap = app->colormap, k.bilinear = app->bilinear, k.shared = app->shared_scale;
     k.show_diff = app->cmp.show_diff, k.overlay = app->overlay, k.linked = app->cmp.linked;
     k.opacity = app->opacity;
@@ -687,8 +692,18 @@ void app_compare_status(App *app) {
                  " \xc2\xb7 grids %dx%d and %dx%d: no A \xe2\x88\x92 B pane", ca->grid_h,
                  ca->grid_w, cb->grid_h, cb->grid_w);
     }
-    snprintf(app->status_left, sizeof app->status_left, "compare \xc2\xb7 %s: A %s \xc2\xb7 B %s%s",
-             MAP_KINDS[app->view.kind].name, a, b, stats);
+    char score[256] = ""; /* --similar's cosine, --contrast's classes */
+    if (MAP_KINDS[app->view.kind].uses_target && app_scene(app)->score) {
+        if (app->score.kind == APP_SCORE_SIMILAR)
+            snprintf(score, sizeof score,
+                     " of cos(e_A, e_B) = %.4f, what makes each photo like the other",
+                     app->score.cosine);
+        else
+            snprintf(score, sizeof score, ", %.200s", app_score_title(app));
+    }
+    snprintf(app->status_left, sizeof app->status_left,
+             "compare \xc2\xb7 %s%s: A %s \xc2\xb7 B %s%s", MAP_KINDS[app->view.kind].name, score,
+             a, b, stats);
     if (app->notice[0])
         snprintf(app->status_right, sizeof app->status_right, "%.250s", app->notice);
     else

@@ -247,7 +247,7 @@ void app_controls_frame(App *app, RenFrame *f) {
         app->menu[k] = (RenControl){.label = MAP_KINDS[k].name,
                                     .hint = MAP_KINDS[k].key ? MAP_KINDS[k].key_name : NULL,
                                     .button = 1,
-                                    .enabled = map_kind_usable(k, &app->model->vit.cfg),
+                                    .enabled = app_kind_usable(app, k),
                                     .active = k == app->view.kind && !app->view.joint};
     app->n_menu = MAP_KIND_COUNT;
     f->n_menu = app->n_menu, f->menu = app->menu, f->menu_hover = app->menu_hover;

@@ -138,7 +138,7 @@ static void app_save(App *app) {
     View v = app->view;
     v.target = view_class(&v, sc); /* the class in the name, not "top-1" */
     char stem[64];
-    model_class_stem(stem, sizeof stem, app->model, v.target);
+    scene_target_stem(stem, sizeof stem, app->model, sc, v.target);
     view_file_name(name, sizeof name, sc->name, app->model->name, &v, &app->model->vit.cfg,
                    app->overview == VIEW_TABLE   ? "table"
                    : app->overview == VIEW_HEADS ? "heads"

@@ -87,6 +87,7 @@ static void app_target_rank(App *app, int rank) {
     int top[REN_MAX_PREDS], k = C < REN_MAX_PREDS ? C : REN_MAX_PREDS;
     if (rank < 0 || rank >= k) return;
     vit_top_k(top, sc->run.probs, C, k);
+    app_score_off(app); /* a class chosen: no longer --contrast's or --similar's score */
     app->view.target = top[rank];
     if (!MAP_KINDS[app->view.kind].uses_target) app->view.kind = app->class_kind;
     app->overview = VIEW_SINGLE;
@@ -125,7 +126,7 @@ int app_toggle_help(App *app, int unused) {
 
 int app_set_kind(App *app, int kind) {
     View *v = &app->view;
-    if (kind < 0 || kind >= MAP_KIND_COUNT || !map_kind_usable(kind, &app->model->vit.cfg) ||
+    if (kind < 0 || kind >= MAP_KIND_COUNT || !app_kind_usable(app, kind) ||
         (v->kind == kind && !v->joint))
         return 0;
     v->kind = kind, v->joint = 0;
@@ -138,7 +139,7 @@ int app_step_kind(App *app, int step) {
     int skipped = 0;
     for (int i = 0; i < MAP_KIND_COUNT; i++) {
         v->kind = (v->kind + step + MAP_KIND_COUNT) % MAP_KIND_COUNT;
-        if (map_kind_usable(v->kind, &app->model->vit.cfg)) break;
+        if (app_kind_usable(app, v->kind)) break;
         /* the class-specific kinds are everyone's: say why they are skipped; a family's
          * own kind (the probe of SigLIP's MAP head) is skipped quietly on other models */
         skipped |= MAP_KINDS[v->kind].uses_target;

@@ -208,6 +208,7 @@ static void load_job_done(App *app, Worker *w) {
             if (app->has_scene) app->front = !app->front;
             app->has_scene = 1;
         }
+        app_score_sync(app);  /* --contrast on a new model, --similar's e_A of a new photo */
         app->error[0] = '\0'; /* before the lesson view, which may report its script's lines */
         const Scene *sc = app_scene(app);
         if (sc) show_scene(app, sc);
@@ -253,6 +254,7 @@ void app_job_done(App *app) {
         app_phrase_start(app, phrase);
     }
     if (!app->busy) app_compare_start_queued(app); /* pane B, asked while busy */
+    if (!app->busy && app->score.pending && app_score_sync(app)) app_update_map(app);
     if (!app->busy && app->pert.queued) {
         Perturbation *p = app->pert.queued;
         app->pert.queued = NULL;

@@ -18,14 +18,13 @@
 /* Why the model on screen cannot have command c, or NULL when it can. */
 static const char *command_why(const App *app, const Command *c) {
     const VitConfig *cfg = &app->model->vit.cfg;
-    if (c->kind >= 0) return map_kind_unusable_why(c->kind, cfg);
+    if (c->kind >= 0) return app_kind_why_not(app, c->kind);
     switch (c->needs) {
     case CMD_CLASSIFIER:
         return cfg->n_classes > 0 ? NULL
                                   : "needs a model with a classification head; this one has none";
     case CMD_CLIP: return app_text_can(app) ? NULL : app_text_why(app);
-    case CMD_MAP_HEAD:
-        return map_kind_usable(MAP_PROBE, cfg) ? NULL : map_kind_unusable_why(MAP_PROBE, cfg);
+    case CMD_MAP_HEAD: return app_kind_why_not(app, MAP_PROBE);
     case CMD_ANY: break;
     }
     return NULL;

@@ -81,6 +81,13 @@ void app_perturb_key(App *app) {
                  "perturbation test: the %s's colours do not rank the patches", k->name);
         return;
     }
+    if (sc->score) { /* the test follows one class's probability, not a score's */
+        snprintf(app->notice, sizeof app->notice,
+                 "perturbation test: it follows a class's probability, not %s's score (a click "
+                 "on a class turns that off)",
+                 app->score.kind == APP_SCORE_CONTRAST ? "--contrast" : "--similar");
+        return;
+    }
     if (app->shown_kind != app->view.kind || !view_ready(sc, &app->view) ||
         !view_same_map(&app->shown.view, &app->view, c->n_heads) ||
         app->shown.view.target != app->view.target) { /* a view job still computes it */

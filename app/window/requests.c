@@ -247,13 +247,12 @@ static void app_cancel_stale(App *app) {
 void app_update_map(App *app) {
     const Scene *sc = app_scene(app);
     if (!sc) return;
-    const VitConfig *c = &sc->run.cfg;
     const MapKindInfo *k = &MAP_KINDS[app->view.kind];
     VitError err;
     if (app->overview && !k->per_head) app->overview = VIEW_SINGLE; /* no per-head maps to show */
-    if (!map_kind_usable(app->view.kind, c)) { /* DINO, DINOv2: say so, draw nothing wrong */
+    if (!app_kind_usable(app, app->view.kind)) { /* DINO, DINOv2: say so, draw nothing wrong */
         snprintf(app->notice, sizeof app->notice, "%s: %s %s", app->model->name,
-                 MAP_KINDS[app->view.kind].title, map_kind_unusable_why(app->view.kind, c));
+                 MAP_KINDS[app->view.kind].title, app_kind_why_not(app, app->view.kind));
         app->view.kind = MAP_ATTENTION;
     }
     app_cancel_stale(app);

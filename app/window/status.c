@@ -48,7 +48,7 @@ void app_update_status(App *app) {
     const char *dot = "  \xc2\xb7  "; /* U+00B7 middle dot */
     /* each part empty unless the kind reads that field of the view (MapKindInfo's uses_*,
      * per_*): the line names only what changes the map */
-    char layer[48] = "", head[64] = "", kind[64], query[64] = "", target[160] = "", mask[64] = "";
+    char layer[48] = "", head[64] = "", kind[64], query[64] = "", target[340] = "", mask[64] = "";
     if (k->per_layer)
         snprintf(layer, sizeof layer, "%slayer %d/%d", dot, v->layer + 1, c->n_layers);
     if (k->per_head) {
@@ -70,7 +70,9 @@ void app_update_status(App *app) {
         snprintf(query, sizeof query, "%sfrom %s", dot, q);
     }
     int target_class = k->uses_target && sc ? view_class(v, sc) : -1;
-    if (target_class >= 0) {
+    if (target_class == SCENE_SCORE) { /* --contrast, --similar */
+        snprintf(target, sizeof target, "%s%.320s", dot, app_score_title(app));
+    } else if (target_class >= 0) {
         const char *label = model_label(app->model, target_class);
         if (label)
             snprintf(target, sizeof target, "%sfor: %.100s", dot, label);

@@ -201,9 +201,7 @@ void app_phrase_done(App *app) {
             app_set_error(app, err.msg);
             return;
         }
-        front->grad.target = -1;
-        front->grad.what = 0;
-        front->expl_target = front->back_target = -1;
+        scene_forget_explain(front);
         front->has_plain = 0;
         app_update_map(app);
     } else { /* a head of another size: the photo's run is made again for it */

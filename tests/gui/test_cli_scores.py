@@ -147,7 +147,7 @@ def main():
         check(r.returncode != 0 and re.search(want, msg) is not None and "Traceback" not in r.stderr,
               f"{' '.join(flags)}: refused ({r.returncode}: '{msg}')")
     r = vitlens(a.app, "--model", a.model, "--contrast", "0,1", "--top", 3, img1)
-    check(r.returncode == 2 and "--contrast goes with --export" in r.stderr,
+    check(r.returncode == 2 and "--contrast goes with" in r.stderr and "not --top" in r.stderr,
           f"--contrast with --top: refused by name ('{r.stderr.strip()[:120]}')")
     r = vitlens(a.app, "--model", a.model, "--similar", "/nonexistent.png", "--export", out / "bad", img1)
     check(r.returncode == 1 and "--similar" in r.stderr and "/nonexistent.png" in r.stderr,
