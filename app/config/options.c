@@ -219,6 +219,10 @@ static int parse_check(Options *o) {
         fprintf(stderr, "vitlens: --class and --text both say what the maps explain: give one\n");
         return 2;
     }
+    if (o->every && o->fps > 0) {
+        fprintf(stderr, "vitlens: --every and --fps both thin a video's frames: give one\n");
+        return 2;
+    }
     if ((o->top_k || o->export_dir) && !o->image_path) {
         fprintf(stderr, "vitlens: --%s needs an IMAGE\n", o->top_k ? "top" : "export");
         return 2;

@@ -30,7 +30,7 @@ SAMPLE = {"PATH|NAME": NO_MODEL, "FILE": "/no/such/file", "DIR": None, "N": "3",
           "NAMES": "cat, dog", "T": "a photo of a {}.", "PHRASE": "a cat", "PATH": "/no/such",
           "L:H[,L:H...]": "1:1", "R,C[;R,C...]": "1,1", "MODE": "shuffle", "L:TAU": "1:2",
           "L": "1", "H": "1", "ROW,COL": "1,1", "K/N": "1/2", "A,B": "0,1", "IMAGE2": "/no/such.png",
-          "MODEL2": "/no/such/model2.safetensors"}
+          "MODEL2": "/no/such/model2.safetensors", "F": "2.5"}
 MODE_OPTIONS = {"--top", "--export", "--eval", "--eval-merge", "--lesson-export", "--agreement"}
 
 
