@@ -99,10 +99,13 @@ static void on_pad_added(GstElement *dec, GstPad *pad, gpointer data) {
     gst_object_unref(sinkpad);
 }
 
-/* The first error message on the pipeline's bus, or NULL (the caller unrefs it). */
-static GstMessage *pop_error(MediaSource *s) {
+/* The first error message on the pipeline's bus, waiting at most wait_ms for one, or NULL
+ * (the caller unrefs it). */
+static GstMessage *pop_error(MediaSource *s, int wait_ms) {
     GstBus *bus = gst_element_get_bus(s->pipeline);
-    GstMessage *m = bus ? gst_bus_pop_filtered(bus, GST_MESSAGE_ERROR) : NULL;
+    GstMessage *m = bus ? gst_bus_timed_pop_filtered(bus, (GstClockTime)wait_ms * GST_MSECOND,
+                                                     GST_MESSAGE_ERROR)
+                        : NULL;
     if (bus) gst_object_unref(bus);
     return m;
 }
@@ -252,11 +255,11 @@ VitStatus media_open(MediaSource *s, MediaKind kind, const char *what, MediaMode
         st = gst_element_get_state(s->pipeline, NULL, NULL,
                                    (GstClockTime)s->timeout_ms * GST_MSECOND);
     if (st == GST_STATE_CHANGE_FAILURE) {
-        say_error(s, pop_error(s), err, "GStreamer cannot play it");
+        say_error(s, pop_error(s, 1000), err, "GStreamer cannot play it");
         goto fail;
     }
     if (st == GST_STATE_CHANGE_ASYNC) {
-        say_error(s, pop_error(s), err, "did not start within the time allowed");
+        say_error(s, pop_error(s, 1000), err, "did not start within the time allowed");
         goto fail;
     }
     gint64 d;
@@ -350,7 +353,7 @@ int media_next(MediaSource *s, const MediaFrame **f, VitError *err_out) {
             *f = &s->frame;
             return 1;
         }
-        GstMessage *m = pop_error(s);
+        GstMessage *m = pop_error(s, 0);
         if (m) {
             say_error(s, m, err, "");
             goto failed;
@@ -358,6 +361,18 @@ int media_next(MediaSource *s, const MediaFrame **f, VitError *err_out) {
         if (gst_app_sink_is_eos(GST_APP_SINK(s->sink))) {
             if (s->n_read == 0) {
                 fail(err, VIT_ERR_IMAGE, "%s: no video frame in it (no video stream?)", s->name);
+                goto failed;
+            }
+            /* a file cut short ends early without an error from the demuxer: its declared
+             * length says so (a frame's timestamp is its start: allow two frames, or 0.5 s
+             * for a stream whose rate is unknown or low, such as an audio track's tail) */
+            int64_t last = s->frame.pts_ns, slack = 500000000;
+            if (s->fps > 0 && 2e9 / s->fps > slack) slack = (int64_t)(2e9 / s->fps);
+            if (!s->live && s->duration_ns > 0 && last >= 0 && last + slack < s->duration_ns) {
+                fail(err, VIT_ERR_IMAGE,
+                     "%s: the stream ends at frame %ld (%.3f s) of its %.3f s: the file is cut "
+                     "short?",
+                     s->name, s->n_read - 1, last / 1e9, s->duration_ns / 1e9);
                 goto failed;
             }
             s->ended = 1;

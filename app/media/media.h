@@ -96,8 +96,10 @@ VitStatus media_open(MediaSource *s, MediaKind kind, const char *what, MediaMode
 
 /* The next frame into *f (s->frame; the pixels valid until the next call). 1: a frame;
  * 0: the stream ended (a file's end; s->ended); -1: an error, err says which (a decoder's
- * error on the bus, naming s->name, or no frame within s->timeout_ms: "the stream
- * stopped"). After 0 or -1 every later call returns the same without waiting. */
+ * error on the bus, naming s->name; no frame within s->timeout_ms: "the stream stopped";
+ * a file that ends more than two frames, and 0.5 s, before the length its container
+ * declares: "cut short?"; no frame at all). After 0 or -1 every later call returns the
+ * same without waiting. */
 int media_next(MediaSource *s, const MediaFrame **f, VitError *err);
 
 /* Stop the pipeline and free everything; accepts a zeroed, failed or closed source. */

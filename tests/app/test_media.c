@@ -6,7 +6,11 @@
  *
  *     test_media DIR            the checks
  *     test_media DIR soak N     only N frames of the ball pattern, all read (under ASan: no
- *                               leak, nothing read out of bounds over a long stream) */
+ *                               leak, nothing read out of bounds over a long stream)
+ *     test_media DIR frames FILE  a line per frame of FILE, "INDEX PTS_NS W H X": X the mean
+ *                               column of its bright pixels (red >= 128; -1: none), for
+ *                               test_video.py's frames that draw their index; then "end" or
+ *                               "error MESSAGE" */
 #include "media/media.h"
 
 #include <stdio.h>
@@ -69,6 +73,32 @@ static int soak(long n) {
     return failures ? 1 : 0;
 }
 
+static int frames(const char *path) {
+    MediaSource s;
+    VitError err;
+    const MediaFrame *f;
+    if (media_open(&s, MEDIA_FILE, path, MEDIA_ALL_FRAMES, &err)) {
+        printf("error %s\n", err.msg);
+        return 1;
+    }
+    int got;
+    while ((got = media_next(&s, &f, &err)) == 1) {
+        double sum = 0;
+        long n = 0;
+        for (int y = 0; y < f->h; y++)
+            for (int x = 0; x < f->w; x++)
+                if (f->rgb[((size_t)y * f->w + x) * 3] >= 128) sum += x, n++;
+        printf("%ld %lld %d %d %.2f\n", f->index, (long long)f->pts_ns, f->w, f->h,
+               n ? sum / n : -1.0);
+    }
+    if (got < 0)
+        printf("error %s\n", err.msg);
+    else
+        printf("end\n");
+    media_close(&s);
+    return got < 0;
+}
+
 int main(int argc, char **argv) {
     if (argc < 2) {
         fprintf(stderr, "usage: test_media DIR [soak N]\n");
@@ -77,6 +107,7 @@ int main(int argc, char **argv) {
     const char *dir = argv[1];
     mkdir(dir, 0777);
     if (argc == 4 && !strcmp(argv[2], "soak")) return soak(atol(argv[3]));
+    if (argc == 4 && !strcmp(argv[2], "frames")) return frames(argv[3]);
     char path[1024], what[400];
 
     /* --- video or photo: the first bytes, then the name */
