@@ -364,27 +364,31 @@ static void csv_frame(FILE *csv, const Model *m, const MediaFrame *f, const floa
     fputc('\n', csv);
 }
 
-/* --top and --export of a video (media.h, o->image_path): its frames in order, those
- * --every / --fps keep each run as a photo; --export writes each into DIR/frame_NNNNNN/
+/* --top and --export of a video (media.h, o->image_path) or a camera (--camera: the newest
+ * frame each time the model is free): its frames in order, those --every / --fps keep (at
+ * most --frames) each run as a photo; --export writes each into DIR/frame_NNNNNN/
  * (NNNNNN its index in the stream) and a line per frame into DIR/frames.csv; --top prints
  * each after "# frame N T s". A frame that fails stops the run (exit 1), as a decoder's
  * error does; the frames before it are written. */
 static int headless_video(const Options *o, Model *m, const Interv *iv) {
     MediaSource src;
+    const char *what = o->camera ? o->camera : o->image_path;
     VitError err;
     char msg[600], path[2048];
     FILE *csv = NULL;
     float *probs = NULL;
     int C = m->vit.cfg.n_classes;
     if (o->similar_path) {
-        fprintf(stderr, "vitlens: --similar takes a photo, not a video (%s)\n", o->image_path);
+        fprintf(stderr, "vitlens: --similar takes a photo, not a video (%s)\n", what);
         return 2;
     }
-    if (media_open(&src, MEDIA_FILE, o->image_path, MEDIA_ALL_FRAMES, &err)) {
+    /* a camera does not wait for the model: the newest frame wins */
+    if (o->camera ? media_open(&src, MEDIA_CAMERA, what, MEDIA_NEWEST, &err)
+                  : media_open(&src, MEDIA_FILE, what, MEDIA_ALL_FRAMES, &err)) {
         fprintf(stderr, "vitlens: %s\n", err.msg);
         return 1;
     }
-    int rc = 0, got;
+    int rc = 0, got = 0;
     if (C > 0 && !(probs = malloc((size_t)C * sizeof *probs))) {
         fprintf(stderr, "vitlens: out of memory\n");
         rc = 1;
@@ -407,15 +411,17 @@ static int headless_video(const Options *o, Model *m, const Interv *iv) {
     const MediaFrame *f;
     int64_t next_ns = 0;
     long kept = 0;
-    while (!rc && (got = media_next(&src, &f, &err)) > 0) {
+    const char *base = strrchr(what, '/') ? strrchr(what, '/') + 1 : what;
+    while (!rc && (!o->max_frames || kept < o->max_frames) &&
+           (got = media_next(&src, &f, &err)) > 0) {
         if (!keep_frame(o, f, &next_ns)) continue;
         char name[1100], dir[2100];
-        snprintf(name, sizeof name, "%s#%ld", o->image_path, f->index);
+        snprintf(name, sizeof name, "%s#%ld", o->camera ? base : what, f->index);
         if (o->export_dir) snprintf(dir, sizeof dir, "%s/frame_%06ld", o->export_dir, f->index);
         if (o->top_k)
             printf("# frame %ld %.6f s\n", f->index, f->pts_ns >= 0 ? f->pts_ns / 1e9 : -1.0);
         rc = headless_photo(o, m, iv, name, f, o->export_dir ? dir : NULL, NULL, NULL, NULL, probs);
-        if (!rc && csv) csv_frame(csv, m, f, probs);
+        if (!rc && csv) csv_frame(csv, m, f, probs), fflush(csv); /* a camera: Ctrl+C ends it */
         kept++;
         fflush(stdout);
     }
@@ -430,7 +436,7 @@ static int headless_video(const Options *o, Model *m, const Interv *iv) {
     if (o->export_dir)
         printf("%ld of %ld frames of %s: their maps in %s/frame_NNNNNN/, their top-5 in "
                "frames.csv\n",
-               kept, src.n_read, o->image_path, o->export_dir);
+               kept, src.n_read, what, o->export_dir);
     media_close(&src);
     free(probs);
     return rc;
@@ -485,11 +491,15 @@ int headless_run(const Options *o) {
         fprintf(stderr, "vitlens: a video goes alone (got %d files, %d of them videos)\n", n,
                 videos);
         rc = 2;
-    } else if (videos) {
+    } else if (videos || o->camera) {
         rc = headless_video(o, &m, &iv);
-    } else if ((o->every || o->fps > 0) && n >= 1) {
-        fprintf(stderr, "vitlens: --%s thins a video's frames; %s is a photo\n",
-                o->every ? "every" : "fps", o->image_path);
+        videos = 1;
+    } else if ((o->every || o->fps > 0 || o->max_frames) && n >= 1) {
+        fprintf(stderr, "vitlens: --%s goes with a video's frames; %s is a photo\n",
+                o->every        ? "every"
+                : o->max_frames ? "frames"
+                                : "fps",
+                o->image_path);
         rc = 2;
     }
     if (videos || rc) {

@@ -16,14 +16,15 @@ nothing downloaded), through app/media/media.c and app/headless/headless.c.
                  indices 0, 1, ... and timestamps increasing (AVI: never decreasing, it has
                  no presentation times); vitlens --top prints the frames' "# frame N T s"
                  lines in the same order.
-  --case thin    --every N and --fps F on a 30-frame, 10 fps clip: the frames --top prints
-                 are those the rules give (computed here with exact fractions from the frame
-                 rate), their lines the unthinned run's; --every with --fps, or on a photo, is
-                 refused (exit 2).
+  --case thin    --every N, --fps F and --frames N on a 30-frame, 10 fps clip: the frames
+                 --top prints are those the rules give (computed here with exact fractions
+                 from the frame rate), their lines the unthinned run's; --every with --fps, or
+                 --every or --frames on a photo, is refused (exit 2).
   --case bad     a text file named .webm, a WebM cut in its header, one cut in the middle, an
-                 empty .mp4, a missing file, a folder of videos given with a photo: each exits
-                 1 or 2 within the time allowed, the message names the file and the reason;
-                 no sanitizer report (the ASan build runs this too).
+                 empty .mp4, a missing file, two videos at once, --camera on a missing device,
+                 on /dev/null and on a folder, --camera with an IMAGE: each exits 1 or 2 within
+                 the time allowed, the message names the file and the reason; no sanitizer
+                 report (the ASan build runs this too).
 
 Usage: test_video.py --app VITLENS --media TEST_MEDIA --work DIR --case CASE [--model M
        --labels L] (a --model missing on disk: exit 77, skipped)."""
@@ -231,7 +232,9 @@ def case_thin(a, work):
         return keep
 
     cases = [(["--every", "1"], list(range(n))), (["--every", "4"], list(range(0, n, 4))),
-             (["--every", "7"], list(range(0, n, 7))), (["--every", "100"], [0])]
+             (["--every", "7"], list(range(0, n, 7))), (["--every", "100"], [0]),
+             (["--frames", "3"], [0, 1, 2]), (["--every", "4", "--frames", "3"], [0, 4, 8]),
+             (["--frames", "100"], list(range(n)))]
     for f in ("4", "2.5", "3", "0.5", "10", "100"):
         cases.append((["--fps", f], fps_rule(f)))
     for args, want in cases:
@@ -249,6 +252,9 @@ def case_thin(a, work):
     rc, _, err = vitlens(a, "--top", "1", "--every", "2", photo)
     check(rc == 2 and "still.png is a photo" in err, f"--every on a photo: refused, exit {rc}: "
           f"{err.strip()}")
+    rc, _, err = vitlens(a, "--top", "1", "--frames", "2", photo)
+    check(rc == 2 and "--frames goes with a video" in err, f"--frames on a photo: refused, exit "
+          f"{rc}: {err.strip()}")
 
 
 def case_bad(a, work):
@@ -273,6 +279,15 @@ def case_bad(a, work):
     rc, out, err = vitlens(a, "--top", "1", os.path.join(work, "half.webm"))
     check(len(frame_lines(out)) >= 5, f"half.webm: the {len(frame_lines(out))} frames before the "
           "cut are printed")
+    # --camera without a camera: a missing device, a file that is no V4L2 device, a folder
+    for dev, words in (("/dev/video-vitlens-none", ["/dev/video-vitlens-none: no camera there"]),
+                       ("/dev/null", ["/dev/null: the camera:", "v4l2"]),
+                       (work, [f"{work}: the camera:"])):
+        rc, out, err = vitlens(a, "--camera", dev, "--top", "5", "--frames", "3")
+        check(rc == 1 and all(w in err for w in words) and sanitizer_clean(err),
+              f"--camera {dev}: exit {rc}, {err.strip()[-200:]!r}")
+    rc, _, err = vitlens(a, "--camera", "/dev/video0", "--top", "1", clip)
+    check(rc == 2 and "takes no IMAGE" in err, f"--camera with an IMAGE: exit {rc}: {err.strip()}")
     rc, _, err = vitlens(a, "--export", os.path.join(work, "two"), clip,
                          os.path.join(work, "good.webm"))
     check(rc == 2 and "a video goes alone" in err, f"two files with a video: exit {rc}: "
