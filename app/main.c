@@ -14,6 +14,7 @@
  *   config/    the command line and its key list, remembered settings, folders, models
  *   render/    OpenGL: canvas, textures, shaders, panels; text and colormaps
  *   view/      what a map of a photo is: the map kinds' table, the View, the Scene
+ *   media/     frames from GStreamer: a video file, a camera, a test pattern
  *   engine/include/vit.h   the ViT engine (no SDL, no GL, no printing)
  */
 #include "config/options.h"

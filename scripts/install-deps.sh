@@ -11,6 +11,11 @@ build=(build-essential cmake pkg-config
        libsentencepiece-dev  # SigLIP's tokenizer (engine/text/spiece.c, C++: g++ from build-essential)
        libjpeg-dev libwebp-dev libtiff-dev libheif-dev libexif-dev  # image decoders (engine/image/codecs.c)
        libsdl2-dev libsdl2-ttf-dev libepoxy-dev libfontconfig-dev fonts-dejavu-core libgl1-mesa-dri
+       # video files and cameras (app/media/): GStreamer, its appsink and video converter, and
+       # the decoders: base (Ogg/Theora, videotestsrc), good (v4l2src, Matroska/WebM, MP4,
+       # VP8/VP9), libav (H.264, HEVC, MPEG-4: most .mp4 files)
+       libgstreamer1.0-dev libgstreamer-plugins-base1.0-dev
+       gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-libav
        curl)  # scripts/download-model.sh
 # Tests: the PyTorch reference (Debian's python3-torch, run with /usr/bin/python3),
 # the GUI tests under Xvfb, clang with libFuzzer (libclang-rt-14-dev ships
@@ -24,6 +29,7 @@ tests=(python3-torch python3-numpy python3-pil python3-torchvision python3-netwo
        xvfb xauth xdotool x11-utils imagemagick clang-format
        clang libclang-rt-14-dev valgrind
        libheif-examples  # heif-enc / heif-convert: HEIC and AVIF by hand (the tests encode their own)
+       gstreamer1.0-tools  # gst-launch-1.0: tests/media encode their own videos and decode them to PNGs
        xfonts-base  # X core fonts: SDL's X11 message box (start-up errors) needs them
        parallel  # GNU parallel: the README's sharded --eval, run by tests/eval
        # tests/install: cpack's DEB generator (dpkg-shlibdeps), the desktop file's, AppStream

@@ -219,7 +219,21 @@ static int parse_check(Options *o) {
         fprintf(stderr, "vitlens: --class and --text both say what the maps explain: give one\n");
         return 2;
     }
-    if ((o->top_k || o->export_dir) && !o->image_path) {
+    if (o->every && o->fps > 0) {
+        fprintf(stderr, "vitlens: --every and --fps both thin a video's frames: give one\n");
+        return 2;
+    }
+    if (o->camera && (o->compare_model || o->compare_image || o->similar_path)) {
+        fprintf(stderr, "vitlens: --camera goes with --top or --export alone, not with "
+                        "--compare, --compare-image or --similar\n");
+        return 2;
+    }
+    if (o->camera && o->n_image_args) {
+        fprintf(stderr, "vitlens: --camera %s takes no IMAGE (got %s)\n", o->camera,
+                o->image_args[0]);
+        return 2;
+    }
+    if ((o->top_k || o->export_dir) && !o->image_path && !o->camera) {
         fprintf(stderr, "vitlens: --%s needs an IMAGE\n", o->top_k ? "top" : "export");
         return 2;
     }

@@ -25,6 +25,10 @@ typedef struct {
     const char *start_photo; /* the photo to open first (the last one shown), NULL: the first */
     int n_image_args;
     int top_k, stdin_drops, colormap, bilinear;
+    int every;              /* --every N: a video's frames 0, N, 2N, ... (0: every frame) */
+    float fps;              /* --fps F: at most F of a video's frames per second (0: every frame) */
+    const char *camera;     /* --camera DEVICE: a camera's frames instead of IMAGE (headless) */
+    int max_frames;         /* --frames N: at most N frames of a video or camera (0: all) */
     int ignore_orientation; /* --ignore-orientation: photos as stored, not turned upright */
     /* --eval (eval.h): faithfulness and sanity checks of every map kind */
     int eval, eval_merge;  /* --eval; --eval-merge (the IMAGE arguments are folders) */

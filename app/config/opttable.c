@@ -285,13 +285,29 @@ const OptRow OPTIONS[] = {
         "from 0, LABEL the rest of the line (absent without class names)"),
     {"--export", NULL, "DIR", "export", OPT_EXPORT, OPT_STRING, OFF(export_dir, const char *), 0, 0,
      NULL, NULL,
-     "write every map as a PNG into DIR and exit, and beside each its raw values, before "
-     "normalisation, as .npy (float32, [gh, gw]; [Sh, Sw] for a pixel map; colours [gh, gw, "
+     "write every map as a PNG into DIR and exit (a video, any file GStreamer decodes: each "
+     "frame's into DIR/frame_NNNNNN/, NNNNNN its index from 0, and its time and top-5 in "
+     "DIR/frames.csv; --top prints each frame's after \"# frame N T s\"), and beside each "
+     "its raw values, before normalisation, as .npy (float32, [gh, gw]; [Sh, Sw] for a pixel map; "
+     "colours [gh, gw, "
      "4], A the foreground): L01_H01.png ... (layer, head from 1), L01_mean/max/min.png (head "
      "fusions) for attention; for every other kind its tag, per layer (L01_rollout.png, mean "
      "fusion, --discard) or once, and for the class-specific kinds the class of --class "
      "(default: the top-1, class281_chefer.png, class281_L01_logit-lens.png). The tags:",
      export_tags},
+    INT("--every", "N", "export", OPT_TOP | OPT_EXPORT, every, 1, 1000000, "a positive integer",
+        "a video: only every Nth frame, frames 0, N, 2N, ... of the stream (from 0)"),
+    FLT("--fps", "F", "export", OPT_TOP | OPT_EXPORT, fps, 0.001, 1000.0,
+        "a number in [0.001, 1000]",
+        "a video: at most F frames per second of it, the first frame at or after each 1/F s of "
+        "its timestamps (every frame when it has fewer)"),
+    STR("--camera", "DEVICE", "export", OPT_TOP | OPT_EXPORT, camera,
+        "a camera's frames instead of IMAGE (V4L2: /dev/video0), run as a video's with --top "
+        "or --export; the newest frame when the model is slower than the camera. Stop it with "
+        "--frames N or Ctrl+C"),
+    INT("--frames", "N", "export", OPT_TOP | OPT_EXPORT, max_frames, 1, 1000000000,
+        "a positive integer",
+        "a video or camera: stop after N frames (those --every or --fps keep)"),
     STR("--lesson-export", "DIR", "lesson", OPT_LESSON, lesson_export_dir,
         "the lesson (how the ViT computes, step by step, on IMAGE) as slides, then exit: every "
         "step's picture NN_STEP.png (1280x720), its numbers NN_STEP[_PART].npy (float32), "

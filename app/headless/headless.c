@@ -7,6 +7,7 @@
 #include "headless/lesson.h"
 #include "headless/importance.h"
 #include "config/models.h"
+#include "media/media.h"
 #include "render/text.h"
 #include "view/compare.h"
 
@@ -34,20 +35,25 @@ static float *photo_embedding(const Model *m, const Scene *like, const char *pat
 }
 
 /* --top and --export of one photo (dir: where its files go); similar_to (or NULL): the
- * photo whose embedding the maps explain the cosine with (--similar). */
+ * photo whose embedding the maps explain the cosine with (--similar). frame (or NULL): a
+ * video's frame, the photo's pixels, image then only names it. keep (or NULL): the Scene
+ * handed to the caller; probs (or NULL): [C] its probabilities copied there. */
 static int headless_photo(const Options *o, Model *m, const Interv *iv, const char *image,
-                          const char *dir, JointFeatures *joint, const char *similar_to,
-                          Scene *keep) {
+                          const MediaFrame *frame, const char *dir, JointFeatures *joint,
+                          const char *similar_to, Scene *keep, float *probs) {
     Scene sc = {.ignore_orientation = o->ignore_orientation, .att = o->att, .interv = iv};
     SceneScore score;
     float *ref = NULL;
     VitError err;
     char msg[600];
     int rc = 1;
-    if (scene_run(&sc, &m->vit, image, &err)) {
+    if (frame ? scene_run_rgb(&sc, &m->vit, frame->rgb, frame->w, frame->h, image, &err)
+              : scene_run(&sc, &m->vit, image, &err)) {
         fprintf(stderr, "vitlens: %s\n", err.msg);
         goto done;
     }
+    if (probs && m->vit.cfg.n_classes > 0)
+        memcpy(probs, sc.run.probs, (size_t)m->vit.cfg.n_classes * sizeof *probs);
     /* what the class-specific maps that --export writes explain: --class, or the top-1, or
      * the score of --contrast or --similar */
     int target = -1;
@@ -267,8 +273,8 @@ static int headless_compare(const Options *o, Model *ma, const Interv *iv) {
     for (int p = 0; p < 2 && !rc; p++) {
         if (o->top_k) printf("# %c: %s on %s\n", "AB"[p], models[p] -> name, images[p]);
         fflush(stdout);
-        rc = headless_photo(p && mb != ma ? &ob : o, models[p], ivs[p], images[p], dirs[p], NULL,
-                            NULL, scenes[p]);
+        rc = headless_photo(p && mb != ma ? &ob : o, models[p], ivs[p], images[p], NULL, dirs[p],
+                            NULL, NULL, scenes[p], NULL);
     }
     if (!rc && o->export_dir) {
         ExportStyle st = {o->opacity, o->discard, o->colormap, o->bilinear};
@@ -277,6 +283,115 @@ static int headless_compare(const Options *o, Model *ma, const Interv *iv) {
     scene_free(&a), scene_free(&b);
     interv_free(&iv_b);
     if (mb != ma) model_free(mb);
+    return rc;
+}
+
+/* --every / --fps: 1 when frame f is kept. *next_ns: where --fps's next slot starts (0 at
+ * first); a timestamp within 1 us before it counts as at it (timestamps are rounded to the
+ * ns: a 30 fps stream's frame 3 is at 99999999 ns, not 1e8). A frame without a timestamp
+ * is kept. */
+static int keep_frame(const Options *o, const MediaFrame *f, int64_t *next_ns) {
+    if (o->every) return f->index % o->every == 0;
+    if (o->fps <= 0 || f->pts_ns < 0) return 1;
+    if (f->pts_ns + 1000 < *next_ns) return 0;
+    /* the slot this frame is in, then the next one's start */
+    double slot = floor((double)(f->pts_ns + 1000) * o->fps / 1e9);
+    *next_ns = (int64_t)ceil((slot + 1) * 1e9 / o->fps);
+    return 1;
+}
+
+/* One frame's line of frames.csv: frame, time_s, then class, prob, label of the top 5 (as
+ * many as the model has; the label quoted, its quotes doubled, RFC 4180). */
+static void csv_frame(FILE *csv, const Model *m, const MediaFrame *f, const float *probs) {
+    int C = m->vit.cfg.n_classes, k = C < 5 ? C : 5, idx[5];
+    fprintf(csv, "%ld,", f->index);
+    if (f->pts_ns >= 0) fprintf(csv, "%.6f", f->pts_ns / 1e9);
+    if (k > 0) vit_top_k(idx, probs, C, k);
+    for (int i = 0; i < k; i++) {
+        const char *label = model_label(m, idx[i]);
+        fprintf(csv, ",%d,%.6g,\"", idx[i], (double)probs[idx[i]]);
+        for (const char *q = label ? label : ""; *q; q++)
+            fprintf(csv, *q == '"' ? "\"\"" : "%c", *q);
+        fputc('"', csv);
+    }
+    fputc('\n', csv);
+}
+
+/* --top and --export of a video (media.h, o->image_path) or a camera (--camera: the newest
+ * frame each time the model is free): its frames in order, those --every / --fps keep (at
+ * most --frames) each run as a photo; --export writes each into DIR/frame_NNNNNN/
+ * (NNNNNN its index in the stream) and a line per frame into DIR/frames.csv; --top prints
+ * each after "# frame N T s". A frame that fails stops the run (exit 1), as a decoder's
+ * error does; the frames before it are written. */
+static int headless_video(const Options *o, Model *m, const Interv *iv) {
+    MediaSource src;
+    const char *what = o->camera ? o->camera : o->image_path;
+    VitError err;
+    char msg[600], path[2048];
+    FILE *csv = NULL;
+    float *probs = NULL;
+    int C = m->vit.cfg.n_classes;
+    if (o->similar_path) {
+        fprintf(stderr, "vitlens: --similar takes a photo, not a video (%s)\n", what);
+        return 2;
+    }
+    /* a camera does not wait for the model: the newest frame wins */
+    if (o->camera ? media_open(&src, MEDIA_CAMERA, what, MEDIA_NEWEST, &err)
+                  : media_open(&src, MEDIA_FILE, what, MEDIA_ALL_FRAMES, &err)) {
+        fprintf(stderr, "vitlens: %s\n", err.msg);
+        return 1;
+    }
+    int rc = 0, got = 0;
+    if (C > 0 && !(probs = malloc((size_t)C * sizeof *probs))) {
+        fprintf(stderr, "vitlens: out of memory\n");
+        rc = 1;
+    }
+    if (!rc && o->export_dir) {
+        snprintf(path, sizeof path, "%s/frames.csv", o->export_dir);
+        if (files_make_dir(o->export_dir, 0777, msg, sizeof msg)) {
+            fprintf(stderr, "vitlens: %s\n", msg);
+            rc = 1;
+        } else if (!(csv = fopen(path, "w"))) {
+            fprintf(stderr, "vitlens: %s: cannot write: %s\n", path, strerror(errno));
+            rc = 1;
+        } else {
+            fprintf(csv, "frame,time_s");
+            for (int i = 1; i <= (C < 5 ? C : 5); i++)
+                fprintf(csv, ",class%d,prob%d,label%d", i, i, i);
+            fputc('\n', csv);
+        }
+    }
+    const MediaFrame *f;
+    int64_t next_ns = 0;
+    long kept = 0;
+    const char *base = strrchr(what, '/') ? strrchr(what, '/') + 1 : what;
+    while (!rc && (!o->max_frames || kept < o->max_frames) &&
+           (got = media_next(&src, &f, &err)) > 0) {
+        if (!keep_frame(o, f, &next_ns)) continue;
+        char name[1100], dir[2100];
+        snprintf(name, sizeof name, "%s#%ld", o->camera ? base : what, f->index);
+        if (o->export_dir) snprintf(dir, sizeof dir, "%s/frame_%06ld", o->export_dir, f->index);
+        if (o->top_k)
+            printf("# frame %ld %.6f s\n", f->index, f->pts_ns >= 0 ? f->pts_ns / 1e9 : -1.0);
+        rc = headless_photo(o, m, iv, name, f, o->export_dir ? dir : NULL, NULL, NULL, NULL, probs);
+        if (!rc && csv) csv_frame(csv, m, f, probs), fflush(csv); /* a camera: Ctrl+C ends it */
+        kept++;
+        fflush(stdout);
+    }
+    if (!rc && got < 0) {
+        fprintf(stderr, "vitlens: %s\n", err.msg);
+        rc = 1;
+    }
+    if (csv && fclose(csv) && !rc) {
+        fprintf(stderr, "vitlens: %s: cannot write: %s\n", path, strerror(errno));
+        rc = 1;
+    }
+    if (o->export_dir)
+        printf("%ld of %ld frames of %s: their maps in %s/frame_NNNNNN/, their top-5 in "
+               "frames.csv\n",
+               kept, src.n_read, what, o->export_dir);
+    media_close(&src);
+    free(probs);
     return rc;
 }
 
@@ -322,12 +437,37 @@ int headless_run(const Options *o) {
         model_free(&m);
         return rc;
     }
+    /* a video: its frames, each as a photo (one at a time: media_is_video decides) */
+    int videos = 0;
+    for (int i = 0; i < n; i++) videos += media_is_video(o->image_args[i]);
+    if (videos && n > 1) {
+        fprintf(stderr, "vitlens: a video goes alone (got %d files, %d of them videos)\n", n,
+                videos);
+        rc = 2;
+    } else if (videos || o->camera) {
+        rc = headless_video(o, &m, &iv);
+        videos = 1;
+    } else if ((o->every || o->fps > 0 || o->max_frames) && n >= 1) {
+        fprintf(stderr, "vitlens: --%s goes with a video's frames; %s is a photo\n",
+                o->every        ? "every"
+                : o->max_frames ? "frames"
+                                : "fps",
+                o->image_path);
+        rc = 2;
+    }
+    if (videos || rc) {
+        interv_free(&iv);
+        model_free(&m);
+        return rc;
+    }
     if (n <= 1) {
-        rc = headless_photo(o, &m, &iv, o->image_path, o->export_dir, NULL, o->similar_path, NULL);
+        rc = headless_photo(o, &m, &iv, o->image_path, NULL, o->export_dir, NULL, o->similar_path,
+                            NULL, NULL);
         if (!rc && o->similar_path) { /* --similar: IMAGE2's maps, cos with the photo's e */
             char dir[2048];
             photo_dir(dir, sizeof dir, o->export_dir, o->similar_path);
-            rc = headless_photo(o, &m, &iv, o->similar_path, dir, NULL, o->image_path, NULL);
+            rc = headless_photo(o, &m, &iv, o->similar_path, NULL, dir, NULL, o->image_path, NULL,
+                                NULL);
         }
         interv_free(&iv);
         model_free(&m);
@@ -358,7 +498,7 @@ int headless_run(const Options *o) {
         if (jf.image_of[i] < 0) continue;
         char dir[2048];
         photo_dir(dir, sizeof dir, o->export_dir, jf.paths[i]);
-        rc = headless_photo(o, &m, &iv, jf.paths[i], dir, &jf, o->similar_path, NULL);
+        rc = headless_photo(o, &m, &iv, jf.paths[i], NULL, dir, &jf, o->similar_path, NULL, NULL);
     }
     joint_features_free(&jf);
     free(jf.paths);

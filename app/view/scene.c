@@ -312,7 +312,10 @@ static void paint_interventions(uint8_t *rgb, const VitIntervention *iv, const V
     }
 }
 
-VitStatus scene_run(Scene *sc, const Vit *vit, const char *path, VitError *err) {
+/* scene_run and scene_run_rgb: the photo's pixels img (NULL: read from path) and what follows
+ * them. */
+static VitStatus run_image(Scene *sc, const Vit *vit, const char *path, const VitImage *given,
+                           VitError *err) {
     VitStatus rc;
     const VitConfig *c = &vit->cfg;
     /* a model of other shapes (or the first photo): the run and every buffer sized by the
@@ -354,17 +357,18 @@ VitStatus scene_run(Scene *sc, const Vit *vit, const char *path, VitError *err) 
 
     /* the network's input (normalised, [3, Sh, Sw]) and the same crop as 8-bit RGB
      * [Sh, Sw, 3] for the heatmap's background */
-    VitImage img = {0};
+    VitImage loaded = {0};
     VitImageOptions io = {.ignore_orientation = sc->ignore_orientation};
-    if ((rc = vit_image_load_with(&img, path, &io, err))) return rc;
-    sc->orientation = img.orientation;
-    sc->format = img.format;
+    if (!given && (rc = vit_image_load_with(&loaded, path, &io, err))) return rc;
+    const VitImage *img = given ? given : &loaded;
+    sc->orientation = img->orientation;
+    sc->format = img->format;
     rc = vit_preprocess(sc->run.input, &sc->run.crop_x, &sc->run.crop_y, &sc->run.crop_w,
-                        &sc->run.crop_h, c, &img, err);
-    if (rc == VIT_OK) rc = vit_preprocess_rgb(sc->crop_rgb, c, &img, err);
-    sc->src_w = img.w;
-    sc->src_h = img.h;
-    vit_image_free(&img);
+                        &sc->run.crop_h, c, img, err);
+    if (rc == VIT_OK) rc = vit_preprocess_rgb(sc->crop_rgb, c, img, err);
+    sc->src_w = img->w;
+    sc->src_h = img->h;
+    vit_image_free(&loaded);
     if (rc) return rc;
     const VitIntervention *iv = interv_for(sc->interv, c);
     sc->run.control = sc->control; /* this thread's calls only: cleared before returning */
@@ -403,6 +407,19 @@ VitStatus scene_run(Scene *sc, const Vit *vit, const char *path, VitError *err) 
     const char *slash = strrchr(sc->path, '/');
     sc->name = slash ? slash + 1 : sc->path;
     return VIT_OK;
+}
+
+VitStatus scene_run(Scene *sc, const Vit *vit, const char *path, VitError *err) {
+    return run_image(sc, vit, path, NULL, err);
+}
+
+VitStatus scene_run_rgb(Scene *sc, const Vit *vit, const uint8_t *rgb, int w, int h,
+                        const char *name, VitError *err) {
+    VitImage img = {0};
+    VitStatus rc = vit_image_from_rgb(&img, rgb, w, h, err);
+    if (rc == VIT_OK) rc = run_image(sc, vit, name, &img, err);
+    vit_image_free(&img);
+    return rc;
 }
 
 /* One class-specific map's slot in Scene.expl: the larger of a patch map [N] and a pixel

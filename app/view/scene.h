@@ -197,6 +197,12 @@ size_t scene_expl_stride(const VitConfig *c);
  * error sc keeps its buffers but its contents are undefined (callers run into
  * a scratch Scene and swap it in on success). Free with scene_free. */
 VitStatus scene_run(Scene *sc, const Vit *vit, const char *path, VitError *err);
+/* The same on pixels already decoded, rgb [h, w, 3] (a video's frame: media.h), copied; name
+ * (e.g. "clip.webm#12") stands for the path in Scene.path and messages. The maps equal
+ * scene_run's of a lossless file of those pixels (a PNG), bit for bit: the same
+ * preprocessing. Errors as scene_run's, VIT_ERR_IMAGE for an empty or too large frame. */
+VitStatus scene_run_rgb(Scene *sc, const Vit *vit, const uint8_t *rgb, int w, int h,
+                        const char *name, VitError *err);
 void scene_free(Scene *sc);
 
 /* The class-specific maps of class `target` (0 .. C-1; SCENE_SCORE: of sc->score's score,

@@ -30,7 +30,7 @@ SAMPLE = {"PATH|NAME": NO_MODEL, "FILE": "/no/such/file", "DIR": None, "N": "3",
           "NAMES": "cat, dog", "T": "a photo of a {}.", "PHRASE": "a cat", "PATH": "/no/such",
           "L:H[,L:H...]": "1:1", "R,C[;R,C...]": "1,1", "MODE": "shuffle", "L:TAU": "1:2",
           "L": "1", "H": "1", "ROW,COL": "1,1", "K/N": "1/2", "A,B": "0,1", "IMAGE2": "/no/such.png",
-          "MODEL2": "/no/such/model2.safetensors"}
+          "MODEL2": "/no/such/model2.safetensors", "F": "2.5", "DEVICE": "/dev/no-such-video"}
 MODE_OPTIONS = {"--top", "--export", "--eval", "--eval-merge", "--lesson-export", "--agreement"}
 
 
@@ -85,7 +85,10 @@ def modes_check(cli, table):
         goes = set(all_modes) if row["modes"] == "any" else set(row["modes"].split(","))
         for mode in all_modes:
             model = [] if row["name"] == "--model" else ["--model", NO_MODEL]
-            r = cli.run(*model, *opt, *cli.mode_args(mode))
+            args = cli.mode_args(mode)
+            if row["name"] == "--camera" and mode in goes:  # the camera instead of an IMAGE
+                args = [x for x in args if x != cli.image]
+            r = cli.run(*model, *opt, *args)
             refused = r.returncode == 2 and f"{row['name']} goes with" in r.stderr
             if mode not in goes and not refused:
                 not_refused.append(f"{' '.join(opt)} in {mode}: exit {r.returncode} "

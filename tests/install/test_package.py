@@ -50,8 +50,15 @@ SONAME_PACKAGES = {
     "libicudata.so.72": "libicu72",
     # SigLIP's tokenizer (engine/text/spm.cc): libsentencepiece and the C++ runtime it needs
     "libsentencepiece.so.0": "libsentencepiece0", "libstdc++.so.6": "libstdc++6",
-    "libgcc_s.so.1": "libgcc-s1"}
-RUNTIME_PACKAGES = ["libgl1", "libgl1-mesa-dri", "fonts-dejavu-core"]
+    "libgcc_s.so.1": "libgcc-s1",
+    # video files and cameras (app/media/): GStreamer and the GLib it is built on
+    "libgstreamer-1.0.so.0": "libgstreamer1.0-0", "libgstapp-1.0.so.0":
+    "libgstreamer-plugins-base1.0-0", "libgstvideo-1.0.so.0": "libgstreamer-plugins-base1.0-0",
+    "libgstbase-1.0.so.0": "libgstreamer1.0-0", "libgobject-2.0.so.0": "libglib2.0-0",
+    "libglib-2.0.so.0": "libglib2.0-0"}
+# and GStreamer's plugins, opened at run time: the demuxers and decoders, v4l2src
+RUNTIME_PACKAGES = ["libgl1", "libgl1-mesa-dri", "fonts-dejavu-core", "gstreamer1.0-plugins-base",
+                    "gstreamer1.0-plugins-good", "gstreamer1.0-libav"]
 
 def run(cmd, **kw):
     """Run cmd, echoed; its output captured (text). Never raises on a non-zero exit."""
