@@ -25,7 +25,7 @@ import numpy as np
 from PIL import Image
 
 sys.path.insert(0, os.path.dirname(__file__))
-from test_gui import App, Fail, check, quit_app, run, run_checks, save  # noqa: E402
+from test_gui import TIMEOUT_S, App, Fail, check, quit_app, run, run_checks, save  # noqa: E402
 
 SCREEN = (1920, 1080)
 ACCENT = (252, 232, 38)  # the panels' titles
@@ -54,15 +54,15 @@ def wait_geometry(wid, want, what, timeout_s=30.0):
 
 def screen_shot():
     """The whole screen (the root window), once it has settled (two equal in a row)."""
-    prev = None
-    for _ in range(30):
+    prev, deadline = None, time.monotonic() + TIMEOUT_S
+    while time.monotonic() < deadline:  # a loaded X server: no count of tries is enough
         png = subprocess.run(["import", "-window", "root", "png:-"], check=True,
                              capture_output=True).stdout
         img = np.asarray(Image.open(io.BytesIO(png)).convert("RGB")).astype(np.int16)
         if prev is not None and np.array_equal(prev, img):
             return img
         prev = img
-    raise Fail("screen does not settle")
+    raise Fail(f"screen does not settle in {TIMEOUT_S:.0f} s")
 
 
 def near(img, colour, tol):

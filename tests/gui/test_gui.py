@@ -217,15 +217,17 @@ class App:
         return np.asarray(Image.open(io.BytesIO(png)).convert("RGB"))
 
     def shot(self):
-        """A screenshot of the window, once the screen has settled (two equal in a row)."""
-        prev = None
-        for _ in range(50):
+        """A screenshot of the window, once the screen has settled (two equal in a row).
+        Grabbed until then, up to TIMEOUT_S: on a loaded machine the X server may take
+        seconds to show a frame the app has presented, so no count of tries is enough."""
+        prev, deadline = None, time.monotonic() + TIMEOUT_S
+        while time.monotonic() < deadline:
             img = self.grab()
             if prev is not None and prev.shape == img.shape and np.array_equal(prev, img):
                 return img.astype(np.int16)
             prev = img
             time.sleep(0.02)
-        raise Fail("screen does not settle")
+        raise Fail(f"screen does not settle in {TIMEOUT_S:.0f} s")
 
     def crop(self, img):
         """The drawn crop: image=x,y,width and image_h=height of the frame line."""
