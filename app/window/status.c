@@ -97,6 +97,12 @@ void app_update_status(App *app) {
                  sc->ignore_orientation ? "as stored, ignoring" : "turned upright by its",
                  sc->orientation);
     }
+    if (app->live.on) { /* a video or camera: where, how fast, what was dropped */
+        char live[160];
+        app_live_status(app, live, sizeof live);
+        size_t len = strlen(extra);
+        snprintf(extra + len, sizeof extra - len, "%s%s", len ? dot : "", live);
+    }
     if (interv_any(&app->iv_spec)) { /* what if: the interventions asked */
         char d[160];
         interv_describe(d, sizeof d, &app->iv_spec, 1);
@@ -122,7 +128,7 @@ void app_update_status(App *app) {
     app->status_right[0] = '\0';
     if (app->pert.phase != PERT_OFF && !app->notice[0]) {
         app_perturb_status(app, app->status_right, sizeof app->status_right);
-    } else if (app->busy) {
+    } else if (app->busy && !(app->live.on && app->worker.rgb)) { /* not every frame's job */
         app_job_status(app, app->status_right, sizeof app->status_right);
     } else if (app->notice[0]) {
         snprintf(app->status_right, sizeof app->status_right, "%.250s", app->notice);
