@@ -156,14 +156,15 @@ static int app_init_worker(App *app, const Options *o) {
     app->worker.clip = &o->clip; /* a model dropped later gets the command line's classes */
     for (int i = 0; o->start_photo && i < app->n_images; i++) /* where the last run left off */
         if (!strcmp(app->images[i], o->start_photo)) app->image_at = i;
-    if (o->start_photo && (!app->n_images || strcmp(app->images[app->image_at], o->start_photo)))
+    if (o->camera) /* its frames, as they come (the built-in model's demo not shown) */
+        app_live_open(app, MEDIA_CAMERA, o->camera);
+    else if (o->start_photo &&
+             (!app->n_images || strcmp(app->images[app->image_at], o->start_photo)))
         app_open(app, o->start_photo); /* a photo dropped on it: not in the slideshow */
     else if (app->n_images > 0)
         app_open(app, app->images[app->image_at]);
     else if (o->image_path)
         app_open(app, o->image_path);
-    else if (o->camera)
-        app_live_open(app, MEDIA_CAMERA, o->camera);
     trace_startup(app, "worker");
     return 0;
 }

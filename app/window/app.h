@@ -91,6 +91,7 @@ typedef struct {
     Uint64 shown_t[16]; /* when the last 16 frames were shown (performance counter) */
     double fps;         /* frames shown per second, over them */
     int rerun;          /* the frame on screen again once the worker is idle (an intervention) */
+    int stepping;       /* a step asked, its frame not run yet (or the file ended first) */
     int paused_traced;  /* the trace's "live paused" line printed for this pause */
 } Live;
 

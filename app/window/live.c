@@ -200,6 +200,7 @@ void app_live_feed(App *app) {
     char name[1100];
     if (took || (lv->rerun && lv->job_rgb)) {
         lv->rerun = 0, lv->paused_traced = 0;
+        if (took) lv->stepping = 0;
         snprintf(name, sizeof name, "%s#%ld", lv->what, lv->job_index);
         app_open_frame(app, name, lv->job_rgb, lv->job_w, lv->job_h);
         return;
@@ -208,7 +209,8 @@ void app_live_feed(App *app) {
     const Scene *sc = app_scene(app);
     if (sc && !view_ready(sc, &app->view)) app_update_map(app);
     if (app->busy) return;
-    if (paused && !lv->paused_traced && app->trace) { /* settled: the frame and its maps */
+    if (paused && !lv->stepping && !lv->paused_traced &&
+        app->trace) { /* settled: the frame and its maps */
         printf("live paused index=%ld\n", lv->shown_index);
         lv->paused_traced = 1;
     }
@@ -229,6 +231,7 @@ void app_live_event(App *app) {
     SDL_LockMutex(lv->lock);
     lv->notified = 0;
     VitError err = lv->err;
+    if (lv->ended && !lv->have) lv->stepping = 0; /* a step past the end: nothing comes */
     SDL_UnlockMutex(lv->lock);
     if (err.code) { /* the source is done: the picture on screen stays */
         app_live_close(app);
@@ -276,7 +279,7 @@ int app_live_key(App *app, SDL_Keycode key, int shift) {
     } else {
         long at = app->live.job_index + (key == SDLK_PERIOD ? 1 : -1);
         lv->paused = 1, lv->have = 0;
-        if (at >= 0) lv->seek = at;
+        if (at >= 0) lv->seek = at, app->live.stepping = 1;
     }
     SDL_CondSignal(lv->wake);
     SDL_UnlockMutex(lv->lock);
