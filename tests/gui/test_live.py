@@ -183,9 +183,14 @@ def test_no_camera(a, env):
         app.wait_line(lambda s: app.error is not None, "the error line")
         check("/dev/no-such-camera" in app.error and "no camera" in app.error,
               f"--camera /dev/no-such-camera: {app.error!r}")
-        app.wait_line(lambda s: s.startswith("frame "), "a frame")
-        check(app.state.get("scene") == "0", "the start screen")
+        check(app.state.get("scene") == "0", "the start screen")  # the error's frame
         app.wid = find_window(app)
+        run(["xdotool", "windowfocus", "--sync", app.wid])
+        grid = app.state.get("grid")
+        run(["xdotool", "key", "--clearmodifiers", "g"])
+        app.wait_line(lambda s: s.startswith("frame ") and app.state.get("grid") != grid,
+                      "G: the window answers")
+        print("ok   G on the start screen: a frame with the grid toggled", flush=True)
         quit_app(app)
 
     return run_checks(app, checks)
