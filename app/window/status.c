@@ -120,9 +120,22 @@ void app_update_status(App *app) {
                  len ? dot : "");
     }
     if (extra[0]) snprintf(more, sizeof more, "%s%s", dot, extra);
-    snprintf(app->status_left, sizeof app->status_left, "%s%s%s%s%s%s%s%s%s%s%s", app->model->name,
-             layer, head, dot, kind, query, target, more, mask, app->overlay ? "" : dot,
-             app->overlay ? "" : "overlay off");
+    /* part by part: a line longer than the buffer is cut (the renderer elides it anyway) */
+    const char *parts[] = {app->model->name,
+                           layer,
+                           head,
+                           dot,
+                           kind,
+                           query,
+                           target,
+                           more,
+                           mask,
+                           app->overlay ? "" : dot,
+                           app->overlay ? "" : "overlay off"};
+    size_t at = 0;
+    app->status_left[0] = '\0';
+    for (size_t i = 0; i < sizeof parts / sizeof *parts && at + 1 < sizeof app->status_left; i++)
+        at += (size_t)snprintf(app->status_left + at, sizeof app->status_left - at, "%s", parts[i]);
     /* the right side, first that applies: the perturbation test (unless a notice must
      * show), the worker's job, a notice, else the top-1 class */
     app->status_right[0] = '\0';
