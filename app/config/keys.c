@@ -58,7 +58,8 @@ static const KeyRow KEYS_OTHER[] = {
      {{"mask: the fewest patches holding 60% of the attention", "M", CMD_ANY}}},
     {", / .",
      "mask fraction - / + 5% (on a video: Shift+, / Shift+.)",
-     {{"mask fraction down 5%", ",", CMD_ANY}, {"mask fraction up 5%", ".", CMD_ANY}}},
+     /* run as Shift+, / Shift+.: on a video , and . step frames */
+     {{"mask fraction down 5%", "Shift+,", CMD_ANY}, {"mask fraction up 5%", "Shift+.", CMD_ANY}}},
     {"Space",
      "a video or camera: pause / play (at a file's end: again from the start)",
      {{"video: pause / play", "Space", CMD_ANY}}},
