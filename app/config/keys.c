@@ -57,8 +57,15 @@ static const KeyRow KEYS_OTHER[] = {
      "mask: the fewest patches holding 60% of the attention (DINO)",
      {{"mask: the fewest patches holding 60% of the attention", "M", CMD_ANY}}},
     {", / .",
-     "mask fraction - / + 5%",
-     {{"mask fraction down 5%", ",", CMD_ANY}, {"mask fraction up 5%", ".", CMD_ANY}}},
+     "mask fraction - / + 5% (on a video: Shift+, / Shift+.)",
+     /* run as Shift+, / Shift+.: on a video , and . step frames */
+     {{"mask fraction down 5%", "Shift+,", CMD_ANY}, {"mask fraction up 5%", "Shift+.", CMD_ANY}}},
+    {"Space",
+     "a video or camera: pause / play (at a file's end: again from the start)",
+     {{"video: pause / play", "Space", CMD_ANY}}},
+    {", / . on a video",
+     "one frame back / forward, paused (a file)",
+     {{"video: one frame back", ",", CMD_ANY}, {"video: one frame forward", ".", CMD_ANY}}},
     {"V / Shift+V",
      "next / previous colormap",
      {{"next colormap", "V", CMD_ANY}, {"previous colormap", "Shift+V", CMD_ANY}}},
@@ -117,7 +124,7 @@ static const KeyRow KEYS_OTHER[] = {
      {{"the downloaded models", "W", CMD_ANY}}},
     {"Esc", "close what is open (help, menu, list, text box); else quit", {{0}}},
     {"Q", "quit", {{"quit", "Q", CMD_ANY}}},
-    {"drop a file", "open a photo, or a .safetensors model", {{0}}},
+    {"drop a file", "open a photo, a video, or a .safetensors model", {{0}}},
 };
 /* The lesson view's keys (window/lesson.c, app_lesson_key): its own help overlay and the
  * palette's rows there. */

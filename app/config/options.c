@@ -224,8 +224,8 @@ static int parse_check(Options *o) {
         return 2;
     }
     if (o->camera && (o->compare_model || o->compare_image || o->similar_path)) {
-        fprintf(stderr, "vitlens: --camera goes with --top or --export alone, not with "
-                        "--compare, --compare-image or --similar\n");
+        fprintf(stderr, "vitlens: --camera does not go with --compare, --compare-image or "
+                        "--similar\n");
         return 2;
     }
     if (o->camera && o->n_image_args) {

@@ -301,10 +301,10 @@ const OptRow OPTIONS[] = {
         "a number in [0.001, 1000]",
         "a video: at most F frames per second of it, the first frame at or after each 1/F s of "
         "its timestamps (every frame when it has fewer)"),
-    STR("--camera", "DEVICE", "export", OPT_TOP | OPT_EXPORT, camera,
-        "a camera's frames instead of IMAGE (V4L2: /dev/video0), run as a video's with --top "
-        "or --export; the newest frame when the model is slower than the camera. Stop it with "
-        "--frames N or Ctrl+C"),
+    STR("--camera", "DEVICE", "export", OPT_WINDOW | OPT_TOP | OPT_EXPORT, camera,
+        "a camera's frames instead of IMAGE (V4L2: /dev/video0): in the window, every view "
+        "follows them (Space pauses); with --top or --export, run as a video's. The newest "
+        "frame when the model is slower than the camera. Stop it with --frames N or Ctrl+C"),
     INT("--frames", "N", "export", OPT_TOP | OPT_EXPORT, max_frames, 1, 1000000000,
         "a positive integer",
         "a video or camera: stop after N frames (those --every or --fps keep)"),

@@ -146,7 +146,9 @@ static int app_init_worker(App *app, const Options *o) {
         fprintf(stderr, "vitlens: SDL_Init: %s\n", SDL_GetError());
         return -1;
     }
-    app->ev_done = SDL_RegisterEvents(1);
+    app->ev_done = SDL_RegisterEvents(2); /* the worker's, then the video's frame thread's */
+    app->ev_live = app->ev_done + 1;
+    app->live.shown_index = -1;
     if (app->ev_done == (Uint32)-1 || worker_init(&app->worker, app->ev_done)) {
         fprintf(stderr, "vitlens: cannot start the worker thread: %s\n", SDL_GetError());
         return -1;
@@ -154,7 +156,10 @@ static int app_init_worker(App *app, const Options *o) {
     app->worker.clip = &o->clip; /* a model dropped later gets the command line's classes */
     for (int i = 0; o->start_photo && i < app->n_images; i++) /* where the last run left off */
         if (!strcmp(app->images[i], o->start_photo)) app->image_at = i;
-    if (o->start_photo && (!app->n_images || strcmp(app->images[app->image_at], o->start_photo)))
+    if (o->camera) /* its frames, as they come (the built-in model's demo not shown) */
+        app_live_open(app, MEDIA_CAMERA, o->camera);
+    else if (o->start_photo &&
+             (!app->n_images || strcmp(app->images[app->image_at], o->start_photo)))
         app_open(app, o->start_photo); /* a photo dropped on it: not in the slideshow */
     else if (app->n_images > 0)
         app_open(app, app->images[app->image_at]);
@@ -206,7 +211,9 @@ void app_save_settings(const App *app) {
 }
 
 void app_free(App *app) {
+    app_live_close(app);               /* a video's frame thread */
     worker_free(&app->worker);         /* first: it may still be using the model and a scene */
+    free(app->live.job_rgb);           /* the worker's last frame */
     perturbation_drop(&app->pert.job); /* a result the window never received */
     perturbation_drop(&app->pert.queued);
     perturbation_free(&app->pert.run);

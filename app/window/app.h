@@ -23,6 +23,7 @@
  *   status.c    the status line: what the view shows, the job running, the top-1 class
  *   frame.c     one frame: the RenFrame built from the App, drawn, saved (S), presented
  *   trace.c     VITLENS_TRACE: the launch's timeline, every frame's state, maps, curves
+ *   live.c      a video file or a camera: the frame thread, its newest frame to the worker
  *
  * No file here computes a map: they ask view/ (view_compute) and window/worker.c. */
 #ifndef VITLENS_APP_H
@@ -32,6 +33,7 @@
 #include "config/models.h"
 #include "config/options.h"
 #include "headless/lesson.h"
+#include "media/media.h"
 #include "render/render.h"
 #include "view/compare.h"
 #include "view/maps.h"
@@ -52,6 +54,47 @@ typedef struct {
 /* Shift+P: where the perturbation test of the map on screen is */
 typedef enum { PERT_OFF = 0, PERT_COMPUTING, PERT_PLAYING, PERT_DONE } PerturbPhase;
 
+/* A video file or a camera on screen (live.c). The frame thread alone touches GStreamer (the
+ * MediaSource lives on its stack); it keeps the newest frame here under `lock` and posts
+ * `event`; the GUI thread hands that frame to the worker whenever the worker is idle. */
+typedef struct {
+    SDL_Thread *thread;
+    SDL_mutex *lock;
+    SDL_cond *wake;
+    Uint32 event;    /* the frame thread's SDL event: a frame, the end or an error */
+    MediaKind kind;  /* MEDIA_FILE or MEDIA_CAMERA */
+    char what[1024]; /* the file or device, as given */
+    /* under lock: the GUI's asks */
+    int quit, paused;
+    long seek; /* -1: none; else go to the frame of this index and publish it (a step) */
+    /* under lock: the frame thread's newest frame and what it knows */
+    uint8_t *rgb; /* [h, w, 3] the newest frame */
+    size_t rgb_bytes;
+    int w, h, have; /* have: rgb holds a frame the GUI has not taken yet */
+    long index;     /* its index in the stream (media.h MediaFrame.index) */
+    int64_t pts_ns; /* its timestamp */
+    long dropped;   /* frames read that the model never ran (replaced before being taken) */
+    int ended, notified;
+    int64_t duration_ns; /* a file's length, -1 unknown */
+    VitError err;        /* code != 0: the source failed or did not open */
+    /* the GUI thread's own */
+    int on;           /* a source is open (thread running) */
+    uint8_t *job_rgb; /* [job_h, job_w, 3] the frame the worker runs or ran last (kept across
+                         sources: a job may still read it) */
+    size_t job_bytes;
+    int job_w, job_h;
+    long job_index;
+    int64_t job_pts_ns;
+    long shown_index; /* the frame on screen, -1: none yet */
+    int64_t shown_pts_ns;
+    long n_shown;
+    Uint64 shown_t[16]; /* when the last 16 frames were shown (performance counter) */
+    double fps;         /* frames shown per second, over them */
+    int rerun;          /* the frame on screen again once the worker is idle (an intervention) */
+    int stepping;       /* a step asked, its frame not run yet (or the file ended first) */
+    int paused_traced;  /* the trace's "live paused" line printed for this pause */
+} Live;
+
 typedef struct App {
     const Options *opt;
     SDL_Window *win;
@@ -59,6 +102,8 @@ typedef struct App {
     Ren ren;
     Worker worker;
     Uint32 ev_done; /* worker finished a job */
+    Uint32 ev_live; /* the frame thread has a frame, an end or an error (live.c) */
+    Live live;
 
     Model *model;    /* current model (heap) */
     Scene scenes[2]; /* scenes[front] is on screen, the other is the worker's back buffer */
@@ -480,6 +525,41 @@ void app_compare_drop(App *app, const char *path);
 
 /* The worker is done: its result; then a perturbation test asked for meanwhile. */
 void app_job_done(App *app);
+
+/* The worker on a video's frame: rgb [h, w, 3] (the caller's, unchanged until the event) runs
+ * as the photo named name ("clip.webm#12"), into the back Scene as a photo's does (idle
+ * worker only). */
+void app_open_frame(App *app, const char *name, const uint8_t *rgb, int w, int h);
+
+/* ---------------------------------------------------------------------------
+ * live.c: a video file or a camera */
+
+/* Open a video file (MEDIA_FILE: a path or URI) or a camera (MEDIA_CAMERA: a V4L2 device) in
+ * the window, closing the one open before: its frame thread starts (the opening happens there:
+ * the window never waits), its frames go to the worker as it gets idle. A file plays at its
+ * pace and stops on its last frame. Errors come as the event (app_live_event). */
+void app_live_open(App *app, MediaKind kind, const char *what);
+/* Close the source (its thread joined); the picture on screen stays. Accepts none open. */
+void app_live_close(App *app);
+/* The frame thread's event: an error on the error line (the source closed), else the frame
+ * to the worker if it is idle (app_live_feed). */
+void app_live_event(App *app);
+/* The worker idle (after its event, or now): the newest frame not yet run goes to it (not
+ * while paused, except a step's); or the frame on screen again when asked (rerun). */
+void app_live_feed(App *app);
+/* Is a frame waiting for the worker? The worker's other jobs for the view (the class-specific
+ * maps, a worker's map) wait then: the frames go first, those maps follow when it is idle or
+ * paused (app_live_feed asks for them). */
+int app_live_waiting(const App *app);
+/* The worker's frame job swapped its Scene in front: the frame shown's index, time, the
+ * frames per second; VITLENS_TRACE's "live frame" line. */
+void app_live_shown(App *app);
+/* Space, `,` and `.` while a source is open: pause / play, one frame back / forward (a file;
+ * pauses). 1 when the key was one of them. */
+int app_live_key(App *app, SDL_Keycode key, int shift);
+/* The status line's part for the source: "video 0:03.2 / 0:06.0, 9.8 fps, 3 dropped, paused",
+ * "" when none is open. */
+void app_live_status(const App *app, char *buf, size_t n);
 
 /* ---------------------------------------------------------------------------
  * lesson.c: the lesson view */

@@ -489,6 +489,10 @@ static void app_key_action(App *app, const SDL_Keysym *ks) {
         app->dirty = 1;
         return;
     }
+    if (app_live_key(app, key, shift)) { /* a video: Space, `,` and `.` */
+        app->dirty = 1;
+        return;
+    }
     if (app_kind_key(app, key, shift)) {
         app_update_map(app);
         app->dirty = 1;
@@ -682,7 +686,10 @@ void app_handle_event(App *app, const SDL_Event *e) {
             app->dirty = 1;
         break;
     default:
-        if (e->type == app->ev_done) app_job_done(app); /* the worker's job finished */
+        if (e->type == app->ev_done)
+            app_job_done(app); /* the worker's job finished */
+        else if (e->type == app->ev_live)
+            app_live_event(app); /* a video's frame */
         break;
     }
 }

@@ -33,18 +33,10 @@ void app_compare_drop(App *app, const char *path) {
         app_compare_open(app, NULL, NULL, path);
 }
 
-void app_open(App *app, const char *path) {
-    if (!is_model(path)) snprintf(app->photo, sizeof app->photo, "%s", path);
-    if (app->busy) {
-        snprintf(app->pending, sizeof app->pending, "%s", path);
-        /* a newer photo makes the running view job, worker map or photo's forward pass
-         * useless: stopped, it ends at once and the pending photo starts (app_job_done) */
-        const Worker *w = &app->worker;
-        if (w->maps || w->slow ||
-            (!w->explain && !w->perturb && !w->model_path[0] && !is_model(path)))
-            worker_cancel(&app->worker);
-        return;
-    }
+/* The worker on path's photo, or on a model (path a weights file) that the photo on screen
+ * then runs through (a video's frame: its pixels), or (rgb non-NULL) on a video's frame named
+ * path: into the back Scene, while the front one stays on screen. The worker is idle. */
+static void start_job(App *app, const char *path, const uint8_t *rgb, int w, int h) {
     /* the worker fills the back Scene while the front one stays on screen; the first photo
      * has no front yet, so it goes into scenes[front] */
     const Scene *sc = app_scene(app);
@@ -72,16 +64,56 @@ void app_open(App *app, const char *path) {
             back->plain_probs = dst, back->plain_given = 1;
         }
     }
-    /* a model reruns the photo on screen, so the window shows the new model at once */
+    const Live *lv = &app->live;
+    /* a model reruns the photo on screen, so the window shows the new model at once (a
+     * video's: the frame it shows, whose file name is not a photo's) */
     if (is_model(path)) {
-        worker_start(&app->worker, path, &app->opt->load,
-                     app->next_labels[0] ? app->next_labels : app->opt->labels_path, app->model,
-                     sc ? sc->path : NULL, back);
+        const char *labels = app->next_labels[0] ? app->next_labels : app->opt->labels_path;
+        if (lv->on && lv->job_rgb && sc)
+            worker_start_frame(&app->worker, path, &app->opt->load, labels, app->model, lv->job_rgb,
+                               lv->job_w, lv->job_h, sc->path, back);
+        else
+            worker_start(&app->worker, path, &app->opt->load, labels, app->model,
+                         sc ? sc->path : NULL, back);
         app->next_labels[0] = '\0';
+    } else if (rgb) {
+        worker_start_frame(&app->worker, NULL, NULL, NULL, app->model, rgb, w, h, path, back);
     } else
         worker_start(&app->worker, NULL, NULL, NULL, app->model, path, back);
     app->busy = 1;
     app->dirty = 1;
+}
+
+void app_open_frame(App *app, const char *name, const uint8_t *rgb, int w, int h) {
+    if (!app->busy) start_job(app, name, rgb, w, h);
+}
+
+void app_open(App *app, const char *path) {
+    const Scene *sc = app_scene(app);
+    if (!is_model(path)) {
+        if (media_is_video(path)) { /* a video file or stream: its frames, as they come */
+            app_live_open(app, MEDIA_FILE, path);
+            return;
+        }
+        if (app->live.on && sc && !strcmp(path, sc->path)) { /* the frame on screen again */
+            app->live.rerun = 1;
+            app_live_feed(app);
+            return;
+        }
+        app_live_close(app); /* a photo ends the video */
+        snprintf(app->photo, sizeof app->photo, "%s", path);
+    }
+    if (app->busy) {
+        snprintf(app->pending, sizeof app->pending, "%s", path);
+        /* a newer photo makes the running view job, worker map or photo's forward pass
+         * useless: stopped, it ends at once and the pending photo starts (app_job_done) */
+        const Worker *w = &app->worker;
+        if (w->maps || w->slow ||
+            (!w->explain && !w->perturb && !w->model_path[0] && !is_model(path)))
+            worker_cancel(&app->worker);
+        return;
+    }
+    start_job(app, path, NULL, 0, 0);
 }
 
 /* --- results ---------------------------------------------------------------------- */
@@ -187,7 +219,9 @@ static void show_scene(App *app, const Scene *sc) {
     if (app->opt->lesson_path && !app->lesson.loaded)
         app_lesson_open(app); /* --lesson */
     else
-        app_lesson_show(app);          /* in the lesson view: its picture of the new photo */
+        app_lesson_show(app); /* in the lesson view: its picture of the new photo */
+    if (app->live.on && app->worker.rgb && app->live.n_shown > 1) /* a video's next frame */
+        return;                                                   /* said once */
     if (app->busy && app->worker.maps) /* "ready" once its maps are on screen */
         app->announce_maps = 1;
     else
@@ -207,6 +241,7 @@ static void load_job_done(App *app, Worker *w) {
         if (w->ran) {
             if (app->has_scene) app->front = !app->front;
             app->has_scene = 1;
+            if (w->rgb && app->live.on) app_live_shown(app); /* a video's frame */
         }
         app_score_sync(app);  /* --contrast on a new model, --similar's e_A of a new photo */
         app->error[0] = '\0'; /* before the lesson view, which may report its script's lines */
@@ -260,4 +295,5 @@ void app_job_done(App *app) {
         app->pert.queued = NULL;
         app_perturb_start(app, p);
     }
+    app_live_feed(app); /* idle: a video's newest frame */
 }

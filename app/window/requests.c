@@ -67,7 +67,7 @@ static void app_show_overview(App *app, const ViewMaps *m) {
  * Scene). When the worker is busy, nothing now: app_job_done updates the map when it
  * is done, which asks again if the view still waits. */
 static void app_request_explain(App *app) {
-    if (!app->has_scene || app->busy) return;
+    if (!app->has_scene || app->busy || app_live_waiting(app)) return; /* a video's frame first */
     Scene *sc = &app->scenes[app->front];
     if (view_on_worker(&app->view)) { /* attention flow, the PCA over the slideshow */
         JointFeatures *jf = NULL;
@@ -262,7 +262,7 @@ void app_update_map(App *app) {
         return;
     }
     int on_worker = app_maps_on_worker(sc);
-    if (on_worker && app->busy) { /* app_job_done asks again when the worker is free */
+    if (on_worker && (app->busy || app_live_waiting(app))) { /* asked again when it is free */
         app->dirty = 1;
         return;
     }

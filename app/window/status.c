@@ -97,6 +97,12 @@ void app_update_status(App *app) {
                  sc->ignore_orientation ? "as stored, ignoring" : "turned upright by its",
                  sc->orientation);
     }
+    if (app->live.on) { /* a video or camera: where, how fast, what was dropped */
+        char live[160];
+        app_live_status(app, live, sizeof live);
+        size_t len = strlen(extra);
+        snprintf(extra + len, sizeof extra - len, "%s%s", len ? dot : "", live);
+    }
     if (interv_any(&app->iv_spec)) { /* what if: the interventions asked */
         char d[160];
         interv_describe(d, sizeof d, &app->iv_spec, 1);
@@ -114,15 +120,28 @@ void app_update_status(App *app) {
                  len ? dot : "");
     }
     if (extra[0]) snprintf(more, sizeof more, "%s%s", dot, extra);
-    snprintf(app->status_left, sizeof app->status_left, "%s%s%s%s%s%s%s%s%s%s%s", app->model->name,
-             layer, head, dot, kind, query, target, more, mask, app->overlay ? "" : dot,
-             app->overlay ? "" : "overlay off");
+    /* part by part: a line longer than the buffer is cut (the renderer elides it anyway) */
+    const char *parts[] = {app->model->name,
+                           layer,
+                           head,
+                           dot,
+                           kind,
+                           query,
+                           target,
+                           more,
+                           mask,
+                           app->overlay ? "" : dot,
+                           app->overlay ? "" : "overlay off"};
+    size_t at = 0;
+    app->status_left[0] = '\0';
+    for (size_t i = 0; i < sizeof parts / sizeof *parts && at + 1 < sizeof app->status_left; i++)
+        at += (size_t)snprintf(app->status_left + at, sizeof app->status_left - at, "%s", parts[i]);
     /* the right side, first that applies: the perturbation test (unless a notice must
      * show), the worker's job, a notice, else the top-1 class */
     app->status_right[0] = '\0';
     if (app->pert.phase != PERT_OFF && !app->notice[0]) {
         app_perturb_status(app, app->status_right, sizeof app->status_right);
-    } else if (app->busy) {
+    } else if (app->busy && !(app->live.on && app->worker.rgb)) { /* not every frame's job */
         app_job_status(app, app->status_right, sizeof app->status_right);
     } else if (app->notice[0]) {
         snprintf(app->status_right, sizeof app->status_right, "%.250s", app->notice);

@@ -71,7 +71,9 @@ static void run_job(Worker *w) {
         model = m;
     }
     if (w->image_path[0]) {
-        w->status = scene_run(w->scene, &model->vit, w->image_path, &w->err);
+        w->status = w->rgb ? scene_run_rgb(w->scene, &model->vit, w->rgb, w->rgb_w, w->rgb_h,
+                                           w->image_path, &w->err)
+                           : scene_run(w->scene, &model->vit, w->image_path, &w->err);
         if (w->status) { /* all or nothing: a model that cannot show the photo is dropped */
             if (w->new_model) {
                 model_free(w->new_model);
@@ -142,6 +144,7 @@ static void hand_over(Worker *w) {
 static void begin_job(Worker *w) {
     SDL_LockMutex(w->lock);
     w->model_path[0] = w->image_path[0] = '\0';
+    w->rgb = NULL;
     w->explain = 0;
     w->slow = 0;
     w->perturb = NULL;
@@ -150,10 +153,12 @@ static void begin_job(Worker *w) {
     w->compare = 0;
 }
 
-/* A load job set up under the lock (begin_job), compare 0 or 1; handed over. */
+/* A load job set up under the lock (begin_job), compare 0 or 1, on image_path's photo or (rgb
+ * non-NULL) on a video's frame that image_path names; handed over. */
 static void start_load(Worker *w, int compare, const char *model_path,
                        const VitLoadOptions *load_opt, const char *labels_path, const Model *model,
-                       const char *image_path, Scene *scene) {
+                       const char *image_path, const uint8_t *rgb, int rgb_w, int rgb_h,
+                       Scene *scene) {
     begin_job(w);
     w->compare = compare;
     w->scene = scene;
@@ -162,19 +167,26 @@ static void start_load(Worker *w, int compare, const char *model_path,
     snprintf(w->image_path, sizeof w->image_path, "%s", image_path ? image_path : "");
     w->load_opt = load_opt ? *load_opt : (VitLoadOptions){0};
     w->model = model;
+    w->rgb = rgb, w->rgb_w = rgb_w, w->rgb_h = rgb_h;
     hand_over(w);
 }
 
 void worker_start(Worker *w, const char *model_path, const VitLoadOptions *load_opt,
                   const char *labels_path, const Model *model, const char *image_path,
                   Scene *scene) {
-    start_load(w, 0, model_path, load_opt, labels_path, model, image_path, scene);
+    start_load(w, 0, model_path, load_opt, labels_path, model, image_path, NULL, 0, 0, scene);
+}
+
+void worker_start_frame(Worker *w, const char *model_path, const VitLoadOptions *load_opt,
+                        const char *labels_path, const Model *model, const uint8_t *rgb, int rgb_w,
+                        int rgb_h, const char *name, Scene *scene) {
+    start_load(w, 0, model_path, load_opt, labels_path, model, name, rgb, rgb_w, rgb_h, scene);
 }
 
 void worker_start_compare(Worker *w, const char *model_path, const VitLoadOptions *load_opt,
                           const char *labels_path, const Model *model, const char *image_path,
                           Scene *scene) {
-    start_load(w, 1, model_path, load_opt, labels_path, model, image_path, scene);
+    start_load(w, 1, model_path, load_opt, labels_path, model, image_path, NULL, 0, 0, scene);
 }
 
 void worker_start_explain(Worker *w, Scene *scene, int target, float discard, int lrp) {

@@ -35,7 +35,10 @@ typedef struct {
     Uint32 event;
     /* the job, set by worker_start */
     char model_path[1024];   /* "": keep the current model */
-    char image_path[1024];   /* "": no photo to run */
+    char image_path[1024];   /* "": no photo to run; with rgb, the name its pixels go by */
+    const uint8_t *rgb;      /* non-NULL: a video's frame [rgb_h, rgb_w, 3] to run as the photo
+                                (scene_run_rgb); the caller's, unchanged until the event */
+    int rgb_w, rgb_h;        /* px */
     VitLoadOptions load_opt; /* heads, input size, whole image */
     char labels_path[1024];  /* "": none */
     const Model *model;      /* the current model (read-only) when model_path is "" */
@@ -77,6 +80,13 @@ int worker_init(Worker *w, Uint32 event);
 void worker_start(Worker *w, const char *model_path, const VitLoadOptions *load_opt,
                   const char *labels_path, const Model *model, const char *image_path,
                   Scene *scene);
+
+/* The same on a video's frame (window/live.c): rgb [h, w, 3] runs as the photo named name
+ * ("clip.webm#12") through model_path's model (NULL: `model`); rgb must stay unchanged until
+ * the event. */
+void worker_start_frame(Worker *w, const char *model_path, const VitLoadOptions *load_opt,
+                        const char *labels_path, const Model *model, const uint8_t *rgb, int rgb_w,
+                        int rgb_h, const char *name, Scene *scene);
 
 /* The same load job for the compare view's pane B (Worker.compare set): model_path's
  * model (NULL: `model`) runs image_path into scene. */
