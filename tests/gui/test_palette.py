@@ -110,7 +110,8 @@ def commands(app_path, view):
 def help_keys(app_path):
     """Every key --help's key list names: its key column split at " / ", ", " and spaces
     ("N / Shift+N, P" gives N, Shift+N and P; "Page Down / Page Up" Page Down too; "1 - 5"
-    1 to 5), and a Shift+key its line names ("X  ... (Shift+X: over every photo)")."""
+    1 to 5), and a Shift+key its line names ("X  ... (Shift+X: over every photo)", "(on a
+    video: Shift+, / Shift+.)")."""
     out = subprocess.run([app_path, "--help"], check=True, capture_output=True, text=True).stdout
     keys, on = set(), False
     for line in out.splitlines():
@@ -126,7 +127,7 @@ def help_keys(app_path):
             m = re.fullmatch(r"(\d) - (\d)(,.*)?", col)
             if m:
                 keys.update(str(d) for d in range(int(m.group(1)), int(m.group(2)) + 1))
-            keys.update(re.findall(r"Shift\+\w", line))
+            keys.update(re.findall(r"Shift\+(?:\w+|[^\w\s])", line))  # Shift+X, Shift+Left, Shift+,
     return keys
 
 
