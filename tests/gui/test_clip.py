@@ -34,17 +34,10 @@ from PIL import Image
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 import clip_models as cm  # noqa: E402
-from test_gui import App, check, quit_app, run, run_checks  # noqa: E402
+from test_gui import App, check, quit_app, run, run_checks, trace_hash as fnv  # noqa: E402
 
 P1, P2 = "a red umbrella", "a green bicycle"
 
-
-def fnv(path):
-    """The trace's map hash (trace.c trace_hash): FNV-1a of the float32 values' bytes."""
-    h = 2166136261
-    for b in np.load(path).astype("<f4").tobytes():
-        h = ((h ^ b) * 16777619) & 0xFFFFFFFF
-    return f"{h:08x}"
 
 
 def export(app, model, out, *args):

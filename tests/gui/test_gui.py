@@ -48,6 +48,15 @@ class Fail(Exception):
     pass
 
 
+def trace_hash(path):
+    """The trace's map hash (trace.c trace_hash) of an exported .npy map: FNV-1a of its
+    float32 values' bytes, so that a map on screen is compared with a file bit for bit."""
+    h = 2166136261
+    for b in np.load(path).astype("<f4").tobytes():
+        h = ((h ^ b) * 16777619) & 0xFFFFFFFF
+    return f"{h:08x}"
+
+
 def check(cond, what):
     if not cond:
         raise Fail(what)

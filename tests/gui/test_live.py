@@ -31,22 +31,13 @@ import shutil
 import subprocess
 import sys
 
-import numpy as np
-
 sys.path.insert(0, os.path.dirname(__file__))
 from test_gui import (App, builtin_and_display, check, find_window, quit_app, run,  # noqa: E402
-                      run_checks)
+                      run_checks, trace_hash as fnv)
 
 FPS, N_FRAMES = 20, 400
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 
-
-def fnv(path):
-    """The trace's map hash (trace.c trace_hash): FNV-1a of the float32 values' bytes."""
-    h = 2166136261
-    for b in np.load(path).astype("<f4").tobytes():
-        h = ((h ^ b) * 16777619) & 0xFFFFFFFF
-    return f"{h:08x}"
 
 
 class LiveApp(App):

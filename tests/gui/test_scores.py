@@ -32,19 +32,10 @@ import sys
 import tempfile
 from pathlib import Path
 
-import numpy as np
-
 sys.path.insert(0, os.path.dirname(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "parity"))
-from test_gui import App, Fail, check, quit_app, run_checks  # noqa: E402
+from test_gui import App, Fail, check, quit_app, run_checks, trace_hash as fnv  # noqa: E402
 
-
-def fnv(path):
-    """trace.c's trace_hash of an exported map: FNV-1a of its float32 bytes."""
-    h = 2166136261
-    for b in np.load(path).astype("<f4").tobytes():
-        h = ((h ^ b) * 16777619) & 0xFFFFFFFF
-    return f"{h:08x}"
 
 
 class ScoreApp(App):
