@@ -16,6 +16,8 @@
 //   QUERY     the box of the query patch
 //   MINIFY    the crop drawn smaller than its texture: mipmapped sampling (the
 //             overview's thumbnails); else one bilinear sample at mip level 0
+//   PLAIN     the image alone (no heat, nothing on it: the overlay off, or a picture
+//             with its maps drawn in, as the compare view's): one sample a pixel
 //
 // The map is a [gh, gw] block of a float texture (one map, or an atlas of the
 // overview's maps at texel u_cell), already normalised to [0, 1]. It is read
@@ -64,6 +66,10 @@ void main() {
     vec3 img = texture(u_image, v_uv).rgb;
 #else
     vec3 img = textureLod(u_image, v_uv, 0.0).rgb; // no mipmaps: no derivatives needed
+#endif
+#ifdef PLAIN
+    frag = vec4(img, 1.0);
+    return;
 #endif
     vec2 g = v_uv * u_grid_size; // position in map cells
     ivec2 c = ivec2(floor(g));

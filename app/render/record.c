@@ -197,6 +197,11 @@ void ren_heat(Ren *r, const RenFrame *f, float x, float y, float w, float h, int
     if (f->query_col >= 0 && f->query_row >= 0) v |= REN_HV_QUERY;
     /* drawn smaller than the crop (a thumbnail): the mipmapped crop, or it aliases */
     if ((w < (float)r->image_w || h < (float)r->image_h) && !r->image_plain) v |= REN_HV_MINIFY;
+    /* no heat (the overlay off, or the compare view's picture, which has its maps drawn in)
+     * and nothing on it: the picture alone, one sample a pixel (llvmpipe's fill is the cost
+     * of a frame that redraws it) */
+    if (!(f->overlay && f->opacity > 0.0f) && !(v & ~(REN_HV_MINIFY | REN_HV_BILINEAR)))
+        v = (v & REN_HV_MINIFY) | REN_HV_PLAIN;
     p->variant = v;
     p->cell = cell;
     p->opacity = f->overlay ? f->opacity : 0.0f;

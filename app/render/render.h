@@ -55,7 +55,8 @@ enum {
     REN_HV_MASK = 1 << 5,
     REN_HV_QUERY = 1 << 6,
     REN_HV_MINIFY = 1 << 7,
-    REN_HV_BITS = 8
+    REN_HV_PLAIN = 1 << 8, /* the picture alone: no map over it, nothing drawn on it */
+    REN_HV_BITS = 9
 };
 
 typedef struct RenPrim RenPrim; /* one recorded draw (record.c) */

@@ -139,8 +139,8 @@ static int link_program(RenProgram *p, const Ren *r, const char *frag, const cha
 /* The heat map program of a combination of features (REN_HV_* bits), compiled the
  * first time it is asked for; NULL when it does not build (said on stderr once). */
 const RenProgram *ren_heat_program(Ren *r, int variant) {
-    static const char *const names[REN_HV_BITS] = {"BILINEAR", "RGB",  "RAMP",  "REMOVED",
-                                                   "GRID",     "MASK", "QUERY", "MINIFY"};
+    static const char *const names[REN_HV_BITS] = {"BILINEAR", "RGB",   "RAMP",   "REMOVED", "GRID",
+                                                   "MASK",     "QUERY", "MINIFY", "PLAIN"};
     RenProgram *p = &r->heat[variant];
     if (p->prog) return p;
     if (r->heat_failed[variant]) return NULL; /* not retried every frame */
