@@ -4,7 +4,7 @@ independent implementation of each test in numpy and a float64 PyTorch forward p
 (tests/parity/reference.py) on the same weights.
 
   /usr/bin/python3 test_eval.py --app build/vitlens --dump build/tests/parity/vit_dump \
-      --scenes tools/gen_scenes.py --shared ../shared --work DIR [--deit]
+      --scenes tools/gen_scenes.py --shared ../shared --work DIR [--deit] [--count N]
 
 Without --deit: the built-in model (assets/default) on scenes made by gen_scenes.py with
 their masks: every perturbation curve of six methods on two scenes recomputed from the
@@ -323,9 +323,10 @@ def builtin(args):
     default = os.path.join(os.path.dirname(__file__), "..", "..", "assets", "default")
     model = os.path.join(default, "model.safetensors")
     work = args.work
+    n = args.count  # scenes (at least 3: two have their curves checked, the shards take 3)
     scenes = os.path.join(work, "scenes")
     shutil.rmtree(scenes, ignore_errors=True)
-    subprocess.run([sys.executable, args.scenes, "--split", "test", "--count", "6", "--out", scenes],
+    subprocess.run([sys.executable, args.scenes, "--split", "test", "--count", str(n), "--out", scenes],
                    check=True, capture_output=True)
     os.remove(os.path.join(scenes, "scenes.txt"))
     with open(os.path.join(scenes, "broken.png"), "wb") as f:
@@ -334,9 +335,9 @@ def builtin(args):
     whole = os.path.join(work, "whole")
     shutil.rmtree(whole, ignore_errors=True)
     r = vitlens(args.app, "--eval", scenes, "--masks", scenes, "--eval-out", whole)
-    check(r.returncode == 0, f"--eval on a folder of 6 scenes and a broken file ({r.stderr.strip()[-300:]})")
-    check("6 images evaluated, 1 skipped; 6 with a mask" in r.stdout,
-          "the summary counts 6 evaluated, 1 skipped, 6 masks")
+    check(r.returncode == 0, f"--eval on a folder of {n} scenes and a broken file ({r.stderr.strip()[-300:]})")
+    check(f"{n} images evaluated, 1 skipped; {n} with a mask" in r.stdout,
+          f"the summary counts {n} evaluated, 1 skipped, {n} masks")
     check("broken.png" in r.stdout and "broken.png" in r.stderr,
           "the broken file is named on stderr and under the table")
     rows = read_csv(os.path.join(whole, "perturbation.csv"))
@@ -358,7 +359,7 @@ def builtin(args):
                "chefer": "class{c}_chefer.npy", "attnlrp": "class{c}_attnlrp.npy",
                "flow": f"L{L:02d}_flow.npy", "random": "random", "gaussian": "gaussian"}
     exported = {}  # image index: its --export folder
-    for i in (1, 4):  # image 0 is broken.png
+    for i in (1, max(2, n - 2)):  # image 0 is broken.png; two scenes (1 and 4 of 6)
         photo = os.path.join(scenes, photos[i])
         c = int(images[i]["class"])
         methods = {t: f.format(c=c) for t, f in maps_of.items()}
@@ -388,7 +389,7 @@ def builtin(args):
     kinds = {q["method"] for q in san}
     check("random" not in kinds and "gaussian" not in kinds and kinds == set(tags) - {"pca"},
           f"sanity rows for the {K} map kinds, not the baselines ({sorted(kinds)})")
-    check(len(san) == 6 * K * (L + 1), f"sanity: 6 images x {K} kinds x {L + 1} steps ({len(san)} rows)")
+    check(len(san) == n * K * (L + 1), f"sanity: {n} images x {K} kinds x {L + 1} steps ({len(san)} rows)")
     agnostic = ("attention", "rollout", "similarity", "norms", "flow", "tokenrank", "entropy")
     head_only = [float(q["spearman"]) for q in san if q["blocks_randomised"] == "0" and q["method"] in agnostic]
     check(min(head_only) > 1 - 1e-12,
@@ -516,6 +517,8 @@ def main():
     ap.add_argument("--shared", default="")
     ap.add_argument("--work", required=True)
     ap.add_argument("--deit", action="store_true")
+    ap.add_argument("--count", type=int, default=6,
+                    help="scenes for the built-in model's run (3 under the sanitizers)")
     ap.add_argument("--cache", default=os.environ.get("VITLENS_TEST_CACHE") or os.path.join(
         os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "vitlens", "test-reference"),
         help="where the reference's results are kept (class Probs; 'none': nowhere)")
