@@ -36,12 +36,17 @@ static float *photo_embedding(const Model *m, const Scene *like, const char *pat
 
 /* --top and --export of one photo (dir: where its files go); similar_to (or NULL): the
  * photo whose embedding the maps explain the cosine with (--similar). frame (or NULL): a
- * video's frame, the photo's pixels, image then only names it. keep (or NULL): the Scene
+ * video's frame, the photo's pixels, image then only names it; hold (or NULL): the feature
+ * PCA's basis held over the video's frames (scene.h). keep (or NULL): the Scene
  * handed to the caller; probs (or NULL): [C] its probabilities copied there. */
 static int headless_photo(const Options *o, Model *m, const Interv *iv, const char *image,
-                          const MediaFrame *frame, const char *dir, JointFeatures *joint,
-                          const char *similar_to, Scene *keep, float *probs) {
-    Scene sc = {.ignore_orientation = o->ignore_orientation, .att = o->att, .interv = iv};
+                          const MediaFrame *frame, PcaHold *hold, const char *dir,
+                          JointFeatures *joint, const char *similar_to, Scene *keep, float *probs) {
+    Scene sc = {.ignore_orientation = o->ignore_orientation,
+                .att = o->att,
+                .interv = iv,
+                .pca_hold = frame ? hold : NULL,
+                .frame = frame ? frame->index : -1};
     SceneScore score;
     float *ref = NULL;
     VitError err;
@@ -273,8 +278,8 @@ static int headless_compare(const Options *o, Model *ma, const Interv *iv) {
     for (int p = 0; p < 2 && !rc; p++) {
         if (o->top_k) printf("# %c: %s on %s\n", "AB"[p], models[p] -> name, images[p]);
         fflush(stdout);
-        rc = headless_photo(p && mb != ma ? &ob : o, models[p], ivs[p], images[p], NULL, dirs[p],
-                            NULL, NULL, scenes[p], NULL);
+        rc = headless_photo(p && mb != ma ? &ob : o, models[p], ivs[p], images[p], NULL, NULL,
+                            dirs[p], NULL, NULL, scenes[p], NULL);
     }
     if (!rc && o->export_dir) {
         ExportStyle st = {o->opacity, o->discard, o->colormap, o->bilinear};
@@ -320,7 +325,8 @@ static void csv_frame(FILE *csv, const Model *m, const MediaFrame *f, const floa
 /* --top and --export of a video (media.h, o->image_path) or a camera (--camera: the newest
  * frame each time the model is free): its frames in order, those --every / --fps keep (at
  * most --frames) each run as a photo; --export writes each into DIR/frame_NNNNNN/
- * (NNNNNN its index in the stream) and a line per frame into DIR/frames.csv; --top prints
+ * (NNNNNN its index in the stream; the feature PCA's colours on the basis of the first frame
+ * written, held: scene.h) and a line per frame into DIR/frames.csv; --top prints
  * each after "# frame N T s". A frame that fails stops the run (exit 1), as a decoder's
  * error does; the frames before it are written. */
 static int headless_video(const Options *o, Model *m, const Interv *iv) {
@@ -362,6 +368,7 @@ static int headless_video(const Options *o, Model *m, const Interv *iv) {
         }
     }
     const MediaFrame *f;
+    PcaHold hold = {0}; /* the feature PCA's colours: fitted on the first frame written */
     int64_t next_ns = 0;
     long kept = 0;
     const char *base = strrchr(what, '/') ? strrchr(what, '/') + 1 : what;
@@ -373,7 +380,8 @@ static int headless_video(const Options *o, Model *m, const Interv *iv) {
         if (o->export_dir) snprintf(dir, sizeof dir, "%s/frame_%06ld", o->export_dir, f->index);
         if (o->top_k)
             printf("# frame %ld %.6f s\n", f->index, f->pts_ns >= 0 ? f->pts_ns / 1e9 : -1.0);
-        rc = headless_photo(o, m, iv, name, f, o->export_dir ? dir : NULL, NULL, NULL, NULL, probs);
+        rc = headless_photo(o, m, iv, name, f, &hold, o->export_dir ? dir : NULL, NULL, NULL, NULL,
+                            probs);
         if (!rc && csv) csv_frame(csv, m, f, probs), fflush(csv); /* a camera: Ctrl+C ends it */
         kept++;
         fflush(stdout);
@@ -391,6 +399,7 @@ static int headless_video(const Options *o, Model *m, const Interv *iv) {
                "frames.csv\n",
                kept, src.n_read, what, o->export_dir);
     media_close(&src);
+    pca_hold_free(&hold);
     free(probs);
     return rc;
 }
@@ -461,13 +470,13 @@ int headless_run(const Options *o) {
         return rc;
     }
     if (n <= 1) {
-        rc = headless_photo(o, &m, &iv, o->image_path, NULL, o->export_dir, NULL, o->similar_path,
-                            NULL, NULL);
+        rc = headless_photo(o, &m, &iv, o->image_path, NULL, NULL, o->export_dir, NULL,
+                            o->similar_path, NULL, NULL);
         if (!rc && o->similar_path) { /* --similar: IMAGE2's maps, cos with the photo's e */
             char dir[2048];
             photo_dir(dir, sizeof dir, o->export_dir, o->similar_path);
-            rc = headless_photo(o, &m, &iv, o->similar_path, NULL, dir, NULL, o->image_path, NULL,
-                                NULL);
+            rc = headless_photo(o, &m, &iv, o->similar_path, NULL, NULL, dir, NULL, o->image_path,
+                                NULL, NULL);
         }
         interv_free(&iv);
         model_free(&m);
@@ -498,7 +507,8 @@ int headless_run(const Options *o) {
         if (jf.image_of[i] < 0) continue;
         char dir[2048];
         photo_dir(dir, sizeof dir, o->export_dir, jf.paths[i]);
-        rc = headless_photo(o, &m, &iv, jf.paths[i], NULL, dir, &jf, o->similar_path, NULL, NULL);
+        rc = headless_photo(o, &m, &iv, jf.paths[i], NULL, NULL, dir, &jf, o->similar_path, NULL,
+                            NULL);
     }
     joint_features_free(&jf);
     free(jf.paths);

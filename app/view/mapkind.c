@@ -141,12 +141,19 @@ static VitStatus pca_compute(float *out, const Scene *sc, const View *v, JointFe
     return scene_pca(out, NULL, sc, v->layer, jf, err);
 }
 
-/* Status line: which photos the PCA ran over. */
+/* Status line: which photos the PCA ran over; a video's: the frame its colours are held from. */
 static void pca_status(char *buf, size_t n, const Scene *sc, const View *v,
                        const char (*labels)[VIT_LABEL_BYTES]) {
     (void)labels;
-    (void)sc;
-    snprintf(buf, n, "%s", v->joint ? "over every photo of the slideshow" : "this photo");
+    long at = sc->pca_hold && !v->joint ? pca_hold_frame(sc->pca_hold, v->layer) : -1;
+    if (v->joint)
+        snprintf(buf, n, "over every photo of the slideshow");
+    else if (sc->pca_hold && at >= 0)
+        snprintf(buf, n, "colours held from frame %ld (Shift+C refits)", at);
+    else if (sc->pca_hold)
+        snprintf(buf, n, "colours fitted on the next frame");
+    else
+        snprintf(buf, n, "this photo");
 }
 
 /* Cosine similarity of the query token's feature to every patch's. */

@@ -585,6 +585,54 @@ static void border_mask(uint8_t *b, int gh, int gw) {
         for (int q = 0; q < gw; q++) b[r * gw + q] = r == 0 || q == 0 || r == gh - 1 || q == gw - 1;
 }
 
+void pca_hold_free(PcaHold *h) {
+    for (int l = 0; h->basis && l < h->n_layers; l++) vit_pca_basis_free(&h->basis[l]);
+    free(h->basis), free(h->frame), free(h->fitted_at);
+    h->basis = NULL, h->frame = NULL, h->fitted_at = NULL, h->vit = NULL, h->n_layers = 0;
+}
+
+/* asked is written by the owner's thread and read by the one computing the map: GCC's and
+ * Clang's __atomic builtins (as VitControl's flag, forward.c). */
+void pca_hold_refit(PcaHold *h) {
+    __atomic_fetch_add(&h->asked, 1, __ATOMIC_RELAXED);
+}
+
+long pca_hold_frame(const PcaHold *h, int layer) {
+    if (!h || !h->basis || layer < 0 || layer >= h->n_layers || !h->basis[layer].d ||
+        h->fitted_at[layer] != __atomic_load_n(&h->asked, __ATOMIC_RELAXED))
+        return -1;
+    return h->frame[layer];
+}
+
+/* *b: the basis of `layer` that h holds for sc's model, fitted first on this frame's rows
+ * x [m, D] (border [m]) when it has none that is current. */
+static VitStatus held_basis(const VitPcaBasis **b, PcaHold *h, const Scene *sc, int layer,
+                            const float *x, int m, int D, const uint8_t *border, VitError *err) {
+    int L = sc->run.cfg.n_layers;
+    if (h->vit != sc->vit || h->n_layers != L || (h->basis && h->basis[0].d && h->basis[0].d != D))
+        pca_hold_free(h);
+    if (!h->basis) {
+        h->basis = calloc((size_t)L, sizeof *h->basis);
+        h->frame = calloc((size_t)L, sizeof *h->frame);
+        h->fitted_at = calloc((size_t)L, sizeof *h->fitted_at);
+        if (!h->basis || !h->frame || !h->fitted_at) {
+            pca_hold_free(h);
+            return nomem(err, "the feature PCA's basis");
+        }
+        h->vit = sc->vit, h->n_layers = L;
+    }
+    int asked = __atomic_load_n(
+        &h->asked,
+        __ATOMIC_RELAXED); /* as read now: a refit asked meanwhile refits the next frame */
+    if (!h->basis[layer].d || h->fitted_at[layer] != asked) {
+        VitStatus rc = vit_pca_fit(&h->basis[layer], x, m, D, 1, border, err);
+        if (rc) return rc;
+        h->frame[layer] = sc->frame, h->fitted_at[layer] = asked;
+    }
+    *b = &h->basis[layer];
+    return VIT_OK;
+}
+
 VitStatus scene_pca(float *out, int *fg_count, const Scene *sc, int layer, const JointFeatures *jf,
                     VitError *err) {
     const VitConfig *c = &sc->run.cfg;
@@ -643,7 +691,13 @@ VitStatus scene_pca(float *out, int *fg_count, const Scene *sc, int layer, const
             goto done;
         }
     }
-    if ((rc = vit_feature_pca(rgb, fg, rows, kept, D, n_img, border, err))) goto done;
+    if (sc->pca_hold && !jf) { /* a video's frame: the basis held over its frames */
+        const VitPcaBasis *b = NULL;
+        if ((rc = held_basis(&b, sc->pca_hold, sc, layer, rows, kept, D, border, err)) ||
+            (rc = vit_pca_project(rgb, fg, b, rows, kept, D, 1, border, err)))
+            goto done;
+    } else if ((rc = vit_feature_pca(rgb, fg, rows, kept, D, n_img, border, err)))
+        goto done;
     /* only this photo's N rows go out, as RGBA [N, 4] */
     int n_fg = 0;
     for (int p = 0, k = 0; p < N; p++) {

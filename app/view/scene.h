@@ -108,6 +108,28 @@ int scene_score_parse_contrast(SceneScore *s, const Model *m, const char *arg, c
 
 #define SCENE_TAG_BYTES 64 /* a worker map's tag: what it is the map of (Scene.slow_tag) */
 
+/* The feature PCA's basis held over a video's frames (issue 37): per layer, fitted on the
+ * first frame whose PCA that layer needed (vit_pca_fit, one frame), then every frame
+ * projected on it (vit_pca_project), so that a part keeps its colour as it moves. The
+ * owner (the window's video, --export of a video) zeroes it, points its frames' Scenes at
+ * it (Scene.pca_hold, with Scene.frame) and frees it with pca_hold_free; a photo's Scene
+ * has none: a fit per photo. One writer each: the owner's thread only bumps `asked`
+ * (pca_hold_refit), the thread computing the map (one at a time: requests.c) fits. */
+typedef struct {
+    int asked;          /* bumped to refit: a basis fitted at another `asked` is stale */
+    const Vit *vit;     /* the model the bases are of (another: all refitted) */
+    int n_layers;       /* L */
+    VitPcaBasis *basis; /* [L] each layer's (.d 0: none yet) */
+    long *frame;        /* [L] the frame each was fitted on (Scene.frame) */
+    int *fitted_at;     /* [L] the `asked` each was fitted at */
+} PcaHold;
+
+/* Refit every layer's basis on the next frame whose PCA is drawn. */
+void pca_hold_refit(PcaHold *h);
+/* The frame layer's basis was fitted on, or -1 when it has none that is current. */
+long pca_hold_frame(const PcaHold *h, int layer);
+void pca_hold_free(PcaHold *h);
+
 typedef struct {
     VitRun run;               /* att [L, H, T, T], probs [C] of the photo */
     uint8_t *crop_rgb;        /* [Sh, Sw, 3] the picture the model saw (vit_preprocess_rgb) */
@@ -126,6 +148,9 @@ typedef struct {
                                  scene_explain and scene_perturb apply (when built for the
                                  model's shapes, interv_for); the crop shows a filled patch
                                  as the model sees it, a dropped one hatched */
+    PcaHold *pca_hold;        /* set by the owner, or NULL (a photo): the feature PCA's basis
+                                 held over a video's frames (scene_pca) */
+    long frame;               /* set by the owner with pca_hold: the video frame's index */
     float *plain_probs;       /* [C] the probabilities of the model without the interventions
                                  (scene_run runs it first when some apply and want_plain:
                                  has_plain), for the +/- of the predictions panel */
@@ -237,7 +262,9 @@ void scene_slow_swap(Scene *sc);
 
 /* The feature PCA of one photo at a layer (View.joint 0), or of photo `image` of jf
  * over all its photos (jf non-NULL): out [N, 4] RGBA (vit_feature_pca's colours, A
- * the foreground). fg_count (may be NULL): foreground patches of this photo. */
+ * the foreground). fg_count (may be NULL): foreground patches of this photo. A video's
+ * frame (sc->pca_hold set, jf NULL): projected on the layer's held basis, fitted on this
+ * frame first when there is none (the window and --export fit the same way, here). */
 VitStatus scene_pca(float *out, int *fg_count, const Scene *sc, int layer, const JointFeatures *jf,
                     VitError *err);
 

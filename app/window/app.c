@@ -236,6 +236,7 @@ void app_free(App *app) {
     free(app->vm.atlas);
     files_free_list(app->images, app->n_images);
     joint_features_free(&app->joint);
+    pca_hold_free(&app->pca_hold);
     free(app->joint.paths);
     if (app->model) model_free(app->model);
     free(app->model);

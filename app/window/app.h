@@ -181,6 +181,7 @@ typedef struct App {
     char **images; /* the command line's images (slideshow), [n_images] */
     int n_images, image_at;
     JointFeatures joint; /* the slideshow's features, for the feature PCA over every photo */
+    PcaHold pca_hold;    /* the feature PCA's basis held over the video's frames (Shift+C refits) */
 
     /* the list panel: the logit lens's class per layer, the high-norm tokens */
     int n_list, list_marked, n_high_norm;
@@ -557,6 +558,10 @@ void app_live_shown(App *app);
 /* Space, `,` and `.` while a source is open: pause / play, one frame back / forward (a file;
  * pauses). 1 when the key was one of them. */
 int app_live_key(App *app, SDL_Keycode key, int shift);
+/* Shift+C: the features PCA's colours held over the video's frames (PcaHold) fitted again,
+ * on the frame on screen when the map shows (else on the next frame drawn); on a photo a
+ * notice says they are its own. */
+void app_pca_refit(App *app);
 /* The status line's part for the source: "video 0:03.2 / 0:06.0, 9.8 fps, 3 dropped, paused",
  * "" when none is open. */
 void app_live_status(const App *app, char *buf, size_t n);

@@ -489,6 +489,11 @@ static void app_key_action(App *app, const SDL_Keysym *ks) {
         app->dirty = 1;
         return;
     }
+    if (key == SDLK_c && shift) { /* a video: the features PCA's colours fitted again */
+        app_pca_refit(app);
+        app->dirty = 1;
+        return;
+    }
     if (app_live_key(app, key, shift)) { /* a video: Space, `,` and `.` */
         app->dirty = 1;
         return;

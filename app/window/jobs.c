@@ -51,6 +51,12 @@ static void start_job(App *app, const char *path, const uint8_t *rgb, int w, int
     /* the same photo again (an intervention changed): the unchanged model's probabilities
      * are the ones on screen, its +/- need no second forward pass */
     back->plain_given = 0;
+    /* a video's frame (or the frame on screen through a new model): the feature PCA's colours
+     * on the basis held over the video's frames */
+    const Live *live = &app->live;
+    int frame = rgb || (live->on && live->job_rgb && is_model(path));
+    back->pca_hold = frame ? &app->pca_hold : NULL;
+    back->frame = frame ? live->job_index : -1;
     int C = app->model->vit.cfg.n_classes;
     if (sc && sc != back && C > 0 && sc->vit == &app->model->vit && !strcmp(sc->path, path) &&
         sc->run.cfg.n_classes == C && /* a CLIP head of another size: not its probabilities */

@@ -164,7 +164,22 @@ void app_live_open(App *app, MediaKind kind, const char *what) {
         return;
     }
     lv->on = 1;
+    pca_hold_refit(&app->pca_hold); /* a new video: its own colours */
     app->dirty = 1;
+}
+
+void app_pca_refit(App *app) {
+    const Scene *sc = app_scene(app);
+    if (!sc || !sc->pca_hold) {
+        snprintf(app->notice, sizeof app->notice,
+                 "the features PCA colours are held over a video's frames; a photo's are its own");
+        return;
+    }
+    pca_hold_refit(&app->pca_hold);
+    snprintf(app->notice, sizeof app->notice, "the features PCA colours: refitted on frame %ld",
+             sc->frame);
+    if (app->view.kind == MAP_FEATURES_PCA && !app->view.joint)
+        app_update_map(app); /* on the frame on screen, now */
 }
 
 /* The running job's frame is the newest, taken (under lock): copied for the worker. 0, or

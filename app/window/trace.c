@@ -126,7 +126,7 @@ static void trace_frame_state(const App *app, const RenFrame *f) {
         "ms_lupload=%.2f "
         "whatif=%d,%d,%d,%d,%d:%g fill=%d plain=%d top1=%d:%.6f "
         "controls=%d chover=%s cpressed=%s kmenu=%d typing=%d tip=%s hpage=%d/%d hpx=%d "
-        "hbox=%d,%d,%d,%d palette=%d psel=%s prows=%d ",
+        "hbox=%d,%d,%d,%d palette=%d psel=%s prows=%d pcaframe=%ld ",
         app->frames, app->view.layer, app->view.head, app->view.kind == MAP_ROLLOUT,
         MAP_KINDS[app->view.kind].tag, app->view.target, (double)app->view.discard_ratio,
         app->overlay, (double)app->opacity, app->grid, app->help, app->busy, app->loads,
@@ -155,7 +155,8 @@ static void trace_frame_state(const App *app, const RenFrame *f) {
         app->help ? app->help_page + 1 : 0, app->help ? app->ren.help_pages : 0,
         app->help ? app->ren.help_px : 0, r->help_box[0], r->help_box[1], r->help_box[2],
         r->help_box[3], app->palette.open, app_palette_selected(app),
-        app->palette.open ? app->palette.n_match : 0);
+        app->palette.open ? app->palette.n_match : 0,
+        sc && sc->pca_hold ? pca_hold_frame(sc->pca_hold, app->view.layer) : -1L);
 }
 
 /* "controls NAME=x,y,w,h,enabled,active ...": the on-screen controls as drawn, framebuffer

@@ -1435,6 +1435,52 @@ VitStatus vit_max_flow_layers(float *out, const float *cap, int n_layers, int T,
 VitStatus vit_feature_pca(float *rgb, uint8_t *fg, const float *x, int m, int d, int n_images,
                           const uint8_t *border, VitError *err);
 
+/* The feature PCA split in two, so that one basis colours many inputs alike (a video's
+ * frames: a part keeps its colour as it moves). vit_feature_pca(rgb, fg, x, ...) is
+ * vit_pca_fit(&b, x, ...) then vit_pca_project(rgb, fg, &b, x, ...), bit for bit.
+ * Everything vit_feature_pca computes from its rows is kept (D: the feature width): */
+typedef struct {
+    int d;           /* D, the width it was fitted on; 0: not fitted */
+    int held_fg;     /* 1: step 1 is kept (fitted on one image, n_images 1): a row is
+                        foreground when fg_sign * (x - fg_mean) . fg_dir > fg_cut;
+                        0 (several images): each input image's own step 1 */
+    double *fg_mean; /* [D] step 1's mean row (owns the allocation of all four arrays) */
+    double *fg_dir;  /* [D] step 1's first component, unit; 0 when the rows did not vary */
+    double fg_sign;  /* +1 or -1: the side of fg_dir that is foreground */
+    double fg_cut;   /* 1e-9 of the fit's largest |projection| on fg_dir */
+    double *mean;    /* [D] step 2's mean, of the fit's foreground rows */
+    double *comp;    /* [3, D] step 2's components 1 to 3, unit rows; 0 for a dead one */
+    double sign[3];  /* each component's sign: its largest |loading| made positive */
+    double lo[3];    /* min and max of sign[c] * (x - mean) . comp[c] over the fit's */
+    double hi[3];    /*   foreground rows: channel c = (that - lo) / (hi - lo) */
+    int live[3];     /* 1: channel c varies (variance above 1e-10 of the total, hi > lo);
+                        0: channel c is 0 */
+} VitPcaBasis;
+
+/* Fit the basis b on x [M, D] (n_images, border [M] as vit_feature_pca's): step 1 per
+ * image (kept when n_images is 1), step 2's mean, components, signs and min-max over
+ * every image's foreground. b is overwritten (a basis in it freed first); free it with
+ * vit_pca_basis_free, also after an error. Time: vit_feature_pca's.
+ * Errors: vit_feature_pca's, and VIT_ERR_ARG for b NULL. */
+VitStatus vit_pca_fit(VitPcaBasis *b, const float *x, int m, int d, int n_images,
+                      const uint8_t *border, VitError *err);
+
+/* Colour x [M, D] (n_images blocks of M / n_images rows) with the fitted basis b:
+ * foreground by b's step 1 (held_fg: its cut, per image; else each image's own first
+ * component, its sign by border [M] or NULL, as vit_feature_pca), fewer than 4
+ * foreground rows in an image: all of it; then rgb [M, 3] = the foreground rows'
+ * projections on b's components, scaled by b's lo .. hi and clamped to [0, 1] (rows
+ * unlike the fit's may fall outside it), 0 for the background and a dead channel;
+ * fg [M] (may be NULL) 1 foreground, 0 background. Time O(M D) with held_fg, else step
+ * 1's PCAs. Errors: VIT_ERR_ARG (rgb, b or x NULL, b not fitted, M, D, n_images or a
+ * non-finite x as vit_feature_pca), VIT_ERR_SHAPE (D is not b's), VIT_ERR_NOMEM,
+ * VIT_ERR_FORMAT (dsyevr, without held_fg). */
+VitStatus vit_pca_project(float *rgb, uint8_t *fg, const VitPcaBasis *b, const float *x, int m,
+                          int d, int n_images, const uint8_t *border, VitError *err);
+
+/* Free b's arrays and zero it (a zeroed or freed basis is fine). */
+void vit_pca_basis_free(VitPcaBasis *b);
+
 /* ---------------------------------------------------------------------------
  * Faithfulness: perturbation, localisation, sanity checks
  *

@@ -163,43 +163,91 @@ static int no_variance(double var, double total) {
     return total <= 0.0 || var <= VAR_REL * total;
 }
 
-/* --- entry point ------------------------------------------------------------ */
+/* --- step 1: the foreground ---------------------------------------------------- */
 
-/* Step 1 on one image's rows x [m, d]: the first component of its rows, its sign
- * putting the border below the others; sel [m] 1 for the foreground (every row when
- * fewer than 4 would be). mean [d], vec [d], p [m] scratch. */
-static VitStatus foreground(uint8_t *sel, const float *x, int m, int d, const uint8_t *border,
-                            double *mean, double *vec, double *p, VitError *err) {
+/* Step 1's fit on one image's rows x [m, d]: the first component of its rows, centred on
+ * mean [d], into vec [d] (0 when the rows do not vary), its sign putting the border
+ * below the others, and the cut (1e-9 of the largest |projection|): the foreground is
+ * sign * projection > cut. p [m] scratch. */
+static VitStatus first_component(double *mean, double *vec, double *sign, double *cut,
+                                 const float *x, int m, int d, const uint8_t *border, double *p,
+                                 VitError *err) {
     double var, total;
     VitStatus rc = vit_pca_top(vec, &var, mean, &total, x, NULL, m, m, d, 1, err);
     if (rc) return rc;
-    double big = 0.0, sum_border = 0.0, sign;
-    int n_border = 0, n_fg = 0;
+    if (no_variance(var, total)) memset(vec, 0, (size_t)d * sizeof *vec);
+    double big = 0.0, sum_border = 0.0;
+    int n_border = 0;
     for (int i = 0; i < m; i++) {
-        p[i] = no_variance(var, total) ? 0.0 : project(x, mean, vec, d, i);
+        p[i] = project(x, mean, vec, d, i);
         big = fmax(big, fabs(p[i]));
         if (border && border[i]) sum_border += p[i], n_border++;
     }
-    sign = vit_loading_sign(vec, d);
+    *sign = vit_loading_sign(vec, d);
     if (n_border > 0 && n_border < m) {
         double sum = 0.0;
         for (int i = 0; i < m; i++) sum += p[i];
         double mean_border = sum_border / n_border,
                mean_other = (sum - sum_border) / (m - n_border);
         if (fabs(mean_border - mean_other) > TIE_REL * big)
-            sign = mean_border < mean_other ? 1.0 : -1.0;
+            *sign = mean_border < mean_other ? 1.0 : -1.0;
     }
-    for (int i = 0; i < m; i++) {
-        sel[i] = sign * p[i] > TIE_REL * big;
-        n_fg += sel[i];
-    }
-    if (n_fg < 4) memset(sel, 1, (size_t)m);
+    *cut = TIE_REL * big;
     return VIT_OK;
 }
 
-VitStatus vit_feature_pca(float *rgb, uint8_t *fg, const float *x, int m, int d, int n_images,
-                          const uint8_t *border, VitError *err) {
-    if (!rgb || !x) return vit_set_error(err, VIT_ERR_ARG, "feature PCA: rgb or x is NULL");
+/* sel [m]: 1 for the rows of one image x [m, d] whose projection on step 1's component
+ * (mean [d], vec [d], sign, cut) is in the foreground; every row when fewer than 4 are. */
+static void cut_foreground(uint8_t *sel, const float *x, int m, int d, const double *mean,
+                           const double *vec, double sign, double cut) {
+    int n_fg = 0;
+    for (int i = 0; i < m; i++) {
+        sel[i] = sign * project(x, mean, vec, d, i) > cut;
+        n_fg += sel[i];
+    }
+    if (n_fg < 4) memset(sel, 1, (size_t)m);
+}
+
+/* sel [m]: each of the n_images images' own foreground (step 1 fitted on its rows).
+ * mean, vec [d], p [m / n_images] scratch. */
+static VitStatus own_foregrounds(uint8_t *sel, const float *x, int m, int d, int n_images,
+                                 const uint8_t *border, double *mean, double *vec, double *p,
+                                 VitError *err) {
+    int mb = m / n_images;
+    for (int b = 0; b < n_images; b++) {
+        size_t r0 = (size_t)b * mb;
+        double sign, cut;
+        VitStatus rc = first_component(mean, vec, &sign, &cut, x + r0 * d, mb, d,
+                                       border ? border + r0 : NULL, p, err);
+        if (rc) return rc;
+        cut_foreground(sel + r0, x + r0 * d, mb, d, mean, vec, sign, cut);
+    }
+    return VIT_OK;
+}
+
+/* --- step 2: the colours --------------------------------------------------------- */
+
+/* rgb [m, 3]: the selected rows (sel [m]) of x [m, d] projected on b's three components,
+ * each scaled by b's lo .. hi and clamped to [0, 1]; 0 elsewhere and for a dead channel. */
+static void colour(float *rgb, const VitPcaBasis *b, const uint8_t *sel, const float *x, int m,
+                   int d) {
+    memset(rgb, 0, (size_t)m * 3 * sizeof *rgb);
+    for (int c = 0; c < 3; c++) {
+        if (!b->live[c]) continue;
+        const double *v = b->comp + (size_t)c * d;
+        double lo = b->lo[c], span = b->hi[c] - b->lo[c];
+        for (int i = 0; i < m; i++)
+            if (sel[i]) {
+                double q = (b->sign[c] * project(x, b->mean, v, d, i) - lo) / span;
+                rgb[(size_t)i * 3 + c] = (float)fmin(1.0, fmax(0.0, q));
+            }
+    }
+}
+
+/* --- entry points ---------------------------------------------------------------- */
+
+static VitStatus check_rows(const float *x, int m, int d, int n_images, VitError *err) {
+    if (!x) return vit_set_error(err, VIT_ERR_ARG, "feature PCA: x is NULL");
     if (m < 1 || d < 1)
         return vit_set_error(err, VIT_ERR_ARG, "feature PCA: %d rows of %d features, expected >= 1",
                              m, d);
@@ -213,47 +261,127 @@ VitStatus vit_feature_pca(float *rgb, uint8_t *fg, const float *x, int m, int d,
         if (!isfinite(x[i]))
             return vit_set_error(err, VIT_ERR_ARG, "feature PCA: x[%zu, %zu] = %g, not finite",
                                  i / (size_t)d, i % (size_t)d, (double)x[i]);
+    return VIT_OK;
+}
 
-    double *mean = malloc((size_t)d * sizeof *mean), *vec = malloc(3 * (size_t)d * sizeof *vec);
-    double *p = malloc((size_t)m * sizeof *p), var[3], total;
-    uint8_t *sel = malloc((size_t)m);
+void vit_pca_basis_free(VitPcaBasis *b) {
+    if (!b) return;
+    free(b->fg_mean);
+    memset(b, 0, sizeof *b);
+}
+
+/* The fit (vit_pca_fit's), and into sel [m] the foreground it found. */
+static VitStatus fit(VitPcaBasis *b, uint8_t *sel, const float *x, int m, int d, int n_images,
+                     const uint8_t *border, VitError *err) {
+    vit_pca_basis_free(b);
+    double *mem = malloc(6 * (size_t)d * sizeof *mem), *p = malloc((size_t)m * sizeof *p);
     VitStatus rc = VIT_OK;
-    if (!mean || !vec || !p || !sel) {
-        rc =
-            vit_set_error(err, VIT_ERR_NOMEM, "feature PCA: out of memory for %d rows of %d", m, d);
-        goto done;
+    if (!mem || !p) {
+        free(mem), free(p);
+        return vit_set_error(err, VIT_ERR_NOMEM, "feature PCA: out of memory for %d rows of %d", m,
+                             d);
     }
-
-    /* 1. Each image's foreground by its own first component. */
-    int mb = m / n_images, n_fg = 0;
-    for (int b = 0; b < n_images; b++) {
-        size_t r0 = (size_t)b * mb;
-        if ((rc = foreground(sel + r0, x + r0 * d, mb, d, border ? border + r0 : NULL, mean, vec, p,
-                             err)))
+    b->d = d, b->fg_mean = mem, b->fg_dir = mem + d, b->mean = mem + 2 * (size_t)d;
+    b->comp = mem + 3 * (size_t)d;
+    /* 1. Each image's foreground by its own first component; one image's is kept. */
+    if (n_images == 1) {
+        b->held_fg = 1;
+        if ((rc = first_component(b->fg_mean, b->fg_dir, &b->fg_sign, &b->fg_cut, x, m, d, border,
+                                  p, err)))
             goto done;
+        cut_foreground(sel, x, m, d, b->fg_mean, b->fg_dir, b->fg_sign, b->fg_cut);
+    } else if ((rc = own_foregrounds(sel, x, m, d, n_images, border, b->fg_mean, b->fg_dir, p,
+                                     err))) {
+        goto done;
+    } else {
+        memset(b->fg_mean, 0, 2 * (size_t)d * sizeof *mem); /* not kept: nothing to read */
     }
+    int n_fg = 0;
     for (int i = 0; i < m; i++) n_fg += sel[i];
 
     /* 2. Three components of every image's foreground rows together, each min-max
      * scaled over them. */
-    if ((rc = vit_pca_top(vec, var, mean, &total, x, sel, n_fg, m, d, 3, err))) goto done;
-    memset(rgb, 0, (size_t)m * 3 * sizeof *rgb);
+    double var[3], total;
+    if ((rc = vit_pca_top(b->comp, var, b->mean, &total, x, sel, n_fg, m, d, 3, err))) goto done;
     for (int c = 0; c < 3; c++) {
-        if (no_variance(var[c], total)) continue;
-        const double *v = vec + (size_t)c * d;
-        double s = vit_loading_sign(v, d), lo = HUGE_VAL, hi = -HUGE_VAL;
-        for (int i = 0; i < m; i++) {
-            if (!sel[i]) continue;
-            p[i] = s * project(x, mean, v, d, i);
-            lo = fmin(lo, p[i]), hi = fmax(hi, p[i]);
+        double *v = b->comp + (size_t)c * d, lo = HUGE_VAL, hi = -HUGE_VAL;
+        b->sign[c] = 1.0, b->lo[c] = b->hi[c] = 0.0, b->live[c] = 0;
+        if (no_variance(var[c], total)) {
+            memset(v, 0, (size_t)d * sizeof *v);
+            continue;
         }
-        if (hi > lo)
-            for (int i = 0; i < m; i++)
-                if (sel[i]) rgb[(size_t)i * 3 + c] = (float)((p[i] - lo) / (hi - lo));
+        b->sign[c] = vit_loading_sign(v, d);
+        for (int i = 0; i < m; i++)
+            if (sel[i]) {
+                double q = b->sign[c] * project(x, b->mean, v, d, i);
+                lo = fmin(lo, q), hi = fmax(hi, q);
+            }
+        b->lo[c] = lo, b->hi[c] = hi, b->live[c] = hi > lo;
     }
-    if (fg) memcpy(fg, sel, (size_t)m);
-
 done:
-    free(mean), free(vec), free(p), free(sel);
+    free(p);
+    if (rc) vit_pca_basis_free(b);
+    return rc;
+}
+
+VitStatus vit_pca_fit(VitPcaBasis *b, const float *x, int m, int d, int n_images,
+                      const uint8_t *border, VitError *err) {
+    if (!b) return vit_set_error(err, VIT_ERR_ARG, "feature PCA: the basis is NULL");
+    VitStatus rc = check_rows(x, m, d, n_images, err);
+    if (rc) return rc;
+    uint8_t *sel = malloc((size_t)m);
+    if (!sel) return vit_set_error(err, VIT_ERR_NOMEM, "feature PCA: out of memory for %d rows", m);
+    rc = fit(b, sel, x, m, d, n_images, border, err);
+    free(sel);
+    return rc;
+}
+
+VitStatus vit_pca_project(float *rgb, uint8_t *fg, const VitPcaBasis *b, const float *x, int m,
+                          int d, int n_images, const uint8_t *border, VitError *err) {
+    if (!rgb || !b) return vit_set_error(err, VIT_ERR_ARG, "feature PCA: rgb or the basis is NULL");
+    if (!b->fg_mean)
+        return vit_set_error(err, VIT_ERR_ARG,
+                             "feature PCA: the basis is not fitted (vit_pca_fit)");
+    VitStatus rc = check_rows(x, m, d, n_images, err);
+    if (rc) return rc;
+    if (d != b->d)
+        return vit_set_error(err, VIT_ERR_SHAPE,
+                             "feature PCA: rows of %d features, the basis was fitted on %d", d,
+                             b->d);
+    uint8_t *sel = malloc((size_t)m);
+    double *mean = malloc(2 * (size_t)d * sizeof *mean), *p = malloc((size_t)m * sizeof *p);
+    if (!sel || !mean || !p) {
+        rc =
+            vit_set_error(err, VIT_ERR_NOMEM, "feature PCA: out of memory for %d rows of %d", m, d);
+        goto done;
+    }
+    int mb = m / n_images;
+    for (int i = 0; b->held_fg && i < n_images; i++) /* the fit's cut, each image */
+        cut_foreground(sel + (size_t)i * mb, x + (size_t)i * mb * d, mb, d, b->fg_mean, b->fg_dir,
+                       b->fg_sign, b->fg_cut);
+    if (!b->held_fg &&
+        (rc = own_foregrounds(sel, x, m, d, n_images, border, mean, mean + d, p, err)))
+        goto done;
+    colour(rgb, b, sel, x, m, d);
+    if (fg) memcpy(fg, sel, (size_t)m);
+done:
+    free(sel), free(mean), free(p);
+    return rc;
+}
+
+VitStatus vit_feature_pca(float *rgb, uint8_t *fg, const float *x, int m, int d, int n_images,
+                          const uint8_t *border, VitError *err) {
+    if (!rgb) return vit_set_error(err, VIT_ERR_ARG, "feature PCA: rgb or x is NULL");
+    VitStatus rc = check_rows(x, m, d, n_images, err);
+    if (rc) return rc;
+    VitPcaBasis b = {0};
+    uint8_t *sel = malloc((size_t)m);
+    if (!sel) return vit_set_error(err, VIT_ERR_NOMEM, "feature PCA: out of memory for %d rows", m);
+    if (!(rc = fit(&b, sel, x, m, d, n_images, border, err))) {
+        colour(rgb, &b, sel, x, m, d);
+        if (fg) memcpy(fg, sel, (size_t)m);
+    }
+    vit_pca_basis_free(&b);
+    free(sel);
     return rc;
 }

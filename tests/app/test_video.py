@@ -7,9 +7,19 @@ nothing downloaded), through app/media/media.c and app/headless/headless.c.
                  each kept frame's files equal, byte for byte (every .npy, every PNG, the
                  CSVs), those `vitlens --export` writes for the same frame decoded to a PNG by
                  gst-launch-1.0 (uridecodebin ! videoconvert ! RGB ! pngenc) and named as the
-                 frame is (clip.webm#N, so that the overviews' titles agree); frames.csv's
+                 frame is (clip.webm#N, so that the overviews' titles agree), but the
+                 feature PCA's after the first frame (its colours held: --case pca); frames.csv's
                  top-5 equal --top 5 of that PNG. Control: frame 0's reference against frame
                  E's export must differ (the comparison sees a change of frame).
+  --case pca     stable colours over time (issue 37): a textured object (red, white and
+                 blue quarters, a black dot) pasted at three places over a fixed noisy
+                 background (PIL; VP8 in WebM). --export writes each frame's feature PCA on
+                 the basis of the first frame, held: the mean colour over the object's patches
+                 (the last layer's L{L}_pca.npy) stays within PCA_TOL of frame 0's in every
+                 frame; frame 0's PCA files equal its photo's (one fit, the same way in both
+                 modes). Control: the same frames decoded to PNGs and exported as photos (a
+                 fit per frame, the old behaviour) drift beyond PCA_TOL (a component's sign
+                 flips between frames), so the check would fail if the basis were not held.
   --case order   frames that draw their index (a square at x = 4 * index, PIL), encoded as
                  VP8 in WebM and as MPEG-4 with B-frames in AVI (decoded out of order, shown
                  in order): test_media reads the square at 4 * index + 3.5 in every frame,
@@ -97,12 +107,15 @@ def tops(out):
     return res
 
 
-def same_tree(x, y):
-    """(ok, how many files, first difference) for two folders, every file byte for byte."""
+def same_tree(x, y, but=None):
+    """(ok, how many files, first difference) for two folders, every file byte for byte (but
+    those whose name matches the regex `but`)."""
     fx, fy = sorted(os.listdir(x)), sorted(os.listdir(y))
     if fx != fy:
         return False, len(fx), f"file lists differ: {sorted(set(fx) ^ set(fy))[:5]}"
     for f in fx:
+        if but and re.search(but, f):
+            continue
         if not filecmp.cmp(os.path.join(x, f), os.path.join(y, f), shallow=False):
             return False, len(fx), f"{f} differs"
     return True, len(fx), ""
@@ -144,9 +157,12 @@ def case_export(a, work):
         ref = os.path.join(work, f"ref_{i}")
         rc, _, err = vitlens(a, "--export", ref, photo)
         check(rc == 0, f"--export of frame {i}'s PNG: exit {rc}" + (f"\n{err}" if rc else ""))
-        ok, count, diff = same_tree(ref, os.path.join(out_dir, f"frame_{i:06d}"))
+        # the feature PCA's colours are on the basis of the first frame written (held: case
+        # pca), so a later frame's are not its photo's own fit
+        held = None if i == kept[0] else r"_pca\."
+        ok, count, diff = same_tree(ref, os.path.join(out_dir, f"frame_{i:06d}"), held)
         check(ok and count > 10, f"frame {i}: its {count} files (.npy, PNG, CSV) equal the "
-              f"photo's, byte for byte {diff}")
+              f"photo's, byte for byte{' but the held PCA' if held else ''} {diff}")
         # the CSV's top-5 against --top 5 of the PNG: class and probability
         rc, top, _ = vitlens(a, "--top", "5", photo)
         want5 = [(int(l.split()[2]), float(l.split()[1])) for l in top.splitlines()]
@@ -163,6 +179,99 @@ def case_export(a, work):
         check(both and len(differ) > len(both) // 2,
               f"control: frame 0's reference against frame {kept[1]}'s export: {len(differ)} of "
               f"the {len(both)} .npy files both have differ")
+
+
+PCA_TOL = 0.3  # the largest change of a channel's mean over the object's patches
+PCA_PLACES = [(8, 16), (24, 32), (48, 32)]  # the object's top left, px: whole patches
+
+
+def object_frames(d, model):
+    """A 32 x 32 object at PCA_PLACES over a fixed background, as PNGs in d; its patches
+    [(row0, col0, rows, cols)] in the model's grid (the frames are the model's input size)."""
+    from PIL import Image, ImageDraw
+    import numpy as np
+    side, patch = model
+    os.makedirs(d)
+    rng = np.random.default_rng(37)
+    bg = (rng.integers(0, 40, (side, side, 3)) + np.array([60, 90, 60])).astype(np.uint8)
+    k = side // 96  # the object and its places scale with the input side
+    obj = Image.new("RGB", (32, 32), (250, 250, 250))
+    draw = ImageDraw.Draw(obj)
+    draw.rectangle([0, 0, 15, 15], fill=(220, 30, 30))
+    draw.rectangle([16, 16, 31, 31], fill=(30, 30, 220))
+    draw.ellipse([4, 20, 12, 28], fill=(0, 0, 0))
+    obj = obj.resize((32 * k, 32 * k), Image.NEAREST)
+    cells = []
+    for i, (x, y) in enumerate(PCA_PLACES):
+        im = Image.fromarray(bg)
+        im.paste(obj, (x * k, y * k))
+        im.save(os.path.join(d, f"f_{i:03d}.png"))
+        cells.append((y * k // patch, x * k // patch, 32 * k // patch, 32 * k // patch))
+    return cells
+
+
+def object_colours(folder, layer, cells):
+    """[frames, 3]: the mean RGB over the object's patches of each frame's LAYER_pca.npy."""
+    import numpy as np
+    out = []
+    for d, (r, c, h, w) in zip(folder, cells):
+        a = np.load(os.path.join(d, f"{layer}_pca.npy"))
+        out.append(a[r:r + h, c:c + w, :3].reshape(-1, 3).mean(0))
+    return np.array(out)
+
+
+def case_pca(a, work):
+    import json
+    import numpy as np
+    cfg = os.path.join(os.path.dirname(a.model) if a.model else
+                       os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../assets/default"),
+                       "config.json")
+    pre = json.load(open(cfg)).get("pretrained_cfg", {})
+    side = pre.get("input_size", [3, 224, 224])[-1]
+    arch = json.load(open(cfg)).get("architecture", "")
+    patch = int(re.search(r"patch(\d+)", arch).group(1)) if "patch" in arch else 16
+    cells = object_frames(os.path.join(work, "f"), (side, patch))
+    clip = os.path.join(work, "object.webm")
+    gst("imagesequencesrc", f"location={work}/f/f_%03d.png", "start-index=0", "framerate=10/1",
+        "!", "pngdec", "!", "videoconvert", "!", "vp8enc", "target-bitrate=4000000", "!",
+        "webmmux", "!", "filesink", f"location={clip}")
+    n = len(PCA_PLACES)
+    out_dir = os.path.join(work, "held")
+    rc, out, err = vitlens(a, "--export", out_dir, clip)
+    check(rc == 0 and sanitizer_clean(err), f"--export DIR object.webm: exit {rc}"
+          + (f"\n{err[-2000:]}" if rc else ""))
+    # the old behaviour, a fit per frame: the same frames decoded, exported as photos
+    pngs = os.path.join(work, "png")
+    os.makedirs(pngs)
+    gst("uridecodebin", f"uri=file://{os.path.abspath(clip)}", "!", "videoconvert", "!",
+        "video/x-raw,format=RGB", "!", "pngenc", "!", "multifilesink",
+        f"location={pngs}/f_%06d.png")
+    photos = sorted(os.path.join(pngs, f) for f in os.listdir(pngs))
+    fresh_dir = os.path.join(work, "fresh")
+    rc, _, err = vitlens(a, "--export", fresh_dir, *photos)
+    check(rc == 0 and len(photos) == n, f"--export of the {len(photos)} frames as photos: exit {rc}"
+          + (f"\n{err[-2000:]}" if rc else ""))
+    held = [os.path.join(out_dir, f"frame_{i:06d}") for i in range(n)]
+    fresh = [os.path.join(fresh_dir, f"f_{i:06d}") for i in range(n)]
+    layers = sorted(f[:3] for f in os.listdir(held[0]) if re.fullmatch(r"L\d\d_pca\.npy", f))
+    check(len(layers) > 0, f"the export has the feature PCA of {len(layers)} layers")
+    if not layers:
+        return
+    pca0 = [f for f in os.listdir(held[0]) if "_pca." in f]
+    same = all(filecmp.cmp(os.path.join(held[0], f), os.path.join(fresh[0], f), shallow=False)
+               for f in pca0)
+    check(same, f"frame 0: its {len(pca0)} PCA files (fitted on it) equal its photo's")
+    for layer in layers:
+        h = object_colours(held, layer, cells)
+        f = object_colours(fresh, layer, cells)
+        dh, df = float(np.abs(h - h[0]).max()), float(np.abs(f - f[0]).max())
+        print(f"      {layer}: the object's mean colour drifts {dh:.3f} held, {df:.3f} fitted "
+              f"per frame; held {np.round(h, 2).tolist()}, per frame {np.round(f, 2).tolist()}")
+        if layer != layers[-1]:
+            continue
+        check(dh <= PCA_TOL, f"{layer}: the object's colours held within {PCA_TOL} of frame 0's "
+              f"({dh:.3f})")
+        check(df > PCA_TOL, f"control {layer}: a fit per frame drifts beyond {PCA_TOL} ({df:.3f})")
 
 
 def square_frames(d, n):
@@ -301,7 +410,7 @@ def main():
     p.add_argument("--app", required=True)
     p.add_argument("--media", required=True)
     p.add_argument("--work", required=True)
-    p.add_argument("--case", required=True, choices=["export", "order", "thin", "bad"])
+    p.add_argument("--case", required=True, choices=["export", "order", "thin", "bad", "pca"])
     p.add_argument("--model")
     p.add_argument("--labels")
     a = p.parse_args()
@@ -314,8 +423,8 @@ def main():
     shutil.rmtree(a.work, ignore_errors=True)
     os.makedirs(a.work)
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-    {"export": case_export, "order": case_order, "thin": case_thin, "bad": case_bad}[a.case](
-        a, a.work)
+    {"export": case_export, "order": case_order, "thin": case_thin, "bad": case_bad,
+     "pca": case_pca}[a.case](a, a.work)
     print(f"{len(failures)} check(s) failed" if failures else "all passed")
     return 1 if failures else 0
 

@@ -15,6 +15,8 @@ pause has settled, "maps ... map=HASH"), never by sleeps:
   in between: the step's is the next index) and pauses there; `,` shows frame P again;
   Space plays on: the next frames' indices are above P and increase;
 - the status line names the video's time, the frames per second and the frames dropped;
+- the features PCA (X) keeps its basis while frames play (the trace's pcaframe: the frame it
+  was fitted on), Shift+C while paused refits it on the frame paused on;
 - bad input: a file GStreamer cannot decode dropped on the window puts the message on the
   error line, the window keeps the frame it showed and answers keys (G: a frame);
   `--camera /dev/no-such-camera` opens the window on the start screen with the message;
@@ -141,6 +143,22 @@ def test_play(a, clip, work, env):
                              "the status line's video part")
         check(re.search(r"video \d+:\d\d\.\d / 0:20\.0, frame \d+, [\d.]+ fps, \d+ dropped",
                         line), f"the status line: time / length, frame, fps, dropped: {line!r}")
+        # the features PCA (X): its basis held from the frame it was fitted on while frames play,
+        # Shift+C refits it on the frame paused on (the trace's pcaframe)
+        run(["xdotool", "key", "--clearmodifiers", "x"])
+        app.wait_line(lambda s: s.startswith("frame ") and app.state.get("kind") == "pca" and
+                      app.state.get("pcaframe", "-1") != "-1", "X: the features PCA, fitted")
+        fit = int(app.state["pcaframe"])
+        app.wait_frames(3, "frames shown with the PCA")
+        q = app.key_paused("space", "Space: paused on the PCA")
+        app.wait_line(lambda s: s.startswith("frame "), "a frame line after the pause")
+        check(fit < q and app.state.get("pcaframe") == str(fit),
+              f"the PCA's basis held from frame {fit} while frames up to {q} played "
+              f"(pcaframe={app.state.get('pcaframe')})")
+        run(["xdotool", "key", "--clearmodifiers", "shift+c"])
+        app.wait_line(lambda s: s.startswith("frame ") and app.state.get("pcaframe") == str(q),
+                      f"Shift+C: the PCA refitted on frame {q}, the one paused on")
+        print(f"ok   Shift+C: the PCA's basis from frame {fit} to frame {q}", flush=True)
         # a file GStreamer cannot decode, dropped: the message, the frame stays, keys work
         bad = os.path.join(work, "bad.webm")
         with open(bad, "wb") as f:

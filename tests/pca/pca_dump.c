@@ -2,7 +2,11 @@
  * computed as .npy files, for test_pca.py.
  *
  *   pca_dump --x FEATURES [--shape MxD] [--border MASK] [--images K] --out DIR [--repeat K]
+ *            [--split | --fit FEATURES2 [--fit-border MASK2]]
  *
+ * --split: vit_pca_fit on FEATURES, then vit_pca_project of FEATURES (instead of
+ * vit_feature_pca). --fit: vit_pca_fit on FEATURES2 (a .npy of float32 [M2, D], one
+ * image, border MASK2), then vit_pca_project of FEATURES.
  * FEATURES: a .npy of float32 [M, D] (C order, this machine's byte order), or a raw
  * float32 file with --shape. MASK: M bytes, 1 for a border row (raw, or a .npy of
  * uint8 [M]). Writes DIR/rgb.npy [M, 3] f4 and DIR/fg.npy [M] f4 (1 foreground, 0
@@ -20,7 +24,7 @@
 
 static int usage(void) {
     fputs("usage: pca_dump --x FEATURES.npy|RAW_F32 [--shape MxD] [--border MASK] --out DIR\n"
-          "                [--images K] [--repeat K]\n",
+          "                [--images K] [--repeat K] [--split | --fit F2.npy [--fit-border M2]]\n",
           stderr);
     return 2;
 }
@@ -91,18 +95,89 @@ static double now_s(void) {
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
+/* Rows [*m, *d] of path (.npy, or raw float32 with shape[2] given) into a malloc'd copy
+ * (aligned whatever the .npy header's length); border (bpath, or NULL) into *border
+ * [*m], malloc'd. 0, or 1 with the message printed. */
+static int load_rows(float **x, uint8_t **border, int *m, int *d, const char *path,
+                     const char *bpath, const long *given) {
+    size_t xbytes = 0, bbytes = 0;
+    char *xbuf = NULL, *bbuf = NULL;
+    long shape[2] = {given[0], given[1]};
+    int rc = 1;
+    *x = NULL, *border = NULL;
+    if (!(xbuf = read_file(path, &xbytes))) goto done;
+    const char *xdata = xbuf;
+    if (is_npy(path) && !(xdata = npy_data(path, xbuf, xbytes, "<f4", 2, shape))) goto done;
+    /* the data must hold M * D floats (a raw file: exactly) */
+    size_t have = xbytes - (size_t)(xdata - xbuf);
+    if (shape[0] < 0 || shape[1] < 0 || shape[0] > INT32_MAX || shape[1] > INT32_MAX ||
+        have < (size_t)shape[0] * (size_t)shape[1] * sizeof(float) ||
+        (!is_npy(path) && have != (size_t)shape[0] * (size_t)shape[1] * sizeof(float))) {
+        fprintf(stderr, "%s: %zu bytes of data, expected [%ld, %ld] float32\n", path, have,
+                shape[0], shape[1]);
+        goto done;
+    }
+    *m = (int)shape[0], *d = (int)shape[1];
+    if (bpath) {
+        if (!(bbuf = read_file(bpath, &bbytes))) goto done;
+        long bn = (long)bbytes;
+        const char *b = bbuf;
+        if (is_npy(bpath) && !(b = npy_data(bpath, bbuf, bbytes, "|u1", 1, &bn))) goto done;
+        if (bn != *m) {
+            fprintf(stderr, "%s: %ld rows, expected %d\n", bpath, bn, *m);
+            goto done;
+        }
+        if (!(*border = malloc((size_t)*m + 1))) goto nomem;
+        memcpy(*border, b, (size_t)*m);
+    }
+    if (!(*x = malloc((size_t)*m * *d * sizeof **x + 1))) goto nomem;
+    memcpy(*x, xdata, (size_t)*m * *d * sizeof **x);
+    rc = 0;
+    goto done;
+nomem:
+    fputs("pca_dump: out of memory\n", stderr);
+done:
+    if (rc) free(*x), free(*border), *x = NULL, *border = NULL;
+    free(xbuf), free(bbuf);
+    return rc;
+}
+
+/* The PCA pca_dump was asked for: vit_feature_pca, or fit (on fx [fm, d], fborder, one
+ * image; fx NULL: on x) then project x. */
+static VitStatus run_pca(float *rgb, uint8_t *fg, const float *x, int m, int d, int n_images,
+                         const uint8_t *border, int split, const float *fx, int fm,
+                         const uint8_t *fborder, VitError *err) {
+    if (!split && !fx) return vit_feature_pca(rgb, fg, x, m, d, n_images, border, err);
+    VitPcaBasis b = {0};
+    VitStatus st = fx ? vit_pca_fit(&b, fx, fm, d, 1, fborder, err)
+                      : vit_pca_fit(&b, x, m, d, n_images, border, err);
+    if (!st) st = vit_pca_project(rgb, fg, &b, x, m, d, n_images, border, err);
+    vit_pca_basis_free(&b);
+    return st;
+}
+
 int main(int argc, char **argv) {
-    const char *xpath = NULL, *bpath = NULL, *out = NULL;
-    long shape[2] = {-1, -1};
-    int repeat = 0, n_images = 1;
-    for (int i = 1; i + 1 < argc; i += 2) {
-        const char *a = argv[i], *v = argv[i + 1];
+    const char *xpath = NULL, *bpath = NULL, *out = NULL, *fpath = NULL, *fbpath = NULL;
+    long shape[2] = {-1, -1}, none[2] = {-1, -1};
+    int repeat = 0, n_images = 1, split = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--split")) {
+            split = 1;
+            continue;
+        }
+        if (!v) return usage();
+        i++;
         if (!strcmp(a, "--x"))
             xpath = v;
         else if (!strcmp(a, "--border"))
             bpath = v;
         else if (!strcmp(a, "--out"))
             out = v;
+        else if (!strcmp(a, "--fit"))
+            fpath = v;
+        else if (!strcmp(a, "--fit-border"))
+            fbpath = v;
         else if (!strcmp(a, "--shape")) {
             if (sscanf(v, "%ldx%ld", &shape[0], &shape[1]) != 2) return usage();
         } else if (!strcmp(a, "--repeat"))
@@ -112,55 +187,30 @@ int main(int argc, char **argv) {
         else
             return usage();
     }
-    if (!xpath || !out || argc % 2 == 0) return usage();
+    if (!xpath || !out || (split && fpath)) return usage();
 
-    size_t xbytes = 0, bbytes = 0;
-    char *xbuf = NULL, *bbuf = NULL;
-    float *x = NULL, *rgb = NULL, *fgf = NULL;
-    uint8_t *fg = NULL;
-    const uint8_t *border = NULL;
-    int rc = 1;
-    if (!(xbuf = read_file(xpath, &xbytes))) goto done;
-    const char *xdata = xbuf;
-    if (is_npy(xpath) && !(xdata = npy_data(xpath, xbuf, xbytes, "<f4", 2, shape))) goto done;
-    /* the data must hold M * D floats (a raw file: exactly) */
-    size_t have = xbytes - (size_t)(xdata - xbuf);
-    if (shape[0] < 0 || shape[1] < 0 || shape[0] > INT32_MAX || shape[1] > INT32_MAX ||
-        have < (size_t)shape[0] * (size_t)shape[1] * sizeof(float) ||
-        (!is_npy(xpath) && have != (size_t)shape[0] * (size_t)shape[1] * sizeof(float))) {
-        fprintf(stderr, "%s: %zu bytes of data, expected [%ld, %ld] float32\n", xpath, have,
-                shape[0], shape[1]);
+    float *x = NULL, *fx = NULL, *rgb = NULL, *fgf = NULL;
+    uint8_t *fg = NULL, *border = NULL, *fborder = NULL;
+    int rc = 1, m = 0, d = 0, fm = 0, fd = 0;
+    if (load_rows(&x, &border, &m, &d, xpath, bpath, shape)) goto done;
+    if (fpath && load_rows(&fx, &fborder, &fm, &fd, fpath, fbpath, none)) goto done;
+    if (fpath && fd != d) {
+        fprintf(stderr, "%s: %d features, %s has %d\n", fpath, fd, xpath, d);
         goto done;
     }
-    int m = (int)shape[0], d = (int)shape[1];
-    if (bpath) {
-        if (!(bbuf = read_file(bpath, &bbytes))) goto done;
-        long bn = (long)bbytes;
-        border = (const uint8_t *)bbuf;
-        if (is_npy(bpath) &&
-            !(border = (const uint8_t *)npy_data(bpath, bbuf, bbytes, "|u1", 1, &bn)))
-            goto done;
-        if (bn != m) {
-            fprintf(stderr, "%s: %ld rows, expected %d\n", bpath, bn, m);
-            goto done;
-        }
-    }
-
-    /* a copy, so that the rows are aligned whatever the .npy header's length */
-    x = malloc((size_t)m * d * sizeof *x + 1), rgb = malloc((size_t)m * 3 * sizeof *rgb + 1);
+    rgb = malloc((size_t)m * 3 * sizeof *rgb + 1);
     fgf = malloc((size_t)m * sizeof *fgf + 1), fg = malloc((size_t)m + 1);
-    if (!x || !rgb || !fgf || !fg) {
+    if (!rgb || !fgf || !fg) {
         fputs("pca_dump: out of memory\n", stderr);
         goto done;
     }
-    memcpy(x, xdata, (size_t)m * d * sizeof *x);
     VitError err = {0};
     double t0 = now_s();
-    VitStatus st = vit_feature_pca(rgb, fg, x, m, d, n_images, border, &err);
+    VitStatus st = run_pca(rgb, fg, x, m, d, n_images, border, split, fx, fm, fborder, &err);
     double best = now_s() - t0;
     for (int r = 0; !st && r < repeat; r++) {
         t0 = now_s();
-        st = vit_feature_pca(rgb, fg, x, m, d, n_images, border, &err);
+        st = run_pca(rgb, fg, x, m, d, n_images, border, split, fx, fm, fborder, &err);
         double t = now_s() - t0;
         best = t < best ? t : best;
     }
@@ -180,6 +230,6 @@ int main(int argc, char **argv) {
     }
     rc = 0;
 done:
-    free(x), free(rgb), free(fgf), free(fg), free(xbuf), free(bbuf);
+    free(x), free(fx), free(rgb), free(fgf), free(fg), free(border), free(fborder);
     return rc;
 }

@@ -3,6 +3,7 @@ an independent float64 numpy implementation written from the recipe.
 
     /usr/bin/python3 test_pca.py random --pca pca_dump --work DIR
     /usr/bin/python3 test_pca.py deit   --pca pca_dump --dump vit_dump --work DIR --shared SHARED
+    /usr/bin/python3 test_pca.py basis  --pca pca_dump --work DIR
 
 random: synthetic feature rows (seeded): a planted foreground cluster (offset from 0,
         so that a PCA that forgets to centre goes wrong) with three within-cluster
@@ -22,6 +23,15 @@ deit:   DeiT-Tiny's features (vit_dump --tokens: features.npy [L, T, D], the fin
         stacked with its mirror image, where its foreground must be inside the
         picture more than on its edge, and mirrored patches must be coloured alike
         (behavioural checks). Exit 77 without SHARED.
+basis:  the basis kept (vit_pca_fit, vit_pca_project: a video's colours held over its
+        frames): vit_pca_project(vit_pca_fit(X), X) equals vit_feature_pca(X) byte for
+        byte on every synthetic case of `random` (rgb.npy and fg.npy); and fitted on X1
+        then projected on X2 (new rows of X1's distribution, the foreground moved and
+        spread wider, so that some projections fall outside the fit's range) against
+        the numpy reference of the same: X1's step 1 cut and step 2 basis applied to
+        X2, clamped to [0, 1]; fg exact, rgb within TOL. Controls: a fresh fit of X2
+        (vit_feature_pca), and the projection without the clamp, are further than
+        WRONG x TOL from the engine.
 
 The reference (reference() below) takes each PCA from numpy's SVD of the centred
 rows in float64 (the engine: dsyevr on the scatter or Gram matrix), then applies the
@@ -373,6 +383,155 @@ def test_random(args, rep):
     finish(rep, worst, missed)
 
 
+# --- the basis kept: fit on X1, project X2 -------------------------------------------
+
+def reference_fit(x, border):
+    """The basis vit_pca_fit keeps of one image's rows x (float64): step 1's mean,
+    signed first component and cut, step 2's mean, signed components, lo, hi, live."""
+    x = np.asarray(x, np.float64)
+    mu, V, var, total, _ = pca(x, len(x[0]))
+    c1 = np.zeros_like(V[0]) if no_variance(var[0], total) else V[0]
+    fg, _, _, _ = first_step(x, border, None)
+    p = (x - mu) @ c1
+    s = loading_sign(c1)
+    if border is not None and 0 < border.sum() < len(x):
+        mb, mo = p[border].mean(), p[~border].mean()
+        if abs(mb - mo) > TIE_REL * np.abs(p).max():
+            s = 1.0 if mb < mo else -1.0
+    mu2, V2, var2, total2, _ = pca(x[fg], len(x[0]))
+    comps, lo, hi = [], [], []
+    for c in range(3):
+        if c >= len(V2) or no_variance(var2[c], total2):
+            comps.append(None), lo.append(0.0), hi.append(0.0)
+            continue
+        v = V2[c] * loading_sign(V2[c])
+        q = (x[fg] - mu2) @ v
+        comps.append(v), lo.append(q.min()), hi.append(q.max())
+    return dict(mu=mu, c1=s * c1, cut=TIE_REL * np.abs(p).max(), mu2=mu2, comps=comps, lo=lo,
+                hi=hi, fit_fg=fg)
+
+
+def reference_project(b, x, clamp=True):
+    """rgb [M, 3], fg [M] of x's rows with the kept basis b (one image), and the
+    smallest distance of a projection from the cut (relative)."""
+    x = np.asarray(x, np.float64)
+    p = (x - b["mu"]) @ b["c1"]
+    fg = p > b["cut"]
+    if fg.sum() < 4:
+        fg[:] = True
+    rgb = np.zeros((len(x), 3))
+    for c, v in enumerate(b["comps"]):
+        if v is None or not b["hi"][c] > b["lo"][c]:
+            continue
+        q = ((x[fg] - b["mu2"]) @ v - b["lo"][c]) / (b["hi"][c] - b["lo"][c])
+        rgb[fg, c] = np.clip(q, 0, 1) if clamp else q
+    big = np.abs(p).max()
+    return rgb, fg, (np.abs(p).min() / big) if big > 0 else np.inf
+
+
+def run_split(exe, work, name, x, border, n_images=1, fit=None):
+    """pca_dump --split (or --fit: fit on fit = (x1, border1)); (rgb, fg, raw bytes)."""
+    d = Path(work) / name
+    shutil.rmtree(d, ignore_errors=True)
+    d.mkdir(parents=True)
+    np.save(d / "x.npy", np.ascontiguousarray(x, np.float32))
+    args = [exe, "--x", d / "x.npy", "--out", d]
+    if border is not None:
+        np.save(d / "border.npy", border.astype(np.uint8))
+        args += ["--border", d / "border.npy"]
+    if n_images > 1:
+        args += ["--images", str(n_images)]
+    if fit is None:
+        args += ["--split"]
+    else:
+        np.save(d / "fit.npy", np.ascontiguousarray(fit[0], np.float32))
+        args += ["--fit", d / "fit.npy"]
+        if fit[1] is not None:
+            np.save(d / "fit_border.npy", fit[1].astype(np.uint8))
+            args += ["--fit-border", d / "fit_border.npy"]
+    r = subprocess.run([str(a) for a in args], capture_output=True, text=True)
+    if r.returncode != 0:
+        raise RuntimeError(f"pca_dump {name} exited {r.returncode}:\n{r.stderr}")
+    return (np.load(d / "rgb.npy"), np.load(d / "fg.npy") > 0.5,
+            (d / "rgb.npy").read_bytes() + (d / "fg.npy").read_bytes())
+
+
+def test_basis(args, rep):
+    rng = np.random.default_rng(37)
+    work = Path(args.work)
+    cases = []
+    for m, d in [(300, 64), (50, 200), (700, 48), (784, 192)]:
+        x, border, _ = planted(rng, m, d)
+        cases.append((f"planted {m}x{d}", x, border, 1))
+    x, _, _ = planted(rng, 300, 64)
+    cases.append(("no border", x, None, 1))
+    for m in (1, 2, 3, 4):
+        cases.append((f"M = {m}", rng.standard_normal((m, 10)) * [5, 3, 2, 1, 1, 1, 1, 1, 1, 1],
+                      np.arange(m) == 0 if m > 1 else None, 1))
+    for d in (1, 2):
+        x = rng.standard_normal((60, d)) * [4, 1][:d]
+        x[:25] += 5.0
+        cases.append((f"D = {d}", x, np.arange(60) >= 50, 1))
+    x, border, _ = planted(rng, 150, 4)
+    a = 3 * x[:, :1]
+    cases.append(("ties", np.concatenate([a, a, -a, x[:, 1:], np.full((150, 8), 2.5)], 1),
+                  border, 1))
+    x = np.full((80, 6), 1.0)
+    x[:30, 0] = np.arange(30) % 3
+    x[30:, 0], x[30:, 1], x[30:, 2] = 20.0 + rng.integers(0, 5, 50), rng.integers(0, 4, 50), 7.0
+    cases.append(("foreground on a plane", x, np.arange(80) < 10, 1))
+    x = rng.standard_normal((60, 12))
+    x[:3] += 40.0
+    cases.append(("three outliers", x, np.arange(60) >= 50, 1))
+    cases.append(("rows all equal", np.tile(rng.standard_normal(9), (20, 1)), np.arange(20) < 5, 1))
+    xa, ba, _ = planted(rng, 196, 64)
+    xb, bb, _ = planted(rng, 196, 64)
+    cases.append(("two images", np.concatenate([xa, xb + 5.0]), np.concatenate([ba, bb]), 2))
+    for label, x, border, n_images in cases:
+        x = np.ascontiguousarray(x, np.float32)
+        name = "split_" + label.replace(" ", "_")
+        run_pca(args.pca, work, name + "_one", x, border, n_images=n_images)
+        one = ((work / (name + "_one") / "rgb.npy").read_bytes() +
+               (work / (name + "_one") / "fg.npy").read_bytes())
+        _, _, two = run_split(args.pca, work, name, x, border, n_images)
+        rep.check(one == two, f"{label}: project(fit(X), X) is not vit_feature_pca(X) byte for byte")
+        print(f"  {label}: project(fit(X), X) {'==' if one == two else '!='} vit_feature_pca(X)")
+
+    # fit on X1, project X2: X2 from X1's distribution, its foreground spread 1.5x wider
+    worst, far, nofit, noclamp = 0.0, 0, [], []
+    for m, d in [(300, 64), (196, 192), (120, 400)]:
+        seed = int(rng.integers(1 << 30))
+        x1, b1, f1 = planted(np.random.default_rng(seed), m, d)
+        g = np.random.default_rng(seed + 1)
+        x2 = x1.copy()
+        x2[f1] += 0.5 * (x1[f1] - x1[f1].mean(0)) + 0.1 * g.standard_normal((f1.sum(), d))
+        x2[~f1] += 0.1 * g.standard_normal(((~f1).sum(), d))
+        x2, b2 = np.roll(x2, 17, axis=0), np.roll(b1, 17)  # the object moved: other rows
+        x1 = np.ascontiguousarray(x1, np.float32)
+        x2 = np.ascontiguousarray(x2, np.float32)
+        label = f"fit {m}x{d}, project new rows"
+        rgb, fg, _ = run_split(args.pca, work, f"fit_{m}x{d}", x2, b2, fit=(x1, b1))
+        b = reference_fit(x1, b1)
+        want, want_fg, margin = reference_project(b, x2)
+        rep.check(margin > MARGIN, f"{label}: a projection within {MARGIN} of the cut")
+        rep.check(np.array_equal(fg, want_fg), f"{label}: foreground differs from the reference "
+                  f"in {np.sum(fg != want_fg)} rows")
+        err = float(np.abs(rgb - want).max())
+        worst = max(worst, err)
+        rep.check(err <= TOL, f"{label}: rgb error {err:.2e} > {TOL:.0e}")
+        outside = int(((rgb[fg] == 0) | (rgb[fg] == 1)).sum())
+        far += outside
+        nofit.append(float(np.abs(rgb - run_pca(args.pca, work, f"fresh_{m}x{d}", x2, b2)[0]).max()))
+        noclamp.append(float(np.abs(rgb - reference_project(b, x2, clamp=False)[0]).max()))
+        print(f"  {label}: fg {fg.sum()} rgb error {err:.1e}, {outside} values clamped")
+    rep.check(far > 20, f"projections outside the fit's range: only {far} clamped values")
+    print(f"\nmax rgb error of the projection: {worst:.2e} (tolerance {TOL:.0e})")
+    for what, ds in (("a fresh fit of X2", nofit), ("no clamp", noclamp)):
+        print(f"control {what}: largest distance {max(ds):.3f}")
+        rep.check(max(ds) > WRONG * TOL, f"control {what}: never further than {WRONG} x "
+                  f"{TOL:.0e} from the engine")
+
+
 # --- DeiT-Tiny ---------------------------------------------------------------------
 
 def edge_mask(gh, gw):
@@ -475,7 +634,7 @@ def test_deit(args, rep):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("what", choices=["random", "deit"])
+    ap.add_argument("what", choices=["random", "deit", "basis"])
     ap.add_argument("--pca", required=True)
     ap.add_argument("--dump")
     ap.add_argument("--work", default="/tmp/test_pca")
@@ -483,7 +642,7 @@ def main():
     args = ap.parse_args()
     rep = Report()
     t = time.time()
-    rc = test_random(args, rep) if args.what == "random" else test_deit(args, rep)
+    rc = {"random": test_random, "deit": test_deit, "basis": test_basis}[args.what](args, rep)
     if rc == 77:
         sys.exit(77)
     print(f"({time.time() - t:.1f} s)")

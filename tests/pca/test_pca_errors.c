@@ -104,6 +104,34 @@ int main(void) {
         check(lo[2] == 0.0f && hi[2] == 0.0f, "plane: no third component, blue 0");
     }
 
+    puts("the basis kept (vit_pca_fit, vit_pca_project):");
+    {
+        VitPcaBasis b = {0}, none = {0};
+        VitError err = {0};
+        float rgb2[M * 3];
+        uint8_t fg2[M];
+        check(vit_pca_fit(NULL, x, M, D, 1, border, &err) == VIT_ERR_ARG && err.msg[0],
+              "fit into NULL: refused");
+        check(vit_pca_fit(&b, x, 0, D, 1, border, &err) == VIT_ERR_ARG && !b.fg_mean,
+              "fit of 0 rows: refused, nothing kept");
+        check(vit_pca_project(rgb, fg, &none, x, M, D, 1, border, &err) == VIT_ERR_ARG &&
+                  strstr(err.msg, "not fitted"),
+              "project with a basis not fitted: refused");
+        check(vit_pca_fit(&b, x, M, D, 1, border, &err) == VIT_OK, "fit of the plane");
+        check(vit_pca_project(rgb, fg, &b, x, M, D - 1, 1, border, &err) == VIT_ERR_SHAPE &&
+                  strstr(err.msg, "fitted on 5"),
+              "project rows of another width: VIT_ERR_SHAPE naming the fit's");
+        check(vit_pca_project(NULL, fg, &b, x, M, D, 1, border, &err) == VIT_ERR_ARG,
+              "project into NULL: refused");
+        check(vit_pca_project(rgb, fg, &b, x, M, D, 1, border, NULL) == VIT_OK &&
+                  vit_feature_pca(rgb2, fg2, x, M, D, 1, border, NULL) == VIT_OK &&
+                  !memcmp(rgb, rgb2, sizeof rgb) && !memcmp(fg, fg2, sizeof fg),
+              "project(fit(x), x) == vit_feature_pca(x)");
+        vit_pca_basis_free(&b);
+        vit_pca_basis_free(&b); /* twice: a freed basis is zeroed */
+        check(!b.fg_mean && b.d == 0, "vit_pca_basis_free zeroes the basis");
+    }
+
     if (failures) {
         fprintf(stderr, "%d check(s) failed\n", failures);
         return 1;
