@@ -154,7 +154,6 @@ static void round_trip(const char *dir, int w, int h) {
         if (k < N) {                /* the scaled one is compared only the way up */
             uint8_t *p = picture(k, w, h, 0);
             double q = psnr(f->rgb, p, w, h);
-            if (getenv("PSNR_DEBUG")) printf("  frame %d: %.1f dB\n", n, q);
             worst = q < worst ? q : worst;
             close_ok &= q > 35;
             /* against the next frame (its bar elsewhere): further */
