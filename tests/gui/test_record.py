@@ -21,7 +21,8 @@ pixels as the window drew them (DIR/rec_NNNNNN.ppm). The file is decoded by
 2. A still photo (the built-in model's demo): Ctrl+R into a --save-dir that is a file
    puts "cannot write it" naming the file on the error line and the window answers (G); the
    folder made, Ctrl+R records, Right / Left move the layer, Ctrl+R: the frames and
-   timestamps decode back as above, the last frame kept until the stop.
+   timestamps decode back as above, the last frame kept until the stop; a second recording
+   (the next name, _rec2) is finished when the app quits while it runs.
 
 PSNR_DB = 30: VP9 at cq-level 12 in 4:2:0 (the chroma at half resolution, which the window's
 sharp coloured edges feel most: the text, the heat map's patch edges) measured 33-35 dB on
@@ -230,8 +231,17 @@ def test_still(a, work, env):
         app.wait_line(lambda s: app.saved is not None, "record saved")
         check(app.rec[-1][2] and app.rec[-1][1] - app.rec[-2][1] > 0.4,
               f"the last frame again at the stop ({app.rec[-2][1]:.3f} -> {app.rec[-1][1]:.3f} s)")
+        first = app.start_path
+        check_file(a, app, work, dump, first, t1 - t0)  # before the next one's dumps
+        # a second recording, the app quit while it runs: the file is finished on the way out
+        app.key("ctrl+r")
+        app.wait_line(lambda s: app.start_path != first and s.startswith("frame "),
+                      "a second recording")
+        check(app.start_path.endswith("_rec2.webm"), f"the next free name: {app.start_path}")
         quit_app(app)
-        check_file(a, app, work, dump, app.start_path, t1 - t0)
+        frames = decode(a, work, app.start_path)
+        check(len(frames) >= 1, f"quit while recording: the file decodes to its end "
+              f"({len(frames)} frames)")
 
     return run_checks(app, checks)
 
