@@ -100,7 +100,11 @@ def psnr(a, b):
 def decode(a, work, path):
     """The frames of path as media.c decodes them: [(pts_s, rgb [h, w, 3])]."""
     raw = os.path.join(work, "decoded.raw")
-    r = subprocess.run([a.recorder, work, "decode", path, raw], capture_output=True, text=True)
+    # under ASan: GLib's first quark block, dropped on purpose, is tests/app's suppression
+    env = dict(os.environ, ASAN_OPTIONS="fast_unwind_on_malloc=0", LSAN_OPTIONS="suppressions="
+               f"{os.path.join(ROOT, 'tests', 'app', 'lsan.supp')}:print_suppressions=0")
+    r = subprocess.run([a.recorder, work, "decode", path, raw], capture_output=True, text=True,
+                       env=env)
     lines = r.stdout.split("\n")
     check(r.returncode == 0 and "end" in lines,
           f"{os.path.basename(path)} decodes to its end ({r.stdout[-300:]!r} {r.stderr[-300:]!r})")
