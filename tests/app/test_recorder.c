@@ -155,7 +155,10 @@ static void round_trip(const char *dir, int w, int h) {
             uint8_t *p = picture(k, w, h, 0);
             double q = psnr(f->rgb, p, w, h);
             worst = q < worst ? q : worst;
-            close_ok &= q > 35;
+            /* VP9 at cq-level 12 in 4:2:0 measured 35.5-39.6 dB on these pictures (their
+             * saturated colour edges are where the halved chroma costs most): 32 leaves room
+             * for another libvpx, and the frame beside must still be further */
+            close_ok &= q > 32;
             /* against the next frame (its bar elsewhere): further */
             uint8_t *o = picture(k + 1, w, h, 0);
             close_ok &= psnr(f->rgb, o, w, h) < q - 3;
@@ -171,7 +174,7 @@ static void round_trip(const char *dir, int w, int h) {
     check(times, "each frame's timestamp as recorded, to the ms");
     check(sized, "every frame at the file's size (the half-size one scaled)");
     snprintf(what, sizeof what,
-             "each picture within 35 dB PSNR of the one recorded (worst %.1f dB), further "
+             "each picture within 32 dB PSNR of the one recorded (worst %.1f dB), further "
              "from the next",
              worst);
     check(close_ok, what);
