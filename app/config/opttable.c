@@ -233,7 +233,7 @@ const OptRow OPTIONS[] = {
         "side by side: a second pane, IMAGE2 through the model (or --compare's MODEL2); as "
         "--compare"),
     STR("--save-dir", "DIR", "window", 0, save_dir,
-        "where S saves the view (default: the current directory)"),
+        "where S saves the view and Ctrl+R its recordings (default: the current directory)"),
     /* CLIP (view/clip.h): zero-shot labels and a phrase to explain */
     STR("--classes", "NAMES", "clip", CLIP_MODES, clip.classes,
         "CLIP: zero-shot classes, comma-separated (\"cat, dog, espresso cup\"), each put in the "

@@ -266,3 +266,15 @@ uint8_t *ren_read_rgb(Ren *r, int *w, int *h) {
     *w = W, *h = H;
     return px;
 }
+
+uint8_t *ren_read_rgba(Ren *r, int *w, int *h) {
+    int W = r->fb_w, H = r->fb_h;
+    uint8_t *px = W > 0 && H > 0 ? malloc((size_t)W * H * 4) : NULL;
+    if (!px) return NULL;
+    glPixelStorei(GL_PACK_ALIGNMENT, 4);
+    glBindFramebuffer(GL_READ_FRAMEBUFFER, r->canvas_fbo); /* 0 without one: the window's */
+    glReadPixels(0, 0, W, H, GL_RGBA, GL_UNSIGNED_BYTE, px);
+    glBindFramebuffer(GL_READ_FRAMEBUFFER, 0);
+    *w = W, *h = H;
+    return px;
+}

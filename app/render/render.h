@@ -307,5 +307,8 @@ int ren_palette_inside(const Ren *r, int x, int y);
 /* The framebuffer as drawn (call after ren_draw, before the swap): RGB
  * [fb_h, fb_w, 3], top row first, malloc'd (free()), or NULL. */
 uint8_t *ren_read_rgb(Ren *r, int *w, int *h);
+/* The same as OpenGL reads it fastest, for a recording: RGBA [fb_h, fb_w, 4], bottom row
+ * first, malloc'd (free()), or NULL. */
+uint8_t *ren_read_rgba(Ren *r, int *w, int *h);
 
 #endif

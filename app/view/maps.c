@@ -297,8 +297,7 @@ void view_clamp(View *v, const VitConfig *cfg) {
     if (v->query < 0 || v->query >= cfg->n_tokens) v->query = 0;
 }
 
-/* s without its directory and extension, unusual characters as '-', into buf. */
-static void file_stem(char *buf, size_t n, const char *s) {
+void view_file_stem(char *buf, size_t n, const char *s) {
     const char *slash = strrchr(s, '/');
     if (slash) s = slash + 1;
     const char *dot = strrchr(s, '.');
@@ -317,8 +316,8 @@ void view_file_name(char *buf, size_t n, const char *image, const char *model, c
                     const VitConfig *cfg, const char *mode, const char *class_stem) {
     const MapKindInfo *k = &MAP_KINDS[v->kind >= 0 && v->kind < MAP_KIND_COUNT ? v->kind : 0];
     char img[96], mod[96], layer[16] = "", head[24] = "", kind[48], query[48] = "", ov[24] = "";
-    file_stem(img, sizeof img, image);
-    file_stem(mod, sizeof mod, model);
+    view_file_stem(img, sizeof img, image);
+    view_file_stem(mod, sizeof mod, model);
     if (k->per_layer) snprintf(layer, sizeof layer, "_L%02d", v->layer + 1);
     int f = view_fusion(v, cfg->n_heads);
     if (k->per_head && !mode && f < 0) /* an overview shows every head: the head is left out */

@@ -104,4 +104,8 @@ void view_clamp(View *v, const VitConfig *cfg);
 void view_file_name(char *buf, size_t n, const char *image, const char *model, const View *v,
                     const VitConfig *cfg, const char *mode, const char *class_stem);
 
+/* s without its directory and extension, characters other than [A-Za-z0-9._-] as '-', into
+ * buf: the parts of view_file_name's names (and of Ctrl+R's recordings'). */
+void view_file_stem(char *buf, size_t n, const char *s);
+
 #endif

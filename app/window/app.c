@@ -146,7 +146,8 @@ static int app_init_worker(App *app, const Options *o) {
         fprintf(stderr, "vitlens: SDL_Init: %s\n", SDL_GetError());
         return -1;
     }
-    app->ev_done = SDL_RegisterEvents(2); /* the worker's, then the video's frame thread's */
+    /* the worker's, the video's frame thread's, then the recorder's (recording.c) */
+    app->ev_done = SDL_RegisterEvents(3);
     app->ev_live = app->ev_done + 1;
     app->live.shown_index = -1;
     if (app->ev_done == (Uint32)-1 || worker_init(&app->worker, app->ev_done)) {
@@ -211,6 +212,7 @@ void app_save_settings(const App *app) {
 }
 
 void app_free(App *app) {
+    app_record_close(app);             /* a recording's file finished */
     app_live_close(app);               /* a video's frame thread */
     worker_free(&app->worker);         /* first: it may still be using the model and a scene */
     free(app->live.job_rgb);           /* the worker's last frame */

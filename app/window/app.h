@@ -24,6 +24,7 @@
  *   frame.c     one frame: the RenFrame built from the App, drawn, saved (S), presented
  *   trace.c     VITLENS_TRACE: the launch's timeline, every frame's state, maps, curves
  *   live.c      a video file or a camera: the frame thread, its newest frame to the worker
+ *   recording.c Ctrl+R: the window as drawn, frame by frame, into a video file
  *
  * No file here computes a map: they ask view/ (view_compute) and window/worker.c. */
 #ifndef VITLENS_APP_H
@@ -34,6 +35,7 @@
 #include "config/options.h"
 #include "headless/lesson.h"
 #include "media/media.h"
+#include "media/recorder.h"
 #include "render/render.h"
 #include "view/compare.h"
 #include "view/maps.h"
@@ -95,6 +97,21 @@ typedef struct {
     int paused_traced;  /* the trace's "live paused" line printed for this pause */
 } Live;
 
+/* Ctrl+R: the window recorded to a video file (recording.c). The frames drawn while it is on
+ * are read back from the canvas and queued for GStreamer's encoder (media/recorder.h), each
+ * at the time it was drawn; the encoding runs on GStreamer's threads. */
+typedef struct {
+    int on;                /* 1: each frame drawn goes to the file */
+    int saving;            /* stopped: the file being finished (the event says when) */
+    Recorder rec;          /* its file's path, frames, dropped */
+    Uint32 event;          /* posted from GStreamer's thread: the file done, or an error */
+    Uint64 t0;             /* performance counter at the first frame (its timestamp 0) */
+    char name[512];        /* the file's name without its folder, for the status line */
+    char dump[1024];       /* $VITLENS_RECORD_DUMP: each frame also as DIR/rec_NNNNNN.ppm (tests) */
+    long n_timed;          /* frames drawn while on (recorded or dropped) */
+    double ms_sum, ms_max; /* the GUI thread's time per frame: the read and the hand-over */
+} Recording;
+
 typedef struct App {
     const Options *opt;
     SDL_Window *win;
@@ -104,6 +121,7 @@ typedef struct App {
     Uint32 ev_done; /* worker finished a job */
     Uint32 ev_live; /* the frame thread has a frame, an end or an error (live.c) */
     Live live;
+    Recording rec; /* Ctrl+R (recording.c) */
 
     Model *model;    /* current model (heap) */
     Scene scenes[2]; /* scenes[front] is on screen, the other is the worker's back buffer */
@@ -565,6 +583,25 @@ void app_pca_refit(App *app);
 /* The status line's part for the source: "video 0:03.2 / 0:06.0, 9.8 fps, 3 dropped, paused",
  * "" when none is open. */
 void app_live_status(const App *app, char *buf, size_t n);
+
+/* ---------------------------------------------------------------------------
+ * recording.c: Ctrl+R, the window into a video file */
+
+/* Ctrl+R: start recording into --save-dir (STEM_MODEL_recN.webm, the first N free), or stop:
+ * the file is finished on GStreamer's threads and the event says when. Start and stop go on
+ * the status line; an error (no encoder, a folder that cannot be written) on the error line,
+ * the window as it was. */
+void app_record_toggle(App *app);
+/* A frame was drawn (the canvas holds it): while recording, its pixels to the encoder with
+ * the time since the first frame; VITLENS_TRACE's "record frame" line. */
+void app_record_frame(App *app);
+/* The recorder's event: the file finished ("saved NAME, N frames") or the recording failed
+ * (the disk full: the error line). */
+void app_record_event(App *app);
+/* The status line's part: "recording to NAME", "saving NAME...", or "". */
+void app_record_status(const App *app, char *buf, size_t n);
+/* Quitting: a recording stopped and its file finished (waits at most a few seconds). */
+void app_record_close(App *app);
 
 /* ---------------------------------------------------------------------------
  * lesson.c: the lesson view */

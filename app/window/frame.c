@@ -284,6 +284,7 @@ void app_draw(App *app) {
             ren_draw(&app->ren, &f);
         }
     }
+    app_record_frame(app); /* Ctrl+R: the frame as drawn, to the encoder */
     /* the window's size changed under us: app->again asks the loop for a whole frame */
     app->again = ren_present(&app->ren);
     app->frames++;

@@ -534,6 +534,12 @@ void app_key_press(App *app, const SDL_Keysym *ks) {
         app_palette_toggle(app, 0);
         return;
     }
+    if (ks->sym == SDLK_r && (ks->mod & KMOD_CTRL)) { /* record the window, in any view */
+        app->notice[0] = '\0';
+        app_record_toggle(app);
+        app->dirty = 1;
+        return;
+    }
     View before = app->view;
     ViewOverview overview = app->overview;
     int shift = (ks->mod & KMOD_SHIFT) != 0;
@@ -695,6 +701,8 @@ void app_handle_event(App *app, const SDL_Event *e) {
             app_job_done(app); /* the worker's job finished */
         else if (e->type == app->ev_live)
             app_live_event(app); /* a video's frame */
+        else if (e->type == app->ev_done + 2)
+            app_record_event(app); /* a recording's file finished, or failed */
         break;
     }
 }

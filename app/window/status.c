@@ -82,7 +82,7 @@ void app_update_status(App *app) {
     if (app->show_mask && !app->overview && !k->rgb && !k->outline)
         snprintf(mask, sizeof mask, "%smask %d%%: %d %s", dot, app->mask_pct, app->mask_kept,
                  k->pixels ? "px" : "patches");
-    char more[300] = "", extra[240] = "";
+    char more[700] = "", extra[640] = "";
     if (k->status && sc && app->shown_kind == v->kind) /* computed with the map */
         snprintf(extra, sizeof extra, "%s", app->shown.status);
     if (k->rgb && sc && app->shown_kind == v->kind && app->map_w > 0) { /* foreground patches */
@@ -102,6 +102,12 @@ void app_update_status(App *app) {
         app_live_status(app, live, sizeof live);
         size_t len = strlen(extra);
         snprintf(extra + len, sizeof extra - len, "%s%s", len ? dot : "", live);
+    }
+    char rec[600];
+    app_record_status(app, rec, sizeof rec); /* Ctrl+R: "recording to NAME" */
+    if (rec[0]) {
+        size_t len = strlen(extra);
+        snprintf(extra + len, sizeof extra - len, "%s%s", len ? dot : "", rec);
     }
     if (interv_any(&app->iv_spec)) { /* what if: the interventions asked */
         char d[160];
