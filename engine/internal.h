@@ -40,13 +40,6 @@ static inline int vit_add_product(size_t *acc, size_t a, size_t b) {
     return 1;
 }
 
-/* Fill err (if not NULL) with code and a printf-style message; returns code. */
-VitStatus vit_set_error(VitError *err, VitStatus code, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 3, 4)))
-#endif
-    ;
-
 /* Last path component, for messages. */
 const char *vit_basename(const char *path);
 

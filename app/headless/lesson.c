@@ -11,26 +11,11 @@
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
 /* --- the numbers ------------------------------------------------------------------- */
-
-/* Fill err (may be NULL) with code and a printf-style message; returns code. */
-static VitStatus set_err(VitError *err, VitStatus code, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static VitStatus set_err(VitError *err, VitStatus code, const char *fmt, ...) {
-    if (err) {
-        va_list ap;
-        va_start(ap, fmt);
-        err->code = code;
-        vsnprintf(err->msg, sizeof err->msg, fmt, ap);
-        va_end(ap);
-    }
-    return code;
-}
 
 int lesson_model_has(const VitConfig *c) {
     return (c->n_classes > 0 ? LESSON_NEEDS_HEAD : 0) | (c->rope ? LESSON_NEEDS_ROPE : 0) |
@@ -52,12 +37,14 @@ void lesson_data_free(LessonData *ld) {
 VitStatus lesson_select(LessonData *ld, int layer, int head, int patch, VitError *err) {
     const VitConfig *c = &ld->vit->cfg;
     if (layer < 0 || layer >= c->n_layers)
-        return set_err(err, VIT_ERR_ARG, "layer %d out of range 1 .. %d", layer + 1, c->n_layers);
+        return vit_set_error(err, VIT_ERR_ARG, "layer %d out of range 1 .. %d", layer + 1,
+                             c->n_layers);
     if (head < 0 || head >= c->n_heads)
-        return set_err(err, VIT_ERR_ARG, "head %d out of range 1 .. %d", head + 1, c->n_heads);
+        return vit_set_error(err, VIT_ERR_ARG, "head %d out of range 1 .. %d", head + 1,
+                             c->n_heads);
     if (patch < 0 || patch >= c->n_patches)
-        return set_err(err, VIT_ERR_ARG, "patch (%d, %d) outside the %d x %d grid",
-                       patch / c->grid_w + 1, patch % c->grid_w + 1, c->grid_h, c->grid_w);
+        return vit_set_error(err, VIT_ERR_ARG, "patch (%d, %d) outside the %d x %d grid",
+                             patch / c->grid_w + 1, patch % c->grid_w + 1, c->grid_h, c->grid_w);
     VitStatus rc;
     if (patch != ld->patch &&
         (rc = vit_lesson_patch(ld->pixels, ld->embedding, &ld->sc->run, ld->vit, patch, err)))
@@ -93,7 +80,7 @@ VitStatus lesson_compute(LessonData *ld, const Model *m, const Scene *sc, int la
     ld->xhat = malloc(D * sizeof(float));
     if (!ld->pixels || !ld->filters || !ld->pos_sim || !ld->cls_norm || !ld->xhat) {
         lesson_data_free(ld);
-        return set_err(err, VIT_ERR_NOMEM, "lesson: out of memory");
+        return vit_set_error(err, VIT_ERR_NOMEM, "lesson: out of memory");
     }
     ld->embedding = ld->pixels + K;
     ld->filters_var = ld->filters + (size_t)LESSON_FILTERS_MAX * K;
@@ -115,7 +102,7 @@ VitStatus lesson_compute(LessonData *ld, const Model *m, const Scene *sc, int la
         if ((rc = vit_lesson_probe(&ld->probe, &sc->run, &m->vit, err)) ||
             !(ld->probe_mean = malloc(N * sizeof(float)))) {
             lesson_data_free(ld);
-            return rc ? rc : set_err(err, VIT_ERR_NOMEM, "lesson: out of memory");
+            return rc ? rc : vit_set_error(err, VIT_ERR_NOMEM, "lesson: out of memory");
         }
         int H = c->n_heads;
         for (size_t p = 0; p < N; p++) { /* in double, then rounded once */
@@ -449,8 +436,8 @@ VitStatus lesson_line_select(LessonData *ld, const LessonLine *l, VitError *err)
     line_selection(sel, c, l);
     int row = sel[2] / c->grid_w, col = sel[2] % c->grid_w;
     if (row >= c->grid_h || col >= c->grid_w)
-        return set_err(err, VIT_ERR_ARG, "patch %d,%d outside the %d x %d grid", row + 1, col + 1,
-                       c->grid_h, c->grid_w);
+        return vit_set_error(err, VIT_ERR_ARG, "patch %d,%d outside the %d x %d grid", row + 1,
+                             col + 1, c->grid_h, c->grid_w);
     return lesson_select(ld, sel[0], sel[1], sel[2], err);
 }
 

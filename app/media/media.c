@@ -8,7 +8,6 @@
 #include <gst/video/video.h>
 
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,17 +16,6 @@
 
 /* ---------------------------------------------------------------------------
  * Helpers */
-
-static VitStatus fail(VitError *err, VitStatus code, const char *fmt, ...) {
-    if (err) {
-        va_list ap;
-        va_start(ap, fmt);
-        err->code = code;
-        vsnprintf(err->msg, sizeof err->msg, fmt, ap);
-        va_end(ap);
-    }
-    return code;
-}
 
 /* 1 when s ends in suffix, whatever the case. */
 static int has_suffix(const char *s, const char *suffix) {
@@ -76,7 +64,8 @@ static int gst_started(VitError *err) {
     if (started) return 0;
     GError *ge = NULL;
     if (!gst_init_check(NULL, NULL, &ge)) {
-        fail(err, VIT_ERR_IO, "GStreamer does not start: %s", ge ? ge->message : "unknown error");
+        vit_set_error(err, VIT_ERR_IO, "GStreamer does not start: %s",
+                      ge ? ge->message : "unknown error");
         if (ge) g_error_free(ge);
         return -1;
     }
@@ -114,7 +103,7 @@ static GstMessage *pop_error(MediaSource *s, int wait_ms) {
  * NULL. Its code: VIT_ERR_IO for a resource (a file, a device), VIT_ERR_IMAGE for the
  * stream. */
 static VitStatus say_error(MediaSource *s, GstMessage *m, VitError *err, const char *fallback) {
-    if (!m) return fail(err, VIT_ERR_IMAGE, "%s: %s", s->name, fallback);
+    if (!m) return vit_set_error(err, VIT_ERR_IMAGE, "%s: %s", s->name, fallback);
     GError *ge = NULL;
     gchar *debug = NULL;
     gst_message_parse_error(m, &ge, &debug);
@@ -126,7 +115,8 @@ static VitStatus say_error(MediaSource *s, GstMessage *m, VitError *err, const c
     if (ge && ((ge->domain == GST_CORE_ERROR && ge->code == GST_CORE_ERROR_MISSING_PLUGIN) ||
                (ge->domain == GST_STREAM_ERROR && ge->code == GST_STREAM_ERROR_CODEC_NOT_FOUND)))
         hint = " (Debian: gstreamer1.0-plugins-good, gstreamer1.0-libav)";
-    fail(err, code, "%s: %s: %s%s", s->name, what, ge ? ge->message : "unknown error", hint);
+    vit_set_error(err, code, "%s: %s: %s%s", s->name, what, ge ? ge->message : "unknown error",
+                  hint);
     if (ge) g_error_free(ge);
     g_free(debug);
     gst_message_unref(m);
@@ -137,10 +127,10 @@ static VitStatus say_error(MediaSource *s, GstMessage *m, VitError *err, const c
 static GstElement *element(GstElement *bin, const char *factory, VitError *err) {
     GstElement *e = gst_element_factory_make(factory, NULL);
     if (!e) {
-        fail(err, VIT_ERR_IO,
-             "GStreamer has no %s element (Debian: gstreamer1.0-plugins-base, "
-             "gstreamer1.0-plugins-good)",
-             factory);
+        vit_set_error(err, VIT_ERR_IO,
+                      "GStreamer has no %s element (Debian: gstreamer1.0-plugins-base, "
+                      "gstreamer1.0-plugins-good)",
+                      factory);
         return NULL;
     }
     gst_bin_add(GST_BIN(bin), e); /* the bin owns it now */
@@ -159,7 +149,7 @@ VitStatus media_open(MediaSource *s, MediaKind kind, const char *what, MediaMode
     if (kind == MEDIA_CAMERA && !what) what = "/dev/video0";
     if (kind == MEDIA_TEST && !what) what = "ball";
     if (kind < MEDIA_FILE || kind > MEDIA_TEST || !what || !*what) {
-        fail(err, VIT_ERR_ARG, "media_open: no source given");
+        vit_set_error(err, VIT_ERR_ARG, "media_open: no source given");
         goto fail;
     }
     snprintf(s->name, sizeof s->name, "%s", what);
@@ -168,22 +158,22 @@ VitStatus media_open(MediaSource *s, MediaKind kind, const char *what, MediaMode
     struct stat sb;
     if (kind == MEDIA_FILE && !strstr(what, "://")) {
         if (stat(what, &sb) != 0) {
-            fail(err, VIT_ERR_IO, "%s: cannot open: %s", what, strerror(errno));
+            vit_set_error(err, VIT_ERR_IO, "%s: cannot open: %s", what, strerror(errno));
             goto fail;
         }
         if (S_ISDIR(sb.st_mode)) {
-            fail(err, VIT_ERR_IO, "%s: is a directory, not a video", what);
+            vit_set_error(err, VIT_ERR_IO, "%s: is a directory, not a video", what);
             goto fail;
         }
     }
     if (kind == MEDIA_CAMERA && stat(what, &sb) != 0) {
-        fail(err, VIT_ERR_IO, "%s: no camera there: %s", what, strerror(errno));
+        vit_set_error(err, VIT_ERR_IO, "%s: no camera there: %s", what, strerror(errno));
         goto fail;
     }
     if (gst_started(err)) goto fail;
     s->pipeline = gst_pipeline_new("vitlens-media");
     if (!s->pipeline) {
-        fail(err, VIT_ERR_NOMEM, "%s: out of memory for a pipeline", what);
+        vit_set_error(err, VIT_ERR_NOMEM, "%s: out of memory for a pipeline", what);
         goto fail;
     }
     GstElement *conv = element(s->pipeline, "videoconvert", err);
@@ -192,8 +182,8 @@ VitStatus media_open(MediaSource *s, MediaKind kind, const char *what, MediaMode
         GError *ge = NULL;
         uri = strstr(what, "://") ? g_strdup(what) : gst_filename_to_uri(what, &ge);
         if (!uri) {
-            fail(err, VIT_ERR_IO, "%s: not a file name GStreamer takes: %s", what,
-                 ge ? ge->message : "?");
+            vit_set_error(err, VIT_ERR_IO, "%s: not a file name GStreamer takes: %s", what,
+                          ge ? ge->message : "?");
             if (ge) g_error_free(ge);
             goto fail;
         }
@@ -208,7 +198,7 @@ VitStatus media_open(MediaSource *s, MediaKind kind, const char *what, MediaMode
         g_object_set(cam, "device", what, NULL);
         g_signal_connect(dec, "pad-added", G_CALLBACK(on_pad_added), conv);
         if (!gst_element_link(cam, dec)) {
-            fail(err, VIT_ERR_IO, "%s: cannot link the camera to a decoder", what);
+            vit_set_error(err, VIT_ERR_IO, "%s: cannot link the camera to a decoder", what);
             goto fail;
         }
     } else {
@@ -222,8 +212,8 @@ VitStatus media_open(MediaSource *s, MediaKind kind, const char *what, MediaMode
         int pattern = ev ? ev->value : -1;
         if (ec) g_type_class_unref(ec);
         if (pattern < 0) {
-            fail(err, VIT_ERR_ARG, "%s: not a videotestsrc pattern (gst-inspect-1.0 videotestsrc)",
-                 what);
+            vit_set_error(err, VIT_ERR_ARG,
+                          "%s: not a videotestsrc pattern (gst-inspect-1.0 videotestsrc)", what);
             goto fail;
         }
         g_object_set(src, "pattern", pattern, NULL);
@@ -234,7 +224,7 @@ VitStatus media_open(MediaSource *s, MediaKind kind, const char *what, MediaMode
         g_object_set(filter, "caps", caps, NULL);
         gst_caps_unref(caps);
         if (!gst_element_link_many(src, filter, conv, NULL)) {
-            fail(err, VIT_ERR_IO, "%s: cannot link the test pattern", what);
+            vit_set_error(err, VIT_ERR_IO, "%s: cannot link the test pattern", what);
             goto fail;
         }
     }
@@ -245,7 +235,7 @@ VitStatus media_open(MediaSource *s, MediaKind kind, const char *what, MediaMode
     gst_app_sink_set_drop(GST_APP_SINK(s->sink), mode == MEDIA_NEWEST);
     g_object_set(s->sink, "sync", FALSE, NULL); /* as fast as it is read, not the clock's pace */
     if (!gst_element_link(conv, s->sink)) {
-        fail(err, VIT_ERR_IO, "%s: cannot link the converter to the sink", what);
+        vit_set_error(err, VIT_ERR_IO, "%s: cannot link the converter to the sink", what);
         goto fail;
     }
 
@@ -270,7 +260,7 @@ VitStatus media_open(MediaSource *s, MediaKind kind, const char *what, MediaMode
 fail:
     g_free(uri);
     media_close(s);
-    if (!e.code) fail(err, VIT_ERR_IO, "%s: cannot open", s->name);
+    if (!e.code) vit_set_error(err, VIT_ERR_IO, "%s: cannot open", s->name);
     if (err_out) *err_out = e;
     return e.code;
 }
@@ -286,26 +276,27 @@ static int take_sample(MediaSource *s, GstSample *smp, VitError *err) {
     GstCaps *caps = gst_sample_get_caps(smp);
     if (!buf || !caps || !gst_video_info_from_caps(&info, caps) ||
         GST_VIDEO_INFO_FORMAT(&info) != GST_VIDEO_FORMAT_RGB) {
-        fail(err, VIT_ERR_IMAGE, "%s: frame %ld: not the RGB frame asked for", s->name, s->n_read);
+        vit_set_error(err, VIT_ERR_IMAGE, "%s: frame %ld: not the RGB frame asked for", s->name,
+                      s->n_read);
         return -1;
     }
     int w = GST_VIDEO_INFO_WIDTH(&info), h = GST_VIDEO_INFO_HEIGHT(&info);
     if (w < 1 || h < 1 || (uint64_t)w * (uint64_t)h > VIT_MAX_IMAGE_PIXELS) {
-        fail(err, VIT_ERR_IMAGE, "%s: frame %ld is %dx%d px, not within 1 .. %llu pixels", s->name,
-             s->n_read, w, h, (unsigned long long)VIT_MAX_IMAGE_PIXELS);
+        vit_set_error(err, VIT_ERR_IMAGE, "%s: frame %ld is %dx%d px, not within 1 .. %llu pixels",
+                      s->name, s->n_read, w, h, (unsigned long long)VIT_MAX_IMAGE_PIXELS);
         return -1;
     }
     size_t row = (size_t)w * 3, bytes = row * (size_t)h;
     if (bytes > s->buf_bytes) {
         uint8_t *p = realloc(s->buf, bytes);
         if (!p) {
-            fail(err, VIT_ERR_NOMEM, "%s: out of memory for a %dx%d frame", s->name, w, h);
+            vit_set_error(err, VIT_ERR_NOMEM, "%s: out of memory for a %dx%d frame", s->name, w, h);
             return -1;
         }
         s->buf = p, s->buf_bytes = bytes;
     }
     if (!gst_video_frame_map(&vf, &info, buf, GST_MAP_READ)) {
-        fail(err, VIT_ERR_IMAGE, "%s: frame %ld cannot be read", s->name, s->n_read);
+        vit_set_error(err, VIT_ERR_IMAGE, "%s: frame %ld cannot be read", s->name, s->n_read);
         return -1;
     }
     const uint8_t *src = GST_VIDEO_FRAME_PLANE_DATA(&vf, 0);
@@ -337,7 +328,8 @@ int media_next(MediaSource *s, const MediaFrame **f, VitError *err_out) {
     VitError e = {0}, *err = &e;
     if (s->ended) return 0;
     if (s->failed.code || !s->pipeline) {
-        if (!s->failed.code) fail(&s->failed, VIT_ERR_ARG, "%s: the source is closed", s->name);
+        if (!s->failed.code)
+            vit_set_error(&s->failed, VIT_ERR_ARG, "%s: the source is closed", s->name);
         if (err_out) *err_out = s->failed;
         return -1;
     }
@@ -360,7 +352,8 @@ int media_next(MediaSource *s, const MediaFrame **f, VitError *err_out) {
         }
         if (gst_app_sink_is_eos(GST_APP_SINK(s->sink))) {
             if (s->n_read == 0) {
-                fail(err, VIT_ERR_IMAGE, "%s: no video frame in it (no video stream?)", s->name);
+                vit_set_error(err, VIT_ERR_IMAGE, "%s: no video frame in it (no video stream?)",
+                              s->name);
                 goto failed;
             }
             /* a file cut short ends early without an error from the demuxer: its declared
@@ -369,24 +362,26 @@ int media_next(MediaSource *s, const MediaFrame **f, VitError *err_out) {
             int64_t last = s->frame.pts_ns, slack = 500000000;
             if (s->fps > 0 && 2e9 / s->fps > slack) slack = (int64_t)(2e9 / s->fps);
             if (!s->live && s->duration_ns > 0 && last >= 0 && last + slack < s->duration_ns) {
-                fail(err, VIT_ERR_IMAGE,
-                     "%s: the stream ends at frame %ld (%.3f s) of its %.3f s: the file is cut "
-                     "short?",
-                     s->name, s->n_read - 1, last / 1e9, s->duration_ns / 1e9);
+                vit_set_error(
+                    err, VIT_ERR_IMAGE,
+                    "%s: the stream ends at frame %ld (%.3f s) of its %.3f s: the file is cut "
+                    "short?",
+                    s->name, s->n_read - 1, last / 1e9, s->duration_ns / 1e9);
                 goto failed;
             }
             s->ended = 1;
             return 0;
         }
         if (g_get_monotonic_time() > deadline) {
-            fail(err, VIT_ERR_IO, "%s: no frame for %.1f s after frame %ld: the stream stopped",
-                 s->name, s->timeout_ms / 1000.0, s->n_read);
+            vit_set_error(err, VIT_ERR_IO,
+                          "%s: no frame for %.1f s after frame %ld: the stream stopped", s->name,
+                          s->timeout_ms / 1000.0, s->n_read);
             goto failed;
         }
     }
 failed:
     /* stop here: later calls say it again without waiting */
-    if (!e.code) fail(err, VIT_ERR_IMAGE, "%s: the stream failed", s->name);
+    if (!e.code) vit_set_error(err, VIT_ERR_IMAGE, "%s: the stream failed", s->name);
     s->failed = e;
     if (err_out) *err_out = e;
     gst_element_set_state(s->pipeline, GST_STATE_NULL);

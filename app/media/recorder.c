@@ -7,7 +7,6 @@
 #include <gst/gst.h>
 
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,23 +15,12 @@
 /* ---------------------------------------------------------------------------
  * Helpers */
 
-static VitStatus fail(VitError *err, VitStatus code, const char *fmt, ...) {
-    if (err) {
-        va_list ap;
-        va_start(ap, fmt);
-        err->code = code;
-        vsnprintf(err->msg, sizeof err->msg, fmt, ap);
-        va_end(ap);
-    }
-    return code;
-}
-
 /* An element into the pipeline, or NULL with the message naming its Debian package. */
 static GstElement *element(Recorder *r, const char *factory, const char *package, VitError *err) {
     GstElement *e = gst_element_factory_make(factory, NULL);
     if (!e) {
-        fail(err, VIT_ERR_IO, "%s: recording needs GStreamer's %s (Debian: %s)", r->path, factory,
-             package);
+        vit_set_error(err, VIT_ERR_IO, "%s: recording needs GStreamer's %s (Debian: %s)", r->path,
+                      factory, package);
         return NULL;
     }
     gst_bin_add(GST_BIN(r->pipeline), e); /* the bin owns it now */
@@ -71,7 +59,7 @@ VitStatus recorder_open(Recorder *r, const char *path, int w, int h, int bottom_
     r->last_pts_ns = -1;
     r->wake = wake, r->ctx = ctx;
     if (w < 2 || h < 2 || (uint64_t)w * (uint64_t)h > VIT_MAX_IMAGE_PIXELS) {
-        fail(err, VIT_ERR_ARG, "%s: cannot record %dx%d px frames", path, w, h);
+        vit_set_error(err, VIT_ERR_ARG, "%s: cannot record %dx%d px frames", path, w, h);
         goto fail;
     }
     /* a file that cannot be made is said in our words before GStreamer is asked (one made
@@ -80,21 +68,21 @@ VitStatus recorder_open(Recorder *r, const char *path, int w, int h, int bottom_
     int existed = stat(path, &st) == 0;
     FILE *probe = fopen(path, "wb");
     if (!probe) {
-        fail(err, VIT_ERR_IO, "%s: cannot write it: %s", path, strerror(errno));
+        vit_set_error(err, VIT_ERR_IO, "%s: cannot write it: %s", path, strerror(errno));
         goto fail;
     }
     fclose(probe);
     made = !existed;
     GError *ge = NULL;
     if (!gst_init_check(NULL, NULL, &ge)) {
-        fail(err, VIT_ERR_IO, "%s: GStreamer does not start: %s", path,
-             ge ? ge->message : "unknown error");
+        vit_set_error(err, VIT_ERR_IO, "%s: GStreamer does not start: %s", path,
+                      ge ? ge->message : "unknown error");
         if (ge) g_error_free(ge);
         goto fail;
     }
     r->pipeline = gst_pipeline_new("vitlens-recorder");
     if (!r->pipeline) {
-        fail(err, VIT_ERR_NOMEM, "%s: out of memory for a pipeline", path);
+        vit_set_error(err, VIT_ERR_NOMEM, "%s: out of memory for a pipeline", path);
         goto fail;
     }
     static const char base[] = "gstreamer1.0-plugins-base", good[] = "gstreamer1.0-plugins-good";
@@ -127,7 +115,7 @@ VitStatus recorder_open(Recorder *r, const char *path, int w, int h, int bottom_
                  20000000, "lag-in-frames", 0, "threads", 2, "timebase", 1, 1000, NULL);
     g_object_set(sink, "location", path, NULL);
     if (!gst_element_link_many(r->src, flip, conv, scale, filter, enc, mux, sink, NULL)) {
-        fail(err, VIT_ERR_IO, "%s: cannot link the recording's pipeline", path);
+        vit_set_error(err, VIT_ERR_IO, "%s: cannot link the recording's pipeline", path);
         goto fail;
     }
     GstBus *bus = gst_element_get_bus(r->pipeline);
@@ -138,14 +126,14 @@ VitStatus recorder_open(Recorder *r, const char *path, int w, int h, int bottom_
         if (recorder_poll(r, 1000, &bus_err) < 0)
             e = bus_err;
         else
-            fail(err, VIT_ERR_IO, "%s: the recording's pipeline does not start", path);
+            vit_set_error(err, VIT_ERR_IO, "%s: the recording's pipeline does not start", path);
         goto fail;
     }
     return VIT_OK;
 fail:
     recorder_close(r);
     if (made) remove(path);
-    if (!e.code) fail(err, VIT_ERR_IO, "%s: cannot record", path);
+    if (!e.code) vit_set_error(err, VIT_ERR_IO, "%s: cannot record", path);
     if (err_out) *err_out = e;
     return e.code;
 }
@@ -156,7 +144,7 @@ int recorder_push(Recorder *r, uint8_t *rgba, int w, int h, int64_t pts_ns, VitE
         if (r->done < 0 && err)
             *err = r->failed;
         else
-            fail(err, VIT_ERR_ARG, "%s: the recording is over", r->path);
+            vit_set_error(err, VIT_ERR_ARG, "%s: the recording is over", r->path);
         return -1;
     }
     if (recorder_poll(r, 0, err) < 0) { /* an error since the last frame (the disk full) */
@@ -183,7 +171,7 @@ int recorder_push(Recorder *r, uint8_t *rgba, int w, int h, int64_t pts_ns, VitE
     if (r->last) gst_buffer_unref(r->last);
     r->last = gst_buffer_ref(buf);
     if (gst_app_src_push_buffer(src, buf) != GST_FLOW_OK) { /* takes buf either way */
-        fail(err, VIT_ERR_IO, "%s: the recording's pipeline refused a frame", r->path);
+        vit_set_error(err, VIT_ERR_IO, "%s: the recording's pipeline refused a frame", r->path);
         return -1;
     }
     r->last_pts_ns = pts;
@@ -193,9 +181,10 @@ int recorder_push(Recorder *r, uint8_t *rgba, int w, int h, int64_t pts_ns, VitE
 
 int recorder_stop(Recorder *r, int64_t end_ns, VitError *err) {
     if (!r->pipeline || r->stopping)
-        return fail(err, VIT_ERR_ARG, "%s: not recording", r->path), -1;
+        return vit_set_error(err, VIT_ERR_ARG, "%s: not recording", r->path), -1;
     if (recorder_poll(r, 0, err) < 0) return -1;
-    if (r->n_frames == 0) return fail(err, VIT_ERR_ARG, "%s: no frame recorded", r->path), -1;
+    if (r->n_frames == 0)
+        return vit_set_error(err, VIT_ERR_ARG, "%s: no frame recorded", r->path), -1;
     int64_t end = end_ns / 1000000 * 1000000;
     if (end > r->last_pts_ns) {                      /* the picture stayed on screen until now */
         GstBuffer *again = gst_buffer_copy(r->last); /* its pixels shared, not copied */
@@ -205,7 +194,8 @@ int recorder_stop(Recorder *r, int64_t end_ns, VitError *err) {
     }
     r->stopping = 1;
     if (gst_app_src_end_of_stream(GST_APP_SRC(r->src)) != GST_FLOW_OK)
-        return fail(err, VIT_ERR_IO, "%s: the recording's pipeline did not take its end", r->path),
+        return vit_set_error(err, VIT_ERR_IO, "%s: the recording's pipeline did not take its end",
+                             r->path),
                -1;
     return 0;
 }
@@ -215,7 +205,7 @@ int recorder_poll(Recorder *r, int wait_ms, VitError *err) {
         if (r->done < 0 && err) *err = r->failed;
         return r->done;
     }
-    if (!r->pipeline) return fail(err, VIT_ERR_ARG, "%s: not recording", r->path), -1;
+    if (!r->pipeline) return vit_set_error(err, VIT_ERR_ARG, "%s: not recording", r->path), -1;
     /* wake may have run before its message was in the bus's queue: it is about to be */
     if (g_atomic_int_get(&r->posted) && wait_ms < 1000) wait_ms = 1000;
     GstBus *bus = gst_element_get_bus(r->pipeline);
@@ -232,9 +222,9 @@ int recorder_poll(Recorder *r, int wait_ms, VitError *err) {
         gchar *debug = NULL;
         gst_message_parse_error(m, &ge, &debug);
         int write = ge && ge->domain == GST_RESOURCE_ERROR;
-        fail(&r->failed, VIT_ERR_IO, "%s: %s: %s", r->path,
-             write ? "cannot write it" : "the recording failed",
-             ge ? ge->message : "unknown error");
+        vit_set_error(&r->failed, VIT_ERR_IO, "%s: %s: %s", r->path,
+                      write ? "cannot write it" : "the recording failed",
+                      ge ? ge->message : "unknown error");
         if (ge) g_error_free(ge);
         g_free(debug);
         r->done = -1;

@@ -124,6 +124,15 @@ const char *vit_status_name(VitStatus s);
  * through it (names from a checkpoint are in them), and so do the labels a model brings. */
 char *vit_escape(char *out, size_t cap, const char *in);
 
+/* err (if not NULL) filled with code and a printf-style message passed through vit_escape
+ * (a file's name in it cannot move the terminal); returns code. The engine's and the app's
+ * one way to report an error. */
+VitStatus vit_set_error(VitError *err, VitStatus code, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
 /* ---------------------------------------------------------------------------
  * Limits. A file is checked against these before anything sized by it is
  * allocated, and refused with a message naming the limit. Each is far above
