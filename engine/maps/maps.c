@@ -594,10 +594,13 @@ VitStatus vit_attention_distance(float *out, const VitRun *run, VitError *err) {
                     const float *row = blk + (size_t)(r - r0) * T + Np;
                     int i = r - Np, ri = i / gw, ci = i % gw;
                     double w = 0.0, wd = 0.0;
-                    for (int j = 0; j < N; j++) {
-                        int dr = abs(j / gw - ri), dc = abs(j % gw - ci);
-                        w += row[j];
-                        wd += row[j] * dist[dr * gw + dc];
+                    /* j = jr * gw + jc in order (the sums' order): no division per key */
+                    for (int jr = 0, j = 0; jr < c->grid_h; jr++) {
+                        const double *drow = dist + abs(jr - ri) * gw;
+                        for (int jc = 0; jc < gw; jc++, j++) {
+                            w += row[j];
+                            wd += row[j] * drow[abs(jc - ci)];
+                        }
                     }
                     if (w > 0.0) acc += wd / w, n_queries++;
                 }
