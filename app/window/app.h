@@ -76,6 +76,7 @@ typedef struct {
     long index;     /* its index in the stream (media.h MediaFrame.index) */
     int64_t pts_ns; /* its timestamp */
     long dropped;   /* frames read that the model never ran (replaced before being taken) */
+    Uint64 read_t;  /* when the frame thread got it from the source (performance counter) */
     int ended, notified;
     int64_t duration_ns; /* a file's length, -1 unknown */
     VitError err;        /* code != 0: the source failed or did not open */
@@ -87,7 +88,9 @@ typedef struct {
     int job_w, job_h;
     long job_index;
     int64_t job_pts_ns;
-    long shown_index; /* the frame on screen, -1: none yet */
+    Uint64 job_read_t;   /* its read_t */
+    Uint64 shown_read_t; /* a frame's read_t once its Scene is in front, until it is on screen */
+    long shown_index;    /* the frame on screen, -1: none yet */
     int64_t shown_pts_ns;
     long n_shown;
     Uint64 shown_t[16]; /* when the last 16 frames were shown (performance counter) */
@@ -573,6 +576,10 @@ int app_live_waiting(const App *app);
 /* The worker's frame job swapped its Scene in front: the frame shown's index, time, the
  * frames per second; VITLENS_TRACE's "live frame" line. */
 void app_live_shown(App *app);
+/* The frame drawn at `shown` (performance counter, after the swap) is the first to show a new
+ * video frame: its latency, from the frame thread's read to the swap, as VITLENS_TRACE's "live
+ * latency index=N ms=M" line (issue 37's camera-to-screen time; bench/live.py). */
+void app_live_presented(App *app, Uint64 shown);
 /* Space, `,` and `.` while a source is open: pause / play, one frame back / forward (a file;
  * pauses). 1 when the key was one of them. */
 int app_live_key(App *app, SDL_Keycode key, int shift);

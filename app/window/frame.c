@@ -290,6 +290,7 @@ void app_draw(App *app) {
     app->frames++;
     if (app->trace || app->announce) glFinish(); /* the frame is on screen before we say so */
     t.shown = SDL_GetPerformanceCounter();
+    app_live_presented(app, t.shown); /* a video frame's latency: from its read to here */
     if (app->announce && app->has_scene) {
         trace_startup(app, "first-map-frame");
         printf("ready %s\n", app_scene(app)->path);

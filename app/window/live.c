@@ -48,6 +48,7 @@ static int publish(Live *lv, const MediaFrame *f, int count_drop) {
     if (lv->have && count_drop) lv->dropped++;
     lv->w = f->w, lv->h = f->h, lv->have = 1, lv->ended = 0;
     lv->index = f->index, lv->pts_ns = f->pts_ns;
+    lv->read_t = SDL_GetPerformanceCounter();
     return 0;
 }
 
@@ -194,6 +195,7 @@ static int take_frame(Live *lv) {
     memcpy(lv->job_rgb, lv->rgb, bytes);
     lv->job_w = lv->w, lv->job_h = lv->h;
     lv->job_index = lv->index, lv->job_pts_ns = lv->pts_ns;
+    lv->job_read_t = lv->read_t;
     lv->have = 0;
     return 0;
 }
@@ -260,6 +262,7 @@ void app_live_event(App *app) {
 void app_live_shown(App *app) {
     Live *lv = &app->live;
     lv->shown_index = lv->job_index, lv->shown_pts_ns = lv->job_pts_ns;
+    lv->shown_read_t = lv->job_read_t;
     int n = (int)(sizeof lv->shown_t / sizeof lv->shown_t[0]);
     Uint64 now = SDL_GetPerformanceCounter(), first = lv->shown_t[lv->n_shown % n];
     lv->shown_t[lv->n_shown % n] = now;
@@ -275,6 +278,14 @@ void app_live_shown(App *app) {
     SDL_UnlockMutex(lv->lock);
     printf("live frame index=%ld pts=%.6f dropped=%ld shown=%ld\n", lv->shown_index,
            lv->shown_pts_ns / 1e9, dropped, lv->n_shown);
+}
+
+void app_live_presented(App *app, Uint64 shown) {
+    Live *lv = &app->live;
+    if (!lv->shown_read_t) return;
+    double ms = (double)(shown - lv->shown_read_t) * 1e3 / (double)SDL_GetPerformanceFrequency();
+    lv->shown_read_t = 0;
+    if (app->trace) printf("live latency index=%ld ms=%.2f\n", lv->shown_index, ms);
 }
 
 int app_live_key(App *app, SDL_Keycode key, int shift) {
