@@ -48,7 +48,7 @@ class LiveApp(App):
 
     def __init__(self, *a, **k):
         super().__init__(*a, **k)
-        self.frames, self.hashes, self.paused = [], {}, []
+        self.frames, self.hashes, self.paused, self.latency = [], {}, [], []
         self.error = None
         self._last = None
 
@@ -60,6 +60,9 @@ class LiveApp(App):
         elif line.startswith("maps ") and self._last is not None:
             self.hashes.setdefault(self._last, []).append(re.search(r" map=(\w+)", line).group(1))
             self._last = None
+        elif line.startswith("live latency "):  # after the frame that shows it: its index
+            m = re.match(r"live latency index=(\d+) ms=([\d.]+)$", line)
+            self.latency.append((int(m.group(1)), float(m.group(2))) if m else (None, line))
         elif line.startswith("live paused index="):
             self.paused.append(int(line.split("=")[1]))
         elif line.startswith("error "):
@@ -116,6 +119,11 @@ def test_play(a, clip, work, env):
               f"the frames shown while playing: indices strictly increase ({idx[:12]}...)")
         check(all(abs(t - i / FPS) < 1e-6 for i, t, _ in app.frames),
               "each frame's timestamp is its index / 20 s")
+        # each frame shown has its latency (read -> swap, bench/live.py) once it is on screen
+        lat = dict(app.latency)
+        shown = [f[0] for f in app.frames[:-1]]  # the last one's may still be coming
+        check(all(0 < lat.get(i, -1) < 60000 for i in shown) and None not in lat,
+              f"a 'live latency' line per frame shown, 0 < ms < 60000 ({app.latency[:6]})")
         drops = [f[2] for f in app.frames]
         check(all(x <= y for x, y in zip(drops, drops[1:])), f"dropped never decreases {drops}")
         # pause, step forward, step back, play on
