@@ -282,6 +282,8 @@ typedef struct App {
         int shown;                   /* the picture on the GPU is the step's */
         int ahead;                   /* neighbouring steps may still be drawn ahead */
         float ms_picture, ms_upload; /* the last step's drawing on the CPU, its upload (trace) */
+        float ms_gui; /* the GUI thread's time for the last key: its handling, and the picture
+                         drawn when its block job is done (trace) */
         /* the explorer as the lesson found it: Esc goes back there */
         View back_view;
         ViewOverview back_overview;
@@ -648,6 +650,10 @@ void app_lesson_open(App *app);
 int app_lesson_key(App *app, const SDL_Keysym *ks);
 /* The step's numbers and picture again (a new photo or model, the worker done). */
 void app_lesson_show(App *app);
+/* The worker's lesson job (the block rerun) is done: the step drawn at the newest
+ * selection (another job when the keys moved on to another block), or, out of the lesson
+ * meanwhile, the explorer's map. */
+void app_lesson_job_done(App *app);
 /* Between events (the main loop, idle): one neighbouring step's picture drawn ahead and
  * put on the GPU (the worker idle), so that the next Page Down or Page Up is a frame.
  * 1 when it drew one (call again), 0 when there is nothing left (lesson.ahead cleared). */

@@ -275,7 +275,10 @@ static void app_job_result(App *app) {
         app_compare_done(app); /* pane B's model, photo or maps */
         if (!app->busy) open_pending(app);
         if (!app->busy) app_update_map(app); /* pane A's maps asked for meanwhile */
-    } else if (w->phrase) {                  /* CLIP: the phrase's embedding becomes the head */
+    } else if (w->lesson) { /* the lesson's block: its picture, at the newest selection */
+        app_lesson_job_done(app);
+        if (!app->busy) open_pending(app);
+    } else if (w->phrase) { /* CLIP: the phrase's embedding becomes the head */
         app_phrase_done(app);
         app->dirty = 1;
         if (!app->busy) open_pending(app);

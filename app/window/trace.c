@@ -124,7 +124,7 @@ static void trace_frame_state(const App *app, const RenFrame *f) {
         "image_at=%d saves=%lu cells=%d,%d,%d,%d,%d,%d panel=%d,%d class=%d explained=%d "
         "shown=%s marked=%d joint=%d list=%d listmark=%d highnorm=%d picking=%d listw=%d "
         "lesson=%d/%d lstep=%s llayer=%d lhead=%d lpatch=%d,%d lshown=%d ms_lpicture=%.2f "
-        "ms_lupload=%.2f "
+        "ms_lupload=%.2f ms_lgui=%.2f "
         "whatif=%d,%d,%d,%d,%d:%g fill=%d plain=%d top1=%d:%.6f "
         "controls=%d chover=%s cpressed=%s kmenu=%d typing=%d tip=%s hpage=%d/%d hpx=%d "
         "hbox=%d,%d,%d,%d palette=%d psel=%s prows=%d pcaframe=%ld cwait=%d ",
@@ -143,12 +143,12 @@ static void trace_frame_state(const App *app, const RenFrame *f) {
         app->lesson.on ? app->lesson.at + 1 : 0, app->lesson.on ? app->lesson.script.n : 0,
         app->lesson.on ? LESSON_STEP_INFO[app->lesson.script.lines[app->lesson.at].step].name : "-",
         app->lesson.layer, app->lesson.head, app->lesson.row, app->lesson.col, app->lesson.shown,
-        (double)app->lesson.ms_picture, (double)app->lesson.ms_upload, app->iv_spec.n_ablate,
-        app->iv_spec.n_drop, app->iv_spec.n_fill, (int)app->iv_spec.pos, app->iv_spec.temp_layer,
-        (double)app->iv_spec.temperature, app->patch_fill, sc ? sc->has_plain : 0, top1,
-        sc && top1 >= 0 ? (double)sc->run.probs[top1] : 0.0, f->n_controls,
-        app_control_name(app->ctrl_hover), app_control_name(app->ctrl_pressed), f->n_menu > 0,
-        app->typing,
+        (double)app->lesson.ms_picture, (double)app->lesson.ms_upload, (double)app->lesson.ms_gui,
+        app->iv_spec.n_ablate, app->iv_spec.n_drop, app->iv_spec.n_fill, (int)app->iv_spec.pos,
+        app->iv_spec.temp_layer, (double)app->iv_spec.temperature, app->patch_fill,
+        sc ? sc->has_plain : 0, top1, sc && top1 >= 0 ? (double)sc->run.probs[top1] : 0.0,
+        f->n_controls, app_control_name(app->ctrl_hover), app_control_name(app->ctrl_pressed),
+        f->n_menu > 0, app->typing,
         !f->tooltip                             ? "none"
         : f->tooltip == app_control_tip(app)    ? "control"
         : app->menu_hover >= 0 && f->n_menu > 0 ? "menu"

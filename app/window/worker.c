@@ -27,6 +27,11 @@ static void run_job(Worker *w) {
                        (double)SDL_GetPerformanceFrequency();
         return;
     }
+    if (w->lesson) { /* the lesson's block: ld belongs to the worker until the event */
+        w->status =
+            lesson_select(w->lesson, w->lesson_sel[0], w->lesson_sel[1], w->lesson_sel[2], &w->err);
+        return;
+    }
     if (w->classes) { /* reads the model's text side only: the GUI installs the result */
         w->status = clip_classes_embed(&w->classes_emb, &w->classes_ms, w->model->clip, &w->control,
                                        &w->err);
@@ -158,6 +163,7 @@ static void begin_job(Worker *w) {
     w->maps = NULL;
     w->phrase = 0;
     w->classes = 0;
+    w->lesson = NULL;
     w->compare = 0;
 }
 
@@ -241,6 +247,13 @@ int worker_start_phrase(Worker *w, const Model *model, const char *phrase) {
     snprintf(w->phrase_text, sizeof w->phrase_text, "%s", phrase);
     hand_over(w);
     return 0;
+}
+
+void worker_start_lesson(Worker *w, LessonData *ld, int layer, int head, int patch) {
+    begin_job(w);
+    w->lesson = ld;
+    w->lesson_sel[0] = layer, w->lesson_sel[1] = head, w->lesson_sel[2] = patch;
+    hand_over(w);
 }
 
 void worker_start_classes(Worker *w, const Model *model) {

@@ -24,6 +24,7 @@
 #ifndef VITLENS_WORKER_H
 #define VITLENS_WORKER_H
 
+#include "headless/lesson.h"
 #include "view/maps.h"
 
 #include <SDL.h>
@@ -57,6 +58,8 @@ typedef struct {
                                 the compare view's, not the app's model and Scene) */
     int phrase;              /* 1: a phrase job (clip_embed of phrase_text, model->clip) */
     char phrase_text[CLIP_TEXT_BYTES];
+    LessonData *lesson;   /* non-NULL: a lesson job (lesson_select(lesson, lesson_sel...)) */
+    int lesson_sel[3];    /* its layer, head, patch (0-based) */
     int classes;          /* 1: a classes job (clip_classes_embed of model->clip's pending) */
     const ClipSpec *clip; /* the command line's text options, for a model the worker loads
                              (model_open_text, not strict); set once by the owner */
@@ -120,6 +123,11 @@ void worker_start_maps(Worker *w, const Scene *scene, ViewMaps *m);
 /* Hand a phrase job to the idle worker: clip_embed(phrase_emb, ..., model->clip, phrase)
  * (model->clip non-NULL). 0, or -1 out of memory (no job started). */
 int worker_start_phrase(Worker *w, const Model *model, const char *phrase);
+
+/* Hand a lesson job to the idle worker: lesson_select(ld, layer, head, patch), a block of
+ * the front Scene's run rerun on its pool (the GUI thread then neither reads ld nor uses
+ * that pool until the event). */
+void worker_start_lesson(Worker *w, LessonData *ld, int layer, int head, int patch);
 
 /* Hand a classes job to the idle worker: clip_classes_embed of model->clip's pending classes
  * (progress in texts; a cancel stops it between batches). The window runs it on a second
