@@ -35,6 +35,7 @@ static void app_loop(App *app) {
         SDL_Event e;
         /* idle: sleep in SDL_WaitEventTimeout; busy: wake up to turn the spinner */
         int wait = app->busy ? 50 : 250;
+        if (app->classes.busy && wait > 100) wait = 100; /* the classes' progress */
         if (app->pert.phase == PERT_PLAYING && app_perturb_wait_ms(app) < wait)
             wait = app_perturb_wait_ms(app); /* the animation's next step */
         int warm = !app->dirty && !app->busy && app->has_scene && app->ren.warm_next >= 0;
@@ -43,7 +44,8 @@ static void app_loop(App *app) {
         int got = app->dirty || warm || ahead ? SDL_PollEvent(&e) : SDL_WaitEventTimeout(&e, wait);
         if (!got && warm && !ren_warm_step(&app->ren)) app->ren.warm_next = -1;
         if (!got && ahead && !warm) app_lesson_prefetch(app);
-        if (!got && app->busy) app->dirty = 1; /* timed out while working: turn the spinner */
+        if (!got && app->busy) app->dirty = 1;     /* timed out while working: turn the spinner */
+        if (app_classes_tick(app)) app->dirty = 1; /* the classes' progress moved */
         for (; got; got = SDL_PollEvent(&e)) app_handle_event(app, &e);
         app_perturb_tick(app);
         if (app->dirty && app->running) {

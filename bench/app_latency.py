@@ -183,7 +183,7 @@ def state(line):
 
 # where a frame's time went inside the app (its trace line): from the key handled to the
 # frame on screen, recording and issuing the draws, rasterising, the copy and swap
-INSIDE = ("ms_input", "ms_draw", "ms_raster", "ms_swap", "redraw_px")
+INSIDE = ("ms_input", "ms_draw", "ms_raster", "ms_swap", "redraw_px", "ms_lgui")
 
 
 # The keys pressed, in turn, and what each is: every kind of key the window answers
@@ -241,6 +241,8 @@ def time_keys(app, xt, cycle, n_keys, cur, changed, after=None):
         cur = state(line)
         for k in INSIDE:
             per_key.setdefault(" " + k, []).append(float(cur[k] or "nan"))
+        if group.startswith("lesson"):  # the GUI thread's time for this key (ms_lgui)
+            per_key.setdefault(" gui " + group, []).append(float(cur["ms_lgui"] or "nan"))
         if after:
             after()
     return per_key
@@ -442,8 +444,13 @@ def main():
     lesson_med = float("nan")
     if lesson:
         lesson_med = summary("lesson step -> new frame", lesson["lesson step"])
+        gui = {g: lesson.pop(" gui " + g, []) for g in ("lesson step", "lesson block")}
         if "lesson block" in lesson:  # fewer keys than LESSON_CYCLE may change no block
             summary("lesson block -> new frame", lesson["lesson block"])
+        for g, ms in gui.items():  # nan: an app from before ms_lgui
+            if ms:
+                print(f"  {g}: the GUI thread's time (ms_lgui) median "
+                      f"{statistics.median(ms):.1f} ms, max {max(ms):.1f}")
         print("  inside the app, lesson steps' medians: key handled -> frame done "
               f"{statistics.median(lesson_inside['ms_input']):.1f} ms; drawing "
               f"{statistics.median(lesson_inside['ms_draw']):.1f}, rasterising "

@@ -499,7 +499,7 @@ void ren_draw_side(Ren *r, const RenFrame *f, const RenLayout *l) {
     float px = l->ix + l->iw + (l->legend ? l->legend_gap + l->legend_w : 0.0f) + l->legend_gap;
     float py = margin, room = l->area_h;
     r->panel_x = (int)px, r->panel_w = (int)panel_w;
-    if (f->n_preds > 0) {
+    if (f->n_preds > 0 || f->pred_title) { /* a title alone: the classes still to come */
         float ph = draw_preds(r, f, px, py, panel_w, font_px);
         py += ph + margin, room -= ph + margin;
     }

@@ -106,7 +106,7 @@ static void layout(RenLayout *l, const Ren *r, const RenFrame *f) {
     l->ctrl_h = f->n_controls > 0 ? l->bar_h : 0.0f;
     l->ctrl_y = H - l->bar_h - l->err_h - ctrl_gap - l->ctrl_h;
     l->area_h = H - l->bar_h - l->err_h - 2 * l->margin - l->ctrl_h - ctrl_gap;
-    int has_panel = f->n_preds > 0 || f->distance || f->n_list > 0 || f->plot;
+    int has_panel = f->n_preds > 0 || f->pred_title || f->distance || f->n_list > 0 || f->plot;
     l->panel_w = has_panel ? roundf((float)l->font_px * 13.0f) : 0.0f;
     if (has_panel && area_w - l->panel_w - l->legend_gap < l->area_h * 0.55f)
         l->panel_w = 0; /* no room */

@@ -209,26 +209,36 @@ static void set_label(char *dst, const char *src) {
 #define EMBED_BATCH 256 /* sequences per vit_text_embed call: memory stays bounded */
 
 /* The classes' embeddings [C, E]: each name in every template, tokenised, embedded in
- * batches, normalised, averaged per class and the mean normalised (zeroshot_classifier).
- * 0, or -1 with msg (naming the class whose text does not tokenise). */
-static int embed_classes(ClipText *ct, const Strings *names, const Strings *tpls, int n_threads,
-                         const ClipSpec *spec, char *msg, size_t n) {
+ * batches, normalised, averaged per class and the mean normalised (zeroshot_classifier),
+ * into class_emb [C, E]. Reads ct's text tower and vocabulary only. Progress: spec's
+ * callback (may be NULL) and control (NULL: none), which is also checked for a cancel
+ * between batches. 0, -1 with msg (naming the class whose text does not tokenise), or -2
+ * cancelled. */
+static int embed_classes(float *class_emb, const ClipText *ct, const Strings *names,
+                         const Strings *tpls, int n_threads, const ClipSpec *spec,
+                         VitControl *control, char *msg, size_t n) {
     int C = names->n, K = tpls->n, E = ct->E, total = C * K;
     int ctx = clip_context(ct);
     int *ids = malloc((size_t)EMBED_BATCH * VIT_TEXT_CONTEXT * sizeof *ids);
     const int **rows = malloc(EMBED_BATCH * sizeof *rows);
     int *lens = malloc(EMBED_BATCH * sizeof *lens);
     float *out = malloc((size_t)EMBED_BATCH * E * sizeof *out);
-    ct->class_emb = calloc((size_t)C * E, sizeof *ct->class_emb);
     int rc = -1;
-    if (!ids || !rows || !lens || !out || !ct->class_emb) {
+    if (!ids || !rows || !lens || !out) {
         snprintf(msg, n, "out of memory for %d classes' text embeddings", C);
         goto done;
     }
-    int say = spec->progress && total >= CLIP_CACHE_MIN_TEXTS;
+    memset(class_emb, 0, (size_t)C * E * sizeof *class_emb);
+    int say = spec && spec->progress && total >= CLIP_CACHE_MIN_TEXTS;
     for (int at = 0; at < total; at += EMBED_BATCH) {
         int b = total - at < EMBED_BATCH ? total - at : EMBED_BATCH;
         if (say) spec->progress(at, total, C, K);
+        if (control) vit_control_report(control, at, total);
+        if (control && vit_control_cancelled(control)) {
+            snprintf(msg, n, "cancelled");
+            rc = -2;
+            goto done;
+        }
         for (int i = 0; i < b; i++) {
             int c = (at + i) / K, k = (at + i) % K, trunc = 0;
             char *text = fill_template(tpls->s[k], names->s[c]);
@@ -252,14 +262,15 @@ static int embed_classes(ClipText *ct, const Strings *names, const Strings *tpls
             goto done;
         }
         for (int i = 0; i < b; i++) { /* the template's normalised embedding, summed */
-            float *e = out + (size_t)i * E, *acc = ct->class_emb + (size_t)((at + i) / K) * E;
+            float *e = out + (size_t)i * E, *acc = class_emb + (size_t)((at + i) / K) * E;
             normalise(e, E);
             for (int j = 0; j < E; j++) acc[j] += e[j];
         }
     }
     if (say) spec->progress(total, total, C, K);
+    if (control) vit_control_report(control, total, total);
     for (int c = 0; c < C; c++) { /* mean, then normalised: the scale of 1/K drops out */
-        float *acc = ct->class_emb + (size_t)c * E;
+        float *acc = class_emb + (size_t)c * E;
         for (int j = 0; j < E; j++) acc[j] /= (float)K;
         normalise(acc, E);
     }
@@ -323,9 +334,9 @@ static int cache_dir(char *out, size_t n, int mk) {
 
 #define CACHE_MAGIC "VLCLIPE1" /* 8 bytes, then int32 C, E, the key, [C, E] float32 */
 
-/* The classes' embeddings from the cache into ct->class_emb: 1 when a file for key holds
- * exactly C x E values, else 0 (absent, short, another shape: computed again). */
-static int cache_read(ClipText *ct, uint64_t key, int C) {
+/* The classes' embeddings [C, E] from the cache into *emb (malloc'd): 1 when a file for key
+ * holds exactly C x E values, else 0 (absent, short, another shape: computed again). */
+static int cache_read(float **emb, const ClipText *ct, uint64_t key, int C) {
     char dir[PATH_MAX], path[PATH_MAX + 64];
     if (cache_dir(dir, sizeof dir, 0)) return 0;
     snprintf(path, sizeof path, "%s/%016llx.f32", dir, (unsigned long long)key);
@@ -346,14 +357,13 @@ static int cache_read(ClipText *ct, uint64_t key, int C) {
         free(e);
         return 0;
     }
-    free(ct->class_emb);
-    ct->class_emb = e;
+    *emb = e;
     return 1;
 }
 
-/* Keep ct->class_emb for next time (a temporary file renamed: never half a file). A cache
+/* Keep emb [C, E] for next time (a temporary file renamed: never half a file). A cache
  * that cannot be written is no error. */
-static void cache_write(const ClipText *ct, uint64_t key, int C) {
+static void cache_write(const float *emb, const ClipText *ct, uint64_t key, int C) {
     char dir[PATH_MAX], path[PATH_MAX + 64], tmp[PATH_MAX + 96];
     if (cache_dir(dir, sizeof dir, 1)) return;
     snprintf(path, sizeof path, "%s/%016llx.f32", dir, (unsigned long long)key);
@@ -363,18 +373,20 @@ static void cache_write(const ClipText *ct, uint64_t key, int C) {
     int32_t shape[2] = {C, ct->E};
     size_t want = (size_t)C * ct->E;
     int ok = fwrite(CACHE_MAGIC, 1, 8, f) == 8 && fwrite(shape, sizeof *shape, 2, f) == 2 &&
-             fwrite(&key, sizeof key, 1, f) == 1 &&
-             fwrite(ct->class_emb, sizeof *ct->class_emb, want, f) == want;
+             fwrite(&key, sizeof key, 1, f) == 1 && fwrite(emb, sizeof *emb, want, f) == want;
     ok = !fclose(f) && ok;
     if (!ok || rename(tmp, path)) remove(tmp);
 }
 
 /* --- opening ------------------------------------------------------------------------ */
 
+static void pending_free(ClipPending *p); /* below, with the classes */
+
 void clip_free(ClipText *ct) {
     if (!ct) return;
     vit_text_free(&ct->text);
     vit_tokenizer_free(ct->tok);
+    pending_free(ct->pending);
     free(ct->class_emb);
     free(ct->labels);
     free(ct->phrase_emb);
@@ -434,32 +446,116 @@ static int open_vocab(ClipText *ct, const char *model_path, const ClipSpec *spec
     return 0;
 }
 
+/* Classes read but not embedded yet (ClipSpec.defer): clip_classes_embed's work. */
+struct ClipPending {
+    Strings names, tpls;
+    uint64_t key; /* the cache's (big) */
+    int big;      /* CLIP_CACHE_MIN_TEXTS or more texts: kept in the cache */
+    int n_threads;
+};
+
+static void pending_free(ClipPending *p) {
+    if (!p) return;
+    strings_free(&p->names);
+    strings_free(&p->tpls);
+    free(p);
+}
+
 /* clip_open's classes: each of names [names->n] in each template of tpls averaged into
  * ct's head (embed_classes), or read from the cache when this model, vocabulary, classes
- * and templates made them before. 0, or -1 with msg naming the option that gave them. */
-static int class_embeddings(ClipText *ct, const Strings *names, const Strings *tpls,
-                            const char *model_path, const ClipSpec *spec, int n_threads, char *msg,
-                            size_t n) {
-    int rc = 0;
+ * and templates made them before, or (spec->defer, not in the cache) names and tpls moved
+ * into ct->pending for clip_classes_embed. 0, or -1 with msg naming the option that gave
+ * them. */
+static int class_embeddings(ClipText *ct, Strings *names, Strings *tpls, const char *model_path,
+                            const ClipSpec *spec, int n_threads, char *msg, size_t n) {
+    int rc = 0, C = names->n;
     struct timespec t0;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     /* many texts (--classes imagenet: 7000, imagenet80: 80000) are read from the
      * cache when this model, vocabulary, classes and templates made them before */
-    int big = names->n * tpls->n >= CLIP_CACHE_MIN_TEXTS;
+    int big = C * tpls->n >= CLIP_CACHE_MIN_TEXTS;
     uint64_t key = big ? cache_key(model_path, ct->vocab, names, tpls, ct->E) : 0;
-    if (big && cache_read(ct, key, names->n)) {
+    float *emb = NULL;
+    if (big && cache_read(&emb, ct, key, C)) {
         ct->from_cache = 1;
+    } else if (spec->defer) { /* the window's worker embeds them (clip_classes_embed) */
+        ClipPending *p = calloc(1, sizeof *p);
+        if (!p) {
+            snprintf(msg, n, "out of memory");
+            return -1;
+        }
+        p->names = *names, p->tpls = *tpls, p->key = key, p->big = big, p->n_threads = n_threads;
+        *names = *tpls = (Strings){0};
+        ct->pending = p;
+        ct->pending_texts = C * p->tpls.n;
+        return 0;
     } else {
         char why[900];
-        rc = embed_classes(ct, names, tpls, n_threads, spec, why, sizeof why);
-        if (rc) /* named by the option that gave the classes */
+        if (!(emb = malloc((size_t)C * ct->E * sizeof *emb))) {
+            snprintf(why, sizeof why, "out of memory for %d classes' text embeddings", C);
+            rc = -1;
+        } else {
+            rc = embed_classes(emb, ct, names, tpls, n_threads, spec, NULL, why, sizeof why);
+        }
+        if (rc) { /* named by the option that gave the classes */
             snprintf(msg, n, "%s%s%.300s: %s", spec->classes ? "--classes" : "--prompts",
                      spec->classes ? "" : " ", spec->classes ? "" : spec->prompts, why);
-        if (!rc && big) cache_write(ct, key, names->n);
+            free(emb);
+            return -1;
+        }
+        if (big) cache_write(emb, ct, key, C);
     }
+    ct->class_emb = emb;
     ct->ms_classes = ms_since(&t0);
-    ct->n_classes = names->n, ct->n_templates = tpls->n;
+    ct->n_classes = C, ct->n_templates = tpls->n;
     return rc;
+}
+
+VitStatus clip_classes_embed(float **emb, double *ms, const ClipText *ct, VitControl *control,
+                             VitError *err) {
+    const ClipPending *p = ct->pending;
+    *emb = NULL;
+    if (!p) return vit_set_error(err, VIT_ERR_ARG, "no classes waiting to be embedded");
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    int C = p->names.n;
+    float *e = malloc((size_t)C * ct->E * sizeof *e);
+    if (!e) return vit_set_error(err, VIT_ERR_NOMEM, "out of memory for %d classes' texts", C);
+    char why[900];
+    int rc =
+        embed_classes(e, ct, &p->names, &p->tpls, p->n_threads, NULL, control, why, sizeof why);
+    if (rc) {
+        free(e);
+        return vit_set_error(err, rc == -2 ? VIT_ERR_CANCELLED : VIT_ERR_ARG, "the classes: %.200s",
+                             why);
+    }
+    if (p->big) cache_write(e, ct, p->key, C);
+    *emb = e;
+    *ms = ms_since(&t0);
+    return VIT_OK;
+}
+
+int clip_classes_install(ClipText *ct, float *emb, double ms, char *msg, size_t n) {
+    ClipPending *p = ct->pending;
+    int C = p ? p->names.n : 0;
+    char(*labels)[VIT_LABEL_BYTES] = p ? calloc((size_t)C + 1, sizeof *labels) : NULL;
+    if (!labels) {
+        free(emb);
+        snprintf(msg, n, p ? "out of memory for the classes' names" : "no classes waiting");
+        return -1;
+    }
+    for (int c = 0; c < C; c++) set_label(labels[c], p->names.s[c]);
+    memcpy(labels[C], ct->labels[ct->n_classes], sizeof *labels); /* the phrase's */
+    free(ct->labels);
+    free(ct->class_emb);
+    ct->labels = labels;
+    ct->class_emb = emb;
+    ct->n_classes = C, ct->n_templates = p->tpls.n;
+    ct->ms_classes = ms;
+    pending_free(p);
+    ct->pending = NULL;
+    ct->pending_texts = 0;
+    return 0;
 }
 
 int clip_open(ClipText **out, const Vit *vit, const char *model_path, const ClipSpec *spec,

@@ -28,6 +28,9 @@ typedef struct {
     /* called as the classes' texts go through the text tower (CLIP_CACHE_MIN_TEXTS or more,
      * not read from the cache): done of total texts, 0 first; NULL: nothing said */
     void (*progress)(int done, int total, int n_classes, int n_templates);
+    /* 1 (the window): classes not in the cache are read and checked but left to
+     * clip_classes_embed (ClipText.pending), off the thread that opens the model */
+    int defer;
 } ClipSpec;
 
 #define CLIP_TEMPLATE    "a photo of a {}."
@@ -43,6 +46,8 @@ typedef struct {
  * (path, size, time), vocabulary, classes and templates: --classes imagenet's 7000 texts
  * are embedded once */
 #define CLIP_CACHE_MIN_TEXTS 256
+
+typedef struct ClipPending ClipPending; /* classes read, not embedded yet (clip.c) */
 
 /* The text side of one loaded CLIP model (Model.clip). Read-only once made, but for the
  * phrase and the head (clip_set_phrase), which the owner changes only where no other
@@ -65,6 +70,9 @@ typedef struct {
     int phrase_truncated;            /* 1: cut to VIT_TEXT_CONTEXT tokens */
     double ms_classes;               /* the classes' text embeddings took this long */
     int from_cache;                  /* 1: they were read from the cache (CLIP_CACHE_MIN_TEXTS) */
+    ClipPending *pending; /* ClipSpec.defer: the classes still to embed (n_classes 0 until
+                             clip_classes_install), or NULL */
+    int pending_texts;    /* their texts, classes x templates (0: none pending) */
 } ClipText;
 
 /* The text tower's context in tokens, what vit_tokenize pads or cuts to: SigLIP's 64, CLIP's
@@ -95,6 +103,21 @@ int clip_spec_check(const ClipSpec *s, char *msg, size_t n);
 int clip_open(ClipText **out, const Vit *vit, const char *model_path, const ClipSpec *spec,
               int strict, int n_threads, char *msg, size_t n);
 void clip_free(ClipText *ct);
+
+/* The pending classes' embeddings (ClipSpec.defer), as clip_open makes them without defer,
+ * bit for bit: *emb [C0, E] malloc'd (clip_classes_install takes it), *ms their time.
+ * Reads ct only (its text tower, vocabulary, pending): any one thread, while nobody calls
+ * clip_classes_install. control (may be NULL): progress in texts (done of C0 x templates),
+ * checked for a cancel between batches of 256 texts (VIT_ERR_CANCELLED). Writes the cache
+ * (CLIP_CACHE_MIN_TEXTS or more). Errors: VIT_ERR_ARG (nothing pending, a class whose text
+ * does not tokenise), VIT_ERR_NOMEM, the engine's. */
+VitStatus clip_classes_embed(float **emb, double *ms, const ClipText *ct, VitControl *control,
+                             VitError *err);
+
+/* The pending classes made ct's: emb (from clip_classes_embed, taken: freed on error too)
+ * and their names, the phrase's label kept after them (class C0). The head is not changed:
+ * clip_apply makes it (model_classes_install does both). 0, or -1 with msg. */
+int clip_classes_install(ClipText *ct, float *emb, double ms, char *msg, size_t n);
 
 /* The embedding [E] of a phrase (not normalised): tokenised (VIT_TEXT_CONTEXT tokens at
  * most: a longer text is cut, *truncated 1) and run through the text tower on n_threads

@@ -84,6 +84,24 @@ int model_open_text(Model *m, const ClipSpec *spec, int strict, char *msg, size_
     return 0;
 }
 
+int model_classes_install(Model *m, float *emb, double ms, char *msg, size_t n) {
+    ClipText *ct = m->clip;
+    if (!ct) {
+        free(emb);
+        snprintf(msg, n, "not a CLIP model");
+        return -1;
+    }
+    if (clip_classes_install(ct, emb, ms, msg, n)) return -1;
+    VitError err;
+    if (clip_apply(ct, &m->vit, ct->phrase, ct->phrase[0] ? ct->phrase_emb : NULL,
+                   ct->phrase_truncated, ct->phrase_tokens, &err)) {
+        snprintf(msg, n, "%s", err.msg);
+        return -1;
+    }
+    m->labels = (const char(*)[VIT_LABEL_BYTES])ct->labels;
+    return 0;
+}
+
 int model_phrase_class(const Model *m) {
     return clip_phrase_class(m->clip);
 }

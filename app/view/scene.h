@@ -41,6 +41,12 @@ void model_free(Model *m);
  * error). strict: see clip_open. 0, or -1 with msg. */
 int model_open_text(Model *m, const ClipSpec *spec, int strict, char *msg, size_t n);
 
+/* The classes clip_classes_embed made (emb [C0, E], taken) installed in m's text side and
+ * its head remade of them and the phrase (class C0 then): the labels follow. Changes m->vit:
+ * where no other thread reads it. Runs made before have another C: run them again. 0, or
+ * -1 with msg. */
+int model_classes_install(Model *m, float *emb, double ms, char *msg, size_t n);
+
 /* Threads for the text tower: one per online core. */
 int model_text_threads(void);
 

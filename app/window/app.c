@@ -97,7 +97,11 @@ static int app_init_model(App *app, const Options *o) {
     }
     trace_startup(app, "model");
     char text_msg[1200]; /* CLIP: --classes, --prompts, --text as the head */
-    if (model_open_text(app->model, &o->clip, 1, text_msg, sizeof text_msg)) {
+    /* --classes' texts not in the cache: embedded on the second worker once the window is
+     * open (classes.c), unless --class or --contrast name a class before */
+    ClipSpec spec = o->clip;
+    spec.defer = !o->class_arg && !o->contrast_arg;
+    if (model_open_text(app->model, &spec, 1, text_msg, sizeof text_msg)) {
         fprintf(stderr, "vitlens: %s\n", text_msg);
         return -1;
     }
@@ -150,7 +154,8 @@ static int app_init_worker(App *app, const Options *o) {
     app->ev_done = SDL_RegisterEvents(3);
     app->ev_live = app->ev_done + 1;
     app->live.shown_index = -1;
-    if (app->ev_done == (Uint32)-1 || worker_init(&app->worker, app->ev_done)) {
+    if (app->ev_done == (Uint32)-1 || worker_init(&app->worker, app->ev_done) ||
+        worker_init(&app->texter, app->ev_done)) {
         fprintf(stderr, "vitlens: cannot start the worker thread: %s\n", SDL_GetError());
         return -1;
     }
@@ -166,6 +171,7 @@ static int app_init_worker(App *app, const Options *o) {
         app_open(app, app->images[app->image_at]);
     else if (o->image_path)
         app_open(app, o->image_path);
+    app_classes_start(app); /* --classes' texts, beside the photo's pass */
     trace_startup(app, "worker");
     return 0;
 }
@@ -212,9 +218,12 @@ void app_save_settings(const App *app) {
 }
 
 void app_free(App *app) {
-    app_record_close(app);             /* a recording's file finished */
-    app_live_close(app);               /* a video's frame thread */
-    worker_free(&app->worker);         /* first: it may still be using the model and a scene */
+    app_record_close(app);     /* a recording's file finished */
+    app_live_close(app);       /* a video's frame thread */
+    worker_free(&app->worker); /* first: it may still be using the model and a scene */
+    worker_free(&app->texter); /* the classes' texts: it reads a model */
+    if (app->classes.retired) model_free(app->classes.retired);
+    free(app->classes.retired);
     free(app->live.job_rgb);           /* the worker's last frame */
     perturbation_drop(&app->pert.job); /* a result the window never received */
     perturbation_drop(&app->pert.queued);

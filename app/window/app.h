@@ -121,7 +121,19 @@ typedef struct App {
     SDL_GLContext gl;
     Ren ren;
     Worker worker;
-    Uint32 ev_done; /* worker finished a job */
+    /* the zero-shot classes' texts (classes.c): a second worker embeds them (--classes
+     * imagenet: a minute the first time) while the window and the first worker go on */
+    Worker texter;
+    struct {
+        int busy;        /* the texter runs a classes job */
+        int again;       /* a newer model's classes: started when the texter is idle */
+        int ready;       /* its result waits for the worker to be idle to make the head */
+        const Model *of; /* the model the running or ready job embeds for */
+        Model *retired;  /* a model replaced while the texter read it: freed at its event */
+        int done, total; /* the progress last drawn (texts) */
+        Uint64 t0;       /* when the job started (trace) */
+    } classes;
+    Uint32 ev_done; /* worker finished a job (either worker: user.data1 says which) */
     Uint32 ev_live; /* the frame thread has a frame, an end or an error (live.c) */
     Live live;
     Recording rec; /* Ctrl+R (recording.c) */
@@ -273,6 +285,8 @@ typedef struct App {
         int shown;                   /* the picture on the GPU is the step's */
         int ahead;                   /* neighbouring steps may still be drawn ahead */
         float ms_picture, ms_upload; /* the last step's drawing on the CPU, its upload (trace) */
+        float ms_gui; /* the GUI thread's time for the last key: its handling, and the picture
+                         drawn when its block job is done (trace) */
         /* the explorer as the lesson found it: Esc goes back there */
         View back_view;
         ViewOverview back_overview;
@@ -285,7 +299,8 @@ typedef struct App {
     int typed_all;                       /* typed is the last phrase, selected: a character or
                                             Backspace replaces it, an arrow keeps it to edit */
     char queued_phrase[CLIP_TEXT_BYTES]; /* applied while the worker was busy: next, "" none */
-    Uint64 t_phrase; /* when Enter applied the phrase whose map is awaited (trace), 0: none */
+    char pred_wait[96]; /* the top-5 panel's title while the classes' texts are embedded */
+    Uint64 t_phrase;    /* when Enter applied the phrase whose map is awaited (trace), 0: none */
     /* the command palette (palette.c): Ctrl+P or its button opens it over the window; the
      * commands of the view it opened in (keys_commands), the filter typed, the rows that
      * match it (indices into cmds), the selection and the first row shown (indices into
@@ -489,6 +504,25 @@ void app_phrase_start(App *app, const char *phrase);
 void app_phrase_done(App *app);
 
 /* ---------------------------------------------------------------------------
+ * classes.c: the zero-shot classes embedded on the second worker */
+
+/* Start embedding the model's pending classes (ClipSpec.defer), cancelling a job for an
+ * older model (it starts when that one has stopped). Nothing when none are pending. */
+void app_classes_start(App *app);
+/* The texter's event: its classes made the head (when the worker is idle, else later by
+ * app_classes_idle), or its error shown; a cancelled job's model freed, the next started. */
+void app_classes_done(App *app);
+/* The worker is idle: a result that waited for it made the head. */
+void app_classes_idle(App *app);
+/* A model about to be replaced: 1 when the texter still reads it (kept in classes.retired,
+ * freed at the texter's event; its job cancelled), 0 when the caller frees it. */
+int app_classes_retire(App *app, Model *old);
+/* While classes are pending: "waiting for the class texts (1200 / 7000)" into buf, 1; else 0. */
+int app_classes_waiting(const App *app, char *buf, size_t n);
+/* The status line and the trace: the progress drawn last changed? (redraw then) */
+int app_classes_tick(App *app);
+
+/* ---------------------------------------------------------------------------
  * palette.c: the command palette */
 
 /* Ctrl+P, the ☰ button: open the palette on every command of the view on screen (the
@@ -623,6 +657,10 @@ void app_lesson_open(App *app);
 int app_lesson_key(App *app, const SDL_Keysym *ks);
 /* The step's numbers and picture again (a new photo or model, the worker done). */
 void app_lesson_show(App *app);
+/* The worker's lesson job (the block rerun) is done: the step drawn at the newest
+ * selection (another job when the keys moved on to another block), or, out of the lesson
+ * meanwhile, the explorer's map. */
+void app_lesson_job_done(App *app);
 /* Between events (the main loop, idle): one neighbouring step's picture drawn ahead and
  * put on the GPU (the worker idle), so that the next Page Down or Page Up is a frame.
  * 1 when it drew one (call again), 0 when there is nothing left (lesson.ahead cleared). */

@@ -49,6 +49,11 @@ static void app_panels(App *app, RenFrame *f) {
                         : app->model->clip ? "zero-shot top-5 (/: a phrase)"
                                            : NULL;
     }
+    /* --classes' texts still on the second worker: the panel says so (with a phrase's row) */
+    if (app->show_preds && app_classes_waiting(app, app->pred_wait, sizeof app->pred_wait)) {
+        f->pred_title = app->pred_wait;
+        if (!sc->run.probs) f->n_preds = 0;
+    }
     const float *dist = sc->distance; /* computed by the worker (scene_run) */
     if (app->show_distance && dist) {
         int L = c->n_layers, H = c->n_heads;

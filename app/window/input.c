@@ -79,8 +79,12 @@ static void app_target_rank(App *app, int rank) {
     const VitConfig *c = &app->model->vit.cfg;
     if (!sc) return;
     if (c->n_classes == 0) {
-        snprintf(app->notice, sizeof app->notice,
-                 "%s has no classification head: no class to explain", app->model->name);
+        char wait[96];
+        if (app_classes_waiting(app, wait, sizeof wait))
+            snprintf(app->notice, sizeof app->notice, "%s: no class to explain yet", wait);
+        else
+            snprintf(app->notice, sizeof app->notice,
+                     "%s has no classification head: no class to explain", app->model->name);
         return;
     }
     int C = sc->run.cfg.n_classes; /* the run's: a CLIP head may have grown since */
@@ -145,7 +149,10 @@ int app_step_kind(App *app, int step) {
         skipped |= MAP_KINDS[v->kind].uses_target;
     }
     if (MAP_KINDS[v->kind].uses_target) app->class_kind = v->kind;
-    if (skipped)
+    char wait[96];
+    if (skipped && app_classes_waiting(app, wait, sizeof wait))
+        snprintf(app->notice, sizeof app->notice, "%s: the class-specific maps come after", wait);
+    else if (skipped)
         snprintf(app->notice, sizeof app->notice,
                  "%s has no classification head: no class-specific maps", app->model->name);
     return 1;
@@ -697,7 +704,9 @@ void app_handle_event(App *app, const SDL_Event *e) {
             app->dirty = 1;
         break;
     default:
-        if (e->type == app->ev_done)
+        if (e->type == app->ev_done && e->user.data1 == &app->texter)
+            app_classes_done(app); /* the classes' texts embedded */
+        else if (e->type == app->ev_done)
             app_job_done(app); /* the worker's job finished */
         else if (e->type == app->ev_live)
             app_live_event(app); /* a video's frame */

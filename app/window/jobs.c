@@ -205,8 +205,11 @@ static void swap_model(App *app, Worker *w) {
     snprintf(app->model_path, sizeof app->model_path, "%s", w->model_path);
     snprintf(app->labels_path, sizeof app->labels_path, "%s", w->labels_path);
     if (w->text_msg[0]) snprintf(app->notice, sizeof app->notice, "%s", w->text_msg);
-    model_free(old);
-    free(old);
+    if (!app_classes_retire(app, old)) { /* else freed once the texter lets go of it */
+        model_free(old);
+        free(old);
+    }
+    app_classes_start(app);           /* the new model's classes' texts */
     joint_features_free(&app->joint); /* of the old model */
     view_clamp(&app->view, &app->model->vit.cfg);
     app_compare_model_changed(app); /* a second photo's pane B: through the new model */
@@ -272,7 +275,10 @@ static void app_job_result(App *app) {
         app_compare_done(app); /* pane B's model, photo or maps */
         if (!app->busy) open_pending(app);
         if (!app->busy) app_update_map(app); /* pane A's maps asked for meanwhile */
-    } else if (w->phrase) {                  /* CLIP: the phrase's embedding becomes the head */
+    } else if (w->lesson) { /* the lesson's block: its picture, at the newest selection */
+        app_lesson_job_done(app);
+        if (!app->busy) open_pending(app);
+    } else if (w->phrase) { /* CLIP: the phrase's embedding becomes the head */
         app_phrase_done(app);
         app->dirty = 1;
         if (!app->busy) open_pending(app);
@@ -287,6 +293,7 @@ static void app_job_result(App *app) {
  * worker, unless the result started another job. */
 void app_job_done(App *app) {
     app_job_result(app);
+    if (!app->busy) app_classes_idle(app); /* classes that waited for the worker: the head */
     /* a step asked for while the worker was busy: drawn now */
     if (app->lesson.on && !app->lesson.shown && !app->busy) app_lesson_show(app);
     if (!app->busy && app->queued_phrase[0]) { /* Enter pressed while the worker was busy */

@@ -2,11 +2,12 @@
  * steps of a lesson script, each drawn on the CPU by lesson_draw, the same pixels as
  * --lesson-export's PNGs, and shown as the window's picture.
  *
- * The numbers (LessonData) are computed here on the GUI thread, only while the worker is
- * idle (they use the front Scene's run and its thread pool): once when the photo or the
- * model changes (the filters' PCA, the position similarity, one block), then per step a
- * re-read of that block (another head or token) or one block rerun (another layer). A
- * step that keeps the selection is a redraw and an upload, no engine work. */
+ * The numbers (LessonData) are computed only while the worker is idle (they use the front
+ * Scene's run and its thread pool): on the GUI thread once when the photo or the model
+ * changes (the filters' PCA, the position similarity, one block), then per step a re-read
+ * of that block (another head or token); one block rerun (another layer) is a worker job,
+ * during which the picture on screen stays and keys only move the selection (the newest
+ * wins). A step that keeps the selection is a redraw and an upload, no engine work. */
 #include "window/app.h"
 
 #include <stdio.h>
@@ -170,7 +171,8 @@ static int lesson_cached(App *app, int at, int layer, int head, int row, int col
 }
 
 /* The numbers for the selection (layer, head, row, col), computed when the photo or the
- * model changed; 0, or -1 (error shown, or the worker busy: shown when it is done). */
+ * model changed; 0, or -1 (error shown, or the worker busy or now rerunning the block:
+ * shown when it is done). */
 static int lesson_numbers(App *app, int layer, int head, int row, int col) {
     const Scene *sc = app_scene(app);
     if (!sc || app->busy) return -1;
@@ -187,8 +189,16 @@ static int lesson_numbers(App *app, int layer, int head, int row, int col) {
         }
         app->lesson.ld_ok = 1, app->lesson.ld_loads = app->loads;
         lesson_check(app); /* the model may be another one */
+    } else if (layer != app->lesson.ld.blk.layer) {
+        /* another block: rerun on the worker (a forward pass's 1/L: 80 ms on DeiT-Tiny), the
+         * picture on screen kept; drawn when it is done (app_lesson_job_done), at the newest
+         * selection then: keys meanwhile only move the selection */
+        worker_start_lesson(&app->worker, &app->lesson.ld, layer, head, patch);
+        app->busy = 1;
+        app->dirty = 1;
+        return -1;
     } else if (lesson_select(&app->lesson.ld, layer, head, patch, &err)) {
-        app_set_error(app, err.msg);
+        app_set_error(app, err.msg); /* another head or patch: a re-read of the block */
         return -1;
     }
     return 0;
@@ -328,12 +338,38 @@ static void lesson_close(App *app) {
     app_update_map(app);
 }
 
+static int lesson_key(App *app, const SDL_Keysym *ks);
+
 int app_lesson_key(App *app, const SDL_Keysym *ks) {
     if (!app->lesson.on) {
         if (ks->sym != SDLK_PAGEDOWN && ks->sym != SDLK_PAGEUP) return 0;
         app_lesson_open(app); /* from the explorer: where the lesson was left (step 1 first) */
         return 1;
     }
+    Uint64 t0 = SDL_GetPerformanceCounter();
+    int rc = lesson_key(app, ks);
+    app->lesson.ms_gui = (float)((double)(SDL_GetPerformanceCounter() - t0) * 1e3 /
+                                 (double)SDL_GetPerformanceFrequency());
+    return rc;
+}
+
+void app_lesson_job_done(App *app) {
+    Uint64 t0 = SDL_GetPerformanceCounter();
+    if (app->worker.status != VIT_OK) { /* the block as before: drawn again at its selection */
+        app_set_error(app, app->worker.err.msg);
+        app->lesson.ld_ok = 0; /* half-selected: computed again */
+    }
+    if (app->lesson.on)
+        app_lesson_show(app); /* the newest selection (again on the worker
+                                 when the keys moved to another block) */
+    else
+        app_update_map(app); /* Esc meanwhile: the explorer's map, now the pool is free */
+    app->lesson.ms_gui += (float)((double)(SDL_GetPerformanceCounter() - t0) * 1e3 /
+                                  (double)SDL_GetPerformanceFrequency());
+}
+
+/* A key in the lesson view (app_lesson_key's body). */
+static int lesson_key(App *app, const SDL_Keysym *ks) {
     int shift = (ks->mod & KMOD_SHIFT) != 0, n = app->lesson.script.n, at = app->lesson.at;
     const VitConfig *c = &app->model->vit.cfg;
     switch (ks->sym) {

@@ -72,8 +72,13 @@ void app_perturb_key(App *app) {
         return;
     }
     if (c->n_classes == 0) {
-        snprintf(app->notice, sizeof app->notice,
-                 "%s has no classification head: no class probability to follow", app->model->name);
+        char wait[96];
+        if (app_classes_waiting(app, wait, sizeof wait))
+            snprintf(app->notice, sizeof app->notice, "%s: no class probability yet", wait);
+        else
+            snprintf(app->notice, sizeof app->notice,
+                     "%s has no classification head: no class probability to follow",
+                     app->model->name);
         return;
     }
     if (k->rgb) {

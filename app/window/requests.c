@@ -255,6 +255,10 @@ void app_update_map(App *app) {
                  MAP_KINDS[app->view.kind].title, app_kind_why_not(app, app->view.kind));
         app->view.kind = MAP_ATTENTION;
     }
+    if (app->busy && app->worker.lesson) { /* the run's pool is the lesson's block job's */
+        app->dirty = 1;                    /* asked again when it is done */
+        return;
+    }
     app_cancel_stale(app);
     if (!view_ready(sc, &app->view)) { /* the worker computes them; the old map stays */
         app_request_explain(app);

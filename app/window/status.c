@@ -160,6 +160,15 @@ void app_update_status(App *app) {
         snprintf(app->status_right, sizeof app->status_right, "%s  %.1f%%", label ? label : cls,
                  100.0 * sc->run.probs[top]);
     }
+    if (app->classes.busy && app->classes.of == app->model) { /* the texter, beside the rest */
+        int done, total;
+        worker_progress(&app->texter, &done, &total);
+        char rest[sizeof app->status_right];
+        snprintf(rest, sizeof rest, "%s", app->status_right);
+        snprintf(app->status_right, sizeof app->status_right,
+                 "embedding the classes: %d / %d%s%.200s", done,
+                 total > 0 ? total : app->model->clip->pending_texts, rest[0] ? dot : "", rest);
+    }
     char title[512];
     snprintf(title, sizeof title, "vitlens \xe2\x80\x94 %s \xe2\x80\x94 %s",
              sc ? sc->name : "no image", app->model->name);

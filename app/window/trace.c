@@ -4,8 +4,9 @@
  * the on-screen buttons are when that changed, "palette ..." the command palette's rows
  * when they changed, "frame N ..." with
  * the state of every drawn frame and where its time went, "status LEFT | RIGHT", and
- * "error MSG" when the frame shows an error, and "perturb done ..." with a finished
- * perturbation test's curve. */
+ * "error MSG" when the frame shows an error, "preds ..." the top-5 panel when it changed,
+ * "classes ..." the zero-shot classes' texts embedded (classes.c), "perturb done ..." with a
+ * finished perturbation test's curve. */
 #include "window/trace.h"
 #include "window/app.h"
 #include "render/colormap.h"
@@ -123,10 +124,10 @@ static void trace_frame_state(const App *app, const RenFrame *f) {
         "image_at=%d saves=%lu cells=%d,%d,%d,%d,%d,%d panel=%d,%d class=%d explained=%d "
         "shown=%s marked=%d joint=%d list=%d listmark=%d highnorm=%d picking=%d listw=%d "
         "lesson=%d/%d lstep=%s llayer=%d lhead=%d lpatch=%d,%d lshown=%d ms_lpicture=%.2f "
-        "ms_lupload=%.2f "
+        "ms_lupload=%.2f ms_lgui=%.2f "
         "whatif=%d,%d,%d,%d,%d:%g fill=%d plain=%d top1=%d:%.6f "
         "controls=%d chover=%s cpressed=%s kmenu=%d typing=%d tip=%s hpage=%d/%d hpx=%d "
-        "hbox=%d,%d,%d,%d palette=%d psel=%s prows=%d pcaframe=%ld ",
+        "hbox=%d,%d,%d,%d palette=%d psel=%s prows=%d pcaframe=%ld cwait=%d ",
         app->frames, app->view.layer, app->view.head, app->view.kind == MAP_ROLLOUT,
         MAP_KINDS[app->view.kind].tag, app->view.target, (double)app->view.discard_ratio,
         app->overlay, (double)app->opacity, app->grid, app->help, app->busy, app->loads,
@@ -142,12 +143,12 @@ static void trace_frame_state(const App *app, const RenFrame *f) {
         app->lesson.on ? app->lesson.at + 1 : 0, app->lesson.on ? app->lesson.script.n : 0,
         app->lesson.on ? LESSON_STEP_INFO[app->lesson.script.lines[app->lesson.at].step].name : "-",
         app->lesson.layer, app->lesson.head, app->lesson.row, app->lesson.col, app->lesson.shown,
-        (double)app->lesson.ms_picture, (double)app->lesson.ms_upload, app->iv_spec.n_ablate,
-        app->iv_spec.n_drop, app->iv_spec.n_fill, (int)app->iv_spec.pos, app->iv_spec.temp_layer,
-        (double)app->iv_spec.temperature, app->patch_fill, sc ? sc->has_plain : 0, top1,
-        sc && top1 >= 0 ? (double)sc->run.probs[top1] : 0.0, f->n_controls,
-        app_control_name(app->ctrl_hover), app_control_name(app->ctrl_pressed), f->n_menu > 0,
-        app->typing,
+        (double)app->lesson.ms_picture, (double)app->lesson.ms_upload, (double)app->lesson.ms_gui,
+        app->iv_spec.n_ablate, app->iv_spec.n_drop, app->iv_spec.n_fill, (int)app->iv_spec.pos,
+        app->iv_spec.temp_layer, (double)app->iv_spec.temperature, app->patch_fill,
+        sc ? sc->has_plain : 0, top1, sc && top1 >= 0 ? (double)sc->run.probs[top1] : 0.0,
+        f->n_controls, app_control_name(app->ctrl_hover), app_control_name(app->ctrl_pressed),
+        f->n_menu > 0, app->typing,
         !f->tooltip                             ? "none"
         : f->tooltip == app_control_tip(app)    ? "control"
         : app->menu_hover >= 0 && f->n_menu > 0 ? "menu"
@@ -156,7 +157,8 @@ static void trace_frame_state(const App *app, const RenFrame *f) {
         app->help ? app->ren.help_px : 0, r->help_box[0], r->help_box[1], r->help_box[2],
         r->help_box[3], app->palette.open, app_palette_selected(app),
         app->palette.open ? app->palette.n_match : 0,
-        sc && sc->pca_hold ? pca_hold_frame(sc->pca_hold, app->view.layer) : -1L);
+        sc && sc->pca_hold ? pca_hold_frame(sc->pca_hold, app->view.layer) : -1L,
+        app->model->clip && app->model->clip->pending ? 1 : 0);
 }
 
 /* "controls NAME=x,y,w,h,enabled,active ...": the on-screen controls as drawn, framebuffer
@@ -185,9 +187,32 @@ static void trace_controls(const App *app, const RenFrame *f) {
     printf("%s\n", line);
 }
 
+/* "preds rows=CLASS:PROB,... title=TITLE": the top-5 panel as drawn (its classes, their
+ * probabilities, its title), before the frame line it belongs to, when it changed. */
+static void trace_preds(const App *app, const RenFrame *f) {
+    static char last[1024] = "-";
+    char line[sizeof last];
+    const Scene *sc = app_scene(app);
+    int len = snprintf(line, sizeof line, "preds rows=");
+    int top[REN_MAX_PREDS], k = f->n_preds;
+    if (sc && sc->run.probs && k > 0 && k <= sc->run.cfg.n_classes) {
+        vit_top_k(top, sc->run.probs, sc->run.cfg.n_classes, k);
+        for (int i = 0; i < k && len < (int)sizeof line; i++)
+            len += snprintf(line + len, sizeof line - (size_t)len, "%s%d:%.9g", i ? "," : "",
+                            top[i], (double)sc->run.probs[top[i]]);
+    }
+    if (len < (int)sizeof line)
+        snprintf(line + len, sizeof line - (size_t)len, " title=%.200s",
+                 f->pred_title ? f->pred_title : "-");
+    if (strcmp(line, last) == 0) return;
+    snprintf(last, sizeof last, "%s", line);
+    printf("%s\n", line);
+}
+
 void trace_frame(App *app, const RenFrame *f, const FrameTimes *t) {
     const Ren *r = &app->ren;
     trace_controls(app, f);
+    trace_preds(app, f);
     app_palette_trace(app);
     trace_frame_state(app, f);
     /* the perturbation test: its order, phase, step, the probability there, the plot */

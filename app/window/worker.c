@@ -27,6 +27,16 @@ static void run_job(Worker *w) {
                        (double)SDL_GetPerformanceFrequency();
         return;
     }
+    if (w->lesson) { /* the lesson's block: ld belongs to the worker until the event */
+        w->status =
+            lesson_select(w->lesson, w->lesson_sel[0], w->lesson_sel[1], w->lesson_sel[2], &w->err);
+        return;
+    }
+    if (w->classes) { /* reads the model's text side only: the GUI installs the result */
+        w->status = clip_classes_embed(&w->classes_emb, &w->classes_ms, w->model->clip, &w->control,
+                                       &w->err);
+        return;
+    }
     if (w->perturb) {
         w->status = scene_perturb(w->perturb, w->scene, &w->err);
         return;
@@ -63,7 +73,9 @@ static void run_job(Worker *w) {
         }
         /* a CLIP model's text side, with the command line's classes: what cannot be had is
          * said (text_msg), and the image views go on */
-        if (w->clip && model_open_text(m, w->clip, 0, w->text_msg, sizeof w->text_msg))
+        ClipSpec spec = w->clip ? *w->clip : (ClipSpec){0};
+        spec.defer = !w->compare; /* the app's model: its classes on the second worker */
+        if (w->clip && model_open_text(m, &spec, 0, w->text_msg, sizeof w->text_msg))
             m->clip = NULL;
         else if (m->clip && m->clip->why[0] && clip_spec_any(w->clip))
             snprintf(w->text_msg, sizeof w->text_msg, "%s", m->clip->why);
@@ -150,6 +162,8 @@ static void begin_job(Worker *w) {
     w->perturb = NULL;
     w->maps = NULL;
     w->phrase = 0;
+    w->classes = 0;
+    w->lesson = NULL;
     w->compare = 0;
 }
 
@@ -235,6 +249,22 @@ int worker_start_phrase(Worker *w, const Model *model, const char *phrase) {
     return 0;
 }
 
+void worker_start_lesson(Worker *w, LessonData *ld, int layer, int head, int patch) {
+    begin_job(w);
+    w->lesson = ld;
+    w->lesson_sel[0] = layer, w->lesson_sel[1] = head, w->lesson_sel[2] = patch;
+    hand_over(w);
+}
+
+void worker_start_classes(Worker *w, const Model *model) {
+    free(w->classes_emb); /* the worker is idle: an unclaimed result is the GUI's to drop */
+    w->classes_emb = NULL;
+    begin_job(w);
+    w->classes = 1;
+    w->model = model;
+    hand_over(w);
+}
+
 void worker_cancel(Worker *w) {
     vit_control_cancel(&w->control);
 }
@@ -256,6 +286,7 @@ void worker_free(Worker *w) {
         free(w->new_model);
     }
     free(w->phrase_emb);
+    free(w->classes_emb);
     SDL_DestroyCond(w->wake);
     SDL_DestroyMutex(w->lock);
     memset(w, 0, sizeof *w);

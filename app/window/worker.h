@@ -7,7 +7,8 @@
  * for a frame (view_compute: the large-input path, where the attention is recomputed);
  * or the class probabilities of a perturbation test of the front
  * Scene's photo (scene_perturb); or a CLIP phrase's text embedding (clip_embed), which
- * the GUI thread then makes the head (it changes the model: with the worker idle). When done it
+ * the GUI thread then makes the head (it changes the model: with the worker idle); or the
+ * zero-shot classes' text embeddings (clip_classes_embed, on a second Worker). When done it
  * pushes one SDL user event (type `event`, user.code = VitStatus) and goes back to waiting; the GUI
  * thread then reads the result and swaps the back Scene in.
  *
@@ -23,6 +24,7 @@
 #ifndef VITLENS_WORKER_H
 #define VITLENS_WORKER_H
 
+#include "headless/lesson.h"
 #include "view/maps.h"
 
 #include <SDL.h>
@@ -56,6 +58,9 @@ typedef struct {
                                 the compare view's, not the app's model and Scene) */
     int phrase;              /* 1: a phrase job (clip_embed of phrase_text, model->clip) */
     char phrase_text[CLIP_TEXT_BYTES];
+    LessonData *lesson;   /* non-NULL: a lesson job (lesson_select(lesson, lesson_sel...)) */
+    int lesson_sel[3];    /* its layer, head, patch (0-based) */
+    int classes;          /* 1: a classes job (clip_classes_embed of model->clip's pending) */
     const ClipSpec *clip; /* the command line's text options, for a model the worker loads
                              (model_open_text, not strict); set once by the owner */
     Scene maps_scene;     /* its Scene: a copy of the front one whose run has `control` */
@@ -68,6 +73,9 @@ typedef struct {
                           worker_free), with its token count and whether it was cut */
     int phrase_tokens, phrase_truncated;
     double phrase_ms;   /* the embedding took this long */
+    float *classes_emb; /* [C0, E] a classes job's embeddings (the receiver takes it, else
+                           freed by the next classes job or worker_free) */
+    double classes_ms;  /* they took this long */
     char text_msg[600]; /* a loaded model's text side that could not be had, "" */
     VitStatus status;
     VitError err;
@@ -115,6 +123,17 @@ void worker_start_maps(Worker *w, const Scene *scene, ViewMaps *m);
 /* Hand a phrase job to the idle worker: clip_embed(phrase_emb, ..., model->clip, phrase)
  * (model->clip non-NULL). 0, or -1 out of memory (no job started). */
 int worker_start_phrase(Worker *w, const Model *model, const char *phrase);
+
+/* Hand a lesson job to the idle worker: lesson_select(ld, layer, head, patch), a block of
+ * the front Scene's run rerun on its pool (the GUI thread then neither reads ld nor uses
+ * that pool until the event). */
+void worker_start_lesson(Worker *w, LessonData *ld, int layer, int head, int patch);
+
+/* Hand a classes job to the idle worker: clip_classes_embed of model->clip's pending classes
+ * (progress in texts; a cancel stops it between batches). The window runs it on a second
+ * Worker (App.texter), so that the photo's jobs need not wait the minute --classes imagenet
+ * takes; only the model's text side is read, and the model must stay alive until the event. */
+void worker_start_classes(Worker *w, const Model *model);
 
 /* Ask the running job, if any, to stop early (any job: each checks what it can). */
 void worker_cancel(Worker *w);

@@ -235,6 +235,35 @@ def test_bad_lesson(app, out, demo):
     quit_app(app)
 
 
+def test_fast_blocks(app, out, demo):
+    """Up / Down pressed fast (one xdotool call): the block reruns on the worker, the keys
+    meanwhile only move the selection, and the window ends on the last block asked, its
+    picture --lesson-export's of that block (not the first block's, nor one in between)."""
+    app.start(demo)
+    app.wait_state("the lesson's one step", lesson="1/1", lstep="softmax", llayer=0, lshown=1)
+    # Down x3, Up, Down x2 on 4 blocks: 0 -> 1 -> 2 -> 3 -> 2 -> 3 -> 0
+    subprocess.run(["xdotool", "key", "--clearmodifiers", "--delay", "15", "Down", "Down", "Down",
+                    "Up", "Down", "Down"], check=True)
+    app.wait_state("the last block asked", llayer=0, lshown=1, busy=0)
+    app.key("Down", llayer=1, lshown=1, busy=0)
+    app.key("Down", "Down", llayer=3, lshown=1, busy=0)  # two at once: block 4
+    print(f"  the GUI thread's time for the last block change: {app.state['ms_lgui']} ms")
+    img = app.crop(app.shot()).astype(np.float32)
+    h, w = img.shape[:2]
+    d = {}
+    for layer in (1, 4):
+        exp = out / f"fast_block{layer}"
+        (out / f"fast_block{layer}.lesson").write_text(f"softmax layer={layer} patch=3,3\n")
+        r = subprocess.run([app.argv0, "--lesson", str(out / f"fast_block{layer}.lesson"),
+                            "--lesson-export", str(exp), demo], capture_output=True, text=True)
+        check(r.returncode == 0, f"--lesson-export of block {layer}: {r.stderr}")
+        ref = Image.open(exp / "01_softmax.png").convert("RGB").resize((w, h), Image.BILINEAR)
+        d[layer] = float(np.abs(img - np.asarray(ref, np.float32)).mean())
+    print(f"  mean |screen - block 4's export| = {d[4]:.1f}, block 1's = {d[1]:.1f} levels")
+    check(d[4] < 8.0 and d[4] < d[1] / 2, "fast Up / Down: the window shows block 4's picture")
+    quit_app(app)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--app", required=True)
@@ -254,6 +283,10 @@ def main():
     model = str(sig / "siglip.safetensors")
     ok &= run_checks(App([args.app, "--model", model, demo], env()),
                      lambda a: test_siglip_lesson(a, out, demo, model))
+    fast = out / "fast.lesson"
+    fast.write_text("softmax layer=1 patch=3,3 : where the patch looks\n")
+    ok &= run_checks(App([args.app, "--lesson", str(fast), demo], env()),
+                     lambda a: test_fast_blocks(a, out, demo))
     bad = out / "bad.lesson"
     bad.write_text("softmax layer=1 patch=3,3 : where the patch looks\n"
                    "atention\n"
