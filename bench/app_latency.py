@@ -434,9 +434,9 @@ def main():
     if floor:
         summary("window floor (SDL + GL)", floor)
     classes = per_key.pop("class", [])
-    inside = {k: per_key.pop(" " + k) for k in INSIDE}
+    inside = {k: per_key.pop(" " + k, []) for k in INSIDE}
     keys = [ms for v in per_key.values() for ms in v]
-    med = summary("key press -> new frame", keys)
+    med = summary("key press -> new frame", keys) if keys else float("nan")
     for name, ms in per_key.items():
         summary(f"  {name}", ms)
     cls = summary("class switch -> new map", classes) if classes else float("nan")
@@ -456,12 +456,13 @@ def main():
               f"{statistics.median(lesson_inside['ms_draw']):.1f}, rasterising "
               f"{statistics.median(lesson_inside['ms_raster']):.1f}, copy + swap "
               f"{statistics.median(lesson_inside['ms_swap']):.1f}")
-    print("  inside the app, medians: key handled -> frame done "
-          f"{statistics.median(inside['ms_input']):.1f} ms; drawing "
-          f"{statistics.median(inside['ms_draw']):.1f}, rasterising "
-          f"{statistics.median(inside['ms_raster']):.1f}, copy + swap "
-          f"{statistics.median(inside['ms_swap']):.1f}; redrawn "
-          f"{statistics.median(inside['redraw_px']) / 1e3:.0f} k px")
+    if keys:
+        print("  inside the app, medians: key handled -> frame done "
+              f"{statistics.median(inside['ms_input']):.1f} ms; drawing "
+              f"{statistics.median(inside['ms_draw']):.1f}, rasterising "
+              f"{statistics.median(inside['ms_raster']):.1f}, copy + swap "
+              f"{statistics.median(inside['ms_swap']):.1f}; redrawn "
+              f"{statistics.median(inside['redraw_px']) / 1e3:.0f} k px")
     cmp_med = float("nan")
     if cmp:
         cmp_med = max(summary("compare: cursor move", cmp["cursor move"]),
@@ -471,8 +472,8 @@ def main():
               f"{statistics.median(cmp[' maps']):.1f}, their picture "
               f"{statistics.median(cmp[' picture']):.1f}, drawing "
               f"{statistics.median(cmp[' draw']):.1f}")
-    print(f"targets: key -> frame <= 16 ms median (median {med:.1f}), <= 25 ms p95 "
-          f"(p95 {p95(keys):.1f})" +
+    print("targets: " + (f"key -> frame <= 16 ms median (median {med:.1f}), <= 25 ms p95 "
+                         f"(p95 {p95(keys):.1f})" if keys else "(no keys timed)") +
           (f"; launch <= 300 ms (median {first:.0f}, {first - statistics.median(floor):.0f} "
            f"above the window floor)" if launch and floor else "") +
           (f"; class switch <= 300 ms (median {cls:.0f})" if classes else "") +
