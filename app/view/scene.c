@@ -69,11 +69,8 @@ int model_text_threads(void) {
     return n < 1 ? 1 : n > VIT_MAX_THREADS ? VIT_MAX_THREADS : (int)n;
 }
 
-int model_open_text(Model *m, const ClipSpec *spec, int strict, char *msg, size_t n) {
-    if (clip_open(&m->clip, &m->vit, m->vit.path, spec, strict, model_text_threads(), msg, n))
-        return -1;
-    ClipText *ct = m->clip;
-    if (!ct || clip_head_size(ct, ct->phrase[0] != 0) == 0) return 0; /* no head to make */
+/* The CLIP head (the classes' embeddings, the phrase's) onto m's model, its labels m's. */
+static int apply_head(Model *m, ClipText *ct, char *msg, size_t n) {
     VitError err;
     if (clip_apply(ct, &m->vit, ct->phrase, ct->phrase[0] ? ct->phrase_emb : NULL,
                    ct->phrase_truncated, ct->phrase_tokens, &err)) {
@@ -84,6 +81,14 @@ int model_open_text(Model *m, const ClipSpec *spec, int strict, char *msg, size_
     return 0;
 }
 
+int model_open_text(Model *m, const ClipSpec *spec, int strict, char *msg, size_t n) {
+    if (clip_open(&m->clip, &m->vit, m->vit.path, spec, strict, model_text_threads(), msg, n))
+        return -1;
+    ClipText *ct = m->clip;
+    if (!ct || clip_head_size(ct, ct->phrase[0] != 0) == 0) return 0; /* no head to make */
+    return apply_head(m, ct, msg, n);
+}
+
 int model_classes_install(Model *m, float *emb, double ms, char *msg, size_t n) {
     ClipText *ct = m->clip;
     if (!ct) {
@@ -92,14 +97,7 @@ int model_classes_install(Model *m, float *emb, double ms, char *msg, size_t n) 
         return -1;
     }
     if (clip_classes_install(ct, emb, ms, msg, n)) return -1;
-    VitError err;
-    if (clip_apply(ct, &m->vit, ct->phrase, ct->phrase[0] ? ct->phrase_emb : NULL,
-                   ct->phrase_truncated, ct->phrase_tokens, &err)) {
-        snprintf(msg, n, "%s", err.msg);
-        return -1;
-    }
-    m->labels = (const char(*)[VIT_LABEL_BYTES])ct->labels;
-    return 0;
+    return apply_head(m, ct, msg, n);
 }
 
 int model_phrase_class(const Model *m) {

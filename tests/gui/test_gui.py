@@ -461,6 +461,26 @@ def find_window(app, name=None):
     return wid[0]
 
 
+def video_setup(a, root, frames, fps):
+    """The window tests of a video (test_live.py, test_record.py): exit code 77 (skip) without the
+    built-in model, a display or gst-launch-1.0; else (work, clip): a fresh a.out and in it
+    clip.webm, videotestsrc's ball, 160x120 at fps, `frames` frames, VP8 in WebM."""
+    rc = builtin_and_display(root)
+    if rc is not None:
+        return rc
+    if not shutil.which("gst-launch-1.0"):
+        print("SKIP: no gst-launch-1.0 (Debian: gstreamer1.0-tools)")
+        return 77
+    work = os.path.abspath(a.out)
+    shutil.rmtree(work, ignore_errors=True)
+    os.makedirs(work)
+    clip = os.path.join(work, "clip.webm")
+    subprocess.run(["gst-launch-1.0", "-q", "videotestsrc", "pattern=ball", f"num-buffers={frames}",
+                    "!", f"video/x-raw,width=160,height=120,framerate={fps}/1", "!", "vp8enc", "!",
+                    "webmmux", "!", "filesink", f"location={clip}"], check=True)
+    return work, clip
+
+
 def quit_app(app, key="q", want_rc=0):
     run(["xdotool", "windowfocus", "--sync", app.wid])
     run(["xdotool", "key", key])

@@ -29,13 +29,12 @@ Exits 0, 1 on a failed check, 77 (skip) without gst-launch-1.0 or the built-in m
 import argparse
 import os
 import re
-import shutil
 import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
-from test_gui import (App, builtin_and_display, check, find_window, quit_app, run,  # noqa: E402
-                      run_checks, trace_hash as fnv)
+from test_gui import (App, check, find_window, quit_app, run, run_checks,  # noqa: E402
+                      trace_hash as fnv, video_setup)
 
 FPS, N_FRAMES = 20, 400
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
@@ -218,20 +217,10 @@ def main():
     ap.add_argument("--app", required=True)
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
-    rc = builtin_and_display(ROOT)
-    if rc is not None:
-        return rc
-    if not shutil.which("gst-launch-1.0"):
-        print("SKIP: no gst-launch-1.0 (Debian: gstreamer1.0-tools)")
-        return 77
-    work = os.path.abspath(a.out)
-    shutil.rmtree(work, ignore_errors=True)
-    os.makedirs(work)
-    clip = os.path.join(work, "clip.webm")
-    subprocess.run(["gst-launch-1.0", "-q", "videotestsrc", "pattern=ball",
-                    f"num-buffers={N_FRAMES}", "!",
-                    f"video/x-raw,width=160,height=120,framerate={FPS}/1", "!", "vp8enc", "!",
-                    "webmmux", "!", "filesink", f"location={clip}"], check=True)
+    setup = video_setup(a, ROOT, N_FRAMES, FPS)
+    if not isinstance(setup, tuple):
+        return setup
+    work, clip = setup
     env = dict(os.environ, VITLENS_TRACE="1")
     ok = test_play(a, clip, work, env)
     ok = test_no_camera(a, env) and ok

@@ -37,7 +37,6 @@ Exits 0, 1 on a failed check, 77 (skip) without gst-launch-1.0 or the built-in m
 import argparse
 import os
 import re
-import shutil
 import subprocess
 import sys
 import time
@@ -45,7 +44,8 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
-from test_gui import App, builtin_and_display, check, find_window, quit_app, run, run_checks  # noqa: E402
+from test_gui import (App, check, find_window, quit_app, run, run_checks,  # noqa: E402
+                      video_setup)
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 PSNR_DB = 30.0
@@ -258,19 +258,10 @@ def main():
     ap.add_argument("--recorder", required=True, help="tests/app's test_recorder")
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
-    rc = builtin_and_display(ROOT)
-    if rc is not None:
-        return rc
-    if not shutil.which("gst-launch-1.0"):
-        print("SKIP: no gst-launch-1.0 (Debian: gstreamer1.0-tools)")
-        return 77
-    work = os.path.abspath(a.out)
-    shutil.rmtree(work, ignore_errors=True)
-    os.makedirs(work)
-    clip = os.path.join(work, "clip.webm")
-    subprocess.run(["gst-launch-1.0", "-q", "videotestsrc", "pattern=ball", "num-buffers=200",
-                    "!", "video/x-raw,width=160,height=120,framerate=20/1", "!", "vp8enc", "!",
-                    "webmmux", "!", "filesink", f"location={clip}"], check=True)
+    setup = video_setup(a, ROOT, 200, 20)
+    if not isinstance(setup, tuple):
+        return setup
+    work, clip = setup
     env = dict(os.environ, VITLENS_TRACE="1")
     ok = test_video(a, clip, work, env)
     ok = test_still(a, work, env) and ok
