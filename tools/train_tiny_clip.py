@@ -57,7 +57,6 @@ import html
 import json
 import math
 import os
-import platform
 import shutil
 import struct
 import sys
@@ -72,6 +71,7 @@ from PIL import Image, ImageDraw
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import gen_scenes  # noqa: E402
+from machine import cpu_name  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # OpenAI CLIP's normalisation (clip.py _transform), so an app that assumes CLIP's
@@ -894,7 +894,7 @@ def main():
             evaluate(model, tok, data, say, f" at step {step + 1}")
     t_train, c_train = time.time() - t0, time.process_time() - c0
     say(f"trained in {t_train:.0f} s wall, {c_train:.0f} s CPU (one thread; "
-        f"{platform.processor() or platform.machine()}, PyTorch {torch.__version__})")
+        f"{cpu_name()}, PyTorch {torch.__version__})")
     res = evaluate(model, tok, data, say)
     res["train_seconds_wall"], res["train_seconds_cpu"] = round(t_train), round(c_train)
     write_outputs(a, model, tok, res, say)

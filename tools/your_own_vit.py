@@ -16,13 +16,13 @@ import pathlib
 import sys
 import time
 
-import numpy as np
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
 sys.path.insert(0, str(pathlib.Path(__file__).parent))
 import gen_scenes  # noqa: E402
+from machine import cpu_name  # noqa: E402
 
 # --- the model, in the notebooks' words ------------------------------------------------
 
@@ -126,11 +126,16 @@ def main():
     ap.add_argument("--train", type=int, default=8000, help="training scenes")
     ap.add_argument("--epochs", type=int, default=6)
     ap.add_argument("--level", type=float, default=0.4, help="clutter in [0, 1] (gen_scenes)")
+    ap.add_argument("--threads", type=int, default=1,
+                    help="torch's threads (1: the same numbers on every run of one machine;\n"
+                         "other counts sum in other orders)")
     a = ap.parse_args()
     out = pathlib.Path(a.out)
     (out / "scenes").mkdir(parents=True, exist_ok=True)
+    torch.set_num_threads(a.threads)
     torch.manual_seed(0)
-    t0 = time.time()
+    print(f"seed 0, {a.threads} thread(s), torch {torch.__version__}, {cpu_name()}")
+    t0, c0 = time.time(), time.process_time()
     x, y = scenes("train", a.train, a.level)
     xv, yv = scenes("val", 500, a.level)
     print(f"{a.train} training scenes (clutter {a.level}) in {time.time() - t0:.0f} s")
@@ -153,7 +158,7 @@ def main():
         with torch.no_grad():
             acc = (model(xv).argmax(1) == yv).float().mean().item()
         print(f"epoch {ep + 1}/{a.epochs}: loss {loss.item():.3f}, val accuracy {acc:.1%} "
-              f"({time.time() - t0:.0f} s)")
+              f"({time.time() - t0:.0f} s wall, {time.process_time() - c0:.0f} s CPU)")
 
     torch.save(model.state_dict(), out / "my_vit.pth")  # as every tutorial does
     # what vitlens cannot read from the weights: input size, normalisation, class names
