@@ -205,7 +205,7 @@ static void cut_foreground(uint8_t *sel, const float *x, int m, int d, const dou
         sel[i] = sign * project(x, mean, vec, d, i) > cut;
         n_fg += sel[i];
     }
-    if (n_fg < 4) memset(sel, 1, (size_t)m);
+    if (n_fg < 4 && m > 0) memset(sel, 1, (size_t)m);
 }
 
 /* sel [m]: each of the n_images images' own foreground (step 1 fitted on its rows).
