@@ -404,6 +404,42 @@ static int headless_video(const Options *o, Model *m, const Interv *iv) {
     return rc;
 }
 
+/* Several photos: every photo's features first, for the joint PCA, then each photo into
+ * DIR/STEM/; a photo that does not load is skipped, the rest still written. 0, or the exit
+ * status. */
+static int headless_photos(const Options *o, Model *m, const Interv *iv) {
+    int rc = 0, n = o->n_image_args;
+    char msg[4400];
+    VitError err;
+    JointFeatures jf = {0};
+    jf.paths = calloc((size_t)n, sizeof *jf.paths);
+    if (!jf.paths) {
+        fprintf(stderr, "vitlens: out of memory\n");
+        return 1;
+    }
+    jf.n_images = n;
+    for (int i = 0; i < n; i++) snprintf(jf.paths[i], sizeof jf.paths[i], "%s", o->image_args[i]);
+    if (files_make_dir(o->export_dir, 0777, msg, sizeof msg)) {
+        fprintf(stderr, "vitlens: %s\n", msg);
+        rc = 1;
+    }
+    if (!rc && scene_joint_features(&jf, &m->vit, &err)) {
+        fprintf(stderr, "vitlens: %s\n", err.msg);
+        rc = 1;
+    }
+    if (!rc && jf.skipped[0]) fprintf(stderr, "vitlens: skipped: %s\n", jf.skipped);
+    for (int i = 0; i < n && !rc; i++) {
+        if (jf.image_of[i] < 0) continue;
+        char dir[2048];
+        photo_dir(dir, sizeof dir, o->export_dir, jf.paths[i]);
+        rc = headless_photo(o, m, iv, jf.paths[i], NULL, NULL, dir, &jf, o->similar_path, NULL,
+                            NULL);
+    }
+    joint_features_free(&jf);
+    free(jf.paths);
+    return rc;
+}
+
 int headless_run(const Options *o) {
     Model m;
     VitError err;
@@ -482,36 +518,7 @@ int headless_run(const Options *o) {
         model_free(&m);
         return rc;
     }
-    /* several: every photo's features first, for the joint PCA, then each photo into
-     * DIR/STEM/; a photo that does not load is skipped, the rest still written */
-    JointFeatures jf = {0};
-    jf.paths = calloc((size_t)n, sizeof *jf.paths);
-    if (!jf.paths) {
-        fprintf(stderr, "vitlens: out of memory\n");
-        interv_free(&iv);
-        model_free(&m);
-        return 1;
-    }
-    jf.n_images = n;
-    for (int i = 0; i < n; i++) snprintf(jf.paths[i], sizeof jf.paths[i], "%s", o->image_args[i]);
-    if (files_make_dir(o->export_dir, 0777, msg, sizeof msg)) {
-        fprintf(stderr, "vitlens: %s\n", msg);
-        rc = 1;
-    }
-    if (!rc && scene_joint_features(&jf, &m.vit, &err)) {
-        fprintf(stderr, "vitlens: %s\n", err.msg);
-        rc = 1;
-    }
-    if (!rc && jf.skipped[0]) fprintf(stderr, "vitlens: skipped: %s\n", jf.skipped);
-    for (int i = 0; i < n && !rc; i++) {
-        if (jf.image_of[i] < 0) continue;
-        char dir[2048];
-        photo_dir(dir, sizeof dir, o->export_dir, jf.paths[i]);
-        rc = headless_photo(o, &m, &iv, jf.paths[i], NULL, NULL, dir, &jf, o->similar_path, NULL,
-                            NULL);
-    }
-    joint_features_free(&jf);
-    free(jf.paths);
+    rc = headless_photos(o, &m, &iv);
     interv_free(&iv);
     model_free(&m);
     return rc;
