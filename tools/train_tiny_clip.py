@@ -799,7 +799,10 @@ def main():
     ap.add_argument("--init", choices=("openai", "mimetic"), default="openai",
                     help="the image tower's attention and position embedding: OpenAI's random "
                          "init, or mimetic (local attention at the start; see init_mimetic_)")
-    ap.add_argument("--bf16", type=int, default=1, help="matrix products in bfloat16 (autocast)")
+    ap.add_argument("--bf16", type=int, default=0,
+                    help="matrix products in bfloat16 (autocast): faster on a CPU that multiplies\n"
+                         "bfloat16 itself (AVX512_BF16, AMX), 12x slower on one that does not\n"
+                         "(AVX2: emulated), and the numbers differ between the two; default float32")
     ap.add_argument("--log-every", type=int, default=50)
     a = ap.parse_args()
     if not os.path.exists(a.vocab):
@@ -893,8 +896,9 @@ def main():
         if a.eval_every and (step + 1) % a.eval_every == 0 and step + 1 < a.steps:
             evaluate(model, tok, data, say, f" at step {step + 1}")
     t_train, c_train = time.time() - t0, time.process_time() - c0
-    say(f"trained in {t_train:.0f} s wall, {c_train:.0f} s CPU (one thread; "
-        f"{cpu_name()}, PyTorch {torch.__version__})")
+    say(f"trained in {t_train:.0f} s wall, {c_train:.0f} s CPU (one thread, "
+        f"{'bfloat16' if a.bf16 else 'float32'} products; {cpu_name()}, "
+        f"PyTorch {torch.__version__})")
     res = evaluate(model, tok, data, say)
     res["train_seconds_wall"], res["train_seconds_cpu"] = round(t_train), round(c_train)
     write_outputs(a, model, tok, res, say)
