@@ -162,6 +162,9 @@ void export_blend(uint8_t *out, int stride_px, int out_w, int out_h, const uint8
 }
 
 int export_png(const char *path, const uint8_t *rgb, int w, int h, char *msg, size_t msg_bytes) {
+    /* every row Paeth-filtered, not each row's best of five tried (stb's default): an export
+     * 3.6 -> 3.0 s (the built-in model's 103 PNGs), the files 1% larger, the pixels the same */
+    stbi_write_force_png_filter = 4;
     errno = 0;
     if (stbi_write_png(path, w, h, 3, rgb, w * 3)) return 0;
     snprintf(msg, msg_bytes, "%s: cannot write PNG: %s", path,
