@@ -206,7 +206,8 @@ def reference(x, border, mistake=None, n_images=1):
 
 # --- the engine ----------------------------------------------------------------
 
-def run_pca(exe, work, name, x, border, repeat=0, n_images=1):
+def stage(exe, work, name, x, border):
+    """WORK/NAME/ made afresh with x.npy (and border.npy): (the folder, pca_dump's arguments)."""
     d = Path(work) / name
     shutil.rmtree(d, ignore_errors=True)
     d.mkdir(parents=True)
@@ -215,6 +216,11 @@ def run_pca(exe, work, name, x, border, repeat=0, n_images=1):
     if border is not None:
         np.save(d / "border.npy", border.astype(np.uint8))
         args += ["--border", d / "border.npy"]
+    return d, args
+
+
+def run_pca(exe, work, name, x, border, repeat=0, n_images=1):
+    d, args = stage(exe, work, name, x, border)
     if repeat:
         args += ["--repeat", str(repeat)]
     if n_images > 1:
@@ -431,14 +437,7 @@ def reference_project(b, x, clamp=True):
 
 def run_split(exe, work, name, x, border, n_images=1, fit=None):
     """pca_dump --split (or --fit: fit on fit = (x1, border1)); (rgb, fg, raw bytes)."""
-    d = Path(work) / name
-    shutil.rmtree(d, ignore_errors=True)
-    d.mkdir(parents=True)
-    np.save(d / "x.npy", np.ascontiguousarray(x, np.float32))
-    args = [exe, "--x", d / "x.npy", "--out", d]
-    if border is not None:
-        np.save(d / "border.npy", border.astype(np.uint8))
-        args += ["--border", d / "border.npy"]
+    d, args = stage(exe, work, name, x, border)
     if n_images > 1:
         args += ["--images", str(n_images)]
     if fit is None:
