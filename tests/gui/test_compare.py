@@ -344,8 +344,8 @@ def main():
 
     def compare_broken(app):
         app.start(photo)
-        app.wait_line(lambda s: s.startswith("error compare:") and "broken.safetensors" in s,
-                      "the broken model's error")
+        app.wait_error(lambda e: e.startswith("compare:") and "broken.safetensors" in e,
+                       "the broken model's error")
         app.key("g")
         app.wait_line(lambda s: s.startswith("status "), "a frame")
         check(app.cmp_frame is None and app.cmp_maps is None,
@@ -371,8 +371,8 @@ def main():
 
     def compare_unknown(app):
         app.start(photo)
-        app.wait_line(lambda s: s.startswith("error compare:") and "no-such-model" in s,
-                      "the unknown MODEL2's error")
+        app.wait_error(lambda e: e.startswith("compare:") and "no-such-model" in e,
+                       "the unknown MODEL2's error")
         app.key("g")
         app.wait_line(lambda s: s.startswith("status "), "a frame")
         check(app.cmp_frame is None and app.single_maps["map"] == single[None],

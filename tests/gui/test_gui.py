@@ -84,6 +84,7 @@ class App:
         self.stderr_read = threading.Condition()  # notified for each stderr line read
         self.state = {}
         self.frame = 0
+        self.error = None  # the last "error MESSAGE" line's message (the error line shown)
         self.readers = [threading.Thread(target=self._read, args=(stream, put), daemon=True)
                         for stream, put in ((self.proc.stdout, self.lines.put),
                                             (self.proc.stderr, self._err))]
@@ -121,6 +122,8 @@ class App:
     def take(self, line):
         """A stdout line read: a frame line updates self.state (True). Subclasses read
         their own trace lines here too."""
+        if line.startswith("error "):
+            self.error = line[6:]
         m = re.match(r"frame (\d+) (.*)", line)
         if m:
             self.frame = int(m.group(1))
@@ -144,6 +147,15 @@ class App:
             self.take(line)
             if pred(line):
                 return line
+
+    def wait_error(self, ok, what):
+        """Until the error line's message satisfies ok: at once when the last one read does.
+        The app prints its error line after every frame that shows it, and a paused app draws
+        no frame: an error shown while start() read the lines is not printed again."""
+        if self.error is not None and ok(self.error):
+            return self.error
+        self.wait_line(lambda s: self.error is not None and ok(self.error), what)
+        return self.error
 
     def settled(self):
         """The last frame shows its state: not the one a new window size is first shown

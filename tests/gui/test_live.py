@@ -48,7 +48,6 @@ class LiveApp(App):
     def __init__(self, *a, **k):
         super().__init__(*a, **k)
         self.frames, self.hashes, self.paused, self.latency = [], {}, [], []
-        self.error = None
         self._last = None
 
     def take(self, line):
@@ -64,8 +63,6 @@ class LiveApp(App):
             self.latency.append((int(m.group(1)), float(m.group(2))) if m else (None, line))
         elif line.startswith("live paused index="):
             self.paused.append(int(line.split("=")[1]))
-        elif line.startswith("error "):
-            self.error = line[6:]
         return super().take(line)
 
     def wait_frames(self, n, what):
@@ -171,8 +168,7 @@ def test_play(a, clip, work, env):
         with open(bad, "wb") as f:
             f.write(b"\x1a\x45\xdf\xa3" + os.urandom(4000))
         app.drop(bad)
-        app.wait_line(lambda s: app.error is not None and "bad.webm" in app.error,
-                      "the error line naming bad.webm")
+        app.wait_error(lambda e: "bad.webm" in e, "the error line naming bad.webm")
         check(app.state.get("scene") == "1", f"the last frame stays on screen: {app.error!r}")
         grid = app.state.get("grid")
         run(["xdotool", "key", "--clearmodifiers", "g"])
@@ -196,7 +192,7 @@ def test_no_camera(a, env):
     app = LiveApp([a.app, "--camera", "/dev/no-such-camera"], env)
 
     def checks(app):
-        app.wait_line(lambda s: app.error is not None, "the error line")
+        app.wait_error(lambda e: "/dev/no-such-camera" in e, "the error line")
         check("/dev/no-such-camera" in app.error and "no camera" in app.error,
               f"--camera /dev/no-such-camera: {app.error!r}")
         check(app.state.get("scene") == "0", "the start screen")  # the error's frame

@@ -58,7 +58,7 @@ class RecApp(App):
     def __init__(self, *a, **k):
         super().__init__(*a, **k)
         self.rec, self.layer_of, self.saved, self.start_path = [], {}, None, None
-        self.error, self.paused = None, 0
+        self.paused = 0
         self._pending = None
 
     def take(self, line):
@@ -71,8 +71,6 @@ class RecApp(App):
             self.start_path = line.split("path=")[1].split()[0]
         elif line.startswith("record saved "):
             self.saved = dict(kv.split("=", 1) for kv in line.split()[2:])
-        elif line.startswith("error "):
-            self.error = line[6:]
         elif line.startswith("live paused"):
             self.paused += 1
         is_frame = super().take(line)
@@ -213,7 +211,7 @@ def test_still(a, work, env):
         app.wid = find_window(app)
         run(["xdotool", "windowfocus", "--sync", app.wid])
         app.key("ctrl+r")
-        app.wait_line(lambda s: app.error is not None, "Ctrl+R into a file: the error line")
+        app.wait_error(lambda e: "save_still/" in e, "Ctrl+R into a file: the error line")
         check("save_still/" in app.error and "cannot write it" in app.error,
               f"the error names the file: {app.error!r}")
         grid = app.state.get("grid")
