@@ -118,6 +118,22 @@ def check(edges, groups, vit_h_names):
     return bad
 
 
+def header_text(path):
+    """The header's text with the text of the parts it includes ("vit/model.h"), found
+    beside it, each once."""
+    seen, out, todo = set(), [], [os.path.abspath(path)]
+    while todo:
+        p = todo.pop()
+        if p in seen:
+            continue
+        seen.add(p)
+        text = open(p).read()
+        out.append(text)
+        root = os.path.dirname(os.path.abspath(path))
+        todo += [os.path.join(root, m) for m in re.findall(r'#include "(vit/\w+\.h)"', text)]
+    return "\n".join(out)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--doc", required=True)
@@ -126,7 +142,7 @@ def main():
     ap.add_argument("--app", nargs="*", default=[])
     a = ap.parse_args()
     groups = read_layers(a.doc)
-    vit_h = set(re.findall(r"\b(vit_\w+|Vit\w+|VIT_\w+)\b", open(a.header).read()))
+    vit_h = set(re.findall(r"\b(vit_\w+|Vit\w+|VIT_\w+)\b", header_text(a.header)))
     syms = symbols(a.engine, "engine")
     syms.update(symbols(a.app, "app"))
     edges = call_graph(syms)
