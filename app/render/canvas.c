@@ -58,7 +58,10 @@ static void replay(Ren *r, const RenPrim *p) {
         glUniform1f(g->line_px, p->line_px);
         glUniform3f(g->fill, p->fill[0], p->fill[1], p->fill[2]);
         glDisable(GL_BLEND); /* opaque: no need to read what is below */
+        int nearest = p->exact && !r->linear_only;
+        if (nearest) glBindSampler(0, r->sampler_nearest);
         glDrawArrays(GL_TRIANGLE_STRIP, 0, 4);
+        if (nearest) glBindSampler(0, 0);
         glEnable(GL_BLEND);
         return;
     }
@@ -227,10 +230,13 @@ void ren_flush(Ren *r) {
         return;
     }
     dl_commit(&r->dl);
-    if (r->check_redraw && n >= 0 &&
+    /* a partial frame, or a whole one with a picture drawn texel for pixel (nearest) */
+    if (r->check_redraw && (n >= 0 || r->n_exact > 0) &&
         !offscreen(&r->check_fbo, &r->check_tex, &r->check_w, &r->check_h, r->fb_w, r->fb_h)) {
         glBindFramebuffer(GL_FRAMEBUFFER, r->check_fbo);
+        r->linear_only = 1; /* so the check also compares nearest with linear sampling */
         replay_box(r, NULL);
+        r->linear_only = 0;
         r->last_mismatch = canvas_mismatch(r);
     }
     if (r->canvas_fbo) {

@@ -44,6 +44,7 @@ struct RenPrim {
     int variant;    /* PR_HEAT: REN_HV_* bits */
     int slot;       /* PR_TEXT: the text cache's slot */
     int cell;       /* PR_HEAT: the atlas' map, -1: the map texture */
+    int exact;      /* PR_HEAT: a picture on whole px at its own size: sampled nearest */
     float rect[4];  /* x, y, w, h px (PR_SEG: unused) */
     float color[4]; /* RGBA */
     float seg[4];   /* PR_SEG: x0, y0, x1, y1 px */

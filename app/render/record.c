@@ -204,6 +204,9 @@ void ren_heat(Ren *r, const RenFrame *f, float x, float y, float w, float h, int
         v = (v & REN_HV_MINIFY) | REN_HV_PLAIN;
     p->variant = v;
     p->cell = cell;
+    p->exact = (v & REN_HV_PLAIN) && r->image_plain && x == floorf(x) && y == floorf(y) &&
+               w == (float)r->image_w && h == (float)r->image_h;
+    r->n_exact += p->exact;
     p->opacity = f->overlay ? f->opacity : 0.0f;
     p->grid_size[0] = (float)mw, p->grid_size[1] = (float)mh;
     p->patches[0] = (float)(r->grid_w > 0 ? r->grid_w : mw);

@@ -69,6 +69,7 @@ void ren_free(Ren *r) {
     ren_free_canvas(&r->canvas_fbo, &r->canvas_tex, &r->canvas_w, &r->canvas_h);
     ren_free_canvas(&r->check_fbo, &r->check_tex, &r->check_w, &r->check_h);
     if (r->vao) glDeleteVertexArrays(1, &r->vao);
+    if (r->sampler_nearest) glDeleteSamplers(1, &r->sampler_nearest);
     for (int i = 0; i < (1 << REN_HV_BITS); i++)
         if (r->heat[i].prog) glDeleteProgram(r->heat[i].prog);
     if (r->ui.prog) glDeleteProgram(r->ui.prog);
@@ -172,6 +173,7 @@ void ren_draw(Ren *r, const RenFrame *f) {
     SDL_GL_GetDrawableSize(r->win, &r->fb_w, &r->fb_h);
     r->frame_no++;
     r->n_prims = 0;
+    r->n_exact = 0;
     dl_begin(&r->dl, r->fb_w, r->fb_h);
     RenLayout l;
     layout(&l, r, f);

@@ -73,6 +73,7 @@ typedef struct {
     int image_w, image_h; /* of the uploaded image; 0: none */
     int image_plain;      /* 1: a picture's (no mipmaps: drawn with one bilinear sample) */
     GLuint tex_picture[REN_PICTURES]; /* pictures kept on the GPU (the lesson's steps), 0: none */
+    GLuint sampler_nearest;           /* for a picture drawn texel for pixel (RenPrim.exact) */
     int picture_shown;                /* the slot drawn instead of the crop, -1: the crop */
     int map_w, map_h;                 /* of the uploaded map */
     int map_rgba;                     /* 1: it is colours (ren_upload_map with rgba) */
@@ -95,7 +96,11 @@ typedef struct {
     int check_redraw;   /* $VITLENS_CHECK_REDRAW=1: each partial frame compared with a whole one */
     int last_rects;     /* the last frame: rectangles redrawn, -1: all of it */
     long last_px;       /* pixels redrawn */
-    long last_mismatch; /* check_redraw: pixels where the partial frame differs, -1: not checked */
+    long last_mismatch; /* check_redraw: pixels where the partial frame (or a whole one with
+                         * an exact picture) differs from the whole one drawn with linear
+                         * sampling only, -1: not checked */
+    int n_exact;        /* the last frame's pictures drawn texel for pixel (RenPrim.exact) */
+    int linear_only;    /* check_redraw's whole frame: those sampled linearly, as any other */
     /* On X11 with GLX_MESA_copy_sub_buffer: the display (Display *) and the window, whose
      * back buffer is the canvas; NULL: an offscreen canvas and a swap */
     void *x_display;

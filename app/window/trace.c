@@ -224,9 +224,9 @@ void trace_frame(App *app, const RenFrame *f, const FrameTimes *t) {
     double ms = 1e3 / (double)SDL_GetPerformanceFrequency();
     /* settled=0: a new window size shown with a swap of the old back buffer (see
      * ren_present); the frame that shows this state follows at once */
-    printf("redraw=%d redraw_px=%ld mismatch=%ld settled=%d ms_input=%.2f ms_draw=%.2f "
+    printf("redraw=%d redraw_px=%ld mismatch=%ld exact=%d settled=%d ms_input=%.2f ms_draw=%.2f "
            "ms_raster=%.2f ms_swap=%.2f ",
-           r->last_rects, r->last_px, r->last_mismatch, !app->again,
+           r->last_rects, r->last_px, r->last_mismatch, r->n_exact, !app->again,
            app->t_input ? (double)(t->shown - app->t_input) * ms : -1.0,
            (double)(t->drawn - t->start) * ms, (double)(t->rastered - t->drawn) * ms,
            (double)(t->shown - t->rastered) * ms);

@@ -29,8 +29,8 @@ from test_gui import (App, Fail, builtin_and_display, check, quit_app, run,  # n
                       run_checks)
 
 # frame-line fields that say when and where, not what is shown
-VOLATILE = {"redraw", "redraw_px", "mismatch", "settled", "ms_input", "ms_draw", "ms_raster",
-            "ms_swap", "hover", "cell", "chover", "cpressed", "loads", "busy"}
+VOLATILE = {"redraw", "redraw_px", "mismatch", "exact", "settled", "ms_input", "ms_draw",
+            "ms_raster", "ms_swap", "hover", "cell", "chover", "cpressed", "loads", "busy"}
 
 
 class ControlsApp(App):

@@ -48,8 +48,27 @@ STEPS = [ln.split()[0] for ln in (ROOT / "assets/default/lesson.txt").read_text(
 N = len(STEPS)
 
 
-def env():
-    return dict(os.environ, VITLENS_TRACE="1")
+def env(check_redraw=False):
+    e = dict(os.environ, VITLENS_TRACE="1")
+    if check_redraw:
+        e["VITLENS_CHECK_REDRAW"] = "1"
+    return e
+
+
+class LessonApp(App):
+    """The app, with each lesson frame's (exact, mismatch) kept: how many pictures it drew
+    texel for pixel (nearest) and, with VITLENS_CHECK_REDRAW, in how many pixels it differs
+    from the whole frame drawn again with every picture sampled linearly (-1: not checked)."""
+
+    def __init__(self, *a, **k):
+        super().__init__(*a, **k)
+        self.drawn = []
+
+    def take(self, line):
+        taken = super().take(line)
+        if taken and self.state.get("lesson", "0/0") != "0/0":
+            self.drawn.append((int(self.state["exact"]), int(self.state["mismatch"])))
+        return taken
 
 
 def picture_matches(app, png, what):
@@ -179,6 +198,16 @@ def test_default_lesson(app, out, demo):
     app.key("h", help=1)
     app.key("Escape", help=0)
     check(app.proc.poll() is None, "Esc with the help open: the app still runs")
+    # a step's picture, resampled to its place, is drawn texel for pixel with nearest sampling
+    # (half llvmpipe's cost of linear): the pixels linear sampling gives (VITLENS_CHECK_REDRAW
+    # draws the whole frame again with linear sampling and counts the pixels that differ)
+    exact = [m for e, m in app.drawn if e > 0]
+    checked = [m for m in exact if m >= 0]
+    print(f"  lesson frames: {len(app.drawn)}, {len(exact)} with a picture drawn texel for "
+          f"pixel, {len(checked)} of those checked, mismatches {sorted(set(checked))}")
+    check(len(exact) >= len(app.drawn) // 2 and checked and all(m == 0 for m in checked),
+          "most lesson frames draw the picture texel for pixel (exact=1), each checked one "
+          "equal to linear sampling's (mismatch=0)")
     quit_app(app)
 
 
@@ -275,7 +304,8 @@ def main():
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     demo = str(sorted((ROOT / "assets/default/demo").glob("*.png"))[0].resolve())
-    ok = run_checks(App([args.app], env()), lambda a: test_default_lesson(a, out, demo))
+    ok = run_checks(LessonApp([args.app], env(check_redraw=True)),
+                    lambda a: test_default_lesson(a, out, demo))
     # the SigLIP stand-in (tests/gui/siglip_model.py): the probe step in the window
     sig = out / "siglip"
     subprocess.run([sys.executable, str(HERE / "siglip_model.py"), str(sig)], check=True,
