@@ -8,6 +8,8 @@
 // curve); v_uv runs 0..1 along it (x) and across it (y).
 
 uniform vec2 u_screen; // framebuffer size, px
+uniform float u_flip;  // 1: GL's rows, bottom first (the window); -1: top row first (the
+                       // canvas, in the window's own row order: shown by a plain copy)
 uniform vec4 u_rect;
 uniform vec4 u_uv;
 uniform vec4 u_seg;    // x0, y0, x1, y1 px
@@ -25,6 +27,7 @@ void main() {
         px = u_seg.xy + t * ((corner.x * (len + u_seg_w)) - 0.5 * u_seg_w) +
              n * ((corner.y - 0.5) * u_seg_w);
     }
-    gl_Position = vec4(px.x / u_screen.x * 2.0 - 1.0, 1.0 - px.y / u_screen.y * 2.0, 0.0, 1.0);
+    gl_Position = vec4(px.x / u_screen.x * 2.0 - 1.0, u_flip * (1.0 - px.y / u_screen.y * 2.0), 0.0,
+                       1.0);
     v_uv = mix(u_uv.xy, u_uv.zw, corner);
 }

@@ -49,6 +49,7 @@ static void replay(Ren *r, const RenPrim *p) {
                                      : r->picture_shown >= 0    ? r->tex_picture[r->picture_shown]
                                                                 : r->tex_image);
         glUniform2f(g->screen, W, H);
+        glUniform1f(g->flip, r->top_down ? -1.0f : 1.0f);
         glUniform4f(g->rect, p->rect[0], p->rect[1], p->rect[2], p->rect[3]);
         glUniform1f(g->opacity, p->opacity);
         glUniform2f(g->grid_size, p->grid_size[0], p->grid_size[1]);
@@ -68,6 +69,7 @@ static void replay(Ren *r, const RenPrim *p) {
     const RenProgram *g = &r->ui;
     glUseProgram(g->prog);
     glUniform2f(g->screen, W, H);
+    glUniform1f(g->flip, r->top_down ? -1.0f : 1.0f);
     glUniform1f(g->textured, p->kind == PR_TEXT ? 1.0f : 0.0f);
     /* one shader for every ui shape: u_round 0 a rectangle, 1 a disc, 2 a line segment */
     glUniform1f(g->round, p->kind == PR_DISC ? 1.0f : p->kind == PR_SEG ? 2.0f : 0.0f);
@@ -98,11 +100,16 @@ static DlBox opaque_box(Ren *r, const RenPrim *p) {
     return b;
 }
 
-/* Clear box b (top-left origin px) to the clear colour; GL's scissor counts y from the
- * bottom, hence the flip. */
+/* The scissor box b (top-left origin px): GL counts y from the first row, the bottom one
+ * but in a framebuffer drawn top row first (Ren.top_down). */
+static void scissor(const Ren *r, DlBox b) {
+    glScissor(b.x0, r->top_down ? b.y0 : r->fb_h - b.y1, b.x1 - b.x0, b.y1 - b.y0);
+}
+
+/* Clear box b (top-left origin px) to the clear colour. */
 static void clear_box(const Ren *r, DlBox b) {
     if (b.x1 <= b.x0 || b.y1 <= b.y0) return;
-    glScissor(b.x0, r->fb_h - b.y1, b.x1 - b.x0, b.y1 - b.y0);
+    scissor(r, b);
     glClear(GL_COLOR_BUFFER_BIT);
 }
 
@@ -135,7 +142,7 @@ static void replay_box(Ren *r, const DlBox *box) {
             clear_box(r, (DlBox){b.x0, o.y0, o.x0, o.y1});
             clear_box(r, (DlBox){o.x1, o.y0, b.x1, o.y1});
         }
-        glScissor(b.x0, r->fb_h - b.y1, b.x1 - b.x0, b.y1 - b.y0);
+        scissor(r, b);
     }
     for (int i = 0; i < r->n_prims; i++)
         if (!box || dl_overlap(r->dl.box[i], *box)) replay(r, &r->prims[i]);
@@ -153,7 +160,9 @@ static int offscreen(GLuint *fbo, GLuint *tex, int *cw, int *ch, int w, int h) {
     glBindTexture(GL_TEXTURE_2D, *tex);
     glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MIN_FILTER, GL_NEAREST);
     glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MAG_FILTER, GL_NEAREST);
-    glTexImage2D(GL_TEXTURE_2D, 0, GL_RGBA8, w, h, 0, GL_RGBA, GL_UNSIGNED_BYTE, NULL);
+    /* unsized RGBA with BGRA data: the driver may pick the window's own BGRA layout (llvmpipe
+     * does), so that ren_flush's copy to the window is a copy of memory */
+    glTexImage2D(GL_TEXTURE_2D, 0, GL_RGBA, w, h, 0, GL_BGRA, GL_UNSIGNED_BYTE, NULL);
     glGenFramebuffers(1, fbo);
     glBindFramebuffer(GL_FRAMEBUFFER, *fbo);
     glFramebufferTexture2D(GL_FRAMEBUFFER, GL_COLOR_ATTACHMENT0, GL_TEXTURE_2D, *tex, 0);
@@ -200,6 +209,7 @@ void ren_flush(Ren *r) {
     long px = (long)r->fb_w * r->fb_h;
     int n = canvas && !r->full_redraw ? dl_diff(&r->dl, rects, &px) : -1;
     glBindFramebuffer(GL_FRAMEBUFFER, canvas ? r->canvas_fbo : 0);
+    r->top_down = canvas;   /* the canvas in the window's row order */
     if (r->warm && n < 0) { /* before the first frame (its window says "loading…"): */
         r->warm = 0;        /* the shaders of the first map, compiled while it loads */
         static const int first[] = {0, REN_HV_RAMP};
@@ -241,18 +251,19 @@ void ren_flush(Ren *r) {
     }
     if (r->canvas_fbo) {
         /* to the back buffer: where it is never swapped (GLX_MESA_copy_sub_buffer) it keeps
-         * the last frame, so only the rectangles redrawn (llvmpipe draws this blit, RGBA
-         * canvas to BGRX window, as a textured quad over every pixel: the whole window each
-         * frame was a fifth of a key's rasteriser time, and most of a spinner turn's) */
+         * the last frame, so only the rectangles redrawn. The canvas' rows are the window's
+         * (top first, its BGRA layout): the blit turns GL's rows over and llvmpipe copies
+         * memory, 1.4 ms for 1920x1080 where it drew a textured quad over every pixel for
+         * the RGBA canvas drawn bottom row first, 16 ms (docs/benchmarks.md, "Showing the
+         * canvas") */
         glBindFramebuffer(GL_READ_FRAMEBUFFER, r->canvas_fbo);
         glBindFramebuffer(GL_DRAW_FRAMEBUFFER, 0);
         int part = r->x_display && n >= 0;
         DlBox whole = {0, 0, r->fb_w, r->fb_h};
         for (int i = 0; i < (part ? n : 1); i++) {
             const DlBox *b = part ? &rects[i] : &whole;
-            int y0 = r->fb_h - b->y1, y1 = r->fb_h - b->y0;
-            glBlitFramebuffer(b->x0, y0, b->x1, y1, b->x0, y0, b->x1, y1, GL_COLOR_BUFFER_BIT,
-                              GL_NEAREST);
+            glBlitFramebuffer(b->x0, b->y0, b->x1, b->y1, b->x0, r->fb_h - b->y0, b->x1,
+                              r->fb_h - b->y1, GL_COLOR_BUFFER_BIT, GL_NEAREST);
         }
     }
     glBindFramebuffer(GL_FRAMEBUFFER, 0);
@@ -274,6 +285,7 @@ int ren_warm_step(Ren *r) {
     /* one pixel of the canvas, drawn with it and put back as it was */
     uint8_t px[4] = {0};
     glBindFramebuffer(GL_FRAMEBUFFER, r->canvas_fbo);
+    r->top_down = r->canvas_fbo != 0; /* GL's pixel (0, 0): the top-left one, else bottom-left */
     glPixelStorei(GL_PACK_ALIGNMENT, 1);
     glReadPixels(0, 0, 1, 1, GL_RGBA, GL_UNSIGNED_BYTE, px);
     glViewport(0, 0, r->fb_w, r->fb_h);
@@ -283,7 +295,7 @@ int ren_warm_step(Ren *r) {
     glEnable(GL_SCISSOR_TEST);
     glScissor(0, 0, 1, 1);
     RenPrim p = {.kind = PR_HEAT, .cell = -1, .variant = warm_later[k]};
-    p.rect[0] = 0, p.rect[1] = (float)r->fb_h - 1, p.rect[2] = p.rect[3] = 1;
+    p.rect[0] = 0, p.rect[1] = r->top_down ? 0.0f : (float)r->fb_h - 1, p.rect[2] = p.rect[3] = 1;
     p.grid_size[0] = (float)r->map_w, p.grid_size[1] = (float)r->map_h;
     p.patches[0] = (float)r->grid_w, p.patches[1] = (float)r->grid_h;
     replay(r, &p);

@@ -10,7 +10,9 @@
 /* ---------------------------------------------------------------------------
  * The palette: dark, high contrast for a projector */
 
-static const float COL_BG[4] = {0.059f, 0.067f, 0.082f, 1.0f};  /* window */
+/* the window's, whole levels (15, 17, 21) / 255: the clears (replay_box) and the quads drawn
+ * in it (a disc, a button's text) give the same bytes whatever rounding each path uses */
+static const float COL_BG[4] = {15 / 255.0f, 17 / 255.0f, 21 / 255.0f, 1.0f};
 static const float COL_BAR[4] = {0.102f, 0.114f, 0.137f, 1.0f}; /* status bar */
 static const float COL_ERRBAR[4] = {0.23f, 0.07f, 0.08f, 1.0f}; /* error line */
 static const float COL_TEXT[4] = {0.93f, 0.94f, 0.95f, 1.0f};

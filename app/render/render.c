@@ -259,7 +259,7 @@ uint8_t *ren_read_rgb(Ren *r, int *w, int *h) {
     glBindFramebuffer(GL_READ_FRAMEBUFFER, r->canvas_fbo); /* 0 without one: the window's */
     glReadPixels(0, 0, W, H, GL_RGB, GL_UNSIGNED_BYTE, px);
     glBindFramebuffer(GL_READ_FRAMEBUFFER, 0);
-    for (int y = 0; y < H / 2; y++) { /* GL's first row is the bottom one */
+    for (int y = 0; y < H / 2 && !r->canvas_fbo; y++) { /* the window's first row: the bottom */
         memcpy(row, px + (size_t)y * W * 3, (size_t)W * 3);
         memcpy(px + (size_t)y * W * 3, px + (size_t)(H - 1 - y) * W * 3, (size_t)W * 3);
         memcpy(px + (size_t)(H - 1 - y) * W * 3, row, (size_t)W * 3);
@@ -277,6 +277,14 @@ uint8_t *ren_read_rgba(Ren *r, int *w, int *h) {
     glBindFramebuffer(GL_READ_FRAMEBUFFER, r->canvas_fbo); /* 0 without one: the window's */
     glReadPixels(0, 0, W, H, GL_RGBA, GL_UNSIGNED_BYTE, px);
     glBindFramebuffer(GL_READ_FRAMEBUFFER, 0);
+    if (!r->canvas_fbo) { /* the window's first row is the bottom one: turned over in place */
+        for (int y = 0; y < H / 2; y++)
+            for (size_t i = 0; i < (size_t)W * 4; i++) {
+                uint8_t *a = px + (size_t)y * W * 4 + i, *b = px + (size_t)(H - 1 - y) * W * 4 + i;
+                uint8_t t = *a;
+                *a = *b, *b = t;
+            }
+    }
     *w = W, *h = H;
     return px;
 }

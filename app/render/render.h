@@ -38,8 +38,8 @@ typedef struct {
 
 typedef struct {
     GLuint prog;
-    GLint screen, rect, uv, seg, seg_w;      /* quad.vert.glsl */
-    GLint opacity, grid_size, patches, cell; /* heatmap.frag.glsl */
+    GLint screen, flip, rect, uv, seg, seg_w; /* quad.vert.glsl */
+    GLint opacity, grid_size, patches, cell;  /* heatmap.frag.glsl */
     GLint query, line_px, fill;
     GLint color, textured, round; /* ui.frag.glsl */
 } RenProgram;
@@ -91,6 +91,12 @@ typedef struct {
     DrawList dl;
     unsigned long frame_no;
     GLuint canvas_fbo, canvas_tex, check_fbo, check_tex;
+    /* The framebuffer drawn into holds its rows top row first (1: the canvas and the check's,
+     * in the window's own row order, so that showing the canvas is a plain copy: llvmpipe
+     * copies memory for a blit that flips GL's rows into the window's and has the format,
+     * and draws a textured quad over every pixel for any other), or GL's bottom first (0: the
+     * window itself, without a canvas) */
+    int top_down;
     int canvas_w, canvas_h, check_w, check_h;
     int full_redraw;    /* $VITLENS_FULL_REDRAW=1: every frame drawn whole (to compare) */
     int check_redraw;   /* $VITLENS_CHECK_REDRAW=1: each partial frame compared with a whole one */
@@ -312,8 +318,8 @@ int ren_palette_inside(const Ren *r, int x, int y);
 /* The framebuffer as drawn (call after ren_draw, before the swap): RGB
  * [fb_h, fb_w, 3], top row first, malloc'd (free()), or NULL. */
 uint8_t *ren_read_rgb(Ren *r, int *w, int *h);
-/* The same as OpenGL reads it fastest, for a recording: RGBA [fb_h, fb_w, 4], bottom row
- * first, malloc'd (free()), or NULL. */
+/* The same as RGBA [fb_h, fb_w, 4], top row first (as the canvas holds it: no copy turned
+ * over), for a recording; malloc'd (free()), or NULL. */
 uint8_t *ren_read_rgba(Ren *r, int *w, int *h);
 
 #endif

@@ -107,6 +107,7 @@ static int link_program(RenProgram *p, const Ren *r, const char *frag, const cha
     /* a uniform the shader does not use is -1, and glUniform* ignores -1: the ui and heat
      * programs share one RenProgram layout */
     p->screen = glGetUniformLocation(p->prog, "u_screen");
+    p->flip = glGetUniformLocation(p->prog, "u_flip");
     p->rect = glGetUniformLocation(p->prog, "u_rect");
     p->uv = glGetUniformLocation(p->prog, "u_uv");
     p->seg = glGetUniformLocation(p->prog, "u_seg");

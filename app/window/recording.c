@@ -46,8 +46,8 @@ static void record_path(const App *app, char *path, size_t n, char *name, size_t
     }
 }
 
-/* $VITLENS_RECORD_DUMP: frame `index` (RGBA, bottom row first) as DIR/rec_NNNNNN.ppm, top row
- * first, for the tests to compare the decoded file with. */
+/* $VITLENS_RECORD_DUMP: frame `index` (RGBA, top row first) as DIR/rec_NNNNNN.ppm, for the
+ * tests to compare the decoded file with. */
 static void dump_frame(const Recording *rc, long index, const uint8_t *rgba, int w, int h) {
     char path[1200];
     snprintf(path, sizeof path, "%s/rec_%06ld.ppm", rc->dump, index);
@@ -55,7 +55,7 @@ static void dump_frame(const Recording *rc, long index, const uint8_t *rgba, int
     uint8_t *row = malloc((size_t)w * 3);
     if (f && row) {
         fprintf(f, "P6\n%d %d\n255\n", w, h);
-        for (int y = h - 1; y >= 0; y--) {
+        for (int y = 0; y < h; y++) {
             const uint8_t *p = rgba + (size_t)y * w * 4;
             for (int x = 0; x < w; x++) memcpy(row + 3 * x, p + 4 * x, 3);
             fwrite(row, 1, (size_t)w * 3, f);
@@ -99,7 +99,7 @@ void app_record_toggle(App *app) {
     char path[1700];
     record_path(app, path, sizeof path, rc->name, sizeof rc->name);
     rc->event = app->ev_done + 2;
-    if (recorder_open(&rc->rec, path, app->ren.fb_w, app->ren.fb_h, 1, wake, rc, &err)) {
+    if (recorder_open(&rc->rec, path, app->ren.fb_w, app->ren.fb_h, 0, wake, rc, &err)) {
         app_set_error(app, err.msg);
         return;
     }
