@@ -229,12 +229,23 @@ def test_still(a, work, env):
             time.sleep(0.3)
             app.key(k)
             app.wait_state(f"{k}: layer {layer + 1}", layer=layer)
+        shot = app.shot()  # the window as the X server shows it
         time.sleep(0.6)  # a still: no frame drawn, the stop repeats the last
         app.key("ctrl+r")
         t1 = time.monotonic()
         app.wait_line(lambda s: app.saved is not None, "record saved")
         check(app.rec[-1][2] and app.rec[-1][1] - app.rec[-2][1] > 0.4,
               f"the last frame again at the stop ({app.rec[-2][1]:.3f} -> {app.rec[-1][1]:.3f} s)")
+        # the frames recorded are the window's pixels the right way up (the canvas' rows are
+        # read as they are: the control, the same turned over, is far from the screen)
+        drawn = [k for k, _, again in app.rec if not again]  # the stop's repeat has no dump
+        last = ppm(os.path.join(dump, f"rec_{drawn[-1]:06d}.ppm")).astype(np.int16)
+        same = last.shape == shot.shape
+        d = float(np.abs(last - shot).mean()) if same else -1.0
+        flipped = float(np.abs(last[::-1] - shot).mean()) if same else -1.0
+        check(same and d < 0.5 < flipped, f"the last frame recorded is the screen's "
+              f"{shot.shape[1]}x{shot.shape[0]} px (mean |difference| {d:.2f} levels; turned "
+              f"over: {flipped:.2f})")
         first = app.start_path
         check_file(a, app, work, dump, first, t1 - t0)  # before the next one's dumps
         # a second recording, the app quit while it runs: the file is finished on the way out
