@@ -255,6 +255,8 @@ static void load_job_done(App *app, Worker *w) {
         app_score_sync(app);  /* --contrast on a new model, --similar's e_A of a new photo */
         app->error[0] = '\0'; /* before the lesson view, which may report its script's lines */
         const Scene *sc = app_scene(app);
+        if (w->ran) /* when the worker had the Scene; "scene": when the GUI thread took it */
+            trace_startup_at(app, "scene-ready", w->t_done);
         if (sc) show_scene(app, sc);
         if (w->ran) app_compare_photo_changed(app); /* the second model runs it too */
     }

@@ -24,11 +24,14 @@ void trace_clock_start(void) {
 }
 
 /* "startup WHAT MS": the milliseconds since trace_clock_start, one line per stage. */
-void trace_startup(const App *app, const char *what) {
+void trace_startup_at(const App *app, const char *what, Uint64 t) {
     if (!app->trace) return;
     printf("startup %s %.1f\n", what,
-           (double)(SDL_GetPerformanceCounter() - t_main) * 1e3 /
-               (double)SDL_GetPerformanceFrequency());
+           (double)(t - t_main) * 1e3 / (double)SDL_GetPerformanceFrequency());
+}
+
+void trace_startup(const App *app, const char *what) {
+    trace_startup_at(app, what, SDL_GetPerformanceCounter());
 }
 
 /* FNV-1a of n floats' bytes: the map on screen, compared across runs. */

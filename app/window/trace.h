@@ -15,6 +15,8 @@ void trace_clock_start(void);
 /* "startup WHAT MS": ms since trace_clock_start, for the launch's timeline. Nothing
  * when app->trace is 0. */
 void trace_startup(const App *app, const char *what);
+/* The same for a moment past: t a performance counter (a worker's job's end). */
+void trace_startup_at(const App *app, const char *what, Uint64 t);
 
 /* "maps by=BY kind=... map=HASH atlas=HASH": the maps of m just put on screen (in
  * app->map and app->atlas), computed by "gui" or "worker". */

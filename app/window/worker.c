@@ -108,6 +108,7 @@ static int worker_main(void *arg) {
         if (w->quit) break;
         SDL_UnlockMutex(w->lock);
         run_job(w);
+        w->t_done = SDL_GetPerformanceCounter();
         SDL_Event e;
         SDL_zero(e);
         e.type = w->event;

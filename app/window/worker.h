@@ -35,6 +35,7 @@ typedef struct {
     SDL_cond *wake;
     int quit, has_job; /* under lock */
     Uint32 event;
+    Uint64 t_done; /* performance counter when the last job ended (the trace's startup) */
     /* the job, set by worker_start */
     char model_path[1024];   /* "": keep the current model */
     char image_path[1024];   /* "": no photo to run; with rgb, the name its pixels go by */
