@@ -25,6 +25,40 @@ GLuint ren_make_texture(GLint min_filter, GLint mag_filter) {
     return t;
 }
 
+/* rgb [h, w, 3] as level 0 of the bound texture and its mipmaps down to 1x1, each texel the
+ * rounded mean of the 2x2 below it (GL's floor(w / 2) sizes: an odd last row or column is
+ * left out; a side of 1 stays 1). Made here rather than by glGenerateMipmap, which llvmpipe
+ * draws with a blit shader it compiles on first use: on the launch's path, before the first
+ * frame (docs/benchmarks.md, "Launch"). Out of memory: the levels made so far
+ * (GL_TEXTURE_MAX_LEVEL says how many), the texture complete. Unpack alignment 1. */
+static void upload_mipmapped(const uint8_t *rgb, int w, int h) {
+    glTexImage2D(GL_TEXTURE_2D, 0, GL_RGB8, w, h, 0, GL_RGB, GL_UNSIGNED_BYTE, rgb);
+    uint8_t *a = malloc((size_t)((w + 1) / 2) * ((h + 1) / 2) * 3), *b = NULL;
+    const uint8_t *src = rgb;
+    int level = 0;
+    if (!a) w = h = 1; /* level 0 alone */
+    while (w > 1 || h > 1) {
+        int dw = w > 1 ? w / 2 : 1, dh = h > 1 ? h / 2 : 1;
+        uint8_t *dst = src == a ? b : a;
+        if (!dst && !(dst = b = malloc((size_t)dw * dh * 3))) break;
+        for (int y = 0; y < dh; y++)
+            for (int x = 0; x < dw; x++)
+                for (int c = 0; c < 3; c++) {
+                    int sy1 = h > 1 ? 2 * y + 1 : 0, sx1 = w > 1 ? 2 * x + 1 : 0;
+                    int sy0 = h > 1 ? 2 * y : 0, sx0 = w > 1 ? 2 * x : 0;
+                    unsigned s = (unsigned)src[((size_t)sy0 * w + sx0) * 3 + c] +
+                                 src[((size_t)sy0 * w + sx1) * 3 + c] +
+                                 src[((size_t)sy1 * w + sx0) * 3 + c] +
+                                 src[((size_t)sy1 * w + sx1) * 3 + c];
+                    dst[((size_t)y * dw + x) * 3 + c] = (uint8_t)((s + 2) / 4);
+                }
+        glTexImage2D(GL_TEXTURE_2D, ++level, GL_RGB8, dw, dh, 0, GL_RGB, GL_UNSIGNED_BYTE, dst);
+        src = dst, w = dw, h = dh;
+    }
+    free(a), free(b);
+    glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MAX_LEVEL, level);
+}
+
 int ren_make_textures(Ren *r, char *msg, size_t msg_bytes) {
     glGenVertexArrays(1, &r->vao); /* core profile draws need a bound VAO, even an empty one */
     /* the crop: mipmapped, so that the overview's thumbnails do not alias */
@@ -54,8 +88,7 @@ int ren_make_textures(Ren *r, char *msg, size_t msg_bytes) {
     glBindTexture(GL_TEXTURE_2D, r->tex_image);
     glTexImage2D(GL_TEXTURE_2D, 0, GL_RGB8, 3, 3, 0, GL_RGB, GL_UNSIGNED_BYTE, grey);
     glBindTexture(GL_TEXTURE_2D, r->tex_image_mip);
-    glTexImage2D(GL_TEXTURE_2D, 0, GL_RGB8, 3, 3, 0, GL_RGB, GL_UNSIGNED_BYTE, grey);
-    glGenerateMipmap(GL_TEXTURE_2D);
+    upload_mipmapped(grey, 3, 3);
     glBindTexture(GL_TEXTURE_2D, r->tex_map);
     glTexImage2D(GL_TEXTURE_2D, 0, GL_R32F, 3, 3, 0, GL_RED, GL_FLOAT, zero);
     uint8_t none = 0;
@@ -80,8 +113,7 @@ void ren_upload_image(Ren *r, const uint8_t *rgb, int w, int h) {
     glBindTexture(GL_TEXTURE_2D, r->tex_image);
     glTexImage2D(GL_TEXTURE_2D, 0, GL_RGB8, w, h, 0, GL_RGB, GL_UNSIGNED_BYTE, rgb);
     glBindTexture(GL_TEXTURE_2D, r->tex_image_mip);
-    glTexImage2D(GL_TEXTURE_2D, 0, GL_RGB8, w, h, 0, GL_RGB, GL_UNSIGNED_BYTE, rgb);
-    glGenerateMipmap(GL_TEXTURE_2D);
+    upload_mipmapped(rgb, w, h);
     r->gen_image = ++r->gen;
     r->image_w = w;
     r->image_h = h;
