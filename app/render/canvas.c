@@ -113,6 +113,31 @@ static void clear_box(const Ren *r, DlBox b) {
     glClear(GL_COLOR_BUFFER_BIT);
 }
 
+/* A picture drawn texel for pixel (RenPrim.exact) into a framebuffer whose rows are top first
+ * (the canvas): copied, clipped to box (NULL: whole), by a blit without scissor, flip or
+ * scaling, which llvmpipe makes a copy of memory when the picture's texture has the canvas'
+ * layout (ren_picture_upload: BGRA); nearest sampling's pixels either way. */
+static void blit_picture(const Ren *r, const RenPrim *p, const DlBox *box) {
+    int px = (int)p->rect[0], py = (int)p->rect[1];
+    int x0 = px, y0 = py, x1 = px + (int)p->rect[2], y1 = py + (int)p->rect[3];
+    if (box) {
+        x0 = x0 > box->x0 ? x0 : box->x0, y0 = y0 > box->y0 ? y0 : box->y0;
+        x1 = x1 < box->x1 ? x1 : box->x1, y1 = y1 < box->y1 ? y1 : box->y1;
+    }
+    if (x1 <= x0 || y1 <= y0) return;
+    GLint target = 0;
+    glGetIntegerv(GL_DRAW_FRAMEBUFFER_BINDING, &target);
+    glBindFramebuffer(GL_READ_FRAMEBUFFER, r->picture_fbo);
+    glFramebufferTexture2D(GL_READ_FRAMEBUFFER, GL_COLOR_ATTACHMENT0, GL_TEXTURE_2D,
+                           r->tex_picture[r->picture_shown], 0);
+    GLboolean scissored = glIsEnabled(GL_SCISSOR_TEST);
+    glDisable(GL_SCISSOR_TEST);
+    glBlitFramebuffer(x0 - px, y0 - py, x1 - px, y1 - py, x0, y0, x1, y1, GL_COLOR_BUFFER_BIT,
+                      GL_NEAREST);
+    if (scissored) glEnable(GL_SCISSOR_TEST);
+    glBindFramebuffer(GL_READ_FRAMEBUFFER, (GLuint)target);
+}
+
 /* The frame's primitives that touch box (all: NULL) over the background, scissored to it.
  * The background is cleared only around the largest opaque primitive in the box: what
  * is under that one is drawn over whole (a scissored clear costs a software rasteriser
@@ -144,8 +169,15 @@ static void replay_box(Ren *r, const DlBox *box) {
         }
         scissor(r, b);
     }
-    for (int i = 0; i < r->n_prims; i++)
-        if (!box || dl_overlap(r->dl.box[i], *box)) replay(r, &r->prims[i]);
+    for (int i = 0; i < r->n_prims; i++) {
+        const RenPrim *p = &r->prims[i];
+        if (box && !dl_overlap(r->dl.box[i], *box)) continue;
+        if (p->kind == PR_HEAT && p->exact && r->top_down && !r->linear_only &&
+            r->picture_shown >= 0 && r->picture_fbo)
+            blit_picture(r, p, box);
+        else
+            replay(r, p);
+    }
     glDisable(GL_SCISSOR_TEST);
 }
 

@@ -70,6 +70,7 @@ void ren_free(Ren *r) {
     ren_free_canvas(&r->check_fbo, &r->check_tex, &r->check_w, &r->check_h);
     if (r->vao) glDeleteVertexArrays(1, &r->vao);
     if (r->sampler_nearest) glDeleteSamplers(1, &r->sampler_nearest);
+    if (r->picture_fbo) glDeleteFramebuffers(1, &r->picture_fbo);
     for (int i = 0; i < (1 << REN_HV_BITS); i++)
         if (r->heat[i].prog) glDeleteProgram(r->heat[i].prog);
     if (r->ui.prog) glDeleteProgram(r->ui.prog);

@@ -74,6 +74,7 @@ typedef struct {
     int image_plain;      /* 1: a picture's (no mipmaps: drawn with one bilinear sample) */
     GLuint tex_picture[REN_PICTURES]; /* pictures kept on the GPU (the lesson's steps), 0: none */
     GLuint sampler_nearest;           /* for a picture drawn texel for pixel (RenPrim.exact) */
+    GLuint picture_fbo;               /* reads the picture shown, for a blit (canvas.c) */
     int picture_shown;                /* the slot drawn instead of the crop, -1: the crop */
     int map_w, map_h;                 /* of the uploaded map */
     int map_rgba;                     /* 1: it is colours (ren_upload_map with rgba) */

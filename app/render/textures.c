@@ -73,6 +73,7 @@ int ren_make_textures(Ren *r, char *msg, size_t msg_bytes) {
     /* A picture drawn at its own size on whole pixels samples each texel at its centre:
      * nearest gives linear's pixels there at about half llvmpipe's cost per pixel (the
      * lesson's steps, the compare view's panes, redrawn whole on a key) */
+    glGenFramebuffers(1, &r->picture_fbo);
     glGenSamplers(1, &r->sampler_nearest);
     glSamplerParameteri(r->sampler_nearest, GL_TEXTURE_MIN_FILTER, GL_NEAREST);
     glSamplerParameteri(r->sampler_nearest, GL_TEXTURE_MAG_FILTER, GL_NEAREST);
@@ -124,9 +125,22 @@ void ren_upload_image(Ren *r, const uint8_t *rgb, int w, int h) {
 void ren_picture_upload(Ren *r, int slot, const uint8_t *rgb, int w, int h) {
     if (slot < 0 || slot >= REN_PICTURES) return;
     if (!r->tex_picture[slot]) r->tex_picture[slot] = ren_make_texture(GL_LINEAR, GL_LINEAR);
-    glPixelStorei(GL_UNPACK_ALIGNMENT, 1);
     glBindTexture(GL_TEXTURE_2D, r->tex_picture[slot]);
-    glTexImage2D(GL_TEXTURE_2D, 0, GL_RGB8, w, h, 0, GL_RGB, GL_UNSIGNED_BYTE, rgb);
+    /* as BGRA, the canvas' layout: shown texel for pixel, it is copied (canvas.c's
+     * blit_picture); RGB if there is no memory for the BGRA copy */
+    uint8_t *bgra = malloc((size_t)w * h * 4);
+    if (bgra) {
+        for (size_t i = 0; i < (size_t)w * h; i++) {
+            bgra[4 * i] = rgb[3 * i + 2], bgra[4 * i + 1] = rgb[3 * i + 1];
+            bgra[4 * i + 2] = rgb[3 * i], bgra[4 * i + 3] = 255;
+        }
+        glPixelStorei(GL_UNPACK_ALIGNMENT, 4);
+        glTexImage2D(GL_TEXTURE_2D, 0, GL_RGBA, w, h, 0, GL_BGRA, GL_UNSIGNED_BYTE, bgra);
+        free(bgra);
+    } else {
+        glPixelStorei(GL_UNPACK_ALIGNMENT, 1);
+        glTexImage2D(GL_TEXTURE_2D, 0, GL_RGB8, w, h, 0, GL_RGB, GL_UNSIGNED_BYTE, rgb);
+    }
     if (slot == r->picture_shown) r->gen_image = ++r->gen; /* the one on screen changed */
 }
 
