@@ -49,7 +49,7 @@ static void replay(Ren *r, const RenPrim *p) {
                                      : r->picture_shown >= 0    ? r->tex_picture[r->picture_shown]
                                                                 : r->tex_image);
         glUniform2f(g->screen, W, H);
-        glUniform1f(g->flip, r->top_down ? -1.0f : 1.0f);
+        glUniform1f(g->flip, ren_top_down(r) ? -1.0f : 1.0f);
         glUniform4f(g->rect, p->rect[0], p->rect[1], p->rect[2], p->rect[3]);
         glUniform1f(g->opacity, p->opacity);
         glUniform2f(g->grid_size, p->grid_size[0], p->grid_size[1]);
@@ -59,17 +59,14 @@ static void replay(Ren *r, const RenPrim *p) {
         glUniform1f(g->line_px, p->line_px);
         glUniform3f(g->fill, p->fill[0], p->fill[1], p->fill[2]);
         glDisable(GL_BLEND); /* opaque: no need to read what is below */
-        int nearest = p->exact && !r->linear_only;
-        if (nearest) glBindSampler(0, r->sampler_nearest);
         glDrawArrays(GL_TRIANGLE_STRIP, 0, 4);
-        if (nearest) glBindSampler(0, 0);
         glEnable(GL_BLEND);
         return;
     }
     const RenProgram *g = &r->ui;
     glUseProgram(g->prog);
     glUniform2f(g->screen, W, H);
-    glUniform1f(g->flip, r->top_down ? -1.0f : 1.0f);
+    glUniform1f(g->flip, ren_top_down(r) ? -1.0f : 1.0f);
     glUniform1f(g->textured, p->kind == PR_TEXT ? 1.0f : 0.0f);
     /* one shader for every ui shape: u_round 0 a rectangle, 1 a disc, 2 a line segment */
     glUniform1f(g->round, p->kind == PR_DISC ? 1.0f : p->kind == PR_SEG ? 2.0f : 0.0f);
@@ -101,9 +98,9 @@ static DlBox opaque_box(Ren *r, const RenPrim *p) {
 }
 
 /* The scissor box b (top-left origin px): GL counts y from the first row, the bottom one
- * but in a framebuffer drawn top row first (Ren.top_down). */
+ * but in a framebuffer drawn top row first (ren_top_down). */
 static void scissor(const Ren *r, DlBox b) {
-    glScissor(b.x0, r->top_down ? b.y0 : r->fb_h - b.y1, b.x1 - b.x0, b.y1 - b.y0);
+    glScissor(b.x0, ren_top_down(r) ? b.y0 : r->fb_h - b.y1, b.x1 - b.x0, b.y1 - b.y0);
 }
 
 /* Clear box b (top-left origin px) to the clear colour. */
@@ -116,7 +113,7 @@ static void clear_box(const Ren *r, DlBox b) {
 /* A picture drawn texel for pixel (RenPrim.exact) into a framebuffer whose rows are top first
  * (the canvas): copied, clipped to box (NULL: whole), by a blit without scissor, flip or
  * scaling, which llvmpipe makes a copy of memory when the picture's texture has the canvas'
- * layout (ren_picture_upload: BGRA); nearest sampling's pixels either way. */
+ * layout (ren_picture_upload: BGRA); the texels themselves either way. */
 static void blit_picture(const Ren *r, const RenPrim *p, const DlBox *box) {
     int px = (int)p->rect[0], py = (int)p->rect[1];
     int x0 = px, y0 = py, x1 = px + (int)p->rect[2], y1 = py + (int)p->rect[3];
@@ -172,7 +169,7 @@ static void replay_box(Ren *r, const DlBox *box) {
     for (int i = 0; i < r->n_prims; i++) {
         const RenPrim *p = &r->prims[i];
         if (box && !dl_overlap(r->dl.box[i], *box)) continue;
-        if (p->kind == PR_HEAT && p->exact && r->top_down && !r->linear_only &&
+        if (p->kind == PR_HEAT && p->exact && ren_top_down(r) && !r->linear_only &&
             r->picture_shown >= 0 && r->picture_fbo)
             blit_picture(r, p, box);
         else
@@ -241,7 +238,6 @@ void ren_flush(Ren *r) {
     long px = (long)r->fb_w * r->fb_h;
     int n = canvas && !r->full_redraw ? dl_diff(&r->dl, rects, &px) : -1;
     glBindFramebuffer(GL_FRAMEBUFFER, canvas ? r->canvas_fbo : 0);
-    r->top_down = canvas;   /* the canvas in the window's row order */
     if (r->warm && n < 0) { /* before the first frame (its window says "loading…"): */
         r->warm = 0;        /* the shaders of the first map, compiled while it loads */
         static const int first[] = {0, REN_HV_RAMP};
@@ -272,11 +268,11 @@ void ren_flush(Ren *r) {
         return;
     }
     dl_commit(&r->dl);
-    /* a partial frame, or a whole one with a picture drawn texel for pixel (nearest) */
+    /* a partial frame, or a whole one with a picture copied texel for pixel */
     if (r->check_redraw && (n >= 0 || r->n_exact > 0) &&
         !offscreen(&r->check_fbo, &r->check_tex, &r->check_w, &r->check_h, r->fb_w, r->fb_h)) {
         glBindFramebuffer(GL_FRAMEBUFFER, r->check_fbo);
-        r->linear_only = 1; /* so the check also compares nearest with linear sampling */
+        r->linear_only = 1; /* so the check also compares the pictures copied with sampling */
         replay_box(r, NULL);
         r->linear_only = 0;
         r->last_mismatch = canvas_mismatch(r);
@@ -317,7 +313,6 @@ int ren_warm_step(Ren *r) {
     /* one pixel of the canvas, drawn with it and put back as it was */
     uint8_t px[4] = {0};
     glBindFramebuffer(GL_FRAMEBUFFER, r->canvas_fbo);
-    r->top_down = r->canvas_fbo != 0; /* GL's pixel (0, 0): the top-left one, else bottom-left */
     glPixelStorei(GL_PACK_ALIGNMENT, 1);
     glReadPixels(0, 0, 1, 1, GL_RGBA, GL_UNSIGNED_BYTE, px);
     glViewport(0, 0, r->fb_w, r->fb_h);
@@ -327,7 +322,9 @@ int ren_warm_step(Ren *r) {
     glEnable(GL_SCISSOR_TEST);
     glScissor(0, 0, 1, 1);
     RenPrim p = {.kind = PR_HEAT, .cell = -1, .variant = warm_later[k]};
-    p.rect[0] = 0, p.rect[1] = r->top_down ? 0.0f : (float)r->fb_h - 1, p.rect[2] = p.rect[3] = 1;
+    /* GL's pixel (0, 0): the top-left one in the canvas, else the bottom-left */
+    p.rect[0] = 0, p.rect[1] = ren_top_down(r) ? 0.0f : (float)r->fb_h - 1;
+    p.rect[2] = p.rect[3] = 1;
     p.grid_size[0] = (float)r->map_w, p.grid_size[1] = (float)r->map_h;
     p.patches[0] = (float)r->grid_w, p.patches[1] = (float)r->grid_h;
     replay(r, &p);

@@ -46,7 +46,7 @@ struct RenPrim {
     int variant;    /* PR_HEAT: REN_HV_* bits */
     int slot;       /* PR_TEXT: the text cache's slot */
     int cell;       /* PR_HEAT: the atlas' map, -1: the map texture */
-    int exact;      /* PR_HEAT: a picture on whole px at its own size: sampled nearest */
+    int exact;      /* PR_HEAT: a picture on whole px at its own size: copied (blit_picture) */
     float rect[4];  /* x, y, w, h px (PR_SEG: unused) */
     float color[4]; /* RGBA */
     float seg[4];   /* PR_SEG: x0, y0, x1, y1 px */
@@ -56,6 +56,15 @@ struct RenPrim {
     float opacity, line_px, grid_size[2], patches[2], fill[3];
     uint64_t content; /* what the textures hold: the text and its size, the uploads */
 };
+
+/* Whether the framebuffer drawn into holds its rows top row first: the canvas (and the
+ * check's, made only beside it), drawn in the window's own row order and BGRA layout so that
+ * showing it is a plain copy (llvmpipe copies memory for a blit that turns GL's rows over
+ * between two framebuffers of one layout, and draws a textured quad over every pixel for any
+ * other); without a canvas the window itself, GL's bottom row first. */
+static inline int ren_top_down(const Ren *r) {
+    return r->canvas_fbo != 0;
+}
 
 /* Record a flat rectangle, a disc of diameter d centred at (cx, cy), a line segment w px
  * wide (anti-aliased along its sides), a frame of width t outside (x, y, w, h). */

@@ -69,7 +69,6 @@ void ren_free(Ren *r) {
     ren_free_canvas(&r->canvas_fbo, &r->canvas_tex, &r->canvas_w, &r->canvas_h);
     ren_free_canvas(&r->check_fbo, &r->check_tex, &r->check_w, &r->check_h);
     if (r->vao) glDeleteVertexArrays(1, &r->vao);
-    if (r->sampler_nearest) glDeleteSamplers(1, &r->sampler_nearest);
     if (r->picture_fbo) glDeleteFramebuffers(1, &r->picture_fbo);
     for (int i = 0; i < (1 << REN_HV_BITS); i++)
         if (r->heat[i].prog) glDeleteProgram(r->heat[i].prog);
@@ -248,44 +247,34 @@ int ren_cell_at(const Ren *r, int x, int y) {
     return k < r->n_cells ? k : -1;
 }
 
-uint8_t *ren_read_rgb(Ren *r, int *w, int *h) {
+/* The framebuffer drawn into as [fb_h, fb_w, channels] (GL_RGB or GL_RGBA), top row first:
+ * the canvas holds its rows so (ren_top_down); the window's, bottom first, are turned over. */
+static uint8_t *read_pixels(Ren *r, GLenum format, int channels, int *w, int *h) {
     int W = r->fb_w, H = r->fb_h;
-    uint8_t *px = malloc((size_t)W * H * 3), *row = malloc((size_t)W * 3);
-    if (!px || !row) {
-        free(px), free(row);
+    size_t stride = (size_t)W * channels;
+    uint8_t *px = W > 0 && H > 0 ? malloc(stride * H) : NULL, *row = NULL;
+    if (!px || (!ren_top_down(r) && !(row = malloc(stride)))) {
+        free(px);
         return NULL;
     }
-    /* rows of 3 * W bytes: no padding to 4 */
-    glPixelStorei(GL_PACK_ALIGNMENT, 1);
+    glPixelStorei(GL_PACK_ALIGNMENT, 1); /* rows of 3 * W bytes: no padding to 4 */
     glBindFramebuffer(GL_READ_FRAMEBUFFER, r->canvas_fbo); /* 0 without one: the window's */
-    glReadPixels(0, 0, W, H, GL_RGB, GL_UNSIGNED_BYTE, px);
+    glReadPixels(0, 0, W, H, format, GL_UNSIGNED_BYTE, px);
     glBindFramebuffer(GL_READ_FRAMEBUFFER, 0);
-    for (int y = 0; y < H / 2 && !r->canvas_fbo; y++) { /* the window's first row: the bottom */
-        memcpy(row, px + (size_t)y * W * 3, (size_t)W * 3);
-        memcpy(px + (size_t)y * W * 3, px + (size_t)(H - 1 - y) * W * 3, (size_t)W * 3);
-        memcpy(px + (size_t)(H - 1 - y) * W * 3, row, (size_t)W * 3);
+    for (int y = 0; row && y < H / 2; y++) {
+        memcpy(row, px + (size_t)y * stride, stride);
+        memcpy(px + (size_t)y * stride, px + (size_t)(H - 1 - y) * stride, stride);
+        memcpy(px + (size_t)(H - 1 - y) * stride, row, stride);
     }
     free(row);
     *w = W, *h = H;
     return px;
 }
 
+uint8_t *ren_read_rgb(Ren *r, int *w, int *h) {
+    return read_pixels(r, GL_RGB, 3, w, h);
+}
+
 uint8_t *ren_read_rgba(Ren *r, int *w, int *h) {
-    int W = r->fb_w, H = r->fb_h;
-    uint8_t *px = W > 0 && H > 0 ? malloc((size_t)W * H * 4) : NULL;
-    if (!px) return NULL;
-    glPixelStorei(GL_PACK_ALIGNMENT, 4);
-    glBindFramebuffer(GL_READ_FRAMEBUFFER, r->canvas_fbo); /* 0 without one: the window's */
-    glReadPixels(0, 0, W, H, GL_RGBA, GL_UNSIGNED_BYTE, px);
-    glBindFramebuffer(GL_READ_FRAMEBUFFER, 0);
-    if (!r->canvas_fbo) { /* the window's first row is the bottom one: turned over in place */
-        for (int y = 0; y < H / 2; y++)
-            for (size_t i = 0; i < (size_t)W * 4; i++) {
-                uint8_t *a = px + (size_t)y * W * 4 + i, *b = px + (size_t)(H - 1 - y) * W * 4 + i;
-                uint8_t t = *a;
-                *a = *b, *b = t;
-            }
-    }
-    *w = W, *h = H;
-    return px;
+    return read_pixels(r, GL_RGBA, 4, w, h);
 }

@@ -73,7 +73,6 @@ typedef struct {
     int image_w, image_h; /* of the uploaded image; 0: none */
     int image_plain;      /* 1: a picture's (no mipmaps: drawn with one bilinear sample) */
     GLuint tex_picture[REN_PICTURES]; /* pictures kept on the GPU (the lesson's steps), 0: none */
-    GLuint sampler_nearest;           /* for a picture drawn texel for pixel (RenPrim.exact) */
     GLuint picture_fbo;               /* reads the picture shown, for a blit (canvas.c) */
     int picture_shown;                /* the slot drawn instead of the crop, -1: the crop */
     int map_w, map_h;                 /* of the uploaded map */
@@ -92,12 +91,6 @@ typedef struct {
     DrawList dl;
     unsigned long frame_no;
     GLuint canvas_fbo, canvas_tex, check_fbo, check_tex;
-    /* The framebuffer drawn into holds its rows top row first (1: the canvas and the check's,
-     * in the window's own row order, so that showing the canvas is a plain copy: llvmpipe
-     * copies memory for a blit that flips GL's rows into the window's and has the format,
-     * and draws a textured quad over every pixel for any other), or GL's bottom first (0: the
-     * window itself, without a canvas) */
-    int top_down;
     int canvas_w, canvas_h, check_w, check_h;
     int full_redraw;    /* $VITLENS_FULL_REDRAW=1: every frame drawn whole (to compare) */
     int check_redraw;   /* $VITLENS_CHECK_REDRAW=1: each partial frame compared with a whole one */
@@ -107,7 +100,8 @@ typedef struct {
                          * an exact picture) differs from the whole one drawn with linear
                          * sampling only, -1: not checked */
     int n_exact;        /* the last frame's pictures drawn texel for pixel (RenPrim.exact) */
-    int linear_only;    /* check_redraw's whole frame: those sampled linearly, as any other */
+    int linear_only;    /* check_redraw's whole frame: those sampled, as a picture of another
+                         * size is */
     /* On X11 with GLX_MESA_copy_sub_buffer: the display (Display *) and the window, whose
      * back buffer is the canvas; NULL: an offscreen canvas and a swap */
     void *x_display;
@@ -319,8 +313,8 @@ int ren_palette_inside(const Ren *r, int x, int y);
 /* The framebuffer as drawn (call after ren_draw, before the swap): RGB
  * [fb_h, fb_w, 3], top row first, malloc'd (free()), or NULL. */
 uint8_t *ren_read_rgb(Ren *r, int *w, int *h);
-/* The same as RGBA [fb_h, fb_w, 4], top row first (as the canvas holds it: no copy turned
- * over), for a recording; malloc'd (free()), or NULL. */
+/* The same as RGBA [fb_h, fb_w, 4], top row first, for a recording; malloc'd (free()), or
+ * NULL. */
 uint8_t *ren_read_rgba(Ren *r, int *w, int *h);
 
 #endif

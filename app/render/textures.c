@@ -41,17 +41,15 @@ static void upload_mipmapped(const uint8_t *rgb, int w, int h) {
         int dw = w > 1 ? w / 2 : 1, dh = h > 1 ? h / 2 : 1;
         uint8_t *dst = src == a ? b : a;
         if (!dst && !(dst = b = malloc((size_t)dw * dh * 3))) break;
+        size_t dx = w > 1 ? 3 : 0, dy = h > 1 ? (size_t)w * 3 : 0; /* the 2x2's other texels */
         for (int y = 0; y < dh; y++)
-            for (int x = 0; x < dw; x++)
-                for (int c = 0; c < 3; c++) {
-                    int sy1 = h > 1 ? 2 * y + 1 : 0, sx1 = w > 1 ? 2 * x + 1 : 0;
-                    int sy0 = h > 1 ? 2 * y : 0, sx0 = w > 1 ? 2 * x : 0;
-                    unsigned s = (unsigned)src[((size_t)sy0 * w + sx0) * 3 + c] +
-                                 src[((size_t)sy0 * w + sx1) * 3 + c] +
-                                 src[((size_t)sy1 * w + sx0) * 3 + c] +
-                                 src[((size_t)sy1 * w + sx1) * 3 + c];
-                    dst[((size_t)y * dw + x) * 3 + c] = (uint8_t)((s + 2) / 4);
-                }
+            for (int x = 0; x < dw; x++) {
+                const uint8_t *q =
+                    src + ((size_t)(h > 1 ? 2 * y : 0) * w + (w > 1 ? 2 * x : 0)) * 3;
+                uint8_t *o = dst + ((size_t)y * dw + x) * 3;
+                for (int c = 0; c < 3; c++)
+                    o[c] = (uint8_t)((q[c] + q[c + dx] + q[c + dy] + q[c + dx + dy] + 2u) / 4u);
+            }
         glTexImage2D(GL_TEXTURE_2D, ++level, GL_RGB8, dw, dh, 0, GL_RGB, GL_UNSIGNED_BYTE, dst);
         src = dst, w = dw, h = dh;
     }
@@ -69,16 +67,8 @@ int ren_make_textures(Ren *r, char *msg, size_t msg_bytes) {
     r->tex_mask = ren_make_texture(GL_NEAREST, GL_NEAREST);
     r->tex_lut = ren_make_texture(GL_NEAREST, GL_NEAREST);
     r->tex_removed = ren_make_texture(GL_NEAREST, GL_NEAREST);
-    r->picture_shown = -1; /* the picture slots are made when first used */
-    /* A picture drawn at its own size on whole pixels samples each texel at its centre:
-     * nearest gives linear's pixels there at about half llvmpipe's cost per pixel (the
-     * lesson's steps, the compare view's panes, redrawn whole on a key) */
-    glGenFramebuffers(1, &r->picture_fbo);
-    glGenSamplers(1, &r->sampler_nearest);
-    glSamplerParameteri(r->sampler_nearest, GL_TEXTURE_MIN_FILTER, GL_NEAREST);
-    glSamplerParameteri(r->sampler_nearest, GL_TEXTURE_MAG_FILTER, GL_NEAREST);
-    glSamplerParameteri(r->sampler_nearest, GL_TEXTURE_WRAP_S, GL_CLAMP_TO_EDGE);
-    glSamplerParameteri(r->sampler_nearest, GL_TEXTURE_WRAP_T, GL_CLAMP_TO_EDGE);
+    r->picture_shown = -1;                 /* the picture slots are made when first used */
+    glGenFramebuffers(1, &r->picture_fbo); /* reads a picture for blit_picture (canvas.c) */
     glGetIntegerv(GL_MAX_TEXTURE_SIZE, &r->max_tex_px);
     ren_set_colormap(r, 0);
     /* placeholders of the formats the real ones will have (and sizes not a power of two,

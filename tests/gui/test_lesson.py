@@ -57,7 +57,7 @@ def env(check_redraw=False):
 
 class LessonApp(App):
     """The app, with each lesson frame's (exact, mismatch) kept: how many pictures it drew
-    texel for pixel (nearest) and, with VITLENS_CHECK_REDRAW, in how many pixels it differs
+    texel for pixel (copied into the canvas) and, with VITLENS_CHECK_REDRAW, in how many pixels it differs
     from the whole frame drawn again with every picture sampled linearly (-1: not checked)."""
 
     def __init__(self, *a, **k):
@@ -198,9 +198,10 @@ def test_default_lesson(app, out, demo):
     app.key("h", help=1)
     app.key("Escape", help=0)
     check(app.proc.poll() is None, "Esc with the help open: the app still runs")
-    # a step's picture, resampled to its place, is drawn texel for pixel with nearest sampling
-    # (half llvmpipe's cost of linear): the pixels linear sampling gives (VITLENS_CHECK_REDRAW
-    # draws the whole frame again with linear sampling and counts the pixels that differ)
+    # a step's picture, resampled to its place, is copied texel for pixel into the canvas (a
+    # copy of memory in llvmpipe where sampling it cost 20 ms fullscreen): the pixels linear
+    # sampling gives (VITLENS_CHECK_REDRAW draws the whole frame again sampling it and counts
+    # the pixels that differ)
     exact = [m for e, m in app.drawn if e > 0]
     checked = [m for m in exact if m >= 0]
     print(f"  lesson frames: {len(app.drawn)}, {len(exact)} with a picture drawn texel for "
