@@ -5,12 +5,12 @@
 # runs in a clang build in build-fuzz/ (docs/robustness.md). .ci/run runs exactly this,
 # with CI=true: then a test that skips (exit 77: no ../shared, a tool missing) fails.
 # After the plain run, its numeric tests (NUMERIC: parity, backward, .pth checkpoints, on
-# the models the tests write) run again with a second family of OpenBLAS's kernels
-# (other_kernels): their sums go in another order, and the tolerances must hold on any CPU.
+# the models the tests write) run again with each other family of OpenBLAS's kernels the CPU
+# runs (other_kernels): their sums go in another order, and the tolerances must hold on any CPU.
 # Usage: scripts/test.sh                          everything
 #        scripts/test.sh --plain [ctest args...]  only build/      (e.g. -R parity)
-#        scripts/test.sh --kernels                 only build/'s numeric tests with the second
-#                                                 kernel family (build/ as it is built)
+#        scripts/test.sh --kernels                 only build/'s numeric tests with the other
+#                                                 kernel families (build/ as it is built)
 #        scripts/test.sh --sanitize [ctest args...] only build-asan/
 #        scripts/test.sh --fuzz [ctest args...]   only build-fuzz/ (20 s per fuzz target)
 set -euo pipefail
@@ -46,29 +46,48 @@ run() {  # run DIR [cmake flags...] -- [ctest args...]
 # The numeric tests on the models the tests write (not the controls, DeiT-Tiny or ViT-B)
 NUMERIC='^(parity_(random|family_|resize|dtype|preprocess)|backward_(family_|random)|pth_backward_|pth_style_(notebook|timm|torchvision_small))'
 
-# The kernel family to run NUMERIC with besides the machine's own pick (test_blas names the
-# one the engine runs, after blas.c's start again): Prescott, the SSE3 kernels every
-# x86-64 CPU runs, unless that is the pick (a CPU without AVX2 and FMA): then Sandybridge
-# (AVX) where the CPU has AVX, else none.
-other_kernels() {
-  local pick
-  pick=$(env -u OPENBLAS_CORETYPE build/tests/engine/test_blas "two words" "é" |
-         sed -n 's/^kernels \([^ ]*\).*/\1/p')
-  if [ -z "$pick" ]; then return 0; fi  # not x86-64 or no OpenBLAS name: nothing to choose
-  if [ "$pick" != Prescott ]; then echo Prescott
-  elif grep -qw avx /proc/cpuinfo; then echo Sandybridge
-  fi
+# The kernel families to run NUMERIC with besides the one the plain run used (test_blas names
+# what the engine runs, after blas.c's start again, under this environment's OPENBLAS_CORETYPE):
+# every family of the three x86-64 ones this CPU runs that the plain run did not: SkylakeX
+# (AVX-512 F, BW, DQ, VL; OpenBLAS's Cooperlake and SapphireRapids use its sgemm), Haswell
+# (AVX2 and FMA; Zen's kernels are Haswell's), Prescott (SSE3, every x86-64 CPU). So on an
+# AVX-512 machine all three run whichever the environment picks (OPENBLAS_CORETYPE=Haswell is
+# set on some); on a CPU without AVX2 Sandybridge (AVX) stands in for the families it lacks.
+kernel_family() {
+  case "$1" in
+    SkylakeX|Cooperlake|SapphireRapids) echo SkylakeX ;;
+    Haswell|Zen|Skylake) echo Haswell ;;
+    *) echo "$1" ;;
+  esac
 }
 
-second_kernels() {  # NUMERIC in build/ again with the other kernel family
-  local other
-  other=$(other_kernels)
-  if [ -z "$other" ]; then
-    echo "test.sh: no second OpenBLAS kernel family for this CPU; the numeric tests ran once"
+other_kernels() {
+  local ran flags fams=()
+  # (test_blas fails when told Prescott on a CPU with AVX2: its line says which all the same)
+  ran=$({ build/tests/engine/test_blas "two words" "é" 2>/dev/null || true; } |
+        sed -n 's/^kernels \([^ ]*\).*/\1/p')
+  if [ -z "$ran" ]; then return 0; fi  # not x86-64 or no OpenBLAS name: nothing to choose
+  ran=$(kernel_family "$ran")
+  flags=" $(grep -m1 '^flags' /proc/cpuinfo) "
+  if [[ $flags == *" avx512f "* && $flags == *" avx512bw "* && $flags == *" avx512dq "* &&
+        $flags == *" avx512vl "* ]]; then fams+=(SkylakeX); fi
+  if [[ $flags == *" avx2 "* && $flags == *" fma "* ]]; then fams+=(Haswell)
+  elif [[ $flags == *" avx "* ]]; then fams+=(Sandybridge); fi
+  fams+=(Prescott)
+  for f in "${fams[@]}"; do [ "$f" = "$ran" ] || echo "$f"; done
+}
+
+second_kernels() {  # NUMERIC in build/ again with each other kernel family
+  local others
+  others=$(other_kernels)
+  if [ -z "$others" ]; then
+    echo "test.sh: no other OpenBLAS kernel family for this CPU; the numeric tests ran once"
     return 0
   fi
-  echo "test.sh: the numeric tests again with OPENBLAS_CORETYPE=$other"
-  (cd build && OPENBLAS_CORETYPE=$other ctest --output-on-failure -j"$(nproc)" -R "$NUMERIC" -E _control)
+  for other in $others; do
+    echo "test.sh: the numeric tests again with OPENBLAS_CORETYPE=$other"
+    (cd build && OPENBLAS_CORETYPE=$other ctest --output-on-failure -j"$(nproc)" -R "$NUMERIC" -E _control)
+  done
 }
 
 plain=(build --)
