@@ -4,14 +4,16 @@
 # what earlier campaigns kept. Needs the fuzz build (scripts/test.sh --fuzz, or
 # cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DVITLENS_FUZZ=ON).
 # Usage: tests/fuzz/campaign.sh [SECONDS] [TARGET...]   (targets: safetensors config image pth pickle
-# pickle_ops layout; default all of them)
+# pickle_ops layout tokenize; default all of them; tokenize reads CLIP's vocabulary from
+# VITLENS_CLIP_VOCAB, default ../shared/clip/bpe_simple_vocab_16e6.txt.gz)
 # Writes build-fuzz/campaign/<target>/ (the corpus, kept between runs), <target>.log and
 # artifacts/<target>-crash-* (an input that crashed: add it to tests/fuzz/regress/<target>/
 # once fixed). Prints one summary line per target; exits 1 if any target found something.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 secs=${1:-600}; shift || true
-targets=("$@"); [ ${#targets[@]} -gt 0 ] || targets=(safetensors config image pth pickle pickle_ops layout)
+targets=("$@"); [ ${#targets[@]} -gt 0 ] || targets=(safetensors config image pth pickle pickle_ops layout tokenize)
+export VITLENS_CLIP_VOCAB=${VITLENS_CLIP_VOCAB:-$PWD/../shared/clip/bpe_simple_vocab_16e6.txt.gz}
 bin=build-fuzz/tests/fuzz
 out=build-fuzz/campaign
 mkdir -p "$out/artifacts"
@@ -46,7 +48,8 @@ for t in "${targets[@]}"; do
   cov=$(grep -o 'cov: [0-9]*' "$out/$t.log" | tail -1 | grep -o '[0-9]*')
   execs=$(grep -o 'number_of_executed_units: [0-9]*' "$out/$t.log" | grep -o '[0-9]*$')
   rate=$(grep -o 'average_exec_per_sec: *[0-9]*' "$out/$t.log" | grep -o '[0-9]*$')
-  found=$(grep -cE '^==[0-9]+==ERROR|runtime error|ALARM|out-of-memory' "$out/$t.log")
+  # ASan's "==PID==ERROR", libFuzzer's own "==PID== ERROR: libFuzzer: deadly signal" (an abort)
+  found=$(grep -cE '^==[0-9]+== ?ERROR|runtime error|ALARM|out-of-memory' "$out/$t.log")
   if [ "${KEEP_GOING:-0}" = 1 ]; then # fork mode's status lines: "#RUNS: cov: ... oom/timeout/crash: a/b/c"
     last=$(grep -E '^#[0-9]+: cov' "$out/$t.log" | tail -1)
     execs=$(echo "$last" | grep -oE '^#[0-9]+' | tr -d '#')
