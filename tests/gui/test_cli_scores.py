@@ -115,7 +115,8 @@ def main():
     check(r.returncode == 0, f"--contrast {c1},{c2} --export exits 0 ({r.stderr.strip()[:200]})")
     eng = dump(a, a.model, img1, out / "d_contrast", "--contrast", f"{c1},{c2}")
     d = same_maps("--contrast", out / "contrast", f"class{c1}-vs-class{c2}", eng)
-    check(d == 0.0, f"--contrast {c1},{c2}: the six maps = vit_dump --contrast's bit for bit (max rel diff {d})")
+    check(d == 0.0,
+          f"--contrast {c1},{c2}: the six maps = vit_dump --contrast's bit for bit (max rel diff {d})")
     sheet = out / "contrast" / f"contact_sheet_class{c1}-vs-class{c2}.png"
     check(sheet.exists(), f"{sheet.name} written")
     check(not list((out / "contrast").glob("class*-vs-*logit-lens*")) and
