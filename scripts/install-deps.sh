@@ -28,6 +28,8 @@ tests=(python3-torch python3-numpy python3-pil python3-torchvision python3-netwo
        python3-onnx  # bench/run.sh: the models exported for ONNX Runtime (bench/onnx_export.py)
        xvfb xauth xdotool x11-utils imagemagick clang-format
        clang libclang-rt-14-dev valgrind
+       gdb  # tests/gui: a window test that times out prints the app's threads' stacks
+       strace  # tests/gui/test_fork.py: the order of the launch's threads and forks
        libheif-examples  # heif-enc / heif-convert: HEIC and AVIF by hand (the tests encode their own)
        gstreamer1.0-tools  # gst-launch-1.0: tests/media encode their own videos and decode them to PNGs
        xfonts-base  # X core fonts: SDL's X11 message box (start-up errors) needs them

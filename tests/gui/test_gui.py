@@ -18,6 +18,7 @@ the built-in model's run is made (a failure there exits 1).
 """
 import argparse
 import atexit
+import collections
 import io
 import json
 import os
@@ -92,6 +93,7 @@ class App:
             t.start()
         self.wid = None
         self.geom = None  # ((x0, y0, x1, y1) on the root window, the trace's window=W,H)
+        self.recent = collections.deque(maxlen=6)  # the last stdout lines read, for a timeout
 
     @staticmethod
     def _read(stream, put):
@@ -137,16 +139,35 @@ class App:
         while True:
             left = deadline - time.monotonic()
             if left <= 0:
-                raise Fail(f"timed out waiting for {what} (last state {self.state})")
+                raise Fail(f"timed out waiting for {what} (last state {self.state})" +
+                           self.hang_report())
             try:
                 line = self.lines.get(timeout=min(left, 0.5))
             except queue.Empty:
                 if self.proc.poll() is not None:
                     raise Fail(f"app exited ({self.proc.returncode}) waiting for {what}")
                 continue
+            self.recent.append(line)
             self.take(line)
             if pred(line):
                 return line
+
+    def hang_report(self):
+        """What a timeout needs to be understood: the last stdout lines read (the startup
+        lines tell how far a launch got) and, with gdb there, every thread's stack of the
+        app while it still runs (a deadlock names its locks; a busy machine shows work)."""
+        out = "\n     last lines: " + (" | ".join(s[:100] for s in self.recent) or "none")
+        if self.proc.poll() is None and shutil.which("gdb"):
+            try:
+                bt = subprocess.run(["gdb", "-p", str(self.proc.pid), "-batch", "-nx", "-ex",
+                                     "thread apply all bt 12"], capture_output=True,
+                                    text=True, timeout=60).stdout
+                out += "\n     app's threads:\n" + "\n".join(
+                    "       " + ln for ln in bt.splitlines()
+                    if ln.startswith(("Thread", "#")))
+            except (OSError, subprocess.TimeoutExpired) as e:
+                out += f"\n     no stacks ({e})"
+        return out
 
     def wait_error(self, ok, what):
         """Until the error line's message satisfies ok: at once when the last one read does.
