@@ -146,10 +146,6 @@ static int app_init_worker(App *app, const Options *o) {
     /* The photo's forward pass starts first, on the worker thread, and runs while the
      * window and its OpenGL context are made (a few hundred ms under Xvfb's software
      * OpenGL): launch -> first heatmap is the longer of the two, not their sum. */
-    if (SDL_Init(SDL_INIT_EVENTS) != 0) {
-        fprintf(stderr, "vitlens: SDL_Init: %s\n", SDL_GetError());
-        return -1;
-    }
     /* the worker's, the video's frame thread's, then the recorder's (recording.c) */
     app->ev_done = SDL_RegisterEvents(3);
     app->ev_live = app->ev_done + 1;
@@ -178,6 +174,17 @@ static int app_init_worker(App *app, const Options *o) {
 
 int app_init(App *app, const Options *o) {
     if (app_init_state(app, o)) return -1;
+    /* SDL's first init, before the app starts any thread: it connects to the D-Bus session
+     * bus, and where none is set (DBUS_SESSION_BUS_ADDRESS) libdbus autolaunches one: it
+     * forks, and the child calls opendir and malloc before its exec. A fork while another
+     * thread holds an allocator lock (fontconfig's lookup, below, allocates all the time)
+     * leaves that lock held in the child forever, and the parent waits for the child:
+     * seen with ASan's allocator, which has no fork handlers, as a launch that never
+     * ended (1 launch in ~10 under load). */
+    if (SDL_Init(SDL_INIT_EVENTS) != 0) {
+        fprintf(stderr, "vitlens: SDL_Init: %s\n", SDL_GetError());
+        return -1;
+    }
     trace_startup(app, "init");
     text_lookup_start(); /* fontconfig's lookup meanwhile */
     int rc = app_init_model(app, o);
