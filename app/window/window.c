@@ -166,6 +166,12 @@ int app_open_window(App *app) {
     char msg[4096], warn[1024];
     if (ren_init(&app->ren, app->win, msg, sizeof msg, warn, sizeof warn)) {
         fprintf(stderr, "vitlens: %s\n", msg);
+        /* SDL shows an X11 message box from a forked child, which allocates: no other
+         * thread may be running then (see app_init on forks and allocator locks), and
+         * the app ends after the box anyway */
+        worker_free(&app->worker);
+        worker_free(&app->texter);
+        text_lookup_end();
         if (SDL_ShowSimpleMessageBox(SDL_MESSAGEBOX_ERROR, "vitlens: cannot start", msg, app->win))
             fprintf(stderr, "vitlens: (no dialog: %s)\n", SDL_GetError());
         return -1;

@@ -36,6 +36,9 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#if defined(__linux__)
+#include <sys/prctl.h>
+#endif
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -105,6 +108,9 @@ static void *worker_main(void *arg) {
     WorkerArg wa = *(WorkerArg *)arg;
     free(arg);
     VitPool *p = wa.pool;
+#if defined(__linux__) /* seen by name in top -H, gdb and perf; tests/gui/test_fork.py */
+    prctl(PR_SET_NAME, "vitlens-pool", 0, 0, 0);
+#endif
     unsigned seen = 0;
     for (;;) {
         wait_task(p, seen);

@@ -7,11 +7,16 @@ A fork while another thread holds an allocator lock leaves the child waiting on 
 for ever, and the app waiting on the child: ASan's allocator, which has no fork handlers,
 hung about one launch in ten under load while fontconfig's lookup thread (text.c) ran.
 
-Under `strace -f`, with DBUS_SESSION_BUS_ADDRESS unset (the autolaunch's fork), the app
-must have started no thread before its first fork beyond those the libraries start before
-main (counted on `--version`, which starts none of the app's). Deterministic: the order of
-calls, not a race's outcome. The negative control is the order before this fix (the
-lookup thread, then SDL_Init), which this test fails.
+Under `strace -f` (forks, thread starts and ends, thread names), with
+DBUS_SESSION_BUS_ADDRESS unset (the autolaunch's fork): at every fork of a launch, and of
+a start-up error's message box (SDL shows it from a forked child; a shader that does not
+compile), none of the app's own threads may be running: those named "vitlens-..." (the
+fonts' lookup, the workers). The engine's pool threads ("vitlens-pool") run only inside
+their caller's vit_pool_run, and that caller is a worker (counted) or the thread that
+forks: between tasks they wait on a condition variable, holding nothing. Mesa's and the
+libraries' threads are not the app's to stop. Deterministic: the order of calls, not a race's outcome. The negative
+controls: the launch's order before the fix (the lookup thread, then SDL_Init) and the box
+shown while the worker runs, both failed here.
 
   xvfb.py -s "-screen 0 1280x1024x24" /usr/bin/python3 test_fork.py --app build/vitlens \\
       --out build/tests/gui/fork
@@ -26,47 +31,97 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 from pathlib import Path
 
 TIMEOUT_S = float(os.environ.get("VITLENS_TEST_TIMEOUT", "120"))
 
 
-def traced(argv, log, env, until=None):
-    """argv under strace -f (clone, clone3, fork, vfork into log); until: a stdout line
-    after which the app is ended (SIGTERM to it). Returns the log's lines."""
-    cmd = ["strace", "-f", "-qq", "-e", "trace=clone,clone3,fork,vfork", "-o", str(log)]
+def traced(argv, log, env, until):
+    """argv under strace -f (clone, clone3, fork, vfork and the processes' ends into log).
+    until: None (the app ends by itself), or polled with the stdout lines read so far until
+    True; then the app and what it forked are killed. Returns the log's lines."""
+    cmd = ["strace", "-f", "-q", "-e", "trace=clone,clone3,fork,vfork,prctl", "-o", str(log)]
     p = subprocess.Popen(cmd + argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                          env=env, text=True)
+    lines = []
+    reader = threading.Thread(target=lambda: lines.extend(ln.rstrip("\n") for ln in p.stdout),
+                              daemon=True)
+    reader.start()
     try:
+        deadline = time.monotonic() + TIMEOUT_S
+        while until and not until(lines):
+            if p.poll() is not None or time.monotonic() > deadline:
+                raise SystemExit(f"FAIL {argv[1:]}: the app ended or timed out first "
+                                 f"(exit {p.returncode}; last lines {lines[-3:]})")
+            time.sleep(0.05)  # polling a condition, not a fixed wait
         if until:
-            for line in p.stdout:
-                if line.rstrip("\n") == until:
-                    break
-            kids = Path(f"/proc/{p.pid}/task/{p.pid}/children").read_text().split()
-            for kid in kids:  # the app (strace's child): SDL makes SIGTERM a quit
-                os.kill(int(kid), signal.SIGTERM)
-            p.stdout.read()
+            kill_tree(p.pid, top=False)
         p.wait(timeout=TIMEOUT_S)
     finally:
         if p.poll() is None:
-            p.kill()
+            kill_tree(p.pid)
             p.wait()
     return log.read_text().splitlines()
 
 
-def calls(lines, pid):
-    """The calls the first process (pid) made, in order: 'thread' or 'fork' each (a call's
-    first line: "PID clone3({flags=...}" whole or "<unfinished ...>")."""
-    out = []
+def box_shown(_lines):
+    """SDL's message box on the display: a top-level window of that title (its X11 box
+    sets only a UTF-8 WM_NAME, which xwininfo lists and `xdotool search` does not)."""
+    tree = subprocess.run(["xwininfo", "-root", "-tree"], capture_output=True, text=True)
+    return '"vitlens: cannot start"' in tree.stdout
+
+
+def kill_tree(pid, top=True):
+    """SIGKILL pid's descendants (and pid when top): the app and a message box's child."""
+    try:
+        kids = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    except OSError:
+        kids = []
+    for kid in kids:
+        kill_tree(int(kid))
+    if top:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+
+
+def forks(lines):
+    """Each fork the app made (a clone without CLONE_THREAD): the names of the app's own
+    threads running then. The app's own: those that named themselves "vitlens-..." (SDL
+    names its threads so, pool.c its pool's), counted from their clone's return to their
+    "+++ exited" line, whether the name came before the fork or after."""
+    ours = {int(m.group(1)) for m in (re.match(r'(\d+)\s+prctl\(PR_SET_NAME, "(vitlens-[^"]*)"',
+                                                ln) for ln in lines) if m}
+    names = {int(m.group(1)): m.group(2) for m in (re.match(
+        r'(\d+)\s+prctl\(PR_SET_NAME, "([^"]*)"', ln) for ln in lines) if m}
+    running, pending, out = set(), {}, []
     for ln in lines:
-        m = re.match(r"(\d+)\s+(clone3?|v?fork)\((.*)", ln)
-        if m and int(m.group(1)) == pid:
-            out.append("thread" if "CLONE_THREAD" in m.group(3) else "fork")
+        m = re.match(r"(\d+)\s+(.*)", ln)
+        if not m:
+            continue
+        pid, rest = int(m.group(1)), m.group(2)
+        call = re.match(r"(clone3?|v?fork)\((.*)", rest)
+        if call:
+            is_thread = "CLONE_THREAD" in call.group(2)
+            if not is_thread:
+                out.append(sorted(names.get(t, str(t)) for t in running))
+            if "<unfinished" in rest:
+                pending[pid] = is_thread
+                continue
+        elif re.match(r"<\.\.\. (clone3?|v?fork) resumed>", rest):
+            is_thread = pending.pop(pid, False)
+        elif rest.startswith("+++"):
+            running.discard(pid)
+            continue
+        else:
+            continue
+        r = re.search(r"= (\d+)\s*$", rest)
+        if is_thread and r and int(r.group(1)) in ours:
+            running.add(int(r.group(1)))
     return out
-
-
-def first_pid(lines):
-    return int(lines[0].split()[0]) if lines else -1
 
 
 def main():
@@ -83,23 +138,33 @@ def main():
     env = dict(os.environ, VITLENS_TRACE="1", XDG_CONFIG_HOME=os.path.join(xdg, "config"),
                XDG_DATA_HOME=os.path.join(xdg, "data"))
     env.pop("DBUS_SESSION_BUS_ADDRESS", None)  # the autolaunch: libdbus's fork
-    demo = Path(__file__).resolve().parents[2] / "assets" / "default" / "demo"
-    photo = sorted(str(p) for p in demo.glob("*.png"))[0]
+    env.pop("VITLENS_FONT", None)  # fontconfig's lookup thread
+    root = Path(__file__).resolve().parents[2]
+    photo = sorted(str(p) for p in (root / "assets" / "default" / "demo").glob("*.png"))[0]
+    # a shader that does not compile: SDL's message box, from a forked child
+    shaders = out / "broken-shaders"
+    shutil.rmtree(shaders, ignore_errors=True)
+    shutil.copytree(root / "shaders", shaders)
+    with open(shaders / "heatmap.frag.glsl", "a") as f:
+        f.write("\nthis is not GLSL;\n")
     try:
-        base = traced([a.app, "--version"], out / "version.strace", env)
-        before_main = calls(base, first_pid(base)).count("thread")
-        lines = traced([a.app, photo], out / "launch.strace", env, until=f"ready {photo}")
+        launch = traced([a.app, photo], out / "launch.strace", env,
+                        lambda lines: f"ready {photo}" in lines)
+        box = traced([a.app, photo], out / "box.strace",
+                     dict(env, VITLENS_SHADER_DIR=str(shaders)), box_shown)
     finally:
         shutil.rmtree(xdg, ignore_errors=True)
-    seq = calls(lines, first_pid(lines))
-    if "fork" not in seq:
-        print(f"SKIP: the launch forked nothing ({len(seq)} threads; no D-Bus autolaunch "
-              "here), so there is no order to check")
-        return 77
-    threads = seq.index("fork")
-    ok = threads <= before_main
-    print(f"{'ok  ' if ok else 'FAIL'} threads started before the first fork: {threads} "
-          f"(the libraries' before main: {before_main}; calls {' '.join(seq[:8])} ...)")
+    ok = True
+    for what, lines in (("the launch", launch), ("a start-up error's message box", box)):
+        seen = forks(lines)
+        if not seen:
+            print(f"SKIP: {what} forked nothing (no D-Bus autolaunch here?): no order to "
+                  "check")
+            return 77
+        good = not any(t != "vitlens-pool" for names in seen for t in names)
+        ok &= good
+        print(f"{'ok  ' if good else 'FAIL'} {what}: the app's own threads running at "
+              f"each of its {len(seen)} forks: {seen}")
     return 0 if ok else 1
 
 
