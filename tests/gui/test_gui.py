@@ -155,18 +155,25 @@ class App:
     def hang_report(self):
         """What a timeout needs to be understood: the last stdout lines read (the startup
         lines tell how far a launch got) and, with gdb there, every thread's stack of the
-        app while it still runs (a deadlock names its locks; a busy machine shows work)."""
+        app while it still runs, and of any child it forked (a deadlock names its locks; a
+        busy machine shows work)."""
         out = "\n     last lines: " + (" | ".join(s[:100] for s in self.recent) or "none")
         if self.proc.poll() is None and shutil.which("gdb"):
-            try:
-                bt = subprocess.run(["gdb", "-p", str(self.proc.pid), "-batch", "-nx", "-ex",
-                                     "thread apply all bt 12"], capture_output=True,
-                                    text=True, timeout=60).stdout
-                out += "\n     app's threads:\n" + "\n".join(
-                    "       " + ln for ln in bt.splitlines()
-                    if ln.startswith(("Thread", "#")))
-            except (OSError, subprocess.TimeoutExpired) as e:
-                out += f"\n     no stacks ({e})"
+            pid = self.proc.pid
+            try:  # and a process it forked (a child stuck before its exec)
+                kids = open(f"/proc/{pid}/task/{pid}/children").read().split()
+            except OSError:
+                kids = []
+            for who, p in [("app", pid)] + [(f"app's child {k}", k) for k in kids]:
+                try:
+                    bt = subprocess.run(["gdb", "-p", str(p), "-batch", "-nx", "-ex",
+                                         "thread apply all bt 12"], capture_output=True,
+                                        text=True, timeout=60).stdout
+                    out += f"\n     {who}'s threads:\n" + "\n".join(
+                        "       " + ln for ln in bt.splitlines()
+                        if ln.startswith(("Thread", "#")))
+                except (OSError, subprocess.TimeoutExpired) as e:
+                    out += f"\n     no stacks of the {who} ({e})"
         return out
 
     def wait_error(self, ok, what):
