@@ -174,7 +174,8 @@ const OptRow OPTIONS[] = {
         "scenes)"),
     STR("--labels", "FILE", "model", 0, labels_path,
         "class names, one per line (ImageNet synset lines are fine); default: the names in "
-        "config.json, if any"),
+        "config.json, else ImageNet-1k's for a timm or torchvision head of 1000 classes "
+        "(assumed, and said so)"),
     STR("--layout", "FILE", "model", 0, load.layout_path,
         "a layout (JSON) naming the checkpoint's tensors, for a ViT of your own "
         "(docs/your-own-vit.md); default: timm's, transformers' or the first of "

@@ -104,8 +104,19 @@ int model_phrase_class(const Model *m) {
     return clip_phrase_class(m->clip);
 }
 
+int model_labels_assumed(const Model *m) {
+    return m->vit.cfg.labels_assumed && m->labels &&
+           m->labels == (const char(*)[VIT_LABEL_BYTES])m->vit.labels;
+}
+
 void model_warn(FILE *f, const Model *m) {
     const VitConfig *c = &m->vit.cfg;
+    if (model_labels_assumed(m))
+        fprintf(f,
+                "vitlens: %s: no class names of its own: the %s layout's list of %d assumed "
+                "(the classes its models are published with); --labels FILE names a head "
+                "trained on others\n",
+                m->vit.path, c->layout, c->n_classes);
     if (c->default_preprocess)
         fprintf(f,
                 "vitlens: %s: no config.json beside it nor preprocessing in its layout: "

@@ -57,8 +57,14 @@ int model_phrase_class(const Model *m);
 /* What the model was opened without, a line each on f, for the headless modes (the window
  * says it on its status line): the preprocessing assumed for a checkpoint that brings
  * none (VitConfig.default_preprocess: ImageNet's mean/std, timm's crop), a part of the
- * checkpoint left out (VitConfig.left_out). Nothing for a model that needs no warning. */
+ * checkpoint left out (VitConfig.left_out), class names assumed from the layout
+ * (model_labels_assumed). Nothing for a model that needs no warning. */
 void model_warn(FILE *f, const Model *m);
+
+/* 1 when m's class names are its layout's list, assumed for a head of that size
+ * (VitConfig.labels_assumed: timm's 1000 classes taken for ImageNet-1k's), not its
+ * config.json's, a --labels file's or CLIP's texts. */
+int model_labels_assumed(const Model *m);
 
 /* Class name of class c, or NULL when the model has no names. */
 const char *model_label(const Model *m, int c);

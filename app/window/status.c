@@ -57,8 +57,8 @@ static void append(char *s, size_t n, const char *fmt, ...) {
 }
 
 /* The notes after the kind's own part, each when it applies: the EXIF orientation, the
- * video or camera, Ctrl+R's recording, the interventions, a classifier left out, a
- * checkpoint's default preprocessing. */
+ * video or camera, Ctrl+R's recording, the interventions, a classifier left out, class
+ * names assumed from the layout, a checkpoint's default preprocessing. */
 static void status_notes(char *extra, size_t n, App *app, const Scene *sc, const VitConfig *c) {
     if (sc && sc->orientation > 1) /* a phone photo stored sideways */
         append(extra, n, "%s EXIF orientation %d",
@@ -79,6 +79,8 @@ static void status_notes(char *extra, size_t n, App *app, const Scene *sc, const
     }
     if (c && c->left_out[0]) /* e.g. Dinov2ForImageClassification's classifier */
         append(extra, n, "backbone only: its classifier is not supported");
+    if (c && app->model && model_labels_assumed(app->model)) /* e.g. timm's 1000 classes */
+        append(extra, n, "class names assumed from the %s layout", c->layout);
     if (c && c->default_preprocess) /* a .pth without config.json nor a layout's */
         append(extra, n, "no config: ImageNet mean/std, crop 0.875");
 }

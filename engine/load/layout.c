@@ -40,6 +40,12 @@ extern const char *const vit_layouts[];
 extern const char *const vit_layout_files[];
 extern const int vit_n_layouts;
 
+const char *layout_shipped(const char *name) {
+    for (int i = 0; i < vit_n_layouts; i++)
+        if (!strcmp(vit_layout_files[i], name)) return vit_layouts[i];
+    return NULL;
+}
+
 /* The roles, one per slot (loader.h), in timm's names ({l}: the block). Required ones must
  * match. The attention's separate q/k/v are not timm names: converted, they become
  * blocks.{l}.attn.qkv; read in place, transformers' separate query, key, value. */

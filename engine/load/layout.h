@@ -61,6 +61,10 @@ const char *layout_str(const Layout *lay, const char *k, const char *dflt);
 /* The layout's switches into ld (its activation, scale, pooling, preprocessing, ...). */
 VitStatus layout_apply_switches(Loader *ld, const Layout *lay);
 
+/* The shipped layout whose file is assets/layouts/NAME.json: its JSON text (compiled in,
+ * static), or NULL. */
+const char *layout_shipped(const char *name);
+
 /* --- layout_build.c ---------------------------------------------------------------------- */
 
 /* st's tensors as the layout names them, converted into *out in timm's names (its own

@@ -271,16 +271,37 @@ static VitStatus preprocess(Loader *ld, const Layout *lay) {
 }
 
 /* "labels": class names for the head the layout's models are published with (torchvision's
- * ImageNet-1k), kept for attach_labels: a fine-tuned head of another size gets none. */
+ * ImageNet-1k), kept for attach_labels: a fine-tuned head of another size gets none. An
+ * array of names, or a string naming the shipped layout whose array to take (timm.json's
+ * "torchvision": one list of ImageNet-1k's names in the project). */
 static VitStatus labels(Loader *ld, const Layout *lay) {
     const cJSON *lab = cJSON_GetObjectItemCaseSensitive(lay->root, "labels");
-    if (lab) {
-        if (!cJSON_IsArray(lab))
+    if (!lab) return VIT_OK;
+    cJSON *other = NULL;
+    if (cJSON_IsString(lab)) {
+        const char *text = layout_shipped(lab->valuestring);
+        other = text ? cJSON_Parse(text) : NULL;
+        const cJSON *list = cJSON_GetObjectItemCaseSensitive(other, "labels");
+        if (!cJSON_IsArray(list)) {
+            cJSON_Delete(other);
             return vit_set_error(ld->err, VIT_ERR_FORMAT,
-                                 "%s: \"labels\" must be an array of class names", lay->file);
-        if (!(ld->layout_labels = cJSON_Duplicate(lab, 1)))
-            return vit_set_error(ld->err, VIT_ERR_NOMEM, "%s: out of memory", lay->file);
+                                 "%s: \"labels\": '%.40s' is not a shipped layout with a list "
+                                 "of class names (assets/layouts/NAME.json)",
+                                 lay->file, lab->valuestring);
+        }
+        lab = list;
     }
+    if (!cJSON_IsArray(lab)) {
+        cJSON_Delete(other);
+        return vit_set_error(ld->err, VIT_ERR_FORMAT,
+                             "%s: \"labels\" must be an array of class names, or the name of a "
+                             "shipped layout that has one",
+                             lay->file);
+    }
+    ld->layout_labels = cJSON_Duplicate(lab, 1);
+    cJSON_Delete(other);
+    if (!ld->layout_labels)
+        return vit_set_error(ld->err, VIT_ERR_NOMEM, "%s: out of memory", lay->file);
     return VIT_OK;
 }
 

@@ -462,8 +462,10 @@ static VitStatus attach_labels(Loader *ld) {
     if (ld->cv.labels)
         return ld_labels_from_json(ld->vit, ld->cv.labels,
                                    ld->cfg_file ? vit_basename(ld->cfg_file) : "config", ld->err);
-    if (ld->layout_labels && cJSON_GetArraySize(ld->layout_labels) == C)
+    if (ld->layout_labels && cJSON_GetArraySize(ld->layout_labels) == C) {
+        ld->vit->cfg.labels_assumed = 1;
         return ld_labels_from_json(ld->vit, ld->layout_labels, ld->layout_name, ld->err);
+    }
     return VIT_OK;
 }
 

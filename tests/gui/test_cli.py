@@ -27,6 +27,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from safetensors_io import read_header  # noqa: E402
 
 CATS = ("tabby", "tiger cat", "Egyptian cat")
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 failures = 0
 
 
@@ -569,8 +570,27 @@ def main():
         ok, said = False, ["still running after 20 s"]
     check(ok, f"the window without a display: exit 1 at once, pointing to --top / --export {said}")
 
-    # --top without labels: id only
+    # --top without --labels: a timm checkpoint with a head of 1000 classes and no names of
+    # its own gets ImageNet-1k's, as timm takes it (the timm layout's "labels": torchvision's
+    # list), and stderr says they are assumed; --labels given: its names, nothing said
+    from torchvision.models._meta import _IMAGENET_CATEGORIES as cats
     r = vitlens(a.app, "--model", model, "--top", "1", chelsea)
+    m = re.fullmatch(r"1 \d\.\d{4} (\d+) (.+)\n", r.stdout)
+    check(r.returncode == 0 and m is not None and m.group(2) == cats[int(m.group(1))] and
+          "no class names of its own: the timm layout's list of 1000 assumed" in r.stderr,
+          f"--top without --labels: torchvision's ImageNet-1k name, said to be assumed "
+          f"({r.stdout.strip()!r}; {r.stderr.strip()!r})")
+    r = vitlens(a.app, "--model", model, "--labels", labels, "--top", "1", chelsea)
+    check(r.returncode == 0 and "assumed" not in r.stderr, f"--labels: nothing assumed "
+          f"({r.stderr.strip()!r})")
+    # a layout without names (a copy of timm.json without "labels"): the ids alone
+    lay = json.loads(open(os.path.join(ROOT, "assets", "layouts", "timm.json")).read())
+    for k in ("labels", "labels_about"):
+        lay.pop(k)
+    nameless = os.path.join(a.out, "timm-nameless.json")
+    with open(nameless, "w") as f:
+        json.dump(lay, f)
+    r = vitlens(a.app, "--model", model, "--layout", nameless, "--top", "1", chelsea)
     check(r.returncode == 0 and re.fullmatch(r"1 \d\.\d{4} \d+\n", r.stdout) is not None,
           f"--top without class names prints RANK PROB CLASS_ID ({r.stdout.strip()!r})")
 

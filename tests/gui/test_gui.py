@@ -562,6 +562,11 @@ def test_no_font(app):
     """fontconfig finds no font: a clear message, and the maps still work without text."""
     app.wait_line(lambda s: s.startswith("ready "), "ready without a font")
     app.wait_state("first frame", busy=0, scene=1)
+    # DeiT-Tiny without --labels: ImageNet-1k's names, from the timm layout, said on the
+    # status line (the trace's text of it; no font draws it here)
+    st = app.wait_line(lambda s: s.startswith("status "), "the first frame's status line")
+    check("class names assumed from the timm layout" in st and any(c in st for c in CATS),
+          f"no --labels: the names assumed, said on the status line ({st[7:]})")
     app.wid = find_window(app)
     check(app.stderr_has(lambda err: any("no usable font" in s and "fonts-dejavu-core" in s
                                          for s in err)),

@@ -770,6 +770,38 @@ def test_layouts(args, rep):
     rep.check((c["layout"], c["naming"]) == ("timm", "timm"),
               f"timm's names: layout '{c['layout']}', naming '{c['naming']}'")
 
+    # class names: a timm head of 1000 classes that config.json does not name gets the timm
+    # layout's list ("labels": "torchvision", ImageNet-1k's: timm takes 1000 classes for
+    # ImageNet-1k, timm/data/imagenet_info.py), marked assumed; config.json's names win; a
+    # head of another size gets none (the control: the rule is the head's size)
+    from torchvision.models._meta import _IMAGENET_CATEGORIES as cats
+
+    def head_of(C, names, where):
+        hd_ = d / where
+        hd_.mkdir(parents=True, exist_ok=True)
+        w2 = dict(w, **{"head.weight": torch.randn(C, f["D"], generator=torch.Generator()
+                                                   .manual_seed(C)) * 0.02,
+                        "head.bias": torch.zeros(C)})
+        test_families.write_safetensors(hd_ / "model.safetensors", w2, "F32")
+        cfg = json.loads((base / "config.json").read_text())
+        cfg["num_classes"] = C
+        cfg.pop("label_names", None)
+        if names:
+            cfg["label_names"] = names
+        (hd_ / "config.json").write_text(json.dumps(cfg))
+        return run_dump(args, hd_ / "model.safetensors", x, d / f"out_{where}", [])["config"]
+
+    for C, names, names_want, assumed in ((1000, None, [cats[0], cats[-1]], 1),
+                                          (1000, [f"c{i}" for i in range(1000)],
+                                           ["c0", "c999"], 0),
+                                          (999, None, [], 0)):
+        c = head_of(C, names, f"head{C}{'_named' if names else ''}")
+        print(f"  a timm head of {C}{' named in config.json' if names else ''}: labels "
+              f"{c['labels']}, assumed {c['labels_assumed']}")
+        rep.check(c["labels"] == names_want and c["labels_assumed"] == assumed,
+                  f"head of {C}: labels {c['labels']} assumed {c['labels_assumed']}, expected "
+                  f"{names_want} assumed {assumed}")
+
     # transformers' ViTModel (no prefix) without layer_norm_eps: hf.json's conventions
     fh = test_families.spec("dino_hf")
     hd = d / "hf"
@@ -825,6 +857,14 @@ def test_layouts(args, rep):
             ["tensor 'net.blocks.0.attn.out.weight' is missing", "role blocks.{l}.attn.proj.weight",
              "'my-vit' (swapped.json)", "net.cls_token [1, 1, 128]"], "a role nothing matches",
             swapped)
+    # "labels" naming a layout: one that has no list (timm's own is a name), or none
+    for bad_labels in ("timm", "no-such-layout"):
+        lab = dict(lay, tensors=dict(lay["tensors"], **{
+            "blocks.{l}.attn.proj.weight": "{p}blocks.{l}.attn.proj.weight"}), labels=bad_labels)
+        swapped.write_text(json.dumps(lab, indent=1))
+        refused(nd / "model.safetensors", ["swapped.json", '"labels"', f"'{bad_labels}'",
+                                           "not a shipped layout with a list"],
+                f'"labels": "{bad_labels}"', swapped)
     lay["naming"] = "jax"
     swapped.write_text(json.dumps(lay, indent=1))
     refused(nd / "model.safetensors", ["swapped.json", '"naming"', '"hf"'], "a bad naming", swapped)

@@ -217,7 +217,8 @@ static int write_config(const char *dir, const VitRun *run, const Vit *vit, int 
             (int)c->head_pool, (int)c->rope, c->rope_theta, c->mlp_gated);
     for (const char *p = c->left_out; *p; p++) /* escaped by the engine: no control bytes */
         fprintf(f, (*p == '"' || *p == '\\') ? "\\%c" : "%c", *p);
-    fprintf(f, "\", \"default_preprocess\": %d, \"labels\": [", c->default_preprocess);
+    fprintf(f, "\", \"default_preprocess\": %d, \"labels_assumed\": %d, \"labels\": [",
+            c->default_preprocess, c->labels_assumed);
     /* the class names the engine attached (config.json's, or a layout's): first and last */
     for (int i = 0; vit->labels && i < 2; i++) {
         fputs(i ? ", \"" : "\"", f);

@@ -133,6 +133,9 @@ typedef struct {
                                is vit_head_width(cfg) wide: D, or 2D for VIT_POOL_CLS_MEAN */
     char layout[32];        /* the layout that named the tensors (layout.c): its "name",
                                e.g. "timm", "hf", "torchvision", or a user's */
+    int labels_assumed;     /* 1: the class names are the layout's list (the head its
+                               models are published with, e.g. ImageNet-1k's for 1000
+                               classes), not the checkpoint's own: the app says so */
     int default_preprocess; /* 1: a PyTorch checkpoint for which neither config.json nor the
                                layout gave the preprocessing: ImageNet's mean/std and timm's
                                crop are assumed (the app says so) */
