@@ -14,9 +14,9 @@ compile), none of the app's own threads may be running: those named "vitlens-...
 fonts' lookup, the workers). The engine's pool threads ("vitlens-pool") run only inside
 their caller's vit_pool_run, and that caller is a worker (counted) or the thread that
 forks: between tasks they wait on a condition variable, holding nothing. Mesa's and the
-libraries' threads are not the app's to stop. Deterministic: the order of calls, not a race's outcome. The negative
-controls: the launch's order before the fix (the lookup thread, then SDL_Init) and the box
-shown while the worker runs, both failed here.
+libraries' threads are not the app's to stop. Deterministic: the order of calls, not a
+race's outcome. The negative controls: the launch's order before the fix (the lookup
+thread, then SDL_Init) and the box shown while the worker runs, both failed here.
 
   xvfb.py -s "-screen 0 1280x1024x24" /usr/bin/python3 test_fork.py --app build/vitlens \\
       --out build/tests/gui/fork
