@@ -35,7 +35,8 @@ import threading
 import time
 from pathlib import Path
 
-TIMEOUT_S = float(os.environ.get("VITLENS_TEST_TIMEOUT", "120"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from test_gui import TIMEOUT_S, broken_shaders, windows_titled  # noqa: E402
 
 
 def traced(argv, log, env, until):
@@ -67,10 +68,8 @@ def traced(argv, log, env, until):
 
 
 def box_shown(_lines):
-    """SDL's message box on the display: a top-level window of that title (its X11 box
-    sets only a UTF-8 WM_NAME, which xwininfo lists and `xdotool search` does not)."""
-    tree = subprocess.run(["xwininfo", "-root", "-tree"], capture_output=True, text=True)
-    return '"vitlens: cannot start"' in tree.stdout
+    """SDL's message box on the display (test_gui.py's windows_titled)."""
+    return bool(windows_titled("vitlens: cannot start"))
 
 
 def kill_tree(pid, top=True):
@@ -141,17 +140,12 @@ def main():
     env.pop("VITLENS_FONT", None)  # fontconfig's lookup thread
     root = Path(__file__).resolve().parents[2]
     photo = sorted(str(p) for p in (root / "assets" / "default" / "demo").glob("*.png"))[0]
-    # a shader that does not compile: SDL's message box, from a forked child
-    shaders = out / "broken-shaders"
-    shutil.rmtree(shaders, ignore_errors=True)
-    shutil.copytree(root / "shaders", shaders)
-    with open(shaders / "heatmap.frag.glsl", "a") as f:
-        f.write("\nthis is not GLSL;\n")
+    shaders = broken_shaders(str(out))  # SDL's message box, from a forked child
     try:
         launch = traced([a.app, photo], out / "launch.strace", env,
                         lambda lines: f"ready {photo}" in lines)
         box = traced([a.app, photo], out / "box.strace",
-                     dict(env, VITLENS_SHADER_DIR=str(shaders)), box_shown)
+                     dict(env, VITLENS_SHADER_DIR=shaders), box_shown)
     finally:
         shutil.rmtree(xdg, ignore_errors=True)
     ok = True

@@ -481,10 +481,17 @@ def run_checks(app, fn):
             app.proc.wait()
 
 
+def windows_titled(name):
+    """The top-level windows titled `name` now, their ids (SDL's X11 message box sets only a
+    UTF-8 WM_NAME, which `xdotool search --name` does not match: `xwininfo -root -tree`
+    lists it)."""
+    tree = subprocess.run(["xwininfo", "-root", "-tree"], check=True, capture_output=True,
+                          text=True).stdout
+    return [ln.split()[0] for ln in tree.splitlines() if f'"{name}"' in ln]
+
+
 def find_window(app, name=None):
-    """The app's main window, or a top-level window titled `name` (SDL's X11 message box
-    sets only a UTF-8 WM_NAME, which `xdotool search --name` does not match: read
-    `xwininfo -root -tree` instead)."""
+    """The app's main window, or a top-level window titled `name` (windows_titled)."""
     if name is None:
         wid = subprocess.run(["xdotool", "search", "--sync", "--onlyvisible", "--pid",
                               str(app.proc.pid)], check=True, capture_output=True, text=True,
@@ -492,9 +499,7 @@ def find_window(app, name=None):
     else:
         deadline, wid = time.time() + TIMEOUT_S, []
         while not wid and time.time() < deadline:
-            tree = subprocess.run(["xwininfo", "-root", "-tree"], check=True,
-                                  capture_output=True, text=True).stdout
-            wid = [ln.split()[0] for ln in tree.splitlines() if f'"{name}"' in ln]
+            wid = windows_titled(name)
             if not wid:
                 time.sleep(0.1)
     check(len(wid) >= 1, f"window {name or 'of the app'} found ({wid})")
